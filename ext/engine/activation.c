@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Activation functions and their derivatives. Backward takes both x and
+ * y = f(x) and uses y where the derivative allows (relu, sigmoid, tanh,
+ * softmax, elu), so those can later run in place over their input.
+ * Softmax is taken over the width axis, as nntrainer does.
+ */
+#include "tt_internal.h"
+
+#include <math.h>
+
+#define LEAKY_RELU_SLOPE 0.01f
+
+static void
+softmax_rows (size_t rows, size_t width, const float *x, float *y)
+{
+  for (size_t r = 0; r < rows; r++, x += width, y += width) {
+    float mx = x[0];
+    for (size_t i = 1; i < width; i++)
+      mx = x[i] > mx ? x[i] : mx;
+    float sum = 0;
+    for (size_t i = 0; i < width; i++) {
+      y[i] = expf (x[i] - mx);
+      sum += y[i];
+    }
+    float inv = 1.0f / sum;
+    for (size_t i = 0; i < width; i++)
+      y[i] *= inv;
+  }
+}
+
+void
+tt_activation_forward (tt_activation fn, size_t rows, size_t width,
+    const float *x, float *y)
+{
+  const size_t n = rows * width;
+  switch (fn) {
+    case TT_ACT_NONE:
+      if (x != y)
+        for (size_t i = 0; i < n; i++)
+          y[i] = x[i];
+      break;
+    case TT_ACT_RELU:
+      for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      break;
+    case TT_ACT_LEAKY_RELU:
+      for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] : LEAKY_RELU_SLOPE * x[i];
+      break;
+    case TT_ACT_SIGMOID:
+      for (size_t i = 0; i < n; i++)
+        y[i] = 1.0f / (1.0f + expf (-x[i]));
+      break;
+    case TT_ACT_TANH:
+      for (size_t i = 0; i < n; i++)
+        y[i] = tanhf (x[i]);
+      break;
+    case TT_ACT_SOFTMAX:
+      softmax_rows (rows, width, x, y);
+      break;
+    case TT_ACT_SWISH:
+      for (size_t i = 0; i < n; i++)
+        y[i] = x[i] / (1.0f + expf (-x[i]));
+      break;
+    case TT_ACT_GELU:
+      for (size_t i = 0; i < n; i++)
+        y[i] = 0.5f * x[i] * (1.0f + erff (x[i] * (float) M_SQRT1_2));
+      break;
+    case TT_ACT_ELU:
+      for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] : expm1f (x[i]);
+      break;
+  }
+}
+
+void
+tt_activation_backward (tt_activation fn, size_t rows, size_t width,
+    const float *x, const float *y, const float *dy, float *dx)
+{
+  const size_t n = rows * width;
+  switch (fn) {
+    case TT_ACT_NONE:
+      if (dx != dy)
+        for (size_t i = 0; i < n; i++)
+          dx[i] = dy[i];
+      break;
+    case TT_ACT_RELU:
+      for (size_t i = 0; i < n; i++)
+        dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+      break;
+    case TT_ACT_LEAKY_RELU:
+      for (size_t i = 0; i < n; i++)
+        dx[i] = y[i] > 0.0f ? dy[i] : LEAKY_RELU_SLOPE * dy[i];
+      break;
+    case TT_ACT_SIGMOID:
+      for (size_t i = 0; i < n; i++)
+        dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+      break;
+    case TT_ACT_TANH:
+      for (size_t i = 0; i < n; i++)
+        dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+      break;
+    case TT_ACT_SOFTMAX:
+      for (size_t r = 0; r < rows; r++) {
+        const float *yr = y + r * width, *dyr = dy + r * width;
+        float *dxr = dx + r * width;
+        float dot = 0;
+        for (size_t i = 0; i < width; i++)
+          dot += dyr[i] * yr[i];
+        for (size_t i = 0; i < width; i++)
+          dxr[i] = yr[i] * (dyr[i] - dot);
+      }
+      break;
+    case TT_ACT_SWISH:
+      for (size_t i = 0; i < n; i++) {
+        float s = 1.0f / (1.0f + expf (-x[i]));
+        dx[i] = dy[i] * (s + x[i] * s * (1.0f - s));
+      }
+      break;
+    case TT_ACT_GELU:
+      for (size_t i = 0; i < n; i++) {
+        float cdf = 0.5f * (1.0f + erff (x[i] * (float) M_SQRT1_2));
+        float pdf = expf (-0.5f * x[i] * x[i]) * 0.3989422804014327f;
+        dx[i] = dy[i] * (cdf + x[i] * pdf);
+      }
+      break;
+    case TT_ACT_ELU:
+      for (size_t i = 0; i < n; i++)
+        dx[i] = y[i] > 0.0f ? dy[i] : dy[i] * (y[i] + 1.0f);
+      break;
+  }
+}

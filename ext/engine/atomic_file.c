@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Crash-safe file replacement: write a temporary file in the target's
+ * folder, fsync it, rename it over the target, fsync the folder. A reader
+ * (or a process restarted after a crash) sees the old file or the new one,
+ * never a mix.
+ */
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+tt_status
+tt_atomic_file_open (tt_atomic_file * f, const char *path, tt_error * err)
+{
+  memset (f, 0, sizeof *f);
+  f->fd = -1;
+  if (snprintf (f->path, sizeof f->path, "%s", path) >= (int) sizeof f->path
+      || snprintf (f->tmp, sizeof f->tmp, "%s.tmp-XXXXXX", path) >=
+      (int) sizeof f->tmp)
+    return tt_fail (err, TT_ERR_IO, "%s: path too long", path);
+  f->fd = mkstemp (f->tmp);
+  if (f->fd < 0)
+    return tt_fail (err, TT_ERR_IO, "%s: cannot create a temporary file: %s",
+        path, strerror (errno));
+  return TT_OK;
+}
+
+tt_status
+tt_atomic_file_write (tt_atomic_file * f, const void *data, size_t len,
+    tt_error * err)
+{
+  const char *p = data;
+  while (len > 0 && !f->failed) {
+    ssize_t n = write (f->fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      f->failed = true;
+      return tt_fail (err, TT_ERR_IO, "%s: write failed: %s", f->path,
+          n < 0 ? strerror (errno) : "no progress");
+    }
+    p += n;
+    len -= (size_t) n;
+  }
+  return f->failed ? tt_fail (err, TT_ERR_IO, "%s: write failed", f->path) :
+      TT_OK;
+}
+
+void
+tt_atomic_file_abort (tt_atomic_file * f)
+{
+  if (f->fd >= 0) {
+    close (f->fd);
+    unlink (f->tmp);
+    f->fd = -1;
+  }
+}
+
+tt_status
+tt_atomic_file_commit (tt_atomic_file * f, tt_error * err)
+{
+  if (f->failed) {
+    tt_atomic_file_abort (f);
+    return tt_fail (err, TT_ERR_IO, "%s: not saved after a write error",
+        f->path);
+  }
+  /* mkstemp creates 0600; a model file is as readable as any other */
+  mode_t mask = umask (0);
+  umask (mask);
+  if (fchmod (f->fd, 0666 & ~mask) != 0 || fsync (f->fd) != 0) {
+    int e = errno;
+    tt_atomic_file_abort (f);
+    return tt_fail (err, TT_ERR_IO, "%s: cannot flush to disk: %s", f->path,
+        strerror (e));
+  }
+  if (close (f->fd) != 0) {
+    int e = errno;
+    f->fd = -1;
+    unlink (f->tmp);
+    return tt_fail (err, TT_ERR_IO, "%s: close failed: %s", f->path,
+        strerror (e));
+  }
+  f->fd = -1;
+  if (rename (f->tmp, f->path) != 0) {
+    int e = errno;
+    unlink (f->tmp);
+    return tt_fail (err, TT_ERR_IO, "%s: cannot replace: %s", f->path,
+        strerror (e));
+  }
+  /* the rename itself must reach the disk too */
+  char dir[sizeof f->path];
+  snprintf (dir, sizeof dir, "%s", f->path);
+  int dfd = open (dirname (dir), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    fsync (dfd);
+    close (dfd);
+  }
+  return TT_OK;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nntrainer's BIN weights: no header; every layer's weights in INI order,
+ * raw little-endian float32; for Adam the 4 bytes "adam" then each
+ * trainable weight's first and second moments; then the epoch and
+ * iteration counters as uint32. A file is accepted only at one of the
+ * exact sizes such a file can have for this model, and only if every value
+ * is finite: the model is not touched until the whole file checked out.
+ */
+#include "tt_internal.h"
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "bin.c reads and writes little-endian floats in place; add swapping"
+#endif
+
+#define BIN_TAG "adam"
+#define BIN_TAG_LEN 4
+#define BIN_COUNTERS 8
+
+/* Calls fn for each float region of the file, in file order; moments only
+ * when with_moments. Returns the first non-OK status. */
+typedef tt_status (*bin_region_fn) (tt_model * m, int tensor, void *ctx,
+    tt_error * err);
+
+static tt_status
+bin_for_each (tt_model * m, bool with_moments, bool moments_only,
+    bin_region_fn fn, void *ctx, tt_error * err)
+{
+  tt_status st;
+  for (uint32_t c = 0; c < m->n_layers; c++) {
+    tt_layer *l = &m->layers[m->canonical[c]];
+    for (uint32_t i = 0; i < l->n_weights; i++)
+      if (!moments_only && (st = fn (m, l->weights[i].value, ctx, err)))
+        return st;
+  }
+  if (!with_moments)
+    return TT_OK;
+  for (uint32_t c = 0; c < m->n_layers; c++) {
+    tt_layer *l = &m->layers[m->canonical[c]];
+    for (uint32_t i = 0; i < l->n_weights; i++) {
+      tt_weight *w = &l->weights[i];
+      if (!w->trainable)
+        continue;
+      if ((st = fn (m, w->opt[0], ctx, err)) ||
+          (st = fn (m, w->opt[1], ctx, err)))
+        return st;
+    }
+  }
+  return TT_OK;
+}
+
+static bool
+bin_has_moments (const tt_model * m)
+{
+  return m->opt.type == TT_OPT_ADAM || m->opt.type == TT_OPT_ADAMW;
+}
+
+static tt_status
+bin_sum_bytes (tt_model * m, int tensor, void *ctx, tt_error * err)
+{
+  (void) err;
+  *(size_t *) ctx += m->tensors[tensor].count * sizeof (float);
+  return TT_OK;
+}
+
+size_t
+tt_bin_weight_bytes (const tt_model * m)
+{
+  size_t bytes = 0;
+  bin_for_each ((tt_model *) m, false, false, bin_sum_bytes, &bytes, NULL);
+  return bytes;
+}
+
+static size_t
+bin_moment_bytes (tt_model * m)
+{
+  size_t bytes = 0;
+  if (bin_has_moments (m))
+    bin_for_each (m, true, true, bin_sum_bytes, &bytes, NULL);
+  return bytes;
+}
+
+typedef struct {
+  FILE *fp;
+  const char *path;
+  bool store;                   /* false: check only */
+  size_t offset;
+} bin_reader;
+
+static tt_status
+bin_read_region (tt_model * m, int tensor, void *ctx, tt_error * err)
+{
+  bin_reader *r = ctx;
+  tt_tensor *t = &m->tensors[tensor];
+  float chunk[4096];
+  for (size_t done = 0; done < t->count;) {
+    size_t n = t->count - done < 4096 ? t->count - done : 4096;
+    float *dst = r->store ? t->data + done : chunk;
+    if (fread (dst, sizeof (float), n, r->fp) != n)
+      return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu (%s)",
+          r->path, r->offset, ferror (r->fp) ? strerror (errno) :
+          "file shrank while reading");
+    for (size_t i = 0; i < n && !r->store; i++)
+      if (!isfinite (dst[i]))
+        return tt_fail (err, TT_ERR_PARSE,
+            "%s: tensor %s holds a non-finite value (%g) at element %zu "
+            "(byte %zu)", r->path, t->name, (double) dst[i], done + i,
+            r->offset + i * sizeof (float));
+    done += n;
+    r->offset += n * sizeof (float);
+  }
+  return TT_OK;
+}
+
+static tt_status
+bin_zero_region (tt_model * m, int tensor, void *ctx, tt_error * err)
+{
+  (void) ctx;
+  (void) err;
+  memset (m->tensors[tensor].data, 0,
+      m->tensors[tensor].count * sizeof (float));
+  return TT_OK;
+}
+
+static tt_status
+bin_read_all (tt_model * m, bin_reader * r, bool moments, uint32_t *counters,
+    tt_error * err)
+{
+  tt_status st;
+  r->offset = 0;
+  if (fseek (r->fp, 0, SEEK_SET) != 0)
+    return tt_fail (err, TT_ERR_IO, "%s: cannot seek: %s", r->path,
+        strerror (errno));
+  if ((st = bin_for_each (m, false, false, bin_read_region, r, err)))
+    return st;
+  if (moments) {
+    char tag[BIN_TAG_LEN];
+    if (fread (tag, 1, BIN_TAG_LEN, r->fp) != BIN_TAG_LEN)
+      return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu", r->path,
+          r->offset);
+    if (memcmp (tag, BIN_TAG, BIN_TAG_LEN) != 0)
+      return tt_fail (err, TT_ERR_PARSE,
+          "%s: expected the tag 'adam' at byte %zu after the weights", r->path,
+          r->offset);
+    r->offset += BIN_TAG_LEN;
+    if ((st = bin_for_each (m, true, true, bin_read_region, r, err)))
+      return st;
+  }
+  if (counters && fread (counters, sizeof (uint32_t), 2, r->fp) != 2)
+    return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu", r->path,
+        r->offset);
+  return TT_OK;
+}
+
+tt_status
+tt_model_load_bin (tt_model * m, const char *path, tt_error * err)
+{
+  if (!m->compiled)
+    return tt_fail (err, TT_ERR_STATE, "%s: compile the model before loading "
+        "weights", path);
+  const size_t w = tt_bin_weight_bytes (m);
+  const size_t mom = bin_moment_bytes (m);
+  const bool adam = bin_has_moments (m);
+  FILE *fp = fopen (path, "rb");
+  if (!fp)
+    return tt_fail (err, TT_ERR_IO, "%s: cannot open: %s", path,
+        strerror (errno));
+  struct stat sb;
+  if (fstat (fileno (fp), &sb) != 0 || !S_ISREG (sb.st_mode)) {
+    fclose (fp);
+    return tt_fail (err, TT_ERR_IO, "%s: not a regular file", path);
+  }
+  const size_t size = (size_t) sb.st_size;
+  bool moments = false, counters = false;
+  if (size == w) {
+  } else if (size == w + BIN_COUNTERS) {
+    counters = true;
+  } else if (adam && size == w + BIN_TAG_LEN + mom) {
+    moments = true;
+  } else if (adam && size == w + BIN_TAG_LEN + mom + BIN_COUNTERS) {
+    moments = counters = true;
+  } else {
+    fclose (fp);
+    if (adam)
+      return tt_fail (err, TT_ERR_INVALID,
+          "%s: size %zu bytes does not fit the model %s: expected %zu "
+          "(weights), %zu (weights + counters), %zu (weights + adam "
+          "moments) or %zu (weights + adam moments + counters)", path, size,
+          m->path, w, w + BIN_COUNTERS, w + BIN_TAG_LEN + mom,
+          w + BIN_TAG_LEN + mom + BIN_COUNTERS);
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: size %zu bytes does not fit the model %s: expected %zu "
+        "(weights) or %zu (weights + counters)", path, size, m->path, w,
+        w + BIN_COUNTERS);
+  }
+
+  /* check everything first, then store: a bad file leaves the model as it
+   * was */
+  bin_reader r = { fp, path, false, 0 };
+  uint32_t cnt[2] = { 0, 0 };
+  tt_status st = bin_read_all (m, &r, moments, counters ? cnt : NULL, err);
+  if (st == TT_OK) {
+    r.store = true;
+    st = bin_read_all (m, &r, moments, counters ? cnt : NULL, err);
+  }
+  fclose (fp);
+  if (st)
+    return st;
+  /* weights without moments start the optimizer afresh */
+  if (adam && !moments)
+    bin_for_each (m, true, true, bin_zero_region, NULL, NULL);
+  if (counters) {
+    m->epoch = cnt[0];
+    m->iteration = cnt[1];
+  }
+  return TT_OK;
+}
+
+static tt_status
+bin_write_region (tt_model * m, int tensor, void *ctx, tt_error * err)
+{
+  const tt_tensor *t = &m->tensors[tensor];
+  return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float), err);
+}
+
+tt_status
+tt_model_save_bin (tt_model * m, const char *path, tt_error * err)
+{
+  if (!m->compiled)
+    return tt_fail (err, TT_ERR_STATE, "%s: nothing to save: the model is "
+        "not compiled", path);
+  tt_atomic_file f;
+  tt_status st = tt_atomic_file_open (&f, path, err);
+  if (st)
+    return st;
+  const uint32_t counters[2] = { m->epoch, m->iteration };
+  if ((st = bin_for_each (m, false, false, bin_write_region, &f, err)) ||
+      (bin_has_moments (m) &&
+          ((st = tt_atomic_file_write (&f, BIN_TAG, BIN_TAG_LEN, err)) ||
+              (st = bin_for_each (m, true, true, bin_write_region, &f,
+                      err)))) ||
+      (st = tt_atomic_file_write (&f, counters, sizeof counters, err))) {
+    tt_atomic_file_abort (&f);
+    return st;
+  }
+  return tt_atomic_file_commit (&f, err);
+}

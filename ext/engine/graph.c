@@ -1,0 +1,675 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * From parsed layer sections to an executable graph:
+ *   1. realize implicit layers (activation=, flatten=, input_shape= on a
+ *      non-input layer),
+ *   2. resolve connections (previous section, input_layers, name(idx)),
+ *   3. attach the loss (folding a final softmax/sigmoid into it),
+ *   4. insert a multiout wherever an output is consumed more than once,
+ *   5. sort topologically (ties in INI order, so sequential models keep
+ *      their order), detecting cycles,
+ *   6. infer shapes and where gradients flow.
+ *
+ * Execution orders (nntrainer's scheme) for n layers in topological order:
+ * forward of layer i is i; walking backwards, layer i (k = n-1-i) has
+ * calcGradient n+3k, calcDerivative n+3k+1, applyGradient n+3k+2.
+ */
+#include "tt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+tt_layer *
+tt_model_add_layer (tt_model * m, const char *name, const char *section,
+    const tt_layer_ops * ops, tt_error * err)
+{
+  if (tt_model_find_layer (m, name) >= 0) {
+    tt_fail (err, TT_ERR_INVALID, "%s: [%s]: layer name '%s' is used twice",
+        m->path, section, name);
+    return NULL;
+  }
+  if (m->n_layers == m->cap_layers) {
+    uint32_t cap = m->cap_layers ? m->cap_layers * 2 : 16;
+    tt_layer *grown = realloc (m->layers, cap * sizeof *grown);
+    if (!grown) {
+      tt_fail (err, TT_ERR_NOMEM, "out of memory adding layer %s", name);
+      return NULL;
+    }
+    m->layers = grown;
+    m->cap_layers = cap;
+  }
+  tt_layer *l = &m->layers[m->n_layers];
+  memset (l, 0, sizeof *l);
+  snprintf (l->name, sizeof l->name, "%s", name);
+  snprintf (l->section, sizeof l->section, "%s", section);
+  l->ops = ops;
+  l->creation = (int) m->n_layers++;
+  l->n_outputs = 1;
+  l->trainable = true;
+  l->order = -1;
+  for (int i = 0; i < TT_MAX_IO; i++)
+    l->in[i] = l->out[i] = l->in_deriv[i] = l->out_deriv[i] = -1;
+  for (int i = 0; i < TT_MAX_SCRATCH; i++)
+    l->scratch[i] = -1;
+  return l;
+}
+
+int
+tt_model_find_layer (const tt_model * m, const char *name)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    if (!strcmp (m->layers[i].name, name))
+      return (int) i;
+  return -1;
+}
+
+tt_weight *
+tt_layer_add_weight (tt_layer * l, const char *suffix, size_t count,
+    tt_initializer init, uint32_t fan_in, uint32_t fan_out, bool trainable)
+{
+  tt_weight *w = &l->weights[l->n_weights++];
+  memset (w, 0, sizeof *w);
+  w->suffix = suffix;
+  w->count = count;
+  w->init = init;
+  w->fan_in = fan_in;
+  w->fan_out = fan_out;
+  w->trainable = trainable && l->trainable;
+  w->value = w->grad = w->opt[0] = w->opt[1] = -1;
+  return w;
+}
+
+/* ---- 1. implicit layers ---------------------------------------------- */
+
+/* Appends a one-input layer fed by the layer currently at index prev. */
+static tt_layer *
+graph_append_after (tt_model * m, int prev, const char *suffix,
+    const tt_layer_ops * ops, tt_error * err)
+{
+  char name[TT_NAME_MAX], section[TT_NAME_MAX];
+  snprintf (name, sizeof name, "%.63s/%.24s", m->layers[prev].name, suffix);
+  snprintf (section, sizeof section, "%s", m->layers[prev].section);
+  tt_layer *l = tt_model_add_layer (m, name, section, ops, err);
+  if (!l)
+    return NULL;
+  l->n_inputs = 1;
+  snprintf (l->inputs[0].name, TT_NAME_MAX, "%s", m->layers[prev].name);
+  l->inputs[0].layer = prev;
+  l->trainable = m->layers[prev].trainable;
+  return l;
+}
+
+/* Rebuilds the layer list with the implicit layers in place. realized[i]
+ * maps a section layer to the layer whose output its name stands for. */
+static tt_status
+graph_realize (tt_model * m, int **realized_out, tt_error * err)
+{
+  uint32_t n_sections = m->n_layers;
+  tt_layer *sections = m->layers;
+  int *realized = calloc (n_sections, sizeof *realized);
+  int *head = calloc (n_sections, sizeof *head);
+  if (!realized || !head) {
+    free (realized);
+    free (head);
+    return tt_fail (err, TT_ERR_NOMEM, "out of memory");
+  }
+  m->layers = NULL;
+  m->n_layers = m->cap_layers = 0;
+  tt_status st = TT_OK;
+
+  for (uint32_t i = 0; i < n_sections && st == TT_OK; i++) {
+    tt_layer src = sections[i];
+    const char *sec = src.section;
+    tt_section s = { m->path, sec, m->dict };
+
+    if (src.ops == &tt_input_layer_ops) {
+      if (!src.has_input_shape) {
+        st = tt_section_error (&s, "input_shape", err, TT_ERR_INVALID,
+            "missing key (an input layer needs its shape, e.g. 1:28:28)");
+        break;
+      }
+      if (src.n_inputs) {
+        st = tt_section_error (&s, "input_layers", err, TT_ERR_INVALID,
+            "an input layer takes no input layers");
+        break;
+      }
+    } else if (src.has_input_shape && src.n_inputs == 0) {
+      /* nntrainer: input_shape on the first layer makes it a model input */
+      char name[TT_NAME_MAX];
+      snprintf (name, sizeof name, "%.63s/input", src.name);
+      tt_layer *in = tt_model_add_layer (m, name, sec, &tt_input_layer_ops,
+          err);
+      if (!in) {
+        st = err ? err->status : TT_ERR_NOMEM;
+        break;
+      }
+      in->has_input_shape = true;
+      in->input_shape = src.input_shape;
+      src.n_inputs = 1;
+      snprintf (src.inputs[0].name, TT_NAME_MAX, "%s", name);
+      src.inputs[0].layer = (int) m->n_layers - 1;
+    } else if (src.n_inputs == 0 && src.ops != &tt_input_layer_ops) {
+      if (i == 0) {
+        st = tt_section_error (&s, "input_shape", err, TT_ERR_INVALID,
+            "missing key: the first layer has no input; give it "
+            "input_shape or add an input layer before it");
+        break;
+      }
+      /* the section above feeds it */
+      src.n_inputs = 1;
+      snprintf (src.inputs[0].name, TT_NAME_MAX, "%s", sections[i - 1].name);
+      src.inputs[0].layer = -1;
+    }
+
+    tt_layer *l = tt_model_add_layer (m, src.name, sec, src.ops, err);
+    if (!l) {
+      st = err ? err->status : TT_ERR_NOMEM;
+      break;
+    }
+    int creation = l->creation;
+    *l = src;
+    l->creation = creation;
+    head[i] = creation;
+    int last = creation;
+    if (src.post_activation != TT_ACT_NONE) {
+      tt_layer *a = graph_append_after (m, last, "activation_realized",
+          &tt_activation_layer_ops, err);
+      if (!a) {
+        st = err ? err->status : TT_ERR_NOMEM;
+        break;
+      }
+      a->p.act.fn = src.post_activation;
+      last = a->creation;
+    }
+    if (src.post_flatten) {
+      tt_layer *f = graph_append_after (m, last, "flatten_realized",
+          &tt_flatten_layer_ops, err);
+      if (!f) {
+        st = err ? err->status : TT_ERR_NOMEM;
+        break;
+      }
+      last = f->creation;
+    }
+    realized[i] = last;
+  }
+
+  /* names in input_layers refer to sections; map them to realized layers */
+  for (uint32_t i = 0; i < n_sections && st == TT_OK; i++) {
+    tt_layer *l = &m->layers[head[i]];
+    tt_section s = { m->path, l->section, m->dict };
+    for (uint32_t k = 0; k < l->n_inputs; k++) {
+      tt_link *link = &l->inputs[k];
+      if (link->layer >= 0)
+        continue;
+      int found = -1;
+      for (uint32_t j = 0; j < n_sections; j++)
+        if (!strcmp (sections[j].name, link->name))
+          found = (int) j;
+      if (found < 0) {
+        /* an implicit input layer's name may be referenced too */
+        int direct = tt_model_find_layer (m, link->name);
+        if (direct < 0) {
+          st = tt_section_error (&s, "input_layers", err, TT_ERR_INVALID,
+              "no layer named '%s'", link->name);
+          break;
+        }
+        link->layer = direct;
+      } else {
+        link->layer = realized[found];
+      }
+    }
+  }
+  free (sections);
+  free (head);
+  if (st) {
+    free (realized);
+    return st;
+  }
+  *realized_out = realized;
+  return TT_OK;
+}
+
+/* ---- 3. loss --------------------------------------------------------- */
+
+static bool
+graph_is_loss (const tt_layer * l)
+{
+  return l->ops == &tt_mse_layer_ops || l->ops == &tt_cross_softmax_layer_ops
+      || l->ops == &tt_cross_sigmoid_layer_ops;
+}
+
+static void
+graph_count_consumers (tt_model * m, const bool *dead)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    memset (m->layers[i].consumers, 0, sizeof m->layers[i].consumers);
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    if (dead && dead[i])
+      continue;
+    tt_layer *l = &m->layers[i];
+    for (uint32_t k = 0; k < l->n_inputs; k++)
+      m->layers[l->inputs[k].layer].consumers[l->inputs[k].index]++;
+  }
+}
+
+/* Finds the single unconsumed output; the loss attaches there. */
+static tt_status
+graph_find_sink (tt_model * m, const bool *dead, int *sink, tt_error * err)
+{
+  int found = -1;
+  graph_count_consumers (m, dead);
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *l = &m->layers[i];
+    if (dead[i])
+      continue;
+    for (uint32_t o = 0; o < l->n_outputs; o++) {
+      if (l->consumers[o])
+        continue;
+      if (found >= 0)
+        return tt_fail (err, TT_ERR_INVALID,
+            "%s: [%s] and [%s] both end the model (their outputs feed no "
+            "layer); a model has one output", m->path,
+            m->layers[found].section, l->section);
+      found = (int) i;
+    }
+  }
+  if (found < 0)
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: every layer output is consumed, so the graph has a cycle and "
+        "no output", m->path);
+  *sink = found;
+  return TT_OK;
+}
+
+static tt_status
+graph_attach_loss (tt_model * m, bool *dead, tt_error * err)
+{
+  int sink = -1;
+  tt_status st = graph_find_sink (m, dead, &sink, err);
+  if (st)
+    return st;
+  tt_layer *s = &m->layers[sink];
+  const tt_layer_ops *ops = NULL;
+  int loss_at = -1;
+
+  if (graph_is_loss (s)) {
+    if (m->loss != TT_LOSS_NONE)
+      return tt_fail (err, TT_ERR_INVALID,
+          "%s: [Model] loss is set and [%s] is a loss layer too; keep one",
+          m->path, s->section);
+    ops = s->ops;
+    loss_at = sink;
+    sink = s->inputs[0].layer;
+  } else {
+    switch (m->loss) {
+      case TT_LOSS_NONE:
+        return tt_fail (err, TT_ERR_INVALID,
+            "%s: [Model] loss: missing key (mse, cross, cross_softmax or "
+            "cross_sigmoid)", m->path);
+      case TT_LOSS_MSE:
+        ops = &tt_mse_layer_ops;
+        break;
+      case TT_LOSS_CROSS_SOFTMAX:
+        ops = &tt_cross_softmax_layer_ops;
+        break;
+      case TT_LOSS_CROSS_SIGMOID:
+        ops = &tt_cross_sigmoid_layer_ops;
+        break;
+      case TT_LOSS_CROSS:{
+        tt_layer *a = &m->layers[sink];
+        if (a->ops != &tt_activation_layer_ops ||
+            (a->p.act.fn != TT_ACT_SOFTMAX && a->p.act.fn != TT_ACT_SIGMOID))
+          return tt_fail (err, TT_ERR_INVALID,
+              "%s: [Model] loss: 'cross' needs softmax or sigmoid as the "
+              "last activation, and [%s] ends the model without one",
+              m->path, a->section);
+        ops = a->p.act.fn == TT_ACT_SOFTMAX ? &tt_cross_softmax_layer_ops :
+            &tt_cross_sigmoid_layer_ops;
+        break;
+      }
+    }
+  }
+
+  /* cross losses apply their own softmax/sigmoid: fold the final one in */
+  tt_layer *a = &m->layers[sink];
+  if (a->ops == &tt_activation_layer_ops &&
+      ((ops == &tt_cross_softmax_layer_ops && a->p.act.fn == TT_ACT_SOFTMAX)
+          || (ops == &tt_cross_sigmoid_layer_ops
+              && a->p.act.fn == TT_ACT_SIGMOID))) {
+    dead[sink] = true;
+    sink = a->inputs[0].layer;
+  }
+
+  tt_layer *loss;
+  if (loss_at >= 0) {
+    loss = &m->layers[loss_at];
+  } else {
+    char name[TT_NAME_MAX];
+    snprintf (name, sizeof name, "%.63s/loss", m->layers[sink].name);
+    loss = tt_model_add_layer (m, name, m->layers[sink].section, ops, err);
+    if (!loss)
+      return err ? err->status : TT_ERR_NOMEM;
+    loss->n_inputs = 1;
+  }
+  loss->inputs[0].layer = sink;
+  loss->inputs[0].index = 0;
+  snprintf (loss->inputs[0].name, TT_NAME_MAX, "%s", m->layers[sink].name);
+  return TT_OK;
+}
+
+/* ---- 4. multiout ----------------------------------------------------- */
+
+static tt_status
+graph_insert_multiouts (tt_model * m, bool **dead_io, tt_error * err)
+{
+  graph_count_consumers (m, *dead_io);
+  uint32_t n = m->n_layers;
+  for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t o = 0; o < m->layers[i].n_outputs; o++) {
+      uint32_t count = m->layers[i].consumers[o];
+      if ((*dead_io)[i] || count <= 1)
+        continue;
+      if (count > TT_MAX_IO)
+        return tt_fail (err, TT_ERR_INVALID,
+            "%s: [%s]: output consumed by %u layers (at most %d)", m->path,
+            m->layers[i].section, count, TT_MAX_IO);
+      char name[TT_NAME_MAX];
+      if (m->layers[i].n_outputs > 1)
+        snprintf (name, sizeof name, "%.63s/multiout%u", m->layers[i].name, o);
+      else
+        snprintf (name, sizeof name, "%.63s/multiout", m->layers[i].name);
+      tt_layer *mo = tt_model_add_layer (m, name, m->layers[i].section,
+          &tt_multiout_layer_ops, err);
+      if (!mo)
+        return err ? err->status : TT_ERR_NOMEM;
+      bool *grown = realloc (*dead_io, m->cap_layers * sizeof *grown);
+      if (!grown)
+        return tt_fail (err, TT_ERR_NOMEM, "out of memory");
+      *dead_io = grown;
+      (*dead_io)[mo->creation] = false;
+      int mo_id = mo->creation;
+      mo->n_inputs = 1;
+      mo->inputs[0].layer = (int) i;
+      mo->inputs[0].index = o;
+      snprintf (mo->inputs[0].name, TT_NAME_MAX, "%s", m->layers[i].name);
+      mo->n_outputs = count;
+      mo->trainable = m->layers[i].trainable;
+      uint32_t k = 0;
+      for (uint32_t c = 0; c < m->n_layers; c++) {
+        tt_layer *cl = &m->layers[c];
+        if ((*dead_io)[c] || (int) c == mo_id)
+          continue;
+        for (uint32_t j = 0; j < cl->n_inputs; j++)
+          if (cl->inputs[j].layer == (int) i && cl->inputs[j].index == o) {
+            cl->inputs[j].layer = mo_id;
+            cl->inputs[j].index = k++;
+          }
+      }
+    }
+  }
+  return TT_OK;
+}
+
+/* ---- 5. topological order -------------------------------------------- */
+
+static tt_status
+graph_sort (tt_model * m, const bool *dead, tt_error * err)
+{
+  uint32_t n = m->n_layers;
+  uint32_t *indeg = calloc (n, sizeof *indeg);
+  int *order = malloc (n * sizeof *order);
+  int *position = malloc (n * sizeof *position);
+  bool *done = calloc (n, sizeof *done);
+  tt_layer *sorted = malloc (n * sizeof *sorted);
+  tt_status st = TT_OK;
+  if (!indeg || !order || !position || !done || !sorted) {
+    st = tt_fail (err, TT_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  uint32_t alive = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (dead[i])
+      continue;
+    alive++;
+    indeg[i] = m->layers[i].n_inputs;
+  }
+  /* Kahn's algorithm, always taking the earliest-created ready layer */
+  uint32_t count = 0;
+  while (count < alive) {
+    int pick = -1;
+    for (uint32_t i = 0; i < n; i++)
+      if (!dead[i] && !done[i] && indeg[i] == 0) {
+        pick = (int) i;
+        break;
+      }
+    if (pick < 0) {
+      for (uint32_t i = 0; i < n; i++)
+        if (!dead[i] && !done[i]) {
+          st = tt_fail (err, TT_ERR_INVALID,
+              "%s: [%s] input_layers: the layers form a cycle through '%s'",
+              m->path, m->layers[i].section, m->layers[i].name);
+          goto out;
+        }
+    }
+    done[pick] = true;
+    position[pick] = (int) count;
+    order[count++] = pick;
+    for (uint32_t i = 0; i < n; i++) {
+      if (dead[i] || done[i])
+        continue;
+      for (uint32_t k = 0; k < m->layers[i].n_inputs; k++)
+        if (m->layers[i].inputs[k].layer == pick)
+          indeg[i]--;
+    }
+  }
+  for (uint32_t j = 0; j < count; j++) {
+    sorted[j] = m->layers[order[j]];
+    sorted[j].order = (int) j;
+    for (uint32_t k = 0; k < sorted[j].n_inputs; k++)
+      sorted[j].inputs[k].layer = position[sorted[j].inputs[k].layer];
+  }
+  free (m->layers);
+  m->layers = sorted;
+  sorted = NULL;
+  m->n_layers = m->cap_layers = count;
+out:
+  free (indeg);
+  free (order);
+  free (position);
+  free (done);
+  free (sorted);
+  return st;
+}
+
+/* ---- 6. shapes and gradient flow ------------------------------------- */
+
+static tt_status
+graph_infer (tt_model * m, tt_error * err)
+{
+  m->n_inputs = 0;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *l = &m->layers[i];
+    for (uint32_t k = 0; k < l->n_inputs; k++) {
+      tt_layer *p = &m->layers[l->inputs[k].layer];
+      if (l->inputs[k].index >= p->n_outputs) {
+        tt_section s = { m->path, l->section, m->dict };
+        return tt_section_error (&s, "input_layers", err, TT_ERR_INVALID,
+            "'%s(%u)': [%s] has %u output(s)", l->inputs[k].name,
+            l->inputs[k].index, p->section, p->n_outputs);
+      }
+      l->in_dims[k] = p->out_dims[l->inputs[k].index];
+    }
+    if (l->ops == &tt_input_layer_ops) {
+      if (m->n_inputs == TT_MAX_IO)
+        return tt_fail (err, TT_ERR_INVALID, "%s: more than %d inputs",
+            m->path, TT_MAX_IO);
+      m->input_layers[m->n_inputs++] = (int) i;
+    }
+    if (graph_is_loss (l))
+      m->loss_layer = (int) i;
+    tt_status st = l->ops->infer (m, l, err);
+    if (st)
+      return st;
+    for (uint32_t o = 0; o < l->n_outputs; o++)
+      if (tt_dims_count (l->out_dims[o]) > (1u << 28))
+        return tt_fail (err, TT_ERR_INVALID,
+            "%s: [%s]: output of %u:%u:%u is larger than %u elements",
+            m->path, l->section, l->out_dims[o].c, l->out_dims[o].h,
+            l->out_dims[o].w, 1u << 28);
+  }
+
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *l = &m->layers[i];
+    bool own = false;
+    for (uint32_t w = 0; w < l->n_weights; w++)
+      own |= l->weights[w].trainable;
+    bool upstream = false;
+    for (uint32_t k = 0; k < l->n_inputs; k++)
+      upstream |= m->layers[l->inputs[k].layer].grad_flows;
+    l->needs_derivative = upstream;
+    l->grad_flows = own || upstream ||
+        (l->ops == &tt_input_layer_ops && m->force_input_derivative);
+  }
+  return TT_OK;
+}
+
+/* ---- tensors and lifetimes ------------------------------------------- */
+
+static void
+graph_declare_tensors (tt_model * m)
+{
+  const int n = (int) m->n_layers;
+  const int last = 4 * n - 1;
+  for (int i = 0; i < n; i++) {
+    tt_layer *l = &m->layers[i];
+    const int fwd = i, k = n - 1 - i;
+    const int calc_grad = n + 3 * k, calc_deriv = n + 3 * k + 1,
+        apply = n + 3 * k + 2;
+
+    for (uint32_t w = 0; w < l->n_weights; w++) {
+      tt_weight *wt = &l->weights[w];
+      char suffix[64];
+      wt->value = tt_tensor_declare (m, l->name, wt->suffix,
+          TT_TENSOR_WEIGHT, wt->count);
+      tt_tensor_use (m, wt->value, 0);
+      tt_tensor_use (m, wt->value, last);
+      if (!wt->trainable)
+        continue;
+      snprintf (suffix, sizeof suffix, "%s:grad", wt->suffix);
+      wt->grad = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_GRADIENT,
+          wt->count);
+      tt_tensor_use (m, wt->grad, calc_grad);
+      tt_tensor_use (m, wt->grad, apply);
+      uint32_t states = tt_optimizer_state_count (&m->opt);
+      for (uint32_t s = 0; s < states; s++) {
+        snprintf (suffix, sizeof suffix, "%s:%s", wt->suffix,
+            states == 1 ? "momentum" : s == 0 ? "m" : "v");
+        wt->opt[s] = tt_tensor_declare (m, l->name, suffix,
+            TT_TENSOR_OPTIMIZER, wt->count);
+        tt_tensor_use (m, wt->opt[s], 0);
+        tt_tensor_use (m, wt->opt[s], last);
+      }
+    }
+
+    const size_t batch = m->batch_size;
+    for (uint32_t in = 0; in < l->n_inputs; in++) {
+      tt_layer *p = &m->layers[l->inputs[in].layer];
+      l->in[in] = p->out[l->inputs[in].index];
+      if (l->needs_derivative)
+        l->in_deriv[in] = p->out_deriv[l->inputs[in].index];
+    }
+
+    for (uint32_t o = 0; o < l->n_outputs; o++) {
+      char suffix[32];
+      size_t count = batch * tt_dims_count (l->out_dims[o]);
+      if (l->n_outputs > 1)
+        snprintf (suffix, sizeof suffix, "out%u", o);
+      else
+        snprintf (suffix, sizeof suffix, "out");
+      if (l->ops == &tt_input_layer_ops)
+        l->out[o] = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_INPUT,
+            count);
+      else if (l->ops->output_is_view || l->ops == &tt_mse_layer_ops)
+        l->out[o] = tt_tensor_view (m, l->name, suffix, l->in[0]);
+      else
+        l->out[o] = tt_tensor_declare (m, l->name, suffix,
+            TT_TENSOR_ACTIVATION, count);
+
+      if (!l->grad_flows || graph_is_loss (l))
+        continue;
+      char dsuffix[40];
+      snprintf (dsuffix, sizeof dsuffix, "%s:deriv", suffix);
+      /* a view's derivative is a view of its input's derivative, except
+       * for multiout, whose outputs' derivatives are summed */
+      if (l->ops->output_is_view && l->ops != &tt_multiout_layer_ops &&
+          l->in_deriv[0] >= 0)
+        l->out_deriv[o] = tt_tensor_view (m, l->name, dsuffix,
+            l->in_deriv[0]);
+      else
+        l->out_deriv[o] = tt_tensor_declare (m, l->name, dsuffix,
+            TT_TENSOR_DERIVATIVE, count);
+    }
+
+    if (graph_is_loss (l)) {
+      l->p.loss.label = tt_tensor_declare (m, l->name, "label",
+          TT_TENSOR_LABEL, batch * tt_dims_count (l->in_dims[0]));
+      tt_tensor_use (m, l->p.loss.label, fwd);
+      tt_tensor_use (m, l->p.loss.label, calc_deriv);
+    }
+    if (l->ops->declare)
+      l->ops->declare (m, l);
+
+    /* conservative lifetimes; the planner narrows them per layer type */
+    for (uint32_t in = 0; in < l->n_inputs; in++) {
+      tt_tensor_use (m, l->in[in], fwd);
+      tt_tensor_use (m, l->in[in], calc_deriv);
+      if (l->in_deriv[in] >= 0)
+        tt_tensor_use (m, l->in_deriv[in], calc_deriv);
+    }
+    for (uint32_t o = 0; o < l->n_outputs; o++) {
+      tt_tensor_use (m, l->out[o], fwd);
+      tt_tensor_use (m, l->out[o], calc_deriv);
+      if (l->out_deriv[o] >= 0) {
+        tt_tensor_use (m, l->out_deriv[o], calc_grad);
+        tt_tensor_use (m, l->out_deriv[o], calc_deriv);
+      }
+    }
+    for (int s = 0; s < TT_MAX_SCRATCH; s++)
+      if (l->scratch[s] >= 0) {
+        tt_tensor_use (m, l->scratch[s], fwd);
+        tt_tensor_use (m, l->scratch[s], calc_deriv);
+      }
+  }
+}
+
+tt_status
+tt_graph_build (tt_model * m, tt_error * err)
+{
+  int *realized = NULL;
+  bool *dead = NULL;
+  tt_status st = graph_realize (m, &realized, err);
+  if (st)
+    return st;
+  free (realized);
+
+  dead = calloc (m->cap_layers + 1, sizeof *dead);
+  if (!dead)
+    return tt_fail (err, TT_ERR_NOMEM, "out of memory");
+  /* attaching the loss may add a layer: keep the flags array in step */
+  if ((st = graph_attach_loss (m, dead, err)))
+    goto out;
+  bool *grown = realloc (dead, (m->cap_layers + 1) * sizeof *grown);
+  if (!grown) {
+    st = tt_fail (err, TT_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  dead = grown;
+  if ((st = graph_insert_multiouts (m, &dead, err)) ||
+      (st = graph_sort (m, dead, err)) || (st = graph_infer (m, err)))
+    goto out;
+  graph_declare_tensors (m);
+out:
+  free (dead);
+  return st;
+}

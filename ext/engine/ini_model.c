@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Reads nntrainer's INI dialect into the model: [Model], [Optimizer],
+ * [LearningRateScheduler], [Dataset] and one section per layer.
+ *
+ * iniparser lower-cases section names and keys and strips inline comments;
+ * values stay as written, so enum values are compared case-insensitively.
+ * Unlike nntrainer, an unknown key is an error, never silently ignored:
+ * a typo in "learning_rate" must not train with the default.
+ */
+#include "tt_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <iniparser/iniparser.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *const tt_activation_names[] = {
+  "none", "relu", "leaky_relu", "sigmoid", "tanh", "softmax", "swish",
+  "gelu", "elu", NULL
+};
+
+static const char *const ini_universal_keys[] = {
+  "type", "input_layers", "input_shape", "trainable", "flatten",
+  "activation", "name", NULL
+};
+
+static const char *const ini_weight_keys[] = {
+  "weight_initializer", "bias_initializer", "weight_regularizer",
+  "weight_regularizer_constant", "weight_decay", "bias_decay",
+  "disable_bias", NULL
+};
+
+static const char *const ini_model_keys[] = {
+  "type", "epochs", "batch_size", "loss", "save_path",
+  "memory_optimization", "continue_train", NULL
+};
+
+static const char *const ini_dataset_keys[] = {
+  "train_data", "valid_data", "test_data", "label_data", "buffer_size",
+  NULL
+};
+
+/* ---- value readers --------------------------------------------------- */
+
+static const char *
+section_lookup (const tt_section * s, const char *key)
+{
+  char full[2 * TT_NAME_MAX + 2];
+  snprintf (full, sizeof full, "%s:%s", s->name, key);
+  return iniparser_getstring ((dictionary *) s->dict, full, NULL);
+}
+
+bool
+tt_section_has (const tt_section * s, const char *key)
+{
+  return section_lookup (s, key) != NULL;
+}
+
+const char *
+tt_section_string (const tt_section * s, const char *key)
+{
+  return section_lookup (s, key);
+}
+
+tt_status
+tt_section_error (const tt_section * s, const char *key, tt_error * err,
+    tt_status status, const char *fmt, ...)
+{
+  char what[768];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (what, sizeof what, fmt, ap);
+  va_end (ap);
+  if (key)
+    return tt_fail (err, status, "%s: [%s] %s: %s", s->file, s->name, key,
+        what);
+  return tt_fail (err, status, "%s: [%s]: %s", s->file, s->name, what);
+}
+
+/* Parses one unsigned integer from [p, end), trimmed; no sign, no junk. */
+static bool
+ini_parse_uint (const char *p, const char *end, uint64_t * out)
+{
+  while (p < end && isspace ((unsigned char) *p))
+    p++;
+  while (end > p && isspace ((unsigned char) end[-1]))
+    end--;
+  if (p == end)
+    return false;
+  uint64_t v = 0;
+  for (; p < end; p++) {
+    if (!isdigit ((unsigned char) *p))
+      return false;
+    if (v > (UINT64_MAX - 9) / 10)
+      return false;
+    v = v * 10 + (uint64_t) (*p - '0');
+  }
+  *out = v;
+  return true;
+}
+
+tt_status
+tt_section_uint (const tt_section * s, const char *key, uint32_t min,
+    uint32_t max, uint32_t * out, tt_error * err)
+{
+  const char *v = section_lookup (s, key);
+  uint64_t x;
+  if (!v)
+    return TT_OK;
+  if (!ini_parse_uint (v, v + strlen (v), &x))
+    return tt_section_error (s, key, err, TT_ERR_PARSE,
+        "'%s' is not a non-negative integer", v);
+  if (x < min || x > max)
+    return tt_section_error (s, key, err, TT_ERR_INVALID,
+        "%s is out of range [%u, %u]", v, min, max);
+  *out = (uint32_t) x;
+  return TT_OK;
+}
+
+tt_status
+tt_section_float (const tt_section * s, const char *key, float *out,
+    tt_error * err)
+{
+  const char *v = section_lookup (s, key);
+  char *end;
+  if (!v)
+    return TT_OK;
+  errno = 0;
+  double x = strtod (v, &end);
+  while (*end && isspace ((unsigned char) *end))
+    end++;
+  if (end == v || *end)
+    return tt_section_error (s, key, err, TT_ERR_PARSE,
+        "'%s' is not a number", v);
+  if (!isfinite (x) || fabs (x) > 3.0e38)
+    return tt_section_error (s, key, err, TT_ERR_INVALID,
+        "'%s' is not a finite float32", v);
+  *out = (float) x;
+  return TT_OK;
+}
+
+tt_status
+tt_section_bool (const tt_section * s, const char *key, bool *out,
+    tt_error * err)
+{
+  const char *v = section_lookup (s, key);
+  if (!v)
+    return TT_OK;
+  if (!strcasecmp (v, "true"))
+    *out = true;
+  else if (!strcasecmp (v, "false"))
+    *out = false;
+  else
+    return tt_section_error (s, key, err, TT_ERR_PARSE,
+        "'%s' is not a boolean (true or false)", v);
+  return TT_OK;
+}
+
+tt_status
+tt_section_uint_list (const tt_section * s, const char *key, uint32_t min,
+    uint32_t max, uint32_t * out, uint32_t max_items, uint32_t * n_out,
+    tt_error * err)
+{
+  const char *v = section_lookup (s, key);
+  uint32_t n = 0;
+  if (!v)
+    return TT_OK;
+  const char *p = v;
+  for (;;) {
+    const char *comma = strchr (p, ',');
+    const char *end = comma ? comma : p + strlen (p);
+    uint64_t x;
+    if (n == max_items)
+      return tt_section_error (s, key, err, TT_ERR_INVALID,
+          "'%s' has more than %u values", v, max_items);
+    if (!ini_parse_uint (p, end, &x))
+      return tt_section_error (s, key, err, TT_ERR_PARSE,
+          "'%s' is not a comma-separated list of non-negative integers", v);
+    if (x < min || x > max)
+      return tt_section_error (s, key, err, TT_ERR_INVALID,
+          "%llu in '%s' is out of range [%u, %u]", (unsigned long long) x, v,
+          min, max);
+    out[n++] = (uint32_t) x;
+    if (!comma)
+      break;
+    p = comma + 1;
+  }
+  *n_out = n;
+  return TT_OK;
+}
+
+tt_status
+tt_section_enum (const tt_section * s, const char *key,
+    const char *const *names, int *out, tt_error * err)
+{
+  const char *v = section_lookup (s, key);
+  char allowed[512] = "";
+  if (!v)
+    return TT_OK;
+  for (int i = 0; names[i]; i++) {
+    if (!strcasecmp (v, names[i])) {
+      *out = i;
+      return TT_OK;
+    }
+    size_t len = strlen (allowed);
+    snprintf (allowed + len, sizeof allowed - len, "%s%s", i ? ", " : "",
+        names[i]);
+  }
+  return tt_section_error (s, key, err, TT_ERR_INVALID,
+      "unknown value '%s' (expected one of: %s)", v, allowed);
+}
+
+/* "c:h:w", "h:w", "w" or "b:c:h:w" (b must be 1: batch_size sets it). */
+tt_status
+tt_section_dims (const tt_section * s, const char *key, tt_dims * out,
+    tt_error * err)
+{
+  const char *v = section_lookup (s, key);
+  uint32_t d[4], n = 0;
+  if (!v)
+    return TT_OK;
+  const char *p = v;
+  for (;;) {
+    const char *colon = strchr (p, ':');
+    const char *end = colon ? colon : p + strlen (p);
+    uint64_t x;
+    if (n == 4)
+      return tt_section_error (s, key, err, TT_ERR_INVALID,
+          "'%s' has more than 4 dimensions", v);
+    if (!ini_parse_uint (p, end, &x))
+      return tt_section_error (s, key, err, TT_ERR_PARSE,
+          "'%s' is not a shape like 1:28:28", v);
+    if (x == 0 || x > (1u << 24))
+      return tt_section_error (s, key, err, TT_ERR_INVALID,
+          "dimension %llu in '%s' is out of range [1, %u]",
+          (unsigned long long) x, v, 1u << 24);
+    d[n++] = (uint32_t) x;
+    if (!colon)
+      break;
+    p = colon + 1;
+  }
+  if (n == 4 && d[0] != 1)
+    return tt_section_error (s, key, err, TT_ERR_INVALID,
+        "'%s' gives a batch of %u; set batch_size in [Model] instead", v,
+        d[0]);
+  tt_dims r = { 1, 1, 1 };
+  r.w = d[n - 1];
+  if (n >= 2)
+    r.h = d[n - 2];
+  if (n >= 3)
+    r.c = d[n - 3];
+  if ((uint64_t) r.c * r.h * r.w > (1u << 28))
+    return tt_section_error (s, key, err, TT_ERR_INVALID,
+        "'%s' has more than %u elements", v, 1u << 28);
+  *out = r;
+  return TT_OK;
+}
+
+/* ---- unknown keys ---------------------------------------------------- */
+
+static bool
+ini_key_in (const char *key, const char *const *list)
+{
+  for (; list && *list; list++)
+    if (!strcmp (key, *list))
+      return true;
+  return false;
+}
+
+/* Every key must appear in one of the lists; names the first that does
+ * not. */
+static tt_status
+ini_check_keys (const tt_section * s, const char *const *a,
+    const char *const *b, const char *const *c, tt_error * err)
+{
+  dictionary *d = s->dict;
+  int n = iniparser_getsecnkeys (d, s->name);
+  if (n <= 0)
+    return TT_OK;
+  const char **keys = calloc ((size_t) n, sizeof *keys);
+  if (!keys)
+    return tt_fail (err, TT_ERR_NOMEM, "out of memory");
+  iniparser_getseckeys (d, s->name, keys);
+  size_t prefix = strlen (s->name) + 1;
+  tt_status st = TT_OK;
+  for (int i = 0; i < n && st == TT_OK; i++) {
+    const char *key = keys[i] + prefix;
+    if (!ini_key_in (key, a) && !ini_key_in (key, b) && !ini_key_in (key, c))
+      st = tt_section_error (s, key, err, TT_ERR_INVALID,
+          "unknown key for this section");
+  }
+  free (keys);
+  return st;
+}
+
+tt_status
+tt_section_check_keys (const tt_section * s, const char *const *allowed,
+    tt_error * err)
+{
+  return ini_check_keys (s, allowed, NULL, NULL, err);
+}
+
+/* ---- sections -------------------------------------------------------- */
+
+static tt_status
+ini_parse_model_section (tt_model * m, const tt_section * s, tt_error * err)
+{
+  static const char *const loss_names[] = {
+    "none", "mse", "cross", "cross_softmax", "cross_sigmoid", NULL
+  };
+  tt_status st;
+  const char *type = tt_section_string (s, "type");
+  if (type && strcasecmp (type, "NeuralNetwork"))
+    return tt_section_error (s, "type", err, TT_ERR_INVALID,
+        "unknown model type '%s' (expected NeuralNetwork)", type);
+  int loss = (int) m->loss;
+  if ((st = tt_section_uint (s, "epochs", 1, 1u << 30, &m->epochs, err)) ||
+      (st = tt_section_uint (s, "batch_size", 1, 1u << 16, &m->batch_size,
+              err)) ||
+      (st = tt_section_enum (s, "loss", loss_names, &loss, err)))
+    return st;
+  m->loss = (tt_loss_type) loss;
+  bool ignored;
+  if ((st = tt_section_bool (s, "memory_optimization", &ignored, err)) ||
+      (st = tt_section_bool (s, "continue_train", &ignored, err)))
+    return st;
+  return ini_check_keys (s, ini_model_keys, NULL, NULL, err);
+}
+
+static tt_status
+ini_split_input_layers (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  const char *v = tt_section_string (s, "input_layers");
+  if (!v)
+    return TT_OK;
+  const char *p = v;
+  for (;;) {
+    const char *comma = strchr (p, ',');
+    const char *end = comma ? comma : p + strlen (p);
+    while (p < end && isspace ((unsigned char) *p))
+      p++;
+    while (end > p && isspace ((unsigned char) end[-1]))
+      end--;
+    if (p == end)
+      return tt_section_error (s, "input_layers", err, TT_ERR_PARSE,
+          "empty layer name in '%s'", v);
+    if (l->n_inputs == TT_MAX_IO)
+      return tt_section_error (s, "input_layers", err, TT_ERR_INVALID,
+          "more than %d inputs", TT_MAX_IO);
+    tt_link *link = &l->inputs[l->n_inputs++];
+    const char *paren = memchr (p, '(', (size_t) (end - p));
+    const char *name_end = paren ? paren : end;
+    if ((size_t) (name_end - p) >= TT_NAME_MAX)
+      return tt_section_error (s, "input_layers", err, TT_ERR_INVALID,
+          "layer name too long in '%s'", v);
+    for (size_t i = 0; p + i < name_end; i++)
+      link->name[i] = (char) tolower ((unsigned char) p[i]);
+    link->name[name_end - p] = '\0';
+    link->index = 0;
+    if (paren) {
+      uint64_t idx;
+      if (end[-1] != ')' || !ini_parse_uint (paren + 1, end - 1, &idx)
+          || idx >= TT_MAX_IO)
+        return tt_section_error (s, "input_layers", err, TT_ERR_PARSE,
+            "'%.*s' is not name or name(index) with index < %d",
+            (int) (end - p), p, TT_MAX_IO);
+      link->index = (uint32_t) idx;
+    }
+    link->layer = -1;
+    if (!comma)
+      break;
+    p = comma + 1;
+  }
+  return TT_OK;
+}
+
+static tt_status
+ini_parse_weight_keys (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  static const char *const regularizers[] = { "none", "l2norm", NULL };
+  tt_status st;
+  int init = -1, binit = -1, reg = 0;
+  if ((st = tt_section_enum (s, "weight_initializer", tt_initializer_names,
+              &init, err)) ||
+      (st = tt_section_enum (s, "bias_initializer", tt_initializer_names,
+              &binit, err)) ||
+      (st = tt_section_enum (s, "weight_regularizer", regularizers, &reg,
+              err)) ||
+      (st = tt_section_float (s, "weight_regularizer_constant",
+              &l->l2_constant, err)) ||
+      (st = tt_section_float (s, "weight_decay", &l->weight_decay, err)) ||
+      (st = tt_section_float (s, "bias_decay", &l->bias_decay, err)) ||
+      (st = tt_section_bool (s, "disable_bias", &l->disable_bias, err)))
+    return st;
+  if (init >= 0) {
+    l->weight_init = (tt_initializer) init;
+    l->weight_init_set = true;
+  }
+  if (binit >= 0) {
+    l->bias_init = (tt_initializer) binit;
+    l->bias_init_set = true;
+  }
+  /* nntrainer's default constant for l2norm */
+  if (reg == 1 && !tt_section_has (s, "weight_regularizer_constant"))
+    l->l2_constant = 1.0f;
+  if (reg == 0)
+    l->l2_constant = 0.0f;
+  if (l->l2_constant < 0 || l->weight_decay < 0 || l->bias_decay < 0)
+    return tt_section_error (s, NULL, err, TT_ERR_INVALID,
+        "regularizer constants and decays must not be negative");
+  return TT_OK;
+}
+
+static tt_status
+ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
+{
+  tt_status st;
+  const char *type = tt_section_string (s, "type");
+  if (!type)
+    return tt_section_error (s, "type", err, TT_ERR_INVALID,
+        "missing key (every layer section needs a type)");
+  const tt_layer_ops *ops = tt_layer_ops_find (type);
+  if (!ops)
+    return tt_section_error (s, "type", err, TT_ERR_INVALID,
+        "unknown layer type '%s'", type);
+  if (strlen (s->name) > TT_LAYER_NAME_MAX)
+    return tt_section_error (s, NULL, err, TT_ERR_INVALID,
+        "layer name longer than %d characters", TT_LAYER_NAME_MAX);
+  if (tt_model_find_layer (m, s->name) >= 0)
+    return tt_section_error (s, NULL, err, TT_ERR_INVALID,
+        "duplicate layer name");
+
+  tt_layer *l = tt_model_add_layer (m, s->name, s->name, ops, err);
+  if (!l)
+    return err ? err->status : TT_ERR_NOMEM;
+  l->trainable = true;
+  l->weight_init = TT_INIT_XAVIER_UNIFORM;
+  l->bias_init = TT_INIT_ZEROS;
+
+  if ((st = ini_split_input_layers (l, s, err)) ||
+      (st = tt_section_dims (s, "input_shape", &l->input_shape, err)) ||
+      (st = tt_section_bool (s, "trainable", &l->trainable, err)) ||
+      (st = tt_section_bool (s, "flatten", &l->post_flatten, err)))
+    return st;
+  l->has_input_shape = tt_section_has (s, "input_shape");
+  if (ops != &tt_activation_layer_ops) {
+    int act = TT_ACT_NONE;
+    if ((st = tt_section_enum (s, "activation", tt_activation_names, &act,
+                err)))
+      return st;
+    l->post_activation = (tt_activation) act;
+  }
+  if (ops->has_weights && (st = ini_parse_weight_keys (l, s, err)))
+    return st;
+  if (ops->parse && (st = ops->parse (l, s, err)))
+    return st;
+  return ini_check_keys (s, ini_universal_keys,
+      ops->has_weights ? ini_weight_keys : NULL, ops->keys, err);
+}
+
+/* iniparser reports syntax errors through a printf-like callback; keep the
+ * first message so it can be returned instead of printed. */
+static _Thread_local char ini_parser_message[512];
+
+static int
+ini_capture_error (const char *fmt, ...)
+{
+  if (ini_parser_message[0])
+    return 0;
+  va_list ap;
+  va_start (ap, fmt);
+  int n = vsnprintf (ini_parser_message, sizeof ini_parser_message, fmt, ap);
+  va_end (ap);
+  /* iniparser's message spans lines; keep it on one */
+  for (char *p = ini_parser_message; *p; p++)
+    if (*p == '\n')
+      *p = ' ';
+  return n;
+}
+
+tt_status
+tt_ini_parse_model (tt_model * m, tt_error * err)
+{
+  FILE *probe = fopen (m->path, "r");
+  if (!probe)
+    return tt_fail (err, TT_ERR_IO, "%s: cannot open: %s", m->path,
+        strerror (errno));
+  fclose (probe);
+
+  ini_parser_message[0] = '\0';
+  iniparser_set_error_callback (ini_capture_error);
+  dictionary *d = iniparser_load (m->path);
+  iniparser_set_error_callback (NULL);
+  if (!d)
+    return tt_fail (err, TT_ERR_PARSE, "%s: not a valid INI file: %s",
+        m->path, ini_parser_message[0] ? ini_parser_message : "unreadable");
+  m->dict = d;
+
+  /* a key before the first section has no section to belong to */
+  for (int i = 0; i < d->size; i++)
+    if (d->key[i] && d->key[i][0] == ':')
+      return tt_fail (err, TT_ERR_PARSE,
+          "%s: key '%s' appears before any [section]", m->path,
+          d->key[i] + 1);
+
+  int nsec = iniparser_getnsec (d);
+  if (nsec <= 0)
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: empty model: no [Model] section and no layer sections",
+        m->path);
+
+  const tt_section *opt = NULL, *sched = NULL;
+  tt_section opt_s, sched_s;
+  bool have_model = false;
+  for (int i = 0; i < nsec; i++) {
+    tt_section s = { m->path, iniparser_getsecname (d, i), d };
+    tt_status st = TT_OK;
+    if (!s.name || !*s.name)
+      return tt_fail (err, TT_ERR_PARSE, "%s: section with an empty name",
+          m->path);
+    if (!strcmp (s.name, "model")) {
+      have_model = true;
+      st = ini_parse_model_section (m, &s, err);
+    } else if (!strcmp (s.name, "optimizer")) {
+      opt_s = s;
+      opt = &opt_s;
+    } else if (!strcmp (s.name, "learningratescheduler")) {
+      sched_s = s;
+      sched = &sched_s;
+    } else if (!strcmp (s.name, "dataset")) {
+      /* data comes from the stream or the command line; the keys are
+       * accepted so nntrainer's files load, and otherwise unused */
+      st = ini_check_keys (&s, ini_dataset_keys, NULL, NULL, err);
+    } else {
+      st = ini_parse_layer_section (m, &s, err);
+    }
+    if (st)
+      return st;
+  }
+  if (!have_model)
+    return tt_fail (err, TT_ERR_INVALID, "%s: missing [Model] section",
+        m->path);
+  if (sched && !opt)
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: [LearningRateScheduler] needs an [Optimizer] section", m->path);
+  if (m->n_layers == 0)
+    return tt_fail (err, TT_ERR_INVALID, "%s: the model has no layers",
+        m->path);
+  return tt_optimizer_parse (&m->opt, opt, sched, err);
+}

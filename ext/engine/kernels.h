@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Numeric kernels of the engine: pure functions on caller-owned float
+ * buffers. No allocation happens here: every scratch buffer is passed in,
+ * because the engine places all of them in its single memory pool.
+ *
+ * Layout conventions (nntrainer's): tensors are NCHW with the batch
+ * outermost, row-major; a conv2d filter is [filters][channels][kh][kw].
+ */
+#ifndef TT_KERNELS_H
+#define TT_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* C = alpha * op(A) * op(B) + beta * C, row-major; op(A) is M x K, op(B) is
+ * K x N. cblas_sgemm when built with BLAS, a portable blocked loop
+ * otherwise. */
+void tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+    int ldc);
+
+/* Geometry of a 2-D window sweep (convolution or pooling) over one sample.
+ * Invariant after tt_window_geom_init returned 0: out_h, out_w >= 1. */
+typedef struct {
+  int channels, in_h, in_w;
+  int kernel_h, kernel_w;
+  int stride_h, stride_w;
+  int pad_top, pad_bottom, pad_left, pad_right;
+  int dilation_h, dilation_w;
+  int out_h, out_w;
+} tt_window_geom;
+
+/* Fills out_h/out_w from the other fields; returns -1 when the window does
+ * not fit (output would be empty) or a field is out of range. */
+int tt_window_geom_init (tt_window_geom * g);
+
+/* col is [channels*kernel_h*kernel_w][out_h*out_w]; padding reads as 0. */
+void tt_im2col (const tt_window_geom * g, const float *img, float *col);
+/* img += col2im(col): accumulates, so the caller zeroes img first. */
+void tt_col2im (const tt_window_geom * g, const float *col, float *img);
+
+/* Convolution over a batch. x [batch][C][H][W], w [filters][C*kh*kw],
+ * bias [filters] or NULL, y [batch][filters][out_h][out_w].
+ * col: scratch of tt_conv2d_scratch_floats(g) floats. */
+size_t tt_conv2d_scratch_floats (const tt_window_geom * g);
+void tt_conv2d_forward (const tt_window_geom * g, int filters, int batch,
+    const float *x, const float *w, const float *bias, float *y, float *col);
+/* dw = sum over batch of dy * col(x)^T (overwrites dw); dbias = sum of dy
+ * over batch and positions (overwrites; skipped when NULL). */
+void tt_conv2d_backward_weight (const tt_window_geom * g, int filters,
+    int batch, const float *x, const float *dy, float *dw, float *dbias,
+    float *col);
+/* dx = conv-transpose of dy with w (overwrites dx). */
+void tt_conv2d_backward_input (const tt_window_geom * g, int filters,
+    int batch, const float *w, const float *dy, float *dx, float *col);
+
+/* Pooling over a batch; x [batch][C][H][W], y [batch][C][out_h][out_w].
+ * Padding never wins a max and counts as 0 in an average (the divisor is
+ * always kernel_h*kernel_w, PyTorch's count_include_pad=True).
+ * argmax: scratch of batch*C*out_h*out_w int32, index within the sample's
+ * channel plane (-1 when the window held only padding). */
+void tt_maxpool_forward (const tt_window_geom * g, int batch, const float *x,
+    float *y, int32_t * argmax);
+void tt_maxpool_backward (const tt_window_geom * g, int batch,
+    const float *dy, const int32_t * argmax, float *dx);
+void tt_avgpool_forward (const tt_window_geom * g, int batch, const float *x,
+    float *y);
+void tt_avgpool_backward (const tt_window_geom * g, int batch,
+    const float *dy, float *dx);
+
+/* Batch normalization of x viewed as [outer][features][inner]; statistics
+ * per feature over outer*inner values, biased variance.
+ * Training: y = gamma * xhat + beta with batch statistics; the moving
+ * statistics become momentum * moving + (1 - momentum) * batch (nntrainer's
+ * convention); mean and invstd [features] are saved for backward. */
+void tt_batchnorm_forward_train (int outer, int features, int inner,
+    const float *x, float *y, const float *gamma, const float *beta,
+    float *moving_mean, float *moving_var, float momentum, float epsilon,
+    float *mean, float *invstd);
+void tt_batchnorm_forward_eval (int outer, int features, int inner,
+    const float *x, float *y, const float *gamma, const float *beta,
+    const float *moving_mean, const float *moving_var, float epsilon);
+/* dgamma, dbeta overwritten (skipped when NULL); dx overwritten (skipped
+ * when NULL). x is the forward input. */
+void tt_batchnorm_backward (int outer, int features, int inner,
+    const float *x, const float *dy, const float *gamma, const float *mean,
+    const float *invstd, float *dx, float *dgamma, float *dbeta);
+
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* activation layer: a section of type activation, or activation= realized
+ * after a layer. */
+#include "tt_internal.h"
+
+static const char *const activation_keys[] = { "activation", NULL };
+
+static tt_status
+activation_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  int fn = TT_ACT_NONE;
+  tt_status st = tt_section_enum (s, "activation", tt_activation_names, &fn,
+      err);
+  if (st)
+    return st;
+  if (!tt_section_has (s, "activation"))
+    return tt_section_error (s, "activation", err, TT_ERR_INVALID,
+        "missing key (relu, sigmoid, softmax, ...)");
+  l->p.act.fn = (tt_activation) fn;
+  return TT_OK;
+}
+
+static tt_status
+activation_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  (void) m;
+  (void) err;
+  l->out_dims[0] = l->in_dims[0];
+  return TT_OK;
+}
+
+static void
+activation_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  const tt_dims d = l->in_dims[0];
+  tt_activation_forward (l->p.act.fn, (size_t) m->cur_batch * d.c * d.h, d.w,
+      tt_data (m, l->in[0]), tt_data (m, l->out[0]));
+}
+
+static void
+activation_calc_derivative (tt_model * m, tt_layer * l)
+{
+  const tt_dims d = l->in_dims[0];
+  tt_activation_backward (l->p.act.fn, (size_t) m->cur_batch * d.c * d.h,
+      d.w, tt_data (m, l->in[0]), tt_data (m, l->out[0]),
+      tt_data (m, l->out_deriv[0]), tt_data (m, l->in_deriv[0]));
+}
+
+const tt_layer_ops tt_activation_layer_ops = {
+  .type = "activation",
+  .keys = activation_keys,
+  .parse = activation_parse,
+  .infer = activation_infer,
+  .forward = activation_forward,
+  .calc_derivative = activation_calc_derivative,
+};

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* addition: element-wise sum of inputs of one shape. */
+#include "tt_internal.h"
+
+#include <string.h>
+
+static tt_status
+addition_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  const tt_dims a = l->in_dims[0];
+  for (uint32_t i = 1; i < l->n_inputs; i++) {
+    const tt_dims b = l->in_dims[i];
+    if (a.c != b.c || a.h != b.h || a.w != b.w)
+      return tt_fail (err, TT_ERR_INVALID,
+          "%s: [%s] input_layers: '%s' gives %u:%u:%u but '%s' gives "
+          "%u:%u:%u; addition needs equal shapes", m->path, l->section,
+          l->inputs[0].name, a.c, a.h, a.w, l->inputs[i].name, b.c, b.h,
+          b.w);
+  }
+  l->out_dims[0] = a;
+  return TT_OK;
+}
+
+static void
+addition_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
+  float *y = tt_data (m, l->out[0]);
+  memcpy (y, tt_data (m, l->in[0]), n * sizeof *y);
+  for (uint32_t k = 1; k < l->n_inputs; k++) {
+    const float *x = tt_data (m, l->in[k]);
+    for (size_t i = 0; i < n; i++)
+      y[i] += x[i];
+  }
+}
+
+static void
+addition_calc_derivative (tt_model * m, tt_layer * l)
+{
+  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
+  const float *dy = tt_data (m, l->out_deriv[0]);
+  for (uint32_t k = 0; k < l->n_inputs; k++)
+    if (l->in_deriv[k] >= 0)
+      memcpy (tt_data (m, l->in_deriv[k]), dy, n * sizeof *dy);
+}
+
+const tt_layer_ops tt_addition_layer_ops = {
+  .type = "addition",
+  .infer = addition_infer,
+  .forward = addition_forward,
+  .calc_derivative = addition_calc_derivative,
+};

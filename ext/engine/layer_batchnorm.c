@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * batch_normalization. Features lie along the channel axis when there is
+ * more than one channel, else along the width (nntrainer's default), or
+ * along the axis the INI names. Weights in nntrainer's order: moving_mean,
+ * moving_variance (not trainable), gamma, beta.
+ */
+#include "tt_internal.h"
+
+static const char *const bn_keys[] = {
+  "epsilon", "momentum", "axis", "moving_mean_initializer",
+  "moving_variance_initializer", "gamma_initializer", "beta_initializer",
+  NULL
+};
+
+static tt_status
+bn_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  static const char *const init_keys[4] = {
+    "moving_mean_initializer", "moving_variance_initializer",
+    "gamma_initializer", "beta_initializer"
+  };
+  tt_status st;
+  uint32_t axis = 0;
+  l->p.bn.epsilon = 0.001f;
+  l->p.bn.momentum = 0.99f;
+  l->p.bn.init[0] = TT_INIT_ZEROS;
+  l->p.bn.init[1] = TT_INIT_ONES;
+  l->p.bn.init[2] = TT_INIT_ONES;
+  l->p.bn.init[3] = TT_INIT_ZEROS;
+  if ((st = tt_section_float (s, "epsilon", &l->p.bn.epsilon, err)) ||
+      (st = tt_section_float (s, "momentum", &l->p.bn.momentum, err)) ||
+      (st = tt_section_uint (s, "axis", 1, 3, &axis, err)))
+    return st;
+  for (int i = 0; i < 4; i++) {
+    int v = (int) l->p.bn.init[i];
+    if ((st = tt_section_enum (s, init_keys[i], tt_initializer_names, &v,
+                err)))
+      return st;
+    l->p.bn.init[i] = (tt_initializer) v;
+  }
+  if (l->p.bn.epsilon <= 0)
+    return tt_section_error (s, "epsilon", err, TT_ERR_INVALID,
+        "must be positive");
+  if (l->p.bn.momentum < 0 || l->p.bn.momentum > 1)
+    return tt_section_error (s, "momentum", err, TT_ERR_INVALID,
+        "must be in [0, 1]");
+  l->p.bn.axis = (int) axis;
+  return TT_OK;
+}
+
+static tt_status
+bn_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  (void) m;
+  (void) err;
+  const tt_dims d = l->in_dims[0];
+  int axis = l->p.bn.axis ? l->p.bn.axis : (d.c > 1 ? 1 : 3);
+  switch (axis) {
+    case 1:
+      l->p.bn.outer = 1;
+      l->p.bn.features = d.c;
+      l->p.bn.inner = d.h * d.w;
+      break;
+    case 2:
+      l->p.bn.outer = d.c;
+      l->p.bn.features = d.h;
+      l->p.bn.inner = d.w;
+      break;
+    default:
+      l->p.bn.outer = d.c * d.h;
+      l->p.bn.features = d.w;
+      l->p.bn.inner = 1;
+      break;
+  }
+  l->out_dims[0] = d;
+  static const char *const names[4] = {
+    "moving_mean", "moving_variance", "gamma", "beta"
+  };
+  const uint32_t f = l->p.bn.features;
+  for (int i = 0; i < 4; i++)
+    tt_layer_add_weight (l, names[i], f, l->p.bn.init[i], f, f, i >= 2);
+  return TT_OK;
+}
+
+static void
+bn_declare (tt_model * m, tt_layer * l)
+{
+  /* batch mean and 1/sqrt(var + eps), kept from forward for backward */
+  l->scratch[0] = tt_tensor_declare (m, l->name, "batch_stats",
+      TT_TENSOR_SCRATCH, 2 * (size_t) l->p.bn.features);
+}
+
+static void
+bn_forward (tt_model * m, tt_layer * l, bool training)
+{
+  const int outer = (int) (m->cur_batch * l->p.bn.outer);
+  const int f = (int) l->p.bn.features, inner = (int) l->p.bn.inner;
+  float *stats = tt_data (m, l->scratch[0]);
+  if (training)
+    tt_batchnorm_forward_train (outer, f, inner, tt_data (m, l->in[0]),
+        tt_data (m, l->out[0]), tt_data (m, l->weights[2].value),
+        tt_data (m, l->weights[3].value), tt_data (m, l->weights[0].value),
+        tt_data (m, l->weights[1].value), l->p.bn.momentum, l->p.bn.epsilon,
+        stats, stats + f);
+  else
+    tt_batchnorm_forward_eval (outer, f, inner, tt_data (m, l->in[0]),
+        tt_data (m, l->out[0]), tt_data (m, l->weights[2].value),
+        tt_data (m, l->weights[3].value), tt_data (m, l->weights[0].value),
+        tt_data (m, l->weights[1].value), l->p.bn.epsilon);
+}
+
+static void
+bn_backward (tt_model * m, tt_layer * l, bool derivative)
+{
+  const int outer = (int) (m->cur_batch * l->p.bn.outer);
+  const int f = (int) l->p.bn.features, inner = (int) l->p.bn.inner;
+  const float *stats = tt_data (m, l->scratch[0]);
+  tt_batchnorm_backward (outer, f, inner, tt_data (m, l->in[0]),
+      tt_data (m, l->out_deriv[0]), tt_data (m, l->weights[2].value), stats,
+      stats + f, derivative ? tt_data (m, l->in_deriv[0]) : NULL,
+      derivative ? NULL : tt_data (m, l->weights[2].grad),
+      derivative ? NULL : tt_data (m, l->weights[3].grad));
+}
+
+static void
+bn_calc_gradient (tt_model * m, tt_layer * l)
+{
+  if (l->weights[2].grad >= 0)
+    bn_backward (m, l, false);
+}
+
+static void
+bn_calc_derivative (tt_model * m, tt_layer * l)
+{
+  bn_backward (m, l, true);
+}
+
+const tt_layer_ops tt_batchnorm_layer_ops = {
+  .type = "batch_normalization",
+  .keys = bn_keys,
+  .parse = bn_parse,
+  .infer = bn_infer,
+  .declare = bn_declare,
+  .forward = bn_forward,
+  .calc_gradient = bn_calc_gradient,
+  .calc_derivative = bn_calc_derivative,
+};

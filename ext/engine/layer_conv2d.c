@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * conv2d: filters [F][C][kh][kw] (nntrainer's layout), im2col + GEMM per
+ * sample; the im2col buffer is a scratch tensor of the pool.
+ */
+#include "tt_internal.h"
+
+static const char *const conv_keys[] = {
+  "filters", "kernel_size", "stride", "padding", "dilation", NULL
+};
+
+static tt_status
+conv_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  tt_status st;
+  l->p.conv.stride[0] = l->p.conv.stride[1] = 1;
+  l->p.conv.dilation[0] = l->p.conv.dilation[1] = 1;
+  if ((st = tt_section_uint (s, "filters", 1, 1u << 16, &l->p.conv.filters,
+              err)) ||
+      (st = tt_window_pair (s, "kernel_size", 1, l->p.conv.kernel, err)) ||
+      (st = tt_window_pair (s, "stride", 1, l->p.conv.stride, err)) ||
+      (st = tt_window_pair (s, "dilation", 1, l->p.conv.dilation, err)) ||
+      (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad,
+              err)))
+    return st;
+  if (!tt_section_has (s, "filters"))
+    return tt_section_error (s, "filters", err, TT_ERR_INVALID,
+        "missing key (the number of output channels)");
+  if (!tt_section_has (s, "kernel_size"))
+    return tt_section_error (s, "kernel_size", err, TT_ERR_INVALID,
+        "missing key (e.g. 3,3)");
+  return TT_OK;
+}
+
+static tt_status
+conv_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  tt_window_geom *g = &l->p.conv.geom;
+  tt_status st = tt_window_setup (m, l, g, l->p.conv.kernel,
+      l->p.conv.stride, l->p.conv.dilation, l->p.conv.padding_mode,
+      l->p.conv.pad, err);
+  if (st)
+    return st;
+  const uint32_t f = l->p.conv.filters;
+  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
+  if (ckk * f > (1u << 30))
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: the filter is too large",
+        m->path, l->section);
+  l->out_dims[0] = (tt_dims) { f, (uint32_t) g->out_h, (uint32_t) g->out_w };
+  const uint32_t kk = (uint32_t) (g->kernel_h * g->kernel_w);
+  tt_weight *w = tt_layer_add_weight (l, "filter", ckk * f, l->weight_init,
+      (uint32_t) ckk, f * kk, true);
+  w->decay = l->weight_decay;
+  w->l2 = l->l2_constant;
+  if (!l->disable_bias) {
+    tt_weight *b = tt_layer_add_weight (l, "bias", f, l->bias_init,
+        (uint32_t) ckk, f * kk, true);
+    b->decay = l->bias_decay;
+  }
+  return TT_OK;
+}
+
+static void
+conv_declare (tt_model * m, tt_layer * l)
+{
+  size_t n = tt_conv2d_scratch_floats (&l->p.conv.geom);
+  if (n)
+    l->scratch[0] = tt_tensor_declare (m, l->name, "im2col",
+        TT_TENSOR_SCRATCH, n);
+}
+
+static void
+conv_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  tt_conv2d_forward (&l->p.conv.geom, (int) l->p.conv.filters,
+      (int) m->cur_batch, tt_data (m, l->in[0]),
+      tt_data (m, l->weights[0].value),
+      l->n_weights > 1 ? tt_data (m, l->weights[1].value) : NULL,
+      tt_data (m, l->out[0]), tt_data (m, l->scratch[0]));
+}
+
+static void
+conv_calc_gradient (tt_model * m, tt_layer * l)
+{
+  if (l->weights[0].grad < 0)
+    return;
+  tt_conv2d_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
+      (int) m->cur_batch, tt_data (m, l->in[0]),
+      tt_data (m, l->out_deriv[0]), tt_data (m, l->weights[0].grad),
+      l->n_weights > 1 ? tt_data (m, l->weights[1].grad) : NULL,
+      tt_data (m, l->scratch[0]));
+}
+
+static void
+conv_calc_derivative (tt_model * m, tt_layer * l)
+{
+  tt_conv2d_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
+      (int) m->cur_batch, tt_data (m, l->weights[0].value),
+      tt_data (m, l->out_deriv[0]), tt_data (m, l->in_deriv[0]),
+      tt_data (m, l->scratch[0]));
+}
+
+const tt_layer_ops tt_conv2d_layer_ops = {
+  .type = "conv2d",
+  .keys = conv_keys,
+  .has_weights = true,
+  .parse = conv_parse,
+  .infer = conv_infer,
+  .declare = conv_declare,
+  .forward = conv_forward,
+  .calc_gradient = conv_calc_gradient,
+  .calc_derivative = conv_calc_derivative,
+};

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * dropout: in training, zeroes each value with probability dropout_rate and
+ * scales the rest by 1/(1-rate) (inverted dropout, so evaluation is the
+ * identity). The mask is a scratch tensor drawn from the model's seeded
+ * generator.
+ */
+#include "tt_internal.h"
+
+#include <string.h>
+
+static const char *const dropout_keys[] = { "dropout_rate", NULL };
+
+static tt_status
+dropout_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  tt_status st = tt_section_float (s, "dropout_rate", &l->p.dropout.rate,
+      err);
+  if (st)
+    return st;
+  if (l->p.dropout.rate < 0 || l->p.dropout.rate >= 1)
+    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
+        "must be in [0, 1)");
+  return TT_OK;
+}
+
+static tt_status
+dropout_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  (void) m;
+  (void) err;
+  l->out_dims[0] = l->in_dims[0];
+  return TT_OK;
+}
+
+static void
+dropout_declare (tt_model * m, tt_layer * l)
+{
+  l->scratch[0] = tt_tensor_declare (m, l->name, "mask", TT_TENSOR_SCRATCH,
+      m->batch_size * tt_dims_count (l->in_dims[0]));
+}
+
+static void
+dropout_forward (tt_model * m, tt_layer * l, bool training)
+{
+  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
+  const float *x = tt_data (m, l->in[0]);
+  float *y = tt_data (m, l->out[0]), *mask = tt_data (m, l->scratch[0]);
+  const float rate = l->p.dropout.rate;
+  if (!training || rate == 0.0f) {
+    memcpy (y, x, n * sizeof *y);
+    for (size_t i = 0; i < n && training; i++)
+      mask[i] = 1.0f;
+    return;
+  }
+  const float keep = 1.0f / (1.0f - rate);
+  for (size_t i = 0; i < n; i++) {
+    mask[i] = tt_rng_uniform (&m->rng) < rate ? 0.0f : keep;
+    y[i] = x[i] * mask[i];
+  }
+}
+
+static void
+dropout_calc_derivative (tt_model * m, tt_layer * l)
+{
+  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
+  const float *dy = tt_data (m, l->out_deriv[0]);
+  const float *mask = tt_data (m, l->scratch[0]);
+  float *dx = tt_data (m, l->in_deriv[0]);
+  for (size_t i = 0; i < n; i++)
+    dx[i] = dy[i] * mask[i];
+}
+
+const tt_layer_ops tt_dropout_layer_ops = {
+  .type = "dropout",
+  .keys = dropout_keys,
+  .parse = dropout_parse,
+  .infer = dropout_infer,
+  .declare = dropout_declare,
+  .forward = dropout_forward,
+  .calc_derivative = dropout_calc_derivative,
+};

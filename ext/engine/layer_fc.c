@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fully_connected: y = x W + b over the width axis, so an input of
+ * c:h:w gives c:h:unit (nntrainer's rule). W is [w][unit], unit fastest,
+ * as in nntrainer's BIN.
+ */
+#include "tt_internal.h"
+
+static const char *const fc_keys[] = { "unit", NULL };
+
+static tt_status
+fc_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  tt_status st = tt_section_uint (s, "unit", 1, 1u << 24, &l->p.fc.unit,
+      err);
+  if (st)
+    return st;
+  if (!tt_section_has (s, "unit"))
+    return tt_section_error (s, "unit", err, TT_ERR_INVALID,
+        "missing key (the number of outputs)");
+  return TT_OK;
+}
+
+static tt_status
+fc_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  const tt_dims in = l->in_dims[0];
+  const uint32_t unit = l->p.fc.unit;
+  if ((uint64_t) in.w * unit > (1u << 30))
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: [%s] unit: a %u x %u weight is too large", m->path, l->section,
+        in.w, unit);
+  l->out_dims[0] = (tt_dims) { in.c, in.h, unit };
+  tt_weight *w = tt_layer_add_weight (l, "weight", (size_t) in.w * unit,
+      l->weight_init, in.w, unit, true);
+  w->decay = l->weight_decay;
+  w->l2 = l->l2_constant;
+  if (!l->disable_bias) {
+    tt_weight *b = tt_layer_add_weight (l, "bias", unit, l->bias_init, in.w,
+        unit, true);
+    b->decay = l->bias_decay;
+  }
+  return TT_OK;
+}
+
+static void
+fc_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  const int rows = (int) (m->cur_batch * l->in_dims[0].c * l->in_dims[0].h);
+  const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
+  float *y = tt_data (m, l->out[0]);
+  float beta = 0.0f;
+  if (l->n_weights > 1) {
+    const float *bias = tt_data (m, l->weights[1].value);
+    for (int r = 0; r < rows; r++)
+      for (int j = 0; j < unit; j++)
+        y[(size_t) r * unit + j] = bias[j];
+    beta = 1.0f;
+  }
+  tt_gemm (false, false, rows, unit, k, 1.0f, tt_data (m, l->in[0]), k,
+      tt_data (m, l->weights[0].value), unit, beta, y, unit);
+}
+
+static void
+fc_calc_gradient (tt_model * m, tt_layer * l)
+{
+  const int rows = (int) (m->cur_batch * l->in_dims[0].c * l->in_dims[0].h);
+  const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
+  const float *dy = tt_data (m, l->out_deriv[0]);
+  if (l->weights[0].grad >= 0)
+    tt_gemm (true, false, k, unit, rows, 1.0f, tt_data (m, l->in[0]), k, dy,
+        unit, 0.0f, tt_data (m, l->weights[0].grad), unit);
+  if (l->n_weights > 1 && l->weights[1].grad >= 0) {
+    float *db = tt_data (m, l->weights[1].grad);
+    for (int j = 0; j < unit; j++)
+      db[j] = 0.0f;
+    for (int r = 0; r < rows; r++)
+      for (int j = 0; j < unit; j++)
+        db[j] += dy[(size_t) r * unit + j];
+  }
+}
+
+static void
+fc_calc_derivative (tt_model * m, tt_layer * l)
+{
+  const int rows = (int) (m->cur_batch * l->in_dims[0].c * l->in_dims[0].h);
+  const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
+  tt_gemm (false, true, rows, k, unit, 1.0f, tt_data (m, l->out_deriv[0]),
+      unit, tt_data (m, l->weights[0].value), unit, 0.0f,
+      tt_data (m, l->in_deriv[0]), k);
+}
+
+const tt_layer_ops tt_fc_layer_ops = {
+  .type = "fully_connected",
+  .keys = fc_keys,
+  .has_weights = true,
+  .parse = fc_parse,
+  .infer = fc_infer,
+  .forward = fc_forward,
+  .calc_gradient = fc_calc_gradient,
+  .calc_derivative = fc_calc_derivative,
+};

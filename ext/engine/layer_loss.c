@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Loss layers, PyTorch's definitions:
+ *   mse:           mean over all elements of (y - t)^2
+ *   cross_softmax: softmax over the width, mean over the batch of
+ *                  -sum t log p (computed from logits with log-sum-exp)
+ *   cross_sigmoid: sigmoid, mean over all elements of binary cross-entropy
+ *                  (computed from logits: softplus form, no log(0))
+ * The output is the prediction (softmax/sigmoid probabilities; mse passes
+ * its input through as a view).
+ */
+#include "tt_internal.h"
+
+#include <math.h>
+
+static tt_status
+loss_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  (void) m;
+  (void) err;
+  l->out_dims[0] = l->in_dims[0];
+  return TT_OK;
+}
+
+static void
+loss_sizes (const tt_model * m, const tt_layer * l, size_t * rows,
+    size_t * width)
+{
+  const tt_dims d = l->in_dims[0];
+  *rows = (size_t) m->cur_batch * d.c * d.h;
+  *width = d.w;
+}
+
+static void
+mse_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  size_t rows, width;
+  loss_sizes (m, l, &rows, &width);
+  if (!m->have_labels)
+    return;
+  const size_t n = rows * width;
+  const float *y = tt_data (m, l->out[0]), *t = tt_data (m, l->p.loss.label);
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = (double) y[i] - t[i];
+    sum += d * d;
+  }
+  m->loss_value = sum / (double) n;
+}
+
+static void
+mse_calc_derivative (tt_model * m, tt_layer * l)
+{
+  size_t rows, width;
+  loss_sizes (m, l, &rows, &width);
+  const size_t n = rows * width;
+  const float *y = tt_data (m, l->out[0]), *t = tt_data (m, l->p.loss.label);
+  float *dx = tt_data (m, l->in_deriv[0]);
+  const float scale = 2.0f / (float) n;
+  for (size_t i = 0; i < n; i++)
+    dx[i] = scale * (y[i] - t[i]);
+}
+
+static void
+cross_softmax_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  size_t rows, width;
+  loss_sizes (m, l, &rows, &width);
+  const float *x = tt_data (m, l->in[0]);
+  float *p = tt_data (m, l->out[0]);
+  tt_activation_forward (TT_ACT_SOFTMAX, rows, width, x, p);
+  if (!m->have_labels)
+    return;
+  const float *t = tt_data (m, l->p.loss.label);
+  double sum = 0;
+  for (size_t r = 0; r < rows; r++) {
+    const float *xr = x + r * width, *tr = t + r * width;
+    float mx = xr[0];
+    for (size_t i = 1; i < width; i++)
+      mx = xr[i] > mx ? xr[i] : mx;
+    double se = 0;
+    for (size_t i = 0; i < width; i++)
+      se += exp ((double) xr[i] - mx);
+    double lse = mx + log (se);
+    for (size_t i = 0; i < width; i++)
+      if (tr[i] != 0.0f)
+        sum -= tr[i] * ((double) xr[i] - lse);
+  }
+  m->loss_value = sum / m->cur_batch;
+}
+
+static void
+cross_softmax_calc_derivative (tt_model * m, tt_layer * l)
+{
+  size_t rows, width;
+  loss_sizes (m, l, &rows, &width);
+  const size_t n = rows * width;
+  const float *p = tt_data (m, l->out[0]), *t = tt_data (m, l->p.loss.label);
+  float *dx = tt_data (m, l->in_deriv[0]);
+  const float scale = 1.0f / (float) m->cur_batch;
+  /* d/dx of -sum t log softmax(x) is p * sum(t) - t; sum(t) is 1 for a
+   * one-hot label but is kept general for soft labels */
+  for (size_t r = 0; r < rows; r++) {
+    float ts = 0;
+    for (size_t i = 0; i < width; i++)
+      ts += t[r * width + i];
+    for (size_t i = 0; i < width; i++)
+      dx[r * width + i] = scale * (p[r * width + i] * ts - t[r * width + i]);
+  }
+  (void) n;
+}
+
+static void
+cross_sigmoid_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  size_t rows, width;
+  loss_sizes (m, l, &rows, &width);
+  const size_t n = rows * width;
+  const float *x = tt_data (m, l->in[0]);
+  float *p = tt_data (m, l->out[0]);
+  tt_activation_forward (TT_ACT_SIGMOID, rows, width, x, p);
+  if (!m->have_labels)
+    return;
+  const float *t = tt_data (m, l->p.loss.label);
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    double xi = x[i];
+    sum += (xi > 0 ? xi : 0) - xi * t[i] + log1p (exp (-fabs (xi)));
+  }
+  m->loss_value = sum / (double) n;
+}
+
+static void
+cross_sigmoid_calc_derivative (tt_model * m, tt_layer * l)
+{
+  size_t rows, width;
+  loss_sizes (m, l, &rows, &width);
+  const size_t n = rows * width;
+  const float *p = tt_data (m, l->out[0]), *t = tt_data (m, l->p.loss.label);
+  float *dx = tt_data (m, l->in_deriv[0]);
+  const float scale = 1.0f / (float) n;
+  for (size_t i = 0; i < n; i++)
+    dx[i] = scale * (p[i] - t[i]);
+}
+
+const tt_layer_ops tt_mse_layer_ops = {
+  .type = "mse",
+  .infer = loss_infer,
+  .forward = mse_forward,
+  .calc_derivative = mse_calc_derivative,
+};
+
+const tt_layer_ops tt_cross_softmax_layer_ops = {
+  .type = "cross_softmax",
+  .infer = loss_infer,
+  .forward = cross_softmax_forward,
+  .calc_derivative = cross_softmax_calc_derivative,
+};
+
+const tt_layer_ops tt_cross_sigmoid_layer_ops = {
+  .type = "cross_sigmoid",
+  .infer = loss_infer,
+  .forward = cross_sigmoid_forward,
+  .calc_derivative = cross_sigmoid_calc_derivative,
+};

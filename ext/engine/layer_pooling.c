@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pooling2d: max, average, global_max, global_average. Max pooling keeps
+ * the winning index per output in a scratch tensor for backward.
+ */
+#include "tt_internal.h"
+
+enum { POOL_MAX, POOL_AVERAGE, POOL_GLOBAL_MAX, POOL_GLOBAL_AVERAGE };
+
+static const char *const pool_keys[] = {
+  "pooling", "pool_size", "stride", "padding", NULL
+};
+
+static tt_status
+pool_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  static const char *const kinds[] = {
+    "max", "average", "global_max", "global_average", NULL
+  };
+  tt_status st;
+  l->p.pool.stride[0] = l->p.pool.stride[1] = 1;
+  if ((st = tt_section_enum (s, "pooling", kinds, &l->p.pool.kind, err)) ||
+      (st = tt_window_pair (s, "pool_size", 1, l->p.pool.size, err)) ||
+      (st = tt_window_pair (s, "stride", 1, l->p.pool.stride, err)) ||
+      (st = tt_window_padding (s, &l->p.pool.padding_mode, l->p.pool.pad,
+              err)))
+    return st;
+  if (!tt_section_has (s, "pooling"))
+    return tt_section_error (s, "pooling", err, TT_ERR_INVALID,
+        "missing key (max, average, global_max or global_average)");
+  bool global = l->p.pool.kind >= POOL_GLOBAL_MAX;
+  if (!global && !tt_section_has (s, "pool_size"))
+    return tt_section_error (s, "pool_size", err, TT_ERR_INVALID,
+        "missing key (e.g. 2,2)");
+  if (global && (tt_section_has (s, "pool_size") ||
+          tt_section_has (s, "stride") || tt_section_has (s, "padding")))
+    return tt_section_error (s, "pooling", err, TT_ERR_INVALID,
+        "global pooling takes no pool_size, stride or padding");
+  return TT_OK;
+}
+
+static tt_status
+pool_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  const uint32_t one[2] = { 1, 1 };
+  const uint32_t pad0[4] = { 0, 0, 0, 0 };
+  tt_status st;
+  if (l->p.pool.kind >= POOL_GLOBAL_MAX) {
+    const uint32_t whole[2] = { l->in_dims[0].h, l->in_dims[0].w };
+    st = tt_window_setup (m, l, &l->p.pool.geom, whole, one, one, 0, pad0,
+        err);
+  } else {
+    st = tt_window_setup (m, l, &l->p.pool.geom, l->p.pool.size,
+        l->p.pool.stride, one, l->p.pool.padding_mode, l->p.pool.pad, err);
+  }
+  if (st)
+    return st;
+  l->out_dims[0] = (tt_dims) { l->in_dims[0].c,
+    (uint32_t) l->p.pool.geom.out_h, (uint32_t) l->p.pool.geom.out_w
+  };
+  return TT_OK;
+}
+
+static bool
+pool_is_max (const tt_layer * l)
+{
+  return l->p.pool.kind == POOL_MAX || l->p.pool.kind == POOL_GLOBAL_MAX;
+}
+
+static void
+pool_declare (tt_model * m, tt_layer * l)
+{
+  if (pool_is_max (l))
+    l->scratch[0] = tt_tensor_declare (m, l->name, "argmax",
+        TT_TENSOR_SCRATCH, m->batch_size * tt_dims_count (l->out_dims[0]));
+}
+
+static void
+pool_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  const float *x = tt_data (m, l->in[0]);
+  float *y = tt_data (m, l->out[0]);
+  if (pool_is_max (l))
+    tt_maxpool_forward (&l->p.pool.geom, (int) m->cur_batch, x, y,
+        (int32_t *) tt_data (m, l->scratch[0]));
+  else
+    tt_avgpool_forward (&l->p.pool.geom, (int) m->cur_batch, x, y);
+}
+
+static void
+pool_calc_derivative (tt_model * m, tt_layer * l)
+{
+  const float *dy = tt_data (m, l->out_deriv[0]);
+  float *dx = tt_data (m, l->in_deriv[0]);
+  if (pool_is_max (l))
+    tt_maxpool_backward (&l->p.pool.geom, (int) m->cur_batch, dy,
+        (const int32_t *) tt_data (m, l->scratch[0]), dx);
+  else
+    tt_avgpool_backward (&l->p.pool.geom, (int) m->cur_batch, dy, dx);
+}
+
+const tt_layer_ops tt_pooling2d_layer_ops = {
+  .type = "pooling2d",
+  .keys = pool_keys,
+  .parse = pool_parse,
+  .infer = pool_infer,
+  .declare = pool_declare,
+  .forward = pool_forward,
+  .calc_derivative = pool_calc_derivative,
+};

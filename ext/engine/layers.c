@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The layer types the INI can name, by nntrainer's type strings. */
+#include "tt_internal.h"
+
+#include <strings.h>
+
+static const tt_layer_ops *const layers_all[] = {
+  &tt_input_layer_ops, &tt_fc_layer_ops, &tt_conv2d_layer_ops,
+  &tt_pooling2d_layer_ops, &tt_flatten_layer_ops, &tt_reshape_layer_ops,
+  &tt_activation_layer_ops, &tt_batchnorm_layer_ops, &tt_dropout_layer_ops,
+  &tt_addition_layer_ops, &tt_concat_layer_ops, &tt_multiout_layer_ops,
+  &tt_mse_layer_ops, &tt_cross_softmax_layer_ops,
+  &tt_cross_sigmoid_layer_ops, NULL
+};
+
+const tt_layer_ops *
+tt_layer_ops_find (const char *type)
+{
+  for (int i = 0; layers_all[i]; i++)
+    if (!strcasecmp (type, layers_all[i]->type))
+      return layers_all[i];
+  return NULL;
+}

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The public model API: load, compile, train and evaluate batches.
+ * After compile, a training step touches only the pool: no allocation.
+ */
+#include "tt_internal.h"
+
+#include <iniparser/iniparser.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TT_DEFAULT_SEED 0x5eedULL
+
+tt_model *
+tt_model_load_ini (const char *path, tt_error * err)
+{
+  if (!path)
+    return tt_fail (err, TT_ERR_INVALID, "no model path given"), NULL;
+  tt_model *m = calloc (1, sizeof *m);
+  if (!m)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", path), NULL;
+  if (snprintf (m->path, sizeof m->path, "%s", path) >= (int) sizeof m->path) {
+    tt_fail (err, TT_ERR_INVALID, "%.64s...: path too long", path);
+    free (m);
+    return NULL;
+  }
+  char dir[sizeof m->path];
+  snprintf (dir, sizeof dir, "%s", path);
+  snprintf (m->dir, sizeof m->dir, "%s", dirname (dir));
+  m->batch_size = 1;
+  m->epochs = 1;
+  m->seed = TT_DEFAULT_SEED;
+  m->loss_layer = -1;
+  if (tt_ini_parse_model (m, err) != TT_OK) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+void
+tt_model_free (tt_model * m)
+{
+  if (!m)
+    return;
+  if (m->dict)
+    iniparser_freedict (m->dict);
+  free (m->layers);
+  free (m->tensors);
+  free (m->canonical);
+  free (m->pool);
+  free (m);
+}
+
+tt_status
+tt_model_set_batch_size (tt_model * m, uint32_t batch, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: the batch size is fixed once the model is compiled", m->path);
+  if (batch < 1 || batch > (1u << 16))
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: batch size %u is out of range [1, 65536]", m->path, batch);
+  m->batch_size = batch;
+  return TT_OK;
+}
+
+void
+tt_model_set_seed (tt_model * m, uint64_t seed)
+{
+  m->seed = seed;
+  tt_rng_seed (&m->rng, seed);
+}
+
+tt_status
+tt_model_request_input_derivative (tt_model * m, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: request input derivatives before compiling", m->path);
+  m->force_input_derivative = true;
+  return TT_OK;
+}
+
+static int
+model_by_creation (const void *a, const void *b, void *layers)
+{
+  const tt_layer *l = layers;
+  return l[*(const int *) a].creation - l[*(const int *) b].creation;
+}
+
+tt_status
+tt_model_compile (tt_model * m, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE, "%s: already compiled", m->path);
+  tt_status st = tt_graph_build (m, err);
+  if (st)
+    return st;
+  if (m->tensor_oom)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory declaring tensors",
+        m->path);
+  m->canonical = malloc (m->n_layers * sizeof *m->canonical);
+  if (!m->canonical)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    m->canonical[i] = (int) i;
+  qsort_r (m->canonical, m->n_layers, sizeof *m->canonical,
+      model_by_creation, m->layers);
+  if ((st = tt_tensors_allocate (m, err)))
+    return st;
+  tt_rng_seed (&m->rng, m->seed);
+  m->compiled = true;
+  return tt_model_init_weights (m, err);
+}
+
+tt_status
+tt_model_init_weights (tt_model * m, tt_error * err)
+{
+  if (!m->compiled)
+    return tt_fail (err, TT_ERR_STATE, "%s: compile before initializing",
+        m->path);
+  /* its own stream, so weights do not depend on how much dropout ran */
+  tt_rng rng;
+  tt_rng_seed (&rng, m->seed ^ 0x1a1e5eedULL);
+  for (uint32_t c = 0; c < m->n_layers; c++) {
+    tt_layer *l = &m->layers[m->canonical[c]];
+    for (uint32_t i = 0; i < l->n_weights; i++) {
+      tt_weight *w = &l->weights[i];
+      tt_initializer_fill (&rng, w->init, tt_data (m, w->value), w->count,
+          w->fan_in, w->fan_out);
+      for (int s = 0; s < 2; s++)
+        if (w->opt[s] >= 0)
+          memset (tt_data (m, w->opt[s]), 0, w->count * sizeof (float));
+    }
+  }
+  m->epoch = m->iteration = 0;
+  return TT_OK;
+}
+
+/* ---- queries --------------------------------------------------------- */
+
+uint32_t
+tt_model_batch_size (const tt_model * m)
+{
+  return m->batch_size;
+}
+
+uint32_t
+tt_model_num_inputs (const tt_model * m)
+{
+  return m->n_inputs;
+}
+
+static tt_shape
+model_shape (tt_dims d)
+{
+  return (tt_shape) { d.c, d.h, d.w };
+}
+
+tt_status
+tt_model_input_shape (const tt_model * m, uint32_t index, tt_shape * shape)
+{
+  if (!m->compiled || index >= m->n_inputs)
+    return TT_ERR_INVALID;
+  *shape = model_shape (m->layers[m->input_layers[index]].out_dims[0]);
+  return TT_OK;
+}
+
+tt_shape
+tt_model_label_shape (const tt_model * m)
+{
+  if (!m->compiled)
+    return (tt_shape) { 0, 0, 0 };
+  return model_shape (m->layers[m->loss_layer].in_dims[0]);
+}
+
+tt_shape
+tt_model_output_shape (const tt_model * m)
+{
+  return tt_model_label_shape (m);
+}
+
+uint32_t
+tt_model_epochs (const tt_model * m)
+{
+  return m->epochs;
+}
+
+const char *
+tt_model_path (const tt_model * m)
+{
+  return m->path;
+}
+
+void
+tt_model_memory_info (const tt_model * m, tt_memory_info * info)
+{
+  memset (info, 0, sizeof *info);
+  if (!m->compiled)
+    return;
+  info->pool_bytes = m->pool_bytes;
+  info->weight_bytes = tt_bin_weight_bytes (m);
+  info->tensor_count = m->n_tensors;
+}
+
+const float *
+tt_model_output (const tt_model * m)
+{
+  if (!m->compiled)
+    return NULL;
+  return tt_data (m, m->layers[m->loss_layer].out[0]);
+}
+
+uint32_t
+tt_model_epoch (const tt_model * m)
+{
+  return m->epoch;
+}
+
+uint32_t
+tt_model_iteration (const tt_model * m)
+{
+  return m->iteration;
+}
+
+void
+tt_model_finish_epoch (tt_model * m)
+{
+  m->epoch++;
+}
+
+void
+tt_set_num_threads (int threads)
+{
+#ifdef TT_HAVE_OPENBLAS
+  extern void openblas_set_num_threads (int);
+  if (threads > 0)
+    openblas_set_num_threads (threads);
+#else
+  (void) threads;
+#endif
+}
+
+/* ---- steps ----------------------------------------------------------- */
+
+static tt_status
+model_feed (tt_model * m, uint32_t n, const void *const *inputs,
+    const tt_dtype * types, const float *labels, tt_error * err)
+{
+  if (!m->compiled)
+    return tt_fail (err, TT_ERR_STATE, "%s: compile the model first",
+        m->path);
+  if (n < 1 || n > m->batch_size)
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: %u samples given; a batch holds 1 to %u", m->path, n,
+        m->batch_size);
+  if (!inputs)
+    return tt_fail (err, TT_ERR_INVALID, "%s: no input data", m->path);
+  for (uint32_t i = 0; i < m->n_inputs; i++) {
+    tt_layer *l = &m->layers[m->input_layers[i]];
+    const size_t count = n * tt_dims_count (l->out_dims[0]);
+    float *dst = tt_data (m, l->out[0]);
+    tt_dtype type = types ? types[i] : TT_DTYPE_FLOAT32;
+    if (!inputs[i])
+      return tt_fail (err, TT_ERR_INVALID, "%s: input %u (%s) has no data",
+          m->path, i, l->name);
+    if (type == TT_DTYPE_UINT8) {
+      const uint8_t *src = inputs[i];
+      for (size_t k = 0; k < count; k++)
+        dst[k] = (float) src[k];
+    } else if (type == TT_DTYPE_FLOAT32) {
+      memcpy (dst, inputs[i], count * sizeof *dst);
+    } else {
+      return tt_fail (err, TT_ERR_INVALID, "%s: input %u: unknown data type "
+          "%d", m->path, i, (int) type);
+    }
+  }
+  m->have_labels = labels != NULL;
+  if (labels) {
+    tt_layer *loss = &m->layers[m->loss_layer];
+    memcpy (tt_data (m, loss->p.loss.label), labels,
+        n * tt_dims_count (loss->in_dims[0]) * sizeof *labels);
+  }
+  m->cur_batch = n;
+  return TT_OK;
+}
+
+static void
+model_forward (tt_model * m, bool training)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    m->layers[i].ops->forward (m, &m->layers[i], training);
+}
+
+static double
+model_regularization (const tt_model * m)
+{
+  double sum = 0;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    const tt_layer *l = &m->layers[i];
+    for (uint32_t k = 0; k < l->n_weights; k++) {
+      const tt_weight *w = &l->weights[k];
+      if (w->l2 <= 0)
+        continue;
+      const float *v = tt_data (m, w->value);
+      double sq = 0;
+      for (size_t j = 0; j < w->count; j++)
+        sq += (double) v[j] * v[j];
+      sum += 0.5 * w->l2 * sq;
+    }
+  }
+  return sum;
+}
+
+static void
+model_score (const tt_model * m, tt_batch_result * r)
+{
+  if (!r)
+    return;
+  r->samples = m->cur_batch;
+  r->correct = 0;
+  r->loss = m->have_labels ? m->loss_value + model_regularization (m) : NAN;
+  if (!m->have_labels)
+    return;
+  const tt_layer *loss = &m->layers[m->loss_layer];
+  const size_t k = tt_dims_count (loss->in_dims[0]);
+  const float *y = tt_data (m, loss->out[0]);
+  const float *t = tt_data (m, loss->p.loss.label);
+  for (uint32_t b = 0; b < m->cur_batch; b++, y += k, t += k) {
+    size_t py = 0, pt = 0;
+    for (size_t i = 1; i < k; i++) {
+      py = y[i] > y[py] ? i : py;
+      pt = t[i] > t[pt] ? i : pt;
+    }
+    r->correct += py == pt;
+  }
+}
+
+static void
+model_backward (tt_model * m, bool apply)
+{
+  for (uint32_t i = m->n_layers; i-- > 0;) {
+    tt_layer *l = &m->layers[i];
+    bool trainable = false;
+    for (uint32_t k = 0; k < l->n_weights; k++)
+      trainable |= l->weights[k].grad >= 0;
+    if (trainable && l->ops->calc_gradient)
+      l->ops->calc_gradient (m, l);
+    if (l->needs_derivative && l->ops->calc_derivative)
+      l->ops->calc_derivative (m, l);
+    for (uint32_t k = 0; k < l->n_weights && apply; k++) {
+      tt_weight *w = &l->weights[k];
+      if (w->grad < 0)
+        continue;
+      float *v = tt_data (m, w->value), *g = tt_data (m, w->grad);
+      const float decay = w->l2 + w->decay;
+      if (decay != 0.0f)
+        for (size_t j = 0; j < w->count; j++)
+          g[j] += decay * v[j];
+      tt_optimizer_apply (&m->opt, m->iteration, v, g, tt_data (m, w->opt[0]),
+          tt_data (m, w->opt[1]), w->count);
+    }
+  }
+}
+
+tt_status
+tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
+    const tt_dtype * types, const float *labels, tt_batch_result * result,
+    tt_error * err)
+{
+  if (!labels)
+    return tt_fail (err, TT_ERR_INVALID, "%s: training needs labels",
+        m->path);
+  tt_status st = model_feed (m, n, inputs, types, labels, err);
+  if (st)
+    return st;
+  model_forward (m, true);
+  tt_batch_result r;
+  model_score (m, &r);
+  if (!isfinite (r.loss))
+    return tt_fail (err, TT_ERR_NUMERIC,
+        "%s: the loss became %g at iteration %u (epoch %u); this batch was "
+        "not applied", m->path, r.loss, m->iteration, m->epoch);
+  model_backward (m, true);
+  m->iteration++;
+  if (result)
+    *result = r;
+  return TT_OK;
+}
+
+tt_status
+tt_model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
+    const tt_dtype * types, const float *labels, tt_batch_result * result,
+    tt_error * err)
+{
+  tt_status st = model_feed (m, n, inputs, types, labels, err);
+  if (st)
+    return st;
+  model_forward (m, false);
+  model_score (m, result);
+  return TT_OK;
+}
+
+tt_status
+tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
+    const tt_dtype * types, const float *labels, bool backward, double *loss,
+    tt_error * err)
+{
+  tt_status st = model_feed (m, n, inputs, types, labels, err);
+  if (st)
+    return st;
+  model_forward (m, true);
+  *loss = m->loss_value;
+  if (backward)
+    model_backward (m, false);
+  return TT_OK;
+}

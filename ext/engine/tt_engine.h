@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tensor-trainer engine: trains a neural network described by an nntrainer
+ * INI file, with every tensor of a training step in one memory pool.
+ *
+ * Life of a model:
+ *   tt_model_load_ini()      parse and validate the description
+ *   tt_model_set_batch_size() optional, before compile
+ *   tt_model_compile()       build the graph, infer shapes, lay out and
+ *                            allocate the pool (the only large allocation)
+ *   tt_model_init_weights() / tt_model_load_bin()
+ *   tt_model_train_batch() / tt_model_eval_batch()   no heap allocation
+ *   tt_model_save_bin()      atomic (write, fsync, rename)
+ *   tt_model_free()
+ *
+ * Every function that can fail returns a tt_status and, when err is not
+ * NULL, fills it with a message naming the file, section and key (or
+ * tensor) at fault. Nothing here exits or aborts on bad input.
+ */
+#ifndef TT_ENGINE_H
+#define TT_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  TT_OK = 0,
+  TT_ERR_IO,          /* a file could not be read or written */
+  TT_ERR_PARSE,       /* malformed INI, BIN or value */
+  TT_ERR_INVALID,     /* well-formed but inconsistent model or argument */
+  TT_ERR_NOMEM,
+  TT_ERR_STATE,       /* call made in the wrong phase */
+  TT_ERR_NUMERIC,     /* NaN or Inf appeared */
+} tt_status;
+
+typedef struct {
+  tt_status status;
+  char message[1024];
+} tt_error;
+
+typedef enum {
+  TT_DTYPE_FLOAT32 = 0,
+  TT_DTYPE_UINT8,
+} tt_dtype;
+
+/* Per-sample shape, nntrainer's channel:height:width. */
+typedef struct {
+  uint32_t channel, height, width;
+} tt_shape;
+
+typedef struct tt_model tt_model;
+
+/* Figures of one batch. */
+typedef struct {
+  double loss;            /* mean over the batch, regularization included */
+  uint32_t samples;
+  uint32_t correct;       /* argmax(output) == argmax(label) */
+} tt_batch_result;
+
+/* Memory figures of a compiled model, in bytes. */
+typedef struct {
+  size_t pool_bytes;
+  size_t weight_bytes;    /* model weights as stored in a BIN */
+  size_t tensor_count;
+} tt_memory_info;
+
+const char *tt_status_name (tt_status status);
+
+tt_model *tt_model_load_ini (const char *path, tt_error * err);
+void tt_model_free (tt_model * model);
+
+/* Overrides [Model] batch_size; only before tt_model_compile(). */
+tt_status tt_model_set_batch_size (tt_model * model, uint32_t batch_size,
+    tt_error * err);
+/* Seeds weight initialization, dropout masks and anything else random. */
+void tt_model_set_seed (tt_model * model, uint64_t seed);
+/* Test hook: also compute the derivative of the loss with respect to the
+ * input layers' outputs (normally skipped: nothing needs it). */
+tt_status tt_model_request_input_derivative (tt_model * model, tt_error * err);
+
+tt_status tt_model_compile (tt_model * model, tt_error * err);
+tt_status tt_model_init_weights (tt_model * model, tt_error * err);
+
+/* BIN in nntrainer's layout: weights, then for Adam the tag "adam" and the
+ * moments, then the epoch and iteration counters. Loading accepts exactly
+ * the sizes such a file can have for this model. */
+tt_status tt_model_load_bin (tt_model * model, const char *path,
+    tt_error * err);
+tt_status tt_model_save_bin (tt_model * model, const char *path,
+    tt_error * err);
+
+uint32_t tt_model_batch_size (const tt_model * model);
+uint32_t tt_model_num_inputs (const tt_model * model);
+tt_status tt_model_input_shape (const tt_model * model, uint32_t index,
+    tt_shape * shape);
+tt_shape tt_model_label_shape (const tt_model * model);
+tt_shape tt_model_output_shape (const tt_model * model);
+uint32_t tt_model_epochs (const tt_model * model);   /* [Model] epochs */
+const char *tt_model_path (const tt_model * model);
+void tt_model_memory_info (const tt_model * model, tt_memory_info * info);
+
+/* One optimization step on n samples (1 <= n <= batch size; a smaller last
+ * batch is trained as a smaller batch). inputs[i] holds n samples of input
+ * i in dtype types[i] (NCHW, batch outermost); labels holds n samples of the
+ * label shape. result may be NULL. */
+tt_status tt_model_train_batch (tt_model * model, uint32_t n,
+    const void *const *inputs, const tt_dtype * types, const float *labels,
+    tt_batch_result * result, tt_error * err);
+/* Forward pass in evaluation mode (moving statistics, no dropout); labels
+ * may be NULL, then result only counts samples. */
+tt_status tt_model_eval_batch (tt_model * model, uint32_t n,
+    const void *const *inputs, const tt_dtype * types, const float *labels,
+    tt_batch_result * result, tt_error * err);
+/* Output of the last forward pass: batch x output shape floats. */
+const float *tt_model_output (const tt_model * model);
+
+/* Counters stored in the BIN. */
+uint32_t tt_model_epoch (const tt_model * model);
+uint32_t tt_model_iteration (const tt_model * model);
+void tt_model_finish_epoch (tt_model * model);
+
+/* Threads used by the GEMM library (no-op without one). */
+void tt_set_num_threads (int threads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

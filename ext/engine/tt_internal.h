@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Engine internals shared by the model, graph, layer and optimizer files.
+ */
+#ifndef TT_INTERNAL_H
+#define TT_INTERNAL_H
+
+#include "tt_engine.h"
+#include "kernels.h"
+
+#include <stdarg.h>
+
+#define TT_NAME_MAX 96
+#define TT_LAYER_NAME_MAX 63    /* leaves room for realized-layer suffixes */
+#define TT_TENSOR_NAME_MAX 160
+#define TT_MAX_IO 16            /* inputs or outputs of one layer */
+#define TT_MAX_WEIGHTS 4
+#define TT_MAX_SCRATCH 2
+#define TT_MAX_STEPS 64         /* entries of a step learning-rate schedule */
+
+/* ---- errors ---------------------------------------------------------- */
+
+tt_status tt_fail (tt_error * err, tt_status status, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+/* ---- random numbers: deterministic given the seed -------------------- */
+
+typedef struct {
+  uint64_t s[4];
+} tt_rng;
+
+void tt_rng_seed (tt_rng * rng, uint64_t seed);
+uint64_t tt_rng_next (tt_rng * rng);
+float tt_rng_uniform (tt_rng * rng);    /* [0, 1) */
+float tt_rng_normal (tt_rng * rng);
+
+/* ---- tensors --------------------------------------------------------- */
+
+typedef enum {
+  TT_TENSOR_INPUT,
+  TT_TENSOR_LABEL,
+  TT_TENSOR_ACTIVATION,
+  TT_TENSOR_DERIVATIVE,
+  TT_TENSOR_WEIGHT,
+  TT_TENSOR_GRADIENT,
+  TT_TENSOR_OPTIMIZER,
+  TT_TENSOR_SCRATCH,
+} tt_tensor_kind;
+
+/* One named region of the pool. Every element is 4 bytes (float or int32).
+ * A view (alias_of >= 0) owns no memory and shares its root's data.
+ * Lifetime [first_use, last_use] is in execution orders (see graph.c). */
+typedef struct {
+  char name[TT_TENSOR_NAME_MAX];
+  tt_tensor_kind kind;
+  size_t count;
+  int alias_of;
+  int first_use, last_use;
+  size_t offset;
+  float *data;
+} tt_tensor;
+
+/* ---- layers ---------------------------------------------------------- */
+
+typedef enum {
+  TT_ACT_NONE = 0,
+  TT_ACT_RELU,
+  TT_ACT_LEAKY_RELU,
+  TT_ACT_SIGMOID,
+  TT_ACT_TANH,
+  TT_ACT_SOFTMAX,
+  TT_ACT_SWISH,
+  TT_ACT_GELU,
+  TT_ACT_ELU,
+} tt_activation;
+
+typedef enum {
+  TT_INIT_ZEROS,
+  TT_INIT_ONES,
+  TT_INIT_LECUN_NORMAL,
+  TT_INIT_LECUN_UNIFORM,
+  TT_INIT_XAVIER_NORMAL,
+  TT_INIT_XAVIER_UNIFORM,
+  TT_INIT_HE_NORMAL,
+  TT_INIT_HE_UNIFORM,
+} tt_initializer;
+
+typedef struct {
+  uint32_t c, h, w;
+} tt_dims;
+
+static inline size_t
+tt_dims_count (tt_dims d)
+{
+  return (size_t) d.c * d.h * d.w;
+}
+
+/* A trainable or stored parameter of a layer. */
+typedef struct {
+  const char *suffix;           /* "weight", "bias", "moving_mean", ... */
+  size_t count;
+  tt_initializer init;
+  uint32_t fan_in, fan_out;
+  bool trainable;               /* has a gradient and optimizer state */
+  float decay;                  /* per-weight L2 decay (weight_decay key) */
+  float l2;                     /* l2norm regularizer constant */
+  int value, grad, opt[2];      /* tensor ids, -1 when absent */
+} tt_weight;
+
+struct tt_model;
+struct tt_layer;
+struct tt_section;
+
+typedef struct tt_layer_ops {
+  const char *type;
+  /* keys this type accepts beyond the universal ones, NULL-terminated */
+  const char *const *keys;
+  bool has_weights;             /* accepts the weight keys */
+  tt_status (*parse) (struct tt_layer * l, const struct tt_section * s,
+      tt_error * err);
+  /* output dims from input dims; declares weights */
+  tt_status (*infer) (struct tt_model * m, struct tt_layer * l,
+      tt_error * err);
+  /* declares scratch tensors once activations exist */
+  void (*declare) (struct tt_model * m, struct tt_layer * l);
+  void (*forward) (struct tt_model * m, struct tt_layer * l, bool training);
+  void (*calc_gradient) (struct tt_model * m, struct tt_layer * l);
+  void (*calc_derivative) (struct tt_model * m, struct tt_layer * l);
+  /* outputs that are views of input 0 (flatten, reshape, multiout) */
+  bool output_is_view;
+} tt_layer_ops;
+
+typedef struct {
+  char name[TT_NAME_MAX];       /* as written, lower-cased */
+  uint32_t index;               /* name(idx) */
+  int layer;                    /* resolved producer */
+} tt_link;
+
+typedef struct tt_layer {
+  char name[TT_NAME_MAX];
+  char section[TT_NAME_MAX];    /* INI section it came from */
+  const tt_layer_ops *ops;
+  int creation;                 /* canonical (INI) order: BIN layout */
+
+  uint32_t n_inputs;
+  tt_link inputs[TT_MAX_IO];
+  uint32_t n_outputs;
+  uint32_t consumers[TT_MAX_IO];        /* per output, during graph build */
+
+  tt_dims in_dims[TT_MAX_IO];
+  tt_dims out_dims[TT_MAX_IO];
+
+  bool trainable;
+  bool grad_flows;              /* some trainable weight lies at or above */
+  bool needs_derivative;        /* calc_derivative must run */
+  int order;                    /* position in the topological order */
+
+  /* tensor ids */
+  int in[TT_MAX_IO], out[TT_MAX_IO];
+  int in_deriv[TT_MAX_IO], out_deriv[TT_MAX_IO];
+  int scratch[TT_MAX_SCRATCH];
+
+  uint32_t n_weights;
+  tt_weight weights[TT_MAX_WEIGHTS];
+
+  /* universal keys, as parsed */
+  bool has_input_shape;
+  tt_dims input_shape;
+  tt_activation post_activation;        /* activation= on a non-activation layer */
+  bool post_flatten;
+
+  /* weight keys */
+  tt_initializer weight_init, bias_init;
+  bool weight_init_set, bias_init_set;
+  float l2_constant;
+  float weight_decay, bias_decay;
+  bool disable_bias;
+
+  union {
+    struct {
+      bool normalization, standardization;
+    } input;
+    struct {
+      uint32_t unit;
+    } fc;
+    struct {
+      uint32_t filters, kernel[2], stride[2], dilation[2];
+      int padding_mode;         /* 0 valid, 1 same, 2 explicit */
+      uint32_t pad[4];          /* top, bottom, left, right */
+      tt_window_geom geom;
+    } conv;
+    struct {
+      int kind;                 /* 0 max, 1 average, 2 global max, 3 global avg */
+      uint32_t size[2], stride[2];
+      int padding_mode;
+      uint32_t pad[4];
+      tt_window_geom geom;
+    } pool;
+    struct {
+      tt_dims target;
+    } reshape;
+    struct {
+      tt_activation fn;
+    } act;
+    struct {
+      float epsilon, momentum;
+      int axis;                 /* 1 channel, 2 height, 3 width, 0 auto */
+      uint32_t outer, features, inner;  /* per sample */
+      tt_initializer init[4];
+    } bn;
+    struct {
+      float rate;
+    } dropout;
+    struct {
+      int axis;                 /* 1 channel, 2 height, 3 width */
+    } concat;
+    struct {
+      int label;                /* label tensor id */
+    } loss;
+  } p;
+} tt_layer;
+
+/* ---- INI sections (ini_model.c) -------------------------------------- */
+
+typedef struct tt_section {
+  const char *file;
+  const char *name;             /* lower-cased by iniparser */
+  void *dict;                   /* iniparser dictionary */
+} tt_section;
+
+/* Value readers: each reports "<file>: [<section>] <key>: ..." on error.
+ * They return TT_OK and leave *out untouched when the key is absent. */
+bool tt_section_has (const tt_section * s, const char *key);
+const char *tt_section_string (const tt_section * s, const char *key);
+tt_status tt_section_uint (const tt_section * s, const char *key,
+    uint32_t min, uint32_t max, uint32_t * out, tt_error * err);
+tt_status tt_section_float (const tt_section * s, const char *key,
+    float *out, tt_error * err);
+tt_status tt_section_bool (const tt_section * s, const char *key,
+    bool *out, tt_error * err);
+/* Comma-separated unsigned list; n_out gets the number of items read. */
+tt_status tt_section_uint_list (const tt_section * s, const char *key,
+    uint32_t min, uint32_t max, uint32_t * out, uint32_t max_items,
+    uint32_t * n_out, tt_error * err);
+tt_status tt_section_enum (const tt_section * s, const char *key,
+    const char *const *names, int *out, tt_error * err);
+tt_status tt_section_error (const tt_section * s, const char *key,
+    tt_error * err, tt_status status, const char *fmt, ...)
+    __attribute__ ((format (printf, 5, 6)));
+
+tt_status tt_section_check_keys (const tt_section * s,
+    const char *const *allowed, tt_error * err);
+tt_status tt_ini_parse_model (tt_model * m, tt_error * err);
+
+extern const char *const tt_activation_names[];
+extern const char *const tt_initializer_names[];
+tt_status tt_section_dims (const tt_section * s, const char *key,
+    tt_dims * out, tt_error * err);
+
+/* ---- optimizer ------------------------------------------------------- */
+
+typedef enum { TT_OPT_SGD, TT_OPT_ADAM, TT_OPT_ADAMW } tt_optimizer_type;
+typedef enum {
+  TT_LR_CONSTANT, TT_LR_EXPONENTIAL, TT_LR_STEP, TT_LR_COSINE, TT_LR_LINEAR
+} tt_lr_type;
+
+typedef struct {
+  tt_optimizer_type type;
+  float learning_rate, beta1, beta2, epsilon, weight_decay, momentum;
+  tt_lr_type lr_type;
+  float decay_rate, max_lr, min_lr;
+  uint32_t decay_steps;
+  uint32_t n_steps;
+  float step_lr[TT_MAX_STEPS + 1];
+  uint32_t step_iter[TT_MAX_STEPS];
+} tt_optimizer;
+
+tt_status tt_optimizer_parse (tt_optimizer * o, const tt_section * opt,
+    const tt_section * sched, tt_error * err);
+uint32_t tt_optimizer_state_count (const tt_optimizer * o);
+float tt_optimizer_learning_rate (const tt_optimizer * o, uint32_t iteration);
+void tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,
+    float *w, float *g, float *s0, float *s1, size_t n);
+
+/* ---- model ----------------------------------------------------------- */
+
+typedef enum { TT_LOSS_NONE, TT_LOSS_MSE, TT_LOSS_CROSS,
+  TT_LOSS_CROSS_SOFTMAX, TT_LOSS_CROSS_SIGMOID
+} tt_loss_type;
+
+struct tt_model {
+  char path[4096];
+  char dir[4096];
+  void *dict;
+
+  uint32_t batch_size, epochs;
+  tt_loss_type loss;
+  bool force_input_derivative;
+  uint64_t seed;
+  tt_rng rng;
+  tt_optimizer opt;
+
+  tt_layer *layers;             /* topological order after compile */
+  uint32_t n_layers, cap_layers;
+  int loss_layer;
+  uint32_t n_inputs;
+  int input_layers[TT_MAX_IO];
+
+  tt_tensor *tensors;
+  uint32_t n_tensors, cap_tensors;
+  void *pool;
+  size_t pool_bytes;
+
+  bool tensor_oom;              /* a declaration failed: compile fails */
+  int *canonical;               /* layer indices in INI order: BIN layout */
+
+  bool compiled;
+  uint32_t cur_batch;           /* samples in the batch being processed */
+  bool have_labels;             /* the label tensor holds this batch's */
+  double loss_value;            /* set by the loss layer's forward */
+  uint32_t epoch, iteration;
+};
+
+/* model.c: a training-mode forward (and, when backward, the gradients and
+ * derivatives) without any update; for gradient checks and golden tests.
+ * loss excludes regularization. */
+tt_status tt_model_gradients (tt_model * m, uint32_t n,
+    const void *const *inputs, const tt_dtype * types, const float *labels,
+    bool backward, double *loss, tt_error * err);
+
+/* graph.c */
+tt_status tt_graph_build (tt_model * m, tt_error * err);
+tt_layer *tt_model_add_layer (tt_model * m, const char *name,
+    const char *section, const tt_layer_ops * ops, tt_error * err);
+int tt_model_find_layer (const tt_model * m, const char *name);
+
+/* tensors.c */
+int tt_tensor_declare (tt_model * m, const char *layer, const char *suffix,
+    tt_tensor_kind kind, size_t count);
+int tt_tensor_view (tt_model * m, const char *layer, const char *suffix,
+    int root);
+void tt_tensor_use (tt_model * m, int id, int order);
+tt_status tt_tensors_allocate (tt_model * m, tt_error * err);
+
+static inline float *
+tt_data (const tt_model * m, int id)
+{
+  return id < 0 ? NULL : m->tensors[id].data;
+}
+
+/* Adds a weight to l; count elements, fans for the initializer. */
+tt_weight *tt_layer_add_weight (tt_layer * l, const char *suffix,
+    size_t count, tt_initializer init, uint32_t fan_in, uint32_t fan_out,
+    bool trainable);
+
+/* window_props.c: keys and geometry shared by conv2d and pooling2d */
+tt_status tt_window_pair (const tt_section * s, const char *key,
+    uint32_t min, uint32_t out[2], tt_error * err);
+tt_status tt_window_padding (const tt_section * s, int *mode,
+    uint32_t pad[4], tt_error * err);
+tt_status tt_window_setup (tt_model * m, const tt_layer * l,
+    tt_window_geom * g, const uint32_t kernel[2], const uint32_t stride[2],
+    const uint32_t dilation[2], int mode, const uint32_t pad[4],
+    tt_error * err);
+
+/* layer registry (layers.c) */
+const tt_layer_ops *tt_layer_ops_find (const char *type);
+extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
+    tt_conv2d_layer_ops, tt_pooling2d_layer_ops, tt_flatten_layer_ops,
+    tt_reshape_layer_ops, tt_activation_layer_ops, tt_batchnorm_layer_ops,
+    tt_dropout_layer_ops, tt_addition_layer_ops, tt_concat_layer_ops,
+    tt_multiout_layer_ops, tt_mse_layer_ops, tt_cross_softmax_layer_ops,
+    tt_cross_sigmoid_layer_ops;
+
+/* activation.c */
+void tt_activation_forward (tt_activation fn, size_t rows, size_t width,
+    const float *x, float *y);
+/* dx = f'(x) * dy, given x and y = f(x); dx may equal dy. */
+void tt_activation_backward (tt_activation fn, size_t rows, size_t width,
+    const float *x, const float *y, const float *dy, float *dx);
+
+/* init.c */
+void tt_initializer_fill (tt_rng * rng, tt_initializer init, float *w,
+    size_t n, uint32_t fan_in, uint32_t fan_out);
+
+/* bin.c */
+size_t tt_bin_weight_bytes (const tt_model * m);
+
+#endif

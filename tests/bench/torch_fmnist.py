@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""PyTorch reference timing for the Fashion-MNIST models in tests/models.
+
+Gives the training engine a baseline on the same machine: same data, same
+preprocessing, same architectures, optimizer and batching as
+tests/models/fmnist_{mlp,cnn}.ini. Runs with Debian's python3-torch and
+numpy only (no torchvision, no pip), so it works on a stock system.
+
+The last line is machine-readable, e.g.
+  torch model=mlp batch=32 threads=1 samples=60000 epochs=1 seconds=12.345 \
+samples_per_s=4860.1 loss=0.4567 accuracy=0.8345
+"""
+
+import argparse
+import copy
+import gzip
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+DATA_DIR = "/usr/share/datasets/fashion-mnist"
+TRAIN_IMAGES = "train-images-idx3-ubyte.gz"
+TRAIN_LABELS = "train-labels-idx1-ubyte.gz"
+WARMUP_SAMPLES = 2000
+
+
+def read_idx_u8(path):
+    """Reads a uint8 IDX file (gzipped) into a numpy array.
+
+    Validated because a silently misparsed file would still train, just
+    to a meaningless number."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
+        sys.exit(f"{path}: not an IDX file (bad magic)")
+    if raw[2] != 0x08:
+        sys.exit(f"{path}: element type 0x{raw[2]:02x}, expected uint8")
+    ndims = raw[3]
+    header = 4 + 4 * ndims
+    if ndims < 1 or len(raw) < header:
+        sys.exit(f"{path}: bad or truncated IDX header")
+    dims = struct.unpack(f">{ndims}I", raw[4:header])
+    expected = int(np.prod(dims))
+    if len(raw) - header != expected:
+        sys.exit(f"{path}: header promises {expected} data bytes, "
+                 f"file has {len(raw) - header}")
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
+
+
+def load_data(n):
+    images = read_idx_u8(os.path.join(DATA_DIR, TRAIN_IMAGES))
+    labels = read_idx_u8(os.path.join(DATA_DIR, TRAIN_LABELS))
+    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+        sys.exit("train images/labels: shapes do not match")
+    if n > len(images):
+        sys.exit(f"--samples {n}: the training set has only {len(images)}")
+    x = images[:n].reshape(n, -1).astype(np.float32)
+    # Per-sample min-max, what the INI's "normalization = true" input layer
+    # does; a constant image would divide by zero, so it maps to all zeros.
+    lo = x.min(axis=1, keepdims=True)
+    span = x.max(axis=1, keepdims=True) - lo
+    span[span == 0] = 1.0
+    x = (x - lo) / span
+    x = x.reshape(n, 1, images.shape[1], images.shape[2])
+    return torch.from_numpy(x), torch.from_numpy(labels[:n].astype(np.int64))
+
+
+def build_model(name):
+    """Architectures and initializers of tests/models/fmnist_*.ini.
+
+    The INI output layers have softmax; here they emit logits because
+    CrossEntropyLoss applies log-softmax itself (nntrainer fuses softmax
+    with the cross loss the same way). Initializers follow the INI files so
+    the loss curves are comparable, not torch's defaults: he_uniform
+    (= kaiming_uniform for relu, bound sqrt(6/fan_in)) where given,
+    otherwise nntrainer's default xavier_uniform; biases start at zero as
+    nntrainer's do."""
+    if name == "mlp":
+        model = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(784, 256), nn.ReLU(),
+            nn.Linear(256, 128), nn.ReLU(),
+            nn.Linear(128, 10),
+        )
+        he = [model[1], model[3]]
+    else:
+        model = nn.Sequential(
+            nn.Conv2d(1, 32, 3), nn.ReLU(),
+            nn.MaxPool2d(2, 2),
+            nn.Conv2d(32, 64, 3), nn.ReLU(),
+            nn.MaxPool2d(2, 2),
+            nn.Flatten(),
+            nn.Linear(64 * 5 * 5, 128), nn.ReLU(),
+            nn.Linear(128, 10),
+        )
+        he = []
+    for m in model:
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            if any(m is h for h in he):
+                nn.init.kaiming_uniform_(m.weight, nonlinearity="relu")
+            else:
+                nn.init.xavier_uniform_(m.weight)
+            nn.init.zeros_(m.bias)
+    return model
+
+
+def make_optimizer(model):
+    return torch.optim.Adam(model.parameters(), lr=0.001,
+                            betas=(0.9, 0.999), eps=1e-7)
+
+
+def train_epoch(model, opt, loss_fn, batches, outputs=None):
+    for xb, yb in batches:
+        opt.zero_grad(set_to_none=True)
+        logits = model(xb)
+        loss = loss_fn(logits, yb)
+        loss.backward()
+        opt.step()
+        # Statistics are computed after the clock stops; only keep the
+        # tensors here so the timed loop is just the training step.
+        if outputs is not None:
+            outputs.append((loss.detach(), logits.detach()))
+
+
+def backends_line():
+    mk = torch.backends.mkldnn
+    return ("# torch {} mkldnn={} (available={}) mkl={} openmp={} "
+            "threads={} interop_threads={}").format(
+        torch.__version__,
+        "on" if (mk.is_available() and mk.enabled) else "off",
+        "yes" if mk.is_available() else "no",
+        "on" if torch.backends.mkl.is_available() else "off",
+        "on" if torch.backends.openmp.is_available() else "off",
+        torch.get_num_threads(), torch.get_num_interop_threads())
+
+
+def positive(s):
+    v = int(s)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{s} is not a positive integer")
+    return v
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=("mlp", "cnn"), required=True)
+    ap.add_argument("--batch", type=positive, required=True)
+    ap.add_argument("--threads", type=positive, required=True)
+    ap.add_argument("--samples", type=positive, default=60000)
+    ap.add_argument("--epochs", type=positive, default=1)
+    args = ap.parse_args()
+    if args.batch > args.samples:
+        ap.error(f"--batch {args.batch} exceeds --samples {args.samples}: "
+                 "no full batch to train on")
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    print(backends_line(), flush=True)
+
+    x, y = load_data(args.samples)
+    n_batches = args.samples // args.batch  # partial last batch dropped
+    b = args.batch
+    batches = [(x[i * b:(i + 1) * b].contiguous(), y[i * b:(i + 1) * b])
+               for i in range(n_batches)]
+
+    model = build_model(args.model)
+    loss_fn = nn.CrossEntropyLoss()
+
+    # Warm-up runs on a copy so allocator and kernel selection are primed
+    # but the timed run still starts from the initial weights, like the
+    # engine's run of the same INI does.
+    warm_model = copy.deepcopy(model)
+    warm_model.train()
+    warm_n = max(1, min(WARMUP_SAMPLES, args.samples) // b)
+    train_epoch(warm_model, make_optimizer(warm_model), loss_fn,
+                batches[:warm_n])
+    del warm_model
+
+    model.train()
+    opt = make_optimizer(model)
+    seconds = 0.0
+    outputs = []
+    for epoch in range(args.epochs):
+        outputs = []
+        t0 = time.perf_counter()
+        train_epoch(model, opt, loss_fn, batches, outputs)
+        seconds += time.perf_counter() - t0
+
+    with torch.no_grad():
+        loss = torch.stack([o[0] for o in outputs]).mean().item()
+        correct = sum((o[1].argmax(dim=1) == yb).sum().item()
+                      for o, (_, yb) in zip(outputs, batches))
+    accuracy = correct / (n_batches * b)
+    trained = n_batches * b * args.epochs
+
+    print(f"torch model={args.model} batch={b} threads={args.threads} "
+          f"samples={args.samples} epochs={args.epochs} "
+          f"seconds={seconds:.3f} samples_per_s={trained / seconds:.1f} "
+          f"loss={loss:.4f} accuracy={accuracy:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A minimal test harness: CHECK records a result and prints failures with
+ * their location; tt_test_summary prints "N passed, M failed" (the line
+ * meson and CI read) and gives the exit code.
+ */
+#ifndef TT_TEST_H
+#define TT_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int tt_test_passed, tt_test_failed;
+
+#define CHECK(cond, ...)                                                  \
+  do {                                                                    \
+    if (cond) {                                                           \
+      tt_test_passed++;                                                   \
+    } else {                                                              \
+      tt_test_failed++;                                                   \
+      printf ("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);             \
+      printf (__VA_ARGS__);                                               \
+      printf ("\n");                                                      \
+    }                                                                     \
+  } while (0)
+
+static inline int
+tt_test_summary (void)
+{
+  printf ("%d passed, %d failed\n", tt_test_passed, tt_test_failed);
+  return tt_test_failed ? 1 : 0;
+}
+
+/* Writes text to a fresh file under a private temporary folder and
+ * returns its path (static storage, valid until the next call). */
+static inline const char *
+tt_test_write_file (const char *name, const void *data, size_t len)
+{
+  static char dir[256] = "";
+  static char path[512];
+  if (!dir[0]) {
+    snprintf (dir, sizeof dir, "/tmp/tt-test-XXXXXX");
+    if (!mkdtemp (dir)) {
+      perror ("mkdtemp");
+      exit (2);
+    }
+  }
+  snprintf (path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen (path, "wb");
+  if (!f) {
+    perror (path);
+    exit (2);
+  }
+  if (len && fwrite (data, 1, len, f) != len) {
+    perror (path);
+    exit (2);
+  }
+  fclose (f);
+  return path;
+}
+
+static inline const char *
+tt_test_write_text (const char *name, const char *text)
+{
+  return tt_test_write_file (name, text, strlen (text));
+}
+
+#endif
