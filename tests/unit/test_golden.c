@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Compares the engine with PyTorch on the committed golden data of
+ * tests/golden/ (see its README for the files and the tolerance):
+ * forward output, loss, derivative w.r.t. the input, weight gradients, and
+ * the whole BIN (weights, Adam moments) after one Adam step.
+ *
+ * usage: test_golden SOURCE_ROOT
+ */
+#include "tt_internal.h"
+#include "tt_test.h"
+
+#include <math.h>
+
+typedef struct {
+  float *data;
+  size_t count;
+} golden_array;
+
+static char golden_root[1024];
+
+static golden_array
+golden_read (const char *dir, const char *name)
+{
+  char path[2048];
+  golden_array a = { NULL, 0 };
+  snprintf (path, sizeof path, "%s/tests/golden/%s/%s", golden_root, dir, name);
+  FILE *f = fopen (path, "rb");
+  if (!f) {
+    printf ("cannot open %s\n", path);
+    return a;
+  }
+  fseek (f, 0, SEEK_END);
+  long size = ftell (f);
+  fseek (f, 0, SEEK_SET);
+  a.data = malloc ((size_t) size + 4);
+  a.count = (size_t) size / 4;
+  if (fread (a.data, 1, (size_t) size, f) != (size_t) size)
+    a.count = 0;
+  fclose (f);
+  return a;
+}
+
+static bool
+golden_meta (const char *dir, const char *key, char *out, size_t len)
+{
+  char path[2048], line[1024];
+  snprintf (path, sizeof path, "%s/tests/golden/%s/meta.txt", golden_root, dir);
+  FILE *f = fopen (path, "r");
+  bool found = false;
+  if (!f)
+    return false;
+  while (!found && fgets (line, sizeof line, f)) {
+    char k[128], v[900];
+    if (sscanf (line, " %127[^= ] = %899s", k, v) == 2 && !strcmp (k, key)) {
+      snprintf (out, len, "%.*s", (int) (len ? len - 1 : 0), v);
+      found = true;
+    }
+  }
+  fclose (f);
+  return found;
+}
+
+/* |a - b| <= 1e-4 |b| + 1e-5 max|b|; counts and reports violations. */
+static int
+golden_compare (const char *what, const float *got, const float *want,
+    size_t n, const bool *skip)
+{
+  double maxabs = 0;
+  for (size_t i = 0; i < n; i++)
+    maxabs = fmax (maxabs, fabs (want[i]));
+  int bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (skip && skip[i])
+      continue;
+    double tol = 1e-4 * fabs (want[i]) + 1e-5 * maxabs;
+    double d = fabs ((double) got[i] - want[i]);
+    worst = fmax (worst, d / tol);
+    if (!(d <= tol)) {
+      if (bad < 3)
+        printf ("  %s[%zu]: engine %.9g, torch %.9g\n", what, i, got[i],
+            want[i]);
+      bad++;
+    }
+  }
+  printf ("  %s: %zu values, worst |diff|/tolerance %.3f\n", what, n, worst);
+  return bad;
+}
+
+static void
+golden_case (const char *dir)
+{
+  char model_rel[512], batch_s[32], loss_s[64];
+  tt_error err;
+  printf ("case %s\n", dir);
+  CHECK (golden_meta (dir, "model", model_rel, sizeof model_rel) &&
+      golden_meta (dir, "batch", batch_s, sizeof batch_s) &&
+      golden_meta (dir, "loss", loss_s, sizeof loss_s), "%s: meta.txt", dir);
+  char ini[2048], bin[2048];
+  snprintf (ini, sizeof ini, "%s/%s", golden_root, model_rel);
+  snprintf (bin, sizeof bin, "%s/tests/golden/%s/init.bin", golden_root, dir);
+  uint32_t batch = (uint32_t) atoi (batch_s);
+
+  tt_model *m = tt_model_load_ini (ini, &err);
+  CHECK (m != NULL, "%s: %s", dir, err.message);
+  if (!m)
+    return;
+  tt_status st = tt_model_set_batch_size (m, batch, &err);
+  if (!st)
+    st = tt_model_request_input_derivative (m, &err);
+  if (!st)
+    st = tt_model_compile (m, &err);
+  if (!st)
+    st = tt_model_load_bin (m, bin, &err);
+  CHECK (st == TT_OK, "%s: %s", dir, err.message);
+  if (st) {
+    tt_model_free (m);
+    return;
+  }
+
+  golden_array input = golden_read (dir, "input.f32");
+  golden_array label = golden_read (dir, "label.f32");
+  golden_array output = golden_read (dir, "output.f32");
+  golden_array dinput = golden_read (dir, "dinput.f32");
+  golden_array grads = golden_read (dir, "grads.f32");
+  golden_array after = golden_read (dir, "after_adam.bin");
+
+  const void *inputs[1] = { input.data };
+  double loss;
+  st = tt_model_gradients (m, batch, inputs, NULL, label.data, true, &loss,
+      &err);
+  CHECK (st == TT_OK, "%s: %s", dir, err.message);
+  double want_loss = atof (loss_s);
+  CHECK (fabs (loss - want_loss) <= 1e-4 * fabs (want_loss),
+      "%s: loss %.9g, torch %.9g", dir, loss, want_loss);
+  printf ("  loss: engine %.9g, torch %.9g\n", loss, want_loss);
+
+  CHECK (golden_compare ("output", tt_model_output (m), output.data,
+          output.count, NULL) == 0, "%s: output differs", dir);
+  const float *dx = tt_data (m, m->layers[m->input_layers[0]].out_deriv[0]);
+  CHECK (golden_compare ("dinput", dx, dinput.data, dinput.count, NULL) == 0,
+      "%s: input derivative differs", dir);
+
+  /* gradients of trainable weights in BIN order, and which after-Adam
+   * weights have a gradient too small to pin the first Adam step */
+  size_t total_weights = tt_bin_weight_bytes (m) / 4;
+  float *ours = malloc (grads.count * sizeof *ours + 4);
+  bool *loose = calloc (total_weights + 1, sizeof *loose);
+  size_t gi = 0, wi = 0;
+  for (uint32_t c = 0; c < m->n_layers; c++) {
+    tt_layer *l = &m->layers[m->canonical[c]];
+    for (uint32_t k = 0; k < l->n_weights; k++) {
+      tt_weight *w = &l->weights[k];
+      if (w->grad >= 0 && gi + w->count <= grads.count) {
+        memcpy (ours + gi, tt_data (m, w->grad), w->count * sizeof *ours);
+        for (size_t j = 0; j < w->count; j++)
+          loose[wi + j] = fabsf (grads.data[gi + j]) < 1e-5f;
+        gi += w->count;
+      }
+      wi += w->count;
+    }
+  }
+  CHECK (gi == grads.count, "%s: %zu gradient values, torch has %zu", dir,
+      gi, grads.count);
+  CHECK (golden_compare ("grads", ours, grads.data, grads.count, NULL) == 0,
+      "%s: weight gradients differ", dir);
+
+  /* one real Adam step from the same start (the forward above moved the
+   * batch-norm statistics, so reload first) */
+  st = tt_model_load_bin (m, bin, &err);
+  tt_batch_result r;
+  if (!st)
+    st = tt_model_train_batch (m, batch, inputs, NULL, label.data, &r, &err);
+  char saved[1024];
+  snprintf (saved, sizeof saved, "%s", tt_test_write_text ("golden.bin", ""));
+  if (!st)
+    st = tt_model_save_bin (m, saved, &err);
+  CHECK (st == TT_OK, "%s: %s", dir, err.message);
+  golden_array mine;
+  {
+    FILE *f = fopen (saved, "rb");
+    fseek (f, 0, SEEK_END);
+    long size = ftell (f);
+    fseek (f, 0, SEEK_SET);
+    mine.data = malloc ((size_t) size + 4);
+    mine.count = (size_t) size / 4;
+    if (fread (mine.data, 1, (size_t) size, f) != (size_t) size)
+      mine.count = 0;
+    fclose (f);
+  }
+  /* ours carries the 8 bytes of counters after what torch wrote */
+  CHECK (mine.count == after.count + 2, "%s: saved %zu floats, torch %zu + 2",
+      dir, mine.count, after.count);
+  if (mine.count == after.count + 2) {
+    const float lr = m->opt.learning_rate;
+    int bad = golden_compare ("after_adam weights", mine.data, after.data,
+        total_weights, loose);
+    for (size_t i = 0; i < total_weights; i++)
+      if (loose[i] && !(fabsf (mine.data[i] - after.data[i]) <= 2 * lr))
+        bad++;
+    CHECK (bad == 0, "%s: weights after one Adam step differ", dir);
+    CHECK (!memcmp (mine.data + total_weights, "adam", 4),
+        "%s: no adam tag", dir);
+    /* moments interleave m and v per weight: split them */
+    size_t nm = (after.count - total_weights - 1) / 2;
+    float *m_ours = malloc (nm * 4 + 4), *v_ours = malloc (nm * 4 + 4);
+    float *m_want = malloc (nm * 4 + 4), *v_want = malloc (nm * 4 + 4);
+    size_t at = total_weights + 1, k = 0;
+    for (uint32_t c = 0; c < m->n_layers; c++) {
+      tt_layer *l = &m->layers[m->canonical[c]];
+      for (uint32_t q = 0; q < l->n_weights; q++) {
+        tt_weight *w = &l->weights[q];
+        if (!w->trainable)
+          continue;
+        memcpy (m_ours + k, mine.data + at, w->count * 4);
+        memcpy (m_want + k, after.data + at, w->count * 4);
+        memcpy (v_ours + k, mine.data + at + w->count, w->count * 4);
+        memcpy (v_want + k, after.data + at + w->count, w->count * 4);
+        at += 2 * w->count;
+        k += w->count;
+      }
+    }
+    CHECK (golden_compare ("adam m", m_ours, m_want, nm, NULL) == 0,
+        "%s: first moments differ", dir);
+    CHECK (golden_compare ("adam v", v_ours, v_want, nm, NULL) == 0,
+        "%s: second moments differ", dir);
+    uint32_t counters[2];
+    memcpy (counters, mine.data + mine.count - 2, 8);
+    CHECK (counters[0] == 0 && counters[1] == 1,
+        "%s: counters epoch %u iteration %u, expected 0 and 1", dir,
+        counters[0], counters[1]);
+    free (m_ours);
+    free (v_ours);
+    free (m_want);
+    free (v_want);
+  }
+  free (mine.data);
+  free (ours);
+  free (loose);
+  free (input.data);
+  free (label.data);
+  free (output.data);
+  free (dinput.data);
+  free (grads.data);
+  free (after.data);
+  tt_model_free (m);
+}
+
+int
+main (int argc, char **argv)
+{
+  snprintf (golden_root, sizeof golden_root, "%s", argc > 1 ? argv[1] : ".");
+  golden_case ("mlp");
+  golden_case ("cnn");
+  golden_case ("branchy_bn");
+  return tt_test_summary ();
+}
