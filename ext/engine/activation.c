@@ -29,7 +29,7 @@ softmax_rows (size_t rows, size_t width, const float *x, float *y)
   }
 }
 
-void
+TT_VECTOR_CLONES void
 tt_activation_forward (tt_activation fn, size_t rows, size_t width,
     const float *x, float *y)
 {
@@ -74,7 +74,7 @@ tt_activation_forward (tt_activation fn, size_t rows, size_t width,
   }
 }
 
-void
+TT_VECTOR_CLONES void
 tt_activation_backward (tt_activation fn, size_t rows, size_t width,
     const float *x, const float *y, const float *dy, float *dx)
 {

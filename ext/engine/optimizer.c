@@ -224,9 +224,10 @@ tt_optimizer_learning_rate (const tt_optimizer * o, uint32_t iteration)
 
 /* One update of n values of a weight w with gradient g (g is consumed).
  * s0, s1: optimizer state (momentum buffer, or adam's moments). */
-void
-tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration, float *w,
-    float *g, float *s0, float *s1, size_t n)
+TT_VECTOR_CLONES void
+tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,
+    float *restrict w, float *restrict g, float *restrict s0,
+    float *restrict s1, size_t n)
 {
   const float lr = tt_optimizer_learning_rate (o, iteration);
   const float wd = o->weight_decay;

@@ -18,6 +18,17 @@
 #define TT_MAX_SCRATCH 2
 #define TT_MAX_STEPS 64         /* entries of a step learning-rate schedule */
 
+/* Element-wise hot loops are compiled for AVX2 and AVX-512 too and the
+ * best version is picked at load time, so one portable binary still uses
+ * the wide registers of the machine it runs on. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && !defined(__SANITIZE_ADDRESS__)
+#define TT_VECTOR_CLONES \
+  __attribute__ ((target_clones ("default", "avx2", "avx512f")))
+#else
+#define TT_VECTOR_CLONES
+#endif
+
 /* ---- errors ---------------------------------------------------------- */
 
 tt_status tt_fail (tt_error * err, tt_status status, const char *fmt, ...)
@@ -280,7 +291,8 @@ tt_status tt_optimizer_parse (tt_optimizer * o, const tt_section * opt,
 uint32_t tt_optimizer_state_count (const tt_optimizer * o);
 float tt_optimizer_learning_rate (const tt_optimizer * o, uint32_t iteration);
 void tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,
-    float *w, float *g, float *s0, float *s1, size_t n);
+    float *restrict w, float *restrict g, float *restrict s0,
+    float *restrict s1, size_t n);
 
 /* ---- model ----------------------------------------------------------- */
 

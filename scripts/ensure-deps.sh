@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Installs the Debian packages this project needs, only those missing.
+# Usage: scripts/ensure-deps.sh [EXTRA_PACKAGE...]
+set -euo pipefail
+
+packages=(
+  gcc libc6-dev meson ninja-build pkg-config
+  libiniparser-dev libopenblas-dev zlib1g-dev
+  dataset-fashion-mnist
+  "$@"
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO=sudo; else
+    echo "error: missing packages (${missing[*]}) and not root" >&2; exit 1
+  fi
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The whole test suite, as CI runs it: installs what is missing, then
+# builds and tests three configurations:
+#   build/           OpenBLAS GEMM (the default)
+#   build-portable/  -Dblas=disabled: the portable C kernels
+#   build-asan/      AddressSanitizer + UndefinedBehaviorSanitizer
+# and ends with one line "N passed, M failed" over all of them.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+scripts/ensure-deps.sh || exit 1
+
+passed=0 failed=0 status=0
+run_config () {
+  local dir=$1; shift
+  echo "=== $dir ($*)"
+  if ! scripts/build.sh "$dir" "$@"; then
+    echo "build of $dir failed"; failed=$((failed + 1)); status=1; return
+  fi
+  local log
+  log=$(mktemp)
+  meson test -C "$dir" --print-errorlogs 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local ok fail
+  ok=$(awk '/^Ok:/ {print $2}' "$log"); fail=$(awk '/^Fail:/ {print $2}' "$log")
+  local timeout; timeout=$(awk '/^Timeout:/ {print $2}' "$log")
+  passed=$((passed + ${ok:-0})); failed=$((failed + ${fail:-0} + ${timeout:-0}))
+  [ "$rc" -ne 0 ] && status=1 && [ "${fail:-0}" -eq 0 ] && failed=$((failed + 1))
+  rm -f "$log"
+}
+
+run_config build -Dblas=enabled
+run_config build-portable -Dblas=disabled
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_config build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized
+
+echo "$passed passed, $failed failed"
+exit $status

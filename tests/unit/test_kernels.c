@@ -1,0 +1,1225 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit test of the numeric kernels (ext/engine/kernels.h).
+ *
+ * Every kernel is compared with a naive reference written here in double
+ * precision (direct convolution loops, direct window scans, textbook
+ * batchnorm), and every backward kernel also with central finite
+ * differences, in double, of L = sum(y * r) for a random r.
+ *
+ * Tolerance: relative 1e-4. For an output element computed from terms
+ * t_1..t_n (products, window values, ...), the check is
+ *     |got - ref| <= 1e-4 * S,  S = sum |t_k|,
+ * which is |ref| itself whenever the terms do not cancel; S keeps the test
+ * meaningful for sums that happen to land near zero, where float rounding
+ * of the individual terms is all a correct kernel can promise. A NaN
+ * anywhere fails. Finite-difference gradients are compared with the same
+ * S as the reference gradient of the same element.
+ *
+ * Output: one line per check, then "N passed, M failed"; the exit status
+ * is non-zero when anything failed.
+ *
+ * Build (portable GEMM, then OpenBLAS):
+ *   gcc -std=c11 -O2 -Wall -Wextra -Werror -I ext/engine ext/engine/gemm.c \
+ *       ext/engine/window.c ext/engine/pooling.c ext/engine/batchnorm.c \
+ *       tests/unit/test_kernels.c -lm -o test_kernels
+ *   ... -DTT_HAVE_CBLAS ... -lopenblas -lm
+ */
+#include "kernels.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEST_TOL 1e-4
+/* At most this many finite-difference probes per gradient tensor: each
+ * probe costs two reference forward passes. */
+#define TEST_FD_PROBES 96
+
+static int test_passed, test_failed;
+
+static void
+test_report (bool ok, const char *fmt, ...)
+{
+  va_list ap;
+
+  printf ("%s ", ok ? "PASS" : "FAIL");
+  va_start (ap, fmt);
+  vprintf (fmt, ap);
+  va_end (ap);
+  putchar ('\n');
+  if (ok)
+    test_passed++;
+  else
+    test_failed++;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t test_rng_state = 0x9E3779B97F4A7C15ull;
+
+/* xorshift64*: deterministic across platforms, unlike rand(). */
+static uint64_t
+test_rng_next (void)
+{
+  test_rng_state ^= test_rng_state >> 12;
+  test_rng_state ^= test_rng_state << 25;
+  test_rng_state ^= test_rng_state >> 27;
+  return test_rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+/* Uniform in [-1, 1). */
+static double
+test_rnd (void)
+{
+  return (double) (test_rng_next () >> 11) * 0x1.0p-52 - 1.0;
+}
+
+static float *
+test_falloc (size_t n)
+{
+  float *p = malloc (sizeof (float) * (n ? n : 1));
+  if (p == NULL) {
+    fprintf (stderr, "out of memory\n");
+    exit (2);
+  }
+  return p;
+}
+
+static double *
+test_dalloc (size_t n)
+{
+  double *p = calloc (n ? n : 1, sizeof (double));
+  if (p == NULL) {
+    fprintf (stderr, "out of memory\n");
+    exit (2);
+  }
+  return p;
+}
+
+static void
+test_fill (float *p, size_t n, double lo, double hi)
+{
+  for (size_t i = 0; i < n; i++)
+    p[i] = (float) (lo + (hi - lo) * 0.5 * (test_rnd () + 1.0));
+}
+
+static void
+test_fill_nan (float *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    p[i] = NAN;
+}
+
+static double *
+test_to_double (const float *p, size_t n)
+{
+  double *d = test_dalloc (n);
+  for (size_t i = 0; i < n; i++)
+    d[i] = p[i];
+  return d;
+}
+
+/* max_i |got - ref| / scale, NaN -> infinity, 0/0 -> 0. */
+static double
+test_rel_err (const float *got, const double *ref, const double *scale,
+    size_t n)
+{
+  double worst = 0.0;
+
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs ((double) got[i] - ref[i]), r;
+    if (isnan (e) || isnan (scale[i]))
+      return INFINITY;
+    if (scale[i] > 0.0)
+      r = e / scale[i];
+    else
+      r = e > 0.0 ? INFINITY : 0.0;
+    if (r > worst)
+      worst = r;
+  }
+  return worst;
+}
+
+static void
+test_check_close (const char *what, const float *got, const double *ref,
+    const double *scale, size_t n)
+{
+  double e = test_rel_err (got, ref, scale, n);
+  test_report (e <= TEST_TOL, "%s: max rel err %.2e (n=%zu, tol %.0e)",
+      what, e, n, TEST_TOL);
+}
+
+/* Probe indices for finite differences: all of them for small tensors,
+ * a random subset otherwise. */
+static size_t
+test_probes (size_t n, size_t *idx)
+{
+  if (n <= TEST_FD_PROBES) {
+    for (size_t i = 0; i < n; i++)
+      idx[i] = i;
+    return n;
+  }
+  for (size_t i = 0; i < TEST_FD_PROBES; i++)
+    idx[i] = (size_t) (test_rng_next () % n);
+  return TEST_FD_PROBES;
+}
+
+/* Loss functional for finite differences: L(params) with one parameter
+ * tensor perturbed. The closure is a struct so each kernel can keep its
+ * other operands. */
+typedef double (*test_loss_fn) (void *ctx);
+
+/* Central differences of L w.r.t. p[idx[k]] (p is the double copy the
+ * loss reads), compared with the kernel gradient grad[idx[k]]. */
+static void
+test_check_fd (const char *what, test_loss_fn loss, void *ctx, double *p,
+    size_t n, const float *grad, const double *scale, double h)
+{
+  size_t idx[TEST_FD_PROBES], m = test_probes (n, idx);
+  double worst = 0.0;
+
+  for (size_t k = 0; k < m; k++) {
+    size_t i = idx[k];
+    double keep = p[i], lp, lm, fd, e, r;
+
+    p[i] = keep + h;
+    lp = loss (ctx);
+    p[i] = keep - h;
+    lm = loss (ctx);
+    p[i] = keep;
+    fd = (lp - lm) / (2.0 * h);
+    e = fabs ((double) grad[i] - fd);
+    if (isnan (e))
+      r = INFINITY;
+    else if (scale[i] > 0.0)
+      r = e / scale[i];
+    else
+      r = e > 1e-9 ? INFINITY : 0.0;
+    if (r > worst)
+      worst = r;
+  }
+  test_report (worst <= TEST_TOL,
+      "%s: finite differences, max rel err %.2e (%zu probes, tol %.0e)",
+      what, worst, m, TEST_TOL);
+}
+
+/* ---- GEMM --------------------------------------------------------------- */
+
+static void
+test_gemm_one (bool ta, bool tb, int m, int n, int k, float alpha, float beta,
+    bool nan_c, double *worst)
+{
+  /* Leading dimensions deliberately larger than the rows. */
+  const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
+  const size_t na = (size_t) (ta ? k : m) * lda;
+  const size_t nb = (size_t) (tb ? n : k) * ldb;
+  const size_t nc = (size_t) m * ldc;
+  float *a = test_falloc (na), *b = test_falloc (nb), *c = test_falloc (nc);
+  double *ref = test_dalloc (nc), *scale = test_dalloc (nc);
+  float *c0 = test_falloc (nc);
+  double e;
+
+  test_fill (a, na, -1, 1);
+  test_fill (b, nb, -1, 1);
+  test_fill (c, nc, -1, 1);
+  if (nan_c)
+    /* Garbage in the m x n block only: the padding columns stay finite so
+     * the check below also proves they are left untouched. */
+    for (int i = 0; i < m; i++)
+      test_fill_nan (c + (size_t) i * ldc, (size_t) n);
+  memcpy (c0, c, sizeof (float) * nc);
+
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < ldc; j++) {
+      size_t o = (size_t) i * ldc + j;
+      if (j >= n) {
+        /* Padding columns of C must be left alone. */
+        ref[o] = c0[o];
+        scale[o] = fabs (c0[o]);
+        continue;
+      }
+      double s = 0.0, sa = 0.0;
+      for (int p = 0; p < k; p++) {
+        double av = ta ? a[(size_t) p * lda + i] : a[(size_t) i * lda + p];
+        double bv = tb ? b[(size_t) j * ldb + p] : b[(size_t) p * ldb + j];
+        s += av * bv;
+        sa += fabs (av * bv);
+      }
+      ref[o] = alpha * s;
+      scale[o] = fabs (alpha) * sa;
+      if (beta != 0.0f) {
+        ref[o] += beta * (double) c0[o];
+        scale[o] += fabs (beta * (double) c0[o]);
+      }
+    }
+
+  tt_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  e = test_rel_err (c, ref, scale, nc);
+  if (e > *worst)
+    *worst = e;
+
+  free (a);
+  free (b);
+  free (c);
+  free (c0);
+  free (ref);
+  free (scale);
+}
+
+static void
+test_gemm (void)
+{
+  static const int sizes[] = { 1, 7, 33, 130 };
+  const int ns = (int) (sizeof sizes / sizeof sizes[0]);
+
+  for (int t = 0; t < 4; t++) {
+    bool ta = t & 2, tb = t & 1;
+    for (int bi = 0; bi < 2; bi++) {
+      float beta = bi ? 1.0f : 0.0f;
+      double worst = 0.0;
+      for (int i = 0; i < ns; i++)
+        for (int j = 0; j < ns; j++)
+          for (int l = 0; l < ns; l++)
+            test_gemm_one (ta, tb, sizes[i], sizes[j], sizes[l], 1.0f, beta,
+                false, &worst);
+      test_report (worst <= TEST_TOL,
+          "gemm ta=%d tb=%d beta=%g: m,n,k in {1,7,33,130} (64 shapes), "
+          "max rel err %.2e", ta, tb, beta, worst);
+    }
+  }
+
+  for (int t = 0; t < 4; t++) {
+    bool ta = t & 2, tb = t & 1;
+    double worst = 0.0;
+    test_gemm_one (ta, tb, 33, 130, 7, 1.0f, 0.0f, true, &worst);
+    test_gemm_one (ta, tb, 130, 1, 33, -0.5f, 0.0f, true, &worst);
+    test_gemm_one (ta, tb, 7, 7, 130, 1.0f, 0.0f, true, &worst);
+    test_report (worst <= TEST_TOL,
+        "gemm ta=%d tb=%d beta=0 overwrites NaN in C: max rel err %.2e",
+        ta, tb, worst);
+  }
+
+  for (int t = 0; t < 4; t++) {
+    bool ta = t & 2, tb = t & 1;
+    double worst = 0.0;
+    /* Several K, M and N blocks, alpha and beta away from 0 and 1. */
+    test_gemm_one (ta, tb, 150, 70, 600, 0.75f, -0.5f, false, &worst);
+    test_gemm_one (ta, tb, 61, 203, 257, 1.0f, 1.0f, false, &worst);
+    test_report (worst <= TEST_TOL,
+        "gemm ta=%d tb=%d multi-block (150x70x600, 61x203x257), "
+        "alpha/beta general: max rel err %.2e", ta, tb, worst);
+  }
+
+  {
+    /* Degenerate products: C = beta * C only, NaN gone when beta = 0. */
+    float a[4] = { 1, 2, 3, 4 }, b[4] = { 1, 2, 3, 4 };
+    float c[4] = { NAN, NAN, NAN, NAN }, d[4] = { 1, 2, 3, 4 };
+    bool ok = true;
+    tt_gemm (false, false, 2, 2, 0, 1.0f, a, 1, b, 2, 0.0f, c, 2);
+    for (int i = 0; i < 4; i++)
+      ok = ok && c[i] == 0.0f;
+    test_fill_nan (c, 4);
+    tt_gemm (false, false, 2, 2, 2, 0.0f, a, 2, b, 2, 0.0f, c, 2);
+    for (int i = 0; i < 4; i++)
+      ok = ok && c[i] == 0.0f;
+    tt_gemm (false, false, 2, 2, 0, 1.0f, a, 1, b, 2, 2.0f, d, 2);
+    for (int i = 0; i < 4; i++)
+      ok = ok && d[i] == 2.0f * (float) (i + 1);
+    test_report (ok, "gemm k=0 / alpha=0: C = beta*C, NaN overwritten "
+        "when beta=0");
+  }
+}
+
+/* ---- geometry ----------------------------------------------------------- */
+
+static tt_window_geom
+test_geom (int c, int h, int w, int kh, int kw, int sh, int sw, int pt,
+    int pb, int pl, int pr, int dh, int dw)
+{
+  tt_window_geom g = {
+    .channels = c,.in_h = h,.in_w = w,.kernel_h = kh,.kernel_w = kw,
+    .stride_h = sh,.stride_w = sw,.pad_top = pt,.pad_bottom = pb,
+    .pad_left = pl,.pad_right = pr,.dilation_h = dh,.dilation_w = dw
+  };
+  return g;
+}
+
+static void
+test_geometry (void)
+{
+  struct
+  {
+    tt_window_geom g;
+    int out_h, out_w;           /* -1: must be rejected */
+    const char *what;
+  } cases[] = {
+    {test_geom (3, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1), 28, 28, "same 3x3"},
+    {test_geom (1, 7, 9, 3, 2, 2, 3, 1, 0, 2, 1, 2, 1), 2, 4,
+        "stride/pad/dilation mix"},
+    {test_geom (1, 5, 5, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1), 1, 1, "full window"},
+    {test_geom (1, 1, 1, 3, 3, 1, 1, 2, 0, 0, 2, 1, 1), 1, 1,
+        "window fits only thanks to padding"},
+    {test_geom (1, 5, 5, 6, 1, 1, 1, 0, 0, 0, 0, 1, 1), -1, -1,
+        "kernel taller than input"},
+    {test_geom (1, 5, 5, 3, 3, 1, 1, 0, 0, 0, 0, 3, 1), -1, -1,
+        "dilated kernel taller than input"},
+    {test_geom (0, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1), -1, -1, "channels 0"},
+    {test_geom (1, 5, -5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1), -1, -1, "width < 0"},
+    {test_geom (1, 5, 5, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1), -1, -1, "stride 0"},
+    {test_geom (1, 5, 5, 1, 1, 1, 1, -1, 0, 0, 0, 1, 1), -1, -1, "pad < 0"},
+    {test_geom (1, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1), -1, -1,
+        "dilation 0"},
+    {test_geom (1, INT_MAX, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1), -1, -1,
+        "padded height overflows int"},
+    {test_geom (1, 10, 10, 3, 3, 1, 1, 0, 0, 0, 0, INT_MAX, 1), -1, -1,
+        "dilation * kernel overflows int"},
+    {test_geom (4, 65536, 65536, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1), -1, -1,
+        "channels*h*w overflows int"},
+    {test_geom (65536, 4, 4, 256, 256, 1, 1, 252, 0, 252, 0, 1, 1), -1, -1,
+        "channels*kh*kw overflows int"},
+  };
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tt_window_geom g = cases[i].g;
+    int r = tt_window_geom_init (&g);
+    bool ok;
+    if (cases[i].out_h < 0)
+      ok = r == -1;
+    else
+      ok = r == 0 && g.out_h == cases[i].out_h && g.out_w == cases[i].out_w;
+    test_report (ok, "geometry %s: returned %d, out %dx%d", cases[i].what, r,
+        g.out_h, g.out_w);
+  }
+}
+
+/* ---- convolution -------------------------------------------------------- */
+
+typedef struct
+{
+  const char *name;
+  int batch, c, h, w, f;
+  int kh, kw, sh, sw, pt, pb, pl, pr, dh, dw;
+  bool bias;
+} test_conv_case;
+
+/* Input coordinate of tap (i, j) of output (oy, ox); false in padding. */
+static bool
+test_tap (const tt_window_geom * g, int oy, int ox, int i, int j, int *iy,
+    int *ix)
+{
+  *iy = oy * g->stride_h - g->pad_top + i * g->dilation_h;
+  *ix = ox * g->stride_w - g->pad_left + j * g->dilation_w;
+  return *iy >= 0 && *iy < g->in_h && *ix >= 0 && *ix < g->in_w;
+}
+
+static void
+test_ref_conv_fwd (const tt_window_geom * g, int nf, int nb, const double *x,
+    const double *w, const double *b, double *y, double *yabs)
+{
+  const int c = g->channels, kh = g->kernel_h, kw = g->kernel_w;
+  const int oh = g->out_h, ow = g->out_w, h = g->in_h, wd = g->in_w;
+
+  for (int n = 0; n < nb; n++)
+    for (int f = 0; f < nf; f++)
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+          double s = b ? b[f] : 0.0, sa = b ? fabs (b[f]) : 0.0;
+          for (int ch = 0; ch < c; ch++)
+            for (int i = 0; i < kh; i++)
+              for (int j = 0; j < kw; j++) {
+                int iy, ix;
+                if (!test_tap (g, oy, ox, i, j, &iy, &ix))
+                  continue;
+                double t = w[((size_t) (f * c + ch) * kh + i) * kw + j]
+                    * x[(((size_t) n * c + ch) * h + iy) * wd + ix];
+                s += t;
+                sa += fabs (t);
+              }
+          size_t o = (((size_t) n * nf + f) * oh + oy) * ow + ox;
+          y[o] = s;
+          if (yabs)
+            yabs[o] = sa;
+        }
+}
+
+typedef struct
+{
+  const tt_window_geom *g;
+  int nf, nb;
+  const double *x, *w, *b, *r;
+  double *y;
+  size_t ny;
+} test_conv_ctx;
+
+static double
+test_conv_loss (void *p)
+{
+  test_conv_ctx *c = p;
+  double l = 0.0;
+  test_ref_conv_fwd (c->g, c->nf, c->nb, c->x, c->w, c->b, c->y, NULL);
+  for (size_t i = 0; i < c->ny; i++)
+    l += c->y[i] * c->r[i];
+  return l;
+}
+
+static void
+test_conv_case_run (const test_conv_case * tc)
+{
+  tt_window_geom g = test_geom (tc->c, tc->h, tc->w, tc->kh, tc->kw, tc->sh,
+      tc->sw, tc->pt, tc->pb, tc->pl, tc->pr, tc->dh, tc->dw);
+  char what[160];
+
+  if (tt_window_geom_init (&g) != 0) {
+    test_report (false, "conv %s: geometry rejected", tc->name);
+    return;
+  }
+
+  const int nb = tc->batch, nf = tc->f, ckk = g.channels * g.kernel_h
+      * g.kernel_w, ohw = g.out_h * g.out_w;
+  const size_t nx = (size_t) nb * g.channels * g.in_h * g.in_w;
+  const size_t nw = (size_t) nf * ckk, ny = (size_t) nb * nf * ohw;
+  const size_t ncol = tt_conv2d_scratch_floats (&g);
+  float *x = test_falloc (nx), *w = test_falloc (nw), *b = test_falloc (nf);
+  float *y = test_falloc (ny), *dy = test_falloc (ny);
+  float *dx = test_falloc (nx), *dw = test_falloc (nw), *db = test_falloc (nf);
+  /* NULL when the kernel says it needs no scratch: proves it is unused. */
+  float *col = ncol ? test_falloc (ncol) : NULL;
+  double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
+  double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
+  double *rdw = test_dalloc (nw), *sdw = test_dalloc (nw);
+  double *rdb = test_dalloc (nf), *sdb = test_dalloc (nf);
+
+  test_fill (x, nx, -1, 1);
+  test_fill (w, nw, -1, 1);
+  test_fill (b, nf, -1, 1);
+  test_fill (dy, ny, -1, 1);
+
+  double *xd = test_to_double (x, nx), *wd = test_to_double (w, nw);
+  double *bd = test_to_double (b, nf), *r = test_to_double (dy, ny);
+  double *yscratch = test_dalloc (ny);
+
+  /* Forward. y starts as NaN: without bias the GEMM runs with beta = 0. */
+  test_fill_nan (y, ny);
+  tt_conv2d_forward (&g, nf, nb, x, w, tc->bias ? b : NULL, y, col);
+  test_ref_conv_fwd (&g, nf, nb, xd, wd, tc->bias ? bd : NULL, ry, sy);
+  snprintf (what, sizeof what, "conv %s forward", tc->name);
+  test_check_close (what, y, ry, sy, ny);
+
+  /* Backward weight: direct reference dw[f][c][i][j] = sum dy * x. */
+  memset (rdw, 0, sizeof (double) * nw);
+  memset (sdw, 0, sizeof (double) * nw);
+  for (int n = 0; n < nb; n++)
+    for (int f = 0; f < nf; f++)
+      for (int oy = 0; oy < g.out_h; oy++)
+        for (int ox = 0; ox < g.out_w; ox++) {
+          double d = dy[(((size_t) n * nf + f) * g.out_h + oy) * g.out_w + ox];
+          rdb[f] += d;
+          sdb[f] += fabs (d);
+          for (int ch = 0; ch < g.channels; ch++)
+            for (int i = 0; i < g.kernel_h; i++)
+              for (int j = 0; j < g.kernel_w; j++) {
+                int iy, ix;
+                if (!test_tap (&g, oy, ox, i, j, &iy, &ix))
+                  continue;
+                size_t wi = ((size_t) (f * g.channels + ch) * g.kernel_h + i)
+                    * g.kernel_w + j;
+                double t = d * x[(((size_t) n * g.channels + ch) * g.in_h
+                        + iy) * g.in_w + ix];
+                rdw[wi] += t;
+                sdw[wi] += fabs (t);
+              }
+        }
+  test_fill_nan (dw, nw);
+  test_fill_nan (db, nf);
+  tt_conv2d_backward_weight (&g, nf, nb, x, dy, dw, db, col);
+  snprintf (what, sizeof what, "conv %s backward_weight dw", tc->name);
+  test_check_close (what, dw, rdw, sdw, nw);
+  snprintf (what, sizeof what, "conv %s backward_weight dbias", tc->name);
+  test_check_close (what, db, rdb, sdb, nf);
+
+  /* Backward input: direct scatter of w * dy. */
+  for (int n = 0; n < nb; n++)
+    for (int f = 0; f < nf; f++)
+      for (int oy = 0; oy < g.out_h; oy++)
+        for (int ox = 0; ox < g.out_w; ox++) {
+          double d = dy[(((size_t) n * nf + f) * g.out_h + oy) * g.out_w + ox];
+          for (int ch = 0; ch < g.channels; ch++)
+            for (int i = 0; i < g.kernel_h; i++)
+              for (int j = 0; j < g.kernel_w; j++) {
+                int iy, ix;
+                if (!test_tap (&g, oy, ox, i, j, &iy, &ix))
+                  continue;
+                size_t xi = (((size_t) n * g.channels + ch) * g.in_h + iy)
+                    * g.in_w + ix;
+                double t = d * w[((size_t) (f * g.channels + ch) * g.kernel_h
+                        + i) * g.kernel_w + j];
+                rdx[xi] += t;
+                sdx[xi] += fabs (t);
+              }
+        }
+  test_fill_nan (dx, nx);
+  tt_conv2d_backward_input (&g, nf, nb, w, dy, dx, col);
+  snprintf (what, sizeof what, "conv %s backward_input", tc->name);
+  test_check_close (what, dx, rdx, sdx, nx);
+
+  /* Finite differences of L = sum(conv(x, w, b) * r), r = dy. */
+  {
+    test_conv_ctx ctx = { &g, nf, nb, xd, wd, bd, r, yscratch, ny };
+    snprintf (what, sizeof what, "conv %s dL/dw", tc->name);
+    test_check_fd (what, test_conv_loss, &ctx, wd, nw, dw, sdw, 1e-3);
+    snprintf (what, sizeof what, "conv %s dL/dbias", tc->name);
+    test_check_fd (what, test_conv_loss, &ctx, bd, (size_t) nf, db, sdb,
+        1e-3);
+    snprintf (what, sizeof what, "conv %s dL/dx", tc->name);
+    test_check_fd (what, test_conv_loss, &ctx, xd, nx, dx, sdx, 1e-3);
+  }
+
+  free (x);
+  free (w);
+  free (b);
+  free (y);
+  free (dy);
+  free (dx);
+  free (dw);
+  free (db);
+  free (col);
+  free (ry);
+  free (sy);
+  free (rdx);
+  free (sdx);
+  free (rdw);
+  free (sdw);
+  free (rdb);
+  free (sdb);
+  free (xd);
+  free (wd);
+  free (bd);
+  free (r);
+  free (yscratch);
+}
+
+static void
+test_im2col (void)
+{
+  /* Stride 2, dilation 2, asymmetric padding, non-square kernel. */
+  tt_window_geom g = test_geom (3, 7, 8, 3, 2, 2, 1, 2, 1, 0, 3, 1, 2);
+  tt_window_geom_init (&g);
+  const size_t ni = (size_t) g.channels * g.in_h * g.in_w;
+  const size_t nc = tt_conv2d_scratch_floats (&g);
+  const int ohw = g.out_h * g.out_w;
+  float *img = test_falloc (ni), *col = test_falloc (nc);
+  float *acc = test_falloc (ni);
+  double *ref = test_dalloc (ni), *scale = test_dalloc (ni);
+  bool ok = true;
+
+  test_fill (img, ni, -1, 1);
+  test_fill_nan (col, nc);
+  tt_im2col (&g, img, col);
+  for (int ch = 0; ch < g.channels; ch++)
+    for (int i = 0; i < g.kernel_h; i++)
+      for (int j = 0; j < g.kernel_w; j++)
+        for (int oy = 0; oy < g.out_h; oy++)
+          for (int ox = 0; ox < g.out_w; ox++) {
+            int iy, ix;
+            float want = 0.0f;
+            if (test_tap (&g, oy, ox, i, j, &iy, &ix))
+              want = img[((size_t) ch * g.in_h + iy) * g.in_w + ix];
+            size_t row = ((size_t) ch * g.kernel_h + i) * g.kernel_w + j;
+            if (col[row * ohw + (size_t) oy * g.out_w + ox] != want)
+              ok = false;
+          }
+  test_report (ok, "im2col 3x7x8, kernel 3x2, stride 2x1, pads 2/1/0/3, "
+      "dilation 1x2: exact match (%zu values)", nc);
+
+  /* col2im accumulates onto whatever img holds. */
+  test_fill (col, nc, -1, 1);
+  test_fill (acc, ni, -1, 1);
+  for (size_t i = 0; i < ni; i++) {
+    ref[i] = acc[i];
+    scale[i] = fabs (acc[i]);
+  }
+  for (int ch = 0; ch < g.channels; ch++)
+    for (int i = 0; i < g.kernel_h; i++)
+      for (int j = 0; j < g.kernel_w; j++)
+        for (int oy = 0; oy < g.out_h; oy++)
+          for (int ox = 0; ox < g.out_w; ox++) {
+            int iy, ix;
+            if (!test_tap (&g, oy, ox, i, j, &iy, &ix))
+              continue;
+            size_t row = ((size_t) ch * g.kernel_h + i) * g.kernel_w + j;
+            double v = col[row * ohw + (size_t) oy * g.out_w + ox];
+            size_t xi = ((size_t) ch * g.in_h + iy) * g.in_w + ix;
+            ref[xi] += v;
+            scale[xi] += fabs (v);
+          }
+  tt_col2im (&g, col, acc);
+  test_check_close ("col2im accumulates onto img", acc, ref, scale, ni);
+
+  free (img);
+  free (col);
+  free (acc);
+  free (ref);
+  free (scale);
+}
+
+static void
+test_conv (void)
+{
+  static const test_conv_case cases[] = {
+    /* name            b  c  h   w   f  kh kw sh sw pt pb pl pr dh dw bias */
+    {"3x3 plain", 1, 1, 5, 5, 1, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, true},
+    {"3x3 same pad b2", 2, 3, 8, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true},
+    {"stride 2 asym pad", 2, 2, 9, 10, 3, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1,
+        false},
+    {"dilation 2", 2, 3, 9, 8, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, true},
+    {"3x2 kernel mixed", 3, 2, 7, 9, 5, 3, 2, 2, 1, 1, 2, 0, 1, 2, 1, true},
+    {"1x4 kernel s(1,3) d(1,2)", 2, 3, 6, 13, 3, 1, 4, 1, 3, 0, 1, 2, 1, 1, 2,
+        false},
+    {"1x1 pointwise", 3, 5, 7, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, true},
+    {"1x1 stride 2", 2, 4, 7, 6, 3, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, true},
+    {"1x1 padded", 2, 2, 4, 5, 3, 1, 1, 1, 1, 1, 0, 0, 2, 1, 1, false},
+    {"big pad (windows in padding)", 1, 2, 4, 4, 2, 2, 3, 1, 2, 3, 2, 3, 3, 1,
+        1, true},
+    {"16ch 14x14 -> 40 3x3", 2, 16, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1,
+        true},
+    {"5x5 s2 d2 20ch", 2, 20, 17, 15, 9, 5, 5, 2, 2, 3, 1, 2, 4, 2, 2, true},
+  };
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    test_conv_case_run (&cases[i]);
+}
+
+/* ---- pooling ------------------------------------------------------------ */
+
+typedef struct
+{
+  const char *name;
+  int batch, c, h, w;
+  int kh, kw, sh, sw, pt, pb, pl, pr, dh, dw;
+} test_pool_case;
+
+/* Direct window scan. Max: the first strictly greater value wins, a
+ * window of padding only gives 0 and argmax -1. Avg divides by kh*kw. */
+static void
+test_ref_pool (const tt_window_geom * g, int nb, const double *x, bool is_max,
+    double *y, double *yabs, int32_t * arg)
+{
+  const size_t planes = (size_t) nb * g->channels;
+  const size_t ip = (size_t) g->in_h * g->in_w;
+  const size_t op = (size_t) g->out_h * g->out_w;
+
+  for (size_t p = 0; p < planes; p++)
+    for (int oy = 0; oy < g->out_h; oy++)
+      for (int ox = 0; ox < g->out_w; ox++) {
+        double best = 0.0, s = 0.0, sa = 0.0;
+        int32_t a = -1;
+        for (int i = 0; i < g->kernel_h; i++)
+          for (int j = 0; j < g->kernel_w; j++) {
+            int iy, ix;
+            if (!test_tap (g, oy, ox, i, j, &iy, &ix))
+              continue;
+            double v = x[p * ip + (size_t) iy * g->in_w + ix];
+            if (a < 0 || v > best) {
+              best = v;
+              a = iy * g->in_w + ix;
+            }
+            s += v;
+            sa += fabs (v);
+          }
+        size_t o = p * op + (size_t) oy * g->out_w + ox;
+        double area = (double) g->kernel_h * g->kernel_w;
+        if (is_max) {
+          y[o] = best;
+          if (yabs)
+            yabs[o] = fabs (best);
+          if (arg)
+            arg[o] = a;
+        } else {
+          y[o] = s / area;
+          if (yabs)
+            yabs[o] = sa / area;
+        }
+      }
+}
+
+typedef struct
+{
+  const tt_window_geom *g;
+  int nb;
+  bool is_max;
+  const double *x, *r;
+  double *y;
+  size_t ny;
+} test_pool_ctx;
+
+static double
+test_pool_loss (void *p)
+{
+  test_pool_ctx *c = p;
+  double l = 0.0;
+  test_ref_pool (c->g, c->nb, c->x, c->is_max, c->y, NULL, NULL);
+  for (size_t i = 0; i < c->ny; i++)
+    l += c->y[i] * c->r[i];
+  return l;
+}
+
+static void
+test_pool_case_run (const test_pool_case * tc, bool is_max)
+{
+  tt_window_geom g = test_geom (tc->c, tc->h, tc->w, tc->kh, tc->kw, tc->sh,
+      tc->sw, tc->pt, tc->pb, tc->pl, tc->pr, tc->dh, tc->dw);
+  const char *kind = is_max ? "maxpool" : "avgpool";
+  char what[160];
+
+  if (tt_window_geom_init (&g) != 0) {
+    test_report (false, "%s %s: geometry rejected", kind, tc->name);
+    return;
+  }
+
+  const int nb = tc->batch;
+  const size_t nx = (size_t) nb * g.channels * g.in_h * g.in_w;
+  const size_t ny = (size_t) nb * g.channels * g.out_h * g.out_w;
+  const size_t ip = (size_t) g.in_h * g.in_w, op = (size_t) g.out_h
+      * g.out_w;
+  float *x = test_falloc (nx), *y = test_falloc (ny), *dy = test_falloc (ny);
+  float *dx = test_falloc (nx);
+  int32_t *arg = malloc (sizeof (int32_t) * ny);
+  int32_t *rarg = malloc (sizeof (int32_t) * ny);
+  double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
+  double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
+  double *yscratch = test_dalloc (ny);
+
+  if (arg == NULL || rarg == NULL)
+    exit (2);
+
+  /* Distinct values at least 1/nx apart, so no max is ever tied and a
+   * finite-difference step of 1e-4/nx cannot reorder a window. */
+  for (size_t i = 0; i < nx; i++)
+    x[i] = (float) (((double) i + 0.5) / nx * 2.0 - 1.0);
+  for (size_t i = nx - 1; i > 0; i--) {
+    size_t j = (size_t) (test_rng_next () % (i + 1));
+    float t = x[i];
+    x[i] = x[j];
+    x[j] = t;
+  }
+  test_fill (dy, ny, -1, 1);
+
+  double *xd = test_to_double (x, nx), *r = test_to_double (dy, ny);
+
+  test_fill_nan (y, ny);
+  test_ref_pool (&g, nb, xd, is_max, ry, sy, rarg);
+  if (is_max) {
+    bool same = true;
+    for (size_t i = 0; i < ny; i++)
+      arg[i] = -7;
+    tt_maxpool_forward (&g, nb, x, y, arg);
+    for (size_t i = 0; i < ny; i++)
+      same = same && arg[i] == rarg[i];
+    test_report (same, "maxpool %s argmax matches reference", tc->name);
+  } else {
+    tt_avgpool_forward (&g, nb, x, y);
+  }
+  snprintf (what, sizeof what, "%s %s forward", kind, tc->name);
+  test_check_close (what, y, ry, sy, ny);
+
+  /* Backward reference: scatter dy to the argmax / over the window. */
+  for (size_t p = 0; p < (size_t) nb * g.channels; p++)
+    for (int oy = 0; oy < g.out_h; oy++)
+      for (int ox = 0; ox < g.out_w; ox++) {
+        size_t o = p * op + (size_t) oy * g.out_w + ox;
+        double d = dy[o];
+        if (is_max) {
+          if (rarg[o] >= 0) {
+            rdx[p * ip + rarg[o]] += d;
+            sdx[p * ip + rarg[o]] += fabs (d);
+          }
+          continue;
+        }
+        for (int i = 0; i < g.kernel_h; i++)
+          for (int j = 0; j < g.kernel_w; j++) {
+            int iy, ix;
+            if (!test_tap (&g, oy, ox, i, j, &iy, &ix))
+              continue;
+            size_t xi = p * ip + (size_t) iy * g.in_w + ix;
+            double t = d / ((double) g.kernel_h * g.kernel_w);
+            rdx[xi] += t;
+            sdx[xi] += fabs (t);
+          }
+      }
+  test_fill_nan (dx, nx);
+  if (is_max)
+    tt_maxpool_backward (&g, nb, dy, rarg, dx);
+  else
+    tt_avgpool_backward (&g, nb, dy, dx);
+  snprintf (what, sizeof what, "%s %s backward", kind, tc->name);
+  test_check_close (what, dx, rdx, sdx, nx);
+
+  {
+    test_pool_ctx ctx = { &g, nb, is_max, xd, r, yscratch, ny };
+    snprintf (what, sizeof what, "%s %s dL/dx", kind, tc->name);
+    test_check_fd (what, test_pool_loss, &ctx, xd, nx, dx, sdx,
+        1e-4 / (double) nx);
+  }
+
+  free (x);
+  free (y);
+  free (dy);
+  free (dx);
+  free (arg);
+  free (rarg);
+  free (ry);
+  free (sy);
+  free (rdx);
+  free (sdx);
+  free (yscratch);
+  free (xd);
+  free (r);
+}
+
+static void
+test_pool_special (void)
+{
+  /* One window of -inf still has an argmax; a NaN propagates. */
+  tt_window_geom g = test_geom (1, 2, 4, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1);
+  float x[8] = { -INFINITY, -INFINITY, 1.0f, NAN,
+    -INFINITY, -INFINITY, 5.0f, 2.0f
+  };
+  float y[2];
+  int32_t a[2];
+
+  tt_window_geom_init (&g);
+  tt_maxpool_forward (&g, 1, x, y, a);
+  test_report (y[0] == -INFINITY && a[0] == 0 && isnan (y[1]) && a[1] == 3,
+      "maxpool all -inf window keeps an argmax; NaN propagates "
+      "(y=%g,%g argmax=%d,%d)", y[0], y[1], a[0], a[1]);
+}
+
+static void
+test_pool (void)
+{
+  static const test_pool_case cases[] = {
+    /* name              b  c  h   w  kh kw sh sw pt pb pl pr dh dw */
+    {"2x2 s2", 2, 3, 8, 6, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
+    {"2x2 s2 odd input", 1, 2, 7, 9, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
+    {"3x3 s2 pad 1", 2, 2, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"3x2 s(1,2) asym pad d(2,1)", 2, 3, 9, 10, 3, 2, 1, 2, 1, 0, 0, 1, 2, 1},
+    {"2x3 d2 s1", 1, 2, 7, 8, 2, 3, 1, 1, 0, 1, 2, 0, 2, 2},
+    {"padding-only windows", 2, 2, 3, 4, 2, 2, 1, 1, 2, 2, 3, 2, 1, 1},
+    {"global 5x7", 3, 4, 5, 7, 5, 7, 1, 1, 0, 0, 0, 0, 1, 1},
+  };
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    test_pool_case_run (&cases[i], true);
+    test_pool_case_run (&cases[i], false);
+  }
+  test_pool_special ();
+}
+
+/* ---- batchnorm ---------------------------------------------------------- */
+
+typedef struct
+{
+  const char *name;
+  int outer, features, inner;
+  double offset;                /* added to x: tests variance cancellation */
+} test_bn_case;
+
+/* Textbook two-pass statistics and y = gamma * xhat + beta. */
+static void
+test_ref_bn (int outer, int nf, int inner, const double *x,
+    const double *gamma, const double *beta, double eps, double *mean,
+    double *var, double *y)
+{
+  const double n = (double) outer * inner;
+
+  for (int f = 0; f < nf; f++) {
+    double s = 0.0, v = 0.0;
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++)
+        s += x[((size_t) o * nf + f) * inner + i];
+    double m = s / n;
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++) {
+        double d = x[((size_t) o * nf + f) * inner + i] - m;
+        v += d * d;
+      }
+    v /= n;
+    mean[f] = m;
+    var[f] = v;
+    if (y == NULL)
+      continue;
+    double is = 1.0 / sqrt (v + eps);
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++) {
+        size_t k = ((size_t) o * nf + f) * inner + i;
+        y[k] = gamma[f] * (x[k] - m) * is + beta[f];
+      }
+  }
+}
+
+typedef struct
+{
+  int outer, nf, inner;
+  double eps;
+  const double *x, *gamma, *beta, *r;
+  double *mean, *var, *y;
+  size_t ny;
+} test_bn_ctx;
+
+static double
+test_bn_loss (void *p)
+{
+  test_bn_ctx *c = p;
+  double l = 0.0;
+  test_ref_bn (c->outer, c->nf, c->inner, c->x, c->gamma, c->beta, c->eps,
+      c->mean, c->var, c->y);
+  for (size_t i = 0; i < c->ny; i++)
+    l += c->y[i] * c->r[i];
+  return l;
+}
+
+static void
+test_bn_case_run (const test_bn_case * tc)
+{
+  const int outer = tc->outer, nf = tc->features, inner = tc->inner;
+  const size_t nx = (size_t) outer * nf * inner;
+  const double n = (double) outer * inner;
+  const float eps = 1e-3f, momentum = 0.9f;
+  float *x = test_falloc (nx), *y = test_falloc (nx), *dy = test_falloc (nx);
+  float *dx = test_falloc (nx), *gamma = test_falloc (nf);
+  float *beta = test_falloc (nf), *mm = test_falloc (nf);
+  float *mv = test_falloc (nf), *mean = test_falloc (nf);
+  float *invstd = test_falloc (nf), *dgamma = test_falloc (nf);
+  float *dbeta = test_falloc (nf), *mm0 = test_falloc (nf);
+  float *mv0 = test_falloc (nf);
+  double *rmean = test_dalloc (nf), *rvar = test_dalloc (nf);
+  double *ry = test_dalloc (nx), *sy = test_dalloc (nx);
+  double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
+  double *rf = test_dalloc (nf), *sf = test_dalloc (nf);
+  double *rg = test_dalloc (nf), *sg = test_dalloc (nf);
+  double *rb = test_dalloc (nf), *sb = test_dalloc (nf);
+  double *ybuf = test_dalloc (nx), *mbuf = test_dalloc (nf);
+  double *vbuf = test_dalloc (nf);
+  char what[160];
+
+  test_fill (x, nx, tc->offset - 1.0, tc->offset + 1.0);
+  /* Give features different scales so per-feature statistics matter. */
+  for (size_t k = 0; k < nx; k++) {
+    int f = (int) ((k / inner) % nf);
+    x[k] = (float) (tc->offset + (x[k] - tc->offset) * (0.5 + f % 5));
+  }
+  test_fill (dy, nx, -1, 1);
+  test_fill (gamma, nf, 0.5, 1.5);
+  test_fill (beta, nf, -0.5, 0.5);
+  test_fill (mm, nf, -1, 1);
+  test_fill (mv, nf, 0.5, 2);
+  memcpy (mm0, mm, sizeof (float) * nf);
+  memcpy (mv0, mv, sizeof (float) * nf);
+
+  double *xd = test_to_double (x, nx), *gd = test_to_double (gamma, nf);
+  double *bd = test_to_double (beta, nf), *r = test_to_double (dy, nx);
+
+  /* ---- forward, training mode */
+  test_fill_nan (y, nx);
+  tt_batchnorm_forward_train (outer, nf, inner, x, y, gamma, beta, mm, mv,
+      momentum, eps, mean, invstd);
+  test_ref_bn (outer, nf, inner, xd, gd, bd, eps, rmean, rvar, ry);
+  for (int f = 0; f < nf; f++) {
+    double is = 1.0 / sqrt (rvar[f] + eps);
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++) {
+        size_t k = ((size_t) o * nf + f) * inner + i;
+        /* x - mean loses |x| + |mean| ulps in float. */
+        sy[k] = fabs (gd[f]) * (fabs (xd[k]) + fabs (rmean[f])) * is
+            + fabs (bd[f]);
+      }
+  }
+  snprintf (what, sizeof what, "batchnorm %s train y", tc->name);
+  test_check_close (what, y, ry, sy, nx);
+
+  for (int f = 0; f < nf; f++) {
+    double s = 0.0;
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++)
+        s += fabs (xd[((size_t) o * nf + f) * inner + i]);
+    rf[f] = rmean[f];
+    sf[f] = s / n;
+  }
+  snprintf (what, sizeof what, "batchnorm %s saved mean", tc->name);
+  test_check_close (what, mean, rf, sf, nf);
+  for (int f = 0; f < nf; f++) {
+    rf[f] = 1.0 / sqrt (rvar[f] + eps);
+    sf[f] = rf[f];
+  }
+  snprintf (what, sizeof what, "batchnorm %s saved invstd", tc->name);
+  test_check_close (what, invstd, rf, sf, nf);
+  for (int f = 0; f < nf; f++) {
+    double s = 0.0;
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++)
+        s += fabs (xd[((size_t) o * nf + f) * inner + i]);
+    rf[f] = momentum * (double) mm0[f] + (1.0 - momentum) * rmean[f];
+    sf[f] = momentum * fabs (mm0[f]) + (1.0 - momentum) * s / n;
+  }
+  snprintf (what, sizeof what, "batchnorm %s moving mean", tc->name);
+  test_check_close (what, mm, rf, sf, nf);
+  for (int f = 0; f < nf; f++) {
+    rf[f] = momentum * (double) mv0[f] + (1.0 - momentum) * rvar[f];
+    sf[f] = rf[f];
+  }
+  snprintf (what, sizeof what, "batchnorm %s moving var (biased)", tc->name);
+  test_check_close (what, mv, rf, sf, nf);
+
+  /* ---- forward, inference mode (also in place: y == x) */
+  for (int f = 0; f < nf; f++) {
+    double is = 1.0 / sqrt ((double) mv0[f] + eps);
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++) {
+        size_t k = ((size_t) o * nf + f) * inner + i;
+        ry[k] = gd[f] * (xd[k] - mm0[f]) * is + bd[f];
+        sy[k] = fabs (gd[f]) * (fabs (xd[k]) + fabs (mm0[f])) * is
+            + fabs (bd[f]);
+      }
+  }
+  test_fill_nan (y, nx);
+  tt_batchnorm_forward_eval (outer, nf, inner, x, y, gamma, beta, mm0, mv0,
+      eps);
+  snprintf (what, sizeof what, "batchnorm %s eval y", tc->name);
+  test_check_close (what, y, ry, sy, nx);
+  memcpy (y, x, sizeof (float) * nx);
+  tt_batchnorm_forward_eval (outer, nf, inner, y, y, gamma, beta, mm0, mv0,
+      eps);
+  snprintf (what, sizeof what, "batchnorm %s eval y in place", tc->name);
+  test_check_close (what, y, ry, sy, nx);
+
+  /* ---- backward: reference from the textbook formula in double */
+  for (int f = 0; f < nf; f++) {
+    double is = 1.0 / sqrt (rvar[f] + eps), sdy = 0, sdyx = 0, adx = 0,
+        ady = 0;
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++) {
+        size_t k = ((size_t) o * nf + f) * inner + i;
+        double xh = (xd[k] - rmean[f]) * is;
+        double xa = (fabs (xd[k]) + fabs (rmean[f])) * is;
+        sdy += r[k];
+        sdyx += r[k] * xh;
+        ady += fabs (r[k]);
+        adx += fabs (r[k]) * xa;
+      }
+    rb[f] = sdy;
+    sb[f] = ady;
+    rg[f] = sdyx;
+    sg[f] = adx;
+    for (int o = 0; o < outer; o++)
+      for (int i = 0; i < inner; i++) {
+        size_t k = ((size_t) o * nf + f) * inner + i;
+        double xh = (xd[k] - rmean[f]) * is;
+        double xa = (fabs (xd[k]) + fabs (rmean[f])) * is;
+        rdx[k] = gd[f] * is / n * (n * r[k] - sdy - xh * sdyx);
+        sdx[k] = fabs (gd[f]) * is / n * (n * fabs (r[k]) + ady + xa * adx);
+      }
+  }
+  test_fill_nan (dx, nx);
+  test_fill_nan (dgamma, nf);
+  test_fill_nan (dbeta, nf);
+  tt_batchnorm_backward (outer, nf, inner, x, dy, gamma, mean, invstd, dx,
+      dgamma, dbeta);
+  snprintf (what, sizeof what, "batchnorm %s backward dx", tc->name);
+  test_check_close (what, dx, rdx, sdx, nx);
+  snprintf (what, sizeof what, "batchnorm %s backward dgamma", tc->name);
+  test_check_close (what, dgamma, rg, sg, nf);
+  snprintf (what, sizeof what, "batchnorm %s backward dbeta", tc->name);
+  test_check_close (what, dbeta, rb, sb, nf);
+
+  {
+    test_bn_ctx ctx = { outer, nf, inner, eps, xd, gd, bd, r, mbuf, vbuf,
+      ybuf, nx
+    };
+    snprintf (what, sizeof what, "batchnorm %s dL/dx", tc->name);
+    test_check_fd (what, test_bn_loss, &ctx, xd, nx, dx, sdx, 1e-4);
+    snprintf (what, sizeof what, "batchnorm %s dL/dgamma", tc->name);
+    test_check_fd (what, test_bn_loss, &ctx, gd, (size_t) nf, dgamma, sg,
+        1e-4);
+    snprintf (what, sizeof what, "batchnorm %s dL/dbeta", tc->name);
+    test_check_fd (what, test_bn_loss, &ctx, bd, (size_t) nf, dbeta, sb,
+        1e-4);
+  }
+
+  /* NULL outputs are skipped; the others are unaffected. */
+  test_fill_nan (dbeta, nf);
+  tt_batchnorm_backward (outer, nf, inner, x, dy, gamma, mean, invstd, NULL,
+      NULL, dbeta);
+  snprintf (what, sizeof what, "batchnorm %s backward dx=dgamma=NULL",
+      tc->name);
+  test_check_close (what, dbeta, rb, sb, nf);
+
+  free (x);
+  free (y);
+  free (dy);
+  free (dx);
+  free (gamma);
+  free (beta);
+  free (mm);
+  free (mv);
+  free (mean);
+  free (invstd);
+  free (dgamma);
+  free (dbeta);
+  free (mm0);
+  free (mv0);
+  free (rmean);
+  free (rvar);
+  free (ry);
+  free (sy);
+  free (rdx);
+  free (sdx);
+  free (rf);
+  free (sf);
+  free (rg);
+  free (sg);
+  free (rb);
+  free (sb);
+  free (ybuf);
+  free (mbuf);
+  free (vbuf);
+  free (xd);
+  free (gd);
+  free (bd);
+  free (r);
+}
+
+static void
+test_batchnorm (void)
+{
+  static const test_bn_case cases[] = {
+    {"4x3x5 (short runs)", 4, 3, 5, 0.0},
+    {"2x5x70 (long runs)", 2, 5, 70, 0.0},
+    {"16x37x1 (dense)", 16, 37, 1, 0.0},
+    {"3x600x1 (several chunks)", 3, 600, 1, 0.0},
+    {"2x9x63 (chunk boundary)", 2, 9, 63, 0.0},
+    {"3x4x64 (run boundary)", 3, 4, 64, 0.0},
+    {"8x6x10 offset 100", 8, 6, 10, 100.0},
+    {"5x3x90 offset -300", 5, 3, 90, -300.0},
+  };
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    test_bn_case_run (&cases[i]);
+}
+
+int
+main (void)
+{
+  test_gemm ();
+  test_geometry ();
+  test_im2col ();
+  test_conv ();
+  test_pool ();
+  test_batchnorm ();
+  printf ("%d passed, %d failed\n", test_passed, test_failed);
+  return test_failed != 0;
+}
