@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A corpus of malformed INI models. Each must be refused by
+ * tt_model_load_ini() or tt_model_compile() (never crash, never leak) with
+ * a message that names the file and, where one applies, the [section] and
+ * key at fault. A few valid variants of nntrainer's dialect must load,
+ * compile and train one batch.
+ */
+#include "tt_engine.h"
+#include "tt_test.h"
+
+#include <stdint.h>
+
+#define IE_MAX_EXPECT 4
+
+typedef enum { IE_LOAD, IE_COMPILE } ie_stage;
+
+typedef struct {
+  const char *name;
+  const char *ini;              /* NULL: the file is not created */
+  ie_stage stage;               /* where the failure must be reported */
+  const char *expect[IE_MAX_EXPECT];    /* substrings of the message */
+} ie_case;
+
+/* building blocks */
+#define MODEL_MSE "[Model]\ntype = NeuralNetwork\nbatch_size = 2\n" \
+  "loss = mse\n"
+#define MODEL_CROSS "[Model]\ntype = NeuralNetwork\nbatch_size = 2\n" \
+  "loss = cross\n"
+#define ADAM "[Optimizer]\ntype = adam\nlearning_rate = 0.01\n"
+#define SGD "[Optimizer]\ntype = sgd\nlearning_rate = 0.01\n"
+#define INPUT4 "[in]\ntype = input\ninput_shape = 1:1:4\n"
+#define INPUT_IMG "[in]\ntype = input\ninput_shape = 1:6:6\n"
+#define FC(name, unit) "[" name "]\ntype = fully_connected\nunit = " #unit "\n"
+
+static const ie_case ie_cases[] = {
+  /* ---- unknown keys and values ---------------------------------------- */
+  {"unknown_layer_key", MODEL_MSE ADAM INPUT4 FC ("fc", 3) "units = 3\n",
+      IE_LOAD, {"[fc] units", "unknown key"}},
+  {"unknown_model_key", MODEL_MSE "epoch = 3\n" ADAM INPUT4 FC ("fc", 3),
+      IE_LOAD, {"[model] epoch", "unknown key"}},
+  {"unknown_optimizer_key", MODEL_MSE ADAM "learning_rat = 0.1\n" INPUT4
+        FC ("fc", 3), IE_LOAD, {"[optimizer] learning_rat", "unknown key"}},
+  {"unknown_dataset_key", MODEL_MSE ADAM "[Dataset]\ntraindata = a.dat\n"
+        "batch = 3\n" INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[dataset] batch", "unknown key"}},
+  {"unknown_layer_type", MODEL_MSE ADAM INPUT4
+        "[fc]\ntype = fully_conected\nunit = 3\n", IE_LOAD,
+      {"[fc] type", "unknown layer type 'fully_conected'"}},
+  {"missing_layer_type", MODEL_MSE ADAM INPUT4 "[fc]\nunit = 3\n", IE_LOAD,
+      {"[fc] type", "missing key"}},
+  {"unknown_model_type", "[Model]\ntype = Sequential\nloss = mse\n" ADAM
+        INPUT4 FC ("fc", 3), IE_LOAD, {"[model] type", "Sequential"}},
+  {"unknown_optimizer_type", MODEL_MSE "[Optimizer]\ntype = rmsprop\n"
+        INPUT4 FC ("fc", 3), IE_LOAD, {"[optimizer] type", "rmsprop"}},
+
+  /* ---- numbers --------------------------------------------------------- */
+  {"unit_not_numeric", MODEL_MSE ADAM INPUT4 "[fc]\ntype = fully_connected\n"
+        "unit = abc\n", IE_LOAD, {"[fc] unit", "'abc'"}},
+  {"unit_negative", MODEL_MSE ADAM INPUT4 "[fc]\ntype = fully_connected\n"
+        "unit = -3\n", IE_LOAD, {"[fc] unit", "'-3'"}},
+  {"unit_overflow", MODEL_MSE ADAM INPUT4 "[fc]\ntype = fully_connected\n"
+        "unit = 99999999999999999999\n", IE_LOAD,
+      {"[fc] unit", "99999999999999999999", "out of range"}},
+  {"unit_too_large", MODEL_MSE ADAM INPUT4 "[fc]\ntype = fully_connected\n"
+        "unit = 4294967296\n", IE_LOAD, {"[fc] unit", "out of range"}},
+  {"unit_zero", MODEL_MSE ADAM INPUT4 "[fc]\ntype = fully_connected\n"
+        "unit = 0\n", IE_LOAD, {"[fc] unit", "out of range"}},
+  {"unit_trailing_junk", MODEL_MSE ADAM INPUT4
+        "[fc]\ntype = fully_connected\nunit = 10x\n", IE_LOAD,
+      {"[fc] unit", "'10x'"}},
+  {"unit_missing", MODEL_MSE ADAM INPUT4 "[fc]\ntype = fully_connected\n",
+      IE_LOAD, {"[fc] unit", "missing key"}},
+  {"filters_zero", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv2d\n"
+        "filters = 0\nkernel_size = 3,3\n", IE_LOAD,
+      {"[conv] filters", "out of range"}},
+  {"batch_size_zero", "[Model]\ntype = NeuralNetwork\nbatch_size = 0\n"
+        "loss = mse\n" ADAM INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[model] batch_size", "out of range"}},
+  {"epochs_fraction", "[Model]\ntype = NeuralNetwork\nepochs = 1.5\n"
+        "loss = mse\n" ADAM INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[model] epochs", "'1.5'"}},
+  {"learning_rate_zero", MODEL_MSE "[Optimizer]\ntype = adam\n"
+        "learning_rate = 0\n" INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[optimizer] learning_rate", "positive"}},
+  {"learning_rate_negative", MODEL_MSE "[Optimizer]\ntype = sgd\n"
+        "learning_rate = -0.1\n" INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[optimizer] learning_rate", "positive"}},
+  {"learning_rate_not_numeric", MODEL_MSE "[Optimizer]\ntype = sgd\n"
+        "learning_rate = fast\n" INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[optimizer] learning_rate", "'fast'"}},
+  {"learning_rate_infinite", MODEL_MSE "[Optimizer]\ntype = sgd\n"
+        "learning_rate = 1e999\n" INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[optimizer] learning_rate", "finite"}},
+  {"beta1_one", MODEL_MSE "[Optimizer]\ntype = adam\nbeta1 = 1\n" INPUT4
+        FC ("fc", 3), IE_LOAD, {"[optimizer] beta1", "[0, 1)"}},
+  {"momentum_with_adam", MODEL_MSE "[Optimizer]\ntype = adam\n"
+        "momentum = 0.9\n" INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[optimizer] momentum", "sgd"}},
+  {"optimizer_without_type", MODEL_MSE "[Optimizer]\nlearning_rate = 0.1\n"
+        INPUT4 FC ("fc", 3), IE_LOAD, {"[optimizer] type", "missing key"}},
+
+  /* ---- booleans and enums --------------------------------------------- */
+  {"bad_boolean", MODEL_MSE ADAM INPUT4 FC ("fc", 3) "trainable = maybe\n",
+      IE_LOAD, {"[fc] trainable", "'maybe'", "boolean"}},
+  {"bad_activation", MODEL_MSE ADAM INPUT4 FC ("fc", 3) "activation = foo\n",
+      IE_LOAD, {"[fc] activation", "'foo'", "relu"}},
+  {"bad_activation_layer", MODEL_MSE ADAM INPUT4
+        "[act]\ntype = activation\nactivation = foo\n", IE_LOAD,
+      {"[act] activation", "'foo'"}},
+  {"bad_pooling", MODEL_MSE ADAM INPUT_IMG "[pool]\ntype = pooling2d\n"
+        "pooling = mean\npool_size = 2,2\n", IE_LOAD,
+      {"[pool] pooling", "'mean'", "average"}},
+  {"bad_initializer", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "weight_initializer = glorot\n", IE_LOAD,
+      {"[fc] weight_initializer", "'glorot'"}},
+  {"regularizer_l1", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "weight_regularizer = l1\n", IE_LOAD,
+      {"[fc] weight_regularizer", "'l1'", "l2norm"}},
+  {"bad_loss", "[Model]\ntype = NeuralNetwork\nloss = hinge\n" ADAM INPUT4
+        FC ("fc", 3), IE_LOAD, {"[model] loss", "'hinge'"}},
+
+  /* ---- shapes ---------------------------------------------------------- */
+  {"input_shape_5d", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 1:1:1:4:4\n" FC ("fc", 3), IE_LOAD,
+      {"[in] input_shape", "more than 4"}},
+  {"input_shape_zero", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 1:0:4\n" FC ("fc", 3), IE_LOAD,
+      {"[in] input_shape", "out of range"}},
+  {"input_shape_batch", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 8:1:1:4\n" FC ("fc", 3), IE_LOAD,
+      {"[in] input_shape", "batch_size"}},
+  {"input_shape_junk", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 1x28x28\n" FC ("fc", 3), IE_LOAD,
+      {"[in] input_shape", "'1x28x28'"}},
+  {"missing_first_input_shape", MODEL_MSE ADAM FC ("fc", 3), IE_COMPILE,
+      {"[fc] input_shape", "missing key"}},
+  {"input_without_shape", MODEL_MSE ADAM "[in]\ntype = input\n" FC ("fc", 3),
+      IE_COMPILE, {"[in] input_shape", "missing key"}},
+  {"kernel_larger_than_input", MODEL_MSE ADAM INPUT_IMG
+        "[conv]\ntype = conv2d\nfilters = 2\nkernel_size = 7,7\n",
+      IE_COMPILE, {"[conv] kernel_size", "7x7", "1:6:6"}},
+  {"pool_larger_than_input", MODEL_MSE ADAM INPUT_IMG
+        "[pool]\ntype = pooling2d\npooling = max\npool_size = 8,8\n",
+      IE_COMPILE, {"[pool] pool_size", "8x8", "1:6:6"}},
+  {"padding_3_values", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 3,3\npadding = 1,1,1\n", IE_LOAD,
+      {"[conv] padding", "3 values"}},
+  {"padding_junk", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 3,3\npadding = full\n", IE_LOAD,
+      {"[conv] padding", "'full'"}},
+  {"kernel_3_values", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 3,3,3\n", IE_LOAD,
+      {"[conv] kernel_size", "'3,3,3'"}},
+  {"addition_shapes", MODEL_MSE ADAM INPUT4
+        "[a]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[b]\ntype = fully_connected\nunit = 5\ninput_layers = in\n"
+        "[sum]\ntype = addition\ninput_layers = a, b\n", IE_COMPILE,
+      {"[sum] input_layers", "1:1:3", "1:1:5"}},
+  {"concat_mismatch", MODEL_MSE ADAM INPUT_IMG
+        "[a]\ntype = conv2d\nfilters = 2\nkernel_size = 3,3\n"
+        "input_layers = in\n"
+        "[b]\ntype = conv2d\nfilters = 2\nkernel_size = 1,1\n"
+        "input_layers = in\n"
+        "[cat]\ntype = concat\naxis = 1\ninput_layers = a, b\n", IE_COMPILE,
+      {"[cat] input_layers", "2:4:4", "2:6:6"}},
+  {"reshape_count", MODEL_MSE ADAM INPUT4
+        "[r]\ntype = reshape\ntarget_shape = 1:2:3\n", IE_COMPILE,
+      {"[r] target_shape", "6 elements", "4"}},
+
+  /* ---- graph ----------------------------------------------------------- */
+  {"cycle", MODEL_MSE ADAM INPUT4
+        "[a]\ntype = fully_connected\nunit = 4\ninput_layers = b\n"
+        "[b]\ntype = fully_connected\nunit = 4\ninput_layers = a\n"
+        "[out]\ntype = fully_connected\nunit = 2\ninput_layers = in\n",
+      IE_COMPILE, {"input_layers", "cycle", "[a]"}},
+  {"self_cycle", MODEL_MSE ADAM INPUT4
+        "[a]\ntype = fully_connected\nunit = 4\ninput_layers = a, in\n",
+      IE_COMPILE, {"[a] input_layers", "cycle"}},
+  {"dangling_input", MODEL_MSE ADAM INPUT4
+        "[fc]\ntype = fully_connected\nunit = 3\ninput_layers = nowhere\n",
+      IE_COMPILE, {"[fc] input_layers", "'nowhere'"}},
+  {"bad_index", MODEL_MSE ADAM INPUT4
+        "[fc]\ntype = fully_connected\nunit = 3\ninput_layers = in(x)\n",
+      IE_LOAD, {"[fc] input_layers", "in(x)"}},
+  {"index_out_of_range", MODEL_MSE ADAM INPUT4
+        "[fc]\ntype = fully_connected\nunit = 3\ninput_layers = in(1)\n",
+      IE_COMPILE, {"[fc] input_layers", "in(1)", "[in]"}},
+  {"empty_input_name", MODEL_MSE ADAM INPUT4
+        "[fc]\ntype = fully_connected\nunit = 3\ninput_layers = in,,in\n",
+      IE_LOAD, {"[fc] input_layers", "empty"}},
+  {"input_with_inputs", MODEL_MSE ADAM INPUT4
+        "[in2]\ntype = input\ninput_shape = 1:1:4\ninput_layers = in\n",
+      IE_COMPILE, {"[in2] input_layers"}},
+  {"two_sinks", MODEL_MSE ADAM INPUT4
+        "[a]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[b]\ntype = fully_connected\nunit = 3\ninput_layers = in\n",
+      IE_COMPILE, {"[a]", "[b]", "one output"}},
+  {"name_too_long", MODEL_MSE ADAM INPUT4
+        "[l234567890123456789012345678901234567890123456789012345678901234]\n"
+        "type = fully_connected\nunit = 3\n", IE_LOAD,
+      {"[l234567890123456789012345678901234567890123456789012345678901234]",
+          "longer than 63"}},
+  {"name_much_too_long", MODEL_MSE ADAM INPUT4
+        "[l234567890123456789012345678901234567890123456789012345678901234"
+        "5678901234567890123456789012345678901234567890123456789012345678"
+        "9012345678901234567890]\ntype = fully_connected\nunit = 3\n",
+      IE_LOAD, {"longer than 63"}},
+  /* Duplicate layer names cannot be expressed: iniparser merges a repeated
+   * [section] (and a repeated key) into one entry, later values winning,
+   * so the engine never sees two sections of one name. */
+  {"name_collides_with_implicit", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "activation = relu\n"
+        "[fc/activation_realized]\ntype = fully_connected\nunit = 2\n",
+      IE_COMPILE, {"fc/activation_realized", "twice"}},
+
+  /* ---- loss ------------------------------------------------------------ */
+  {"missing_loss", "[Model]\ntype = NeuralNetwork\nbatch_size = 2\n" ADAM
+        INPUT4 FC ("fc", 3), IE_COMPILE, {"[Model] loss", "missing key"}},
+  {"cross_without_softmax", MODEL_CROSS ADAM INPUT4 FC ("fc", 3),
+      IE_COMPILE, {"[Model] loss", "softmax or sigmoid", "[fc]"}},
+  {"cross_with_relu", MODEL_CROSS ADAM INPUT4 FC ("fc", 3)
+        "activation = relu\n", IE_COMPILE,
+      {"[Model] loss", "softmax or sigmoid", "[fc]"}},
+  {"two_losses", MODEL_MSE ADAM INPUT4 FC ("fc", 3) "[l]\ntype = mse\n",
+      IE_COMPILE, {"[Model] loss", "[l]"}},
+
+  /* ---- file structure -------------------------------------------------- */
+  {"syntax_open_bracket", MODEL_MSE ADAM INPUT4 "[broken\nunit = 3\n",
+      IE_LOAD, {"not a valid INI", "[broken"}},
+  {"syntax_no_key", MODEL_MSE ADAM INPUT4 FC ("fc", 3) "=novalue\n",
+      IE_LOAD, {"not a valid INI", "=novalue"}},
+  {"syntax_no_equals", MODEL_MSE ADAM INPUT4 FC ("fc", 3) "unit 3\n",
+      IE_LOAD, {"not a valid INI", "unit 3"}},
+  {"empty_file", "", IE_LOAD, {"empty model"}},
+  {"only_comments", "# a model\n; nothing else\n\n   # indented\n", IE_LOAD,
+      {"empty model"}},
+  {"missing_file", NULL, IE_LOAD, {"cannot open"}},
+  {"missing_model", ADAM INPUT4 FC ("fc", 3), IE_LOAD,
+      {"missing [Model]"}},
+  {"no_layers", MODEL_MSE ADAM, IE_LOAD, {"no layers"}},
+  {"key_before_section", "loss = mse\n" MODEL_MSE ADAM INPUT4 FC ("fc", 3),
+      IE_LOAD, {"'loss'", "before any [section]"}},
+  {"scheduler_without_optimizer", MODEL_MSE
+        "[LearningRateScheduler]\ntype = constant\nlearning_rate = 0.1\n"
+        INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[LearningRateScheduler]", "[Optimizer]"}},
+  {"step_schedule_lengths", MODEL_MSE ADAM
+        "[LearningRateScheduler]\ntype = step\n"
+        "learning_rate = 0.1, 0.01\niteration = 10, 20\n" INPUT4
+        FC ("fc", 3), IE_LOAD,
+      {"[learningratescheduler] iteration", "2 iterations", "got 2"}},
+  {"step_schedule_not_increasing", MODEL_MSE ADAM
+        "[LearningRateScheduler]\ntype = step\n"
+        "learning_rate = 0.1, 0.01, 0.001\niteration = 20, 10\n" INPUT4
+        FC ("fc", 3), IE_LOAD,
+      {"[learningratescheduler] iteration", "increase"}},
+  {"scheduler_unknown_key", MODEL_MSE ADAM
+        "[LearningRateScheduler]\ntype = constant\nlearning_rat = 0.1\n"
+        INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[learningratescheduler] learning_rat", "unknown key"}},
+};
+
+/* Valid models: must load, compile and train one batch. */
+typedef struct {
+  const char *name;
+  const char *ini;
+} ie_valid;
+
+static const ie_valid ie_valids[] = {
+  {"mixed_case_values", "[Model]\nType = NeuralNetwork\nBatch_Size = 2\n"
+        "Loss = MSE\n[Optimizer]\nType = Adam\nLearning_Rate = 0.01\n"
+        "[In]\nType = Input\nInput_Shape = 1:1:4\n"
+        "[FC]\nType = Fully_Connected\nUnit = 3\nActivation = ReLU\n"
+        "Weight_Initializer = He_Uniform\nTrainable = TRUE\n"},
+  {"inline_comments", MODEL_MSE "[Optimizer] # the optimizer\n"
+        "type = sgd ; plain\nlearning_rate = 0.1 # ten percent\n"
+        INPUT4 "[fc]\ntype = fully_connected\nunit = 10 # ten\n"
+        "activation = tanh ; squash\n"},
+  {"cross_with_sigmoid", MODEL_CROSS ADAM INPUT4 FC ("fc", 3)
+        "activation = sigmoid\n"},
+  {"cross_with_softmax_layer", MODEL_CROSS ADAM INPUT4 FC ("fc", 3)
+        "[act]\ntype = activation\nactivation = Softmax\n"},
+  {"dataset_section", MODEL_CROSS ADAM
+        "[Dataset]\nBufferSize = 100\nTrainData = \"trainingSet.dat\"\n"
+        "ValidData = \"valSet.dat\"\nTestData = \"testSet.dat\"\n"
+        "LabelData = \"label.dat\"\n" INPUT4 FC ("fc", 3)
+        "activation = softmax\n"},
+  {"dataset_section_buffer_size", MODEL_MSE ADAM
+        "[DataSet]\nbuffer_size = 32\ntrain_data = train.dat\n" INPUT4
+        FC ("fc", 3)},
+  {"explicit_multiout", MODEL_MSE ADAM INPUT4
+        "[mo]\ntype = multiout\n"
+        "[a]\ntype = fully_connected\nunit = 3\ninput_layers = mo(0)\n"
+        "[b]\ntype = fully_connected\nunit = 3\ninput_layers = MO(1)\n"
+        "[sum]\ntype = addition\ninput_layers = a, b\n"},
+  {"explicit_multiout_three", MODEL_MSE ADAM INPUT4
+        "[mo]\ntype = multiout\ninput_layers = in\n"
+        "[a]\ntype = fully_connected\nunit = 4\ninput_layers = mo(2)\n"
+        "[b]\ntype = fully_connected\nunit = 4\ninput_layers = mo(0)\n"
+        "[sum]\ntype = addition\ninput_layers = a, b, mo(1)\n"},
+  {"first_layer_input_shape", MODEL_MSE SGD
+        "[fc]\ntype = fully_connected\ninput_shape = 1:1:4\nunit = 3\n"},
+  {"step_schedule", MODEL_MSE ADAM
+        "[LearningRateScheduler]\ntype = step\n"
+        "learning_rate = 0.1, 0.01, 0.001\niteration = 10, 20\n" INPUT4
+        FC ("fc", 3)},
+  {"sgd_momentum", MODEL_MSE "[Optimizer]\ntype = sgd\nmomentum = 0.9\n"
+        "learning_rate = 0.1\n" INPUT4 FC ("fc", 3)
+        "weight_regularizer = l2norm\n"},
+};
+
+static int ie_fail_count;
+
+static bool
+ie_contains (const char *msg, const char *want)
+{
+  return want == NULL || strstr (msg, want) != NULL;
+}
+
+static void
+ie_run_case (const ie_case * c)
+{
+  char fname[128], path[600];
+  tt_error err;
+  memset (&err, 0, sizeof err);
+  snprintf (fname, sizeof fname, "%s.ini", c->name);
+  if (c->ini) {
+    snprintf (path, sizeof path, "%s", tt_test_write_text (fname, c->ini));
+  } else {
+    /* a path in the private folder that was never written */
+    const char *any = tt_test_write_text ("placeholder.ini", "");
+    const char *slash = strrchr (any, '/');
+    snprintf (path, sizeof path, "%.*s/%s", (int) (slash - any), any, fname);
+  }
+
+  ie_stage failed_at = IE_LOAD;
+  tt_status st;
+  tt_model *m = tt_model_load_ini (path, &err);
+  if (m) {
+    failed_at = IE_COMPILE;
+    st = tt_model_compile (m, &err);
+    CHECK (st != TT_OK, "%s: compiled, but should have failed", c->name);
+    tt_model_free (m);
+    if (st == TT_OK) {
+      ie_fail_count++;
+      return;
+    }
+  } else {
+    st = err.status;
+  }
+  int before = tt_test_failed;
+  CHECK (st != TT_OK && err.status == st, "%s: status %d, err.status %d",
+      c->name, (int) st, (int) err.status);
+  CHECK (failed_at == c->stage, "%s: failed in %s, expected in %s: %s",
+      c->name, failed_at == IE_LOAD ? "load" : "compile",
+      c->stage == IE_LOAD ? "load" : "compile", err.message);
+  CHECK (strstr (err.message, path) != NULL,
+      "%s: message does not name the file: %s", c->name, err.message);
+  for (int i = 0; i < IE_MAX_EXPECT; i++)
+    CHECK (ie_contains (err.message, c->expect[i]),
+        "%s: message lacks \"%s\": %s", c->name, c->expect[i], err.message);
+  if (tt_test_failed != before)
+    ie_fail_count++;
+  else if (getenv ("TT_TEST_VERBOSE"))
+    printf ("ok %-32s %s\n", c->name, err.message);
+}
+
+static void
+ie_run_valid (const ie_valid * v)
+{
+  char fname[128];
+  tt_error err;
+  snprintf (fname, sizeof fname, "valid_%s.ini", v->name);
+  const char *path = tt_test_write_text (fname, v->ini);
+  tt_model *m = tt_model_load_ini (path, &err);
+  CHECK (m != NULL, "%s: load failed: %s", v->name, err.message);
+  if (!m)
+    return;
+  tt_status st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "%s: compile failed: %s", v->name, err.message);
+  if (st == TT_OK) {
+    tt_shape in, out;
+    CHECK (tt_model_num_inputs (m) == 1, "%s: %u inputs", v->name,
+        tt_model_num_inputs (m));
+    tt_model_input_shape (m, 0, &in);
+    out = tt_model_label_shape (m);
+    uint32_t batch = tt_model_batch_size (m);
+    size_t nx = (size_t) batch * in.channel * in.height * in.width;
+    size_t nt = (size_t) batch * out.channel * out.height * out.width;
+    float *x = calloc (nx, sizeof *x), *t = calloc (nt, sizeof *t);
+    for (size_t i = 0; i < nx; i++)
+      x[i] = (float) (i % 7) * 0.25f - 0.5f;
+    for (size_t i = 0; i < nt; i += out.width)
+      t[i] = 1.0f;
+    const void *inputs[1] = { x };
+    tt_batch_result r;
+    st = tt_model_train_batch (m, batch, inputs, NULL, t, &r, &err);
+    CHECK (st == TT_OK, "%s: train failed: %s", v->name, err.message);
+    CHECK (tt_model_iteration (m) == 1, "%s: iteration %u", v->name,
+        tt_model_iteration (m));
+    free (x);
+    free (t);
+  }
+  tt_model_free (m);
+}
+
+int
+main (void)
+{
+  size_t n = sizeof ie_cases / sizeof ie_cases[0];
+  for (size_t i = 0; i < n; i++)
+    ie_run_case (&ie_cases[i]);
+  printf ("%zu malformed models, %d with a wrong or missing error\n", n,
+      ie_fail_count);
+  size_t nv = sizeof ie_valids / sizeof ie_valids[0];
+  for (size_t i = 0; i < nv; i++)
+    ie_run_valid (&ie_valids[i]);
+  printf ("%zu valid models\n", nv);
+  return tt_test_summary ();
+}
