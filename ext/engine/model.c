@@ -274,6 +274,14 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
         dst[k] = (float) src[k];
     } else if (type == TT_DTYPE_FLOAT32) {
       memcpy (dst, inputs[i], count * sizeof *dst);
+      /* a NaN would reach batch-norm statistics before the loss shows it */
+      const size_t per = tt_dims_count (l->out_dims[0]);
+      for (size_t k = 0; k < count; k++)
+        if (!isfinite (dst[k]))
+          return tt_fail (err, TT_ERR_NUMERIC,
+              "%s: input %u (%s), sample %zu holds %g at element %zu; this "
+              "batch was not applied", m->path, i, l->name, k / per,
+              (double) dst[k], k % per);
     } else {
       return tt_fail (err, TT_ERR_INVALID, "%s: input %u: unknown data type "
           "%d", m->path, i, (int) type);

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Training mechanics: optimizers and schedules against their closed forms,
+ * initializer statistics, l2norm regularization, determinism given a seed,
+ * uint8 and float32 inputs, partial batches, evaluation mode.
+ */
+#include "tt_internal.h"
+#include "tt_test.h"
+
+#include <math.h>
+
+static tt_model *
+training_model (const char *name, const char *text, uint32_t batch)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini (tt_test_write_text (name, text), &err);
+  CHECK (m != NULL, "%s: %s", name, err.message);
+  if (!m)
+    return NULL;
+  tt_status st = tt_model_set_batch_size (m, batch, &err);
+  if (!st)
+    st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "%s: %s", name, err.message);
+  if (st) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+static bool
+near (double a, double b, double rel)
+{
+  return fabs (a - b) <= rel * fmax (fabs (a), fabs (b)) + 1e-12;
+}
+
+static void
+test_optimizers (void)
+{
+  tt_optimizer o;
+  memset (&o, 0, sizeof o);
+  float w[3] = { 1.0f, -2.0f, 0.5f }, g[3] = { 0.5f, 0.25f, -1.0f };
+  float s0[3] = { 0 }, s1[3] = { 0 };
+
+  /* sgd: w - lr g */
+  o.type = TT_OPT_SGD;
+  o.learning_rate = 0.1f;
+  tt_optimizer_apply (&o, 0, w, g, NULL, NULL, 3);
+  CHECK (near (w[0], 0.95, 1e-6) && near (w[2], 0.6, 1e-6), "sgd %g %g",
+      w[0], w[2]);
+
+  /* sgd with momentum, two steps: buf = g, then mu g + g */
+  o.momentum = 0.9f;
+  w[0] = 1.0f;
+  g[0] = 0.5f;
+  s0[0] = 0;
+  tt_optimizer_apply (&o, 0, w, g, s0, NULL, 1);
+  tt_optimizer_apply (&o, 1, w, g, s0, NULL, 1);
+  CHECK (near (w[0], 1.0 - 0.1 * 0.5 - 0.1 * (0.9 * 0.5 + 0.5), 1e-6),
+      "momentum %g", w[0]);
+
+  /* adam step 1: w - lr g / (|g| + eps) */
+  o.type = TT_OPT_ADAM;
+  o.momentum = 0;
+  o.beta1 = 0.9f;
+  o.beta2 = 0.999f;
+  o.epsilon = 1e-7f;
+  o.learning_rate = 0.01f;
+  w[0] = 1.0f;
+  g[0] = 0.5f;
+  s0[0] = s1[0] = 0;
+  tt_optimizer_apply (&o, 0, w, g, s0, s1, 1);
+  CHECK (near (w[0], 1.0 - 0.01 * 0.5 / (0.5 + 1e-7), 1e-5), "adam %g",
+      w[0]);
+  CHECK (near (s0[0], 0.05, 1e-4) && near (s1[0], 0.001 * 0.25, 1e-4),
+      "adam moments %g %g", s0[0], s1[0]);
+
+  /* adamw: decay decoupled from the moments */
+  o.type = TT_OPT_ADAMW;
+  o.weight_decay = 0.1f;
+  w[0] = 1.0f;
+  s0[0] = s1[0] = 0;
+  tt_optimizer_apply (&o, 0, w, g, s0, s1, 1);
+  CHECK (near (w[0], 1.0 * (1 - 0.01 * 0.1) - 0.01 * 0.5 / (0.5 + 1e-7),
+          1e-5), "adamw %g", w[0]);
+  CHECK (near (s0[0], 0.05, 1e-5), "adamw keeps decay out of m: %g", s0[0]);
+}
+
+static void
+test_schedules (void)
+{
+  const char *base = "[Model]\ntype=NeuralNetwork\nloss=mse\n"
+      "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n%s"
+      "[in]\ntype=input\ninput_shape=1:1:2\n[fc]\ntype=fully_connected\n"
+      "unit=1\n";
+  char ini[1024];
+  struct {
+    const char *sched;
+    uint32_t it[3];
+    double lr[3];
+  } cases[] = {
+    {"", {0, 10, 1000}, {0.1, 0.1, 0.1}},
+    {"[LearningRateScheduler]\ntype=exponential\nlearning_rate=0.1\n"
+          "decay_rate=0.5\ndecay_steps=10\n", {0, 19, 20}, {0.1, 0.05, 0.025}},
+    {"[LearningRateScheduler]\ntype=step\nlearning_rate=0.1,0.01,0.001\n"
+          "iteration=5,8\n", {4, 5, 8}, {0.1, 0.01, 0.001}},
+    {"[LearningRateScheduler]\ntype=cosine\nmax_learning_rate=0.1\n"
+          "min_learning_rate=0.0\ndecay_steps=100\n", {0, 50, 200},
+        {0.1, 0.05, 0.0}},
+    {"[LearningRateScheduler]\ntype=linear\nmax_learning_rate=0.1\n"
+          "min_learning_rate=0.02\ndecay_steps=10\n", {0, 5, 99},
+        {0.1, 0.06, 0.02}},
+    {"[LearningRateScheduler]\ntype=constant\nlearning_rate=0.3\n",
+        {0, 7, 70}, {0.3, 0.3, 0.3}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    snprintf (ini, sizeof ini, base, cases[c].sched);
+    tt_model *m = training_model ("sched.ini", ini, 1);
+    if (!m)
+      continue;
+    for (int k = 0; k < 3; k++) {
+      double lr = tt_optimizer_learning_rate (&m->opt, cases[c].it[k]);
+      CHECK (near (lr, cases[c].lr[k], 1e-5) || (cases[c].lr[k] == 0 &&
+              fabs (lr) < 1e-9), "schedule %zu at %u: %g, expected %g", c,
+          cases[c].it[k], lr, cases[c].lr[k]);
+    }
+    tt_model_free (m);
+  }
+}
+
+static void
+test_initializers (void)
+{
+  enum { N = 200000 };
+  static float w[N];
+  tt_rng rng;
+  tt_rng_seed (&rng, 3);
+  const uint32_t fi = 50, fo = 150;
+  struct {
+    tt_initializer init;
+    double variance;
+  } cases[] = {
+    {TT_INIT_LECUN_NORMAL, 1.0 / fi}, {TT_INIT_LECUN_UNIFORM, 1.0 / fi},
+    {TT_INIT_XAVIER_NORMAL, 2.0 / (fi + fo)},
+    {TT_INIT_XAVIER_UNIFORM, 2.0 / (fi + fo)},
+    {TT_INIT_HE_NORMAL, 2.0 / fi}, {TT_INIT_HE_UNIFORM, 2.0 / fi},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    tt_initializer_fill (&rng, cases[c].init, w, N, fi, fo);
+    double sum = 0, sq = 0;
+    for (int i = 0; i < N; i++)
+      sum += w[i];
+    double mean = sum / N;
+    for (int i = 0; i < N; i++)
+      sq += (w[i] - mean) * (w[i] - mean);
+    double var = sq / N;
+    CHECK (fabs (mean) < 0.01 * sqrt (cases[c].variance) * 5,
+        "%s mean %g", tt_initializer_names[cases[c].init], mean);
+    CHECK (near (var, cases[c].variance, 0.03), "%s variance %g, expected %g",
+        tt_initializer_names[cases[c].init], var, cases[c].variance);
+  }
+  tt_initializer_fill (&rng, TT_INIT_ONES, w, 10, fi, fo);
+  CHECK (w[0] == 1.0f && w[9] == 1.0f, "ones");
+  tt_initializer_fill (&rng, TT_INIT_ZEROS, w, 10, fi, fo);
+  CHECK (w[0] == 0.0f && w[9] == 0.0f, "zeros");
+}
+
+static const char *mlp_ini =
+    "[Model]\ntype=NeuralNetwork\nloss=cross\n"
+    "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
+    "[in]\ntype=input\ninput_shape=1:4:4\nnormalization=true\n"
+    "[flat]\ntype=flatten\n"
+    "[h]\ntype=fully_connected\nunit=8\nactivation=relu\n"
+    "[drop]\ntype=dropout\ndropout_rate=0.25\n"
+    "[out]\ntype=fully_connected\nunit=3\nactivation=softmax\n";
+
+static void
+training_data (uint8_t *x, float *t, int n)
+{
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < 16; k++)
+      x[i * 16 + k] = (uint8_t) ((i * 37 + k * 11 + (k == i % 3) * 90) % 256);
+    for (int k = 0; k < 3; k++)
+      t[i * 3 + k] = k == i % 3;
+  }
+}
+
+/* Trains 20 steps with the given seed and saves the weights to name. */
+static const char *
+training_run (uint64_t seed, const char *name)
+{
+  static char path[512];
+  uint8_t x[8 * 16];
+  float t[8 * 3];
+  tt_dtype u8 = TT_DTYPE_UINT8;
+  tt_error err;
+  training_data (x, t, 8);
+  tt_model *m = tt_model_load_ini (tt_test_write_text ("det.ini", mlp_ini),
+      &err);
+  if (!m)
+    return NULL;
+  tt_model_set_seed (m, seed);
+  tt_model_set_batch_size (m, 8, &err);
+  tt_model_compile (m, &err);
+  const void *in[1] = { x };
+  for (int s = 0; s < 20; s++)
+    tt_model_train_batch (m, 8, in, &u8, t, NULL, &err);
+  snprintf (path, sizeof path, "%s", tt_test_write_text (name, ""));
+  tt_model_save_bin (m, path, &err);
+  tt_model_free (m);
+  return path;
+}
+
+static size_t
+file_read (const char *path, char *buf, size_t cap)
+{
+  FILE *f = fopen (path, "rb");
+  if (!f)
+    return 0;
+  size_t n = fread (buf, 1, cap, f);
+  fclose (f);
+  return n;
+}
+
+static void
+test_determinism (void)
+{
+  static char a[1 << 16], b[1 << 16], c[1 << 16];
+  char pa[512], pb[512];
+  snprintf (pa, sizeof pa, "%s", training_run (11, "a.bin"));
+  snprintf (pb, sizeof pb, "%s", training_run (11, "b.bin"));
+  size_t na = file_read (pa, a, sizeof a), nb = file_read (pb, b, sizeof b);
+  const char *pc = training_run (12, "c.bin");
+  size_t nc = file_read (pc, c, sizeof c);
+  CHECK (na > 0 && na == nb && !memcmp (a, b, na),
+      "same seed, different weights");
+  CHECK (nc == na && memcmp (a, c, na) != 0,
+      "a different seed gave the same weights");
+}
+
+static void
+test_inputs_and_batches (void)
+{
+  tt_error err;
+  tt_model *m = training_model ("io.ini", mlp_ini, 8);
+  if (!m)
+    return;
+  uint8_t x[8 * 16];
+  float xf[8 * 16], t[8 * 3];
+  training_data (x, t, 8);
+  for (int i = 0; i < 8 * 16; i++)
+    xf[i] = x[i];
+  tt_dtype u8 = TT_DTYPE_UINT8, f32 = TT_DTYPE_FLOAT32;
+  float out_u8[8 * 3], out_f32[8 * 3], out_part[3 * 3];
+  const void *in_u8[1] = { x }, *in_f32[1] = { xf };
+  tt_batch_result r;
+
+  CHECK (tt_model_eval_batch (m, 8, in_u8, &u8, t, &r, &err) == TT_OK,
+      "%s", err.message);
+  memcpy (out_u8, tt_model_output (m), sizeof out_u8);
+  CHECK (r.samples == 8 && isfinite (r.loss), "eval result");
+  CHECK (tt_model_eval_batch (m, 8, in_f32, &f32, NULL, &r, &err) == TT_OK,
+      "%s", err.message);
+  memcpy (out_f32, tt_model_output (m), sizeof out_f32);
+  CHECK (!memcmp (out_u8, out_f32, sizeof out_u8),
+      "uint8 and float32 inputs differ");
+  CHECK (isnan (r.loss) && r.correct == 0, "no labels: loss is NaN");
+
+  /* evaluation rows are independent: a partial batch gives the same rows */
+  CHECK (tt_model_eval_batch (m, 3, in_u8, &u8, t, &r, &err) == TT_OK,
+      "%s", err.message);
+  memcpy (out_part, tt_model_output (m), sizeof out_part);
+  CHECK (!memcmp (out_part, out_u8, sizeof out_part),
+      "partial batch changes the outputs");
+  CHECK (r.samples == 3, "partial batch counted %u", r.samples);
+
+  /* evaluation mode ignores dropout: two passes agree */
+  tt_model_eval_batch (m, 8, in_u8, &u8, t, &r, &err);
+  CHECK (!memcmp (tt_model_output (m), out_u8, sizeof out_u8),
+      "evaluation is not deterministic");
+
+  /* bad batch sizes and dtypes are errors, not crashes */
+  CHECK (tt_model_train_batch (m, 9, in_u8, &u8, t, &r, &err) ==
+      TT_ERR_INVALID && strstr (err.message, "9 samples"), "%s",
+      err.message);
+  CHECK (tt_model_train_batch (m, 0, in_u8, &u8, t, &r, &err) ==
+      TT_ERR_INVALID, "zero samples");
+  CHECK (tt_model_train_batch (m, 8, in_u8, &u8, NULL, &r, &err) ==
+      TT_ERR_INVALID, "no labels");
+  tt_dtype bogus = (tt_dtype) 42;
+  CHECK (tt_model_train_batch (m, 8, in_u8, &bogus, t, &r, &err) ==
+      TT_ERR_INVALID && strstr (err.message, "data type"), "%s",
+      err.message);
+
+  /* a partial training batch trains */
+  uint32_t it = tt_model_iteration (m);
+  CHECK (tt_model_train_batch (m, 5, in_u8, &u8, t, &r, &err) == TT_OK &&
+      r.samples == 5 && tt_model_iteration (m) == it + 1, "partial train");
+
+  /* training lowers the loss on a learnable batch */
+  double first = 0, last = 0;
+  for (int s = 0; s < 300; s++) {
+    tt_model_train_batch (m, 8, in_u8, &u8, t, &r, &err);
+    if (s == 0)
+      first = r.loss;
+    last = r.loss;
+  }
+  CHECK (last < first * 0.5, "loss went from %g to %g", first, last);
+
+  /* NaN input: the step is refused and the weights stay finite */
+  xf[5] = NAN;
+  CHECK (tt_model_train_batch (m, 8, in_f32, &f32, t, &r, &err) ==
+      TT_ERR_NUMERIC && strstr (err.message, "not applied"), "%s",
+      err.message);
+  xf[5] = 1;
+  CHECK (tt_model_eval_batch (m, 8, in_f32, &f32, t, &r, &err) == TT_OK &&
+      isfinite (r.loss), "weights damaged by a refused step");
+  tt_model_free (m);
+}
+
+static void
+test_l2norm (void)
+{
+  const char *ini = "[Model]\ntype=NeuralNetwork\nloss=mse\n"
+      "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
+      "[in]\ntype=input\ninput_shape=1:1:3\n"
+      "[fc]\ntype=fully_connected\nunit=2\nweight_regularizer=l2norm\n"
+      "weight_regularizer_constant=0.5\nbias_initializer=ones\n";
+  tt_model *m = training_model ("l2.ini", ini, 2);
+  if (!m)
+    return;
+  tt_error err;
+  float x[6] = { 1, 2, 3, -1, 0.5f, 2 }, t[4] = { 1, 0, 0, 1 };
+  const void *in[1] = { x };
+  tt_weight *w = &m->layers[1].weights[0];
+  float before[6], grad[6];
+  memcpy (before, tt_data (m, w->value), sizeof before);
+  double data_loss;
+  tt_model_gradients (m, 2, in, NULL, t, true, &data_loss, &err);
+  memcpy (grad, tt_data (m, w->grad), sizeof grad);
+  tt_batch_result r;
+  tt_model_train_batch (m, 2, in, NULL, t, &r, &err);
+  double sq = 0;
+  for (int i = 0; i < 6; i++)
+    sq += (double) before[i] * before[i];
+  CHECK (near (r.loss, data_loss + 0.25 * sq, 1e-5),
+      "l2 loss %g, expected %g", r.loss, data_loss + 0.25 * sq);
+  const float *after = tt_data (m, w->value);
+  for (int i = 0; i < 6; i++)
+    CHECK (near (after[i], before[i] - 0.1 * (grad[i] + 0.5 * before[i]),
+            1e-5), "l2 update [%d]: %g", i, after[i]);
+  tt_model_free (m);
+}
+
+int
+main (void)
+{
+  test_optimizers ();
+  test_schedules ();
+  test_initializers ();
+  test_determinism ();
+  test_inputs_and_batches ();
+  test_l2norm ();
+  return tt_test_summary ();
+}
