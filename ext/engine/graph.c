@@ -220,6 +220,26 @@ graph_realize (tt_model * m, int **realized_out, tt_error * err)
       }
     }
   }
+  /* an explicit multiout has one output per index its consumers name;
+   * every other layer has one output */
+  for (uint32_t i = 0; i < m->n_layers && st == TT_OK; i++)
+    for (uint32_t k = 0; k < m->layers[i].n_inputs; k++) {
+      const tt_link *link = &m->layers[i].inputs[k];
+      tt_layer *p = &m->layers[link->layer];
+      if (p->ops == &tt_multiout_layer_ops && link->index >= p->n_outputs)
+        p->n_outputs = link->index + 1;
+    }
+  for (uint32_t i = 0; i < m->n_layers && st == TT_OK; i++)
+    for (uint32_t k = 0; k < m->layers[i].n_inputs && st == TT_OK; k++) {
+      const tt_layer *l = &m->layers[i];
+      const tt_link *link = &l->inputs[k];
+      const tt_layer *p = &m->layers[link->layer];
+      tt_section s = { m->path, l->section, m->dict };
+      if (link->index >= p->n_outputs)
+        st = tt_section_error (&s, "input_layers", err, TT_ERR_INVALID,
+            "'%s(%u)': [%s] has %u output(s)", link->name, link->index,
+            p->section, p->n_outputs);
+    }
   free (sections);
   free (head);
   if (st) {
@@ -253,6 +273,9 @@ graph_count_consumers (tt_model * m, const bool *dead)
   }
 }
 
+static tt_status graph_sort (tt_model * m, const bool *dead, bool apply,
+    tt_error * err);
+
 /* Finds the single unconsumed output; the loss attaches there. */
 static tt_status
 graph_find_sink (tt_model * m, const bool *dead, int *sink, tt_error * err)
@@ -274,10 +297,13 @@ graph_find_sink (tt_model * m, const bool *dead, int *sink, tt_error * err)
       found = (int) i;
     }
   }
-  if (found < 0)
-    return tt_fail (err, TT_ERR_INVALID,
+  if (found < 0) {
+    /* every output is consumed: there is a cycle; the sort names it */
+    tt_status st = graph_sort (m, dead, false, err);
+    return st ? st : tt_fail (err, TT_ERR_INVALID,
         "%s: every layer output is consumed, so the graph has a cycle and "
         "no output", m->path);
+  }
   *sink = found;
   return TT_OK;
 }
@@ -289,6 +315,20 @@ graph_attach_loss (tt_model * m, bool *dead, tt_error * err)
   tt_status st = graph_find_sink (m, dead, &sink, err);
   if (st)
     return st;
+  /* a loss layer reads one input and ends the model */
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    const tt_layer *l = &m->layers[i];
+    tt_section sec = { m->path, l->section, m->dict };
+    if (dead[i] || !graph_is_loss (l))
+      continue;
+    if ((int) i != sink)
+      return tt_section_error (&sec, NULL, err, TT_ERR_INVALID,
+          "a %s loss layer must end the model, but its output feeds "
+          "another layer", l->ops->type);
+    if (l->n_inputs != 1)
+      return tt_section_error (&sec, "input_layers", err, TT_ERR_INVALID,
+          "a loss layer takes one input, not %u", l->n_inputs);
+  }
   tt_layer *s = &m->layers[sink];
   const tt_layer_ops *ops = NULL;
   int loss_at = -1;
@@ -413,8 +453,10 @@ graph_insert_multiouts (tt_model * m, bool **dead_io, tt_error * err)
 
 /* ---- 5. topological order -------------------------------------------- */
 
+/* Orders the layers topologically (when apply) or only checks that they
+ * can be (a cycle is an error either way). */
 static tt_status
-graph_sort (tt_model * m, const bool *dead, tt_error * err)
+graph_sort (tt_model * m, const bool *dead, bool apply, tt_error * err)
 {
   uint32_t n = m->n_layers;
   uint32_t *indeg = calloc (n, sizeof *indeg);
@@ -444,13 +486,24 @@ graph_sort (tt_model * m, const bool *dead, tt_error * err)
         break;
       }
     if (pick < 0) {
-      for (uint32_t i = 0; i < n; i++)
-        if (!dead[i] && !done[i]) {
-          st = tt_fail (err, TT_ERR_INVALID,
-              "%s: [%s] input_layers: the layers form a cycle through '%s'",
-              m->path, m->layers[i].section, m->layers[i].name);
-          goto out;
-        }
+      /* each layer left waits for an input left: walking up such inputs
+       * n times ends on a layer of the cycle */
+      int at = -1;
+      for (uint32_t i = 0; i < n && at < 0; i++)
+        if (!dead[i] && !done[i])
+          at = (int) i;
+      for (uint32_t step = 0; step < n; step++) {
+        const tt_layer *l = &m->layers[at];
+        for (uint32_t k = 0; k < l->n_inputs; k++)
+          if (!done[l->inputs[k].layer]) {
+            at = l->inputs[k].layer;
+            break;
+          }
+      }
+      st = tt_fail (err, TT_ERR_INVALID,
+          "%s: [%s] input_layers: the layers form a cycle through '%s'",
+          m->path, m->layers[at].section, m->layers[at].name);
+      goto out;
     }
     done[pick] = true;
     position[pick] = (int) count;
@@ -463,6 +516,8 @@ graph_sort (tt_model * m, const bool *dead, tt_error * err)
           indeg[i]--;
     }
   }
+  if (!apply)
+    goto out;
   for (uint32_t j = 0; j < count; j++) {
     sorted[j] = m->layers[order[j]];
     sorted[j].order = (int) j;
@@ -666,7 +721,7 @@ tt_graph_build (tt_model * m, tt_error * err)
   }
   dead = grown;
   if ((st = graph_insert_multiouts (m, &dead, err)) ||
-      (st = graph_sort (m, dead, err)) || (st = graph_infer (m, err)))
+      (st = graph_sort (m, dead, true, err)) || (st = graph_infer (m, err)))
     goto out;
   graph_declare_tensors (m);
 out:

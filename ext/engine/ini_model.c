@@ -41,7 +41,10 @@ static const char *const ini_model_keys[] = {
   "memory_optimization", "continue_train", NULL
 };
 
+/* nntrainer reads TrainData, ValidData, TestData, LabelData and BufferSize
+ * (or buffer_size); iniparser lower-cases them */
 static const char *const ini_dataset_keys[] = {
+  "traindata", "validdata", "testdata", "labeldata", "buffersize",
   "train_data", "valid_data", "test_data", "label_data", "buffer_size",
   NULL
 };
@@ -83,7 +86,9 @@ tt_section_error (const tt_section * s, const char *key, tt_error * err,
   return tt_fail (err, status, "%s: [%s]: %s", s->file, s->name, what);
 }
 
-/* Parses one unsigned integer from [p, end), trimmed; no sign, no junk. */
+/* Parses one unsigned integer from [p, end), trimmed; no sign, no junk.
+ * A value too large for 64 bits saturates to UINT64_MAX, so the callers'
+ * range checks report it as out of range rather than as not a number. */
 static bool
 ini_parse_uint (const char *p, const char *end, uint64_t * out)
 {
@@ -98,11 +103,23 @@ ini_parse_uint (const char *p, const char *end, uint64_t * out)
     if (!isdigit ((unsigned char) *p))
       return false;
     if (v > (UINT64_MAX - 9) / 10)
-      return false;
-    v = v * 10 + (uint64_t) (*p - '0');
+      v = UINT64_MAX;
+    else
+      v = v * 10 + (uint64_t) (*p - '0');
   }
   *out = v;
   return true;
+}
+
+/* The trimmed text of one item of a list, for messages. */
+static int
+ini_item_len (const char **p, const char *end)
+{
+  while (*p < end && isspace ((unsigned char) **p))
+    (*p)++;
+  while (end > *p && isspace ((unsigned char) end[-1]))
+    end--;
+  return (int) (end - *p);
 }
 
 tt_status
@@ -182,10 +199,11 @@ tt_section_uint_list (const tt_section * s, const char *key, uint32_t min,
     if (!ini_parse_uint (p, end, &x))
       return tt_section_error (s, key, err, TT_ERR_PARSE,
           "'%s' is not a comma-separated list of non-negative integers", v);
-    if (x < min || x > max)
+    if (x < min || x > max) {
+      int len = ini_item_len (&p, end);
       return tt_section_error (s, key, err, TT_ERR_INVALID,
-          "%llu in '%s' is out of range [%u, %u]", (unsigned long long) x, v,
-          min, max);
+          "%.*s in '%s' is out of range [%u, %u]", len, p, v, min, max);
+    }
     out[n++] = (uint32_t) x;
     if (!comma)
       break;
@@ -236,10 +254,12 @@ tt_section_dims (const tt_section * s, const char *key, tt_dims * out,
     if (!ini_parse_uint (p, end, &x))
       return tt_section_error (s, key, err, TT_ERR_PARSE,
           "'%s' is not a shape like 1:28:28", v);
-    if (x == 0 || x > (1u << 24))
+    if (x == 0 || x > (1u << 24)) {
+      int len = ini_item_len (&p, end);
       return tt_section_error (s, key, err, TT_ERR_INVALID,
-          "dimension %llu in '%s' is out of range [1, %u]",
-          (unsigned long long) x, v, 1u << 24);
+          "dimension %.*s in '%s' is out of range [1, %u]", len, p, v,
+          1u << 24);
+    }
     d[n++] = (uint32_t) x;
     if (!colon)
       break;
@@ -421,6 +441,10 @@ static tt_status
 ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
 {
   tt_status st;
+  /* first: keys of a longer name would not fit section_lookup's buffer */
+  if (strlen (s->name) > TT_LAYER_NAME_MAX)
+    return tt_section_error (s, NULL, err, TT_ERR_INVALID,
+        "layer name longer than %d characters", TT_LAYER_NAME_MAX);
   const char *type = tt_section_string (s, "type");
   if (!type)
     return tt_section_error (s, "type", err, TT_ERR_INVALID,
@@ -429,9 +453,6 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
   if (!ops)
     return tt_section_error (s, "type", err, TT_ERR_INVALID,
         "unknown layer type '%s'", type);
-  if (strlen (s->name) > TT_LAYER_NAME_MAX)
-    return tt_section_error (s, NULL, err, TT_ERR_INVALID,
-        "layer name longer than %d characters", TT_LAYER_NAME_MAX);
   if (tt_model_find_layer (m, s->name) >= 0)
     return tt_section_error (s, NULL, err, TT_ERR_INVALID,
         "duplicate layer name");
