@@ -10,6 +10,8 @@
  *   tensor-trainer eval MODEL.ini --weights FILE.bin --data IMAGES
  *       --labels LABELS [--batch N] [--samples N]
  *   tensor-trainer info MODEL.ini [--batch N]
+ *   tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] [--align N]
+ *   tensor-trainer check MODEL.opt.ini
  *
  * Data are MNIST-format IDX files, gzipped or not. Every epoch prints one
  * line of key=value pairs so scripts can read it.
@@ -29,8 +31,9 @@
 typedef struct {
   const char *command, *model;
   const char *data, *labels, *valid_data, *valid_labels;
-  const char *load, *save, *weights;
-  uint32_t epochs, batch, samples, valid_samples;
+  const char *load, *save, *weights, *output;
+  uint32_t epochs, batch, samples, valid_samples, align;
+  bool replan, naive;
   uint64_t seed;
   bool has_seed;
   int threads;
@@ -54,6 +57,11 @@ cli_usage (FILE *out)
       "  tensor-trainer eval MODEL.ini --weights FILE.bin --data IMAGES\n"
       "      --labels LABELS [--batch N] [--samples N]\n"
       "  tensor-trainer info MODEL.ini [--batch N]\n"
+      "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
+      "[--align N]\n"
+      "  tensor-trainer check MODEL.opt.ini\n"
+      "train, eval and info take --replan (ignore a stored plan) and --naive\n"
+      "(no memory reuse).\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n",
       out);
 }
@@ -111,6 +119,17 @@ cli_parse (int argc, char **argv, cli_options *o)
       str = &o->save;
     else if (!strcmp (a, "--weights"))
       str = &o->weights;
+    else if (!strcmp (a, "-o") || !strcmp (a, "--output"))
+      str = &o->output;
+    else if (!strcmp (a, "--align"))
+      num = &o->align;
+    else if (!strcmp (a, "--replan") || !strcmp (a, "--naive")) {
+      if (a[2] == 'r')
+        o->replan = true;
+      else
+        o->naive = true;
+      continue;
+    }
     else if (!strcmp (a, "--epochs"))
       num = &o->epochs;
     else if (!strcmp (a, "--batch"))
@@ -242,8 +261,12 @@ cli_open_model (const cli_options *o)
     cli_fail ("%s", err.message);
     return NULL;
   }
+  tt_plan_mode mode = o->naive ? TT_PLAN_NAIVE : o->replan ? TT_PLAN_REPLAN :
+      TT_PLAN_AUTO;
   if ((o->batch && tt_model_set_batch_size (m, o->batch, &err)) ||
       (o->has_seed && (tt_model_set_seed (m, o->seed), false)) ||
+      tt_model_set_plan_mode (m, mode, &err) ||
+      (o->align && tt_model_set_alignment (m, o->align, &err)) ||
       tt_model_compile (m, &err)) {
     cli_fail ("%s", err.message);
     tt_model_free (m);
@@ -333,6 +356,70 @@ out:
   return rc;
 }
 
+static void
+cli_print_plan (const tt_plan_info *p)
+{
+  printf ("%-22s %14s\n", "", "bytes");
+  printf ("%-22s %14" PRIu64 "\n", "naive (no reuse)", p->naive_bytes);
+  printf ("%-22s %14" PRIu64 "\n", "depth-first order", p->dfs_pool_bytes);
+  printf ("%-22s %14" PRIu64 "  (%.4f x bound)\n", "planned pool",
+      p->pool_bytes, p->lower_bound ? (double) p->pool_bytes /
+      (double) p->lower_bound : 1.0);
+  printf ("%-22s %14" PRIu64 "\n", "lower bound", p->lower_bound);
+  printf ("tensors=%u in_place_layers=%u order_search=%s %s=%.3f ms\n",
+      p->tensors, p->in_place_layers, p->order_exact ? "exact" : "greedy",
+      p->from_stored_plan ? "validation" : "planning",
+      p->plan_seconds * 1e3);
+}
+
+static int
+cli_plan (const cli_options *o)
+{
+  if (!o->output)
+    return cli_fail ("plan needs -o OUT.opt.ini");
+  cli_options copy = *o;
+  copy.replan = true;
+  tt_model *m = cli_open_model (&copy);
+  if (!m)
+    return 1;
+  tt_error err;
+  tt_plan_info p;
+  tt_model_plan_info (m, &p);
+  int rc = 0;
+  if (tt_model_save_plan_ini (m, o->output, &err)) {
+    rc = cli_fail ("%s", err.message);
+  } else {
+    printf ("model=%s batch=%u -> %s\n", o->model, tt_model_batch_size (m),
+        o->output);
+    cli_print_plan (&p);
+  }
+  tt_model_free (m);
+  return rc;
+}
+
+static int
+cli_check (const cli_options *o)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini (o->model, &err);
+  if (!m)
+    return cli_fail ("%s", err.message);
+  int rc = 0;
+  if (!tt_model_has_stored_plan (m))
+    rc = cli_fail ("%s: no stored plan ([Plan] section); make one with "
+        "tensor-trainer plan", o->model);
+  else if (tt_model_compile (m, &err))
+    rc = cli_fail ("%s", err.message);
+  else {
+    tt_plan_info p;
+    tt_model_plan_info (m, &p);
+    printf ("%s: plan valid\n", o->model);
+    cli_print_plan (&p);
+  }
+  tt_model_free (m);
+  return rc;
+}
+
 static int
 cli_info (const cli_options *o)
 {
@@ -352,6 +439,9 @@ cli_info (const cli_options *o)
   printf ("output=%u:%u:%u\n", out.channel, out.height, out.width);
   printf ("weight_bytes=%zu pool_bytes=%zu tensors=%zu\n", mem.weight_bytes,
       mem.pool_bytes, mem.tensor_count);
+  tt_plan_info p;
+  tt_model_plan_info (m, &p);
+  cli_print_plan (&p);
   tt_model_free (m);
   return 0;
 }
@@ -377,6 +467,10 @@ main (int argc, char **argv)
     return cli_train (&o, false);
   if (!strcmp (o.command, "info"))
     return cli_info (&o);
+  if (!strcmp (o.command, "plan"))
+    return cli_plan (&o);
+  if (!strcmp (o.command, "check"))
+    return cli_check (&o);
   cli_fail ("unknown command '%s'", o.command);
   cli_usage (stderr);
   return 2;

@@ -2,17 +2,26 @@
 /*
  * Batch normalization over x viewed as [outer][features][inner].
  *
- * Every kernel makes two passes per feature: one reduction (moments, or
- * the two gradient sums) and one elementwise map. Sums run in double: a
- * feature can gather millions of values and float accumulation would lose
- * the low digits that the variance and the gradient projection live on.
+ * Every kernel makes two passes over its data: a reduction (moments, or
+ * the two gradient sums) and an elementwise map.
  *
- * A feature's values come in `outer` runs of `inner` contiguous floats.
- * With long runs (conv maps) the kernels sweep one feature at a time.
- * With short runs (inner == 1 after a dense layer) that would stride
- * through memory, so a chunk of adjacent features is swept row by row
- * instead, with one accumulator per element of the chunk, reduced to
- * per-feature values at the end.
+ * Traversal. Features are processed in chunks of adjacent features, and
+ * within a chunk always in memory order: for each outer index, the
+ * chunk's contiguous nf * inner floats. Sweeping one feature at a time
+ * instead (outer runs of inner floats, a whole slab apart) measured 4x
+ * slower at conv sizes because it defeats the hardware prefetchers. With
+ * long runs (inner >= BN_LONG_RUN, conv maps) each run is reduced or
+ * mapped on its own; with short runs (inner == 1 after a dense layer) the
+ * chunk is handled as one vector with per-element accumulators and
+ * per-element copies of the feature constants.
+ *
+ * Precision. Sums are carried in double: a feature can gather millions of
+ * values, and the variance and the gradient projection live in the low
+ * digits. The innermost additions are float, over short spans (at most
+ * BN_SPAN values per lane, or BN_ROWS rows per element) flushed into the
+ * double totals, so the hot loops stay 4- or 8-wide SIMD. Moments are
+ * taken about a shift k, a value of the feature itself, which removes the
+ * cancellation of the one-pass variance when |mean| >> std.
  */
 #include "kernels.h"
 
@@ -23,71 +32,83 @@
  * loops needing a scalar epilogue or a runtime alias check. Elementwise
  * maps go through a local block so that y == x (in place) stays valid. */
 #define BN_BLOCK 8
-/* Elements per chunk in the short-run path; a kernel keeps a handful of
- * float and double arrays of this size, ~35 KiB of stack at most. */
+/* Floats added into one float lane before flushing to double. */
+#define BN_SPAN 256
+/* Rows accumulated per element in float before flushing (short runs). */
+#define BN_ROWS 32
+/* Features per chunk, and elements per chunk row in the short-run path.
+ * The per-chunk arrays on the stack come to ~30 KiB at most. */
 #define BN_CHUNK 512
-/* Runs at least this long are swept directly, one feature at a time. */
+/* Runs at least this long are reduced and mapped one run at a time. */
 #define BN_LONG_RUN 64
 
-static inline int
-bn_min (int a, int b)
-{
-  return a < b ? a : b;
-}
+/* ---- long runs: one contiguous run of one feature -------------------- */
 
-/* ---- long runs: one feature, per-run scalars ------------------------- */
-
-/* s1 += sum(x - k), s2 += sum((x - k)^2). Shifting by a sample k of the
- * data keeps the one-pass variance free of cancellation when the mean is
- * large against the spread. Four lanes break the double add chain. */
+/* s1 += sum(x - k), s2 += sum((x - k)^2). */
 static void
-bn_run_moments (const float *x, size_t n, double k, double *s1, double *s2)
+bn_run_moments (const float *x, size_t n, float k, double *s1, double *s2)
 {
-  double a[4] = { 0, 0, 0, 0 }, b[4] = { 0, 0, 0, 0 };
-  double ta, tb;
   size_t i = 0;
 
-  for (; i + 4 <= n; i += 4)
-    for (int l = 0; l < 4; l++) {
-      double d = x[i + l] - k;
-      a[l] += d;
-      b[l] += d * d;
+  while (i + BN_BLOCK <= n) {
+    const size_t end = n - i > BN_SPAN ? i + BN_SPAN : n;
+    float a[BN_BLOCK] = { 0 }, b[BN_BLOCK] = { 0 };
+    double ta = 0.0, tb = 0.0;
+
+    for (; i + BN_BLOCK <= end; i += BN_BLOCK) {
+      /* Unrolled, the lane arrays live in registers; otherwise GCC keeps
+       * them in memory and the loop runs at store-forwarding latency. */
+#pragma GCC unroll 8
+      for (int l = 0; l < BN_BLOCK; l++) {
+        const float d = x[i + l] - k;
+        a[l] += d;
+        b[l] += d * d;
+      }
     }
-  ta = (a[0] + a[1]) + (a[2] + a[3]);
-  tb = (b[0] + b[1]) + (b[2] + b[3]);
-  for (; i < n; i++) {
-    double d = x[i] - k;
-    ta += d;
-    tb += d * d;
+    for (int l = 0; l < BN_BLOCK; l++) {
+      ta += a[l];
+      tb += b[l];
+    }
+    *s1 += ta;
+    *s2 += tb;
   }
-  *s1 += ta;
-  *s2 += tb;
+  for (; i < n; i++) {
+    const double d = (double) x[i] - k;
+    *s1 += d;
+    *s2 += d * d;
+  }
 }
 
 /* sdy += sum(dy), sdx += sum(dy * (x - m)). */
 static void
-bn_run_grad_sums (const float *x, const float *dy, size_t n, double m,
+bn_run_grad_sums (const float *x, const float *dy, size_t n, float m,
     double *sdy, double *sdx)
 {
-  double a[4] = { 0, 0, 0, 0 }, b[4] = { 0, 0, 0, 0 };
-  double ta, tb;
   size_t i = 0;
 
-  for (; i + 4 <= n; i += 4)
-    for (int l = 0; l < 4; l++) {
-      double g = dy[i + l];
-      a[l] += g;
-      b[l] += g * (x[i + l] - m);
+  while (i + BN_BLOCK <= n) {
+    const size_t end = n - i > BN_SPAN ? i + BN_SPAN : n;
+    float a[BN_BLOCK] = { 0 }, b[BN_BLOCK] = { 0 };
+    double ta = 0.0, tb = 0.0;
+
+    for (; i + BN_BLOCK <= end; i += BN_BLOCK) {
+#pragma GCC unroll 8
+      for (int l = 0; l < BN_BLOCK; l++) {
+        a[l] += dy[i + l];
+        b[l] += dy[i + l] * (x[i + l] - m);
+      }
     }
-  ta = (a[0] + a[1]) + (a[2] + a[3]);
-  tb = (b[0] + b[1]) + (b[2] + b[3]);
-  for (; i < n; i++) {
-    double g = dy[i];
-    ta += g;
-    tb += g * (x[i] - m);
+    for (int l = 0; l < BN_BLOCK; l++) {
+      ta += a[l];
+      tb += b[l];
+    }
+    *sdy += ta;
+    *sdx += tb;
   }
-  *sdy += ta;
-  *sdx += tb;
+  for (; i < n; i++) {
+    *sdy += dy[i];
+    *sdx += (double) dy[i] * ((double) x[i] - m);
+  }
 }
 
 /* y = (x - m) * s + t. Centering first keeps y accurate near the mean. */
@@ -125,43 +146,41 @@ bn_run_grad (const float *x, const float *dy, float *dx, size_t n, float m,
     dx[i] = k1 * dy[i] + cx * (x[i] - m) + c0;
 }
 
-/* ---- short runs: a chunk of features, per-element arrays ------------- */
+/* ---- short runs: one row of a chunk, per-element arrays --------------- */
 
 static void
-bn_vec_moments (const float *x, size_t n, const double *k,
-    double *restrict s1, double *restrict s2)
+bn_vec_moments (const float *x, size_t n, const float *k, float *restrict s1,
+    float *restrict s2)
 {
   size_t i = 0;
 
   for (; i + BN_BLOCK <= n; i += BN_BLOCK)
     for (int l = 0; l < BN_BLOCK; l++) {
-      double d = x[i + l] - k[i + l];
+      const float d = x[i + l] - k[i + l];
       s1[i + l] += d;
       s2[i + l] += d * d;
     }
   for (; i < n; i++) {
-    double d = x[i] - k[i];
+    const float d = x[i] - k[i];
     s1[i] += d;
     s2[i] += d * d;
   }
 }
 
 static void
-bn_vec_grad_sums (const float *x, const float *dy, size_t n, const double *m,
-    double *restrict sdy, double *restrict sdx)
+bn_vec_grad_sums (const float *x, const float *dy, size_t n, const float *m,
+    float *restrict sdy, float *restrict sdx)
 {
   size_t i = 0;
 
   for (; i + BN_BLOCK <= n; i += BN_BLOCK)
     for (int l = 0; l < BN_BLOCK; l++) {
-      double g = dy[i + l];
-      sdy[i + l] += g;
-      sdx[i + l] += g * (x[i + l] - m[i + l]);
+      sdy[i + l] += dy[i + l];
+      sdx[i + l] += dy[i + l] * (x[i + l] - m[i + l]);
     }
   for (; i < n; i++) {
-    double g = dy[i];
-    sdy[i] += g;
-    sdx[i] += g * (x[i] - m[i]);
+    sdy[i] += dy[i];
+    sdx[i] += dy[i] * (x[i] - m[i]);
   }
 }
 
@@ -202,22 +221,24 @@ bn_vec_grad (const float *x, const float *dy, float *dx, size_t n,
 
 /* Repeats each of nf per-feature values inner times. */
 static void
-bn_expand_f (const float *src, int nf, int inner, float *dst)
+bn_expand (const float *src, int nf, int inner, float *dst)
 {
   for (int f = 0; f < nf; f++)
     for (int i = 0; i < inner; i++)
       *dst++ = src[f];
 }
 
+/* acc += part (double += float), then part = 0. */
 static void
-bn_expand_fd (const float *src, int nf, int inner, double *dst)
+bn_flush (float *restrict part, double *restrict acc, size_t n)
 {
-  for (int f = 0; f < nf; f++)
-    for (int i = 0; i < inner; i++)
-      *dst++ = src[f];
+  for (size_t i = 0; i < n; i++) {
+    acc[i] += part[i];
+    part[i] = 0.0f;
+  }
 }
 
-/* Sums the inner per-element accumulators of each feature. */
+/* out[f] = sum of the inner per-element accumulators of feature f. */
 static void
 bn_reduce (const double *acc, int nf, int inner, double *out)
 {
@@ -231,62 +252,146 @@ bn_reduce (const double *acc, int nf, int inner, double *out)
 
 /* ---- chunk drivers ---------------------------------------------------- */
 
-/* Features per chunk: one for long runs, as many as fill BN_CHUNK
- * elements otherwise (at least 8, since inner < BN_LONG_RUN). */
-static int
-bn_chunk_features (int inner)
+/* A chunk: features [f0, f0 + nf) of a [outer][features][inner] tensor.
+ * Pointers handed to the drivers are already offset to feature f0. */
+typedef struct
 {
-  return inner >= BN_LONG_RUN ? 1 : BN_CHUNK / inner;
+  int outer, inner, nf;
+  size_t slab;                  /* features * inner: one outer step */
+  bool long_runs;
+} bn_chunk;
+
+static bn_chunk
+bn_chunk_at (int outer, int features, int inner, int f0)
+{
+  bn_chunk c;
+  int step;
+
+  c.outer = outer;
+  c.inner = inner;
+  c.slab = (size_t) features * inner;
+  c.long_runs = inner >= BN_LONG_RUN;
+  /* Short runs: as many features as fill BN_CHUNK elements (at least 8,
+   * since inner < BN_LONG_RUN). */
+  step = c.long_runs ? BN_CHUNK : BN_CHUNK / inner;
+  c.nf = features - f0 < step ? features - f0 : step;
+  return c;
 }
 
-/* For features f0..f0+nf-1 (x already offset to f0): s1, s2 get the sums
- * of (x - k) and (x - k)^2 with k the feature's first value. */
+/* s1, s2 [nf]: sums of (x - k) and (x - k)^2 per feature. */
 static void
-bn_moments (int outer, int features, int inner, const float *x, int nf,
-    float *k, double *s1, double *s2)
+bn_moments (const bn_chunk * c, const float *x, const float *k, double *s1,
+    double *s2)
 {
-  const size_t slab = (size_t) features * inner;
+  for (int f = 0; f < c->nf; f++)
+    s1[f] = s2[f] = 0.0;
 
-  for (int f = 0; f < nf; f++)
-    k[f] = x[(size_t) f * inner];
-
-  if (inner >= BN_LONG_RUN) {
-    s1[0] = s2[0] = 0.0;
-    for (int o = 0; o < outer; o++)
-      bn_run_moments (x + o * slab, inner, k[0], &s1[0], &s2[0]);
+  if (c->long_runs) {
+    for (int o = 0; o < c->outer; o++)
+      for (int f = 0; f < c->nf; f++)
+        bn_run_moments (x + o * c->slab + (size_t) f * c->inner, c->inner,
+            k[f], &s1[f], &s2[f]);
   } else {
-    const size_t len = (size_t) nf * inner;
-    double a1[BN_CHUNK] = { 0 }, a2[BN_CHUNK] = { 0 }, ke[BN_CHUNK];
+    const size_t len = (size_t) c->nf * c->inner;
+    double a1[BN_CHUNK] = { 0 }, a2[BN_CHUNK] = { 0 };
+    float p1[BN_CHUNK] = { 0 }, p2[BN_CHUNK] = { 0 }, ke[BN_CHUNK];
 
-    bn_expand_fd (k, nf, inner, ke);
-    for (int o = 0; o < outer; o++)
-      bn_vec_moments (x + o * slab, len, ke, a1, a2);
-    bn_reduce (a1, nf, inner, s1);
-    bn_reduce (a2, nf, inner, s2);
+    bn_expand (k, c->nf, c->inner, ke);
+    for (int o = 0; o < c->outer; o++) {
+      bn_vec_moments (x + o * c->slab, len, ke, p1, p2);
+      if ((o + 1) % BN_ROWS == 0 || o + 1 == c->outer) {
+        bn_flush (p1, a1, len);
+        bn_flush (p2, a2, len);
+      }
+    }
+    bn_reduce (a1, c->nf, c->inner, s1);
+    bn_reduce (a2, c->nf, c->inner, s2);
   }
 }
 
-/* y = (x - m[f]) * s[f] + t[f] for the chunk's features. */
+/* y = (x - m[f]) * s[f] + t[f]. */
 static void
-bn_affine (int outer, int features, int inner, const float *x, float *y,
-    int nf, const float *m, const float *s, const float *t)
+bn_affine (const bn_chunk * c, const float *x, float *y, const float *m,
+    const float *s, const float *t)
 {
-  const size_t slab = (size_t) features * inner;
-
-  if (inner >= BN_LONG_RUN) {
-    for (int o = 0; o < outer; o++)
-      bn_run_affine (x + o * slab, y + o * slab, inner, m[0], s[0], t[0]);
+  if (c->long_runs) {
+    for (int o = 0; o < c->outer; o++)
+      for (int f = 0; f < c->nf; f++) {
+        const size_t off = o * c->slab + (size_t) f * c->inner;
+        bn_run_affine (x + off, y + off, c->inner, m[f], s[f], t[f]);
+      }
   } else {
-    const size_t len = (size_t) nf * inner;
+    const size_t len = (size_t) c->nf * c->inner;
     float me[BN_CHUNK], se[BN_CHUNK], te[BN_CHUNK];
 
-    bn_expand_f (m, nf, inner, me);
-    bn_expand_f (s, nf, inner, se);
-    bn_expand_f (t, nf, inner, te);
-    for (int o = 0; o < outer; o++)
-      bn_vec_affine (x + o * slab, y + o * slab, len, me, se, te);
+    bn_expand (m, c->nf, c->inner, me);
+    bn_expand (s, c->nf, c->inner, se);
+    bn_expand (t, c->nf, c->inner, te);
+    for (int o = 0; o < c->outer; o++)
+      bn_vec_affine (x + o * c->slab, y + o * c->slab, len, me, se, te);
   }
 }
+
+/* sdy, sdx [nf]: sums of dy and dy * (x - m) per feature. */
+static void
+bn_grad_sums (const bn_chunk * c, const float *x, const float *dy,
+    const float *m, double *sdy, double *sdx)
+{
+  for (int f = 0; f < c->nf; f++)
+    sdy[f] = sdx[f] = 0.0;
+
+  if (c->long_runs) {
+    for (int o = 0; o < c->outer; o++)
+      for (int f = 0; f < c->nf; f++) {
+        const size_t off = o * c->slab + (size_t) f * c->inner;
+        bn_run_grad_sums (x + off, dy + off, c->inner, m[f], &sdy[f],
+            &sdx[f]);
+      }
+  } else {
+    const size_t len = (size_t) c->nf * c->inner;
+    double a1[BN_CHUNK] = { 0 }, a2[BN_CHUNK] = { 0 };
+    float p1[BN_CHUNK] = { 0 }, p2[BN_CHUNK] = { 0 }, me[BN_CHUNK];
+
+    bn_expand (m, c->nf, c->inner, me);
+    for (int o = 0; o < c->outer; o++) {
+      bn_vec_grad_sums (x + o * c->slab, dy + o * c->slab, len, me, p1, p2);
+      if ((o + 1) % BN_ROWS == 0 || o + 1 == c->outer) {
+        bn_flush (p1, a1, len);
+        bn_flush (p2, a2, len);
+      }
+    }
+    bn_reduce (a1, c->nf, c->inner, sdy);
+    bn_reduce (a2, c->nf, c->inner, sdx);
+  }
+}
+
+/* dx = k1[f] * dy + cx[f] * (x - m[f]) + c0[f]. */
+static void
+bn_grad (const bn_chunk * c, const float *x, const float *dy, float *dx,
+    const float *m, const float *k1, const float *cx, const float *c0)
+{
+  if (c->long_runs) {
+    for (int o = 0; o < c->outer; o++)
+      for (int f = 0; f < c->nf; f++) {
+        const size_t off = o * c->slab + (size_t) f * c->inner;
+        bn_run_grad (x + off, dy + off, dx + off, c->inner, m[f], k1[f],
+            cx[f], c0[f]);
+      }
+  } else {
+    const size_t len = (size_t) c->nf * c->inner;
+    float me[BN_CHUNK], k1e[BN_CHUNK], cxe[BN_CHUNK], c0e[BN_CHUNK];
+
+    bn_expand (m, c->nf, c->inner, me);
+    bn_expand (k1, c->nf, c->inner, k1e);
+    bn_expand (cx, c->nf, c->inner, cxe);
+    bn_expand (c0, c->nf, c->inner, c0e);
+    for (int o = 0; o < c->outer; o++)
+      bn_vec_grad (x + o * c->slab, dy + o * c->slab, dx + o * c->slab, len,
+          me, k1e, cxe, c0e);
+  }
+}
+
+/* ---- entry points ----------------------------------------------------- */
 
 void
 tt_batchnorm_forward_train (int outer, int features, int inner,
@@ -295,7 +400,6 @@ tt_batchnorm_forward_train (int outer, int features, int inner,
     float *mean, float *invstd)
 {
   const double n = (double) outer * inner;
-  const int step = inner > 0 ? bn_chunk_features (inner) : 1;
 
   if (features <= 0)
     return;
@@ -308,18 +412,25 @@ tt_batchnorm_forward_train (int outer, int features, int inner,
     return;
   }
 
-  for (int f0 = 0; f0 < features; f0 += step) {
-    const int nf = bn_min (step, features - f0);
+  for (int f0 = 0, nf; f0 < features; f0 += nf) {
+    const bn_chunk c = bn_chunk_at (outer, features, inner, f0);
     const size_t off = (size_t) f0 * inner;
     double s1[BN_CHUNK], s2[BN_CHUNK];
-    float k[BN_CHUNK], m[BN_CHUNK], sc[BN_CHUNK];
+    float k[BN_CHUNK], sc[BN_CHUNK];
 
-    bn_moments (outer, features, inner, x + off, nf, k, s1, s2);
+    nf = c.nf;
+    /* Shift by the feature's first value: any sample of the data bounds
+     * |x - k| by the spread, which is what the one-pass variance needs. */
+    for (int i = 0; i < nf; i++)
+      k[i] = x[off + (size_t) i * inner];
+    bn_moments (&c, x + off, k, s1, s2);
+
     for (int i = 0; i < nf; i++) {
       const int f = f0 + i;
       const double d = s1[i] / n;
       double var = s2[i] / n - d * d;
-      double mu = k[i] + d, is;
+      const double mu = k[i] + d;
+      double is;
 
       /* Rounding can leave a constant feature a hair below zero. */
       if (var < 0.0)
@@ -327,17 +438,15 @@ tt_batchnorm_forward_train (int outer, int features, int inner,
       is = 1.0 / sqrt (var + epsilon);
       mean[f] = (float) mu;
       invstd[f] = (float) is;
+      sc[i] = (float) (gamma[f] * is);
       if (moving_mean != NULL)
         moving_mean[f] = (float) (momentum * (double) moving_mean[f]
             + (1.0 - momentum) * mu);
       if (moving_var != NULL)
         moving_var[f] = (float) (momentum * (double) moving_var[f]
             + (1.0 - momentum) * var);
-      m[i] = (float) mu;
-      sc[i] = (float) (gamma[f] * is);
     }
-    bn_affine (outer, features, inner, x + off, y + off, nf, m, sc,
-        beta + f0);
+    bn_affine (&c, x + off, y + off, mean + f0, sc, beta + f0);
   }
 }
 
@@ -349,18 +458,17 @@ tt_batchnorm_forward_eval (int outer, int features, int inner,
   if (features <= 0 || outer <= 0 || inner <= 0)
     return;
 
-  const int step = bn_chunk_features (inner);
-  for (int f0 = 0; f0 < features; f0 += step) {
-    const int nf = bn_min (step, features - f0);
+  for (int f0 = 0, nf; f0 < features; f0 += nf) {
+    const bn_chunk c = bn_chunk_at (outer, features, inner, f0);
     const size_t off = (size_t) f0 * inner;
     float sc[BN_CHUNK];
 
+    nf = c.nf;
     for (int i = 0; i < nf; i++) {
       const int f = f0 + i;
       sc[i] = (float) (gamma[f] / sqrt ((double) moving_var[f] + epsilon));
     }
-    bn_affine (outer, features, inner, x + off, y + off, nf,
-        moving_mean + f0, sc, beta + f0);
+    bn_affine (&c, x + off, y + off, moving_mean + f0, sc, beta + f0);
   }
 }
 
@@ -370,7 +478,6 @@ tt_batchnorm_backward (int outer, int features, int inner,
     const float *invstd, float *dx, float *dgamma, float *dbeta)
 {
   const double n = (double) outer * inner;
-  const size_t slab = (size_t) features * inner;
 
   if (features <= 0)
     return;
@@ -384,30 +491,14 @@ tt_batchnorm_backward (int outer, int features, int inner,
     return;
   }
 
-  const int step = bn_chunk_features (inner);
-  for (int f0 = 0; f0 < features; f0 += step) {
-    const int nf = bn_min (step, features - f0);
+  for (int f0 = 0, nf; f0 < features; f0 += nf) {
+    const bn_chunk c = bn_chunk_at (outer, features, inner, f0);
     const size_t off = (size_t) f0 * inner;
-    const float *xc = x + off, *dyc = dy + off;
     double sdy[BN_CHUNK], sdx[BN_CHUNK];
     float k1[BN_CHUNK], cx[BN_CHUNK], c0[BN_CHUNK];
 
-    /* Pass 1: sum(dy) and sum(dy * (x - mean)) per feature. */
-    if (inner >= BN_LONG_RUN) {
-      sdy[0] = sdx[0] = 0.0;
-      for (int o = 0; o < outer; o++)
-        bn_run_grad_sums (xc + o * slab, dyc + o * slab, inner, mean[f0],
-            &sdy[0], &sdx[0]);
-    } else {
-      const size_t len = (size_t) nf * inner;
-      double a1[BN_CHUNK] = { 0 }, a2[BN_CHUNK] = { 0 }, me[BN_CHUNK];
-
-      bn_expand_fd (mean + f0, nf, inner, me);
-      for (int o = 0; o < outer; o++)
-        bn_vec_grad_sums (xc + o * slab, dyc + o * slab, len, me, a1, a2);
-      bn_reduce (a1, nf, inner, sdy);
-      bn_reduce (a2, nf, inner, sdx);
-    }
+    nf = c.nf;
+    bn_grad_sums (&c, x + off, dy + off, mean + f0, sdy, sdx);
 
     /* dgamma = sum(dy * xhat), dbeta = sum(dy); and the coefficients of
      * dx = gamma*invstd/N * (N*dy - sum(dy) - xhat*sum(dy*xhat))
@@ -426,25 +517,7 @@ tt_batchnorm_backward (int outer, int features, int inner,
       cx[i] = (float) (-g * is * sdxhat / n);
       c0[i] = (float) (-g * sdy[i] / n);
     }
-    if (dx == NULL)
-      continue;
-
-    /* Pass 2: the elementwise map. */
-    if (inner >= BN_LONG_RUN) {
-      for (int o = 0; o < outer; o++)
-        bn_run_grad (xc + o * slab, dyc + o * slab, dx + off + o * slab,
-            inner, mean[f0], k1[0], cx[0], c0[0]);
-    } else {
-      const size_t len = (size_t) nf * inner;
-      float me[BN_CHUNK], k1e[BN_CHUNK], cxe[BN_CHUNK], c0e[BN_CHUNK];
-
-      bn_expand_f (mean + f0, nf, inner, me);
-      bn_expand_f (k1, nf, inner, k1e);
-      bn_expand_f (cx, nf, inner, cxe);
-      bn_expand_f (c0, nf, inner, c0e);
-      for (int o = 0; o < outer; o++)
-        bn_vec_grad (xc + o * slab, dyc + o * slab, dx + off + o * slab, len,
-            me, k1e, cxe, c0e);
-    }
+    if (dx != NULL)
+      bn_grad (&c, x + off, dy + off, dx + off, mean + f0, k1, cx, c0);
   }
 }

@@ -51,13 +51,17 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 #endif
 #define GEMM_NR (2 * GEMM_VEC_FLOATS)
 
-/* KC x NR floats of B (8-16 KiB) stay in L1 while the micro-kernel sweeps
- * the MC rows of the packed A block (MC x KC, 48-64 KiB, L2 resident).
- * Both live on the stack because the interface forbids heap use; at most
- * ~80 KiB keeps well inside any thread stack, including musl's 128 KiB
- * default. Taller A blocks measured no faster. */
-#define GEMM_KC 256
-#define GEMM_MC (GEMM_MR * 8)
+/* Blocking. A KC x NR micro-panel of B (4-8 KiB) stays in L1 while the
+ * micro-kernel sweeps the MC rows of the packed A block (MC x KC, 36-48
+ * KiB, L2 resident); B is packed NC columns at a time so each source row
+ * is read as one contiguous run. The buffers live on the stack because
+ * the interface forbids heap use: ~85 KiB in all, inside any thread stack
+ * (musl's default is 128 KiB). MC >= 72 covers the usual conv GEMMs
+ * (m = filters) in one block, so their large B is packed once per K
+ * block. */
+#define GEMM_KC 128
+#define GEMM_MC (GEMM_MR * 12)
+#define GEMM_NC 64
 
 #if defined(__GNUC__)
 /* GNU vector extensions (GCC and Clang) pin the accumulators in registers
@@ -113,36 +117,47 @@ gemm_pack_a (bool trans_a, const float *a, int lda, int i0, int mc, int p0,
   }
 }
 
-/* Packs columns [j0, j0+nr) and rows [p0, p0+kc) of op(B) into one
- * micro-panel: for each p, NR contiguous values, zero past nr. */
+/* Packs columns [j0, j0+nc) and rows [p0, p0+kc) of op(B) into NR-column
+ * micro-panels: panel q holds, for each p, the NR values op(B)[p][q*NR+.],
+ * zero past nc. */
 static void
-gemm_pack_b (bool trans_b, const float *b, int ldb, int j0, int nr, int p0,
+gemm_pack_b (bool trans_b, const float *b, int ldb, int j0, int nc, int p0,
     int kc, float *restrict bp)
 {
+  const int panels = (nc + GEMM_NR - 1) / GEMM_NR;
+
   if (trans_b) {
     /* op(B)[p][j] = b[j][p]: read each source row sequentially. */
-    int j = 0;
-    for (; j < nr; j++) {
-      const float *s = b + (size_t) (j0 + j) * ldb + p0;
-      for (int p = 0; p < kc; p++)
-        bp[p * GEMM_NR + j] = s[p];
-    }
-    for (; j < GEMM_NR; j++)
-      for (int p = 0; p < kc; p++)
-        bp[p * GEMM_NR + j] = 0.0f;
-  } else {
-    const float *src = b + (size_t) p0 * ldb + j0;
-    for (int p = 0; p < kc; p++) {
-      const float *s = src + (size_t) p * ldb;
-      float *d = bp + p * GEMM_NR;
-      if (nr == GEMM_NR) {
-        memcpy (d, s, sizeof (float) * GEMM_NR);
+    for (int j = 0; j < panels * GEMM_NR; j++) {
+      float *d = bp + (size_t) (j / GEMM_NR) * kc * GEMM_NR + j % GEMM_NR;
+      if (j < nc) {
+        const float *s = b + (size_t) (j0 + j) * ldb + p0;
+        for (int p = 0; p < kc; p++)
+          d[p * GEMM_NR] = s[p];
       } else {
-        int j = 0;
-        for (; j < nr; j++)
-          d[j] = s[j];
-        for (; j < GEMM_NR; j++)
-          d[j] = 0.0f;
+        for (int p = 0; p < kc; p++)
+          d[p * GEMM_NR] = 0.0f;
+      }
+    }
+  } else {
+    /* Each source row is read as one contiguous run of nc floats: a
+     * micro-panel at a time would touch a new cache line per row and
+     * stall on every one (B is usually a freshly written im2col matrix
+     * that no longer fits in cache). */
+    for (int p = 0; p < kc; p++) {
+      const float *s = b + (size_t) (p0 + p) * ldb + j0;
+      for (int q = 0; q < panels; q++) {
+        float *d = bp + ((size_t) q * kc + p) * GEMM_NR;
+        const int w = gemm_min (GEMM_NR, nc - q * GEMM_NR);
+        if (w == GEMM_NR) {
+          memcpy (d, s + q * GEMM_NR, sizeof (float) * GEMM_NR);
+        } else {
+          int j = 0;
+          for (; j < w; j++)
+            d[j] = s[q * GEMM_NR + j];
+          for (; j < GEMM_NR; j++)
+            d[j] = 0.0f;
+        }
       }
     }
   }
@@ -196,6 +211,26 @@ static void
 gemm_store (int mr, int nr, const float *restrict acc, float alpha,
     float beta, bool first, float *restrict c, int ldc)
 {
+  if (nr == GEMM_NR) {
+    /* Full-width rows: constant trip counts, so -O2 vectorizes these
+     * (its cost model refuses loops that would need a scalar tail). This
+     * matters when K is small, e.g. a first conv layer with K = 9. */
+    for (int r = 0; r < mr; r++) {
+      const float *s = acc + r * GEMM_NR;
+      float *d = c + (size_t) r * ldc;
+      if (!first || beta == 1.0f) {
+        for (int j = 0; j < GEMM_NR; j++)
+          d[j] += alpha * s[j];
+      } else if (beta == 0.0f) {
+        for (int j = 0; j < GEMM_NR; j++)
+          d[j] = alpha * s[j];
+      } else {
+        for (int j = 0; j < GEMM_NR; j++)
+          d[j] = alpha * s[j] + beta * d[j];
+      }
+    }
+    return;
+  }
   for (int r = 0; r < mr; r++) {
     const float *s = acc + r * GEMM_NR;
     float *d = c + (size_t) r * ldc;
@@ -234,7 +269,7 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     int ldc)
 {
   GEMM_ALIGN float ap[GEMM_MC * GEMM_KC];
-  GEMM_ALIGN float bp[GEMM_KC * GEMM_NR];
+  GEMM_ALIGN float bp[GEMM_KC * GEMM_NC];
   GEMM_ALIGN float acc[GEMM_MR * GEMM_NR];
 
   if (m <= 0 || n <= 0)
@@ -245,25 +280,31 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
   }
 
   for (int p0 = 0; p0 < k; p0 += GEMM_KC) {
-    int kc = gemm_min (GEMM_KC, k - p0);
-    bool first = p0 == 0;
+    const int kc = gemm_min (GEMM_KC, k - p0);
+    const bool first = p0 == 0;
 
     for (int i0 = 0; i0 < m; i0 += GEMM_MC) {
-      int mc = gemm_min (GEMM_MC, m - i0);
+      const int mc = gemm_min (GEMM_MC, m - i0);
 
       gemm_pack_a (trans_a, a, lda, i0, mc, p0, kc, ap);
-      /* B micro-panels are repacked once per A block; that costs 1/MC
-       * of the arithmetic and keeps the stack footprint small. */
-      for (int j0 = 0; j0 < n; j0 += GEMM_NR) {
-        int nr = gemm_min (GEMM_NR, n - j0);
+      /* B blocks are repacked once per A block: for m <= MC (most conv
+       * GEMMs) that is once, otherwise a cost of 1/MC of the arithmetic,
+       * which keeps the stack footprint small. */
+      for (int j0 = 0; j0 < n; j0 += GEMM_NC) {
+        const int nc = gemm_min (GEMM_NC, n - j0);
 
-        gemm_pack_b (trans_b, b, ldb, j0, nr, p0, kc, bp);
-        for (int ir = 0; ir < mc; ir += GEMM_MR) {
-          int mr = gemm_min (GEMM_MR, mc - ir);
+        gemm_pack_b (trans_b, b, ldb, j0, nc, p0, kc, bp);
+        for (int jr = 0; jr < nc; jr += GEMM_NR) {
+          const int nr = gemm_min (GEMM_NR, nc - jr);
+          const float *bq = bp + (size_t) (jr / GEMM_NR) * kc * GEMM_NR;
 
-          gemm_micro (kc, ap + (size_t) ir * kc, bp, acc);
-          gemm_store (mr, nr, acc, alpha, beta, first,
-              c + (size_t) (i0 + ir) * ldc + j0, ldc);
+          for (int ir = 0; ir < mc; ir += GEMM_MR) {
+            const int mr = gemm_min (GEMM_MR, mc - ir);
+
+            gemm_micro (kc, ap + (size_t) ir * kc, bq, acc);
+            gemm_store (mr, nr, acc, alpha, beta, first,
+                c + (size_t) (i0 + ir) * ldc + j0 + jr, ldc);
+          }
         }
       }
     }

@@ -9,10 +9,8 @@
  *   5. sort topologically (ties in INI order, so sequential models keep
  *      their order), detecting cycles,
  *   6. infer shapes and where gradients flow.
- *
- * Execution orders (nntrainer's scheme) for n layers in topological order:
- * forward of layer i is i; walking backwards, layer i (k = n-1-i) has
- * calcGradient n+3k, calcDerivative n+3k+1, applyGradient n+3k+2.
+ * Layers end up stored in that topological order; the execution order is
+ * the planner's choice (plan.c).
  */
 #include "tt_internal.h"
 
@@ -589,115 +587,6 @@ graph_infer (tt_model * m, tt_error * err)
   return TT_OK;
 }
 
-/* ---- tensors and lifetimes ------------------------------------------- */
-
-static void
-graph_declare_tensors (tt_model * m)
-{
-  const int n = (int) m->n_layers;
-  const int last = 4 * n - 1;
-  for (int i = 0; i < n; i++) {
-    tt_layer *l = &m->layers[i];
-    const int fwd = i, k = n - 1 - i;
-    const int calc_grad = n + 3 * k, calc_deriv = n + 3 * k + 1,
-        apply = n + 3 * k + 2;
-
-    for (uint32_t w = 0; w < l->n_weights; w++) {
-      tt_weight *wt = &l->weights[w];
-      char suffix[64];
-      wt->value = tt_tensor_declare (m, l->name, wt->suffix,
-          TT_TENSOR_WEIGHT, wt->count);
-      tt_tensor_use (m, wt->value, 0);
-      tt_tensor_use (m, wt->value, last);
-      if (!wt->trainable)
-        continue;
-      snprintf (suffix, sizeof suffix, "%s:grad", wt->suffix);
-      wt->grad = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_GRADIENT,
-          wt->count);
-      tt_tensor_use (m, wt->grad, calc_grad);
-      tt_tensor_use (m, wt->grad, apply);
-      uint32_t states = tt_optimizer_state_count (&m->opt);
-      for (uint32_t s = 0; s < states; s++) {
-        snprintf (suffix, sizeof suffix, "%s:%s", wt->suffix,
-            states == 1 ? "momentum" : s == 0 ? "m" : "v");
-        wt->opt[s] = tt_tensor_declare (m, l->name, suffix,
-            TT_TENSOR_OPTIMIZER, wt->count);
-        tt_tensor_use (m, wt->opt[s], 0);
-        tt_tensor_use (m, wt->opt[s], last);
-      }
-    }
-
-    const size_t batch = m->batch_size;
-    for (uint32_t in = 0; in < l->n_inputs; in++) {
-      tt_layer *p = &m->layers[l->inputs[in].layer];
-      l->in[in] = p->out[l->inputs[in].index];
-      if (l->needs_derivative)
-        l->in_deriv[in] = p->out_deriv[l->inputs[in].index];
-    }
-
-    for (uint32_t o = 0; o < l->n_outputs; o++) {
-      char suffix[32];
-      size_t count = batch * tt_dims_count (l->out_dims[o]);
-      if (l->n_outputs > 1)
-        snprintf (suffix, sizeof suffix, "out%u", o);
-      else
-        snprintf (suffix, sizeof suffix, "out");
-      if (l->ops == &tt_input_layer_ops)
-        l->out[o] = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_INPUT,
-            count);
-      else if (l->ops->output_is_view || l->ops == &tt_mse_layer_ops)
-        l->out[o] = tt_tensor_view (m, l->name, suffix, l->in[0]);
-      else
-        l->out[o] = tt_tensor_declare (m, l->name, suffix,
-            TT_TENSOR_ACTIVATION, count);
-
-      if (!l->grad_flows || graph_is_loss (l))
-        continue;
-      char dsuffix[40];
-      snprintf (dsuffix, sizeof dsuffix, "%s:deriv", suffix);
-      /* a view's derivative is a view of its input's derivative, except
-       * for multiout, whose outputs' derivatives are summed */
-      if (l->ops->output_is_view && l->ops != &tt_multiout_layer_ops &&
-          l->in_deriv[0] >= 0)
-        l->out_deriv[o] = tt_tensor_view (m, l->name, dsuffix,
-            l->in_deriv[0]);
-      else
-        l->out_deriv[o] = tt_tensor_declare (m, l->name, dsuffix,
-            TT_TENSOR_DERIVATIVE, count);
-    }
-
-    if (graph_is_loss (l)) {
-      l->p.loss.label = tt_tensor_declare (m, l->name, "label",
-          TT_TENSOR_LABEL, batch * tt_dims_count (l->in_dims[0]));
-      tt_tensor_use (m, l->p.loss.label, fwd);
-      tt_tensor_use (m, l->p.loss.label, calc_deriv);
-    }
-    if (l->ops->declare)
-      l->ops->declare (m, l);
-
-    /* conservative lifetimes; the planner narrows them per layer type */
-    for (uint32_t in = 0; in < l->n_inputs; in++) {
-      tt_tensor_use (m, l->in[in], fwd);
-      tt_tensor_use (m, l->in[in], calc_deriv);
-      if (l->in_deriv[in] >= 0)
-        tt_tensor_use (m, l->in_deriv[in], calc_deriv);
-    }
-    for (uint32_t o = 0; o < l->n_outputs; o++) {
-      tt_tensor_use (m, l->out[o], fwd);
-      tt_tensor_use (m, l->out[o], calc_deriv);
-      if (l->out_deriv[o] >= 0) {
-        tt_tensor_use (m, l->out_deriv[o], calc_grad);
-        tt_tensor_use (m, l->out_deriv[o], calc_deriv);
-      }
-    }
-    for (int s = 0; s < TT_MAX_SCRATCH; s++)
-      if (l->scratch[s] >= 0) {
-        tt_tensor_use (m, l->scratch[s], fwd);
-        tt_tensor_use (m, l->scratch[s], calc_deriv);
-      }
-  }
-}
-
 tt_status
 tt_graph_build (tt_model * m, tt_error * err)
 {
@@ -723,7 +612,6 @@ tt_graph_build (tt_model * m, tt_error * err)
   if ((st = graph_insert_multiouts (m, &dead, err)) ||
       (st = graph_sort (m, dead, true, err)) || (st = graph_infer (m, err)))
     goto out;
-  graph_declare_tensors (m);
 out:
   free (dead);
   return st;

@@ -25,6 +25,8 @@ const char *const tt_activation_names[] = {
   "gelu", "elu", NULL
 };
 
+#define INI_MAX_BYTES (64 << 20)
+
 static const char *const ini_universal_keys[] = {
   "type", "input_layers", "input_shape", "trainable", "flatten",
   "activation", "name", NULL
@@ -508,11 +510,37 @@ ini_capture_error (const char *fmt, ...)
 tt_status
 tt_ini_parse_model (tt_model * m, tt_error * err)
 {
-  FILE *probe = fopen (m->path, "r");
-  if (!probe)
+  /* the text is kept: an optimized INI is this text plus the plan */
+  FILE *fp = fopen (m->path, "rb");
+  if (!fp)
     return tt_fail (err, TT_ERR_IO, "%s: cannot open: %s", m->path,
         strerror (errno));
-  fclose (probe);
+  size_t cap = 4096, len = 0;
+  char *text = malloc (cap);
+  for (size_t got = 1; text && got > 0;) {
+    if (len + 1 == cap) {
+      char *grown = cap < INI_MAX_BYTES ? realloc (text, cap * 2) : NULL;
+      if (!grown) {
+        free (text);
+        fclose (fp);
+        return tt_fail (err, TT_ERR_INVALID, "%s: larger than %d MiB or out "
+            "of memory", m->path, INI_MAX_BYTES >> 20);
+      }
+      text = grown;
+      cap *= 2;
+    }
+    got = fread (text + len, 1, cap - 1 - len, fp);
+    len += got;
+  }
+  bool read_error = ferror (fp);
+  fclose (fp);
+  if (!text || read_error) {
+    free (text);
+    return tt_fail (err, TT_ERR_IO, "%s: cannot read", m->path);
+  }
+  text[len] = '\0';
+  m->ini_text = text;
+  m->ini_len = len;
 
   ini_parser_message[0] = '\0';
   iniparser_set_error_callback (ini_capture_error);
@@ -545,7 +573,10 @@ tt_ini_parse_model (tt_model * m, tt_error * err)
     if (!s.name || !*s.name)
       return tt_fail (err, TT_ERR_PARSE, "%s: section with an empty name",
           m->path);
-    if (!strcmp (s.name, "model")) {
+    if (tt_plan_section_name (s.name)) {
+      /* checked against the rebuilt graph at compile (plan_ini.c) */
+      m->stored_plan = true;
+    } else if (!strcmp (s.name, "model")) {
       have_model = true;
       st = ini_parse_model_section (m, &s, err);
     } else if (!strcmp (s.name, "optimizer")) {

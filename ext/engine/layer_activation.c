@@ -47,6 +47,28 @@ activation_calc_derivative (tt_model * m, tt_layer * l)
       tt_data (m, l->out_deriv[0]), tt_data (m, l->in_deriv[0]));
 }
 
+/* swish and gelu differentiate from x; the others from y = f(x) */
+static bool
+activation_needs_input (tt_activation fn)
+{
+  return fn == TT_ACT_SWISH || fn == TT_ACT_GELU;
+}
+
+static unsigned
+activation_backward_reads (const tt_layer * l)
+{
+  if (l->p.act.fn == TT_ACT_NONE)
+    return 0;
+  return activation_needs_input (l->p.act.fn) ? TT_READS_INPUT :
+      TT_READS_OUTPUT;
+}
+
+static bool
+activation_can_run_in_place (const tt_layer * l)
+{
+  return !activation_needs_input (l->p.act.fn);
+}
+
 const tt_layer_ops tt_activation_layer_ops = {
   .type = "activation",
   .keys = activation_keys,
@@ -54,4 +76,6 @@ const tt_layer_ops tt_activation_layer_ops = {
   .infer = activation_infer,
   .forward = activation_forward,
   .calc_derivative = activation_calc_derivative,
+  .backward_reads = activation_backward_reads,
+  .can_run_in_place = activation_can_run_in_place,
 };

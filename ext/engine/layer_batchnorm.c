@@ -136,6 +136,13 @@ bn_calc_derivative (tt_model * m, tt_layer * l)
   bn_backward (m, l, true);
 }
 
+static unsigned
+bn_backward_reads (const tt_layer * l)
+{
+  (void) l;
+  return TT_READS_INPUT;
+}
+
 const tt_layer_ops tt_batchnorm_layer_ops = {
   .type = "batch_normalization",
   .keys = bn_keys,
@@ -145,4 +152,5 @@ const tt_layer_ops tt_batchnorm_layer_ops = {
   .forward = bn_forward,
   .calc_gradient = bn_calc_gradient,
   .calc_derivative = bn_calc_derivative,
+  .backward_reads = bn_backward_reads,
 };

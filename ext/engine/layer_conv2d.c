@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * conv2d: filters [F][C][kh][kw] (nntrainer's layout), im2col + GEMM per
- * sample; the im2col buffer is a scratch tensor of the pool.
+ * conv2d: filters [F][C][kh][kw] (nntrainer's layout), batched im2col +
+ * one GEMM per pass (conv2d.c); the column buffer is a scratch tensor of
+ * the pool, kept from forward to backward.
  */
 #include "tt_internal.h"
 
@@ -63,17 +64,16 @@ conv_infer (tt_model * m, tt_layer * l, tt_error * err)
 static void
 conv_declare (tt_model * m, tt_layer * l)
 {
-  size_t n = tt_conv2d_scratch_floats (&l->p.conv.geom);
-  if (n)
-    l->scratch[0] = tt_tensor_declare (m, l->name, "im2col",
-        TT_TENSOR_SCRATCH, n);
+  l->scratch[0] = tt_tensor_declare (m, l->name, "im2col",
+      TT_TENSOR_SCRATCH, tt_conv2d_batch_scratch_floats (&l->p.conv.geom,
+          (int) l->p.conv.filters, (int) m->batch_size));
 }
 
 static void
 conv_forward (tt_model * m, tt_layer * l, bool training)
 {
   (void) training;
-  tt_conv2d_forward (&l->p.conv.geom, (int) l->p.conv.filters,
+  tt_conv2d_batch_forward (&l->p.conv.geom, (int) l->p.conv.filters,
       (int) m->cur_batch, tt_data (m, l->in[0]),
       tt_data (m, l->weights[0].value),
       l->n_weights > 1 ? tt_data (m, l->weights[1].value) : NULL,
@@ -85,9 +85,8 @@ conv_calc_gradient (tt_model * m, tt_layer * l)
 {
   if (l->weights[0].grad < 0)
     return;
-  tt_conv2d_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) m->cur_batch, tt_data (m, l->in[0]),
-      tt_data (m, l->out_deriv[0]), tt_data (m, l->weights[0].grad),
+  tt_conv2d_batch_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
+      (int) m->cur_batch, tt_data (m, l->out_deriv[0]), tt_data (m, l->weights[0].grad),
       l->n_weights > 1 ? tt_data (m, l->weights[1].grad) : NULL,
       tt_data (m, l->scratch[0]));
 }
@@ -95,7 +94,7 @@ conv_calc_gradient (tt_model * m, tt_layer * l)
 static void
 conv_calc_derivative (tt_model * m, tt_layer * l)
 {
-  tt_conv2d_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
+  tt_conv2d_batch_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
       (int) m->cur_batch, tt_data (m, l->weights[0].value),
       tt_data (m, l->out_deriv[0]), tt_data (m, l->in_deriv[0]),
       tt_data (m, l->scratch[0]));

@@ -48,7 +48,8 @@ dropout_forward (tt_model * m, tt_layer * l, bool training)
   float *y = tt_data (m, l->out[0]), *mask = tt_data (m, l->scratch[0]);
   const float rate = l->p.dropout.rate;
   if (!training || rate == 0.0f) {
-    memcpy (y, x, n * sizeof *y);
+    if (y != x)
+      memcpy (y, x, n * sizeof *y);
     for (size_t i = 0; i < n && training; i++)
       mask[i] = 1.0f;
     return;
@@ -71,6 +72,13 @@ dropout_calc_derivative (tt_model * m, tt_layer * l)
     dx[i] = dy[i] * mask[i];
 }
 
+static bool
+dropout_can_run_in_place (const tt_layer * l)
+{
+  (void) l;
+  return true;
+}
+
 const tt_layer_ops tt_dropout_layer_ops = {
   .type = "dropout",
   .keys = dropout_keys,
@@ -79,4 +87,5 @@ const tt_layer_ops tt_dropout_layer_ops = {
   .declare = dropout_declare,
   .forward = dropout_forward,
   .calc_derivative = dropout_calc_derivative,
+  .can_run_in_place = dropout_can_run_in_place,
 };

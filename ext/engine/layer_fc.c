@@ -91,6 +91,13 @@ fc_calc_derivative (tt_model * m, tt_layer * l)
       tt_data (m, l->in_deriv[0]), k);
 }
 
+static unsigned
+fc_backward_reads (const tt_layer * l)
+{
+  (void) l;
+  return TT_READS_INPUT;
+}
+
 const tt_layer_ops tt_fc_layer_ops = {
   .type = "fully_connected",
   .keys = fc_keys,
@@ -100,4 +107,5 @@ const tt_layer_ops tt_fc_layer_ops = {
   .forward = fc_forward,
   .calc_gradient = fc_calc_gradient,
   .calc_derivative = fc_calc_derivative,
+  .backward_reads = fc_backward_reads,
 };

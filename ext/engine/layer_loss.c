@@ -146,11 +146,20 @@ cross_sigmoid_calc_derivative (tt_model * m, tt_layer * l)
     dx[i] = scale * (p[i] - t[i]);
 }
 
+/* every loss derives from its prediction (mse's is a view of its input) */
+static unsigned
+loss_backward_reads (const tt_layer * l)
+{
+  (void) l;
+  return TT_READS_OUTPUT;
+}
+
 const tt_layer_ops tt_mse_layer_ops = {
   .type = "mse",
   .infer = loss_infer,
   .forward = mse_forward,
   .calc_derivative = mse_calc_derivative,
+  .backward_reads = loss_backward_reads,
 };
 
 const tt_layer_ops tt_cross_softmax_layer_ops = {
@@ -158,6 +167,7 @@ const tt_layer_ops tt_cross_softmax_layer_ops = {
   .infer = loss_infer,
   .forward = cross_softmax_forward,
   .calc_derivative = cross_softmax_calc_derivative,
+  .backward_reads = loss_backward_reads,
 };
 
 const tt_layer_ops tt_cross_sigmoid_layer_ops = {
@@ -165,4 +175,5 @@ const tt_layer_ops tt_cross_sigmoid_layer_ops = {
   .infer = loss_infer,
   .forward = cross_sigmoid_forward,
   .calc_derivative = cross_sigmoid_calc_derivative,
+  .backward_reads = loss_backward_reads,
 };

@@ -34,6 +34,7 @@ tt_model_load_ini (const char *path, tt_error * err)
   m->epochs = 1;
   m->seed = TT_DEFAULT_SEED;
   m->loss_layer = -1;
+  m->align = 64;
   if (tt_ini_parse_model (m, err) != TT_OK) {
     tt_model_free (m);
     return NULL;
@@ -49,7 +50,10 @@ tt_model_free (tt_model * m)
   if (m->dict)
     iniparser_freedict (m->dict);
   free (m->layers);
+  free (m->exec);
   free (m->tensors);
+  free (m->uses);
+  free (m->ini_text);
   free (m->canonical);
   free (m->pool);
   free (m);
@@ -85,6 +89,39 @@ tt_model_request_input_derivative (tt_model * m, tt_error * err)
   return TT_OK;
 }
 
+tt_status
+tt_model_set_plan_mode (tt_model * m, tt_plan_mode mode, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: choose the plan mode before compiling", m->path);
+  if (mode != TT_PLAN_AUTO && mode != TT_PLAN_REPLAN && mode != TT_PLAN_NAIVE)
+    return tt_fail (err, TT_ERR_INVALID, "%s: unknown plan mode %d",
+        m->path, (int) mode);
+  m->plan_mode = mode;
+  return TT_OK;
+}
+
+tt_status
+tt_model_set_alignment (tt_model * m, uint32_t alignment, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: choose the alignment before compiling", m->path);
+  if (alignment < 4 || alignment > 4096 || (alignment & (alignment - 1)))
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: alignment %u is not a power of two in [4, 4096]", m->path,
+        alignment);
+  m->align = alignment;
+  return TT_OK;
+}
+
+bool
+tt_model_has_stored_plan (const tt_model * m)
+{
+  return m->stored_plan;
+}
+
 static int
 model_by_creation (const void *a, const void *b, void *layers)
 {
@@ -100,17 +137,16 @@ tt_model_compile (tt_model * m, tt_error * err)
   tt_status st = tt_graph_build (m, err);
   if (st)
     return st;
-  if (m->tensor_oom)
-    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory declaring tensors",
-        m->path);
   m->canonical = malloc (m->n_layers * sizeof *m->canonical);
-  if (!m->canonical)
+  m->exec = malloc (m->n_layers * sizeof *m->exec);
+  if (!m->canonical || !m->exec)
     return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
   for (uint32_t i = 0; i < m->n_layers; i++)
     m->canonical[i] = (int) i;
   qsort_r (m->canonical, m->n_layers, sizeof *m->canonical,
       model_by_creation, m->layers);
-  if ((st = tt_tensors_allocate (m, err)))
+  m->fingerprint = tt_plan_fingerprint (m);
+  if ((st = tt_plan_build (m, err)) || (st = tt_tensors_bind (m, err)))
     return st;
   tt_rng_seed (&m->rng, m->seed);
   m->compiled = true;
@@ -202,7 +238,7 @@ tt_model_memory_info (const tt_model * m, tt_memory_info * info)
   memset (info, 0, sizeof *info);
   if (!m->compiled)
     return;
-  info->pool_bytes = m->pool_bytes;
+  info->pool_bytes = (size_t) m->pool_bytes;
   info->weight_bytes = tt_bin_weight_bytes (m);
   info->tensor_count = m->n_tensors;
 }
@@ -300,8 +336,10 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
 static void
 model_forward (tt_model * m, bool training)
 {
-  for (uint32_t i = 0; i < m->n_layers; i++)
-    m->layers[i].ops->forward (m, &m->layers[i], training);
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *l = &m->layers[m->exec[i]];
+    l->ops->forward (m, l, training);
+  }
 }
 
 static double
@@ -352,7 +390,7 @@ static void
 model_backward (tt_model * m, bool apply)
 {
   for (uint32_t i = m->n_layers; i-- > 0;) {
-    tt_layer *l = &m->layers[i];
+    tt_layer *l = &m->layers[m->exec[i]];
     bool trainable = false;
     for (uint32_t k = 0; k < l->n_weights; k++)
       trainable |= l->weights[k].grad >= 0;

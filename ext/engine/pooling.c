@@ -3,13 +3,17 @@
  * Max and average pooling over NCHW planes.
  *
  * Each (sample, channel) plane is independent and small enough to stay in
- * cache, so the loops walk one plane at a time and, inside it, produce
- * output rows left to right; every window then reads a few short input
- * rows that the previous window mostly brought in already.
+ * cache, so the loops walk one plane at a time and, inside it, one output
+ * row at a time. Within a row, the columns whose window lies wholly inside
+ * the input (all but a few at the borders) are processed as a block, tap
+ * by tap: for every kernel tap, one pass over the block's outputs. That
+ * makes the per-output work independent (a window-at-a-time loop is one
+ * long dependency chain through the running max or sum) and turns the
+ * input reads into short strided sweeps. Border columns, where taps fall
+ * into padding, take a per-window path with clipping.
  */
 #include "kernels.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -50,30 +54,220 @@ pooling_interior (const tt_window_geom * g, int *a, int *b)
   *b = (int) hi;
 }
 
-/* Horizontal taps of output column ox: the full kernel in the interior,
- * clipped at the borders. Returns the first input column (may be < 0). */
-static inline int
-pooling_columns (const tt_window_geom * g, int ox, int xa, int xb, int *jlo,
-    int *jhi)
-{
-  int ix0 = ox * g->stride_w - g->pad_left;
+/* Output columns per block; the block's accumulators live on the stack. */
+#define POOLING_BLOCK 16
+#define POOLING_BLOCK_SMALL 8
 
-  if (ox >= xa && ox < xb) {
-    *jlo = 0;
-    *jhi = g->kernel_w;
-  } else {
-    pooling_tap_span (ix0, g->kernel_w, g->dilation_w, g->in_w, jlo, jhi);
+/* m ? a : b for an all-ones or all-zero mask m. Written with bit
+ * operations because GCC turns a plain ?: on floats back into a branch,
+ * and on real data "v > best" is a coin flip the predictor always loses. */
+static inline float
+pooling_select (uint32_t m, float a, float b)
+{
+  uint32_t ua, ub;
+
+  memcpy (&ua, &a, sizeof ua);
+  memcpy (&ub, &b, sizeof ub);
+  ua = (ua & m) | (ub & ~m);
+  memcpy (&a, &ua, sizeof a);
+  return a;
+}
+
+/* All-ones when v replaces best: v is greater, or v is the first NaN. A
+ * NaN then sticks, as in PyTorch, so a diverged input is not masked. */
+static inline uint32_t
+pooling_take (float v, float best)
+{
+  return 0u - (uint32_t) (!(v <= best) & (best == best));
+}
+
+/*
+ * One tap over a block: output k reads xp[base + k * sw], and records the
+ * tap by its offset `off` from the window's first valid tap, a constant
+ * for the whole block; the plane index is rebuilt once per output at the
+ * end, instead of being carried through every compare.
+ *
+ * Blocks of POOLING_BLOCK or POOLING_BLOCK_SMALL columns go through
+ * pooling_*_run with that constant as n: after inlining the loop has a
+ * constant trip count, the only kind GCC vectorizes at -O2, and the ?:
+ * selects become vector blends. Other widths take a scalar loop that uses
+ * masks instead, because scalar ?: on floats compiles to a branch.
+ */
+static inline void
+pooling_max_run (const float *xp, int base, int sw, int n, int off,
+    float *restrict best, int32_t * restrict rel)
+{
+  for (int k = 0; k < n; k++) {
+    const float v = xp[base + k * sw];
+    const bool take = !(v <= best[k]) & (best[k] == best[k]);
+    best[k] = take ? v : best[k];
+    rel[k] = take ? off : rel[k];
   }
-  return ix0;
+}
+
+static inline void
+pooling_max_tap (const float *xp, int base, int sw, int n, int off,
+    float *restrict best, int32_t * restrict rel)
+{
+  if (n == POOLING_BLOCK) {
+    pooling_max_run (xp, base, sw, POOLING_BLOCK, off, best, rel);
+  } else if (n == POOLING_BLOCK_SMALL) {
+    pooling_max_run (xp, base, sw, POOLING_BLOCK_SMALL, off, best, rel);
+  } else {
+    for (int k = 0; k < n; k++) {
+      const float v = xp[base + k * sw];
+      const uint32_t m = pooling_take (v, best[k]);
+      best[k] = pooling_select (m, v, best[k]);
+      rel[k] = (int32_t) (((uint32_t) off & m) | ((uint32_t) rel[k] & ~m));
+    }
+  }
+}
+
+static inline void
+pooling_sum_run (const float *xp, int base, int sw, int n,
+    float *restrict sum)
+{
+  for (int k = 0; k < n; k++)
+    sum[k] += xp[base + k * sw];
+}
+
+static inline void
+pooling_sum_tap (const float *xp, int base, int sw, int n,
+    float *restrict sum)
+{
+  if (n == POOLING_BLOCK)
+    pooling_sum_run (xp, base, sw, POOLING_BLOCK, sum);
+  else if (n == POOLING_BLOCK_SMALL)
+    pooling_sum_run (xp, base, sw, POOLING_BLOCK_SMALL, sum);
+  else
+    pooling_sum_run (xp, base, sw, n, sum);
+}
+
+/* Distinct k hit distinct inputs, so the adds are independent (a scatter
+ * with a runtime stride does not vectorize, but it pipelines). */
+static inline void
+pooling_scatter_tap (float *dxp, int base, int sw, int n,
+    const float *restrict d)
+{
+  for (int k = 0; k < n; k++)
+    dxp[base + k * sw] += d[k];
+}
+
+/* Size of the block of interior columns starting at *bx: POOLING_BLOCK,
+ * or POOLING_BLOCK_SMALL for rows too narrow for it (a 26-wide map pooled
+ * 2x2 has 13 outputs per row). A short last block is slid back to end at
+ * xb, overlapping the previous one: the forward kernels just recompute a
+ * few outputs, and every block keeps a vectorizable width. The backward
+ * scatter must not overlap; it passes overlap = false. */
+static inline int
+pooling_block (int xa, int xb, bool overlap, int *bx)
+{
+  const int width = xb - xa;
+  const int b = width >= POOLING_BLOCK ? POOLING_BLOCK : POOLING_BLOCK_SMALL;
+
+  if (xb - *bx >= b)
+    return b;
+  if (overlap && width >= b) {
+    *bx = xb - b;
+    return b;
+  }
+  return xb - *bx;
+}
+
+/* Vertical taps [*ilo, *ihi) of output row oy; returns the first input
+ * row, which may be negative. */
+static inline int
+pooling_rows (const tt_window_geom * g, int oy, int *ilo, int *ihi)
+{
+  int iy0 = oy * g->stride_h - g->pad_top;
+
+  pooling_tap_span (iy0, g->kernel_h, g->dilation_h, g->in_h, ilo, ihi);
+  return iy0;
+}
+
+/* Per-window max for a border column, with clipped taps. Taps run in
+ * row-major order and only a strictly greater value wins, which is the
+ * same order and rule as the block path. */
+static void
+pooling_max_one (const tt_window_geom * g, const float *xp, int iy0, int ilo,
+    int ihi, int ox, float *y, int32_t * arg)
+{
+  const int iw = g->in_w, dh = g->dilation_h, dw = g->dilation_w;
+  const int ix0 = ox * g->stride_w - g->pad_left;
+  int jlo, jhi;
+  float best = 0.0f;
+  int32_t a = -1;
+
+  pooling_tap_span (ix0, g->kernel_w, dw, iw, &jlo, &jhi);
+  /* A window made only of padding: nothing wins, the output is 0. */
+  if (ilo < ihi && jlo < jhi) {
+    /* Seeding with the first tap gives a window of -inf an argmax. */
+    a = (iy0 + ilo * dh) * iw + ix0 + jlo * dw;
+    best = xp[a];
+    for (int i = ilo; i < ihi; i++) {
+      const int row = (iy0 + i * dh) * iw + ix0;
+      for (int j = jlo; j < jhi; j++) {
+        const int idx = row + j * dw;
+        const uint32_t m = pooling_take (xp[idx], best);
+        best = pooling_select (m, xp[idx], best);
+        a = (int32_t) (((uint32_t) idx & m) | ((uint32_t) a & ~m));
+      }
+    }
+  }
+  *y = best;
+  *arg = a;
+}
+
+static float
+pooling_sum_one (const tt_window_geom * g, const float *xp, int iy0, int ilo,
+    int ihi, int ox)
+{
+  const int iw = g->in_w, dh = g->dilation_h, dw = g->dilation_w;
+  const int ix0 = ox * g->stride_w - g->pad_left;
+  int jlo, jhi;
+  float s = 0.0f;
+
+  pooling_tap_span (ix0, g->kernel_w, dw, iw, &jlo, &jhi);
+  for (int i = ilo; i < ihi; i++) {
+    const float *r = xp + (size_t) (iy0 + i * dh) * iw;
+    for (int j = jlo; j < jhi; j++)
+      s += r[ix0 + j * dw];
+  }
+  return s;
+}
+
+static void
+pooling_scatter_one (const tt_window_geom * g, float *dxp, int iy0, int ilo,
+    int ihi, int ox, float d)
+{
+  const int iw = g->in_w, dh = g->dilation_h, dw = g->dilation_w;
+  const int ix0 = ox * g->stride_w - g->pad_left;
+  int jlo, jhi;
+
+  pooling_tap_span (ix0, g->kernel_w, dw, iw, &jlo, &jhi);
+  for (int i = ilo; i < ihi; i++) {
+    float *r = dxp + (size_t) (iy0 + i * dh) * iw;
+    for (int j = jlo; j < jhi; j++)
+      r[ix0 + j * dw] += d;
+  }
+}
+
+/* Index in the plane of tap (i, j) for output column bx of row iy0; only
+ * called for interior columns, where it is never negative. */
+static inline int
+pooling_tap_index (const tt_window_geom * g, int iy0, int i, int j, int bx)
+{
+  return (iy0 + i * g->dilation_h) * g->in_w + bx * g->stride_w
+      - g->pad_left + j * g->dilation_w;
 }
 
 void
 tt_maxpool_forward (const tt_window_geom * g, int batch, const float *x,
     float *y, int32_t * argmax)
 {
-  const int iw = g->in_w, ow = g->out_w, dh = g->dilation_h,
-      dw = g->dilation_w;
-  const size_t in_plane = (size_t) g->in_h * iw;
+  const int ow = g->out_w, sw = g->stride_w, iw = g->in_w,
+      dh = g->dilation_h, dw = g->dilation_w;
+  const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * ow;
   const size_t planes = (size_t) batch * g->channels;
   int xa, xb;
@@ -81,36 +275,46 @@ tt_maxpool_forward (const tt_window_geom * g, int batch, const float *x,
   pooling_interior (g, &xa, &xb);
   for (size_t pl = 0; pl < planes; pl++) {
     const float *xp = x + pl * in_plane;
-    float *yp = y + pl * out_plane;
-    int32_t *ap = argmax + pl * out_plane;
 
     for (int oy = 0; oy < g->out_h; oy++) {
-      int iy0 = oy * g->stride_h - g->pad_top;
+      float *yr = y + pl * out_plane + (size_t) oy * ow;
+      int32_t *ar = argmax + pl * out_plane + (size_t) oy * ow;
       int ilo, ihi;
-      pooling_tap_span (iy0, g->kernel_h, dh, g->in_h, &ilo, &ihi);
+      int iy0 = pooling_rows (g, oy, &ilo, &ihi);
 
-      for (int ox = 0; ox < ow; ox++) {
-        int jlo, jhi;
-        int ix0 = pooling_columns (g, ox, xa, xb, &jlo, &jhi);
-        float best = 0.0f;
-        int32_t arg = -1;
-
-        for (int i = ilo; i < ihi; i++) {
-          const int row = (iy0 + i * dh) * iw + ix0;
-          for (int j = jlo; j < jhi; j++) {
-            const float v = xp[row + j * dw];
-            /* The first tap seeds the max (so a window of -inf still
-             * has an argmax); a NaN wins and then sticks, as in PyTorch,
-             * so a diverged input is not masked. */
-            if (arg < 0 || v > best || (isnan (v) && !isnan (best))) {
-              best = v;
-              arg = row + j * dw;
-            }
-          }
+      for (int ox = 0; ox < xa; ox++)
+        pooling_max_one (g, xp, iy0, ilo, ihi, ox, yr + ox, ar + ox);
+      for (int ox = xb; ox < ow; ox++)
+        pooling_max_one (g, xp, iy0, ilo, ihi, ox, yr + ox, ar + ox);
+      if (ilo == ihi) {
+        /* The whole row's windows sit in vertical padding. */
+        for (int ox = xa; ox < xb; ox++) {
+          yr[ox] = 0.0f;
+          ar[ox] = -1;
         }
-        /* A window made only of padding: no input wins, output 0. */
-        yp[(size_t) oy * ow + ox] = best;
-        ap[(size_t) oy * ow + ox] = arg;
+        continue;
+      }
+
+      for (int bx = xa, n; bx < xb; bx += n) {
+        n = pooling_block (xa, xb, true, &bx);
+        /* Plane index of the first valid tap of column bx's window. */
+        const int org = pooling_tap_index (g, iy0, ilo, 0, bx);
+        float best[POOLING_BLOCK];
+        int32_t rel[POOLING_BLOCK];
+
+        /* Seed with the first tap; re-testing it below is a no-op. */
+        for (int k = 0; k < n; k++) {
+          best[k] = xp[org + k * sw];
+          rel[k] = 0;
+        }
+        for (int i = ilo; i < ihi; i++)
+          for (int j = 0; j < g->kernel_w; j++) {
+            const int off = (i - ilo) * dh * iw + j * dw;
+            pooling_max_tap (xp, org + off, sw, n, off, best, rel);
+          }
+        memcpy (yr + bx, best, sizeof (float) * n);
+        for (int k = 0; k < n; k++)
+          ar[bx + k] = org + k * sw + rel[k];
       }
     }
   }
@@ -141,9 +345,8 @@ void
 tt_avgpool_forward (const tt_window_geom * g, int batch, const float *x,
     float *y)
 {
-  const int iw = g->in_w, ow = g->out_w, dh = g->dilation_h,
-      dw = g->dilation_w;
-  const size_t in_plane = (size_t) g->in_h * iw;
+  const int ow = g->out_w, sw = g->stride_w;
+  const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * ow;
   const size_t planes = (size_t) batch * g->channels;
   /* count_include_pad: the divisor never depends on clipping. */
@@ -153,24 +356,29 @@ tt_avgpool_forward (const tt_window_geom * g, int batch, const float *x,
   pooling_interior (g, &xa, &xb);
   for (size_t pl = 0; pl < planes; pl++) {
     const float *xp = x + pl * in_plane;
-    float *yp = y + pl * out_plane;
 
     for (int oy = 0; oy < g->out_h; oy++) {
-      int iy0 = oy * g->stride_h - g->pad_top;
+      float *yr = y + pl * out_plane + (size_t) oy * ow;
       int ilo, ihi;
-      pooling_tap_span (iy0, g->kernel_h, dh, g->in_h, &ilo, &ihi);
+      int iy0 = pooling_rows (g, oy, &ilo, &ihi);
 
-      for (int ox = 0; ox < ow; ox++) {
-        int jlo, jhi;
-        int ix0 = pooling_columns (g, ox, xa, xb, &jlo, &jhi);
-        float s = 0.0f;
+      for (int ox = 0; ox < xa; ox++)
+        yr[ox] = pooling_sum_one (g, xp, iy0, ilo, ihi, ox) * inv;
+      for (int ox = xb; ox < ow; ox++)
+        yr[ox] = pooling_sum_one (g, xp, iy0, ilo, ihi, ox) * inv;
 
-        for (int i = ilo; i < ihi; i++) {
-          const float *r = xp + (size_t) (iy0 + i * dh) * iw;
-          for (int j = jlo; j < jhi; j++)
-            s += r[ix0 + j * dw];
-        }
-        yp[(size_t) oy * ow + ox] = s * inv;
+      for (int bx = xa, n; bx < xb; bx += n) {
+        n = pooling_block (xa, xb, true, &bx);
+        float sum[POOLING_BLOCK];
+
+        for (int k = 0; k < n; k++)
+          sum[k] = 0.0f;
+        for (int i = ilo; i < ihi; i++)
+          for (int j = 0; j < g->kernel_w; j++)
+            pooling_sum_tap (xp, pooling_tap_index (g, iy0, i, j, bx), sw, n,
+                sum);
+        for (int k = 0; k < n; k++)
+          yr[bx + k] = sum[k] * inv;
       }
     }
   }
@@ -180,9 +388,8 @@ void
 tt_avgpool_backward (const tt_window_geom * g, int batch, const float *dy,
     float *dx)
 {
-  const int iw = g->in_w, ow = g->out_w, dh = g->dilation_h,
-      dw = g->dilation_w;
-  const size_t in_plane = (size_t) g->in_h * iw;
+  const int ow = g->out_w, sw = g->stride_w;
+  const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * ow;
   const size_t planes = (size_t) batch * g->channels;
   const float inv = 1.0f / ((float) g->kernel_h * (float) g->kernel_w);
@@ -191,25 +398,29 @@ tt_avgpool_backward (const tt_window_geom * g, int batch, const float *dy,
   pooling_interior (g, &xa, &xb);
   for (size_t pl = 0; pl < planes; pl++) {
     float *dxp = dx + pl * in_plane;
-    const float *dyp = dy + pl * out_plane;
 
     /* Overlapping windows add up, so scatter into a zeroed plane. */
     memset (dxp, 0, sizeof (float) * in_plane);
     for (int oy = 0; oy < g->out_h; oy++) {
-      int iy0 = oy * g->stride_h - g->pad_top;
+      const float *dr = dy + pl * out_plane + (size_t) oy * ow;
       int ilo, ihi;
-      pooling_tap_span (iy0, g->kernel_h, dh, g->in_h, &ilo, &ihi);
+      int iy0 = pooling_rows (g, oy, &ilo, &ihi);
 
-      for (int ox = 0; ox < ow; ox++) {
-        int jlo, jhi;
-        int ix0 = pooling_columns (g, ox, xa, xb, &jlo, &jhi);
-        const float d = dyp[(size_t) oy * ow + ox] * inv;
+      for (int ox = 0; ox < xa; ox++)
+        pooling_scatter_one (g, dxp, iy0, ilo, ihi, ox, dr[ox] * inv);
+      for (int ox = xb; ox < ow; ox++)
+        pooling_scatter_one (g, dxp, iy0, ilo, ihi, ox, dr[ox] * inv);
 
-        for (int i = ilo; i < ihi; i++) {
-          float *r = dxp + (size_t) (iy0 + i * dh) * iw;
-          for (int j = jlo; j < jhi; j++)
-            r[ix0 + j * dw] += d;
-        }
+      for (int bx = xa, n; bx < xb; bx += n) {
+        n = pooling_block (xa, xb, false, &bx);
+        float d[POOLING_BLOCK];
+
+        for (int k = 0; k < n; k++)
+          d[k] = dr[bx + k] * inv;
+        for (int i = ilo; i < ihi; i++)
+          for (int j = 0; j < g->kernel_w; j++)
+            pooling_scatter_tap (dxp, pooling_tap_index (g, iy0, i, j, bx),
+                sw, n, d);
       }
     }
   }

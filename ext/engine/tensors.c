@@ -1,19 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The tensor table and the single pool. Every tensor of a training step
- * is declared here with a name and a lifetime; a layout pass gives each
- * root tensor an offset, then one aligned allocation backs them all.
- *
- * The layout here places roots one after another (no reuse); the planner
- * replaces it with lifetime-aware offsets.
+ * is declared here with a name and its uses; the planner (plan.c) gives
+ * each root tensor an offset, then one aligned allocation backs them all.
  */
 #include "tt_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define TT_POOL_ALIGN 64
 
 static int
 tensors_push (tt_model * m, const char *layer, const char *suffix,
@@ -67,43 +62,39 @@ tt_tensor_view (tt_model * m, const char *layer, const char *suffix,
 }
 
 void
-tt_tensor_use (tt_model * m, int id, int order)
+tt_tensor_use (tt_model * m, int id, int layer, tt_phase phase)
 {
-  if (id < 0)
+  int root = tensors_root (m, id);
+  if (root < 0)
     return;
-  for (; id >= 0; id = m->tensors[id].alias_of) {
-    tt_tensor *t = &m->tensors[id];
-    if (t->first_use < 0 || order < t->first_use)
-      t->first_use = order;
-    if (order > t->last_use)
-      t->last_use = order;
+  if (m->n_uses == m->cap_uses) {
+    uint32_t cap = m->cap_uses ? m->cap_uses * 2 : 256;
+    tt_use *grown = realloc (m->uses, cap * sizeof *grown);
+    if (!grown) {
+      m->tensor_oom = true;
+      return;
+    }
+    m->uses = grown;
+    m->cap_uses = cap;
   }
+  m->uses[m->n_uses++] = (tt_use) { root, layer, phase };
 }
 
 tt_status
-tt_tensors_allocate (tt_model * m, tt_error * err)
+tt_tensors_bind (tt_model * m, tt_error * err)
 {
-  size_t offset = 0;
-  for (uint32_t i = 0; i < m->n_tensors; i++) {
-    tt_tensor *t = &m->tensors[i];
-    if (t->alias_of >= 0)
-      continue;
-    size_t bytes = t->count * sizeof (float);
-    if (bytes / sizeof (float) != t->count
-        || offset > SIZE_MAX - bytes - TT_POOL_ALIGN)
-      return tt_fail (err, TT_ERR_INVALID,
-          "%s: tensor %s is too large for the address space", m->path,
-          t->name);
-    t->offset = offset;
-    offset += (bytes + TT_POOL_ALIGN - 1) & ~(size_t) (TT_POOL_ALIGN - 1);
-  }
-  m->pool_bytes = offset ? offset : TT_POOL_ALIGN;
-  m->pool = aligned_alloc (TT_POOL_ALIGN, m->pool_bytes);
+  /* the plan was validated: every root lies inside the pool */
+  size_t bytes = m->pool_bytes ? (size_t) m->pool_bytes : (size_t) m->align;
+  if ((uint64_t) bytes != (m->pool_bytes ? m->pool_bytes : m->align)
+      || bytes > SIZE_MAX - m->align)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: a %llu-byte pool does not fit "
+        "the address space", m->path, (unsigned long long) m->pool_bytes);
+  bytes = (bytes + m->align - 1) & ~(size_t) (m->align - 1);
+  m->pool = aligned_alloc ((size_t) m->align, bytes);
   if (!m->pool)
     return tt_fail (err, TT_ERR_NOMEM,
-        "%s: cannot allocate the %zu-byte memory pool", m->path,
-        m->pool_bytes);
-  memset (m->pool, 0, m->pool_bytes);
+        "%s: cannot allocate the %zu-byte memory pool", m->path, bytes);
+  memset (m->pool, 0, bytes);
   for (uint32_t i = 0; i < m->n_tensors; i++) {
     tt_tensor *t = &m->tensors[i];
     int r = tensors_root (m, (int) i);

@@ -62,6 +62,27 @@ typedef struct {
   uint32_t correct;       /* argmax(output) == argmax(label) */
 } tt_batch_result;
 
+/* How the pool was laid out. */
+typedef enum {
+  TT_PLAN_AUTO = 0,   /* use the INI's stored plan (validated), else plan */
+  TT_PLAN_REPLAN,     /* ignore a stored plan and plan afresh */
+  TT_PLAN_NAIVE,      /* no reuse, no in-place: every tensor its own bytes */
+} tt_plan_mode;
+
+/* Figures of the memory plan, in bytes. */
+typedef struct {
+  uint64_t pool_bytes;        /* the pool allocated */
+  uint64_t lower_bound;       /* peak live bytes of the chosen order */
+  uint64_t naive_bytes;       /* every tensor its own region */
+  uint64_t dfs_pool_bytes;    /* pool for nntrainer's depth-first order */
+  uint64_t dfs_lower_bound;
+  uint32_t tensors;           /* tensors with memory of their own */
+  uint32_t in_place_layers;
+  double plan_seconds;        /* planning, or validating a stored plan */
+  bool order_exact;           /* the order search was exhaustive */
+  bool from_stored_plan;      /* loaded from an optimized INI */
+} tt_plan_info;
+
 /* Memory figures of a compiled model, in bytes. */
 typedef struct {
   size_t pool_bytes;
@@ -83,7 +104,21 @@ void tt_model_set_seed (tt_model * model, uint64_t seed);
  * input layers' outputs (normally skipped: nothing needs it). */
 tt_status tt_model_request_input_derivative (tt_model * model, tt_error * err);
 
+/* Before compile: how to lay out the pool, and its alignment (a power of
+ * two, default 64; a stored plan brings its own). */
+tt_status tt_model_set_plan_mode (tt_model * model, tt_plan_mode mode,
+    tt_error * err);
+tt_status tt_model_set_alignment (tt_model * model, uint32_t alignment,
+    tt_error * err);
+/* true when the INI holds a stored plan ([Plan] sections). */
+bool tt_model_has_stored_plan (const tt_model * model);
+
 tt_status tt_model_compile (tt_model * model, tt_error * err);
+void tt_model_plan_info (const tt_model * model, tt_plan_info * info);
+/* Writes the model's INI text with its plan appended (the "optimized
+ * INI"), atomically. Loading it skips planning and validates the plan. */
+tt_status tt_model_save_plan_ini (tt_model * model, const char *path,
+    tt_error * err);
 tt_status tt_model_init_weights (tt_model * model, tt_error * err);
 
 /* BIN in nntrainer's layout: weights, then for Adam the tag "adam" and the

@@ -7,6 +7,7 @@
 
 #include "tt_engine.h"
 #include "kernels.h"
+#include "plan_offsets.h"
 
 #include <stdarg.h>
 
@@ -70,6 +71,29 @@ typedef struct {
   size_t offset;
   float *data;
 } tt_tensor;
+
+/* When a tensor is touched, relative to the layer that touches it. The
+ * execution order turns (layer, phase) into a step number (lifetime.c);
+ * keeping uses order-free lets the order search evaluate any order. */
+typedef enum {
+  TT_PHASE_FORWARD = 0,
+  TT_PHASE_GRADIENT,
+  TT_PHASE_DERIVATIVE,
+  TT_PHASE_APPLY,
+  TT_PHASE_BEGIN,               /* written before the step: inputs, labels */
+  TT_PHASE_ALWAYS,              /* every step: weights, optimizer state */
+  TT_PHASE_END,                 /* read after the step: the model output */
+} tt_phase;
+
+typedef struct {
+  int tensor;                   /* a root: views are resolved when recorded */
+  int layer;                    /* index in tt_model.layers */
+  tt_phase phase;
+} tt_use;
+
+/* What a layer's backward pass reads besides its output derivative. */
+#define TT_READS_INPUT 1u
+#define TT_READS_OUTPUT 2u
 
 /* ---- layers ---------------------------------------------------------- */
 
@@ -139,6 +163,11 @@ typedef struct tt_layer_ops {
   void (*calc_derivative) (struct tt_model * m, struct tt_layer * l);
   /* outputs that are views of input 0 (flatten, reshape, multiout) */
   bool output_is_view;
+  /* TT_READS_* of its backward pass; NULL: neither */
+  unsigned (*backward_reads) (const struct tt_layer * l);
+  /* may write its output over its input (element-wise, and backward
+   * needs no input); NULL: never */
+  bool (*can_run_in_place) (const struct tt_layer * l);
 } tt_layer_ops;
 
 typedef struct {
@@ -164,7 +193,9 @@ typedef struct tt_layer {
   bool trainable;
   bool grad_flows;              /* some trainable weight lies at or above */
   bool needs_derivative;        /* calc_derivative must run */
-  int order;                    /* position in the topological order */
+  bool in_place;                /* output (and input derivative) share the
+                                 * input's (output derivative's) memory */
+  int order;                    /* position in the execution order */
 
   /* tensor ids */
   int in[TT_MAX_IO], out[TT_MAX_IO];
@@ -304,6 +335,13 @@ struct tt_model {
   char path[4096];
   char dir[4096];
   void *dict;
+  char *ini_text;               /* the file as read, for the optimized INI */
+  size_t ini_len;
+  bool stored_plan;             /* the INI has [Plan] sections */
+  tt_plan_mode plan_mode;
+  uint64_t align;
+  tt_plan_info plan;
+  uint64_t fingerprint;
 
   uint32_t batch_size, epochs;
   tt_loss_type loss;
@@ -318,10 +356,14 @@ struct tt_model {
   uint32_t n_inputs;
   int input_layers[TT_MAX_IO];
 
+  int *exec;                    /* layer indices in execution order */
+
   tt_tensor *tensors;
   uint32_t n_tensors, cap_tensors;
+  tt_use *uses;
+  uint32_t n_uses, cap_uses;
   void *pool;
-  size_t pool_bytes;
+  uint64_t pool_bytes;
 
   bool tensor_oom;              /* a declaration failed: compile fails */
   int *canonical;               /* layer indices in INI order: BIN layout */
@@ -346,13 +388,39 @@ tt_layer *tt_model_add_layer (tt_model * m, const char *name,
     const char *section, const tt_layer_ops * ops, tt_error * err);
 int tt_model_find_layer (const tt_model * m, const char *name);
 
+/* graph_tensors.c: declares tensors and their uses (after shapes) */
+void tt_graph_declare_tensors (tt_model * m);
+
+/* inplace.c */
+bool tt_inplace_eligible (const tt_model * m, const tt_layer * l,
+    const char **why);
+void tt_inplace_decide (tt_model * m);
+
+/* lifetime.c */
+int tt_step_of (const tt_model * m, int layer, tt_phase phase);
+void tt_order_apply (tt_model * m, const int *exec);
+void tt_lifetimes_compute (tt_model * m);
+uint64_t tt_tensor_aligned_bytes (const tt_tensor * t, uint64_t align);
+
+/* plan.c, plan_ini.c */
+tt_status tt_plan_build (tt_model * m, tt_error * err);
+uint64_t tt_plan_fingerprint (const tt_model * m);
+tt_status tt_plan_ini_apply (tt_model * m, tt_error * err);
+/* root tensors as offset-planner intervals; map[i] is interval i's tensor */
+tt_interval *tt_plan_intervals (const tt_model * m, uint32_t ** map,
+    size_t * n);
+
+bool tt_plan_section_name (const char *section);
+
 /* tensors.c */
 int tt_tensor_declare (tt_model * m, const char *layer, const char *suffix,
     tt_tensor_kind kind, size_t count);
 int tt_tensor_view (tt_model * m, const char *layer, const char *suffix,
     int root);
-void tt_tensor_use (tt_model * m, int id, int order);
-tt_status tt_tensors_allocate (tt_model * m, tt_error * err);
+void tt_tensor_use (tt_model * m, int id, int layer, tt_phase phase);
+/* Allocates the pool of m->pool_bytes and binds every tensor at its
+ * offset (views at their root's). */
+tt_status tt_tensors_bind (tt_model * m, tt_error * err);
 
 static inline float *
 tt_data (const tt_model * m, int id)

@@ -2,9 +2,14 @@
 /*
  * Window geometry, im2col/col2im and the convolution built on them.
  *
- * A convolution is lowered per sample to one GEMM on the im2col matrix:
- * that keeps the scratch at one sample's worth (C*kh*kw x out_h*out_w) and
- * lets every flop run in tt_gemm, which is where the speed is.
+ * A convolution is lowered to GEMMs on the im2col matrix, so every flop
+ * runs in tt_gemm, which is where the speed is. The im2col matrix of a
+ * sample is not built whole: the output positions are cut into chunks and
+ * each chunk's columns are built and consumed at once. A chunk is sized
+ * to stay in L2 between im2col writing it and the GEMM packing it; a whole
+ * sample's matrix (9x the input for a 3x3 kernel) would round-trip
+ * through DRAM, which measured as the single largest cost of a conv. It
+ * also shrinks the scratch to one chunk.
  */
 #include "kernels.h"
 
@@ -86,50 +91,6 @@ window_valid_span (int n_out, int stride, int off, int n_in, int *lo, int *hi)
   *hi = (int) h;
 }
 
-void
-tt_im2col (const tt_window_geom * g, const float *img, float *col)
-{
-  const int ow = g->out_w, oh = g->out_h, iw = g->in_w;
-  const size_t ohw = (size_t) oh * ow;
-  const size_t plane = (size_t) g->in_h * iw;
-  float *row = col;
-
-  for (int c = 0; c < g->channels; c++) {
-    const float *src_c = img + c * plane;
-    for (int i = 0; i < g->kernel_h; i++) {
-      int off_y = i * g->dilation_h - g->pad_top;
-      int ylo, yhi;
-      window_valid_span (oh, g->stride_h, off_y, g->in_h, &ylo, &yhi);
-      for (int j = 0; j < g->kernel_w; j++, row += ohw) {
-        int off_x = j * g->dilation_w - g->pad_left;
-        int xlo, xhi;
-        window_valid_span (ow, g->stride_w, off_x, iw, &xlo, &xhi);
-
-        /* Whole output rows whose tap falls in vertical padding. */
-        memset (row, 0, sizeof (float) * (size_t) ylo * ow);
-        memset (row + (size_t) yhi * ow, 0,
-            sizeof (float) * (size_t) (oh - yhi) * ow);
-        for (int oy = ylo; oy < yhi; oy++) {
-          /* Index from the row start: off_x may be negative, and a
-           * pointer before the buffer would be undefined. */
-          const float *s = src_c + (size_t) (oy * g->stride_h + off_y) * iw;
-          float *d = row + (size_t) oy * ow;
-
-          memset (d, 0, sizeof (float) * xlo);
-          if (g->stride_w == 1) {
-            memcpy (d + xlo, s + xlo + off_x, sizeof (float) * (xhi - xlo));
-          } else {
-            const int sw = g->stride_w;
-            for (int ox = xlo; ox < xhi; ox++)
-              d[ox] = s[ox * sw + off_x];
-          }
-          memset (d + xhi, 0, sizeof (float) * (ow - xhi));
-        }
-      }
-    }
-  }
-}
-
 /*
  * GCC's -O2 cost model ("very-cheap") vectorizes a loop only when its trip
  * count is a known multiple of the vector length and no runtime alias
@@ -149,6 +110,17 @@ window_add (float *restrict d, const float *restrict s, int n)
     d[k] += s[k];
 }
 
+static inline void
+window_fill (float *restrict d, float v, int n)
+{
+  int k = 0;
+  for (; k + WINDOW_BLOCK <= n; k += WINDOW_BLOCK)
+    for (int l = 0; l < WINDOW_BLOCK; l++)
+      d[k + l] = v;
+  for (; k < n; k++)
+    d[k] = v;
+}
+
 /* Sum in double over independent lanes: one serial double chain would be
  * latency bound at several cycles per element. */
 static double
@@ -158,51 +130,109 @@ window_sum (const float *s, int n)
   double t;
   int k = 0;
 
-  for (; k + 4 <= n; k += 4)
+  for (; k + 4 <= n; k += 4) {
+    /* Unrolled so the lanes stay in registers rather than memory. */
+#pragma GCC unroll 4
     for (int l = 0; l < 4; l++)
       lane[l] += s[k + l];
+  }
   t = (lane[0] + lane[1]) + (lane[2] + lane[3]);
   for (; k < n; k++)
     t += s[k];
   return t;
 }
 
-void
-tt_col2im (const tt_window_geom * g, const float *col, float *img)
+/*
+ * The im2col sweep over output positions [q0, q0 + nq) (flattened as
+ * oy * out_w + ox), with the column matrix laid out [C*kh*kw][nq]. Given
+ * img_in it fills col_out, padding reading as 0 (im2col); given col_in it
+ * adds into img_out and drops padding taps (col2im). One walker for both
+ * keeps them exact adjoints of each other.
+ */
+static void
+window_sweep (const tt_window_geom * g, int q0, int nq, const float *img_in,
+    float *col_out, const float *col_in, float *img_out)
 {
-  const int ow = g->out_w, oh = g->out_h, iw = g->in_w;
-  const size_t ohw = (size_t) oh * ow;
+  const int ow = g->out_w, iw = g->in_w, sw = g->stride_w;
   const size_t plane = (size_t) g->in_h * iw;
-  const float *row = col;
+  const int oy_first = q0 / ow, oy_last = (q0 + nq - 1) / ow;
+  const bool to_col = img_in != NULL;
+  size_t row = 0;
 
-  /* Mirror of tt_im2col: the same sweep, with the copy turned into an
-   * accumulation and padding taps simply dropped. */
   for (int c = 0; c < g->channels; c++) {
-    float *dst_c = img + c * plane;
+    const size_t img_c = c * plane;
     for (int i = 0; i < g->kernel_h; i++) {
-      int off_y = i * g->dilation_h - g->pad_top;
+      const int off_y = i * g->dilation_h - g->pad_top;
       int ylo, yhi;
-      window_valid_span (oh, g->stride_h, off_y, g->in_h, &ylo, &yhi);
-      for (int j = 0; j < g->kernel_w; j++, row += ohw) {
-        int off_x = j * g->dilation_w - g->pad_left;
+      window_valid_span (g->out_h, g->stride_h, off_y, g->in_h, &ylo, &yhi);
+      for (int j = 0; j < g->kernel_w; j++, row += nq) {
+        const int off_x = j * g->dilation_w - g->pad_left;
         int xlo, xhi;
-        window_valid_span (ow, g->stride_w, off_x, iw, &xlo, &xhi);
+        window_valid_span (ow, sw, off_x, iw, &xlo, &xhi);
 
-        for (int oy = ylo; oy < yhi; oy++) {
-          float *d = dst_c + (size_t) (oy * g->stride_h + off_y) * iw;
-          const float *s = row + (size_t) oy * ow;
+        for (int oy = oy_first; oy <= oy_last; oy++) {
+          /* This output row's share of the chunk: columns [a, b). */
+          const int a = oy == oy_first ? q0 - oy * ow : 0;
+          const int b = oy == oy_last ? q0 + nq - oy * ow : ow;
+          /* Column matrix index of column a, and image index of the
+           * input row; offsets from there may be negative, so they are
+           * applied as indices (a pointer before a buffer is undefined). */
+          const size_t d = row + (size_t) (oy * ow + a - q0);
+          size_t s;
+          int lo, hi;
 
-          if (g->stride_w == 1) {
-            window_add (d + xlo + off_x, s + xlo, xhi - xlo);
+          if (oy < ylo || oy >= yhi) {
+            /* The tap falls in vertical padding for the whole row. */
+            if (to_col)
+              memset (col_out + d, 0, sizeof (float) * (b - a));
+            continue;
+          }
+          s = img_c + (size_t) (oy * g->stride_h + off_y) * iw;
+          lo = xlo > a ? xlo : a;
+          hi = xhi < b ? xhi : b;
+          if (lo > b)
+            lo = b;
+          if (hi < lo)
+            hi = lo;
+
+          if (to_col) {
+            float *dc = col_out + d;
+            const float *si = img_in + s;
+            memset (dc, 0, sizeof (float) * (lo - a));
+            if (sw == 1) {
+              memcpy (dc + (lo - a), si + lo + off_x,
+                  sizeof (float) * (hi - lo));
+            } else {
+              for (int ox = lo; ox < hi; ox++)
+                dc[ox - a] = si[ox * sw + off_x];
+            }
+            memset (dc + (hi - a), 0, sizeof (float) * (b - hi));
           } else {
-            const int sw = g->stride_w;
-            for (int ox = xlo; ox < xhi; ox++)
-              d[ox * sw + off_x] += s[ox];
+            const float *dc = col_in + d;
+            float *si = img_out + s;
+            if (sw == 1) {
+              window_add (si + lo + off_x, dc + (lo - a), hi - lo);
+            } else {
+              for (int ox = lo; ox < hi; ox++)
+                si[ox * sw + off_x] += dc[ox - a];
+            }
           }
         }
       }
     }
   }
+}
+
+void
+tt_im2col (const tt_window_geom * g, const float *img, float *col)
+{
+  window_sweep (g, 0, g->out_h * g->out_w, img, col, NULL, NULL);
+}
+
+void
+tt_col2im (const tt_window_geom * g, const float *col, float *img)
+{
+  window_sweep (g, 0, g->out_h * g->out_w, NULL, NULL, col, img);
 }
 
 /* A 1x1 window with unit stride and no padding makes im2col the identity
@@ -216,14 +246,36 @@ window_conv_is_pointwise (const tt_window_geom * g)
       && g->pad_left == 0 && g->pad_right == 0;
 }
 
-/* 0 for the pointwise case: col is then never touched and may be NULL. */
+/* im2col chunk budget, in floats: 512 KiB fits the L2 of current x86 and
+ * ARM server cores, and keeps n large enough for an efficient GEMM. */
+#define WINDOW_CHUNK_FLOATS (128 * 1024)
+/* Chunk widths are rounded to this, a multiple of the GEMM's panels. */
+#define WINDOW_CHUNK_ALIGN 64
+
+/* Output positions per chunk. */
+static int
+window_chunk (const tt_window_geom * g)
+{
+  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
+  const int ohw = g->out_h * g->out_w;
+  size_t q = WINDOW_CHUNK_FLOATS / ckk;
+
+  if (q >= (size_t) ohw)
+    return ohw;
+  q = q / WINDOW_CHUNK_ALIGN * WINDOW_CHUNK_ALIGN;
+  if (q < WINDOW_CHUNK_ALIGN)
+    q = WINDOW_CHUNK_ALIGN;
+  return q < (size_t) ohw ? (int) q : ohw;
+}
+
+/* C*kh*kw x (one chunk of output positions); 0 for the pointwise case,
+ * where col is never touched and may be NULL. */
 size_t
 tt_conv2d_scratch_floats (const tt_window_geom * g)
 {
   if (window_conv_is_pointwise (g))
     return 0;
-  return (size_t) g->channels * g->kernel_h * g->kernel_w
-      * ((size_t) g->out_h * g->out_w);
+  return (size_t) g->channels * g->kernel_h * g->kernel_w * window_chunk (g);
 }
 
 void
@@ -235,30 +287,31 @@ tt_conv2d_forward (const tt_window_geom * g, int filters, int batch,
   const size_t x_step = (size_t) g->channels * g->in_h * g->in_w;
   const size_t y_step = (size_t) filters * ohw;
   const bool pointwise = window_conv_is_pointwise (g);
+  const int chunk = pointwise ? ohw : window_chunk (g);
 
   for (int n = 0; n < batch; n++) {
     const float *xn = x + n * x_step;
     float *yn = y + n * y_step;
-    const float *b = xn;
     float beta = 0.0f;
 
-    if (!pointwise) {
-      tt_im2col (g, xn, col);
-      b = col;
-    }
     /* Seeding y with the bias and accumulating (beta = 1) folds the bias
      * into the GEMM's own pass over y instead of a second sweep. */
     if (bias != NULL) {
-      for (int f = 0; f < filters; f++) {
-        float *yf = yn + (size_t) f * ohw;
-        const float bf = bias[f];
-        for (int p = 0; p < ohw; p++)
-          yf[p] = bf;
-      }
+      for (int f = 0; f < filters; f++)
+        window_fill (yn + (size_t) f * ohw, bias[f], ohw);
       beta = 1.0f;
     }
-    tt_gemm (false, false, filters, ohw, ckk, 1.0f, w, ckk, b, ohw, beta, yn,
-        ohw);
+    if (pointwise) {
+      tt_gemm (false, false, filters, ohw, ckk, 1.0f, w, ckk, xn, ohw, beta,
+          yn, ohw);
+      continue;
+    }
+    for (int q0 = 0; q0 < ohw; q0 += chunk) {
+      const int nq = ohw - q0 < chunk ? ohw - q0 : chunk;
+      window_sweep (g, q0, nq, xn, col, NULL, NULL);
+      tt_gemm (false, false, filters, nq, ckk, 1.0f, w, ckk, col, nq, beta,
+          yn + q0, ohw);
+    }
   }
 }
 
@@ -272,21 +325,30 @@ tt_conv2d_backward_weight (const tt_window_geom * g, int filters,
   const size_t x_step = (size_t) g->channels * g->in_h * g->in_w;
   const size_t y_step = (size_t) filters * ohw;
   const bool pointwise = window_conv_is_pointwise (g);
+  const int chunk = pointwise ? ohw : window_chunk (g);
 
   if (batch <= 0)
     memset (dw, 0, sizeof (float) * (size_t) filters * ckk);
 
-  /* The first sample overwrites dw (beta = 0), later ones accumulate. */
+  /* dw = sum over samples and chunks of dy_chunk * col_chunk^T; the
+   * first product overwrites dw (beta = 0), the rest accumulate. */
   for (int n = 0; n < batch; n++) {
     const float *xn = x + n * x_step;
-    const float *b = xn;
+    const float *dyn = dy + n * y_step;
 
-    if (!pointwise) {
-      tt_im2col (g, xn, col);
-      b = col;
+    for (int q0 = 0; q0 < ohw; q0 += chunk) {
+      const int nq = ohw - q0 < chunk ? ohw - q0 : chunk;
+      const float beta = n == 0 && q0 == 0 ? 0.0f : 1.0f;
+
+      if (pointwise) {
+        tt_gemm (false, true, filters, ckk, ohw, 1.0f, dyn, ohw, xn, ohw,
+            beta, dw, ckk);
+      } else {
+        window_sweep (g, q0, nq, xn, col, NULL, NULL);
+        tt_gemm (false, true, filters, ckk, nq, 1.0f, dyn + q0, ohw, col, nq,
+            beta, dw, ckk);
+      }
     }
-    tt_gemm (false, true, filters, ckk, ohw, 1.0f, dy + n * y_step, ohw, b,
-        ohw, n == 0 ? 0.0f : 1.0f, dw, ckk);
   }
 
   if (dbias != NULL) {
@@ -309,20 +371,25 @@ tt_conv2d_backward_input (const tt_window_geom * g, int filters,
   const int ohw = g->out_h * g->out_w;
   const size_t x_step = (size_t) g->channels * g->in_h * g->in_w;
   const size_t y_step = (size_t) filters * ohw;
+  const bool pointwise = window_conv_is_pointwise (g);
+  const int chunk = pointwise ? ohw : window_chunk (g);
 
   for (int n = 0; n < batch; n++) {
     float *dxn = dx + n * x_step;
     const float *dyn = dy + n * y_step;
 
-    if (window_conv_is_pointwise (g)) {
+    if (pointwise) {
       /* col(dx) is dx itself, so the GEMM writes the gradient directly. */
       tt_gemm (true, false, ckk, ohw, filters, 1.0f, w, ckk, dyn, ohw, 0.0f,
           dxn, ohw);
-    } else {
-      tt_gemm (true, false, ckk, ohw, filters, 1.0f, w, ckk, dyn, ohw, 0.0f,
-          col, ohw);
-      memset (dxn, 0, sizeof (float) * x_step);
-      tt_col2im (g, col, dxn);
+      continue;
+    }
+    memset (dxn, 0, sizeof (float) * x_step);
+    for (int q0 = 0; q0 < ohw; q0 += chunk) {
+      const int nq = ohw - q0 < chunk ? ohw - q0 : chunk;
+      tt_gemm (true, false, ckk, nq, filters, 1.0f, w, ckk, dyn + q0, ohw,
+          0.0f, col, nq);
+      window_sweep (g, q0, nq, NULL, NULL, col, dxn);
     }
   }
 }

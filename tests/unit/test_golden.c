@@ -106,7 +106,10 @@ golden_case (const char *dir)
   CHECK (m != NULL, "%s: %s", dir, err.message);
   if (!m)
     return;
+  /* gradients are inspected after the whole backward pass: no reuse */
   tt_status st = tt_model_set_batch_size (m, batch, &err);
+  if (!st)
+    st = tt_model_set_plan_mode (m, TT_PLAN_NAIVE, &err);
   if (!st)
     st = tt_model_request_input_derivative (m, &err);
   if (!st)
@@ -166,9 +169,15 @@ golden_case (const char *dir)
   CHECK (golden_compare ("grads", ours, grads.data, grads.count, NULL) == 0,
       "%s: weight gradients differ", dir);
 
-  /* one real Adam step from the same start (the forward above moved the
-   * batch-norm statistics, so reload first) */
-  st = tt_model_load_bin (m, bin, &err);
+  /* one real Adam step from the same start, with the planned pool (reused
+   * memory, in-place layers) */
+  tt_model_free (m);
+  m = tt_model_load_ini (ini, &err);
+  st = m ? tt_model_set_batch_size (m, batch, &err) : TT_ERR_INVALID;
+  if (!st)
+    st = tt_model_compile (m, &err);
+  if (!st)
+    st = tt_model_load_bin (m, bin, &err);
   tt_batch_result r;
   if (!st)
     st = tt_model_train_batch (m, batch, inputs, NULL, label.data, &r, &err);

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Batched convolution: the im2col columns of all n samples of a batch sit
+ * side by side in one [C*kh*kw][n*out_h*out_w] matrix, so each pass is ONE
+ * large GEMM instead of n small ones (per-sample GEMMs of a 28x28 CNN are
+ * too small for any BLAS to run near peak).
+ *
+ * Scratch (tt_conv2d_batch_scratch_floats): the column matrix, then a
+ * [filters][n*out_h*out_w] matrix that holds the GEMM result in forward
+ * and the regrouped output derivative in backward. The columns written by
+ * forward are reused by backward_weight (no second im2col), and then
+ * overwritten by backward_input, which runs after it.
+ */
+#include "kernels.h"
+
+#include <string.h>
+
+size_t
+tt_conv2d_batch_scratch_floats (const tt_window_geom * g, int filters,
+    int batch)
+{
+  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
+  const size_t cols = (size_t) batch * g->out_h * g->out_w;
+  return ckk * cols + (size_t) filters * cols;
+}
+
+/* The output columns [lo, hi) whose input column lies inside the image for
+ * kernel column offset jx = j * dilation - pad_left. */
+static void
+conv2d_valid_range (int out, int in, int stride, int jx, int *lo, int *hi)
+{
+  /* need 0 <= o*stride + jx < in */
+  int a = jx >= 0 ? 0 : (-jx + stride - 1) / stride;
+  int b = in - jx <= 0 ? 0 : (in - jx + stride - 1) / stride;
+  if (b > out)
+    b = out;
+  if (a > b)
+    a = b;
+  *lo = a;
+  *hi = b;
+}
+
+/* col rows have stride ld; this sample's columns start at col. */
+static void
+conv2d_im2col (const tt_window_geom * g, const float *img, float *col,
+    size_t ld)
+{
+  const int oh = g->out_h, ow = g->out_w;
+  for (int c = 0; c < g->channels; c++) {
+    const float *plane = img + (size_t) c * g->in_h * g->in_w;
+    for (int i = 0; i < g->kernel_h; i++) {
+      const int iy_off = i * g->dilation_h - g->pad_top;
+      for (int j = 0; j < g->kernel_w; j++) {
+        const int jx = j * g->dilation_w - g->pad_left;
+        int lo, hi;
+        conv2d_valid_range (ow, g->in_w, g->stride_w, jx, &lo, &hi);
+        float *row = col + ((size_t) (c * g->kernel_h + i) * g->kernel_w +
+            j) * ld;
+        for (int oy = 0; oy < oh; oy++, row += ow) {
+          const int iy = oy * g->stride_h + iy_off;
+          if (iy < 0 || iy >= g->in_h) {
+            memset (row, 0, (size_t) ow * sizeof *row);
+            continue;
+          }
+          const float *src = plane + (size_t) iy * g->in_w;
+          for (int ox = 0; ox < lo; ox++)
+            row[ox] = 0.0f;
+          if (g->stride_w == 1 && hi > lo)
+            memcpy (row + lo, src + lo + jx, (size_t) (hi - lo) * sizeof *row);
+          else
+            for (int ox = lo; ox < hi; ox++)
+              row[ox] = src[ox * g->stride_w + jx];
+          for (int ox = hi; ox < ow; ox++)
+            row[ox] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
+/* img += col2im(col); the inverse scatter of conv2d_im2col. */
+static void
+conv2d_col2im (const tt_window_geom * g, const float *col, size_t ld,
+    float *img)
+{
+  const int oh = g->out_h, ow = g->out_w;
+  for (int c = 0; c < g->channels; c++) {
+    float *plane = img + (size_t) c * g->in_h * g->in_w;
+    for (int i = 0; i < g->kernel_h; i++) {
+      const int iy_off = i * g->dilation_h - g->pad_top;
+      for (int j = 0; j < g->kernel_w; j++) {
+        const int jx = j * g->dilation_w - g->pad_left;
+        int lo, hi;
+        conv2d_valid_range (ow, g->in_w, g->stride_w, jx, &lo, &hi);
+        const float *row = col + ((size_t) (c * g->kernel_h + i) *
+            g->kernel_w + j) * ld;
+        for (int oy = 0; oy < oh; oy++, row += ow) {
+          const int iy = oy * g->stride_h + iy_off;
+          if (iy < 0 || iy >= g->in_h)
+            continue;
+          float *dst = plane + (size_t) iy * g->in_w;
+          for (int ox = lo; ox < hi; ox++)
+            dst[ox * g->stride_w + jx] += row[ox];
+        }
+      }
+    }
+  }
+}
+
+void
+tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
+    const float *x, const float *w, const float *bias, float *y,
+    float *scratch)
+{
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
+  const size_t ld = (size_t) batch * ohw;
+  const int ckk = g->channels * g->kernel_h * g->kernel_w;
+  float *col = scratch, *out = scratch + (size_t) ckk * ld;
+
+  for (int b = 0; b < batch; b++)
+    conv2d_im2col (g, x + b * in_sample, col + b * ohw, ld);
+  tt_gemm (false, false, filters, (int) ld, ckk, 1.0f, w, ckk, col, (int) ld,
+      0.0f, out, (int) ld);
+  /* [filters][batch][ohw] -> [batch][filters][ohw], adding the bias */
+  for (int b = 0; b < batch; b++)
+    for (int f = 0; f < filters; f++) {
+      const float *src = out + (size_t) f * ld + b * ohw;
+      float *dst = y + ((size_t) b * filters + f) * ohw;
+      const float bf = bias ? bias[f] : 0.0f;
+      for (size_t p = 0; p < ohw; p++)
+        dst[p] = src[p] + bf;
+    }
+}
+
+/* dy [batch][filters][ohw] -> [filters][batch][ohw] */
+static float *
+conv2d_regroup_dy (const tt_window_geom * g, int filters, int batch,
+    const float *dy, float *scratch)
+{
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  const size_t ld = (size_t) batch * ohw;
+  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
+  float *out = scratch + ckk * ld;
+  for (int b = 0; b < batch; b++)
+    for (int f = 0; f < filters; f++)
+      memcpy (out + (size_t) f * ld + b * ohw,
+          dy + ((size_t) b * filters + f) * ohw, ohw * sizeof *out);
+  return out;
+}
+
+void
+tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
+    int batch, const float *dy, float *dw, float *dbias, float *scratch)
+{
+  const size_t ld = (size_t) batch * g->out_h * g->out_w;
+  const int ckk = g->channels * g->kernel_h * g->kernel_w;
+  const float *col = scratch;
+  const float *dyg = conv2d_regroup_dy (g, filters, batch, dy, scratch);
+  tt_gemm (false, true, filters, ckk, (int) ld, 1.0f, dyg, (int) ld, col,
+      (int) ld, 0.0f, dw, ckk);
+  if (dbias)
+    for (int f = 0; f < filters; f++) {
+      const float *row = dyg + (size_t) f * ld;
+      float s = 0.0f;
+      for (size_t p = 0; p < ld; p++)
+        s += row[p];
+      dbias[f] = s;
+    }
+}
+
+void
+tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
+    int batch, const float *w, const float *dy, float *dx, float *scratch)
+{
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  const size_t ld = (size_t) batch * ohw;
+  const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
+  const int ckk = g->channels * g->kernel_h * g->kernel_w;
+  float *col = scratch;
+  const float *dyg = conv2d_regroup_dy (g, filters, batch, dy, scratch);
+  tt_gemm (true, false, ckk, (int) ld, filters, 1.0f, w, ckk, dyg, (int) ld,
+      0.0f, col, (int) ld);
+  memset (dx, 0, (size_t) batch * in_sample * sizeof *dx);
+  for (int b = 0; b < batch; b++)
+    conv2d_col2im (g, col + b * ohw, ld, dx + b * in_sample);
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Declares every tensor of a training step and the (layer, phase) uses
+ * that bound its lifetime, from what each layer type really reads:
+ *
+ *   weights, optimizer state   every step
+ *   weight gradient            calcGradient .. applyGradient of its layer
+ *   layer output               forward of its layer .. forward of its
+ *                              consumer, or later if the consumer's backward
+ *                              reads its input (fully_connected, batch norm,
+ *                              swish, gelu, mse) or the layer's backward
+ *                              reads its own output (relu, sigmoid, softmax,
+ *                              cross losses ...)
+ *   output derivative          calcDerivative of its consumer ..
+ *                              calcGradient/calcDerivative of its layer
+ *   scratch (im2col, argmax,   forward .. calcDerivative of its layer
+ *     masks, batch statistics)
+ *   inputs, labels             written before the step .. last reader
+ *   the model output           forward of the loss .. end of the step
+ *
+ * In-place layers (inplace.c) and views (flatten, reshape, multiout, mse)
+ * declare no memory of their own: their uses extend their root's.
+ */
+#include "tt_internal.h"
+
+#include <stdio.h>
+
+static bool
+tensors_is_loss (const tt_layer * l)
+{
+  return l->ops == &tt_mse_layer_ops || l->ops == &tt_cross_softmax_layer_ops
+      || l->ops == &tt_cross_sigmoid_layer_ops;
+}
+
+static unsigned
+tensors_backward_reads (const tt_layer * l)
+{
+  return l->ops->backward_reads ? l->ops->backward_reads (l) : 0;
+}
+
+static void
+tensors_declare_weights (tt_model * m, tt_layer * l, int li)
+{
+  for (uint32_t w = 0; w < l->n_weights; w++) {
+    tt_weight *wt = &l->weights[w];
+    char suffix[64];
+    wt->value = tt_tensor_declare (m, l->name, wt->suffix, TT_TENSOR_WEIGHT,
+        wt->count);
+    tt_tensor_use (m, wt->value, li, TT_PHASE_ALWAYS);
+    if (!wt->trainable)
+      continue;
+    snprintf (suffix, sizeof suffix, "%s:grad", wt->suffix);
+    wt->grad = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_GRADIENT,
+        wt->count);
+    tt_tensor_use (m, wt->grad, li, TT_PHASE_GRADIENT);
+    tt_tensor_use (m, wt->grad, li, TT_PHASE_APPLY);
+    uint32_t states = tt_optimizer_state_count (&m->opt);
+    for (uint32_t s = 0; s < states; s++) {
+      snprintf (suffix, sizeof suffix, "%s:%s", wt->suffix,
+          states == 1 ? "momentum" : s == 0 ? "m" : "v");
+      wt->opt[s] = tt_tensor_declare (m, l->name, suffix,
+          TT_TENSOR_OPTIMIZER, wt->count);
+      tt_tensor_use (m, wt->opt[s], li, TT_PHASE_ALWAYS);
+    }
+  }
+}
+
+/* Declares outputs and output derivatives of l (inputs are its producers'
+ * outputs, declared earlier because layers are stored in a topological
+ * order). */
+static void
+tensors_declare_outputs (tt_model * m, tt_layer * l, int li)
+{
+  const size_t batch = m->batch_size;
+  for (uint32_t in = 0; in < l->n_inputs; in++) {
+    tt_layer *p = &m->layers[l->inputs[in].layer];
+    l->in[in] = p->out[l->inputs[in].index];
+    if (l->needs_derivative)
+      l->in_deriv[in] = p->out_deriv[l->inputs[in].index];
+  }
+  for (uint32_t o = 0; o < l->n_outputs; o++) {
+    char suffix[32], dsuffix[40];
+    size_t count = batch * tt_dims_count (l->out_dims[o]);
+    if (l->n_outputs > 1)
+      snprintf (suffix, sizeof suffix, "out%u", o);
+    else
+      snprintf (suffix, sizeof suffix, "out");
+    snprintf (dsuffix, sizeof dsuffix, "%s:deriv", suffix);
+    bool view = l->ops->output_is_view || l->ops == &tt_mse_layer_ops ||
+        l->in_place;
+    if (l->ops == &tt_input_layer_ops) {
+      l->out[o] = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_INPUT,
+          count);
+      tt_tensor_use (m, l->out[o], li, TT_PHASE_BEGIN);
+    } else if (view) {
+      l->out[o] = tt_tensor_view (m, l->name, suffix, l->in[0]);
+    } else {
+      l->out[o] = tt_tensor_declare (m, l->name, suffix,
+          TT_TENSOR_ACTIVATION, count);
+    }
+    tt_tensor_use (m, l->out[o], li, TT_PHASE_FORWARD);
+    if (tensors_backward_reads (l) & TT_READS_OUTPUT)
+      tt_tensor_use (m, l->out[o], li, TT_PHASE_DERIVATIVE);
+
+    if (!l->grad_flows || tensors_is_loss (l))
+      continue;
+    /* a view's derivative is a view of its input's derivative, except for
+     * multiout, whose outputs' derivatives are summed */
+    if (l->in_deriv[0] >= 0 && (l->in_place || (l->ops->output_is_view &&
+                l->ops != &tt_multiout_layer_ops)))
+      l->out_deriv[o] = tt_tensor_view (m, l->name, dsuffix, l->in_deriv[0]);
+    else
+      l->out_deriv[o] = tt_tensor_declare (m, l->name, dsuffix,
+          TT_TENSOR_DERIVATIVE, count);
+    bool has_grad = false;
+    for (uint32_t w = 0; w < l->n_weights; w++)
+      has_grad |= l->weights[w].grad >= 0;
+    if (has_grad)
+      tt_tensor_use (m, l->out_deriv[o], li, TT_PHASE_GRADIENT);
+    tt_tensor_use (m, l->out_deriv[o], li, TT_PHASE_DERIVATIVE);
+  }
+}
+
+static void
+tensors_declare_reads (tt_model * m, tt_layer * l, int li)
+{
+  const unsigned reads = tensors_backward_reads (l);
+  for (uint32_t in = 0; in < l->n_inputs; in++) {
+    tt_tensor_use (m, l->in[in], li, TT_PHASE_FORWARD);
+    if (reads & TT_READS_INPUT) {
+      tt_tensor_use (m, l->in[in], li, TT_PHASE_GRADIENT);
+      tt_tensor_use (m, l->in[in], li, TT_PHASE_DERIVATIVE);
+    }
+    if (l->in_deriv[in] >= 0)
+      tt_tensor_use (m, l->in_deriv[in], li, TT_PHASE_DERIVATIVE);
+  }
+  if (tensors_is_loss (l)) {
+    l->p.loss.label = tt_tensor_declare (m, l->name, "label",
+        TT_TENSOR_LABEL, m->batch_size * tt_dims_count (l->in_dims[0]));
+    tt_tensor_use (m, l->p.loss.label, li, TT_PHASE_BEGIN);
+    tt_tensor_use (m, l->p.loss.label, li, TT_PHASE_FORWARD);
+    tt_tensor_use (m, l->p.loss.label, li, TT_PHASE_DERIVATIVE);
+    /* the prediction stays readable after the step (tt_model_output) */
+    tt_tensor_use (m, l->out[0], li, TT_PHASE_END);
+  }
+  if (l->ops->declare)
+    l->ops->declare (m, l);
+  for (int s = 0; s < TT_MAX_SCRATCH; s++)
+    if (l->scratch[s] >= 0) {
+      tt_tensor_use (m, l->scratch[s], li, TT_PHASE_FORWARD);
+      tt_tensor_use (m, l->scratch[s], li, TT_PHASE_DERIVATIVE);
+    }
+}
+
+void
+tt_graph_declare_tensors (tt_model * m)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *l = &m->layers[i];
+    tensors_declare_weights (m, l, (int) i);
+    tensors_declare_outputs (m, l, (int) i);
+    tensors_declare_reads (m, l, (int) i);
+  }
+}

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The optimized INI: the model's own text, unchanged, followed by the plan
+ * (format in docs/optimized-ini.md):
+ *
+ *   [Plan]          version, pool_size, alignment, batch_size, shapes,
+ *                   fingerprint, and the planner's figures
+ *   [Plan.Layers]   layer = execution position [, inplace]
+ *   [Plan.Tensors]  tensor = byte offset in the pool
+ *
+ * Loading one never trusts it: the graph is rebuilt from the model text,
+ * the fingerprint compared, the order checked to be a topological
+ * permutation, every in-place flag checked for eligibility, every tensor
+ * present exactly once, and the offsets checked by an independent sweep
+ * (plan_validate.c) before a byte of the pool is touched.
+ */
+#include "tt_internal.h"
+#include "atomic_file.h"
+#include "plan_offsets.h"
+#include "plan_validate.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <iniparser/iniparser.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PLAN_VERSION 1
+#define PLAN_MARKER "# ---- memory plan"
+#define PLAN_MAX_POOL (1ull << 44)
+
+static const char *const plan_keys[] = {
+  "version", "pool_size", "alignment", "batch_size", "input_shapes",
+  "label_shape", "fingerprint", "lower_bound", "naive_size",
+  "depth_first_pool", "tensors", "in_place_layers", "order_search", NULL
+};
+
+bool
+tt_plan_section_name (const char *section)
+{
+  return !strcmp (section, "plan") || !strcmp (section, "plan.layers") ||
+      !strcmp (section, "plan.tensors");
+}
+
+static tt_status
+plan_error (const tt_model * m, tt_error * err, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+static tt_status
+plan_error (const tt_model * m, tt_error * err, const char *fmt, ...)
+{
+  char what[900];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (what, sizeof what, fmt, ap);
+  va_end (ap);
+  return tt_fail (err, TT_ERR_INVALID, "%s: stored plan rejected: %s",
+      m->path, what);
+}
+
+static const char *
+plan_get (const tt_model * m, const char *section, const char *key)
+{
+  char full[512];
+  snprintf (full, sizeof full, "%s:%s", section, key);
+  return iniparser_getstring (m->dict, full, NULL);
+}
+
+/* A whole unsigned number, no sign, no junk, <= max. */
+static bool
+plan_u64 (const char *v, uint64_t max, uint64_t * out)
+{
+  if (!v)
+    return false;
+  while (isspace ((unsigned char) *v))
+    v++;
+  if (!isdigit ((unsigned char) *v))
+    return false;
+  uint64_t x = 0;
+  for (; isdigit ((unsigned char) *v); v++) {
+    if (x > (UINT64_MAX - 9) / 10)
+      return false;
+    x = x * 10 + (uint64_t) (*v - '0');
+  }
+  while (isspace ((unsigned char) *v))
+    v++;
+  if (*v || x > max)
+    return false;
+  *out = x;
+  return true;
+}
+
+static tt_status
+plan_number (const tt_model * m, const char *section, const char *key,
+    uint64_t max, uint64_t * out, tt_error * err)
+{
+  const char *v = plan_get (m, section, key);
+  if (!v)
+    return plan_error (m, err, "[%s] %s: missing key", section, key);
+  if (!plan_u64 (v, max, out))
+    return plan_error (m, err, "[%s] %s: '%s' is not an integer in [0, %"
+        PRIu64 "]", section, key, v, max);
+  return TT_OK;
+}
+
+/* Every key of a section, for the checks of unknown and extra names. */
+static const char **
+plan_keys_of (const tt_model * m, const char *section, int *n)
+{
+  *n = iniparser_getsecnkeys (m->dict, section);
+  if (*n <= 0)
+    return NULL;
+  const char **keys = calloc ((size_t) *n, sizeof *keys);
+  if (keys)
+    iniparser_getseckeys (m->dict, section, keys);
+  return keys;
+}
+
+static tt_status
+plan_check_header (tt_model * m, tt_error * err)
+{
+  tt_status st;
+  int n;
+  const char **keys = plan_keys_of (m, "plan", &n);
+  for (int i = 0; keys && i < n; i++) {
+    const char *key = keys[i] + strlen ("plan:");
+    bool known = false;
+    for (int k = 0; plan_keys[k]; k++)
+      known |= !strcmp (key, plan_keys[k]);
+    if (!known) {
+      free (keys);
+      return plan_error (m, err, "[Plan] %s: unknown key", key);
+    }
+  }
+  free (keys);
+
+  uint64_t version, align, batch, pool;
+  if ((st = plan_number (m, "plan", "version", UINT32_MAX, &version, err)))
+    return st;
+  if (version != PLAN_VERSION)
+    return plan_error (m, err, "[Plan] version: %" PRIu64 " is not a "
+        "version this engine reads (%d); re-plan the model", version,
+        PLAN_VERSION);
+  if ((st = plan_number (m, "plan", "alignment", 4096, &align, err)) ||
+      (st = plan_number (m, "plan", "batch_size", 1u << 16, &batch, err)) ||
+      (st = plan_number (m, "plan", "pool_size", PLAN_MAX_POOL, &pool, err)))
+    return st;
+  if (align < 4 || (align & (align - 1)))
+    return plan_error (m, err, "[Plan] alignment: %" PRIu64 " is not a "
+        "power of two in [4, 4096]", align);
+  if (batch != m->batch_size)
+    return plan_error (m, err, "[Plan] batch_size: planned for batch %"
+        PRIu64 " but compiled for batch %u: the plan is stale; re-plan",
+        batch, m->batch_size);
+  m->align = align;
+  m->pool_bytes = pool;
+  m->fingerprint = tt_plan_fingerprint (m);
+
+  const char *fp = plan_get (m, "plan", "fingerprint");
+  char want[32];
+  snprintf (want, sizeof want, "%016" PRIx64, m->fingerprint);
+  if (!fp)
+    return plan_error (m, err, "[Plan] fingerprint: missing key");
+  if (strcasecmp (fp, want))
+    return plan_error (m, err, "[Plan] fingerprint: the plan was made for "
+        "a different model (plan %s, model %s): layers, shapes, batch, "
+        "optimizer or trainable flags changed since planning; re-plan",
+        fp, want);
+  return TT_OK;
+}
+
+/* Reads [Plan.Layers] into an execution order and in-place flags. */
+static tt_status
+plan_read_layers (tt_model * m, int *exec, tt_error * err)
+{
+  const uint32_t n = m->n_layers;
+  for (uint32_t i = 0; i < n; i++)
+    exec[i] = -1;
+  for (uint32_t i = 0; i < n; i++) {
+    tt_layer *l = &m->layers[i];
+    const char *v = plan_get (m, "plan.layers", l->name);
+    if (!v)
+      return plan_error (m, err, "[Plan.Layers] %s: missing layer", l->name);
+    char buf[128];
+    snprintf (buf, sizeof buf, "%s", v);
+    char *comma = strchr (buf, ',');
+    bool in_place = false;
+    if (comma) {
+      *comma = '\0';
+      char *flag = comma + 1;
+      while (isspace ((unsigned char) *flag))
+        flag++;
+      char *end = flag + strlen (flag);
+      while (end > flag && isspace ((unsigned char) end[-1]))
+        *--end = '\0';
+      if (strcasecmp (flag, "inplace"))
+        return plan_error (m, err, "[Plan.Layers] %s: '%s' is not "
+            "'inplace'", l->name, flag);
+      in_place = true;
+    }
+    uint64_t pos;
+    if (!plan_u64 (buf, n - 1, &pos))
+      return plan_error (m, err, "[Plan.Layers] %s: position '%s' is not "
+          "an integer in [0, %u]", l->name, buf, n - 1);
+    if (exec[pos] >= 0)
+      return plan_error (m, err, "[Plan.Layers] %s and %s both run at "
+          "position %" PRIu64, m->layers[exec[pos]].name, l->name, pos);
+    exec[pos] = (int) i;
+    l->in_place = in_place;
+  }
+  int nk;
+  const char **keys = plan_keys_of (m, "plan.layers", &nk);
+  for (int k = 0; keys && k < nk; k++) {
+    const char *name = keys[k] + strlen ("plan.layers:");
+    if (tt_model_find_layer (m, name) < 0) {
+      tt_status st = plan_error (m, err, "[Plan.Layers] %s: no such layer "
+          "in the model", name);
+      free (keys);
+      return st;
+    }
+  }
+  free (keys);
+
+  /* every producer must run before its consumers */
+  for (uint32_t pos = 0; pos < n; pos++)
+    m->layers[exec[pos]].order = (int) pos;
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t k = 0; k < m->layers[i].n_inputs; k++) {
+      const tt_layer *p = &m->layers[m->layers[i].inputs[k].layer];
+      if (p->order >= m->layers[i].order)
+        return plan_error (m, err, "[Plan.Layers] %s runs at %d, before "
+            "its input %s at %d", m->layers[i].name, m->layers[i].order,
+            p->name, p->order);
+    }
+  /* in storage (topological) order, as the decisions depend on producers */
+  for (uint32_t i = 0; i < n; i++) {
+    const char *why;
+    if (m->layers[i].in_place && !tt_inplace_eligible (m, &m->layers[i],
+            &why))
+      return plan_error (m, err, "[Plan.Layers] %s: cannot run in place: "
+          "%s", m->layers[i].name, why);
+  }
+  return TT_OK;
+}
+
+static tt_status
+plan_read_offsets (tt_model * m, tt_error * err)
+{
+  tt_status st = TT_OK;
+  for (uint32_t i = 0; i < m->n_tensors; i++) {
+    tt_tensor *t = &m->tensors[i];
+    if (t->alias_of >= 0)
+      continue;
+    const char *v = plan_get (m, "plan.tensors", t->name);
+    if (!v)
+      return plan_error (m, err, "[Plan.Tensors] %s: missing tensor",
+          t->name);
+    uint64_t off;
+    if (!plan_u64 (v, PLAN_MAX_POOL, &off))
+      return plan_error (m, err, "[Plan.Tensors] %s: offset '%s' is not an "
+          "integer in [0, %llu]", t->name, v, (unsigned long long)
+          PLAN_MAX_POOL);
+    t->offset = off;
+  }
+  int nk;
+  const char **keys = plan_keys_of (m, "plan.tensors", &nk);
+  for (int k = 0; keys && k < nk && st == TT_OK; k++) {
+    const char *name = keys[k] + strlen ("plan.tensors:");
+    bool found = false;
+    for (uint32_t i = 0; i < m->n_tensors && !found; i++)
+      found = m->tensors[i].alias_of < 0 && !strcmp (m->tensors[i].name,
+          name);
+    if (!found)
+      st = plan_error (m, err, "[Plan.Tensors] %s: no tensor of that name "
+          "has memory of its own in this model", name);
+  }
+  free (keys);
+  return st;
+}
+
+tt_status
+tt_plan_ini_apply (tt_model * m, tt_error * err)
+{
+  tt_status st;
+  int *exec = malloc (m->n_layers * sizeof *exec);
+  if (!exec)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  if ((st = plan_check_header (m, err)) ||
+      (st = plan_read_layers (m, exec, err))) {
+    free (exec);
+    return st;
+  }
+  tt_graph_declare_tensors (m);
+  if (m->tensor_oom) {
+    free (exec);
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  }
+  tt_order_apply (m, exec);
+  free (exec);
+  tt_lifetimes_compute (m);
+  if ((st = plan_read_offsets (m, err)))
+    return st;
+
+  uint32_t *map;
+  size_t n;
+  tt_interval *t = tt_plan_intervals (m, &map, &n);
+  if (!t)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  const char **names = malloc ((n + 1) * sizeof *names);
+  if (!names) {
+    free (t);
+    free (map);
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  }
+  for (size_t i = 0; i < n; i++)
+    names[i] = m->tensors[map[i]].name;
+  char why[768];
+  if (tt_plan_validate (t, n, m->align, m->pool_bytes, names, why,
+          sizeof why) != 0)
+    st = plan_error (m, err, "[Plan.Tensors] %s", why);
+  m->plan.pool_bytes = m->pool_bytes;
+  m->plan.lower_bound = tt_plan_lower_bound (t, n, m->align);
+  m->plan.naive_bytes = tt_plan_naive_size (t, n, m->align);
+  m->plan.tensors = (uint32_t) n;
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    m->plan.in_place_layers += m->layers[i].in_place;
+  free (names);
+  free (t);
+  free (map);
+  return st;
+}
+
+/* ---- writing --------------------------------------------------------- */
+
+typedef struct {
+  tt_atomic_file *f;
+  tt_error *err;
+  tt_status st;
+} plan_writer;
+
+static void
+plan_printf (plan_writer * w, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+static void
+plan_printf (plan_writer * w, const char *fmt, ...)
+{
+  char line[1024];
+  if (w->st)
+    return;
+  va_list ap;
+  va_start (ap, fmt);
+  int len = vsnprintf (line, sizeof line, fmt, ap);
+  va_end (ap);
+  if (len < 0 || (size_t) len >= sizeof line) {
+    w->st = tt_fail (w->err, TT_ERR_INVALID, "plan line too long");
+    return;
+  }
+  w->st = tt_atomic_file_write (w->f, line, (size_t) len, w->err);
+}
+
+/* Length of the model text without an earlier plan: up to the marker line
+ * or the first [Plan...] section. */
+static size_t
+plan_text_end (const char *text, size_t len)
+{
+  size_t at = 0;
+  while (at < len) {
+    const char *line = text + at;
+    const char *nl = memchr (line, '\n', len - at);
+    size_t line_len = nl ? (size_t) (nl - line) : len - at;
+    const char *p = line;
+    while (p < line + line_len && (*p == ' ' || *p == '\t'))
+      p++;
+    if (!strncmp (p, PLAN_MARKER, strlen (PLAN_MARKER)) ||
+        (line_len - (size_t) (p - line) >= 5 && !strncasecmp (p, "[plan",
+                5)))
+      return at;
+    at += line_len + (nl ? 1 : 0);
+  }
+  return len;
+}
+
+tt_status
+tt_model_save_plan_ini (tt_model * m, const char *path, tt_error * err)
+{
+  if (!m->compiled)
+    return tt_fail (err, TT_ERR_STATE, "%s: compile the model before saving "
+        "its plan", m->path);
+  if (m->plan_mode == TT_PLAN_NAIVE)
+    return tt_fail (err, TT_ERR_STATE, "%s: a naive layout is not a plan "
+        "worth saving", m->path);
+  tt_atomic_file f;
+  tt_status st = tt_atomic_file_open (&f, path, err);
+  if (st)
+    return st;
+  plan_writer w = { &f, err, TT_OK };
+  size_t keep = plan_text_end (m->ini_text, m->ini_len);
+  while (keep > 0 && (m->ini_text[keep - 1] == '\n' ||
+          m->ini_text[keep - 1] == ' ' || m->ini_text[keep - 1] == '\t'))
+    keep--;
+  w.st = tt_atomic_file_write (&f, m->ini_text, keep, err);
+  plan_printf (&w, "\n\n%s: written by tensor-trainer; loading validates "
+      "it against the model above ----\n", PLAN_MARKER);
+  plan_printf (&w, "[Plan]\nversion = %d\npool_size = %" PRIu64
+      "\nalignment = %" PRIu64 "\nbatch_size = %u\n", PLAN_VERSION,
+      m->pool_bytes, m->align, m->batch_size);
+  plan_printf (&w, "input_shapes = ");
+  for (uint32_t i = 0; i < m->n_inputs; i++) {
+    tt_dims d = m->layers[m->input_layers[i]].out_dims[0];
+    plan_printf (&w, "%s%u:%u:%u", i ? "," : "", d.c, d.h, d.w);
+  }
+  tt_dims ld = m->layers[m->loss_layer].in_dims[0];
+  plan_printf (&w, "\nlabel_shape = %u:%u:%u\nfingerprint = %016" PRIx64
+      "\n", ld.c, ld.h, ld.w, m->fingerprint);
+  plan_printf (&w, "lower_bound = %" PRIu64 "\nnaive_size = %" PRIu64
+      "\ndepth_first_pool = %" PRIu64 "\ntensors = %u\nin_place_layers = %u"
+      "\norder_search = %s\n", m->plan.lower_bound, m->plan.naive_bytes,
+      m->plan.dfs_pool_bytes, m->plan.tensors, m->plan.in_place_layers,
+      m->plan.order_exact ? "exact" : "greedy");
+  plan_printf (&w, "\n[Plan.Layers]\n# layer = execution position "
+      "[, inplace]\n");
+  for (uint32_t pos = 0; pos < m->n_layers; pos++) {
+    const tt_layer *l = &m->layers[m->exec[pos]];
+    plan_printf (&w, "%s = %u%s\n", l->name, pos,
+        l->in_place ? ", inplace" : "");
+  }
+  plan_printf (&w, "\n[Plan.Tensors]\n# tensor = byte offset   "
+      "# bytes, live steps\n");
+  for (uint32_t i = 0; i < m->n_tensors; i++) {
+    const tt_tensor *t = &m->tensors[i];
+    if (t->alias_of >= 0)
+      continue;
+    plan_printf (&w, "%s = %" PRIu64 "   # %zu bytes, steps %d..%d\n",
+        t->name, (uint64_t) t->offset, t->count * sizeof (float),
+        t->first_use, t->last_use);
+  }
+  if (w.st) {
+    tt_atomic_file_abort (&f);
+    return w.st;
+  }
+  return tt_atomic_file_commit (&f, err);
+}
