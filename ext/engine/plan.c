@@ -156,38 +156,53 @@ tt_plan_build (tt_model * m, tt_error * err)
       &exact) == 0;
   m->plan.order_exact = exact && have_search;
 
-  /* the searched order first: on a tie it wins */
+  /* the searched order first: on a tie it wins; an order equal to one
+   * already laid out is not laid out again */
   int *order[3] = { have_search ? searched : NULL, storage,
     have_dfs ? dfs : NULL
   };
+  uint64_t *best_offsets = malloc ((m->n_tensors + 1) * sizeof *best_offsets);
+  if (!best_offsets) {
+    free (candidates);
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  }
   int best = -1;
-  uint64_t best_pool = UINT64_MAX;
+  uint64_t pool_of[3] = { 0 }, bound_of[3] = { 0 }, naive = 0;
   for (int c = 0; c < 3; c++) {
     if (!order[c])
       continue;
-    uint64_t pool, bound, naive;
+    int same = -1;
+    for (int k = 0; k < c && same < 0; k++)
+      if (order[k] && !memcmp (order[k], order[c], n * sizeof (int)))
+        same = k;
+    if (same >= 0) {
+      pool_of[c] = pool_of[same];
+      bound_of[c] = bound_of[same];
+      continue;
+    }
     tt_order_apply (m, order[c]);
-    if ((st = plan_layout (m, &pool, &bound, &naive, err))) {
+    if ((st = plan_layout (m, &pool_of[c], &bound_of[c], &naive, err))) {
       free (candidates);
+      free (best_offsets);
       return st;
     }
-    if (order[c] == dfs) {
-      m->plan.dfs_pool_bytes = pool;
-      m->plan.dfs_lower_bound = bound;
-    }
-    if (pool < best_pool) {
-      best_pool = pool;
+    if (best < 0 || pool_of[c] < pool_of[best]) {
       best = c;
+      for (uint32_t i = 0; i < m->n_tensors; i++)
+        best_offsets[i] = m->tensors[i].offset;
     }
   }
-  /* lay out the winner again: the offsets in the tensors are the last
-   * candidate's */
-  uint64_t bound, naive;
+  if (have_dfs) {
+    m->plan.dfs_pool_bytes = pool_of[2];
+    m->plan.dfs_lower_bound = bound_of[2];
+  }
+  uint64_t best_pool = pool_of[best], bound = bound_of[best];
   tt_order_apply (m, order[best]);
-  st = plan_layout (m, &best_pool, &bound, &naive, err);
+  tt_lifetimes_compute (m);
+  for (uint32_t i = 0; i < m->n_tensors; i++)
+    m->tensors[i].offset = best_offsets[i];
+  free (best_offsets);
   free (candidates);
-  if (st)
-    return st;
   m->pool_bytes = best_pool;
   m->plan.pool_bytes = best_pool;
   m->plan.lower_bound = bound;

@@ -320,6 +320,14 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
   if (tt_plan_validate (t, n, m->align, m->pool_bytes, names, why,
           sizeof why) != 0)
     st = plan_error (m, err, "[Plan.Tensors] %s", why);
+  /* the planner's own figures, for reports and for saving the plan again
+   * unchanged; only the bound is recomputed (it is cheap and checked) */
+  uint64_t figure;
+  if (plan_u64 (plan_get (m, "plan", "depth_first_pool"), UINT64_MAX,
+          &figure))
+    m->plan.dfs_pool_bytes = figure;
+  const char *search = plan_get (m, "plan", "order_search");
+  m->plan.order_exact = search && !strcmp (search, "exact");
   m->plan.pool_bytes = m->pool_bytes;
   m->plan.lower_bound = tt_plan_lower_bound (t, n, m->align);
   m->plan.naive_bytes = tt_plan_naive_size (t, n, m->align);

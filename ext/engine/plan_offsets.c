@@ -4,20 +4,26 @@
  *
  * Placing intervals with sizes so that conflicting ones do not overlap is
  * dynamic storage allocation, which is NP-hard; the planner therefore
- * combines cheap greedy constructions with a bounded local search:
+ * combines greedy constructions with a bounded local search:
  *
- * 1. Greedy placement in a given order: each tensor goes to the
- *    lowest-waste gap (best fit) left between the already-placed tensors
- *    it conflicts with, or on top of them when no gap fits. Largest-first
- *    is the classic order; size x duration, first use and duration are
- *    tried as well because each wins on different shapes of lifetimes.
- * 2. Squeaky-wheel local search from the best order: the tensors that end
- *    highest (the ones that make the pool larger than the lower bound)
- *    are moved earlier in the order and the greedy runs again; an order
- *    that is no worse replaces the current one, the best result is kept.
- *    The search stops at the lower bound (provably optimal) or when its
- *    work budget, counted in scanned slots rather than time so that the
- *    result stays deterministic, is spent.
+ * 1. Greedy placement in a given order: each tensor goes into a gap left
+ *    between the already-placed tensors it conflicts with, or on top of
+ *    them when no gap is large enough. Two gap rules: best fit (the gap
+ *    that wastes least) and first fit (the lowest gap).
+ * 2. Construction: largest-first with best fit, the classic, then three
+ *    other (order, rule) pairs that win on different shapes of lifetimes
+ *    (measured on training-step-like sets, see the unit test): pressure x
+ *    size with first fit, where pressure is the highest total live at any
+ *    step of the tensor's lifetime, so the tensors that make up the peak
+ *    are packed first; duration with best fit; size with first fit.
+ * 3. Squeaky-wheel local search from the best construction: the tensors
+ *    that end above a threshold (the lower bound, or halfway between it
+ *    and the current pool) move a random distance earlier in the order
+ *    and the greedy runs again; an order that is no worse becomes the
+ *    current one, and the best placement is kept. It stops at the lower
+ *    bound (provably optimal) or when its work budget is spent. Work is
+ *    counted in scanned slots, not time, and the generator has a fixed
+ *    seed, so the result is deterministic.
  *
  * All sizes are rounded up to the alignment before placement, so every
  * offset, being 0 or the end of another tensor, stays aligned.
@@ -36,38 +42,43 @@ typedef struct {
   uint32_t idx;
 } plan_offsets_item;
 
-/* A placed tensor, kept in an array sorted by off so that one scan finds
- * every gap. Invariant: end = off + asize, no overflow. */
+/* A placed tensor. The placed ones are kept in an array sorted by off, so
+ * that one scan in offset order finds every gap. Invariant:
+ * end = off + asize, computed without overflow. */
 typedef struct {
   uint64_t off, end;
   int32_t first, last;
 } plan_offsets_slot;
 
 /* Sort record for building an order: ascending on k[0], k[1], k[2], then
- * idx, so that every order is total and the result deterministic whatever
- * qsort does with ties. "Descending" keys are stored complemented. */
+ * idx, so that every order is total and the result does not depend on
+ * what qsort does with ties. Descending keys are stored complemented. */
 typedef struct {
   uint64_t k[3];
   uint32_t idx;
 } plan_offsets_key;
 
-/* Scratch shared by all passes; sized once for m items. */
+typedef enum {
+  PLAN_OFFSETS_BEST_FIT,
+  PLAN_OFFSETS_FIRST_FIT
+} plan_offsets_fit;
+
+/* Scratch shared by all passes, each array sized for m items. */
 typedef struct {
   const plan_offsets_item *items;
   uint32_t m;
-  plan_offsets_slot *slots;     /* m entries */
-  uint64_t *off;                /* m entries: offset per item of this pass */
-  uint64_t work;                /* slots scanned so far, the search budget */
+  plan_offsets_slot *slots;
+  uint64_t *off;                /* offset per item, written by a pass */
+  uint64_t work;                /* slots scanned so far */
 } plan_offsets_ctx;
 
-/* Work budget of the whole search, in scanned slots (about 1 ns each).
- * The construction passes always run; the local search only while the
- * budget lasts, so large inputs get fewer iterations and stay fast. */
-#define PLAN_OFFSETS_WORK_BUDGET 12000000ull
-/* ... but at least this many local-search passes on small inputs. */
-#define PLAN_OFFSETS_MIN_ITERS 64u
-/* ... and never more than this many. */
-#define PLAN_OFFSETS_MAX_ITERS 400u
+/* The local search runs while its scanned slots stay within this budget
+ * (about 1.5 ns each, so ~12 ms): ~20 passes for 1,000 tensors, none
+ * for 10,000, where one pass scans ~5e7 slots and the constructions
+ * alone already land within a fraction of a percent of the bound. */
+#define PLAN_OFFSETS_SEARCH_BUDGET 10000000ull
+/* A cap on passes, for tiny inputs where the budget means little. */
+#define PLAN_OFFSETS_SEARCH_MAX_PASSES 64u
 
 static bool
 plan_offsets_add (uint64_t a, uint64_t b, uint64_t * out)
@@ -100,6 +111,25 @@ static bool
 plan_offsets_lifetime_ok (const tt_interval * t)
 {
   return t->first >= 0 && t->first <= t->last;
+}
+
+/* Full 128-bit product, for sort keys that multiply two 64-bit values. */
+static void
+plan_offsets_mul (uint64_t a, uint64_t b, uint64_t * hi, uint64_t * lo)
+{
+  uint64_t a0 = a & 0xffffffffu, a1 = a >> 32;
+  uint64_t b0 = b & 0xffffffffu, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+
+  *lo = (mid << 32) | (p00 & 0xffffffffu);
+  *hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+static uint64_t
+plan_offsets_duration (const plan_offsets_item * it)
+{
+  return (uint64_t) ((int64_t) it->last - it->first + 1);
 }
 
 uint64_t
@@ -197,35 +227,116 @@ plan_offsets_key_cmp (const void *pa, const void *pb)
   return 0;
 }
 
-/* The orders the construction tries. */
-typedef enum {
-  PLAN_OFFSETS_BY_SIZE,         /* size, then duration, descending */
-  PLAN_OFFSETS_BY_AREA,         /* size x duration descending */
-  PLAN_OFFSETS_BY_FIRST,        /* first use ascending, larger first */
-  PLAN_OFFSETS_BY_DURATION,     /* duration, then size, descending */
-  PLAN_OFFSETS_N_ORDERS
-} plan_offsets_order_kind;
-
-/* a * b as a 96-bit value split into (hi, lo): hi = a * b >> 32,
- * lo = low 32 bits. b < 2^32, so hi cannot overflow. */
-static void
-plan_offsets_mul (uint64_t a, uint64_t b, uint64_t * hi, uint64_t * lo)
+static int
+plan_offsets_i64_cmp (const void *pa, const void *pb)
 {
-  uint64_t lo_part = (a & 0xffffffffu) * b;
+  int64_t a = *(const int64_t *) pa, b = *(const int64_t *) pb;
 
-  *hi = (a >> 32) * b + (lo_part >> 32);
-  *lo = lo_part & 0xffffffffu;
+  return a < b ? -1 : a > b;
 }
 
-/* Fills order[] (m item indices) according to kind. */
+/* Index of v in the sorted distinct array p[0..np), where it must be. */
+static uint32_t
+plan_offsets_find (const int64_t * p, uint32_t np, int64_t v)
+{
+  uint32_t lo = 0, hi = np;
+
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+
+    if (p[mid] <= v)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* pressure[i] = the highest total of aligned sizes live at any step of
+ * item i's lifetime. Steps are compressed to the distinct lifetime
+ * boundaries; a difference array gives the total per elementary segment
+ * and a segment tree its maximum over each lifetime. Totals never exceed
+ * the lower bound, which did not overflow; the prefix sums may wrap in
+ * between, harmlessly, since unsigned arithmetic is modular. Returns
+ * false when out of memory. */
+static bool
+plan_offsets_pressure (const plan_offsets_item * items, uint32_t m,
+    uint64_t * pressure)
+{
+  uint32_t np = 0, nseg;
+  int64_t *pts = malloc (2 * (size_t) m * sizeof *pts);
+  uint64_t *tree = malloc (4 * (size_t) m * sizeof *tree);
+  uint64_t sum = 0;
+
+  if (!pts || !tree) {
+    free (pts);
+    free (tree);
+    return false;
+  }
+  for (uint32_t i = 0; i < m; i++) {
+    pts[2 * i] = items[i].first;
+    pts[2 * i + 1] = (int64_t) items[i].last + 1;
+  }
+  qsort (pts, 2 * (size_t) m, sizeof *pts, plan_offsets_i64_cmp);
+  for (uint32_t i = 0; i < 2 * m; i++)
+    if (np == 0 || pts[np - 1] != pts[i])
+      pts[np++] = pts[i];
+  /* Segment j is [pts[j], pts[j + 1]); leaves live at tree[nseg + j]. */
+  nseg = np - 1;                /* m >= 1, so np >= 2 */
+  memset (tree, 0, 2 * (size_t) nseg * sizeof *tree);
+  for (uint32_t i = 0; i < m; i++) {
+    uint32_t a = plan_offsets_find (pts, np, items[i].first);
+    uint32_t b = plan_offsets_find (pts, np, (int64_t) items[i].last + 1);
+
+    tree[nseg + a] += items[i].asize;
+    if (b < nseg)
+      tree[nseg + b] -= items[i].asize;
+  }
+  for (uint32_t j = 0; j < nseg; j++) {
+    sum += tree[nseg + j];
+    tree[nseg + j] = sum;
+  }
+  for (uint32_t j = nseg - 1; j >= 1; j--)
+    tree[j] = tree[2 * j] > tree[2 * j + 1] ? tree[2 * j] : tree[2 * j + 1];
+  for (uint32_t i = 0; i < m; i++) {
+    uint32_t lo = plan_offsets_find (pts, np, items[i].first) + nseg;
+    uint32_t hi = plan_offsets_find (pts, np,
+        (int64_t) items[i].last + 1) + nseg;
+    uint64_t best = 0;
+
+    for (; lo < hi; lo >>= 1, hi >>= 1) {
+      if (lo & 1) {
+        best = tree[lo] > best ? tree[lo] : best;
+        lo++;
+      }
+      if (hi & 1) {
+        hi--;
+        best = tree[hi] > best ? tree[hi] : best;
+      }
+    }
+    pressure[i] = best;
+  }
+  free (pts);
+  free (tree);
+  return true;
+}
+
+/* The orders the construction uses. */
+typedef enum {
+  PLAN_OFFSETS_BY_SIZE,         /* size, then duration, descending */
+  PLAN_OFFSETS_BY_PRESSURE,     /* pressure x size, then size, descending */
+  PLAN_OFFSETS_BY_DURATION,     /* duration, then size, descending */
+} plan_offsets_order_kind;
+
+/* Fills order[] (the m item indices) according to kind. */
 static void
 plan_offsets_make_order (const plan_offsets_item * items, uint32_t m,
-    plan_offsets_order_kind kind, plan_offsets_key * keys, uint32_t * order)
+    const uint64_t * pressure, plan_offsets_order_kind kind,
+    plan_offsets_key * keys, uint32_t * order)
 {
   for (uint32_t i = 0; i < m; i++) {
     const plan_offsets_item *it = &items[i];
-    /* Duration in steps, at most 2^31: fits in 32 bits. */
-    uint64_t dur = (uint64_t) ((int64_t) it->last - it->first + 1);
+    uint64_t dur = plan_offsets_duration (it);
     plan_offsets_key *k = &keys[i];
 
     k->idx = i;
@@ -235,18 +346,13 @@ plan_offsets_make_order (const plan_offsets_item * items, uint32_t m,
         k->k[1] = ~dur;
         k->k[2] = 0;
         break;
-      case PLAN_OFFSETS_BY_AREA:
-        plan_offsets_mul (it->asize, dur, &k->k[0], &k->k[1]);
+      case PLAN_OFFSETS_BY_PRESSURE:
+        plan_offsets_mul (pressure[i], it->asize, &k->k[0], &k->k[1]);
         k->k[0] = ~k->k[0];
         k->k[1] = ~k->k[1];
         k->k[2] = ~it->asize;
         break;
-      case PLAN_OFFSETS_BY_FIRST:
-        k->k[0] = (uint64_t) it->first;
-        k->k[1] = ~it->asize;
-        k->k[2] = ~dur;
-        break;
-      default:
+      case PLAN_OFFSETS_BY_DURATION:
         k->k[0] = ~dur;
         k->k[1] = ~it->asize;
         k->k[2] = 0;
@@ -258,11 +364,12 @@ plan_offsets_make_order (const plan_offsets_item * items, uint32_t m,
     order[i] = keys[i].idx;
 }
 
-/* One greedy pass: places the items in the given order, each at the
- * best-fitting gap among the placed items it conflicts with. Fills
- * ctx->off and returns the pool size, or UINT64_MAX on overflow. */
+/* One greedy pass: places the items in the given order, each in a gap
+ * among the placed items it conflicts with (chosen by fit), or on top of
+ * them. Fills ctx->off; returns the pool size, UINT64_MAX on overflow. */
 static uint64_t
-plan_offsets_greedy (plan_offsets_ctx * ctx, const uint32_t * order)
+plan_offsets_greedy (plan_offsets_ctx * ctx, const uint32_t * order,
+    plan_offsets_fit fit)
 {
   plan_offsets_slot *slots = ctx->slots;
   uint32_t ns = 0;
@@ -276,24 +383,24 @@ plan_offsets_greedy (plan_offsets_ctx * ctx, const uint32_t * order)
     uint32_t s, lo, hi;
 
     /* cur is the highest end among the conflicting slots scanned so far;
-     * slots are sorted by off, so [cur, slot.off) is free of conflicts. */
+     * slots are sorted by off, so [cur, o) below the next conflicting
+     * slot is free. Non-conflicting slots read as off = end = 0 instead
+     * of branching, which keeps this loop (the planner's whole cost)
+     * free of unpredictable branches. */
     for (s = 0; s < ns; s++) {
       const plan_offsets_slot *sl = &slots[s];
+      bool c = (sl->first <= last) & (sl->last >= first);
+      uint64_t o = c ? sl->off : 0, e = c ? sl->end : 0;
 
-      if (sl->first > last || sl->last < first)
-        continue;
-      if (sl->off > cur) {
-        uint64_t gap = sl->off - cur;
-
-        if (gap >= asize && gap - asize < best_waste) {
-          best_waste = gap - asize;
-          best = cur;
-          if (best_waste == 0)
-            break;              /* a perfect fit cannot be beaten */
-        }
+      if (o > cur && o - cur >= asize && o - cur - asize < best_waste) {
+        best_waste = o - cur - asize;
+        best = cur;
+        /* The lowest fit is final for first fit; a perfect fit cannot
+         * be beaten. */
+        if (fit == PLAN_OFFSETS_FIRST_FIT || best_waste == 0)
+          break;
       }
-      if (sl->end > cur)
-        cur = sl->end;
+      cur = e > cur ? e : cur;
     }
     ctx->work += s + 1;
     if (best == UINT64_MAX)
@@ -304,7 +411,7 @@ plan_offsets_greedy (plan_offsets_ctx * ctx, const uint32_t * order)
       pool = end;
     ctx->off[order[k]] = best;
 
-    /* Insert after every slot with off <= best (upper bound). */
+    /* Insert after every slot with off <= best. */
     lo = 0;
     hi = ns;
     while (lo < hi) {
@@ -337,161 +444,189 @@ plan_offsets_rand (uint64_t * state)
 }
 
 /* Squeaky-wheel step: builds next[] from order[] by moving every item
- * whose end exceeds the threshold (the tensors that stick out above the
- * lower bound) forward by a random distance; the others keep their
- * relative order. */
+ * that ends above threshold in the placement off[] (the items sticking
+ * out above the lower bound) forward by a random distance, up to the
+ * front; the others keep their relative order. A random distance rather
+ * than the front: moving every culprit to the front just swaps which
+ * tensors stick out. */
 static void
 plan_offsets_bump (const plan_offsets_ctx * ctx, const uint32_t * order,
-    const uint64_t * cur_off, uint64_t threshold, uint64_t * rng, plan_offsets_key * keys,
-    uint32_t * next)
+    const uint64_t * off, uint64_t threshold, uint64_t * rng,
+    plan_offsets_key * keys, uint32_t * next)
 {
-  uint32_t m = ctx->m;
-
-  for (uint32_t k = 0; k < m; k++) {
+  for (uint32_t k = 0; k < ctx->m; k++) {
     uint32_t i = order[k];
-    uint64_t pos = (uint64_t) k << 20;  /* room for fractional moves */
+    /* Position k as k * 2: a moved item lands at an odd position, just
+     * ahead of the item that was there. */
+    uint64_t pos = 2 * (uint64_t) k;
 
-    if (cur_off[i] + ctx->items[i].asize > threshold) {
-      /* Move forward by up to the whole distance to the front. */
+    if (off[i] + ctx->items[i].asize > threshold) {
       uint64_t r = plan_offsets_rand (rng) % ((uint64_t) k + 1);
 
-      pos -= r << 20;
-      if (pos >= (1u << 19))
-        pos -= 1u << 19;        /* ahead of the item now at that place */
+      pos = 2 * ((uint64_t) k - r);
+      if (pos)
+        pos--;
     }
     keys[k].k[0] = pos;
     keys[k].k[1] = k;
     keys[k].k[2] = 0;
     keys[k].idx = i;
   }
-  qsort (keys, m, sizeof *keys, plan_offsets_key_cmp);
-  for (uint32_t k = 0; k < m; k++)
+  qsort (keys, ctx->m, sizeof *keys, plan_offsets_key_cmp);
+  for (uint32_t k = 0; k < ctx->m; k++)
     next[k] = keys[k].idx;
+}
+
+/* Scratch of tt_plan_assign_offsets, freed together. */
+typedef struct {
+  plan_offsets_item *items;
+  plan_offsets_key *keys;
+  uint32_t *order, *next, *best_order;
+  uint64_t *pressure, *off, *cur_off, *best_off;
+  plan_offsets_slot *slots;
+} plan_offsets_scratch;
+
+static void
+plan_offsets_scratch_free (plan_offsets_scratch * w)
+{
+  free (w->items);
+  free (w->keys);
+  free (w->order);
+  free (w->next);
+  free (w->best_order);
+  free (w->pressure);
+  free (w->off);
+  free (w->cur_off);
+  free (w->best_off);
+  free (w->slots);
+}
+
+static bool
+plan_offsets_scratch_alloc (plan_offsets_scratch * w, size_t n)
+{
+  memset (w, 0, sizeof *w);
+  w->items = malloc (n * sizeof *w->items);
+  w->keys = malloc (n * sizeof *w->keys);
+  w->order = malloc (n * sizeof *w->order);
+  w->next = malloc (n * sizeof *w->next);
+  w->best_order = malloc (n * sizeof *w->best_order);
+  w->pressure = malloc (n * sizeof *w->pressure);
+  w->off = malloc (n * sizeof *w->off);
+  w->cur_off = malloc (n * sizeof *w->cur_off);
+  w->best_off = malloc (n * sizeof *w->best_off);
+  w->slots = malloc (n * sizeof *w->slots);
+  return w->items && w->keys && w->order && w->next && w->best_order
+      && w->pressure && w->off && w->cur_off && w->best_off && w->slots;
 }
 
 uint64_t
 tt_plan_assign_offsets (tt_interval * t, size_t n, uint64_t align)
 {
-  plan_offsets_item *items = NULL;
-  plan_offsets_key *keys = NULL;
-  uint32_t *order = NULL, *next = NULL, *best_order = NULL;
-  uint64_t *best_off = NULL, *off = NULL, *cur_off = NULL;
-  plan_offsets_slot *slots = NULL;
-  uint64_t result = UINT64_MAX, best_pool = UINT64_MAX, bound, rng;
+  /* The constructions, in the order tried; the first is the classic. */
+  static const struct {
+    plan_offsets_order_kind order;
+    plan_offsets_fit fit;
+  } constructions[] = {
+    {PLAN_OFFSETS_BY_SIZE, PLAN_OFFSETS_BEST_FIT},
+    {PLAN_OFFSETS_BY_PRESSURE, PLAN_OFFSETS_FIRST_FIT},
+    {PLAN_OFFSETS_BY_DURATION, PLAN_OFFSETS_BEST_FIT},
+    {PLAN_OFFSETS_BY_SIZE, PLAN_OFFSETS_FIRST_FIT},
+  };
+  plan_offsets_scratch w;
   plan_offsets_ctx ctx;
+  plan_offsets_fit best_fit = PLAN_OFFSETS_BEST_FIT;
+  uint64_t result = UINT64_MAX, best_pool = UINT64_MAX, cur_pool, bound;
+  uint64_t rng, search_start, last_pass = 0;
   uint32_t m = 0;
 
-  if (!plan_offsets_align_ok (&align) || n > UINT32_MAX)
+  /* Item indices and counts are 32-bit to halve the scanned memory. */
+  if (!plan_offsets_align_ok (&align) || n >= UINT32_MAX
+      || n > SIZE_MAX / sizeof (plan_offsets_key))
     return UINT64_MAX;
   bound = tt_plan_lower_bound (t, n, align);
   if (bound == UINT64_MAX)
     return UINT64_MAX;          /* invalid lifetime, overflow or no memory */
-  if (n == 0)
-    return 0;
+  for (size_t i = 0; i < n; i++)
+    t[i].offset = 0;            /* zero-size tensors stay at 0 */
+  if (bound == 0)
+    return 0;                   /* nothing has a size */
 
-  items = malloc (n * sizeof *items);
-  keys = malloc (n * sizeof *keys);
-  order = malloc (n * sizeof *order);
-  next = malloc (n * sizeof *next);
-  best_order = malloc (n * sizeof *best_order);
-  best_off = malloc (n * sizeof *best_off);
-  off = malloc (n * sizeof *off);
-  cur_off = malloc (n * sizeof *cur_off);
-  slots = malloc (n * sizeof *slots);
-  if (!items || !keys || !order || !next || !best_order || !best_off
-      || !off || !cur_off || !slots)
+  if (!plan_offsets_scratch_alloc (&w, n))
     goto out;
-
   for (size_t i = 0; i < n; i++) {
     uint64_t a = 0;
 
-    t[i].offset = 0;            /* zero-size tensors stay at 0 */
     /* Cannot fail: the lower bound already rounded every size. */
     (void) plan_offsets_round (t[i].size, align, &a);
-    if (a == 0)
-      continue;
-    items[m++] = (plan_offsets_item) {
-    a, t[i].first, t[i].last, (uint32_t) i};
+    if (a)
+      w.items[m++] = (plan_offsets_item) {
+      a, t[i].first, t[i].last, (uint32_t) i};
   }
-  if (m == 0) {
-    result = 0;
+  if (!plan_offsets_pressure (w.items, m, w.pressure))
     goto out;
-  }
-
   ctx = (plan_offsets_ctx) {
-  items, m, slots, off, 0};
+  w.items, m, w.slots, w.off, 0};
 
-  /* Construction: keep the best of the greedy orders. */
-  for (int kind = 0; kind < PLAN_OFFSETS_N_ORDERS; kind++) {
+  for (size_t c = 0; c < sizeof constructions / sizeof *constructions;
+      c++) {
     uint64_t pool;
 
-    plan_offsets_make_order (items, m, (plan_offsets_order_kind) kind, keys,
-        order);
-    pool = plan_offsets_greedy (&ctx, order);
+    plan_offsets_make_order (w.items, m, w.pressure, constructions[c].order,
+        w.keys, w.order);
+    pool = plan_offsets_greedy (&ctx, w.order, constructions[c].fit);
     if (pool < best_pool) {
       best_pool = pool;
-      memcpy (best_order, order, m * sizeof *order);
-      memcpy (best_off, off, m * sizeof *off);
+      best_fit = constructions[c].fit;
+      memcpy (w.best_order, w.order, m * sizeof *w.order);
+      memcpy (w.best_off, w.off, m * sizeof *w.off);
     }
     if (best_pool == bound)
       break;
   }
   if (best_pool == UINT64_MAX)
-    goto out;                   /* overflow in every order */
+    goto out;                   /* overflow in every construction */
 
-  /* Local search from the best order; order[] is the current one and
-   * cur_off[] its placement, which the bump reads. */
-  memcpy (order, best_order, m * sizeof *order);
-  memcpy (cur_off, best_off, m * sizeof *cur_off);
-  rng = 0x9e3779b97f4a7c15ull ^ m;
-  {
-    uint64_t cur_pool = best_pool;
+  /* Local search. order/cur_off: the current order and its placement;
+   * next/off: the candidate. Swapping pointers accepts a candidate. */
+  memcpy (w.order, w.best_order, m * sizeof *w.order);
+  memcpy (w.cur_off, w.best_off, m * sizeof *w.cur_off);
+  cur_pool = best_pool;
+  rng = 0x9e3779b97f4a7c15ull;
+  search_start = ctx.work;
+  for (uint32_t pass = 0; pass < PLAN_OFFSETS_SEARCH_MAX_PASSES
+      && best_pool > bound
+      && ctx.work - search_start + last_pass <= PLAN_OFFSETS_SEARCH_BUDGET;
+      pass++) {
+    /* Alternate thresholds: above the bound moves every culprit, above
+     * the midpoint only the worst ones, a smaller perturbation. */
+    uint64_t thr = (pass & 1) ? bound + (cur_pool - bound) / 2 : bound;
+    uint64_t pool, before = ctx.work, *tmp_off;
+    uint32_t *tmp;
 
-    for (uint32_t iter = 0; iter < PLAN_OFFSETS_MAX_ITERS
-        && best_pool > bound
-        && (iter < PLAN_OFFSETS_MIN_ITERS
-            || ctx.work < PLAN_OFFSETS_WORK_BUDGET); iter++) {
-      uint64_t pool, *tmp_off;
-      uint32_t *tmp;
-
-      /* Bump the items above the bound, or above the pool's midpoint
-       * between bound and peak, alternately, to vary the move size. */
-      uint64_t thr = (iter & 1) ? bound + (cur_pool - bound) / 2 : bound;
-
-      plan_offsets_bump (&ctx, order, cur_off, thr, &rng, keys, next);
-      pool = plan_offsets_greedy (&ctx, next);
-      if (pool == UINT64_MAX)
-        continue;
-      if (pool <= cur_pool) {
-        cur_pool = pool;
-        tmp = order;
-        order = next;
-        next = tmp;
-        tmp_off = cur_off;
-        cur_off = off;
-        off = tmp_off;
-        ctx.off = off;
-        if (pool < best_pool) {
-          best_pool = pool;
-          memcpy (best_off, cur_off, m * sizeof *cur_off);
-        }
-      }
+    plan_offsets_bump (&ctx, w.order, w.cur_off, thr, &rng, w.keys, w.next);
+    pool = plan_offsets_greedy (&ctx, w.next, best_fit);
+    last_pass = ctx.work - before;
+    if (pool > cur_pool)
+      continue;                 /* includes UINT64_MAX, overflow */
+    cur_pool = pool;
+    tmp = w.order;
+    w.order = w.next;
+    w.next = tmp;
+    tmp_off = w.cur_off;
+    w.cur_off = w.off;
+    w.off = tmp_off;
+    ctx.off = w.off;
+    if (pool < best_pool) {
+      best_pool = pool;
+      memcpy (w.best_off, w.cur_off, m * sizeof *w.cur_off);
     }
   }
 
   for (uint32_t i = 0; i < m; i++)
-    t[items[i].idx].offset = best_off[i];
+    t[w.items[i].idx].offset = w.best_off[i];
   result = best_pool;
 
 out:
-  free (items);
-  free (keys);
-  free (order);
-  free (next);
-  free (best_order);
-  free (best_off);
-  free (off);
-  free (cur_off);
-  free (slots);
+  plan_offsets_scratch_free (&w);
   return result;
 }
