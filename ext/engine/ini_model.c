@@ -507,6 +507,8 @@ ini_capture_error (const char *fmt, ...)
   return n;
 }
 
+static tt_status ini_parse_dict (tt_model * m, tt_error * err);
+
 tt_status
 tt_ini_parse_model (tt_model * m, tt_error * err)
 {
@@ -550,6 +552,33 @@ tt_ini_parse_model (tt_model * m, tt_error * err)
     return tt_fail (err, TT_ERR_PARSE, "%s: not a valid INI file: %s",
         m->path, ini_parser_message[0] ? ini_parser_message : "unreadable");
   m->dict = d;
+  return ini_parse_dict (m, err);
+}
+
+tt_status
+tt_ini_parse_model_text (tt_model * m, const char *text, size_t len,
+    tt_error * err)
+{
+  if (len > INI_MAX_BYTES)
+    return tt_fail (err, TT_ERR_INVALID, "%s: larger than %d MiB", m->path,
+        INI_MAX_BYTES >> 20);
+  m->ini_text = malloc (len + 1);
+  if (!m->ini_text)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  memcpy (m->ini_text, text, len);
+  m->ini_text[len] = '\0';
+  m->ini_len = len;
+  m->dict = tt_ini_text_parse (text, len, m->path, err);
+  if (!m->dict)
+    return err ? err->status : TT_ERR_PARSE;
+  return ini_parse_dict (m, err);
+}
+
+/* Sections of a parsed dictionary into the model. */
+static tt_status
+ini_parse_dict (tt_model * m, tt_error * err)
+{
+  dictionary *d = m->dict;
 
   /* a key before the first section has no section to belong to */
   for (int i = 0; i < d->size; i++)

@@ -14,8 +14,8 @@
 
 #define TT_DEFAULT_SEED 0x5eedULL
 
-tt_model *
-tt_model_load_ini (const char *path, tt_error * err)
+static tt_model *
+model_new (const char *path, tt_error * err)
 {
   if (!path)
     return tt_fail (err, TT_ERR_INVALID, "no model path given"), NULL;
@@ -35,7 +35,28 @@ tt_model_load_ini (const char *path, tt_error * err)
   m->seed = TT_DEFAULT_SEED;
   m->loss_layer = -1;
   m->align = 64;
-  if (tt_ini_parse_model (m, err) != TT_OK) {
+  return m;
+}
+
+tt_model *
+tt_model_load_ini (const char *path, tt_error * err)
+{
+  tt_model *m = model_new (path, err);
+  if (m && tt_ini_parse_model (m, err) != TT_OK) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+tt_model *
+tt_model_load_ini_text (const char *text, size_t len, const char *name,
+    tt_error * err)
+{
+  if (!text)
+    return tt_fail (err, TT_ERR_INVALID, "no model text given"), NULL;
+  tt_model *m = model_new (name ? name : "<memory>", err);
+  if (m && tt_ini_parse_model_text (m, text, len, err) != TT_OK) {
     tt_model_free (m);
     return NULL;
   }

@@ -93,6 +93,10 @@ typedef struct {
 const char *tt_status_name (tt_status status);
 
 tt_model *tt_model_load_ini (const char *path, tt_error * err);
+/* The same from INI text in memory (a bundle, a linked blob): no file
+ * system needed. name stands for the file in messages. */
+tt_model *tt_model_load_ini_text (const char *text, size_t len,
+    const char *name, tt_error * err);
 void tt_model_free (tt_model * model);
 
 /* Overrides [Model] batch_size; only before tt_model_compile(). */

@@ -293,6 +293,12 @@ tt_status tt_section_error (const tt_section * s, const char *key,
 tt_status tt_section_check_keys (const tt_section * s,
     const char *const *allowed, tt_error * err);
 tt_status tt_ini_parse_model (tt_model * m, tt_error * err);
+tt_status tt_ini_parse_model_text (tt_model * m, const char *text,
+    size_t len, tt_error * err);
+/* ini_text.c: INI text in memory to an iniparser dictionary, with
+ * iniparser's rules; NULL and a message naming name and line on error */
+void *tt_ini_text_parse (const char *text, size_t len, const char *name,
+    tt_error * err);
 
 extern const char *const tt_activation_names[];
 extern const char *const tt_initializer_names[];
