@@ -42,13 +42,26 @@ typedef struct {
   uint32_t idx;
 } plan_offsets_item;
 
-/* A placed tensor. The placed ones are kept in an array sorted by off, so
- * that one scan in offset order finds every gap. Invariant:
- * end = off + asize, computed without overflow. */
+/* A placed tensor. Invariant: end = off + asize, computed without
+ * overflow. */
 typedef struct {
   uint64_t off, end;
   int32_t first, last;
 } plan_offsets_slot;
+
+/* The placed tensors are kept sorted by off, so that one scan in offset
+ * order finds every gap, in an unrolled list: chunks of up to
+ * PLAN_OFFSETS_CHUNK slots, visited in the order of chunk_order. An
+ * insertion shifts at most one chunk instead of half of all slots (a
+ * plain array spent most of its time in memmove). Invariant: slots
+ * are sorted by off within a chunk and across chunks in chunk_order;
+ * only the first chunk may be empty. */
+#define PLAN_OFFSETS_CHUNK 64
+
+typedef struct {
+  uint32_t n;
+  plan_offsets_slot s[PLAN_OFFSETS_CHUNK];
+} plan_offsets_chunk;
 
 /* Sort record for building an order: ascending on k[0], k[1], k[2], then
  * idx, so that every order is total and the result does not depend on
@@ -63,20 +76,38 @@ typedef enum {
   PLAN_OFFSETS_FIRST_FIT
 } plan_offsets_fit;
 
-/* Scratch shared by all passes, each array sized for m items. */
+/* Scratch shared by all passes. A chunk splits only when full, into
+ * two half-full ones, so m slots never need more than
+ * plan_offsets_max_chunks (m) chunks. */
 typedef struct {
   const plan_offsets_item *items;
   uint32_t m;
-  plan_offsets_slot *slots;
-  uint64_t *off;                /* offset per item, written by a pass */
+  plan_offsets_chunk *chunks;
+  uint32_t *chunk_order;
+  uint32_t n_chunks;
+  uint64_t *off;                /* m entries: offset per item of a pass */
   uint64_t work;                /* slots scanned so far */
 } plan_offsets_ctx;
 
-/* The local search runs while its scanned slots stay within this budget
- * (about 1.5 ns each, so ~12 ms): ~20 passes for 1,000 tensors, none
- * for 10,000, where one pass scans ~5e7 slots and the constructions
- * alone already land within a fraction of a percent of the bound. */
-#define PLAN_OFFSETS_SEARCH_BUDGET 10000000ull
+static size_t
+plan_offsets_max_chunks (size_t m)
+{
+  return 2 * (m / PLAN_OFFSETS_CHUNK) + 2;
+}
+
+/* Work budgets, in scanned slots (1-3 ns each). A pass starts only if
+ * the work so far plus the previous pass's work fits: a pass costs about
+ * m^2 / 2 scans, so the budgets turn into pass counts that shrink as the
+ * input grows, instead of a time that grows with it.
+ *
+ * Constructions after the first: ~1 s worth. All four run up to ~10,000
+ * tensors; much larger inputs keep only the classic one. */
+#define PLAN_OFFSETS_CONSTRUCT_BUDGET 400000000ull
+/* Local search: ~10 ms worth, ~10 passes for 1,000 tensors; none for
+ * 10,000, where one pass scans ~4e7 slots and the constructions already
+ * land close to the bound (the squeaky wheel pays off on small, ragged
+ * sets). */
+#define PLAN_OFFSETS_SEARCH_BUDGET 4000000ull
 /* A cap on passes, for tiny inputs where the budget means little. */
 #define PLAN_OFFSETS_SEARCH_MAX_PASSES 64u
 
@@ -194,10 +225,8 @@ tt_plan_lower_bound (const tt_interval * t, size_t n, uint64_t align)
     }
     if (a == 0)
       continue;
-    ev[ne++] = (plan_offsets_event) {
-    t[i].first, a, false};
-    ev[ne++] = (plan_offsets_event) {
-    (int64_t) t[i].last + 1, a, true};
+    ev[ne++] = (plan_offsets_event) { t[i].first, a, false };
+    ev[ne++] = (plan_offsets_event) { (int64_t) t[i].last + 1, a, true };
   }
   qsort (ev, ne, sizeof *ev, plan_offsets_event_cmp);
   for (size_t i = 0; i < ne; i++) {
@@ -364,6 +393,56 @@ plan_offsets_make_order (const plan_offsets_item * items, uint32_t m,
     order[i] = keys[i].idx;
 }
 
+/* Inserts a slot after every slot with off <= sl.off. */
+static void
+plan_offsets_insert (plan_offsets_ctx * ctx, plan_offsets_slot sl)
+{
+  uint32_t lo = 0, hi = ctx->n_chunks, c, pos;
+  plan_offsets_chunk *ch;
+
+  /* The last chunk whose first slot is <= sl.off, else the first one. */
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+
+    if (ctx->chunks[ctx->chunk_order[mid]].s[0].off <= sl.off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  c = lo;
+  ch = &ctx->chunks[ctx->chunk_order[c]];
+  if (ch->n == PLAN_OFFSETS_CHUNK) {
+    /* Split: the upper half moves to a fresh chunk placed right after. */
+    uint32_t id = ctx->n_chunks;
+    plan_offsets_chunk *up = &ctx->chunks[id];
+
+    up->n = PLAN_OFFSETS_CHUNK / 2;
+    memcpy (up->s, &ch->s[PLAN_OFFSETS_CHUNK / 2],
+        up->n * sizeof *up->s);
+    ch->n = PLAN_OFFSETS_CHUNK / 2;
+    memmove (&ctx->chunk_order[c + 2], &ctx->chunk_order[c + 1],
+        (ctx->n_chunks - c - 1) * sizeof *ctx->chunk_order);
+    ctx->chunk_order[c + 1] = id;
+    ctx->n_chunks++;
+    if (up->s[0].off <= sl.off)
+      ch = up;
+  }
+  lo = 0;
+  hi = ch->n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+
+    if (ch->s[mid].off <= sl.off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  pos = lo;
+  memmove (&ch->s[pos + 1], &ch->s[pos], (ch->n - pos) * sizeof *ch->s);
+  ch->s[pos] = sl;
+  ch->n++;
+}
+
 /* One greedy pass: places the items in the given order, each in a gap
  * among the placed items it conflicts with (chosen by fit), or on top of
  * them. Fills ctx->off; returns the pool size, UINT64_MAX on overflow. */
@@ -371,38 +450,49 @@ static uint64_t
 plan_offsets_greedy (plan_offsets_ctx * ctx, const uint32_t * order,
     plan_offsets_fit fit)
 {
-  plan_offsets_slot *slots = ctx->slots;
-  uint32_t ns = 0;
   uint64_t pool = 0;
 
+  ctx->n_chunks = 1;
+  ctx->chunk_order[0] = 0;
+  ctx->chunks[0].n = 0;
   for (uint32_t k = 0; k < ctx->m; k++) {
     const plan_offsets_item *it = &ctx->items[order[k]];
     uint64_t asize = it->asize, cur = 0, best = UINT64_MAX;
     uint64_t best_waste = UINT64_MAX, end;
     int32_t first = it->first, last = it->last;
-    uint32_t s, lo, hi;
 
     /* cur is the highest end among the conflicting slots scanned so far;
      * slots are sorted by off, so [cur, o) below the next conflicting
-     * slot is free. Non-conflicting slots read as off = end = 0 instead
-     * of branching, which keeps this loop (the planner's whole cost)
-     * free of unpredictable branches. */
-    for (s = 0; s < ns; s++) {
-      const plan_offsets_slot *sl = &slots[s];
-      bool c = (sl->first <= last) & (sl->last >= first);
-      uint64_t o = c ? sl->off : 0, e = c ? sl->end : 0;
+     * slot is free. Non-conflicting slots are masked to off = end = 0
+     * instead of branching: whether a slot conflicts is unpredictable,
+     * and this loop is the planner's whole cost. The mask is all ones
+     * when both differences are >= 0, i.e. their OR has no sign bit. */
+    for (uint32_t c = 0; c < ctx->n_chunks; c++) {
+      const plan_offsets_chunk *ch = &ctx->chunks[ctx->chunk_order[c]];
+      uint32_t j;
 
-      if (o > cur && o - cur >= asize && o - cur - asize < best_waste) {
-        best_waste = o - cur - asize;
-        best = cur;
-        /* The lowest fit is final for first fit; a perfect fit cannot
-         * be beaten. */
-        if (fit == PLAN_OFFSETS_FIRST_FIT || best_waste == 0)
-          break;
+      for (j = 0; j < ch->n; j++) {
+        const plan_offsets_slot *sl = &ch->s[j];
+        uint64_t x = (uint64_t) (((int64_t) last - sl->first)
+            | ((int64_t) sl->last - first));
+        uint64_t mask = (x >> 63) - 1;
+        uint64_t o = sl->off & mask, e = sl->end & mask;
+        uint64_t gap = o > cur ? o - cur : 0;
+
+        if (gap >= asize && gap - asize < best_waste) {
+          best_waste = gap - asize;
+          best = cur;
+          /* The lowest fit is final for first fit; a perfect fit
+           * cannot be beaten. */
+          if (fit == PLAN_OFFSETS_FIRST_FIT || best_waste == 0)
+            break;
+        }
+        cur = e > cur ? e : cur;
       }
-      cur = e > cur ? e : cur;
+      ctx->work += j + 1;
+      if (j < ch->n)
+        break;
     }
-    ctx->work += s + 1;
     if (best == UINT64_MAX)
       best = cur;               /* no gap fits: on top of the conflicts */
     if (!plan_offsets_add (best, asize, &end))
@@ -410,22 +500,7 @@ plan_offsets_greedy (plan_offsets_ctx * ctx, const uint32_t * order,
     if (end > pool)
       pool = end;
     ctx->off[order[k]] = best;
-
-    /* Insert after every slot with off <= best. */
-    lo = 0;
-    hi = ns;
-    while (lo < hi) {
-      uint32_t mid = lo + (hi - lo) / 2;
-
-      if (slots[mid].off <= best)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    memmove (&slots[lo + 1], &slots[lo], (ns - lo) * sizeof *slots);
-    slots[lo] = (plan_offsets_slot) {
-    best, end, first, last};
-    ns++;
+    plan_offsets_insert (ctx, (plan_offsets_slot) { best, end, first, last });
   }
   return pool;
 }
@@ -483,7 +558,8 @@ typedef struct {
   plan_offsets_key *keys;
   uint32_t *order, *next, *best_order;
   uint64_t *pressure, *off, *cur_off, *best_off;
-  plan_offsets_slot *slots;
+  plan_offsets_chunk *chunks;
+  uint32_t *chunk_order;
 } plan_offsets_scratch;
 
 static void
@@ -498,7 +574,8 @@ plan_offsets_scratch_free (plan_offsets_scratch * w)
   free (w->off);
   free (w->cur_off);
   free (w->best_off);
-  free (w->slots);
+  free (w->chunks);
+  free (w->chunk_order);
 }
 
 static bool
@@ -514,9 +591,12 @@ plan_offsets_scratch_alloc (plan_offsets_scratch * w, size_t n)
   w->off = malloc (n * sizeof *w->off);
   w->cur_off = malloc (n * sizeof *w->cur_off);
   w->best_off = malloc (n * sizeof *w->best_off);
-  w->slots = malloc (n * sizeof *w->slots);
+  w->chunks = malloc (plan_offsets_max_chunks (n) * sizeof *w->chunks);
+  w->chunk_order = malloc (plan_offsets_max_chunks (n)
+      * sizeof *w->chunk_order);
   return w->items && w->keys && w->order && w->next && w->best_order
-      && w->pressure && w->off && w->cur_off && w->best_off && w->slots;
+      && w->pressure && w->off && w->cur_off && w->best_off && w->chunks
+      && w->chunk_order;
 }
 
 uint64_t
@@ -539,9 +619,11 @@ tt_plan_assign_offsets (tt_interval * t, size_t n, uint64_t align)
   uint64_t rng, search_start, last_pass = 0;
   uint32_t m = 0;
 
-  /* Item indices and counts are 32-bit to halve the scanned memory. */
+  /* Item indices and counts are 32-bit to keep the scanned memory
+   * small; every scratch array takes at most 64 bytes per item (chunks
+   * about 49), so no allocation size can overflow. */
   if (!plan_offsets_align_ok (&align) || n >= UINT32_MAX
-      || n > SIZE_MAX / sizeof (plan_offsets_key))
+      || n > SIZE_MAX / 64)
     return UINT64_MAX;
   bound = tt_plan_lower_bound (t, n, align);
   if (bound == UINT64_MAX)
@@ -559,21 +641,23 @@ tt_plan_assign_offsets (tt_interval * t, size_t n, uint64_t align)
     /* Cannot fail: the lower bound already rounded every size. */
     (void) plan_offsets_round (t[i].size, align, &a);
     if (a)
-      w.items[m++] = (plan_offsets_item) {
-      a, t[i].first, t[i].last, (uint32_t) i};
+      w.items[m++] = (plan_offsets_item) { a, t[i].first, t[i].last,
+        (uint32_t) i };
   }
   if (!plan_offsets_pressure (w.items, m, w.pressure))
     goto out;
-  ctx = (plan_offsets_ctx) {
-  w.items, m, w.slots, w.off, 0};
+  ctx = (plan_offsets_ctx) { w.items, m, w.chunks, w.chunk_order, 0, w.off,
+    0 };
 
-  for (size_t c = 0; c < sizeof constructions / sizeof *constructions;
+  for (size_t c = 0; c < sizeof constructions / sizeof *constructions
+      && (c == 0 || ctx.work + last_pass <= PLAN_OFFSETS_CONSTRUCT_BUDGET);
       c++) {
-    uint64_t pool;
+    uint64_t pool, before = ctx.work;
 
     plan_offsets_make_order (w.items, m, w.pressure, constructions[c].order,
         w.keys, w.order);
     pool = plan_offsets_greedy (&ctx, w.order, constructions[c].fit);
+    last_pass = ctx.work - before;
     if (pool < best_pool) {
       best_pool = pool;
       best_fit = constructions[c].fit;

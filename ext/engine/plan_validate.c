@@ -170,13 +170,10 @@ tt_plan_validate (const tt_interval * t, size_t n, uint64_t align,
     fw.top *= 2;
 
   for (size_t i = 0; i < n; i++) {
-    by_off[i] = (plan_validate_rec) {
-    t[i].offset, i};
+    by_off[i] = (plan_validate_rec) { t[i].offset, i };
     /* first and last are >= 0 here, so the casts keep the order. */
-    by_first[i] = (plan_validate_rec) {
-    (uint64_t) t[i].first, i};
-    by_last[i] = (plan_validate_rec) {
-    (uint64_t) t[i].last, i};
+    by_first[i] = (plan_validate_rec) { (uint64_t) t[i].first, i };
+    by_last[i] = (plan_validate_rec) { (uint64_t) t[i].last, i };
   }
   qsort (by_off, n, sizeof *by_off, plan_validate_rec_cmp);
   qsort (by_first, n, sizeof *by_first, plan_validate_rec_cmp);
