@@ -5,23 +5,19 @@
  * large GEMM instead of n small ones (per-sample GEMMs of a 28x28 CNN are
  * too small for any BLAS to run near peak).
  *
- * Scratch (tt_conv2d_batch_scratch_floats): the column matrix, then a
- * [filters][n*out_h*out_w] matrix that holds the GEMM result in forward
- * and the regrouped output derivative in backward. The columns written by
- * forward are reused by backward_weight (no second im2col), and then
- * overwritten by backward_input, which runs after it.
+ * The columns written by forward are reused by backward_weight (no second
+ * im2col), then overwritten by backward_input, which runs after it. The
+ * caller owns every buffer (kernels.h).
  */
 #include "kernels.h"
 
 #include <string.h>
 
 size_t
-tt_conv2d_batch_scratch_floats (const tt_window_geom * g, int filters,
-    int batch)
+tt_conv2d_batch_col_floats (const tt_window_geom * g, int batch)
 {
-  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
-  const size_t cols = (size_t) batch * g->out_h * g->out_w;
-  return ckk * cols + (size_t) filters * cols;
+  return (size_t) g->channels * g->kernel_h * g->kernel_w * batch *
+      g->out_h * g->out_w;
 }
 
 /* The output columns [lo, hi) whose input column lies inside the image for
@@ -110,13 +106,12 @@ conv2d_col2im (const tt_window_geom * g, const float *col, size_t ld,
 void
 tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
     const float *x, const float *w, const float *bias, float *y,
-    float *scratch)
+    float *col, float *out)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const size_t ld = (size_t) batch * ohw;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
-  float *col = scratch, *out = scratch + (size_t) ckk * ld;
 
   for (int b = 0; b < batch; b++)
     conv2d_im2col (g, x + b * in_sample, col + b * ohw, ld);
@@ -134,29 +129,26 @@ tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
 }
 
 /* dy [batch][filters][ohw] -> [filters][batch][ohw] */
-static float *
+static void
 conv2d_regroup_dy (const tt_window_geom * g, int filters, int batch,
-    const float *dy, float *scratch)
+    const float *dy, float *out)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t ld = (size_t) batch * ohw;
-  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
-  float *out = scratch + ckk * ld;
   for (int b = 0; b < batch; b++)
     for (int f = 0; f < filters; f++)
       memcpy (out + (size_t) f * ld + b * ohw,
           dy + ((size_t) b * filters + f) * ohw, ohw * sizeof *out);
-  return out;
 }
 
 void
 tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *dy, float *dw, float *dbias, float *scratch)
+    int batch, const float *dy, float *dw, float *dbias, const float *col,
+    float *dyg)
 {
   const size_t ld = (size_t) batch * g->out_h * g->out_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
-  const float *col = scratch;
-  const float *dyg = conv2d_regroup_dy (g, filters, batch, dy, scratch);
+  conv2d_regroup_dy (g, filters, batch, dy, dyg);
   tt_gemm (false, true, filters, ckk, (int) ld, 1.0f, dyg, (int) ld, col,
       (int) ld, 0.0f, dw, ckk);
   if (dbias)
@@ -171,14 +163,15 @@ tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
 
 void
 tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dx, float *scratch)
+    int batch, const float *w, const float *dy, float *dx, float *col,
+    float *dyg, bool dy_grouped)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t ld = (size_t) batch * ohw;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
-  float *col = scratch;
-  const float *dyg = conv2d_regroup_dy (g, filters, batch, dy, scratch);
+  if (!dy_grouped)
+    conv2d_regroup_dy (g, filters, batch, dy, dyg);
   tt_gemm (true, false, ckk, (int) ld, filters, 1.0f, w, ckk, dyg, (int) ld,
       0.0f, col, (int) ld);
   memset (dx, 0, (size_t) batch * in_sample * sizeof *dx);

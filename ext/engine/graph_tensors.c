@@ -144,7 +144,7 @@ tensors_declare_reads (tt_model * m, tt_layer * l, int li)
     tt_tensor_use (m, l->out[0], li, TT_PHASE_END);
   }
   if (l->ops->declare)
-    l->ops->declare (m, l);
+    l->ops->declare (m, l, li);
   for (int s = 0; s < TT_MAX_SCRATCH; s++)
     if (l->scratch[s] >= 0) {
       tt_tensor_use (m, l->scratch[s], li, TT_PHASE_FORWARD);

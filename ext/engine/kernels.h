@@ -57,19 +57,23 @@ void tt_conv2d_backward_input (const tt_window_geom * g, int filters,
     int batch, const float *w, const float *dy, float *dx, float *col);
 
 /* Batched convolution (conv2d.c): one GEMM per pass for the whole batch.
- * scratch holds tt_conv2d_batch_scratch_floats(g, filters, batch) floats
- * and must be kept from forward to backward: backward_weight reuses the
- * columns forward built, and must run before backward_input, which
- * overwrites them. All outputs are overwritten, not accumulated. */
-size_t tt_conv2d_batch_scratch_floats (const tt_window_geom * g, int filters,
-    int batch);
+ * col: the im2col columns, [C*kh*kw][batch*out_h*out_w]; forward builds
+ * them, backward_weight reads them, backward_input overwrites them with
+ * the column gradient (so it runs after backward_weight).
+ * grouped: [filters][batch*out_h*out_w], the GEMM result in forward and the
+ * output derivative regrouped in backward (backward_input regroups it
+ * itself unless dy_grouped says backward_weight just did).
+ * All outputs are overwritten, not accumulated. */
+size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int batch);
 void tt_conv2d_batch_forward (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *w, const float *bias, float *y,
-    float *scratch);
+    float *col, float *grouped);
 void tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *dy, float *dw, float *dbias, float *scratch);
+    int batch, const float *dy, float *dw, float *dbias, const float *col,
+    float *grouped);
 void tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dx, float *scratch);
+    int batch, const float *w, const float *dy, float *dx, float *col,
+    float *grouped, bool dy_grouped);
 
 /* Pooling over a batch; x [batch][C][H][W], y [batch][C][out_h][out_w].
  * Padding never wins a max and counts as 0 in an average (the divisor is

@@ -84,8 +84,9 @@ bn_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-bn_declare (tt_model * m, tt_layer * l)
+bn_declare (tt_model * m, tt_layer * l, int li)
 {
+  (void) li;
   /* batch mean and 1/sqrt(var + eps), kept from forward for backward */
   l->scratch[0] = tt_tensor_declare (m, l->name, "batch_stats",
       TT_TENSOR_SCRATCH, 2 * (size_t) l->p.bn.features);

@@ -61,12 +61,37 @@ conv_infer (tt_model * m, tt_layer * l, tt_error * err)
   return TT_OK;
 }
 
+/* Three scratch tensors with their own lifetimes: the columns (forward ..
+ * calcGradient, and calcDerivative, which writes the column gradient over
+ * them), the forward GEMM result (forward only) and the regrouped output
+ * derivative (calcGradient .. calcDerivative). */
 static void
-conv_declare (tt_model * m, tt_layer * l)
+conv_declare (tt_model * m, tt_layer * l, int li)
 {
-  l->scratch[0] = tt_tensor_declare (m, l->name, "im2col",
-      TT_TENSOR_SCRATCH, tt_conv2d_batch_scratch_floats (&l->p.conv.geom,
-          (int) l->p.conv.filters, (int) m->batch_size));
+  const tt_window_geom *g = &l->p.conv.geom;
+  const size_t cols = (size_t) m->batch_size * g->out_h * g->out_w;
+  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
+  const size_t fcols = (size_t) l->p.conv.filters * cols;
+  const bool grad = l->weights[0].grad >= 0;
+  l->p.conv.col = tt_tensor_declare (m, l->name, "im2col",
+      TT_TENSOR_SCRATCH, ckk * cols);
+  l->p.conv.gemm_out = tt_tensor_declare (m, l->name, "gemm_out",
+      TT_TENSOR_SCRATCH, fcols);
+  l->p.conv.dy_grouped = -1;
+  tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_FORWARD);
+  tt_tensor_use (m, l->p.conv.gemm_out, li, TT_PHASE_FORWARD);
+  if (grad)
+    tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_GRADIENT);
+  if (l->needs_derivative)
+    tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_DERIVATIVE);
+  if (grad || l->needs_derivative) {
+    l->p.conv.dy_grouped = tt_tensor_declare (m, l->name, "dy_grouped",
+        TT_TENSOR_SCRATCH, fcols);
+    tt_tensor_use (m, l->p.conv.dy_grouped, li, grad ? TT_PHASE_GRADIENT :
+        TT_PHASE_DERIVATIVE);
+    if (l->needs_derivative)
+      tt_tensor_use (m, l->p.conv.dy_grouped, li, TT_PHASE_DERIVATIVE);
+  }
 }
 
 static void
@@ -77,7 +102,8 @@ conv_forward (tt_model * m, tt_layer * l, bool training)
       (int) m->cur_batch, tt_data (m, l->in[0]),
       tt_data (m, l->weights[0].value),
       l->n_weights > 1 ? tt_data (m, l->weights[1].value) : NULL,
-      tt_data (m, l->out[0]), tt_data (m, l->scratch[0]));
+      tt_data (m, l->out[0]), tt_data (m, l->p.conv.col),
+      tt_data (m, l->p.conv.gemm_out));
 }
 
 static void
@@ -86,18 +112,21 @@ conv_calc_gradient (tt_model * m, tt_layer * l)
   if (l->weights[0].grad < 0)
     return;
   tt_conv2d_batch_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) m->cur_batch, tt_data (m, l->out_deriv[0]), tt_data (m, l->weights[0].grad),
+      (int) m->cur_batch, tt_data (m, l->out_deriv[0]),
+      tt_data (m, l->weights[0].grad),
       l->n_weights > 1 ? tt_data (m, l->weights[1].grad) : NULL,
-      tt_data (m, l->scratch[0]));
+      tt_data (m, l->p.conv.col), tt_data (m, l->p.conv.dy_grouped));
 }
 
 static void
 conv_calc_derivative (tt_model * m, tt_layer * l)
 {
+  /* calcGradient already regrouped the output derivative when it ran */
   tt_conv2d_batch_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
       (int) m->cur_batch, tt_data (m, l->weights[0].value),
       tt_data (m, l->out_deriv[0]), tt_data (m, l->in_deriv[0]),
-      tt_data (m, l->scratch[0]));
+      tt_data (m, l->p.conv.col), tt_data (m, l->p.conv.dy_grouped),
+      l->weights[0].grad >= 0);
 }
 
 const tt_layer_ops tt_conv2d_layer_ops = {

@@ -34,8 +34,9 @@ dropout_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-dropout_declare (tt_model * m, tt_layer * l)
+dropout_declare (tt_model * m, tt_layer * l, int li)
 {
+  (void) li;
   l->scratch[0] = tt_tensor_declare (m, l->name, "mask", TT_TENSOR_SCRATCH,
       m->batch_size * tt_dims_count (l->in_dims[0]));
 }

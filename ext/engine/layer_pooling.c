@@ -68,8 +68,9 @@ pool_is_max (const tt_layer * l)
 }
 
 static void
-pool_declare (tt_model * m, tt_layer * l)
+pool_declare (tt_model * m, tt_layer * l, int li)
 {
+  (void) li;
   if (pool_is_max (l))
     l->scratch[0] = tt_tensor_declare (m, l->name, "argmax",
         TT_TENSOR_SCRATCH, m->batch_size * tt_dims_count (l->out_dims[0]));

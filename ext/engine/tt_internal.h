@@ -156,8 +156,10 @@ typedef struct tt_layer_ops {
   /* output dims from input dims; declares weights */
   tt_status (*infer) (struct tt_model * m, struct tt_layer * l,
       tt_error * err);
-  /* declares scratch tensors once activations exist */
-  void (*declare) (struct tt_model * m, struct tt_layer * l);
+  /* declares scratch tensors once activations exist; those put in
+   * l->scratch live from forward to calcDerivative, others record their
+   * own uses (li: the layer's index) */
+  void (*declare) (struct tt_model * m, struct tt_layer * l, int li);
   void (*forward) (struct tt_model * m, struct tt_layer * l, bool training);
   void (*calc_gradient) (struct tt_model * m, struct tt_layer * l);
   void (*calc_derivative) (struct tt_model * m, struct tt_layer * l);
@@ -230,6 +232,7 @@ typedef struct tt_layer {
       int padding_mode;         /* 0 valid, 1 same, 2 explicit */
       uint32_t pad[4];          /* top, bottom, left, right */
       tt_window_geom geom;
+      int col, gemm_out, dy_grouped;    /* scratch tensor ids */
     } conv;
     struct {
       int kind;                 /* 0 max, 1 average, 2 global max, 3 global avg */
