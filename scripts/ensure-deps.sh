@@ -8,6 +8,8 @@ packages=(
   gcc libc6-dev meson ninja-build pkg-config
   libiniparser-dev libopenblas-dev zlib1g-dev
   dataset-fashion-mnist
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good libjson-glib-dev
   "$@"
 )
 

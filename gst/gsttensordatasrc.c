@@ -1,0 +1,790 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * SECTION:element-tensor_datasrc
+ * @title: tensor_datasrc
+ *
+ * Reads a labelled data set from MNIST-format IDX files (images and labels,
+ * gzipped or not) and pushes one sample per buffer as nnstreamer tensors:
+ * the image, then the label, one GstMemory each, with caps such as
+ * `other/tensors,format=static,num_tensors=2,dimensions="1:28:28:1,10:1:1:1",types="uint8,float32",framerate=0/1`.
+ * Image dimensions are written as tensor_converter writes GRAY8 frames
+ * (channel:width:height:1). Images go out as stored (uint8) or normalized to
+ * [0, 1] (#GstTensorDataSrc:image-format=float32); labels as one-hot float32
+ * vectors of #GstTensorDataSrc:num-classes or as a float32 class index.
+ *
+ * Each epoch pushes the training range (#GstTensorDataSrc:start-sample,
+ * #GstTensorDataSrc:num-samples), shuffled when #GstTensorDataSrc:shuffle is
+ * set, then the validation range in file order. The validation range comes
+ * from #GstTensorDataSrc:validation-location (and its labels) when set,
+ * otherwise from the training files, where it must not overlap the training
+ * range. Shuffling permutes the training range only, with an order drawn
+ * from #GstTensorDataSrc:seed and the epoch number: the same seed gives the
+ * same orders, and a training and a validation sample never trade places.
+ * After #GstTensorDataSrc:epochs epochs the element sends EOS. Buffers carry
+ * no timestamps; their offset is the sample's position in the stream.
+ *
+ * The files are read once at start. Images sent as stored and all labels
+ * are read-only memories wrapping that data (no copy per sample); the data
+ * lives until the element stops and the last such buffer is freed.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 tensor_datasrc location=train-images-idx3-ubyte.gz \
+ *     label-location=train-labels-idx1-ubyte.gz num-samples=50000 \
+ *     validation-start-sample=50000 validation-num-samples=10000 \
+ *     shuffle=true epochs=3 ! \
+ *   tensor_trainer model-config=fmnist_mlp.ini num-training-samples=50000 \
+ *     num-validation-samples=10000 epochs=3 ! fakesink
+ * ]|
+ */
+#include "gsttensordatasrc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_tensor_datasrc_debug);
+#define GST_CAT_DEFAULT gst_tensor_datasrc_debug
+
+#define DEFAULT_LOCATION NULL
+#define DEFAULT_LABEL_LOCATION NULL
+#define DEFAULT_START_SAMPLE 0
+#define DEFAULT_NUM_SAMPLES 0
+#define DEFAULT_VALIDATION_LOCATION NULL
+#define DEFAULT_VALIDATION_LABEL_LOCATION NULL
+#define DEFAULT_VALIDATION_START_SAMPLE 0
+#define DEFAULT_VALIDATION_NUM_SAMPLES 0
+#define DEFAULT_EPOCHS 1
+#define DEFAULT_SHUFFLE FALSE
+#define DEFAULT_SEED 0
+#define DEFAULT_IMAGE_FORMAT GST_TENSOR_DATASRC_IMAGE_UINT8
+#define DEFAULT_LABEL_FORMAT GST_TENSOR_DATASRC_LABEL_ONEHOT
+#define DEFAULT_NUM_CLASSES 10
+
+enum
+{
+  PROP_0,
+  PROP_LOCATION,
+  PROP_LABEL_LOCATION,
+  PROP_START_SAMPLE,
+  PROP_NUM_SAMPLES,
+  PROP_VALIDATION_LOCATION,
+  PROP_VALIDATION_LABEL_LOCATION,
+  PROP_VALIDATION_START_SAMPLE,
+  PROP_VALIDATION_NUM_SAMPLES,
+  PROP_EPOCHS,
+  PROP_SHUFFLE,
+  PROP_SEED,
+  PROP_IMAGE_FORMAT,
+  PROP_LABEL_FORMAT,
+  PROP_NUM_CLASSES,
+};
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("other/tensors, format = (string) static, "
+        "num_tensors = (int) 2, framerate = (fraction) 0/1"));
+
+#define GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT \
+  (gst_tensor_datasrc_image_format_get_type ())
+static GType
+gst_tensor_datasrc_image_format_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_TENSOR_DATASRC_IMAGE_UINT8, "Pixels as stored (uint8)", "uint8"},
+    {GST_TENSOR_DATASRC_IMAGE_FLOAT32,
+        "Pixels divided by 255 (float32 in [0, 1])", "float32"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstTensorDataSrcImageFormat", values));
+  return type;
+}
+
+#define GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT \
+  (gst_tensor_datasrc_label_format_get_type ())
+static GType
+gst_tensor_datasrc_label_format_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_TENSOR_DATASRC_LABEL_ONEHOT,
+        "One-hot float32 vector of num-classes (num-classes:1:1:1)", "onehot"},
+    {GST_TENSOR_DATASRC_LABEL_INDEX, "Class index as one float32 (1:1:1:1)",
+        "index"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstTensorDataSrcLabelFormat", values));
+  return type;
+}
+
+#define gst_tensor_datasrc_parent_class parent_class
+G_DEFINE_TYPE (GstTensorDataSrc, gst_tensor_datasrc, GST_TYPE_PUSH_SRC);
+GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_datasrc, "tensor_datasrc",
+    GST_RANK_NONE, GST_TYPE_TENSOR_DATASRC,
+    GST_DEBUG_CATEGORY_INIT (gst_tensor_datasrc_debug, "tensor_datasrc", 0,
+        "tensor_datasrc element"));
+
+static void gst_tensor_datasrc_finalize (GObject * object);
+static void gst_tensor_datasrc_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static gboolean gst_tensor_datasrc_start (GstBaseSrc * src);
+static gboolean gst_tensor_datasrc_stop (GstBaseSrc * src);
+static GstCaps *gst_tensor_datasrc_get_caps (GstBaseSrc * src,
+    GstCaps * filter);
+static gboolean gst_tensor_datasrc_is_seekable (GstBaseSrc * src);
+static GstFlowReturn gst_tensor_datasrc_create (GstPushSrc * src,
+    GstBuffer ** buf);
+
+static void
+gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
+  GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+
+  gobject_class->finalize = gst_tensor_datasrc_finalize;
+  gobject_class->set_property = gst_tensor_datasrc_set_property;
+  gobject_class->get_property = gst_tensor_datasrc_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_LOCATION,
+      g_param_spec_string ("location", "Images location",
+          "IDX file of the images (MNIST format, gzipped or not); required",
+          DEFAULT_LOCATION, rw));
+  g_object_class_install_property (gobject_class, PROP_LABEL_LOCATION,
+      g_param_spec_string ("label-location", "Labels location",
+          "IDX file of the labels (1-D uint8 class indices), one per image; "
+          "required", DEFAULT_LABEL_LOCATION, rw));
+  g_object_class_install_property (gobject_class, PROP_START_SAMPLE,
+      g_param_spec_uint ("start-sample", "Start sample",
+          "Index of the first training sample in the files", 0, G_MAXUINT,
+          DEFAULT_START_SAMPLE, rw));
+  g_object_class_install_property (gobject_class, PROP_NUM_SAMPLES,
+      g_param_spec_uint ("num-samples", "Number of samples",
+          "Training samples per epoch, from start-sample on; 0: all to the "
+          "end of the files", 0, G_MAXUINT, DEFAULT_NUM_SAMPLES, rw));
+  g_object_class_install_property (gobject_class, PROP_VALIDATION_LOCATION,
+      g_param_spec_string ("validation-location", "Validation images",
+          "IDX images of the validation samples pushed after the training "
+          "samples of each epoch; unset: the validation range comes from "
+          "location", DEFAULT_VALIDATION_LOCATION, rw));
+  g_object_class_install_property (gobject_class,
+      PROP_VALIDATION_LABEL_LOCATION,
+      g_param_spec_string ("validation-label-location", "Validation labels",
+          "IDX labels of validation-location (set both or neither)",
+          DEFAULT_VALIDATION_LABEL_LOCATION, rw));
+  g_object_class_install_property (gobject_class,
+      PROP_VALIDATION_START_SAMPLE,
+      g_param_spec_uint ("validation-start-sample", "Validation start",
+          "Index of the first validation sample in its files", 0, G_MAXUINT,
+          DEFAULT_VALIDATION_START_SAMPLE, rw));
+  g_object_class_install_property (gobject_class,
+      PROP_VALIDATION_NUM_SAMPLES,
+      g_param_spec_uint ("validation-num-samples", "Validation samples",
+          "Validation samples per epoch; 0: none without validation-location, "
+          "all of its files (from validation-start-sample) with it", 0,
+          G_MAXUINT, DEFAULT_VALIDATION_NUM_SAMPLES, rw));
+  g_object_class_install_property (gobject_class, PROP_EPOCHS,
+      g_param_spec_uint ("epochs", "Epochs",
+          "Times the ranges are pushed before EOS", 1, G_MAXUINT,
+          DEFAULT_EPOCHS, rw));
+  g_object_class_install_property (gobject_class, PROP_SHUFFLE,
+      g_param_spec_boolean ("shuffle", "Shuffle",
+          "Push the training range in a new random order each epoch (the "
+          "validation range stays in file order)", DEFAULT_SHUFFLE, rw));
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint64 ("seed", "Seed",
+          "Seed of the shuffling: one seed gives the same order in each "
+          "epoch on every run", 0, G_MAXUINT64, DEFAULT_SEED, rw));
+  g_object_class_install_property (gobject_class, PROP_IMAGE_FORMAT,
+      g_param_spec_enum ("image-format", "Image format",
+          "Type of the image tensor", GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT,
+          DEFAULT_IMAGE_FORMAT, rw));
+  g_object_class_install_property (gobject_class, PROP_LABEL_FORMAT,
+      g_param_spec_enum ("label-format", "Label format",
+          "Form of the label tensor", GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT,
+          DEFAULT_LABEL_FORMAT, rw));
+  g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
+      g_param_spec_uint ("num-classes", "Number of classes",
+          "Length of a one-hot label; every label must be below it", 1, 65535,
+          DEFAULT_NUM_CLASSES, rw));
+
+  gst_element_class_set_static_metadata (element_class, "Tensor data source",
+      "Source/Tensor",
+      "Pushes the samples of MNIST-format IDX image and label files as "
+      "other/tensors, by epochs, ranges and seeded shuffles",
+      "tensor-trainer project");
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+
+  basesrc_class->start = GST_DEBUG_FUNCPTR (gst_tensor_datasrc_start);
+  basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_tensor_datasrc_stop);
+  basesrc_class->get_caps = GST_DEBUG_FUNCPTR (gst_tensor_datasrc_get_caps);
+  basesrc_class->is_seekable =
+      GST_DEBUG_FUNCPTR (gst_tensor_datasrc_is_seekable);
+  pushsrc_class->create = GST_DEBUG_FUNCPTR (gst_tensor_datasrc_create);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT, 0);
+}
+
+static void
+gst_tensor_datasrc_init (GstTensorDataSrc * self)
+{
+  self->start_sample = DEFAULT_START_SAMPLE;
+  self->num_samples = DEFAULT_NUM_SAMPLES;
+  self->validation_start_sample = DEFAULT_VALIDATION_START_SAMPLE;
+  self->validation_num_samples = DEFAULT_VALIDATION_NUM_SAMPLES;
+  self->epochs = DEFAULT_EPOCHS;
+  self->shuffle = DEFAULT_SHUFFLE;
+  self->seed = DEFAULT_SEED;
+  self->image_format = DEFAULT_IMAGE_FORMAT;
+  self->label_format = DEFAULT_LABEL_FORMAT;
+  self->num_classes = DEFAULT_NUM_CLASSES;
+  gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
+  gst_base_src_set_live (GST_BASE_SRC (self), FALSE);
+}
+
+/* ---- start / stop ---------------------------------------------------- */
+
+static void
+gst_tensor_datasrc_set_clear (GstTensorDataSrcSet * set)
+{
+  tt_idx_clear (&set->images);
+  tt_idx_clear (&set->labels);
+  set->start = set->count = 0;
+}
+
+static void
+gst_tensor_datasrc_store_free (gpointer data)
+{
+  GstTensorDataSrcStore *store = data;
+  for (guint i = 0; i < G_N_ELEMENTS (store->blocks); i++)
+    free (store->blocks[i]);    /* tt_idx_load's malloc */
+  g_free (store->labels_f32);
+}
+
+static void
+gst_tensor_datasrc_store_release (gpointer store)
+{
+  g_atomic_rc_box_release_full (store, gst_tensor_datasrc_store_free);
+}
+
+/* Moves the loaded data into a shared store (the sets keep pointing at
+ * it) and builds the label table. */
+static void
+gst_tensor_datasrc_make_store (GstTensorDataSrc * self)
+{
+  GstTensorDataSrcStore *store = g_atomic_rc_box_new0 (GstTensorDataSrcStore);
+  const gboolean onehot =
+      self->out_label_format == GST_TENSOR_DATASRC_LABEL_ONEHOT;
+  store->blocks[0] = self->train.images.data;
+  store->blocks[1] = self->train.labels.data;
+  store->blocks[2] = self->valid.images.data;
+  store->blocks[3] = self->valid.labels.data;
+  store->label_floats = onehot ? self->classes : 1;
+  store->labels_f32 = g_new0 (gfloat, 256 * store->label_floats);
+  for (guint v = 0; v < 256; v++) {
+    if (onehot && v < self->classes)
+      store->labels_f32[v * store->label_floats + v] = 1.0f;
+    else if (!onehot)
+      store->labels_f32[v] = (gfloat) v;
+  }
+  self->store = store;
+}
+
+/* A read-only memory over size bytes of the store at data. */
+static GstMemory *
+gst_tensor_datasrc_wrap (GstTensorDataSrc * self, const void *data,
+    gsize size)
+{
+  return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, (gpointer) data,
+      size, 0, size, g_atomic_rc_box_acquire (self->store),
+      gst_tensor_datasrc_store_release);
+}
+
+/* Loads a file pair and checks it; FALSE after posting an error. */
+static gboolean
+gst_tensor_datasrc_load_pair (GstTensorDataSrc * self, const gchar * images,
+    const gchar * labels, GstTensorDataSrcSet * set)
+{
+  char err[1024];
+  if (!images || !*images || !labels || !*labels) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("Images and labels need both a location (got \"%s\" and \"%s\").",
+            images ? images : "", labels ? labels : ""), (NULL));
+    return FALSE;
+  }
+  if (tt_idx_load (images, &set->images, err, sizeof err) != 0
+      || tt_idx_load (labels, &set->labels, err, sizeof err) != 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", err), (NULL));
+    return FALSE;
+  }
+  if (tt_idx_check_pair (&set->images, &set->labels, err, sizeof err) != 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s and %s: %s", images,
+            labels, err), (NULL));
+    return FALSE;
+  }
+  if (set->images.ndims < 2) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: a 1-D IDX file holds no images.", images), (NULL));
+    return FALSE;
+  }
+  if (set->images.type != TT_IDX_UINT8 && set->images.type != TT_IDX_FLOAT32) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: IDX element type 0x%02x; only uint8 (0x08) and float32 (0x0D) "
+            "images are supported.", images, set->images.type), (NULL));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Sets the range [start, start + num) of set, num 0 meaning to the end. */
+static gboolean
+gst_tensor_datasrc_set_range (GstTensorDataSrc * self,
+    GstTensorDataSrcSet * set, const gchar * file, const gchar * what,
+    guint start, guint num)
+{
+  const gsize total = set->images.count;
+  if (start >= total || (num && num > total - start)) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("The %s range (start %u, %u samples) does not fit the %"
+            G_GSIZE_FORMAT " samples of %s.", what, start, num, total, file),
+        (NULL));
+    return FALSE;
+  }
+  set->start = start;
+  set->count = num ? num : (guint) (total - start);
+  return TRUE;
+}
+
+static gboolean
+gst_tensor_datasrc_check_labels (GstTensorDataSrc * self,
+    const GstTensorDataSrcSet * set, const gchar * file)
+{
+  for (guint i = set->start; i < set->start + set->count; i++)
+    if (set->labels.data[i] >= self->classes) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("%s: label %u of sample %u is not below num-classes=%u.", file,
+              set->labels.data[i], i, self->classes), (NULL));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+gst_tensor_datasrc_start (GstBaseSrc * src)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
+  gchar *loc, *lab, *vloc, *vlab;
+  guint start, num, vstart, vnum;
+  GstTensorsDesc desc;
+  GstTensorDesc *image = &desc.tensors[0], *label = &desc.tensors[1];
+  const tt_idx *im;
+  gboolean ok = FALSE;
+
+  GST_OBJECT_LOCK (self);
+  loc = g_strdup (self->location);
+  lab = g_strdup (self->label_location);
+  vloc = g_strdup (self->validation_location);
+  vlab = g_strdup (self->validation_label_location);
+  start = self->start_sample;
+  num = self->num_samples;
+  vstart = self->validation_start_sample;
+  vnum = self->validation_num_samples;
+  self->n_epochs = self->epochs;
+  self->do_shuffle = self->shuffle;
+  self->rng_seed = self->seed;
+  self->out_image_format = self->image_format;
+  self->out_label_format = self->label_format;
+  self->classes = self->num_classes;
+  GST_OBJECT_UNLOCK (self);
+
+  if (!gst_tensor_datasrc_load_pair (self, loc, lab, &self->train)
+      || !gst_tensor_datasrc_set_range (self, &self->train, loc, "training",
+          start, num))
+    goto out;
+  if (self->out_label_format == GST_TENSOR_DATASRC_LABEL_ONEHOT
+      && !gst_tensor_datasrc_check_labels (self, &self->train, lab))
+    goto out;
+
+  self->valid_shares_files = !vloc && !vlab;
+  if (!self->valid_shares_files) {
+    if (!gst_tensor_datasrc_load_pair (self, vloc, vlab, &self->valid)
+        || !gst_tensor_datasrc_set_range (self, &self->valid, vloc,
+            "validation", vstart, vnum))
+      goto out;
+    if (self->valid.images.type != self->train.images.type
+        || memcmp (self->valid.images.dims + 1, self->train.images.dims + 1,
+            3 * sizeof (guint32))) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("%s and %s hold images of different types or sizes.", vloc, loc),
+          (NULL));
+      goto out;
+    }
+  } else if (vnum > 0) {
+    /* the validation range reads the training files: keep them apart */
+    self->valid.start = vstart;
+    if (vstart >= self->train.images.count
+        || vnum > self->train.images.count - vstart) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("The validation range (start %u, %u samples) does not fit the %"
+              G_GSIZE_FORMAT " samples of %s.", vstart, vnum,
+              self->train.images.count, loc), (NULL));
+      goto out;
+    }
+    self->valid.count = vnum;
+    if (vstart < self->train.start + self->train.count
+        && self->train.start < vstart + vnum) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("The validation range [%u, %u) overlaps the training range "
+              "[%u, %u) of %s: validation samples would be trained on.",
+              vstart, vstart + vnum, self->train.start,
+              self->train.start + self->train.count, loc), (NULL));
+      goto out;
+    }
+  }
+  if (self->valid.count > 0
+      && self->out_label_format == GST_TENSOR_DATASRC_LABEL_ONEHOT) {
+    /* a view of the validation range, in whichever files hold it */
+    GstTensorDataSrcSet view = self->valid_shares_files ? self->train :
+        self->valid;
+    view.start = self->valid.start;
+    view.count = self->valid.count;
+    if (!gst_tensor_datasrc_check_labels (self, &view,
+            self->valid_shares_files ? lab : vlab))
+      goto out;
+  }
+
+  im = &self->train.images;
+  if (im->type == TT_IDX_FLOAT32
+      && self->out_image_format == GST_TENSOR_DATASRC_IMAGE_UINT8) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("%s holds float32 images: set image-format=float32.", loc), (NULL));
+    goto out;
+  }
+
+  /* dimensions innermost first; a 2-D image gets tensor_converter's
+   * channel 1 in front, as a GRAY8 frame would */
+  memset (&desc, 0, sizeof desc);
+  desc.num = 2;
+  image->rank = 0;
+  if (im->ndims == 3)
+    image->dims[image->rank++] = 1;
+  for (gint d = im->ndims - 1; d >= 1; d--)
+    image->dims[image->rank++] = im->dims[d];
+  while (image->rank < 4)
+    image->dims[image->rank++] = 1;
+  image->type = self->out_image_format == GST_TENSOR_DATASRC_IMAGE_UINT8 ?
+      GST_TENSOR_TYPE_UINT8 : GST_TENSOR_TYPE_FLOAT32;
+  label->rank = 4;
+  label->dims[0] = self->out_label_format == GST_TENSOR_DATASRC_LABEL_ONEHOT ?
+      self->classes : 1;
+  label->dims[1] = label->dims[2] = label->dims[3] = 1;
+  label->type = GST_TENSOR_TYPE_FLOAT32;
+  self->image_bytes = gst_tensor_desc_bytes (image);
+  {
+    /* get_caps may run in another thread: the caps are read under lock */
+    GstCaps *caps = gst_tensors_desc_to_caps (&desc, 0, 1);
+    GST_OBJECT_LOCK (self);
+    gst_caps_take (&self->caps, caps);
+    GST_OBJECT_UNLOCK (self);
+  }
+
+  gst_tensor_datasrc_make_store (self);
+  self->order = g_new (guint32, MAX (self->train.count, 1));
+  self->order_epoch = G_MAXUINT;
+  self->position = 0;
+  GST_INFO_OBJECT (self, "%u epoch(s) of %u training samples from %u and %u "
+      "validation samples from %u; caps %" GST_PTR_FORMAT, self->n_epochs,
+      self->train.count, self->train.start, self->valid.count,
+      self->valid.start, self->caps);
+  ok = TRUE;
+out:
+  g_free (loc);
+  g_free (lab);
+  g_free (vloc);
+  g_free (vlab);
+  if (!ok)
+    gst_tensor_datasrc_stop (src);
+  return ok;
+}
+
+static gboolean
+gst_tensor_datasrc_stop (GstBaseSrc * src)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
+  if (self->store) {
+    /* the store owns the data now; buffers still out keep it alive */
+    self->train.images.data = self->train.labels.data = NULL;
+    self->valid.images.data = self->valid.labels.data = NULL;
+    gst_tensor_datasrc_store_release (self->store);
+    self->store = NULL;
+  }
+  gst_tensor_datasrc_set_clear (&self->train);
+  gst_tensor_datasrc_set_clear (&self->valid);
+  g_clear_pointer (&self->order, g_free);
+  GST_OBJECT_LOCK (self);
+  gst_caps_replace (&self->caps, NULL);
+  GST_OBJECT_UNLOCK (self);
+  self->position = 0;
+  return TRUE;
+}
+
+static GstCaps *
+gst_tensor_datasrc_get_caps (GstBaseSrc * src, GstCaps * filter)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
+  GstCaps *caps;
+
+  GST_OBJECT_LOCK (self);
+  caps = self->caps ? gst_caps_ref (self->caps) :
+      gst_pad_get_pad_template_caps (GST_BASE_SRC_PAD (src));
+  GST_OBJECT_UNLOCK (self);
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, caps,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (caps);
+    caps = tmp;
+  }
+  return caps;
+}
+
+static gboolean
+gst_tensor_datasrc_is_seekable (GstBaseSrc * src)
+{
+  (void) src;
+  return FALSE;
+}
+
+/* ---- samples --------------------------------------------------------- */
+
+/* splitmix64: small, fast and good enough to draw permutations */
+static guint64
+gst_tensor_datasrc_next_random (guint64 * state)
+{
+  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* The training order of an epoch: a function of the seed and the epoch
+ * only, so a run can be repeated. */
+static void
+gst_tensor_datasrc_draw_order (GstTensorDataSrc * self, guint epoch)
+{
+  const guint n = self->train.count;
+  guint64 state = self->rng_seed ^ ((guint64) epoch *
+      G_GUINT64_CONSTANT (0xd1b54a32d192ed03));
+
+  for (guint i = 0; i < n; i++)
+    self->order[i] = i;
+  if (self->do_shuffle)
+    for (guint i = n - 1; i > 0; i--) {
+      guint j = (guint) (gst_tensor_datasrc_next_random (&state) % (i + 1));
+      guint32 t = self->order[i];
+      self->order[i] = self->order[j];
+      self->order[j] = t;
+    }
+  self->order_epoch = epoch;
+}
+
+static GstFlowReturn
+gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
+  const guint64 per_epoch = (guint64) self->train.count + self->valid.count;
+  const tt_idx *images, *labels;
+  GstBuffer *out;
+  guint epoch, index;
+  guint64 k;
+  const guint8 *pixels;
+
+  if (self->position >= per_epoch * self->n_epochs)
+    return GST_FLOW_EOS;
+  epoch = (guint) (self->position / per_epoch);
+  k = self->position % per_epoch;
+  if (k < self->train.count) {
+    if (self->order_epoch != epoch)
+      gst_tensor_datasrc_draw_order (self, epoch);
+    index = self->train.start + self->order[k];
+    images = &self->train.images;
+    labels = &self->train.labels;
+  } else {
+    index = self->valid.start + (guint) (k - self->train.count);
+    images = self->valid_shares_files ? &self->train.images :
+        &self->valid.images;
+    labels = self->valid_shares_files ? &self->train.labels :
+        &self->valid.labels;
+  }
+
+  out = gst_buffer_new ();
+  pixels = images->data + (gsize) index * images->item_bytes;
+  if (self->out_image_format == GST_TENSOR_DATASRC_IMAGE_FLOAT32
+      && images->type == TT_IDX_UINT8) {
+    GstMemory *mem = gst_allocator_alloc (NULL, self->image_bytes, NULL);
+    GstMapInfo map;
+    gst_memory_map (mem, &map, GST_MAP_WRITE);
+    for (gsize i = 0; i < images->item_bytes; i++)
+      ((gfloat *) map.data)[i] = pixels[i] * (1.0f / 255.0f);
+    gst_memory_unmap (mem, &map);
+    gst_buffer_append_memory (out, mem);
+  } else {
+    /* as stored: no copy */
+    gst_buffer_append_memory (out, gst_tensor_datasrc_wrap (self, pixels,
+            images->item_bytes));
+  }
+  gst_buffer_append_memory (out, gst_tensor_datasrc_wrap (self,
+          self->store->labels_f32 + labels->data[index] *
+          self->store->label_floats,
+          self->store->label_floats * sizeof (gfloat)));
+
+  GST_BUFFER_OFFSET (out) = self->position;
+  GST_BUFFER_OFFSET_END (out) = self->position + 1;
+  self->position++;
+  *buf = out;
+  return GST_FLOW_OK;
+}
+
+/* ---- properties ------------------------------------------------------ */
+
+static void
+gst_tensor_datasrc_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (object);
+  gchar **str = NULL;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_LOCATION:
+      str = &self->location;
+      break;
+    case PROP_LABEL_LOCATION:
+      str = &self->label_location;
+      break;
+    case PROP_VALIDATION_LOCATION:
+      str = &self->validation_location;
+      break;
+    case PROP_VALIDATION_LABEL_LOCATION:
+      str = &self->validation_label_location;
+      break;
+    case PROP_START_SAMPLE:
+      self->start_sample = g_value_get_uint (value);
+      break;
+    case PROP_NUM_SAMPLES:
+      self->num_samples = g_value_get_uint (value);
+      break;
+    case PROP_VALIDATION_START_SAMPLE:
+      self->validation_start_sample = g_value_get_uint (value);
+      break;
+    case PROP_VALIDATION_NUM_SAMPLES:
+      self->validation_num_samples = g_value_get_uint (value);
+      break;
+    case PROP_EPOCHS:
+      self->epochs = g_value_get_uint (value);
+      break;
+    case PROP_SHUFFLE:
+      self->shuffle = g_value_get_boolean (value);
+      break;
+    case PROP_SEED:
+      self->seed = g_value_get_uint64 (value);
+      break;
+    case PROP_IMAGE_FORMAT:
+      self->image_format = g_value_get_enum (value);
+      break;
+    case PROP_LABEL_FORMAT:
+      self->label_format = g_value_get_enum (value);
+      break;
+    case PROP_NUM_CLASSES:
+      self->num_classes = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  if (str) {
+    g_free (*str);
+    *str = g_value_dup_string (value);
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_LOCATION:
+      g_value_set_string (value, self->location);
+      break;
+    case PROP_LABEL_LOCATION:
+      g_value_set_string (value, self->label_location);
+      break;
+    case PROP_VALIDATION_LOCATION:
+      g_value_set_string (value, self->validation_location);
+      break;
+    case PROP_VALIDATION_LABEL_LOCATION:
+      g_value_set_string (value, self->validation_label_location);
+      break;
+    case PROP_START_SAMPLE:
+      g_value_set_uint (value, self->start_sample);
+      break;
+    case PROP_NUM_SAMPLES:
+      g_value_set_uint (value, self->num_samples);
+      break;
+    case PROP_VALIDATION_START_SAMPLE:
+      g_value_set_uint (value, self->validation_start_sample);
+      break;
+    case PROP_VALIDATION_NUM_SAMPLES:
+      g_value_set_uint (value, self->validation_num_samples);
+      break;
+    case PROP_EPOCHS:
+      g_value_set_uint (value, self->epochs);
+      break;
+    case PROP_SHUFFLE:
+      g_value_set_boolean (value, self->shuffle);
+      break;
+    case PROP_SEED:
+      g_value_set_uint64 (value, self->seed);
+      break;
+    case PROP_IMAGE_FORMAT:
+      g_value_set_enum (value, self->image_format);
+      break;
+    case PROP_LABEL_FORMAT:
+      g_value_set_enum (value, self->label_format);
+      break;
+    case PROP_NUM_CLASSES:
+      g_value_set_uint (value, self->num_classes);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_datasrc_finalize (GObject * object)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (object);
+
+  gst_tensor_datasrc_stop (GST_BASE_SRC (self));
+  g_free (self->location);
+  g_free (self->label_location);
+  g_free (self->validation_location);
+  g_free (self->validation_label_location);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef __GST_TENSOR_DATASRC_H__
+#define __GST_TENSOR_DATASRC_H__
+
+#include <gst/gst.h>
+#include <gst/base/gstpushsrc.h>
+
+#include "gsttensorinfo.h"
+#include "tt_idx.h"
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_TENSOR_DATASRC (gst_tensor_datasrc_get_type ())
+G_DECLARE_FINAL_TYPE (GstTensorDataSrc, gst_tensor_datasrc, GST,
+    TENSOR_DATASRC, GstPushSrc)
+
+typedef enum
+{
+  GST_TENSOR_DATASRC_IMAGE_UINT8,
+  GST_TENSOR_DATASRC_IMAGE_FLOAT32,
+} GstTensorDataSrcImageFormat;
+
+typedef enum
+{
+  GST_TENSOR_DATASRC_LABEL_ONEHOT,
+  GST_TENSOR_DATASRC_LABEL_INDEX,
+} GstTensorDataSrcLabelFormat;
+
+/* One IDX image + label file pair and the range of samples taken from it.
+ * Invariant once loaded: start + count <= images.count == labels.count. */
+typedef struct
+{
+  tt_idx images, labels;
+  guint start, count;
+} GstTensorDataSrcSet;
+
+/* The sample data, shared with the read-only memories that wrap it (no
+ * copy per sample): released by the element at stop and by each memory,
+ * freed with the last reference. labels_f32 holds, per class value 0..255,
+ * its output label (one-hot row or index). */
+typedef struct
+{
+  guint8 *blocks[4];            /* IDX data: images, labels (x2 sets) */
+  gfloat *labels_f32;
+  gsize label_floats;           /* floats per label */
+} GstTensorDataSrcStore;
+
+struct _GstTensorDataSrc
+{
+  GstPushSrc parent;
+
+  /* properties, under the object lock; read at start */
+  gchar *location, *label_location;
+  gchar *validation_location, *validation_label_location;
+  guint start_sample, num_samples;
+  guint validation_start_sample, validation_num_samples;
+  guint epochs;
+  gboolean shuffle;
+  guint64 seed;
+  GstTensorDataSrcImageFormat image_format;
+  GstTensorDataSrcLabelFormat label_format;
+  guint num_classes;
+
+  /* streaming state, between start and stop */
+  GstTensorDataSrcSet train, valid;
+  gboolean valid_shares_files;  /* valid reads train's files */
+  GstTensorDataSrcImageFormat out_image_format;
+  GstTensorDataSrcLabelFormat out_label_format;
+  guint classes, n_epochs;
+  gboolean do_shuffle;
+  guint64 rng_seed;
+  gsize image_bytes;            /* one output image */
+  GstCaps *caps;
+  GstTensorDataSrcStore *store;
+  guint32 *order;               /* train.count indices of this epoch */
+  guint order_epoch;            /* the epoch order was drawn for */
+  guint64 position;             /* samples pushed */
+};
+
+GST_ELEMENT_REGISTER_DECLARE (tensor_datasrc);
+
+G_END_DECLS
+
+#endif /* __GST_TENSOR_DATASRC_H__ */

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nnstreamer tensor caps helpers; see gsttensorinfo.h.
+ */
+#include "gsttensorinfo.h"
+
+#include <string.h>
+
+static const struct
+{
+  const gchar *name;
+  GstTensorType type;
+  gsize size;
+} gst_tensor_types[] = {
+  {"int8", GST_TENSOR_TYPE_INT8, 1},
+  {"uint8", GST_TENSOR_TYPE_UINT8, 1},
+  {"int16", GST_TENSOR_TYPE_INT16, 2},
+  {"uint16", GST_TENSOR_TYPE_UINT16, 2},
+  {"int32", GST_TENSOR_TYPE_INT32, 4},
+  {"uint32", GST_TENSOR_TYPE_UINT32, 4},
+  {"int64", GST_TENSOR_TYPE_INT64, 8},
+  {"uint64", GST_TENSOR_TYPE_UINT64, 8},
+  {"float16", GST_TENSOR_TYPE_FLOAT16, 2},
+  {"float32", GST_TENSOR_TYPE_FLOAT32, 4},
+  {"float64", GST_TENSOR_TYPE_FLOAT64, 8},
+};
+
+const gchar *
+gst_tensor_type_name (GstTensorType type)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (gst_tensor_types); i++)
+    if (gst_tensor_types[i].type == type)
+      return gst_tensor_types[i].name;
+  return "invalid";
+}
+
+GstTensorType
+gst_tensor_type_from_name (const gchar * name)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (gst_tensor_types); i++)
+    if (g_ascii_strcasecmp (gst_tensor_types[i].name, name) == 0)
+      return gst_tensor_types[i].type;
+  return GST_TENSOR_TYPE_INVALID;
+}
+
+gsize
+gst_tensor_type_size (GstTensorType type)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (gst_tensor_types); i++)
+    if (gst_tensor_types[i].type == type)
+      return gst_tensor_types[i].size;
+  return 0;
+}
+
+guint64
+gst_tensor_desc_count (const GstTensorDesc * desc)
+{
+  guint64 n = 1;
+  for (guint i = 0; i < desc->rank; i++) {
+    /* 16 dims of up to 2^32 each can overflow 64 bits */
+    if (desc->dims[i] && n > G_MAXUINT64 / desc->dims[i])
+      return 0;
+    n *= desc->dims[i];
+  }
+  return n;
+}
+
+gsize
+gst_tensor_desc_bytes (const GstTensorDesc * desc)
+{
+  guint64 n = gst_tensor_desc_count (desc);
+  gsize size = gst_tensor_type_size (desc->type);
+  if (n == 0 || size == 0 || n > G_MAXSIZE / size)
+    return 0;
+  return (gsize) n *size;
+}
+
+gchar *
+gst_tensor_desc_dims_string (const GstTensorDesc * desc)
+{
+  GString *s = g_string_new (NULL);
+  guint shown = MAX (desc->rank, 4);
+  for (guint i = 0; i < shown; i++)
+    g_string_append_printf (s, "%s%u", i ? ":" : "",
+        i < desc->rank ? desc->dims[i] : 1);
+  return g_string_free (s, FALSE);
+}
+
+/* Splits a tensor list on ',' or '.', trimming blanks around each item. */
+static gchar **
+gst_tensor_split_list (const gchar * s)
+{
+  gchar **parts = g_strsplit_set (s, ",.", -1);
+  for (gchar ** p = parts; *p; p++)
+    g_strstrip (*p);
+  return parts;
+}
+
+static gboolean
+gst_tensor_parse_dims (const gchar * s, GstTensorDesc * desc, gchar ** error)
+{
+  gchar **parts = g_strsplit (s, ":", -1);
+  guint n = g_strv_length (parts);
+  gboolean ok = n >= 1 && n <= GST_TENSOR_RANK_LIMIT;
+  if (!ok)
+    *error = g_strdup_printf ("dimension \"%s\" has %u entries; 1 to %u are "
+        "allowed", s, n, GST_TENSOR_RANK_LIMIT);
+  for (guint i = 0; ok && i < n; i++) {
+    guint64 v;
+    gchar *end = NULL;
+    g_strstrip (parts[i]);
+    v = g_ascii_strtoull (parts[i], &end, 10);
+    if (parts[i][0] == '\0' || *end != '\0' || v == 0 || v > G_MAXUINT32) {
+      *error = g_strdup_printf ("dimension \"%s\": \"%s\" is not a positive "
+          "integer", s, parts[i]);
+      ok = FALSE;
+    }
+    desc->dims[i] = (guint32) v;
+  }
+  desc->rank = n;
+  g_strfreev (parts);
+  return ok;
+}
+
+gboolean
+gst_tensors_desc_from_caps (const GstCaps * caps, GstTensorsDesc * desc,
+    gchar ** error)
+{
+  const GstStructure *st;
+  const gchar *format, *dims, *types;
+  gint num;
+  gchar **dim_list = NULL, **type_list = NULL;
+  gboolean ok = FALSE;
+
+  memset (desc, 0, sizeof *desc);
+  *error = NULL;
+  if (!caps || gst_caps_get_size (caps) != 1 || !gst_caps_is_fixed (caps)) {
+    *error = g_strdup ("caps are not fixed");
+    return FALSE;
+  }
+  st = gst_caps_get_structure (caps, 0);
+  if (!gst_structure_has_name (st, "other/tensors")) {
+    *error = g_strdup_printf ("media type is %s, not other/tensors",
+        gst_structure_get_name (st));
+    return FALSE;
+  }
+  format = gst_structure_get_string (st, "format");
+  if (format && g_strcmp0 (format, "static") != 0) {
+    *error = g_strdup_printf ("format=%s is not supported (only static)",
+        format);
+    return FALSE;
+  }
+  if (!gst_structure_get_int (st, "num_tensors", &num) || num < 1
+      || num > GST_TENSOR_MAX_TENSORS) {
+    *error = g_strdup_printf ("num_tensors is missing or not in 1..%d",
+        GST_TENSOR_MAX_TENSORS);
+    return FALSE;
+  }
+  dims = gst_structure_get_string (st, "dimensions");
+  types = gst_structure_get_string (st, "types");
+  if (!dims || !types) {
+    *error = g_strdup ("dimensions or types is missing");
+    return FALSE;
+  }
+  dim_list = gst_tensor_split_list (dims);
+  type_list = gst_tensor_split_list (types);
+  if (g_strv_length (dim_list) != (guint) num
+      || g_strv_length (type_list) != (guint) num) {
+    *error = g_strdup_printf ("num_tensors=%d but dimensions=\"%s\" lists %u "
+        "and types=\"%s\" lists %u", num, dims, g_strv_length (dim_list),
+        types, g_strv_length (type_list));
+    goto out;
+  }
+  desc->num = (guint) num;
+  for (gint i = 0; i < num; i++) {
+    if (!gst_tensor_parse_dims (dim_list[i], &desc->tensors[i], error))
+      goto out;
+    desc->tensors[i].type = gst_tensor_type_from_name (type_list[i]);
+    if (desc->tensors[i].type == GST_TENSOR_TYPE_INVALID) {
+      *error = g_strdup_printf ("unknown tensor type \"%s\"", type_list[i]);
+      goto out;
+    }
+    if (gst_tensor_desc_bytes (&desc->tensors[i]) == 0) {
+      *error = g_strdup_printf ("tensor %d (%s) is too large", i,
+          dim_list[i]);
+      goto out;
+    }
+  }
+  ok = TRUE;
+out:
+  g_strfreev (dim_list);
+  g_strfreev (type_list);
+  return ok;
+}
+
+GstCaps *
+gst_tensors_desc_to_caps (const GstTensorsDesc * desc, gint fps_n, gint fps_d)
+{
+  GString *dims = g_string_new (NULL), *types = g_string_new (NULL);
+  GstCaps *caps;
+  for (guint i = 0; i < desc->num; i++) {
+    gchar *d = gst_tensor_desc_dims_string (&desc->tensors[i]);
+    g_string_append_printf (dims, "%s%s", i ? "," : "", d);
+    g_string_append_printf (types, "%s%s", i ? "," : "",
+        gst_tensor_type_name (desc->tensors[i].type));
+    g_free (d);
+  }
+  caps = gst_caps_new_simple ("other/tensors",
+      "format", G_TYPE_STRING, "static",
+      "num_tensors", G_TYPE_INT, (gint) desc->num,
+      "dimensions", G_TYPE_STRING, dims->str,
+      "types", G_TYPE_STRING, types->str,
+      "framerate", GST_TYPE_FRACTION, fps_n, fps_d, NULL);
+  g_string_free (dims, TRUE);
+  g_string_free (types, TRUE);
+  return caps;
+}
+
+gboolean
+gst_tensor_desc_matches_shape (const GstTensorDesc * desc, guint32 channel,
+    guint32 height, guint32 width)
+{
+  const guint32 want_all[3] = { width, height, channel };
+  guint32 want[3], have[GST_TENSOR_RANK_LIMIT];
+  guint nw = 0, nh = 0;
+  for (guint i = 0; i < 3; i++)
+    if (want_all[i] != 1)
+      want[nw++] = want_all[i];
+  for (guint i = 0; i < desc->rank; i++)
+    if (desc->dims[i] != 1)
+      have[nh++] = desc->dims[i];
+  if (nw != nh)
+    return FALSE;
+  for (guint i = 0; i < nw; i++)
+    if (want[i] != have[i])
+      return FALSE;
+  return TRUE;
+}

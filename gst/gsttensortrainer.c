@@ -1,0 +1,1025 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * SECTION:element-tensor_trainer
+ * @title: tensor_trainer
+ *
+ * Trains a neural network on the tensors streaming through it. The model
+ * is an nntrainer INI file (#GstTensorTrainer:model-config) trained by this
+ * project's engine; nnstreamer's tensor_trainer properties keep their names
+ * and meaning.
+ *
+ * Each buffer is one sample: the model's inputs followed by its label, one
+ * GstMemory per tensor (a single memory holding the tensors back to back is
+ * accepted too). Per epoch, the first #GstTensorTrainer:num-training-samples
+ * buffers train the model in batches of the INI's batch_size, the next
+ * #GstTensorTrainer:num-validation-samples are evaluated. A batch left
+ * incomplete at the end of either phase is trained (or evaluated) as a
+ * smaller batch: no sample is dropped, and training and validation samples
+ * never share a batch.
+ *
+ * After each epoch the element pushes one buffer on its src pad,
+ * `other/tensors,format=static,num_tensors=1,dimensions=1:1:4:1,types=float64`,
+ * holding the training loss, training accuracy, validation loss and
+ * validation accuracy (accuracy as a fraction; NaN for a figure that does not
+ * exist, such as validation figures without validation samples). Its PTS is
+ * the epoch's index (0-based) times one second, its duration one second and
+ * its offset the epoch index: the stream carries one "frame" per epoch.
+ * It also posts an element message `tensor-trainer-epoch` (see
+ * #GstTensorTrainer:post-messages) and saves #GstTensorTrainer:checkpoint-path.
+ *
+ * After the last epoch, or at EOS, it trains the pending batch, saves
+ * #GstTensorTrainer:model-save-path (atomically: write, fsync, rename) and
+ * only then sends EOS downstream, so an application that sees EOS on the bus
+ * finds the model on disk. An EOS before the planned number of samples
+ * closes the partial epoch (its figures are pushed and posted with
+ * complete=false), saves what was trained and posts a warning saying how
+ * many samples were seen of how many expected; an EOS before any sample
+ * saves nothing, so that an untrained model never replaces a saved one. Buffers after the last epoch
+ * are refused with GST_FLOW_EOS.
+ *
+ * Pausing the pipeline pauses the training: while the element is PAUSED
+ * with PAUSED as its target state, an arriving buffer waits (as a sink
+ * would) until PLAYING, a flush or READY. PLAYING to PAUSED and back keeps
+ * all progress; going down to READY frees the model and its memory pool.
+ * So that the pipeline can preroll before the first epoch ends, the src pad
+ * sends a GAP event as soon as caps are accepted.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 -m tensor_datasrc location=train-images-idx3-ubyte.gz \
+ *     label-location=train-labels-idx1-ubyte.gz epochs=5 ! \
+ *   tensor_trainer model-config=fmnist_mlp.ini num-training-samples=60000 \
+ *     epochs=5 model-save-path=model.bin ! fakesink
+ * ]|
+ */
+#include "gsttensortrainer.h"
+
+#include <math.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_tensor_trainer_debug);
+#define GST_CAT_DEFAULT gst_tensor_trainer_debug
+
+#define GST_TENSOR_TRAINER_FRAMEWORK "tensor-trainer"
+
+#define DEFAULT_FRAMEWORK GST_TENSOR_TRAINER_FRAMEWORK
+#define DEFAULT_MODEL_CONFIG NULL
+#define DEFAULT_MODEL_LOAD_PATH NULL
+#define DEFAULT_MODEL_SAVE_PATH NULL
+#define DEFAULT_CHECKPOINT_PATH NULL
+#define DEFAULT_NUM_INPUTS 1
+#define DEFAULT_NUM_LABELS 1
+#define DEFAULT_NUM_TRAINING_SAMPLES 0
+#define DEFAULT_NUM_VALIDATION_SAMPLES 0
+#define DEFAULT_EPOCHS 0
+#define DEFAULT_POST_MESSAGES TRUE
+
+enum
+{
+  PROP_0,
+  PROP_FRAMEWORK,
+  PROP_MODEL_CONFIG,
+  PROP_MODEL_LOAD_PATH,
+  PROP_MODEL_SAVE_PATH,
+  PROP_CHECKPOINT_PATH,
+  PROP_NUM_INPUTS,
+  PROP_NUM_LABELS,
+  PROP_NUM_TRAINING_SAMPLES,
+  PROP_NUM_VALIDATION_SAMPLES,
+  PROP_EPOCHS,
+  PROP_POST_MESSAGES,
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("other/tensors, format = (string) static, "
+        "num_tensors = (int) [ 2, 16 ]"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("other/tensors, format = (string) static, "
+        "num_tensors = (int) 1, dimensions = (string) 1:1:4:1, "
+        "types = (string) float64, framerate = (fraction) 0/1"));
+
+#define gst_tensor_trainer_parent_class parent_class
+G_DEFINE_TYPE (GstTensorTrainer, gst_tensor_trainer, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_trainer, "tensor_trainer",
+    GST_RANK_NONE, GST_TYPE_TENSOR_TRAINER,
+    GST_DEBUG_CATEGORY_INIT (gst_tensor_trainer_debug, "tensor_trainer", 0,
+        "tensor_trainer element"));
+
+static void gst_tensor_trainer_finalize (GObject * object);
+static void gst_tensor_trainer_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_tensor_trainer_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static GstStateChangeReturn gst_tensor_trainer_change_state (GstElement *
+    element, GstStateChange transition);
+static gboolean gst_tensor_trainer_sink_event (GstPad * pad,
+    GstObject * parent, GstEvent * event);
+static GstFlowReturn gst_tensor_trainer_chain (GstPad * pad,
+    GstObject * parent, GstBuffer * buf);
+
+static void
+gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+
+  gobject_class->finalize = gst_tensor_trainer_finalize;
+  gobject_class->set_property = gst_tensor_trainer_set_property;
+  gobject_class->get_property = gst_tensor_trainer_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_FRAMEWORK,
+      g_param_spec_string ("framework", "Framework",
+          "Training framework; only \"" GST_TENSOR_TRAINER_FRAMEWORK "\" (this "
+          "project's engine) exists, any other name fails at start",
+          DEFAULT_FRAMEWORK, rw));
+  g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
+      g_param_spec_string ("model-config", "Model configuration",
+          "Model description: an INI file in nntrainer's dialect (batch_size, "
+          "epochs, layers, loss, optimizer); required",
+          DEFAULT_MODEL_CONFIG, rw));
+  g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
+      g_param_spec_string ("model-load-path", "Model load path",
+          "BIN weights (nntrainer's layout) to start training from; unset: "
+          "weights initialized as the INI says", DEFAULT_MODEL_LOAD_PATH, rw));
+  g_object_class_install_property (gobject_class, PROP_MODEL_SAVE_PATH,
+      g_param_spec_string ("model-save-path", "Model save path",
+          "BIN file written after the last epoch or at EOS, atomically "
+          "(write, fsync, rename), before EOS goes downstream; unset: the "
+          "model is not saved", DEFAULT_MODEL_SAVE_PATH, rw));
+  g_object_class_install_property (gobject_class, PROP_CHECKPOINT_PATH,
+      g_param_spec_string ("checkpoint-path", "Checkpoint path",
+          "BIN file written atomically after each epoch; \"%u\" in it is "
+          "replaced by the epoch number (1-based); unset: no checkpoints",
+          DEFAULT_CHECKPOINT_PATH, rw));
+  g_object_class_install_property (gobject_class, PROP_NUM_INPUTS,
+      g_param_spec_uint ("num-inputs", "Number of inputs",
+          "Input tensors per buffer, the model's inputs in order; they come "
+          "before the labels", 1, GST_TENSOR_TRAINER_MAX_INPUTS,
+          DEFAULT_NUM_INPUTS, rw));
+  g_object_class_install_property (gobject_class, PROP_NUM_LABELS,
+      g_param_spec_uint ("num-labels", "Number of labels",
+          "Label tensors per buffer, after the inputs (float32, the model "
+          "output's shape, e.g. one-hot); the engine trains one loss, so 1",
+          1, GST_TENSOR_MAX_TENSORS - 1, DEFAULT_NUM_LABELS, rw));
+  g_object_class_install_property (gobject_class, PROP_NUM_TRAINING_SAMPLES,
+      g_param_spec_uint ("num-training-samples", "Training samples",
+          "Buffers that train the model at the start of each epoch; "
+          "required (> 0)", 0, G_MAXUINT, DEFAULT_NUM_TRAINING_SAMPLES, rw));
+  g_object_class_install_property (gobject_class,
+      PROP_NUM_VALIDATION_SAMPLES,
+      g_param_spec_uint ("num-validation-samples", "Validation samples",
+          "Buffers evaluated after the training samples of each epoch; 0: "
+          "no validation (validation figures are NaN)", 0, G_MAXUINT,
+          DEFAULT_NUM_VALIDATION_SAMPLES, rw));
+  g_object_class_install_property (gobject_class, PROP_EPOCHS,
+      g_param_spec_uint ("epochs", "Epochs",
+          "Epochs to train, each num-training-samples + "
+          "num-validation-samples buffers; 0: the INI's [Model] epochs",
+          0, G_MAXUINT, DEFAULT_EPOCHS, rw));
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post a \"tensor-trainer-epoch\" element message after each epoch "
+          "(epoch, epochs, samples, validation-samples, loss, accuracy, "
+          "validation-loss, validation-accuracy, samples-per-second: training "
+          "samples per second of the training phase, seconds: the whole "
+          "epoch, complete: false for an epoch cut short by EOS)", DEFAULT_POST_MESSAGES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+
+  gst_element_class_set_static_metadata (element_class, "Tensor trainer",
+      "Trainer/Tensor",
+      "Trains a neural network (nntrainer INI) on other/tensors samples and "
+      "pushes per-epoch loss and accuracy",
+      "tensor-trainer project");
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_tensor_trainer_change_state);
+}
+
+static void
+gst_tensor_trainer_init (GstTensorTrainer * self)
+{
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_tensor_trainer_chain));
+  gst_pad_set_event_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_tensor_trainer_sink_event));
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+
+  g_cond_init (&self->cond);
+  self->framework = g_strdup (DEFAULT_FRAMEWORK);
+  self->num_inputs = DEFAULT_NUM_INPUTS;
+  self->num_labels = DEFAULT_NUM_LABELS;
+  self->num_training_samples = DEFAULT_NUM_TRAINING_SAMPLES;
+  self->num_validation_samples = DEFAULT_NUM_VALIDATION_SAMPLES;
+  self->epochs = DEFAULT_EPOCHS;
+  self->post_messages = DEFAULT_POST_MESSAGES;
+}
+
+/* ---- model life: start at READY->PAUSED, stop at PAUSED->READY ------- */
+
+static void
+gst_tensor_trainer_stop (GstTensorTrainer * self)
+{
+  tt_model_free (self->model);
+  self->model = NULL;
+  for (guint i = 0; i < GST_TENSOR_TRAINER_MAX_INPUTS; i++)
+    g_clear_pointer (&self->in_batch[i], g_free);
+  g_clear_pointer (&self->label_batch, g_free);
+  g_clear_pointer (&self->save_path, g_free);
+  g_clear_pointer (&self->ckpt_path, g_free);
+  self->negotiated = FALSE;
+  self->src_caps_sent = FALSE;
+  self->finished = FALSE;
+  self->fill = 0;
+  self->epoch_pos = 0;
+  self->epochs_done = 0;
+  self->samples_seen = 0;
+  memset (&self->train, 0, sizeof self->train);
+  memset (&self->valid, 0, sizeof self->valid);
+}
+
+static gboolean
+gst_tensor_trainer_start (GstTensorTrainer * self)
+{
+  gchar *framework, *config, *load_path;
+  guint num_inputs, num_labels, epochs;
+  tt_error err;
+  gboolean ok = FALSE;
+
+  GST_OBJECT_LOCK (self);
+  framework = g_strdup (self->framework);
+  config = g_strdup (self->model_config);
+  load_path = g_strdup (self->model_load_path);
+  self->save_path = g_strdup (self->model_save_path);
+  self->ckpt_path = g_strdup (self->checkpoint_path);
+  num_inputs = self->num_inputs;
+  num_labels = self->num_labels;
+  self->n_train = self->num_training_samples;
+  self->n_valid = self->num_validation_samples;
+  epochs = self->epochs;
+  GST_OBJECT_UNLOCK (self);
+
+  if (g_strcmp0 (framework, GST_TENSOR_TRAINER_FRAMEWORK) != 0) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("Unknown framework \"%s\": this element trains with \""
+            GST_TENSOR_TRAINER_FRAMEWORK "\" only.",
+            framework ? framework : "(null)"), (NULL));
+    goto out;
+  }
+  if (!config || !*config) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No model-config set: tensor_trainer needs a model INI file."),
+        (NULL));
+    goto out;
+  }
+  if (num_labels != 1) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("num-labels=%u: the engine trains models with one label tensor.",
+            num_labels), (NULL));
+    goto out;
+  }
+  if (self->n_train == 0) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("num-training-samples is 0: set how many buffers train the model "
+            "in each epoch."), (NULL));
+    goto out;
+  }
+
+  self->model = tt_model_load_ini (config, &err);
+  if (!self->model) {
+    if (err.status == TT_ERR_IO)
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", err.message),
+          ("tt_model_load_ini: %s", tt_status_name (err.status)));
+    else
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
+          ("tt_model_load_ini: %s", tt_status_name (err.status)));
+    goto out;
+  }
+  if (tt_model_compile (self->model, &err) != TT_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
+        ("tt_model_compile: %s", tt_status_name (err.status)));
+    goto out;
+  }
+  {
+    tt_plan_info plan;
+    tt_model_plan_info (self->model, &plan);
+    GST_INFO_OBJECT (self, "%s in %.3f s: pool %" G_GUINT64_FORMAT
+        " bytes, lower bound %" G_GUINT64_FORMAT ", naive %" G_GUINT64_FORMAT,
+        plan.from_stored_plan ? "stored plan validated" : "model planned",
+        plan.plan_seconds, plan.pool_bytes, plan.lower_bound,
+        plan.naive_bytes);
+  }
+  if (load_path && *load_path
+      && tt_model_load_bin (self->model, load_path, &err) != TT_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
+        ("tt_model_load_bin: %s", tt_status_name (err.status)));
+    goto out;
+  }
+  self->n_inputs = tt_model_num_inputs (self->model);
+  if (self->n_inputs != num_inputs) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("num-inputs=%u but the model %s has %u input layer(s).",
+            num_inputs, config, self->n_inputs), (NULL));
+    goto out;
+  }
+  if (self->n_inputs > GST_TENSOR_TRAINER_MAX_INPUTS) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("The model %s has %u inputs; at most %u fit in a buffer.",
+            config, self->n_inputs, GST_TENSOR_TRAINER_MAX_INPUTS), (NULL));
+    goto out;
+  }
+
+  self->batch = tt_model_batch_size (self->model);
+  for (guint i = 0; i < self->n_inputs; i++) {
+    tt_shape s;
+    tt_model_input_shape (self->model, i, &s);
+    self->in_count[i] = (gsize) s.channel * s.height * s.width;
+    self->in_types[i] = TT_DTYPE_FLOAT32;
+    /* room for float32, the widest type accepted */
+    self->in_batch[i] = g_malloc_n ((gsize) self->batch * self->in_count[i],
+        sizeof (gfloat));
+  }
+  {
+    tt_shape s = tt_model_label_shape (self->model);
+    self->label_count = (gsize) s.channel * s.height * s.width;
+    self->label_batch = g_malloc_n ((gsize) self->batch * self->label_count,
+        sizeof (gfloat));
+  }
+  self->n_epochs = epochs ? epochs : tt_model_epochs (self->model);
+  if (self->n_epochs == 0)
+    self->n_epochs = 1;
+  GST_INFO_OBJECT (self, "model %s: batch %u, %u input(s), %u epoch(s) of "
+      "%u training + %u validation samples", config, self->batch,
+      self->n_inputs, self->n_epochs, self->n_train, self->n_valid);
+  ok = TRUE;
+out:
+  if (!ok)
+    gst_tensor_trainer_stop (self);
+  g_free (framework);
+  g_free (config);
+  g_free (load_path);
+  return ok;
+}
+
+static GstStateChangeReturn
+gst_tensor_trainer_change_state (GstElement * element,
+    GstStateChange transition)
+{
+  GstTensorTrainer *self = GST_TENSOR_TRAINER (element);
+  GstStateChangeReturn ret;
+
+  switch (transition) {
+    case GST_STATE_CHANGE_READY_TO_PAUSED:
+      if (!gst_tensor_trainer_start (self))
+        return GST_STATE_CHANGE_FAILURE;
+      GST_OBJECT_LOCK (self);
+      self->flushing = FALSE;
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case GST_STATE_CHANGE_PAUSED_TO_PLAYING:
+      GST_OBJECT_LOCK (self);
+      g_cond_broadcast (&self->cond);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case GST_STATE_CHANGE_PAUSED_TO_READY:
+      /* release a waiting chain before the pads deactivate */
+      GST_OBJECT_LOCK (self);
+      self->flushing = TRUE;
+      g_cond_broadcast (&self->cond);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    default:
+      break;
+  }
+
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (ret == GST_STATE_CHANGE_FAILURE) {
+    if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+      gst_tensor_trainer_stop (self);
+    return ret;
+  }
+  /* the pads are inactive now: no streaming thread runs */
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_tensor_trainer_stop (self);
+  return ret;
+}
+
+/* ---- caps ------------------------------------------------------------ */
+
+/* "W:H:C:1" as nnstreamer writes a model shape c:h:w. */
+static gchar *
+gst_tensor_trainer_shape_dims (tt_shape s)
+{
+  return g_strdup_printf ("%u:%u:%u:1", s.width, s.height, s.channel);
+}
+
+static gchar *
+gst_tensor_trainer_expected (GstTensorTrainer * self)
+{
+  GString *s = g_string_new (NULL);
+  gchar *d;
+  g_string_append_printf (s, "%u tensors (num-inputs=%u + num-labels=1): ",
+      self->n_inputs + 1, self->n_inputs);
+  for (guint i = 0; i < self->n_inputs; i++) {
+    tt_shape sh;
+    tt_model_input_shape (self->model, i, &sh);
+    d = gst_tensor_trainer_shape_dims (sh);
+    g_string_append_printf (s, "input %u dimensions=%s types=uint8|float32, ",
+        i, d);
+    g_free (d);
+  }
+  d = gst_tensor_trainer_shape_dims (tt_model_label_shape (self->model));
+  g_string_append_printf (s, "label dimensions=%s types=float32", d);
+  g_free (d);
+  return g_string_free (s, FALSE);
+}
+
+/* Checks caps against the model; on mismatch posts an error saying what
+ * was expected and what came. */
+static gboolean
+gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
+{
+  GstTensorsDesc desc;
+  gchar *why = NULL, *expected, *have;
+  const guint ntens = self->n_inputs + 1;
+  tt_dtype types[GST_TENSOR_TRAINER_MAX_INPUTS];
+
+  if (!gst_tensors_desc_from_caps (caps, &desc, &why))
+    goto refuse;
+  if (desc.num != ntens) {
+    why = g_strdup_printf ("%u tensors received", desc.num);
+    goto refuse;
+  }
+  for (guint i = 0; i < ntens; i++) {
+    const GstTensorDesc *t = &desc.tensors[i];
+    const gboolean label = i == self->n_inputs;
+    tt_shape s;
+    if (label)
+      s = tt_model_label_shape (self->model);
+    else
+      tt_model_input_shape (self->model, i, &s);
+    if (!gst_tensor_desc_matches_shape (t, s.channel, s.height, s.width)) {
+      gchar *want = gst_tensor_trainer_shape_dims (s);
+      have = gst_tensor_desc_dims_string (t);
+      why = g_strdup_printf ("tensor %u (%s) has dimensions %s, expected %s "
+          "(model shape %u:%u:%u)", i, label ? "label" : "input", have, want,
+          s.channel, s.height, s.width);
+      g_free (want);
+      g_free (have);
+      goto refuse;
+    }
+    if (label ? t->type != GST_TENSOR_TYPE_FLOAT32 :
+        (t->type != GST_TENSOR_TYPE_FLOAT32
+            && t->type != GST_TENSOR_TYPE_UINT8)) {
+      why = g_strdup_printf ("tensor %u (%s) has type %s, expected %s", i,
+          label ? "label" : "input", gst_tensor_type_name (t->type),
+          label ? "float32" : "uint8 or float32");
+      goto refuse;
+    }
+    if (!label)
+      types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
+          TT_DTYPE_FLOAT32;
+  }
+
+  /* a batch is fed with one type per input: finish one of other types */
+  if (self->negotiated && self->fill > 0
+      && memcmp (types, self->in_types, self->n_inputs * sizeof *types)) {
+    GST_ERROR_OBJECT (self, "input types changed mid-batch");
+    why = g_strdup ("input types changed in the middle of a batch");
+    goto refuse;
+  }
+  memcpy (self->in_types, types, self->n_inputs * sizeof *types);
+  self->total_bytes = 0;
+  for (guint i = 0; i < ntens; i++) {
+    self->sample_bytes[i] = gst_tensor_desc_bytes (&desc.tensors[i]);
+    self->total_bytes += self->sample_bytes[i];
+  }
+  self->negotiated = TRUE;
+  GST_INFO_OBJECT (self, "accepted caps %" GST_PTR_FORMAT, caps);
+  return TRUE;
+
+refuse:
+  expected = gst_tensor_trainer_expected (self);
+  have = gst_caps_to_string (caps);
+  GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+      ("Caps do not fit the model: %s; the model takes %s.", why, expected),
+      ("received caps: %s", have));
+  g_free (why);
+  g_free (expected);
+  g_free (have);
+  return FALSE;
+}
+
+/* Sends caps and a TIME segment on the src pad once. */
+static void
+gst_tensor_trainer_send_src_caps (GstTensorTrainer * self)
+{
+  GstCaps *caps;
+  GstSegment segment;
+
+  if (self->src_caps_sent)
+    return;
+  if (!gst_pad_has_current_caps (self->srcpad)) {
+    GstEvent *ss = gst_pad_get_sticky_event (self->srcpad,
+        GST_EVENT_STREAM_START, 0);
+    if (ss)
+      gst_event_unref (ss);
+    else {
+      gchar *id = gst_pad_create_stream_id (self->srcpad,
+          GST_ELEMENT (self), "stats");
+      gst_pad_push_event (self->srcpad, gst_event_new_stream_start (id));
+      g_free (id);
+    }
+  }
+  caps = gst_pad_get_pad_template_caps (self->srcpad);
+  gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
+  gst_caps_unref (caps);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
+  /* lets sinks preroll now rather than after the first epoch */
+  gst_pad_push_event (self->srcpad, gst_event_new_gap (0, 0));
+  self->src_caps_sent = TRUE;
+}
+
+/* ---- training -------------------------------------------------------- */
+
+static GstFlowReturn
+gst_tensor_trainer_engine_error (GstTensorTrainer * self, const tt_error * e,
+    const gchar * what)
+{
+  if (e->status == TT_ERR_NUMERIC)
+    GST_ELEMENT_ERROR (self, STREAM, FAILED,
+        ("Training diverged: %s", e->message), ("%s: %s", what,
+            tt_status_name (e->status)));
+  else
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("%s", e->message),
+        ("%s: %s", what, tt_status_name (e->status)));
+  return GST_FLOW_ERROR;
+}
+
+/* Trains (or evaluates) the samples waiting in the batch, fill of them. */
+static GstFlowReturn
+gst_tensor_trainer_run_batch (GstTensorTrainer * self, gboolean training)
+{
+  const void *inputs[GST_TENSOR_TRAINER_MAX_INPUTS];
+  GstTensorTrainerTally *tally = training ? &self->train : &self->valid;
+  tt_batch_result r;
+  tt_error err;
+  tt_status st;
+  const guint n = self->fill;
+
+  if (n == 0)
+    return GST_FLOW_OK;
+  for (guint i = 0; i < self->n_inputs; i++)
+    inputs[i] = self->in_batch[i];
+  self->fill = 0;
+  if (training)
+    st = tt_model_train_batch (self->model, n, inputs, self->in_types,
+        self->label_batch, &r, &err);
+  else
+    st = tt_model_eval_batch (self->model, n, inputs, self->in_types,
+        self->label_batch, &r, &err);
+  if (st != TT_OK)
+    return gst_tensor_trainer_engine_error (self, &err, training ?
+        "tt_model_train_batch" : "tt_model_eval_batch");
+  tally->samples += n;
+  tally->correct += r.correct;
+  tally->loss_sum += r.loss * n;
+  GST_LOG_OBJECT (self, "%s batch of %u: loss %g, %u correct",
+      training ? "trained" : "evaluated", n, r.loss, r.correct);
+  return GST_FLOW_OK;
+}
+
+/* Copies the buffer's tensors into batch slot fill. */
+static GstFlowReturn
+gst_tensor_trainer_copy_sample (GstTensorTrainer * self, GstBuffer * buf)
+{
+  const guint ntens = self->n_inputs + 1;
+  const guint n_mem = gst_buffer_n_memory (buf);
+  gsize offset = 0;
+
+  if (n_mem == ntens) {
+    for (guint i = 0; i < ntens; i++) {
+      gsize size = gst_memory_get_sizes (gst_buffer_peek_memory (buf, i),
+          NULL, NULL);
+      if (size != self->sample_bytes[i]) {
+        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+            ("Wrong buffer size: tensor %u (%s) holds %" G_GSIZE_FORMAT
+                " bytes, expected %" G_GSIZE_FORMAT " bytes as the caps say.",
+                i, i == self->n_inputs ? "label" : "input", size,
+                self->sample_bytes[i]), ("sample %" G_GUINT64_FORMAT,
+                self->samples_seen));
+        return GST_FLOW_ERROR;
+      }
+    }
+  } else if (n_mem != 1 || gst_buffer_get_size (buf) != self->total_bytes) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Wrong buffer size: %" G_GSIZE_FORMAT " bytes in %u memories, "
+            "expected %u memories (one per tensor) or one memory of %"
+            G_GSIZE_FORMAT " bytes.", gst_buffer_get_size (buf), n_mem, ntens,
+            self->total_bytes), ("sample %" G_GUINT64_FORMAT,
+            self->samples_seen));
+    return GST_FLOW_ERROR;
+  }
+
+  for (guint i = 0; i < ntens; i++) {
+    const gsize size = self->sample_bytes[i];
+    guint8 *dst = i < self->n_inputs ? self->in_batch[i] + size * self->fill
+        : (guint8 *) (self->label_batch + self->label_count * self->fill);
+    gst_buffer_extract (buf, offset, dst, size);
+    offset += size;
+  }
+  return GST_FLOW_OK;
+}
+
+static gchar *
+gst_tensor_trainer_checkpoint_name (const gchar * pattern, guint epoch)
+{
+  gchar **parts = g_strsplit (pattern, "%u", -1);
+  gchar *num = g_strdup_printf ("%u", epoch);
+  gchar *path = g_strjoinv (num, parts);
+  g_free (num);
+  g_strfreev (parts);
+  return path;
+}
+
+/* Closes the current epoch (complete or cut short by EOS): pushes its
+ * figures, posts its message, saves the checkpoint. */
+static GstFlowReturn
+gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
+{
+  const GstTensorTrainerTally *t = &self->train, *v = &self->valid;
+  const gint64 now = g_get_monotonic_time ();
+  const gdouble seconds = (now - self->epoch_start_us) / 1e6;
+  /* training throughput, as tensor-trainer (the CLI) reports it: the
+   * training samples over the time from the epoch's first buffer to its
+   * last training batch, everything upstream included */
+  const gdouble train_seconds = ((v->samples ? self->train_end_us : now) -
+      self->epoch_start_us) / 1e6;
+  const gdouble rate = train_seconds > 0 ? t->samples / train_seconds : NAN;
+  gdouble stats[4] = {
+    t->samples ? t->loss_sum / t->samples : NAN,
+    t->samples ? (gdouble) t->correct / t->samples : NAN,
+    v->samples ? v->loss_sum / v->samples : NAN,
+    v->samples ? (gdouble) v->correct / v->samples : NAN,
+  };
+  const guint index = self->epochs_done;      /* 0-based */
+  gboolean post;
+  GstBuffer *out;
+  GstFlowReturn ret;
+
+  if (complete) {
+    tt_model_finish_epoch (self->model);
+    self->epochs_done++;
+  }
+  GST_INFO_OBJECT (self, "epoch %u/%u%s: loss %g accuracy %g validation loss "
+      "%g accuracy %g, %.1f samples/s", index + 1, self->n_epochs,
+      complete ? "" : " (cut short)", stats[0], stats[1], stats[2], stats[3],
+      rate);
+
+  gst_tensor_trainer_send_src_caps (self);
+  out = gst_buffer_new_memdup (stats, sizeof stats);
+  GST_BUFFER_PTS (out) = index * GST_SECOND;
+  GST_BUFFER_DURATION (out) = GST_SECOND;
+  GST_BUFFER_OFFSET (out) = index;
+  GST_BUFFER_OFFSET_END (out) = index + 1;
+  ret = gst_pad_push (self->srcpad, out);
+  if (ret == GST_FLOW_NOT_LINKED || ret == GST_FLOW_EOS)
+    ret = GST_FLOW_OK;          /* the figures are optional downstream */
+
+  GST_OBJECT_LOCK (self);
+  post = self->post_messages;
+  GST_OBJECT_UNLOCK (self);
+  if (post) {
+    GstStructure *s = gst_structure_new ("tensor-trainer-epoch",
+        "epoch", G_TYPE_UINT, index + 1,
+        "epochs", G_TYPE_UINT, self->n_epochs,
+        "samples", G_TYPE_UINT64, t->samples,
+        "validation-samples", G_TYPE_UINT64, v->samples,
+        "loss", G_TYPE_DOUBLE, stats[0],
+        "accuracy", G_TYPE_DOUBLE, stats[1],
+        "validation-loss", G_TYPE_DOUBLE, stats[2],
+        "validation-accuracy", G_TYPE_DOUBLE, stats[3],
+        "samples-per-second", G_TYPE_DOUBLE, rate,
+        "seconds", G_TYPE_DOUBLE, seconds,
+        "complete", G_TYPE_BOOLEAN, complete, NULL);
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self), s));
+  }
+
+  if (complete && self->ckpt_path && *self->ckpt_path) {
+    gchar *path = gst_tensor_trainer_checkpoint_name (self->ckpt_path,
+        index + 1);
+    tt_error err;
+    if (tt_model_save_bin (self->model, path, &err) != TT_OK) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
+          ("checkpoint after epoch %u", index + 1));
+      ret = GST_FLOW_ERROR;
+    } else {
+      GST_INFO_OBJECT (self, "checkpoint %s", path);
+    }
+    g_free (path);
+  }
+
+  memset (&self->train, 0, sizeof self->train);
+  memset (&self->valid, 0, sizeof self->valid);
+  self->epoch_pos = 0;
+  return ret;
+}
+
+/* After the last epoch or at EOS: trains the pending batch, closes a
+ * partial epoch, saves the model, then sends EOS downstream. */
+static GstFlowReturn
+gst_tensor_trainer_finish (GstTensorTrainer * self)
+{
+  const guint64 expected = (guint64) self->n_epochs *
+      ((guint64) self->n_train + self->n_valid);
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  if (self->finished)
+    return GST_FLOW_EOS;
+  if (self->model && self->epoch_pos > 0) {
+    ret = gst_tensor_trainer_run_batch (self, self->epoch_pos <= self->n_train);
+    if (ret == GST_FLOW_OK)
+      ret = gst_tensor_trainer_end_epoch (self, FALSE);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  if (self->samples_seen == 0) {
+    /* never replace a saved model by an untrained one */
+    GST_ELEMENT_WARNING (self, STREAM, FAILED,
+        ("EOS before any sample: nothing was trained%s.", self->save_path
+            && *self->save_path ? ", model-save-path was not written" : ""),
+        (NULL));
+    goto eos;
+  }
+  if (self->model && self->save_path && *self->save_path) {
+    tt_error err;
+    if (tt_model_save_bin (self->model, self->save_path, &err) != TT_OK) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
+          ("saving model-save-path"));
+      return GST_FLOW_ERROR;
+    }
+    GST_INFO_OBJECT (self, "saved %s", self->save_path);
+  }
+  if (self->samples_seen < expected)
+    GST_ELEMENT_WARNING (self, STREAM, FAILED,
+        ("EOS after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " expected "
+            "samples (%u epochs of %u training + %u validation samples)%s.",
+            self->samples_seen, expected, self->n_epochs, self->n_train,
+            self->n_valid, self->save_path && *self->save_path ?
+            "; the model was saved as trained so far" : ""), (NULL));
+eos:
+  self->finished = TRUE;
+  if (self->negotiated)
+    gst_tensor_trainer_send_src_caps (self);
+  gst_pad_push_event (self->srcpad, gst_event_new_eos ());
+  return GST_FLOW_OK;
+}
+
+/* Blocks while the element is paused (target state PAUSED), so pausing the
+ * pipeline pauses training. */
+static GstFlowReturn
+gst_tensor_trainer_wait_playing (GstTensorTrainer * self)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  GST_OBJECT_LOCK (self);
+  while (!self->flushing && GST_STATE_TARGET (self) <= GST_STATE_PAUSED) {
+    GST_DEBUG_OBJECT (self, "paused: waiting for PLAYING");
+    g_cond_wait (&self->cond, GST_OBJECT_GET_LOCK (self));
+  }
+  if (self->flushing)
+    ret = GST_FLOW_FLUSHING;
+  GST_OBJECT_UNLOCK (self);
+  return ret;
+}
+
+static GstFlowReturn
+gst_tensor_trainer_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  GstTensorTrainer *self = GST_TENSOR_TRAINER (parent);
+  GstFlowReturn ret;
+  gboolean training;
+
+  (void) pad;
+  if (self->finished) {
+    gst_buffer_unref (buf);
+    return GST_FLOW_EOS;
+  }
+  if (!self->negotiated) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("No caps were negotiated before the first buffer."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  ret = gst_tensor_trainer_wait_playing (self);
+  if (ret == GST_FLOW_OK)
+    ret = gst_tensor_trainer_copy_sample (self, buf);
+  gst_buffer_unref (buf);
+  if (ret != GST_FLOW_OK)
+    return ret;
+
+  if (self->epoch_pos == 0)
+    self->epoch_start_us = g_get_monotonic_time ();
+  self->epoch_pos++;
+  self->samples_seen++;
+  self->fill++;
+  training = self->epoch_pos <= self->n_train;
+
+  /* a full batch, or the end of a phase: training and validation samples
+   * never share a batch, and a short last batch runs as it is */
+  if (self->fill == self->batch || self->epoch_pos == self->n_train
+      || self->epoch_pos == (guint64) self->n_train + self->n_valid) {
+    ret = gst_tensor_trainer_run_batch (self, training);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  if (self->epoch_pos == self->n_train)
+    self->train_end_us = g_get_monotonic_time ();
+  if (self->epoch_pos == (guint64) self->n_train + self->n_valid) {
+    ret = gst_tensor_trainer_end_epoch (self, TRUE);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    if (self->epochs_done == self->n_epochs)
+      ret = gst_tensor_trainer_finish (self);
+  }
+  return ret;
+}
+
+static gboolean
+gst_tensor_trainer_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event)
+{
+  GstTensorTrainer *self = GST_TENSOR_TRAINER (parent);
+
+  GST_LOG_OBJECT (self, "event %" GST_PTR_FORMAT, event);
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gboolean ok;
+      gst_event_parse_caps (event, &caps);
+      ok = gst_tensor_trainer_set_caps (self, caps);
+      if (ok)
+        gst_tensor_trainer_send_src_caps (self);
+      gst_event_unref (event);
+      return ok;
+    }
+    case GST_EVENT_FLUSH_START:
+      GST_OBJECT_LOCK (self);
+      self->flushing = TRUE;
+      g_cond_broadcast (&self->cond);
+      GST_OBJECT_UNLOCK (self);
+      return gst_pad_event_default (pad, parent, event);
+    case GST_EVENT_FLUSH_STOP:
+      GST_OBJECT_LOCK (self);
+      self->flushing = FALSE;
+      GST_OBJECT_UNLOCK (self);
+      return gst_pad_event_default (pad, parent, event);
+    case GST_EVENT_SEGMENT:
+      /* the src pad has its own TIME segment: one frame per epoch */
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_EOS:{
+      GstFlowReturn ret;
+      gst_event_unref (event);
+      if (self->finished)
+        return TRUE;            /* sent after the last epoch already */
+      ret = gst_tensor_trainer_finish (self);
+      return ret == GST_FLOW_OK;
+    }
+    default:
+      return gst_pad_event_default (pad, parent, event);
+  }
+}
+
+/* ---- properties ------------------------------------------------------ */
+
+static void
+gst_tensor_trainer_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstTensorTrainer *self = GST_TENSOR_TRAINER (object);
+  gchar **str = NULL;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_FRAMEWORK:
+      str = &self->framework;
+      break;
+    case PROP_MODEL_CONFIG:
+      str = &self->model_config;
+      break;
+    case PROP_MODEL_LOAD_PATH:
+      str = &self->model_load_path;
+      break;
+    case PROP_MODEL_SAVE_PATH:
+      str = &self->model_save_path;
+      break;
+    case PROP_CHECKPOINT_PATH:
+      str = &self->checkpoint_path;
+      break;
+    case PROP_NUM_INPUTS:
+      self->num_inputs = g_value_get_uint (value);
+      break;
+    case PROP_NUM_LABELS:
+      self->num_labels = g_value_get_uint (value);
+      break;
+    case PROP_NUM_TRAINING_SAMPLES:
+      self->num_training_samples = g_value_get_uint (value);
+      break;
+    case PROP_NUM_VALIDATION_SAMPLES:
+      self->num_validation_samples = g_value_get_uint (value);
+      break;
+    case PROP_EPOCHS:
+      self->epochs = g_value_get_uint (value);
+      break;
+    case PROP_POST_MESSAGES:
+      self->post_messages = g_value_get_boolean (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  if (str) {
+    g_free (*str);
+    *str = g_value_dup_string (value);
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_trainer_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstTensorTrainer *self = GST_TENSOR_TRAINER (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_FRAMEWORK:
+      g_value_set_string (value, self->framework);
+      break;
+    case PROP_MODEL_CONFIG:
+      g_value_set_string (value, self->model_config);
+      break;
+    case PROP_MODEL_LOAD_PATH:
+      g_value_set_string (value, self->model_load_path);
+      break;
+    case PROP_MODEL_SAVE_PATH:
+      g_value_set_string (value, self->model_save_path);
+      break;
+    case PROP_CHECKPOINT_PATH:
+      g_value_set_string (value, self->checkpoint_path);
+      break;
+    case PROP_NUM_INPUTS:
+      g_value_set_uint (value, self->num_inputs);
+      break;
+    case PROP_NUM_LABELS:
+      g_value_set_uint (value, self->num_labels);
+      break;
+    case PROP_NUM_TRAINING_SAMPLES:
+      g_value_set_uint (value, self->num_training_samples);
+      break;
+    case PROP_NUM_VALIDATION_SAMPLES:
+      g_value_set_uint (value, self->num_validation_samples);
+      break;
+    case PROP_EPOCHS:
+      g_value_set_uint (value, self->epochs);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, self->post_messages);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_trainer_finalize (GObject * object)
+{
+  GstTensorTrainer *self = GST_TENSOR_TRAINER (object);
+
+  gst_tensor_trainer_stop (self);
+  g_free (self->framework);
+  g_free (self->model_config);
+  g_free (self->model_load_path);
+  g_free (self->model_save_path);
+  g_free (self->checkpoint_path);
+  g_cond_clear (&self->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The tensortrainer plugin: elements that train neural networks on
+ * nnstreamer tensors streaming through a pipeline.
+ */
+#include <gst/gst.h>
+
+/* GST_PLUGIN_DEFINE reads PACKAGE */
+#define PACKAGE "tensor-trainer"
+
+#include "gsttensordatasrc.h"
+#include "gsttensortrainer.h"
+
+static gboolean
+plugin_init (GstPlugin * plugin)
+{
+  gboolean ok = FALSE;
+  ok |= GST_ELEMENT_REGISTER (tensor_trainer, plugin);
+  ok |= GST_ELEMENT_REGISTER (tensor_datasrc, plugin);
+  return ok;
+}
+
+/* GST_PLUGIN_DEFINE leaves the descriptor's padding to zero-initialization,
+ * which -Wextra reports */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, tensortrainer,
+    "Train neural networks on tensors streaming through a pipeline",
+    plugin_init, TT_VERSION, "LGPL", "tensor-trainer", "tensor-trainer")

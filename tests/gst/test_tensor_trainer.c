@@ -1,0 +1,817 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tensor_trainer through GstHarness: caps accepted and refused, buffer
+ * sizes, a small synthetic stream on which the loss falls, the per-epoch
+ * figures, partial batches, EOS only after the model is on disk, early EOS,
+ * pause/resume, checkpoints and model errors.
+ */
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "tt_engine.h"
+
+/* input 1:1:4 -> fully_connected 3 -> softmax, cross entropy, batch 4 */
+static const gchar *tiny_ini =
+    "[Model]\n"
+    "type = NeuralNetwork\n"
+    "epochs = 3\n"
+    "batch_size = 4\n"
+    "loss = cross\n"
+    "[Optimizer]\n"
+    "type = adam\n"
+    "learning_rate = 0.05\n"
+    "[input]\n"
+    "type = input\n"
+    "input_shape = 1:1:4\n"
+    "[output]\n"
+    "type = fully_connected\n"
+    "unit = 3\n"
+    "activation = softmax\n";
+
+#define TINY_CAPS "other/tensors,format=static,num_tensors=2," \
+  "dimensions=(string)\"4:1:1:1,3:1:1:1\",types=(string)\"float32,float32\"," \
+  "framerate=(fraction)0/1"
+
+typedef struct
+{
+  gchar *dir, *ini, *bin;
+  GstBus *bus;
+  GstElement *trainer;
+  GstHarness *h;
+} Fixture;
+
+static void
+fixture_init (Fixture * f, const gchar * ini_text)
+{
+  memset (f, 0, sizeof *f);
+  f->dir = g_dir_make_tmp ("tt-gst-XXXXXX", NULL);
+  fail_unless (f->dir != NULL);
+  f->ini = g_build_filename (f->dir, "tiny.ini", NULL);
+  f->bin = g_build_filename (f->dir, "tiny.bin", NULL);
+  fail_unless (g_file_set_contents (f->ini, ini_text ? ini_text : tiny_ini,
+          -1, NULL));
+  f->trainer = gst_element_factory_make ("tensor_trainer", NULL);
+  fail_unless (f->trainer != NULL, "tensor_trainer not found");
+  f->bus = gst_bus_new ();
+  gst_element_set_bus (f->trainer, f->bus);
+  g_object_set (f->trainer, "model-config", f->ini, "model-save-path", f->bin,
+      NULL);
+}
+
+/* Wraps the configured element in a harness (which sets it PLAYING). */
+static void
+fixture_start (Fixture * f)
+{
+  f->h = gst_harness_new_with_element (f->trainer, "sink", "src");
+}
+
+static void
+fixture_clear (Fixture * f)
+{
+  if (f->h)
+    gst_harness_teardown (f->h);
+  else
+    gst_element_set_state (f->trainer, GST_STATE_NULL);
+  gst_object_unref (f->trainer);
+  gst_bus_set_flushing (f->bus, TRUE);
+  gst_object_unref (f->bus);
+  /* the test's own files, then the folder */
+  GDir *d = g_dir_open (f->dir, 0, NULL);
+  const gchar *name;
+  while (d && (name = g_dir_read_name (d))) {
+    gchar *p = g_build_filename (f->dir, name, NULL);
+    g_unlink (p);
+    g_free (p);
+  }
+  if (d)
+    g_dir_close (d);
+  g_rmdir (f->dir);
+  g_free (f->dir);
+  g_free (f->ini);
+  g_free (f->bin);
+}
+
+/* The text of the first message of the type on the bus ("" if none). */
+static gchar *
+pop_text (GstBus * bus, GstMessageType type)
+{
+  GstMessage *m = gst_bus_pop_filtered (bus, type);
+  GError *err = NULL;
+  gchar *debug = NULL, *text;
+  if (!m)
+    return g_strdup ("");
+  if (type == GST_MESSAGE_ERROR)
+    gst_message_parse_error (m, &err, &debug);
+  else
+    gst_message_parse_warning (m, &err, &debug);
+  text = g_strdup (err->message);
+  g_error_free (err);
+  g_free (debug);
+  gst_message_unref (m);
+  return text;
+}
+
+/* Sample k of a separable 3-class problem: class k % 3 lights its input. */
+static GstBuffer *
+make_sample (guint k)
+{
+  gfloat x[4], y[3] = { 0, 0, 0 };
+  const guint c = k % 3;
+  guint32 r = k * 2654435761u;
+  for (guint i = 0; i < 4; i++) {
+    r = r * 1664525u + 1013904223u;
+    x[i] = (gfloat) (r >> 8) / (gfloat) (1 << 24) * 0.4f - 0.2f;
+  }
+  x[c] += 1.0f;
+  y[c] = 1.0f;
+  GstMapInfo m0, m1;
+  GstBuffer *b = gst_buffer_new ();
+  GstMemory *mx = gst_allocator_alloc (NULL, sizeof x, NULL);
+  GstMemory *my = gst_allocator_alloc (NULL, sizeof y, NULL);
+  gst_memory_map (mx, &m0, GST_MAP_WRITE);
+  memcpy (m0.data, x, sizeof x);
+  gst_memory_unmap (mx, &m0);
+  gst_memory_map (my, &m1, GST_MAP_WRITE);
+  memcpy (m1.data, y, sizeof y);
+  gst_memory_unmap (my, &m1);
+  gst_buffer_append_memory (b, mx);
+  gst_buffer_append_memory (b, my);
+  return b;
+}
+
+static void
+push_samples (GstHarness * h, guint from, guint n)
+{
+  for (guint k = from; k < from + n; k++)
+    fail_unless_equals_int (gst_harness_push (h, make_sample (k)),
+        GST_FLOW_OK);
+}
+
+static void
+read_stats (GstBuffer * b, gdouble v[4])
+{
+  fail_unless (b != NULL);
+  fail_unless_equals_int (gst_buffer_get_size (b), 4 * sizeof (gdouble));
+  gst_buffer_extract (b, 0, v, 4 * sizeof (gdouble));
+}
+
+/* The next tensor-trainer-epoch message on the bus, or NULL. */
+static GstMessage *
+pop_epoch_message (GstBus * bus)
+{
+  GstMessage *m;
+  while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
+    if (gst_structure_has_name (gst_message_get_structure (m),
+            "tensor-trainer-epoch"))
+      return m;
+    gst_message_unref (m);
+  }
+  return NULL;
+}
+
+/* ---- caps ------------------------------------------------------------ */
+
+GST_START_TEST (test_caps_accepted)
+{
+  const gchar *ok_caps[] = {
+    TINY_CAPS,
+    /* uint8 inputs; other placements of the 1s describe the same layout */
+    "other/tensors,format=static,num_tensors=2,"
+        "dimensions=(string)\"1:4:1:1,1:1:3:1\",types=(string)\"uint8,float32\"",
+    "other/tensors,format=static,num_tensors=2,dimensions=(string)\"4.3\","
+        "types=(string)\"float32.float32\"",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (ok_caps); i++) {
+    Fixture f;
+    fixture_init (&f, NULL);
+    g_object_set (f.trainer, "num-training-samples", 4, NULL);
+    fixture_start (&f);
+    gst_harness_set_src_caps_str (f.h, ok_caps[i]);
+    GstCaps *out = gst_pad_get_current_caps (f.h->sinkpad);
+    fail_unless (out != NULL);
+    GstStructure *s = gst_caps_get_structure (out, 0);
+    fail_unless_equals_string (gst_structure_get_string (s, "dimensions"),
+        "1:1:4:1");
+    fail_unless_equals_string (gst_structure_get_string (s, "types"),
+        "float64");
+    gst_caps_unref (out);
+    fail_if (gst_bus_have_pending (f.bus) &&
+        gst_bus_pop_filtered (f.bus, GST_MESSAGE_ERROR), "unexpected error");
+    fixture_clear (&f);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_caps_refused)
+{
+  const struct
+  {
+    const gchar *caps, *says[3];
+  } cases[] = {
+    {"other/tensors,format=static,num_tensors=2,"
+          "dimensions=(string)\"5:1:1:1,3:1:1:1\",types=(string)\"float32,float32\"",
+        {"5:1:1:1", "expected 4:1:1:1", "input"}},
+    {"other/tensors,format=static,num_tensors=2,"
+          "dimensions=(string)\"4:1:1:1,3:1:1:1\",types=(string)\"float32,uint8\"",
+        {"label", "type uint8", "expected float32"}},
+    {"other/tensors,format=static,num_tensors=3,"
+          "dimensions=(string)\"4:1:1:1,3:1:1:1,1:1:1:1\","
+          "types=(string)\"float32,float32,float32\"",
+        {"3 tensors received", "takes 2 tensors", "num-inputs=1"}},
+    {"other/tensors,format=static,num_tensors=2,"
+          "dimensions=(string)\"4:1:1:1,3:1:1:1\",types=(string)\"int16,float32\"",
+        {"type int16", "uint8 or float32", "input"}},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    Fixture f;
+    fixture_init (&f, NULL);
+    g_object_set (f.trainer, "num-training-samples", 4, NULL);
+    fixture_start (&f);
+    gst_harness_push_event (f.h, gst_event_new_stream_start ("test"));
+    /* a sticky event counts as pushed even when refused: look at the pad */
+    gst_harness_push_event (f.h,
+        gst_event_new_caps (gst_caps_from_string (cases[i].caps)));
+    GstPad *sink = gst_element_get_static_pad (f.trainer, "sink");
+    fail_if (gst_pad_has_current_caps (sink));
+    gst_object_unref (sink);
+    GstSegment seg;
+    gst_segment_init (&seg, GST_FORMAT_TIME);
+    gst_harness_push_event (f.h, gst_event_new_segment (&seg));
+    fail_unless_equals_int (gst_harness_push (f.h, make_sample (0)),
+        GST_FLOW_NOT_NEGOTIATED);
+    gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+    GST_INFO ("refusal: %s", msg);
+    for (guint j = 0; j < 3; j++)
+      fail_unless (strstr (msg, cases[i].says[j]) != NULL,
+          "\"%s\" does not say \"%s\"", msg, cases[i].says[j]);
+    g_free (msg);
+    fixture_clear (&f);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- buffers --------------------------------------------------------- */
+
+GST_START_TEST (test_wrong_buffer_size)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 4, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  GstBuffer *b = gst_buffer_new ();
+  gst_buffer_append_memory (b, gst_allocator_alloc (NULL, 12, NULL));
+  gst_buffer_append_memory (b, gst_allocator_alloc (NULL, 12, NULL));
+  fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_ERROR);
+  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "holds 12 bytes, expected 16 bytes") != NULL,
+      "%s", msg);
+  g_free (msg);
+
+  /* one memory must hold all tensors back to back: 28 bytes */
+  b = gst_buffer_new_allocate (NULL, 20, NULL);
+  fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_ERROR);
+  msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "20 bytes in 1 memories") != NULL, "%s", msg);
+  fail_unless (strstr (msg, "one memory of 28 bytes") != NULL, "%s", msg);
+  g_free (msg);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_single_memory_accepted)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 4, "epochs", 1, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  for (guint k = 0; k < 4; k++) {
+    GstBuffer *two = make_sample (k);
+    GstBuffer *one = gst_buffer_new_allocate (NULL, 28, NULL);
+    GstMapInfo m;
+    gst_buffer_map (one, &m, GST_MAP_WRITE);
+    gst_buffer_extract (two, 0, m.data, 28);
+    gst_buffer_unmap (one, &m);
+    gst_buffer_unref (two);
+    fail_unless_equals_int (gst_harness_push (f.h, one), GST_FLOW_OK);
+  }
+  gdouble v[4];
+  GstBuffer *stats = gst_harness_pull (f.h);
+  read_stats (stats, v);
+  fail_unless (isfinite (v[0]) && v[0] > 0);
+  gst_buffer_unref (stats);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+/* ---- training -------------------------------------------------------- */
+
+GST_START_TEST (test_loss_falls)
+{
+  Fixture f;
+  const guint epochs = 6, n = 60;
+  gdouble first[4], last[4];
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", n, "epochs", epochs, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  for (guint e = 0; e < epochs; e++) {
+    push_samples (f.h, 0, n);
+    GstBuffer *stats = gst_harness_pull (f.h);
+    gdouble v[4];
+    read_stats (stats, v);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (stats), e * GST_SECOND);
+    fail_unless_equals_uint64 (GST_BUFFER_DURATION (stats), GST_SECOND);
+    gst_buffer_unref (stats);
+    GST_INFO ("epoch %u: loss %g accuracy %g", e + 1, v[0], v[1]);
+    fail_unless (v[0] > 0 && isfinite (v[0]));
+    fail_unless (v[1] >= 0 && v[1] <= 1);
+    fail_unless (isnan (v[2]) && isnan (v[3]), "no validation: NaN");
+    memcpy (e == 0 ? first : last, v, sizeof v);
+
+    GstMessage *m = pop_epoch_message (f.bus);
+    fail_unless (m != NULL);
+    const GstStructure *s = gst_message_get_structure (m);
+    guint epoch, total;
+    guint64 samples;
+    gdouble loss, rate;
+    gboolean complete;
+    fail_unless (gst_structure_get (s, "epoch", G_TYPE_UINT, &epoch,
+            "epochs", G_TYPE_UINT, &total, "samples", G_TYPE_UINT64, &samples,
+            "loss", G_TYPE_DOUBLE, &loss, "samples-per-second", G_TYPE_DOUBLE,
+            &rate, "complete", G_TYPE_BOOLEAN, &complete, NULL));
+    fail_unless_equals_int (epoch, e + 1);
+    fail_unless_equals_int (total, epochs);
+    fail_unless_equals_uint64 (samples, n);
+    fail_unless_equals_float (loss, v[0]);
+    fail_unless (complete);
+    fail_unless (rate > 0);
+    gst_message_unref (m);
+  }
+  fail_unless (last[0] < first[0] * 0.5, "loss %g -> %g", first[0], last[0]);
+  fail_unless (last[1] > 0.9, "accuracy %g", last[1]);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_validation_figures)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 30,
+      "num-validation-samples", 9, "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  for (guint e = 0; e < 2; e++) {
+    push_samples (f.h, 0, 39);
+    gdouble v[4];
+    GstBuffer *stats = gst_harness_pull (f.h);
+    read_stats (stats, v);
+    gst_buffer_unref (stats);
+    for (guint i = 0; i < 4; i++)
+      fail_unless (isfinite (v[i]), "figure %u is %g", i, v[i]);
+    fail_unless (v[2] > 0);
+    fail_unless (v[3] >= 0 && v[3] <= 1);
+    /* 9 samples: the accuracy is a multiple of 1/9 */
+    fail_unless (fabs (v[3] * 9 - round (v[3] * 9)) < 1e-9);
+    GstMessage *m = pop_epoch_message (f.bus);
+    guint64 samples, vsamples;
+    fail_unless (gst_structure_get (gst_message_get_structure (m), "samples",
+            G_TYPE_UINT64, &samples, "validation-samples", G_TYPE_UINT64,
+            &vsamples, NULL));
+    fail_unless_equals_uint64 (samples, 30);
+    fail_unless_equals_uint64 (vsamples, 9);
+    gst_message_unref (m);
+  }
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+/* 10 samples with batch 4: batches of 4, 4 and 2 (no sample dropped). */
+GST_START_TEST (test_partial_batch)
+{
+  Fixture f;
+  tt_error err;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 10, "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 20);
+  tt_model *m = tt_model_load_ini (f.ini, &err);
+  fail_unless (m != NULL, "%s", err.message);
+  fail_unless_equals_int (tt_model_compile (m, &err), TT_OK);
+  fail_unless_equals_int (tt_model_load_bin (m, f.bin, &err), TT_OK);
+  fail_unless_equals_int (tt_model_iteration (m), 6);
+  fail_unless_equals_int (tt_model_epoch (m), 2);
+  tt_model_free (m);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  const gchar *bin, *ini;
+  gint eos_seen;
+  gboolean file_loaded;
+} EosCheck;
+
+static GstPadProbeReturn
+eos_probe (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  EosCheck *c = data;
+  (void) pad;
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
+    tt_error err;
+    tt_model *m = tt_model_load_ini (c->ini, &err);
+    c->eos_seen++;
+    c->file_loaded = m && tt_model_compile (m, &err) == TT_OK
+        && tt_model_load_bin (m, c->bin, &err) == TT_OK;
+    tt_model_free (m);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+check_eos_after_save (guint pushed, gboolean send_eos)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 12, "epochs", 2, NULL);
+  fixture_start (&f);
+  EosCheck c = { f.bin, f.ini, 0, FALSE };
+  GstPad *src = gst_element_get_static_pad (f.trainer, "src");
+  gst_pad_add_probe (src, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, eos_probe, &c,
+      NULL);
+  gst_object_unref (src);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  fail_if (g_file_test (f.bin, G_FILE_TEST_EXISTS));
+  push_samples (f.h, 0, pushed);
+  if (send_eos)
+    fail_unless (gst_harness_push_event (f.h, gst_event_new_eos ()));
+  fail_unless_equals_int (c.eos_seen, 1);
+  fail_unless (c.file_loaded, "EOS went out before the model was loadable");
+  /* buffers after the last epoch are refused */
+  if (!send_eos)
+    fail_unless_equals_int (gst_harness_push (f.h, make_sample (0)),
+        GST_FLOW_EOS);
+  gchar *warning = pop_text (f.bus, GST_MESSAGE_WARNING);
+  if (pushed < 24)
+    fail_unless (strstr (warning, "EOS after 17 of 24 expected samples"),
+        "%s", warning);
+  else
+    fail_unless_equals_string (warning, "");
+  g_free (warning);
+  fixture_clear (&f);
+}
+
+GST_START_TEST (test_eos_after_model_saved)
+{
+  check_eos_after_save (24, FALSE);   /* the element ends after 2 epochs */
+  check_eos_after_save (24, TRUE);    /* upstream EOS after that: dropped */
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_early_eos)
+{
+  check_eos_after_save (17, TRUE);
+
+  /* the partial epoch is pushed and posted as incomplete */
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 12, "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 17);
+  fail_unless (gst_harness_push_event (f.h, gst_event_new_eos ()));
+  fail_unless_equals_int (gst_harness_buffers_received (f.h), 2);
+  GstMessage *m1 = pop_epoch_message (f.bus), *m2 = pop_epoch_message (f.bus);
+  gboolean c1, c2;
+  guint64 s2;
+  fail_unless (gst_structure_get (gst_message_get_structure (m1), "complete",
+          G_TYPE_BOOLEAN, &c1, NULL));
+  fail_unless (gst_structure_get (gst_message_get_structure (m2), "complete",
+          G_TYPE_BOOLEAN, &c2, "samples", G_TYPE_UINT64, &s2, NULL));
+  fail_unless (c1 && !c2);
+  fail_unless_equals_uint64 (s2, 5);
+  gst_message_unref (m1);
+  gst_message_unref (m2);
+  fixture_clear (&f);
+
+  /* EOS before any sample: nothing saved, said so */
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 12, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  fail_unless (gst_harness_push_event (f.h, gst_event_new_eos ()));
+  gchar *warning = pop_text (f.bus, GST_MESSAGE_WARNING);
+  fail_unless (strstr (warning, "EOS before any sample"), "%s", warning);
+  g_free (warning);
+  fail_if (g_file_test (f.bin, G_FILE_TEST_EXISTS));
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GstHarness *h;
+  guint from, n;
+} PushJob;
+
+static gpointer
+push_thread (gpointer data)
+{
+  PushJob *j = data;
+  push_samples (j->h, j->from, j->n);
+  return NULL;
+}
+
+GST_START_TEST (test_pause_resume)
+{
+  Fixture f;
+  tt_error err;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 20, "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 15);
+
+  /* paused: a buffer waits, and nothing is lost */
+  fail_unless_equals_int (gst_element_set_state (f.trainer,
+          GST_STATE_PAUSED), GST_STATE_CHANGE_SUCCESS);
+  PushJob job = { f.h, 15, 25 };
+  GThread *t = g_thread_new ("push", push_thread, &job);
+  g_usleep (300 * 1000);
+  fail_unless_equals_int (gst_harness_buffers_received (f.h), 0);
+  fail_unless_equals_int (gst_element_set_state (f.trainer,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  g_thread_join (t);
+
+  fail_unless_equals_int (gst_harness_buffers_received (f.h), 2);
+  for (guint e = 0; e < 2; e++) {
+    GstMessage *m = pop_epoch_message (f.bus);
+    guint64 samples;
+    guint epoch;
+    fail_unless (gst_structure_get (gst_message_get_structure (m), "samples",
+            G_TYPE_UINT64, &samples, "epoch", G_TYPE_UINT, &epoch, NULL));
+    fail_unless_equals_uint64 (samples, 20);
+    fail_unless_equals_int (epoch, e + 1);
+    gst_message_unref (m);
+  }
+  gchar *warning = pop_text (f.bus, GST_MESSAGE_WARNING);
+  fail_unless_equals_string (warning, "");
+  g_free (warning);
+  tt_model *m = tt_model_load_ini (f.ini, &err);
+  fail_unless (m && tt_model_compile (m, &err) == TT_OK);
+  fail_unless_equals_int (tt_model_load_bin (m, f.bin, &err), TT_OK);
+  fail_unless_equals_int (tt_model_iteration (m), 10);
+  tt_model_free (m);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_checkpoints_and_quiet)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  gchar *pattern = g_build_filename (f.dir, "ck-%u.bin", NULL);
+  g_object_set (f.trainer, "num-training-samples", 8, "epochs", 2,
+      "checkpoint-path", pattern, "post-messages", FALSE, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 16);
+  for (guint e = 1; e <= 2; e++) {
+    gchar *name = g_strdup_printf ("ck-%u.bin", e);
+    gchar *path = g_build_filename (f.dir, name, NULL);
+    fail_unless (g_file_test (path, G_FILE_TEST_EXISTS), "%s missing", path);
+    g_free (name);
+    g_free (path);
+  }
+  fail_unless (pop_epoch_message (f.bus) == NULL);
+  g_free (pattern);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_nan_input_is_an_error)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 8, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 3);
+  GstBuffer *b = make_sample (3);
+  GstMapInfo m;
+  GstMemory *mem = gst_buffer_peek_memory (b, 0);
+  gst_memory_map (mem, &m, GST_MAP_WRITE);
+  ((gfloat *) m.data)[2] = NAN;
+  gst_memory_unmap (mem, &m);
+  fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_ERROR);
+  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "Training diverged") && strstr (msg, f.ini)
+      && strstr (msg, "nan"), "%s", msg);
+  g_free (msg);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+/* ---- start-up errors ------------------------------------------------- */
+
+static gchar *
+start_error (const gchar * ini_text, const gchar * prop, const gchar * value,
+    gchar ** ini_path)
+{
+  Fixture f;
+  fixture_init (&f, ini_text);
+  g_object_set (f.trainer, "num-training-samples", 8, NULL);
+  if (prop)
+    g_object_set (f.trainer, prop, value, NULL);
+  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  if (ini_path)
+    *ini_path = g_strdup (f.ini);
+  fixture_clear (&f);
+  return msg;
+}
+
+GST_START_TEST (test_start_errors)
+{
+  gchar *ini = NULL;
+  gchar *msg = start_error (NULL, "framework", "nntrainer", NULL);
+  fail_unless (strstr (msg, "Unknown framework \"nntrainer\""), "%s", msg);
+  g_free (msg);
+
+  msg = start_error (NULL, "model-config", "/nonexistent/model.ini", NULL);
+  fail_unless (strstr (msg, "/nonexistent/model.ini") != NULL, "%s", msg);
+  g_free (msg);
+
+  gchar *bad = g_strdup_printf ("%s%s", tiny_ini, "colour = blue\n");
+  msg = start_error (bad, NULL, NULL, &ini);
+  fail_unless (strstr (msg, ini) && strstr (msg, "colour"), "%s", msg);
+  g_free (msg);
+  g_free (bad);
+  g_free (ini);
+
+  msg = start_error (NULL, "model-load-path", "/nonexistent/w.bin", NULL);
+  fail_unless (strstr (msg, "/nonexistent/w.bin") != NULL, "%s", msg);
+  g_free (msg);
+
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_property_errors)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  /* num-training-samples left at 0 */
+  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "num-training-samples is 0"), "%s", msg);
+  g_free (msg);
+  g_object_set (f.trainer, "num-training-samples", 4, "num-inputs", 2, NULL);
+  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "num-inputs=2") && strstr (msg, "1 input"), "%s",
+      msg);
+  g_free (msg);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+/* ---- tensor_datasrc ! tensor_trainer --------------------------------- */
+
+static void
+write_be32 (GByteArray * a, guint32 v)
+{
+  guint8 b[4] = { v >> 24, v >> 16, v >> 8, v };
+  g_byte_array_append (a, b, 4);
+}
+
+/* 2x2 grayscale images of 3 classes: class c lights pixel c. */
+static void
+write_idx (const gchar * images, const gchar * labels, guint count)
+{
+  GByteArray *im = g_byte_array_new (), *lb = g_byte_array_new ();
+  const guint8 ih[4] = { 0, 0, 0x08, 3 }, lh[4] = { 0, 0, 0x08, 1 };
+  g_byte_array_append (im, ih, 4);
+  write_be32 (im, count);
+  write_be32 (im, 2);
+  write_be32 (im, 2);
+  g_byte_array_append (lb, lh, 4);
+  write_be32 (lb, count);
+  for (guint i = 0; i < count; i++) {
+    guint8 px[4] = { 10, 20, 15, 5 }, c = i % 3;
+    px[c] = 250;
+    g_byte_array_append (im, px, 4);
+    g_byte_array_append (lb, &c, 1);
+  }
+  fail_unless (g_file_set_contents (images, (gchar *) im->data, im->len,
+          NULL));
+  fail_unless (g_file_set_contents (labels, (gchar *) lb->data, lb->len,
+          NULL));
+  g_byte_array_unref (im);
+  g_byte_array_unref (lb);
+}
+
+GST_START_TEST (test_datasrc_to_trainer)
+{
+  Fixture f;
+  /* the model takes 1:2:2 (flattened), tensor_datasrc sends GRAY8-style
+   * 1:2:2:1 */
+  gchar **halves = g_strsplit (tiny_ini, "input_shape = 1:1:4\n", 2);
+  gchar *ini = g_strconcat (halves[0], "input_shape = 1:2:2\n"
+      "[flat]\ntype = flatten\n", halves[1], NULL);
+  g_strfreev (halves);
+  fixture_init (&f, ini);
+  gchar *images = g_build_filename (f.dir, "im.idx", NULL);
+  gchar *labels = g_build_filename (f.dir, "lb.idx", NULL);
+  write_idx (images, labels, 30);
+  gchar *launch = g_strdup_printf ("tensor_datasrc location=%s "
+      "label-location=%s num-samples=24 validation-start-sample=24 "
+      "validation-num-samples=6 num-classes=3 shuffle=true seed=1 epochs=4 "
+      "image-format=float32 ! tensor_trainer name=trainer model-config=%s "
+      "num-training-samples=24 num-validation-samples=6 epochs=4 "
+      "model-save-path=%s", images, labels, f.ini, f.bin);
+  GstHarness *h = gst_harness_new_parse (launch);
+  gst_element_set_bus (h->element, f.bus);
+  EosCheck c = { f.bin, f.ini, 0, FALSE };
+  gst_harness_add_probe (h, "tensor_trainer", "src",
+      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, eos_probe, &c, NULL);
+  gst_harness_play (h);
+  gdouble first[4], v[4];
+  for (guint e = 0; e < 4; e++) {
+    GstBuffer *b = gst_harness_pull (h);
+    read_stats (b, v);
+    gst_buffer_unref (b);
+    if (e == 0)
+      memcpy (first, v, sizeof v);
+    fail_unless (isfinite (v[2]) && v[3] >= 0 && v[3] <= 1);
+  }
+  fail_unless (v[0] < first[0], "loss %g -> %g", first[0], v[0]);
+  GstEvent *ev;
+  while ((ev = gst_harness_pull_event (h))) {
+    gboolean eos = GST_EVENT_TYPE (ev) == GST_EVENT_EOS;
+    gst_event_unref (ev);
+    if (eos)
+      break;
+  }
+  fail_unless_equals_int (c.eos_seen, 1);
+  fail_unless (c.file_loaded);
+  gst_harness_teardown (h);
+  for (guint i = 0; i < 2; i++)
+    g_unlink (i ? images : labels);
+  g_free (images);
+  g_free (labels);
+  g_free (launch);
+  g_free (ini);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+static Suite *
+tensor_trainer_suite (void)
+{
+  Suite *s = suite_create ("tensor_trainer");
+  TCase *tc = tcase_create ("general");
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_caps_accepted);
+  tcase_add_test (tc, test_caps_refused);
+  tcase_add_test (tc, test_wrong_buffer_size);
+  tcase_add_test (tc, test_single_memory_accepted);
+  tcase_add_test (tc, test_loss_falls);
+  tcase_add_test (tc, test_validation_figures);
+  tcase_add_test (tc, test_partial_batch);
+  tcase_add_test (tc, test_eos_after_model_saved);
+  tcase_add_test (tc, test_early_eos);
+  tcase_add_test (tc, test_pause_resume);
+  tcase_add_test (tc, test_checkpoints_and_quiet);
+  tcase_add_test (tc, test_nan_input_is_an_error);
+  tcase_add_test (tc, test_start_errors);
+  tcase_add_test (tc, test_property_errors);
+  tcase_add_test (tc, test_datasrc_to_trainer);
+  return s;
+}
+
+GST_CHECK_MAIN (tensor_trainer);
