@@ -95,6 +95,7 @@ static void
 test_identical_training (const char *name, const char *ini_path)
 {
   char saved[2][512];
+  static float eval_out[2][4 * 64];
   for (int mode = 0; mode < 2; mode++) {
     tt_error err;
     tt_model *m = plan_open (ini_path, mode ? TT_PLAN_NAIVE : TT_PLAN_AUTO,
@@ -107,6 +108,7 @@ test_identical_training (const char *name, const char *ini_path)
     size_t nx = 4 * (size_t) in.channel * in.height * in.width;
     size_t nl = 4 * (size_t) lb.channel * lb.height * lb.width;
     float *x = malloc (nx * sizeof *x), *t = calloc (nl, sizeof *t);
+    memset (eval_out[mode], 0, sizeof eval_out[mode]);
     for (size_t i = 0; i < nx; i++)
       x[i] = (float) ((i * 7919) % 255);
     for (int b = 0; b < 4; b++)
@@ -117,6 +119,13 @@ test_identical_training (const char *name, const char *ini_path)
       CHECK (tt_model_train_batch (m, s == 4 ? 3 : 4, inputs, NULL, t, &r,
               &err) == TT_OK, "%s: %s", name, err.message);
     }
+    /* evaluation runs in the same pool, on lifetimes inside the training
+     * ones: its outputs must agree too */
+    tt_batch_result r;
+    CHECK (tt_model_eval_batch (m, 4, inputs, NULL, t, &r, &err) == TT_OK,
+        "%s: %s", name, err.message);
+    memcpy (eval_out[mode], tt_model_output (m),
+        (nl < 4 * 64 ? nl : 4 * 64) * sizeof (float));
     snprintf (saved[mode], sizeof saved[mode], "%s", tt_test_write_text (mode
             ? "naive.bin" : "planned.bin", ""));
     CHECK (tt_model_save_bin (m, saved[mode], &err) == TT_OK, "%s", err.message);
@@ -133,6 +142,8 @@ test_identical_training (const char *name, const char *ini_path)
   fclose (fb);
   CHECK (na == nb && na > 0 && !memcmp (a, b, (size_t) na),
       "%s: planned and naive training differ", name);
+  CHECK (!memcmp (eval_out[0], eval_out[1], sizeof eval_out[0]),
+      "%s: planned and naive evaluation differ", name);
   free (a);
   free (b);
 }
