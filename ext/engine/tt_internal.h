@@ -378,6 +378,17 @@ struct tt_model {
   int *canonical;               /* layer indices in INI order: BIN layout */
 
   bool compiled;
+  /* bundle.c: compile leaves the weights to the loader that follows */
+  bool defer_init;
+  /* bundle.c: weights (and moments, when the bundle has them) point into
+   * a read-only blob instead of the pool: evaluation only. The pool's
+   * weight, optimizer, gradient and derivative regions are left untouched
+   * (never zeroed, so never committed). moments_missing: the blob had no
+   * moments, so none are saved. */
+  bool weights_external;
+  bool moments_missing;
+  void *map;                    /* a file mapping the model owns, or NULL */
+  size_t map_len;
   uint32_t cur_batch;           /* samples in the batch being processed */
   bool have_labels;             /* the label tensor holds this batch's */
   double loss_value;            /* set by the loss layer's forward */
@@ -468,11 +479,29 @@ void tt_activation_forward (tt_activation fn, size_t rows, size_t width,
 void tt_activation_backward (tt_activation fn, size_t rows, size_t width,
     const float *x, const float *y, const float *dy, float *dx);
 
+/* maxpool2x2.c: the 2x2, stride 2, unpadded case of tt_maxpool_forward */
+bool tt_maxpool2x2_applies (const tt_window_geom * g);
+void tt_maxpool2x2_forward (const tt_window_geom * g, int batch,
+    const float *x, float *y, int32_t * argmax);
+
 /* init.c */
 void tt_initializer_fill (tt_rng * rng, tt_initializer init, float *w,
     size_t n, uint32_t fan_in, uint32_t fan_out);
 
 /* bin.c */
 size_t tt_bin_weight_bytes (const tt_model * m);
+/* true for optimizers whose moments a BIN carries (adam, adamw) */
+bool tt_bin_has_moments (const tt_model * m);
+/* The tensor ids of a BIN's float regions in file order: the weights, then
+ * with moments each trainable weight's two moments. malloc'd; NULL when
+ * out of memory (*n = 0 for none). */
+int *tt_bin_regions (tt_model * m, bool moments, uint32_t * n);
+/* Which parts a BIN of size bytes holds for this model; an error naming
+ * name and the sizes expected when no BIN of this model has that size. */
+tt_status tt_bin_layout (tt_model * m, size_t size, const char *name,
+    bool *moments, bool *counters, tt_error * err);
+/* The message of the refusal to write weights used in place. */
+tt_status tt_model_refuse_external (tt_model * m, const char *what,
+    tt_error * err);
 
 #endif
