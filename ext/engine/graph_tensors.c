@@ -13,8 +13,10 @@
  *                              cross losses ...)
  *   output derivative          calcDerivative of its consumer ..
  *                              calcGradient/calcDerivative of its layer
- *   scratch (im2col, argmax,   forward .. calcDerivative of its layer
- *     masks, batch statistics)
+ *   scratch (im2col, argmax,   forward .. the last backward phase of its
+ *     masks, batch statistics)   layer that runs
+ * Backward uses count only where that phase runs: calcGradient needs a
+ * trainable weight, calcDerivative gradients flowing to the inputs.
  *   inputs, labels             written before the step .. last reader
  *   the model output           forward of the loss .. end of the step
  *
@@ -36,6 +38,19 @@ static unsigned
 tensors_backward_reads (const tt_layer * l)
 {
   return l->ops->backward_reads ? l->ops->backward_reads (l) : 0;
+}
+
+/* Backward phases that really run for l: calcGradient only with a
+ * trainable weight, calcDerivative only when gradients flow to its inputs.
+ * A frozen layer's tensors must not be kept alive for a backward pass that
+ * never happens. */
+static bool
+tensors_runs_gradient (const tt_layer * l)
+{
+  for (uint32_t w = 0; w < l->n_weights; w++)
+    if (l->weights[w].grad >= 0)
+      return true;
+  return false;
 }
 
 static void
@@ -99,7 +114,7 @@ tensors_declare_outputs (tt_model * m, tt_layer * l, int li)
           TT_TENSOR_ACTIVATION, count);
     }
     tt_tensor_use (m, l->out[o], li, TT_PHASE_FORWARD);
-    if (tensors_backward_reads (l) & TT_READS_OUTPUT)
+    if ((tensors_backward_reads (l) & TT_READS_OUTPUT) && l->needs_derivative)
       tt_tensor_use (m, l->out[o], li, TT_PHASE_DERIVATIVE);
 
     if (!l->grad_flows || tensors_is_loss (l))
@@ -112,10 +127,7 @@ tensors_declare_outputs (tt_model * m, tt_layer * l, int li)
     else
       l->out_deriv[o] = tt_tensor_declare (m, l->name, dsuffix,
           TT_TENSOR_DERIVATIVE, count);
-    bool has_grad = false;
-    for (uint32_t w = 0; w < l->n_weights; w++)
-      has_grad |= l->weights[w].grad >= 0;
-    if (has_grad)
+    if (tensors_runs_gradient (l))
       tt_tensor_use (m, l->out_deriv[o], li, TT_PHASE_GRADIENT);
     tt_tensor_use (m, l->out_deriv[o], li, TT_PHASE_DERIVATIVE);
   }
@@ -125,12 +137,13 @@ static void
 tensors_declare_reads (tt_model * m, tt_layer * l, int li)
 {
   const unsigned reads = tensors_backward_reads (l);
+  const bool grad = tensors_runs_gradient (l), deriv = l->needs_derivative;
   for (uint32_t in = 0; in < l->n_inputs; in++) {
     tt_tensor_use (m, l->in[in], li, TT_PHASE_FORWARD);
-    if (reads & TT_READS_INPUT) {
+    if ((reads & TT_READS_INPUT) && grad)
       tt_tensor_use (m, l->in[in], li, TT_PHASE_GRADIENT);
+    if ((reads & TT_READS_INPUT) && deriv)
       tt_tensor_use (m, l->in[in], li, TT_PHASE_DERIVATIVE);
-    }
     if (l->in_deriv[in] >= 0)
       tt_tensor_use (m, l->in_deriv[in], li, TT_PHASE_DERIVATIVE);
   }
@@ -148,7 +161,10 @@ tensors_declare_reads (tt_model * m, tt_layer * l, int li)
   for (int s = 0; s < TT_MAX_SCRATCH; s++)
     if (l->scratch[s] >= 0) {
       tt_tensor_use (m, l->scratch[s], li, TT_PHASE_FORWARD);
-      tt_tensor_use (m, l->scratch[s], li, TT_PHASE_DERIVATIVE);
+      if (grad)
+        tt_tensor_use (m, l->scratch[s], li, TT_PHASE_GRADIENT);
+      if (deriv)
+        tt_tensor_use (m, l->scratch[s], li, TT_PHASE_DERIVATIVE);
     }
 }
 
