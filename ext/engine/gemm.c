@@ -3,11 +3,13 @@
  * tt_gemm: single-precision matrix product, row-major.
  *
  * With TT_HAVE_CBLAS this is a thin wrapper over cblas_sgemm. Otherwise it
- * is a GotoBLAS-style blocked loop: op(A) is packed into MC x KC blocks that
- * stay in L2, op(B) into KC x NR micro-panels that stay in L1, and a
- * register-blocked MR x NR micro-kernel does the arithmetic. Packing turns
- * all four transpose combinations into the same contiguous access pattern
- * and zero-pads ragged edges, so the micro-kernel never branches.
+ * is a blocked loop in the GotoBLAS mould: op(B) is packed, KC x NC at a
+ * time, into NR-column micro-panels (contiguous, zero-padded, the same
+ * layout for either transpose), and a register-blocked MR x NR
+ * micro-kernel multiplies an MR-row tile of op(A) into each. op(A) is read
+ * in place through a (row, column) stride pair, which covers both
+ * transposes; only its last ragged tile is copied, into a zero-padded
+ * panel, so the micro-kernel never sees a short tile.
  */
 #include "kernels.h"
 
@@ -29,6 +31,7 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 
 #else /* !TT_HAVE_CBLAS */
 
+#include <stddef.h>
 #include <string.h>
 
 /*
@@ -51,16 +54,12 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 #endif
 #define GEMM_NR (2 * GEMM_VEC_FLOATS)
 
-/* Blocking. A KC x NR micro-panel of B (4-8 KiB) stays in L1 while the
- * micro-kernel sweeps the MC rows of the packed A block (MC x KC, 36-48
- * KiB, L2 resident); B is packed NC columns at a time so each source row
- * is read as one contiguous run. The buffers live on the stack because
- * the interface forbids heap use: ~85 KiB in all, inside any thread stack
- * (musl's default is 128 KiB). MC >= 72 covers the usual conv GEMMs
- * (m = filters) in one block, so their large B is packed once per K
- * block. */
+/* Blocking: B is packed KC x NC at a time (32 KiB, L1/L2 resident), each
+ * source row read as one contiguous run; A streams past it in MR-row
+ * tiles (MR x KC, 3-4 KiB, L1 resident across the block's panels). The
+ * buffers live on the stack, the interface forbidding heap use: ~40 KiB
+ * in all, comfortably inside any thread stack. */
 #define GEMM_KC 128
-#define GEMM_MC (GEMM_MR * 12)
 #define GEMM_NC 64
 
 #if defined(__GNUC__)
@@ -79,40 +78,22 @@ gemm_min (int x, int y)
   return x < y ? x : y;
 }
 
-/* Packs rows [i0, i0+mc) and columns [p0, p0+kc) of op(A) into MR-row
- * micro-panels: panel r holds, for each p, the MR values op(A)[r*MR+.][p].
- * Rows past mc are zero so partial panels need no special kernel. */
+/* Packs the last, ragged rows [i0, m) x columns [p0, p0+kc) of op(A),
+ * with op(A)[i][p] = a[i*rs + p*ps], into one MR-row panel laid out
+ * ap[p*MR + r], zero past m, so the micro-kernel never sees a short tile.
+ * Full tiles need no packing: the micro-kernel reads A in place. */
 static void
-gemm_pack_a (bool trans_a, const float *a, int lda, int i0, int mc, int p0,
-    int kc, float *restrict ap)
+gemm_pack_a_tail (const float *a, ptrdiff_t rs, ptrdiff_t ps, int i0, int m,
+    int p0, int kc, float *restrict ap)
 {
-  for (int ir = 0; ir < mc; ir += GEMM_MR) {
-    int mr = gemm_min (GEMM_MR, mc - ir);
-    float *dst = ap + (size_t) ir * kc;
-
-    if (trans_a) {
-      /* op(A)[i][p] = a[p][i]: the MR values of one p are contiguous. */
-      const float *src = a + (size_t) p0 * lda + i0 + ir;
-      for (int p = 0; p < kc; p++) {
-        const float *s = src + (size_t) p * lda;
-        int r = 0;
-        for (; r < mr; r++)
-          dst[p * GEMM_MR + r] = s[r];
-        for (; r < GEMM_MR; r++)
-          dst[p * GEMM_MR + r] = 0.0f;
-      }
+  for (int r = 0; r < GEMM_MR; r++) {
+    if (i0 + r < m) {
+      const float *s = a + (i0 + r) * rs + p0 * ps;
+      for (int p = 0; p < kc; p++)
+        ap[p * GEMM_MR + r] = s[p * ps];
     } else {
-      /* Walk each source row sequentially; the strided writes land in
-       * the small destination panel, which is in L1. */
-      int r = 0;
-      for (; r < mr; r++) {
-        const float *s = a + (size_t) (i0 + ir + r) * lda + p0;
-        for (int p = 0; p < kc; p++)
-          dst[p * GEMM_MR + r] = s[p];
-      }
-      for (; r < GEMM_MR; r++)
-        for (int p = 0; p < kc; p++)
-          dst[p * GEMM_MR + r] = 0.0f;
+      for (int p = 0; p < kc; p++)
+        ap[p * GEMM_MR + r] = 0.0f;
     }
   }
 }
@@ -163,10 +144,15 @@ gemm_pack_b (bool trans_b, const float *b, int ldb, int j0, int nc, int p0,
   }
 }
 
-/* acc = sum over p of ap[p][:] (outer) bp[p][:]; MR x NR, row-major. */
+/* acc (MR x NR, row-major) = sum over p of A[:, p] (outer) bp[p][:], with
+ * A[r][p] = a[r*rs + p*ps]: in place for full tiles (rs, ps = lda, 1 or
+ * 1, lda), or the packed tail (1, MR). A is only ever broadcast one
+ * scalar at a time, so reading it in place costs nothing over packing,
+ * and it saves a copy of A for every call, which for the chunked conv
+ * GEMMs measured ~15% of the runtime. */
 static void
-gemm_micro (int kc, const float *restrict ap, const float *restrict bp,
-    float *restrict acc)
+gemm_micro (int kc, const float *a, ptrdiff_t rs, ptrdiff_t ps,
+    const float *restrict bp, float *restrict acc)
 {
 #if defined(__GNUC__)
   gemm_vec c0[GEMM_MR], c1[GEMM_MR];
@@ -176,16 +162,16 @@ gemm_micro (int kc, const float *restrict ap, const float *restrict bp,
     c1[r] = (gemm_vec) { 0 };
   }
   for (int p = 0; p < kc; p++) {
+    const float *ap = a + p * ps;
     gemm_vec b0, b1;
     /* memcpy keeps the load free of alignment and aliasing assumptions;
      * it compiles to a single vector load. */
     memcpy (&b0, bp + p * GEMM_NR, sizeof b0);
     memcpy (&b1, bp + p * GEMM_NR + GEMM_VEC_FLOATS, sizeof b1);
-    const float *ar = ap + p * GEMM_MR;
 #pragma GCC unroll 16
     for (int r = 0; r < GEMM_MR; r++) {
-      c0[r] += ar[r] * b0;
-      c1[r] += ar[r] * b1;
+      c0[r] += ap[r * rs] * b0;
+      c1[r] += ap[r * rs] * b1;
     }
   }
   for (int r = 0; r < GEMM_MR; r++) {
@@ -197,7 +183,7 @@ gemm_micro (int kc, const float *restrict ap, const float *restrict bp,
     acc[i] = 0.0f;
   for (int p = 0; p < kc; p++)
     for (int r = 0; r < GEMM_MR; r++) {
-      float av = ap[p * GEMM_MR + r];
+      const float av = a[r * rs + p * ps];
       for (int j = 0; j < GEMM_NR; j++)
         acc[r * GEMM_NR + j] += av * bp[p * GEMM_NR + j];
     }
@@ -268,9 +254,11 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     const float *a, int lda, const float *b, int ldb, float beta, float *c,
     int ldc)
 {
-  GEMM_ALIGN float ap[GEMM_MC * GEMM_KC];
   GEMM_ALIGN float bp[GEMM_KC * GEMM_NC];
+  GEMM_ALIGN float ap[GEMM_MR * GEMM_KC];
   GEMM_ALIGN float acc[GEMM_MR * GEMM_NR];
+  /* op(A)[i][p] = a[i * ars + p * aps] */
+  const ptrdiff_t ars = trans_a ? 1 : lda, aps = trans_a ? lda : 1;
 
   if (m <= 0 || n <= 0)
     return;
@@ -282,29 +270,35 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
   for (int p0 = 0; p0 < k; p0 += GEMM_KC) {
     const int kc = gemm_min (GEMM_KC, k - p0);
     const bool first = p0 == 0;
+    bool tail_packed = false;
 
-    for (int i0 = 0; i0 < m; i0 += GEMM_MC) {
-      const int mc = gemm_min (GEMM_MC, m - i0);
+    /* Each B block is packed exactly once; all of A then streams past
+     * it, one MR-row tile at a time, each tile reused across the block's
+     * NR-column panels while it sits in L1. */
+    for (int j0 = 0; j0 < n; j0 += GEMM_NC) {
+      const int nc = gemm_min (GEMM_NC, n - j0);
 
-      gemm_pack_a (trans_a, a, lda, i0, mc, p0, kc, ap);
-      /* B blocks are repacked once per A block: for m <= MC (most conv
-       * GEMMs) that is once, otherwise a cost of 1/MC of the arithmetic,
-       * which keeps the stack footprint small. */
-      for (int j0 = 0; j0 < n; j0 += GEMM_NC) {
-        const int nc = gemm_min (GEMM_NC, n - j0);
+      gemm_pack_b (trans_b, b, ldb, j0, nc, p0, kc, bp);
+      for (int i0 = 0; i0 < m; i0 += GEMM_MR) {
+        const int mr = gemm_min (GEMM_MR, m - i0);
+        const float *at = a + i0 * ars + p0 * aps;
+        ptrdiff_t rs = ars, ps = aps;
 
-        gemm_pack_b (trans_b, b, ldb, j0, nc, p0, kc, bp);
+        if (mr < GEMM_MR) {
+          if (!tail_packed)
+            gemm_pack_a_tail (a, ars, aps, i0, m, p0, kc, ap);
+          tail_packed = true;
+          at = ap;
+          rs = 1;
+          ps = GEMM_MR;
+        }
         for (int jr = 0; jr < nc; jr += GEMM_NR) {
           const int nr = gemm_min (GEMM_NR, nc - jr);
-          const float *bq = bp + (size_t) (jr / GEMM_NR) * kc * GEMM_NR;
 
-          for (int ir = 0; ir < mc; ir += GEMM_MR) {
-            const int mr = gemm_min (GEMM_MR, mc - ir);
-
-            gemm_micro (kc, ap + (size_t) ir * kc, bq, acc);
-            gemm_store (mr, nr, acc, alpha, beta, first,
-                c + (size_t) (i0 + ir) * ldc + j0 + jr, ldc);
-          }
+          gemm_micro (kc, at, rs, ps,
+              bp + (size_t) (jr / GEMM_NR) * kc * GEMM_NR, acc);
+          gemm_store (mr, nr, acc, alpha, beta, first,
+              c + (size_t) i0 * ldc + j0 + jr, ldc);
         }
       }
     }

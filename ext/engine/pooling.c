@@ -73,8 +73,10 @@ pooling_select (uint32_t m, float a, float b)
   return a;
 }
 
-/* All-ones when v replaces best: v is greater, or v is the first NaN. A
- * NaN then sticks, as in PyTorch, so a diverged input is not masked. */
+/* All-ones when v replaces best: v is greater, or v is the window's first
+ * NaN. A NaN thus always wins and is never replaced, so a diverged input
+ * is not masked; PyTorch propagates NaN the same way (it reports the last
+ * NaN's index rather than the first). */
 static inline uint32_t
 pooling_take (float v, float best)
 {
@@ -89,19 +91,24 @@ pooling_take (float v, float best)
  *
  * Blocks of POOLING_BLOCK or POOLING_BLOCK_SMALL columns go through
  * pooling_*_run with that constant as n: after inlining the loop has a
- * constant trip count, the only kind GCC vectorizes at -O2, and the ?:
- * selects become vector blends. Other widths take a scalar loop that uses
- * masks instead, because scalar ?: on floats compiles to a branch.
+ * constant trip count, the only kind GCC vectorizes at -O2. The selects
+ * are bit masks rather than ?: because at -O3 GCC unrolls the 8-column
+ * loop before vectorizing and turns a ?: on floats into branches (4x
+ * slower); the masks vectorize at -O2 and -O3 and stay branch-free in
+ * scalar code.
  */
 static inline void
 pooling_max_run (const float *xp, int base, int sw, int n, int off,
     float *restrict best, int32_t * restrict rel)
 {
+  /* Not unrolled: -O3 would fully unroll the 8-column case before the
+   * vectorizer sees it, leaving scalar compares. */
+#pragma GCC unroll 1
   for (int k = 0; k < n; k++) {
     const float v = xp[base + k * sw];
-    const bool take = !(v <= best[k]) & (best[k] == best[k]);
-    best[k] = take ? v : best[k];
-    rel[k] = take ? off : rel[k];
+    const uint32_t m = pooling_take (v, best[k]);
+    best[k] = pooling_select (m, v, best[k]);
+    rel[k] = (int32_t) (((uint32_t) off & m) | ((uint32_t) rel[k] & ~m));
   }
 }
 
@@ -109,24 +116,19 @@ static inline void
 pooling_max_tap (const float *xp, int base, int sw, int n, int off,
     float *restrict best, int32_t * restrict rel)
 {
-  if (n == POOLING_BLOCK) {
+  if (n == POOLING_BLOCK)
     pooling_max_run (xp, base, sw, POOLING_BLOCK, off, best, rel);
-  } else if (n == POOLING_BLOCK_SMALL) {
+  else if (n == POOLING_BLOCK_SMALL)
     pooling_max_run (xp, base, sw, POOLING_BLOCK_SMALL, off, best, rel);
-  } else {
-    for (int k = 0; k < n; k++) {
-      const float v = xp[base + k * sw];
-      const uint32_t m = pooling_take (v, best[k]);
-      best[k] = pooling_select (m, v, best[k]);
-      rel[k] = (int32_t) (((uint32_t) off & m) | ((uint32_t) rel[k] & ~m));
-    }
-  }
+  else
+    pooling_max_run (xp, base, sw, n, off, best, rel);
 }
 
 static inline void
 pooling_sum_run (const float *xp, int base, int sw, int n,
     float *restrict sum)
 {
+#pragma GCC unroll 1
   for (int k = 0; k < n; k++)
     sum[k] += xp[base + k * sw];
 }
@@ -257,8 +259,9 @@ pooling_scatter_one (const tt_window_geom * g, float *dxp, int iy0, int ilo,
 static inline int
 pooling_tap_index (const tt_window_geom * g, int iy0, int i, int j, int bx)
 {
-  return (iy0 + i * g->dilation_h) * g->in_w + bx * g->stride_w
-      - g->pad_left + j * g->dilation_w;
+  /* Column first: it lies in [0, in_w), so no partial sum overflows. */
+  const int ix = bx * g->stride_w - g->pad_left + j * g->dilation_w;
+  return (iy0 + i * g->dilation_h) * g->in_w + ix;
 }
 
 void

@@ -12,9 +12,13 @@
  *     |got - ref| <= 1e-4 * S,  S = sum |t_k|,
  * which is |ref| itself whenever the terms do not cancel; S keeps the test
  * meaningful for sums that happen to land near zero, where float rounding
- * of the individual terms is all a correct kernel can promise. A NaN
- * anywhere fails. Finite-difference gradients are compared with the same
- * S as the reference gradient of the same element.
+ * of the individual terms is all a correct kernel can promise. (For
+ * batchnorm the terms of x - mean count too: S uses |x| + |mean| in place
+ * of |x - mean|.) A NaN in a compared output fails. Max-pool argmax
+ * indices must match exactly. Finite-difference gradients are compared
+ * with the same S as the reference gradient of the same element, on every
+ * element of tensors up to TEST_FD_PROBES elements and on that many random
+ * elements of larger ones.
  *
  * Output: one line per check, then "N passed, M failed"; the exit status
  * is non-zero when anything failed.
@@ -691,6 +695,15 @@ test_conv (void)
     {"16ch 14x14 -> 40 3x3", 2, 16, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1,
         true},
     {"5x5 s2 d2 20ch", 2, 20, 17, 15, 9, 5, 5, 2, 2, 3, 1, 2, 4, 2, 2, true},
+    /* Enough output positions that the im2col matrix is built in several
+     * chunks (C*kh*kw of 360-648 gives chunks of 192-320 positions), with
+     * chunk boundaries in the middle of output rows. */
+    {"64ch 21x21 3x3 (chunked)", 2, 64, 21, 21, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+        1, true},
+    {"40ch 25x25 3x3 d2 (chunked)", 1, 40, 25, 25, 2, 3, 3, 1, 1, 2, 2, 2, 2,
+        2, 2, false},
+    {"72ch 41x41 3x3 s2 (chunked)", 1, 72, 41, 41, 2, 3, 3, 2, 2, 1, 1, 1, 1,
+        1, 1, true},
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -727,7 +740,8 @@ test_ref_pool (const tt_window_geom * g, int nb, const double *x, bool is_max,
             if (!test_tap (g, oy, ox, i, j, &iy, &ix))
               continue;
             double v = x[p * ip + (size_t) iy * g->in_w + ix];
-            if (a < 0 || v > best) {
+            /* The first NaN wins and stays, as in the kernel. */
+            if (a < 0 || v > best || (isnan (v) && !isnan (best))) {
               best = v;
               a = iy * g->in_w + ix;
             }
@@ -803,7 +817,7 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
   /* Distinct values at least 1/nx apart, so no max is ever tied and a
    * finite-difference step of 1e-4/nx cannot reorder a window. */
   for (size_t i = 0; i < nx; i++)
-    x[i] = (float) (((double) i + 0.5) / nx * 2.0 - 1.0);
+    x[i] = (float) (((double) i + 0.5) / (double) nx * 2.0 - 1.0);
   for (size_t i = nx - 1; i > 0; i--) {
     size_t j = (size_t) (test_rng_next () % (i + 1));
     float t = x[i];
@@ -902,6 +916,52 @@ test_pool_special (void)
       "(y=%g,%g argmax=%d,%d)", y[0], y[1], a[0], a[1]);
 }
 
+/* NaN and -inf on rows wide enough for the blocked path, against the
+ * reference's rule (first tap seeds, strictly greater or a first NaN
+ * wins). */
+static void
+test_pool_nan_blocked (void)
+{
+  tt_window_geom g = test_geom (2, 4, 41, 3, 3, 2, 1, 1, 0, 1, 1, 1, 1);
+  tt_window_geom_init (&g);
+  const size_t nx = (size_t) 2 * 4 * 41, ny = (size_t) 2 * g.out_h * g.out_w;
+  float *x = test_falloc (nx), *y = test_falloc (ny);
+  int32_t *a = malloc (sizeof (int32_t) * ny);
+  int32_t *ra = malloc (sizeof (int32_t) * ny);
+  double *xd, *ry = test_dalloc (ny);
+  bool ok = true;
+
+  if (a == NULL || ra == NULL)
+    exit (2);
+  test_fill (x, nx, -1, 1);
+  for (size_t i = 0; i < nx; i++) {
+    uint64_t r = test_rng_next () % 16;
+    if (r == 0)
+      x[i] = NAN;
+    else if (r < 4)
+      x[i] = -INFINITY;
+  }
+  /* A whole window of -inf in the first plane's interior. */
+  for (int i = 0; i < 3; i++)
+    for (int j = 20; j < 23; j++)
+      x[i * 41 + j] = -INFINITY;
+  xd = test_to_double (x, nx);
+  test_ref_pool (&g, 1, xd, true, ry, NULL, ra);
+  tt_maxpool_forward (&g, 1, x, y, a);
+  for (size_t i = 0; i < ny; i++) {
+    bool same = isnan (ry[i]) ? isnan (y[i]) : (double) y[i] == ry[i];
+    ok = ok && same && a[i] == ra[i];
+  }
+  test_report (ok, "maxpool NaN / -inf on the blocked path: values and "
+      "argmax match reference (%zu outputs)", ny);
+  free (x);
+  free (y);
+  free (a);
+  free (ra);
+  free (xd);
+  free (ry);
+}
+
 static void
 test_pool (void)
 {
@@ -914,6 +974,13 @@ test_pool (void)
     {"2x3 d2 s1", 1, 2, 7, 8, 2, 3, 1, 1, 0, 1, 2, 0, 2, 2},
     {"padding-only windows", 2, 2, 3, 4, 2, 2, 1, 1, 2, 2, 3, 2, 1, 1},
     {"global 5x7", 3, 4, 5, 7, 5, 7, 1, 1, 0, 0, 0, 0, 1, 1},
+    /* Rows wide enough for the blocked paths: 16- and 8-column blocks,
+     * the slid-back last block, and border columns around them. */
+    {"2x2 s2 wide (20 cols)", 2, 2, 6, 40, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
+    {"3x3 s1 pad 1 (13 cols)", 1, 3, 5, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"3x3 s2 pad 1 d2 (36 cols)", 2, 2, 7, 70, 3, 3, 2, 2, 1, 1, 1, 1, 2, 2},
+    {"2x4 s(1,3) asym pad (23 cols)", 1, 2, 5, 67, 2, 4, 1, 3, 1, 0, 5, 2, 1,
+        1},
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -921,6 +988,7 @@ test_pool (void)
     test_pool_case_run (&cases[i], false);
   }
   test_pool_special ();
+  test_pool_nan_blocked ();
 }
 
 /* ---- batchnorm ---------------------------------------------------------- */
@@ -1208,6 +1276,7 @@ test_batchnorm (void)
     {"3x4x64 (run boundary)", 3, 4, 64, 0.0},
     {"8x6x10 offset 100", 8, 6, 10, 100.0},
     {"5x3x90 offset -300", 5, 3, 90, -300.0},
+    {"2x520x64 (long runs, 2 chunks)", 2, 520, 64, 0.0},
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
