@@ -4,7 +4,8 @@
  * @title: tensor_datasrc
  *
  * Reads a labelled data set from MNIST-format IDX files (images and labels,
- * gzipped or not) and pushes one sample per buffer as nnstreamer tensors:
+ * gzipped or not), or from nnstreamer's datarepo files (see below), and
+ * pushes one sample per buffer as nnstreamer tensors. From IDX files:
  * the image, then the label, one GstMemory each, with caps such as
  * `other/tensors,format=static,num_tensors=2,dimensions="1:28:28:1,10:1:1:1",types="uint8,float32",framerate=0/1`.
  * Image dimensions are written as tensor_converter writes GRAY8 frames
@@ -27,6 +28,24 @@
  * are read-only memories wrapping that data (no copy per sample); the data
  * lives until the element stops and the last such buffer is freed.
  *
+ * ## Datarepo files
+ *
+ * nnstreamer's MLOps data repository (what datareposink writes) keeps the
+ * samples in one raw file, back to back, each sample the tensors of its caps
+ * back to back, and describes it in a JSON file:
+ * `{"gst_caps": "other/tensors, format=(string)static, ...",
+ * "total_samples": 1000, "sample_size": 3176}` (sample_size is optional
+ * here and checked when present). Set #GstTensorDataSrc:json to read
+ * #GstTensorDataSrc:location that way; a location ending in .data, .dat or
+ * .raw whose JSON sits beside it (same name, .json) is recognized without
+ * it. The samples go out as the caps say (static tensors; flexible ones are
+ * refused), labels included, one read-only memory per tensor over the
+ * mapped file (no copy). Ranges, epochs, shuffling and validation work as
+ * for IDX files; #GstTensorDataSrc:validation-location with
+ * #GstTensorDataSrc:validation-json (or a JSON beside it) names a second
+ * datarepo file of the same caps. label-location, image-format,
+ * label-format and num-classes are for IDX files only.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 tensor_datasrc location=train-images-idx3-ubyte.gz \
@@ -39,6 +58,7 @@
  */
 #include "gsttensordatasrc.h"
 
+#include <json-glib/json-glib.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +79,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_tensor_datasrc_debug);
 #define DEFAULT_IMAGE_FORMAT GST_TENSOR_DATASRC_IMAGE_UINT8
 #define DEFAULT_LABEL_FORMAT GST_TENSOR_DATASRC_LABEL_ONEHOT
 #define DEFAULT_NUM_CLASSES 10
+#define DEFAULT_JSON NULL
+#define DEFAULT_PUSH_LIST_SIZE 32
+#define DEFAULT_VALIDATION_JSON NULL
 
 enum
 {
@@ -77,13 +100,16 @@ enum
   PROP_IMAGE_FORMAT,
   PROP_LABEL_FORMAT,
   PROP_NUM_CLASSES,
+  PROP_JSON,
+  PROP_VALIDATION_JSON,
+  PROP_PUSH_LIST_SIZE,
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC,
     GST_PAD_ALWAYS,
     GST_STATIC_CAPS ("other/tensors, format = (string) static, "
-        "num_tensors = (int) 2, framerate = (fraction) 0/1"));
+        "framerate = (fraction) 0/1"));
 
 #define GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT \
   (gst_tensor_datasrc_image_format_get_type ())
@@ -207,21 +233,42 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "epoch on every run", 0, G_MAXUINT64, DEFAULT_SEED, rw));
   g_object_class_install_property (gobject_class, PROP_IMAGE_FORMAT,
       g_param_spec_enum ("image-format", "Image format",
-          "Type of the image tensor", GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT,
+          "Type of the image tensor (IDX): uint8 as stored, or float32 "
+          "divided by 255", GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT,
           DEFAULT_IMAGE_FORMAT, rw));
   g_object_class_install_property (gobject_class, PROP_LABEL_FORMAT,
       g_param_spec_enum ("label-format", "Label format",
-          "Form of the label tensor", GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT,
+          "Form of the label tensor (IDX): a one-hot float32 vector of "
+          "num-classes, or the class index as one float32",
+          GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT,
           DEFAULT_LABEL_FORMAT, rw));
   g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
       g_param_spec_uint ("num-classes", "Number of classes",
           "Length of a one-hot label; every label must be below it", 1, 65535,
           DEFAULT_NUM_CLASSES, rw));
+  g_object_class_install_property (gobject_class, PROP_JSON,
+      g_param_spec_string ("json", "Datarepo JSON",
+          "nnstreamer datarepo description (gst_caps, total_samples, "
+          "sample_size) of location, which then holds raw samples; unset: "
+          "location is IDX, or a .data/.dat/.raw file with a .json beside it",
+          DEFAULT_JSON, rw));
+  g_object_class_install_property (gobject_class, PROP_VALIDATION_JSON,
+      g_param_spec_string ("validation-json", "Validation datarepo JSON",
+          "datarepo description of validation-location (same caps as "
+          "location's); unset: the .json beside it", DEFAULT_VALIDATION_JSON,
+          rw));
+  g_object_class_install_property (gobject_class, PROP_PUSH_LIST_SIZE,
+      g_param_spec_uint ("push-list-size", "Push list size",
+          "Samples pushed at once as a buffer list (each still its own "
+          "buffer), which saves the per-push costs in elements that take "
+          "lists, such as tensor_trainer; 1: one buffer per push", 1, 1024,
+          DEFAULT_PUSH_LIST_SIZE, rw));
 
   gst_element_class_set_static_metadata (element_class, "Tensor data source",
       "Source/Tensor",
-      "Pushes the samples of MNIST-format IDX image and label files as "
-      "other/tensors, by epochs, ranges and seeded shuffles",
+      "Pushes the samples of MNIST-format IDX image and label files, or of "
+      "nnstreamer datarepo files, as other/tensors, by epochs, ranges and "
+      "seeded shuffles",
       "tensor-trainer project");
   gst_element_class_add_static_pad_template (element_class, &src_template);
 
@@ -249,6 +296,7 @@ gst_tensor_datasrc_init (GstTensorDataSrc * self)
   self->image_format = DEFAULT_IMAGE_FORMAT;
   self->label_format = DEFAULT_LABEL_FORMAT;
   self->num_classes = DEFAULT_NUM_CLASSES;
+  self->push_list_size = DEFAULT_PUSH_LIST_SIZE;
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
   gst_base_src_set_live (GST_BASE_SRC (self), FALSE);
 }
@@ -260,7 +308,10 @@ gst_tensor_datasrc_set_clear (GstTensorDataSrcSet * set)
 {
   tt_idx_clear (&set->images);
   tt_idx_clear (&set->labels);
+  g_clear_pointer (&set->repo.map, g_mapped_file_unref);
+  memset (&set->repo, 0, sizeof set->repo);
   set->start = set->count = 0;
+  set->total = 0;
 }
 
 static void
@@ -344,6 +395,7 @@ gst_tensor_datasrc_load_pair (GstTensorDataSrc * self, const gchar * images,
             "images are supported.", images, set->images.type), (NULL));
     return FALSE;
   }
+  set->total = set->images.count;
   return TRUE;
 }
 
@@ -353,7 +405,7 @@ gst_tensor_datasrc_set_range (GstTensorDataSrc * self,
     GstTensorDataSrcSet * set, const gchar * file, const gchar * what,
     guint start, guint num)
 {
-  const gsize total = set->images.count;
+  const gsize total = set->total;
   if (start >= total || (num && num > total - start)) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
         ("The %s range (start %u, %u samples) does not fit the %"
@@ -380,11 +432,270 @@ gst_tensor_datasrc_check_labels (GstTensorDataSrc * self,
   return TRUE;
 }
 
+/* ---- datarepo files -------------------------------------------------- */
+
+/* The JSON of a datarepo location: json if set, else for a .data, .dat or
+ * .raw file the .json beside it when it exists; NULL: an IDX file. */
+static gchar *
+gst_tensor_datasrc_repo_json (const gchar * location, const gchar * json)
+{
+  static const gchar *exts[] = { ".data", ".dat", ".raw" };
+  if (json && *json)
+    return g_strdup (json);
+  if (!location)
+    return NULL;
+  for (guint i = 0; i < G_N_ELEMENTS (exts); i++) {
+    gsize n = strlen (location), e = strlen (exts[i]);
+    if (n > e && g_ascii_strcasecmp (location + n - e, exts[i]) == 0) {
+      gchar *stem = g_strndup (location, n - e);
+      gchar *path = g_strconcat (stem, ".json", NULL);
+      g_free (stem);
+      if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+        return path;
+      g_free (path);
+    }
+  }
+  return NULL;
+}
+
+/* Reads a datarepo JSON and maps its data file into set; FALSE after
+ * posting an error naming the file and the field. */
+static gboolean
+gst_tensor_datasrc_load_repo (GstTensorDataSrc * self, const gchar * data,
+    const gchar * json, GstTensorDataSrcSet * set)
+{
+  JsonParser *parser = json_parser_new ();
+  GError *gerr = NULL;
+  JsonNode *root;
+  JsonObject *obj;
+  const gchar *caps_str;
+  GstCaps *caps = NULL;
+  gchar *why = NULL;
+  gint64 total, sample_size = -1;
+  GstTensorDataSrcRepo *repo = &set->repo;
+  gboolean ok = FALSE;
+  gsize length;
+
+  if (!data || !*data) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No location set for the datarepo data of %s.", json), (NULL));
+    goto out;
+  }
+  if (!json_parser_load_from_file (parser, json, &gerr)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Cannot read the datarepo JSON %s: %s", json, gerr->message),
+        (NULL));
+    goto out;
+  }
+  root = json_parser_get_root (parser);
+  if (!root || !JSON_NODE_HOLDS_OBJECT (root)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: not a JSON object.", json), (NULL));
+    goto out;
+  }
+  obj = json_node_get_object (root);
+  if (!json_object_has_member (obj, "gst_caps")
+      || !(caps_str = json_object_get_string_member (obj, "gst_caps"))) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: no \"gst_caps\" string.", json), (NULL));
+    goto out;
+  }
+  if (!json_object_has_member (obj, "total_samples")
+      || json_node_get_value_type (json_object_get_member (obj,
+              "total_samples")) != G_TYPE_INT64
+      || (total = json_object_get_int_member (obj, "total_samples")) <= 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: \"total_samples\" is missing or not a positive integer.",
+            json), (NULL));
+    goto out;
+  }
+  if (json_object_has_member (obj, "sample_size")) {
+    if (json_node_get_value_type (json_object_get_member (obj,
+                "sample_size")) != G_TYPE_INT64
+        || (sample_size = json_object_get_int_member (obj,
+                "sample_size")) <= 0) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("%s: \"sample_size\" is not a positive integer.", json), (NULL));
+      goto out;
+    }
+  }
+  caps = gst_caps_from_string (caps_str);
+  if (!caps) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: \"gst_caps\" is not a caps string: %s", json, caps_str),
+        (NULL));
+    goto out;
+  }
+  if (!gst_tensors_desc_from_caps (caps, &repo->desc, &why)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s: \"gst_caps\": %s.", json,
+            why), (NULL));
+    goto out;
+  }
+  if (repo->desc.format != GST_TENSOR_FORMAT_STATIC) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: flexible tensors (sample_offset, tensor_size) are not "
+            "supported; only static other/tensors.", json), (NULL));
+    goto out;
+  }
+  repo->sample_size = 0;
+  for (guint i = 0; i < repo->desc.num; i++) {
+    repo->offsets[i] = repo->sample_size;
+    repo->sizes[i] = gst_tensor_desc_bytes (&repo->desc.tensors[i]);
+    repo->sample_size += repo->sizes[i];
+  }
+  if (sample_size >= 0 && (gsize) sample_size != repo->sample_size) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: \"sample_size\" is %" G_GINT64_FORMAT " bytes but the tensors "
+            "of \"gst_caps\" make %" G_GSIZE_FORMAT ".", json, sample_size,
+            repo->sample_size), (NULL));
+    goto out;
+  }
+  if ((guint64) total > G_MAXUINT || (guint64) total > G_MAXSIZE /
+      repo->sample_size) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s: \"total_samples\" %" G_GINT64_FORMAT " is too large.", json,
+            total), (NULL));
+    goto out;
+  }
+  repo->map = g_mapped_file_new (data, FALSE, &gerr);
+  if (!repo->map) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("Cannot read %s: %s",
+            data, gerr->message), (NULL));
+    goto out;
+  }
+  length = g_mapped_file_get_length (repo->map);
+  if (length != (gsize) total * repo->sample_size) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s holds %" G_GSIZE_FORMAT " bytes, but %s describes %"
+            G_GINT64_FORMAT " samples of %" G_GSIZE_FORMAT " bytes (%"
+            G_GUINT64_FORMAT ").", data, length, json, total,
+            repo->sample_size, (guint64) total * repo->sample_size), (NULL));
+    goto out;
+  }
+  set->total = (gsize) total;
+  ok = TRUE;
+out:
+  g_clear_error (&gerr);
+  g_free (why);
+  if (caps)
+    gst_caps_unref (caps);
+  g_object_unref (parser);
+  return ok;
+}
+
+/* start() for datarepo files: the caps are the JSON's. */
+static gboolean
+gst_tensor_datasrc_start_repo (GstTensorDataSrc * self, const gchar * loc,
+    const gchar * json, const gchar * lab, const gchar * vloc,
+    const gchar * vjson_prop, const gchar * vlab, guint start, guint num,
+    guint vstart, guint vnum)
+{
+  gchar *vjson = NULL;
+  gboolean ok = FALSE;
+
+  if ((lab && *lab) || (vlab && *vlab)) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("label-location and validation-label-location are for IDX files: "
+            "the samples of datarepo file %s carry their labels as tensors.",
+            loc), (NULL));
+    return FALSE;
+  }
+  if (self->out_image_format != DEFAULT_IMAGE_FORMAT
+      || self->out_label_format != DEFAULT_LABEL_FORMAT) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("image-format and label-format are for IDX files: the tensors of "
+            "datarepo file %s go out as %s describes them.", loc, json),
+        (NULL));
+    return FALSE;
+  }
+  if (!gst_tensor_datasrc_load_repo (self, loc, json, &self->train)
+      || !gst_tensor_datasrc_set_range (self, &self->train, loc, "training",
+          start, num))
+    goto out;
+
+  self->valid_shares_files = !vloc || !*vloc;
+  if (!self->valid_shares_files) {
+    vjson = gst_tensor_datasrc_repo_json (vloc, vjson_prop);
+    if (!vjson) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("validation-location %s needs validation-json (no .json beside "
+              "it).", vloc), (NULL));
+      goto out;
+    }
+    if (!gst_tensor_datasrc_load_repo (self, vloc, vjson, &self->valid)
+        || !gst_tensor_datasrc_set_range (self, &self->valid, vloc,
+            "validation", vstart, vnum))
+      goto out;
+    if (memcmp (&self->valid.repo.desc, &self->train.repo.desc,
+            sizeof self->train.repo.desc) != 0) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("%s and %s describe tensors of different shapes or types.", json,
+              vjson), (NULL));
+      goto out;
+    }
+  } else if (vnum > 0) {
+    const GstTensorDataSrcSet *t = &self->train;
+    if (vstart >= t->total || vnum > t->total - vstart) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("The validation range (start %u, %u samples) does not fit the %"
+              G_GSIZE_FORMAT " samples of %s.", vstart, vnum, t->total, loc),
+          (NULL));
+      goto out;
+    }
+    if (vstart < t->start + t->count && t->start < vstart + vnum) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("The validation range [%u, %u) overlaps the training range "
+              "[%u, %u) of %s: validation samples would be trained on.",
+              vstart, vstart + vnum, t->start, t->start + t->count, loc),
+          (NULL));
+      goto out;
+    }
+    self->valid.start = vstart;
+    self->valid.count = vnum;
+  }
+  {
+    GstCaps *caps = gst_tensors_desc_to_caps (&self->train.repo.desc, 0, 1);
+    GST_OBJECT_LOCK (self);
+    gst_caps_take (&self->caps, caps);
+    GST_OBJECT_UNLOCK (self);
+  }
+  self->order = g_new (guint32, MAX (self->train.count, 1));
+  self->order_epoch = G_MAXUINT;
+  self->position = 0;
+  GST_INFO_OBJECT (self, "datarepo %s (%s): %u epoch(s) of %u training "
+      "samples from %u and %u validation samples from %u; caps %"
+      GST_PTR_FORMAT, loc, json, self->n_epochs, self->train.count,
+      self->train.start, self->valid.count, self->valid.start, self->caps);
+  ok = TRUE;
+out:
+  g_free (vjson);
+  return ok;
+}
+
+/* One sample of a datarepo file: a read-only memory per tensor over the
+ * mapping, which each memory keeps alive. */
+static GstBuffer *
+gst_tensor_datasrc_repo_sample (const GstTensorDataSrcSet * set, guint index)
+{
+  const GstTensorDataSrcRepo *repo = &set->repo;
+  const gsize base = (gsize) index * repo->sample_size;
+  gchar *data = g_mapped_file_get_contents (repo->map);
+  const gsize length = g_mapped_file_get_length (repo->map);
+  GstBuffer *out = gst_buffer_new ();
+  for (guint i = 0; i < repo->desc.num; i++)
+    gst_buffer_append_memory (out,
+        gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, data, length,
+            base + repo->offsets[i], repo->sizes[i],
+            g_mapped_file_ref (repo->map),
+            (GDestroyNotify) g_mapped_file_unref));
+  return out;
+}
+
 static gboolean
 gst_tensor_datasrc_start (GstBaseSrc * src)
 {
   GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
-  gchar *loc, *lab, *vloc, *vlab;
+  gchar *loc, *lab, *vloc, *vlab, *json, *vjson;
   guint start, num, vstart, vnum;
   GstTensorsDesc desc;
   GstTensorDesc *image = &desc.tensors[0], *label = &desc.tensors[1];
@@ -396,6 +707,8 @@ gst_tensor_datasrc_start (GstBaseSrc * src)
   lab = g_strdup (self->label_location);
   vloc = g_strdup (self->validation_location);
   vlab = g_strdup (self->validation_label_location);
+  json = gst_tensor_datasrc_repo_json (self->location, self->json);
+  vjson = g_strdup (self->validation_json);
   start = self->start_sample;
   num = self->num_samples;
   vstart = self->validation_start_sample;
@@ -406,8 +719,15 @@ gst_tensor_datasrc_start (GstBaseSrc * src)
   self->out_image_format = self->image_format;
   self->out_label_format = self->label_format;
   self->classes = self->num_classes;
+  self->list_size = self->push_list_size;
   GST_OBJECT_UNLOCK (self);
 
+  self->repo_mode = json != NULL;
+  if (self->repo_mode) {
+    ok = gst_tensor_datasrc_start_repo (self, loc, json, lab, vloc, vjson,
+        vlab, start, num, vstart, vnum);
+    goto out;
+  }
   if (!gst_tensor_datasrc_load_pair (self, loc, lab, &self->train)
       || !gst_tensor_datasrc_set_range (self, &self->train, loc, "training",
           start, num))
@@ -513,6 +833,8 @@ out:
   g_free (lab);
   g_free (vloc);
   g_free (vlab);
+  g_free (json);
+  g_free (vjson);
   if (!ok)
     gst_tensor_datasrc_stop (src);
   return ok;
@@ -598,10 +920,10 @@ gst_tensor_datasrc_draw_order (GstTensorDataSrc * self, guint epoch)
   self->order_epoch = epoch;
 }
 
-static GstFlowReturn
-gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf)
+/* The sample at position (which must be before the end). */
+static GstBuffer *
+gst_tensor_datasrc_make_sample (GstTensorDataSrc * self)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
   const guint64 per_epoch = (guint64) self->train.count + self->valid.count;
   const tt_idx *images, *labels;
   GstBuffer *out;
@@ -609,10 +931,22 @@ gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf)
   guint64 k;
   const guint8 *pixels;
 
-  if (self->position >= per_epoch * self->n_epochs)
-    return GST_FLOW_EOS;
   epoch = (guint) (self->position / per_epoch);
   k = self->position % per_epoch;
+  if (self->repo_mode) {
+    const GstTensorDataSrcSet *set = &self->train;
+    if (k < self->train.count) {
+      if (self->order_epoch != epoch)
+        gst_tensor_datasrc_draw_order (self, epoch);
+      index = self->train.start + self->order[k];
+    } else {
+      index = self->valid.start + (guint) (k - self->train.count);
+      if (!self->valid_shares_files)
+        set = &self->valid;
+    }
+    out = gst_tensor_datasrc_repo_sample (set, index);
+    goto done;
+  }
   if (k < self->train.count) {
     if (self->order_epoch != epoch)
       gst_tensor_datasrc_draw_order (self, epoch);
@@ -648,10 +982,35 @@ gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf)
           self->store->label_floats,
           self->store->label_floats * sizeof (gfloat)));
 
+done:
   GST_BUFFER_OFFSET (out) = self->position;
   GST_BUFFER_OFFSET_END (out) = self->position + 1;
   self->position++;
-  *buf = out;
+  return out;
+}
+
+/* One sample, or up to list_size of them as a buffer list: elements that
+ * take lists (tensor_trainer) then pay the per-push costs once per list,
+ * the others get the buffers one by one from GStreamer. */
+static GstFlowReturn
+gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
+  const guint64 end = ((guint64) self->train.count + self->valid.count) *
+      self->n_epochs;
+  GstBufferList *list;
+
+  if (self->position >= end)
+    return GST_FLOW_EOS;
+  if (self->list_size <= 1 || end - self->position == 1) {
+    *buf = gst_tensor_datasrc_make_sample (self);
+    return GST_FLOW_OK;
+  }
+  list = gst_buffer_list_new_sized (self->list_size);
+  for (guint i = 0; i < self->list_size && self->position < end; i++)
+    gst_buffer_list_add (list, gst_tensor_datasrc_make_sample (self));
+  gst_base_src_submit_buffer_list (GST_BASE_SRC (src), list);
+  *buf = NULL;
   return GST_FLOW_OK;
 }
 
@@ -707,6 +1066,15 @@ gst_tensor_datasrc_set_property (GObject * object, guint prop_id,
       break;
     case PROP_NUM_CLASSES:
       self->num_classes = g_value_get_uint (value);
+      break;
+    case PROP_JSON:
+      str = &self->json;
+      break;
+    case PROP_VALIDATION_JSON:
+      str = &self->validation_json;
+      break;
+    case PROP_PUSH_LIST_SIZE:
+      self->push_list_size = g_value_get_uint (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -769,6 +1137,15 @@ gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
     case PROP_NUM_CLASSES:
       g_value_set_uint (value, self->num_classes);
       break;
+    case PROP_JSON:
+      g_value_set_string (value, self->json);
+      break;
+    case PROP_VALIDATION_JSON:
+      g_value_set_string (value, self->validation_json);
+      break;
+    case PROP_PUSH_LIST_SIZE:
+      g_value_set_uint (value, self->push_list_size);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -786,5 +1163,7 @@ gst_tensor_datasrc_finalize (GObject * object)
   g_free (self->label_location);
   g_free (self->validation_location);
   g_free (self->validation_label_location);
+  g_free (self->json);
+  g_free (self->validation_json);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }

@@ -26,11 +26,26 @@ typedef enum
   GST_TENSOR_DATASRC_LABEL_INDEX,
 } GstTensorDataSrcLabelFormat;
 
-/* One IDX image + label file pair and the range of samples taken from it.
- * Invariant once loaded: start + count <= images.count == labels.count. */
+/* A datarepo file (nnstreamer's MLOps data repository): samples back to
+ * back, each the tensors of gst_caps back to back, mapped read-only.
+ * Invariant once loaded: the mapping holds total * sample_size bytes and
+ * sample_size is the sum of sizes[0..num-1]. */
+typedef struct
+{
+  GMappedFile *map;
+  GstTensorsDesc desc;
+  gsize sample_size;
+  gsize offsets[GST_TENSOR_MAX_TENSORS], sizes[GST_TENSOR_MAX_TENSORS];
+} GstTensorDataSrcRepo;
+
+/* One IDX image + label file pair, or one datarepo file, and the range of
+ * samples taken from it. Invariant once loaded: start + count <= total
+ * (IDX: total == images.count == labels.count). */
 typedef struct
 {
   tt_idx images, labels;
+  GstTensorDataSrcRepo repo;
+  gsize total;
   guint start, count;
 } GstTensorDataSrcSet;
 
@@ -52,6 +67,7 @@ struct _GstTensorDataSrc
   /* properties, under the object lock; read at start */
   gchar *location, *label_location;
   gchar *validation_location, *validation_label_location;
+  gchar *json, *validation_json;
   guint start_sample, num_samples;
   guint validation_start_sample, validation_num_samples;
   guint epochs;
@@ -60,13 +76,15 @@ struct _GstTensorDataSrc
   GstTensorDataSrcImageFormat image_format;
   GstTensorDataSrcLabelFormat label_format;
   guint num_classes;
+  guint push_list_size;
 
   /* streaming state, between start and stop */
   GstTensorDataSrcSet train, valid;
+  gboolean repo_mode;           /* datarepo files, not IDX */
   gboolean valid_shares_files;  /* valid reads train's files */
   GstTensorDataSrcImageFormat out_image_format;
   GstTensorDataSrcLabelFormat out_label_format;
-  guint classes, n_epochs;
+  guint classes, n_epochs, list_size;
   gboolean do_shuffle;
   guint64 rng_seed;
   gsize image_bytes;            /* one output image */

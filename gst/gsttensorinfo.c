@@ -122,34 +122,16 @@ gst_tensor_parse_dims (const gchar * s, GstTensorDesc * desc, gchar ** error)
   return ok;
 }
 
-gboolean
-gst_tensors_desc_from_caps (const GstCaps * caps, GstTensorsDesc * desc,
+/* The tensors of a static list: num_tensors, dimensions, types. */
+static gboolean
+gst_tensors_parse_list (const GstStructure * st, GstTensorsDesc * desc,
     gchar ** error)
 {
-  const GstStructure *st;
-  const gchar *format, *dims, *types;
+  const gchar *dims, *types;
   gint num;
   gchar **dim_list = NULL, **type_list = NULL;
   gboolean ok = FALSE;
 
-  memset (desc, 0, sizeof *desc);
-  *error = NULL;
-  if (!caps || gst_caps_get_size (caps) != 1 || !gst_caps_is_fixed (caps)) {
-    *error = g_strdup ("caps are not fixed");
-    return FALSE;
-  }
-  st = gst_caps_get_structure (caps, 0);
-  if (!gst_structure_has_name (st, "other/tensors")) {
-    *error = g_strdup_printf ("media type is %s, not other/tensors",
-        gst_structure_get_name (st));
-    return FALSE;
-  }
-  format = gst_structure_get_string (st, "format");
-  if (format && g_strcmp0 (format, "static") != 0) {
-    *error = g_strdup_printf ("format=%s is not supported (only static)",
-        format);
-    return FALSE;
-  }
   if (!gst_structure_get_int (st, "num_tensors", &num) || num < 1
       || num > GST_TENSOR_MAX_TENSORS) {
     *error = g_strdup_printf ("num_tensors is missing or not in 1..%d",
@@ -193,6 +175,158 @@ out:
   return ok;
 }
 
+gboolean
+gst_tensors_desc_from_caps (const GstCaps * caps, GstTensorsDesc * desc,
+    gchar ** error)
+{
+  const GstStructure *st;
+  const gchar *format;
+
+  memset (desc, 0, sizeof *desc);
+  *error = NULL;
+  if (!caps || gst_caps_get_size (caps) != 1 || !gst_caps_is_fixed (caps)) {
+    *error = g_strdup ("caps are not fixed");
+    return FALSE;
+  }
+  st = gst_caps_get_structure (caps, 0);
+  if (gst_structure_has_name (st, "other/tensor")) {
+    /* the legacy single form: one tensor, static */
+    const gchar *dim = gst_structure_get_string (st, "dimension");
+    const gchar *type = gst_structure_get_string (st, "type");
+    if (!dim || !type) {
+      *error = g_strdup ("other/tensor without dimension or type");
+      return FALSE;
+    }
+    desc->num = 1;
+    if (!gst_tensor_parse_dims (dim, &desc->tensors[0], error))
+      return FALSE;
+    desc->tensors[0].type = gst_tensor_type_from_name (type);
+    if (desc->tensors[0].type == GST_TENSOR_TYPE_INVALID) {
+      *error = g_strdup_printf ("unknown tensor type \"%s\"", type);
+      return FALSE;
+    }
+    if (gst_tensor_desc_bytes (&desc->tensors[0]) == 0) {
+      *error = g_strdup_printf ("tensor %s is too large", dim);
+      return FALSE;
+    }
+    return TRUE;
+  }
+  if (!gst_structure_has_name (st, "other/tensors")) {
+    *error = g_strdup_printf ("media type is %s, not other/tensors",
+        gst_structure_get_name (st));
+    return FALSE;
+  }
+  format = gst_structure_get_string (st, "format");
+  if (format && g_strcmp0 (format, "flexible") == 0) {
+    gint num;
+    desc->format = GST_TENSOR_FORMAT_FLEXIBLE;
+    if (gst_structure_get_int (st, "num_tensors", &num)) {
+      if (num < 1 || num > GST_TENSOR_MAX_TENSORS) {
+        *error = g_strdup_printf ("num_tensors=%d is not in 1..%d", num,
+            GST_TENSOR_MAX_TENSORS);
+        return FALSE;
+      }
+      desc->num = (guint) num;
+    }
+    return TRUE;
+  }
+  if (format && g_strcmp0 (format, "static") != 0) {
+    *error = g_strdup_printf ("format=%s is not supported (only static and "
+        "flexible)", format);
+    return FALSE;
+  }
+  return gst_tensors_parse_list (st, desc, error);
+}
+
+/* nnstreamer's tensor_type enum, in its order */
+static const GstTensorType gst_tensor_meta_types[] = {
+  GST_TENSOR_TYPE_INT32, GST_TENSOR_TYPE_UINT32, GST_TENSOR_TYPE_INT16,
+  GST_TENSOR_TYPE_UINT16, GST_TENSOR_TYPE_INT8, GST_TENSOR_TYPE_UINT8,
+  GST_TENSOR_TYPE_FLOAT64, GST_TENSOR_TYPE_FLOAT32, GST_TENSOR_TYPE_INT64,
+  GST_TENSOR_TYPE_UINT64, GST_TENSOR_TYPE_FLOAT16,
+};
+
+gboolean
+gst_tensor_meta_parse (const guint8 * header, GstTensorDesc * desc,
+    gchar ** error)
+{
+  guint32 v[22];
+  guint rank = 0;
+
+  memcpy (v, header, sizeof v);
+  memset (desc, 0, sizeof *desc);
+  *error = NULL;
+  if (v[0] != GST_TENSOR_META_MAGIC) {
+    *error = g_strdup_printf ("magic is 0x%08x, not 0x%08x: not a flexible "
+        "tensor header", v[0], GST_TENSOR_META_MAGIC);
+    return FALSE;
+  }
+  /* version: 0xDE000000 marks it, bits 12..23 the major version (1 is the
+   * one with a 128-byte header) */
+  if ((v[1] & 0xFF000000u) != 0xDE000000u || ((v[1] >> 12) & 0xFFF) != 1) {
+    *error = g_strdup_printf ("version 0x%08x is not 1.x (0x%08x)", v[1],
+        GST_TENSOR_META_VERSION);
+    return FALSE;
+  }
+  if (v[2] >= G_N_ELEMENTS (gst_tensor_meta_types)) {
+    *error = g_strdup_printf ("type %u is not a tensor type (0..%u)", v[2],
+        (guint) G_N_ELEMENTS (gst_tensor_meta_types) - 1);
+    return FALSE;
+  }
+  desc->type = gst_tensor_meta_types[v[2]];
+  while (rank < GST_TENSOR_RANK_LIMIT && v[3 + rank] != 0) {
+    desc->dims[rank] = v[3 + rank];
+    rank++;
+  }
+  for (guint i = rank; i < GST_TENSOR_RANK_LIMIT; i++)
+    if (v[3 + i] != 0) {
+      *error = g_strdup_printf ("dimension %u is 0 but dimension %u is %u",
+          rank, i, v[3 + i]);
+      return FALSE;
+    }
+  if (rank == 0) {
+    *error = g_strdup ("no dimension (the first is 0)");
+    return FALSE;
+  }
+  desc->rank = rank;
+  if (v[19] == 2) {
+    *error = g_strdup ("format is sparse, which is not supported");
+    return FALSE;
+  }
+  if (v[19] > 2) {
+    *error = g_strdup_printf ("format %u is not static (0), flexible (1) or "
+        "sparse (2)", v[19]);
+    return FALSE;
+  }
+  if (v[20] > 4) {
+    *error = g_strdup_printf ("media type %u is not one of 0..4", v[20]);
+    return FALSE;
+  }
+  if (gst_tensor_desc_bytes (desc) == 0) {
+    gchar *d = gst_tensor_desc_dims_string (desc);
+    *error = g_strdup_printf ("tensor %s is too large", d);
+    g_free (d);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void
+gst_tensor_meta_write (const GstTensorDesc * desc, guint8 * header)
+{
+  guint32 v[GST_TENSOR_META_HEADER_SIZE / 4] = { 0 };
+  v[0] = GST_TENSOR_META_MAGIC;
+  v[1] = GST_TENSOR_META_VERSION;
+  for (guint i = 0; i < G_N_ELEMENTS (gst_tensor_meta_types); i++)
+    if (gst_tensor_meta_types[i] == desc->type)
+      v[2] = i;
+  for (guint i = 0; i < desc->rank; i++)
+    v[3 + i] = desc->dims[i];
+  v[19] = 1;                    /* flexible */
+  v[20] = 4;                    /* tensor */
+  memcpy (header, v, sizeof v);
+}
+
 GstCaps *
 gst_tensors_desc_to_caps (const GstTensorsDesc * desc, gint fps_n, gint fps_d)
 {
@@ -223,12 +357,16 @@ gst_tensor_desc_matches_shape (const GstTensorDesc * desc, guint32 channel,
   const guint32 want_all[3] = { width, height, channel };
   guint32 want[3], have[GST_TENSOR_RANK_LIMIT];
   guint nw = 0, nh = 0;
+  guint64 want_count = (guint64) width * height * channel;
   for (guint i = 0; i < 3; i++)
     if (want_all[i] != 1)
       want[nw++] = want_all[i];
   for (guint i = 0; i < desc->rank; i++)
     if (desc->dims[i] != 1)
       have[nh++] = desc->dims[i];
+  /* a flat side has no layout: the element count decides */
+  if (nw <= 1 || nh <= 1)
+    return gst_tensor_desc_count (desc) == want_count;
   if (nw != nh)
     return FALSE;
   for (guint i = 0; i < nw; i++)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * nnstreamer's tensor caps, as far as the elements of this plugin need
- * them: parsing `other/tensors` (static) into a list of tensor dimensions
- * and types, printing them back, and comparing a tensor with a model shape.
+ * them: parsing `other/tensors` (static or flexible) and the legacy single
+ * `other/tensor` into a list of tensor dimensions and types, printing them
+ * back, reading and writing the 128-byte header that flexible tensors carry
+ * in each memory, and comparing a tensor with a model shape.
  *
  * nnstreamer writes dimensions innermost first: a tensor "d0:d1:d2:d3" is
  * stored with d0 varying fastest. A model input of nntrainer's
@@ -44,12 +46,32 @@ typedef struct
   GstTensorType type;
 } GstTensorDesc;
 
-/* Invariant: 1 <= num <= GST_TENSOR_MAX_TENSORS. */
+typedef enum
+{
+  GST_TENSOR_FORMAT_STATIC = 0,
+  GST_TENSOR_FORMAT_FLEXIBLE,
+} GstTensorFormat;
+
+/* Invariant: static: 1 <= num <= GST_TENSOR_MAX_TENSORS, every tensor
+ * described. Flexible: the caps describe no tensor (each memory carries
+ * its own header), num is num_tensors when the caps give it, else 0. */
 typedef struct
 {
+  GstTensorFormat format;
   guint num;
   GstTensorDesc tensors[GST_TENSOR_MAX_TENSORS];
 } GstTensorsDesc;
+
+/* nnstreamer's flexible-tensor header: 128 bytes in front of each tensor's
+ * data, in host byte order: uint32 magic (0xfeedcced), version
+ * (0xDE000000 | major << 12 | minor; 1.0 here), type (nnstreamer's enum:
+ * int32, uint32, int16, uint16, int8, uint8, float64, float32, int64,
+ * uint64, float16), 16 dimensions innermost first (0 ends the list), format
+ * (0 static, 1 flexible, 2 sparse), media type (0..4), nnz (sparse only),
+ * zeros to 128 bytes. */
+#define GST_TENSOR_META_HEADER_SIZE 128
+#define GST_TENSOR_META_MAGIC 0xfeedccedu
+#define GST_TENSOR_META_VERSION 0xDE001000u
 
 const gchar *gst_tensor_type_name (GstTensorType type);
 GstTensorType gst_tensor_type_from_name (const gchar * name);
@@ -63,9 +85,11 @@ gsize gst_tensor_desc_bytes (const GstTensorDesc * desc);
 gchar *gst_tensor_desc_dims_string (const GstTensorDesc * desc);
 
 /*
- * Parses fixed `other/tensors` caps with format=static (a missing format
- * counts as static; `.` is accepted between tensors as nnstreamer does).
- * Returns FALSE with *error set to a sentence saying what is wrong.
+ * Parses fixed `other/tensors` caps, format=static (a missing format counts
+ * as static; `.` is accepted between tensors as nnstreamer does) or
+ * format=flexible, and the legacy `other/tensor` (dimension, type: one
+ * tensor). Returns FALSE with *error set to a sentence saying what is
+ * wrong (sparse tensors are refused).
  */
 gboolean gst_tensors_desc_from_caps (const GstCaps * caps,
     GstTensorsDesc * desc, gchar ** error);
@@ -75,13 +99,27 @@ GstCaps *gst_tensors_desc_to_caps (const GstTensorsDesc * desc,
     gint fps_n, gint fps_d);
 
 /*
+ * Reads a flexible tensor's header. Returns FALSE with *error set to a
+ * sentence naming the faulty field (magic, version, type, dimensions,
+ * format, media type) when the header is not one nnstreamer writes, or
+ * describes a sparse tensor.
+ */
+gboolean gst_tensor_meta_parse (const guint8 * header, GstTensorDesc * desc,
+    gchar ** error);
+/* Writes the header of a flexible tensor (media type: tensor). */
+void gst_tensor_meta_write (const GstTensorDesc * desc, guint8 * header);
+
+/*
  * TRUE when the tensor holds exactly the elements of a model shape
  * (channel:height:width, NCHW) in the same memory order. Dimensions of 1
  * do not change a contiguous layout, so both are compared with their 1s
  * dropped: "1:28:28:1" (what tensor_converter makes of GRAY8 28x28) and
  * "28:28:1:1" both match 1:28:28, "10:1:1:1" and "1:1:10:1" both match
  * 1:1:10, but an interleaved RGB "3:32:32:1" does not match 3:32:32
- * (planar), whose layout differs.
+ * (planar), whose layout differs. A flat side (at most one dimension other
+ * than 1, such as nnstreamer's MNIST "1:1:784:1" or a model input 1:1:3072)
+ * has no layout of its own: it matches any tensor with as many elements,
+ * taken in memory order.
  */
 gboolean gst_tensor_desc_matches_shape (const GstTensorDesc * desc,
     guint32 channel, guint32 height, guint32 width);

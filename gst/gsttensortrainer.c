@@ -10,7 +10,15 @@
  *
  * Each buffer is one sample: the model's inputs followed by its label, one
  * GstMemory per tensor (a single memory holding the tensors back to back is
- * accepted too). Per epoch, the first #GstTensorTrainer:num-training-samples
+ * accepted too). The sink takes `other/tensors` with format=static, whose
+ * caps must list the model's input and label shapes (anything else is
+ * refused with a message saying what the model expects and what came), or
+ * format=flexible, whose tensors each carry nnstreamer's 128-byte header
+ * (magic 0xfeedcced, version, type, dimensions, format, media type),
+ * checked on every buffer against the model. The legacy single-tensor
+ * `other/tensor` links but is refused with that message: it cannot carry a
+ * label (put one next to it with tensor_mux). Inputs may be uint8 or
+ * float32, labels float32. Per epoch, the first #GstTensorTrainer:num-training-samples
  * buffers train the model in batches of the INI's batch_size, the next
  * #GstTensorTrainer:num-validation-samples are evaluated. A batch left
  * incomplete at the end of either phase is trained (or evaluated) as a
@@ -25,7 +33,24 @@
  * the epoch's index (0-based) times one second, its duration one second and
  * its offset the epoch index: the stream carries one "frame" per epoch.
  * It also posts an element message `tensor-trainer-epoch` (see
- * #GstTensorTrainer:post-messages) and saves #GstTensorTrainer:checkpoint-path.
+ * #GstTensorTrainer:post-messages), every #GstTensorTrainer:progress-interval
+ * batches a `tensor-trainer-progress` message, and saves
+ * #GstTensorTrainer:checkpoint-path.
+ *
+ * The model is loaded when the first caps arrive, not at READY->PAUSED, so
+ * that an element upstream can write it first: #GstTensorPlanner writes its
+ * optimized INI before it forwards the caps, and a tensor_trainer whose
+ * #GstTensorTrainer:model-config is that file then loads the stored plan
+ * (validated, not planned again). A plain INI is planned at that moment for
+ * the model's shapes, which the caps must match; the log (INFO) says how long
+ * planning (or validating a stored plan) took, and a one-time element message
+ * `tensor-trainer-plan` carries the figures: plan-loaded (TRUE when the plan
+ * came from the INI), pool-bytes, lower-bound, naive-bytes,
+ * depth-first-bytes, tensors, in-place-layers, plan-ms, batch-size. Each
+ * epoch message repeats plan-loaded, pool-bytes, lower-bound, naive-bytes
+ * and plan-ms. Property errors (framework, num-training-samples, num-labels)
+ * still fail READY->PAUSED; model file errors are reported when the caps
+ * come, and the caps are refused.
  *
  * After the last epoch, or at EOS, it trains the pending batch, saves
  * #GstTensorTrainer:model-save-path (atomically: write, fsync, rename) and
@@ -73,6 +98,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_tensor_trainer_debug);
 #define DEFAULT_NUM_VALIDATION_SAMPLES 0
 #define DEFAULT_EPOCHS 0
 #define DEFAULT_POST_MESSAGES TRUE
+#define DEFAULT_PROGRESS_INTERVAL 0
 
 enum
 {
@@ -88,13 +114,15 @@ enum
   PROP_NUM_VALIDATION_SAMPLES,
   PROP_EPOCHS,
   PROP_POST_MESSAGES,
+  PROP_PROGRESS_INTERVAL,
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK,
     GST_PAD_ALWAYS,
     GST_STATIC_CAPS ("other/tensors, format = (string) static, "
-        "num_tensors = (int) [ 2, 16 ]"));
+        "num_tensors = (int) [ 2, 16 ]; "
+        "other/tensors, format = (string) flexible; other/tensor"));
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC,
@@ -121,6 +149,10 @@ static gboolean gst_tensor_trainer_sink_event (GstPad * pad,
     GstObject * parent, GstEvent * event);
 static GstFlowReturn gst_tensor_trainer_chain (GstPad * pad,
     GstObject * parent, GstBuffer * buf);
+static GstFlowReturn gst_tensor_trainer_chain_list (GstPad * pad,
+    GstObject * parent, GstBufferList * list);
+static GstFlowReturn gst_tensor_trainer_sample (GstTensorTrainer * self,
+    GstBuffer * buf);
 
 static void
 gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
@@ -189,7 +221,19 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "(epoch, epochs, samples, validation-samples, loss, accuracy, "
           "validation-loss, validation-accuracy, samples-per-second: training "
           "samples per second of the training phase, seconds: the whole "
-          "epoch, complete: false for an epoch cut short by EOS)", DEFAULT_POST_MESSAGES,
+          "epoch, complete: false for an epoch cut short by EOS; "
+          "plan-loaded, pool-bytes, lower-bound, naive-bytes, plan-ms: the "
+          "memory plan), a one-time \"tensor-trainer-plan\" message when the "
+          "model is loaded, and the messages of progress-interval",
+          DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_PROGRESS_INTERVAL,
+      g_param_spec_uint ("progress-interval", "Progress interval",
+          "Post a \"tensor-trainer-progress\" element message every this many "
+          "batches (epoch, epochs, phase: training or validation, batch, "
+          "samples and total of the phase, loss and accuracy of the phase so "
+          "far, samples-per-second); 0: none. Needs post-messages",
+          0, G_MAXUINT, DEFAULT_PROGRESS_INTERVAL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
 
@@ -210,6 +254,8 @@ gst_tensor_trainer_init (GstTensorTrainer * self)
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_tensor_trainer_chain));
+  gst_pad_set_chain_list_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_tensor_trainer_chain_list));
   gst_pad_set_event_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_tensor_trainer_sink_event));
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
@@ -226,50 +272,64 @@ gst_tensor_trainer_init (GstTensorTrainer * self)
   self->num_validation_samples = DEFAULT_NUM_VALIDATION_SAMPLES;
   self->epochs = DEFAULT_EPOCHS;
   self->post_messages = DEFAULT_POST_MESSAGES;
+  self->progress_interval = DEFAULT_PROGRESS_INTERVAL;
 }
 
-/* ---- model life: start at READY->PAUSED, stop at PAUSED->READY ------- */
+/* ---- model life: properties at READY->PAUSED, the model at the first
+ * caps, all freed at PAUSED->READY ---------------------------------- */
 
 static void
-gst_tensor_trainer_stop (GstTensorTrainer * self)
+gst_tensor_trainer_free_model (GstTensorTrainer * self)
 {
   tt_model_free (self->model);
   self->model = NULL;
   for (guint i = 0; i < GST_TENSOR_TRAINER_MAX_INPUTS; i++)
     g_clear_pointer (&self->in_batch[i], g_free);
+  g_clear_pointer (&self->scratch, g_free);
   g_clear_pointer (&self->label_batch, g_free);
+}
+
+static void
+gst_tensor_trainer_stop (GstTensorTrainer * self)
+{
+  gst_tensor_trainer_free_model (self);
+  g_clear_pointer (&self->config_path, g_free);
+  g_clear_pointer (&self->load_path, g_free);
   g_clear_pointer (&self->save_path, g_free);
   g_clear_pointer (&self->ckpt_path, g_free);
   self->negotiated = FALSE;
+  self->plan_posted = FALSE;
   self->src_caps_sent = FALSE;
   self->finished = FALSE;
+  self->flexible = FALSE;
   self->fill = 0;
   self->epoch_pos = 0;
   self->epochs_done = 0;
   self->samples_seen = 0;
+  self->batches = 0;
   memset (&self->train, 0, sizeof self->train);
   memset (&self->valid, 0, sizeof self->valid);
 }
 
+/* READY->PAUSED: takes the properties and checks what needs no file. */
 static gboolean
 gst_tensor_trainer_start (GstTensorTrainer * self)
 {
-  gchar *framework, *config, *load_path;
-  guint num_inputs, num_labels, epochs;
-  tt_error err;
+  gchar *framework;
+  guint num_labels;
   gboolean ok = FALSE;
 
   GST_OBJECT_LOCK (self);
   framework = g_strdup (self->framework);
-  config = g_strdup (self->model_config);
-  load_path = g_strdup (self->model_load_path);
+  self->config_path = g_strdup (self->model_config);
+  self->load_path = g_strdup (self->model_load_path);
   self->save_path = g_strdup (self->model_save_path);
   self->ckpt_path = g_strdup (self->checkpoint_path);
-  num_inputs = self->num_inputs;
+  self->want_inputs = self->num_inputs;
   num_labels = self->num_labels;
   self->n_train = self->num_training_samples;
   self->n_valid = self->num_validation_samples;
-  epochs = self->epochs;
+  self->want_epochs = self->epochs;
   GST_OBJECT_UNLOCK (self);
 
   if (g_strcmp0 (framework, GST_TENSOR_TRAINER_FRAMEWORK) != 0) {
@@ -279,7 +339,7 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
             framework ? framework : "(null)"), (NULL));
     goto out;
   }
-  if (!config || !*config) {
+  if (!self->config_path || !*self->config_path) {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
         ("No model-config set: tensor_trainer needs a model INI file."),
         (NULL));
@@ -297,6 +357,23 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
             "in each epoch."), (NULL));
     goto out;
   }
+  ok = TRUE;
+out:
+  if (!ok)
+    gst_tensor_trainer_stop (self);
+  g_free (framework);
+  return ok;
+}
+
+/* Loads, plans (or validates the stored plan of) and prepares the model:
+ * called with the first caps, in the streaming thread. */
+static gboolean
+gst_tensor_trainer_load_model (GstTensorTrainer * self)
+{
+  const gchar *config = self->config_path;
+  tt_error err;
+  tt_plan_info *plan = &self->plan;
+  gsize widest = 0;
 
   self->model = tt_model_load_ini (config, &err);
   if (!self->model) {
@@ -306,40 +383,38 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
     else
       GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
           ("tt_model_load_ini: %s", tt_status_name (err.status)));
-    goto out;
+    goto fail;
   }
   if (tt_model_compile (self->model, &err) != TT_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
         ("tt_model_compile: %s", tt_status_name (err.status)));
-    goto out;
+    goto fail;
   }
-  {
-    tt_plan_info plan;
-    tt_model_plan_info (self->model, &plan);
-    GST_INFO_OBJECT (self, "%s in %.3f s: pool %" G_GUINT64_FORMAT
-        " bytes, lower bound %" G_GUINT64_FORMAT ", naive %" G_GUINT64_FORMAT,
-        plan.from_stored_plan ? "stored plan validated" : "model planned",
-        plan.plan_seconds, plan.pool_bytes, plan.lower_bound,
-        plan.naive_bytes);
-  }
-  if (load_path && *load_path
-      && tt_model_load_bin (self->model, load_path, &err) != TT_OK) {
+  tt_model_plan_info (self->model, plan);
+  GST_INFO_OBJECT (self, "%s: %s in %.3f ms: pool %" G_GUINT64_FORMAT
+      " bytes, lower bound %" G_GUINT64_FORMAT ", naive %" G_GUINT64_FORMAT
+      ", depth-first %" G_GUINT64_FORMAT, config, plan->from_stored_plan ?
+      "stored plan validated (no planning)" : "model planned",
+      plan->plan_seconds * 1e3, plan->pool_bytes, plan->lower_bound,
+      plan->naive_bytes, plan->dfs_pool_bytes);
+  if (self->load_path && *self->load_path
+      && tt_model_load_bin (self->model, self->load_path, &err) != TT_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
         ("tt_model_load_bin: %s", tt_status_name (err.status)));
-    goto out;
+    goto fail;
   }
   self->n_inputs = tt_model_num_inputs (self->model);
-  if (self->n_inputs != num_inputs) {
+  if (self->n_inputs != self->want_inputs) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
         ("num-inputs=%u but the model %s has %u input layer(s).",
-            num_inputs, config, self->n_inputs), (NULL));
-    goto out;
+            self->want_inputs, config, self->n_inputs), (NULL));
+    goto fail;
   }
   if (self->n_inputs > GST_TENSOR_TRAINER_MAX_INPUTS) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
         ("The model %s has %u inputs; at most %u fit in a buffer.",
             config, self->n_inputs, GST_TENSOR_TRAINER_MAX_INPUTS), (NULL));
-    goto out;
+    goto fail;
   }
 
   self->batch = tt_model_batch_size (self->model);
@@ -351,27 +426,67 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
     /* room for float32, the widest type accepted */
     self->in_batch[i] = g_malloc_n ((gsize) self->batch * self->in_count[i],
         sizeof (gfloat));
+    widest = MAX (widest, self->in_count[i]);
   }
+  self->scratch = g_malloc_n (widest, sizeof (gfloat));
   {
     tt_shape s = tt_model_label_shape (self->model);
     self->label_count = (gsize) s.channel * s.height * s.width;
     self->label_batch = g_malloc_n ((gsize) self->batch * self->label_count,
         sizeof (gfloat));
   }
-  self->n_epochs = epochs ? epochs : tt_model_epochs (self->model);
+  self->n_epochs = self->want_epochs ? self->want_epochs :
+      tt_model_epochs (self->model);
   if (self->n_epochs == 0)
     self->n_epochs = 1;
   GST_INFO_OBJECT (self, "model %s: batch %u, %u input(s), %u epoch(s) of "
       "%u training + %u validation samples", config, self->batch,
       self->n_inputs, self->n_epochs, self->n_train, self->n_valid);
-  ok = TRUE;
-out:
-  if (!ok)
-    gst_tensor_trainer_stop (self);
-  g_free (framework);
-  g_free (config);
-  g_free (load_path);
-  return ok;
+  return TRUE;
+
+fail:
+  gst_tensor_trainer_free_model (self);
+  return FALSE;
+}
+
+static gboolean
+gst_tensor_trainer_posting (GstTensorTrainer * self, guint * interval)
+{
+  gboolean post;
+  GST_OBJECT_LOCK (self);
+  post = self->post_messages;
+  if (interval)
+    *interval = self->progress_interval;
+  GST_OBJECT_UNLOCK (self);
+  return post;
+}
+
+/* The one-time tensor-trainer-plan message. */
+static void
+gst_tensor_trainer_post_plan (GstTensorTrainer * self)
+{
+  const tt_plan_info *p = &self->plan;
+  GstStructure *s;
+
+  if (self->plan_posted)
+    return;
+  self->plan_posted = TRUE;
+  if (!gst_tensor_trainer_posting (self, NULL))
+    return;
+  s = gst_structure_new ("tensor-trainer-plan",
+      "model", G_TYPE_STRING, self->config_path,
+      "plan-loaded", G_TYPE_BOOLEAN, (gboolean) p->from_stored_plan,
+      "pool-bytes", G_TYPE_UINT64, (guint64) p->pool_bytes,
+      "lower-bound", G_TYPE_UINT64, (guint64) p->lower_bound,
+      "naive-bytes", G_TYPE_UINT64, (guint64) p->naive_bytes,
+      "depth-first-bytes", G_TYPE_UINT64, (guint64) p->dfs_pool_bytes,
+      "tensors", G_TYPE_UINT, p->tensors,
+      "in-place-layers", G_TYPE_UINT, p->in_place_layers,
+      "order-exact", G_TYPE_BOOLEAN, (gboolean) p->order_exact,
+      "plan-ms", G_TYPE_DOUBLE, p->plan_seconds * 1e3,
+      "batch-size", G_TYPE_UINT, self->batch, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
 }
 
 static GstStateChangeReturn
@@ -386,7 +501,7 @@ gst_tensor_trainer_change_state (GstElement * element,
       if (!gst_tensor_trainer_start (self))
         return GST_STATE_CHANGE_FAILURE;
       GST_OBJECT_LOCK (self);
-      self->flushing = FALSE;
+      g_atomic_int_set (&self->flushing, FALSE);
       GST_OBJECT_UNLOCK (self);
       break;
     case GST_STATE_CHANGE_PAUSED_TO_PLAYING:
@@ -397,7 +512,7 @@ gst_tensor_trainer_change_state (GstElement * element,
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       /* release a waiting chain before the pads deactivate */
       GST_OBJECT_LOCK (self);
-      self->flushing = TRUE;
+      g_atomic_int_set (&self->flushing, TRUE);
       g_cond_broadcast (&self->cond);
       GST_OBJECT_UNLOCK (self);
       break;
@@ -447,49 +562,81 @@ gst_tensor_trainer_expected (GstTensorTrainer * self)
   return g_string_free (s, FALSE);
 }
 
-/* Checks caps against the model; on mismatch posts an error saying what
- * was expected and what came. */
+/* Checks one tensor (from caps or a flexible header) against the model's
+ * input i or, for i == n_inputs, its label; on mismatch returns FALSE with
+ * *why saying so. */
+static gboolean
+gst_tensor_trainer_check_tensor (GstTensorTrainer * self, guint i,
+    const GstTensorDesc * t, gchar ** why)
+{
+  const gboolean label = i == self->n_inputs;
+  tt_shape s;
+  gchar *have, *want;
+
+  if (label)
+    s = tt_model_label_shape (self->model);
+  else
+    tt_model_input_shape (self->model, i, &s);
+  if (!gst_tensor_desc_matches_shape (t, s.channel, s.height, s.width)) {
+    want = gst_tensor_trainer_shape_dims (s);
+    have = gst_tensor_desc_dims_string (t);
+    *why = g_strdup_printf ("tensor %u (%s) has dimensions %s, expected %s "
+        "(model shape %u:%u:%u)", i, label ? "label" : "input", have, want,
+        s.channel, s.height, s.width);
+    g_free (want);
+    g_free (have);
+    return FALSE;
+  }
+  if (label ? t->type != GST_TENSOR_TYPE_FLOAT32 :
+      (t->type != GST_TENSOR_TYPE_FLOAT32
+          && t->type != GST_TENSOR_TYPE_UINT8)) {
+    *why = g_strdup_printf ("tensor %u (%s) has type %s, expected %s", i,
+        label ? "label" : "input", gst_tensor_type_name (t->type),
+        label ? "float32" : "uint8 or float32");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Checks caps against the model (loading it with the first caps); on
+ * mismatch posts an error saying what was expected and what came. */
 static gboolean
 gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
 {
   GstTensorsDesc desc;
   gchar *why = NULL, *expected, *have;
-  const guint ntens = self->n_inputs + 1;
+  guint ntens;
   tt_dtype types[GST_TENSOR_TRAINER_MAX_INPUTS];
+
+  if (!self->model && !gst_tensor_trainer_load_model (self))
+    return FALSE;               /* the error is posted */
+  ntens = self->n_inputs + 1;
 
   if (!gst_tensors_desc_from_caps (caps, &desc, &why))
     goto refuse;
+  if (desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
+    /* the tensors are described per buffer, in their headers */
+    if (desc.num && desc.num != ntens) {
+      why = g_strdup_printf ("%u tensors received", desc.num);
+      goto refuse;
+    }
+    self->flexible = TRUE;
+    goto accept;
+  }
   if (desc.num != ntens) {
-    why = g_strdup_printf ("%u tensors received", desc.num);
+    if (gst_structure_has_name (gst_caps_get_structure (caps, 0),
+            "other/tensor"))
+      why = g_strdup ("other/tensor carries one tensor and no label (put "
+          "the label next to it with tensor_mux, or send other/tensors)");
+    else
+      why = g_strdup_printf ("%u tensors received", desc.num);
     goto refuse;
   }
   for (guint i = 0; i < ntens; i++) {
     const GstTensorDesc *t = &desc.tensors[i];
-    const gboolean label = i == self->n_inputs;
-    tt_shape s;
-    if (label)
-      s = tt_model_label_shape (self->model);
-    else
-      tt_model_input_shape (self->model, i, &s);
-    if (!gst_tensor_desc_matches_shape (t, s.channel, s.height, s.width)) {
-      gchar *want = gst_tensor_trainer_shape_dims (s);
-      have = gst_tensor_desc_dims_string (t);
-      why = g_strdup_printf ("tensor %u (%s) has dimensions %s, expected %s "
-          "(model shape %u:%u:%u)", i, label ? "label" : "input", have, want,
-          s.channel, s.height, s.width);
-      g_free (want);
-      g_free (have);
+    if (!gst_tensor_trainer_check_tensor (self, i, t, &why))
       goto refuse;
-    }
-    if (label ? t->type != GST_TENSOR_TYPE_FLOAT32 :
-        (t->type != GST_TENSOR_TYPE_FLOAT32
-            && t->type != GST_TENSOR_TYPE_UINT8)) {
-      why = g_strdup_printf ("tensor %u (%s) has type %s, expected %s", i,
-          label ? "label" : "input", gst_tensor_type_name (t->type),
-          label ? "float32" : "uint8 or float32");
-      goto refuse;
-    }
-    if (!label)
+    if (i < self->n_inputs)
       types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
           TT_DTYPE_FLOAT32;
   }
@@ -502,13 +649,16 @@ gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
     goto refuse;
   }
   memcpy (self->in_types, types, self->n_inputs * sizeof *types);
+  self->flexible = FALSE;
   self->total_bytes = 0;
   for (guint i = 0; i < ntens; i++) {
     self->sample_bytes[i] = gst_tensor_desc_bytes (&desc.tensors[i]);
     self->total_bytes += self->sample_bytes[i];
   }
+accept:
   self->negotiated = TRUE;
   GST_INFO_OBJECT (self, "accepted caps %" GST_PTR_FORMAT, caps);
+  gst_tensor_trainer_post_plan (self);
   return TRUE;
 
 refuse:
@@ -570,6 +720,35 @@ gst_tensor_trainer_engine_error (GstTensorTrainer * self, const tt_error * e,
   return GST_FLOW_ERROR;
 }
 
+/* Every progress-interval batches: where the epoch stands. */
+static void
+gst_tensor_trainer_post_progress (GstTensorTrainer * self, gboolean training)
+{
+  const GstTensorTrainerTally *t = training ? &self->train : &self->valid;
+  const gdouble seconds = (g_get_monotonic_time () - (training ?
+          self->epoch_start_us : self->train_end_us)) / 1e6;
+  guint interval;
+  GstStructure *s;
+
+  if (!gst_tensor_trainer_posting (self, &interval) || interval == 0
+      || self->batches % interval != 0)
+    return;
+  s = gst_structure_new ("tensor-trainer-progress",
+      "epoch", G_TYPE_UINT, self->epochs_done + 1,
+      "epochs", G_TYPE_UINT, self->n_epochs,
+      "phase", G_TYPE_STRING, training ? "training" : "validation",
+      "batch", G_TYPE_UINT, self->batches,
+      "samples", G_TYPE_UINT64, t->samples,
+      "total", G_TYPE_UINT64, (guint64) (training ? self->n_train :
+          self->n_valid),
+      "loss", G_TYPE_DOUBLE, t->loss_sum / t->samples,
+      "accuracy", G_TYPE_DOUBLE, (gdouble) t->correct / t->samples,
+      "samples-per-second", G_TYPE_DOUBLE, seconds > 0 ?
+      t->samples / seconds : NAN, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+}
+
 /* Trains (or evaluates) the samples waiting in the batch, fill of them. */
 static GstFlowReturn
 gst_tensor_trainer_run_batch (GstTensorTrainer * self, gboolean training)
@@ -598,8 +777,128 @@ gst_tensor_trainer_run_batch (GstTensorTrainer * self, gboolean training)
   tally->samples += n;
   tally->correct += r.correct;
   tally->loss_sum += r.loss * n;
+  self->batches++;
   GST_LOG_OBJECT (self, "%s batch of %u: loss %g, %u correct",
       training ? "trained" : "evaluated", n, r.loss, r.correct);
+  gst_tensor_trainer_post_progress (self, training);
+  return GST_FLOW_OK;
+}
+
+/* Makes input i of the batch float32: the samples already in it (uint8)
+ * are widened in place, from the last byte down so nothing is overwritten
+ * before it is read. The engine casts uint8 to float itself, so the values
+ * it sees do not change. */
+static void
+gst_tensor_trainer_widen_input (GstTensorTrainer * self, guint i)
+{
+  const gsize n = (gsize) self->fill * self->in_count[i];
+  guint8 *u = self->in_batch[i];
+  gfloat *f = (gfloat *) self->in_batch[i];
+  for (gsize k = n; k-- > 0;)
+    f[k] = u[k];
+  self->in_types[i] = TT_DTYPE_FLOAT32;
+}
+
+/* Flexible tensors: each one is a 128-byte header and its data, one
+ * GstMemory each (or back to back). Every header is checked. */
+static GstFlowReturn
+gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
+{
+  const guint ntens = self->n_inputs + 1;
+  const guint n_mem = gst_buffer_n_memory (buf);
+  const gsize total = gst_buffer_get_size (buf);
+  gsize offset = 0, mem_start = 0, prev_start = 0;
+
+  for (guint i = 0; i < ntens; i++) {
+    guint8 header[GST_TENSOR_META_HEADER_SIZE];
+    GstTensorDesc t;
+    gchar *why = NULL;
+    gsize size;
+
+    if (n_mem == ntens && offset != mem_start) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("Wrong buffer size: memory %u holds %" G_GSIZE_FORMAT " bytes, "
+              "but flexible tensor %u is %" G_GSIZE_FORMAT " bytes of header "
+              "and data.", i - 1, mem_start - prev_start, i - 1,
+              offset - prev_start), ("sample %" G_GUINT64_FORMAT,
+              self->samples_seen));
+      return GST_FLOW_ERROR;
+    }
+    prev_start = offset;
+    if (n_mem == ntens)
+      mem_start += gst_memory_get_sizes (gst_buffer_peek_memory (buf, i),
+          NULL, NULL);
+    if (gst_buffer_extract (buf, offset, header, sizeof header) !=
+        sizeof header) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("Wrong buffer size: %" G_GSIZE_FORMAT " bytes hold no header for "
+              "flexible tensor %u of %u (at byte %" G_GSIZE_FORMAT ").",
+              total, i, ntens, offset), ("sample %" G_GUINT64_FORMAT,
+              self->samples_seen));
+      return GST_FLOW_ERROR;
+    }
+    if (!gst_tensor_meta_parse (header, &t, &why)) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("Bad flexible tensor header: tensor %u (%s): %s.", i,
+              i == self->n_inputs ? "label" : "input", why),
+          ("sample %" G_GUINT64_FORMAT ", byte %" G_GSIZE_FORMAT,
+              self->samples_seen, offset));
+      g_free (why);
+      return GST_FLOW_ERROR;
+    }
+    if (!gst_tensor_trainer_check_tensor (self, i, &t, &why)) {
+      gchar *expected = gst_tensor_trainer_expected (self);
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("Flexible tensor does not fit the model: %s; the model takes %s.",
+              why, expected), ("sample %" G_GUINT64_FORMAT,
+              self->samples_seen));
+      g_free (expected);
+      g_free (why);
+      return GST_FLOW_ERROR;
+    }
+    offset += sizeof header;
+    size = gst_tensor_desc_bytes (&t);
+    if (total - offset < size) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("Wrong buffer size: flexible tensor %u announces %" G_GSIZE_FORMAT
+              " bytes of data, %" G_GSIZE_FORMAT " are left.", i, size,
+              total - offset), ("sample %" G_GUINT64_FORMAT,
+              self->samples_seen));
+      return GST_FLOW_ERROR;
+    }
+    if (i == self->n_inputs) {
+      gst_buffer_extract (buf, offset, self->label_batch +
+          self->label_count * self->fill, size);
+    } else {
+      const tt_dtype type = t.type == GST_TENSOR_TYPE_UINT8 ?
+          TT_DTYPE_UINT8 : TT_DTYPE_FLOAT32;
+      const gsize count = self->in_count[i];
+      if (self->fill == 0)
+        self->in_types[i] = type;
+      else if (type == TT_DTYPE_FLOAT32
+          && self->in_types[i] == TT_DTYPE_UINT8)
+        gst_tensor_trainer_widen_input (self, i);
+      if (type == self->in_types[i]) {
+        gst_buffer_extract (buf, offset, self->in_batch[i] + size *
+            self->fill, size);
+      } else {
+        /* a uint8 sample in a float32 batch */
+        gfloat *dst = (gfloat *) self->in_batch[i] + count * self->fill;
+        gst_buffer_extract (buf, offset, self->scratch, size);
+        for (gsize k = 0; k < count; k++)
+          dst[k] = self->scratch[k];
+      }
+    }
+    offset += size;
+  }
+  if (offset != total) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Wrong buffer size: %" G_GSIZE_FORMAT " bytes, but the %u flexible "
+            "tensors' headers and data make %" G_GSIZE_FORMAT ".", total,
+            ntens, offset), ("sample %" G_GUINT64_FORMAT,
+            self->samples_seen));
+    return GST_FLOW_ERROR;
+  }
   return GST_FLOW_OK;
 }
 
@@ -611,6 +910,8 @@ gst_tensor_trainer_copy_sample (GstTensorTrainer * self, GstBuffer * buf)
   const guint n_mem = gst_buffer_n_memory (buf);
   gsize offset = 0;
 
+  if (self->flexible)
+    return gst_tensor_trainer_copy_flexible (self, buf);
   if (n_mem == ntens) {
     for (guint i = 0; i < ntens; i++) {
       gsize size = gst_memory_get_sizes (gst_buffer_peek_memory (buf, i),
@@ -700,9 +1001,7 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
   if (ret == GST_FLOW_NOT_LINKED || ret == GST_FLOW_EOS)
     ret = GST_FLOW_OK;          /* the figures are optional downstream */
 
-  GST_OBJECT_LOCK (self);
-  post = self->post_messages;
-  GST_OBJECT_UNLOCK (self);
+  post = gst_tensor_trainer_posting (self, NULL);
   if (post) {
     GstStructure *s = gst_structure_new ("tensor-trainer-epoch",
         "epoch", G_TYPE_UINT, index + 1,
@@ -715,7 +1014,12 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
         "validation-accuracy", G_TYPE_DOUBLE, stats[3],
         "samples-per-second", G_TYPE_DOUBLE, rate,
         "seconds", G_TYPE_DOUBLE, seconds,
-        "complete", G_TYPE_BOOLEAN, complete, NULL);
+        "complete", G_TYPE_BOOLEAN, complete,
+        "plan-loaded", G_TYPE_BOOLEAN, (gboolean) self->plan.from_stored_plan,
+        "pool-bytes", G_TYPE_UINT64, (guint64) self->plan.pool_bytes,
+        "lower-bound", G_TYPE_UINT64, (guint64) self->plan.lower_bound,
+        "naive-bytes", G_TYPE_UINT64, (guint64) self->plan.naive_bytes,
+        "plan-ms", G_TYPE_DOUBLE, self->plan.plan_seconds * 1e3, NULL);
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self), s));
   }
@@ -737,6 +1041,7 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
   memset (&self->train, 0, sizeof self->train);
   memset (&self->valid, 0, sizeof self->valid);
   self->epoch_pos = 0;
+  self->batches = 0;
   return ret;
 }
 
@@ -797,6 +1102,12 @@ gst_tensor_trainer_wait_playing (GstTensorTrainer * self)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
+  /* fast path, once per buffer, without the lock: a state change that
+   * races with it lets this one buffer through, as if it had come a moment
+   * earlier; the next one waits */
+  if (G_LIKELY (GST_STATE_TARGET (self) == GST_STATE_PLAYING
+          && !g_atomic_int_get (&self->flushing)))
+    return GST_FLOW_OK;
   GST_OBJECT_LOCK (self);
   while (!self->flushing && GST_STATE_TARGET (self) <= GST_STATE_PAUSED) {
     GST_DEBUG_OBJECT (self, "paused: waiting for PLAYING");
@@ -811,17 +1122,40 @@ gst_tensor_trainer_wait_playing (GstTensorTrainer * self)
 static GstFlowReturn
 gst_tensor_trainer_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 {
+  GstFlowReturn ret = gst_tensor_trainer_sample (GST_TENSOR_TRAINER (parent),
+      buf);
+  (void) pad;
+  gst_buffer_unref (buf);
+  return ret;
+}
+
+/* A list of samples (tensor_datasrc pushes them so): one push for many
+ * buffers, each handled as by the chain function. */
+static GstFlowReturn
+gst_tensor_trainer_chain_list (GstPad * pad, GstObject * parent,
+    GstBufferList * list)
+{
   GstTensorTrainer *self = GST_TENSOR_TRAINER (parent);
+  const guint n = gst_buffer_list_length (list);
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  (void) pad;
+  for (guint i = 0; i < n && ret == GST_FLOW_OK; i++)
+    ret = gst_tensor_trainer_sample (self, gst_buffer_list_get (list, i));
+  gst_buffer_list_unref (list);
+  return ret;
+}
+
+/* One sample (buf is not taken). */
+static GstFlowReturn
+gst_tensor_trainer_sample (GstTensorTrainer * self, GstBuffer * buf)
+{
   GstFlowReturn ret;
   gboolean training;
 
-  (void) pad;
-  if (self->finished) {
-    gst_buffer_unref (buf);
+  if (self->finished)
     return GST_FLOW_EOS;
-  }
   if (!self->negotiated) {
-    gst_buffer_unref (buf);
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("No caps were negotiated before the first buffer."), (NULL));
     return GST_FLOW_NOT_NEGOTIATED;
@@ -829,7 +1163,6 @@ gst_tensor_trainer_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   ret = gst_tensor_trainer_wait_playing (self);
   if (ret == GST_FLOW_OK)
     ret = gst_tensor_trainer_copy_sample (self, buf);
-  gst_buffer_unref (buf);
   if (ret != GST_FLOW_OK)
     return ret;
 
@@ -880,13 +1213,13 @@ gst_tensor_trainer_sink_event (GstPad * pad, GstObject * parent,
     }
     case GST_EVENT_FLUSH_START:
       GST_OBJECT_LOCK (self);
-      self->flushing = TRUE;
+      g_atomic_int_set (&self->flushing, TRUE);
       g_cond_broadcast (&self->cond);
       GST_OBJECT_UNLOCK (self);
       return gst_pad_event_default (pad, parent, event);
     case GST_EVENT_FLUSH_STOP:
       GST_OBJECT_LOCK (self);
-      self->flushing = FALSE;
+      g_atomic_int_set (&self->flushing, FALSE);
       GST_OBJECT_UNLOCK (self);
       return gst_pad_event_default (pad, parent, event);
     case GST_EVENT_SEGMENT:
@@ -950,6 +1283,9 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
     case PROP_POST_MESSAGES:
       self->post_messages = g_value_get_boolean (value);
       break;
+    case PROP_PROGRESS_INTERVAL:
+      self->progress_interval = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1001,6 +1337,9 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, self->post_messages);
+      break;
+    case PROP_PROGRESS_INTERVAL:
+      g_value_set_uint (value, self->progress_interval);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

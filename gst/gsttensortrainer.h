@@ -31,7 +31,7 @@ struct _GstTensorTrainer
   GstPad *sinkpad, *srcpad;
 
   /* properties, under the object lock; read once at READY->PAUSED
-   * (post-messages is read at every epoch) */
+   * (post-messages and progress-interval are read at every use) */
   gchar *framework;
   gchar *model_config;
   gchar *model_load_path;
@@ -43,6 +43,7 @@ struct _GstTensorTrainer
   guint num_validation_samples;
   guint epochs;
   gboolean post_messages;
+  guint progress_interval;
 
   /* under the object lock: the chain waits on cond while the element is
    * PAUSED on its way down from PLAYING; flushing wakes it for good */
@@ -52,26 +53,33 @@ struct _GstTensorTrainer
   /* Everything below belongs to the streaming thread between
    * READY->PAUSED (start) and PAUSED->READY (stop); the state change
    * thread touches it only while streaming is stopped. */
-  tt_model *model;
-  gchar *save_path, *ckpt_path;         /* copies taken at start */
+  gchar *config_path, *load_path;       /* copies taken at start */
+  gchar *save_path, *ckpt_path;
+  guint want_inputs, want_epochs;       /* num-inputs, epochs at start */
+  tt_model *model;                      /* loaded at the first caps */
+  tt_plan_info plan;                    /* of model */
   guint n_train, n_valid, n_epochs;     /* per-epoch plan, epochs planned */
   guint batch;                          /* [Model] batch_size */
   guint n_inputs;                       /* model inputs; labels follow */
   gsize in_count[GST_TENSOR_TRAINER_MAX_INPUTS]; /* elements per sample */
-  tt_dtype in_types[GST_TENSOR_TRAINER_MAX_INPUTS]; /* from the caps */
+  tt_dtype in_types[GST_TENSOR_TRAINER_MAX_INPUTS]; /* of the batch */
   guint8 *in_batch[GST_TENSOR_TRAINER_MAX_INPUTS];  /* batch * count * 4 */
+  guint8 *scratch;                      /* one input sample, as float32 */
   gsize label_count;
   gfloat *label_batch;                  /* batch * label_count */
-  gsize sample_bytes[GST_TENSOR_MAX_TENSORS]; /* per tensor, from caps */
-  gsize total_bytes;                    /* sum of sample_bytes */
+  gboolean flexible;                    /* each memory has a header */
+  gsize sample_bytes[GST_TENSOR_MAX_TENSORS]; /* static: per tensor */
+  gsize total_bytes;                    /* static: sum of sample_bytes */
 
   gboolean negotiated;
+  gboolean plan_posted;
   gboolean src_caps_sent;
   gboolean finished;                    /* EOS sent downstream */
   guint fill;                           /* samples waiting in the batch */
   guint64 epoch_pos;                    /* samples seen this epoch */
   guint epochs_done;                    /* epochs completed in this run */
   guint64 samples_seen;                 /* all samples of this run */
+  guint batches;                        /* batches run this epoch */
   GstTensorTrainerTally train, valid;
   gint64 epoch_start_us;                /* first buffer of the epoch */
   gint64 train_end_us;                  /* last training batch done */

@@ -9,6 +9,8 @@
 #define PACKAGE "tensor-trainer"
 
 #include "gsttensordatasrc.h"
+#include "gsttensorlabeler.h"
+#include "gsttensorplanner.h"
 #include "gsttensortrainer.h"
 
 static gboolean
@@ -17,6 +19,8 @@ plugin_init (GstPlugin * plugin)
   gboolean ok = FALSE;
   ok |= GST_ELEMENT_REGISTER (tensor_trainer, plugin);
   ok |= GST_ELEMENT_REGISTER (tensor_datasrc, plugin);
+  ok |= GST_ELEMENT_REGISTER (tensor_planner, plugin);
+  ok |= GST_ELEMENT_REGISTER (tensor_labeler, plugin);
   return ok;
 }
 

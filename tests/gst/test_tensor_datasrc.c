@@ -2,7 +2,8 @@
 /*
  * tensor_datasrc through GstHarness, on small IDX files written here:
  * caps, ranges, epochs, seeded shuffling that keeps the training and
- * validation ranges apart, image and label formats, and errors.
+ * validation ranges apart, image and label formats, and errors; and the
+ * same on nnstreamer datarepo files (raw samples + JSON) written here.
  */
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
@@ -329,6 +330,272 @@ GST_START_TEST (test_errors)
 
 GST_END_TEST;
 
+/* ---- datarepo files -------------------------------------------------- */
+
+/* The samples of write_idx_pair as a datarepo: per sample the 1:3:2:1
+ * uint8 image and the one-hot float32 label, and its JSON (nnstreamer
+ * writes "." between tensors). */
+static void
+write_repo (const gchar * data, const gchar * json, guint count, guint base,
+    const gchar * json_extra)
+{
+  GByteArray *a = g_byte_array_new ();
+  for (guint i = 0; i < count; i++) {
+    guint8 px[ROWS * COLS];
+    gfloat label[CLASSES] = { 0 };
+    memset (px, base + i, sizeof px);
+    label[(base + i) % CLASSES] = 1.0f;
+    g_byte_array_append (a, px, sizeof px);
+    g_byte_array_append (a, (guint8 *) label, sizeof label);
+  }
+  fail_unless (g_file_set_contents (data, (gchar *) a->data, a->len, NULL));
+  g_byte_array_unref (a);
+  gchar *text = g_strdup_printf ("{\"gst_caps\":\"other/tensors, "
+      "format=(string)static, framerate=(fraction)30/1, num_tensors=(int)2, "
+      "dimensions=(string)1:%u:%u:1.%u:1:1:1, types=(string)uint8.float32\","
+      "\"total_samples\":%u%s}", COLS, ROWS, CLASSES, count,
+      json_extra ? json_extra : ",\"sample_size\":22");
+  fail_unless (g_file_set_contents (json, text, -1, NULL));
+  g_free (text);
+}
+
+typedef struct
+{
+  gchar *dir, *data, *json, *vdata, *vjson;
+} Repo;
+
+static void
+repo_init (Repo * r)
+{
+  r->dir = g_dir_make_tmp ("tt-repo-XXXXXX", NULL);
+  r->data = g_build_filename (r->dir, "samples.data", NULL);
+  r->json = g_build_filename (r->dir, "samples.json", NULL);
+  r->vdata = g_build_filename (r->dir, "valid.bin", NULL);
+  r->vjson = g_build_filename (r->dir, "valid-meta.json", NULL);
+  write_repo (r->data, r->json, N_SAMPLES, 0, NULL);
+  write_repo (r->vdata, r->vjson, 8, 100, NULL);
+}
+
+static void
+repo_clear (Repo * r)
+{
+  g_unlink (r->data);
+  g_unlink (r->json);
+  g_unlink (r->vdata);
+  g_unlink (r->vjson);
+  g_rmdir (r->dir);
+  g_free (r->dir);
+  g_free (r->data);
+  g_free (r->json);
+  g_free (r->vdata);
+  g_free (r->vjson);
+}
+
+/* A datarepo source; json NULL: found beside the .data file. */
+static GstHarness *
+new_repo_src (const Repo * r, gboolean with_json)
+{
+  GstHarness *h = gst_harness_new ("tensor_datasrc");
+  g_object_set (h->element, "location", r->data, NULL);
+  if (with_json)
+    g_object_set (h->element, "json", r->json, NULL);
+  return h;
+}
+
+GST_START_TEST (test_repo_caps)
+{
+  Repo r;
+  repo_init (&r);
+  GstHarness *h = new_repo_src (&r, TRUE);
+  g_object_set (h->element, "num-samples", 1, NULL);
+  gst_harness_play (h);
+  GstBuffer *b = gst_harness_pull (h);
+  fail_unless_equals_int (gst_buffer_n_memory (b), 2);
+  gst_buffer_unref (b);
+  GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
+  GstCaps *want = gst_caps_from_string ("other/tensors,format=static,"
+      "num_tensors=2,dimensions=(string)\"1:3:2:1,4:1:1:1\","
+      "types=(string)\"uint8,float32\",framerate=(fraction)0/1");
+  fail_unless (gst_caps_is_equal (caps, want), "%" GST_PTR_FORMAT, caps);
+  gst_caps_unref (caps);
+  gst_caps_unref (want);
+  gst_harness_teardown (h);
+  repo_clear (&r);
+}
+
+GST_END_TEST;
+
+/* The same ranges, epochs, shuffles and validation as from IDX files give
+ * the same samples in the same order. */
+GST_START_TEST (test_repo_matches_idx)
+{
+  Files f;
+  Repo r;
+  files_init (&f);
+  repo_init (&r);
+  for (guint c = 0; c < 4; c++) {
+    GstHarness *hi = new_src (&f), *hr = new_repo_src (&r, c != 1);
+    GstHarness *both[2] = { hi, hr };
+    for (guint i = 0; i < 2; i++) {
+      if (c == 0 || c == 1)
+        g_object_set (both[i]->element, "start-sample", 5, "num-samples", 6,
+            "epochs", 3, NULL);
+      else if (c == 2)
+        g_object_set (both[i]->element, "num-samples", 20,
+            "validation-start-sample", 20, "validation-num-samples", 10,
+            "epochs", 3, "shuffle", TRUE, "seed", (guint64) 7, NULL);
+      else
+        g_object_set (both[i]->element, "num-samples", 4,
+            "validation-location", i ? r.vdata : f.v_images,
+            "validation-start-sample", 2, "epochs", 2, NULL);
+    }
+    if (c == 3) {
+      g_object_set (hi->element, "validation-label-location", f.v_labels,
+          NULL);
+      g_object_set (hr->element, "validation-json", r.vjson, NULL);
+    }
+    GArray *a = run_to_eos (hi), *b = run_to_eos (hr);
+    fail_unless (a->len > 0);
+    fail_unless_equals_int (a->len, b->len);
+    fail_unless (memcmp (a->data, b->data, a->len * sizeof (guint)) == 0,
+        "case %u: other samples", c);
+    g_array_unref (a);
+    g_array_unref (b);
+    gst_harness_teardown (hi);
+    gst_harness_teardown (hr);
+  }
+  repo_clear (&r);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
+/* The samples are memories over the mapped file: no copy. */
+GST_START_TEST (test_repo_no_copy)
+{
+  Repo r;
+  repo_init (&r);
+  GstHarness *h = new_repo_src (&r, TRUE);
+  g_object_set (h->element, "start-sample", 3, "num-samples", 2, NULL);
+  gst_harness_play (h);
+  GstBuffer *a = gst_harness_pull (h), *b = gst_harness_pull (h);
+  guint8 px0;
+  fail_unless_equals_int (gst_buffer_get_size (a), 22);
+  gst_buffer_extract (a, 0, &px0, 1);
+  fail_unless_equals_int (px0, 3);
+  GstMemory *m0 = gst_buffer_peek_memory (a, 0);
+  GstMemory *m1 = gst_buffer_peek_memory (b, 0);
+  fail_unless (GST_MEMORY_IS_READONLY (m0));
+  GstMapInfo i0, i1;
+  gst_memory_map (m0, &i0, GST_MAP_READ);
+  gst_memory_map (m1, &i1, GST_MAP_READ);
+  fail_unless (i1.data == i0.data + 22, "not one mapping");
+  gst_memory_unmap (m0, &i0);
+  gst_memory_unmap (m1, &i1);
+  gst_harness_teardown (h);
+  /* the buffers outlive the element */
+  fail_unless_equals_int (gst_buffer_get_size (a), 22);
+  gst_buffer_unref (a);
+  gst_buffer_unref (b);
+  repo_clear (&r);
+}
+
+GST_END_TEST;
+
+static gchar *
+repo_error (const Repo * r, const gchar * json_text, gsize data_bytes,
+    const gchar * first_prop, ...)
+{
+  GstElement *e = gst_element_factory_make ("tensor_datasrc", NULL);
+  GstBus *bus = gst_bus_new ();
+  va_list ap;
+  gchar *json = g_build_filename (r->dir, "bad.json", NULL);
+  gchar *data = g_build_filename (r->dir, "bad.data", NULL);
+  gchar *zeros = g_malloc0 (data_bytes + 1);
+  fail_unless (g_file_set_contents (json, json_text, -1, NULL));
+  fail_unless (g_file_set_contents (data, zeros, data_bytes, NULL));
+  g_free (zeros);
+  gst_element_set_bus (e, bus);
+  g_object_set (e, "location", data, "json", json, NULL);
+  if (first_prop) {
+    va_start (ap, first_prop);
+    g_object_set_valist (G_OBJECT (e), first_prop, ap);
+    va_end (ap);
+  }
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (m != NULL);
+  GError *err;
+  gst_message_parse_error (m, &err, NULL);
+  gchar *text = g_strdup (err->message);
+  g_error_free (err);
+  gst_message_unref (m);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
+  g_unlink (json);
+  g_unlink (data);
+  g_free (json);
+  g_free (data);
+  return text;
+}
+
+#define GOOD_CAPS "\"gst_caps\":\"other/tensors,format=static,num_tensors=2," \
+  "dimensions=(string)1:3:2:1.4:1:1:1,types=(string)uint8.float32\""
+
+GST_START_TEST (test_repo_errors)
+{
+  Repo r;
+  repo_init (&r);
+  const struct
+  {
+    const gchar *json;
+    gsize bytes;
+    const gchar *says;
+  } cases[] = {
+    {"{" GOOD_CAPS "}", 22, "\"total_samples\" is missing"},
+    {"{" GOOD_CAPS ",\"total_samples\":-3}", 22, "\"total_samples\" is "
+          "missing or not a positive integer"},
+    {"{\"total_samples\":1}", 22, "no \"gst_caps\""},
+    {"{" GOOD_CAPS ",\"total_samples\":2,\"sample_size\":30}", 44,
+        "\"sample_size\" is 30 bytes but the tensors of \"gst_caps\" make 22"},
+    {"{" GOOD_CAPS ",\"total_samples\":3}", 50, "holds 50 bytes"},
+    {"{\"gst_caps\":\"other/tensors,format=flexible\",\"total_samples\":3}",
+        66, "flexible tensors"},
+    {"{\"gst_caps\":\"video/x-raw\",\"total_samples\":3}", 66,
+        "not other/tensors"},
+    {"[1, 2]", 22, "not a JSON object"},
+    {"{ \"gst_caps\": ", 22, "Cannot read the datarepo JSON"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *msg = repo_error (&r, cases[i].json, cases[i].bytes, NULL);
+    fail_unless (strstr (msg, cases[i].says) != NULL && strstr (msg,
+            "bad."), "case %u: %s", i, msg);
+    g_free (msg);
+  }
+  const gchar *good = "{" GOOD_CAPS ",\"total_samples\":2}";
+  gchar *msg = repo_error (&r, good, 44, "label-location", "x.idx", NULL);
+  fail_unless (strstr (msg, "carry their labels as tensors"), "%s", msg);
+  g_free (msg);
+  msg = repo_error (&r, good, 44, "image-format", 1, NULL);
+  fail_unless (strstr (msg, "image-format and label-format are for IDX"),
+      "%s", msg);
+  g_free (msg);
+  msg = repo_error (&r, good, 44, "num-samples", 1, "validation-start-sample",
+      0, "validation-num-samples", 1, NULL);
+  fail_unless (strstr (msg, "overlaps the training range"), "%s", msg);
+  g_free (msg);
+  msg = repo_error (&r, good, 44, "validation-location", "/tmp/none.bin",
+      NULL);
+  fail_unless (strstr (msg, "needs validation-json"), "%s", msg);
+  g_free (msg);
+  repo_clear (&r);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_datasrc_suite (void)
 {
@@ -341,6 +608,10 @@ tensor_datasrc_suite (void)
   tcase_add_test (tc, test_validation_files);
   tcase_add_test (tc, test_formats);
   tcase_add_test (tc, test_errors);
+  tcase_add_test (tc, test_repo_caps);
+  tcase_add_test (tc, test_repo_matches_idx);
+  tcase_add_test (tc, test_repo_no_copy);
+  tcase_add_test (tc, test_repo_errors);
   return s;
 }
 

@@ -7,6 +7,7 @@
  */
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
+#include <gst/base/gstbasesink.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
@@ -633,8 +634,25 @@ GST_END_TEST;
 
 /* ---- start-up errors ------------------------------------------------- */
 
+/* Property errors fail READY->PAUSED. */
 static gchar *
-start_error (const gchar * ini_text, const gchar * prop, const gchar * value,
+start_error (const gchar * prop, const gchar * value)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 8, NULL);
+  if (prop)
+    g_object_set (f.trainer, prop, value, NULL);
+  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fixture_clear (&f);
+  return msg;
+}
+
+/* Model file errors come with the first caps, which are refused. */
+static gchar *
+caps_error (const gchar * ini_text, const gchar * prop, const gchar * value,
     gchar ** ini_path)
 {
   Fixture f;
@@ -642,8 +660,13 @@ start_error (const gchar * ini_text, const gchar * prop, const gchar * value,
   g_object_set (f.trainer, "num-training-samples", 8, NULL);
   if (prop)
     g_object_set (f.trainer, prop, value, NULL);
-  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
-      GST_STATE_CHANGE_FAILURE);
+  fixture_start (&f);
+  gst_harness_push_event (f.h, gst_event_new_stream_start ("test"));
+  gst_harness_push_event (f.h,
+      gst_event_new_caps (gst_caps_from_string (TINY_CAPS)));
+  GstPad *sink = gst_element_get_static_pad (f.trainer, "sink");
+  fail_if (gst_pad_has_current_caps (sink));
+  gst_object_unref (sink);
   gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
   if (ini_path)
     *ini_path = g_strdup (f.ini);
@@ -654,25 +677,28 @@ start_error (const gchar * ini_text, const gchar * prop, const gchar * value,
 GST_START_TEST (test_start_errors)
 {
   gchar *ini = NULL;
-  gchar *msg = start_error (NULL, "framework", "nntrainer", NULL);
+  gchar *msg = start_error ("framework", "nntrainer");
   fail_unless (strstr (msg, "Unknown framework \"nntrainer\""), "%s", msg);
   g_free (msg);
 
-  msg = start_error (NULL, "model-config", "/nonexistent/model.ini", NULL);
+  msg = start_error ("model-config", "");
+  fail_unless (strstr (msg, "No model-config set"), "%s", msg);
+  g_free (msg);
+
+  msg = caps_error (NULL, "model-config", "/nonexistent/model.ini", NULL);
   fail_unless (strstr (msg, "/nonexistent/model.ini") != NULL, "%s", msg);
   g_free (msg);
 
   gchar *bad = g_strdup_printf ("%s%s", tiny_ini, "colour = blue\n");
-  msg = start_error (bad, NULL, NULL, &ini);
+  msg = caps_error (bad, NULL, NULL, &ini);
   fail_unless (strstr (msg, ini) && strstr (msg, "colour"), "%s", msg);
   g_free (msg);
   g_free (bad);
   g_free (ini);
 
-  msg = start_error (NULL, "model-load-path", "/nonexistent/w.bin", NULL);
+  msg = caps_error (NULL, "model-load-path", "/nonexistent/w.bin", NULL);
   fail_unless (strstr (msg, "/nonexistent/w.bin") != NULL, "%s", msg);
   g_free (msg);
-
 }
 
 GST_END_TEST;
@@ -687,9 +713,18 @@ GST_START_TEST (test_property_errors)
   gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "num-training-samples is 0"), "%s", msg);
   g_free (msg);
-  g_object_set (f.trainer, "num-training-samples", 4, "num-inputs", 2, NULL);
+  g_object_set (f.trainer, "num-training-samples", 4, "num-labels", 2, NULL);
   fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
+  msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "num-labels=2"), "%s", msg);
+  g_free (msg);
+  fixture_clear (&f);
+
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 4, "num-inputs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
   msg = pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "num-inputs=2") && strstr (msg, "1 input"), "%s",
       msg);
@@ -790,6 +825,548 @@ GST_START_TEST (test_datasrc_to_trainer)
 
 GST_END_TEST;
 
+/* ---- caps forms: flexible, other/tensor, flat tensors ----------------- */
+
+#define FLEX_CAPS "other/tensors,format=flexible,framerate=(fraction)0/1"
+
+/* nnstreamer's tensor_type values */
+enum
+{ NNS_UINT8 = 5, NNS_FLOAT32 = 7 };
+
+/* A flexible tensor: nnstreamer's 128-byte header, then the data. */
+static GstMemory *
+flex_memory (guint32 nns_type, const guint32 * dims, guint rank,
+    gconstpointer data, gsize size)
+{
+  guint32 h[32] = { 0 };
+  GstMemory *mem = gst_allocator_alloc (NULL, sizeof h + size, NULL);
+  GstMapInfo m;
+  h[0] = 0xfeedcced;
+  h[1] = 0xDE001000;            /* version 1.0 */
+  h[2] = nns_type;
+  for (guint i = 0; i < rank; i++)
+    h[3 + i] = dims[i];
+  h[19] = 1;                    /* flexible */
+  h[20] = 4;                    /* tensor */
+  gst_memory_map (mem, &m, GST_MAP_WRITE);
+  memcpy (m.data, h, sizeof h);
+  memcpy (m.data + sizeof h, data, size);
+  gst_memory_unmap (mem, &m);
+  return mem;
+}
+
+static GstMemory *
+copy_memory (gconstpointer data, gsize size)
+{
+  gpointer copy = g_memdup2 (data, size);
+  return gst_memory_new_wrapped (0, copy, size, 0, size, copy, g_free);
+}
+
+/* Sample k with integer inputs (so uint8 and float32 say the same): as
+ * static float32 tensors, or flexible with the input as uint8 when
+ * as_uint8. */
+static GstBuffer *
+make_int_sample (guint k, gboolean flexible, gboolean as_uint8)
+{
+  const guint c = k % 3;
+  gfloat x[4], y[3] = { 0, 0, 0 };
+  guint8 xu[4];
+  const guint32 in_dims[4] = { 4, 1, 1, 1 }, lb_dims[4] = { 3, 1, 1, 1 };
+  GstBuffer *b = gst_buffer_new ();
+  for (guint i = 0; i < 4; i++) {
+    xu[i] = (guint8) ((k * 7 + i * 13) % 5 + (i == c ? 8 : 0));
+    x[i] = xu[i];
+  }
+  y[c] = 1.0f;
+  if (!flexible) {
+    gst_buffer_append_memory (b, copy_memory (x, sizeof x));
+  } else if (as_uint8) {
+    gst_buffer_append_memory (b, flex_memory (NNS_UINT8, in_dims, 4, xu,
+            sizeof xu));
+  } else {
+    gst_buffer_append_memory (b, flex_memory (NNS_FLOAT32, in_dims, 4, x,
+            sizeof x));
+  }
+  if (flexible)
+    gst_buffer_append_memory (b, flex_memory (NNS_FLOAT32, lb_dims, 1, y,
+            sizeof y));
+  else
+    gst_buffer_append_memory (b, copy_memory (y, sizeof y));
+  return b;
+}
+
+/* Trains 2 epochs of 10 samples; returns the 8 figures. */
+static void
+run_int_stream (gboolean flexible, gdouble out[8])
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 10, "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, flexible ? FLEX_CAPS : TINY_CAPS);
+  for (guint k = 0; k < 20; k++)
+    fail_unless_equals_int (gst_harness_push (f.h, make_int_sample (k,
+                flexible, k % 2 == 1)), GST_FLOW_OK);
+  for (guint e = 0; e < 2; e++) {
+    GstBuffer *b = gst_harness_pull (f.h);
+    read_stats (b, out + 4 * e);
+    gst_buffer_unref (b);
+  }
+  gchar *err = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless_equals_string (err, "");
+  g_free (err);
+  fixture_clear (&f);
+}
+
+/* A flexible stream mixing uint8 and float32 inputs trains exactly as the
+ * static float32 stream of the same values. */
+GST_START_TEST (test_flexible_matches_static)
+{
+  gdouble a[8], b[8];
+  run_int_stream (FALSE, a);
+  run_int_stream (TRUE, b);
+  for (guint i = 0; i < 8; i++) {
+    if (i % 4 < 2)
+      fail_unless (isfinite (a[i]), "figure %u: %g", i, a[i]);
+    fail_unless (memcmp (&a[i], &b[i], sizeof a[i]) == 0,
+        "figure %u: static %.17g, flexible %.17g", i, a[i], b[i]);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_flexible_bad_headers)
+{
+  const struct
+  {
+    guint field;                /* header word to change, or 99: data size */
+    guint32 value;
+    guint tensor;
+    const gchar *says[2];
+  } cases[] = {
+    {0, 0xfeedcc00, 0, {"magic is 0xfeedcc00", "tensor 0 (input)"}},
+    {1, 0x00001000, 0, {"version 0x00001000", "Bad flexible tensor header"}},
+    {2, 11, 1, {"type 11 is not a tensor type", "tensor 1 (label)"}},
+    {19, 2, 0, {"sparse", "not supported"}},
+    {20, 9, 0, {"media type 9", "tensor 0"}},
+    {3, 5, 0, {"dimensions 5:1:1:1", "expected 4:1:1:1"}},
+    {2, NNS_UINT8, 1, {"type uint8", "expected float32"}},
+    {99, 8, 1, {"announces 12 bytes of data", "8 are left"}},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    Fixture f;
+    fixture_init (&f, NULL);
+    g_object_set (f.trainer, "num-training-samples", 8, NULL);
+    fixture_start (&f);
+    gst_harness_set_src_caps_str (f.h, FLEX_CAPS);
+    fail_unless_equals_int (gst_harness_push (f.h, make_int_sample (0, TRUE,
+                FALSE)), GST_FLOW_OK);
+    GstBuffer *b = make_int_sample (1, TRUE, FALSE);
+    GstMemory *mem = gst_buffer_peek_memory (b, cases[i].tensor);
+    GstMapInfo m;
+    if (cases[i].field == 99) {
+      gst_memory_resize (mem, 0, 128 + cases[i].value);
+    } else {
+      gst_memory_map (mem, &m, GST_MAP_WRITE);
+      ((guint32 *) m.data)[cases[i].field] = cases[i].value;
+      gst_memory_unmap (mem, &m);
+    }
+    fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_ERROR);
+    gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+    GST_INFO ("refusal: %s", msg);
+    for (guint j = 0; j < 2; j++)
+      fail_unless (strstr (msg, cases[i].says[j]) != NULL,
+          "case %u: \"%s\" does not say \"%s\"", i, msg, cases[i].says[j]);
+    g_free (msg);
+    fixture_clear (&f);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_other_tensor)
+{
+  /* the legacy single tensor links, but cannot carry a label */
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 8, NULL);
+  fixture_start (&f);
+  gst_harness_push_event (f.h, gst_event_new_stream_start ("test"));
+  GstCaps *caps = gst_caps_from_string ("other/tensor,"
+      "dimension=(string)4:1:1:1,type=(string)float32,"
+      "framerate=(fraction)30/1");
+  GstPad *sink = gst_element_get_static_pad (f.trainer, "sink");
+  fail_unless (gst_pad_query_accept_caps (sink, caps));
+  gst_harness_push_event (f.h, gst_event_new_caps (caps));
+  fail_if (gst_pad_has_current_caps (sink));
+  gst_object_unref (sink);
+  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "other/tensor carries one tensor and no label")
+      && strstr (msg, "tensor_mux") && strstr (msg, "takes 2 tensors"), "%s",
+      msg);
+  g_free (msg);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+/* input 3:2:2 planar -> flatten -> fully_connected 3 */
+static const gchar *rgb_ini =
+    "[Model]\nbatch_size = 2\nloss = cross\n"
+    "[Optimizer]\ntype = sgd\nlearning_rate = 0.1\n"
+    "[input]\ntype = input\ninput_shape = 3:2:2\n"
+    "[flat]\ntype = flatten\n"
+    "[output]\ntype = fully_connected\nunit = 3\nactivation = softmax\n";
+
+static gboolean
+caps_fit (const gchar * ini, const gchar * dims)
+{
+  Fixture f;
+  gchar *caps = g_strdup_printf ("other/tensors,format=static,num_tensors=2,"
+      "dimensions=(string)\"%s,3:1:1:1\",types=(string)\"float32,float32\"",
+      dims);
+  fixture_init (&f, ini);
+  g_object_set (f.trainer, "num-training-samples", 2, NULL);
+  fixture_start (&f);
+  gst_harness_push_event (f.h, gst_event_new_stream_start ("test"));
+  gst_harness_push_event (f.h, gst_event_new_caps (gst_caps_from_string
+          (caps)));
+  GstPad *sink = gst_element_get_static_pad (f.trainer, "sink");
+  gboolean ok = gst_pad_has_current_caps (sink);
+  gst_object_unref (sink);
+  fixture_clear (&f);
+  g_free (caps);
+  return ok;
+}
+
+GST_START_TEST (test_flat_and_planar_shapes)
+{
+  /* planar C:H:W is W:H:C:1 innermost first */
+  fail_unless (caps_fit (rgb_ini, "2:2:3:1"));
+  /* a flat tensor has no layout: taken in memory order */
+  fail_unless (caps_fit (rgb_ini, "12:1:1:1"));
+  fail_unless (caps_fit (rgb_ini, "1:1:12:1"));
+  /* interleaved RGB (tensor_converter's 3:W:H:1) is another layout */
+  fail_if (caps_fit (rgb_ini, "3:2:2:1"));
+  fail_if (caps_fit (rgb_ini, "13:1:1:1"));
+  /* a flat model input takes any tensor with as many elements */
+  gchar **halves = g_strsplit (tiny_ini, "input_shape = 1:1:4\n", 2);
+  gchar *ini = g_strconcat (halves[0], "input_shape = 1:1:4\n", halves[1],
+      NULL);
+  fail_unless (caps_fit (ini, "2:2:1:1"));
+  g_strfreev (halves);
+  g_free (ini);
+}
+
+GST_END_TEST;
+
+/* ---- plan and progress messages -------------------------------------- */
+
+static GstMessage *
+pop_named (GstBus * bus, const gchar * name)
+{
+  GstMessage *m;
+  while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
+    if (gst_structure_has_name (gst_message_get_structure (m), name))
+      return m;
+    gst_message_unref (m);
+  }
+  return NULL;
+}
+
+/* Trains one epoch from ini; checks and returns plan-loaded of the plan
+ * and epoch messages, and the pool size. */
+static gboolean
+plan_loaded (const gchar * ini_path, guint64 * pool)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "model-config", ini_path, "num-training-samples",
+      4, "epochs", 1, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  GstMessage *m = pop_named (f.bus, "tensor-trainer-plan");
+  fail_unless (m != NULL, "no tensor-trainer-plan message");
+  const GstStructure *s = gst_message_get_structure (m);
+  gboolean loaded, exact;
+  guint64 bound, naive, dfs;
+  guint tensors, batch;
+  gdouble ms;
+  const gchar *model;
+  fail_unless (gst_structure_get (s, "plan-loaded", G_TYPE_BOOLEAN, &loaded,
+          "pool-bytes", G_TYPE_UINT64, pool, "lower-bound", G_TYPE_UINT64,
+          &bound, "naive-bytes", G_TYPE_UINT64, &naive, "depth-first-bytes",
+          G_TYPE_UINT64, &dfs, "tensors", G_TYPE_UINT, &tensors,
+          "order-exact", G_TYPE_BOOLEAN, &exact, "plan-ms", G_TYPE_DOUBLE, &ms,
+          "batch-size", G_TYPE_UINT, &batch, NULL));
+  model = gst_structure_get_string (s, "model");
+  fail_unless_equals_string (model, ini_path);
+  fail_unless (*pool > 0 && bound <= *pool && *pool <= naive, "%"
+      G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, bound,
+      *pool, naive);
+  fail_unless (tensors > 0 && ms >= 0 && batch == 4);
+  gst_message_unref (m);
+  push_samples (f.h, 0, 4);
+  m = pop_epoch_message (f.bus);
+  fail_unless (m != NULL);
+  gboolean loaded2;
+  guint64 pool2;
+  fail_unless (gst_structure_get (gst_message_get_structure (m),
+          "plan-loaded", G_TYPE_BOOLEAN, &loaded2, "pool-bytes",
+          G_TYPE_UINT64, &pool2, "lower-bound", G_TYPE_UINT64, &bound,
+          "naive-bytes", G_TYPE_UINT64, &naive, "plan-ms", G_TYPE_DOUBLE, &ms,
+          NULL));
+  fail_unless_equals_int (loaded, loaded2);
+  fail_unless_equals_uint64 (pool2, *pool);
+  gst_message_unref (m);
+  /* one-time */
+  fail_unless (pop_named (f.bus, "tensor-trainer-plan") == NULL);
+  fixture_clear (&f);
+  return loaded;
+}
+
+GST_START_TEST (test_plan_message)
+{
+  gchar *dir = g_dir_make_tmp ("tt-plan-XXXXXX", NULL);
+  gchar *ini = g_build_filename (dir, "tiny.ini", NULL);
+  gchar *opt = g_build_filename (dir, "tiny.opt.ini", NULL);
+  guint64 pool_plain, pool_opt;
+  tt_error err;
+  fail_unless (g_file_set_contents (ini, tiny_ini, -1, NULL));
+  tt_model *m = tt_model_load_ini (ini, &err);
+  fail_unless (m && tt_model_compile (m, &err) == TT_OK, "%s", err.message);
+  fail_unless_equals_int (tt_model_save_plan_ini (m, opt, &err), TT_OK);
+  tt_model_free (m);
+
+  fail_if (plan_loaded (ini, &pool_plain), "a plain INI was not planned");
+  fail_unless (plan_loaded (opt, &pool_opt), "the stored plan was not used");
+  fail_unless_equals_uint64 (pool_plain, pool_opt);
+  g_unlink (ini);
+  g_unlink (opt);
+  g_rmdir (dir);
+  g_free (ini);
+  g_free (opt);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_progress_interval)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  /* batch 4: training batches 1..3 (4, 4, 2 samples), validation 4..5 */
+  g_object_set (f.trainer, "num-training-samples", 10,
+      "num-validation-samples", 6, "epochs", 2, "progress-interval", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 32);
+  const struct
+  {
+    guint epoch, batch;
+    const gchar *phase;
+    guint64 samples, total;
+  } want[] = {
+    {1, 2, "training", 8, 10}, {1, 4, "validation", 4, 6},
+    {2, 2, "training", 8, 10}, {2, 4, "validation", 4, 6},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (want); i++) {
+    GstMessage *m = pop_named (f.bus, "tensor-trainer-progress");
+    fail_unless (m != NULL, "progress message %u missing", i);
+    guint epoch, epochs, batch;
+    guint64 samples, total;
+    gdouble loss, acc, rate;
+    const GstStructure *s = gst_message_get_structure (m);
+    fail_unless (gst_structure_get (s, "epoch", G_TYPE_UINT, &epoch,
+            "epochs", G_TYPE_UINT, &epochs, "batch", G_TYPE_UINT, &batch,
+            "samples", G_TYPE_UINT64, &samples, "total", G_TYPE_UINT64,
+            &total, "loss", G_TYPE_DOUBLE, &loss, "accuracy", G_TYPE_DOUBLE,
+            &acc, "samples-per-second", G_TYPE_DOUBLE, &rate, NULL));
+    fail_unless_equals_int (epoch, want[i].epoch);
+    fail_unless_equals_int (epochs, 2);
+    fail_unless_equals_int (batch, want[i].batch);
+    fail_unless_equals_string (gst_structure_get_string (s, "phase"),
+        want[i].phase);
+    fail_unless_equals_uint64 (samples, want[i].samples);
+    fail_unless_equals_uint64 (total, want[i].total);
+    fail_unless (isfinite (loss) && loss > 0 && acc >= 0 && acc <= 1);
+    gst_message_unref (m);
+  }
+  fail_unless (pop_named (f.bus, "tensor-trainer-progress") == NULL);
+  fixture_clear (&f);
+
+  /* 0 (the default): none */
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 8, "epochs", 1, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 8);
+  fail_unless (pop_named (f.bus, "tensor-trainer-progress") == NULL);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+/* ---- a real pipeline: EOS on the bus, true zeros --------------------- */
+
+/* The tests load no plugin but ours: a do-nothing sink for pipelines. */
+typedef GstBaseSink TestSink;
+typedef GstBaseSinkClass TestSinkClass;
+G_DEFINE_TYPE (TestSink, test_sink, GST_TYPE_BASE_SINK);
+static GstStaticPadTemplate test_sink_template = GST_STATIC_PAD_TEMPLATE
+    ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+static void
+test_sink_class_init (TestSinkClass * klass)
+{
+  gst_element_class_add_static_pad_template (GST_ELEMENT_CLASS (klass),
+      &test_sink_template);
+  gst_element_class_set_static_metadata (GST_ELEMENT_CLASS (klass),
+      "Test sink", "Sink", "Drops buffers", "tests");
+}
+
+static void
+test_sink_init (TestSink * self)
+{
+  gst_base_sink_set_sync (self, FALSE);
+}
+
+typedef struct
+{
+  const gchar *bin, *ini;
+  gint eos_seen;
+  gboolean file_loaded;
+  guint warnings;
+} BusCheck;
+
+/* Runs in the thread that posts: the EOS message is checked at the moment
+ * an application could see it. */
+static GstBusSyncReply
+bus_sync (GstBus * bus, GstMessage * m, gpointer data)
+{
+  BusCheck *c = data;
+  (void) bus;
+  if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_WARNING)
+    c->warnings++;
+  if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
+    tt_error err;
+    tt_model *model = tt_model_load_ini (c->ini, &err);
+    c->eos_seen++;
+    c->file_loaded = model && tt_model_compile (model, &err) == TT_OK
+        && tt_model_load_bin (model, c->bin, &err) == TT_OK;
+    tt_model_free (model);
+  }
+  return GST_BUS_PASS;
+}
+
+static void
+check_eos_on_bus (guint src_epochs, guint trainer_epochs)
+{
+  Fixture f;
+  gchar **halves = g_strsplit (tiny_ini, "input_shape = 1:1:4\n", 2);
+  gchar *ini = g_strconcat (halves[0], "input_shape = 1:2:2\n"
+      "[flat]\ntype = flatten\n", halves[1], NULL);
+  g_strfreev (halves);
+  fixture_init (&f, ini);
+  gchar *images = g_build_filename (f.dir, "im.idx", NULL);
+  gchar *labels = g_build_filename (f.dir, "lb.idx", NULL);
+  write_idx (images, labels, 30);
+  gchar *launch = g_strdup_printf ("tensor_datasrc location=%s "
+      "label-location=%s num-samples=24 num-classes=3 epochs=%u ! "
+      "tensor_trainer model-config=%s num-training-samples=24 epochs=%u "
+      "model-save-path=%s ! testsink", images, labels, src_epochs, f.ini,
+      trainer_epochs, f.bin);
+  GError *error = NULL;
+  gst_element_register (NULL, "testsink", GST_RANK_NONE, test_sink_get_type ());
+  GstElement *pipeline = gst_parse_launch (launch, &error);
+  fail_unless (pipeline != NULL && error == NULL, "%s", error ?
+      error->message : "");
+  GstBus *bus = gst_element_get_bus (pipeline);
+  BusCheck c = { f.bin, f.ini, 0, FALSE, 0 };
+  gst_bus_set_sync_handler (bus, bus_sync, &c, NULL);
+  fail_if (g_file_test (f.bin, G_FILE_TEST_EXISTS));
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  GstMessage *m = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  fail_unless (m != NULL && GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS);
+  gst_message_unref (m);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  fail_unless_equals_int (c.eos_seen, 1);
+  fail_unless (c.file_loaded, "EOS reached the bus before the model could "
+      "be loaded");
+  /* an early EOS (fewer epochs upstream) is said, as a warning */
+  fail_unless_equals_int (c.warnings, src_epochs < trainer_epochs ? 1 : 0);
+  gst_bus_set_sync_handler (bus, NULL, NULL, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_unlink (images);
+  g_unlink (labels);
+  g_free (images);
+  g_free (labels);
+  g_free (launch);
+  g_free (ini);
+  fixture_clear (&f);
+}
+
+GST_START_TEST (test_eos_on_bus_after_save)
+{
+  check_eos_on_bus (2, 2);      /* the trainer ends after its epochs */
+  check_eos_on_bus (1, 2);      /* upstream ends early */
+}
+
+GST_END_TEST;
+
+/* A sample of make_sample with its label replaced by class cls. */
+static GstBuffer *
+make_class_sample (guint k, guint cls)
+{
+  GstBuffer *b = make_sample (k);
+  gfloat y[3] = { 0, 0, 0 };
+  y[cls] = 1.0f;
+  gst_buffer_fill (b, 4 * sizeof (gfloat), y, sizeof y);
+  return b;
+}
+
+/* A model taught that everything is class 0 scores exactly 0 on samples of
+ * class 1: a true zero is 0 (not -inf as nnstreamer's trainer says, nor
+ * NaN, which means "no such figure"). */
+GST_START_TEST (test_true_zero)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 40,
+      "num-validation-samples", 8, "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  gdouble v[4];
+  for (guint e = 0; e < 2; e++) {
+    for (guint k = 0; k < 40; k++)
+      fail_unless_equals_int (gst_harness_push (f.h, make_class_sample (k,
+                  0)), GST_FLOW_OK);
+    for (guint k = 0; k < 8; k++)
+      fail_unless_equals_int (gst_harness_push (f.h, make_class_sample (k,
+                  1)), GST_FLOW_OK);
+    GstBuffer *b = gst_harness_pull (f.h);
+    read_stats (b, v);
+    gst_buffer_unref (b);
+  }
+  fail_unless (v[1] == 1.0, "training accuracy %g", v[1]);
+  fail_unless (v[3] == 0.0 && !signbit (v[3]), "validation accuracy %g",
+      v[3]);
+  fail_unless (isfinite (v[2]) && v[2] > 0);
+  GstMessage *m = pop_epoch_message (f.bus);
+  gst_message_unref (m);
+  m = pop_epoch_message (f.bus);
+  gdouble acc;
+  fail_unless (gst_structure_get_double (gst_message_get_structure (m),
+          "validation-accuracy", &acc));
+  fail_unless (acc == 0.0 && !signbit (acc));
+  gst_message_unref (m);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_trainer_suite (void)
 {
@@ -811,6 +1388,14 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_start_errors);
   tcase_add_test (tc, test_property_errors);
   tcase_add_test (tc, test_datasrc_to_trainer);
+  tcase_add_test (tc, test_flexible_matches_static);
+  tcase_add_test (tc, test_flexible_bad_headers);
+  tcase_add_test (tc, test_other_tensor);
+  tcase_add_test (tc, test_flat_and_planar_shapes);
+  tcase_add_test (tc, test_plan_message);
+  tcase_add_test (tc, test_progress_interval);
+  tcase_add_test (tc, test_eos_on_bus_after_save);
+  tcase_add_test (tc, test_true_zero);
   return s;
 }
 

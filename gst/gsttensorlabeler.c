@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * SECTION:element-tensor_labeler
+ * @title: tensor_labeler
+ *
+ * Turns video frames into training samples: each `video/x-raw` frame (GRAY8,
+ * or 8-bit RGB in any packed order: RGB, BGR, RGBx, BGRx, xRGB, xBGR and
+ * the alpha variants, alpha ignored) becomes one buffer of two tensors,
+ * `other/tensors,format=static,num_tensors=2`:
+ *
+ * - the image as float32 normalized to [0, 1] (pixel / 255), channels in
+ *   R, G, B order. With #GstTensorLabeler:layout=planar (the default) the
+ *   memory is C:H:W, the layout of the engine's models (NCHW), which
+ *   nnstreamer's innermost-first dimensions write `W:H:C:1`; a model whose
+ *   input_shape is `C:H:W` takes it as it is. With layout=interleaved it is
+ *   H:W:C, `C:W:H:1`, as tensor_converter writes frames (for GRAY8 both
+ *   are the same bytes);
+ * - the label as a one-hot float32 vector of #GstTensorLabeler:num-classes,
+ *   `num-classes:1:1:1`, for the class in #GstTensorLabeler:label.
+ *
+ * The label can change while PLAYING: each frame takes the value the
+ * property has when the frame is processed. label=-1 drops the frames (no
+ * sample) until a class is set again, e.g. while the camera is moved to
+ * the next object. A label not below num-classes is an error.
+ *
+ * Timestamps and the framerate are kept. One GstMemory per tensor.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 v4l2src ! videoconvert ! videoscale ! \
+ *     video/x-raw,format=GRAY8,width=28,height=28 ! \
+ *   tensor_labeler name=labeler num-classes=3 label=0 ! \
+ *   tensor_trainer model-config=camera.ini num-training-samples=300 ! \
+ *   fakesink
+ * ]|
+ */
+#include "gsttensorlabeler.h"
+
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_tensor_labeler_debug);
+#define GST_CAT_DEFAULT gst_tensor_labeler_debug
+
+#define DEFAULT_LABEL 0
+#define DEFAULT_NUM_CLASSES 10
+#define DEFAULT_LAYOUT GST_TENSOR_LABELER_LAYOUT_PLANAR
+
+enum
+{
+  PROP_0,
+  PROP_LABEL,
+  PROP_NUM_CLASSES,
+  PROP_LAYOUT,
+};
+
+#define GST_TENSOR_LABELER_FORMATS \
+  "{ GRAY8, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR }"
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (GST_TENSOR_LABELER_FORMATS)));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("other/tensors, format = (string) static, "
+        "num_tensors = (int) 2, types = (string) \"float32,float32\", "
+        "framerate = (fraction) [ 0/1, 2147483647/1 ]"));
+
+#define GST_TYPE_TENSOR_LABELER_LAYOUT (gst_tensor_labeler_layout_get_type ())
+static GType
+gst_tensor_labeler_layout_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_TENSOR_LABELER_LAYOUT_PLANAR,
+        "Planar C:H:W (dimensions W:H:C:1), the engine's NCHW", "planar"},
+    {GST_TENSOR_LABELER_LAYOUT_INTERLEAVED,
+          "Interleaved H:W:C (dimensions C:W:H:1), as tensor_converter",
+        "interleaved"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type,
+        g_enum_register_static ("GstTensorLabelerLayout", values));
+  return type;
+}
+
+#define gst_tensor_labeler_parent_class parent_class
+G_DEFINE_TYPE (GstTensorLabeler, gst_tensor_labeler, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_labeler, "tensor_labeler",
+    GST_RANK_NONE, GST_TYPE_TENSOR_LABELER,
+    GST_DEBUG_CATEGORY_INIT (gst_tensor_labeler_debug, "tensor_labeler", 0,
+        "tensor_labeler element"));
+
+static void gst_tensor_labeler_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_tensor_labeler_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static GstCaps *gst_tensor_labeler_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter);
+static gboolean gst_tensor_labeler_set_caps (GstBaseTransform * trans,
+    GstCaps * incaps, GstCaps * outcaps);
+static gboolean gst_tensor_labeler_stop (GstBaseTransform * trans);
+static GstFlowReturn gst_tensor_labeler_prepare_output_buffer
+    (GstBaseTransform * trans, GstBuffer * input, GstBuffer ** outbuf);
+static GstFlowReturn gst_tensor_labeler_transform (GstBaseTransform * trans,
+    GstBuffer * inbuf, GstBuffer * outbuf);
+
+static void
+gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+
+  gobject_class->set_property = gst_tensor_labeler_set_property;
+  gobject_class->get_property = gst_tensor_labeler_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_LABEL,
+      g_param_spec_int ("label", "Label",
+          "Class of the frames from now on (0 .. num-classes - 1), sent as a "
+          "one-hot float32 label; may change while PLAYING; -1: drop frames "
+          "(no sample) until a class is set", -1, 65535, DEFAULT_LABEL,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
+      g_param_spec_uint ("num-classes", "Number of classes",
+          "Length of the one-hot label (the model's output units)", 1, 65535,
+          DEFAULT_NUM_CLASSES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_LAYOUT,
+      g_param_spec_enum ("layout", "Layout",
+          "Memory order of the image tensor: planar C:H:W (dimensions "
+          "W:H:C:1, what models with input_shape C:H:W take) or interleaved "
+          "H:W:C (dimensions C:W:H:1, as tensor_converter)",
+          GST_TYPE_TENSOR_LABELER_LAYOUT, DEFAULT_LAYOUT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  gst_element_class_set_static_metadata (element_class, "Tensor labeler",
+      "Filter/Converter/Video/Tensor",
+      "Turns video frames into training samples: a normalized float32 image "
+      "tensor and a one-hot label from a property that can change while "
+      "playing", "tensor-trainer project");
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+
+  trans_class->transform_caps =
+      GST_DEBUG_FUNCPTR (gst_tensor_labeler_transform_caps);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_tensor_labeler_set_caps);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_tensor_labeler_stop);
+  trans_class->prepare_output_buffer =
+      GST_DEBUG_FUNCPTR (gst_tensor_labeler_prepare_output_buffer);
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_tensor_labeler_transform);
+  trans_class->passthrough_on_same_caps = FALSE;
+
+  gst_type_mark_as_plugin_api (GST_TYPE_TENSOR_LABELER_LAYOUT, 0);
+}
+
+static void
+gst_tensor_labeler_init (GstTensorLabeler * self)
+{
+  self->label = DEFAULT_LABEL;
+  self->num_classes = DEFAULT_NUM_CLASSES;
+  self->layout = DEFAULT_LAYOUT;
+  gst_video_info_init (&self->info);
+}
+
+/* ---- caps ------------------------------------------------------------ */
+
+/* The image tensor's dimensions for a frame. */
+static void
+gst_tensor_labeler_image_desc (guint channels, gint width, gint height,
+    GstTensorLabelerLayout layout, GstTensorDesc * d)
+{
+  memset (d, 0, sizeof *d);
+  d->rank = 4;
+  if (layout == GST_TENSOR_LABELER_LAYOUT_PLANAR) {
+    d->dims[0] = width;
+    d->dims[1] = height;
+    d->dims[2] = channels;
+  } else {
+    d->dims[0] = channels;
+    d->dims[1] = width;
+    d->dims[2] = height;
+  }
+  d->dims[3] = 1;
+  d->type = GST_TENSOR_TYPE_FLOAT32;
+}
+
+/* Video caps to tensor caps: exact where width, height and the number of
+ * channels are known, the template's otherwise. */
+static GstCaps *
+gst_tensor_labeler_video_to_tensors (GstTensorLabeler * self, GstCaps * caps)
+{
+  GstCaps *out = gst_caps_new_empty ();
+  guint classes;
+  GstTensorLabelerLayout layout;
+
+  GST_OBJECT_LOCK (self);
+  classes = self->num_classes;
+  layout = self->layout;
+  GST_OBJECT_UNLOCK (self);
+
+  for (guint i = 0; i < gst_caps_get_size (caps); i++) {
+    const GstStructure *st = gst_caps_get_structure (caps, i);
+    const gchar *format = gst_structure_get_string (st, "format");
+    const GValue *fps = gst_structure_get_value (st, "framerate");
+    gint w, h;
+    GstStructure *o;
+    if (format && gst_structure_get_int (st, "width", &w)
+        && gst_structure_get_int (st, "height", &h)) {
+      GstTensorsDesc desc;
+      GstCaps *c;
+      memset (&desc, 0, sizeof desc);
+      desc.num = 2;
+      gst_tensor_labeler_image_desc (g_str_equal (format, "GRAY8") ? 1 : 3,
+          w, h, layout, &desc.tensors[0]);
+      desc.tensors[1].rank = 4;
+      desc.tensors[1].dims[0] = classes;
+      desc.tensors[1].dims[1] = desc.tensors[1].dims[2] =
+          desc.tensors[1].dims[3] = 1;
+      desc.tensors[1].type = GST_TENSOR_TYPE_FLOAT32;
+      c = gst_tensors_desc_to_caps (&desc, 0, 1);
+      o = gst_structure_copy (gst_caps_get_structure (c, 0));
+      gst_caps_unref (c);
+    } else {
+      o = gst_structure_new ("other/tensors", "format", G_TYPE_STRING,
+          "static", "num_tensors", G_TYPE_INT, 2, "types", G_TYPE_STRING,
+          "float32,float32", NULL);
+    }
+    if (fps)
+      gst_structure_set_value (o, "framerate", fps);
+    else
+      gst_structure_remove_field (o, "framerate");
+    out = gst_caps_merge_structure (out, o);
+  }
+  return out;
+}
+
+static GstCaps *
+gst_tensor_labeler_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstCaps *out;
+
+  if (direction == GST_PAD_SINK) {
+    out = gst_tensor_labeler_video_to_tensors (self, caps);
+  } else {
+    /* any frame size: tensor dimensions do not constrain upstream */
+    out = gst_static_pad_template_get_caps (&sink_template);
+    for (guint i = 0; i < gst_caps_get_size (caps); i++) {
+      const GValue *fps = gst_structure_get_value (gst_caps_get_structure
+          (caps, i), "framerate");
+      if (fps && gst_caps_get_size (caps) == 1) {
+        out = gst_caps_make_writable (out);
+        gst_caps_set_value (out, "framerate", fps);
+      }
+    }
+  }
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, out,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (out);
+    out = tmp;
+  }
+  GST_DEBUG_OBJECT (self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
+      direction == GST_PAD_SINK ? "video" : "tensors", caps, out);
+  return out;
+}
+
+static gboolean
+gst_tensor_labeler_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+
+  (void) outcaps;
+  if (!gst_video_info_from_caps (&self->info, incaps)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Cannot read video caps %" GST_PTR_FORMAT, incaps), (NULL));
+    return FALSE;
+  }
+  self->channels = GST_VIDEO_INFO_IS_GRAY (&self->info) ? 1 : 3;
+  GST_OBJECT_LOCK (self);
+  self->classes = self->num_classes;
+  self->out_layout = self->layout;
+  GST_OBJECT_UNLOCK (self);
+  self->configured = TRUE;
+  GST_INFO_OBJECT (self, "%s %dx%d -> %u channel(s), %s, %u classes",
+      GST_VIDEO_INFO_NAME (&self->info), GST_VIDEO_INFO_WIDTH (&self->info),
+      GST_VIDEO_INFO_HEIGHT (&self->info), self->channels,
+      self->out_layout == GST_TENSOR_LABELER_LAYOUT_PLANAR ? "planar" :
+      "interleaved", self->classes);
+  return TRUE;
+}
+
+static gboolean
+gst_tensor_labeler_stop (GstBaseTransform * trans)
+{
+  GST_TENSOR_LABELER (trans)->configured = FALSE;
+  return TRUE;
+}
+
+/* ---- samples --------------------------------------------------------- */
+
+/* A new buffer of two memories (image, label) with the input's metadata;
+ * no output (dropped) while label is -1. */
+static GstFlowReturn
+gst_tensor_labeler_prepare_output_buffer (GstBaseTransform * trans,
+    GstBuffer * input, GstBuffer ** outbuf)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  const gsize pixels = (gsize) GST_VIDEO_INFO_WIDTH (&self->info) *
+      GST_VIDEO_INFO_HEIGHT (&self->info);
+  GstBuffer *out;
+
+  if (!self->configured)
+    return GST_FLOW_NOT_NEGOTIATED;
+  out = gst_buffer_new ();
+  gst_buffer_append_memory (out, gst_allocator_alloc (NULL,
+          pixels * self->channels * sizeof (gfloat), NULL));
+  gst_buffer_append_memory (out, gst_allocator_alloc (NULL,
+          self->classes * sizeof (gfloat), NULL));
+  gst_buffer_copy_into (out, input, GST_BUFFER_COPY_METADATA, 0, -1);
+  *outbuf = out;
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+gst_tensor_labeler_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  const gint width = GST_VIDEO_INFO_WIDTH (&self->info);
+  const gint height = GST_VIDEO_INFO_HEIGHT (&self->info);
+  const guint channels = self->channels;
+  const gboolean planar = self->out_layout ==
+      GST_TENSOR_LABELER_LAYOUT_PLANAR;
+  /* R, G, B (or Y) components of the frame */
+  const guint comps[3] = { GST_VIDEO_COMP_R, GST_VIDEO_COMP_G,
+    GST_VIDEO_COMP_B
+  };
+  GstVideoFrame frame;
+  GstMapInfo im, lm;
+  gint label;
+  gfloat *dst;
+
+  GST_OBJECT_LOCK (self);
+  label = self->label;
+  GST_OBJECT_UNLOCK (self);
+  if (label < 0)
+    return GST_BASE_TRANSFORM_FLOW_DROPPED;
+  if ((guint) label >= self->classes) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("label=%d is not below num-classes=%u.", label, self->classes),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_video_frame_map (&frame, &self->info, inbuf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("A frame of %" G_GSIZE_FORMAT " bytes does not fit the caps (%dx%d "
+            "%s).", gst_buffer_get_size (inbuf), width, height,
+            GST_VIDEO_INFO_NAME (&self->info)), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  gst_buffer_map_range (outbuf, 0, 1, &im, GST_MAP_WRITE);
+  dst = (gfloat *) im.data;
+  for (guint c = 0; c < channels; c++) {
+    const guint comp = channels == 1 ? GST_VIDEO_COMP_Y : comps[c];
+    const guint8 *base = GST_VIDEO_FRAME_COMP_DATA (&frame, comp);
+    const gint stride = GST_VIDEO_FRAME_COMP_STRIDE (&frame, comp);
+    const gint pstride = GST_VIDEO_FRAME_COMP_PSTRIDE (&frame, comp);
+    for (gint y = 0; y < height; y++) {
+      const guint8 *row = base + (gsize) y * stride;
+      gfloat *out = planar ? dst + ((gsize) c * height + y) * width :
+          dst + (gsize) y * width * channels + c;
+      const gsize step = planar ? 1 : channels;
+      for (gint x = 0; x < width; x++)
+        out[x * step] = row[x * pstride] * (1.0f / 255.0f);
+    }
+  }
+  gst_buffer_unmap (outbuf, &im);
+  gst_video_frame_unmap (&frame);
+
+  gst_buffer_map_range (outbuf, 1, 1, &lm, GST_MAP_WRITE);
+  memset (lm.data, 0, lm.size);
+  ((gfloat *) lm.data)[label] = 1.0f;
+  gst_buffer_unmap (outbuf, &lm);
+  return GST_FLOW_OK;
+}
+
+/* ---- properties ------------------------------------------------------ */
+
+static void
+gst_tensor_labeler_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_LABEL:
+      self->label = g_value_get_int (value);
+      GST_DEBUG_OBJECT (self, "label %d", self->label);
+      break;
+    case PROP_NUM_CLASSES:
+      self->num_classes = g_value_get_uint (value);
+      break;
+    case PROP_LAYOUT:
+      self->layout = g_value_get_enum (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_labeler_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_LABEL:
+      g_value_set_int (value, self->label);
+      break;
+    case PROP_NUM_CLASSES:
+      g_value_set_uint (value, self->num_classes);
+      break;
+    case PROP_LAYOUT:
+      g_value_set_enum (value, self->layout);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}

@@ -1,0 +1,610 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * SECTION:element-tensor_planner
+ * @title: tensor_planner
+ *
+ * Plans the memory of a model for the stream that goes through it and
+ * writes the result as an optimized INI (the model's own text followed by
+ * its plan; see docs/optimized-ini.md), so that a #GstTensorTrainer, or any
+ * program using the engine, loads it later without planning again. Buffers
+ * pass through untouched (the element is a passthrough #GstBaseTransform),
+ * so it can stand right in front of tensor_trainer.
+ *
+ * When the first caps arrive, before it forwards them, the element loads
+ * #GstTensorPlanner:model-config, checks that the caps' first tensors are
+ * the model's inputs (other/tensors static or flexible, or the legacy single
+ * other/tensor; further tensors, such as labels, are ignored), plans the
+ * model afresh (an earlier plan in the INI is ignored) for the batch size of
+ * #GstTensorPlanner:batch-size or the INI's, and writes:
+ *
+ * - #GstTensorPlanner:location: the optimized INI, atomically. With
+ *   batch-size set, the INI's [Model] batch_size is rewritten to it, so the
+ *   file loads as it is.
+ * - #GstTensorPlanner:weights-location (optional): the BIN of the model's
+ *   initial weights, those of #GstTensorPlanner:model-load-path or freshly
+ *   initialized as the INI says.
+ *
+ * Then it posts an element message `tensor-planner-plan` with model,
+ * location, weights-location, batch-size, pool-bytes, lower-bound,
+ * naive-bytes, depth-first-bytes, tensors, in-place-layers, order-exact and
+ * plan-ms (the planning time), and logs the same at INFO.
+ *
+ * Because the file is written before the caps go downstream, and
+ * tensor_trainer loads its model when its first caps arrive, a
+ * `tensor_planner location=X ! tensor_trainer model-config=X` pipeline
+ * always trains from the plan just written, whatever the state-change order
+ * (its `tensor-trainer-plan` message says plan-loaded=true). Later caps are
+ * only checked against the model; flexible tensors, which have no shapes in
+ * their caps, are checked on the first buffer.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 -m tensor_datasrc location=train-images-idx3-ubyte.gz \
+ *     label-location=train-labels-idx1-ubyte.gz ! \
+ *   tensor_planner model-config=fmnist_mlp.ini location=mlp.opt.ini \
+ *     weights-location=mlp.init.bin batch-size=64 ! \
+ *   tensor_trainer model-config=mlp.opt.ini model-load-path=mlp.init.bin \
+ *     num-training-samples=60000 ! fakesink
+ * ]|
+ */
+#include "gsttensorplanner.h"
+
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_tensor_planner_debug);
+#define GST_CAT_DEFAULT gst_tensor_planner_debug
+
+#define DEFAULT_MODEL_CONFIG NULL
+#define DEFAULT_LOCATION NULL
+#define DEFAULT_WEIGHTS_LOCATION NULL
+#define DEFAULT_MODEL_LOAD_PATH NULL
+#define DEFAULT_BATCH_SIZE 0
+#define DEFAULT_ALIGNMENT 0
+
+enum
+{
+  PROP_0,
+  PROP_MODEL_CONFIG,
+  PROP_LOCATION,
+  PROP_WEIGHTS_LOCATION,
+  PROP_MODEL_LOAD_PATH,
+  PROP_BATCH_SIZE,
+  PROP_ALIGNMENT,
+};
+
+#define GST_TENSOR_PLANNER_CAPS \
+  "other/tensors, format = (string) static; " \
+  "other/tensors, format = (string) flexible; other/tensor"
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_TENSOR_PLANNER_CAPS));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_TENSOR_PLANNER_CAPS));
+
+#define gst_tensor_planner_parent_class parent_class
+G_DEFINE_TYPE (GstTensorPlanner, gst_tensor_planner, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_planner, "tensor_planner",
+    GST_RANK_NONE, GST_TYPE_TENSOR_PLANNER,
+    GST_DEBUG_CATEGORY_INIT (gst_tensor_planner_debug, "tensor_planner", 0,
+        "tensor_planner element"));
+
+static void gst_tensor_planner_finalize (GObject * object);
+static void gst_tensor_planner_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_tensor_planner_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static gboolean gst_tensor_planner_start (GstBaseTransform * trans);
+static gboolean gst_tensor_planner_stop (GstBaseTransform * trans);
+static gboolean gst_tensor_planner_set_caps (GstBaseTransform * trans,
+    GstCaps * incaps, GstCaps * outcaps);
+static GstFlowReturn gst_tensor_planner_transform_ip (GstBaseTransform *
+    trans, GstBuffer * buf);
+
+static void
+gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+
+  gobject_class->finalize = gst_tensor_planner_finalize;
+  gobject_class->set_property = gst_tensor_planner_set_property;
+  gobject_class->get_property = gst_tensor_planner_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
+      g_param_spec_string ("model-config", "Model configuration",
+          "Model description to plan: an INI file in nntrainer's dialect (a "
+          "plan it already holds is replaced); required",
+          DEFAULT_MODEL_CONFIG, rw));
+  g_object_class_install_property (gobject_class, PROP_LOCATION,
+      g_param_spec_string ("location", "Location",
+          "Optimized INI written (atomically) when the caps arrive: the "
+          "model's text and its memory plan, loadable without planning; "
+          "required", DEFAULT_LOCATION, rw));
+  g_object_class_install_property (gobject_class, PROP_WEIGHTS_LOCATION,
+      g_param_spec_string ("weights-location", "Weights location",
+          "BIN file (nntrainer's layout) written with the model's initial "
+          "weights: model-load-path's, or initialized as the INI says; "
+          "unset: no BIN", DEFAULT_WEIGHTS_LOCATION, rw));
+  g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
+      g_param_spec_string ("model-load-path", "Model load path",
+          "BIN weights to write to weights-location instead of initialized "
+          "ones (checked against the model)", DEFAULT_MODEL_LOAD_PATH, rw));
+  g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
+      g_param_spec_uint ("batch-size", "Batch size",
+          "Batch size to plan for, written into the INI's [Model] "
+          "batch_size; 0: the INI's batch_size", 0, 65536, DEFAULT_BATCH_SIZE,
+          rw));
+  g_object_class_install_property (gobject_class, PROP_ALIGNMENT,
+      g_param_spec_uint ("alignment", "Alignment",
+          "Byte alignment of every tensor in the pool, a power of two; 0: "
+          "the engine's default (64)", 0, 4096, DEFAULT_ALIGNMENT, rw));
+
+  gst_element_class_set_static_metadata (element_class, "Tensor planner",
+      "Filter/Tensor",
+      "Plans a model's memory for the tensors streaming through and writes "
+      "the optimized INI (and initial weights) for tensor_trainer; passes "
+      "buffers through", "tensor-trainer project");
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_tensor_planner_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_tensor_planner_stop);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_tensor_planner_set_caps);
+  trans_class->transform_ip =
+      GST_DEBUG_FUNCPTR (gst_tensor_planner_transform_ip);
+  trans_class->passthrough_on_same_caps = TRUE;
+  trans_class->transform_ip_on_passthrough = TRUE;
+}
+
+static void
+gst_tensor_planner_init (GstTensorPlanner * self)
+{
+  self->batch_size = DEFAULT_BATCH_SIZE;
+  self->alignment = DEFAULT_ALIGNMENT;
+  gst_base_transform_set_passthrough (GST_BASE_TRANSFORM (self), TRUE);
+  gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
+}
+
+/* ---- start / stop ---------------------------------------------------- */
+
+static gboolean
+gst_tensor_planner_start (GstBaseTransform * trans)
+{
+  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  gboolean have_config, have_location;
+
+  GST_OBJECT_LOCK (self);
+  have_config = self->model_config && *self->model_config;
+  have_location = self->location && *self->location;
+  GST_OBJECT_UNLOCK (self);
+  if (!have_config) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No model-config set: tensor_planner needs a model INI file."),
+        (NULL));
+    return FALSE;
+  }
+  if (!have_location) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No location set: tensor_planner needs a file to write the "
+            "optimized INI to."), (NULL));
+    return FALSE;
+  }
+  self->planned = FALSE;
+  self->check_buffer = FALSE;
+  return TRUE;
+}
+
+static gboolean
+gst_tensor_planner_stop (GstBaseTransform * trans)
+{
+  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  self->planned = FALSE;
+  self->check_buffer = FALSE;
+  self->n_inputs = 0;
+  g_clear_pointer (&self->config_path, g_free);
+  return TRUE;
+}
+
+/* ---- the INI's batch size -------------------------------------------- */
+
+/* The INI text with [Model] batch_size set to batch (the key replaced, or
+ * added to [Model], or a [Model] section added in front), so that the
+ * optimized INI loads with the batch its plan is for. */
+static gchar *
+gst_tensor_planner_set_batch_text (const gchar * text, guint batch)
+{
+  gchar **lines = g_strsplit (text, "\n", -1);
+  GString *out = g_string_new (NULL);
+  gboolean in_model = FALSE, done = FALSE, seen_model = FALSE;
+
+  for (guint i = 0; lines[i]; i++) {
+    gchar *line = g_strdup (lines[i]);
+    gchar *t = g_strstrip (line);
+    gboolean replace = FALSE;
+
+    if (t[0] == '[') {
+      gchar *end = strchr (t, ']');
+      /* leaving [Model] without the key: add it at its end */
+      if (in_model && !done) {
+        g_string_append_printf (out, "batch_size = %u\n", batch);
+        done = TRUE;
+      }
+      if (end) {
+        gchar *name = g_strndup (t + 1, end - t - 1);
+        in_model = g_ascii_strcasecmp (g_strstrip (name),
+            "model") == 0;
+        seen_model |= in_model;
+        g_free (name);
+      }
+    } else if (in_model && !done && t[0] != '#' && t[0] != ';') {
+      gchar *eq = strchr (t, '=');
+      if (eq) {
+        gchar *key = g_strndup (t, eq - t);
+        replace = g_ascii_strcasecmp (g_strstrip (key),
+            "batch_size") == 0;
+        g_free (key);
+      }
+    }
+    if (replace) {
+      g_string_append_printf (out, "batch_size = %u   # set by "
+          "tensor_planner (was: %s)", batch, t);
+      done = TRUE;
+    } else {
+      g_string_append (out, lines[i]);
+    }
+    if (lines[i + 1])
+      g_string_append_c (out, '\n');
+    g_free (line);
+  }
+  if (in_model && !done) {
+    if (out->len && out->str[out->len - 1] != '\n')
+      g_string_append_c (out, '\n');
+    g_string_append_printf (out, "batch_size = %u\n", batch);
+    done = TRUE;
+  }
+  g_strfreev (lines);
+  if (!seen_model) {
+    gchar *head = g_strdup_printf ("[Model]\nbatch_size = %u\n\n", batch);
+    g_string_prepend (out, head);
+    g_free (head);
+  }
+  return g_string_free (out, FALSE);
+}
+
+/* ---- planning -------------------------------------------------------- */
+
+static gchar *
+gst_tensor_planner_expected (GstTensorPlanner * self)
+{
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < self->n_inputs; i++) {
+    const tt_shape *sh = &self->inputs[i];
+    g_string_append_printf (s, "%sinput %u dimensions=%u:%u:%u:1 "
+        "types=uint8|float32", i ? ", " : "", i, sh->width, sh->height,
+        sh->channel);
+  }
+  return g_string_free (s, FALSE);
+}
+
+/* Checks the model's inputs against tensors; *why says what is wrong. */
+static gboolean
+gst_tensor_planner_check (GstTensorPlanner * self, const GstTensorDesc * t,
+    guint n, gchar ** why)
+{
+  if (n < self->n_inputs) {
+    *why = g_strdup_printf ("%u tensor(s) received, the model has %u "
+        "input(s)", n, self->n_inputs);
+    return FALSE;
+  }
+  for (guint i = 0; i < self->n_inputs; i++) {
+    const tt_shape *s = &self->inputs[i];
+    if (!gst_tensor_desc_matches_shape (&t[i], s->channel, s->height,
+            s->width)) {
+      gchar *have = gst_tensor_desc_dims_string (&t[i]);
+      *why = g_strdup_printf ("tensor %u has dimensions %s, expected "
+          "%u:%u:%u:1 (model input shape %u:%u:%u)", i, have, s->width,
+          s->height, s->channel, s->channel, s->height, s->width);
+      g_free (have);
+      return FALSE;
+    }
+    if (t[i].type != GST_TENSOR_TYPE_UINT8
+        && t[i].type != GST_TENSOR_TYPE_FLOAT32) {
+      *why = g_strdup_printf ("tensor %u has type %s, expected uint8 or "
+          "float32", i, gst_tensor_type_name (t[i].type));
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static void
+gst_tensor_planner_refuse (GstTensorPlanner * self, const gchar * why,
+    const gchar * have)
+{
+  gchar *expected = gst_tensor_planner_expected (self);
+  GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+      ("Caps do not fit the model %s: %s; the model takes %s.",
+          self->config_path, why, expected), ("received: %s", have));
+  g_free (expected);
+}
+
+/* Loads, plans and writes; called with the first caps. */
+static gboolean
+gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
+    GstCaps * caps)
+{
+  gchar *config, *location, *weights, *load_path;
+  gchar *text = NULL, *patched = NULL;
+  gsize len;
+  guint batch, alignment;
+  GError *gerr = NULL;
+  tt_model *model = NULL;
+  tt_error err;
+  tt_plan_info plan;
+  gboolean ok = FALSE;
+
+  GST_OBJECT_LOCK (self);
+  config = g_strdup (self->model_config);
+  location = g_strdup (self->location);
+  weights = g_strdup (self->weights_location);
+  load_path = g_strdup (self->model_load_path);
+  batch = self->batch_size;
+  alignment = self->alignment;
+  GST_OBJECT_UNLOCK (self);
+  g_free (self->config_path);
+  self->config_path = g_strdup (config);
+
+  if (!g_file_get_contents (config, &text, &len, &gerr)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Cannot read model-config %s: %s", config, gerr->message), (NULL));
+    g_clear_error (&gerr);
+    goto out;
+  }
+  if (batch) {
+    patched = gst_tensor_planner_set_batch_text (text, batch);
+    g_free (text);
+    text = patched;
+    len = strlen (text);
+  }
+  model = tt_model_load_ini_text (text, len, config, &err);
+  if (!model) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
+        ("tt_model_load_ini_text: %s", tt_status_name (err.status)));
+    goto out;
+  }
+  if (tt_model_set_plan_mode (model, TT_PLAN_REPLAN, &err) != TT_OK
+      || (alignment && tt_model_set_alignment (model, alignment,
+              &err) != TT_OK)) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message), (NULL));
+    goto out;
+  }
+  if (tt_model_compile (model, &err) != TT_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
+        ("tt_model_compile: %s", tt_status_name (err.status)));
+    goto out;
+  }
+  self->n_inputs = MIN (tt_model_num_inputs (model), GST_TENSOR_MAX_TENSORS);
+  for (guint i = 0; i < self->n_inputs; i++)
+    tt_model_input_shape (model, i, &self->inputs[i]);
+
+  /* (inputs are known once compiled) the stream must fit before anything
+   * is written */
+  if (desc->format == GST_TENSOR_FORMAT_STATIC) {
+    gchar *why = NULL;
+    if (!gst_tensor_planner_check (self, desc->tensors, desc->num, &why)) {
+      gchar *have = gst_caps_to_string (caps);
+      gst_tensor_planner_refuse (self, why, have);
+      g_free (have);
+      g_free (why);
+      goto out;
+    }
+  }
+
+  tt_model_plan_info (model, &plan);
+  if (tt_model_save_plan_ini (model, location, &err) != TT_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
+        ("tt_model_save_plan_ini: %s", tt_status_name (err.status)));
+    goto out;
+  }
+  if (weights && *weights) {
+    tt_status st = load_path && *load_path ?
+        tt_model_load_bin (model, load_path, &err) :
+        tt_model_init_weights (model, &err);
+    if (st == TT_OK)
+      st = tt_model_save_bin (model, weights, &err);
+    if (st != TT_OK) {
+      GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("%s", err.message),
+          ("writing weights-location"));
+      goto out;
+    }
+  }
+  GST_INFO_OBJECT (self, "%s planned for batch %u in %.3f ms: pool %"
+      G_GUINT64_FORMAT " bytes, lower bound %" G_GUINT64_FORMAT ", naive %"
+      G_GUINT64_FORMAT "; wrote %s%s%s", config, tt_model_batch_size (model),
+      plan.plan_seconds * 1e3, plan.pool_bytes, plan.lower_bound,
+      plan.naive_bytes, location, weights ? " and " : "",
+      weights ? weights : "");
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("tensor-planner-plan",
+              "model", G_TYPE_STRING, config,
+              "location", G_TYPE_STRING, location,
+              "weights-location", G_TYPE_STRING, weights,
+              "batch-size", G_TYPE_UINT, tt_model_batch_size (model),
+              "pool-bytes", G_TYPE_UINT64, (guint64) plan.pool_bytes,
+              "lower-bound", G_TYPE_UINT64, (guint64) plan.lower_bound,
+              "naive-bytes", G_TYPE_UINT64, (guint64) plan.naive_bytes,
+              "depth-first-bytes", G_TYPE_UINT64,
+              (guint64) plan.dfs_pool_bytes,
+              "tensors", G_TYPE_UINT, plan.tensors,
+              "in-place-layers", G_TYPE_UINT, plan.in_place_layers,
+              "order-exact", G_TYPE_BOOLEAN, (gboolean) plan.order_exact,
+              "plan-ms", G_TYPE_DOUBLE, plan.plan_seconds * 1e3, NULL)));
+  self->planned = TRUE;
+  ok = TRUE;
+out:
+  tt_model_free (model);
+  g_free (text);
+  g_free (config);
+  g_free (location);
+  g_free (weights);
+  g_free (load_path);
+  return ok;
+}
+
+static gboolean
+gst_tensor_planner_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  GstTensorsDesc desc;
+  gchar *why = NULL;
+
+  (void) outcaps;
+  if (!gst_tensors_desc_from_caps (incaps, &desc, &why)) {
+    gchar *have = gst_caps_to_string (incaps);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Caps refused: %s.", why),
+        ("received: %s", have));
+    g_free (have);
+    g_free (why);
+    return FALSE;
+  }
+  if (!self->planned && !gst_tensor_planner_plan (self, &desc, incaps))
+    return FALSE;
+  /* (later caps: the model is written, the stream must still fit it) */
+  if (desc.format == GST_TENSOR_FORMAT_STATIC
+      && !gst_tensor_planner_check (self, desc.tensors, desc.num, &why)) {
+    gchar *have = gst_caps_to_string (incaps);
+    gst_tensor_planner_refuse (self, why, have);
+    g_free (have);
+    g_free (why);
+    return FALSE;
+  }
+  self->check_buffer = desc.format == GST_TENSOR_FORMAT_FLEXIBLE;
+  return TRUE;
+}
+
+/* Passthrough; flexible tensors' headers are checked on the first buffer
+ * after the caps. */
+static GstFlowReturn
+gst_tensor_planner_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
+{
+  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  GstTensorDesc t[GST_TENSOR_MAX_TENSORS];
+  gsize offset = 0;
+  gchar *why = NULL;
+
+  if (!self->check_buffer)
+    return GST_FLOW_OK;
+  self->check_buffer = FALSE;
+  for (guint i = 0; i < self->n_inputs; i++) {
+    guint8 header[GST_TENSOR_META_HEADER_SIZE];
+    if (gst_buffer_extract (buf, offset, header, sizeof header) !=
+        sizeof header) {
+      why = g_strdup_printf ("the buffer ends before the header of tensor %u",
+          i);
+      break;
+    }
+    if (!gst_tensor_meta_parse (header, &t[i], &why))
+      break;
+    offset += sizeof header + gst_tensor_desc_bytes (&t[i]);
+  }
+  if (!why)
+    gst_tensor_planner_check (self, t, self->n_inputs, &why);
+  if (why) {
+    gst_tensor_planner_refuse (self, why, "flexible tensors");
+    g_free (why);
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+/* ---- properties ------------------------------------------------------ */
+
+static void
+gst_tensor_planner_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstTensorPlanner *self = GST_TENSOR_PLANNER (object);
+  gchar **str = NULL;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL_CONFIG:
+      str = &self->model_config;
+      break;
+    case PROP_LOCATION:
+      str = &self->location;
+      break;
+    case PROP_WEIGHTS_LOCATION:
+      str = &self->weights_location;
+      break;
+    case PROP_MODEL_LOAD_PATH:
+      str = &self->model_load_path;
+      break;
+    case PROP_BATCH_SIZE:
+      self->batch_size = g_value_get_uint (value);
+      break;
+    case PROP_ALIGNMENT:
+      self->alignment = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  if (str) {
+    g_free (*str);
+    *str = g_value_dup_string (value);
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_planner_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstTensorPlanner *self = GST_TENSOR_PLANNER (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL_CONFIG:
+      g_value_set_string (value, self->model_config);
+      break;
+    case PROP_LOCATION:
+      g_value_set_string (value, self->location);
+      break;
+    case PROP_WEIGHTS_LOCATION:
+      g_value_set_string (value, self->weights_location);
+      break;
+    case PROP_MODEL_LOAD_PATH:
+      g_value_set_string (value, self->model_load_path);
+      break;
+    case PROP_BATCH_SIZE:
+      g_value_set_uint (value, self->batch_size);
+      break;
+    case PROP_ALIGNMENT:
+      g_value_set_uint (value, self->alignment);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_planner_finalize (GObject * object)
+{
+  GstTensorPlanner *self = GST_TENSOR_PLANNER (object);
+
+  g_free (self->model_config);
+  g_free (self->location);
+  g_free (self->weights_location);
+  g_free (self->model_load_path);
+  g_free (self->config_path);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Trains a small classifier on live video, labelled while it plays:
+#
+#   SOURCE ! 28x28 GRAY8 ! tensor_labeler ! tensor_trainer ! fakesink
+#
+# With a camera (/dev/video0, v4l2src) the labels come from you: type a class
+# number (0..3) and Enter to label what the camera sees from now on, -1 to
+# stop labelling (frames are dropped), Ctrl-C to finish (the model is saved).
+# Without a camera (or with CAMERA=none) videotestsrc plays four patterns as
+# the four classes (ball, snow, pinwheel, checkers-4) and the pattern and
+# the label switch together every SWITCH_EVERY frames, at run time, through
+# tt-launch (gst/tt-launch.c: gst-launch plus property changes on a
+# schedule or from standard input).
+#
+# Usage: pipelines/camera-train.sh [EPOCHS]        (default 5)
+# Env:   CAMERA=/dev/videoN | none, TRAIN (960) and VALID (192) frames per
+#        epoch, SWITCH_EVERY (8), OUT (camera-mlp.bin)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/ensure-deps.sh"
+"$top/scripts/build.sh" "$top/build"
+
+epochs=${1:-5}
+train=${TRAIN:-960} valid=${VALID:-192} every=${SWITCH_EVERY:-8}
+out=${OUT:-camera-mlp.bin}
+model=$top/pipelines/camera-mlp.ini
+camera=${CAMERA:-/dev/video0}
+export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+frames="video/x-raw,format=GRAY8,width=28,height=28"
+sink="tensor_labeler name=labeler num-classes=4 ! \
+  tensor_trainer model-config=$model num-training-samples=$train \
+    num-validation-samples=$valid epochs=$epochs model-save-path=$out ! \
+  fakesink"
+
+if [ "$camera" != none ] && [ -e "$camera" ]; then
+  echo "# camera $camera: type 0..3 + Enter to label what it sees, -1 to" \
+    "pause labelling, Ctrl-C to stop and save $out"
+  # nothing is labelled until a class is chosen
+  args=(--stdin -- v4l2src device="$camera" ! videoconvert ! videoscale !
+    "$frames" ! "${sink/num-classes=4/num-classes=4 label=-1}")
+else
+  echo "# no camera: videotestsrc, 4 patterns as classes, pattern and label" \
+    "switched every $every frames"
+  patterns=(ball snow pinwheel checkers-4)
+  args=(--every "$every")
+  for c in 0 1 2 3; do
+    args+=(--step "src.pattern=${patterns[$c]};labeler.label=$c")
+  done
+  args+=(-- videotestsrc name=src ! "$frames,framerate=30/1" ! "$sink")
+fi
+
+# shellcheck disable=SC2086  # the pipeline description is split on purpose
+"$top/build/gst/tt-launch" ${args[@]} | awk '
+  function field(name,   re, v) {
+    re = " " name "=[^ ]*"
+    if (!match($0, re)) return ""
+    v = substr($0, RSTART + 1, RLENGTH - 1); sub(/^[^=]*=/, "", v); return v
+  }
+  /^tensor-trainer-plan/ {
+    printf "plan: %s, pool %s bytes (lower bound %s)\n",
+      field("plan-loaded") == "true" ? "stored plan" : "planned",
+      field("pool-bytes"), field("lower-bound"); fflush(); next }
+  /^tensor-trainer-epoch/ {
+    printf "epoch=%s/%s loss=%.4f accuracy=%.4f val_loss=%.4f val_accuracy=%.4f frames_per_s=%.0f\n",
+      field("epoch"), field("epochs"), field("loss"), field("accuracy"),
+      field("validation-loss"), field("validation-accuracy"),
+      field("samples-per-second"); last = field("validation-accuracy")
+    fflush(); next }
+  /^eos/ { printf "final: val_accuracy=%.4f; model saved to '"$out"'\n", last }
+  { print; fflush() }'
+exit "${PIPESTATUS[0]}"

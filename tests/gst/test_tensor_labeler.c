@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tensor_labeler through GstHarness: caps for GRAY8, RGB and BGRx frames in
+ * both layouts, normalized values (row padding included), the label
+ * changing mid-stream while PLAYING, label -1 dropping frames, a label out
+ * of range, and labeler ! tensor_trainer.
+ */
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+static GstHarness *
+new_labeler (const gchar * video_caps, const gchar * props)
+{
+  gchar *launch = g_strdup_printf ("tensor_labeler %s", props ? props : "");
+  GstHarness *h = gst_harness_new_parse (launch);
+  g_free (launch);
+  gst_harness_set_src_caps_str (h, video_caps);
+  return h;
+}
+
+/* A frame whose pixel (x, y), channel byte b holds 10 * y + x + 100 * b,
+ * rows padded to stride bytes (the padding holds 0xEE). */
+static GstBuffer *
+make_frame (gint width, gint height, gint bpp, gint stride)
+{
+  GstBuffer *b = gst_buffer_new_allocate (NULL, (gsize) stride * height,
+      NULL);
+  GstMapInfo m;
+  gst_buffer_map (b, &m, GST_MAP_WRITE);
+  memset (m.data, 0xEE, m.size);
+  for (gint y = 0; y < height; y++)
+    for (gint x = 0; x < width; x++)
+      for (gint k = 0; k < bpp; k++)
+        m.data[y * stride + x * bpp + k] = (guint8) (10 * y + x + 40 * k);
+  gst_buffer_unmap (b, &m);
+  return b;
+}
+
+static gchar *
+out_dims (GstHarness * h)
+{
+  GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
+  GstStructure *s = gst_caps_get_structure (caps, 0);
+  gchar *d = g_strdup_printf ("%s|%s", gst_structure_get_string (s,
+          "dimensions"), gst_structure_get_string (s, "types"));
+  gint n, fn, fd;
+  fail_unless (gst_structure_get_int (s, "num_tensors", &n) && n == 2);
+  fail_unless (gst_structure_get_fraction (s, "framerate", &fn, &fd));
+  fail_unless (fn == 30 && fd == 1, "framerate %d/%d", fn, fd);
+  gst_caps_unref (caps);
+  return d;
+}
+
+static void
+read_label (GstBuffer * b, guint classes, gint * hot)
+{
+  gfloat v[16];
+  fail_unless_equals_int (gst_buffer_n_memory (b), 2);
+  fail_unless_equals_int (gst_memory_get_sizes (gst_buffer_peek_memory (b,
+              1), NULL, NULL), classes * sizeof (gfloat));
+  gst_buffer_extract (b, gst_buffer_get_size (b) - classes * sizeof (gfloat),
+      v, classes * sizeof (gfloat));
+  *hot = -1;
+  for (guint c = 0; c < classes; c++) {
+    fail_unless (v[c] == 0.0f || v[c] == 1.0f);
+    if (v[c] == 1.0f) {
+      fail_unless (*hot == -1, "two hot classes");
+      *hot = (gint) c;
+    }
+  }
+}
+
+GST_START_TEST (test_formats_and_values)
+{
+  const struct
+  {
+    const gchar *format;
+    gint bpp, stride;
+    const gchar *layout;
+    const gchar *dims;
+    gint r, g, b;               /* byte index of R, G, B in a pixel */
+  } cases[] = {
+    /* width 3: GRAY8 and RGB rows are padded to 4 bytes */
+    {"GRAY8", 1, 4, "planar", "3:2:1:1,5:1:1:1", 0, 0, 0},
+    {"GRAY8", 1, 4, "interleaved", "1:3:2:1,5:1:1:1", 0, 0, 0},
+    {"RGB", 3, 12, "planar", "3:2:3:1,5:1:1:1", 0, 1, 2},
+    {"RGB", 3, 12, "interleaved", "3:3:2:1,5:1:1:1", 0, 1, 2},
+    {"BGRx", 4, 12, "planar", "3:2:3:1,5:1:1:1", 2, 1, 0},
+    {"BGRx", 4, 12, "interleaved", "3:3:2:1,5:1:1:1", 2, 1, 0},
+  };
+  const gint w = 3, h = 2;
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *caps = g_strdup_printf ("video/x-raw,format=%s,width=%d,height=%d,"
+        "framerate=30/1", cases[i].format, w, h);
+    gchar *props = g_strdup_printf ("num-classes=5 label=3 layout=%s",
+        cases[i].layout);
+    GstHarness *hr = new_labeler (caps, props);
+    GstBuffer *in = make_frame (w, h, cases[i].bpp, cases[i].stride);
+    GST_BUFFER_PTS (in) = 7 * GST_SECOND;
+    GstBuffer *out = gst_harness_push_and_pull (hr, in);
+    fail_unless (out != NULL);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 7 * GST_SECOND);
+    gchar *dims = out_dims (hr);
+    gchar *want = g_strdup_printf ("%s|float32,float32", cases[i].dims);
+    fail_unless_equals_string (dims, want);
+    const guint ch = cases[i].bpp == 1 ? 1 : 3;
+    const gint comp[3] = { cases[i].r, cases[i].g, cases[i].b };
+    gfloat px[3 * 3 * 2];
+    fail_unless_equals_int (gst_memory_get_sizes (gst_buffer_peek_memory (out,
+                0), NULL, NULL), ch * w * h * sizeof (gfloat));
+    gst_buffer_extract (out, 0, px, ch * w * h * sizeof (gfloat));
+    for (guint c = 0; c < ch; c++)
+      for (gint y = 0; y < h; y++)
+        for (gint x = 0; x < w; x++) {
+          gsize at = g_str_equal (cases[i].layout, "planar") ?
+              (c * h + y) * w + x : (y * w + x) * ch + c;
+          gfloat want_v = (10 * y + x + 40 * comp[c]) / 255.0f;
+          fail_unless (fabsf (px[at] - want_v) < 1e-6f, "%s %s c%u (%d,%d): "
+              "%g, expected %g", cases[i].format, cases[i].layout, c, x, y,
+              px[at], want_v);
+        }
+    gint hot;
+    read_label (out, 5, &hot);
+    fail_unless_equals_int (hot, 3);
+    gst_buffer_unref (out);
+    g_free (dims);
+    g_free (want);
+    g_free (caps);
+    g_free (props);
+    gst_harness_teardown (hr);
+  }
+}
+
+GST_END_TEST;
+
+/* The label property changes while PLAYING; each frame takes the value
+ * current when it is processed; -1 drops frames. */
+GST_START_TEST (test_label_change)
+{
+  GstHarness *h = new_labeler ("video/x-raw,format=GRAY8,width=2,height=2,"
+      "framerate=30/1", "num-classes=4 label=0");
+  GstElement *labeler = gst_harness_find_element (h, "tensor_labeler");
+  GstState state;
+  gst_element_get_state (labeler, &state, NULL, 0);
+  fail_unless_equals_int (state, GST_STATE_PLAYING);
+  const gint schedule[] = { 0, 0, 2, 2, 2, -1, -1, 1, 3, 0 };
+  guint pulled = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (schedule); i++) {
+    g_object_set (labeler, "label", schedule[i], NULL);
+    fail_unless_equals_int (gst_harness_push (h, make_frame (2, 2, 1, 4)),
+        GST_FLOW_OK);
+    if (schedule[i] < 0) {
+      fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+      continue;
+    }
+    GstBuffer *out = gst_harness_pull (h);
+    gint hot;
+    read_label (out, 4, &hot);
+    fail_unless_equals_int (hot, schedule[i]);
+    gst_buffer_unref (out);
+    pulled++;
+  }
+  fail_unless_equals_int (pulled, G_N_ELEMENTS (schedule) - 2);
+
+  /* out of range: a message saying so */
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (labeler, bus);
+  g_object_set (labeler, "label", 4, NULL);
+  fail_unless_equals_int (gst_harness_push (h, make_frame (2, 2, 1, 4)),
+      GST_FLOW_ERROR);
+  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (m != NULL);
+  GError *err;
+  gst_message_parse_error (m, &err, NULL);
+  fail_unless (strstr (err->message, "label=4 is not below num-classes=4"),
+      "%s", err->message);
+  g_error_free (err);
+  gst_message_unref (m);
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
+  gst_object_unref (labeler);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_refused_formats)
+{
+  GstElement *e = gst_element_factory_make ("tensor_labeler", NULL);
+  GstPad *sink = gst_element_get_static_pad (e, "sink");
+  const gchar *no[] = { "video/x-raw,format=I420,width=2,height=2",
+    "video/x-raw,format=GRAY16_LE,width=2,height=2", "audio/x-raw"
+  };
+  const gchar *yes[] = { "video/x-raw,format=RGBA,width=2,height=2,"
+        "framerate=0/1", "video/x-raw,format=xBGR,width=2,height=2,"
+        "framerate=5/1"
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (no); i++) {
+    GstCaps *c = gst_caps_from_string (no[i]);
+    fail_if (gst_pad_query_accept_caps (sink, c), "%s", no[i]);
+    gst_caps_unref (c);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (yes); i++) {
+    GstCaps *c = gst_caps_from_string (yes[i]);
+    fail_unless (gst_pad_query_accept_caps (sink, c), "%s", yes[i]);
+    gst_caps_unref (c);
+  }
+  gst_object_unref (sink);
+  gst_object_unref (e);
+}
+
+GST_END_TEST;
+
+/* Frames of 3 classes (class c: the left, right or no column lit) through
+ * the labeler train a planar-input model. */
+GST_START_TEST (test_labeler_to_trainer)
+{
+  gchar *dir = g_dir_make_tmp ("tt-labeler-XXXXXX", NULL);
+  gchar *ini = g_build_filename (dir, "cam.ini", NULL);
+  fail_unless (g_file_set_contents (ini,
+          "[Model]\nbatch_size = 4\nloss = cross\n"
+          "[Optimizer]\ntype = adam\nlearning_rate = 0.05\n"
+          "[input]\ntype = input\ninput_shape = 3:2:2\n"
+          "[flat]\ntype = flatten\n"
+          "[out]\ntype = fully_connected\nunit = 3\nactivation = softmax\n",
+          -1, NULL));
+  gchar *launch = g_strdup_printf ("tensor_labeler name=lab num-classes=3 ! "
+      "tensor_trainer model-config=%s num-training-samples=24 epochs=3", ini);
+  GstHarness *h = gst_harness_new_parse (launch);
+  gst_harness_set_src_caps_str (h, "video/x-raw,format=RGB,width=2,height=2,"
+      "framerate=30/1");
+  GstElement *lab = gst_harness_find_element (h, "tensor_labeler");
+  gdouble first = 0, last = 0;
+  for (guint e = 0; e < 3; e++) {
+    for (guint k = 0; k < 24; k++) {
+      const guint c = k % 3;
+      /* RGB rows are padded to 4 bytes: 2 pixels take 8 */
+      GstBuffer *b = gst_buffer_new_allocate (NULL, 16, NULL);
+      GstMapInfo m;
+      gst_buffer_map (b, &m, GST_MAP_WRITE);
+      memset (m.data, 20, m.size);
+      if (c < 2)
+        for (gint y = 0; y < 2; y++)
+          memset (m.data + y * 8 + c * 3, 230, 3);
+      gst_buffer_unmap (b, &m);
+      g_object_set (lab, "label", (gint) c, NULL);
+      fail_unless_equals_int (gst_harness_push (h, b), GST_FLOW_OK);
+    }
+    GstBuffer *stats = gst_harness_pull (h);
+    gdouble v[4];
+    gst_buffer_extract (stats, 0, v, sizeof v);
+    gst_buffer_unref (stats);
+    if (e == 0)
+      first = v[0];
+    last = v[0];
+  }
+  fail_unless (last < first, "loss %g -> %g", first, last);
+  gst_object_unref (lab);
+  gst_harness_teardown (h);
+  g_unlink (ini);
+  g_rmdir (dir);
+  g_free (ini);
+  g_free (dir);
+  g_free (launch);
+}
+
+GST_END_TEST;
+
+static Suite *
+tensor_labeler_suite (void)
+{
+  Suite *s = suite_create ("tensor_labeler");
+  TCase *tc = tcase_create ("general");
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_formats_and_values);
+  tcase_add_test (tc, test_label_change);
+  tcase_add_test (tc, test_refused_formats);
+  tcase_add_test (tc, test_labeler_to_trainer);
+  return s;
+}
+
+GST_CHECK_MAIN (tensor_labeler);
