@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Crash-safe saves: a child process saves two different models (weights A,
+ * then B, then A, ...) to one path as fast as it can, and the parent kills
+ * it with SIGKILL after a random delay, many times. After every kill the
+ * file at the path must be byte-identical to A or to B: never truncated,
+ * never a mix. The same for the optimized INI writer.
+ *
+ * usage: test_crash_save SOURCE_ROOT [KILLS]   (default 200)
+ */
+#include "tt_engine.h"
+#include "tt_test.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static char *
+crash_read (const char *path, size_t *len)
+{
+  FILE *f = fopen (path, "rb");
+  if (!f)
+    return NULL;
+  fseek (f, 0, SEEK_END);
+  long n = ftell (f);
+  fseek (f, 0, SEEK_SET);
+  char *s = malloc ((size_t) n + 1);
+  *len = fread (s, 1, (size_t) n, f);
+  fclose (f);
+  return s;
+}
+
+static tt_model *
+crash_model (const char *ini, uint64_t seed)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini (ini, &err);
+  if (!m)
+    return NULL;
+  tt_model_set_seed (m, seed);
+  if (tt_model_compile (m, &err)) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+/* Saves a and b alternately to path until killed. */
+static void
+crash_child (tt_model *a, tt_model *b, const char *path, bool plan)
+{
+  tt_error err;
+  for (unsigned i = 0;; i++) {
+    tt_model *m = i % 2 ? b : a;
+    if (plan)
+      tt_model_save_plan_ini (m, path, &err);
+    else
+      tt_model_save_bin (m, path, &err);
+  }
+}
+
+static void
+crash_run (const char *what, tt_model *a, tt_model *b, const char *dir,
+    int kills, bool plan)
+{
+  char path[1024], pa[1024], pb[1024];
+  tt_error err;
+  snprintf (path, sizeof path, "%s/model.%s", dir, plan ? "ini" : "bin");
+  snprintf (pa, sizeof pa, "%s/a.%s", dir, plan ? "ini" : "bin");
+  snprintf (pb, sizeof pb, "%s/b.%s", dir, plan ? "ini" : "bin");
+  if (plan) {
+    tt_model_save_plan_ini (a, pa, &err);
+    tt_model_save_plan_ini (b, pb, &err);
+    tt_model_save_plan_ini (a, path, &err);
+  } else {
+    tt_model_save_bin (a, pa, &err);
+    tt_model_save_bin (b, pb, &err);
+    tt_model_save_bin (a, path, &err);
+  }
+  size_t na, nb;
+  char *ca = crash_read (pa, &na), *cb = crash_read (pb, &nb);
+  CHECK (ca && cb && (na != nb || memcmp (ca, cb, na)),
+      "%s: the two models must differ", what);
+  int bad = 0, saw_a = 0, saw_b = 0;
+  srand (1234);
+  for (int k = 0; k < kills; k++) {
+    pid_t pid = fork ();
+    if (pid == 0) {
+      crash_child (a, b, path, plan);
+      _exit (0);
+    }
+    /* 0.2 .. 20 ms: several saves, killed anywhere inside one */
+    struct timespec ts = { 0, 200000 + (rand () % 100) * 200000L };
+    nanosleep (&ts, NULL);
+    kill (pid, SIGKILL);
+    waitpid (pid, NULL, 0);
+    size_t n;
+    char *c = crash_read (path, &n);
+    bool is_a = c && n == na && !memcmp (c, ca, n);
+    bool is_b = c && n == nb && !memcmp (c, cb, n);
+    saw_a += is_a;
+    saw_b += is_b;
+    if (!is_a && !is_b) {
+      if (bad < 3)
+        printf ("  %s kill %d: the file is neither model (%zu bytes)\n",
+            what, k, c ? n : 0);
+      bad++;
+    }
+    free (c);
+  }
+  CHECK (bad == 0, "%s: %d of %d kills left a damaged file", what, bad,
+      kills);
+  /* both outcomes happened, so kills did land in the middle of saving */
+  CHECK (saw_a > 0 && saw_b > 0, "%s: only one model ever seen (%d, %d)",
+      what, saw_a, saw_b);
+  printf ("%s: %d kills, file was the old model %d times, the new %d "
+      "times, damaged %d times\n", what, kills, saw_a, saw_b, bad);
+  free (ca);
+  free (cb);
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *root = argc > 1 ? argv[1] : ".";
+  int kills = argc > 2 ? atoi (argv[2]) : 200;
+  char ini[1024], dir[256] = "/tmp/tt-crash-XXXXXX";
+  snprintf (ini, sizeof ini, "%s/tests/models/fmnist_mlp.ini", root);
+  if (!mkdtemp (dir)) {
+    perror ("mkdtemp");
+    return 2;
+  }
+  char ini2[1024];
+  snprintf (ini2, sizeof ini2, "%s/tests/models/fmnist_cnn.ini", root);
+  tt_model *a = crash_model (ini, 1), *b = crash_model (ini, 2);
+  tt_model *c = crash_model (ini2, 1);
+  CHECK (a && b && c, "cannot load %s or %s", ini, ini2);
+  if (a && b && c) {
+    /* same architecture, different weights */
+    crash_run ("bin", a, b, dir, kills, false);
+    /* two plans differ only with two architectures */
+    crash_run ("optimized ini", a, c, dir, kills / 2, true);
+  }
+  tt_model_free (a);
+  tt_model_free (b);
+  tt_model_free (c);
+  /* leftover temporary files are harmless to correctness but are litter:
+   * only the four models may remain */
+  char cmd[512];
+  snprintf (cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
+  FILE *p = popen (cmd, "r");
+  int files = 0;
+  if (p && fscanf (p, "%d", &files) != 1)
+    files = -1;
+  if (p)
+    pclose (p);
+  printf ("%d files in the folder after the kills (temporaries of killed "
+      "saves included)\n", files);
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system (cmd) != 0)
+    printf ("could not remove %s\n", dir);
+  return tt_test_summary ();
+}
