@@ -3,37 +3,55 @@
  * tensor-trainer: the engine without GStreamer, to train, evaluate and
  * inspect models from the command line and to benchmark the engine.
  *
- *   tensor-trainer train MODEL.ini --data IMAGES --labels LABELS
+ *   tensor-trainer train MODEL --data IMAGES --labels LABELS
  *       [--valid-data IMAGES --valid-labels LABELS] [--epochs N]
- *       [--batch N] [--samples N] [--load FILE.bin] [--save FILE.bin]
- *       [--seed S] [--threads T]
- *   tensor-trainer eval MODEL.ini --weights FILE.bin --data IMAGES
- *       --labels LABELS [--batch N] [--samples N]
- *   tensor-trainer info MODEL.ini [--batch N]
+ *       [--batch N] [--samples N] [--load WEIGHTS] [--save FILE]
+ *       [--compress] [--seed S] [--threads T]
+ *   tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES
+ *       --labels LABELS [--batch N] [--samples N] [--mode M]
+ *   tensor-trainer info MODEL [--batch N] [--mode M]
  *   tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] [--align N]
- *   tensor-trainer check MODEL.opt.ini
+ *   tensor-trainer check MODEL.opt.ini|MODEL.ttb
+ *   tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]
+ *       [--align N] [--batch N] [--seed S]
+ *   tensor-trainer unpack MODEL.ttb -o DIR
+ *   tensor-trainer inspect MODEL.ttb
+ *   tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]
+ *       [--align N] [--format asm|c] [--symbol NAME]
  *
- * Data are MNIST-format IDX files, gzipped or not. Every epoch prints one
- * line of key=value pairs so scripts can read it.
+ * MODEL is an INI file or a bundle (recognized by its magic, whatever its
+ * name); WEIGHTS a BIN or a bundle. --save writes a bundle unless the path
+ * ends in .bin (tt_model_save). Data are MNIST-format IDX files, gzipped
+ * or not. Every epoch prints one line of key=value pairs so scripts can
+ * read it.
  */
 #include "tt_engine.h"
+#include "tt_bundle.h"
 #include "tt_idx.h"
+#include "atomic_file.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
-  const char *command, *model;
+  const char *command, *model, *positional;
   const char *data, *labels, *valid_data, *valid_labels;
   const char *load, *save, *weights, *output;
+  const char *c_out, *section, *format, *symbol, *mode;
   uint32_t epochs, batch, samples, valid_samples, align;
-  bool replan, naive;
+  bool replan, naive, compress, trust;
   uint64_t seed;
   bool has_seed;
   int threads;
@@ -50,16 +68,30 @@ static void
 cli_usage (FILE *out)
 {
   fputs ("usage:\n"
-      "  tensor-trainer train MODEL.ini --data IMAGES --labels LABELS\n"
+      "  tensor-trainer train MODEL --data IMAGES --labels LABELS\n"
       "      [--valid-data IMAGES --valid-labels LABELS] [--epochs N]\n"
       "      [--batch N] [--samples N] [--valid-samples N]\n"
-      "      [--load FILE.bin] [--save FILE.bin] [--seed S] [--threads T]\n"
-      "  tensor-trainer eval MODEL.ini --weights FILE.bin --data IMAGES\n"
-      "      --labels LABELS [--batch N] [--samples N]\n"
-      "  tensor-trainer info MODEL.ini [--batch N]\n"
+      "      [--load WEIGHTS] [--save FILE] [--compress] [--seed S]\n"
+      "      [--threads T]\n"
+      "  tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES\n"
+      "      --labels LABELS [--batch N] [--samples N] [--mode M]\n"
+      "  tensor-trainer info MODEL [--batch N] [--mode M]\n"
       "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
       "[--align N]\n"
-      "  tensor-trainer check MODEL.opt.ini\n"
+      "  tensor-trainer check MODEL.opt.ini|MODEL.ttb\n"
+      "  tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]\n"
+      "      [--align N] [--batch N] [--seed S]\n"
+      "  tensor-trainer unpack MODEL.ttb -o DIR\n"
+      "  tensor-trainer inspect MODEL.ttb\n"
+      "  tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]\n"
+      "      [--align N] [--format asm|c] [--symbol NAME]\n"
+      "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
+      "writes a bundle (INI, plan, weights, optimizer state, counters) unless\n"
+      "the path ends in .bin. --mode read|mmap|inplace says how a bundle\n"
+      "model is opened (default read; inplace: weights used where they lie\n"
+      "in the mapped file, evaluation only); --trust skips its weight\n"
+      "checksum and finiteness check. pack's --align aligns every tensor in\n"
+      "the bundle (default 64; 4096 for pages), export's the blob.\n"
       "train, eval and info take --replan (ignore a stored plan) and --naive\n"
       "(no memory reuse).\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n",
@@ -121,6 +153,27 @@ cli_parse (int argc, char **argv, cli_options *o)
       str = &o->weights;
     else if (!strcmp (a, "-o") || !strcmp (a, "--output"))
       str = &o->output;
+    else if (!strcmp (a, "--c-out"))
+      str = &o->c_out;
+    else if (!strcmp (a, "--section"))
+      str = &o->section;
+    else if (!strcmp (a, "--format"))
+      str = &o->format;
+    else if (!strcmp (a, "--symbol"))
+      str = &o->symbol;
+    else if (!strcmp (a, "--mode"))
+      str = &o->mode;
+    else if (!strcmp (a, "--compress")) {
+      o->compress = true;
+      continue;
+    } else if (!strcmp (a, "--trust")) {
+      o->trust = true;
+      continue;
+    } else if (a[0] != '-' && !o->positional &&
+        !strcmp (o->command, "pack")) {
+      o->positional = a;
+      continue;
+    }
     else if (!strcmp (a, "--align"))
       num = &o->align;
     else if (!strcmp (a, "--replan") || !strcmp (a, "--naive")) {
@@ -252,17 +305,62 @@ cli_pass (tt_model *m, cli_dataset *d, bool train, float *onehot,
   return 0;
 }
 
+static bool
+cli_bundle_mode (const char *name, tt_bundle_mode *mode)
+{
+  if (!name || !strcmp (name, "read"))
+    *mode = TT_BUNDLE_READ;
+  else if (!strcmp (name, "mmap"))
+    *mode = TT_BUNDLE_MMAP;
+  else if (!strcmp (name, "inplace"))
+    *mode = TT_BUNDLE_IN_PLACE;
+  else
+    return false;
+  return true;
+}
+
+/* Opens MODEL, an INI file or a bundle, compiled; *seconds (if not NULL)
+ * gets the time it took. */
 static tt_model *
-cli_open_model (const cli_options *o)
+cli_open_model (const cli_options *o, double *seconds)
 {
   tt_error err;
+  tt_plan_mode mode = o->naive ? TT_PLAN_NAIVE : o->replan ? TT_PLAN_REPLAN :
+      TT_PLAN_AUTO;
+  const double t0 = cli_now ();
+  if (tt_bundle_is_bundle (o->model)) {
+    tt_bundle_load_options lo = { 0 };
+    if (!cli_bundle_mode (o->mode, &lo.mode)) {
+      cli_fail ("--mode is read, mmap or inplace, not '%s'", o->mode);
+      return NULL;
+    }
+    if (o->align) {
+      cli_fail ("--align sets the alignment of a plan made from an INI "
+          "file; %s is a bundle", o->model);
+      return NULL;
+    }
+    lo.batch_size = o->batch;
+    lo.plan_mode = mode;
+    lo.has_seed = o->has_seed;
+    lo.seed = o->seed;
+    lo.trust = o->trust;
+    tt_model *m = tt_bundle_load (o->model, &lo, &err);
+    if (!m)
+      cli_fail ("%s", err.message);
+    if (seconds)
+      *seconds = cli_now () - t0;
+    return m;
+  }
+  if (o->mode || o->trust) {
+    cli_fail ("--mode and --trust apply to bundle models; %s is not one",
+        o->model);
+    return NULL;
+  }
   tt_model *m = tt_model_load_ini (o->model, &err);
   if (!m) {
     cli_fail ("%s", err.message);
     return NULL;
   }
-  tt_plan_mode mode = o->naive ? TT_PLAN_NAIVE : o->replan ? TT_PLAN_REPLAN :
-      TT_PLAN_AUTO;
   if ((o->batch && tt_model_set_batch_size (m, o->batch, &err)) ||
       (o->has_seed && (tt_model_set_seed (m, o->seed), false)) ||
       tt_model_set_plan_mode (m, mode, &err) ||
@@ -272,7 +370,25 @@ cli_open_model (const cli_options *o)
     tt_model_free (m);
     return NULL;
   }
+  if (seconds)
+    *seconds = cli_now () - t0;
   return m;
+}
+
+/* the path names a BIN (tt_model_save's rule) */
+static bool
+cli_is_bin_path (const char *path)
+{
+  const char *slash = strrchr (path, '/');
+  const char *dot = strrchr (slash ? slash + 1 : path, '.');
+  return dot && !strcasecmp (dot, ".bin");
+}
+
+static tt_status
+cli_load_weights (tt_model *m, const char *path, tt_error *err)
+{
+  return tt_bundle_is_bundle (path) ? tt_bundle_load_weights (m, path, err) :
+      tt_model_load_bin (m, path, err);
 }
 
 static int
@@ -280,13 +396,15 @@ cli_train (const cli_options *o, bool train)
 {
   if (!o->data || !o->labels)
     return cli_fail ("%s needs --data and --labels", o->command);
-  if (!train && !o->weights)
-    return cli_fail ("eval needs --weights FILE.bin");
+  if (!train && !o->weights && !tt_bundle_is_bundle (o->model))
+    return cli_fail ("eval needs --weights FILE.bin (or a bundle as model)");
+  if (o->compress && (!train || !o->save || cli_is_bin_path (o->save)))
+    return cli_fail ("--compress applies to a bundle saved by train --save");
   if (!o->valid_data != !o->valid_labels)
     return cli_fail ("--valid-data and --valid-labels go together");
   if (o->threads)
     tt_set_num_threads (o->threads);
-  tt_model *m = cli_open_model (o);
+  tt_model *m = cli_open_model (o, NULL);
   if (!m)
     return 1;
   tt_error err;
@@ -294,7 +412,7 @@ cli_train (const cli_options *o, bool train)
   float *onehot = NULL;
   int rc = 1;
   const char *weights = train ? o->load : o->weights;
-  if (weights && tt_model_load_bin (m, weights, &err)) {
+  if (weights && cli_load_weights (m, weights, &err)) {
     cli_fail ("%s", err.message);
     goto out;
   }
@@ -341,7 +459,10 @@ cli_train (const cli_options *o, bool train)
     fflush (stdout);
   }
   if (o->save) {
-    if (tt_model_save_bin (m, o->save, &err)) {
+    tt_bundle_options bo = { 0 };
+    bo.compress = o->compress;
+    if (o->compress ? tt_bundle_save (m, o->save, &bo, &err) :
+        tt_model_save (m, o->save, &err)) {
       cli_fail ("%s", err.message);
       goto out;
     }
@@ -379,7 +500,7 @@ cli_plan (const cli_options *o)
     return cli_fail ("plan needs -o OUT.opt.ini");
   cli_options copy = *o;
   copy.replan = true;
-  tt_model *m = cli_open_model (&copy);
+  tt_model *m = cli_open_model (&copy, NULL);
   if (!m)
     return 1;
   tt_error err;
@@ -401,14 +522,17 @@ static int
 cli_check (const cli_options *o)
 {
   tt_error err;
-  tt_model *m = tt_model_load_ini (o->model, &err);
+  const bool bundle = tt_bundle_is_bundle (o->model);
+  /* a bundle is opened whole: header, checksums, plan, weights */
+  tt_model *m = bundle ? tt_bundle_load (o->model, NULL, &err) :
+      tt_model_load_ini (o->model, &err);
   if (!m)
     return cli_fail ("%s", err.message);
   int rc = 0;
   if (!tt_model_has_stored_plan (m))
     rc = cli_fail ("%s: no stored plan ([Plan] section); make one with "
         "tensor-trainer plan", o->model);
-  else if (tt_model_compile (m, &err))
+  else if (!bundle && tt_model_compile (m, &err))
     rc = cli_fail ("%s", err.message);
   else {
     tt_plan_info p;
@@ -423,9 +547,13 @@ cli_check (const cli_options *o)
 static int
 cli_info (const cli_options *o)
 {
-  tt_model *m = cli_open_model (o);
+  double seconds;
+  tt_model *m = cli_open_model (o, &seconds);
   if (!m)
     return 1;
+  if (tt_bundle_is_bundle (o->model))
+    printf ("bundle=%s mode=%s%s load_seconds=%.6f\n", o->model,
+        o->mode ? o->mode : "read", o->trust ? " trusted" : "", seconds);
   tt_memory_info mem;
   tt_model_memory_info (m, &mem);
   tt_shape out = tt_model_output_shape (m);
@@ -444,6 +572,467 @@ cli_info (const cli_options *o)
   cli_print_plan (&p);
   tt_model_free (m);
   return 0;
+}
+
+/* ---- bundles ---------------------------------------------------------- */
+
+static uint64_t
+cli_file_size (const char *path)
+{
+  struct stat sb;
+  return stat (path, &sb) == 0 ? (uint64_t) sb.st_size : 0;
+}
+
+static int
+cli_pack (const cli_options *o)
+{
+  if (!o->output)
+    return cli_fail ("pack needs -o OUT.ttb");
+  tt_bundle_options bo = { 0 };
+  bo.alignment = o->align;
+  bo.compress = o->compress;
+  tt_error err;
+  if (o->positional) {
+    if (tt_bundle_pack (o->model, o->positional, o->output, o->batch, &bo,
+            &err))
+      return cli_fail ("%s", err.message);
+  } else {
+    /* no weights: the model's own initialization (--seed), saved as a
+     * model is, plan included */
+    cli_options copy = *o;
+    copy.align = 0;
+    tt_model *m = cli_open_model (&copy, NULL);
+    if (!m)
+      return 1;
+    tt_status st = tt_bundle_save (m, o->output, &bo, &err);
+    tt_model_free (m);
+    if (st)
+      return cli_fail ("%s", err.message);
+  }
+  printf ("packed %s%s%s -> %s (%" PRIu64 " bytes%s)\n", o->model,
+      o->positional ? " + " : " (initialized weights)",
+      o->positional ? o->positional : "", o->output,
+      cli_file_size (o->output), o->compress ? ", weights compressed" : "");
+  return 0;
+}
+
+static int
+cli_unpack (const cli_options *o)
+{
+  if (!o->output)
+    return cli_fail ("unpack needs -o DIR");
+  if (mkdir (o->output, 0777) != 0 && errno != EEXIST)
+    return cli_fail ("%s: cannot create: %s", o->output, strerror (errno));
+  char ini[PATH_MAX], bin[PATH_MAX];
+  if (snprintf (ini, sizeof ini, "%s/model.ini", o->output) >=
+      (int) sizeof ini ||
+      snprintf (bin, sizeof bin, "%s/model.bin", o->output) >=
+      (int) sizeof bin)
+    return cli_fail ("%s: path too long", o->output);
+  tt_error err;
+  if (tt_bundle_unpack (o->model, ini, bin, &err))
+    return cli_fail ("%s", err.message);
+  printf ("unpacked %s -> %s (%" PRIu64 " bytes) + %s (%" PRIu64
+      " bytes)\n", o->model, ini, cli_file_size (ini), bin,
+      cli_file_size (bin));
+  return 0;
+}
+
+static const char *
+cli_kind_name (uint32_t kind)
+{
+  return kind == 0 ? "weight" : kind == 1 ? "adam_m" : "adam_v";
+}
+
+static int
+cli_inspect (const cli_options *o)
+{
+  tt_bundle_info info;
+  tt_error err;
+  if (tt_bundle_inspect (o->model, &info, &err))
+    return cli_fail ("%s", err.message);
+  printf ("bundle=%s version=%u size=%" PRIu64 " header_bytes=%u "
+      "alignment=%u batch_size=%u\n", o->model, info.version, info.file_size,
+      info.header_bytes, info.alignment, info.batch_size);
+  printf ("moments=%s counters=%s epoch=%u iteration=%u tensors=%u\n",
+      info.has_moments ? "yes" : "no", info.has_counters ? "yes" : "no",
+      info.epoch, info.iteration, info.n_tensors);
+  printf ("%-8s %4s %12s %12s %12s %5s %8s  %s\n", "section", "type",
+      "offset", "length", "raw_length", "flags", "crc32", "checksum");
+  for (uint32_t i = 0; i < info.n_sections; i++) {
+    const tt_bundle_section_info *sc = &info.sections[i];
+    char status[64];
+    if (sc->checksum_ok)
+      snprintf (status, sizeof status, "ok");
+    else
+      snprintf (status, sizeof status, "MISMATCH (computed %08x)",
+          sc->crc32_computed);
+    printf ("%-8s %4u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %5s %08x  "
+        "%s\n", sc->name, sc->type, sc->offset, sc->length, sc->raw_length,
+        sc->flags & TT_BUNDLE_SECTION_ZLIB ? "zlib" : "-", sc->crc32_stored,
+        status);
+  }
+  printf ("%-40s %-7s %14s %14s\n", "tensor", "kind", "offset", "bytes");
+  const tt_bundle_section_info *w = &info.sections[2];
+  for (uint32_t i = 0; i < info.n_sections; i++)
+    if (info.sections[i].type == TT_BUNDLE_SECTION_WEIGHTS)
+      w = &info.sections[i];
+  for (uint32_t i = 0; i < info.n_tensors; i++) {
+    const tt_bundle_tensor_info *t = &info.tensors[i];
+    printf ("%-40s %-7s %14" PRIu64 " %14" PRIu64 "\n", t->name,
+        cli_kind_name (t->kind), t->offset, t->bytes);
+  }
+  printf ("weights_in_file_at=%" PRIu64 " (%s)\nchecksums=%s\n", w->offset,
+      w->flags & TT_BUNDLE_SECTION_ZLIB ? "compressed: loads by "
+      "decompressing into the pool" : "uncompressed: can be mapped and used "
+      "in place", info.checksums_ok ? "ok" : "MISMATCH");
+  int rc = info.checksums_ok ? 0 : 1;
+  tt_bundle_info_clear (&info);
+  return rc;
+}
+
+/* ---- export: the bundle as a linkable blob ------------------------------ */
+
+static bool
+cli_identifier (const char *s)
+{
+  if (!s || !(isalpha ((unsigned char) s[0]) || s[0] == '_') ||
+      strlen (s) > 200)
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!isalnum ((unsigned char) *p) && *p != '_')
+      return false;
+  return true;
+}
+
+static bool
+cli_section_ok (const char *s)
+{
+  if (!s || !*s || strlen (s) > 200)
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!isalnum ((unsigned char) *p) && !strchr ("._$-", *p))
+      return false;
+  return true;
+}
+
+/* MODEL.ttb -> MODEL, made a C identifier */
+static void
+cli_default_symbol (const char *path, char *out, size_t cap)
+{
+  char copy[PATH_MAX];
+  snprintf (copy, sizeof copy, "%s", path);
+  char *base = basename (copy);
+  char *dot = strrchr (base, '.');
+  if (dot && dot != base)
+    *dot = '\0';
+  size_t k = 0;
+  if (isdigit ((unsigned char) base[0]))
+    k = (size_t) snprintf (out, cap, "bundle_");
+  for (const char *p = base; *p && k + 1 < cap && k < 200; p++)
+    out[k++] = isalnum ((unsigned char) *p) ? *p : '_';
+  out[k] = '\0';
+  if (!k)
+    snprintf (out, cap, "bundle");
+}
+
+static int
+cli_write_text (const char *path, const char *text, size_t len)
+{
+  tt_atomic_file f;
+  tt_error err;
+  if (tt_atomic_file_open (&f, path, &err))
+    return cli_fail ("%s", err.message);
+  if (tt_atomic_file_write (&f, text, len, &err)) {
+    tt_atomic_file_abort (&f);
+    return cli_fail ("%s", err.message);
+  }
+  if (tt_atomic_file_commit (&f, &err))
+    return cli_fail ("%s", err.message);
+  return 0;
+}
+
+/* dst becomes a copy of src: a hard link when the file system allows (a
+ * snapshot at no cost: bundles are only ever replaced, never rewritten),
+ * else an in-kernel copy, else read and write; atomic either way. */
+static int
+cli_copy_file (const char *src, const char *dst)
+{
+  char rs[PATH_MAX], rd[PATH_MAX];
+  if (realpath (src, rs) && realpath (dst, rd) && !strcmp (rs, rd))
+    return 0;
+  char tmp[PATH_MAX + 400];
+  if (snprintf (tmp, sizeof tmp, "%s.tmp-link-%ld", dst, (long) getpid ())
+      >= (int) sizeof tmp)
+    return cli_fail ("%s: path too long", dst);
+  unlink (tmp);
+  if (link (src, tmp) == 0) {
+    int rc = rename (tmp, dst);
+    unlink (tmp);               /* left over when dst was already src */
+    if (rc == 0)
+      return 0;
+  }
+  int in = open (src, O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    return cli_fail ("%s: cannot open: %s", src, strerror (errno));
+  tt_atomic_file f;
+  tt_error err;
+  if (tt_atomic_file_open (&f, dst, &err)) {
+    close (in);
+    return cli_fail ("%s", err.message);
+  }
+  bool fallback = false;
+  for (;;) {
+    ssize_t n = copy_file_range (in, NULL, f.fd, NULL, 1u << 30, 0);
+    if (n == 0)
+      break;
+    if (n < 0) {
+      fallback = true;
+      break;
+    }
+  }
+  if (fallback) {
+    static char buf[1 << 20];
+    if (lseek (in, 0, SEEK_SET) != 0 || ftruncate (f.fd, 0) != 0 ||
+        lseek (f.fd, 0, SEEK_SET) != 0) {
+      close (in);
+      tt_atomic_file_abort (&f);
+      return cli_fail ("%s: cannot copy to %s: %s", src, dst,
+          strerror (errno));
+    }
+    ssize_t n;
+    while ((n = read (in, buf, sizeof buf)) > 0)
+      if (tt_atomic_file_write (&f, buf, (size_t) n, &err)) {
+        close (in);
+        tt_atomic_file_abort (&f);
+        return cli_fail ("%s", err.message);
+      }
+    if (n < 0) {
+      close (in);
+      tt_atomic_file_abort (&f);
+      return cli_fail ("%s: read failed: %s", src, strerror (errno));
+    }
+  }
+  close (in);
+  if (tt_atomic_file_commit (&f, &err))
+    return cli_fail ("%s", err.message);
+  return 0;
+}
+
+/* The bundle as a C array: decimal bytes, 24 to a line. */
+static int
+cli_write_c_array (const char *src, uint64_t size, tt_atomic_file *f)
+{
+  static char digits[256][5];
+  static unsigned char lens[256];
+  for (int v = 0; v < 256; v++)
+    lens[v] = (unsigned char) snprintf (digits[v], sizeof digits[v], "%d,",
+        v);
+  FILE *in = fopen (src, "rb");
+  if (!in)
+    return cli_fail ("%s: cannot open: %s", src, strerror (errno));
+  enum { CHUNK = 1 << 20 };
+  unsigned char *bytes = malloc (CHUNK);
+  char *text = malloc ((size_t) CHUNK * 4 + CHUNK / 24 + 16);
+  tt_error err;
+  int rc = 0;
+  uint64_t done = 0;
+  size_t n;
+  while (bytes && text && (n = fread (bytes, 1, CHUNK, in)) > 0) {
+    char *t = text;
+    for (size_t i = 0; i < n; i++) {
+      memcpy (t, digits[bytes[i]], 4);
+      t += lens[bytes[i]];
+      if ((done + i) % 24 == 23)
+        *t++ = '\n';
+    }
+    done += n;
+    if (tt_atomic_file_write (f, text, (size_t) (t - text), &err)) {
+      rc = cli_fail ("%s", err.message);
+      break;
+    }
+  }
+  if (!bytes || !text)
+    rc = cli_fail ("out of memory");
+  else if (!rc && (ferror (in) || done != size))
+    rc = cli_fail ("%s: read failed or the file changed", src);
+  fclose (in);
+  free (bytes);
+  free (text);
+  return rc;
+}
+
+static int
+cli_export (const cli_options *o)
+{
+  if (!o->c_out)
+    return cli_fail ("export needs --c-out DIR");
+  const char *format = o->format ? o->format : "asm";
+  if (strcmp (format, "asm") && strcmp (format, "c"))
+    return cli_fail ("--format is asm or c, not '%s'", format);
+  char sym[256];
+  if (o->symbol)
+    snprintf (sym, sizeof sym, "%s", o->symbol);
+  else
+    cli_default_symbol (o->model, sym, sizeof sym);
+  if (!cli_identifier (sym))
+    return cli_fail ("--symbol '%s' is not a C identifier (letters, digits "
+        "and _, at most 200)", sym);
+  char section[256];
+  if (o->section)
+    snprintf (section, sizeof section, "%s", o->section);
+  else
+    snprintf (section, sizeof section, ".rodata.%s", sym);
+  if (!cli_section_ok (section))
+    return cli_fail ("--section '%s': use letters, digits and . _ $ - (at "
+        "most 200)", section);
+
+  /* a damaged bundle is not worth embedding */
+  const double t0 = cli_now ();
+  tt_bundle_info info;
+  tt_error err;
+  if (tt_bundle_inspect (o->model, &info, &err))
+    return cli_fail ("%s", err.message);
+  const uint64_t size = info.file_size;
+  const uint32_t bundle_align = info.alignment;
+  const bool ok = info.checksums_ok;
+  tt_bundle_info_clear (&info);
+  if (!ok)
+    return cli_fail ("%s: a section's checksum does not match: not "
+        "exported (see tensor-trainer inspect)", o->model);
+  const uint64_t align = o->align ? o->align : bundle_align > 64 ?
+      bundle_align : 64;
+  if (align & (align - 1) || align > TT_BUNDLE_MAX_ALIGNMENT)
+    return cli_fail ("--align %" PRIu64 " is not a power of two in [1, %d]",
+        align, TT_BUNDLE_MAX_ALIGNMENT);
+  const uint64_t in_place = bundle_align < 64 ? bundle_align : 64;
+  if (align < in_place)
+    fprintf (stderr, "tensor-trainer: note: --align %" PRIu64 " is below "
+        "the %" PRIu64 " bytes using the weights in place needs; copy modes "
+        "still work\n", align, in_place);
+
+  if (mkdir (o->c_out, 0777) != 0 && errno != EEXIST)
+    return cli_fail ("%s: cannot create: %s", o->c_out, strerror (errno));
+  char dir[PATH_MAX];
+  if (!realpath (o->c_out, dir))
+    return cli_fail ("%s: %s", o->c_out, strerror (errno));
+  char upper[256];
+  size_t k;
+  for (k = 0; sym[k]; k++)
+    upper[k] = (char) toupper ((unsigned char) sym[k]);
+  upper[k] = '\0';
+  char path[PATH_MAX + 300];
+
+  /* the header */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *t = open_memstream (&text, &len);
+  if (!t)
+    return cli_fail ("out of memory");
+  fprintf (t, "/* Generated by tensor-trainer export from %s: do not edit.\n"
+      " *\n"
+      " * %s is the bundle (%" PRIu64 " bytes), aligned to %" PRIu64
+      " bytes in section %s.\n"
+      " * Open it without a file system:\n"
+      " *   tt_bundle_load_options opt = { .mode = TT_BUNDLE_IN_PLACE };\n"
+      " *   tt_model *m = tt_bundle_load_memory (%s, %s_size, \"%s\", &opt,"
+      " &err);\n"
+      " * TT_BUNDLE_IN_PLACE evaluates with the weights where they lie "
+      "(read-only);\n"
+      " * TT_BUNDLE_READ copies them into the pool (training allowed). */\n"
+      "#ifndef TT_EXPORT_%s_H\n#define TT_EXPORT_%s_H\n\n"
+      "#include <stddef.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+      "#define %s_SIZE ((size_t) %" PRIu64 "u)\n#define %s_ALIGNMENT %"
+      PRIu64 "\n\nextern const unsigned char %s[];\n"
+      "extern const size_t %s_size;\n\n#ifdef __cplusplus\n}\n#endif\n"
+      "#endif\n", o->model, sym, size, align, section, sym, sym, sym, upper,
+      upper, upper, size, upper, align, sym, sym);
+  fclose (t);
+  snprintf (path, sizeof path, "%s/%s.h", dir, sym);
+  int rc = text ? cli_write_text (path, text, len) : cli_fail ("out of "
+      "memory");
+  free (text);
+  if (rc)
+    return rc;
+
+  if (!strcmp (format, "asm")) {
+    char blob[PATH_MAX + 300];
+    snprintf (blob, sizeof blob, "%s/%s.ttb", dir, sym);
+    if (strpbrk (blob, "\"\\\n"))
+      return cli_fail ("%s: a path with quotes, backslashes or newlines "
+          "cannot go into .incbin; use --format c", blob);
+    if (cli_copy_file (o->model, blob))
+      return 1;
+    text = NULL;
+    t = open_memstream (&text, &len);
+    if (!t)
+      return cli_fail ("out of memory");
+    fprintf (t, "/* Generated by tensor-trainer export from %s: do not "
+        "edit.\n"
+        " * .incbin pulls the bundle in as it is, so this file assembles in "
+        "the\n"
+        " * same time whatever the model's size. GNU assembler syntax, ELF "
+        "targets\n"
+        " * (gcc -c %s.S, clang -c %s.S); elsewhere export with --format c.\n"
+        " * The bundle is read from %s_PATH: define it to move the file,\n"
+        " * e.g. -D%s_PATH='\"some/dir/%s.ttb\"'. */\n"
+        "#ifndef %s_PATH\n#define %s_PATH \"%s\"\n#endif\n"
+        "#ifndef __ELF__\n#error \"%s.S is for ELF targets: export with "
+        "--format c\"\n#endif\n\n"
+        "\t.section %s,\"a\",%%progbits\n\t.balign %" PRIu64 "\n"
+        "\t.globl %s\n\t.type %s, %%object\n%s:\n\t.incbin %s_PATH\n"
+        ".L%s_end:\n\t.size %s, .L%s_end - %s\n\n"
+        "\t.section .rodata\n\t.balign 8\n\t.globl %s_size\n"
+        "\t.type %s_size, %%object\n\t.size %s_size, __SIZEOF_SIZE_T__\n"
+        "%s_size:\n#if __SIZEOF_SIZE_T__ == 8\n\t.quad .L%s_end - %s\n"
+        "#else\n\t.long .L%s_end - %s\n#endif\n\n"
+        "\t.section .note.GNU-stack,\"\",%%progbits\n", o->model, sym, sym,
+        upper, upper, sym, upper, upper, blob, sym, section, align, sym, sym,
+        sym, upper, sym, sym, sym, sym, sym, sym, sym, sym, sym, sym, sym,
+        sym);
+    fclose (t);
+    snprintf (path, sizeof path, "%s/%s.S", dir, sym);
+    rc = text ? cli_write_text (path, text, len) : cli_fail ("out of "
+        "memory");
+    free (text);
+  } else {
+    snprintf (path, sizeof path, "%s/%s.c", dir, sym);
+    tt_atomic_file f;
+    if (tt_atomic_file_open (&f, path, &err))
+      return cli_fail ("%s", err.message);
+    char head[2048];
+    int n = snprintf (head, sizeof head, "/* Generated by tensor-trainer "
+        "export from %s: do not edit.\n"
+        " * The portable route: a C array of the bundle's %" PRIu64
+        " bytes. Large\n"
+        " * models compile slowly this way; the .incbin route (--format asm)"
+        " does not. */\n"
+        "#include \"%s.h\"\n\n"
+        "#if defined(__GNUC__) || defined(__clang__)\n"
+        "__attribute__ ((section (\"%s\"), aligned (%" PRIu64 ")))\n"
+        "#else\n_Alignas (%" PRIu64 ")      /* section: GNU C only */\n"
+        "#endif\nconst unsigned char %s[%" PRIu64 "] = {\n", o->model, size,
+        sym, section, align, align, sym, size);
+    rc = tt_atomic_file_write (&f, head, (size_t) n, &err) ?
+        cli_fail ("%s", err.message) : cli_write_c_array (o->model, size,
+        &f);
+    if (!rc) {
+      n = snprintf (head, sizeof head, "};\n\nconst size_t %s_size = %"
+          PRIu64 "u;\n", sym, size);
+      if (tt_atomic_file_write (&f, head, (size_t) n, &err))
+        rc = cli_fail ("%s", err.message);
+    }
+    if (rc)
+      tt_atomic_file_abort (&f);
+    else if (tt_atomic_file_commit (&f, &err))
+      rc = cli_fail ("%s", err.message);
+  }
+  if (!rc)
+    printf ("exported %s (%" PRIu64 " bytes) -> %s/%s.h + %s/%s.%s symbol=%s "
+        "section=%s align=%" PRIu64 " seconds=%.3f\n", o->model, size, dir,
+        sym, dir, sym, strcmp (format, "asm") ? "c" : "S", sym, section,
+        align, cli_now () - t0);
+  return rc;
 }
 
 int
@@ -471,6 +1060,14 @@ main (int argc, char **argv)
     return cli_plan (&o);
   if (!strcmp (o.command, "check"))
     return cli_check (&o);
+  if (!strcmp (o.command, "pack"))
+    return cli_pack (&o);
+  if (!strcmp (o.command, "unpack"))
+    return cli_unpack (&o);
+  if (!strcmp (o.command, "inspect"))
+    return cli_inspect (&o);
+  if (!strcmp (o.command, "export"))
+    return cli_export (&o);
   cli_fail ("unknown command '%s'", o.command);
   cli_usage (stderr);
   return 2;

@@ -17,6 +17,10 @@
  * training set noticeably slower. */
 #define GZ_BUFFER (128u * 1024u)
 
+/* The data buffer starts at this size (or the header's, when smaller) and
+ * doubles as the data keeps coming. */
+#define FIRST_ALLOC ((size_t) 16 << 20)
+
 /* On 32-bit hosts size_t, not the format cap, is the tighter limit. */
 #if SIZE_MAX < UINT64_MAX
 #define MAX_ALLOC ((uint64_t) SIZE_MAX)
@@ -133,7 +137,8 @@ tt_idx_load (const char *path, tt_idx * out, char *err, size_t err_len)
   uint8_t dimbuf[16];
   uint8_t extra;
   uint64_t total;
-  size_t esize;
+  size_t esize, cap, got, grown;
+  uint8_t *data;
   int64_t n;
   int i;
 
@@ -219,23 +224,39 @@ tt_idx_load (const char *path, tt_idx * out, char *err, size_t err_len)
   out->count = out->dims[0];
   out->item_bytes = (size_t) (total / out->dims[0]);
 
-  out->data = malloc ((size_t) total);
-  if (out->data == NULL) {
-    set_err (err, err_len, "%s: cannot allocate %llu bytes", path,
-        (unsigned long long) total);
-    goto fail;
+  /* The buffer grows as the data arrives: a corrupt or hostile header on
+   * a short file must not make us allocate what it promises. */
+  cap = total < FIRST_ALLOC ? (size_t) total : FIRST_ALLOC;
+  got = 0;
+  out->data = malloc (cap);
+  for (;;) {
+    if (out->data == NULL) {
+      set_err (err, err_len, "%s: cannot allocate %zu bytes", path, cap);
+      goto fail;
+    }
+    n = read_full (f, out->data + got, cap - got);
+    if (n < 0) {
+      set_err (err, err_len, "%s: read error in data: %s", path,
+          gz_reason (f, path));
+      goto fail;
+    }
+    got += (size_t) n;
+    if (got < cap || cap == total)
+      break;
+    /* full, and the header promises more */
+    grown = total - cap < cap ? (size_t) total : 2 * cap;
+    data = realloc (out->data, grown);
+    if (data == NULL) {
+      set_err (err, err_len, "%s: cannot allocate %zu bytes", path, grown);
+      goto fail;
+    }
+    out->data = data;
+    cap = grown;
   }
-
-  n = read_full (f, out->data, (size_t) total);
-  if (n < 0) {
-    set_err (err, err_len, "%s: read error in data: %s", path,
-        gz_reason (f, path));
-    goto fail;
-  }
-  if ((uint64_t) n < total) {
+  if ((uint64_t) got < total) {
     set_err (err, err_len, "%s: truncated: header promises %llu data bytes, "
         "file has %llu (%s)", path, (unsigned long long) total,
-        (unsigned long long) n, gz_reason (f, path));
+        (unsigned long long) got, gz_reason (f, path));
     goto fail;
   }
 

@@ -53,6 +53,28 @@ tt_atomic_file_write (tt_atomic_file * f, const void *data, size_t len,
       TT_OK;
 }
 
+tt_status
+tt_atomic_file_pwrite (tt_atomic_file * f, uint64_t offset, const void *data,
+    size_t len, tt_error * err)
+{
+  const char *p = data;
+  while (len > 0 && !f->failed) {
+    ssize_t n = pwrite (f->fd, p, len, (off_t) offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      f->failed = true;
+      return tt_fail (err, TT_ERR_IO, "%s: write failed: %s", f->path,
+          n < 0 ? strerror (errno) : "no progress");
+    }
+    p += n;
+    offset += (uint64_t) n;
+    len -= (size_t) n;
+  }
+  return f->failed ? tt_fail (err, TT_ERR_IO, "%s: write failed", f->path) :
+      TT_OK;
+}
+
 void
 tt_atomic_file_abort (tt_atomic_file * f)
 {

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -56,10 +57,18 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
   return TT_OK;
 }
 
-static bool
-bin_has_moments (const tt_model * m)
+bool
+tt_bin_has_moments (const tt_model * m)
 {
   return m->opt.type == TT_OPT_ADAM || m->opt.type == TT_OPT_ADAMW;
+}
+
+/* the moments a save writes: none when the model runs in place from a
+ * bundle that had none */
+static bool
+bin_saves_moments (const tt_model * m)
+{
+  return tt_bin_has_moments (m) && !m->moments_missing;
 }
 
 static tt_status
@@ -82,9 +91,80 @@ static size_t
 bin_moment_bytes (tt_model * m)
 {
   size_t bytes = 0;
-  if (bin_has_moments (m))
+  if (tt_bin_has_moments (m))
     bin_for_each (m, true, true, bin_sum_bytes, &bytes, NULL);
   return bytes;
+}
+
+typedef struct {
+  int *ids;
+  uint32_t n;
+} bin_id_list;
+
+static tt_status
+bin_collect (tt_model * m, int tensor, void *ctx, tt_error * err)
+{
+  (void) m;
+  (void) err;
+  bin_id_list *l = ctx;
+  if (l->ids)
+    l->ids[l->n] = tensor;
+  l->n++;
+  return TT_OK;
+}
+
+int *
+tt_bin_regions (tt_model * m, bool moments, uint32_t *n)
+{
+  bin_id_list l = { NULL, 0 };
+  bin_for_each (m, moments, false, bin_collect, &l, NULL);
+  *n = l.n;
+  l.ids = malloc ((l.n ? l.n : 1) * sizeof *l.ids);
+  if (!l.ids)
+    return NULL;
+  l.n = 0;
+  bin_for_each (m, moments, false, bin_collect, &l, NULL);
+  return l.ids;
+}
+
+tt_status
+tt_bin_layout (tt_model * m, size_t size, const char *name, bool *moments,
+    bool *counters, tt_error * err)
+{
+  const size_t w = tt_bin_weight_bytes (m);
+  const size_t mom = bin_moment_bytes (m);
+  const bool adam = tt_bin_has_moments (m);
+  *moments = *counters = false;
+  if (size == w) {
+  } else if (size == w + BIN_COUNTERS) {
+    *counters = true;
+  } else if (adam && size == w + BIN_TAG_LEN + mom) {
+    *moments = true;
+  } else if (adam && size == w + BIN_TAG_LEN + mom + BIN_COUNTERS) {
+    *moments = *counters = true;
+  } else if (adam) {
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: size %zu bytes does not fit the model %s: expected %zu "
+        "(weights), %zu (weights + counters), %zu (weights + adam "
+        "moments) or %zu (weights + adam moments + counters)", name, size,
+        m->path, w, w + BIN_COUNTERS, w + BIN_TAG_LEN + mom,
+        w + BIN_TAG_LEN + mom + BIN_COUNTERS);
+  } else {
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: size %zu bytes does not fit the model %s: expected %zu "
+        "(weights) or %zu (weights + counters)", name, size, m->path, w,
+        w + BIN_COUNTERS);
+  }
+  return TT_OK;
+}
+
+tt_status
+tt_model_refuse_external (tt_model * m, const char *what, tt_error * err)
+{
+  return tt_fail (err, TT_ERR_STATE, "%s: cannot %s: the weights are used "
+      "in place from a read-only bundle (evaluation only); load the bundle "
+      "with TT_BUNDLE_READ or TT_BUNDLE_MMAP (tensor-trainer --mode read) "
+      "to %s", m->path, what, what);
 }
 
 typedef struct {
@@ -165,9 +245,9 @@ tt_model_load_bin (tt_model * m, const char *path, tt_error * err)
   if (!m->compiled)
     return tt_fail (err, TT_ERR_STATE, "%s: compile the model before loading "
         "weights", path);
-  const size_t w = tt_bin_weight_bytes (m);
-  const size_t mom = bin_moment_bytes (m);
-  const bool adam = bin_has_moments (m);
+  if (m->weights_external)
+    return tt_model_refuse_external (m, "load weights", err);
+  const bool adam = tt_bin_has_moments (m);
   FILE *fp = fopen (path, "rb");
   if (!fp)
     return tt_fail (err, TT_ERR_IO, "%s: cannot open: %s", path,
@@ -178,27 +258,11 @@ tt_model_load_bin (tt_model * m, const char *path, tt_error * err)
     return tt_fail (err, TT_ERR_IO, "%s: not a regular file", path);
   }
   const size_t size = (size_t) sb.st_size;
-  bool moments = false, counters = false;
-  if (size == w) {
-  } else if (size == w + BIN_COUNTERS) {
-    counters = true;
-  } else if (adam && size == w + BIN_TAG_LEN + mom) {
-    moments = true;
-  } else if (adam && size == w + BIN_TAG_LEN + mom + BIN_COUNTERS) {
-    moments = counters = true;
-  } else {
+  bool moments, counters;
+  tt_status lst = tt_bin_layout (m, size, path, &moments, &counters, err);
+  if (lst) {
     fclose (fp);
-    if (adam)
-      return tt_fail (err, TT_ERR_INVALID,
-          "%s: size %zu bytes does not fit the model %s: expected %zu "
-          "(weights), %zu (weights + counters), %zu (weights + adam "
-          "moments) or %zu (weights + adam moments + counters)", path, size,
-          m->path, w, w + BIN_COUNTERS, w + BIN_TAG_LEN + mom,
-          w + BIN_TAG_LEN + mom + BIN_COUNTERS);
-    return tt_fail (err, TT_ERR_INVALID,
-        "%s: size %zu bytes does not fit the model %s: expected %zu "
-        "(weights) or %zu (weights + counters)", path, size, m->path, w,
-        w + BIN_COUNTERS);
+    return lst;
   }
 
   /* check everything first, then store: a bad file leaves the model as it
@@ -223,6 +287,95 @@ tt_model_load_bin (tt_model * m, const char *path, tt_error * err)
   return TT_OK;
 }
 
+/* ---- a BIN in memory ------------------------------------------------- */
+
+typedef struct {
+  const unsigned char *data;
+  const char *name;
+  bool store;
+  size_t offset;
+} bin_memory;
+
+static tt_status
+bin_memory_region (tt_model * m, int tensor, void *ctx, tt_error * err)
+{
+  bin_memory *r = ctx;
+  tt_tensor *t = &m->tensors[tensor];
+  const size_t bytes = t->count * sizeof (float);
+  if (r->store) {
+    memcpy (t->data, r->data + r->offset, bytes);
+  } else {
+    /* any alignment: one float at a time through memcpy */
+    for (size_t i = 0; i < t->count; i++) {
+      float v;
+      memcpy (&v, r->data + r->offset + i * sizeof v, sizeof v);
+      if (!isfinite (v))
+        return tt_fail (err, TT_ERR_PARSE,
+            "%s: tensor %s holds a non-finite value (%g) at element %zu "
+            "(byte %zu)", r->name, t->name, (double) v, i,
+            r->offset + i * sizeof (float));
+    }
+  }
+  r->offset += bytes;
+  return TT_OK;
+}
+
+static tt_status
+bin_memory_all (tt_model * m, bin_memory * r, bool moments, tt_error * err)
+{
+  tt_status st;
+  r->offset = 0;
+  if ((st = bin_for_each (m, false, false, bin_memory_region, r, err)))
+    return st;
+  if (moments) {
+    if (memcmp (r->data + r->offset, BIN_TAG, BIN_TAG_LEN) != 0)
+      return tt_fail (err, TT_ERR_PARSE,
+          "%s: expected the tag 'adam' at byte %zu after the weights",
+          r->name, r->offset);
+    r->offset += BIN_TAG_LEN;
+    if ((st = bin_for_each (m, true, true, bin_memory_region, r, err)))
+      return st;
+  }
+  return TT_OK;
+}
+
+tt_status
+tt_model_load_bin_memory (tt_model * m, const void *data, size_t len,
+    const char *name, tt_error * err)
+{
+  if (!name)
+    name = "<memory>";
+  if (!m->compiled)
+    return tt_fail (err, TT_ERR_STATE, "%s: compile the model before loading "
+        "weights", name);
+  if (m->weights_external)
+    return tt_model_refuse_external (m, "load weights", err);
+  if (!data && len)
+    return tt_fail (err, TT_ERR_INVALID, "%s: no data", name);
+  bool moments, counters;
+  tt_status st = tt_bin_layout (m, len, name, &moments, &counters, err);
+  if (st)
+    return st;
+  /* check everything first, then store: bad data leaves the model as it
+   * was */
+  bin_memory r = { data, name, false, 0 };
+  if ((st = bin_memory_all (m, &r, moments, err)))
+    return st;
+  r.store = true;
+  bin_memory_all (m, &r, moments, NULL);
+  if (tt_bin_has_moments (m) && !moments)
+    bin_for_each (m, true, true, bin_zero_region, NULL, NULL);
+  if (counters) {
+    uint32_t cnt[2];
+    memcpy (cnt, r.data + r.offset, sizeof cnt);
+    m->epoch = cnt[0];
+    m->iteration = cnt[1];
+  }
+  return TT_OK;
+}
+
+/* ---- saving ----------------------------------------------------------- */
+
 static tt_status
 bin_write_region (tt_model * m, int tensor, void *ctx, tt_error * err)
 {
@@ -242,7 +395,7 @@ tt_model_save_bin (tt_model * m, const char *path, tt_error * err)
     return st;
   const uint32_t counters[2] = { m->epoch, m->iteration };
   if ((st = bin_for_each (m, false, false, bin_write_region, &f, err)) ||
-      (bin_has_moments (m) &&
+      (bin_saves_moments (m) &&
           ((st = tt_atomic_file_write (&f, BIN_TAG, BIN_TAG_LEN, err)) ||
               (st = bin_for_each (m, true, true, bin_write_region, &f,
                       err)))) ||

@@ -27,6 +27,10 @@ tt_model_add_layer (tt_model * m, const char *name, const char *section,
         m->path, section, name);
     return NULL;
   }
+  /* callers pass names held in m->layers, which the realloc may move */
+  char name_copy[TT_NAME_MAX], section_copy[TT_NAME_MAX];
+  snprintf (name_copy, sizeof name_copy, "%s", name);
+  snprintf (section_copy, sizeof section_copy, "%s", section);
   if (m->n_layers == m->cap_layers) {
     uint32_t cap = m->cap_layers ? m->cap_layers * 2 : 16;
     tt_layer *grown = realloc (m->layers, cap * sizeof *grown);
@@ -39,8 +43,8 @@ tt_model_add_layer (tt_model * m, const char *name, const char *section,
   }
   tt_layer *l = &m->layers[m->n_layers];
   memset (l, 0, sizeof *l);
-  snprintf (l->name, sizeof l->name, "%s", name);
-  snprintf (l->section, sizeof l->section, "%s", section);
+  snprintf (l->name, sizeof l->name, "%s", name_copy);
+  snprintf (l->section, sizeof l->section, "%s", section_copy);
   l->ops = ops;
   l->creation = (int) m->n_layers++;
   l->n_outputs = 1;
@@ -587,6 +591,23 @@ graph_infer (tt_model * m, tt_error * err)
   return TT_OK;
 }
 
+/* Only addition and concat read several inputs; the others read input 0,
+ * so a second input would never get its derivative. */
+static tt_status
+graph_check_inputs (tt_model * m, tt_error * err)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    const tt_layer *l = &m->layers[i];
+    tt_section sec = { m->path, l->section, m->dict };
+    if (l->n_inputs > 1 && l->ops != &tt_addition_layer_ops &&
+        l->ops != &tt_concat_layer_ops)
+      return tt_section_error (&sec, "input_layers", err, TT_ERR_INVALID,
+          "a %s layer takes one input, not %u (only addition and concat "
+          "take several)", l->ops->type, l->n_inputs);
+  }
+  return TT_OK;
+}
+
 tt_status
 tt_graph_build (tt_model * m, tt_error * err)
 {
@@ -610,7 +631,8 @@ tt_graph_build (tt_model * m, tt_error * err)
   }
   dead = grown;
   if ((st = graph_insert_multiouts (m, &dead, err)) ||
-      (st = graph_sort (m, dead, true, err)) || (st = graph_infer (m, err)))
+      (st = graph_sort (m, dead, true, err)) ||
+      (st = graph_check_inputs (m, err)) || (st = graph_infer (m, err)))
     goto out;
 out:
   free (dead);

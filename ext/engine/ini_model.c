@@ -447,6 +447,11 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
   if (strlen (s->name) > TT_LAYER_NAME_MAX)
     return tt_section_error (s, NULL, err, TT_ERR_INVALID,
         "layer name longer than %d characters", TT_LAYER_NAME_MAX);
+  /* the optimized INI lists layers and tensors as keys, so a name must
+   * read back as one: not a comment, no '=' */
+  if (s->name[0] == '#' || s->name[0] == ';' || strchr (s->name, '='))
+    return tt_section_error (s, NULL, err, TT_ERR_INVALID,
+        "a layer name cannot start with '#' or ';' or hold '='");
   const char *type = tt_section_string (s, "type");
   if (!type)
     return tt_section_error (s, "type", err, TT_ERR_INVALID,
@@ -586,6 +591,10 @@ ini_parse_dict (tt_model * m, tt_error * err)
       return tt_fail (err, TT_ERR_PARSE,
           "%s: key '%s' appears before any [section]", m->path,
           d->key[i] + 1);
+  /* a plan saved from this model keeps the text up to the stored one */
+  tt_status st0 = tt_plan_text_check (m, err);
+  if (st0)
+    return st0;
 
   int nsec = iniparser_getnsec (d);
   if (nsec <= 0)

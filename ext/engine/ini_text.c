@@ -5,7 +5,8 @@
  * linked blob where there is no file to hand to iniparser_load():
  *   - lines are trimmed; empty lines and lines starting with # or ; are
  *     comments;
- *   - "[name]" opens a section, lower-cased;
+ *   - "[name]" opens a section, lower-cased; "[]..." (no name) keeps
+ *     the previous section, cut to the line's length less one;
  *   - key = "value" and key = 'value' keep the quoted text; otherwise the
  *     value ends at the first ; or # and is trimmed; "" and '' are empty;
  *   - keys are lower-cased and stored as "section:key";
@@ -50,6 +51,14 @@ ini_text_line (dictionary * d, char *line, char *section, size_t sec_len)
   if (len == 0 || s[0] == '#' || s[0] == ';')
     return 0;
   if (s[0] == '[' && s[len - 1] == ']') {
+    if (s[1] == ']') {
+      /* iniparser's sscanf ("[%[^]]") reads no name here and leaves the
+       * previous section in place, which its strlwc () then cuts to the
+       * length of this line less one: "[ab]" then "[]" gives "a" */
+      if (strlen (section) > len - 1)
+        section[len - 1] = '\0';
+      return dictionary_set (d, section, NULL) == 0 ? 0 : -1;
+    }
     s[len - 1] = '\0';
     char *name = ini_text_strip (s + 1);
     /* iniparser reads up to the first ']' */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define TT_DEFAULT_SEED 0x5eedULL
 
@@ -77,6 +78,8 @@ tt_model_free (tt_model * m)
   free (m->ini_text);
   free (m->canonical);
   free (m->pool);
+  if (m->map)
+    munmap (m->map, m->map_len);
   free (m);
 }
 
@@ -171,7 +174,9 @@ tt_model_compile (tt_model * m, tt_error * err)
     return st;
   tt_rng_seed (&m->rng, m->seed);
   m->compiled = true;
-  return tt_model_init_weights (m, err);
+  /* a bundle loader fills the weights itself (or points them into its
+   * blob): initializing them first would be wasted time */
+  return m->defer_init ? TT_OK : tt_model_init_weights (m, err);
 }
 
 tt_status
@@ -180,6 +185,8 @@ tt_model_init_weights (tt_model * m, tt_error * err)
   if (!m->compiled)
     return tt_fail (err, TT_ERR_STATE, "%s: compile before initializing",
         m->path);
+  if (m->weights_external)
+    return tt_model_refuse_external (m, "initialize weights", err);
   /* its own stream, so weights do not depend on how much dropout ran */
   tt_rng rng;
   tt_rng_seed (&rng, m->seed ^ 0x1a1e5eedULL);
@@ -439,6 +446,8 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, tt_batch_result * result,
     tt_error * err)
 {
+  if (m->weights_external)
+    return tt_model_refuse_external (m, "train", err);
   if (!labels)
     return tt_fail (err, TT_ERR_INVALID, "%s: training needs labels",
         m->path);
@@ -477,6 +486,9 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, bool backward, double *loss,
     tt_error * err)
 {
+  /* a training-mode forward updates batch-normalization statistics */
+  if (m->weights_external)
+    return tt_model_refuse_external (m, "run a training pass", err);
   tt_status st = model_feed (m, n, inputs, types, labels, err);
   if (st)
     return st;

@@ -331,6 +331,12 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
   m->plan.pool_bytes = m->pool_bytes;
   m->plan.lower_bound = tt_plan_lower_bound (t, n, m->align);
   m->plan.naive_bytes = tt_plan_naive_size (t, n, m->align);
+  /* no layout needs more than every tensor its own bytes: a larger
+   * pool_size is damage, and would be allocated as written */
+  if (st == TT_OK && m->pool_bytes > m->plan.naive_bytes)
+    st = plan_error (m, err, "[Plan] pool_size: %" PRIu64 " bytes is more "
+        "than the %" PRIu64 " of the naive layout (every tensor its own "
+        "bytes)", m->pool_bytes, m->plan.naive_bytes);
   m->plan.tensors = (uint32_t) n;
   for (uint32_t i = 0; i < m->n_layers; i++)
     m->plan.in_place_layers += m->layers[i].in_place;
@@ -342,11 +348,40 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
 
 /* ---- writing --------------------------------------------------------- */
 
+/* The text grows in a buffer; the first failure sticks. */
 typedef struct {
-  tt_atomic_file *f;
+  char *buf;
+  size_t len, cap;
   tt_error *err;
   tt_status st;
 } plan_writer;
+
+static void
+plan_append (plan_writer * w, const char *data, size_t len)
+{
+  if (w->st)
+    return;
+  if (len > w->cap - w->len) {
+    size_t cap = w->cap ? w->cap : 4096;
+    while (len > cap - w->len) {
+      if (cap > SIZE_MAX / 2) {
+        w->st = tt_fail (w->err, TT_ERR_NOMEM, "plan text too large");
+        return;
+      }
+      cap *= 2;
+    }
+    char *grown = realloc (w->buf, cap);
+    if (!grown) {
+      w->st = tt_fail (w->err, TT_ERR_NOMEM, "out of memory writing the "
+          "plan");
+      return;
+    }
+    w->buf = grown;
+    w->cap = cap;
+  }
+  memcpy (w->buf + w->len, data, len);
+  w->len += len;
+}
 
 static void
 plan_printf (plan_writer * w, const char *fmt, ...)
@@ -366,7 +401,36 @@ plan_printf (plan_writer * w, const char *fmt, ...)
     w->st = tt_fail (w->err, TT_ERR_INVALID, "plan line too long");
     return;
   }
-  w->st = tt_atomic_file_write (w->f, line, (size_t) len, w->err);
+  plan_append (w, line, (size_t) len);
+}
+
+/* Whether a line opens a plan section, read as the INI parsers read it:
+ * trimmed, "[" ... "]", the name up to the first "]", trimmed, any case
+ * ("[planet]" is a layer, not a plan section). */
+static bool
+plan_header_line (const char *p, size_t len)
+{
+  while (len > 0 && isspace ((unsigned char) *p)) {
+    p++;
+    len--;
+  }
+  while (len > 0 && isspace ((unsigned char) p[len - 1]))
+    len--;
+  if (len < 2 || p[0] != '[' || p[len - 1] != ']')
+    return false;
+  const char *name = p + 1, *end = memchr (name, ']', len - 1);
+  while (name < end && isspace ((unsigned char) *name))
+    name++;
+  while (end > name && isspace ((unsigned char) end[-1]))
+    end--;
+  char buf[16];
+  size_t n = (size_t) (end - name);
+  if (n >= sizeof buf)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    buf[i] = (char) tolower ((unsigned char) name[i]);
+  buf[n] = '\0';
+  return tt_plan_section_name (buf);
 }
 
 /* Length of the model text without an earlier plan: up to the marker line
@@ -382,34 +446,86 @@ plan_text_end (const char *text, size_t len)
     const char *p = line;
     while (p < line + line_len && (*p == ' ' || *p == '\t'))
       p++;
-    if (!strncmp (p, PLAN_MARKER, strlen (PLAN_MARKER)) ||
-        (line_len - (size_t) (p - line) >= 5 && !strncasecmp (p, "[plan",
-                5)))
+    if ((size_t) (line + line_len - p) >= strlen (PLAN_MARKER) &&
+        !strncmp (p, PLAN_MARKER, strlen (PLAN_MARKER)))
+      return at;
+    if (plan_header_line (line, line_len))
       return at;
     at += line_len + (nl ? 1 : 0);
   }
   return len;
 }
 
-tt_status
-tt_model_save_plan_ini (tt_model * m, const char *path, tt_error * err)
+/* An entry of a [Plan...] section ("plan.layers:x", or the section). */
+static bool
+plan_entry (const char *key)
 {
+  const char *colon = strchr (key, ':');
+  size_t n = colon ? (size_t) (colon - key) : strlen (key);
+  return (n == 4 && !strncmp (key, "plan", 4)) ||
+      (n == 11 && !strncmp (key, "plan.layers", 11)) ||
+      (n == 12 && !strncmp (key, "plan.tensors", 12));
+}
+
+/* Saving a plan keeps the model text up to its old plan (plan_text_end)
+ * and appends the new one; so that no part of the model is dropped, that
+ * kept text must parse to the same entries as the whole text, plan
+ * entries aside: nothing of the model may follow the plan. */
+tt_status
+tt_plan_text_check (tt_model * m, tt_error * err)
+{
+  size_t keep = plan_text_end (m->ini_text, m->ini_len);
+  if (keep == m->ini_len)
+    return TT_OK;
+  tt_error perr;
+  dictionary *head = tt_ini_text_parse (m->ini_text, keep, m->path, &perr);
+  const dictionary *d = m->dict;
+  bool same = head != NULL;
+  ssize_t j = 0;
+  for (ssize_t i = 0; same && i <= d->size; i++) {
+    if (i < d->size && (!d->key[i] || plan_entry (d->key[i])))
+      continue;
+    while (j < head->size && (!head->key[j] || plan_entry (head->key[j])))
+      j++;
+    if (i == d->size) {
+      same = j == head->size;
+      break;
+    }
+    same = j < head->size && !strcmp (d->key[i], head->key[j]) &&
+        !d->val[i] == !head->val[j] && (!d->val[i] ||
+        !strcmp (d->val[i], head->val[j]));
+    j++;
+  }
+  if (head)
+    iniparser_freedict (head);
+  if (same)
+    return TT_OK;
+  int line = 1;
+  for (size_t i = 0; i < keep; i++)
+    line += m->ini_text[i] == '\n';
+  return tt_fail (err, TT_ERR_INVALID, "%s: the model continues after its "
+      "stored plan (which starts at line %d): the plan must end the file",
+      m->path, line);
+}
+
+tt_status
+tt_plan_ini_text (tt_model * m, char **text, size_t *text_len,
+    tt_error * err)
+{
+  *text = NULL;
+  *text_len = 0;
   if (!m->compiled)
     return tt_fail (err, TT_ERR_STATE, "%s: compile the model before saving "
         "its plan", m->path);
   if (m->plan_mode == TT_PLAN_NAIVE)
     return tt_fail (err, TT_ERR_STATE, "%s: a naive layout is not a plan "
         "worth saving", m->path);
-  tt_atomic_file f;
-  tt_status st = tt_atomic_file_open (&f, path, err);
-  if (st)
-    return st;
-  plan_writer w = { &f, err, TT_OK };
+  plan_writer w = { NULL, 0, 0, err, TT_OK };
   size_t keep = plan_text_end (m->ini_text, m->ini_len);
   while (keep > 0 && (m->ini_text[keep - 1] == '\n' ||
           m->ini_text[keep - 1] == ' ' || m->ini_text[keep - 1] == '\t'))
     keep--;
-  w.st = tt_atomic_file_write (&f, m->ini_text, keep, err);
+  plan_append (&w, m->ini_text, keep);
   plan_printf (&w, "\n\n%s: written by tensor-trainer; loading validates "
       "it against the model above ----\n", PLAN_MARKER);
   plan_printf (&w, "[Plan]\nversion = %d\npool_size = %" PRIu64
@@ -446,8 +562,32 @@ tt_model_save_plan_ini (tt_model * m, const char *path, tt_error * err)
         t->first_use, t->last_use);
   }
   if (w.st) {
-    tt_atomic_file_abort (&f);
+    free (w.buf);
     return w.st;
+  }
+  *text = w.buf;
+  *text_len = w.len;
+  return TT_OK;
+}
+
+tt_status
+tt_model_save_plan_ini (tt_model * m, const char *path, tt_error * err)
+{
+  char *text;
+  size_t len;
+  tt_status st = tt_plan_ini_text (m, &text, &len, err);
+  if (st)
+    return st;
+  tt_atomic_file f;
+  if ((st = tt_atomic_file_open (&f, path, err))) {
+    free (text);
+    return st;
+  }
+  st = tt_atomic_file_write (&f, text, len, err);
+  free (text);
+  if (st) {
+    tt_atomic_file_abort (&f);
+    return st;
   }
   return tt_atomic_file_commit (&f, err);
 }

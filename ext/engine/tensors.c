@@ -94,12 +94,20 @@ tt_tensors_bind (tt_model * m, tt_error * err)
   if (!m->pool)
     return tt_fail (err, TT_ERR_NOMEM,
         "%s: cannot allocate the %zu-byte memory pool", m->path, bytes);
-  memset (m->pool, 0, bytes);
+  if (!m->weights_external)
+    memset (m->pool, 0, bytes);
   for (uint32_t i = 0; i < m->n_tensors; i++) {
     tt_tensor *t = &m->tensors[i];
     int r = tensors_root (m, (int) i);
     t->offset = m->tensors[r].offset;
     t->data = (float *) ((char *) m->pool + t->offset);
+    /* weights used in place (bundle.c): evaluation touches only inputs,
+     * labels, activations and scratch; the rest of the pool stays
+     * untouched, so a large pool is never committed */
+    if (m->weights_external && r == (int) i &&
+        (t->kind == TT_TENSOR_INPUT || t->kind == TT_TENSOR_LABEL ||
+            t->kind == TT_TENSOR_ACTIVATION || t->kind == TT_TENSOR_SCRATCH))
+      memset (t->data, 0, t->count * sizeof (float));
   }
   return TT_OK;
 }

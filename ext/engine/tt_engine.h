@@ -11,6 +11,7 @@
  *   tt_model_init_weights() / tt_model_load_bin()
  *   tt_model_train_batch() / tt_model_eval_batch()   no heap allocation
  *   tt_model_save_bin()      atomic (write, fsync, rename)
+ *   tt_model_save()          a bundle (tt_bundle.h) or, for .bin, a BIN
  *   tt_model_free()
  *
  * Every function that can fail returns a tt_status and, when err is not
@@ -123,6 +124,11 @@ void tt_model_plan_info (const tt_model * model, tt_plan_info * info);
  * INI"), atomically. Loading it skips planning and validates the plan. */
 tt_status tt_model_save_plan_ini (tt_model * model, const char *path,
     tt_error * err);
+/* The same text in memory (what tt_model_save_plan_ini writes, byte for
+ * byte): *text is malloc'd, not NUL-terminated, *len its bytes; the caller
+ * frees it. */
+tt_status tt_plan_ini_text (tt_model * model, char **text, size_t *len,
+    tt_error * err);
 tt_status tt_model_init_weights (tt_model * model, tt_error * err);
 
 /* BIN in nntrainer's layout: weights, then for Adam the tag "adam" and the
@@ -132,6 +138,18 @@ tt_status tt_model_load_bin (tt_model * model, const char *path,
     tt_error * err);
 tt_status tt_model_save_bin (tt_model * model, const char *path,
     tt_error * err);
+/* The same from a BIN in memory (no file system; data needs no alignment):
+ * the same exact sizes, the same checks, the model untouched on failure.
+ * name stands for the file in messages. */
+tt_status tt_model_load_bin_memory (tt_model * model, const void *data,
+    size_t len, const char *name, tt_error * err);
+
+/* Saves the model where path says, by its extension: ".bin" (any case)
+ * writes a BIN (tt_model_save_bin); ".ini" is refused (that is the
+ * description: see tt_model_save_plan_ini); anything else, ".ttb" and
+ * ".bundle" included, writes a bundle (tt_bundle.h: INI text with its
+ * plan, weights, optimizer state, counters in one file). Atomic. */
+tt_status tt_model_save (tt_model * model, const char *path, tt_error * err);
 
 uint32_t tt_model_batch_size (const tt_model * model);
 uint32_t tt_model_num_inputs (const tt_model * model);

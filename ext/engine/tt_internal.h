@@ -431,6 +431,8 @@ tt_interval *tt_plan_intervals (const tt_model * m, uint32_t ** map,
     size_t * n);
 
 bool tt_plan_section_name (const char *section);
+/* Fails when model text follows a stored plan in the INI text. */
+tt_status tt_plan_text_check (tt_model * m, tt_error * err);
 
 /* tensors.c */
 int tt_tensor_declare (tt_model * m, const char *layer, const char *suffix,

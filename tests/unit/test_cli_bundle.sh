@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tensor-trainer with bundles, on a few generated MNIST-shaped samples:
+# train --save X.ttb writes a bundle (--compress a compressed one, .bin a
+# BIN); train and eval take a bundle as model (read, mmap, in place) and as
+# weights; in place refuses to train; unpack then pack gives the same
+# bundle back; check validates a bundle's plan; info times a load.
+#
+# usage: test_cli_bundle.sh TENSOR_TRAINER SOURCE_ROOT
+set -uo pipefail
+cli=$1 src=$2
+passed=0 failed=0
+check () {      # check DESCRIPTION COMMAND...
+  local what=$1; shift
+  if "$@"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL: $what"; fi
+}
+tmp=$(mktemp -d /tmp/tt-cli-bundle-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+model=$src/tests/models/fmnist_mlp.ini
+
+# 48 random 28x28 images and labels 0..9, as IDX files
+be32 () { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
+{ printf '\x00\x00\x08\x03'; be32 48; be32 28; be32 28
+  head -c $((48 * 784)) /dev/urandom; } > "$tmp/images.idx"
+{ printf '\x00\x00\x08\x01'; be32 48
+  for i in $(seq 0 47); do printf "\\x$(printf %02x $((i % 10)))"; done
+} > "$tmp/labels.idx"
+data=(--data "$tmp/images.idx" --labels "$tmp/labels.idx" --batch 8)
+
+run () {        # run OUT COMMAND...: stdout and stderr to OUT, status kept
+  local out=$1; shift
+  "$@" > "$out" 2>&1
+}
+loss () { sed -n 's/^eval .*loss=\([0-9.]*\).*/\1/p' "$1"; }
+
+check "train --save .ttb" run "$tmp/train.log" "$cli" train "$model" \
+  "${data[@]}" --epochs 1 --seed 3 --save "$tmp/m.ttb"
+check "the save is a bundle" run "$tmp/inspect.log" "$cli" inspect \
+  "$tmp/m.ttb"
+check "with moments and counters" grep -q \
+  'moments=yes counters=yes epoch=1 iteration=6' "$tmp/inspect.log"
+check "batch 8 recorded" grep -q 'batch_size=8' "$tmp/inspect.log"
+check "train --save .bin" run "$tmp/train_bin.log" "$cli" train "$model" \
+  "${data[@]}" --epochs 1 --seed 3 --save "$tmp/m.bin"
+check "the .bin is a BIN" test "$(stat -c %s "$tmp/m.bin")" -eq \
+  $(( (784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10) * 12 + 4 + 8 ))
+check "train --save .ttb --compress" run "$tmp/z.log" "$cli" train \
+  "$model" "${data[@]}" --epochs 1 --seed 3 --save "$tmp/mz.ttb" --compress
+check "compressed" sh -c "'$cli' inspect '$tmp/mz.ttb' | grep -q ' zlib '"
+
+# eval from the bundle, every mode, and the same from INI + weights
+for mode in read mmap inplace; do
+  check "eval bundle --mode $mode" run "$tmp/eval_$mode.log" "$cli" eval \
+    "$tmp/m.ttb" "${data[@]}" --mode $mode
+done
+check "eval INI --weights bundle" run "$tmp/eval_w.log" "$cli" eval \
+  "$model" "${data[@]}" --weights "$tmp/m.ttb"
+check "eval INI --weights bin" run "$tmp/eval_b.log" "$cli" eval "$model" \
+  "${data[@]}" --weights "$tmp/m.bin"
+check "eval compressed" run "$tmp/eval_z.log" "$cli" eval "$tmp/mz.ttb" \
+  "${data[@]}"
+ref=$(loss "$tmp/eval_read.log")
+for f in eval_mmap eval_inplace eval_w eval_b eval_z; do
+  check "$f: same loss as read ($ref)" test "$(loss "$tmp/$f.log")" = "$ref"
+done
+check "a loss was printed" test -n "$ref"
+
+# training from a bundle continues it; in place it refuses
+check "train bundle" run "$tmp/train2.log" "$cli" train "$tmp/m.ttb" \
+  "${data[@]}" --epochs 1 --save "$tmp/m2.ttb"
+check "counters continue" sh -c "'$cli' inspect '$tmp/m2.ttb' | \
+  grep -q 'epoch=2 iteration=12'"
+check "train in place refused" sh -c "! '$cli' train '$tmp/m.ttb' \
+  --data '$tmp/images.idx' --labels '$tmp/labels.idx' --batch 8 \
+  --mode inplace > '$tmp/inplace.log' 2>&1"
+check "with a clear message" grep -q 'in place.*evaluation only' \
+  "$tmp/inplace.log"
+check "compress with .bin refused" sh -c "! '$cli' train '$model' \
+  --data '$tmp/images.idx' --labels '$tmp/labels.idx' --batch 8 \
+  --epochs 1 --save '$tmp/x.bin' --compress 2>/dev/null"
+
+# unpack, pack: the same bundle
+check "unpack" run "$tmp/unpack.log" "$cli" unpack "$tmp/m.ttb" -o \
+  "$tmp/un"
+check "unpacked INI is the optimized INI" grep -q '^\[Plan\]' \
+  "$tmp/un/model.ini"
+check "unpacked BIN is the BIN" cmp -s "$tmp/un/model.bin" "$tmp/m.bin"
+check "pack again" run "$tmp/pack.log" "$cli" pack "$tmp/un/model.ini" \
+  "$tmp/un/model.bin" -o "$tmp/re.ttb" --batch 8
+check "byte for byte" cmp -s "$tmp/re.ttb" "$tmp/m.ttb"
+check "pack without weights" run "$tmp/pack0.log" "$cli" pack "$model" \
+  -o "$tmp/init.ttb" --align 4096
+check "page-aligned" sh -c "'$cli' inspect '$tmp/init.ttb' | \
+  grep -q 'alignment=4096'"
+
+# check, info
+check "check a bundle" run "$tmp/check.log" "$cli" check "$tmp/m.ttb"
+check "plan valid" grep -q 'plan valid' "$tmp/check.log"
+check "info in place, trusted" run "$tmp/info.log" "$cli" info "$tmp/m.ttb" \
+  --mode inplace --trust
+check "load time printed" grep -q 'mode=inplace trusted load_seconds=' \
+  "$tmp/info.log"
+check "--mode on an INI refused" sh -c "! '$cli' info '$model' --mode mmap \
+  2>/dev/null"
+check "a damaged bundle refused" sh -c "cp '$tmp/m.ttb' '$tmp/bad.ttb' && \
+  printf 'X' | dd of='$tmp/bad.ttb' bs=1 seek=5000 conv=notrunc 2>/dev/null \
+  && ! '$cli' eval '$tmp/bad.ttb' --data '$tmp/images.idx' \
+  --labels '$tmp/labels.idx' > '$tmp/bad.log' 2>&1 && \
+  grep -q 'checksum mismatch' '$tmp/bad.log'"
+"$cli" inspect "$tmp/bad.ttb" > "$tmp/bad_inspect.log" 2>&1
+check "inspect exits 1 on a damaged bundle" test $? -eq 1
+check "and says which section" grep -q '^weights .* MISMATCH' \
+  "$tmp/bad_inspect.log"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
