@@ -48,6 +48,7 @@
  * ]|
  */
 #include "gsttensorplanner.h"
+#include "tt_bundle.h"
 
 #include <string.h>
 
@@ -121,9 +122,10 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
           DEFAULT_MODEL_CONFIG, rw));
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Location",
-          "Optimized INI written (atomically) when the caps arrive: the "
-          "model's text and its memory plan, loadable without planning; "
-          "required", DEFAULT_LOCATION, rw));
+          "Written (atomically) when the caps arrive: an optimized INI (the "
+          "model's text and its memory plan, loadable without planning) when "
+          "the path ends in .ini, else a bundle holding that INI and the "
+          "weights; required", DEFAULT_LOCATION, rw));
   g_object_class_install_property (gobject_class, PROP_WEIGHTS_LOCATION,
       g_param_spec_string ("weights-location", "Weights location",
           "BIN file (nntrainer's layout) written with the model's initial "
@@ -405,22 +407,32 @@ gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
   }
 
   tt_model_plan_info (model, &plan);
-  if (tt_model_save_plan_ini (model, location, &err) != TT_OK) {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
-        ("tt_model_save_plan_ini: %s", tt_status_name (err.status)));
-    goto out;
-  }
-  if (weights && *weights) {
+  /* packaging is the default: a location not ending in .ini gets a bundle
+   * (the optimized INI and the weights in one file) */
+  const gboolean as_ini = g_str_has_suffix (location, ".ini") ||
+      g_str_has_suffix (location, ".INI");
+  if (!as_ini || (weights && *weights)) {
     tt_status st = load_path && *load_path ?
-        tt_model_load_bin (model, load_path, &err) :
+        (tt_bundle_is_bundle (load_path) ?
+        tt_bundle_load_weights (model, load_path, &err) :
+        tt_model_load_bin (model, load_path, &err)) :
         tt_model_init_weights (model, &err);
-    if (st == TT_OK)
-      st = tt_model_save_bin (model, weights, &err);
     if (st != TT_OK) {
-      GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("%s", err.message),
-          ("writing weights-location"));
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
+          ("loading model-load-path"));
       goto out;
     }
+  }
+  if ((as_ini ? tt_model_save_plan_ini (model, location, &err) :
+          tt_model_save (model, location, &err)) != TT_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
+        ("writing location"));
+    goto out;
+  }
+  if (weights && *weights && tt_model_save (model, weights, &err) != TT_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("%s", err.message),
+        ("writing weights-location"));
+    goto out;
   }
   GST_INFO_OBJECT (self, "%s planned for batch %u in %.3f ms: pool %"
       G_GUINT64_FORMAT " bytes, lower bound %" G_GUINT64_FORMAT ", naive %"

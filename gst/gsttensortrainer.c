@@ -78,6 +78,7 @@
  * ]|
  */
 #include "gsttensortrainer.h"
+#include "tt_bundle.h"
 
 #include <math.h>
 #include <string.h>
@@ -174,21 +175,27 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
           "Model description: an INI file in nntrainer's dialect (batch_size, "
-          "epochs, layers, loss, optimizer); required",
+          "epochs, layers, loss, optimizer; an optimized INI's stored plan is "
+          "validated and used), or a bundle (INI, plan and weights in one "
+          "file); required",
           DEFAULT_MODEL_CONFIG, rw));
   g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
       g_param_spec_string ("model-load-path", "Model load path",
-          "BIN weights (nntrainer's layout) to start training from; unset: "
-          "weights initialized as the INI says", DEFAULT_MODEL_LOAD_PATH, rw));
+          "Weights to start training from: a BIN (nntrainer's layout) or a "
+          "bundle; unset: the bundle's weights, or initialized as the INI "
+          "says", DEFAULT_MODEL_LOAD_PATH, rw));
   g_object_class_install_property (gobject_class, PROP_MODEL_SAVE_PATH,
       g_param_spec_string ("model-save-path", "Model save path",
-          "BIN file written after the last epoch or at EOS, atomically "
-          "(write, fsync, rename), before EOS goes downstream; unset: the "
-          "model is not saved", DEFAULT_MODEL_SAVE_PATH, rw));
+          "Model written after the last epoch or at EOS, atomically (write, "
+          "fsync, rename), before EOS goes downstream: a bundle (INI, plan, "
+          "weights, optimizer state, counters in one file) unless the path "
+          "ends in .bin (nntrainer's BIN); unset: the model is not saved",
+          DEFAULT_MODEL_SAVE_PATH, rw));
   g_object_class_install_property (gobject_class, PROP_CHECKPOINT_PATH,
       g_param_spec_string ("checkpoint-path", "Checkpoint path",
-          "BIN file written atomically after each epoch; \"%u\" in it is "
-          "replaced by the epoch number (1-based); unset: no checkpoints",
+          "Model written atomically after each epoch, a bundle unless the "
+          "path ends in .bin; \"%u\" in it is replaced by the epoch number "
+          "(1-based); unset: no checkpoints",
           DEFAULT_CHECKPOINT_PATH, rw));
   g_object_class_install_property (gobject_class, PROP_NUM_INPUTS,
       g_param_spec_uint ("num-inputs", "Number of inputs",
@@ -375,17 +382,20 @@ gst_tensor_trainer_load_model (GstTensorTrainer * self)
   tt_plan_info *plan = &self->plan;
   gsize widest = 0;
 
-  self->model = tt_model_load_ini (config, &err);
+  /* a bundle brings its INI, plan and weights in one file */
+  const gboolean bundle = tt_bundle_is_bundle (config);
+  self->model = bundle ? tt_bundle_load (config, NULL, &err) :
+      tt_model_load_ini (config, &err);
   if (!self->model) {
     if (err.status == TT_ERR_IO)
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", err.message),
-          ("tt_model_load_ini: %s", tt_status_name (err.status)));
+          ("loading the model: %s", tt_status_name (err.status)));
     else
       GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
-          ("tt_model_load_ini: %s", tt_status_name (err.status)));
+          ("loading the model: %s", tt_status_name (err.status)));
     goto fail;
   }
-  if (tt_model_compile (self->model, &err) != TT_OK) {
+  if (!bundle && tt_model_compile (self->model, &err) != TT_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
         ("tt_model_compile: %s", tt_status_name (err.status)));
     goto fail;
@@ -398,9 +408,11 @@ gst_tensor_trainer_load_model (GstTensorTrainer * self)
       plan->plan_seconds * 1e3, plan->pool_bytes, plan->lower_bound,
       plan->naive_bytes, plan->dfs_pool_bytes);
   if (self->load_path && *self->load_path
-      && tt_model_load_bin (self->model, self->load_path, &err) != TT_OK) {
+      && (tt_bundle_is_bundle (self->load_path) ?
+          tt_bundle_load_weights (self->model, self->load_path, &err) :
+          tt_model_load_bin (self->model, self->load_path, &err)) != TT_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
-        ("tt_model_load_bin: %s", tt_status_name (err.status)));
+        ("loading the weights: %s", tt_status_name (err.status)));
     goto fail;
   }
   self->n_inputs = tt_model_num_inputs (self->model);
@@ -1028,7 +1040,7 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
     gchar *path = gst_tensor_trainer_checkpoint_name (self->ckpt_path,
         index + 1);
     tt_error err;
-    if (tt_model_save_bin (self->model, path, &err) != TT_OK) {
+    if (tt_model_save (self->model, path, &err) != TT_OK) {
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
           ("checkpoint after epoch %u", index + 1));
       ret = GST_FLOW_ERROR;
@@ -1073,7 +1085,7 @@ gst_tensor_trainer_finish (GstTensorTrainer * self)
   }
   if (self->model && self->save_path && *self->save_path) {
     tt_error err;
-    if (tt_model_save_bin (self->model, self->save_path, &err) != TT_OK) {
+    if (tt_model_save (self->model, self->save_path, &err) != TT_OK) {
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
           ("saving model-save-path"));
       return GST_FLOW_ERROR;

@@ -9,7 +9,8 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-scripts/ensure-deps.sh || exit 1
+# clang and its runtime build the libFuzzer targets (tests/fuzz/run.sh)
+scripts/ensure-deps.sh clang libclang-rt-14-dev || exit 1
 
 passed=0 failed=0 status=0
 run_config () {

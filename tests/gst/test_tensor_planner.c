@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tt_engine.h"
+#include "tt_bundle.h"
 
 /* input 1:1:4 -> fully_connected 3 -> softmax, cross entropy, batch 4 */
 static const gchar *tiny_ini =
@@ -221,6 +222,41 @@ GST_START_TEST (test_planner_then_trainer)
   gst_message_unref (pm);
   gst_message_unref (tm);
   gst_harness_teardown (h);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
+/* A location that does not end in .ini gets a bundle: the plan and the
+ * weights in one file, which the trainer takes as its whole model. */
+GST_START_TEST (test_bundle_location)
+{
+  Files f;
+  files_init (&f);
+  gchar *bundle = g_strconcat (f.opt, ".ttb", NULL);
+  gchar *launch = g_strdup_printf ("tensor_planner model-config=%s "
+      "location=%s ! tensor_trainer model-config=%s num-training-samples=8 "
+      "epochs=1", f.ini, bundle, bundle);
+  GstHarness *h = gst_harness_new_parse (launch);
+  g_free (launch);
+  gst_element_set_bus (h->element, f.bus);
+  gst_harness_play (h);
+  gst_harness_set_src_caps_str (h, TINY_CAPS);
+  fail_unless (tt_bundle_is_bundle (bundle), "no bundle at the location");
+  GstMessage *tm = pop_named (f.bus, "tensor-trainer-plan");
+  fail_unless (tm != NULL, "no tensor-trainer-plan message");
+  fail_unless (field_bool (tm, "plan-loaded"),
+      "the trainer planned again instead of using the bundle's plan");
+  gst_message_unref (tm);
+  for (guint k = 0; k < 8; k++)
+    fail_unless_equals_int (gst_harness_push (h, make_sample (k)),
+        GST_FLOW_OK);
+  gchar *err = pop_error (f.bus);
+  fail_unless_equals_string (err, "");
+  g_free (err);
+  gst_harness_teardown (h);
+  g_unlink (bundle);
+  g_free (bundle);
   files_clear (&f);
 }
 
@@ -474,6 +510,7 @@ tensor_planner_suite (void)
   TCase *tc = tcase_create ("general");
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_planner_then_trainer);
+  tcase_add_test (tc, test_bundle_location);
   tcase_add_test (tc, test_batch_size);
   tcase_add_test (tc, test_weights);
   tcase_add_test (tc, test_passthrough);

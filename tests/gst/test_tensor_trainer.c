@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tt_engine.h"
+#include "tt_bundle.h"
 
 /* input 1:1:4 -> fully_connected 3 -> softmax, cross entropy, batch 4 */
 static const gchar *tiny_ini =
@@ -480,6 +481,48 @@ GST_START_TEST (test_eos_after_model_saved)
 {
   check_eos_after_save (24, FALSE);   /* the element ends after 2 epochs */
   check_eos_after_save (24, TRUE);    /* upstream EOS after that: dropped */
+}
+
+GST_END_TEST;
+
+/* Packaging is the default: a save path not ending in .bin gets a bundle
+ * (INI, plan, weights, optimizer state, counters), which loads on its own
+ * as a compiled model and serves as model-config and model-load-path. */
+GST_START_TEST (test_bundle_save_and_resume)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  gchar *bundle = g_build_filename (f.dir, "tiny.ttb", NULL);
+  g_object_set (f.trainer, "num-training-samples", 12, "epochs", 1,
+      "model-save-path", bundle, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 12);
+  fail_unless (tt_bundle_is_bundle (bundle), "no bundle written");
+  tt_error err;
+  tt_model *m = tt_bundle_load (bundle, NULL, &err);
+  fail_unless (m != NULL, "%s", m ? "" : err.message);
+  fail_unless_equals_int (tt_model_iteration (m), 3);
+  fail_unless_equals_int (tt_model_epoch (m), 1);
+  tt_model_free (m);
+
+  /* the bundle as the whole model: training goes on from its counters */
+  Fixture g;
+  fixture_init (&g, NULL);
+  gchar *again = g_build_filename (g.dir, "again.ttb", NULL);
+  g_object_set (g.trainer, "model-config", bundle, "model-save-path", again,
+      "num-training-samples", 12, "epochs", 1, NULL);
+  fixture_start (&g);
+  gst_harness_set_src_caps_str (g.h, TINY_CAPS);
+  push_samples (g.h, 0, 12);
+  m = tt_bundle_load (again, NULL, &err);
+  fail_unless (m != NULL, "%s", m ? "" : err.message);
+  fail_unless_equals_int (tt_model_iteration (m), 6);
+  tt_model_free (m);
+  fixture_clear (&g);
+  fixture_clear (&f);
+  g_free (bundle);
+  g_free (again);
 }
 
 GST_END_TEST;
@@ -1382,6 +1425,7 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_partial_batch);
   tcase_add_test (tc, test_eos_after_model_saved);
   tcase_add_test (tc, test_early_eos);
+  tcase_add_test (tc, test_bundle_save_and_resume);
   tcase_add_test (tc, test_pause_resume);
   tcase_add_test (tc, test_checkpoints_and_quiet);
   tcase_add_test (tc, test_nan_input_is_an_error);
