@@ -48,10 +48,10 @@
 typedef struct {
   const char *command, *model, *positional;
   const char *data, *labels, *valid_data, *valid_labels;
-  const char *load, *save, *weights, *output;
+  const char *load, *save, *weights, *output, *checkpoint;
   const char *c_out, *section, *format, *symbol, *mode;
   uint32_t epochs, batch, samples, valid_samples, align;
-  bool replan, naive, compress, trust;
+  bool replan, naive, compress, trust, resume;
   uint64_t seed;
   bool has_seed;
   int threads;
@@ -72,6 +72,7 @@ cli_usage (FILE *out)
       "      [--valid-data IMAGES --valid-labels LABELS] [--epochs N]\n"
       "      [--batch N] [--samples N] [--valid-samples N]\n"
       "      [--load WEIGHTS] [--save FILE] [--compress] [--seed S]\n"
+      "      [--checkpoint FILE] [--resume]\n"
       "      [--threads T]\n"
       "  tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES\n"
       "      --labels LABELS [--batch N] [--samples N] [--mode M]\n"
@@ -182,7 +183,11 @@ cli_parse (int argc, char **argv, cli_options *o)
       else
         o->naive = true;
       continue;
-    }
+    } else if (!strcmp (a, "--resume")) {
+      o->resume = true;
+      continue;
+    } else if (!strcmp (a, "--checkpoint"))
+      str = &o->checkpoint;
     else if (!strcmp (a, "--epochs"))
       num = &o->epochs;
     else if (!strcmp (a, "--batch"))
@@ -445,7 +450,13 @@ cli_train (const cli_options *o, bool train)
       "tensors=%zu\n", o->model, tt_model_batch_size (m), train_set.count,
       mem.pool_bytes, mem.weight_bytes, mem.tensor_count);
   const uint32_t epochs = o->epochs ? o->epochs : tt_model_epochs (m);
-  for (uint32_t e = 0; e < epochs; e++) {
+  /* --resume continues a run killed after a checkpoint: the weights,
+   * moments and counters came from --load, the epochs from its counter */
+  const uint32_t first = o->resume ? tt_model_epoch (m) : 0;
+  if (o->resume)
+    printf ("# resuming after epoch %u (iteration %u)\n", first,
+        tt_model_iteration (m));
+  for (uint32_t e = first; e < epochs; e++) {
     double loss, acc, sec, vloss = NAN, vacc = NAN, vsec;
     if (cli_pass (m, &train_set, true, onehot, &loss, &acc, &sec))
       goto out;
@@ -457,6 +468,10 @@ cli_train (const cli_options *o, bool train)
         "val_accuracy=%.4f samples_per_s=%.1f seconds=%.3f\n", e + 1, epochs,
         loss, acc, vloss, vacc, train_set.count / sec, sec);
     fflush (stdout);
+    if (o->checkpoint && tt_model_save (m, o->checkpoint, &err)) {
+      cli_fail ("%s", err.message);
+      goto out;
+    }
   }
   if (o->save) {
     tt_bundle_options bo = { 0 };
