@@ -7,14 +7,51 @@
  */
 #include "atomic_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* A process killed while saving leaves its temporary behind. The name
+ * carries the writer's pid ("<file>.tmp-<pid>-XXXXXX"), so the next save of
+ * the same file removes those whose writer is gone; a live writer's file
+ * (another process saving the same path right now) is left alone. */
+static void
+atomic_file_sweep (const char *path)
+{
+  char dir_buf[4096], base_buf[4096];
+  snprintf (dir_buf, sizeof dir_buf, "%s", path);
+  snprintf (base_buf, sizeof base_buf, "%s", path);
+  const char *dir = dirname (dir_buf), *base = basename (base_buf);
+  char prefix[4200];
+  int plen = snprintf (prefix, sizeof prefix, "%s.tmp-", base);
+  if (plen <= 0 || (size_t) plen >= sizeof prefix)
+    return;
+  DIR *d = opendir (dir);
+  if (!d)
+    return;
+  for (struct dirent * e; (e = readdir (d)) != NULL;) {
+    if (strncmp (e->d_name, prefix, (size_t) plen))
+      continue;
+    char *end;
+    long pid = strtol (e->d_name + plen, &end, 10);
+    if (pid <= 0 || *end != '-' || strlen (end) != 7)
+      continue;
+    if (kill ((pid_t) pid, 0) == 0 || errno != ESRCH)
+      continue;
+    char victim[8400];
+    if (snprintf (victim, sizeof victim, "%s/%s", dir, e->d_name) <
+        (int) sizeof victim)
+      unlink (victim);
+  }
+  closedir (d);
+}
 
 tt_status
 tt_atomic_file_open (tt_atomic_file * f, const char *path, tt_error * err)
@@ -22,9 +59,10 @@ tt_atomic_file_open (tt_atomic_file * f, const char *path, tt_error * err)
   memset (f, 0, sizeof *f);
   f->fd = -1;
   if (snprintf (f->path, sizeof f->path, "%s", path) >= (int) sizeof f->path
-      || snprintf (f->tmp, sizeof f->tmp, "%s.tmp-XXXXXX", path) >=
-      (int) sizeof f->tmp)
+      || snprintf (f->tmp, sizeof f->tmp, "%s.tmp-%ld-XXXXXX", path,
+          (long) getpid ()) >= (int) sizeof f->tmp)
     return tt_fail (err, TT_ERR_IO, "%s: path too long", path);
+  atomic_file_sweep (path);
   f->fd = mkstemp (f->tmp);
   if (f->fd < 0)
     return tt_fail (err, TT_ERR_IO, "%s: cannot create a temporary file: %s",

@@ -6,7 +6,7 @@
 
 typedef struct {
   char path[4096];
-  char tmp[4120];
+  char tmp[4140];
   int fd;
   bool failed;
 } tt_atomic_file;

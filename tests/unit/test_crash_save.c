@@ -154,8 +154,12 @@ main (int argc, char **argv)
     files = -1;
   if (p)
     pclose (p);
-  printf ("%d files in the folder after the kills (temporaries of killed "
-      "saves included)\n", files);
+  printf ("%d files in the folder after the kills\n", files);
+  /* model.bin, a.bin, b.bin, model.ini, a.ini, b.ini, and at most one
+   * temporary per saved path: the last killed save's, which the next save
+   * of that path sweeps away */
+  CHECK (files >= 6 && files <= 8, "%d files: killed saves left litter",
+      files);
   snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system (cmd) != 0)
     printf ("could not remove %s\n", dir);
