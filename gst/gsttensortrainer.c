@@ -100,6 +100,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_tensor_trainer_debug);
 #define DEFAULT_EPOCHS 0
 #define DEFAULT_POST_MESSAGES TRUE
 #define DEFAULT_PROGRESS_INTERVAL 0
+#define DEFAULT_SKIP_BAD_BATCHES FALSE
 
 enum
 {
@@ -116,6 +117,7 @@ enum
   PROP_EPOCHS,
   PROP_POST_MESSAGES,
   PROP_PROGRESS_INTERVAL,
+  PROP_SKIP_BAD_BATCHES,
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -234,6 +236,15 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "model is loaded, and the messages of progress-interval",
           DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_SKIP_BAD_BATCHES,
+      g_param_spec_boolean ("skip-bad-batches", "Skip bad batches",
+          "What to do when a batch holds NaN or Inf inputs or makes the loss "
+          "NaN or infinite (the engine never applies such a batch): false, "
+          "stop with an error; true, post a warning, drop the batch and go "
+          "on (the dropped samples are counted in the epoch message's "
+          "skipped-samples)", DEFAULT_SKIP_BAD_BATCHES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_PROGRESS_INTERVAL,
       g_param_spec_uint ("progress-interval", "Progress interval",
           "Post a \"tensor-trainer-progress\" element message every this many "
@@ -280,6 +291,7 @@ gst_tensor_trainer_init (GstTensorTrainer * self)
   self->epochs = DEFAULT_EPOCHS;
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->progress_interval = DEFAULT_PROGRESS_INTERVAL;
+  self->skip_bad_batches = DEFAULT_SKIP_BAD_BATCHES;
 }
 
 /* ---- model life: properties at READY->PAUSED, the model at the first
@@ -315,6 +327,7 @@ gst_tensor_trainer_stop (GstTensorTrainer * self)
   self->samples_seen = 0;
   self->batches = 0;
   memset (&self->train, 0, sizeof self->train);
+  self->skipped_samples = 0;
   memset (&self->valid, 0, sizeof self->valid);
 }
 
@@ -783,6 +796,20 @@ gst_tensor_trainer_run_batch (GstTensorTrainer * self, gboolean training)
   else
     st = tt_model_eval_batch (self->model, n, inputs, self->in_types,
         self->label_batch, &r, &err);
+  if (st == TT_ERR_NUMERIC) {
+    gboolean skip;
+    GST_OBJECT_LOCK (self);
+    skip = self->skip_bad_batches;
+    GST_OBJECT_UNLOCK (self);
+    if (skip) {
+      /* the engine left the model as it was: dropping the batch is safe */
+      self->skipped_samples += n;
+      GST_ELEMENT_WARNING (self, STREAM, FAILED,
+          ("Skipped a batch of %u samples: %s", n, err.message),
+          ("skip-bad-batches=true"));
+      return GST_FLOW_OK;
+    }
+  }
   if (st != TT_OK)
     return gst_tensor_trainer_engine_error (self, &err, training ?
         "tt_model_train_batch" : "tt_model_eval_batch");
@@ -1020,6 +1047,7 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
         "epochs", G_TYPE_UINT, self->n_epochs,
         "samples", G_TYPE_UINT64, t->samples,
         "validation-samples", G_TYPE_UINT64, v->samples,
+        "skipped-samples", G_TYPE_UINT64, self->skipped_samples,
         "loss", G_TYPE_DOUBLE, stats[0],
         "accuracy", G_TYPE_DOUBLE, stats[1],
         "validation-loss", G_TYPE_DOUBLE, stats[2],
@@ -1051,6 +1079,7 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
   }
 
   memset (&self->train, 0, sizeof self->train);
+  self->skipped_samples = 0;
   memset (&self->valid, 0, sizeof self->valid);
   self->epoch_pos = 0;
   self->batches = 0;
@@ -1298,6 +1327,9 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
     case PROP_PROGRESS_INTERVAL:
       self->progress_interval = g_value_get_uint (value);
       break;
+    case PROP_SKIP_BAD_BATCHES:
+      self->skip_bad_batches = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1352,6 +1384,9 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
       break;
     case PROP_PROGRESS_INTERVAL:
       g_value_set_uint (value, self->progress_interval);
+      break;
+    case PROP_SKIP_BAD_BATCHES:
+      g_value_set_boolean (value, self->skip_bad_batches);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

@@ -44,6 +44,8 @@ struct _GstTensorTrainer
   guint epochs;
   gboolean post_messages;
   guint progress_interval;
+  gboolean skip_bad_batches;    /* numeric faults: warn and drop, not stop */
+  guint64 skipped_samples;      /* in the current epoch */
 
   /* under the object lock: the chain waits on cond while the element is
    * PAUSED on its way down from PLAYING; flushing wakes it for good */

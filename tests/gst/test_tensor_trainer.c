@@ -675,6 +675,49 @@ GST_START_TEST (test_nan_input_is_an_error)
 
 GST_END_TEST;
 
+/* skip-bad-batches: a batch with a NaN input is dropped with a warning,
+ * the model is untouched, training goes on and the epoch message counts
+ * the dropped samples. */
+GST_START_TEST (test_skip_bad_batches)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 8, "epochs", 1,
+      "skip-bad-batches", TRUE, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 3);
+  GstBuffer *b = make_sample (3);
+  GstMapInfo m;
+  GstMemory *mem = gst_buffer_peek_memory (b, 0);
+  gst_memory_map (mem, &m, GST_MAP_WRITE);
+  ((gfloat *) m.data)[2] = INFINITY;
+  gst_memory_unmap (mem, &m);
+  fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_OK);
+  gchar *warning = pop_text (f.bus, GST_MESSAGE_WARNING);
+  fail_unless (strstr (warning, "Skipped a batch of 4 samples"), "%s",
+      warning);
+  g_free (warning);
+  push_samples (f.h, 4, 4);
+  GstMessage *em = pop_epoch_message (f.bus);
+  fail_unless (em != NULL, "no epoch message");
+  guint64 samples, skipped;
+  gdouble loss;
+  fail_unless (gst_structure_get (gst_message_get_structure (em),
+          "samples", G_TYPE_UINT64, &samples, "skipped-samples",
+          G_TYPE_UINT64, &skipped, "loss", G_TYPE_DOUBLE, &loss, NULL));
+  fail_unless_equals_uint64 (samples, 4);
+  fail_unless_equals_uint64 (skipped, 4);
+  fail_unless (isfinite (loss));
+  gst_message_unref (em);
+  gchar *error = pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless_equals_string (error, "");
+  g_free (error);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
 /* ---- start-up errors ------------------------------------------------- */
 
 /* Property errors fail READY->PAUSED. */
@@ -1429,6 +1472,7 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_pause_resume);
   tcase_add_test (tc, test_checkpoints_and_quiet);
   tcase_add_test (tc, test_nan_input_is_an_error);
+  tcase_add_test (tc, test_skip_bad_batches);
   tcase_add_test (tc, test_start_errors);
   tcase_add_test (tc, test_property_errors);
   tcase_add_test (tc, test_datasrc_to_trainer);
