@@ -15,21 +15,6 @@
 #include <sys/wait.h>
 #include <time.h>
 
-static char *
-crash_read (const char *path, size_t *len)
-{
-  FILE *f = fopen (path, "rb");
-  if (!f)
-    return NULL;
-  fseek (f, 0, SEEK_END);
-  long n = ftell (f);
-  fseek (f, 0, SEEK_SET);
-  char *s = malloc ((size_t) n + 1);
-  *len = fread (s, 1, (size_t) n, f);
-  fclose (f);
-  return s;
-}
-
 static tt_model *
 crash_model (const char *ini, uint64_t seed)
 {
@@ -78,7 +63,7 @@ crash_run (const char *what, tt_model *a, tt_model *b, const char *dir,
     tt_model_save_bin (a, path, &err);
   }
   size_t na, nb;
-  char *ca = crash_read (pa, &na), *cb = crash_read (pb, &nb);
+  char *ca = tt_test_read_file (pa, &na), *cb = tt_test_read_file (pb, &nb);
   CHECK (ca && cb && (na != nb || memcmp (ca, cb, na)),
       "%s: the two models must differ", what);
   int bad = 0, saw_a = 0, saw_b = 0;
@@ -95,7 +80,7 @@ crash_run (const char *what, tt_model *a, tt_model *b, const char *dir,
     kill (pid, SIGKILL);
     waitpid (pid, NULL, 0);
     size_t n;
-    char *c = crash_read (path, &n);
+    char *c = tt_test_read_file (path, &n);
     bool is_a = c && n == na && !memcmp (c, ca, n);
     bool is_b = c && n == nb && !memcmp (c, cb, n);
     saw_a += is_a;

@@ -12,22 +12,6 @@
 
 #include <iniparser/iniparser.h>
 
-static char *
-text_read (const char *path, size_t *len)
-{
-  FILE *f = fopen (path, "rb");
-  if (!f)
-    return NULL;
-  fseek (f, 0, SEEK_END);
-  long n = ftell (f);
-  fseek (f, 0, SEEK_SET);
-  char *s = malloc ((size_t) n + 1);
-  *len = fread (s, 1, (size_t) n, f);
-  s[*len] = '\0';
-  fclose (f);
-  return s;
-}
-
 static int
 text_quiet (const char *fmt, ...)
 {
@@ -111,7 +95,7 @@ main (int argc, char **argv)
     char path[2048];
     size_t len;
     snprintf (path, sizeof path, "%s/tests/models/%s.ini", root, models[i]);
-    char *text = text_read (path, &len);
+    char *text = tt_test_read_file (path, &len);
     CHECK (text != NULL, "%s", path);
     if (!text)
       continue;
@@ -133,7 +117,7 @@ main (int argc, char **argv)
       CHECK (tt_model_save_plan_ini (b, opt_path, &err) == TT_OK, "%s",
           err.message);
       size_t olen = 0;
-      char *otext = text_read (opt_path, &olen);
+      char *otext = tt_test_read_file (opt_path, &olen);
       CHECK (otext && text_same ("optimized", opt_path, otext, olen),
           "%s: optimized INI differs", models[i]);
       tt_model *c = tt_model_load_ini_text (otext, olen, "opt", &err);

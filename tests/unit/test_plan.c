@@ -37,23 +37,6 @@ plan_open (const char *path, tt_plan_mode mode, uint32_t batch,
   return m;
 }
 
-static char *
-plan_read_text (const char *path)
-{
-  FILE *f = fopen (path, "rb");
-  if (!f)
-    return NULL;
-  fseek (f, 0, SEEK_END);
-  long n = ftell (f);
-  fseek (f, 0, SEEK_SET);
-  char *s = malloc ((size_t) n + 1);
-  if (fread (s, 1, (size_t) n, f) != (size_t) n)
-    n = 0;
-  s[n] = '\0';
-  fclose (f);
-  return s;
-}
-
 /* Bounds and orders of every model of tests/models. */
 static void
 test_models (void)
@@ -138,14 +121,10 @@ test_identical_training (const char *name, const char *ini_path)
     free (t);
     tt_model_free (m);
   }
-  char *a = plan_read_text (saved[0]), *b = plan_read_text (saved[1]);
-  FILE *fa = fopen (saved[0], "rb"), *fb = fopen (saved[1], "rb");
-  fseek (fa, 0, SEEK_END);
-  fseek (fb, 0, SEEK_END);
-  long na = ftell (fa), nb = ftell (fb);
-  fclose (fa);
-  fclose (fb);
-  CHECK (na == nb && na > 0 && !memcmp (a, b, (size_t) na),
+  size_t na = 0, nb = 0;
+  char *a = tt_test_read_file (saved[0], &na);
+  char *b = tt_test_read_file (saved[1], &nb);
+  CHECK (a && b && na == nb && na > 0 && !memcmp (a, b, na),
       "%s: planned and naive training differ", name);
   CHECK (!memcmp (eval_out[0], eval_out[1], sizeof eval_out[0]),
       "%s: planned and naive evaluation differ", name);
@@ -187,7 +166,8 @@ test_round_trip (void)
             ""));
     CHECK (tt_model_save_plan_ini (o, opt2, &err) == TT_OK, "%s",
         err.message);
-    char *a = plan_read_text (opt), *b = plan_read_text (opt2);
+    char *a = tt_test_read_file (opt, NULL);
+    char *b = tt_test_read_file (opt2, NULL);
     CHECK (a && b && !strcmp (a, b), "re-saving changes the optimized INI");
     free (a);
     free (b);
@@ -248,7 +228,7 @@ test_bad_plans (void)
     return;
   snprintf (opt, sizeof opt, "%s", tt_test_write_text ("good.opt.ini", ""));
   tt_model_save_plan_ini (m, opt, &err);
-  char *good = plan_read_text (opt);
+  char *good = tt_test_read_file (opt, NULL);
   char v[64], line_from[256], line_to[256];
 
   /* two tensors whose lifetimes intersect, at one offset: conv0:out and

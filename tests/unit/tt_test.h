@@ -61,6 +61,27 @@ tt_test_write_file (const char *name, const void *data, size_t len)
   return path;
 }
 
+/* The whole file, NUL-terminated (malloc'd; NULL if unreadable); *len gets
+ * its size when len is not NULL. */
+static inline char *
+tt_test_read_file (const char *path, size_t *len)
+{
+  FILE *f = fopen (path, "rb");
+  if (!f)
+    return NULL;
+  fseek (f, 0, SEEK_END);
+  long n = ftell (f);
+  fseek (f, 0, SEEK_SET);
+  char *s = n >= 0 ? malloc ((size_t) n + 1) : NULL;
+  size_t got = s ? fread (s, 1, (size_t) n, f) : 0;
+  fclose (f);
+  if (s)
+    s[got] = '\0';
+  if (len)
+    *len = got;
+  return s;
+}
+
 static inline const char *
 tt_test_write_text (const char *name, const char *text)
 {
