@@ -103,6 +103,23 @@ conv2d_col2im (const tt_window_geom * g, const float *col, size_t ld,
   }
 }
 
+/* Samples per chunk: the columns of a chunk (about CONV2D_CHUNK_BYTES)
+ * are multiplied while they are still in cache, right after im2col wrote
+ * them (or, in backward, right before col2im reads them). A whole batch of
+ * columns at once spills to memory (the CNN at batch 128: +12% samples/s
+ * with chunks); much smaller chunks make the GEMMs too thin (-10% at 512
+ * KiB on batch 32). */
+#define CONV2D_CHUNK_BYTES (1024u * 1024u)
+
+static int
+conv2d_chunk (const tt_window_geom * g)
+{
+  const size_t per = (size_t) g->channels * g->kernel_h * g->kernel_w *
+      g->out_h * g->out_w * sizeof (float);
+  size_t n = per ? CONV2D_CHUNK_BYTES / per : 1;
+  return n < 1 ? 1 : n > 64 ? 64 : (int) n;
+}
+
 void
 tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
     const float *x, const float *w, const float *bias, float *y,
@@ -112,20 +129,24 @@ tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const size_t ld = (size_t) batch * ohw;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
+  const int chunk = conv2d_chunk (g);
 
-  for (int b = 0; b < batch; b++)
-    conv2d_im2col (g, x + b * in_sample, col + b * ohw, ld);
-  tt_gemm (false, false, filters, (int) ld, ckk, 1.0f, w, ckk, col, (int) ld,
-      0.0f, out, (int) ld);
-  /* [filters][batch][ohw] -> [batch][filters][ohw], adding the bias */
-  for (int b = 0; b < batch; b++)
-    for (int f = 0; f < filters; f++) {
-      const float *src = out + (size_t) f * ld + b * ohw;
-      float *dst = y + ((size_t) b * filters + f) * ohw;
-      const float bf = bias ? bias[f] : 0.0f;
-      for (size_t p = 0; p < ohw; p++)
-        dst[p] = src[p] + bf;
-    }
+  for (int b0 = 0; b0 < batch; b0 += chunk) {
+    const int n = batch - b0 < chunk ? batch - b0 : chunk;
+    for (int b = b0; b < b0 + n; b++)
+      conv2d_im2col (g, x + b * in_sample, col + b * ohw, ld);
+    tt_gemm (false, false, filters, (int) (n * ohw), ckk, 1.0f, w, ckk,
+        col + b0 * ohw, (int) ld, 0.0f, out + b0 * ohw, (int) ld);
+    /* [filters][batch][ohw] -> [batch][filters][ohw], adding the bias */
+    for (int b = b0; b < b0 + n; b++)
+      for (int f = 0; f < filters; f++) {
+        const float *src = out + (size_t) f * ld + b * ohw;
+        float *dst = y + ((size_t) b * filters + f) * ohw;
+        const float bf = bias ? bias[f] : 0.0f;
+        for (size_t p = 0; p < ohw; p++)
+          dst[p] = src[p] + bf;
+      }
+  }
 }
 
 /* dy [batch][filters][ohw] -> [filters][batch][ohw] */
@@ -170,11 +191,15 @@ tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
   const size_t ld = (size_t) batch * ohw;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
+  const int chunk = conv2d_chunk (g);
   if (!dy_grouped)
     conv2d_regroup_dy (g, filters, batch, dy, dyg);
-  tt_gemm (true, false, ckk, (int) ld, filters, 1.0f, w, ckk, dyg, (int) ld,
-      0.0f, col, (int) ld);
   memset (dx, 0, (size_t) batch * in_sample * sizeof *dx);
-  for (int b = 0; b < batch; b++)
-    conv2d_col2im (g, col + b * ohw, ld, dx + b * in_sample);
+  for (int b0 = 0; b0 < batch; b0 += chunk) {
+    const int n = batch - b0 < chunk ? batch - b0 : chunk;
+    tt_gemm (true, false, ckk, (int) (n * ohw), filters, 1.0f, w, ckk,
+        dyg + b0 * ohw, (int) ld, 0.0f, col + b0 * ohw, (int) ld);
+    for (int b = b0; b < b0 + n; b++)
+      conv2d_col2im (g, col + b * ohw, ld, dx + b * in_sample);
+  }
 }
