@@ -154,6 +154,9 @@ plan_check_header (tt_model * m, tt_error * err)
     return plan_error (m, err, "[Plan] batch_size: planned for batch %"
         PRIu64 " but compiled for batch %u: the plan is stale; re-plan",
         batch, m->batch_size);
+  if (pool % align)
+    return plan_error (m, err, "[Plan] pool_size: %" PRIu64 " is not a "
+        "multiple of the alignment %" PRIu64, pool, align);
   m->align = align;
   m->pool_bytes = pool;
   m->fingerprint = tt_plan_fingerprint (m);

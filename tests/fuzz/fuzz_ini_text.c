@@ -91,6 +91,18 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     return 0;
   }
 
+  /* The comparison with iniparser finds its quirks (what a "[]" header
+   * leaves as the section, ...), not memory errors; it runs when asked
+   * (run.sh does for runs of a minute or more), not in CI's short runs,
+   * where a newly found quirk would fail an unrelated change. */
+  static int differential = -1;
+  if (differential < 0)
+    differential = getenv ("TT_FUZZ_DIFFERENTIAL") != NULL;
+  if (!differential) {
+    if (b)
+      iniparser_freedict (b);
+    return 0;
+  }
   fuzz_file_set (&file, data, size);
   dictionary *a = iniparser_load (file.path);
   if (a && !b && size > 0 && data[size - 1] != '\n' && (size == 1 ||

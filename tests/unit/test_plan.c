@@ -271,6 +271,9 @@ test_bad_plans (void)
   snprintf (buf[5], 256, "pool_size = %s\nalignment", pool);
   CASE ("pool too small", buf[5], "pool_size = 64\nalignment",
       "exceed the pool");
+  snprintf (buf[9], 256, "pool_size = %" PRIu64 "\nalignment",
+      pool_n + 1);
+  CASE ("pool not aligned", buf[5], buf[9], "not a multiple");
   plan_value (good, "conv0", v, sizeof v);
   snprintf (buf[7], 256, "\ninput = 0\nconv0 = %s\n", v);
   snprintf (buf[8], 256, "\ninput = %s\nconv0 = 0\n", v);
