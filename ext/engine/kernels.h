@@ -41,21 +41,6 @@ void tt_im2col (const tt_window_geom * g, const float *img, float *col);
 /* img += col2im(col): accumulates, so the caller zeroes img first. */
 void tt_col2im (const tt_window_geom * g, const float *col, float *img);
 
-/* Convolution over a batch. x [batch][C][H][W], w [filters][C*kh*kw],
- * bias [filters] or NULL, y [batch][filters][out_h][out_w].
- * col: scratch of tt_conv2d_scratch_floats(g) floats. */
-size_t tt_conv2d_scratch_floats (const tt_window_geom * g);
-void tt_conv2d_forward (const tt_window_geom * g, int filters, int batch,
-    const float *x, const float *w, const float *bias, float *y, float *col);
-/* dw = sum over batch of dy * col(x)^T (overwrites dw); dbias = sum of dy
- * over batch and positions (overwrites; skipped when NULL). */
-void tt_conv2d_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *x, const float *dy, float *dw, float *dbias,
-    float *col);
-/* dx = conv-transpose of dy with w (overwrites dx). */
-void tt_conv2d_backward_input (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dx, float *col);
-
 /* Batched convolution (conv2d.c): one GEMM per pass for the whole batch.
  * col: the im2col columns, [C*kh*kw][batch*out_h*out_w]; forward builds
  * them, backward_weight reads them, backward_input overwrites them with

@@ -1,15 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Window geometry, im2col/col2im and the convolution built on them.
- *
- * A convolution is lowered to GEMMs on the im2col matrix, so every flop
- * runs in tt_gemm, which is where the speed is. The im2col matrix of a
- * sample is not built whole: the output positions are cut into chunks and
- * each chunk's columns are built and consumed at once. A chunk is sized
- * to stay in L2 between im2col writing it and the GEMM packing it; a whole
- * sample's matrix (9x the input for a 3x3 kernel) would round-trip
- * through DRAM, which measured as the single largest cost of a conv. It
- * also shrinks the scratch to one chunk.
+ * Window geometry (shared by conv2d and pooling) and a per-sample
+ * im2col/col2im. The engine's convolution is the batched one of conv2d.c;
+ * these two remain as the exact-adjoint reference the kernel tests check
+ * the window arithmetic with.
  */
 #include "kernels.h"
 
@@ -121,27 +115,6 @@ window_fill (float *restrict d, float v, int n)
     d[k] = v;
 }
 
-/* Sum in double over independent lanes: one serial double chain would be
- * latency bound at several cycles per element. */
-static double
-window_sum (const float *s, int n)
-{
-  double lane[4] = { 0.0, 0.0, 0.0, 0.0 };
-  double t;
-  int k = 0;
-
-  for (; k + 4 <= n; k += 4) {
-    /* Unrolled so the lanes stay in registers rather than memory. */
-#pragma GCC unroll 4
-    for (int l = 0; l < 4; l++)
-      lane[l] += s[k + l];
-  }
-  t = (lane[0] + lane[1]) + (lane[2] + lane[3]);
-  for (; k < n; k++)
-    t += s[k];
-  return t;
-}
-
 /*
  * The im2col sweep over output positions [q0, q0 + nq) (flattened as
  * oy * out_w + ox), with the column matrix laid out [C*kh*kw][nq]. Given
@@ -233,163 +206,4 @@ void
 tt_col2im (const tt_window_geom * g, const float *col, float *img)
 {
   window_sweep (g, 0, g->out_h * g->out_w, NULL, NULL, col, img);
-}
-
-/* A 1x1 window with unit stride and no padding makes im2col the identity
- * (dilation has no effect on a single tap), so x is the GEMM operand as is
- * and no scratch is needed. */
-static bool
-window_conv_is_pointwise (const tt_window_geom * g)
-{
-  return g->kernel_h == 1 && g->kernel_w == 1 && g->stride_h == 1
-      && g->stride_w == 1 && g->pad_top == 0 && g->pad_bottom == 0
-      && g->pad_left == 0 && g->pad_right == 0;
-}
-
-/* im2col chunk budget, in floats: 512 KiB fits the L2 of current x86 and
- * ARM server cores, and keeps n large enough for an efficient GEMM. */
-#define WINDOW_CHUNK_FLOATS (128 * 1024)
-/* Chunk widths are rounded to this, a multiple of the GEMM's panels. */
-#define WINDOW_CHUNK_ALIGN 64
-
-/* Output positions per chunk. */
-static int
-window_chunk (const tt_window_geom * g)
-{
-  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
-  const int ohw = g->out_h * g->out_w;
-  size_t q = WINDOW_CHUNK_FLOATS / ckk;
-
-  if (q >= (size_t) ohw)
-    return ohw;
-  q = q / WINDOW_CHUNK_ALIGN * WINDOW_CHUNK_ALIGN;
-  if (q < WINDOW_CHUNK_ALIGN)
-    q = WINDOW_CHUNK_ALIGN;
-  return q < (size_t) ohw ? (int) q : ohw;
-}
-
-/* C*kh*kw x (one chunk of output positions); 0 for the pointwise case,
- * where col is never touched and may be NULL. */
-size_t
-tt_conv2d_scratch_floats (const tt_window_geom * g)
-{
-  if (window_conv_is_pointwise (g))
-    return 0;
-  return (size_t) g->channels * g->kernel_h * g->kernel_w * window_chunk (g);
-}
-
-void
-tt_conv2d_forward (const tt_window_geom * g, int filters, int batch,
-    const float *x, const float *w, const float *bias, float *y, float *col)
-{
-  const int ckk = g->channels * g->kernel_h * g->kernel_w;
-  const int ohw = g->out_h * g->out_w;
-  const size_t x_step = (size_t) g->channels * g->in_h * g->in_w;
-  const size_t y_step = (size_t) filters * ohw;
-  const bool pointwise = window_conv_is_pointwise (g);
-  const int chunk = pointwise ? ohw : window_chunk (g);
-
-  for (int n = 0; n < batch; n++) {
-    const float *xn = x + n * x_step;
-    float *yn = y + n * y_step;
-    float beta = 0.0f;
-
-    /* Seeding y with the bias and accumulating (beta = 1) folds the bias
-     * into the GEMM's own pass over y instead of a second sweep. */
-    if (bias != NULL) {
-      for (int f = 0; f < filters; f++)
-        window_fill (yn + (size_t) f * ohw, bias[f], ohw);
-      beta = 1.0f;
-    }
-    if (pointwise) {
-      tt_gemm (false, false, filters, ohw, ckk, 1.0f, w, ckk, xn, ohw, beta,
-          yn, ohw);
-      continue;
-    }
-    for (int q0 = 0; q0 < ohw; q0 += chunk) {
-      const int nq = ohw - q0 < chunk ? ohw - q0 : chunk;
-      window_sweep (g, q0, nq, xn, col, NULL, NULL);
-      tt_gemm (false, false, filters, nq, ckk, 1.0f, w, ckk, col, nq, beta,
-          yn + q0, ohw);
-    }
-  }
-}
-
-void
-tt_conv2d_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *x, const float *dy, float *dw, float *dbias,
-    float *col)
-{
-  const int ckk = g->channels * g->kernel_h * g->kernel_w;
-  const int ohw = g->out_h * g->out_w;
-  const size_t x_step = (size_t) g->channels * g->in_h * g->in_w;
-  const size_t y_step = (size_t) filters * ohw;
-  const bool pointwise = window_conv_is_pointwise (g);
-  const int chunk = pointwise ? ohw : window_chunk (g);
-
-  if (batch <= 0)
-    memset (dw, 0, sizeof (float) * (size_t) filters * ckk);
-
-  /* dw = sum over samples and chunks of dy_chunk * col_chunk^T; the
-   * first product overwrites dw (beta = 0), the rest accumulate. */
-  for (int n = 0; n < batch; n++) {
-    const float *xn = x + n * x_step;
-    const float *dyn = dy + n * y_step;
-
-    for (int q0 = 0; q0 < ohw; q0 += chunk) {
-      const int nq = ohw - q0 < chunk ? ohw - q0 : chunk;
-      const float beta = n == 0 && q0 == 0 ? 0.0f : 1.0f;
-
-      if (pointwise) {
-        tt_gemm (false, true, filters, ckk, ohw, 1.0f, dyn, ohw, xn, ohw,
-            beta, dw, ckk);
-      } else {
-        window_sweep (g, q0, nq, xn, col, NULL, NULL);
-        tt_gemm (false, true, filters, ckk, nq, 1.0f, dyn + q0, ohw, col, nq,
-            beta, dw, ckk);
-      }
-    }
-  }
-
-  if (dbias != NULL) {
-    /* batch * out_h * out_w terms per filter: accumulate in double so the
-     * gradient does not degrade with batch size. */
-    for (int f = 0; f < filters; f++) {
-      double s = 0.0;
-      for (int n = 0; n < batch; n++)
-        s += window_sum (dy + n * y_step + (size_t) f * ohw, ohw);
-      dbias[f] = (float) s;
-    }
-  }
-}
-
-void
-tt_conv2d_backward_input (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dx, float *col)
-{
-  const int ckk = g->channels * g->kernel_h * g->kernel_w;
-  const int ohw = g->out_h * g->out_w;
-  const size_t x_step = (size_t) g->channels * g->in_h * g->in_w;
-  const size_t y_step = (size_t) filters * ohw;
-  const bool pointwise = window_conv_is_pointwise (g);
-  const int chunk = pointwise ? ohw : window_chunk (g);
-
-  for (int n = 0; n < batch; n++) {
-    float *dxn = dx + n * x_step;
-    const float *dyn = dy + n * y_step;
-
-    if (pointwise) {
-      /* col(dx) is dx itself, so the GEMM writes the gradient directly. */
-      tt_gemm (true, false, ckk, ohw, filters, 1.0f, w, ckk, dyn, ohw, 0.0f,
-          dxn, ohw);
-      continue;
-    }
-    memset (dxn, 0, sizeof (float) * x_step);
-    for (int q0 = 0; q0 < ohw; q0 += chunk) {
-      const int nq = ohw - q0 < chunk ? ohw - q0 : chunk;
-      tt_gemm (true, false, ckk, nq, filters, 1.0f, w, ckk, dyn + q0, ohw,
-          0.0f, col, nq);
-      window_sweep (g, q0, nq, NULL, NULL, col, dxn);
-    }
-  }
 }

@@ -487,12 +487,13 @@ test_conv_case_run (const test_conv_case * tc)
       * g.kernel_w, ohw = g.out_h * g.out_w;
   const size_t nx = (size_t) nb * g.channels * g.in_h * g.in_w;
   const size_t nw = (size_t) nf * ckk, ny = (size_t) nb * nf * ohw;
-  const size_t ncol = tt_conv2d_scratch_floats (&g);
+  /* the engine's batched convolution (conv2d.c): columns of the whole
+   * batch, kept from forward for backward_weight */
+  const size_t ncol = tt_conv2d_batch_col_floats (&g, nb);
   float *x = test_falloc (nx), *w = test_falloc (nw), *b = test_falloc (nf);
   float *y = test_falloc (ny), *dy = test_falloc (ny);
   float *dx = test_falloc (nx), *dw = test_falloc (nw), *db = test_falloc (nf);
-  /* NULL when the kernel says it needs no scratch: proves it is unused. */
-  float *col = ncol ? test_falloc (ncol) : NULL;
+  float *col = test_falloc (ncol), *grouped = test_falloc (ny);
   double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
   double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
   double *rdw = test_dalloc (nw), *sdw = test_dalloc (nw);
@@ -509,7 +510,8 @@ test_conv_case_run (const test_conv_case * tc)
 
   /* Forward. y starts as NaN: without bias the GEMM runs with beta = 0. */
   test_fill_nan (y, ny);
-  tt_conv2d_forward (&g, nf, nb, x, w, tc->bias ? b : NULL, y, col);
+  tt_conv2d_batch_forward (&g, nf, nb, x, w, tc->bias ? b : NULL, y, col,
+      grouped);
   test_ref_conv_fwd (&g, nf, nb, xd, wd, tc->bias ? bd : NULL, ry, sy);
   snprintf (what, sizeof what, "conv %s forward", tc->name);
   test_check_close (what, y, ry, sy, ny);
@@ -540,7 +542,7 @@ test_conv_case_run (const test_conv_case * tc)
         }
   test_fill_nan (dw, nw);
   test_fill_nan (db, nf);
-  tt_conv2d_backward_weight (&g, nf, nb, x, dy, dw, db, col);
+  tt_conv2d_batch_backward_weight (&g, nf, nb, dy, dw, db, col, grouped);
   snprintf (what, sizeof what, "conv %s backward_weight dw", tc->name);
   test_check_close (what, dw, rdw, sdw, nw);
   snprintf (what, sizeof what, "conv %s backward_weight dbias", tc->name);
@@ -567,7 +569,7 @@ test_conv_case_run (const test_conv_case * tc)
               }
         }
   test_fill_nan (dx, nx);
-  tt_conv2d_backward_input (&g, nf, nb, w, dy, dx, col);
+  tt_conv2d_batch_backward_input (&g, nf, nb, w, dy, dx, col, grouped, true);
   snprintf (what, sizeof what, "conv %s backward_input", tc->name);
   test_check_close (what, dx, rdx, sdx, nx);
 
@@ -592,6 +594,7 @@ test_conv_case_run (const test_conv_case * tc)
   free (dw);
   free (db);
   free (col);
+  free (grouped);
   free (ry);
   free (sy);
   free (rdx);
@@ -614,7 +617,7 @@ test_im2col (void)
   tt_window_geom g = test_geom (3, 7, 8, 3, 2, 2, 1, 2, 1, 0, 3, 1, 2);
   tt_window_geom_init (&g);
   const size_t ni = (size_t) g.channels * g.in_h * g.in_w;
-  const size_t nc = tt_conv2d_scratch_floats (&g);
+  const size_t nc = tt_conv2d_batch_col_floats (&g, 1);
   const int ohw = g.out_h * g.out_w;
   float *img = test_falloc (ni), *col = test_falloc (nc);
   float *acc = test_falloc (ni);
