@@ -57,8 +57,8 @@
  * ]|
  */
 #include "gsttensordatasrc.h"
+#include "gsttensordatarepo.h"
 
-#include <json-glib/json-glib.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -464,99 +464,39 @@ static gboolean
 gst_tensor_datasrc_load_repo (GstTensorDataSrc * self, const gchar * data,
     const gchar * json, GstTensorDataSrcSet * set)
 {
-  JsonParser *parser = json_parser_new ();
   GError *gerr = NULL;
-  JsonNode *root;
-  JsonObject *obj;
-  const gchar *caps_str;
-  GstCaps *caps = NULL;
-  gchar *why = NULL;
-  gint64 total, sample_size = -1;
+  gchar *text = NULL, *why = NULL;
+  gsize text_len, length;
+  GstTensorDataRepoInfo info;
+  GstTensorDataRepoStatus status;
   GstTensorDataSrcRepo *repo = &set->repo;
   gboolean ok = FALSE;
-  gsize length;
 
   if (!data || !*data) {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
         ("No location set for the datarepo data of %s.", json), (NULL));
     goto out;
   }
-  if (!json_parser_load_from_file (parser, json, &gerr)) {
+  if (!g_file_get_contents (json, &text, &text_len, &gerr)) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
         ("Cannot read the datarepo JSON %s: %s", json, gerr->message),
         (NULL));
     goto out;
   }
-  root = json_parser_get_root (parser);
-  if (!root || !JSON_NODE_HOLDS_OBJECT (root)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("%s: not a JSON object.", json), (NULL));
+  status = gst_tensor_datarepo_parse (text, (gssize) text_len, &info, &why);
+  if (status == GST_TENSOR_DATAREPO_ERROR_SYNTAX) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Cannot read the datarepo JSON %s: %s", json, why), (NULL));
     goto out;
   }
-  obj = json_node_get_object (root);
-  if (!json_object_has_member (obj, "gst_caps")
-      || !(caps_str = json_object_get_string_member (obj, "gst_caps"))) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("%s: no \"gst_caps\" string.", json), (NULL));
+  if (status != GST_TENSOR_DATAREPO_OK) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s: %s", json, why), (NULL));
     goto out;
   }
-  if (!json_object_has_member (obj, "total_samples")
-      || json_node_get_value_type (json_object_get_member (obj,
-              "total_samples")) != G_TYPE_INT64
-      || (total = json_object_get_int_member (obj, "total_samples")) <= 0) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("%s: \"total_samples\" is missing or not a positive integer.",
-            json), (NULL));
-    goto out;
-  }
-  if (json_object_has_member (obj, "sample_size")) {
-    if (json_node_get_value_type (json_object_get_member (obj,
-                "sample_size")) != G_TYPE_INT64
-        || (sample_size = json_object_get_int_member (obj,
-                "sample_size")) <= 0) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("%s: \"sample_size\" is not a positive integer.", json), (NULL));
-      goto out;
-    }
-  }
-  caps = gst_caps_from_string (caps_str);
-  if (!caps) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("%s: \"gst_caps\" is not a caps string: %s", json, caps_str),
-        (NULL));
-    goto out;
-  }
-  if (!gst_tensors_desc_from_caps (caps, &repo->desc, &why)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s: \"gst_caps\": %s.", json,
-            why), (NULL));
-    goto out;
-  }
-  if (repo->desc.format != GST_TENSOR_FORMAT_STATIC) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("%s: flexible tensors (sample_offset, tensor_size) are not "
-            "supported; only static other/tensors.", json), (NULL));
-    goto out;
-  }
-  repo->sample_size = 0;
-  for (guint i = 0; i < repo->desc.num; i++) {
-    repo->offsets[i] = repo->sample_size;
-    repo->sizes[i] = gst_tensor_desc_bytes (&repo->desc.tensors[i]);
-    repo->sample_size += repo->sizes[i];
-  }
-  if (sample_size >= 0 && (gsize) sample_size != repo->sample_size) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("%s: \"sample_size\" is %" G_GINT64_FORMAT " bytes but the tensors "
-            "of \"gst_caps\" make %" G_GSIZE_FORMAT ".", json, sample_size,
-            repo->sample_size), (NULL));
-    goto out;
-  }
-  if ((guint64) total > G_MAXUINT || (guint64) total > G_MAXSIZE /
-      repo->sample_size) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("%s: \"total_samples\" %" G_GINT64_FORMAT " is too large.", json,
-            total), (NULL));
-    goto out;
-  }
+  repo->desc = info.desc;
+  repo->sample_size = info.sample_size;
+  memcpy (repo->offsets, info.offsets, sizeof repo->offsets);
+  memcpy (repo->sizes, info.sizes, sizeof repo->sizes);
   repo->map = g_mapped_file_new (data, FALSE, &gerr);
   if (!repo->map) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("Cannot read %s: %s",
@@ -564,22 +504,20 @@ gst_tensor_datasrc_load_repo (GstTensorDataSrc * self, const gchar * data,
     goto out;
   }
   length = g_mapped_file_get_length (repo->map);
-  if (length != (gsize) total * repo->sample_size) {
+  if (length != (gsize) info.total * repo->sample_size) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("%s holds %" G_GSIZE_FORMAT " bytes, but %s describes %"
-            G_GINT64_FORMAT " samples of %" G_GSIZE_FORMAT " bytes (%"
-            G_GUINT64_FORMAT ").", data, length, json, total,
-            repo->sample_size, (guint64) total * repo->sample_size), (NULL));
+            G_GUINT64_FORMAT " samples of %" G_GSIZE_FORMAT " bytes (%"
+            G_GUINT64_FORMAT ").", data, length, json, info.total,
+            repo->sample_size, info.total * repo->sample_size), (NULL));
     goto out;
   }
-  set->total = (gsize) total;
+  set->total = (gsize) info.total;
   ok = TRUE;
 out:
   g_clear_error (&gerr);
   g_free (why);
-  if (caps)
-    gst_caps_unref (caps);
-  g_object_unref (parser);
+  g_free (text);
   return ok;
 }
 

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Datarepo JSON parsing; see gsttensordatarepo.h.
+ */
+#include "gsttensordatarepo.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+/* A member that holds an integer (not a float, string, null, object or
+ * array): TRUE with its value. */
+static gboolean
+gst_tensor_datarepo_get_int (JsonObject * obj, const gchar * name,
+    gint64 * value)
+{
+  JsonNode *node = json_object_get_member (obj, name);
+  if (!node || !JSON_NODE_HOLDS_VALUE (node)
+      || json_node_get_value_type (node) != G_TYPE_INT64)
+    return FALSE;
+  *value = json_node_get_int (node);
+  return TRUE;
+}
+
+GstTensorDataRepoStatus
+gst_tensor_datarepo_parse (const gchar * text, gssize length,
+    GstTensorDataRepoInfo * info, gchar ** error)
+{
+  JsonParser *parser = json_parser_new ();
+  GError *gerr = NULL;
+  JsonNode *root, *node;
+  JsonObject *obj;
+  const gchar *caps_str;
+  GstCaps *caps = NULL;
+  gchar *why = NULL;
+  gint64 total, sample_size = -1;
+  GstTensorDataRepoStatus status = GST_TENSOR_DATAREPO_ERROR_FORMAT;
+
+  memset (info, 0, sizeof *info);
+  *error = NULL;
+  if (!json_parser_load_from_data (parser, text, length, &gerr)) {
+    *error = g_strdup_printf ("%s.", gerr->message);
+    status = GST_TENSOR_DATAREPO_ERROR_SYNTAX;
+    goto out;
+  }
+  root = json_parser_get_root (parser);
+  if (!root || !JSON_NODE_HOLDS_OBJECT (root)) {
+    *error = g_strdup ("not a JSON object.");
+    goto out;
+  }
+  obj = json_node_get_object (root);
+  /* (json_object_get_string_member is a critical on an object or array) */
+  node = json_object_get_member (obj, "gst_caps");
+  if (!node || !JSON_NODE_HOLDS_VALUE (node)
+      || json_node_get_value_type (node) != G_TYPE_STRING
+      || !(caps_str = json_node_get_string (node))) {
+    *error = g_strdup ("no \"gst_caps\" string.");
+    goto out;
+  }
+  if (!gst_tensor_datarepo_get_int (obj, "total_samples", &total)
+      || total <= 0) {
+    *error = g_strdup ("\"total_samples\" is missing or not a positive "
+        "integer.");
+    goto out;
+  }
+  if (json_object_has_member (obj, "sample_size")
+      && (!gst_tensor_datarepo_get_int (obj, "sample_size", &sample_size)
+          || sample_size <= 0)) {
+    *error = g_strdup ("\"sample_size\" is not a positive integer.");
+    goto out;
+  }
+  caps = gst_caps_from_string (caps_str);
+  if (!caps) {
+    *error = g_strdup_printf ("\"gst_caps\" is not a caps string: %s",
+        caps_str);
+    goto out;
+  }
+  if (!gst_tensors_desc_from_caps (caps, &info->desc, &why)) {
+    *error = g_strdup_printf ("\"gst_caps\": %s.", why);
+    goto out;
+  }
+  if (info->desc.format != GST_TENSOR_FORMAT_STATIC) {
+    *error = g_strdup ("flexible tensors (sample_offset, tensor_size) are "
+        "not supported; only static other/tensors.");
+    goto out;
+  }
+  info->sample_size = 0;
+  for (guint i = 0; i < info->desc.num; i++) {
+    info->offsets[i] = info->sample_size;
+    info->sizes[i] = gst_tensor_desc_bytes (&info->desc.tensors[i]);
+    /* each fits a gsize, their sum need not (and wrapped to 0 it would
+     * divide by zero below) */
+    if (info->sizes[i] > G_MAXSIZE - info->sample_size) {
+      *error = g_strdup_printf ("the tensors of \"gst_caps\" make more than "
+          "%" G_GSIZE_FORMAT " bytes per sample.", G_MAXSIZE);
+      goto out;
+    }
+    info->sample_size += info->sizes[i];
+  }
+  if (sample_size >= 0 && (guint64) sample_size != info->sample_size) {
+    *error = g_strdup_printf ("\"sample_size\" is %" G_GINT64_FORMAT
+        " bytes but the tensors of \"gst_caps\" make %" G_GSIZE_FORMAT ".",
+        sample_size, info->sample_size);
+    goto out;
+  }
+  if ((guint64) total > G_MAXUINT
+      || (guint64) total > G_MAXSIZE / info->sample_size) {
+    *error = g_strdup_printf ("\"total_samples\" %" G_GINT64_FORMAT " is too "
+        "large.", total);
+    goto out;
+  }
+  info->total = (guint64) total;
+  status = GST_TENSOR_DATAREPO_OK;
+out:
+  g_clear_error (&gerr);
+  g_free (why);
+  if (caps)
+    gst_caps_unref (caps);
+  g_object_unref (parser);
+  return status;
+}
