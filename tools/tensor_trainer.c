@@ -8,10 +8,11 @@
  *       [--batch N] [--samples N] [--load WEIGHTS] [--save FILE]
  *       [--compress] [--seed S] [--threads T]
  *   tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES
- *       --labels LABELS [--batch N] [--samples N] [--mode M]
- *   tensor-trainer info MODEL [--batch N] [--mode M]
+ *       --labels LABELS [--batch N] [--samples N] [--mode M] [--inference]
+ *   tensor-trainer info MODEL [--batch N] [--mode M] [--inference]
  *   tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] [--align N]
- *   tensor-trainer check MODEL.opt.ini|MODEL.ttb
+ *       [--inference]
+ *   tensor-trainer check MODEL.opt.ini|MODEL.ttb [--inference]
  *   tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]
  *       [--align N] [--batch N] [--seed S]
  *   tensor-trainer unpack MODEL.ttb -o DIR
@@ -51,7 +52,7 @@ typedef struct {
   const char *load, *save, *weights, *output, *checkpoint;
   const char *c_out, *section, *format, *symbol, *mode;
   uint32_t epochs, batch, samples, valid_samples, align;
-  bool replan, naive, compress, trust, resume;
+  bool replan, naive, compress, trust, resume, inference;
   uint64_t seed;
   bool has_seed;
   int threads;
@@ -75,11 +76,12 @@ cli_usage (FILE *out)
       "      [--checkpoint FILE] [--resume]\n"
       "      [--threads T]\n"
       "  tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES\n"
-      "      --labels LABELS [--batch N] [--samples N] [--mode M]\n"
-      "  tensor-trainer info MODEL [--batch N] [--mode M]\n"
+      "      --labels LABELS [--batch N] [--samples N] [--mode M] "
+      "[--inference]\n"
+      "  tensor-trainer info MODEL [--batch N] [--mode M] [--inference]\n"
       "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
-      "[--align N]\n"
-      "  tensor-trainer check MODEL.opt.ini|MODEL.ttb\n"
+      "[--align N] [--inference]\n"
+      "  tensor-trainer check MODEL.opt.ini|MODEL.ttb [--inference]\n"
       "  tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]\n"
       "      [--align N] [--batch N] [--seed S]\n"
       "  tensor-trainer unpack MODEL.ttb -o DIR\n"
@@ -94,7 +96,9 @@ cli_usage (FILE *out)
       "checksum and finiteness check. pack's --align aligns every tensor in\n"
       "the bundle (default 64; 4096 for pages), export's the blob.\n"
       "train, eval and info take --replan (ignore a stored plan) and --naive\n"
-      "(no memory reuse).\n"
+      "(no memory reuse). --inference compiles the model for inference only\n"
+      "(forward lifetimes, no gradients or optimizer state: a smaller pool);\n"
+      "plan --inference stores such a plan, which tensor_predictor loads.\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n",
       out);
 }
@@ -185,6 +189,9 @@ cli_parse (int argc, char **argv, cli_options *o)
       continue;
     } else if (!strcmp (a, "--resume")) {
       o->resume = true;
+      continue;
+    } else if (!strcmp (a, "--inference")) {
+      o->inference = true;
       continue;
     } else if (!strcmp (a, "--checkpoint"))
       str = &o->checkpoint;
@@ -349,6 +356,7 @@ cli_open_model (const cli_options *o, double *seconds)
     lo.has_seed = o->has_seed;
     lo.seed = o->seed;
     lo.trust = o->trust;
+    lo.inference = o->inference;
     tt_model *m = tt_bundle_load (o->model, &lo, &err);
     if (!m)
       cli_fail ("%s", err.message);
@@ -369,6 +377,7 @@ cli_open_model (const cli_options *o, double *seconds)
   if ((o->batch && tt_model_set_batch_size (m, o->batch, &err)) ||
       (o->has_seed && (tt_model_set_seed (m, o->seed), false)) ||
       tt_model_set_plan_mode (m, mode, &err) ||
+      tt_model_set_inference (m, o->inference, &err) ||
       (o->align && tt_model_set_alignment (m, o->align, &err)) ||
       tt_model_compile (m, &err)) {
     cli_fail ("%s", err.message);
@@ -539,19 +548,25 @@ cli_check (const cli_options *o)
   tt_error err;
   const bool bundle = tt_bundle_is_bundle (o->model);
   /* a bundle is opened whole: header, checksums, plan, weights */
-  tt_model *m = bundle ? tt_bundle_load (o->model, NULL, &err) :
+  tt_bundle_load_options lo = { 0 };
+  lo.inference = o->inference;
+  tt_model *m = bundle ? tt_bundle_load (o->model, &lo, &err) :
       tt_model_load_ini (o->model, &err);
   if (!m)
     return cli_fail ("%s", err.message);
   int rc = 0;
+  tt_plan_info p;
   if (!tt_model_has_stored_plan (m))
     rc = cli_fail ("%s: no stored plan ([Plan] section); make one with "
         "tensor-trainer plan", o->model);
-  else if (!bundle && tt_model_compile (m, &err))
+  else if (!bundle && (tt_model_set_inference (m, o->inference, &err) ||
+          tt_model_compile (m, &err)))
     rc = cli_fail ("%s", err.message);
+  else if (tt_model_plan_info (m, &p), !p.from_stored_plan)
+    rc = cli_fail ("%s: the stored plan is for %s; check it %s --inference",
+        o->model, o->inference ? "training" : "inference only",
+        o->inference ? "without" : "with");
   else {
-    tt_plan_info p;
-    tt_model_plan_info (m, &p);
     printf ("%s: plan valid\n", o->model);
     cli_print_plan (&p);
   }
@@ -572,8 +587,9 @@ cli_info (const cli_options *o)
   tt_memory_info mem;
   tt_model_memory_info (m, &mem);
   tt_shape out = tt_model_output_shape (m);
-  printf ("model=%s batch=%u inputs=%u\n", o->model, tt_model_batch_size (m),
-      tt_model_num_inputs (m));
+  printf ("model=%s batch=%u inputs=%u mode=%s\n", o->model,
+      tt_model_batch_size (m), tt_model_num_inputs (m),
+      tt_model_is_inference (m) ? "inference" : "training");
   for (uint32_t i = 0; i < tt_model_num_inputs (m); i++) {
     tt_shape s;
     tt_model_input_shape (m, i, &s);

@@ -26,9 +26,11 @@
 #define BIN_COUNTERS 8
 
 /* Calls fn for each float region of the file, in file order; moments only
- * when with_moments. Returns the first non-OK status. */
-typedef tt_status (*bin_region_fn) (tt_model * m, int tensor, void *ctx,
-    tt_error * err);
+ * when with_moments. tensor is -1 for a region the model does not hold (an
+ * inference-only model keeps no moments): count says how many floats to
+ * skip. Returns the first non-OK status. */
+typedef tt_status (*bin_region_fn) (tt_model * m, int tensor, size_t count,
+    void *ctx, tt_error * err);
 
 static tt_status
 bin_for_each (tt_model * m, bool with_moments, bool moments_only,
@@ -38,7 +40,8 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
   for (uint32_t c = 0; c < m->n_layers; c++) {
     tt_layer *l = &m->layers[m->canonical[c]];
     for (uint32_t i = 0; i < l->n_weights; i++)
-      if (!moments_only && (st = fn (m, l->weights[i].value, ctx, err)))
+      if (!moments_only && (st = fn (m, l->weights[i].value,
+                  l->weights[i].count, ctx, err)))
         return st;
   }
   if (!with_moments)
@@ -49,8 +52,8 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
       tt_weight *w = &l->weights[i];
       if (!w->trainable)
         continue;
-      if ((st = fn (m, w->opt[0], ctx, err)) ||
-          (st = fn (m, w->opt[1], ctx, err)))
+      if ((st = fn (m, w->opt[0], w->count, ctx, err)) ||
+          (st = fn (m, w->opt[1], w->count, ctx, err)))
         return st;
     }
   }
@@ -64,18 +67,21 @@ tt_bin_has_moments (const tt_model * m)
 }
 
 /* the moments a save writes: none when the model runs in place from a
- * bundle that had none */
-static bool
-bin_saves_moments (const tt_model * m)
+ * bundle that had none, or keeps none (inference only) */
+bool
+tt_bin_saves_moments (const tt_model * m)
 {
-  return tt_bin_has_moments (m) && !m->moments_missing;
+  return tt_bin_has_moments (m) && !m->moments_missing && !m->inference;
 }
 
 static tt_status
-bin_sum_bytes (tt_model * m, int tensor, void *ctx, tt_error * err)
+bin_sum_bytes (tt_model * m, int tensor, size_t count, void *ctx,
+    tt_error * err)
 {
+  (void) m;
+  (void) tensor;
   (void) err;
-  *(size_t *) ctx += m->tensors[tensor].count * sizeof (float);
+  *(size_t *) ctx += count * sizeof (float);
   return TT_OK;
 }
 
@@ -102,9 +108,11 @@ typedef struct {
 } bin_id_list;
 
 static tt_status
-bin_collect (tt_model * m, int tensor, void *ctx, tt_error * err)
+bin_collect (tt_model * m, int tensor, size_t count, void *ctx,
+    tt_error * err)
 {
   (void) m;
+  (void) count;
   (void) err;
   bin_id_list *l = ctx;
   if (l->ids)
@@ -175,9 +183,17 @@ typedef struct {
 } bin_reader;
 
 static tt_status
-bin_read_region (tt_model * m, int tensor, void *ctx, tt_error * err)
+bin_read_region (tt_model * m, int tensor, size_t count, void *ctx,
+    tt_error * err)
 {
   bin_reader *r = ctx;
+  if (tensor < 0) {
+    if (fseek (r->fp, (long) (count * sizeof (float)), SEEK_CUR) != 0)
+      return tt_fail (err, TT_ERR_IO, "%s: cannot seek: %s", r->path,
+          strerror (errno));
+    r->offset += count * sizeof (float);
+    return TT_OK;
+  }
   tt_tensor *t = &m->tensors[tensor];
   float chunk[4096];
   for (size_t done = 0; done < t->count;) {
@@ -200,10 +216,14 @@ bin_read_region (tt_model * m, int tensor, void *ctx, tt_error * err)
 }
 
 static tt_status
-bin_zero_region (tt_model * m, int tensor, void *ctx, tt_error * err)
+bin_zero_region (tt_model * m, int tensor, size_t count, void *ctx,
+    tt_error * err)
 {
+  (void) count;
   (void) ctx;
   (void) err;
+  if (tensor < 0)
+    return TT_OK;
   memset (m->tensors[tensor].data, 0,
       m->tensors[tensor].count * sizeof (float));
   return TT_OK;
@@ -297,9 +317,14 @@ typedef struct {
 } bin_memory;
 
 static tt_status
-bin_memory_region (tt_model * m, int tensor, void *ctx, tt_error * err)
+bin_memory_region (tt_model * m, int tensor, size_t count, void *ctx,
+    tt_error * err)
 {
   bin_memory *r = ctx;
+  if (tensor < 0) {
+    r->offset += count * sizeof (float);
+    return TT_OK;
+  }
   tt_tensor *t = &m->tensors[tensor];
   const size_t bytes = t->count * sizeof (float);
   if (r->store) {
@@ -377,8 +402,10 @@ tt_model_load_bin_memory (tt_model * m, const void *data, size_t len,
 /* ---- saving ----------------------------------------------------------- */
 
 static tt_status
-bin_write_region (tt_model * m, int tensor, void *ctx, tt_error * err)
+bin_write_region (tt_model * m, int tensor, size_t count, void *ctx,
+    tt_error * err)
 {
+  (void) count;
   const tt_tensor *t = &m->tensors[tensor];
   return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float), err);
 }
@@ -395,7 +422,7 @@ tt_model_save_bin (tt_model * m, const char *path, tt_error * err)
     return st;
   const uint32_t counters[2] = { m->epoch, m->iteration };
   if ((st = bin_for_each (m, false, false, bin_write_region, &f, err)) ||
-      (bin_saves_moments (m) &&
+      (tt_bin_saves_moments (m) &&
           ((st = tt_atomic_file_write (&f, BIN_TAG, BIN_TAG_LEN, err)) ||
               (st = bin_for_each (m, true, true, bin_write_region, &f,
                       err)))) ||

@@ -823,6 +823,8 @@ bundle_match (bundle * b, tt_model * m, int **ids_out, tt_error * err)
   }
   for (uint32_t i = 0; i < n; i++) {
     const b_tensor *t = &b->tensors[i];
+    if (ids[i] < 0)
+      continue;               /* moments an inference-only model skips */
     const tt_tensor *mt = &m->tensors[ids[i]];
     const uint64_t bytes = (uint64_t) mt->count * sizeof (float);
     if (t->name_len != strlen (mt->name) ||
@@ -902,9 +904,8 @@ bundle_fill (bundle * b, tt_model * m, const int *ids, bool store,
       }
     if (st)
       break;
-    tt_tensor *mt = &m->tensors[ids[i]];
-    if (store) {
-      st = stream_read (&w, mt->data, t->bytes, err);
+    if (store && ids[i] >= 0) {
+      st = stream_read (&w, m->tensors[ids[i]].data, t->bytes, err);
       continue;
     }
     for (uint64_t done = 0; done < t->bytes && !st;) {
@@ -912,7 +913,7 @@ bundle_fill (bundle * b, tt_model * m, const int *ids, bool store,
       if ((st = stream_read (&w, scratch, take, err)))
         break;
       size_t at;
-      if (bad_tensor < 0 && !finite_all ((const float *) scratch,
+      if (ids[i] >= 0 && bad_tensor < 0 && !finite_all ((const float *) scratch,
               (size_t) take / 4, &at)) {
         bad_tensor = ids[i];
         bad_at = (size_t) (done / 4) + at;
@@ -938,6 +939,8 @@ static tt_status
 bundle_check_finite (bundle * b, tt_model * m, const int *ids, tt_error * err)
 {
   for (uint32_t i = 0; i < b->n_tensors; i++) {
+    if (ids[i] < 0)
+      continue;
     const tt_tensor *t = &m->tensors[ids[i]];
     size_t bad;
     if (!finite_all (t->data, t->count, &bad))
@@ -964,7 +967,8 @@ bundle_bind_in_place (bundle * b, tt_model * m, const int *ids,
   for (uint32_t k = 0; k < m->n_tensors; k++)
     slot[k] = -1;
   for (uint32_t i = 0; i < b->n_tensors; i++)
-    slot[ids[i]] = (int) i;
+    if (ids[i] >= 0)
+      slot[ids[i]] = (int) i;
   for (uint32_t k = 0; k < m->n_tensors; k++) {
     int r = (int) k;
     while (m->tensors[r].alias_of >= 0)
@@ -1012,7 +1016,8 @@ bundle_model (bundle * b, const tt_bundle_load_options * o, tt_error * err)
     goto fail;
   if (o->has_seed)
     tt_model_set_seed (m, o->seed);
-  if ((st = tt_model_set_plan_mode (m, o->plan_mode, err)))
+  if ((st = tt_model_set_plan_mode (m, o->plan_mode, err)) ||
+      (st = tt_model_set_inference (m, o->inference, err)))
     goto fail;
   m->defer_init = true;
   if (in_place) {
@@ -1108,7 +1113,8 @@ tt_bundle_load_weights (tt_model * m, const char *path, tt_error * err)
       int *all = tt_bin_regions (m, true, &n);
       uint32_t w = b.n_tensors;
       for (uint32_t i = w; all && i < n; i++)
-        memset (m->tensors[all[i]].data, 0,
+        if (all[i] >= 0)
+          memset (m->tensors[all[i]].data, 0,
             m->tensors[all[i]].count * sizeof (float));
       free (all);
     }
@@ -1397,7 +1403,7 @@ tt_bundle_save (tt_model * m, const char *path, const tt_bundle_options * o,
       (st = tt_plan_ini_text (m, &text, &len, err)))
     return st;
   st = bundle_write (m, path, text ? text : m->ini_text,
-      text ? len : m->ini_len, tt_bin_has_moments (m) && !m->moments_missing,
+      text ? len : m->ini_len, tt_bin_saves_moments (m),
       true, o, err);
   free (text);
   return st;

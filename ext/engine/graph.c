@@ -580,7 +580,7 @@ graph_infer (tt_model * m, tt_error * err)
     tt_layer *l = &m->layers[i];
     bool own = false;
     for (uint32_t w = 0; w < l->n_weights; w++)
-      own |= l->weights[w].trainable;
+      own |= l->weights[w].trainable && !m->inference;
     bool upstream = false;
     for (uint32_t k = 0; k < l->n_inputs; k++)
       upstream |= m->layers[l->inputs[k].layer].grad_flows;

@@ -62,7 +62,7 @@ tensors_declare_weights (tt_model * m, tt_layer * l, int li)
     wt->value = tt_tensor_declare (m, l->name, wt->suffix, TT_TENSOR_WEIGHT,
         wt->count);
     tt_tensor_use (m, wt->value, li, TT_PHASE_ALWAYS);
-    if (!wt->trainable)
+    if (!wt->trainable || m->inference)
       continue;
     snprintf (suffix, sizeof suffix, "%s:grad", wt->suffix);
     wt->grad = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_GRADIENT,

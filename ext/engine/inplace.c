@@ -11,6 +11,8 @@
  *     layers before this one) reads its own output in backward: relu
  *     followed by an in-place dropout would lose the relu's output.
  * Batch normalization is not eligible: its backward reads its input.
+ * An inference-only model has no backward pass, so only the first rule
+ * holds there.
  *
  * These rules look only at a layer's producers, never at the execution
  * order, and merging two tensors whose lifetimes intersect never raises
@@ -50,7 +52,7 @@ tt_inplace_eligible (const tt_model * m, const tt_layer * l,
       *why = "its input is shared with other layers (multiout)";
       return false;
     }
-    if (inplace_reads (p) & TT_READS_OUTPUT) {
+    if ((inplace_reads (p) & TT_READS_OUTPUT) && !m->inference) {
       *why = "a layer before it reads its own output in backward";
       return false;
     }

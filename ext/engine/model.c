@@ -114,6 +114,22 @@ tt_model_request_input_derivative (tt_model * m, tt_error * err)
 }
 
 tt_status
+tt_model_set_inference (tt_model * m, bool inference, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: choose inference-only before compiling", m->path);
+  m->inference = inference;
+  return TT_OK;
+}
+
+bool
+tt_model_is_inference (const tt_model * m)
+{
+  return m->inference;
+}
+
+tt_status
 tt_model_set_plan_mode (tt_model * m, tt_plan_mode mode, tt_error * err)
 {
   if (m->compiled)
@@ -448,6 +464,10 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
 {
   if (m->weights_external)
     return tt_model_refuse_external (m, "train", err);
+  if (m->inference)
+    return tt_fail (err, TT_ERR_STATE, "%s: cannot train: the model was "
+        "compiled for inference only (no gradients, no optimizer state)",
+        m->path);
   if (!labels)
     return tt_fail (err, TT_ERR_INVALID, "%s: training needs labels",
         m->path);
@@ -489,6 +509,9 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
   /* a training-mode forward updates batch-normalization statistics */
   if (m->weights_external)
     return tt_model_refuse_external (m, "run a training pass", err);
+  if (m->inference)
+    return tt_fail (err, TT_ERR_STATE, "%s: cannot run a training pass: the "
+        "model was compiled for inference only", m->path);
   tt_status st = model_feed (m, n, inputs, types, labels, err);
   if (st)
     return st;
@@ -497,4 +520,75 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
   if (backward)
     model_backward (m, false);
   return TT_OK;
+}
+
+/* ---- weights as one flat array (hand-off between models) ------------- */
+
+size_t
+tt_model_weight_floats (const tt_model * m)
+{
+  return m->compiled ? tt_bin_weight_bytes (m) / sizeof (float) : 0;
+}
+
+uint64_t
+tt_model_weight_signature (const tt_model * m)
+{
+  uint64_t h = 0xcbf29ce484222325ull;
+  uint32_t n = 0;
+  int *ids = m->compiled ? tt_bin_regions ((tt_model *) m, false, &n) : NULL;
+  for (uint32_t i = 0; ids && i < n; i++) {
+    const tt_tensor *t = &m->tensors[ids[i]];
+    for (const char *c = t->name; *c; c++)
+      h = (h ^ (unsigned char) *c) * 0x100000001b3ull;
+    h = (h ^ 0xff) * 0x100000001b3ull;
+    for (int k = 0; k < 8; k++)
+      h = (h ^ ((uint64_t) t->count >> (8 * k) & 0xff)) * 0x100000001b3ull;
+  }
+  free (ids);
+  return h;
+}
+
+/* Copies between the model's weight tensors and dst/src in BIN order. */
+static tt_status
+model_weights_copy (tt_model * m, float *out, const float *in, size_t floats,
+    tt_error * err)
+{
+  if (!m->compiled)
+    return tt_fail (err, TT_ERR_STATE, "%s: compile the model first",
+        m->path);
+  if (in && m->weights_external)
+    return tt_model_refuse_external (m, "load weights", err);
+  const size_t want = tt_model_weight_floats (m);
+  if (floats != want)
+    return tt_fail (err, TT_ERR_INVALID, "%s: %zu weight floats given, the "
+        "model has %zu", m->path, floats, want);
+  uint32_t n;
+  int *ids = tt_bin_regions (m, false, &n);
+  if (!ids)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  size_t at = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    tt_tensor *t = &m->tensors[ids[i]];
+    if (in)
+      memcpy (t->data, in + at, t->count * sizeof (float));
+    else
+      memcpy (out + at, t->data, t->count * sizeof (float));
+    at += t->count;
+  }
+  free (ids);
+  return TT_OK;
+}
+
+tt_status
+tt_model_export_weights (tt_model * m, float *dst, size_t floats,
+    tt_error * err)
+{
+  return model_weights_copy (m, dst, NULL, floats, err);
+}
+
+tt_status
+tt_model_import_weights (tt_model * m, const float *src, size_t floats,
+    tt_error * err)
+{
+  return model_weights_copy (m, NULL, src, floats, err);
 }

@@ -117,7 +117,10 @@ tt_plan_build (tt_model * m, tt_error * err)
     m->exec[i] = (int) i;
   tt_order_apply (m, m->exec);
 
-  if (m->stored_plan && m->plan_mode == TT_PLAN_AUTO) {
+  /* a plan stored for the other mode (training vs inference only) is not
+   * an error: this mode simply needs its own */
+  if (m->stored_plan && m->plan_mode == TT_PLAN_AUTO &&
+      tt_plan_ini_inference (m) == m->inference) {
     st = tt_plan_ini_apply (m, err);
     m->plan.plan_seconds = plan_now () - t0;
     m->plan.from_stored_plan = true;
@@ -249,6 +252,9 @@ tt_plan_fingerprint (const tt_model * m)
   plan_hash_u32 (&h, tt_optimizer_state_count (&m->opt));
   plan_hash_u32 (&h, m->force_input_derivative);
   plan_hash_u32 (&h, m->n_layers);
+  /* only when set, so training fingerprints stay what they were */
+  if (m->inference)
+    plan_hash_str (&h, "inference only");
   for (uint32_t i = 0; i < m->n_layers; i++) {
     const tt_layer *l = &m->layers[i];
     plan_hash_str (&h, l->name);

@@ -34,7 +34,8 @@
 static const char *const plan_keys[] = {
   "version", "pool_size", "alignment", "batch_size", "input_shapes",
   "label_shape", "fingerprint", "lower_bound", "naive_size",
-  "depth_first_pool", "tensors", "in_place_layers", "order_search", NULL
+  "depth_first_pool", "tensors", "in_place_layers", "order_search", "mode",
+  NULL
 };
 
 bool
@@ -118,6 +119,13 @@ plan_keys_of (const tt_model * m, const char *section, int *n)
   return keys;
 }
 
+bool
+tt_plan_ini_inference (const tt_model * m)
+{
+  const char *mode = plan_get (m, "plan", "mode");
+  return mode && !strcasecmp (mode, "inference");
+}
+
 static tt_status
 plan_check_header (tt_model * m, tt_error * err)
 {
@@ -150,6 +158,10 @@ plan_check_header (tt_model * m, tt_error * err)
   if (align < 4 || (align & (align - 1)))
     return plan_error (m, err, "[Plan] alignment: %" PRIu64 " is not a "
         "power of two in [4, 4096]", align);
+  const char *mode = plan_get (m, "plan", "mode");
+  if (mode && strcasecmp (mode, "training") && strcasecmp (mode, "inference"))
+    return plan_error (m, err, "[Plan] mode: '%s' is neither training nor "
+        "inference", mode);
   if (batch != m->batch_size)
     return plan_error (m, err, "[Plan] batch_size: planned for batch %"
         PRIu64 " but compiled for batch %u: the plan is stale; re-plan",
@@ -532,8 +544,9 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len,
   plan_printf (&w, "\n\n%s: written by tensor-trainer; loading validates "
       "it against the model above ----\n", PLAN_MARKER);
   plan_printf (&w, "[Plan]\nversion = %d\npool_size = %" PRIu64
-      "\nalignment = %" PRIu64 "\nbatch_size = %u\n", PLAN_VERSION,
-      m->pool_bytes, m->align, m->batch_size);
+      "\nalignment = %" PRIu64 "\nbatch_size = %u\nmode = %s\n",
+      PLAN_VERSION, m->pool_bytes, m->align, m->batch_size,
+      m->inference ? "inference" : "training");
   plan_printf (&w, "input_shapes = ");
   for (uint32_t i = 0; i < m->n_inputs; i++) {
     tt_dims d = m->layers[m->input_layers[i]].out_dims[0];

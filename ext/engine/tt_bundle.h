@@ -70,6 +70,8 @@ typedef struct {
   tt_bundle_mode mode;  /* for a blob in memory, READ and MMAP both copy */
   uint32_t batch_size;  /* 0: the batch the bundle was saved with */
   tt_plan_mode plan_mode;
+  bool inference;       /* compile for inference only (tt_engine.h:
+                         * tt_model_set_inference); moments are skipped */
   bool has_seed;        /* else the engine's default seed */
   uint64_t seed;
   bool trust;           /* skip the weight checksum and the finiteness

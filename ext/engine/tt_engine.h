@@ -109,6 +109,16 @@ void tt_model_set_seed (tt_model * model, uint64_t seed);
  * input layers' outputs (normally skipped: nothing needs it). */
 tt_status tt_model_request_input_derivative (tt_model * model, tt_error * err);
 
+/* Before compile: inference only. The model then keeps no gradients,
+ * derivatives or optimizer state, tensors live only as long as the
+ * forward pass needs them (a much smaller pool), and train_batch fails.
+ * Weights load from the same BIN files and bundles as for training (the
+ * optimizer state in them is skipped). A stored plan made for the other
+ * mode is not used: the model is planned afresh. */
+tt_status tt_model_set_inference (tt_model * model, bool inference,
+    tt_error * err);
+bool tt_model_is_inference (const tt_model * model);
+
 /* Before compile: how to lay out the pool, and its alignment (a power of
  * two, default 64; a stored plan brings its own). */
 tt_status tt_model_set_plan_mode (tt_model * model, tt_plan_mode mode,
@@ -175,6 +185,19 @@ tt_status tt_model_eval_batch (tt_model * model, uint32_t n,
     tt_batch_result * result, tt_error * err);
 /* Output of the last forward pass: batch x output shape floats. */
 const float *tt_model_output (const tt_model * model);
+
+/* The weights as one flat float array in BIN order (no optimizer state),
+ * to hand them from one model to another compiled from the same
+ * description (a trainer to a predictor, whatever their plans and batch
+ * sizes). The signature hashes the weight tensors' names and sizes: equal
+ * signatures mean export from one fits import into the other. Import
+ * checks the size; it does not check finiteness. */
+size_t tt_model_weight_floats (const tt_model * model);
+uint64_t tt_model_weight_signature (const tt_model * model);
+tt_status tt_model_export_weights (tt_model * model, float *dst,
+    size_t floats, tt_error * err);
+tt_status tt_model_import_weights (tt_model * model, const float *src,
+    size_t floats, tt_error * err);
 
 /* Counters stored in the BIN. */
 uint32_t tt_model_epoch (const tt_model * model);

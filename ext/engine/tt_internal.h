@@ -355,6 +355,9 @@ struct tt_model {
   uint32_t batch_size, epochs;
   tt_loss_type loss;
   bool force_input_derivative;
+  /* inference only (tt_model_set_inference): no gradients, derivatives or
+   * optimizer state; forward lifetimes only; train_batch refused */
+  bool inference;
   uint64_t seed;
   tt_rng rng;
   tt_optimizer opt;
@@ -426,6 +429,8 @@ uint64_t tt_tensor_aligned_bytes (const tt_tensor * t, uint64_t align);
 tt_status tt_plan_build (tt_model * m, tt_error * err);
 uint64_t tt_plan_fingerprint (const tt_model * m);
 tt_status tt_plan_ini_apply (tt_model * m, tt_error * err);
+/* the stored plan was made for an inference-only model ([Plan] mode) */
+bool tt_plan_ini_inference (const tt_model * m);
 /* root tensors as offset-planner intervals; map[i] is interval i's tensor */
 tt_interval *tt_plan_intervals (const tt_model * m, uint32_t ** map,
     size_t * n);
@@ -494,6 +499,8 @@ void tt_initializer_fill (tt_rng * rng, tt_initializer init, float *w,
 size_t tt_bin_weight_bytes (const tt_model * m);
 /* true for optimizers whose moments a BIN carries (adam, adamw) */
 bool tt_bin_has_moments (const tt_model * m);
+/* the moments a save writes (none for in-place or inference-only models) */
+bool tt_bin_saves_moments (const tt_model * m);
 /* The tensor ids of a BIN's float regions in file order: the weights, then
  * with moments each trainable weight's two moments. malloc'd; NULL when
  * out of memory (*n = 0 for none). */
