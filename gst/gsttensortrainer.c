@@ -62,6 +62,13 @@
  * saves nothing, so that an untrained model never replaces a saved one. Buffers after the last epoch
  * are refused with GST_FLOW_EOS.
  *
+ * A #GstTensorPredictor in the same process whose trainer property names
+ * this element follows its training live: the trainer publishes a copy of
+ * its weights at the end of each epoch and, with
+ * #GstTensorTrainer:publish-interval, every that many training batches,
+ * always between two batches (never half-updated weights); nothing is
+ * copied while no predictor listens (gsttensormodelshare.h).
+ *
  * Pausing the pipeline pauses the training: while the element is PAUSED
  * with PAUSED as its target state, an arriving buffer waits (as a sink
  * would) until PLAYING, a flush or READY. PLAYING to PAUSED and back keeps
@@ -78,6 +85,7 @@
  * ]|
  */
 #include "gsttensortrainer.h"
+#include "gsttensormodelshare.h"
 #include "tt_bundle.h"
 
 #include <math.h>
@@ -100,6 +108,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_tensor_trainer_debug);
 #define DEFAULT_EPOCHS 0
 #define DEFAULT_POST_MESSAGES TRUE
 #define DEFAULT_PROGRESS_INTERVAL 0
+#define DEFAULT_PUBLISH_INTERVAL 0
 #define DEFAULT_SKIP_BAD_BATCHES FALSE
 
 enum
@@ -117,6 +126,7 @@ enum
   PROP_EPOCHS,
   PROP_POST_MESSAGES,
   PROP_PROGRESS_INTERVAL,
+  PROP_PUBLISH_INTERVAL,
   PROP_SKIP_BAD_BATCHES,
 };
 
@@ -255,6 +265,16 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
 
+  g_object_class_install_property (gobject_class, PROP_PUBLISH_INTERVAL,
+      g_param_spec_uint ("publish-interval", "Publish interval",
+          "For tensor_predictor elements whose trainer property names this "
+          "element: publish the weights every this many training batches, "
+          "besides the end of each epoch; 0: at the end of each epoch only. "
+          "Nothing is published while no predictor listens",
+          0, G_MAXUINT, DEFAULT_PUBLISH_INTERVAL,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+
   gst_element_class_set_static_metadata (element_class, "Tensor trainer",
       "Trainer/Tensor",
       "Trains a neural network (nntrainer INI) on other/tensors samples and "
@@ -291,6 +311,7 @@ gst_tensor_trainer_init (GstTensorTrainer * self)
   self->epochs = DEFAULT_EPOCHS;
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->progress_interval = DEFAULT_PROGRESS_INTERVAL;
+  self->publish_interval = DEFAULT_PUBLISH_INTERVAL;
   self->skip_bad_batches = DEFAULT_SKIP_BAD_BATCHES;
 }
 
@@ -311,6 +332,10 @@ gst_tensor_trainer_free_model (GstTensorTrainer * self)
 static void
 gst_tensor_trainer_stop (GstTensorTrainer * self)
 {
+  if (self->share_name)
+    gst_tensor_model_share_withdraw (self->share_name);
+  g_clear_pointer (&self->share_name, g_free);
+  self->train_batches_total = 0;
   gst_tensor_trainer_free_model (self);
   g_clear_pointer (&self->config_path, g_free);
   g_clear_pointer (&self->load_path, g_free);
@@ -350,6 +375,7 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
   self->n_train = self->num_training_samples;
   self->n_valid = self->num_validation_samples;
   self->want_epochs = self->epochs;
+  self->share_name = g_strdup (GST_OBJECT_NAME (self));
   GST_OBJECT_UNLOCK (self);
 
   if (g_strcmp0 (framework, GST_TENSOR_TRAINER_FRAMEWORK) != 0) {
@@ -774,6 +800,25 @@ gst_tensor_trainer_post_progress (GstTensorTrainer * self, gboolean training)
       gst_message_new_element (GST_OBJECT (self), s));
 }
 
+/* Hands the weights to the predictors following this trainer, if any. */
+static void
+gst_tensor_trainer_publish (GstTensorTrainer * self)
+{
+  tt_error err;
+  if (!self->model || !gst_tensor_model_share_has_subscribers
+      (self->share_name))
+    return;
+  guint64 version = gst_tensor_model_share_publish (self->share_name,
+      self->model, &err);
+  if (version == 0)
+    GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
+        ("Could not publish the weights to predictors: %s", err.message),
+        (NULL));
+  else
+    GST_LOG_OBJECT (self, "published weights version %" G_GUINT64_FORMAT
+        " (iteration %u)", version, tt_model_iteration (self->model));
+}
+
 /* Trains (or evaluates) the samples waiting in the batch, fill of them. */
 static GstFlowReturn
 gst_tensor_trainer_run_batch (GstTensorTrainer * self, gboolean training)
@@ -820,6 +865,15 @@ gst_tensor_trainer_run_batch (GstTensorTrainer * self, gboolean training)
   GST_LOG_OBJECT (self, "%s batch of %u: loss %g, %u correct",
       training ? "trained" : "evaluated", n, r.loss, r.correct);
   gst_tensor_trainer_post_progress (self, training);
+  if (training) {
+    guint every;
+    self->train_batches_total++;
+    GST_OBJECT_LOCK (self);
+    every = self->publish_interval;
+    GST_OBJECT_UNLOCK (self);
+    if (every && self->train_batches_total % every == 0)
+      gst_tensor_trainer_publish (self);
+  }
   return GST_FLOW_OK;
 }
 
@@ -1025,6 +1079,7 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
     tt_model_finish_epoch (self->model);
     self->epochs_done++;
   }
+  gst_tensor_trainer_publish (self);
   GST_INFO_OBJECT (self, "epoch %u/%u%s: loss %g accuracy %g validation loss "
       "%g accuracy %g, %.1f samples/s", index + 1, self->n_epochs,
       complete ? "" : " (cut short)", stats[0], stats[1], stats[2], stats[3],
@@ -1324,6 +1379,9 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
     case PROP_POST_MESSAGES:
       self->post_messages = g_value_get_boolean (value);
       break;
+    case PROP_PUBLISH_INTERVAL:
+      self->publish_interval = g_value_get_uint (value);
+      break;
     case PROP_PROGRESS_INTERVAL:
       self->progress_interval = g_value_get_uint (value);
       break;
@@ -1381,6 +1439,9 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, self->post_messages);
+      break;
+    case PROP_PUBLISH_INTERVAL:
+      g_value_set_uint (value, self->publish_interval);
       break;
     case PROP_PROGRESS_INTERVAL:
       g_value_set_uint (value, self->progress_interval);

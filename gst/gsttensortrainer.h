@@ -44,6 +44,7 @@ struct _GstTensorTrainer
   guint epochs;
   gboolean post_messages;
   guint progress_interval;
+  guint publish_interval;       /* batches between publications; 0: epochs */
   gboolean skip_bad_batches;    /* numeric faults: warn and drop, not stop */
   guint64 skipped_samples;      /* in the current epoch */
 
@@ -85,6 +86,8 @@ struct _GstTensorTrainer
   GstTensorTrainerTally train, valid;
   gint64 epoch_start_us;                /* first buffer of the epoch */
   gint64 train_end_us;                  /* last training batch done */
+  gchar *share_name;                    /* published under (element name) */
+  guint64 train_batches_total;          /* training batches of this run */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_trainer);

@@ -11,6 +11,7 @@
 #include "gsttensordatasrc.h"
 #include "gsttensorlabeler.h"
 #include "gsttensorplanner.h"
+#include "gsttensorpredictor.h"
 #include "gsttensortrainer.h"
 
 static gboolean
@@ -21,6 +22,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (tensor_datasrc, plugin);
   ok |= GST_ELEMENT_REGISTER (tensor_planner, plugin);
   ok |= GST_ELEMENT_REGISTER (tensor_labeler, plugin);
+  ok |= GST_ELEMENT_REGISTER (tensor_predictor, plugin);
   return ok;
 }
 

@@ -1,0 +1,1118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * SECTION:element-tensor_predictor
+ * @title: tensor_predictor
+ *
+ * Runs a model trained by this project (or nntrainer) on the tensors
+ * streaming through it and pushes the model's output for each buffer:
+ * class probabilities for a classifier.
+ *
+ * The model (#GstTensorPredictor:model-config: an INI, an optimized INI or
+ * a bundle; weights from #GstTensorPredictor:model-load-path, a BIN or a
+ * bundle) is loaded at READY->PAUSED and compiled for inference only: no
+ * gradients, derivatives or optimizer state, tensors alive only as long as
+ * the forward pass needs them, so its one memory pool is a fraction of the
+ * training pool (the `tensor-predictor-plan` message gives pool-bytes). An
+ * optimized INI made with `tensor-trainer plan --inference` is validated
+ * and used as stored; a training plan is ignored (planning an inference
+ * model takes milliseconds).
+ *
+ * Each buffer is one sample, `other/tensors,format=static`: the model's
+ * inputs (uint8 or float32, the model's shapes, as for tensor_trainer),
+ * optionally followed by one float32 label of the output's shape. The
+ * label is not used for the prediction: when present, the element counts
+ * how often the output's argmax equals the label's (#GstTensorPredictor:accuracy)
+ * and posts it at EOS, so a labelled stream (tensor_datasrc, tensor_labeler)
+ * can be scored. Samples are run #GstTensorPredictor:batch-size at a time
+ * (default 1: each buffer goes out as soon as it came in; larger batches
+ * trade latency for throughput and wait for the batch to fill; EOS runs
+ * what waits). Each output buffer keeps its input's timestamps.
+ *
+ * Output (#GstTensorPredictor:output): `tensors` pushes
+ * `other/tensors,format=static,num_tensors=1,types=float32` with the
+ * model's output dimensions; `text` pushes `text/x-raw,format=utf8` naming
+ * the argmax class (from #GstTensorPredictor:labels, a file with one class
+ * name per line) and its probability, for textoverlay's text pad.
+ *
+ * Fresh weights while it runs:
+ * - #GstTensorPredictor:trainer names a tensor_trainer of the same
+ *   process: the predictor switches to each set of weights that trainer
+ *   publishes (see #GstTensorTrainer:publish-interval), between two of its
+ *   batches, never stopping the stream and never reading a half-updated
+ *   set (copy-on-publish snapshots, gsttensormodelshare.h).
+ * - #GstTensorPredictor:reload watches the weights file (model-load-path,
+ *   or model-config when it is a bundle) and loads it again when it
+ *   changes, as another process saving it atomically replaces it. A file
+ *   that does not load (another model) keeps the old weights and posts a
+ *   warning.
+ * Each switch posts `tensor-predictor-weights` (version, epoch, iteration,
+ * source); #GstTensorPredictor:weights-version says which weights are in
+ * use. At EOS the element posts `tensor-predictor-summary` (samples,
+ * labelled, correct, accuracy, seconds, samples-per-second, mean-latency-us:
+ * engine time per batch).
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 -m tensor_datasrc location=t10k-images-idx3-ubyte.gz \
+ *     label-location=t10k-labels-idx1-ubyte.gz ! \
+ *   tensor_predictor model-config=fmnist_cnn.ini \
+ *     model-load-path=fmnist-cnn.bin ! fakesink
+ * ]|
+ */
+#include "gsttensorpredictor.h"
+#include "gsttensormodelshare.h"
+#include "tt_bundle.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_tensor_predictor_debug);
+#define GST_CAT_DEFAULT gst_tensor_predictor_debug
+
+#define DEFAULT_BATCH_SIZE 1
+#define DEFAULT_RELOAD FALSE
+#define DEFAULT_RELOAD_INTERVAL_MS 1000
+#define DEFAULT_OUTPUT GST_TENSOR_PREDICTOR_OUTPUT_TENSORS
+#define DEFAULT_POST_MESSAGES TRUE
+
+enum
+{
+  PROP_0,
+  PROP_MODEL_CONFIG,
+  PROP_MODEL_LOAD_PATH,
+  PROP_BATCH_SIZE,
+  PROP_TRAINER,
+  PROP_RELOAD,
+  PROP_RELOAD_INTERVAL,
+  PROP_OUTPUT,
+  PROP_LABELS,
+  PROP_POST_MESSAGES,
+  PROP_SAMPLES,
+  PROP_ACCURACY,
+  PROP_WEIGHTS_VERSION,
+  PROP_POOL_BYTES,
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("other/tensors, format = (string) static; "
+        "other/tensor"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("other/tensors, format = (string) static, "
+        "num_tensors = (int) 1, types = (string) float32; "
+        "text/x-raw, format = (string) utf8"));
+
+#define GST_TYPE_TENSOR_PREDICTOR_OUTPUT \
+  (gst_tensor_predictor_output_get_type ())
+static GType
+gst_tensor_predictor_output_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_TENSOR_PREDICTOR_OUTPUT_TENSORS,
+        "The model's output as other/tensors (float32)", "tensors"},
+    {GST_TENSOR_PREDICTOR_OUTPUT_TEXT,
+        "The argmax class and its probability as text/x-raw (utf8)", "text"},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstTensorPredictorOutput", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+#define gst_tensor_predictor_parent_class parent_class
+G_DEFINE_TYPE (GstTensorPredictor, gst_tensor_predictor, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_predictor, "tensor_predictor",
+    GST_RANK_NONE, GST_TYPE_TENSOR_PREDICTOR,
+    GST_DEBUG_CATEGORY_INIT (gst_tensor_predictor_debug, "tensor_predictor",
+        0, "tensor_predictor element"));
+
+static void gst_tensor_predictor_finalize (GObject * object);
+static void gst_tensor_predictor_set_property (GObject * object,
+    guint prop_id, const GValue * value, GParamSpec * pspec);
+static void gst_tensor_predictor_get_property (GObject * object,
+    guint prop_id, GValue * value, GParamSpec * pspec);
+static GstStateChangeReturn gst_tensor_predictor_change_state (GstElement *
+    element, GstStateChange transition);
+static gboolean gst_tensor_predictor_sink_event (GstPad * pad,
+    GstObject * parent, GstEvent * event);
+static gboolean gst_tensor_predictor_src_query (GstPad * pad,
+    GstObject * parent, GstQuery * query);
+static GstFlowReturn gst_tensor_predictor_chain (GstPad * pad,
+    GstObject * parent, GstBuffer * buf);
+
+static void
+gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+  const GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS;
+
+  gobject_class->finalize = gst_tensor_predictor_finalize;
+  gobject_class->set_property = gst_tensor_predictor_set_property;
+  gobject_class->get_property = gst_tensor_predictor_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
+      g_param_spec_string ("model-config", "Model configuration",
+          "The model: an INI file in nntrainer's dialect, an optimized INI "
+          "(its stored plan is used when it was made for inference), or a "
+          "bundle (with its weights); required", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
+      g_param_spec_string ("model-load-path", "Model load path",
+          "Weights: a BIN (nntrainer's layout, optimizer state skipped) or a "
+          "bundle; unset: the bundle's weights, else initialized as the INI "
+          "says (with a warning, unless trainer is set)", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
+      g_param_spec_uint ("batch-size", "Batch size",
+          "Samples run through the model at once (the plan's batch); 1 "
+          "pushes each output as its input arrives", 1, 65536,
+          DEFAULT_BATCH_SIZE, rw));
+  g_object_class_install_property (gobject_class, PROP_TRAINER,
+      g_param_spec_string ("trainer", "Trainer",
+          "Name of a tensor_trainer element in this process whose published "
+          "weights replace the predictor's as they come (it must train the "
+          "same model); unset: no live hand-off", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_RELOAD,
+      g_param_spec_boolean ("reload", "Reload",
+          "Load the weights again when their file (model-load-path, or a "
+          "bundle model-config) is replaced, e.g. by a trainer in another "
+          "process saving atomically", DEFAULT_RELOAD, rw));
+  g_object_class_install_property (gobject_class, PROP_RELOAD_INTERVAL,
+      g_param_spec_uint ("reload-interval", "Reload interval",
+          "Milliseconds between two checks of the weights file (reload)",
+          0, G_MAXUINT, DEFAULT_RELOAD_INTERVAL_MS, rw));
+  g_object_class_install_property (gobject_class, PROP_OUTPUT,
+      g_param_spec_enum ("output", "Output",
+          "What to push: the output tensor, or text naming the class",
+          GST_TYPE_TENSOR_PREDICTOR_OUTPUT, DEFAULT_OUTPUT, rw));
+  g_object_class_install_property (gobject_class, PROP_LABELS,
+      g_param_spec_string ("labels", "Labels",
+          "Text file with one class name per line, for output=text; unset: "
+          "class numbers", NULL, rw));
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post tensor-predictor-plan at start, tensor-predictor-weights at "
+          "each switch of weights and tensor-predictor-summary at EOS",
+          DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+          | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_SAMPLES,
+      g_param_spec_uint64 ("samples", "Samples",
+          "Samples predicted since start", 0, G_MAXUINT64, 0, ro));
+  g_object_class_install_property (gobject_class, PROP_ACCURACY,
+      g_param_spec_double ("accuracy", "Accuracy",
+          "Fraction of labelled samples whose argmax matched the label; -1 "
+          "before any labelled sample", -1, 1, -1, ro));
+  g_object_class_install_property (gobject_class, PROP_WEIGHTS_VERSION,
+      g_param_spec_uint64 ("weights-version", "Weights version",
+          "The trainer's publication number of the weights in use (trainer "
+          "set), or how many times the weights file was reloaded; 0: the "
+          "weights loaded at start", 0, G_MAXUINT64, 0, ro));
+  g_object_class_install_property (gobject_class, PROP_POOL_BYTES,
+      g_param_spec_uint64 ("pool-bytes", "Pool bytes",
+          "Bytes of the inference model's one memory pool; 0 before start",
+          0, G_MAXUINT64, 0, ro));
+
+  gst_element_class_set_static_metadata (element_class, "Tensor predictor",
+      "Filter/Tensor",
+      "Runs a trained model (nntrainer INI + BIN, or a bundle) on "
+      "other/tensors and pushes its output; follows a tensor_trainer's "
+      "weights live", "tensor-trainer project");
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_tensor_predictor_change_state);
+}
+
+static void
+gst_tensor_predictor_init (GstTensorPredictor * self)
+{
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_tensor_predictor_chain));
+  gst_pad_set_event_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_tensor_predictor_sink_event));
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_set_query_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_tensor_predictor_src_query));
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+
+  self->batch_size = DEFAULT_BATCH_SIZE;
+  self->reload = DEFAULT_RELOAD;
+  self->reload_interval_ms = DEFAULT_RELOAD_INTERVAL_MS;
+  self->output = DEFAULT_OUTPUT;
+  self->post_messages = DEFAULT_POST_MESSAGES;
+}
+
+/* ---- model life: loaded at READY->PAUSED, freed at PAUSED->READY ---- */
+
+static gboolean
+gst_tensor_predictor_posting (GstTensorPredictor * self)
+{
+  gboolean post;
+  GST_OBJECT_LOCK (self);
+  post = self->post_messages;
+  GST_OBJECT_UNLOCK (self);
+  return post;
+}
+
+static void
+gst_tensor_predictor_stop (GstTensorPredictor * self)
+{
+  if (self->trainer_name)
+    gst_tensor_model_share_unsubscribe (self->trainer_name);
+  g_clear_pointer (&self->trainer_name, g_free);
+  g_clear_pointer (&self->watch_path, g_free);
+  tt_model_free (self->model);
+  self->model = NULL;
+  for (guint i = 0; i < GST_TENSOR_PREDICTOR_MAX_INPUTS; i++)
+    g_clear_pointer (&self->in_batch[i], g_free);
+  g_clear_pointer (&self->label_batch, g_free);
+  g_clear_pointer (&self->stamps, g_free);
+  g_clear_pointer (&self->class_names, g_strfreev);
+  self->n_class_names = 0;
+  self->fill = 0;
+  self->negotiated = FALSE;
+  self->have_identity = FALSE;
+  self->have_version = 0;
+  self->reloads = 0;
+  self->busy_us = 0;
+  self->first_us = 0;
+  self->runs = 0;
+}
+
+static void
+gst_tensor_predictor_model_error (GstTensorPredictor * self,
+    const tt_error * err, const gchar * what)
+{
+  if (err->status == TT_ERR_IO)
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", err->message),
+        ("%s: %s", what, tt_status_name (err->status)));
+  else
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err->message),
+        ("%s: %s", what, tt_status_name (err->status)));
+}
+
+static tt_status
+gst_tensor_predictor_load_weights (GstTensorPredictor * self,
+    const gchar * path, tt_error * err)
+{
+  return tt_bundle_is_bundle (path) ?
+      tt_bundle_load_weights (self->model, path, err) :
+      tt_model_load_bin (self->model, path, err);
+}
+
+/* (device, inode, size, mtime) of path: what an atomic rename changes */
+static gboolean
+gst_tensor_predictor_identity (const gchar * path, guint64 id[4])
+{
+  struct stat sb;
+  if (stat (path, &sb) != 0)
+    return FALSE;
+  id[0] = (guint64) sb.st_dev;
+  id[1] = (guint64) sb.st_ino;
+  id[2] = (guint64) sb.st_size;
+  id[3] = (guint64) sb.st_mtim.tv_sec * G_GUINT64_CONSTANT (1000000000) +
+      (guint64) sb.st_mtim.tv_nsec;
+  return TRUE;
+}
+
+static gboolean
+gst_tensor_predictor_read_labels (GstTensorPredictor * self,
+    const gchar * path)
+{
+  gchar *text = NULL;
+  GError *error = NULL;
+  if (!g_file_get_contents (path, &text, NULL, &error)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("labels: %s",
+            error->message), (NULL));
+    g_error_free (error);
+    return FALSE;
+  }
+  self->class_names = g_strsplit (g_strchomp (text), "\n", -1);
+  g_free (text);
+  self->n_class_names = g_strv_length (self->class_names);
+  for (guint i = 0; i < self->n_class_names; i++)
+    g_strstrip (self->class_names[i]);
+  return TRUE;
+}
+
+static void
+gst_tensor_predictor_post_plan (GstTensorPredictor * self)
+{
+  tt_plan_info p;
+  tt_memory_info mem;
+  tt_model_plan_info (self->model, &p);
+  tt_model_memory_info (self->model, &mem);
+  GST_INFO_OBJECT (self, "inference model: %s in %.3f ms, pool %"
+      G_GUINT64_FORMAT " bytes (lower bound %" G_GUINT64_FORMAT
+      "), weights %" G_GSIZE_FORMAT " bytes, batch %u",
+      p.from_stored_plan ? "stored plan validated" : "planned",
+      p.plan_seconds * 1e3, p.pool_bytes, p.lower_bound, mem.weight_bytes,
+      self->batch);
+  if (!gst_tensor_predictor_posting (self))
+    return;
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("tensor-predictor-plan",
+              "plan-loaded", G_TYPE_BOOLEAN, (gboolean) p.from_stored_plan,
+              "pool-bytes", G_TYPE_UINT64, (guint64) p.pool_bytes,
+              "lower-bound", G_TYPE_UINT64, (guint64) p.lower_bound,
+              "weight-bytes", G_TYPE_UINT64, (guint64) mem.weight_bytes,
+              "plan-ms", G_TYPE_DOUBLE, p.plan_seconds * 1e3,
+              "batch-size", G_TYPE_UINT, self->batch, NULL)));
+}
+
+/* READY->PAUSED: takes the properties, loads and plans the model. */
+static gboolean
+gst_tensor_predictor_start (GstTensorPredictor * self)
+{
+  gchar *config, *load, *labels;
+  gboolean reload;
+  tt_error err;
+  tt_status st;
+
+  GST_OBJECT_LOCK (self);
+  config = g_strdup (self->model_config);
+  load = g_strdup (self->model_load_path);
+  labels = g_strdup (self->labels_path);
+  self->batch = self->batch_size;
+  self->trainer_name = self->trainer && *self->trainer ?
+      g_strdup (self->trainer) : NULL;
+  reload = self->reload;
+  self->out_mode = self->output;
+  self->samples = self->labelled = self->correct = 0;
+  self->weights_version = 0;
+  self->pool_bytes = 0;
+  GST_OBJECT_UNLOCK (self);
+
+  if (!config || !*config) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("No model-config set: tensor_predictor needs a model (INI or "
+            "bundle)."), (NULL));
+    goto fail;
+  }
+  if (tt_bundle_is_bundle (config)) {
+    tt_bundle_load_options lo = { 0 };
+    lo.inference = true;
+    lo.batch_size = self->batch;
+    self->model = tt_bundle_load (config, &lo, &err);
+    if (!self->model) {
+      gst_tensor_predictor_model_error (self, &err, "loading the bundle");
+      goto fail;
+    }
+  } else {
+    self->model = tt_model_load_ini (config, &err);
+    if (!self->model) {
+      gst_tensor_predictor_model_error (self, &err, "loading the model");
+      goto fail;
+    }
+    if ((st = tt_model_set_batch_size (self->model, self->batch, &err)) ||
+        (st = tt_model_set_inference (self->model, true, &err)) ||
+        (st = tt_model_compile (self->model, &err))) {
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
+          ("compiling the inference model: %s", tt_status_name (st)));
+      goto fail;
+    }
+  }
+  if (load && *load) {
+    if (gst_tensor_predictor_load_weights (self, load, &err) != TT_OK) {
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
+          ("loading the weights"));
+      goto fail;
+    }
+    self->watch_path = g_strdup (load);
+  } else if (tt_bundle_is_bundle (config)) {
+    self->watch_path = g_strdup (config);
+  } else if (!self->trainer_name) {
+    GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND,
+        ("No weights: %s is an INI without model-load-path and no trainer "
+            "is set, so predictions come from freshly initialized weights.",
+            config), (NULL));
+  }
+  if (reload && !self->watch_path) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("reload=true but there is no weights file to watch: set "
+            "model-load-path (or use a bundle as model-config)."), (NULL));
+    goto fail;
+  }
+  if (!reload)
+    g_clear_pointer (&self->watch_path, g_free);
+  else
+    self->have_identity = gst_tensor_predictor_identity (self->watch_path,
+        self->identity);
+
+  self->n_inputs = tt_model_num_inputs (self->model);
+  if (self->n_inputs > GST_TENSOR_PREDICTOR_MAX_INPUTS) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("The model %s has %u inputs; at most %u fit in a buffer.", config,
+            self->n_inputs, GST_TENSOR_PREDICTOR_MAX_INPUTS), (NULL));
+    goto fail;
+  }
+  for (guint i = 0; i < self->n_inputs; i++) {
+    tt_shape s;
+    tt_model_input_shape (self->model, i, &s);
+    self->in_count[i] = (gsize) s.channel * s.height * s.width;
+    self->in_batch[i] = g_malloc_n ((gsize) self->batch * self->in_count[i],
+        sizeof (gfloat));
+  }
+  {
+    tt_shape s = tt_model_output_shape (self->model);
+    self->out_count = (gsize) s.channel * s.height * s.width;
+  }
+  self->label_batch = g_malloc_n ((gsize) self->batch * self->out_count,
+      sizeof (gfloat));
+  self->stamps = g_new0 (GstTensorPredictorStamp, self->batch);
+  self->signature = tt_model_weight_signature (self->model);
+  if (labels && *labels && !gst_tensor_predictor_read_labels (self, labels))
+    goto fail;
+  if (self->trainer_name)
+    gst_tensor_model_share_subscribe (self->trainer_name);
+
+  {
+    tt_memory_info mem;
+    tt_model_memory_info (self->model, &mem);
+    GST_OBJECT_LOCK (self);
+    self->pool_bytes = mem.pool_bytes;
+    GST_OBJECT_UNLOCK (self);
+  }
+  gst_tensor_predictor_post_plan (self);
+  g_free (config);
+  g_free (load);
+  g_free (labels);
+  return TRUE;
+
+fail:
+  gst_tensor_predictor_stop (self);
+  g_free (config);
+  g_free (load);
+  g_free (labels);
+  return FALSE;
+}
+
+static GstStateChangeReturn
+gst_tensor_predictor_change_state (GstElement * element,
+    GstStateChange transition)
+{
+  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED &&
+      !gst_tensor_predictor_start (self))
+    return GST_STATE_CHANGE_FAILURE;
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (ret == GST_STATE_CHANGE_FAILURE) {
+    if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+      gst_tensor_predictor_stop (self);
+    return ret;
+  }
+  /* the pads are inactive now: no streaming thread runs */
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_tensor_predictor_stop (self);
+  return ret;
+}
+
+/* ---- caps ------------------------------------------------------------ */
+
+static gchar *
+gst_tensor_predictor_shape_dims (tt_shape s)
+{
+  return g_strdup_printf ("%u:%u:%u:1", s.width, s.height, s.channel);
+}
+
+static gchar *
+gst_tensor_predictor_expected (GstTensorPredictor * self)
+{
+  GString *s = g_string_new (NULL);
+  gchar *d;
+  g_string_append_printf (s, "%u tensors, or %u with a label: ",
+      self->n_inputs, self->n_inputs + 1);
+  for (guint i = 0; i < self->n_inputs; i++) {
+    tt_shape sh;
+    tt_model_input_shape (self->model, i, &sh);
+    d = gst_tensor_predictor_shape_dims (sh);
+    g_string_append_printf (s, "input %u dimensions=%s types=uint8|float32, ",
+        i, d);
+    g_free (d);
+  }
+  d = gst_tensor_predictor_shape_dims (tt_model_output_shape (self->model));
+  g_string_append_printf (s, "label dimensions=%s types=float32", d);
+  g_free (d);
+  return g_string_free (s, FALSE);
+}
+
+static GstCaps *
+gst_tensor_predictor_src_caps (GstTensorPredictor * self, gint fps_n,
+    gint fps_d)
+{
+  if (self->out_mode == GST_TENSOR_PREDICTOR_OUTPUT_TEXT)
+    return gst_caps_new_simple ("text/x-raw", "format", G_TYPE_STRING,
+        "utf8", NULL);
+  GstTensorsDesc desc = { 0 };
+  tt_shape s = tt_model_output_shape (self->model);
+  desc.format = GST_TENSOR_FORMAT_STATIC;
+  desc.num = 1;
+  desc.tensors[0].rank = 4;
+  desc.tensors[0].dims[0] = s.width;
+  desc.tensors[0].dims[1] = s.height;
+  desc.tensors[0].dims[2] = s.channel;
+  desc.tensors[0].dims[3] = 1;
+  desc.tensors[0].type = GST_TENSOR_TYPE_FLOAT32;
+  return gst_tensors_desc_to_caps (&desc, fps_n, fps_d);
+}
+
+static gboolean
+gst_tensor_predictor_src_query (GstPad * pad, GstObject * parent,
+    GstQuery * query)
+{
+  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    GstCaps *filter, *caps;
+    gst_query_parse_caps (query, &filter);
+    caps = gst_pad_get_current_caps (pad);
+    if (!caps) {
+      /* the model is known from PAUSED on: its output, any framerate */
+      if (self->model && self->out_mode == GST_TENSOR_PREDICTOR_OUTPUT_TEXT)
+        caps = gst_tensor_predictor_src_caps (self, 0, 1);
+      else if (self->model) {
+        caps = gst_tensor_predictor_src_caps (self, 0, 1);
+        gst_structure_remove_field (gst_caps_get_structure (caps, 0),
+            "framerate");
+      } else
+        caps = gst_pad_get_pad_template_caps (pad);
+    }
+    if (filter) {
+      GstCaps *both = gst_caps_intersect_full (filter, caps,
+          GST_CAPS_INTERSECT_FIRST);
+      gst_caps_unref (caps);
+      caps = both;
+    }
+    gst_query_set_caps_result (query, caps);
+    gst_caps_unref (caps);
+    return TRUE;
+  }
+  return gst_pad_query_default (pad, parent, query);
+}
+
+static GstFlowReturn gst_tensor_predictor_run (GstTensorPredictor * self);
+
+/* Checks caps against the model; on mismatch posts an error saying what
+ * was expected and what came. */
+static gboolean
+gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
+{
+  GstTensorsDesc desc;
+  gchar *why = NULL, *expected, *have;
+  tt_dtype types[GST_TENSOR_PREDICTOR_MAX_INPUTS];
+  gsize bytes[GST_TENSOR_PREDICTOR_MAX_INPUTS];
+  gint fps_n = 0, fps_d = 1;
+  GstCaps *out;
+  gboolean ok;
+
+  if (!gst_tensors_desc_from_caps (caps, &desc, &why))
+    goto refuse;
+  if (desc.format != GST_TENSOR_FORMAT_STATIC) {
+    why = g_strdup ("flexible tensors are not taken yet (their shapes "
+        "could change per buffer); send format=static");
+    goto refuse;
+  }
+  if (desc.num != self->n_inputs && desc.num != self->n_inputs + 1) {
+    why = g_strdup_printf ("%u tensors received", desc.num);
+    goto refuse;
+  }
+  for (guint i = 0; i < desc.num; i++) {
+    const GstTensorDesc *t = &desc.tensors[i];
+    const gboolean label = i == self->n_inputs;
+    tt_shape s;
+    if (label)
+      s = tt_model_output_shape (self->model);
+    else
+      tt_model_input_shape (self->model, i, &s);
+    if (!gst_tensor_desc_matches_shape (t, s.channel, s.height, s.width)) {
+      gchar *want = gst_tensor_predictor_shape_dims (s);
+      gchar *got = gst_tensor_desc_dims_string (t);
+      why = g_strdup_printf ("tensor %u (%s) has dimensions %s, expected %s "
+          "(model shape %u:%u:%u)", i, label ? "label" : "input", got, want,
+          s.channel, s.height, s.width);
+      g_free (want);
+      g_free (got);
+      goto refuse;
+    }
+    if (label ? t->type != GST_TENSOR_TYPE_FLOAT32 :
+        (t->type != GST_TENSOR_TYPE_FLOAT32
+            && t->type != GST_TENSOR_TYPE_UINT8)) {
+      why = g_strdup_printf ("tensor %u (%s) has type %s, expected %s", i,
+          label ? "label" : "input", gst_tensor_type_name (t->type),
+          label ? "float32" : "uint8 or float32");
+      goto refuse;
+    }
+    if (!label) {
+      types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
+          TT_DTYPE_FLOAT32;
+      bytes[i] = gst_tensor_desc_bytes (t);
+    }
+  }
+
+  /* samples waiting were described by the old caps: run them first */
+  if (self->fill > 0 && gst_tensor_predictor_run (self) != GST_FLOW_OK)
+    return FALSE;
+  memcpy (self->in_types, types, self->n_inputs * sizeof *types);
+  memcpy (self->in_bytes, bytes, self->n_inputs * sizeof *bytes);
+  self->with_labels = desc.num == self->n_inputs + 1;
+
+  gst_structure_get_fraction (gst_caps_get_structure (caps, 0), "framerate",
+      &fps_n, &fps_d);
+  out = gst_tensor_predictor_src_caps (self, fps_n, fps_d);
+  ok = gst_pad_push_event (self->srcpad, gst_event_new_caps (out));
+  gst_caps_unref (out);
+  self->negotiated = TRUE;
+  GST_INFO_OBJECT (self, "accepted caps %" GST_PTR_FORMAT, caps);
+  return ok;
+
+refuse:
+  expected = gst_tensor_predictor_expected (self);
+  have = gst_caps_to_string (caps);
+  GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+      ("Caps do not fit the model: %s; the model takes %s.", why, expected),
+      ("received caps: %s", have));
+  g_free (why);
+  g_free (expected);
+  g_free (have);
+  return FALSE;
+}
+
+/* ---- fresh weights ---------------------------------------------------- */
+
+static void
+gst_tensor_predictor_post_weights (GstTensorPredictor * self,
+    guint64 version, guint epoch, guint iteration, const gchar * source)
+{
+  GST_OBJECT_LOCK (self);
+  self->weights_version = version;
+  GST_OBJECT_UNLOCK (self);
+  GST_DEBUG_OBJECT (self, "weights version %" G_GUINT64_FORMAT " from %s "
+      "(epoch %u, iteration %u)", version, source, epoch, iteration);
+  if (!gst_tensor_predictor_posting (self))
+    return;
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("tensor-predictor-weights",
+              "version", G_TYPE_UINT64, version,
+              "epoch", G_TYPE_UINT, epoch,
+              "iteration", G_TYPE_UINT, iteration,
+              "source", G_TYPE_STRING, source, NULL)));
+}
+
+/* Takes the trainer's latest snapshot, if newer than the one in use. */
+static GstFlowReturn
+gst_tensor_predictor_follow_trainer (GstTensorPredictor * self)
+{
+  tt_error err;
+  if (gst_tensor_model_share_version (self->trainer_name) <=
+      self->have_version)
+    return GST_FLOW_OK;
+  GstTensorWeights *w = gst_tensor_model_share_latest (self->trainer_name,
+      self->have_version);
+  if (!w)
+    return GST_FLOW_OK;
+  if (w->signature != self->signature) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("The trainer \"%s\" trains another model: its weights (%"
+            G_GSIZE_FORMAT " floats) do not fit this predictor's model (%"
+            G_GSIZE_FORMAT " floats, or other tensor names).",
+            self->trainer_name, w->n_floats,
+            tt_model_weight_floats (self->model)), (NULL));
+    gst_tensor_weights_unref (w);
+    return GST_FLOW_ERROR;
+  }
+  if (tt_model_import_weights (self->model, w->data, w->n_floats, &err)) {
+    GST_ELEMENT_ERROR (self, LIBRARY, FAILED, ("%s", err.message), (NULL));
+    gst_tensor_weights_unref (w);
+    return GST_FLOW_ERROR;
+  }
+  self->have_version = w->version;
+  gst_tensor_predictor_post_weights (self, w->version, w->epoch,
+      w->iteration, "trainer");
+  gst_tensor_weights_unref (w);
+  return GST_FLOW_OK;
+}
+
+/* Loads the weights file again when it was replaced. */
+static void
+gst_tensor_predictor_check_reload (GstTensorPredictor * self)
+{
+  guint64 id[4];
+  guint interval;
+  tt_error err;
+  const gint64 now = g_get_monotonic_time ();
+
+  if (now < self->next_check_us)
+    return;
+  GST_OBJECT_LOCK (self);
+  interval = self->reload_interval_ms;
+  GST_OBJECT_UNLOCK (self);
+  self->next_check_us = now + (gint64) interval * 1000;
+  if (!gst_tensor_predictor_identity (self->watch_path, id))
+    return;                     /* between unlink and rename: next time */
+  if (self->have_identity && !memcmp (id, self->identity, sizeof id))
+    return;
+  memcpy (self->identity, id, sizeof id);
+  self->have_identity = TRUE;
+  if (gst_tensor_predictor_load_weights (self, self->watch_path, &err)) {
+    GST_ELEMENT_WARNING (self, RESOURCE, READ,
+        ("Kept the current weights: the new %s did not load: %s",
+            self->watch_path, err.message), (NULL));
+    return;
+  }
+  self->reloads++;
+  gst_tensor_predictor_post_weights (self, self->reloads,
+      tt_model_epoch (self->model), tt_model_iteration (self->model),
+      "file");
+}
+
+/* ---- prediction -------------------------------------------------------- */
+
+static GstBuffer *
+gst_tensor_predictor_text (GstTensorPredictor * self, const gfloat * y)
+{
+  gsize best = 0;
+  for (gsize i = 1; i < self->out_count; i++)
+    best = y[i] > y[best] ? i : best;
+  gchar *text = best < self->n_class_names && *self->class_names[best] ?
+      g_strdup_printf ("%s (%.0f%%)", self->class_names[best],
+      100.0 * y[best]) : g_strdup_printf ("class %" G_GSIZE_FORMAT
+      " (%.0f%%)", best, 100.0 * y[best]);
+  gsize len = strlen (text);
+  return gst_buffer_new_wrapped (text, len);
+}
+
+/* Runs the samples waiting in the batch and pushes one buffer each. */
+static GstFlowReturn
+gst_tensor_predictor_run (GstTensorPredictor * self)
+{
+  const void *inputs[GST_TENSOR_PREDICTOR_MAX_INPUTS];
+  const guint n = self->fill;
+  tt_batch_result r;
+  tt_error err;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  if (n == 0)
+    return GST_FLOW_OK;
+  self->fill = 0;
+  if (self->trainer_name &&
+      (ret = gst_tensor_predictor_follow_trainer (self)) != GST_FLOW_OK)
+    return ret;
+  if (self->watch_path)
+    gst_tensor_predictor_check_reload (self);
+
+  for (guint i = 0; i < self->n_inputs; i++)
+    inputs[i] = self->in_batch[i];
+  const gint64 t0 = g_get_monotonic_time ();
+  if (!self->first_us)
+    self->first_us = t0;
+  if (tt_model_eval_batch (self->model, n, inputs, self->in_types,
+          self->with_labels ? self->label_batch : NULL, &r, &err) != TT_OK) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("%s", err.message),
+        ("tt_model_eval_batch"));
+    return GST_FLOW_ERROR;
+  }
+  self->busy_us += g_get_monotonic_time () - t0;
+  self->runs++;
+  GST_OBJECT_LOCK (self);
+  self->samples += n;
+  if (self->with_labels) {
+    self->labelled += n;
+    self->correct += r.correct;
+  }
+  GST_OBJECT_UNLOCK (self);
+
+  const gfloat *y = tt_model_output (self->model);
+  for (guint k = 0; k < n && ret == GST_FLOW_OK; k++) {
+    const gfloat *yk = y + (gsize) k * self->out_count;
+    GstBuffer *out = self->out_mode == GST_TENSOR_PREDICTOR_OUTPUT_TEXT ?
+        gst_tensor_predictor_text (self, yk) :
+        gst_buffer_new_memdup (yk, self->out_count * sizeof (gfloat));
+    const GstTensorPredictorStamp *st = &self->stamps[k];
+    GST_BUFFER_PTS (out) = st->pts;
+    GST_BUFFER_DTS (out) = st->dts;
+    GST_BUFFER_DURATION (out) = st->duration;
+    GST_BUFFER_OFFSET (out) = st->offset;
+    GST_BUFFER_OFFSET_END (out) = st->offset_end;
+    GST_BUFFER_FLAGS (out) = st->flags;
+    ret = gst_pad_push (self->srcpad, out);
+  }
+  return ret;
+}
+
+/* Copies one sample into the batch; FALSE (error posted) on a wrong size. */
+static gboolean
+gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
+{
+  const guint ntens = self->n_inputs + (self->with_labels ? 1 : 0);
+  const guint n_mem = gst_buffer_n_memory (buf);
+  const gsize label_bytes = self->out_count * sizeof (gfloat);
+  gsize total = self->with_labels ? label_bytes : 0, offset = 0;
+
+  for (guint i = 0; i < self->n_inputs; i++)
+    total += self->in_bytes[i];
+  if (n_mem == ntens && ntens > 1) {
+    for (guint i = 0; i < ntens; i++) {
+      gsize size = gst_memory_get_sizes (gst_buffer_peek_memory (buf, i),
+          NULL, NULL);
+      gsize want = i < self->n_inputs ? self->in_bytes[i] : label_bytes;
+      if (size != want) {
+        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+            ("Wrong buffer size: tensor %u (%s) holds %" G_GSIZE_FORMAT
+                " bytes, expected %" G_GSIZE_FORMAT " bytes as the caps say.",
+                i, i == self->n_inputs ? "label" : "input", size, want),
+            ("sample %" G_GUINT64_FORMAT, self->samples + self->fill));
+        return FALSE;
+      }
+    }
+  } else if (gst_buffer_get_size (buf) != total) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Wrong buffer size: %" G_GSIZE_FORMAT " bytes in %u memories, "
+            "expected %" G_GSIZE_FORMAT " bytes (%u tensors).",
+            gst_buffer_get_size (buf), n_mem, total, ntens),
+        ("sample %" G_GUINT64_FORMAT, self->samples + self->fill));
+    return FALSE;
+  }
+  for (guint i = 0; i < self->n_inputs; i++) {
+    gst_buffer_extract (buf, offset, self->in_batch[i] +
+        self->in_bytes[i] * self->fill, self->in_bytes[i]);
+    offset += self->in_bytes[i];
+  }
+  if (self->with_labels)
+    gst_buffer_extract (buf, offset, self->label_batch + self->out_count *
+        self->fill, label_bytes);
+  GstTensorPredictorStamp *st = &self->stamps[self->fill];
+  st->pts = GST_BUFFER_PTS (buf);
+  st->dts = GST_BUFFER_DTS (buf);
+  st->duration = GST_BUFFER_DURATION (buf);
+  st->offset = GST_BUFFER_OFFSET (buf);
+  st->offset_end = GST_BUFFER_OFFSET_END (buf);
+  st->flags = GST_BUFFER_FLAGS (buf) & (GST_BUFFER_FLAG_DISCONT |
+      GST_BUFFER_FLAG_DELTA_UNIT);
+  self->fill++;
+  return TRUE;
+}
+
+static GstFlowReturn
+gst_tensor_predictor_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
+  GstFlowReturn ret = GST_FLOW_OK;
+  (void) pad;
+
+  if (!self->negotiated) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Buffer before caps: tensor_predictor needs other/tensors caps "
+            "first."), (NULL));
+    ret = GST_FLOW_NOT_NEGOTIATED;
+  } else if (!gst_tensor_predictor_take (self, buf)) {
+    ret = GST_FLOW_ERROR;
+  } else if (self->fill == self->batch) {
+    ret = gst_tensor_predictor_run (self);
+  }
+  gst_buffer_unref (buf);
+  return ret;
+}
+
+static void
+gst_tensor_predictor_post_summary (GstTensorPredictor * self)
+{
+  guint64 samples, labelled, correct;
+  GST_OBJECT_LOCK (self);
+  samples = self->samples;
+  labelled = self->labelled;
+  correct = self->correct;
+  GST_OBJECT_UNLOCK (self);
+  const gdouble seconds = self->first_us ?
+      (g_get_monotonic_time () - self->first_us) / 1e6 : 0;
+  const gdouble accuracy = labelled ? (gdouble) correct / labelled : NAN;
+  GST_INFO_OBJECT (self, "%" G_GUINT64_FORMAT " samples, accuracy %g, "
+      "%.1f us per batch in the engine", samples, accuracy,
+      self->runs ? (gdouble) self->busy_us / self->runs : 0.0);
+  if (!gst_tensor_predictor_posting (self))
+    return;
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("tensor-predictor-summary",
+              "samples", G_TYPE_UINT64, samples,
+              "labelled", G_TYPE_UINT64, labelled,
+              "correct", G_TYPE_UINT64, correct,
+              "accuracy", G_TYPE_DOUBLE, accuracy,
+              "seconds", G_TYPE_DOUBLE, seconds,
+              "samples-per-second", G_TYPE_DOUBLE,
+              seconds > 0 ? samples / seconds : 0.0,
+              "mean-latency-us", G_TYPE_DOUBLE,
+              self->runs ? (gdouble) self->busy_us / self->runs : 0.0,
+              "weights-version", G_TYPE_UINT64, self->trainer_name ?
+              self->have_version : self->reloads, NULL)));
+}
+
+static gboolean
+gst_tensor_predictor_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event)
+{
+  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
+
+  GST_LOG_OBJECT (self, "event %" GST_PTR_FORMAT, event);
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gboolean ok;
+      gst_event_parse_caps (event, &caps);
+      ok = gst_tensor_predictor_set_caps (self, caps);
+      gst_event_unref (event);
+      return ok;
+    }
+    case GST_EVENT_FLUSH_STOP:
+      self->fill = 0;           /* flushed samples get no output */
+      return gst_pad_event_default (pad, parent, event);
+    case GST_EVENT_EOS:
+      if (gst_tensor_predictor_run (self) == GST_FLOW_ERROR) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      gst_tensor_predictor_post_summary (self);
+      return gst_pad_event_default (pad, parent, event);
+    case GST_EVENT_GAP:
+    case GST_EVENT_SEGMENT_DONE:
+      /* serialized: what waits goes out before them */
+      if (gst_tensor_predictor_run (self) == GST_FLOW_ERROR) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      return gst_pad_event_default (pad, parent, event);
+    default:
+      return gst_pad_event_default (pad, parent, event);
+  }
+}
+
+/* ---- properties ------------------------------------------------------ */
+
+static void
+gst_tensor_predictor_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
+  gchar **str = NULL;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL_CONFIG:
+      str = &self->model_config;
+      break;
+    case PROP_MODEL_LOAD_PATH:
+      str = &self->model_load_path;
+      break;
+    case PROP_TRAINER:
+      str = &self->trainer;
+      break;
+    case PROP_LABELS:
+      str = &self->labels_path;
+      break;
+    case PROP_BATCH_SIZE:
+      self->batch_size = g_value_get_uint (value);
+      break;
+    case PROP_RELOAD:
+      self->reload = g_value_get_boolean (value);
+      break;
+    case PROP_RELOAD_INTERVAL:
+      self->reload_interval_ms = g_value_get_uint (value);
+      break;
+    case PROP_OUTPUT:
+      self->output = g_value_get_enum (value);
+      break;
+    case PROP_POST_MESSAGES:
+      self->post_messages = g_value_get_boolean (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  if (str) {
+    g_free (*str);
+    *str = g_value_dup_string (value);
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_predictor_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL_CONFIG:
+      g_value_set_string (value, self->model_config);
+      break;
+    case PROP_MODEL_LOAD_PATH:
+      g_value_set_string (value, self->model_load_path);
+      break;
+    case PROP_TRAINER:
+      g_value_set_string (value, self->trainer);
+      break;
+    case PROP_LABELS:
+      g_value_set_string (value, self->labels_path);
+      break;
+    case PROP_BATCH_SIZE:
+      g_value_set_uint (value, self->batch_size);
+      break;
+    case PROP_RELOAD:
+      g_value_set_boolean (value, self->reload);
+      break;
+    case PROP_RELOAD_INTERVAL:
+      g_value_set_uint (value, self->reload_interval_ms);
+      break;
+    case PROP_OUTPUT:
+      g_value_set_enum (value, self->output);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, self->post_messages);
+      break;
+    case PROP_SAMPLES:
+      g_value_set_uint64 (value, self->samples);
+      break;
+    case PROP_ACCURACY:
+      g_value_set_double (value, self->labelled ?
+          (gdouble) self->correct / self->labelled : -1.0);
+      break;
+    case PROP_WEIGHTS_VERSION:
+      g_value_set_uint64 (value, self->weights_version);
+      break;
+    case PROP_POOL_BYTES:
+      g_value_set_uint64 (value, self->pool_bytes);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_predictor_finalize (GObject * object)
+{
+  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
+  gst_tensor_predictor_stop (self);
+  g_free (self->model_config);
+  g_free (self->model_load_path);
+  g_free (self->trainer);
+  g_free (self->labels_path);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
