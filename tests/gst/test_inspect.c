@@ -11,6 +11,7 @@
 
 static const gchar *elements[] = {
   "tensor_trainer", "tensor_planner", "tensor_datasrc", "tensor_labeler",
+  "tensor_predictor",
 };
 
 /* nnstreamer's element names (2.x) */
