@@ -8,7 +8,13 @@
 # on the 60,000 training images, validating on the 10,000 test images after
 # every epoch; shows a live progress line from the trainer's bus messages,
 # saves the model, prints the final accuracy and plots loss and accuracy per
-# epoch (gnuplot, PNG). On a fresh Debian 12 machine, as root, it installs
+# epoch (gnuplot, PNG). It ends with a second pipeline,
+#
+#   gst-launch-1.0 tensor_datasrc ! tensor_predictor ! fakesink
+#
+# that runs the saved model over the 10,000 test images and prints the
+# accuracy it measured, which must equal the trainer's last validation
+# accuracy (the script fails otherwise). On a fresh Debian 12 machine, as root, it installs
 # what is missing and builds first.
 #
 # Usage: pipelines/train-fashion-mnist.sh [cnn|mlp|MODEL.ini] [EPOCHS]
@@ -117,6 +123,36 @@ last=$(tail -1 "$out.tsv")
 awk -F'\t' -v n="$(($(wc -l < "$out.tsv") - 1))" -v bin="$out.bin" 'END {
   printf "final: val_accuracy=%.4f val_loss=%.4f after %d epoch(s) (10000 test images); model %s\n",
     $5, $4, n, bin }' <<< "$last"
+
+# The trained model in use: tensor_predictor (inference only: its own,
+# smaller pool) over the 10,000 test images, one buffer at a time; its
+# accuracy must be the trainer's last validation accuracy, the same images
+# through the same weights
+echo "# tensor_predictor over the $valid test images with $out.bin"
+summary=$(gst-launch-1.0 -m \
+  tensor_datasrc location="$data/t10k-images-idx3-ubyte.gz" \
+    label-location="$data/t10k-labels-idx1-ubyte.gz" num-samples=$valid ! \
+  tensor_predictor model-config="$model" model-load-path="$out.bin" ! \
+  fakesink 2>&1 | grep -E 'tensor-predictor-(plan|summary)|ERROR|error:')
+predicted=$(awk -v last="$last" '
+  function field(name,   re, v) {
+    re = "[ ,]" name "=\\([a-z0-9]+\\)[^,;]*"
+    if (!match($0, re)) return ""
+    v = substr($0, RSTART, RLENGTH); sub(/^[^)]*\)/, "", v); return v
+  }
+  /tensor-predictor-plan/ { pool = field("pool-bytes") }
+  /tensor-predictor-summary/ {
+    split(last, f, "\t"); want = sprintf("%.0f", f[5] * field("labelled"))
+    printf "predictor: accuracy=%.4f (%d of %d test images), %.0f images/s, %.1f us per image, inference pool %d bytes; trainer: val_accuracy=%.4f -> %s\n",
+      field("accuracy"), field("correct"), field("labelled"),
+      field("samples-per-second"), field("mean-latency-us"), pool, f[5],
+      field("correct") == want ? "equal" : "DIFFERENT"
+  }' <<< "$summary")
+if [ -z "$predicted" ]; then
+  echo "error: tensor_predictor failed: $summary" >&2; exit 1
+fi
+echo "$predicted"
+case "$predicted" in *DIFFERENT) echo "error: the predictor's accuracy differs from the trainer's" >&2; exit 1 ;; esac
 
 gnuplot <<EOF
 set terminal pngcairo noenhanced size 1000,420 font "sans,10"
