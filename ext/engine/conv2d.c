@@ -131,6 +131,12 @@ tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   const int chunk = conv2d_chunk (g);
 
+  if (tt_conv2d_direct_applies (g)) {
+    /* the input is all backward_weight needs: keep it in the columns */
+    memcpy (col, x, (size_t) batch * in_sample * sizeof *col);
+    tt_conv2d_direct_forward (g, filters, batch, x, w, bias, y);
+    return;
+  }
   for (int b0 = 0; b0 < batch; b0 += chunk) {
     const int n = batch - b0 < chunk ? batch - b0 : chunk;
     for (int b = b0; b < b0 + n; b++)
@@ -169,6 +175,11 @@ tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
 {
   const size_t ld = (size_t) batch * g->out_h * g->out_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
+  if (tt_conv2d_direct_applies (g)) {
+    /* forward kept the input in col */
+    tt_conv2d_direct_backward_weight (g, filters, batch, col, dy, dw, dbias);
+    return;
+  }
   conv2d_regroup_dy (g, filters, batch, dy, dyg);
   tt_gemm (false, true, filters, ckk, (int) ld, 1.0f, dyg, (int) ld, col,
       (int) ld, 0.0f, dw, ckk);
@@ -192,7 +203,8 @@ tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   const int chunk = conv2d_chunk (g);
-  if (!dy_grouped)
+  /* the direct backward_weight reads dy as it is */
+  if (!dy_grouped || tt_conv2d_direct_applies (g))
     conv2d_regroup_dy (g, filters, batch, dy, dyg);
   memset (dx, 0, (size_t) batch * in_sample * sizeof *dx);
   for (int b0 = 0; b0 < batch; b0 += chunk) {

@@ -60,6 +60,16 @@ void tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
     int batch, const float *w, const float *dy, float *dx, float *col,
     float *grouped, bool dy_grouped);
 
+/* Direct convolution (conv2d_direct.c), which the batched functions above
+ * use when it applies (few taps: C*kh*kw <= 32; no padding, stride and
+ * dilation 1; out_w >= 8); forward then keeps a copy of x in col for
+ * backward_weight, which reads nothing else. */
+bool tt_conv2d_direct_applies (const tt_window_geom * g);
+void tt_conv2d_direct_forward (const tt_window_geom * g, int filters,
+    int batch, const float *x, const float *w, const float *bias, float *y);
+void tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
+    int batch, const float *x, const float *dy, float *dw, float *dbias);
+
 /* Pooling over a batch; x [batch][C][H][W], y [batch][C][out_h][out_w].
  * Padding never wins a max and counts as 0 in an average (the divisor is
  * always kernel_h*kernel_w, PyTorch's count_include_pad=True).

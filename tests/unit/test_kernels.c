@@ -707,6 +707,18 @@ test_conv (void)
         2, 2, false},
     {"72ch 41x41 3x3 s2 (chunked)", 1, 72, 41, 41, 2, 3, 3, 2, 2, 1, 1, 1, 1,
         1, 1, true},
+    /* The direct convolution (conv2d_direct.c: few taps, no padding,
+     * stride 1, out_w >= 8): the 3x3 one-channel kernel with a ragged
+     * last block and a filter count that is not a multiple of 4, the
+     * general tap loop, and rows an exact multiple of the vector. */
+    {"direct 1ch 3x3 (ragged rows)", 3, 1, 12, 13, 6, 3, 3, 1, 1, 0, 0, 0, 0,
+        1, 1, true},
+    {"direct 3ch 2x3 no bias", 2, 3, 9, 16, 5, 2, 3, 1, 1, 0, 0, 0, 0, 1, 1,
+        false},
+    {"direct 2ch 1x1 (whole blocks)", 2, 2, 5, 8, 4, 1, 1, 1, 1, 0, 0, 0, 0,
+        1, 1, true},
+    {"direct 1ch 3x3 fmnist", 2, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1,
+        true},
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
