@@ -66,10 +66,9 @@ dv_block_start (int k, int ow)
   return s + DV <= ow ? s : ow - DV;
 }
 
-/* One sample. channels, kh and kw are constants in the specialised copies
- * (a 3x3 kernel on one channel), so the tap loops unroll and the input
- * vectors stay in registers. Four filters at a time: four independent
- * accumulation chains hide the add latency. */
+/* One sample, any tap count: the block's input vectors are loaded once
+ * for all filters; four filters at a time, four independent accumulation
+ * chains hiding the add latency. */
 static inline __attribute__ ((always_inline)) void
 direct_forward_sample (const tt_window_geom * g, int channels, int kh,
     int kw, int filters, const float *restrict x, const float *restrict w,
@@ -83,11 +82,8 @@ direct_forward_sample (const tt_window_geom * g, int channels, int kh,
     for (int k = 0; k < nblk; k++) {
       const int ox = dv_block_start (k, ow);
       dvec xv[DIRECT_MAX_TAPS];
-#pragma GCC unroll 32
       for (int c = 0; c < channels; c++)
-#pragma GCC unroll 32
         for (int i = 0; i < kh; i++)
-#pragma GCC unroll 32
           for (int j = 0; j < kw; j++)
             DV_LOAD (xv[(c * kh + i) * kw + j],
                 x + c * plane + (size_t) (oy + i) * iw + ox + j);
@@ -99,7 +95,6 @@ direct_forward_sample (const tt_window_geom * g, int channels, int kh,
         dvec a1 = DV_SPLAT (bias ? bias[f + 1] : 0.0f);
         dvec a2 = DV_SPLAT (bias ? bias[f + 2] : 0.0f);
         dvec a3 = DV_SPLAT (bias ? bias[f + 3] : 0.0f);
-#pragma GCC unroll 32
         for (int u = 0; u < taps; u++) {
           a0 += wf[u] * xv[u];
           a1 += wf[taps + u] * xv[u];
@@ -114,7 +109,6 @@ direct_forward_sample (const tt_window_geom * g, int channels, int kh,
       for (; f < filters; f++) {
         const float *wf = w + (size_t) f * taps;
         dvec a0 = DV_SPLAT (bias ? bias[f] : 0.0f);
-#pragma GCC unroll 32
         for (int u = 0; u < taps; u++)
           a0 += wf[u] * xv[u];
         DV_STORE (yo + f * ohw, a0);
@@ -124,7 +118,8 @@ direct_forward_sample (const tt_window_geom * g, int channels, int kh,
 
 /* The 3x3 kernel on one channel (a first layer on gray images), with the
  * nine input vectors in named variables so that they stay in registers
- * whatever the compiler makes of arrays. */
+ * whatever the compiler makes of arrays (an array of them measured 1.5-3x
+ * slower: spilled accumulators). */
 #define K3_LOADS(p, iw) \
   dvec x0, x1, x2, x3, x4, x5, x6, x7, x8; \
   DV_LOAD (x0, (p)); DV_LOAD (x1, (p) + 1); DV_LOAD (x2, (p) + 2); \
@@ -258,7 +253,7 @@ tt_conv2d_direct_forward (const tt_window_geom * g, int filters, int batch,
 }
 
 /* acc[t] += sum over one (b, f) output plane of dy * the input under tap
- * t; *accb += sum of dy. Constant channels, kh, kw as above. */
+ * t; *accb += sum of dy. */
 static inline __attribute__ ((always_inline)) void
 direct_weight_plane (const tt_window_geom * g, int channels, int kh, int kw,
     const float *restrict x, const float *restrict dy, const dvec * tail_mask,
@@ -269,7 +264,6 @@ direct_weight_plane (const tt_window_geom * g, int channels, int kh, int kw,
   const size_t plane = (size_t) g->in_h * iw;
   dvec a[DIRECT_MAX_TAPS], ab = *accb;
 
-#pragma GCC unroll 32
   for (int t = 0; t < taps; t++)
     a[t] = acc[t];
   for (int oy = 0; oy < oh; oy++)
@@ -280,18 +274,14 @@ direct_weight_plane (const tt_window_geom * g, int channels, int kh, int kw,
       if (ox != k * DV)
         d *= *tail_mask;
       ab += d;
-#pragma GCC unroll 32
       for (int c = 0; c < channels; c++)
-#pragma GCC unroll 32
         for (int i = 0; i < kh; i++)
-#pragma GCC unroll 32
           for (int j = 0; j < kw; j++) {
             dvec xv;
             DV_LOAD (xv, x + c * plane + (size_t) (oy + i) * iw + ox + j);
             a[(c * kh + i) * kw + j] += d * xv;
           }
     }
-#pragma GCC unroll 32
   for (int t = 0; t < taps; t++)
     acc[t] = a[t];
   *accb = ab;
