@@ -801,6 +801,26 @@ bundle_verify_weights (bundle * b, tt_error * err)
   return TT_OK;
 }
 
+/* The zero padding between the tensors of an uncompressed weight section
+ * in memory, which the copy loaders check as they stream it (bundle_fill):
+ * in place, so that every loader accepts the same bundles. */
+static tt_status
+bundle_check_padding (bundle * b, tt_error * err)
+{
+  const unsigned char *base = b->mem + b->weights->offset;
+  uint64_t end = 0;
+  for (uint32_t i = 0; i < b->n_tensors; i++) {
+    const b_tensor *t = &b->tensors[i];
+    for (uint64_t k = end; k < t->offset; k++)
+      if (base[k])
+        return tt_fail (err, TT_ERR_PARSE, "%s: section weights: the "
+            "padding before tensor %.*s is not zero", b->name,
+            (int) t->name_len, t->name);
+    end = t->offset + t->bytes;
+  }
+  return TT_OK;
+}
+
 /* ---- bundle against model ------------------------------------------------ */
 
 /* The model's BIN regions, which the bundle's index must list exactly. */
@@ -1004,7 +1024,8 @@ bundle_model (bundle * b, const tt_bundle_load_options * o, tt_error * err)
   }
   /* used in place, the weights are checked before anything else; copied,
    * their checksum is computed as they stream into the pool */
-  if (in_place && !o->trust && bundle_verify_weights (b, err))
+  if (in_place && !o->trust && (bundle_verify_weights (b, err) ||
+          bundle_check_padding (b, err)))
     return NULL;
   tt_model *m = tt_model_load_ini_text (b->ini_text, b->ini->length, b->name,
       err);
@@ -1064,9 +1085,9 @@ tt_bundle_load (const char *path, const tt_bundle_load_options * o,
     if (b.map)
       madvise (b.map, b.map_len, o->mode == TT_BUNDLE_MMAP ?
           MADV_SEQUENTIAL : MADV_NORMAL);
-    else if (b.fd >= 0)
+    else if (!map)
       posix_fadvise (b.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    else if (map && b.size < B_PREAMBLE)
+    else
       bundle_parse_header (&b, err);      /* too short to map: say so */
     if (!map || b.map)
       m = bundle_model (&b, o, err);
