@@ -24,8 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* helpers a target may not use */
-#define FUZZ_HELPER static __attribute__ ((unused))
+#include "fuzz_check.h"
 
 /* ---- pool cap ----------------------------------------------------- */
 
@@ -95,17 +94,6 @@ fuzz_file_set (fuzz_file * f, const void *data, size_t len)
 }
 
 /* ---- helpers ------------------------------------------------------ */
-
-#define FUZZ_CHECK(cond, ...)                                             \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      fprintf (stderr, "fuzz invariant failed at %s:%d: %s: ", __FILE__,  \
-          __LINE__, #cond);                                               \
-      fprintf (stderr, __VA_ARGS__);                                      \
-      fprintf (stderr, "\n");                                             \
-      abort ();                                                           \
-    }                                                                     \
-  } while (0)
 
 /* An error must carry its status and a message (never an empty one). */
 FUZZ_HELPER void

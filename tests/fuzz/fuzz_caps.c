@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Fuzz target: `other/tensors` caps (gst/gsttensorinfo.c,
+ * gst_tensors_desc_from_caps). The input is a caps string: GStreamer's
+ * gst_caps_from_string, then the plugin's parser.
+ *
+ * Checks: no crash, leak or GLib critical; a refusal has a message and an
+ * acceptance none; an accepted description holds gsttensorinfo.h's
+ * invariants (static: 1..16 tensors, each of rank 1..16 with non-zero
+ * dimensions, a known type and a byte size that fits, computed here
+ * independently; flexible: no tensor, num_tensors 0..16), and a static
+ * one printed back as caps (gst_tensors_desc_to_caps) parses to the same
+ * tensors (dimensions past the rank count as 1).
+ */
+#include "fuzz_gst.h"
+
+int LLVMFuzzerInitialize (int *argc, char ***argv);
+int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
+
+int
+LLVMFuzzerInitialize (int *argc, char ***argv)
+{
+  (void) argc;
+  (void) argv;
+  fuzz_gst_init ();
+  return 0;
+}
+
+/* The same tensor, dimensions past the rank counted as 1. */
+static gboolean
+fuzz_same_tensor (const GstTensorDesc * a, const GstTensorDesc * b)
+{
+  if (a->type != b->type)
+    return FALSE;
+  for (guint i = 0; i < GST_TENSOR_RANK_LIMIT; i++)
+    if ((i < a->rank ? a->dims[i] : 1) != (i < b->rank ? b->dims[i] : 1))
+      return FALSE;
+  return TRUE;
+}
+
+static void
+fuzz_check_tensors (const GstTensorsDesc * desc)
+{
+  if (desc->format == GST_TENSOR_FORMAT_FLEXIBLE) {
+    FUZZ_CHECK (desc->num <= GST_TENSOR_MAX_TENSORS, "flexible, %u tensors",
+        desc->num);
+    return;
+  }
+  FUZZ_CHECK (desc->format == GST_TENSOR_FORMAT_STATIC, "format %d",
+      (int) desc->format);
+  FUZZ_CHECK (desc->num >= 1 && desc->num <= GST_TENSOR_MAX_TENSORS,
+      "static, %u tensors", desc->num);
+  for (guint i = 0; i < desc->num; i++)
+    fuzz_gst_check_desc (&desc->tensors[i]);
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
+{
+  if (size > 4096)
+    return 0;
+  gchar *text = fuzz_gst_string (data, size);
+  GstCaps *caps = fuzz_gst_caps_from_string (text);
+  g_free (text);
+  if (!caps)
+    return 0;
+  GstTensorsDesc desc;
+  gchar *error = (gchar *) "untouched";
+  gboolean ok = gst_tensors_desc_from_caps (caps, &desc, &error);
+  FUZZ_CHECK (GST_MINI_OBJECT_REFCOUNT_VALUE (caps) == 1, "the parser kept "
+      "a reference to the caps");
+  gst_caps_unref (caps);
+  if (!ok) {
+    fuzz_gst_check_error (error);
+    g_free (error);
+    return 0;
+  }
+  FUZZ_CHECK (error == NULL, "accepted with the message %s", error);
+  fuzz_check_tensors (&desc);
+  if (desc.format != GST_TENSOR_FORMAT_STATIC)
+    return 0;
+
+  /* printed and parsed again: the same tensors */
+  GstCaps *back = gst_tensors_desc_to_caps (&desc, 0, 1);
+  gchar *s = gst_caps_to_string (back);
+  GstTensorsDesc again;
+  ok = gst_tensors_desc_from_caps (back, &again, &error);
+  FUZZ_CHECK (ok, "%s does not parse: %s", s, error);
+  FUZZ_CHECK (again.num == desc.num, "%s: %u tensors, not %u", s, again.num,
+      desc.num);
+  for (guint i = 0; i < desc.num; i++)
+    FUZZ_CHECK (fuzz_same_tensor (&desc.tensors[i], &again.tensors[i]),
+        "%s: tensor %u changed", s, i);
+  /* and through the string */
+  GstCaps *parsed = gst_caps_from_string (s);
+  FUZZ_CHECK (parsed && gst_caps_is_equal (parsed, back), "%s does not "
+      "parse back as itself", s);
+  gst_caps_unref (parsed);
+  g_free (s);
+  gst_caps_unref (back);
+  return 0;
+}
