@@ -82,10 +82,7 @@ pool_forward (tt_model * m, tt_layer * l, bool training)
   (void) training;
   const float *x = tt_data (m, l->in[0]);
   float *y = tt_data (m, l->out[0]);
-  if (pool_is_max (l) && tt_maxpool2x2_applies (&l->p.pool.geom))
-    tt_maxpool2x2_forward (&l->p.pool.geom, (int) m->cur_batch, x, y,
-        (int32_t *) tt_data (m, l->scratch[0]));
-  else if (pool_is_max (l))
+  if (pool_is_max (l))
     tt_maxpool_forward (&l->p.pool.geom, (int) m->cur_batch, x, y,
         (int32_t *) tt_data (m, l->scratch[0]));
   else

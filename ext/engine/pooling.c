@@ -12,7 +12,7 @@
  * input reads into short strided sweeps. Border columns, where taps fall
  * into padding, take a per-window path with clipping.
  */
-#include "kernels.h"
+#include "tt_internal.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -275,6 +275,10 @@ tt_maxpool_forward (const tt_window_geom * g, int batch, const float *x,
   const size_t planes = (size_t) batch * g->channels;
   int xa, xb;
 
+  if (tt_maxpool2x2_applies (g)) {
+    tt_maxpool2x2_forward (g, batch, x, y, argmax);
+    return;
+  }
   pooling_interior (g, &xa, &xb);
   for (size_t pl = 0; pl < planes; pl++) {
     const float *xp = x + pl * in_plane;
@@ -331,6 +335,10 @@ tt_maxpool_backward (const tt_window_geom * g, int batch, const float *dy,
   const size_t out_plane = (size_t) g->out_h * g->out_w;
   const size_t planes = (size_t) batch * g->channels;
 
+  if (tt_maxpool2x2_applies (g)) {
+    tt_maxpool2x2_backward (g, batch, dy, argmax, dx);
+    return;
+  }
   for (size_t pl = 0; pl < planes; pl++) {
     float *dxp = dx + pl * in_plane;
     const float *dyp = dy + pl * out_plane;

@@ -935,9 +935,8 @@ test_pool_special (void)
  * reference's rule (first tap seeds, strictly greater or a first NaN
  * wins). */
 static void
-test_pool_nan_blocked (void)
+test_pool_nan_blocked (tt_window_geom g, const char *name)
 {
-  tt_window_geom g = test_geom (2, 4, 41, 3, 3, 2, 1, 1, 0, 1, 1, 1, 1);
   tt_window_geom_init (&g);
   const size_t nx = (size_t) 2 * 4 * 41, ny = (size_t) 2 * g.out_h * g.out_w;
   float *x = test_falloc (nx), *y = test_falloc (ny);
@@ -967,8 +966,8 @@ test_pool_nan_blocked (void)
     bool same = isnan (ry[i]) ? isnan (y[i]) : (double) y[i] == ry[i];
     ok = ok && same && a[i] == ra[i];
   }
-  test_report (ok, "maxpool NaN / -inf on the blocked path: values and "
-      "argmax match reference (%zu outputs)", ny);
+  test_report (ok, "maxpool NaN / -inf on the %s path: values and "
+      "argmax match reference (%zu outputs)", name, ny);
   free (x);
   free (y);
   free (a);
@@ -992,6 +991,7 @@ test_pool (void)
     /* Rows wide enough for the blocked paths: 16- and 8-column blocks,
      * the slid-back last block, and border columns around them. */
     {"2x2 s2 wide (20 cols)", 2, 2, 6, 40, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
+    {"2x2 s2 odd wide (17 cols)", 2, 3, 7, 35, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
     {"3x3 s1 pad 1 (13 cols)", 1, 3, 5, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {"3x3 s2 pad 1 d2 (36 cols)", 2, 2, 7, 70, 3, 3, 2, 2, 1, 1, 1, 1, 2, 2},
     {"2x4 s(1,3) asym pad (23 cols)", 1, 2, 5, 67, 2, 4, 1, 3, 1, 0, 5, 2, 1,
@@ -1003,7 +1003,11 @@ test_pool (void)
     test_pool_case_run (&cases[i], false);
   }
   test_pool_special ();
-  test_pool_nan_blocked ();
+  test_pool_nan_blocked (test_geom (2, 4, 41, 3, 3, 2, 1, 1, 0, 1, 1, 1, 1),
+      "blocked");
+  /* maxpool2x2.c's vectors (20 outputs a row: two blocks, one slid back) */
+  test_pool_nan_blocked (test_geom (2, 4, 41, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1),
+      "2x2 vector");
 }
 
 /* ---- batchnorm ---------------------------------------------------------- */
