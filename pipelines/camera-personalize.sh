@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Personalizes a classifier on live video and shows its predictions on the
+# same video while it learns, in one pipeline:
+#
+#   SOURCE ! tee ! queue ! textoverlay ! SINK                  (the video)
+#         tee ! 28x28 GRAY8 ! tensor_labeler ! tee
+#                   tee ! queue ! tensor_trainer name=trainer ! queue ! fakesink
+#                   tee ! queue ! tensor_predictor trainer=trainer (same INI)
+#                           output=text ! textoverlay.text_sink
+#
+# The trainer learns from the labelled frames and publishes its weights
+# every PUBLISH batches; the predictor switches to them between two frames
+# (never a half-updated set) and writes the class it sees, with its
+# probability, on the video. Watch the text go from guesses to the right
+# class as training goes on.
+#
+# With a camera (/dev/video0) you label what it sees: type a class number
+# (0..3) and Enter, -1 to stop labelling, Ctrl-C to finish (the model is
+# saved). Without one (or CAMERA=none) videotestsrc plays four patterns as
+# the four classes (ball, snow, pinwheel, checkers-4), switched together
+# with the label every SWITCH_EVERY frames through tt-launch.
+#
+# The queue after tensor_trainer matters: its first output (a GAP, so the
+# pipeline can preroll) blocks the thread that pushes it until PLAYING, and
+# that thread must stay free to answer queries from upstream of the tee.
+#
+# Display: with $DISPLAY the video shows in a window; without, one frame a
+# second is written as camera-personalize-NNN.png (the text burnt in).
+#
+# Usage: pipelines/camera-personalize.sh [EPOCHS]    (default 5)
+# Env:   CAMERA=/dev/videoN | none, TRAIN (960) and VALID (192) frames per
+#        epoch, SWITCH_EVERY (8), PUBLISH (5 batches), OUT
+#        (camera-personalized.bin), SINK (a gst-launch sink description)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/ensure-deps.sh"
+"$top/scripts/build.sh" "$top/build"
+
+epochs=${1:-5}
+train=${TRAIN:-960} valid=${VALID:-192} every=${SWITCH_EVERY:-8}
+publish=${PUBLISH:-5}
+out=${OUT:-camera-personalized.bin}
+model=$top/pipelines/camera-mlp.ini
+camera=${CAMERA:-/dev/video0}
+export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+classes=$(mktemp --suffix=.txt)
+trap 'rm -f "$classes"' EXIT
+printf '%s\n' ball snow pinwheel checkers-4 > "$classes"
+
+if [ -n "${SINK:-}" ]; then
+  sink=$SINK
+elif [ -n "${DISPLAY:-}" ]; then
+  sink="videoconvert ! autovideosink"
+else
+  sink="videorate ! video/x-raw,framerate=1/1 ! videoconvert ! pngenc ! \
+    multifilesink location=camera-personalize-%03d.png"
+fi
+# frames for the whole run: every epoch, plus a few seconds to watch the
+# trained model (the trainer ends its branch after the last epoch)
+frames=$(( (train + valid) * epochs * (every + 1) / every + 300 ))
+graph="tee name=video ! queue ! \
+    textoverlay name=overlay WAIT valignment=top halignment=left \
+      shaded-background=true \
+      font-desc=\"Sans 14\" ! $sink \
+  video. ! videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=28,height=28 ! \
+    tensor_labeler name=labeler num-classes=4 LABEL ! tee name=samples ! queue ! \
+    tensor_trainer name=trainer model-config=$model \
+      num-training-samples=$train num-validation-samples=$valid \
+      epochs=$epochs model-save-path=$out publish-interval=$publish ! \
+    queue ! fakesink \
+  samples. ! queue leaky=downstream max-size-buffers=4 ! \
+    tensor_predictor name=predictor model-config=$model trainer=trainer \
+      output=text \
+      labels=$classes ! overlay.text_sink"
+
+if [ "$camera" != none ] && [ -e "$camera" ]; then
+  echo "# camera $camera: type 0..3 + Enter to label what it sees, -1 to" \
+    "pause labelling, Ctrl-C to stop and save $out"
+  args=(--stdin -- v4l2src device="$camera" ! videoconvert ! videoscale !
+    video/x-raw,width=320,height=240 ! "${graph/LABEL/label=-1}")
+  # live: show each frame at once, with the latest prediction
+  args=("${args[@]/WAIT/wait-text=false}")
+else
+  echo "# no camera: videotestsrc, 4 patterns as classes, pattern and label" \
+    "switched every $every frames; predictions written on the video"
+  patterns=(ball snow pinwheel checkers-4)
+  args=(--every "$every")
+  for c in 0 1 2 3; do
+    args+=(--step "src.pattern=${patterns[$c]};labeler.label=$c")
+  done
+  args+=(-- videotestsrc name=src num-buffers=$frames !
+    video/x-raw,width=320,height=240,framerate=30/1 ! "${graph/LABEL/}")
+  # not live (as fast as it goes): each frame waits for its own prediction
+  args=("${args[@]/WAIT/wait-text=true}")
+fi
+
+# shellcheck disable=SC2086  # the pipeline description is split on purpose
+"$top/build/gst/tt-launch" ${args[@]} | awk '
+  function field(name,   re, v) {
+    re = " " name "=[^ ]*"
+    if (!match($0, re)) return ""
+    v = substr($0, RSTART + 1, RLENGTH - 1); sub(/^[^=]*=/, "", v); return v
+  }
+  /^tensor-trainer-plan/ {
+    printf "trainer: pool %s bytes\n", field("pool-bytes"); fflush(); next }
+  /^tensor-predictor-plan/ {
+    printf "predictor: inference pool %s bytes\n", field("pool-bytes")
+    fflush(); next }
+  /^tensor-predictor-weights/ { switches++; next }
+  /^tensor-trainer-epoch/ {
+    printf "epoch=%s/%s loss=%.4f accuracy=%.4f val_loss=%.4f val_accuracy=%.4f predictor_weight_switches=%d\n",
+      field("epoch"), field("epochs"), field("loss"), field("accuracy"),
+      field("validation-loss"), field("validation-accuracy"), switches
+    fflush(); next }
+  /^tensor-predictor-summary/ {
+    printf "predictor: %s frames, accuracy %.4f against the labels (from the first, untrained frame on), %s weight sets\n",
+      field("samples"), field("accuracy"), field("weights-version"); next }
+  /^eos/ { print "# model saved to '"$out"'" }
+  { print; fflush() }'
+status=${PIPESTATUS[0]}
+ls camera-personalize-*.png >/dev/null 2>&1 && [ -z "${DISPLAY:-}" ] &&
+  echo "# frames with predictions: camera-personalize-*.png"
+exit "$status"
