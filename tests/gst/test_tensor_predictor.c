@@ -483,6 +483,73 @@ GST_START_TEST (test_pool_smaller_than_training)
 
 GST_END_TEST;
 
+/* Runs one sample through a predictor configured by the two paths and
+ * checks the output against want; returns whether the plan came stored. */
+static gboolean
+predict_one (const gchar * config, const gchar * load, const gfloat * x,
+    const gfloat * want)
+{
+  GstBus *bus;
+  GstElement *e = make_predictor (&bus);
+  g_object_set (e, "model-config", config, "model-load-path", load, NULL);
+  GstHarness *h = gst_harness_new_with_element (e, "sink", "src");
+  gst_harness_set_src_caps_str (h, DENSE_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, floats_buffer (x, 4, 0)),
+      GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull (h);
+  check_output (out, want, 3);
+  gst_buffer_unref (out);
+  GstStructure *s = pop_element_message (bus, "tensor-predictor-plan");
+  gboolean stored = FALSE;
+  fail_unless (s && gst_structure_get_boolean (s, "plan-loaded", &stored));
+  gst_structure_free (s);
+  gst_harness_teardown (h);
+  gst_object_unref (e);
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
+  return stored;
+}
+
+/* The same weights through a bundle, an optimized INI with an inference
+ * plan (used as stored) and one with a training plan (planned afresh). */
+GST_START_TEST (test_model_sources)
+{
+  gchar *ini = write_tmp ("m.ini", dense_ini);
+  gchar *bin = g_build_filename (tmp_dir, "m.bin", NULL);
+  gchar *ttb = g_build_filename (tmp_dir, "m.ttb", NULL);
+  gchar *inf = g_build_filename (tmp_dir, "m.inference.ini", NULL);
+  gchar *trn = g_build_filename (tmp_dir, "m.training.ini", NULL);
+  gfloat x[4] = { 0.3f, 0.1f, 0.9f, 0.5f };
+  tt_error err;
+  make_weights (ini, bin, 21);
+  gfloat *want = engine_predict (ini, bin, 1, x, 1);
+  for (int mode = 0; mode < 2; mode++) {
+    tt_model *m = tt_model_load_ini (ini, &err);
+    fail_unless (m != NULL);
+    fail_unless (tt_model_set_batch_size (m, 1, &err) == TT_OK &&
+        tt_model_set_inference (m, mode == 0, &err) == TT_OK &&
+        tt_model_compile (m, &err) == TT_OK, "%s", err.message);
+    fail_unless (tt_model_load_bin (m, bin, &err) == TT_OK, "%s",
+        err.message);
+    fail_unless (tt_model_save_plan_ini (m, mode == 0 ? inf : trn,
+            &err) == TT_OK, "%s", err.message);
+    if (mode == 1)
+      fail_unless (tt_model_save (m, ttb, &err) == TT_OK, "%s", err.message);
+    tt_model_free (m);
+  }
+  fail_unless (predict_one (inf, bin, x, want));
+  fail_if (predict_one (trn, bin, x, want));
+  predict_one (ttb, NULL, x, want);
+  g_free (want);
+  g_free (ini);
+  g_free (bin);
+  g_free (ttb);
+  g_free (inf);
+  g_free (trn);
+}
+
+GST_END_TEST;
+
 /* Replaces path atomically by the BIN of a model with another seed. */
 static void
 replace_weights (const gchar * ini, const gchar * path, guint64 seed)
@@ -880,6 +947,7 @@ tensor_predictor_suite (void)
   tcase_add_test (tc, test_accuracy_on_labels);
   tcase_add_test (tc, test_text_output);
   tcase_add_test (tc, test_pool_smaller_than_training);
+  tcase_add_test (tc, test_model_sources);
   tcase_add_test (tc, test_reload_replaced_file);
   tcase_add_test (tc, test_bad_model_files);
   tcase_add_test (tc, test_bad_caps_and_buffers);
