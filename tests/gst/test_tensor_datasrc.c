@@ -10,6 +10,8 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+#include "tt_gst_test.h"
+
 #define N_SAMPLES 40
 #define ROWS 2
 #define COLS 3
@@ -289,13 +291,8 @@ start_error (const Files * f, const gchar * first_prop, ...)
   va_end (ap);
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-  fail_unless (m != NULL);
-  GError *err;
-  gst_message_parse_error (m, &err, NULL);
-  gchar *text = g_strdup (err->message);
-  g_error_free (err);
-  gst_message_unref (m);
+  gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless (*text, "no error posted");
   gst_element_set_state (e, GST_STATE_NULL);
   gst_object_unref (e);
   gst_bus_set_flushing (bus, TRUE);
@@ -524,13 +521,8 @@ repo_error (const Repo * r, const gchar * json_text, gsize data_bytes,
   }
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-  fail_unless (m != NULL);
-  GError *err;
-  gst_message_parse_error (m, &err, NULL);
-  gchar *text = g_strdup (err->message);
-  g_error_free (err);
-  gst_message_unref (m);
+  gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless (*text, "no error posted");
   gst_element_set_state (e, GST_STATE_NULL);
   gst_object_unref (e);
   gst_bus_set_flushing (bus, TRUE);

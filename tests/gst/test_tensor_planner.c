@@ -14,6 +14,7 @@
 
 #include "tt_engine.h"
 #include "tt_bundle.h"
+#include "tt_gst_test.h"
 
 /* A caps event from a caps string: the event holds the only reference
  * (gst_event_new_caps refs its caps; passing gst_caps_from_string's
@@ -105,33 +106,6 @@ make_sample (guint k)
   return b;
 }
 
-static GstMessage *
-pop_named (GstBus * bus, const gchar * name)
-{
-  GstMessage *m;
-  while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
-    if (gst_structure_has_name (gst_message_get_structure (m), name))
-      return m;
-    gst_message_unref (m);
-  }
-  return NULL;
-}
-
-static gchar *
-pop_error (GstBus * bus)
-{
-  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-  GError *err = NULL;
-  gchar *text;
-  if (!m)
-    return g_strdup ("");
-  gst_message_parse_error (m, &err, NULL);
-  text = g_strdup (err->message);
-  g_error_free (err);
-  gst_message_unref (m);
-  return text;
-}
-
 static gboolean
 field_bool (GstMessage * m, const gchar * name)
 {
@@ -182,7 +156,7 @@ GST_START_TEST (test_planner_then_trainer)
   GstHarness *h = new_pipeline (&f, "", "num-training-samples=8 epochs=2");
   gst_harness_set_src_caps_str (h, TINY_CAPS);
 
-  GstMessage *pm = pop_named (f.bus, "tensor-planner-plan");
+  GstMessage *pm = tt_gst_pop_named (f.bus, "tensor-planner-plan");
   fail_unless (pm != NULL, "no tensor-planner-plan message");
   const GstStructure *ps = gst_message_get_structure (pm);
   guint64 pool, bound, naive;
@@ -198,7 +172,7 @@ GST_START_TEST (test_planner_then_trainer)
   fail_unless_equals_string (gst_structure_get_string (ps, "location"),
       f.opt);
 
-  GstMessage *tm = pop_named (f.bus, "tensor-trainer-plan");
+  GstMessage *tm = tt_gst_pop_named (f.bus, "tensor-trainer-plan");
   fail_unless (tm != NULL, "no tensor-trainer-plan message");
   fail_unless (field_bool (tm, "plan-loaded"),
       "tensor_trainer planned again instead of loading the stored plan");
@@ -216,12 +190,12 @@ GST_START_TEST (test_planner_then_trainer)
     gst_buffer_extract (b, 0, v, sizeof v);
     fail_unless (isfinite (v[0]) && v[0] > 0);
     gst_buffer_unref (b);
-    GstMessage *em = pop_named (f.bus, "tensor-trainer-epoch");
+    GstMessage *em = tt_gst_pop_named (f.bus, "tensor-trainer-epoch");
     fail_unless (em != NULL);
     fail_unless (field_bool (em, "plan-loaded"));
     gst_message_unref (em);
   }
-  gchar *err = pop_error (f.bus);
+  gchar *err = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless_equals_string (err, "");
   g_free (err);
 
@@ -255,7 +229,7 @@ GST_START_TEST (test_bundle_location)
   gst_harness_play (h);
   gst_harness_set_src_caps_str (h, TINY_CAPS);
   fail_unless (tt_bundle_is_bundle (bundle), "no bundle at the location");
-  GstMessage *tm = pop_named (f.bus, "tensor-trainer-plan");
+  GstMessage *tm = tt_gst_pop_named (f.bus, "tensor-trainer-plan");
   fail_unless (tm != NULL, "no tensor-trainer-plan message");
   fail_unless (field_bool (tm, "plan-loaded"),
       "the trainer planned again instead of using the bundle's plan");
@@ -263,7 +237,7 @@ GST_START_TEST (test_bundle_location)
   for (guint k = 0; k < 8; k++)
     fail_unless_equals_int (gst_harness_push (h, make_sample (k)),
         GST_FLOW_OK);
-  gchar *err = pop_error (f.bus);
+  gchar *err = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless_equals_string (err, "");
   g_free (err);
   gst_harness_teardown (h);
@@ -283,7 +257,7 @@ GST_START_TEST (test_batch_size)
   GstHarness *h = new_pipeline (&f, "batch-size=8",
       "num-training-samples=8 epochs=1");
   gst_harness_set_src_caps_str (h, TINY_CAPS);
-  GstMessage *tm = pop_named (f.bus, "tensor-trainer-plan");
+  GstMessage *tm = tt_gst_pop_named (f.bus, "tensor-trainer-plan");
   fail_unless (tm != NULL);
   fail_unless (field_bool (tm, "plan-loaded"));
   guint batch;
@@ -312,7 +286,7 @@ GST_START_TEST (test_batch_size)
   g_free (no_batch);
   h = new_pipeline (&f, "batch-size=2", "num-training-samples=4 epochs=1");
   gst_harness_set_src_caps_str (h, TINY_CAPS);
-  tm = pop_named (f.bus, "tensor-trainer-plan");
+  tm = tt_gst_pop_named (f.bus, "tensor-trainer-plan");
   fail_unless (tm != NULL);
   fail_unless (field_bool (tm, "plan-loaded"));
   fail_unless (gst_structure_get_uint (gst_message_get_structure (tm),
@@ -410,7 +384,7 @@ GST_START_TEST (test_caps_forms)
         NULL);
     gst_harness_set_src_caps_str (h, forms[i]);
     fail_unless (g_file_test (f.opt, G_FILE_TEST_EXISTS), "%s", forms[i]);
-    gchar *err = pop_error (f.bus);
+    gchar *err = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
     fail_unless_equals_string (err, "");
     g_free (err);
     gst_harness_teardown (h);
@@ -430,7 +404,7 @@ GST_START_TEST (test_caps_refused)
       ("other/tensors,format=static,num_tensors=2,"
           "dimensions=(string)\"5:1:1:1,3:1:1:1\","
           "types=(string)\"float32,float32\""));
-  gchar *msg = pop_error (f.bus);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "tensor 0 has dimensions 5:1:1:1, expected "
           "4:1:1:1") && strstr (msg, f.ini), "%s", msg);
   g_free (msg);
@@ -449,7 +423,7 @@ GST_START_TEST (test_caps_refused)
   memcpy (data, hd, sizeof hd);
   fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_wrapped (data,
               n)), GST_FLOW_ERROR);
-  msg = pop_error (f.bus);
+  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "tensor 0 has dimensions 6:1:1:1"), "%s", msg);
   g_free (msg);
   gst_harness_teardown (h);
@@ -467,13 +441,13 @@ GST_START_TEST (test_errors)
   gst_element_set_bus (e, f.bus);
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  gchar *msg = pop_error (f.bus);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "No model-config set"), "%s", msg);
   g_free (msg);
   g_object_set (e, "model-config", f.ini, NULL);
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  msg = pop_error (f.bus);
+  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "No location set"), "%s", msg);
   g_free (msg);
   gst_element_set_state (e, GST_STATE_NULL);
@@ -486,7 +460,7 @@ GST_START_TEST (test_errors)
   GstHarness *h = new_planner (&f, "model-config", bad, "location", f.opt, NULL);
   gst_harness_push_event (h, gst_event_new_stream_start ("s"));
   gst_harness_push_event (h, caps_event (TINY_CAPS));
-  msg = pop_error (f.bus);
+  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, bad) && strstr (msg, "colour"), "%s", msg);
   g_free (msg);
   gst_harness_teardown (h);
@@ -501,7 +475,7 @@ GST_START_TEST (test_errors)
         f.ini, "location", cases[i][1] ? cases[i][1] : f.opt, NULL);
     gst_harness_push_event (h, gst_event_new_stream_start ("s"));
     gst_harness_push_event (h, caps_event (TINY_CAPS));
-    msg = pop_error (f.bus);
+    msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
     fail_unless (strstr (msg, cases[i][2]) != NULL, "%s", msg);
     g_free (msg);
     gst_harness_teardown (h);

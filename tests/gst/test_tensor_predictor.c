@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tt_engine.h"
+#include "tt_gst_test.h"
 
 /* input 1:1:4 -> fully_connected 3 -> softmax */
 static const gchar *dense_ini =
@@ -208,41 +209,16 @@ check_output (GstBuffer * out, const gfloat * want, gsize n)
   gst_buffer_unmap (out, &map);
 }
 
-/* The text of the first message of the type on the bus ("" if none). */
-static gchar *
-pop_text (GstBus * bus, GstMessageType type)
-{
-  GstMessage *m = gst_bus_pop_filtered (bus, type);
-  GError *err = NULL;
-  gchar *debug = NULL, *text;
-  if (!m)
-    return g_strdup ("");
-  if (type == GST_MESSAGE_ERROR)
-    gst_message_parse_error (m, &err, &debug);
-  else
-    gst_message_parse_warning (m, &err, &debug);
-  text = g_strdup (err->message);
-  g_error_free (err);
-  g_free (debug);
-  gst_message_unref (m);
-  return text;
-}
-
 /* The first element message of that name on the bus (NULL if none). */
 static GstStructure *
 pop_element_message (GstBus * bus, const gchar * name)
 {
-  GstMessage *m;
-  while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
-    const GstStructure *s = gst_message_get_structure (m);
-    if (s && gst_structure_has_name (s, name)) {
-      GstStructure *copy = gst_structure_copy (s);
-      gst_message_unref (m);
-      return copy;
-    }
+  GstMessage *m = tt_gst_pop_named (bus, name);
+  GstStructure *s = m ? gst_structure_copy (gst_message_get_structure (m)) :
+      NULL;
+  if (m)
     gst_message_unref (m);
-  }
-  return NULL;
+  return s;
 }
 
 static void
@@ -607,7 +583,7 @@ GST_START_TEST (test_reload_replaced_file)
   out = gst_harness_pull (h);
   check_output (out, y2, 3);
   gst_buffer_unref (out);
-  gchar *warning = pop_text (bus, GST_MESSAGE_WARNING);
+  gchar *warning = tt_gst_pop_text (bus, GST_MESSAGE_WARNING);
   fail_unless (strstr (warning, "Kept the current weights") &&
       strstr (warning, "live.bin") && strstr (warning, "size"),
       "warning: %s", warning);
@@ -636,7 +612,7 @@ check_start_error (const gchar * config, const gchar * load,
   g_object_set (e, "model-config", config, "model-load-path", load, NULL);
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  gchar *text = pop_text (bus, GST_MESSAGE_ERROR);
+  gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (text, want1) && (!want2 || strstr (text, want2)),
       "error: \"%s\", expected \"%s\" and \"%s\"", text, want1,
       want2 ? want2 : "");
@@ -680,7 +656,7 @@ check_stream_error (const gchar * caps, gsize bytes, const gchar * want)
   GstBuffer *b = gst_buffer_new_allocate (NULL, bytes, NULL);
   gst_buffer_memset (b, 0, 0, bytes);
   fail_if (gst_harness_push (h, b) == GST_FLOW_OK);
-  gchar *text = pop_text (bus, GST_MESSAGE_ERROR);
+  gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (text, want), "error: \"%s\", expected \"%s\"", text,
       want);
   g_free (text);
@@ -894,7 +870,7 @@ GST_START_TEST (test_handoff_other_model_refused)
   gfloat x[4] = { 1, 2, 3, 4 };
   fail_unless_equals_int (gst_harness_push (ph, floats_buffer (x, 4, 0)),
       GST_FLOW_ERROR);
-  gchar *text = pop_text (bus, GST_MESSAGE_ERROR);
+  gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (text, "conv-trainer") &&
       strstr (text, "another model"), "error: %s", text);
   g_free (text);

@@ -14,6 +14,7 @@
 
 #include "tt_engine.h"
 #include "tt_bundle.h"
+#include "tt_gst_test.h"
 
 /* A caps event from a caps string: the event holds the only reference
  * (gst_event_new_caps refs its caps; passing gst_caps_from_string's
@@ -108,26 +109,6 @@ fixture_clear (Fixture * f)
   g_free (f->bin);
 }
 
-/* The text of the first message of the type on the bus ("" if none). */
-static gchar *
-pop_text (GstBus * bus, GstMessageType type)
-{
-  GstMessage *m = gst_bus_pop_filtered (bus, type);
-  GError *err = NULL;
-  gchar *debug = NULL, *text;
-  if (!m)
-    return g_strdup ("");
-  if (type == GST_MESSAGE_ERROR)
-    gst_message_parse_error (m, &err, &debug);
-  else
-    gst_message_parse_warning (m, &err, &debug);
-  text = g_strdup (err->message);
-  g_error_free (err);
-  g_free (debug);
-  gst_message_unref (m);
-  return text;
-}
-
 /* Sample k of a separable 3-class problem: class k % 3 lights its input. */
 static GstBuffer *
 make_sample (guint k)
@@ -176,14 +157,7 @@ read_stats (GstBuffer * b, gdouble v[4])
 static GstMessage *
 pop_epoch_message (GstBus * bus)
 {
-  GstMessage *m;
-  while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
-    if (gst_structure_has_name (gst_message_get_structure (m),
-            "tensor-trainer-epoch"))
-      return m;
-    gst_message_unref (m);
-  }
-  return NULL;
+  return tt_gst_pop_named (bus, "tensor-trainer-epoch");
 }
 
 /* ---- caps ------------------------------------------------------------ */
@@ -257,7 +231,7 @@ GST_START_TEST (test_caps_refused)
     gst_harness_push_event (f.h, gst_event_new_segment (&seg));
     fail_unless_equals_int (gst_harness_push (f.h, make_sample (0)),
         GST_FLOW_NOT_NEGOTIATED);
-    gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+    gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
     GST_INFO ("refusal: %s", msg);
     for (guint j = 0; j < 3; j++)
       fail_unless (strstr (msg, cases[i].says[j]) != NULL,
@@ -282,7 +256,7 @@ GST_START_TEST (test_wrong_buffer_size)
   gst_buffer_append_memory (b, gst_allocator_alloc (NULL, 12, NULL));
   gst_buffer_append_memory (b, gst_allocator_alloc (NULL, 12, NULL));
   fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_ERROR);
-  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "holds 12 bytes, expected 16 bytes") != NULL,
       "%s", msg);
   g_free (msg);
@@ -290,7 +264,7 @@ GST_START_TEST (test_wrong_buffer_size)
   /* one memory must hold all tensors back to back: 28 bytes */
   b = gst_buffer_new_allocate (NULL, 20, NULL);
   fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_ERROR);
-  msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "20 bytes in 1 memories") != NULL, "%s", msg);
   fail_unless (strstr (msg, "one memory of 28 bytes") != NULL, "%s", msg);
   g_free (msg);
@@ -479,7 +453,7 @@ check_eos_after_save (guint pushed, gboolean send_eos)
   if (!send_eos)
     fail_unless_equals_int (gst_harness_push (f.h, make_sample (0)),
         GST_FLOW_EOS);
-  gchar *warning = pop_text (f.bus, GST_MESSAGE_WARNING);
+  gchar *warning = tt_gst_pop_text (f.bus, GST_MESSAGE_WARNING);
   if (pushed < 24)
     fail_unless (strstr (warning, "EOS after 17 of 24 expected samples"),
         "%s", warning);
@@ -571,7 +545,7 @@ GST_START_TEST (test_early_eos)
   fixture_start (&f);
   gst_harness_set_src_caps_str (f.h, TINY_CAPS);
   fail_unless (gst_harness_push_event (f.h, gst_event_new_eos ()));
-  gchar *warning = pop_text (f.bus, GST_MESSAGE_WARNING);
+  gchar *warning = tt_gst_pop_text (f.bus, GST_MESSAGE_WARNING);
   fail_unless (strstr (warning, "EOS before any sample"), "%s", warning);
   g_free (warning);
   fail_if (g_file_test (f.bin, G_FILE_TEST_EXISTS));
@@ -626,7 +600,7 @@ GST_START_TEST (test_pause_resume)
     fail_unless_equals_int (epoch, e + 1);
     gst_message_unref (m);
   }
-  gchar *warning = pop_text (f.bus, GST_MESSAGE_WARNING);
+  gchar *warning = tt_gst_pop_text (f.bus, GST_MESSAGE_WARNING);
   fail_unless_equals_string (warning, "");
   g_free (warning);
   tt_model *m = tt_model_load_ini (f.ini, &err);
@@ -678,7 +652,7 @@ GST_START_TEST (test_nan_input_is_an_error)
   ((gfloat *) m.data)[2] = NAN;
   gst_memory_unmap (mem, &m);
   fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_ERROR);
-  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "Training diverged") && strstr (msg, f.ini)
       && strstr (msg, "nan"), "%s", msg);
   g_free (msg);
@@ -706,7 +680,7 @@ GST_START_TEST (test_skip_bad_batches)
   ((gfloat *) m.data)[2] = INFINITY;
   gst_memory_unmap (mem, &m);
   fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_OK);
-  gchar *warning = pop_text (f.bus, GST_MESSAGE_WARNING);
+  gchar *warning = tt_gst_pop_text (f.bus, GST_MESSAGE_WARNING);
   fail_unless (strstr (warning, "Skipped a batch of 4 samples"), "%s",
       warning);
   g_free (warning);
@@ -722,7 +696,7 @@ GST_START_TEST (test_skip_bad_batches)
   fail_unless_equals_uint64 (skipped, 4);
   fail_unless (isfinite (loss));
   gst_message_unref (em);
-  gchar *error = pop_text (f.bus, GST_MESSAGE_ERROR);
+  gchar *error = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless_equals_string (error, "");
   g_free (error);
   fixture_clear (&f);
@@ -743,7 +717,7 @@ start_error (const gchar * prop, const gchar * value)
     g_object_set (f.trainer, prop, value, NULL);
   fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fixture_clear (&f);
   return msg;
 }
@@ -765,7 +739,7 @@ caps_error (const gchar * ini_text, const gchar * prop, const gchar * value,
   GstPad *sink = gst_element_get_static_pad (f.trainer, "sink");
   fail_if (gst_pad_has_current_caps (sink));
   gst_object_unref (sink);
-  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   if (ini_path)
     *ini_path = g_strdup (f.ini);
   fixture_clear (&f);
@@ -808,13 +782,13 @@ GST_START_TEST (test_property_errors)
   /* num-training-samples left at 0 */
   fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "num-training-samples is 0"), "%s", msg);
   g_free (msg);
   g_object_set (f.trainer, "num-training-samples", 4, "num-labels", 2, NULL);
   fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "num-labels=2"), "%s", msg);
   g_free (msg);
   fixture_clear (&f);
@@ -823,7 +797,7 @@ GST_START_TEST (test_property_errors)
   g_object_set (f.trainer, "num-training-samples", 4, "num-inputs", 2, NULL);
   fixture_start (&f);
   gst_harness_set_src_caps_str (f.h, TINY_CAPS);
-  msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "num-inputs=2") && strstr (msg, "1 input"), "%s",
       msg);
   g_free (msg);
@@ -1010,7 +984,7 @@ run_int_stream (gboolean flexible, gdouble out[8])
     read_stats (b, out + 4 * e);
     gst_buffer_unref (b);
   }
-  gchar *err = pop_text (f.bus, GST_MESSAGE_ERROR);
+  gchar *err = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless_equals_string (err, "");
   g_free (err);
   fixture_clear (&f);
@@ -1070,7 +1044,7 @@ GST_START_TEST (test_flexible_bad_headers)
       gst_memory_unmap (mem, &m);
     }
     fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_ERROR);
-    gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+    gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
     GST_INFO ("refusal: %s", msg);
     for (guint j = 0; j < 2; j++)
       fail_unless (strstr (msg, cases[i].says[j]) != NULL,
@@ -1099,7 +1073,7 @@ GST_START_TEST (test_other_tensor)
   gst_caps_unref (caps);
   fail_if (gst_pad_has_current_caps (sink));
   gst_object_unref (sink);
-  gchar *msg = pop_text (f.bus, GST_MESSAGE_ERROR);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "other/tensor carries one tensor and no label")
       && strstr (msg, "tensor_mux") && strstr (msg, "takes 2 tensors"), "%s",
       msg);
@@ -1160,18 +1134,6 @@ GST_END_TEST;
 
 /* ---- plan and progress messages -------------------------------------- */
 
-static GstMessage *
-pop_named (GstBus * bus, const gchar * name)
-{
-  GstMessage *m;
-  while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT))) {
-    if (gst_structure_has_name (gst_message_get_structure (m), name))
-      return m;
-    gst_message_unref (m);
-  }
-  return NULL;
-}
-
 /* Trains one epoch from ini; checks and returns plan-loaded of the plan
  * and epoch messages, and the pool size. */
 static gboolean
@@ -1183,7 +1145,7 @@ plan_loaded (const gchar * ini_path, guint64 * pool)
       4, "epochs", 1, NULL);
   fixture_start (&f);
   gst_harness_set_src_caps_str (f.h, TINY_CAPS);
-  GstMessage *m = pop_named (f.bus, "tensor-trainer-plan");
+  GstMessage *m = tt_gst_pop_named (f.bus, "tensor-trainer-plan");
   fail_unless (m != NULL, "no tensor-trainer-plan message");
   const GstStructure *s = gst_message_get_structure (m);
   gboolean loaded, exact;
@@ -1218,7 +1180,7 @@ plan_loaded (const gchar * ini_path, guint64 * pool)
   fail_unless_equals_uint64 (pool2, *pool);
   gst_message_unref (m);
   /* one-time */
-  fail_unless (pop_named (f.bus, "tensor-trainer-plan") == NULL);
+  fail_unless (tt_gst_pop_named (f.bus, "tensor-trainer-plan") == NULL);
   fixture_clear (&f);
   return loaded;
 }
@@ -1269,7 +1231,7 @@ GST_START_TEST (test_progress_interval)
     {2, 2, "training", 8, 10}, {2, 4, "validation", 4, 6},
   };
   for (guint i = 0; i < G_N_ELEMENTS (want); i++) {
-    GstMessage *m = pop_named (f.bus, "tensor-trainer-progress");
+    GstMessage *m = tt_gst_pop_named (f.bus, "tensor-trainer-progress");
     fail_unless (m != NULL, "progress message %u missing", i);
     guint epoch, epochs, batch;
     guint64 samples, total;
@@ -1290,7 +1252,7 @@ GST_START_TEST (test_progress_interval)
     fail_unless (isfinite (loss) && loss > 0 && acc >= 0 && acc <= 1);
     gst_message_unref (m);
   }
-  fail_unless (pop_named (f.bus, "tensor-trainer-progress") == NULL);
+  fail_unless (tt_gst_pop_named (f.bus, "tensor-trainer-progress") == NULL);
   fixture_clear (&f);
 
   /* 0 (the default): none */
@@ -1299,7 +1261,7 @@ GST_START_TEST (test_progress_interval)
   fixture_start (&f);
   gst_harness_set_src_caps_str (f.h, TINY_CAPS);
   push_samples (f.h, 0, 8);
-  fail_unless (pop_named (f.bus, "tensor-trainer-progress") == NULL);
+  fail_unless (tt_gst_pop_named (f.bus, "tensor-trainer-progress") == NULL);
   fixture_clear (&f);
 }
 
