@@ -166,7 +166,9 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
       g_param_spec_string ("model-config", "Model configuration",
           "The model: an INI file in nntrainer's dialect, an optimized INI "
           "(its stored plan is used when it was made for inference), or a "
-          "bundle (with its weights); required", NULL, rw));
+          "bundle (with its weights); unset with trainer set: the trainer's "
+          "model-config, when that trainer is in the same pipeline", NULL,
+          rw));
   g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
       g_param_spec_string ("model-load-path", "Model load path",
           "Weights: a BIN (nntrainer's layout, optimizer state skipped) or a "
@@ -374,6 +376,31 @@ gst_tensor_predictor_post_plan (GstTensorPredictor * self)
               "batch-size", G_TYPE_UINT, self->batch, NULL)));
 }
 
+/* The model-config of the tensor_trainer called name in the same pipeline
+ * (NULL if there is none). */
+static gchar *
+gst_tensor_predictor_trainer_config (GstTensorPredictor * self,
+    const gchar * name)
+{
+  GstObject *top = gst_object_ref (GST_OBJECT (self)), *up;
+  gchar *config = NULL;
+  while ((up = gst_object_get_parent (top))) {
+    gst_object_unref (top);
+    top = up;
+  }
+  if (GST_IS_BIN (top)) {
+    GstElement *t = gst_bin_get_by_name (GST_BIN (top), name);
+    if (t && g_object_class_find_property (G_OBJECT_GET_CLASS (t),
+            "model-config") && g_str_equal (G_OBJECT_TYPE_NAME (t),
+            "GstTensorTrainer"))
+      g_object_get (t, "model-config", &config, NULL);
+    if (t)
+      gst_object_unref (t);
+  }
+  gst_object_unref (top);
+  return config;
+}
+
 /* READY->PAUSED: takes the properties, loads and plans the model. */
 static gboolean
 gst_tensor_predictor_start (GstTensorPredictor * self)
@@ -397,10 +424,20 @@ gst_tensor_predictor_start (GstTensorPredictor * self)
   self->pool_bytes = 0;
   GST_OBJECT_UNLOCK (self);
 
+  if ((!config || !*config) && self->trainer_name) {
+    g_free (config);
+    config = gst_tensor_predictor_trainer_config (self, self->trainer_name);
+  }
   if (!config || !*config) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-        ("No model-config set: tensor_predictor needs a model (INI or "
-            "bundle)."), (NULL));
+    if (self->trainer_name)
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("No model-config set, and no tensor_trainer called \"%s\" with "
+              "a model-config in this pipeline to take it from.",
+              self->trainer_name), (NULL));
+    else
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("No model-config set: tensor_predictor needs a model (INI or "
+              "bundle)."), (NULL));
     goto fail;
   }
   if (tt_bundle_is_bundle (config)) {

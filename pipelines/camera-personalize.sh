@@ -6,7 +6,7 @@
 #   SOURCE ! tee ! queue ! textoverlay ! SINK                  (the video)
 #         tee ! 28x28 GRAY8 ! tensor_labeler ! tee
 #                   tee ! queue ! tensor_trainer name=trainer ! queue ! fakesink
-#                   tee ! queue ! tensor_predictor trainer=trainer (same INI)
+#                   tee ! queue ! tensor_predictor trainer=trainer
 #                           output=text ! textoverlay.text_sink
 #
 # The trainer learns from the labelled frames and publishes its weights
@@ -70,8 +70,7 @@ graph="tee name=video ! queue ! \
       epochs=$epochs model-save-path=$out publish-interval=$publish ! \
     queue ! fakesink \
   samples. ! queue leaky=downstream max-size-buffers=4 ! \
-    tensor_predictor name=predictor model-config=$model trainer=trainer \
-      output=text \
+    tensor_predictor name=predictor trainer=trainer output=text \
       labels=$classes ! overlay.text_sink"
 
 if [ "$camera" != none ] && [ -e "$camera" ]; then

@@ -526,6 +526,30 @@ GST_START_TEST (test_model_sources)
 
 GST_END_TEST;
 
+/* trainer=NAME alone: the model comes from that trainer's model-config. */
+GST_START_TEST (test_model_from_trainer)
+{
+  gchar *ini = write_tmp ("m.ini", conv_ini);
+  GstElement *pipeline = gst_pipeline_new (NULL);
+  GstElement *t = gst_element_factory_make ("tensor_trainer", "teacher");
+  GstElement *p = make_predictor (NULL);
+  g_object_set (t, "model-config", ini, "num-training-samples", 4, NULL);
+  g_object_set (p, "trainer", "teacher", NULL);
+  gst_bin_add_many (GST_BIN (pipeline), t, p, NULL);
+  fail_if (gst_element_set_state (pipeline, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE);
+  gchar *config;
+  guint64 pool;
+  g_object_get (p, "model-config", &config, "pool-bytes", &pool, NULL);
+  fail_unless (config == NULL);         /* the property stays unset */
+  fail_unless (pool > 0, "the predictor did not load the trainer's model");
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  g_free (ini);
+}
+
+GST_END_TEST;
+
 /* Replaces path atomically by the BIN of a model with another seed. */
 static void
 replace_weights (const gchar * ini, const gchar * path, guint64 seed)
@@ -632,6 +656,22 @@ GST_START_TEST (test_bad_model_files)
   gchar *short_bin = write_tmp ("short.bin", "0123456789");
   gchar *missing = g_build_filename (tmp_dir, "missing.ini", NULL);
   check_start_error (NULL, NULL, "No model-config", NULL);
+  {
+    /* a trainer to take the model from must be in the same pipeline */
+    GstBus *bus;
+    GstElement *e = make_predictor (&bus);
+    g_object_set (e, "trainer", "nowhere", NULL);
+    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+        GST_STATE_CHANGE_FAILURE);
+    gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+    fail_unless (strstr (text, "no tensor_trainer called \"nowhere\""),
+        "error: %s", text);
+    g_free (text);
+    gst_element_set_state (e, GST_STATE_NULL);
+    gst_object_unref (e);
+    gst_bus_set_flushing (bus, TRUE);
+    gst_object_unref (bus);
+  }
   check_start_error (missing, NULL, "missing.ini", NULL);
   check_start_error (bad, NULL, "bad.ini", "unit");
   check_start_error (ini, short_bin, "short.bin", "size");
@@ -924,6 +964,7 @@ tensor_predictor_suite (void)
   tcase_add_test (tc, test_text_output);
   tcase_add_test (tc, test_pool_smaller_than_training);
   tcase_add_test (tc, test_model_sources);
+  tcase_add_test (tc, test_model_from_trainer);
   tcase_add_test (tc, test_reload_replaced_file);
   tcase_add_test (tc, test_bad_model_files);
   tcase_add_test (tc, test_bad_caps_and_buffers);
