@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # tensor_predictor figures for a model (default: the Fashion-MNIST CNN):
 #   - inference at batch 1 on the 10,000 test images: the engine alone
-#     (tensor-trainer eval --inference) and through a pipeline
-#     (tensor_datasrc ! tensor_predictor ! fakesink), frames per second and
-#     microseconds per frame (the pipeline's figure is the engine time per
-#     frame inside the element, and its wall-clock rate);
+#     (tensor-trainer eval --inference), through a pipeline
+#     (tensor_datasrc ! tensor_predictor ! fakesink), and PyTorch (Debian's
+#     python3-torch, same threads, forward + softmax under inference_mode)
+#     in the same run, frames per second and microseconds per frame (the
+#     pipeline's figure is the engine time per frame inside the element,
+#     and its wall-clock rate);
 #   - the inference pool against the training pool, at batch 1 and 32;
 #   - the cost of a live weight hand-off (trainer publishes, predictor
 #     takes), median microseconds.
@@ -15,7 +17,7 @@
 # Usage: tests/bench/predictor_speed.sh [MODEL.ini] [THREADS]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-"$top/scripts/ensure-deps.sh"
+"$top/scripts/ensure-deps.sh" python3-torch python3-numpy
 "$top/scripts/build.sh" "$top/build"
 
 model=${1:-$top/tests/models/fmnist_cnn.ini}
@@ -23,6 +25,7 @@ threads=${2:-1}
 data=/usr/share/datasets/fashion-mnist
 cli=$top/build/tools/tensor-trainer
 export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+export OMP_WAIT_POLICY=passive   # as train_speed.sh: fair to PyTorch here
 export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -54,6 +57,20 @@ printf '%-34s %12.0f %14.1f %10.4f\n' "pipeline (tensor_predictor)" \
   "$(field samples-per-second <<< "$summary")" \
   "$(field mean-latency-us <<< "$summary")" \
   "$(field accuracy <<< "$summary")"
+case "$(basename "$model")" in
+  fmnist_mlp.ini) torch_model=mlp ;;
+  fmnist_cnn.ini) torch_model=cnn ;;
+  *) torch_model= ;;
+esac
+if [ -n "$torch_model" ]; then
+  torch_rate=$(/usr/bin/python3 "$top/tests/bench/torch_fmnist.py" --infer \
+    --model "$torch_model" --batch 1 --threads "$threads" --samples 10000 |
+    field samples_per_s)
+  printf '%-34s %12.0f %14.1f %10s\n' "PyTorch (same model, batch 1)" \
+    "$torch_rate" "$(awk -v r="$torch_rate" 'BEGIN { print 1e6 / r }')" "-"
+  printf '%-34s %12s\n' "engine / PyTorch" \
+    "$(awk -v a="$rate" -v b="$torch_rate" 'BEGIN { printf "%.2fx", a / b }')"
+fi
 
 echo
 echo "memory pool (bytes)"

@@ -154,6 +154,9 @@ def main():
     ap.add_argument("--threads", type=positive, required=True)
     ap.add_argument("--samples", type=positive, default=60000)
     ap.add_argument("--epochs", type=positive, default=1)
+    ap.add_argument("--infer", action="store_true",
+                    help="time inference (forward + softmax, no grad) "
+                    "instead of training; the weights are the initial ones")
     args = ap.parse_args()
     if args.batch > args.samples:
         ap.error(f"--batch {args.batch} exceeds --samples {args.samples}: "
@@ -171,6 +174,24 @@ def main():
 
     model = build_model(args.model)
     loss_fn = nn.CrossEntropyLoss()
+
+    if args.infer:
+        # what tensor_predictor does per buffer: a forward pass in
+        # evaluation mode with the output's probabilities, nothing kept
+        model.eval()
+        with torch.inference_mode():
+            for xb, _ in batches[:max(1, WARMUP_SAMPLES // b)]:
+                torch.softmax(model(xb), dim=1)
+            t0 = time.perf_counter()
+            for epoch in range(args.epochs):
+                for xb, _ in batches:
+                    torch.softmax(model(xb), dim=1)
+            seconds = time.perf_counter() - t0
+        done = n_batches * b * args.epochs
+        print(f"torch model={args.model} batch={b} threads={args.threads} "
+              f"samples={args.samples} epochs={args.epochs} mode=inference "
+              f"seconds={seconds:.3f} samples_per_s={done / seconds:.1f}")
+        return
 
     # Warm-up runs on a copy so allocator and kernel selection are primed
     # but the timed run still starts from the initial weights, like the
