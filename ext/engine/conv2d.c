@@ -13,11 +13,35 @@
 
 #include <string.h>
 
+/* The scratch each algorithm needs: the direct convolution keeps only a
+ * copy of the input (and needs the im2col buffers only for the input
+ * derivative, which it leaves to the GEMM path); Winograd its transformed
+ * input and a chunk of products; im2col its columns and the GEMM result.
+ * derivative: whether backward_input will run. */
 size_t
-tt_conv2d_batch_col_floats (const tt_window_geom * g, int batch)
+tt_conv2d_batch_col_floats (const tt_window_geom * g, int batch,
+    bool derivative)
 {
-  return (size_t) g->channels * g->kernel_h * g->kernel_w * batch *
-      g->out_h * g->out_w;
+  const size_t im2col = (size_t) g->channels * g->kernel_h * g->kernel_w *
+      batch * g->out_h * g->out_w;
+  if (tt_conv2d_direct_applies (g))
+    return derivative ? im2col :
+        (size_t) batch * g->channels * g->in_h * g->in_w;
+  if (tt_conv2d_winograd_applies (g))
+    return tt_conv2d_winograd_col_floats (g, batch);
+  return im2col;
+}
+
+size_t
+tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters, int batch,
+    bool derivative)
+{
+  const size_t grouped = (size_t) filters * batch * g->out_h * g->out_w;
+  if (tt_conv2d_direct_applies (g))
+    return derivative ? grouped : 0;
+  if (tt_conv2d_winograd_applies (g))
+    return tt_conv2d_winograd_out_floats (g, filters, batch);
+  return grouped;
 }
 
 /* The output columns [lo, hi) whose input column lies inside the image for
@@ -36,10 +60,43 @@ conv2d_valid_range (int out, int in, int stride, int jx, int *lo, int *hi)
   *hi = b;
 }
 
-/* col rows have stride ld; this sample's columns start at col. */
-static void
-conv2d_im2col (const tt_window_geom * g, const float *img, float *col,
-    size_t ld)
+/* The rows im2col copies and col2im adds are output rows, often short
+ * (11 floats for the CNN's second layer): a memcpy call per row cost
+ * more than the copy, and a plain loop of unknown length does not
+ * vectorize at -O2. Whole 8-float blocks, then an overlapping last block
+ * for the copy (it rewrites a few floats with the same values) or a
+ * scalar tail for the sum. */
+#define CONV2D_BLOCK 8
+
+static inline void
+conv2d_copy (float *restrict d, const float *restrict s, int n)
+{
+  int k = 0;
+  if (n < CONV2D_BLOCK) {
+    for (; k < n; k++)
+      d[k] = s[k];
+    return;
+  }
+  for (; k + CONV2D_BLOCK <= n; k += CONV2D_BLOCK)
+    memcpy (d + k, s + k, CONV2D_BLOCK * sizeof *d);
+  if (k < n)
+    memcpy (d + n - CONV2D_BLOCK, s + n - CONV2D_BLOCK,
+        CONV2D_BLOCK * sizeof *d);
+}
+
+static inline void
+conv2d_add (float *restrict d, const float *restrict s, int n)
+{
+  int k = 0;
+  for (; k + CONV2D_BLOCK <= n; k += CONV2D_BLOCK)
+    for (int l = 0; l < CONV2D_BLOCK; l++)
+      d[k + l] += s[k + l];
+  for (; k < n; k++)
+    d[k] += s[k];
+}
+
+void
+tt_im2col (const tt_window_geom * g, const float *img, float *col, size_t ld)
 {
   const int oh = g->out_h, ow = g->out_w;
   for (int c = 0; c < g->channels; c++) {
@@ -61,8 +118,8 @@ conv2d_im2col (const tt_window_geom * g, const float *img, float *col,
           const float *src = plane + (size_t) iy * g->in_w;
           for (int ox = 0; ox < lo; ox++)
             row[ox] = 0.0f;
-          if (g->stride_w == 1 && hi > lo)
-            memcpy (row + lo, src + lo + jx, (size_t) (hi - lo) * sizeof *row);
+          if (g->stride_w == 1)
+            conv2d_copy (row + lo, src + lo + jx, hi - lo);
           else
             for (int ox = lo; ox < hi; ox++)
               row[ox] = src[ox * g->stride_w + jx];
@@ -74,10 +131,8 @@ conv2d_im2col (const tt_window_geom * g, const float *img, float *col,
   }
 }
 
-/* img += col2im(col); the inverse scatter of conv2d_im2col. */
-static void
-conv2d_col2im (const tt_window_geom * g, const float *col, size_t ld,
-    float *img)
+void
+tt_col2im (const tt_window_geom * g, const float *col, size_t ld, float *img)
 {
   const int oh = g->out_h, ow = g->out_w;
   for (int c = 0; c < g->channels; c++) {
@@ -95,8 +150,11 @@ conv2d_col2im (const tt_window_geom * g, const float *col, size_t ld,
           if (iy < 0 || iy >= g->in_h)
             continue;
           float *dst = plane + (size_t) iy * g->in_w;
-          for (int ox = lo; ox < hi; ox++)
-            dst[ox * g->stride_w + jx] += row[ox];
+          if (g->stride_w == 1)
+            conv2d_add (dst + lo + jx, row + lo, hi - lo);
+          else
+            for (int ox = lo; ox < hi; ox++)
+              dst[ox * g->stride_w + jx] += row[ox];
         }
       }
     }
@@ -137,10 +195,14 @@ tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
     tt_conv2d_direct_forward (g, filters, batch, x, w, bias, y);
     return;
   }
+  if (tt_conv2d_winograd_applies (g)) {
+    tt_conv2d_winograd_forward (g, filters, batch, x, w, bias, y, col, out);
+    return;
+  }
   for (int b0 = 0; b0 < batch; b0 += chunk) {
     const int n = batch - b0 < chunk ? batch - b0 : chunk;
     for (int b = b0; b < b0 + n; b++)
-      conv2d_im2col (g, x + b * in_sample, col + b * ohw, ld);
+      tt_im2col (g, x + b * in_sample, col + b * ohw, ld);
     tt_gemm (false, false, filters, (int) (n * ohw), ckk, 1.0f, w, ckk,
         col + b0 * ohw, (int) ld, 0.0f, out + b0 * ohw, (int) ld);
     /* [filters][batch][ohw] -> [batch][filters][ohw], adding the bias */
@@ -180,6 +242,11 @@ tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
     tt_conv2d_direct_backward_weight (g, filters, batch, col, dy, dw, dbias);
     return;
   }
+  if (tt_conv2d_winograd_applies (g)) {
+    tt_conv2d_winograd_backward_weight (g, filters, batch, dy, dw, dbias, col,
+        dyg);
+    return;
+  }
   conv2d_regroup_dy (g, filters, batch, dy, dyg);
   tt_gemm (false, true, filters, ckk, (int) ld, 1.0f, dyg, (int) ld, col,
       (int) ld, 0.0f, dw, ckk);
@@ -203,6 +270,11 @@ tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   const int chunk = conv2d_chunk (g);
+  if (tt_conv2d_winograd_applies (g)) {
+    tt_conv2d_winograd_backward_input (g, filters, batch, w, dy, dx, col,
+        dyg);
+    return;
+  }
   /* the direct backward_weight reads dy as it is */
   if (!dy_grouped || tt_conv2d_direct_applies (g))
     conv2d_regroup_dy (g, filters, batch, dy, dyg);
@@ -212,6 +284,6 @@ tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
     tt_gemm (true, false, ckk, (int) (n * ohw), filters, 1.0f, w, ckk,
         dyg + b0 * ohw, (int) ld, 0.0f, col + b0 * ohw, (int) ld);
     for (int b = b0; b < b0 + n; b++)
-      conv2d_col2im (g, col + b * ohw, ld, dx + b * in_sample);
+      tt_col2im (g, col + b * ohw, ld, dx + b * in_sample);
   }
 }

@@ -36,20 +36,32 @@ typedef struct {
  * not fit (output would be empty) or a field is out of range. */
 int tt_window_geom_init (tt_window_geom * g);
 
-/* col is [channels*kernel_h*kernel_w][out_h*out_w]; padding reads as 0. */
-void tt_im2col (const tt_window_geom * g, const float *img, float *col);
-/* img += col2im(col): accumulates, so the caller zeroes img first. */
-void tt_col2im (const tt_window_geom * g, const float *col, float *img);
+/* The batched convolution's im2col (conv2d.c) for one sample: col is
+ * [channels*kernel_h*kernel_w][out_h*out_w] with rows ld floats apart
+ * (the sample's columns within the batch's); padding reads as 0. */
+void tt_im2col (const tt_window_geom * g, const float *img, float *col,
+    size_t ld);
+/* img += col2im(col), its adjoint: accumulates, so the caller zeroes img
+ * first. */
+void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
+    float *img);
 
-/* Batched convolution (conv2d.c): one GEMM per pass for the whole batch.
+/* Batched convolution (conv2d.c): one GEMM per pass for the whole batch,
+ * or a direct or Winograd convolution (below) where those apply.
  * col: the im2col columns, [C*kh*kw][batch*out_h*out_w]; forward builds
  * them, backward_weight reads them, backward_input overwrites them with
  * the column gradient (so it runs after backward_weight).
  * grouped: [filters][batch*out_h*out_w], the GEMM result in forward and the
  * output derivative regrouped in backward (backward_input regroups it
  * itself unless dy_grouped says backward_weight just did).
+ * The two size functions give the floats of col and grouped for the
+ * algorithm the geometry gets (grouped may then be 0 floats, and NULL);
+ * derivative: whether backward_input will run.
  * All outputs are overwritten, not accumulated. */
-size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int batch);
+size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int batch,
+    bool derivative);
+size_t tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
+    int batch, bool derivative);
 void tt_conv2d_batch_forward (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *w, const float *bias, float *y,
     float *col, float *grouped);
@@ -69,6 +81,24 @@ void tt_conv2d_direct_forward (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *w, const float *bias, float *y);
 void tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *dy, float *dw, float *dbias);
+
+/* Winograd F(2x2, 3x3) convolution (conv2d_winograd.c), which the
+ * batched functions use for 3x3, stride-1 layers of 16 or more channels;
+ * col and out as there, sized by the two functions below (which the
+ * batched size functions include). */
+bool tt_conv2d_winograd_applies (const tt_window_geom * g);
+size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch);
+size_t tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
+    int batch);
+void tt_conv2d_winograd_forward (const tt_window_geom * g, int filters,
+    int batch, const float *x, const float *w, const float *bias, float *y,
+    float *col, float *out);
+void tt_conv2d_winograd_backward_weight (const tt_window_geom * g,
+    int filters, int batch, const float *dy, float *dw, float *dbias,
+    const float *col, float *out);
+void tt_conv2d_winograd_backward_input (const tt_window_geom * g,
+    int filters, int batch, const float *w, const float *dy, float *dx,
+    float *col, float *out);
 
 /* Pooling over a batch; x [batch][C][H][W], y [batch][C][out_h][out_w].
  * Padding never wins a max and counts as 0 in an average (the divisor is

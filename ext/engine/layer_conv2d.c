@@ -64,29 +64,36 @@ conv_infer (tt_model * m, tt_layer * l, tt_error * err)
 /* Three scratch tensors with their own lifetimes: the columns (forward ..
  * calcGradient, and calcDerivative, which writes the column gradient over
  * them), the forward GEMM result (forward only) and the regrouped output
- * derivative (calcGradient .. calcDerivative). */
+ * derivative (calcGradient .. calcDerivative). Their sizes depend on the
+ * algorithm (conv2d.c); the direct convolution of a layer with no input
+ * derivative needs neither of the last two. */
 static void
 conv_declare (tt_model * m, tt_layer * l, int li)
 {
   const tt_window_geom *g = &l->p.conv.geom;
-  const size_t cols = (size_t) m->batch_size * g->out_h * g->out_w;
-  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
-  const size_t fcols = (size_t) l->p.conv.filters * cols;
+  const int batch = (int) m->batch_size, f = (int) l->p.conv.filters;
+  const size_t ncol = tt_conv2d_batch_col_floats (g, batch,
+      l->needs_derivative);
+  const size_t nout = tt_conv2d_batch_out_floats (g, f, batch,
+      l->needs_derivative);
   const bool grad = l->weights[0].grad >= 0;
   l->p.conv.col = tt_tensor_declare (m, l->name, "im2col",
-      TT_TENSOR_SCRATCH, ckk * cols);
-  l->p.conv.gemm_out = tt_tensor_declare (m, l->name, "gemm_out",
-      TT_TENSOR_SCRATCH, fcols);
+      TT_TENSOR_SCRATCH, ncol);
+  l->p.conv.gemm_out = -1;
   l->p.conv.dy_grouped = -1;
   tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_FORWARD);
-  tt_tensor_use (m, l->p.conv.gemm_out, li, TT_PHASE_FORWARD);
   if (grad)
     tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_GRADIENT);
   if (l->needs_derivative)
     tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_DERIVATIVE);
+  if (nout == 0)
+    return;
+  l->p.conv.gemm_out = tt_tensor_declare (m, l->name, "gemm_out",
+      TT_TENSOR_SCRATCH, nout);
+  tt_tensor_use (m, l->p.conv.gemm_out, li, TT_PHASE_FORWARD);
   if (grad || l->needs_derivative) {
     l->p.conv.dy_grouped = tt_tensor_declare (m, l->name, "dy_grouped",
-        TT_TENSOR_SCRATCH, fcols);
+        TT_TENSOR_SCRATCH, nout);
     tt_tensor_use (m, l->p.conv.dy_grouped, li, grad ? TT_PHASE_GRADIENT :
         TT_PHASE_DERIVATIVE);
     if (l->needs_derivative)

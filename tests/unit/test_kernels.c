@@ -489,11 +489,12 @@ test_conv_case_run (const test_conv_case * tc)
   const size_t nw = (size_t) nf * ckk, ny = (size_t) nb * nf * ohw;
   /* the engine's batched convolution (conv2d.c): columns of the whole
    * batch, kept from forward for backward_weight */
-  const size_t ncol = tt_conv2d_batch_col_floats (&g, nb);
+  const size_t ncol = tt_conv2d_batch_col_floats (&g, nb, true);
   float *x = test_falloc (nx), *w = test_falloc (nw), *b = test_falloc (nf);
   float *y = test_falloc (ny), *dy = test_falloc (ny);
   float *dx = test_falloc (nx), *dw = test_falloc (nw), *db = test_falloc (nf);
-  float *col = test_falloc (ncol), *grouped = test_falloc (ny);
+  const size_t ngrouped = tt_conv2d_batch_out_floats (&g, nf, nb, true);
+  float *col = test_falloc (ncol), *grouped = test_falloc (ngrouped);
   double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
   double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
   double *rdw = test_dalloc (nw), *sdw = test_dalloc (nw);
@@ -610,15 +611,15 @@ test_conv_case_run (const test_conv_case * tc)
   free (yscratch);
 }
 
+/* The batched convolution's im2col and col2im (conv2d.c) for one sample,
+ * against the tap arithmetic of the reference. */
 static void
-test_im2col (void)
+test_im2col_case (tt_window_geom g, const char *name)
 {
-  /* Stride 2, dilation 2, asymmetric padding, non-square kernel. */
-  tt_window_geom g = test_geom (3, 7, 8, 3, 2, 2, 1, 2, 1, 0, 3, 1, 2);
   tt_window_geom_init (&g);
   const size_t ni = (size_t) g.channels * g.in_h * g.in_w;
-  const size_t nc = tt_conv2d_batch_col_floats (&g, 1);
   const int ohw = g.out_h * g.out_w;
+  const size_t nc = (size_t) g.channels * g.kernel_h * g.kernel_w * ohw;
   float *img = test_falloc (ni), *col = test_falloc (nc);
   float *acc = test_falloc (ni);
   double *ref = test_dalloc (ni), *scale = test_dalloc (ni);
@@ -626,7 +627,7 @@ test_im2col (void)
 
   test_fill (img, ni, -1, 1);
   test_fill_nan (col, nc);
-  tt_im2col (&g, img, col);
+  tt_im2col (&g, img, col, (size_t) ohw);
   for (int ch = 0; ch < g.channels; ch++)
     for (int i = 0; i < g.kernel_h; i++)
       for (int j = 0; j < g.kernel_w; j++)
@@ -640,8 +641,7 @@ test_im2col (void)
             if (col[row * ohw + (size_t) oy * g.out_w + ox] != want)
               ok = false;
           }
-  test_report (ok, "im2col 3x7x8, kernel 3x2, stride 2x1, pads 2/1/0/3, "
-      "dilation 1x2: exact match (%zu values)", nc);
+  test_report (ok, "im2col %s: exact match (%zu values)", name, nc);
 
   /* col2im accumulates onto whatever img holds. */
   test_fill (col, nc, -1, 1);
@@ -664,14 +664,30 @@ test_im2col (void)
             ref[xi] += v;
             scale[xi] += fabs (v);
           }
-  tt_col2im (&g, col, acc);
-  test_check_close ("col2im accumulates onto img", acc, ref, scale, ni);
+  tt_col2im (&g, col, (size_t) ohw, acc);
+  {
+    char what[160];
+    snprintf (what, sizeof what, "col2im %s accumulates onto img", name);
+    test_check_close (what, acc, ref, scale, ni);
+  }
 
   free (img);
   free (col);
   free (acc);
   free (ref);
   free (scale);
+}
+
+static void
+test_im2col (void)
+{
+  test_im2col_case (test_geom (3, 7, 8, 3, 2, 2, 1, 2, 1, 0, 3, 1, 2),
+      "3x7x8, kernel 3x2, stride 2x1, pads 2/1/0/3, dilation 1x2");
+  /* stride 1, rows of 8 and more: the block copies and sums */
+  test_im2col_case (test_geom (2, 9, 21, 3, 3, 1, 1, 1, 0, 2, 1, 1, 1),
+      "2x9x21, kernel 3x3, stride 1, pads 1/0/2/1 (rows of 22)");
+  test_im2col_case (test_geom (1, 6, 10, 2, 3, 1, 1, 0, 0, 0, 0, 1, 1),
+      "1x6x10, kernel 2x3, stride 1 (rows of 8)");
 }
 
 static void
@@ -719,6 +735,16 @@ test_conv (void)
         1, 1, true},
     {"direct 1ch 3x3 fmnist", 2, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1,
         true},
+    /* Winograd F(2x2, 3x3) (conv2d_winograd.c: 3x3, stride 1, >= 16
+     * channels; "16ch 14x14" and "64ch 21x21" above take it too): the
+     * fmnist CNN's second layer; an odd output cropped from whole tiles,
+     * in three chunks of GEMMs (225 tiles a sample); asymmetric padding. */
+    {"winograd 32ch 13x13 -> 64 fmnist", 2, 32, 13, 13, 64, 3, 3, 1, 1, 0, 0,
+        0, 0, 1, 1, true},
+    {"winograd 16ch 31x31 (3 chunks, odd rows)", 3, 16, 31, 31, 4, 3, 3, 1, 1,
+        0, 0, 0, 0, 1, 1, true},
+    {"winograd 20ch 10x9 pads 2/0/1/2", 2, 20, 10, 9, 6, 3, 3, 1, 1, 2, 0, 1,
+        2, 1, 1, false},
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
