@@ -737,14 +737,20 @@ test_conv (void)
         true},
     /* Winograd F(2x2, 3x3) (conv2d_winograd.c: 3x3, stride 1, >= 16
      * channels; "16ch 14x14" and "64ch 21x21" above take it too): the
-     * fmnist CNN's second layer; an odd output cropped from whole tiles,
-     * in three chunks of GEMMs (225 tiles a sample); asymmetric padding. */
+     * fmnist CNN's second layer; an odd output cropped from whole tiles
+     * (225 tiles a sample); asymmetric padding. */
     {"winograd 32ch 13x13 -> 64 fmnist", 2, 32, 13, 13, 64, 3, 3, 1, 1, 0, 0,
         0, 0, 1, 1, true},
-    {"winograd 16ch 31x31 (3 chunks, odd rows)", 3, 16, 31, 31, 4, 3, 3, 1, 1,
+    {"winograd 16ch 31x31 (odd rows)", 3, 16, 31, 31, 4, 3, 3, 1, 1,
         0, 0, 0, 0, 1, 1, true},
     {"winograd 20ch 10x9 pads 2/0/1/2", 2, 20, 10, 9, 6, 3, 3, 1, 1, 2, 0, 1,
         2, 1, 1, false},
+    /* blocks of 8 samples: three, the last of one sample, one chunk each;
+     * two in one chunk */
+    {"winograd 16ch 12x12 b17 (3 blocks)", 17, 16, 12, 12, 3, 3, 3, 1, 1, 1,
+        1, 1, 1, 1, 1, true},
+    {"winograd 16ch 6x7 b10 (2 blocks, 1 chunk)", 10, 16, 6, 7, 3, 3, 3, 1, 1,
+        1, 1, 1, 1, 1, 1, true},
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
