@@ -256,6 +256,8 @@ fuzz_check_plan_round_trip (const tt_model * m)
   FUZZ_CHECK (r != NULL, "the saved plan does not load: %s", err.message);
   st = tt_model_set_batch_size (r, m->batch_size, &err);
   FUZZ_CHECK (st == TT_OK, "%s", err.message);
+  st = tt_model_set_inference (r, m->inference, &err);
+  FUZZ_CHECK (st == TT_OK, "%s", err.message);
   st = tt_model_compile (r, &err);
   if (st != TT_OK)
     fprintf (stderr, "---- saved plan ----\n%.*s\n----\n", (int) len, text);
@@ -303,7 +305,8 @@ fuzz_step_run (tt_model * m, const fuzz_batch * b, uint32_t n)
 
 /* m, compiled from text, trains one step of n samples and evaluates; the
  * same text compiled in the naive layout (every tensor its own bytes) must
- * give the same bits. This catches a layout that lets one tensor overwrite
+ * give the same bits. An inference-only model refuses the step (both
+ * must) and evaluates. This catches a layout that lets one tensor overwrite
  * another inside the pool, where ASan cannot see it. */
 FUZZ_HELPER void
 fuzz_check_against_naive (tt_model * m, const uint8_t * text, size_t len,
@@ -316,6 +319,7 @@ fuzz_check_against_naive (tt_model * m, const uint8_t * text, size_t len,
       err.message);
   tt_status st;
   if ((st = tt_model_set_batch_size (z, m->batch_size, &err)) ||
+      (st = tt_model_set_inference (z, m->inference, &err)) ||
       (st = tt_model_set_plan_mode (z, TT_PLAN_NAIVE, &err)))
     FUZZ_CHECK (st == TT_OK, "%s", err.message);
   fuzz_pool_refused = 0;

@@ -6,7 +6,8 @@
  * validator accepts, whose optimized INI loads back as the same layout.
  * Small models (a pool of at most 1 MiB, which also bounds the work of a
  * step) then train one step and evaluate, in the planned pool and in the
- * naive layout: the two must agree bit for bit.
+ * naive layout: the two must agree bit for bit. One input in four (by its
+ * size) is compiled for inference only instead, with the same checks.
  */
 #include "fuzz_common.h"
 
@@ -37,6 +38,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   }
   tt_status st;
   if ((st = tt_model_set_batch_size (m, FUZZ_BATCH, &err)) ||
+      (st = tt_model_set_inference (m, size % 4 == 3, &err)) ||
       (tt_model_has_stored_plan (m) &&
           (st = tt_model_set_plan_mode (m, TT_PLAN_REPLAN, &err))))
     FUZZ_CHECK (st == TT_OK, "%s", err.message);

@@ -12,7 +12,9 @@
  * other lifetimes), and a stale seed only ever reaches the rejection. So
  * when FUZZ_REPLAN_DIR names a folder (run.sh: a copy of corpus/plan), its
  * files are re-planned at start with the engine under test, each at the
- * batch size of its own [Model].
+ * batch size of its own [Model] and in the mode of its plan (training or
+ * inference only, [Plan] mode). Each input is compiled in the mode its
+ * [Plan] names, so inference plans are validated too.
  */
 #include "fuzz_common.h"
 
@@ -40,6 +42,7 @@ fuzz_replan (const char *dir)
     tt_model *m = tt_model_load_ini_text (text, len, path, &err);
     seen++;
     if (m && tt_model_set_plan_mode (m, TT_PLAN_REPLAN, &err) == TT_OK &&
+        tt_model_set_inference (m, tt_plan_ini_inference (m), &err) == TT_OK &&
         tt_model_compile (m, &err) == TT_OK &&
         tt_model_save_plan_ini (m, path, &err) == TT_OK)
       done++;
@@ -77,7 +80,9 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     return 0;
   }
   fuzz_pool_refused = 0;
-  tt_status st = tt_model_compile (m, &err);
+  tt_status st = tt_model_set_inference (m, tt_plan_ini_inference (m), &err);
+  FUZZ_CHECK (st == TT_OK, "%s", err.message);
+  st = tt_model_compile (m, &err);
   if (st != TT_OK) {
     fuzz_check_error (st, &err);
     /* refused by the harness's pool cap, not by validation: the plan
