@@ -191,6 +191,83 @@ wino_filter_gradient (int filters, int channels, const float *du, float *dw)
   }
 }
 
+/* Moving 8 x 8 blocks between the NCHW planes of a block's samples and
+ * the lane-interleaved layout: 8 vector loads, a transpose in registers,
+ * 8 vector stores, instead of 64 scalar moves. Rows of at least WB floats
+ * go by blocks of WB columns, the last block overlapping the one before
+ * (it moves the same values again). */
+typedef float wvec __attribute__ ((vector_size (4 * WB)));
+
+#if defined(__clang__)
+#define WSHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
+  __builtin_shufflevector (a, b, i0, i1, i2, i3, i4, i5, i6, i7)
+#else
+typedef int32_t wivec __attribute__ ((vector_size (4 * WB)));
+#define WSHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
+  __builtin_shuffle (a, b, (wivec) { i0, i1, i2, i3, i4, i5, i6, i7 })
+#endif
+
+/* r[i][j] -> r[j][i] */
+WINO_INLINE void
+wino_transpose8 (wvec * r)
+{
+  const wvec t0 = WSHUF (r[0], r[1], 0, 8, 1, 9, 4, 12, 5, 13);
+  const wvec t1 = WSHUF (r[0], r[1], 2, 10, 3, 11, 6, 14, 7, 15);
+  const wvec t2 = WSHUF (r[2], r[3], 0, 8, 1, 9, 4, 12, 5, 13);
+  const wvec t3 = WSHUF (r[2], r[3], 2, 10, 3, 11, 6, 14, 7, 15);
+  const wvec t4 = WSHUF (r[4], r[5], 0, 8, 1, 9, 4, 12, 5, 13);
+  const wvec t5 = WSHUF (r[4], r[5], 2, 10, 3, 11, 6, 14, 7, 15);
+  const wvec t6 = WSHUF (r[6], r[7], 0, 8, 1, 9, 4, 12, 5, 13);
+  const wvec t7 = WSHUF (r[6], r[7], 2, 10, 3, 11, 6, 14, 7, 15);
+  const wvec u0 = WSHUF (t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+  const wvec u1 = WSHUF (t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+  const wvec u2 = WSHUF (t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+  const wvec u3 = WSHUF (t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+  const wvec u4 = WSHUF (t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
+  const wvec u5 = WSHUF (t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+  const wvec u6 = WSHUF (t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
+  const wvec u7 = WSHUF (t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+  r[0] = WSHUF (u0, u4, 0, 1, 2, 3, 8, 9, 10, 11);
+  r[1] = WSHUF (u1, u5, 0, 1, 2, 3, 8, 9, 10, 11);
+  r[2] = WSHUF (u2, u6, 0, 1, 2, 3, 8, 9, 10, 11);
+  r[3] = WSHUF (u3, u7, 0, 1, 2, 3, 8, 9, 10, 11);
+  r[4] = WSHUF (u0, u4, 4, 5, 6, 7, 12, 13, 14, 15);
+  r[5] = WSHUF (u1, u5, 4, 5, 6, 7, 12, 13, 14, 15);
+  r[6] = WSHUF (u2, u6, 4, 5, 6, 7, 12, 13, 14, 15);
+  r[7] = WSHUF (u3, u7, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+/* Columns [x0, x0 + WB) of row `row` of the nb sample planes at
+ * src + l * stride, zeros for the missing samples: r[j] holds column
+ * x0 + j of every sample. */
+WINO_INLINE void
+wino_load_columns (const float *src, size_t stride, int nb, wvec * r)
+{
+  for (int l = 0; l < WB; l++) {
+    if (l < nb)
+      memcpy (&r[l], src + l * stride, sizeof (wvec));
+    else
+      r[l] = (wvec) { 0 };
+  }
+  wino_transpose8 (r);
+}
+
+/* The inverse: r[j] (column x0 + j of every sample) into the nb planes. */
+WINO_INLINE void
+wino_store_columns (wvec * r, float *dst, size_t stride, int nb)
+{
+  wino_transpose8 (r);
+  for (int l = 0; l < nb; l++)
+    memcpy (dst + l * stride, &r[l], sizeof (wvec));
+}
+
+/* Start of block k of a row of n >= WB columns. */
+static inline int
+wino_col_block (int k, int n)
+{
+  return k * WB + WB <= n ? k * WB : n - WB;
+}
+
 /* pad[r][q][l] = x[b0 + l][c][r - pad_top][q - pad_left] for the nb
  * samples of a block, 0 outside the image and for missing samples. */
 WINO_INLINE void
@@ -204,6 +281,21 @@ wino_gather_plane (const tt_window_geom * g, const wino_shape * s,
   const int cols = s->pw - g->pad_left < g->in_w ? s->pw - g->pad_left :
       g->in_w;
   memset (pad, 0, sizeof (float) * s->ph * s->pw * WB);
+  if (cols >= WB) {
+    const int nblk = (cols + WB - 1) / WB;
+    for (int iy = 0; iy < rows; iy++)
+      for (int k = 0; k < nblk; k++) {
+        const int ix = wino_col_block (k, cols);
+        wvec r[WB];
+        wino_load_columns (x + (size_t) b0 * stride + c * in_plane +
+            (size_t) iy * g->in_w + ix, stride, nb, r);
+        float *d = pad + ((size_t) (iy + g->pad_top) * s->pw + ix +
+            g->pad_left) * WB;
+        for (int j = 0; j < WB; j++)
+          memcpy (d + j * WB, &r[j], sizeof (wvec));
+      }
+    return;
+  }
   for (int l = 0; l < nb; l++) {
     const float *src = x + (size_t) (b0 + l) * stride + c * in_plane;
     float *d = pad + ((size_t) g->pad_top * s->pw + g->pad_left) * WB + l;
@@ -221,6 +313,22 @@ wino_scatter_plane (const tt_window_geom * g, const wino_shape * s,
 {
   const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t stride = (size_t) g->channels * in_plane;
+  if (g->in_w >= WB && g->pad_top + g->in_h <= s->ph &&
+      g->pad_left + g->in_w <= s->pw) {
+    const int nblk = (g->in_w + WB - 1) / WB;
+    for (int iy = 0; iy < g->in_h; iy++)
+      for (int k = 0; k < nblk; k++) {
+        const int ix = wino_col_block (k, g->in_w);
+        const float *src = pad + ((size_t) (iy + g->pad_top) * s->pw + ix +
+            g->pad_left) * WB;
+        wvec r[WB];
+        for (int j = 0; j < WB; j++)
+          memcpy (&r[j], src + j * WB, sizeof (wvec));
+        wino_store_columns (r, dx + (size_t) b0 * stride + c * in_plane +
+            (size_t) iy * g->in_w + ix, stride, nb);
+      }
+    return;
+  }
   for (int l = 0; l < nb; l++) {
     float *d = dx + (size_t) (b0 + l) * stride + c * in_plane;
     for (int iy = 0; iy < g->in_h; iy++)
@@ -302,18 +410,14 @@ wino_input_gradient (const wino_shape * s, const float *restrict dv,
     }
 }
 
-/* dm[xi * xs + p * WB + l] = (A dY A^T)[xi] for every tile position of a
- * block and filter f; dY is sample b0 + l's 2x2 output tile, 0 past the
- * output's edge and for missing samples. tile: [pos][4][WB] scratch. */
+/* Rows narrower than WB: the tile values sample by sample. */
 WINO_INLINE void
-wino_output_gradient (const tt_window_geom * g, const wino_shape * s,
+wino_output_gradient_scalar (const tt_window_geom * g, const wino_shape * s,
     int filters, const float *restrict dy, int b0, int nb, int f,
-    float *restrict tile, float *restrict dm, size_t xs)
+    float *restrict tile)
 {
   const int oh = g->out_h, ow = g->out_w;
   const size_t ohw = (size_t) oh * ow, stride = (size_t) filters * ohw;
-  if (nb < WB)
-    memset (tile, 0, sizeof (float) * 4 * WB * s->pos);
   for (int l = 0; l < nb; l++) {
     const float *src = dy + (size_t) (b0 + l) * stride + f * ohw;
     float *t = tile + l;
@@ -327,6 +431,40 @@ wino_output_gradient (const tt_window_geom * g, const wino_shape * s,
         t[2 * WB] = down ? q[ow] : 0.0f;
         t[3 * WB] = right && down ? q[ow + 1] : 0.0f;
       }
+  }
+}
+
+/* dm[xi * xs + p * WB + l] = (A dY A^T)[xi] for every tile position of a
+ * block and filter f; dY is sample b0 + l's 2x2 output tile, 0 past the
+ * output's edge and for missing samples. tile: [pos][4][WB] scratch. */
+WINO_INLINE void
+wino_output_gradient (const tt_window_geom * g, const wino_shape * s,
+    int filters, const float *restrict dy, int b0, int nb, int f,
+    float *restrict tile, float *restrict dm, size_t xs)
+{
+  const int oh = g->out_h, ow = g->out_w;
+  const size_t ohw = (size_t) oh * ow, stride = (size_t) filters * ohw;
+  if (ow >= WB) {
+    /* tile slot of output (oy, ox): position (oy / 2, ox / 2), value
+     * 2 * (oy % 2) + ox % 2; slots past the output's edge stay 0 */
+    const int nblk = (ow + WB - 1) / WB;
+    memset (tile, 0, sizeof (float) * 4 * WB * s->pos);
+    for (int oy = 0; oy < oh; oy++)
+      for (int k = 0; k < nblk; k++) {
+        const int ox = wino_col_block (k, ow);
+        wvec r[WB];
+        wino_load_columns (dy + (size_t) b0 * stride + f * ohw +
+            (size_t) oy * ow + ox, stride, nb, r);
+        for (int j = 0; j < WB; j++) {
+          const int x = ox + j;
+          memcpy (tile + ((size_t) ((oy / 2) * s->tw + x / 2) * 4 +
+                  2 * (oy % 2) + x % 2) * WB, &r[j], sizeof (wvec));
+        }
+      }
+  } else {
+    if (nb < WB)
+      memset (tile, 0, sizeof (float) * 4 * WB * s->pos);
+    wino_output_gradient_scalar (g, s, filters, dy, b0, nb, f, tile);
   }
   for (int p = 0; p < s->pos; p++) {
     const float *ta = tile + (size_t) p * 4 * WB;
@@ -377,6 +515,22 @@ wino_output_transform (const tt_window_geom * g, const wino_shape * s,
       ta[2 * WB + l] = t[1][0] + t[1][1] + t[1][2] + bias;
       ta[3 * WB + l] = t[1][1] - t[1][2] - t[1][3] + bias;
     }
+  }
+  if (ow >= WB) {
+    const int nblk = (ow + WB - 1) / WB;
+    for (int oy = 0; oy < oh; oy++)
+      for (int k = 0; k < nblk; k++) {
+        const int ox = wino_col_block (k, ow);
+        wvec r[WB];
+        for (int j = 0; j < WB; j++) {
+          const int x = ox + j;
+          memcpy (&r[j], tile + ((size_t) ((oy / 2) * s->tw + x / 2) * 4 +
+                  2 * (oy % 2) + x % 2) * WB, sizeof (wvec));
+        }
+        wino_store_columns (r, y + (size_t) b0 * stride + f * ohw +
+            (size_t) oy * ow + ox, stride, nb);
+      }
+    return;
   }
   for (int l = 0; l < nb; l++) {
     float *dst = y + (size_t) (b0 + l) * stride + f * ohw;
