@@ -144,10 +144,12 @@ wino_scratch_of (const tt_window_geom * g, const wino_shape * s, int filters,
 }
 
 /* U[xi][f][c] = (G g G^T)[xi] for every filter f and channel c. */
-static void
-wino_filter_transform (int filters, int channels, const float *w, float *u)
+WINO_INLINE void
+wino_filter_transform (int filters, int channels, const float *restrict w,
+    float *restrict u)
 {
   const size_t fc = (size_t) filters * channels;
+  WINO_IVDEP
   for (size_t k = 0; k < fc; k++) {
     const float *g = w + 9 * k;
     float t[4][3], r[16];
@@ -169,10 +171,12 @@ wino_filter_transform (int filters, int channels, const float *w, float *u)
 }
 
 /* dw[f][c] = G^T dU[f][c] G, the adjoint of wino_filter_transform. */
-static void
-wino_filter_gradient (int filters, int channels, const float *du, float *dw)
+WINO_INLINE void
+wino_filter_gradient (int filters, int channels, const float *restrict du,
+    float *restrict dw)
 {
   const size_t fc = (size_t) filters * channels;
+  WINO_IVDEP
   for (size_t k = 0; k < fc; k++) {
     float d[16], t[3][4];
     for (int xi = 0; xi < 16; xi++)
@@ -620,12 +624,21 @@ tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
   wino_filter_gradient (filters, c_n, sc.u, dw);
   if (dbias)
     for (int f = 0; f < filters; f++) {
-      float sum = 0.0f;
+      /* WB partial sums (a plain running sum is one long chain of
+       * dependent adds, which cannot be vectorized) */
+      float part[WB] = { 0 };
       for (int b = 0; b < batch; b++) {
         const float *q = dy + ((size_t) b * filters + f) * ohw;
-        for (size_t k = 0; k < ohw; k++)
-          sum += q[k];
+        size_t k = 0;
+        for (; k + WB <= ohw; k += WB)
+          for (int l = 0; l < WB; l++)
+            part[l] += q[k + l];
+        for (; k < ohw; k++)
+          part[k % WB] += q[k];
       }
+      float sum = 0.0f;
+      for (int l = 0; l < WB; l++)
+        sum += part[l];
       dbias[f] = sum;
     }
 }
