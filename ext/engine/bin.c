@@ -27,10 +27,11 @@
 
 /* Calls fn for each float region of the file, in file order; moments only
  * when with_moments. tensor is -1 for a region the model does not hold (an
- * inference-only model keeps no moments): count says how many floats to
- * skip. Returns the first non-OK status. */
+ * inference-only model keeps no moments): count says how many floats it
+ * has, name what a training model calls it. Returns the first non-OK
+ * status. */
 typedef tt_status (*bin_region_fn) (tt_model * m, int tensor, size_t count,
-    void *ctx, tt_error * err);
+    const char *name, void *ctx, tt_error * err);
 
 static tt_status
 bin_for_each (tt_model * m, bool with_moments, bool moments_only,
@@ -41,7 +42,8 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
     tt_layer *l = &m->layers[m->canonical[c]];
     for (uint32_t i = 0; i < l->n_weights; i++)
       if (!moments_only && (st = fn (m, l->weights[i].value,
-                  l->weights[i].count, ctx, err)))
+                  l->weights[i].count, m->tensors[l->weights[i].value].name,
+                  ctx, err)))
         return st;
   }
   if (!with_moments)
@@ -52,9 +54,15 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
       tt_weight *w = &l->weights[i];
       if (!w->trainable)
         continue;
-      if ((st = fn (m, w->opt[0], w->count, ctx, err)) ||
-          (st = fn (m, w->opt[1], w->count, ctx, err)))
-        return st;
+      for (int k = 0; k < 2; k++) {
+        char skipped[256];
+        if (w->opt[k] < 0)
+          snprintf (skipped, sizeof skipped, "%s:%s:%s", l->name, w->suffix,
+              k ? "v" : "m");
+        if ((st = fn (m, w->opt[k], w->count, w->opt[k] >= 0 ?
+                    m->tensors[w->opt[k]].name : skipped, ctx, err)))
+          return st;
+      }
     }
   }
   return TT_OK;
@@ -75,9 +83,10 @@ tt_bin_saves_moments (const tt_model * m)
 }
 
 static tt_status
-bin_sum_bytes (tt_model * m, int tensor, size_t count, void *ctx,
-    tt_error * err)
+bin_sum_bytes (tt_model * m, int tensor, size_t count,
+    const char *name, void *ctx, tt_error * err)
 {
+  (void) name;
   (void) m;
   (void) tensor;
   (void) err;
@@ -108,9 +117,10 @@ typedef struct {
 } bin_id_list;
 
 static tt_status
-bin_collect (tt_model * m, int tensor, size_t count, void *ctx,
-    tt_error * err)
+bin_collect (tt_model * m, int tensor, size_t count,
+    const char *name, void *ctx, tt_error * err)
 {
+  (void) name;
   (void) m;
   (void) count;
   (void) err;
@@ -183,21 +193,23 @@ typedef struct {
 } bin_reader;
 
 static tt_status
-bin_read_region (tt_model * m, int tensor, size_t count, void *ctx,
-    tt_error * err)
+bin_read_region (tt_model * m, int tensor, size_t count,
+    const char *name, void *ctx, tt_error * err)
 {
   bin_reader *r = ctx;
-  if (tensor < 0) {
+  /* a region the model does not hold is checked like the others, so both
+   * kinds of model accept the same files, and skipped when storing */
+  if (tensor < 0 && r->store) {
     if (fseek (r->fp, (long) (count * sizeof (float)), SEEK_CUR) != 0)
       return tt_fail (err, TT_ERR_IO, "%s: cannot seek: %s", r->path,
           strerror (errno));
     r->offset += count * sizeof (float);
     return TT_OK;
   }
-  tt_tensor *t = &m->tensors[tensor];
+  tt_tensor *t = tensor >= 0 ? &m->tensors[tensor] : NULL;
   float chunk[4096];
-  for (size_t done = 0; done < t->count;) {
-    size_t n = t->count - done < 4096 ? t->count - done : 4096;
+  for (size_t done = 0; done < count;) {
+    size_t n = count - done < 4096 ? count - done : 4096;
     float *dst = r->store ? t->data + done : chunk;
     if (fread (dst, sizeof (float), n, r->fp) != n)
       return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu (%s)",
@@ -207,8 +219,8 @@ bin_read_region (tt_model * m, int tensor, size_t count, void *ctx,
       if (!isfinite (dst[i]))
         return tt_fail (err, TT_ERR_PARSE,
             "%s: tensor %s holds a non-finite value (%g) at element %zu "
-            "(byte %zu)", r->path, t->name, (double) dst[i], done + i,
-            r->offset + i * sizeof (float));
+            "(byte %zu)", r->path, name,
+            (double) dst[i], done + i, r->offset + i * sizeof (float));
     done += n;
     r->offset += n * sizeof (float);
   }
@@ -216,9 +228,10 @@ bin_read_region (tt_model * m, int tensor, size_t count, void *ctx,
 }
 
 static tt_status
-bin_zero_region (tt_model * m, int tensor, size_t count, void *ctx,
-    tt_error * err)
+bin_zero_region (tt_model * m, int tensor, size_t count,
+    const char *name, void *ctx, tt_error * err)
 {
+  (void) name;
   (void) count;
   (void) ctx;
   (void) err;
@@ -317,28 +330,27 @@ typedef struct {
 } bin_memory;
 
 static tt_status
-bin_memory_region (tt_model * m, int tensor, size_t count, void *ctx,
-    tt_error * err)
+bin_memory_region (tt_model * m, int tensor, size_t count,
+    const char *name, void *ctx, tt_error * err)
 {
   bin_memory *r = ctx;
-  if (tensor < 0) {
-    r->offset += count * sizeof (float);
-    return TT_OK;
-  }
-  tt_tensor *t = &m->tensors[tensor];
-  const size_t bytes = t->count * sizeof (float);
+  tt_tensor *t = tensor >= 0 ? &m->tensors[tensor] : NULL;
+  const size_t bytes = count * sizeof (float);
   if (r->store) {
-    memcpy (t->data, r->data + r->offset, bytes);
+    if (t)
+      memcpy (t->data, r->data + r->offset, bytes);
   } else {
-    /* any alignment: one float at a time through memcpy */
-    for (size_t i = 0; i < t->count; i++) {
+    /* any alignment: one float at a time through memcpy; a region the
+     * model does not hold is checked too (both kinds of model accept the
+     * same files) */
+    for (size_t i = 0; i < count; i++) {
       float v;
       memcpy (&v, r->data + r->offset + i * sizeof v, sizeof v);
       if (!isfinite (v))
         return tt_fail (err, TT_ERR_PARSE,
             "%s: tensor %s holds a non-finite value (%g) at element %zu "
-            "(byte %zu)", r->name, t->name, (double) v, i,
-            r->offset + i * sizeof (float));
+            "(byte %zu)", r->name, name,
+            (double) v, i, r->offset + i * sizeof (float));
     }
   }
   r->offset += bytes;
@@ -402,9 +414,10 @@ tt_model_load_bin_memory (tt_model * m, const void *data, size_t len,
 /* ---- saving ----------------------------------------------------------- */
 
 static tt_status
-bin_write_region (tt_model * m, int tensor, size_t count, void *ctx,
-    tt_error * err)
+bin_write_region (tt_model * m, int tensor, size_t count,
+    const char *name, void *ctx, tt_error * err)
 {
+  (void) name;
   (void) count;
   const tt_tensor *t = &m->tensors[tensor];
   return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float), err);

@@ -933,9 +933,11 @@ bundle_fill (bundle * b, tt_model * m, const int *ids, bool store,
       if ((st = stream_read (&w, scratch, take, err)))
         break;
       size_t at;
-      if (ids[i] >= 0 && bad_tensor < 0 && !finite_all ((const float *) scratch,
+      /* moments an inference-only model skips are checked too: both kinds
+       * of model accept the same bundles */
+      if (bad_tensor < 0 && !finite_all ((const float *) scratch,
               (size_t) take / 4, &at)) {
-        bad_tensor = ids[i];
+        bad_tensor = (int) i;
         bad_at = (size_t) (done / 4) + at;
         memcpy (&bad_value, scratch + at * 4, 4);
       }
@@ -949,8 +951,9 @@ bundle_fill (bundle * b, tt_model * m, const int *ids, bool store,
   stream_close (&w);
   free (scratch);
   if (!st && bad_tensor >= 0)
-    st = tt_fail (err, TT_ERR_PARSE, "%s: tensor %s holds a non-finite value "
-        "(%g) at element %zu", b->name, m->tensors[bad_tensor].name,
+    st = tt_fail (err, TT_ERR_PARSE, "%s: tensor %.*s holds a non-finite "
+        "value (%g) at element %zu", b->name,
+        (int) b->tensors[bad_tensor].name_len, b->tensors[bad_tensor].name,
         (double) bad_value, bad_at);
   return st;
 }
@@ -959,10 +962,24 @@ static tt_status
 bundle_check_finite (bundle * b, tt_model * m, const int *ids, tt_error * err)
 {
   for (uint32_t i = 0; i < b->n_tensors; i++) {
-    if (ids[i] < 0)
-      continue;
-    const tt_tensor *t = &m->tensors[ids[i]];
     size_t bad;
+    if (ids[i] < 0) {
+      /* moments an inference-only model skips: copied loaders checked
+       * them while streaming; used in place, they lie in the blob */
+      const b_tensor *bt = &b->tensors[i];
+      const unsigned char *data = b->mem &&
+          !(b->weights->flags & TT_BUNDLE_SECTION_ZLIB) ? b->mem +
+          b->weights->offset + bt->offset : NULL;
+      if (data && !finite_all ((const float *) data, bt->bytes / 4, &bad)) {
+        float f;
+        memcpy (&f, data + bad * 4, 4);
+        return tt_fail (err, TT_ERR_PARSE, "%s: tensor %.*s holds a "
+            "non-finite value (%g) at element %zu", b->name,
+            (int) bt->name_len, bt->name, (double) f, bad);
+      }
+      continue;
+    }
+    const tt_tensor *t = &m->tensors[ids[i]];
     if (!finite_all (t->data, t->count, &bad))
       return finite_fail (b, t, t->data, bad, err);
   }

@@ -16,6 +16,10 @@
  * afterwards. A rejected file leaves the model untouched (README: "a
  * rejected file leaves the model untouched"); an accepted one holds only
  * finite values, saves back to the same bytes, and trains a step.
+ *
+ * Each model also has an inference-only twin (no moments in its pool: the
+ * loader skips them in the file): it must accept exactly the files the
+ * training model accepts, with the same weights and counters.
  */
 #include "fuzz_common.h"
 
@@ -44,6 +48,8 @@ typedef struct {
 } fuzz_model;
 
 static fuzz_model models[2];
+static tt_model *twins[2];      /* the same models, inference only */
+static float *twin_weights[2];
 static fuzz_file file;
 static uint8_t *fitted;
 static size_t fitted_cap;
@@ -81,8 +87,47 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
     f->sizes[1] = f->weights + 8;
     f->sizes[2] = f->adam ? f->weights + 4 + mom : f->weights;
     f->sizes[3] = f->adam ? f->weights + 4 + mom + 8 : f->weights + 8;
+    twins[i] = tt_model_load_ini_text (fuzz_models[i],
+        strlen (fuzz_models[i]), i ? "sgd.ini" : "adam.ini", &err);
+    FUZZ_CHECK (twins[i] && tt_model_set_inference (twins[i], true,
+            &err) == TT_OK && tt_model_compile (twins[i], &err) == TT_OK,
+        "%s", err.message);
+    twin_weights[i] = malloc (f->weights);
+    FUZZ_CHECK (twin_weights[i] != NULL, "out of memory");
   }
   return 0;
+}
+
+/* The inference twin of f loads the same file as f did (status st). */
+static void
+fuzz_check_twin (int i, const uint8_t * bin, size_t len, tt_status st)
+{
+  const fuzz_model *f = &models[i];
+  tt_model *t = twins[i];
+  tt_error err;
+  t->epoch = t->iteration = 0;  /* as the training model starts each input */
+  tt_status tst = tt_model_load_bin_memory (t, len ? bin : NULL, len,
+      "fuzz.bin", &err);
+  FUZZ_CHECK (tst == st, "training model: %d, inference twin: %s",
+      (int) st, tst ? err.message : "OK");
+  if (tst != TT_OK)
+    return;
+  const size_t n = f->weights / sizeof (float);
+  FUZZ_CHECK (tt_model_export_weights (t, twin_weights[i], n, &err) ==
+      TT_OK, "%s", err.message);
+  size_t at = 0;
+  for (uint32_t l = 0; l < f->m->n_layers; l++) {
+    const tt_layer *layer = &f->m->layers[f->m->canonical[l]];
+    for (uint32_t w = 0; w < layer->n_weights; w++) {
+      const tt_weight *x = &layer->weights[w];
+      FUZZ_CHECK (!memcmp (twin_weights[i] + at, tt_data (f->m, x->value),
+              x->count * sizeof (float)), "%s:%s differs in the inference "
+          "twin", layer->name, x->suffix);
+      at += x->count;
+    }
+  }
+  FUZZ_CHECK (t->epoch == f->m->epoch && t->iteration == f->m->iteration,
+      "the inference twin's counters differ");
 }
 
 /* Everything a load may change, as it was. */
@@ -168,6 +213,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   FUZZ_CHECK (!memcmp (from_file, f->m->pool, f->m->pool_bytes) &&
       epoch == f->m->epoch && iteration == f->m->iteration,
       "the file and memory loaders leave different models");
+  fuzz_check_twin (data[0] & 1, bin, len, st);
   if (st != TT_OK) {
     fuzz_check_error (st, &err);
     FUZZ_CHECK (fuzz_untouched (f), "a rejected file changed the model: %s",

@@ -27,6 +27,11 @@
  * same weights, and (pool <= 1 MiB) trains a step, which the in-place
  * model refuses. tt_bundle_load_weights into the fixed models leaves them
  * untouched when it refuses, and finite when it accepts.
+ *
+ * Inference only (tt_bundle_load_options.inference, the moments skipped):
+ * a bundle the copy loaders accept loads for inference too, copied and in
+ * place (unless compressed), with the same weights and counters, and
+ * evaluates to the same bits as the training model.
  */
 #include "fuzz_common.h"
 #include "tt_bundle.h"
@@ -271,7 +276,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     fuzz_fixup (buf, len);
   fuzz_file_set (&file, buf, len);
 
-  fuzz_load l[6];
+  fuzz_load l[8];
   memset (l, 0, sizeof l);
   tt_bundle_load_options o = { .mode = TT_BUNDLE_READ };
   fuzz_loaded (&l[0], "file read", tt_bundle_load (file.path, &o,
@@ -320,6 +325,30 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
             len, file.path, &t, &l[5].err));
     if (l[0].st == TT_OK)
       FUZZ_CHECK (l[5].st == TT_OK, "trusted: %s", l[5].err.message);
+  }
+
+  if (l[0].st == TT_OK) {
+    /* the same bundle for inference only: copied, and in place */
+    tt_bundle_load_options inf = { .mode = TT_BUNDLE_READ,
+      .inference = true
+    };
+    fuzz_loaded (&l[6], "memory read, inference", tt_bundle_load_memory (buf,
+            len, file.path, &inf, &l[6].err));
+    FUZZ_CHECK (l[6].st == TT_OK, "loads for training, not for inference: "
+        "%s", l[6].err.message);
+    inf.mode = TT_BUNDLE_IN_PLACE;
+    fuzz_loaded (&l[7], "memory in place, inference",
+        tt_bundle_load_memory (buf, len, file.path, &inf, &l[7].err));
+    FUZZ_CHECK (compressed || l[7].st == TT_OK, "in place for inference: "
+        "%s", l[7].err.message);
+    fuzz_same_weights (&l[0], &l[6], false);
+    if (l[7].m)
+      fuzz_same_weights (&l[0], &l[7], false);
+    if (l[0].m->pool_bytes <= (1u << 20)) {
+      fuzz_check_eval (&l[0], &l[6]);
+      if (l[7].m)
+        fuzz_check_eval (&l[0], &l[7]);
+    }
   }
 
   if (l[0].st == TT_OK) {
@@ -379,7 +408,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
       fuzz_batch_free (&b);
     }
   }
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < 8; i++)
     tt_model_free (l[i].m);
   if (ist == TT_OK)
     tt_bundle_info_clear (&info);
