@@ -143,10 +143,11 @@ wino_scratch_of (const tt_window_geom * g, const wino_shape * s, int filters,
   return w;
 }
 
-/* U[xi][f][c] = (G g G^T)[xi] for every filter f and channel c. */
+/* U[xi][f][c] = (G g G^T)[xi] for every filter f and channel c, or
+ * U[xi][c][f] when transposed. */
 WINO_INLINE void
 wino_filter_transform (int filters, int channels, const float *restrict w,
-    float *restrict u)
+    float *restrict u, bool transposed)
 {
   const size_t fc = (size_t) filters * channels;
   WINO_IVDEP
@@ -165,8 +166,10 @@ wino_filter_transform (int filters, int channels, const float *restrict w,
       r[4 * i + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
       r[4 * i + 3] = t[i][2];
     }
+    const size_t o = transposed ? (k % channels) * filters + k / channels :
+        k;
     for (int xi = 0; xi < 16; xi++)
-      u[xi * fc + k] = r[xi];
+      u[xi * fc + o] = r[xi];
   }
 }
 
@@ -571,7 +574,7 @@ tt_conv2d_winograd_forward (const tt_window_geom * g, int filters, int batch,
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
   const size_t xs = (size_t) c_n * s.ld, fc = (size_t) filters * c_n;
 
-  wino_filter_transform (filters, c_n, w, sc.u);
+  wino_filter_transform (filters, c_n, w, sc.u, false);
   for (int k = 0; k < s.blocks; k++)
     for (int c = 0; c < c_n; c++) {
       wino_gather_plane (g, &s, x, k * WB, wino_block_samples (batch, k), c,
@@ -653,7 +656,9 @@ tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
   const size_t xs = (size_t) c_n * s.ld, fc = (size_t) filters * c_n;
 
-  wino_filter_transform (filters, c_n, w, sc.u);
+  /* U^T stored as such: dV = U^T dM is then a plain product, which
+   * OpenBLAS runs without packing U */
+  wino_filter_transform (filters, c_n, w, sc.u, true);
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
     const size_t nt = (size_t) (k1 - k0) * s.bcols;
@@ -665,8 +670,8 @@ tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
             (size_t) filters * nt);
     /* dV over V's columns (backward_weight is done with them) */
     for (int xi = 0; xi < 16; xi++)
-      tt_gemm (true, false, c_n, (int) nt, filters, 1.0f, sc.u + xi * fc,
-          c_n, sc.m + (size_t) xi * filters * nt, (int) nt, 0.0f,
+      tt_gemm (false, false, c_n, (int) nt, filters, 1.0f, sc.u + xi * fc,
+          filters, sc.m + (size_t) xi * filters * nt, (int) nt, 0.0f,
           col + (size_t) xi * xs + (size_t) k0 * s.bcols, (int) s.ld);
     for (int k = k0; k < k1; k++)
       for (int c = 0; c < c_n; c++) {
