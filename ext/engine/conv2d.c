@@ -19,27 +19,29 @@
  * input and a chunk of products; im2col its columns and the GEMM result.
  * derivative: whether backward_input will run. */
 size_t
-tt_conv2d_batch_col_floats (const tt_window_geom * g, int batch,
+tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
     bool derivative)
 {
+  const int batch = planned;
   const size_t im2col = (size_t) g->channels * g->kernel_h * g->kernel_w *
       batch * g->out_h * g->out_w;
   if (tt_conv2d_direct_applies (g))
     return derivative ? im2col :
         (size_t) batch * g->channels * g->in_h * g->in_w;
-  if (tt_conv2d_winograd_applies (g))
+  if (tt_conv2d_winograd_applies (g, planned))
     return tt_conv2d_winograd_col_floats (g, batch);
   return im2col;
 }
 
 size_t
-tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters, int batch,
-    bool derivative)
+tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
+    int planned, bool derivative)
 {
+  const int batch = planned;
   const size_t grouped = (size_t) filters * batch * g->out_h * g->out_w;
   if (tt_conv2d_direct_applies (g))
     return derivative ? grouped : 0;
-  if (tt_conv2d_winograd_applies (g))
+  if (tt_conv2d_winograd_applies (g, planned))
     return tt_conv2d_winograd_out_floats (g, filters, batch);
   return grouped;
 }
@@ -180,7 +182,7 @@ conv2d_chunk (const tt_window_geom * g)
 
 void
 tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
-    const float *x, const float *w, const float *bias, float *y,
+    int planned, const float *x, const float *w, const float *bias, float *y,
     float *col, float *out)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
@@ -195,7 +197,7 @@ tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
     tt_conv2d_direct_forward (g, filters, batch, x, w, bias, y);
     return;
   }
-  if (tt_conv2d_winograd_applies (g)) {
+  if (tt_conv2d_winograd_applies (g, planned)) {
     tt_conv2d_winograd_forward (g, filters, batch, x, w, bias, y, col, out);
     return;
   }
@@ -232,8 +234,8 @@ conv2d_regroup_dy (const tt_window_geom * g, int filters, int batch,
 
 void
 tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *dy, float *dw, float *dbias, const float *col,
-    float *dyg)
+    int batch, int planned, const float *dy, float *dw, float *dbias,
+    const float *col, float *dyg)
 {
   const size_t ld = (size_t) batch * g->out_h * g->out_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
@@ -242,7 +244,7 @@ tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
     tt_conv2d_direct_backward_weight (g, filters, batch, col, dy, dw, dbias);
     return;
   }
-  if (tt_conv2d_winograd_applies (g)) {
+  if (tt_conv2d_winograd_applies (g, planned)) {
     tt_conv2d_winograd_backward_weight (g, filters, batch, dy, dw, dbias, col,
         dyg);
     return;
@@ -262,15 +264,15 @@ tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
 
 void
 tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dx, float *col,
-    float *dyg, bool dy_grouped)
+    int batch, int planned, const float *w, const float *dy, float *dx,
+    float *col, float *dyg, bool dy_grouped)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t ld = (size_t) batch * ohw;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   const int chunk = conv2d_chunk (g);
-  if (tt_conv2d_winograd_applies (g)) {
+  if (tt_conv2d_winograd_applies (g, planned)) {
     tt_conv2d_winograd_backward_input (g, filters, batch, w, dy, dx, col,
         dyg);
     return;

@@ -56,20 +56,23 @@
 /* The lane loops write (or read) 16 rows of one matrix at run-time
  * distances: the compiler cannot prove that they do not overlap and would
  * not vectorize them. They never do (the distance is at least WB). */
-#if defined(__clang__)
-#define WINO_IVDEP _Pragma ("clang loop vectorize(assume_safety)")
-#elif defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__clang__)
 #define WINO_IVDEP _Pragma ("GCC ivdep")
 #else
+/* (clang's assume_safety warns where it cannot vectorize; clang builds
+ * are the fuzzing ones, where speed does not matter) */
 #define WINO_IVDEP
 #endif
 
+/* Smaller batches would leave most lanes of each block, and most GEMM
+ * columns, empty (batch 1: 8 times the work, 4 times the scratch of
+ * im2col). */
 bool
-tt_conv2d_winograd_applies (const tt_window_geom * g)
+tt_conv2d_winograd_applies (const tt_window_geom * g, int planned)
 {
   if (g->kernel_h != 3 || g->kernel_w != 3 || g->stride_h != 1 ||
       g->stride_w != 1 || g->dilation_h != 1 || g->dilation_w != 1 ||
-      g->channels < 16)
+      g->channels < 16 || planned < WB)
     return false;
   /* Not worth it when the 2x2 tiles mostly hang over the output's edge. */
   const size_t th = (size_t) (g->out_h + 1) / 2;

@@ -54,23 +54,26 @@ void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
  * grouped: [filters][batch*out_h*out_w], the GEMM result in forward and the
  * output derivative regrouped in backward (backward_input regroups it
  * itself unless dy_grouped says backward_weight just did).
- * The two size functions give the floats of col and grouped for the
- * algorithm the geometry gets (grouped may then be 0 floats, and NULL);
- * derivative: whether backward_input will run.
+ * planned: the batch the scratch was sized for (batch <= planned, e.g. a
+ * short last batch): the algorithm depends on it, so every pass of a
+ * layer takes the same one. The two size functions give the floats of col
+ * and grouped for the algorithm the geometry and planned batch get
+ * (grouped may then be 0 floats, and NULL); derivative: whether
+ * backward_input will run.
  * All outputs are overwritten, not accumulated. */
-size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int batch,
+size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
     bool derivative);
 size_t tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
-    int batch, bool derivative);
+    int planned, bool derivative);
 void tt_conv2d_batch_forward (const tt_window_geom * g, int filters,
-    int batch, const float *x, const float *w, const float *bias, float *y,
-    float *col, float *grouped);
+    int batch, int planned, const float *x, const float *w, const float *bias,
+    float *y, float *col, float *grouped);
 void tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *dy, float *dw, float *dbias, const float *col,
-    float *grouped);
+    int batch, int planned, const float *dy, float *dw, float *dbias,
+    const float *col, float *grouped);
 void tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dx, float *col,
-    float *grouped, bool dy_grouped);
+    int batch, int planned, const float *w, const float *dy, float *dx,
+    float *col, float *grouped, bool dy_grouped);
 
 /* Direct convolution (conv2d_direct.c), which the batched functions above
  * use when it applies (few taps: C*kh*kw <= 32; no padding, stride and
@@ -83,10 +86,10 @@ void tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *dy, float *dw, float *dbias);
 
 /* Winograd F(2x2, 3x3) convolution (conv2d_winograd.c), which the
- * batched functions use for 3x3, stride-1 layers of 16 or more channels;
- * col and out as there, sized by the two functions below (which the
- * batched size functions include). */
-bool tt_conv2d_winograd_applies (const tt_window_geom * g);
+ * batched functions use for 3x3, stride-1 layers of 16 or more channels
+ * planned for batches of 8 or more (it works on blocks of 8 samples);
+ * col and out as there, sized by the two functions below. */
+bool tt_conv2d_winograd_applies (const tt_window_geom * g, int planned);
 size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch);
 size_t tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
     int batch);

@@ -106,7 +106,7 @@ conv_forward (tt_model * m, tt_layer * l, bool training)
 {
   (void) training;
   tt_conv2d_batch_forward (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) m->cur_batch, tt_data (m, l->in[0]),
+      (int) m->cur_batch, (int) m->batch_size, tt_data (m, l->in[0]),
       tt_data (m, l->weights[0].value),
       l->n_weights > 1 ? tt_data (m, l->weights[1].value) : NULL,
       tt_data (m, l->out[0]), tt_data (m, l->p.conv.col),
@@ -119,7 +119,7 @@ conv_calc_gradient (tt_model * m, tt_layer * l)
   if (l->weights[0].grad < 0)
     return;
   tt_conv2d_batch_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) m->cur_batch, tt_data (m, l->out_deriv[0]),
+      (int) m->cur_batch, (int) m->batch_size, tt_data (m, l->out_deriv[0]),
       tt_data (m, l->weights[0].grad),
       l->n_weights > 1 ? tt_data (m, l->weights[1].grad) : NULL,
       tt_data (m, l->p.conv.col), tt_data (m, l->p.conv.dy_grouped));
@@ -130,7 +130,8 @@ conv_calc_derivative (tt_model * m, tt_layer * l)
 {
   /* calcGradient already regrouped the output derivative when it ran */
   tt_conv2d_batch_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) m->cur_batch, tt_data (m, l->weights[0].value),
+      (int) m->cur_batch, (int) m->batch_size,
+      tt_data (m, l->weights[0].value),
       tt_data (m, l->out_deriv[0]), tt_data (m, l->in_deriv[0]),
       tt_data (m, l->p.conv.col), tt_data (m, l->p.conv.dy_grouped),
       l->weights[0].grad >= 0);

@@ -471,29 +471,33 @@ test_conv_loss (void *p)
   return l;
 }
 
+/* planned: the batch the scratch is sized for, which picks the algorithm
+ * (Winograd needs 8 or more); tc->batch samples run in it. */
 static void
-test_conv_case_run (const test_conv_case * tc)
+test_conv_case_run (const test_conv_case * tc, int planned)
 {
   tt_window_geom g = test_geom (tc->c, tc->h, tc->w, tc->kh, tc->kw, tc->sh,
       tc->sw, tc->pt, tc->pb, tc->pl, tc->pr, tc->dh, tc->dw);
-  char what[160];
+  char what[160], tag[48] = "";
 
   if (tt_window_geom_init (&g) != 0) {
     test_report (false, "conv %s: geometry rejected", tc->name);
     return;
   }
 
+  if (planned != tc->batch)
+    snprintf (tag, sizeof tag, " (%d of a planned %d)", tc->batch, planned);
   const int nb = tc->batch, nf = tc->f, ckk = g.channels * g.kernel_h
       * g.kernel_w, ohw = g.out_h * g.out_w;
   const size_t nx = (size_t) nb * g.channels * g.in_h * g.in_w;
   const size_t nw = (size_t) nf * ckk, ny = (size_t) nb * nf * ohw;
   /* the engine's batched convolution (conv2d.c): columns of the whole
    * batch, kept from forward for backward_weight */
-  const size_t ncol = tt_conv2d_batch_col_floats (&g, nb, true);
+  const size_t ncol = tt_conv2d_batch_col_floats (&g, planned, true);
   float *x = test_falloc (nx), *w = test_falloc (nw), *b = test_falloc (nf);
   float *y = test_falloc (ny), *dy = test_falloc (ny);
   float *dx = test_falloc (nx), *dw = test_falloc (nw), *db = test_falloc (nf);
-  const size_t ngrouped = tt_conv2d_batch_out_floats (&g, nf, nb, true);
+  const size_t ngrouped = tt_conv2d_batch_out_floats (&g, nf, planned, true);
   float *col = test_falloc (ncol), *grouped = test_falloc (ngrouped);
   double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
   double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
@@ -511,10 +515,10 @@ test_conv_case_run (const test_conv_case * tc)
 
   /* Forward. y starts as NaN: without bias the GEMM runs with beta = 0. */
   test_fill_nan (y, ny);
-  tt_conv2d_batch_forward (&g, nf, nb, x, w, tc->bias ? b : NULL, y, col,
+  tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL, y, col,
       grouped);
   test_ref_conv_fwd (&g, nf, nb, xd, wd, tc->bias ? bd : NULL, ry, sy);
-  snprintf (what, sizeof what, "conv %s forward", tc->name);
+  snprintf (what, sizeof what, "conv %s%s forward", tc->name, tag);
   test_check_close (what, y, ry, sy, ny);
 
   /* Backward weight: direct reference dw[f][c][i][j] = sum dy * x. */
@@ -543,10 +547,11 @@ test_conv_case_run (const test_conv_case * tc)
         }
   test_fill_nan (dw, nw);
   test_fill_nan (db, nf);
-  tt_conv2d_batch_backward_weight (&g, nf, nb, dy, dw, db, col, grouped);
-  snprintf (what, sizeof what, "conv %s backward_weight dw", tc->name);
+  tt_conv2d_batch_backward_weight (&g, nf, nb, planned, dy, dw, db, col, grouped);
+  snprintf (what, sizeof what, "conv %s%s backward_weight dw", tc->name, tag);
   test_check_close (what, dw, rdw, sdw, nw);
-  snprintf (what, sizeof what, "conv %s backward_weight dbias", tc->name);
+  snprintf (what, sizeof what, "conv %s%s backward_weight dbias", tc->name,
+      tag);
   test_check_close (what, db, rdb, sdb, nf);
 
   /* Backward input: direct scatter of w * dy. */
@@ -570,19 +575,19 @@ test_conv_case_run (const test_conv_case * tc)
               }
         }
   test_fill_nan (dx, nx);
-  tt_conv2d_batch_backward_input (&g, nf, nb, w, dy, dx, col, grouped, true);
-  snprintf (what, sizeof what, "conv %s backward_input", tc->name);
+  tt_conv2d_batch_backward_input (&g, nf, nb, planned, w, dy, dx, col, grouped, true);
+  snprintf (what, sizeof what, "conv %s%s backward_input", tc->name, tag);
   test_check_close (what, dx, rdx, sdx, nx);
 
   /* Finite differences of L = sum(conv(x, w, b) * r), r = dy. */
   {
     test_conv_ctx ctx = { &g, nf, nb, xd, wd, bd, r, yscratch, ny };
-    snprintf (what, sizeof what, "conv %s dL/dw", tc->name);
+    snprintf (what, sizeof what, "conv %s%s dL/dw", tc->name, tag);
     test_check_fd (what, test_conv_loss, &ctx, wd, nw, dw, sdw, 1e-3);
-    snprintf (what, sizeof what, "conv %s dL/dbias", tc->name);
+    snprintf (what, sizeof what, "conv %s%s dL/dbias", tc->name, tag);
     test_check_fd (what, test_conv_loss, &ctx, bd, (size_t) nf, db, sdb,
         1e-3);
-    snprintf (what, sizeof what, "conv %s dL/dx", tc->name);
+    snprintf (what, sizeof what, "conv %s%s dL/dx", tc->name, tag);
     test_check_fd (what, test_conv_loss, &ctx, xd, nx, dx, sdx, 1e-3);
   }
 
@@ -736,7 +741,9 @@ test_conv (void)
     {"direct 1ch 3x3 fmnist", 2, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1,
         true},
     /* Winograd F(2x2, 3x3) (conv2d_winograd.c: 3x3, stride 1, >= 16
-     * channels; "16ch 14x14" and "64ch 21x21" above take it too): the
+     * channels, planned batch >= 8; cases of fewer samples run both as
+     * planned and in a planned batch of 8, so "16ch 14x14" and "64ch
+     * 21x21" above take it too): the
      * fmnist CNN's second layer; an odd output cropped from whole tiles
      * (225 tiles a sample); asymmetric padding. */
     {"winograd 32ch 13x13 -> 64 fmnist", 2, 32, 13, 13, 64, 3, 3, 1, 1, 0, 0,
@@ -753,8 +760,17 @@ test_conv (void)
         1, 1, 1, 1, 1, 1, true},
   };
 
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    test_conv_case_run (&cases[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tt_window_geom g = test_geom (cases[i].c, cases[i].h, cases[i].w,
+        cases[i].kh, cases[i].kw, cases[i].sh, cases[i].sw, cases[i].pt,
+        cases[i].pb, cases[i].pl, cases[i].pr, cases[i].dh, cases[i].dw);
+    test_conv_case_run (&cases[i], cases[i].batch);
+    /* a geometry Winograd takes at batch 8 and more: also its short
+     * batches (a last batch smaller than the planned one) */
+    if (tt_window_geom_init (&g) == 0 && cases[i].batch < 8 &&
+        tt_conv2d_winograd_applies (&g, 8))
+      test_conv_case_run (&cases[i], 8);
+  }
 }
 
 /* ---- pooling ------------------------------------------------------------ */
