@@ -2,9 +2,15 @@
 /*
  * Crash-safe saves: a child process saves two different models (weights A,
  * then B, then A, ...) to one path as fast as it can, and the parent kills
- * it with SIGKILL after a random delay, many times. After every kill the
- * file at the path must be byte-identical to A or to B: never truncated,
- * never a mix. The same for the optimized INI writer.
+ * it with SIGKILL at a random point, many times. After every kill the file
+ * at the path must be byte-identical to A or to B: never truncated, never
+ * a mix. The same for the optimized INI writer.
+ *
+ * The kill point is set in saves, not in wall-clock time, so that a busy
+ * machine (where one save with its fsync may take longer than any fixed
+ * delay) still sees kills land inside saves: the child reports each
+ * finished save on a pipe; the parent waits for 1 to 3 of them, then
+ * kills after a random fraction of one save's measured duration.
  *
  * usage: test_crash_save SOURCE_ROOT [KILLS]   (default 200)
  */
@@ -14,6 +20,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static tt_model *
 crash_model (const char *ini, uint64_t seed)
@@ -30,17 +37,33 @@ crash_model (const char *ini, uint64_t seed)
   return m;
 }
 
-/* Saves a and b alternately to path until killed. */
 static void
-crash_child (tt_model *a, tt_model *b, const char *path, bool plan)
+crash_save (tt_model *m, const char *path, bool plan)
 {
   tt_error err;
+  if (plan)
+    tt_model_save_plan_ini (m, path, &err);
+  else
+    tt_model_save_bin (m, path, &err);
+}
+
+static double
+crash_now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Saves b and a alternately to path until killed, one byte on done after
+ * each save. */
+static void
+crash_child (tt_model *a, tt_model *b, const char *path, bool plan, int done)
+{
   for (unsigned i = 0;; i++) {
-    tt_model *m = i % 2 ? b : a;
-    if (plan)
-      tt_model_save_plan_ini (m, path, &err);
-    else
-      tt_model_save_bin (m, path, &err);
+    crash_save (i % 2 ? a : b, path, plan);
+    if (write (done, "s", 1) != 1)
+      _exit (1);
   }
 }
 
@@ -66,19 +89,40 @@ crash_run (const char *what, tt_model *a, tt_model *b, const char *dir,
   char *ca = tt_test_read_file (pa, &na), *cb = tt_test_read_file (pb, &nb);
   CHECK (ca && cb && (na != nb || memcmp (ca, cb, na)),
       "%s: the two models must differ", what);
+  /* one save's duration, fsync included, as this machine does it now */
+  double t0 = crash_now ();
+  for (int i = 0; i < 4; i++)
+    crash_save (i % 2 ? b : a, path, plan);
+  const double save_seconds = (crash_now () - t0) / 4;
+  crash_save (a, path, plan);
   int bad = 0, saw_a = 0, saw_b = 0;
   srand (1234);
   for (int k = 0; k < kills; k++) {
+    int done[2];
+    if (pipe (done) != 0) {
+      perror ("pipe");
+      exit (2);
+    }
     pid_t pid = fork ();
     if (pid == 0) {
-      crash_child (a, b, path, plan);
+      close (done[0]);
+      crash_child (a, b, path, plan, done[1]);
       _exit (0);
     }
-    /* 0.2 .. 20 ms: several saves, killed anywhere inside one */
-    struct timespec ts = { 0, 200000 + (rand () % 100) * 200000L };
+    close (done[1]);
+    /* 1 to 3 finished saves (B, A, B: the file may hold either), then a
+     * kill anywhere in the next one, or just after it */
+    char got;
+    for (int s = rand () % 3; s >= 0; s--)
+      if (read (done[0], &got, 1) != 1)
+        break;
+    const double f = (rand () % 1000) / 1000.0 * 1.2;
+    const long ns = (long) (f * save_seconds * 1e9);
+    struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
     nanosleep (&ts, NULL);
     kill (pid, SIGKILL);
     waitpid (pid, NULL, 0);
+    close (done[0]);
     size_t n;
     char *c = tt_test_read_file (path, &n);
     bool is_a = c && n == na && !memcmp (c, ca, n);
