@@ -13,36 +13,77 @@
 
 #include <string.h>
 
+/* Samples per chunk: the columns of a chunk (about CONV2D_CHUNK_BYTES)
+ * are multiplied while they are still in cache, right after im2col wrote
+ * them (or, in backward, right before col2im reads them). A whole batch of
+ * columns at once spills to memory (the CNN at batch 128: +12% samples/s
+ * with chunks); much smaller chunks make the GEMMs too thin (-10% at 512
+ * KiB on batch 32). */
+#define CONV2D_CHUNK_BYTES (1024u * 1024u)
+
+static int
+conv2d_chunk (const tt_window_geom * g)
+{
+  const size_t per = (size_t) g->channels * g->kernel_h * g->kernel_w *
+      g->out_h * g->out_w * sizeof (float);
+  size_t n = per ? CONV2D_CHUNK_BYTES / per : 1;
+  return n < 1 ? 1 : n > 64 ? 64 : (int) n;
+}
+
+/* Samples in the largest chunk of a planned batch. */
+static int
+conv2d_chunk_of (const tt_window_geom * g, int planned)
+{
+  const int chunk = conv2d_chunk (g);
+  return planned < chunk ? (planned > 0 ? planned : 1) : chunk;
+}
+
 /* The scratch each algorithm needs: the direct convolution keeps only a
  * copy of the input (and needs the im2col buffers only for the input
  * derivative, which it leaves to the GEMM path); Winograd its transformed
- * input and a chunk of products; im2col its columns and the GEMM result.
- * derivative: whether backward_input will run. */
+ * input and a chunk of products; im2col its columns, the GEMM result of a
+ * chunk (none for chunks of one sample: the GEMM writes the output
+ * directly) and the regrouped output derivative. A forward-only layer
+ * keeps nothing: the columns of one chunk. */
 size_t
 tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
-    bool derivative)
+    bool gradient, bool derivative)
 {
   const int batch = planned;
-  const size_t im2col = (size_t) g->channels * g->kernel_h * g->kernel_w *
-      batch * g->out_h * g->out_w;
+  const bool keep = gradient || derivative;
+  const size_t ckk_ohw = (size_t) g->channels * g->kernel_h * g->kernel_w *
+      g->out_h * g->out_w;
   if (tt_conv2d_direct_applies (g))
-    return derivative ? im2col :
-        (size_t) batch * g->channels * g->in_h * g->in_w;
+    return derivative ? ckk_ohw * batch : gradient ?
+        (size_t) batch * g->channels * g->in_h * g->in_w : 0;
   if (tt_conv2d_winograd_applies (g, planned))
-    return tt_conv2d_winograd_col_floats (g, batch);
-  return im2col;
+    return tt_conv2d_winograd_col_floats (g, batch, keep);
+  return ckk_ohw * (keep ? batch : conv2d_chunk_of (g, planned));
 }
 
 size_t
 tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
-    int planned, bool derivative)
+    int planned)
 {
-  const int batch = planned;
-  const size_t grouped = (size_t) filters * batch * g->out_h * g->out_w;
+  if (tt_conv2d_direct_applies (g))
+    return 0;
+  if (tt_conv2d_winograd_applies (g, planned))
+    return tt_conv2d_winograd_out_floats (g, filters, planned);
+  const int chunk = conv2d_chunk_of (g, planned);
+  return chunk > 1 ? (size_t) filters * chunk * g->out_h * g->out_w : 0;
+}
+
+size_t
+tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
+    int planned, bool gradient, bool derivative)
+{
+  const size_t grouped = (size_t) filters * planned * g->out_h * g->out_w;
   if (tt_conv2d_direct_applies (g))
     return derivative ? grouped : 0;
+  if (!gradient && !derivative)
+    return 0;
   if (tt_conv2d_winograd_applies (g, planned))
-    return tt_conv2d_winograd_out_floats (g, filters, batch);
+    return tt_conv2d_winograd_out_floats (g, filters, planned);
   return grouped;
 }
 
@@ -163,56 +204,61 @@ tt_col2im (const tt_window_geom * g, const float *col, size_t ld, float *img)
   }
 }
 
-/* Samples per chunk: the columns of a chunk (about CONV2D_CHUNK_BYTES)
- * are multiplied while they are still in cache, right after im2col wrote
- * them (or, in backward, right before col2im reads them). A whole batch of
- * columns at once spills to memory (the CNN at batch 128: +12% samples/s
- * with chunks); much smaller chunks make the GEMMs too thin (-10% at 512
- * KiB on batch 32). */
-#define CONV2D_CHUNK_BYTES (1024u * 1024u)
-
-static int
-conv2d_chunk (const tt_window_geom * g)
-{
-  const size_t per = (size_t) g->channels * g->kernel_h * g->kernel_w *
-      g->out_h * g->out_w * sizeof (float);
-  size_t n = per ? CONV2D_CHUNK_BYTES / per : 1;
-  return n < 1 ? 1 : n > 64 ? 64 : (int) n;
-}
-
 void
 tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
     int planned, const float *x, const float *w, const float *bias, float *y,
-    float *col, float *out)
+    float *col, float *out, bool keep)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
-  const size_t ld = (size_t) batch * ohw;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   const int chunk = conv2d_chunk (g);
 
   if (tt_conv2d_direct_applies (g)) {
     /* the input is all backward_weight needs: keep it in the columns */
-    memcpy (col, x, (size_t) batch * in_sample * sizeof *col);
+    if (keep)
+      memcpy (col, x, (size_t) batch * in_sample * sizeof *col);
     tt_conv2d_direct_forward (g, filters, batch, x, w, bias, y);
     return;
   }
   if (tt_conv2d_winograd_applies (g, planned)) {
-    tt_conv2d_winograd_forward (g, filters, batch, x, w, bias, y, col, out);
+    tt_conv2d_winograd_forward (g, filters, batch, x, w, bias, y, col, out,
+        keep);
     return;
   }
   for (int b0 = 0; b0 < batch; b0 += chunk) {
     const int n = batch - b0 < chunk ? batch - b0 : chunk;
-    for (int b = b0; b < b0 + n; b++)
-      tt_im2col (g, x + b * in_sample, col + b * ohw, ld);
-    tt_gemm (false, false, filters, (int) (n * ohw), ckk, 1.0f, w, ckk,
-        col + b0 * ohw, (int) ld, 0.0f, out + b0 * ohw, (int) ld);
-    /* [filters][batch][ohw] -> [batch][filters][ohw], adding the bias */
-    for (int b = b0; b < b0 + n; b++)
+    /* kept: the chunk's columns within the batch's; otherwise the chunk's
+     * alone (the same GEMM, only the distance between rows differs) */
+    const size_t ld = keep ? (size_t) batch * ohw : (size_t) n * ohw;
+    float *cc = keep ? col + b0 * ohw : col;
+    for (int b = 0; b < n; b++)
+      tt_im2col (g, x + (b0 + b) * in_sample, cc + b * ohw, ld);
+    if (n == 1) {
+      /* [filters][ohw] is the sample's output already */
+      float *dst = y + (size_t) b0 * filters * ohw;
+      tt_gemm (false, false, filters, (int) ohw, ckk, 1.0f, w, ckk, cc,
+          (int) ld, 0.0f, dst, (int) ohw);
+      if (bias)
+        for (int f = 0; f < filters; f++)
+          for (size_t p = 0; p < ohw; p++)
+            dst[f * ohw + p] += bias[f];
+      continue;
+    }
+    const size_t nohw = (size_t) n * ohw;
+    tt_gemm (false, false, filters, (int) nohw, ckk, 1.0f, w, ckk, cc,
+        (int) ld, 0.0f, out, (int) nohw);
+    /* [filters][n][ohw] -> [n][filters][ohw], adding the bias (without
+     * one, a copy: the same values as the single-sample GEMM's, -0 too) */
+    for (int b = 0; b < n; b++)
       for (int f = 0; f < filters; f++) {
-        const float *src = out + (size_t) f * ld + b * ohw;
-        float *dst = y + ((size_t) b * filters + f) * ohw;
-        const float bf = bias ? bias[f] : 0.0f;
+        const float *src = out + (size_t) f * nohw + b * ohw;
+        float *dst = y + ((size_t) (b0 + b) * filters + f) * ohw;
+        if (!bias) {
+          memcpy (dst, src, ohw * sizeof *dst);
+          continue;
+        }
+        const float bf = bias[f];
         for (size_t p = 0; p < ohw; p++)
           dst[p] = src[p] + bf;
       }

@@ -34,7 +34,8 @@
  * last block of fewer samples is padded with zeros.
  *
  * Scratch (both from the memory pool, kernels.h): col holds V from
- * forward to backward_weight, then dV; out holds U (or dU), the products
+ * forward to backward_weight, then dV, chunk after chunk ([16][C][columns]
+ * each), or in a forward-only layer the V of one chunk; out holds U (or dU), the products
  * of one chunk of sample blocks, and the zero-padded plane of one block
  * and channel (or the output tiles of one block and filter).
  */
@@ -111,10 +112,20 @@ wino_shape_of (const tt_window_geom * g, int batch)
 }
 
 size_t
-tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch)
+tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
+    bool keep)
 {
   const wino_shape s = wino_shape_of (g, batch);
-  return 16 * (size_t) g->channels * s.ld;
+  return 16 * (size_t) g->channels * (keep ? s.ld : s.chunk * s.bcols);
+}
+
+/* V (or dV) of the chunk that starts at block k0: [16][C][nt], nt its
+ * columns; chunk after chunk in col when kept for the backward passes. */
+static inline float *
+wino_chunk_of (const tt_window_geom * g, const wino_shape * s, float *col,
+    int k0)
+{
+  return col + 16 * (size_t) g->channels * k0 * s->bcols;
 }
 
 size_t
@@ -570,27 +581,28 @@ wino_block_samples (int batch, int k)
 TT_VECTOR_CLONES void
 tt_conv2d_winograd_forward (const tt_window_geom * g, int filters, int batch,
     const float *x, const float *w, const float *bias, float *y, float *col,
-    float *out)
+    float *out, bool keep)
 {
   const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  const size_t xs = (size_t) c_n * s.ld, fc = (size_t) filters * c_n;
+  const size_t fc = (size_t) filters * c_n;
 
   wino_filter_transform (filters, c_n, w, sc.u, false);
-  for (int k = 0; k < s.blocks; k++)
-    for (int c = 0; c < c_n; c++) {
-      wino_gather_plane (g, &s, x, k * WB, wino_block_samples (batch, k), c,
-          sc.pad);
-      wino_input_transform (&s, sc.pad, col + (size_t) c * s.ld +
-          (size_t) k * s.bcols, xs);
-    }
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
-    const size_t nt = (size_t) (k1 - k0) * s.bcols;
+    const size_t nt = (size_t) (k1 - k0) * s.bcols, xs = (size_t) c_n * nt;
+    float *v = keep ? wino_chunk_of (g, &s, col, k0) : col;
+    for (int k = k0; k < k1; k++)
+      for (int c = 0; c < c_n; c++) {
+        wino_gather_plane (g, &s, x, k * WB, wino_block_samples (batch, k),
+            c, sc.pad);
+        wino_input_transform (&s, sc.pad, v + (size_t) c * nt +
+            (size_t) (k - k0) * s.bcols, xs);
+      }
     for (int xi = 0; xi < 16; xi++)
       tt_gemm (false, false, filters, (int) nt, c_n, 1.0f, sc.u + xi * fc,
-          c_n, col + (size_t) xi * xs + (size_t) k0 * s.bcols, (int) s.ld,
+          c_n, v + (size_t) xi * xs, (int) nt,
           0.0f, sc.m + (size_t) xi * filters * nt, (int) nt);
     for (int f = 0; f < filters; f++)
       for (int k = k0; k < k1; k++)
@@ -609,12 +621,13 @@ tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
   const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  const size_t xs = (size_t) c_n * s.ld, fc = (size_t) filters * c_n;
+  const size_t fc = (size_t) filters * c_n;
   const size_t ohw = (size_t) g->out_h * g->out_w;
 
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
-    const size_t nt = (size_t) (k1 - k0) * s.bcols;
+    const size_t nt = (size_t) (k1 - k0) * s.bcols, xs = (size_t) c_n * nt;
+    const float *v = wino_chunk_of (g, &s, (float *) col, k0);
     for (int f = 0; f < filters; f++)
       for (int k = k0; k < k1; k++)
         wino_output_gradient (g, &s, filters, dy, k * WB,
@@ -624,8 +637,8 @@ tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
     for (int xi = 0; xi < 16; xi++)
       tt_gemm (false, true, filters, c_n, (int) nt, 1.0f,
           sc.m + (size_t) xi * filters * nt, (int) nt,
-          col + (size_t) xi * xs + (size_t) k0 * s.bcols, (int) s.ld,
-          k0 ? 1.0f : 0.0f, sc.u + xi * fc, c_n);
+          v + (size_t) xi * xs, (int) nt, k0 ? 1.0f : 0.0f, sc.u + xi * fc,
+          c_n);
   }
   wino_filter_gradient (filters, c_n, sc.u, dw);
   if (dbias)
@@ -657,14 +670,15 @@ tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
   const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  const size_t xs = (size_t) c_n * s.ld, fc = (size_t) filters * c_n;
+  const size_t fc = (size_t) filters * c_n;
 
   /* U^T stored as such: dV = U^T dM is then a plain product, which
    * OpenBLAS runs without packing U */
   wino_filter_transform (filters, c_n, w, sc.u, true);
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
-    const size_t nt = (size_t) (k1 - k0) * s.bcols;
+    const size_t nt = (size_t) (k1 - k0) * s.bcols, xs = (size_t) c_n * nt;
+    float *dv = wino_chunk_of (g, &s, col, k0);
     for (int f = 0; f < filters; f++)
       for (int k = k0; k < k1; k++)
         wino_output_gradient (g, &s, filters, dy, k * WB,
@@ -675,12 +689,12 @@ tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
     for (int xi = 0; xi < 16; xi++)
       tt_gemm (false, false, c_n, (int) nt, filters, 1.0f, sc.u + xi * fc,
           filters, sc.m + (size_t) xi * filters * nt, (int) nt, 0.0f,
-          col + (size_t) xi * xs + (size_t) k0 * s.bcols, (int) s.ld);
+          dv + (size_t) xi * xs, (int) nt);
     for (int k = k0; k < k1; k++)
       for (int c = 0; c < c_n; c++) {
         memset (sc.pad, 0, sizeof (float) * s.ph * s.pw * WB);
-        wino_input_gradient (&s, col + (size_t) c * s.ld +
-            (size_t) k * s.bcols, xs, sc.pad);
+        wino_input_gradient (&s, dv + (size_t) c * nt +
+            (size_t) (k - k0) * s.bcols, xs, sc.pad);
         wino_scatter_plane (g, &s, sc.pad, k * WB,
             wino_block_samples (batch, k), c, dx);
       }

@@ -46,28 +46,35 @@ void tt_im2col (const tt_window_geom * g, const float *img, float *col,
 void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
     float *img);
 
-/* Batched convolution (conv2d.c): one GEMM per pass for the whole batch,
- * or a direct or Winograd convolution (below) where those apply.
- * col: the im2col columns, [C*kh*kw][batch*out_h*out_w]; forward builds
- * them, backward_weight reads them, backward_input overwrites them with
- * the column gradient (so it runs after backward_weight).
- * grouped: [filters][batch*out_h*out_w], the GEMM result in forward and the
- * output derivative regrouped in backward (backward_input regroups it
- * itself unless dy_grouped says backward_weight just did).
+/* Batched convolution (conv2d.c): one GEMM per chunk of samples, or a
+ * direct or Winograd convolution (below) where those apply.
+ * col: the im2col columns, [C*kh*kw][batch*out_h*out_w], or what the
+ * algorithm keeps instead; forward builds them, backward_weight reads
+ * them, backward_input overwrites them with the column gradient (so it
+ * runs after backward_weight). A forward-only layer (keep false: neither
+ * backward pass will run) needs columns for one chunk of samples only,
+ * and forward then reuses them chunk after chunk; the arithmetic of every
+ * output is the same either way.
+ * out: forward's scratch (the GEMM result of one chunk); grouped:
+ * backward's ([filters][batch*out_h*out_w], the output derivative
+ * regrouped; backward_input regroups it itself unless dy_grouped says
+ * backward_weight just did).
  * planned: the batch the scratch was sized for (batch <= planned, e.g. a
  * short last batch): the algorithm depends on it, so every pass of a
- * layer takes the same one. The two size functions give the floats of col
- * and grouped for the algorithm the geometry and planned batch get
- * (grouped may then be 0 floats, and NULL); derivative: whether
- * backward_input will run.
+ * layer takes the same one. The size functions give the floats of col,
+ * out and grouped for the algorithm the geometry and planned batch get
+ * (out or grouped may be 0 floats, and NULL); gradient, derivative:
+ * whether backward_weight, backward_input will run.
  * All outputs are overwritten, not accumulated. */
 size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
-    bool derivative);
+    bool gradient, bool derivative);
 size_t tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
-    int planned, bool derivative);
+    int planned);
+size_t tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
+    int planned, bool gradient, bool derivative);
 void tt_conv2d_batch_forward (const tt_window_geom * g, int filters,
     int batch, int planned, const float *x, const float *w, const float *bias,
-    float *y, float *col, float *grouped);
+    float *y, float *col, float *out, bool keep);
 void tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
     int batch, int planned, const float *dy, float *dw, float *dbias,
     const float *col, float *grouped);
@@ -78,7 +85,7 @@ void tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
 /* Direct convolution (conv2d_direct.c), which the batched functions above
  * use when it applies (few taps: C*kh*kw <= 32; no padding, stride and
  * dilation 1; out_w >= 8); forward then keeps a copy of x in col for
- * backward_weight, which reads nothing else. */
+ * backward_weight, which reads nothing else (none when keep is false). */
 bool tt_conv2d_direct_applies (const tt_window_geom * g);
 void tt_conv2d_direct_forward (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *w, const float *bias, float *y);
@@ -88,14 +95,17 @@ void tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
 /* Winograd F(2x2, 3x3) convolution (conv2d_winograd.c), which the
  * batched functions use for 3x3, stride-1 layers of 16 or more channels
  * planned for batches of 8 or more (it works on blocks of 8 samples);
- * col and out as there, sized by the two functions below. */
+ * col and out as there, sized by the two functions below (keep: col
+ * holds the whole batch's transformed input for the backward passes,
+ * rather than one chunk's). */
 bool tt_conv2d_winograd_applies (const tt_window_geom * g, int planned);
-size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch);
+size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
+    bool keep);
 size_t tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
     int batch);
 void tt_conv2d_winograd_forward (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *w, const float *bias, float *y,
-    float *col, float *out);
+    float *col, float *out, bool keep);
 void tt_conv2d_winograd_backward_weight (const tt_window_geom * g,
     int filters, int batch, const float *dy, float *dw, float *dbias,
     const float *col, float *out);

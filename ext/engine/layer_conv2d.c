@@ -63,40 +63,46 @@ conv_infer (tt_model * m, tt_layer * l, tt_error * err)
 
 /* Three scratch tensors with their own lifetimes: the columns (forward ..
  * calcGradient, and calcDerivative, which writes the column gradient over
- * them), the forward GEMM result (forward only) and the regrouped output
+ * them), forward's GEMM result (forward only) and the regrouped output
  * derivative (calcGradient .. calcDerivative). Their sizes depend on the
  * algorithm (conv2d.c); the direct convolution of a layer with no input
- * derivative needs neither of the last two. */
+ * derivative needs neither of the last two. A forward-only layer (no
+ * weight gradient, no input derivative: inference models, frozen first
+ * layers) keeps no columns for backward: it needs those of one chunk of
+ * samples, or none for the direct convolution. */
 static void
 conv_declare (tt_model * m, tt_layer * l, int li)
 {
   const tt_window_geom *g = &l->p.conv.geom;
   const int batch = (int) m->batch_size, f = (int) l->p.conv.filters;
-  const size_t ncol = tt_conv2d_batch_col_floats (g, batch,
-      l->needs_derivative);
-  const size_t nout = tt_conv2d_batch_out_floats (g, f, batch,
-      l->needs_derivative);
-  const bool grad = l->weights[0].grad >= 0;
-  l->p.conv.col = tt_tensor_declare (m, l->name, "im2col",
-      TT_TENSOR_SCRATCH, ncol);
+  const bool grad = l->weights[0].grad >= 0, deriv = l->needs_derivative;
+  const size_t ncol = tt_conv2d_batch_col_floats (g, batch, grad, deriv);
+  const size_t nout = tt_conv2d_batch_out_floats (g, f, batch);
+  const size_t ngrouped = tt_conv2d_batch_grouped_floats (g, f, batch, grad,
+      deriv);
+  l->p.conv.col = -1;
   l->p.conv.gemm_out = -1;
   l->p.conv.dy_grouped = -1;
-  tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_FORWARD);
-  if (grad)
-    tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_GRADIENT);
-  if (l->needs_derivative)
-    tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_DERIVATIVE);
-  if (nout == 0)
-    return;
-  l->p.conv.gemm_out = tt_tensor_declare (m, l->name, "gemm_out",
-      TT_TENSOR_SCRATCH, nout);
-  tt_tensor_use (m, l->p.conv.gemm_out, li, TT_PHASE_FORWARD);
-  if (grad || l->needs_derivative) {
-    l->p.conv.dy_grouped = tt_tensor_declare (m, l->name, "dy_grouped",
+  if (ncol) {
+    l->p.conv.col = tt_tensor_declare (m, l->name, "im2col",
+        TT_TENSOR_SCRATCH, ncol);
+    tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_FORWARD);
+    if (grad)
+      tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_GRADIENT);
+    if (deriv)
+      tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_DERIVATIVE);
+  }
+  if (nout) {
+    l->p.conv.gemm_out = tt_tensor_declare (m, l->name, "gemm_out",
         TT_TENSOR_SCRATCH, nout);
+    tt_tensor_use (m, l->p.conv.gemm_out, li, TT_PHASE_FORWARD);
+  }
+  if (ngrouped) {
+    l->p.conv.dy_grouped = tt_tensor_declare (m, l->name, "dy_grouped",
+        TT_TENSOR_SCRATCH, ngrouped);
     tt_tensor_use (m, l->p.conv.dy_grouped, li, grad ? TT_PHASE_GRADIENT :
         TT_PHASE_DERIVATIVE);
-    if (l->needs_derivative)
+    if (deriv)
       tt_tensor_use (m, l->p.conv.dy_grouped, li, TT_PHASE_DERIVATIVE);
   }
 }
@@ -110,7 +116,8 @@ conv_forward (tt_model * m, tt_layer * l, bool training)
       tt_data (m, l->weights[0].value),
       l->n_weights > 1 ? tt_data (m, l->weights[1].value) : NULL,
       tt_data (m, l->out[0]), tt_data (m, l->p.conv.col),
-      tt_data (m, l->p.conv.gemm_out));
+      tt_data (m, l->p.conv.gemm_out),
+      l->weights[0].grad >= 0 || l->needs_derivative);
 }
 
 static void

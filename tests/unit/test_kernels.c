@@ -493,12 +493,15 @@ test_conv_case_run (const test_conv_case * tc, int planned)
   const size_t nw = (size_t) nf * ckk, ny = (size_t) nb * nf * ohw;
   /* the engine's batched convolution (conv2d.c): columns of the whole
    * batch, kept from forward for backward_weight */
-  const size_t ncol = tt_conv2d_batch_col_floats (&g, planned, true);
+  const size_t ncol = tt_conv2d_batch_col_floats (&g, planned, true, true);
   float *x = test_falloc (nx), *w = test_falloc (nw), *b = test_falloc (nf);
   float *y = test_falloc (ny), *dy = test_falloc (ny);
   float *dx = test_falloc (nx), *dw = test_falloc (nw), *db = test_falloc (nf);
-  const size_t ngrouped = tt_conv2d_batch_out_floats (&g, nf, planned, true);
+  const size_t ngrouped = tt_conv2d_batch_grouped_floats (&g, nf, planned,
+      true, true);
+  const size_t nout = tt_conv2d_batch_out_floats (&g, nf, planned);
   float *col = test_falloc (ncol), *grouped = test_falloc (ngrouped);
+  float *out = nout ? test_falloc (nout) : NULL;
   double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
   double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
   double *rdw = test_dalloc (nw), *sdw = test_dalloc (nw);
@@ -516,10 +519,29 @@ test_conv_case_run (const test_conv_case * tc, int planned)
   /* Forward. y starts as NaN: without bias the GEMM runs with beta = 0. */
   test_fill_nan (y, ny);
   tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL, y, col,
-      grouped);
+      out, true);
   test_ref_conv_fwd (&g, nf, nb, xd, wd, tc->bias ? bd : NULL, ry, sy);
   snprintf (what, sizeof what, "conv %s%s forward", tc->name, tag);
   test_check_close (what, y, ry, sy, ny);
+
+  /* Forward-only (no backward pass: the scratch of one chunk, reused):
+   * the same outputs bit for bit (an inference model must agree with the
+   * training model's evaluation). */
+  {
+    const size_t nfo = tt_conv2d_batch_col_floats (&g, planned, false, false);
+    float *cfo = nfo ? test_falloc (nfo) : NULL;
+    float *ofo = nout ? test_falloc (nout) : NULL, *yfo = test_falloc (ny);
+    test_fill_nan (yfo, ny);
+    tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL,
+        yfo, cfo, ofo, false);
+    snprintf (what, sizeof what, "conv %s%s forward-only (%zu of %zu column "
+        "floats) bit-identical", tc->name, tag, nfo, ncol);
+    test_report (memcmp (yfo, y, ny * sizeof *y) == 0 && nfo <= ncol, "%s",
+        what);
+    free (cfo);
+    free (ofo);
+    free (yfo);
+  }
 
   /* Backward weight: direct reference dw[f][c][i][j] = sum dy * x. */
   memset (rdw, 0, sizeof (double) * nw);
@@ -601,6 +623,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
   free (db);
   free (col);
   free (grouped);
+  free (out);
   free (ry);
   free (sy);
   free (rdx);
