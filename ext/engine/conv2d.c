@@ -68,7 +68,7 @@ tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
   if (tt_conv2d_direct_applies (g))
     return 0;
   if (tt_conv2d_winograd_applies (g, planned))
-    return tt_conv2d_winograd_out_floats (g, filters, planned);
+    return tt_conv2d_winograd_out_floats (g, filters, planned, false);
   const int chunk = conv2d_chunk_of (g, planned);
   return chunk > 1 ? (size_t) filters * chunk * g->out_h * g->out_w : 0;
 }
@@ -83,7 +83,8 @@ tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
   if (!gradient && !derivative)
     return 0;
   if (tt_conv2d_winograd_applies (g, planned))
-    return tt_conv2d_winograd_out_floats (g, filters, planned);
+    return tt_conv2d_winograd_out_floats (g, filters, planned,
+        gradient && derivative);
   return grouped;
 }
 
@@ -334,4 +335,21 @@ tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
     for (int b = b0; b < b0 + n; b++)
       tt_col2im (g, col + b * ohw, ld, dx + b * in_sample);
   }
+}
+
+bool
+tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned)
+{
+  return !tt_conv2d_direct_applies (g) &&
+      tt_conv2d_winograd_applies (g, planned);
+}
+
+void
+tt_conv2d_batch_backward (const tt_window_geom * g, int filters, int batch,
+    int planned, const float *w, const float *dy, float *dw, float *dbias,
+    float *dx, float *col, float *dyg)
+{
+  (void) planned;
+  tt_conv2d_winograd_backward (g, filters, batch, w, dy, dw, dbias, dx, col,
+      dyg);
 }

@@ -130,10 +130,10 @@ wino_chunk_of (const tt_window_geom * g, const wino_shape * s, float *col,
 
 size_t
 tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
-    int batch)
+    int batch, bool both)
 {
   const wino_shape s = wino_shape_of (g, batch);
-  return 16 * (size_t) filters * g->channels +
+  return 16 * (size_t) filters * g->channels * (both ? 2 : 1) +
       16 * (size_t) filters * s.chunk * s.bcols + (size_t) s.ph * s.pw * WB;
 }
 
@@ -144,6 +144,8 @@ typedef struct {
   float *pad;                   /* a block's padded plane [ph][pw][WB], or
                                  * its output tiles [pos][4][WB] (fewer
                                  * floats: 4 * th * tw <= ph * pw) */
+  float *ut;                    /* U^T [16][C][F] while dU is in u (both
+                                 * backward passes at once) */
 } wino_scratch;
 
 static wino_scratch
@@ -154,6 +156,7 @@ wino_scratch_of (const tt_window_geom * g, const wino_shape * s, int filters,
   w.u = out;
   w.m = w.u + 16 * (size_t) filters * g->channels;
   w.pad = w.m + 16 * (size_t) filters * s->chunk * s->bcols;
+  w.ut = w.pad + (size_t) s->ph * s->pw * WB;
   return w;
 }
 
@@ -613,6 +616,32 @@ tt_conv2d_winograd_forward (const tt_window_geom * g, int filters, int batch,
   }
 }
 
+/* dbias[f] = the sum of dy over the batch's plane f. */
+WINO_INLINE void
+wino_bias_gradient (const tt_window_geom * g, int filters, int batch,
+    const float *restrict dy, float *restrict dbias)
+{
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  for (int f = 0; f < filters; f++) {
+    /* WB partial sums (a plain running sum is one long chain of
+     * dependent adds, which cannot be vectorized) */
+    float part[WB] = { 0 };
+    for (int b = 0; b < batch; b++) {
+      const float *q = dy + ((size_t) b * filters + f) * ohw;
+      size_t k = 0;
+      for (; k + WB <= ohw; k += WB)
+        for (int l = 0; l < WB; l++)
+          part[l] += q[k + l];
+      for (; k < ohw; k++)
+        part[k % WB] += q[k];
+    }
+    float sum = 0.0f;
+    for (int l = 0; l < WB; l++)
+      sum += part[l];
+    dbias[f] = sum;
+  }
+}
+
 TT_VECTOR_CLONES void
 tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
     int batch, const float *dy, float *dw, float *dbias, const float *col,
@@ -622,7 +651,6 @@ tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
   const wino_shape s = wino_shape_of (g, batch);
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
   const size_t fc = (size_t) filters * c_n;
-  const size_t ohw = (size_t) g->out_h * g->out_w;
 
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
@@ -642,24 +670,7 @@ tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
   }
   wino_filter_gradient (filters, c_n, sc.u, dw);
   if (dbias)
-    for (int f = 0; f < filters; f++) {
-      /* WB partial sums (a plain running sum is one long chain of
-       * dependent adds, which cannot be vectorized) */
-      float part[WB] = { 0 };
-      for (int b = 0; b < batch; b++) {
-        const float *q = dy + ((size_t) b * filters + f) * ohw;
-        size_t k = 0;
-        for (; k + WB <= ohw; k += WB)
-          for (int l = 0; l < WB; l++)
-            part[l] += q[k + l];
-        for (; k < ohw; k++)
-          part[k % WB] += q[k];
-      }
-      float sum = 0.0f;
-      for (int l = 0; l < WB; l++)
-        sum += part[l];
-      dbias[f] = sum;
-    }
+    wino_bias_gradient (g, filters, batch, dy, dbias);
 }
 
 TT_VECTOR_CLONES void
@@ -699,4 +710,53 @@ tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
             wino_block_samples (batch, k), c, dx);
       }
   }
+}
+
+/* Both backward passes in one sweep (the layer runs them back to back):
+ * each chunk's dM is transformed once for dU and dV, instead of once in
+ * each pass, and V is read for dU right before dV overwrites it. The same
+ * arithmetic as the two passes. out sized with both (U^T apart from dU). */
+TT_VECTOR_CLONES void
+tt_conv2d_winograd_backward (const tt_window_geom * g, int filters,
+    int batch, const float *w, const float *dy, float *dw, float *dbias,
+    float *dx, float *col, float *out)
+{
+  const int c_n = g->channels;
+  const wino_shape s = wino_shape_of (g, batch);
+  const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
+  const size_t fc = (size_t) filters * c_n;
+
+  wino_filter_transform (filters, c_n, w, sc.ut, true);
+  for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
+    const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
+    const size_t nt = (size_t) (k1 - k0) * s.bcols, xs = (size_t) c_n * nt;
+    float *v = wino_chunk_of (g, &s, col, k0);
+    for (int f = 0; f < filters; f++)
+      for (int k = k0; k < k1; k++)
+        wino_output_gradient (g, &s, filters, dy, k * WB,
+            wino_block_samples (batch, k), f, sc.pad, sc.m +
+            (size_t) f * nt + (size_t) (k - k0) * s.bcols,
+            (size_t) filters * nt);
+    for (int xi = 0; xi < 16; xi++) {
+      tt_gemm (false, true, filters, c_n, (int) nt, 1.0f,
+          sc.m + (size_t) xi * filters * nt, (int) nt,
+          v + (size_t) xi * xs, (int) nt, k0 ? 1.0f : 0.0f, sc.u + xi * fc,
+          c_n);
+      /* V[xi] is done with: dV[xi] over it */
+      tt_gemm (false, false, c_n, (int) nt, filters, 1.0f, sc.ut + xi * fc,
+          filters, sc.m + (size_t) xi * filters * nt, (int) nt, 0.0f,
+          v + (size_t) xi * xs, (int) nt);
+    }
+    for (int k = k0; k < k1; k++)
+      for (int c = 0; c < c_n; c++) {
+        memset (sc.pad, 0, sizeof (float) * s.ph * s.pw * WB);
+        wino_input_gradient (&s, v + (size_t) c * nt +
+            (size_t) (k - k0) * s.bcols, xs, sc.pad);
+        wino_scatter_plane (g, &s, sc.pad, k * WB,
+            wino_block_samples (batch, k), c, dx);
+      }
+  }
+  wino_filter_gradient (filters, c_n, sc.u, dw);
+  if (dbias)
+    wino_bias_gradient (g, filters, batch, dy, dbias);
 }

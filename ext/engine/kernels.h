@@ -81,6 +81,16 @@ void tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
 void tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
     int batch, int planned, const float *w, const float *dy, float *dx,
     float *col, float *grouped, bool dy_grouped);
+/* Whether the algorithm runs both backward passes in one sweep
+ * (tt_conv2d_batch_backward, instead of backward_weight then
+ * backward_input; dx is then written while the weight gradient is: the
+ * caller's lifetimes must allow it). Winograd does: each chunk's output
+ * derivative is transformed once for both. grouped sized with gradient
+ * and derivative true. */
+bool tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned);
+void tt_conv2d_batch_backward (const tt_window_geom * g, int filters,
+    int batch, int planned, const float *w, const float *dy, float *dw,
+    float *dbias, float *dx, float *col, float *grouped);
 
 /* Direct convolution (conv2d_direct.c), which the batched functions above
  * use when it applies (few taps: C*kh*kw <= 32; no padding, stride and
@@ -102,7 +112,7 @@ bool tt_conv2d_winograd_applies (const tt_window_geom * g, int planned);
 size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
     bool keep);
 size_t tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
-    int batch);
+    int batch, bool both);
 void tt_conv2d_winograd_forward (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *w, const float *bias, float *y,
     float *col, float *out, bool keep);
@@ -112,6 +122,10 @@ void tt_conv2d_winograd_backward_weight (const tt_window_geom * g,
 void tt_conv2d_winograd_backward_input (const tt_window_geom * g,
     int filters, int batch, const float *w, const float *dy, float *dx,
     float *col, float *out);
+/* Both backward passes in one sweep (out sized with both true). */
+void tt_conv2d_winograd_backward (const tt_window_geom * g, int filters,
+    int batch, const float *w, const float *dy, float *dw, float *dbias,
+    float *dx, float *col, float *out);
 
 /* Pooling over a batch; x [batch][C][H][W], y [batch][C][out_h][out_w].
  * Padding never wins a max and counts as 0 in an average (the divisor is

@@ -105,6 +105,9 @@ conv_declare (tt_model * m, tt_layer * l, int li)
     if (deriv)
       tt_tensor_use (m, l->p.conv.dy_grouped, li, TT_PHASE_DERIVATIVE);
   }
+  /* both passes in calcGradient: the input derivative is written there */
+  if (grad && deriv && tt_conv2d_batch_fuses_backward (g, batch))
+    tt_tensor_use (m, l->in_deriv[0], li, TT_PHASE_GRADIENT);
 }
 
 static void
@@ -125,6 +128,17 @@ conv_calc_gradient (tt_model * m, tt_layer * l)
 {
   if (l->weights[0].grad < 0)
     return;
+  if (l->needs_derivative && tt_conv2d_batch_fuses_backward (
+          &l->p.conv.geom, (int) m->batch_size)) {
+    tt_conv2d_batch_backward (&l->p.conv.geom, (int) l->p.conv.filters,
+        (int) m->cur_batch, (int) m->batch_size,
+        tt_data (m, l->weights[0].value), tt_data (m, l->out_deriv[0]),
+        tt_data (m, l->weights[0].grad),
+        l->n_weights > 1 ? tt_data (m, l->weights[1].grad) : NULL,
+        tt_data (m, l->in_deriv[0]), tt_data (m, l->p.conv.col),
+        tt_data (m, l->p.conv.dy_grouped));
+    return;
+  }
   tt_conv2d_batch_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
       (int) m->cur_batch, (int) m->batch_size, tt_data (m, l->out_deriv[0]),
       tt_data (m, l->weights[0].grad),
@@ -135,7 +149,10 @@ conv_calc_gradient (tt_model * m, tt_layer * l)
 static void
 conv_calc_derivative (tt_model * m, tt_layer * l)
 {
-  /* calcGradient already regrouped the output derivative when it ran */
+  /* calcGradient ran both passes, or regrouped the output derivative */
+  if (l->weights[0].grad >= 0 && tt_conv2d_batch_fuses_backward (
+          &l->p.conv.geom, (int) m->batch_size))
+    return;
   tt_conv2d_batch_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
       (int) m->cur_batch, (int) m->batch_size,
       tt_data (m, l->weights[0].value),

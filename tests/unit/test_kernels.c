@@ -601,6 +601,32 @@ test_conv_case_run (const test_conv_case * tc, int planned)
   snprintf (what, sizeof what, "conv %s%s backward_input", tc->name, tag);
   test_check_close (what, dx, rdx, sdx, nx);
 
+  /* Both passes in one sweep where the algorithm fuses them: the same
+   * bytes as the two passes. */
+  if (tt_conv2d_batch_fuses_backward (&g, planned)) {
+    float *col2 = test_falloc (ncol), *g2 = test_falloc (ngrouped);
+    float *y2 = test_falloc (ny), *dx2 = test_falloc (nx);
+    float *dw2 = test_falloc (nw), *db2 = test_falloc (nf);
+    test_fill_nan (dx2, nx);
+    test_fill_nan (dw2, nw);
+    test_fill_nan (db2, nf);
+    tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL,
+        y2, col2, out, true);
+    tt_conv2d_batch_backward (&g, nf, nb, planned, w, dy, dw2, db2, dx2, col2,
+        g2);
+    snprintf (what, sizeof what, "conv %s%s fused backward bit-identical",
+        tc->name, tag);
+    test_report (memcmp (dx2, dx, nx * sizeof *dx) == 0 &&
+        memcmp (dw2, dw, nw * sizeof *dw) == 0 &&
+        memcmp (db2, db, nf * sizeof *db) == 0, "%s", what);
+    free (col2);
+    free (g2);
+    free (y2);
+    free (dx2);
+    free (dw2);
+    free (db2);
+  }
+
   /* Finite differences of L = sum(conv(x, w, b) * r), r = dy. */
   {
     test_conv_ctx ctx = { &g, nf, nb, xd, wd, bd, r, yscratch, ny };
