@@ -53,8 +53,12 @@ ini_text_line (dictionary * d, char *line, char *section, size_t sec_len)
   if (s[0] == '[' && s[len - 1] == ']') {
     if (s[1] == ']') {
       /* iniparser's sscanf ("[%[^]]") reads no name here and leaves the
-       * previous section in place, which its strlwc () then cuts to the
-       * length of this line less one: "[ab]" then "[]" gives "a" */
+       * previous section in place, which its strstrip () trims (a
+       * section an earlier "[]" cut may end in a blank) and its strlwc ()
+       * then cuts to the length of this line less one: "[ab]" then "[]"
+       * gives "a" */
+      char *kept = ini_text_strip (section);
+      memmove (section, kept, strlen (kept) + 1);
       if (strlen (section) > len - 1)
         section[len - 1] = '\0';
       return dictionary_set (d, section, NULL) == 0 ? 0 : -1;

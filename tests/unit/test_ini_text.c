@@ -81,6 +81,10 @@ static const char *snippets[] = {
   "\n\n\n",
   "[s]\nk = \"unterminated\n",
   "[s]\nk = \"\" ; empty, then a comment\nk2 = \"a\" trailing\n",
+  /* a "[]" line cuts the section to its own length less one, leaving a
+   * trailing blank; the next "[]" line first trims that blank (found by
+   * fuzzing against iniparser) */
+  "[outp= x]\nk = 1\n[]xyzw]\nk = 2\n[]abcdefgh]\nk = 3\n",
 };
 
 int
