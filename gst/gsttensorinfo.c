@@ -374,3 +374,34 @@ gst_tensor_desc_matches_shape (const GstTensorDesc * desc, guint32 channel,
       return FALSE;
   return TRUE;
 }
+
+gchar *
+gst_tensor_shape_dims_string (guint32 channel, guint32 height, guint32 width)
+{
+  return g_strdup_printf ("%u:%u:%u:1", width, height, channel);
+}
+
+gboolean
+gst_tensor_desc_check_model (const GstTensorDesc * desc, guint i,
+    const gchar * what, guint32 channel, guint32 height, guint32 width,
+    gboolean float_only, gchar ** why)
+{
+  if (!gst_tensor_desc_matches_shape (desc, channel, height, width)) {
+    gchar *want = gst_tensor_shape_dims_string (channel, height, width);
+    gchar *have = gst_tensor_desc_dims_string (desc);
+    *why = g_strdup_printf ("tensor %u (%s) has dimensions %s, expected %s "
+        "(model shape %u:%u:%u)", i, what, have, want, channel, height,
+        width);
+    g_free (want);
+    g_free (have);
+    return FALSE;
+  }
+  if (desc->type != GST_TENSOR_TYPE_FLOAT32 &&
+      (float_only || desc->type != GST_TENSOR_TYPE_UINT8)) {
+    *why = g_strdup_printf ("tensor %u (%s) has type %s, expected %s", i,
+        what, gst_tensor_type_name (desc->type),
+        float_only ? "float32" : "uint8 or float32");
+    return FALSE;
+  }
+  return TRUE;
+}

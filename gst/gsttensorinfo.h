@@ -124,6 +124,18 @@ void gst_tensor_meta_write (const GstTensorDesc * desc, guint8 * header);
 gboolean gst_tensor_desc_matches_shape (const GstTensorDesc * desc,
     guint32 channel, guint32 height, guint32 width);
 
+/* "W:H:C:1": a model shape channel:height:width as nnstreamer writes it. */
+gchar *gst_tensor_shape_dims_string (guint32 channel, guint32 height,
+    guint32 width);
+
+/* Tensor i of a buffer against the model tensor it feeds (what: "input" or
+ * "label"): its shape (gst_tensor_desc_matches_shape) and its type, float32
+ * or, unless float_only, uint8. FALSE with *why a sentence saying what
+ * differs. */
+gboolean gst_tensor_desc_check_model (const GstTensorDesc * desc, guint i,
+    const gchar * what, guint32 channel, guint32 height, guint32 width,
+    gboolean float_only, gchar ** why);
+
 G_END_DECLS
 
 #endif /* __GST_TENSOR_INFO_H__ */

@@ -565,7 +565,7 @@ gst_tensor_predictor_change_state (GstElement * element,
 static gchar *
 gst_tensor_predictor_shape_dims (tt_shape s)
 {
-  return g_strdup_printf ("%u:%u:%u:1", s.width, s.height, s.channel);
+  return gst_tensor_shape_dims_string (s.channel, s.height, s.width);
 }
 
 static gchar *
@@ -676,24 +676,9 @@ gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
       s = tt_model_output_shape (self->model);
     else
       tt_model_input_shape (self->model, i, &s);
-    if (!gst_tensor_desc_matches_shape (t, s.channel, s.height, s.width)) {
-      gchar *want = gst_tensor_predictor_shape_dims (s);
-      gchar *got = gst_tensor_desc_dims_string (t);
-      why = g_strdup_printf ("tensor %u (%s) has dimensions %s, expected %s "
-          "(model shape %u:%u:%u)", i, label ? "label" : "input", got, want,
-          s.channel, s.height, s.width);
-      g_free (want);
-      g_free (got);
+    if (!gst_tensor_desc_check_model (t, i, label ? "label" : "input",
+            s.channel, s.height, s.width, label, &why))
       goto refuse;
-    }
-    if (label ? t->type != GST_TENSOR_TYPE_FLOAT32 :
-        (t->type != GST_TENSOR_TYPE_FLOAT32
-            && t->type != GST_TENSOR_TYPE_UINT8)) {
-      why = g_strdup_printf ("tensor %u (%s) has type %s, expected %s", i,
-          label ? "label" : "input", gst_tensor_type_name (t->type),
-          label ? "float32" : "uint8 or float32");
-      goto refuse;
-    }
     if (!label) {
       types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
           TT_DTYPE_FLOAT32;

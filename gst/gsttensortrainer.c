@@ -589,7 +589,7 @@ gst_tensor_trainer_change_state (GstElement * element,
 static gchar *
 gst_tensor_trainer_shape_dims (tt_shape s)
 {
-  return g_strdup_printf ("%u:%u:%u:1", s.width, s.height, s.channel);
+  return gst_tensor_shape_dims_string (s.channel, s.height, s.width);
 }
 
 static gchar *
@@ -622,31 +622,13 @@ gst_tensor_trainer_check_tensor (GstTensorTrainer * self, guint i,
 {
   const gboolean label = i == self->n_inputs;
   tt_shape s;
-  gchar *have, *want;
 
   if (label)
     s = tt_model_label_shape (self->model);
   else
     tt_model_input_shape (self->model, i, &s);
-  if (!gst_tensor_desc_matches_shape (t, s.channel, s.height, s.width)) {
-    want = gst_tensor_trainer_shape_dims (s);
-    have = gst_tensor_desc_dims_string (t);
-    *why = g_strdup_printf ("tensor %u (%s) has dimensions %s, expected %s "
-        "(model shape %u:%u:%u)", i, label ? "label" : "input", have, want,
-        s.channel, s.height, s.width);
-    g_free (want);
-    g_free (have);
-    return FALSE;
-  }
-  if (label ? t->type != GST_TENSOR_TYPE_FLOAT32 :
-      (t->type != GST_TENSOR_TYPE_FLOAT32
-          && t->type != GST_TENSOR_TYPE_UINT8)) {
-    *why = g_strdup_printf ("tensor %u (%s) has type %s, expected %s", i,
-        label ? "label" : "input", gst_tensor_type_name (t->type),
-        label ? "float32" : "uint8 or float32");
-    return FALSE;
-  }
-  return TRUE;
+  return gst_tensor_desc_check_model (t, i, label ? "label" : "input",
+      s.channel, s.height, s.width, label, why);
 }
 
 /* Checks caps against the model (loading it with the first caps); on
