@@ -21,6 +21,37 @@ gst_tensor_datarepo_get_int (JsonObject * obj, const gchar * name,
   return TRUE;
 }
 
+/* Tensor caps never nest lists or ranges: a caps string that does came
+ * from somewhere else, and GStreamer 1.22's gst_caps_from_string both
+ * leaks on deeply nested lists it refuses and backtracks through nested
+ * brackets in exponential time (a 1.5 KB string took 30 s). The file is
+ * data nobody checked, so such strings are refused before GStreamer
+ * parses them. Quoted text is skipped. */
+#define GST_TENSOR_DATAREPO_MAX_NESTING 4
+
+static gboolean
+gst_tensor_datarepo_nesting_ok (const gchar * s)
+{
+  guint depth = 0;
+  gboolean quoted = FALSE;
+  for (; *s; s++) {
+    if (quoted) {
+      if (*s == '\\' && s[1])
+        s++;
+      else if (*s == '"')
+        quoted = FALSE;
+    } else if (*s == '"') {
+      quoted = TRUE;
+    } else if (*s == '[' || *s == '{' || *s == '<') {
+      if (++depth > GST_TENSOR_DATAREPO_MAX_NESTING)
+        return FALSE;
+    } else if ((*s == ']' || *s == '}' || *s == '>') && depth > 0) {
+      depth--;
+    }
+  }
+  return TRUE;
+}
+
 GstTensorDataRepoStatus
 gst_tensor_datarepo_parse (const gchar * text, gssize length,
     GstTensorDataRepoInfo * info, gchar ** error)
@@ -66,6 +97,12 @@ gst_tensor_datarepo_parse (const gchar * text, gssize length,
       && (!gst_tensor_datarepo_get_int (obj, "sample_size", &sample_size)
           || sample_size <= 0)) {
     *error = g_strdup ("\"sample_size\" is not a positive integer.");
+    goto out;
+  }
+  if (!gst_tensor_datarepo_nesting_ok (caps_str)) {
+    *error = g_strdup_printf ("\"gst_caps\" nests lists or ranges more "
+        "than %d deep, which tensor caps never do.",
+        GST_TENSOR_DATAREPO_MAX_NESTING);
     goto out;
   }
   caps = gst_caps_from_string (caps_str);

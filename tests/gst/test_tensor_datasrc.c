@@ -559,6 +559,9 @@ GST_START_TEST (test_repo_errors)
     {"{\"gst_caps\":\"video/x-raw\",\"total_samples\":3}", 66,
         "not other/tensors"},
     {"[1, 2]", 22, "not a JSON object"},
+    /* refused before GStreamer's parser sees it (it leaks on these) */
+    {"{\"gst_caps\":\"other/tensors,d=(buffer){{{{{1}}}}}\","
+          "\"total_samples\":3}", 66, "nests lists or ranges more than 4"},
     {"{ \"gst_caps\": ", 22, "Cannot read the datarepo JSON"},
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
