@@ -17,9 +17,12 @@
  * and used as stored; a training plan is ignored (planning an inference
  * model takes milliseconds).
  *
- * Each buffer is one sample, `other/tensors,format=static`: the model's
- * inputs (uint8 or float32, the model's shapes, as for tensor_trainer),
- * optionally followed by one float32 label of the output's shape. The
+ * Each buffer is one sample, `other/tensors`: the model's inputs (uint8 or
+ * float32, the model's shapes, as for tensor_trainer), optionally followed
+ * by one float32 label of the output's shape. With `format=flexible` each
+ * buffer describes its tensors in their headers, so the input type and the
+ * presence of a label may change from one buffer to the next (the samples
+ * waiting then run first). The
  * label is not used for the prediction: when present, the element counts
  * how often the output's argmax equals the label's (#GstTensorPredictor:accuracy)
  * and posts it at EOS, so a labelled stream (tensor_datasrc, tensor_labeler)
@@ -60,6 +63,7 @@
  * ]|
  */
 #include "gsttensorpredictor.h"
+#include "gsttensorflexsample.h"
 #include "gsttensormodelshare.h"
 #include "tt_bundle.h"
 
@@ -286,6 +290,7 @@ gst_tensor_predictor_stop (GstTensorPredictor * self)
   self->n_class_names = 0;
   self->fill = 0;
   self->negotiated = FALSE;
+  self->flexible = FALSE;
   self->have_identity = FALSE;
   self->have_version = 0;
   self->reloads = 0;
@@ -644,6 +649,23 @@ gst_tensor_predictor_src_query (GstPad * pad, GstObject * parent,
 
 static GstFlowReturn gst_tensor_predictor_run (GstTensorPredictor * self);
 
+/* Tensor i (from caps or a flexible header) against the model's input i
+ * or, for i == n_inputs, its output (the label); FALSE with *why. */
+static gboolean
+gst_tensor_predictor_check_tensor (GstTensorPredictor * self, guint i,
+    const GstTensorDesc * t, gchar ** why)
+{
+  const gboolean label = i == self->n_inputs;
+  tt_shape s;
+
+  if (label)
+    s = tt_model_output_shape (self->model);
+  else
+    tt_model_input_shape (self->model, i, &s);
+  return gst_tensor_desc_check_model (t, i, label ? "label" : "input",
+      s.channel, s.height, s.width, label, why);
+}
+
 /* Checks caps against the model; on mismatch posts an error saying what
  * was expected and what came. */
 static gboolean
@@ -659,10 +681,17 @@ gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
 
   if (!gst_tensors_desc_from_caps (caps, &desc, &why))
     goto refuse;
-  if (desc.format != GST_TENSOR_FORMAT_STATIC) {
-    why = g_strdup ("flexible tensors are not taken yet (their shapes "
-        "could change per buffer); send format=static");
-    goto refuse;
+  if (desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
+    /* the tensors are described per buffer, in their headers */
+    if (desc.num && desc.num != self->n_inputs
+        && desc.num != self->n_inputs + 1) {
+      why = g_strdup_printf ("%u tensors received", desc.num);
+      goto refuse;
+    }
+    if (self->fill > 0 && gst_tensor_predictor_run (self) != GST_FLOW_OK)
+      return FALSE;
+    self->flexible = TRUE;
+    goto accept;
   }
   if (desc.num != self->n_inputs && desc.num != self->n_inputs + 1) {
     why = g_strdup_printf ("%u tensors received", desc.num);
@@ -670,16 +699,9 @@ gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
   }
   for (guint i = 0; i < desc.num; i++) {
     const GstTensorDesc *t = &desc.tensors[i];
-    const gboolean label = i == self->n_inputs;
-    tt_shape s;
-    if (label)
-      s = tt_model_output_shape (self->model);
-    else
-      tt_model_input_shape (self->model, i, &s);
-    if (!gst_tensor_desc_check_model (t, i, label ? "label" : "input",
-            s.channel, s.height, s.width, label, &why))
+    if (!gst_tensor_predictor_check_tensor (self, i, t, &why))
       goto refuse;
-    if (!label) {
+    if (i < self->n_inputs) {
       types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
           TT_DTYPE_FLOAT32;
       bytes[i] = gst_tensor_desc_bytes (t);
@@ -692,7 +714,9 @@ gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
   memcpy (self->in_types, types, self->n_inputs * sizeof *types);
   memcpy (self->in_bytes, bytes, self->n_inputs * sizeof *bytes);
   self->with_labels = desc.num == self->n_inputs + 1;
+  self->flexible = FALSE;
 
+accept:
   gst_structure_get_fraction (gst_caps_get_structure (caps, 0), "framerate",
       &fps_n, &fps_d);
   out = gst_tensor_predictor_src_caps (self, fps_n, fps_d);
@@ -877,8 +901,83 @@ gst_tensor_predictor_run (GstTensorPredictor * self)
   return ret;
 }
 
-/* Copies one sample into the batch; FALSE (error posted) on a wrong size. */
+/* Keeps the timestamps of the sample just copied into the batch. */
+static void
+gst_tensor_predictor_stamp (GstTensorPredictor * self, GstBuffer * buf)
+{
+  GstTensorPredictorStamp *st = &self->stamps[self->fill];
+  st->pts = GST_BUFFER_PTS (buf);
+  st->dts = GST_BUFFER_DTS (buf);
+  st->duration = GST_BUFFER_DURATION (buf);
+  st->offset = GST_BUFFER_OFFSET (buf);
+  st->offset_end = GST_BUFFER_OFFSET_END (buf);
+  st->flags = GST_BUFFER_FLAGS (buf) & (GST_BUFFER_FLAG_DISCONT |
+      GST_BUFFER_FLAG_DELTA_UNIT);
+  self->fill++;
+}
+
+/* A flexible tensor against the model, as its header is read. */
 static gboolean
+gst_tensor_predictor_check_flexible (guint i, const GstTensorDesc * t,
+    gpointer user_data, gchar ** why)
+{
+  GstTensorPredictor *self = user_data;
+  gchar *what = NULL;
+
+  if (gst_tensor_predictor_check_tensor (self, i, t, &what))
+    return TRUE;
+  gchar *expected = gst_tensor_predictor_expected (self);
+  *why = g_strdup_printf ("Flexible tensor does not fit the model: %s; the "
+      "model takes %s.", what, expected);
+  g_free (expected);
+  g_free (what);
+  return FALSE;
+}
+
+/* Copies one sample of flexible tensors into the batch; a sample whose
+ * input types or label differ from the samples waiting runs those first. */
+static GstFlowReturn
+gst_tensor_predictor_take_flexible (GstTensorPredictor * self,
+    GstBuffer * buf)
+{
+  GstTensorFlexSample sample;
+  tt_dtype types[GST_TENSOR_PREDICTOR_MAX_INPUTS];
+  gchar *why = NULL;
+  GstFlowReturn ret;
+
+  if (!gst_tensor_flex_sample_read (buf, self->n_inputs, self->n_inputs + 1,
+          self->n_inputs, gst_tensor_predictor_check_flexible, self, &sample,
+          &why)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s", why),
+        ("sample %" G_GUINT64_FORMAT, self->samples + self->fill));
+    g_free (why);
+    return GST_FLOW_ERROR;
+  }
+  const gboolean labelled = sample.num == self->n_inputs + 1;
+  for (guint i = 0; i < self->n_inputs; i++)
+    types[i] = sample.tensors[i].type == GST_TENSOR_TYPE_UINT8 ?
+        TT_DTYPE_UINT8 : TT_DTYPE_FLOAT32;
+  if (self->fill > 0 && (labelled != self->with_labels ||
+          memcmp (types, self->in_types, self->n_inputs * sizeof *types))
+      && (ret = gst_tensor_predictor_run (self)) != GST_FLOW_OK)
+    return ret;
+  memcpy (self->in_types, types, self->n_inputs * sizeof *types);
+  self->with_labels = labelled;
+  for (guint i = 0; i < self->n_inputs; i++) {
+    self->in_bytes[i] = gst_tensor_desc_bytes (&sample.tensors[i]);
+    gst_buffer_extract (buf, sample.offsets[i], self->in_batch[i] +
+        self->in_bytes[i] * self->fill, self->in_bytes[i]);
+  }
+  if (labelled)
+    gst_buffer_extract (buf, sample.offsets[self->n_inputs],
+        self->label_batch + self->out_count * self->fill,
+        self->out_count * sizeof (gfloat));
+  gst_tensor_predictor_stamp (self, buf);
+  return GST_FLOW_OK;
+}
+
+/* Copies one sample into the batch; an error posted on a wrong size. */
+static GstFlowReturn
 gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
 {
   const guint ntens = self->n_inputs + (self->with_labels ? 1 : 0);
@@ -899,7 +998,7 @@ gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
                 " bytes, expected %" G_GSIZE_FORMAT " bytes as the caps say.",
                 i, i == self->n_inputs ? "label" : "input", size, want),
             ("sample %" G_GUINT64_FORMAT, self->samples + self->fill));
-        return FALSE;
+        return GST_FLOW_ERROR;
       }
     }
   } else if (gst_buffer_get_size (buf) != total) {
@@ -908,7 +1007,7 @@ gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
             "expected %" G_GSIZE_FORMAT " bytes (%u tensors).",
             gst_buffer_get_size (buf), n_mem, total, ntens),
         ("sample %" G_GUINT64_FORMAT, self->samples + self->fill));
-    return FALSE;
+    return GST_FLOW_ERROR;
   }
   for (guint i = 0; i < self->n_inputs; i++) {
     gst_buffer_extract (buf, offset, self->in_batch[i] +
@@ -918,16 +1017,8 @@ gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
   if (self->with_labels)
     gst_buffer_extract (buf, offset, self->label_batch + self->out_count *
         self->fill, label_bytes);
-  GstTensorPredictorStamp *st = &self->stamps[self->fill];
-  st->pts = GST_BUFFER_PTS (buf);
-  st->dts = GST_BUFFER_DTS (buf);
-  st->duration = GST_BUFFER_DURATION (buf);
-  st->offset = GST_BUFFER_OFFSET (buf);
-  st->offset_end = GST_BUFFER_OFFSET_END (buf);
-  st->flags = GST_BUFFER_FLAGS (buf) & (GST_BUFFER_FLAG_DISCONT |
-      GST_BUFFER_FLAG_DELTA_UNIT);
-  self->fill++;
-  return TRUE;
+  gst_tensor_predictor_stamp (self, buf);
+  return GST_FLOW_OK;
 }
 
 static GstFlowReturn
@@ -942,10 +1033,11 @@ gst_tensor_predictor_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
         ("Buffer before caps: tensor_predictor needs other/tensors caps "
             "first."), (NULL));
     ret = GST_FLOW_NOT_NEGOTIATED;
-  } else if (!gst_tensor_predictor_take (self, buf)) {
-    ret = GST_FLOW_ERROR;
-  } else if (self->fill == self->batch) {
-    ret = gst_tensor_predictor_run (self);
+  } else {
+    ret = self->flexible ? gst_tensor_predictor_take_flexible (self, buf) :
+        gst_tensor_predictor_take (self, buf);
+    if (ret == GST_FLOW_OK && self->fill == self->batch)
+      ret = gst_tensor_predictor_run (self);
   }
   gst_buffer_unref (buf);
   return ret;

@@ -67,7 +67,8 @@ struct _GstTensorPredictor
   tt_dtype in_types[GST_TENSOR_PREDICTOR_MAX_INPUTS];
   gsize in_bytes[GST_TENSOR_PREDICTOR_MAX_INPUTS];  /* per sample */
   guint8 *in_batch[GST_TENSOR_PREDICTOR_MAX_INPUTS];
-  gboolean with_labels;                 /* caps carry a label tensor */
+  gboolean with_labels;                 /* the samples carry a label */
+  gboolean flexible;                    /* described per buffer */
   gsize out_count;                      /* output floats per sample */
   gfloat *label_batch;
   GstTensorPredictorStamp *stamps;

@@ -85,6 +85,7 @@
  * ]|
  */
 #include "gsttensortrainer.h"
+#include "gsttensorflexsample.h"
 #include "gsttensormodelshare.h"
 #include "tt_bundle.h"
 
@@ -874,78 +875,48 @@ gst_tensor_trainer_widen_input (GstTensorTrainer * self, guint i)
   self->in_types[i] = TT_DTYPE_FLOAT32;
 }
 
-/* Flexible tensors: each one is a 128-byte header and its data, one
- * GstMemory each (or back to back). Every header is checked. */
+/* A flexible tensor against the model, as its header is read. */
+static gboolean
+gst_tensor_trainer_check_flexible (guint i, const GstTensorDesc * t,
+    gpointer user_data, gchar ** why)
+{
+  GstTensorTrainer *self = user_data;
+  gchar *what = NULL;
+
+  if (gst_tensor_trainer_check_tensor (self, i, t, &what))
+    return TRUE;
+  gchar *expected = gst_tensor_trainer_expected (self);
+  *why = g_strdup_printf ("Flexible tensor does not fit the model: %s; the "
+      "model takes %s.", what, expected);
+  g_free (expected);
+  g_free (what);
+  return FALSE;
+}
+
+/* Flexible tensors (gsttensorflexsample.h): every header is checked, and
+ * each tensor against the model. */
 static GstFlowReturn
 gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
 {
   const guint ntens = self->n_inputs + 1;
-  const guint n_mem = gst_buffer_n_memory (buf);
-  const gsize total = gst_buffer_get_size (buf);
-  gsize offset = 0, mem_start = 0, prev_start = 0;
+  GstTensorFlexSample sample;
+  gchar *why = NULL;
 
+  if (!gst_tensor_flex_sample_read (buf, ntens, ntens, self->n_inputs,
+          gst_tensor_trainer_check_flexible, self, &sample, &why)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s", why),
+        ("sample %" G_GUINT64_FORMAT, self->samples_seen));
+    g_free (why);
+    return GST_FLOW_ERROR;
+  }
   for (guint i = 0; i < ntens; i++) {
-    guint8 header[GST_TENSOR_META_HEADER_SIZE];
-    GstTensorDesc t;
-    gchar *why = NULL;
-    gsize size;
-
-    if (n_mem == ntens && offset != mem_start) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("Wrong buffer size: memory %u holds %" G_GSIZE_FORMAT " bytes, "
-              "but flexible tensor %u is %" G_GSIZE_FORMAT " bytes of header "
-              "and data.", i - 1, mem_start - prev_start, i - 1,
-              offset - prev_start), ("sample %" G_GUINT64_FORMAT,
-              self->samples_seen));
-      return GST_FLOW_ERROR;
-    }
-    prev_start = offset;
-    if (n_mem == ntens)
-      mem_start += gst_memory_get_sizes (gst_buffer_peek_memory (buf, i),
-          NULL, NULL);
-    if (gst_buffer_extract (buf, offset, header, sizeof header) !=
-        sizeof header) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("Wrong buffer size: %" G_GSIZE_FORMAT " bytes hold no header for "
-              "flexible tensor %u of %u (at byte %" G_GSIZE_FORMAT ").",
-              total, i, ntens, offset), ("sample %" G_GUINT64_FORMAT,
-              self->samples_seen));
-      return GST_FLOW_ERROR;
-    }
-    if (!gst_tensor_meta_parse (header, &t, &why)) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("Bad flexible tensor header: tensor %u (%s): %s.", i,
-              i == self->n_inputs ? "label" : "input", why),
-          ("sample %" G_GUINT64_FORMAT ", byte %" G_GSIZE_FORMAT,
-              self->samples_seen, offset));
-      g_free (why);
-      return GST_FLOW_ERROR;
-    }
-    if (!gst_tensor_trainer_check_tensor (self, i, &t, &why)) {
-      gchar *expected = gst_tensor_trainer_expected (self);
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("Flexible tensor does not fit the model: %s; the model takes %s.",
-              why, expected), ("sample %" G_GUINT64_FORMAT,
-              self->samples_seen));
-      g_free (expected);
-      g_free (why);
-      return GST_FLOW_ERROR;
-    }
-    offset += sizeof header;
-    size = gst_tensor_desc_bytes (&t);
-    if (total - offset < size) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("Wrong buffer size: flexible tensor %u announces %" G_GSIZE_FORMAT
-              " bytes of data, %" G_GSIZE_FORMAT " are left.", i, size,
-              total - offset), ("sample %" G_GUINT64_FORMAT,
-              self->samples_seen));
-      return GST_FLOW_ERROR;
-    }
+    const GstTensorDesc *t = &sample.tensors[i];
+    const gsize offset = sample.offsets[i], size = gst_tensor_desc_bytes (t);
     if (i == self->n_inputs) {
       gst_buffer_extract (buf, offset, self->label_batch +
           self->label_count * self->fill, size);
     } else {
-      const tt_dtype type = t.type == GST_TENSOR_TYPE_UINT8 ?
+      const tt_dtype type = t->type == GST_TENSOR_TYPE_UINT8 ?
           TT_DTYPE_UINT8 : TT_DTYPE_FLOAT32;
       const gsize count = self->in_count[i];
       if (self->fill == 0)
@@ -964,15 +935,6 @@ gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
           dst[k] = self->scratch[k];
       }
     }
-    offset += size;
-  }
-  if (offset != total) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Wrong buffer size: %" G_GSIZE_FORMAT " bytes, but the %u flexible "
-            "tensors' headers and data make %" G_GSIZE_FORMAT ".", total,
-            ntens, offset), ("sample %" G_GUINT64_FORMAT,
-            self->samples_seen));
-    return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
 }

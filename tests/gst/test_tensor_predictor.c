@@ -721,8 +721,172 @@ GST_START_TEST (test_bad_caps_and_buffers)
   check_stream_error ("other/tensors,format=static,num_tensors=1,"
       "dimensions=(string)4:1:1:1,types=(string)int16", 8,
       "has type int16");
-  check_stream_error ("other/tensors,format=flexible", 8, "flexible");
+  check_stream_error ("other/tensors,format=flexible", 8,
+      "hold no header for flexible tensor 0");
   check_stream_error (DENSE_CAPS, 12, "Wrong buffer size");
+}
+
+GST_END_TEST;
+
+/* ---- flexible tensors -------------------------------------------------- */
+
+#define FLEX_CAPS "other/tensors,format=flexible,framerate=(fraction)0/1"
+
+/* Sample k of test_flexible_inputs: input x (integers, so uint8 says the
+ * same) as uint8 for odd k, float32 for even k; a one-hot label of class
+ * label when label >= 0. */
+static GstBuffer *
+flex_sample (const gfloat * x, guint k, gint label)
+{
+  const guint32 in_dims[4] = { 4, 1, 1, 1 }, lb_dims[4] = { 3, 1, 1, 1 };
+  GstBuffer *b = gst_buffer_new ();
+  guint8 xu[4];
+  for (guint i = 0; i < 4; i++)
+    xu[i] = (guint8) x[i];
+  if (k % 2)
+    gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_UINT8, in_dims,
+            4, xu, sizeof xu));
+  else
+    gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_FLOAT32, in_dims,
+            4, x, 4 * sizeof (gfloat)));
+  if (label >= 0) {
+    gfloat y[3] = { 0, 0, 0 };
+    y[label] = 1;
+    gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_FLOAT32, lb_dims,
+            1, y, sizeof y));
+  }
+  GST_BUFFER_PTS (b) = k * GST_SECOND;
+  return b;
+}
+
+/* A flexible stream whose input type and label come and go from buffer to
+ * buffer predicts what the engine does on the same values, scores only the
+ * labelled samples, and keeps every buffer's timestamp; batch-size 1 is
+ * bit-identical to the engine, batch-size 4 (batches cut where the
+ * samples change form) within float rounding. */
+GST_START_TEST (test_flexible_inputs)
+{
+  gchar *ini = write_tmp ("m.ini", dense_ini);
+  gchar *bin = g_build_filename (tmp_dir, "m.bin", NULL);
+  const guint n = 10;
+  gfloat x[10 * 4];
+  make_weights (ini, bin, 5);
+  for (guint i = 0; i < n * 4; i++)
+    x[i] = (gfloat) ((i * 37 + 11) % 9);
+  gfloat *y = engine_predict (ini, bin, 1, x, n);
+  for (guint batch = 1; batch <= 4; batch += 3) {
+    GstBus *bus;
+    GstElement *e = make_predictor (&bus);
+    g_object_set (e, "model-config", ini, "model-load-path", bin,
+        "batch-size", batch, NULL);
+    GstHarness *h = gst_harness_new_with_element (e, "sink", "src");
+    gst_harness_set_src_caps_str (h, FLEX_CAPS);
+    guint labelled = 0, correct = 0;
+    for (guint k = 0; k < n; k++) {
+      /* labels on k % 3 == 0: the predicted class, except at k = 3 */
+      gint label = -1;
+      if (k % 3 == 0) {
+        guint best = 0;
+        for (guint c = 1; c < 3; c++)
+          best = y[k * 3 + c] > y[k * 3 + best] ? c : best;
+        label = (gint) (k == 3 ? (best + 1) % 3 : best);
+        labelled++;
+        correct += k != 3;
+      }
+      fail_unless_equals_int (gst_harness_push (h, flex_sample (x + k * 4,
+                  k, label)), GST_FLOW_OK);
+    }
+    fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+    for (guint k = 0; k < n; k++) {
+      GstBuffer *out = gst_harness_try_pull (h);
+      fail_unless (out != NULL, "batch %u: output %u missing", batch, k);
+      fail_unless_equals_uint64 (GST_BUFFER_PTS (out), k * GST_SECOND);
+      if (batch == 1) {
+        check_output (out, y + k * 3, 3);
+      } else {
+        GstMapInfo map;
+        fail_unless (gst_buffer_map (out, &map, GST_MAP_READ));
+        fail_unless_equals_uint64 (map.size, 3 * sizeof (gfloat));
+        for (guint c = 0; c < 3; c++) {
+          const gfloat got = ((const gfloat *) map.data)[c];
+          fail_unless (fabsf (got - y[k * 3 + c]) <= 1e-5f,
+              "batch %u, sample %u, class %u: %g, engine %g", batch, k, c,
+              got, y[k * 3 + c]);
+        }
+        gst_buffer_unmap (out, &map);
+      }
+      gst_buffer_unref (out);
+    }
+    guint64 samples;
+    gdouble accuracy;
+    g_object_get (e, "samples", &samples, "accuracy", &accuracy, NULL);
+    fail_unless_equals_uint64 (samples, n);
+    fail_unless (fabs (accuracy - (gdouble) correct / labelled) < 1e-12,
+        "batch %u: accuracy %g, want %u/%u", batch, accuracy, correct,
+        labelled);
+    gchar *err = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+    fail_unless_equals_string (err, "");
+    g_free (err);
+    gst_harness_teardown (h);
+    gst_object_unref (e);
+    gst_bus_set_flushing (bus, TRUE);
+    gst_object_unref (bus);
+  }
+  g_free (y);
+  g_free (ini);
+  g_free (bin);
+}
+
+GST_END_TEST;
+
+/* A flexible buffer that does not fit: refused with what is wrong. */
+static void
+check_flexible_error (GstBuffer * b, const gchar * want)
+{
+  gchar *ini = write_tmp ("m.ini", dense_ini);
+  GstBus *bus;
+  GstElement *e = make_predictor (&bus);
+  g_object_set (e, "model-config", ini, NULL);
+  GstHarness *h = gst_harness_new_with_element (e, "sink", "src");
+  gst_harness_set_src_caps_str (h, FLEX_CAPS);
+  fail_unless_equals_int (gst_harness_push (h, b), GST_FLOW_ERROR);
+  gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (text, want), "error: \"%s\", expected \"%s\"", text,
+      want);
+  g_free (text);
+  gst_harness_teardown (h);
+  gst_object_unref (e);
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
+  g_free (ini);
+}
+
+GST_START_TEST (test_flexible_refused)
+{
+  const gfloat x[4] = { 1, 2, 3, 4 };
+  const guint32 dims5[4] = { 5, 1, 1, 1 }, dims3[4] = { 3, 1, 1, 1 };
+  gfloat five[5] = { 0 };
+  guint8 three[3] = { 0 };
+  /* an input of another shape */
+  GstBuffer *b = gst_buffer_new ();
+  gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_FLOAT32, dims5, 1,
+          five, sizeof five));
+  check_flexible_error (b, "Flexible tensor does not fit the model: tensor 0 "
+      "(input) has dimensions 5:1:1:1");
+  /* a uint8 label */
+  b = flex_sample (x, 0, -1);
+  gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_UINT8, dims3, 1,
+          three, sizeof three));
+  check_flexible_error (b, "label) has type uint8");
+  /* a third tensor */
+  b = flex_sample (x, 0, 1);
+  gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_FLOAT32, dims3, 1,
+          five, 3 * sizeof (gfloat)));
+  check_flexible_error (b, "but 2 flexible tensors (at most 2) make");
+  /* data cut short */
+  b = flex_sample (x, 0, -1);
+  gst_memory_resize (gst_buffer_peek_memory (b, 0), 0, 128 + 10);
+  check_flexible_error (b, "announces 16 bytes of data, 10 are left");
 }
 
 GST_END_TEST;
@@ -968,6 +1132,8 @@ tensor_predictor_suite (void)
   tcase_add_test (tc, test_reload_replaced_file);
   tcase_add_test (tc, test_bad_model_files);
   tcase_add_test (tc, test_bad_caps_and_buffers);
+  tcase_add_test (tc, test_flexible_inputs);
+  tcase_add_test (tc, test_flexible_refused);
   tcase_add_test (tc, test_live_handoff_never_torn);
   tcase_add_test (tc, test_handoff_other_model_refused);
   return s;

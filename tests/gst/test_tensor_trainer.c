@@ -901,32 +901,6 @@ GST_END_TEST;
 
 #define FLEX_CAPS "other/tensors,format=flexible,framerate=(fraction)0/1"
 
-/* nnstreamer's tensor_type values */
-enum
-{ NNS_UINT8 = 5, NNS_FLOAT32 = 7 };
-
-/* A flexible tensor: nnstreamer's 128-byte header, then the data. */
-static GstMemory *
-flex_memory (guint32 nns_type, const guint32 * dims, guint rank,
-    gconstpointer data, gsize size)
-{
-  guint32 h[32] = { 0 };
-  GstMemory *mem = gst_allocator_alloc (NULL, sizeof h + size, NULL);
-  GstMapInfo m;
-  h[0] = 0xfeedcced;
-  h[1] = 0xDE001000;            /* version 1.0 */
-  h[2] = nns_type;
-  for (guint i = 0; i < rank; i++)
-    h[3 + i] = dims[i];
-  h[19] = 1;                    /* flexible */
-  h[20] = 4;                    /* tensor */
-  gst_memory_map (mem, &m, GST_MAP_WRITE);
-  memcpy (m.data, h, sizeof h);
-  memcpy (m.data + sizeof h, data, size);
-  gst_memory_unmap (mem, &m);
-  return mem;
-}
-
 static GstMemory *
 copy_memory (gconstpointer data, gsize size)
 {
@@ -953,15 +927,15 @@ make_int_sample (guint k, gboolean flexible, gboolean as_uint8)
   if (!flexible) {
     gst_buffer_append_memory (b, copy_memory (x, sizeof x));
   } else if (as_uint8) {
-    gst_buffer_append_memory (b, flex_memory (NNS_UINT8, in_dims, 4, xu,
-            sizeof xu));
+    gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_UINT8, in_dims,
+            4, xu, sizeof xu));
   } else {
-    gst_buffer_append_memory (b, flex_memory (NNS_FLOAT32, in_dims, 4, x,
-            sizeof x));
+    gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_FLOAT32, in_dims,
+            4, x, sizeof x));
   }
   if (flexible)
-    gst_buffer_append_memory (b, flex_memory (NNS_FLOAT32, lb_dims, 1, y,
-            sizeof y));
+    gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_FLOAT32, lb_dims,
+            1, y, sizeof y));
   else
     gst_buffer_append_memory (b, copy_memory (y, sizeof y));
   return b;
@@ -1022,7 +996,7 @@ GST_START_TEST (test_flexible_bad_headers)
     {19, 2, 0, {"sparse", "not supported"}},
     {20, 9, 0, {"media type 9", "tensor 0"}},
     {3, 5, 0, {"dimensions 5:1:1:1", "expected 4:1:1:1"}},
-    {2, NNS_UINT8, 1, {"type uint8", "expected float32"}},
+    {2, TT_NNS_UINT8, 1, {"type uint8", "expected float32"}},
     {99, 8, 1, {"announces 12 bytes of data", "8 are left"}},
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus helpers shared by the element tests: the text of the next error or
- * warning, and the next element message of a given name.
+ * Helpers shared by the element tests: the text of the next error or
+ * warning, the next element message of a given name, and flexible tensors
+ * as nnstreamer makes them.
  */
 #ifndef TT_GST_TEST_H
 #define TT_GST_TEST_H
 
 #include <gst/gst.h>
+#include <string.h>
 
 /* The text of the next message of type (GST_MESSAGE_ERROR or
  * GST_MESSAGE_WARNING) on bus, "" when there is none; g_free it. */
@@ -41,6 +43,33 @@ tt_gst_pop_named (GstBus * bus, const gchar * name)
     gst_message_unref (m);
   }
   return NULL;
+}
+
+/* nnstreamer's tensor_type values */
+enum
+{ TT_NNS_UINT8 = 5, TT_NNS_FLOAT32 = 7 };
+
+/* A flexible tensor in a memory of its own: nnstreamer's 128-byte header
+ * (version 1.0, media type tensor), then the data. */
+static inline GstMemory *
+tt_gst_flex_memory (guint32 nns_type, const guint32 * dims, guint rank,
+    gconstpointer data, gsize size)
+{
+  guint32 h[32] = { 0 };
+  GstMemory *mem = gst_allocator_alloc (NULL, sizeof h + size, NULL);
+  GstMapInfo m;
+  h[0] = 0xfeedcced;
+  h[1] = 0xDE001000;            /* version 1.0 */
+  h[2] = nns_type;
+  for (guint i = 0; i < rank; i++)
+    h[3 + i] = dims[i];
+  h[19] = 1;                    /* flexible */
+  h[20] = 4;                    /* tensor */
+  gst_memory_map (mem, &m, GST_MAP_WRITE);
+  memcpy (m.data, h, sizeof h);
+  memcpy (m.data + sizeof h, data, size);
+  gst_memory_unmap (mem, &m);
+  return mem;
 }
 
 #endif /* TT_GST_TEST_H */
