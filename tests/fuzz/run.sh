@@ -8,8 +8,8 @@
 #
 #   tests/fuzz/run.sh SECONDS          all targets, one after another
 #                                      (below 60, the GStreamer parsers
-#                                      caps, flexheader and datarepo get
-#                                      a third of SECONDS)
+#                                      caps, flexheader, flexsample and
+#                                      datarepo get a third of SECONDS)
 #   tests/fuzz/run.sh repro FILE...    rebuild and run the target named by
 #                                      each file's prefix (crashes/ini-...)
 #
@@ -41,7 +41,7 @@ root=$(cd "$here/../.." && pwd)
 engine_targets="ini_text ini plan bin idx bundle"
 # the GStreamer plugin's parsers (gst/): built when pkg-config finds
 # gstreamer-1.0 and json-glib-1.0
-gst_targets="caps flexheader datarepo"
+gst_targets="caps flexheader flexsample datarepo"
 all_targets="$engine_targets $gst_targets"
 
 usage () {
@@ -124,7 +124,7 @@ kernels="activation batchnorm conv2d gemm init maxpool2x2 pooling rng"
   done
   case " $all_targets " in
     *" caps "*)
-      for src in gsttensorinfo gsttensordatarepo; do
+      for src in gsttensorinfo gsttensordatarepo gsttensorflexsample; do
         echo "build obj/$src.o: cc $root/gst/$src.c"
         echo "  extra = -fsanitize=fuzzer-no-link $gst_cflags"
       done ;;
@@ -141,6 +141,10 @@ kernels="activation batchnorm conv2d gemm init maxpool2x2 pooling rng"
       echo "  libs = -lz"
     elif [ "$t" = datarepo ]; then
       echo "build fuzz_$t: link obj/fuzz_$t.o obj/gsttensordatarepo.o" \
+        "obj/gsttensorinfo.o"
+      echo "  libs = $gst_libs"
+    elif [ "$t" = flexsample ]; then
+      echo "build fuzz_$t: link obj/fuzz_$t.o obj/gsttensorflexsample.o" \
         "obj/gsttensorinfo.o"
       echo "  libs = $gst_libs"
     elif [ "$t" = caps ] || [ "$t" = flexheader ]; then
@@ -205,7 +209,7 @@ if [ "$1" = repro ]; then
     if [ "$(basename "$(dirname "$dir")")" = regressions ]; then
       t=$(basename "$dir")      # regressions/<target>/FILE
     else
-      t=$(basename "$f" | sed -n 's/^\(ini_text\|ini\|plan\|bin\|idx\|bundle\|caps\|flexheader\|datarepo\)-.*/\1/p')
+      t=$(basename "$f" | sed -n 's/^\(ini_text\|ini\|plan\|bin\|idx\|bundle\|caps\|flexheader\|flexsample\|datarepo\)-.*/\1/p')
     fi
     case " $all_targets " in
       *" $t "*) ;;
