@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Winograd F(2x2, 3x3) convolution for 3x3, stride-1 layers with enough
- * channels (the CNN's second layer, 32 -> 64). Each 2x2 output tile is
- * computed from a 4x4 input tile d as
+ * Winograd convolution F(m x m, 3x3), m = 2 or 4, for 3x3, stride-1
+ * layers with enough channels (the CNN's second layer, 32 -> 64). Each
+ * m x m output tile is computed from an n x n input tile d, n = m + 2, as
  *
  *     Y = A^T [ (G g G^T) . (B^T d B) ] A
  *
- * so the 36 multiplies per tile and channel pair of a direct 3x3 become
- * 16, and the sum over channels becomes 16 independent GEMMs, one per
- * position xi of the 4x4 transformed tile:
+ * so the 9 m^2 multiplies per tile and channel pair of a direct 3x3
+ * become n^2 (16 for F(2x2), 36 for F(4x4)), and the sum over channels
+ * becomes n^2 independent GEMMs, one per element xi of the transformed
+ * tile:
  *
  *     M[xi] (F x T) = U[xi] (F x C) * V[xi] (C x T)
  *
@@ -21,8 +22,20 @@
  *     dU[xi] (F x C) = sum over chunks of dM[xi] * V[xi]^T;  dw = G^T dU G
  *     dV[xi] (C x T) = U[xi]^T * dM[xi];  dx += B dV B^T  (tiles overlap)
  *
- * F(2x2, 3x3) keeps the transforms exact in binary up to rounding (the
- * constants are 0, +-1 and 1/2), so its error stays at float rounding.
+ * This file holds what both tile sizes share (the layout, the gathers
+ * and scatters, the passes) and F(2x2, 3x3)'s transforms:
+ *
+ *   B^T = | 1  0 -1  0 |   G = |  1    0    0  |   A^T = | 1  1  1  0 |
+ *         | 0  1  1  0 |       | 1/2  1/2  1/2 |         | 0  1 -1 -1 |
+ *         | 0 -1  1  0 |       | 1/2 -1/2  1/2 |
+ *         | 0  1  0 -1 |       |  0    0    1  |
+ *
+ * which are exact in binary (so its error stays at float rounding);
+ * conv2d_winograd4.c holds F(4x4, 3x3)'s, 44% fewer products per output
+ * but larger transforms and rounding errors, and tiles that hang further
+ * over the output's edge. wino_tile_of picks per layer the one with
+ * fewer products (F(4x4) for the CNN's 11x11 outputs: 9 tiles of 36
+ * instead of 36 of 16).
  *
  * The samples are the innermost dimension of every transformed matrix,
  * in blocks of WB = 8: tile position p of sample b is column
@@ -34,36 +47,37 @@
  * last block of fewer samples is padded with zeros.
  *
  * Scratch (both from the memory pool, kernels.h): col holds V from
- * forward to backward_weight, then dV, chunk after chunk ([16][C][columns]
- * each), or in a forward-only layer the V of one chunk; out holds U (or dU), the products
- * of one chunk of sample blocks, and the zero-padded plane of one block
- * and channel (or the output tiles of one block and filter).
+ * forward to backward_weight, then dV, chunk after chunk ([n^2][C]
+ * [columns] each, wino_chunk), or in a forward-only layer the V of one
+ * chunk; out holds U (or dU), the products of one chunk of sample blocks,
+ * and the zero-padded plane of one block and channel (or the output tiles
+ * of one block and filter).
  */
 #include "kernels.h"
+#include "conv2d_winograd.h"
 #include "tt_internal.h"
 
 #include <string.h>
 
-/* Samples per vector of the transforms. */
-#define WB 8
+/* Products (GEMM rows of M: n^2 per filter) times columns per chunk, in
+ * whole blocks (at least one): M of a chunk (n^2 x F x columns) stays in
+ * cache between the GEMMs that write it and the output transform that
+ * reads it. 16 x 512 as tuned for F(2x2) (the CNN's layer then took one
+ * block, 288 columns, a chunk); F(4x4) gets the same bytes, 227 columns,
+ * on the CNN 2 blocks of 72 (wino_shape_of; 1 to 4 blocks measured
+ * within 10% of each other at batch 32 and 128). */
+#define WINO_CHUNK_PRODUCTS (16 * 512)
 
-/* GEMM columns per chunk, in whole blocks (at least one): M of a chunk
- * (16 x F x columns) stays in cache between the GEMMs that write it and
- * the output transform that reads it. */
-#define WINO_CHUNK_COLUMNS 512
-
-#define WINO_INLINE static inline __attribute__ ((always_inline))
-
-/* The lane loops write (or read) 16 rows of one matrix at run-time
- * distances: the compiler cannot prove that they do not overlap and would
- * not vectorize them. They never do (the distance is at least WB). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define WINO_IVDEP _Pragma ("GCC ivdep")
-#else
-/* (clang's assume_safety warns where it cannot vectorize; clang builds
- * are the fuzzing ones, where speed does not matter) */
-#define WINO_IVDEP
-#endif
+/* The tile side m for a geometry: the one that needs fewer products,
+ * n^2 per tile position (F(2x2) on a tie: exact transforms, tighter
+ * tiles). */
+static int
+wino_tile_of (const tt_window_geom * g)
+{
+  const size_t t2 = (size_t) ((g->out_h + 1) / 2) * ((g->out_w + 1) / 2);
+  const size_t t4 = (size_t) ((g->out_h + 3) / 4) * ((g->out_w + 3) / 4);
+  return 36 * t4 < 16 * t2 ? 4 : 2;
+}
 
 /* Smaller batches would leave most lanes of each block, and most GEMM
  * columns, empty (batch 1: 8 times the work, 4 times the scratch of
@@ -75,40 +89,76 @@ tt_conv2d_winograd_applies (const tt_window_geom * g, int planned)
       g->stride_w != 1 || g->dilation_h != 1 || g->dilation_w != 1 ||
       g->channels < 16 || planned < WB)
     return false;
-  /* Not worth it when the 2x2 tiles mostly hang over the output's edge. */
-  const size_t th = (size_t) (g->out_h + 1) / 2;
-  const size_t tw = (size_t) (g->out_w + 1) / 2;
-  return 16 * th * tw <= 9 * (size_t) g->out_h * g->out_w;
+  /* Not worth it when the tiles mostly hang over the output's edge:
+   * no fewer products than the direct 9 per output. */
+  const int m = wino_tile_of (g), n = m + 2;
+  const size_t th = (size_t) (g->out_h + m - 1) / m;
+  const size_t tw = (size_t) (g->out_w + m - 1) / m;
+  return (size_t) n * n * th * tw <= 9 * (size_t) g->out_h * g->out_w;
 }
-
-typedef struct {
-  int th, tw;                   /* tile positions, down and across */
-  int ph, pw;                   /* padded plane: 2 * th + 2 by 2 * tw + 2 */
-  int pos;                      /* th * tw */
-  int blocks;                   /* blocks of WB samples */
-  int chunk;                    /* blocks per chunk of GEMMs */
-  size_t bcols;                 /* columns of a block: pos * WB */
-  size_t ld;                    /* columns: blocks * bcols */
-} wino_shape;
 
 static wino_shape
 wino_shape_of (const tt_window_geom * g, int batch)
 {
   wino_shape s;
-  s.th = (g->out_h + 1) / 2;
-  s.tw = (g->out_w + 1) / 2;
-  s.ph = 2 * s.th + 2;
-  s.pw = 2 * s.tw + 2;
+  s.m = wino_tile_of (g);
+  s.lg = s.m == 4 ? 2 : 1;
+  s.n = s.m + 2;
+  s.xn = s.n * s.n;
+  s.th = (g->out_h + s.m - 1) / s.m;
+  s.tw = (g->out_w + s.m - 1) / s.m;
+  s.ph = s.m * s.th + 2;
+  s.pw = s.m * s.tw + 2;
   s.pos = s.th * s.tw;
   s.blocks = batch > 0 ? (batch + WB - 1) / WB : 1;
   s.bcols = (size_t) s.pos * WB;
-  s.chunk = (int) (WINO_CHUNK_COLUMNS / s.bcols);
+  s.chunk = (int) (WINO_CHUNK_PRODUCTS / s.xn / s.bcols);
+  /* an even number of blocks of an odd number of tile positions: whole
+   * 16-float vectors of columns for the GEMM kernels, no padding
+   * (wino_row); F(4x4) on 11x11 outputs, 9 positions, 2 blocks a chunk
+   * rather than 3: 10% faster at batch 32 */
+  if (s.pos % 2 && s.chunk > 1)
+    s.chunk &= ~1;
   if (s.chunk < 1)
     s.chunk = 1;
   if (s.chunk > s.blocks)
     s.chunk = s.blocks;
-  s.ld = (size_t) s.blocks * s.bcols;
   return s;
+}
+
+/* Floats from one row of a chunk's V (or dV) or M (or dM) to the next:
+ * its columns, nt, rounded up to a multiple of 16. OpenBLAS's small-matrix
+ * kernel (0.3.21, AVX-512), which runs most of these GEMMs, allocates a
+ * buffer on every call whose product has 1 to 8 columns past a multiple
+ * of 16 (n of M = U V and of dV = U^T dM), as a chunk of an odd number of
+ * blocks of an odd number of tile positions has (8 past), and a training
+ * step must allocate nothing (test_no_alloc). Those chunks' products get
+ * 8 columns more, zeros in, ignored out. */
+static inline size_t
+wino_row (size_t nt)
+{
+  return (nt + 15) & ~(size_t) 15;
+}
+
+/* Floats from one of the n^2 matrices of V (or dV) or M (or dM) of a
+ * chunk to the next: theirs and a cache line more. The transforms touch
+ * all n^2 of them tile by tile; a multiple of 4 KiB apart (or of 2 KiB:
+ * twice as many sets), they would all fall in the same few sets of the L1
+ * cache, more lines than it has ways: on the CNN, F(4x4)'s 36 M matrices
+ * (64 filters, 144 columns) are 36 KiB apart, one set, and the layer took
+ * 25% longer at batch 32 without the extra line (10% at 128). */
+static inline size_t
+wino_plane (size_t floats)
+{
+  return floats + 64 / sizeof (float);
+}
+
+/* Floats of a (whole) chunk of V (rows C) or M (rows F) */
+static inline size_t
+wino_chunk_floats (const wino_shape * s, int rows)
+{
+  return (size_t) s->xn * wino_plane ((size_t) rows *
+      wino_row (s->chunk * s->bcols));
 }
 
 size_t
@@ -116,16 +166,18 @@ tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
     bool keep)
 {
   const wino_shape s = wino_shape_of (g, batch);
-  return 16 * (size_t) g->channels * (keep ? s.ld : s.chunk * s.bcols);
+  const int chunks = keep ? (s.blocks + s.chunk - 1) / s.chunk : 1;
+  return chunks * wino_chunk_floats (&s, g->channels);
 }
 
-/* V (or dV) of the chunk that starts at block k0: [16][C][nt], nt its
- * columns; chunk after chunk in col when kept for the backward passes. */
+/* V (or dV) of the chunk that starts at block k0 (wino_chunk); chunk
+ * after chunk in col when kept for the backward passes. */
 static inline float *
 wino_chunk_of (const tt_window_geom * g, const wino_shape * s, float *col,
     int k0)
 {
-  return col + 16 * (size_t) g->channels * k0 * s->bcols;
+  return col + (size_t) (k0 / s->chunk) * wino_chunk_floats (s,
+      g->channels);
 }
 
 size_t
@@ -133,18 +185,18 @@ tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
     int batch, bool both)
 {
   const wino_shape s = wino_shape_of (g, batch);
-  return 16 * (size_t) filters * g->channels * (both ? 2 : 1) +
-      16 * (size_t) filters * s.chunk * s.bcols + (size_t) s.ph * s.pw * WB;
+  return (size_t) s.xn * filters * g->channels * (both ? 2 : 1) +
+      wino_chunk_floats (&s, filters) + (size_t) s.ph * s.pw * WB;
 }
 
 /* Layout of the out scratch. */
 typedef struct {
-  float *u;                     /* U or dU: [16][F][C] */
-  float *m;                     /* M or dM of a chunk: [16][F][columns] */
+  float *u;                     /* U or dU: [n^2][F][C] */
+  float *m;                     /* M or dM of a chunk (wino_chunk) */
   float *pad;                   /* a block's padded plane [ph][pw][WB], or
-                                 * its output tiles [pos][4][WB] (fewer
-                                 * floats: 4 * th * tw <= ph * pw) */
-  float *ut;                    /* U^T [16][C][F] while dU is in u (both
+                                 * its output tiles [pos][m^2][WB] (fewer
+                                 * floats: m^2 th tw <= ph pw) */
+  float *ut;                    /* U^T [n^2][C][F] while dU is in u (both
                                  * backward passes at once) */
 } wino_scratch;
 
@@ -154,73 +206,312 @@ wino_scratch_of (const tt_window_geom * g, const wino_shape * s, int filters,
 {
   wino_scratch w;
   w.u = out;
-  w.m = w.u + 16 * (size_t) filters * g->channels;
-  w.pad = w.m + 16 * (size_t) filters * s->chunk * s->bcols;
+  w.m = w.u + (size_t) s->xn * filters * g->channels;
+  w.pad = w.m + wino_chunk_floats (s, filters);
   w.ut = w.pad + (size_t) s->ph * s->pw * WB;
   return w;
 }
 
-/* U[xi][f][c] = (G g G^T)[xi] for every filter f and channel c, or
- * U[xi][c][f] when transposed. */
+/* ---- F(2x2, 3x3)'s transforms (F(4x4)'s: conv2d_winograd4.c) ---------- */
+
+/* r = G g G^T, lane by lane (filter pairs), g [3][3] */
 WINO_INLINE void
-wino_filter_transform (int filters, int channels, const float *restrict w,
-    float *restrict u, bool transposed)
+wino2_filter_lanes (const wvec g[9], wvec r[16])
 {
-  const size_t fc = (size_t) filters * channels;
-  WINO_IVDEP
-  for (size_t k = 0; k < fc; k++) {
-    const float *g = w + 9 * k;
-    float t[4][3], r[16];
-    for (int j = 0; j < 3; j++) {
-      t[0][j] = g[j];
-      t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-      t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-      t[3][j] = g[6 + j];
-    }
-    for (int i = 0; i < 4; i++) {
-      r[4 * i] = t[i][0];
-      r[4 * i + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-      r[4 * i + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-      r[4 * i + 3] = t[i][2];
-    }
-    const size_t o = transposed ? (k % channels) * filters + k / channels :
-        k;
-    for (int xi = 0; xi < 16; xi++)
-      u[xi * fc + o] = r[xi];
+  wvec t[4][3];
+  for (int j = 0; j < 3; j++) {
+    t[0][j] = g[j];
+    t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+    t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+    t[3][j] = g[6 + j];
+  }
+  for (int i = 0; i < 4; i++) {
+    r[4 * i] = t[i][0];
+    r[4 * i + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+    r[4 * i + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+    r[4 * i + 3] = t[i][2];
   }
 }
 
-/* dw[f][c] = G^T dU[f][c] G, the adjoint of wino_filter_transform. */
+/* r = G^T d G, the adjoint */
 WINO_INLINE void
-wino_filter_gradient (int filters, int channels, const float *restrict du,
-    float *restrict dw)
+wino2_filter_gradient_lanes (const wvec d[16], wvec r[9])
 {
-  const size_t fc = (size_t) filters * channels;
-  WINO_IVDEP
-  for (size_t k = 0; k < fc; k++) {
-    float d[16], t[3][4];
-    for (int xi = 0; xi < 16; xi++)
-      d[xi] = du[xi * fc + k];
-    for (int j = 0; j < 4; j++) {
-      t[0][j] = d[j] + 0.5f * (d[4 + j] + d[8 + j]);
-      t[1][j] = 0.5f * (d[4 + j] - d[8 + j]);
-      t[2][j] = 0.5f * (d[4 + j] + d[8 + j]) + d[12 + j];
+  wvec t[3][4];
+  for (int j = 0; j < 4; j++) {
+    t[0][j] = d[j] + 0.5f * (d[4 + j] + d[8 + j]);
+    t[1][j] = 0.5f * (d[4 + j] - d[8 + j]);
+    t[2][j] = 0.5f * (d[4 + j] + d[8 + j]) + d[12 + j];
+  }
+  for (int i = 0; i < 3; i++) {
+    r[3 * i] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+    r[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
+    r[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+  }
+}
+
+/* v[xi * xs + p * WB + l] = (B^T d B)[xi] for every tile position p of a
+ * block, d the 4x4 tile at (2 ty, 2 tx) of the padded plane. */
+WINO_INLINE void
+wino2_input_transform (const wino_shape * s, const float *restrict pad,
+    float *restrict v, size_t xs)
+{
+  const size_t row = (size_t) s->pw * WB;
+  for (int ty = 0; ty < s->th; ty++)
+    for (int tx = 0; tx < s->tw; tx++) {
+      const float *d0 = pad + (size_t) 2 * ty * row + (size_t) 2 * tx * WB;
+      const float *d1 = d0 + row, *d2 = d1 + row, *d3 = d2 + row;
+      float *o = v + (size_t) (ty * s->tw + tx) * WB;
+      WINO_IVDEP
+      for (int l = 0; l < WB; l++) {
+        float t[4][4];
+        /* B^T d: combine rows */
+        for (int j = 0; j < 4; j++) {
+          const float a0 = d0[j * WB + l], a1 = d1[j * WB + l];
+          const float a2 = d2[j * WB + l], a3 = d3[j * WB + l];
+          t[0][j] = a0 - a2;
+          t[1][j] = a1 + a2;
+          t[2][j] = a2 - a1;
+          t[3][j] = a1 - a3;
+        }
+        /* (B^T d) B: combine columns */
+        for (int i = 0; i < 4; i++) {
+          o[(4 * i) * xs + l] = t[i][0] - t[i][2];
+          o[(4 * i + 1) * xs + l] = t[i][1] + t[i][2];
+          o[(4 * i + 2) * xs + l] = t[i][2] - t[i][1];
+          o[(4 * i + 3) * xs + l] = t[i][1] - t[i][3];
+        }
+      }
     }
-    float *o = dw + 9 * k;
-    for (int i = 0; i < 3; i++) {
-      o[3 * i] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
-      o[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
-      o[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+}
+
+/* pad += B dV B^T for every tile position of a block; dv as v above. */
+WINO_INLINE void
+wino2_input_gradient (const wino_shape * s, const float *restrict dv,
+    size_t xs, float *restrict pad)
+{
+  const size_t row = (size_t) s->pw * WB;
+  for (int ty = 0; ty < s->th; ty++)
+    for (int tx = 0; tx < s->tw; tx++) {
+      float *d0 = pad + (size_t) 2 * ty * row + (size_t) 2 * tx * WB;
+      float *d1 = d0 + row, *d2 = d1 + row, *d3 = d2 + row;
+      const float *e = dv + (size_t) (ty * s->tw + tx) * WB;
+      WINO_IVDEP
+      for (int l = 0; l < WB; l++) {
+        float t[4][4];
+        /* dV B^T: combine the columns of each row */
+        for (int i = 0; i < 4; i++) {
+          const float a = e[(4 * i) * xs + l], c = e[(4 * i + 2) * xs + l];
+          const float b = e[(4 * i + 1) * xs + l];
+          const float d = e[(4 * i + 3) * xs + l];
+          t[i][0] = a;
+          t[i][1] = b - c + d;
+          t[i][2] = b + c - a;
+          t[i][3] = -d;
+        }
+        /* B (dV B^T): combine rows */
+        for (int j = 0; j < 4; j++) {
+          d0[j * WB + l] += t[0][j];
+          d1[j * WB + l] += t[1][j] - t[2][j] + t[3][j];
+          d2[j * WB + l] += t[1][j] + t[2][j] - t[0][j];
+          d3[j * WB + l] -= t[3][j];
+        }
+      }
+    }
+}
+
+/* tile[p][2 i + j][l] = (A^T M A)[i][j] + bias for every tile position p
+ * of a block; m as v above. */
+WINO_INLINE void
+wino2_output_tiles (const wino_shape * s, const float *restrict m, size_t xs,
+    float bias, float *restrict tile)
+{
+  for (int p = 0; p < s->pos; p++) {
+    const float *e = m + (size_t) p * WB;
+    float *ta = tile + (size_t) p * 4 * WB;
+    WINO_IVDEP
+    for (int l = 0; l < WB; l++) {
+      float t[2][4];
+      /* A^T M: combine rows */
+      for (int j = 0; j < 4; j++) {
+        const float m0 = e[j * xs + l], m1 = e[(4 + j) * xs + l];
+        const float m2 = e[(8 + j) * xs + l], m3 = e[(12 + j) * xs + l];
+        t[0][j] = m0 + m1 + m2;
+        t[1][j] = m1 - m2 - m3;
+      }
+      ta[l] = t[0][0] + t[0][1] + t[0][2] + bias;
+      ta[WB + l] = t[0][1] - t[0][2] - t[0][3] + bias;
+      ta[2 * WB + l] = t[1][0] + t[1][1] + t[1][2] + bias;
+      ta[3 * WB + l] = t[1][1] - t[1][2] - t[1][3] + bias;
     }
   }
 }
+
+/* dm[xi * xs + p * WB + l] = (A dY A^T)[xi] for every tile position p of
+ * a block, dY from tile as above. */
+WINO_INLINE void
+wino2_output_gradient_tiles (const wino_shape * s, const float *restrict tile,
+    float *restrict dm, size_t xs)
+{
+  for (int p = 0; p < s->pos; p++) {
+    const float *ta = tile + (size_t) p * 4 * WB;
+    float *o = dm + (size_t) p * WB;
+    WINO_IVDEP
+    for (int l = 0; l < WB; l++) {
+      const float a = ta[l], b = ta[WB + l], c = ta[2 * WB + l];
+      const float d = ta[3 * WB + l];
+      /* A dY: rows (a b), (a+c b+d), (a-c b-d), (-c -d); then A^T on the
+       * columns of each */
+      const float r[4][2] = { {a, b}, {a + c, b + d}, {a - c, b - d},
+      {-c, -d}
+      };
+      for (int i = 0; i < 4; i++) {
+        o[(4 * i) * xs + l] = r[i][0];
+        o[(4 * i + 1) * xs + l] = r[i][0] + r[i][1];
+        o[(4 * i + 2) * xs + l] = r[i][0] - r[i][1];
+        o[(4 * i + 3) * xs + l] = -r[i][1];
+      }
+    }
+  }
+}
+
+/* ---- the transforms of the layer's tile size ------------------------- */
+
+/* Filter pairs per step of the filter transforms: a cache line of each
+ * of U's n^2 planes at once. The planes are F C floats apart, a multiple
+ * of 4 KiB for most layers (64 x 32 filters: 8 KiB), so all of them fall
+ * in one set of the L1 cache: one pair at a time (n^2 scattered floats
+ * per pair), each line went back and forth between the caches up to 16
+ * times (F(4x4)'s transform took 14% of the layer's time). */
+#define WINO_FB (2 * WB)
+
+/* U[xi][f][c] = (G g G^T)[xi] for every filter f and channel c, or
+ * U[xi][c][f] when transposed. */
+WINO_INLINE void
+wino_filter_transform (const wino_shape * s, int filters, int channels,
+    const float *restrict w, float *restrict u, bool transposed)
+{
+  const size_t fc = (size_t) filters * channels;
+  int f = 0, c = 0;             /* of the next pair, transposed */
+  for (size_t o0 = 0; o0 < fc; o0 += WINO_FB) {
+    const int nl = fc - o0 < WINO_FB ? (int) (fc - o0) : WINO_FB;
+    float gl[9][WINO_FB], r[36][WINO_FB];
+    if (nl < WINO_FB)
+      memset (gl, 0, sizeof gl);
+    for (int l = 0; l < nl; l++) {
+      const float *g = w + 9 * (transposed ? (size_t) f * channels + c :
+          o0 + l);
+      for (int t = 0; t < 9; t++)
+        gl[t][l] = g[t];
+      if (++f == filters) {
+        f = 0;
+        c++;
+      }
+    }
+    for (int h = 0; h < WINO_FB; h += WB) {
+      wvec gv[9], rv[36];
+      for (int t = 0; t < 9; t++)
+        memcpy (&gv[t], &gl[t][h], sizeof (wvec));
+      if (s->m == 4)
+        tt_wino4_filter_lanes (gv, rv);
+      else
+        wino2_filter_lanes (gv, rv);
+      for (int xi = 0; xi < s->xn; xi++)
+        memcpy (&r[xi][h], &rv[xi], sizeof (wvec));
+    }
+    /* (a constant size for whole steps: a variable one is copied 8
+     * bytes at a time) */
+    if (nl == WINO_FB)
+      for (int xi = 0; xi < s->xn; xi++)
+        memcpy (u + xi * fc + o0, r[xi], sizeof r[xi]);
+    else
+      for (int xi = 0; xi < s->xn; xi++)
+        memcpy (u + xi * fc + o0, r[xi], sizeof (float) * nl);
+  }
+}
+
+/* dw[f][c] = G^T dU[f][c] G, the adjoint of wino_filter_transform (not
+ * transposed). */
+WINO_INLINE void
+wino_filter_gradient (const wino_shape * s, int filters, int channels,
+    const float *restrict du, float *restrict dw)
+{
+  const size_t fc = (size_t) filters * channels;
+  for (size_t o0 = 0; o0 < fc; o0 += WINO_FB) {
+    const int nl = fc - o0 < WINO_FB ? (int) (fc - o0) : WINO_FB;
+    float d[36][WINO_FB], r[9][WINO_FB];
+    if (nl < WINO_FB)
+      memset (d, 0, sizeof d);
+    if (nl == WINO_FB)
+      for (int xi = 0; xi < s->xn; xi++)
+        memcpy (d[xi], du + xi * fc + o0, sizeof d[xi]);
+    else
+      for (int xi = 0; xi < s->xn; xi++)
+        memcpy (d[xi], du + xi * fc + o0, sizeof (float) * nl);
+    for (int h = 0; h < WINO_FB; h += WB) {
+      wvec dv[36], rv[9];
+      for (int xi = 0; xi < s->xn; xi++)
+        memcpy (&dv[xi], &d[xi][h], sizeof (wvec));
+      if (s->m == 4)
+        tt_wino4_filter_gradient_lanes (dv, rv);
+      else
+        wino2_filter_gradient_lanes (dv, rv);
+      for (int t = 0; t < 9; t++)
+        memcpy (&r[t][h], &rv[t], sizeof (wvec));
+    }
+    for (int l = 0; l < nl; l++)
+      for (int t = 0; t < 9; t++)
+        dw[9 * (o0 + l) + t] = r[t][l];
+  }
+}
+
+WINO_INLINE void
+wino_input_transform (const wino_shape * s, const float *pad, float *v,
+    size_t xs)
+{
+  if (s->m == 4)
+    tt_wino4_input_transform (s, pad, v, xs);
+  else
+    wino2_input_transform (s, pad, v, xs);
+}
+
+WINO_INLINE void
+wino_input_gradient (const wino_shape * s, const float *dv, size_t xs,
+    float *pad)
+{
+  if (s->m == 4)
+    tt_wino4_input_gradient (s, dv, xs, pad);
+  else
+    wino2_input_gradient (s, dv, xs, pad);
+}
+
+WINO_INLINE void
+wino_output_tiles (const wino_shape * s, const float *m, size_t xs,
+    float bias, float *tile)
+{
+  if (s->m == 4)
+    tt_wino4_output_tiles (s, m, xs, bias, tile);
+  else
+    wino2_output_tiles (s, m, xs, bias, tile);
+}
+
+WINO_INLINE void
+wino_output_gradient_tiles (const wino_shape * s, const float *tile,
+    float *dm, size_t xs)
+{
+  if (s->m == 4)
+    tt_wino4_output_gradient_tiles (s, tile, dm, xs);
+  else
+    wino2_output_gradient_tiles (s, tile, dm, xs);
+}
+
+/* ---- between the NCHW tensors and the layout ------------------------ */
 
 /* Moving 8 x 8 blocks between the NCHW planes of a block's samples and
  * the lane-interleaved layout: 8 vector loads, a transpose in registers,
  * 8 vector stores, instead of 64 scalar moves. Rows of at least WB floats
  * go by blocks of WB columns, the last block overlapping the one before
  * (it moves the same values again). */
-typedef float wvec __attribute__ ((vector_size (4 * WB)));
 
 #if defined(__clang__)
 #define WSHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
@@ -364,103 +655,18 @@ wino_scatter_plane (const tt_window_geom * g, const wino_shape * s,
   }
 }
 
-/* v[xi * xs + p * WB + l] = (B^T d B)[xi] for every tile position p of a
- * block, d the 4x4 tile at (2 ty, 2 tx) of the padded plane. */
-WINO_INLINE void
-wino_input_transform (const wino_shape * s, const float *restrict pad,
-    float *restrict v, size_t xs)
+/* Slot of output (oy, ox) in a block's output tiles [pos][m^2][WB]:
+ * tile position (oy / m, ox / m), element m (oy % m) + ox % m. */
+static inline size_t
+wino_tile_slot (const wino_shape * s, int oy, int ox)
 {
-  const size_t row = (size_t) s->pw * WB;
-  for (int ty = 0; ty < s->th; ty++)
-    for (int tx = 0; tx < s->tw; tx++) {
-      const float *d0 = pad + (size_t) 2 * ty * row + (size_t) 2 * tx * WB;
-      const float *d1 = d0 + row, *d2 = d1 + row, *d3 = d2 + row;
-      float *o = v + (size_t) (ty * s->tw + tx) * WB;
-      WINO_IVDEP
-      for (int l = 0; l < WB; l++) {
-        float t[4][4];
-        /* B^T d: combine rows */
-        for (int j = 0; j < 4; j++) {
-          const float a0 = d0[j * WB + l], a1 = d1[j * WB + l];
-          const float a2 = d2[j * WB + l], a3 = d3[j * WB + l];
-          t[0][j] = a0 - a2;
-          t[1][j] = a1 + a2;
-          t[2][j] = a2 - a1;
-          t[3][j] = a1 - a3;
-        }
-        /* (B^T d) B: combine columns */
-        for (int i = 0; i < 4; i++) {
-          o[(4 * i) * xs + l] = t[i][0] - t[i][2];
-          o[(4 * i + 1) * xs + l] = t[i][1] + t[i][2];
-          o[(4 * i + 2) * xs + l] = t[i][2] - t[i][1];
-          o[(4 * i + 3) * xs + l] = t[i][1] - t[i][3];
-        }
-      }
-    }
-}
-
-/* pad += B dV B^T for every tile position of a block; dv as v above. */
-WINO_INLINE void
-wino_input_gradient (const wino_shape * s, const float *restrict dv,
-    size_t xs, float *restrict pad)
-{
-  const size_t row = (size_t) s->pw * WB;
-  for (int ty = 0; ty < s->th; ty++)
-    for (int tx = 0; tx < s->tw; tx++) {
-      float *d0 = pad + (size_t) 2 * ty * row + (size_t) 2 * tx * WB;
-      float *d1 = d0 + row, *d2 = d1 + row, *d3 = d2 + row;
-      const float *e = dv + (size_t) (ty * s->tw + tx) * WB;
-      WINO_IVDEP
-      for (int l = 0; l < WB; l++) {
-        float t[4][4];
-        /* dV B^T: combine the columns of each row */
-        for (int i = 0; i < 4; i++) {
-          const float a = e[(4 * i) * xs + l], c = e[(4 * i + 2) * xs + l];
-          const float b = e[(4 * i + 1) * xs + l];
-          const float d = e[(4 * i + 3) * xs + l];
-          t[i][0] = a;
-          t[i][1] = b - c + d;
-          t[i][2] = b + c - a;
-          t[i][3] = -d;
-        }
-        /* B (dV B^T): combine rows */
-        for (int j = 0; j < 4; j++) {
-          d0[j * WB + l] += t[0][j];
-          d1[j * WB + l] += t[1][j] - t[2][j] + t[3][j];
-          d2[j * WB + l] += t[1][j] + t[2][j] - t[0][j];
-          d3[j * WB + l] -= t[3][j];
-        }
-      }
-    }
-}
-
-/* Rows narrower than WB: the tile values sample by sample. */
-WINO_INLINE void
-wino_output_gradient_scalar (const tt_window_geom * g, const wino_shape * s,
-    int filters, const float *restrict dy, int b0, int nb, int f,
-    float *restrict tile)
-{
-  const int oh = g->out_h, ow = g->out_w;
-  const size_t ohw = (size_t) oh * ow, stride = (size_t) filters * ohw;
-  for (int l = 0; l < nb; l++) {
-    const float *src = dy + (size_t) (b0 + l) * stride + f * ohw;
-    float *t = tile + l;
-    for (int ty = 0; ty < s->th; ty++)
-      for (int tx = 0; tx < s->tw; tx++, t += 4 * WB) {
-        const int oy = 2 * ty, ox = 2 * tx;
-        const bool right = ox + 1 < ow, down = oy + 1 < oh;
-        const float *q = src + (size_t) oy * ow + ox;
-        t[0] = q[0];
-        t[WB] = right ? q[1] : 0.0f;
-        t[2 * WB] = down ? q[ow] : 0.0f;
-        t[3 * WB] = right && down ? q[ow + 1] : 0.0f;
-      }
-  }
+  return ((size_t) ((oy >> s->lg) * s->tw + (ox >> s->lg)) << (2 * s->lg))
+      + (size_t) ((oy & (s->m - 1)) << s->lg) + (size_t) (ox & (s->m - 1));
 }
 
 /* dm[xi * xs + p * WB + l] = (A dY A^T)[xi] for every tile position of a
- * block and filter f; dY is sample b0 + l's 2x2 output tile, 0 past the
- * output's edge and for missing samples. tile: [pos][4][WB] scratch. */
+ * block and filter f; dY is sample b0 + l's m x m output tile, 0 past the
+ * output's edge and for missing samples. tile: [pos][m^2][WB] scratch. */
 WINO_INLINE void
 wino_output_gradient (const tt_window_geom * g, const wino_shape * s,
     int filters, const float *restrict dy, int b0, int nb, int f,
@@ -468,48 +674,31 @@ wino_output_gradient (const tt_window_geom * g, const wino_shape * s,
 {
   const int oh = g->out_h, ow = g->out_w;
   const size_t ohw = (size_t) oh * ow, stride = (size_t) filters * ohw;
+  /* slots past the output's edge stay 0 */
+  memset (tile, 0, sizeof (float) * s->m * s->m * WB * s->pos);
   if (ow >= WB) {
-    /* tile slot of output (oy, ox): position (oy / 2, ox / 2), value
-     * 2 * (oy % 2) + ox % 2; slots past the output's edge stay 0 */
     const int nblk = (ow + WB - 1) / WB;
-    memset (tile, 0, sizeof (float) * 4 * WB * s->pos);
     for (int oy = 0; oy < oh; oy++)
       for (int k = 0; k < nblk; k++) {
         const int ox = wino_col_block (k, ow);
         wvec r[WB];
         wino_load_columns (dy + (size_t) b0 * stride + f * ohw +
             (size_t) oy * ow + ox, stride, nb, r);
-        for (int j = 0; j < WB; j++) {
-          const int x = ox + j;
-          memcpy (tile + ((size_t) ((oy / 2) * s->tw + x / 2) * 4 +
-                  2 * (oy % 2) + x % 2) * WB, &r[j], sizeof (wvec));
-        }
+        for (int j = 0; j < WB; j++)
+          memcpy (tile + wino_tile_slot (s, oy, ox + j) * WB, &r[j],
+              sizeof (wvec));
       }
   } else {
-    if (nb < WB)
-      memset (tile, 0, sizeof (float) * 4 * WB * s->pos);
-    wino_output_gradient_scalar (g, s, filters, dy, b0, nb, f, tile);
-  }
-  for (int p = 0; p < s->pos; p++) {
-    const float *ta = tile + (size_t) p * 4 * WB;
-    float *o = dm + (size_t) p * WB;
-    WINO_IVDEP
-    for (int l = 0; l < WB; l++) {
-      const float a = ta[l], b = ta[WB + l], c = ta[2 * WB + l];
-      const float d = ta[3 * WB + l];
-      /* A dY: rows (a b), (a+c b+d), (a-c b-d), (-c -d); then A^T on the
-       * columns of each */
-      const float r[4][2] = { {a, b}, {a + c, b + d}, {a - c, b - d},
-      {-c, -d}
-      };
-      for (int i = 0; i < 4; i++) {
-        o[(4 * i) * xs + l] = r[i][0];
-        o[(4 * i + 1) * xs + l] = r[i][0] + r[i][1];
-        o[(4 * i + 2) * xs + l] = r[i][0] - r[i][1];
-        o[(4 * i + 3) * xs + l] = -r[i][1];
-      }
+    /* rows narrower than WB: the values sample by sample */
+    for (int l = 0; l < nb; l++) {
+      const float *src = dy + (size_t) (b0 + l) * stride + f * ohw;
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++)
+          tile[wino_tile_slot (s, oy, ox) * WB + l] =
+              src[(size_t) oy * ow + ox];
     }
   }
+  wino_output_gradient_tiles (s, tile, dm, xs);
 }
 
 /* y = A^T M A + bias for every tile position of a block and filter f,
@@ -521,36 +710,16 @@ wino_output_transform (const tt_window_geom * g, const wino_shape * s,
 {
   const int oh = g->out_h, ow = g->out_w;
   const size_t ohw = (size_t) oh * ow, stride = (size_t) filters * ohw;
-  for (int p = 0; p < s->pos; p++) {
-    const float *e = m + (size_t) p * WB;
-    float *ta = tile + (size_t) p * 4 * WB;
-    WINO_IVDEP
-    for (int l = 0; l < WB; l++) {
-      float t[2][4];
-      /* A^T M: combine rows */
-      for (int j = 0; j < 4; j++) {
-        const float m0 = e[j * xs + l], m1 = e[(4 + j) * xs + l];
-        const float m2 = e[(8 + j) * xs + l], m3 = e[(12 + j) * xs + l];
-        t[0][j] = m0 + m1 + m2;
-        t[1][j] = m1 - m2 - m3;
-      }
-      ta[l] = t[0][0] + t[0][1] + t[0][2] + bias;
-      ta[WB + l] = t[0][1] - t[0][2] - t[0][3] + bias;
-      ta[2 * WB + l] = t[1][0] + t[1][1] + t[1][2] + bias;
-      ta[3 * WB + l] = t[1][1] - t[1][2] - t[1][3] + bias;
-    }
-  }
+  wino_output_tiles (s, m, xs, bias, tile);
   if (ow >= WB) {
     const int nblk = (ow + WB - 1) / WB;
     for (int oy = 0; oy < oh; oy++)
       for (int k = 0; k < nblk; k++) {
         const int ox = wino_col_block (k, ow);
         wvec r[WB];
-        for (int j = 0; j < WB; j++) {
-          const int x = ox + j;
-          memcpy (&r[j], tile + ((size_t) ((oy / 2) * s->tw + x / 2) * 4 +
-                  2 * (oy % 2) + x % 2) * WB, sizeof (wvec));
-        }
+        for (int j = 0; j < WB; j++)
+          memcpy (&r[j], tile + wino_tile_slot (s, oy, ox + j) * WB,
+              sizeof (wvec));
         wino_store_columns (r, y + (size_t) b0 * stride + f * ohw +
             (size_t) oy * ow + ox, stride, nb);
       }
@@ -558,20 +727,9 @@ wino_output_transform (const tt_window_geom * g, const wino_shape * s,
   }
   for (int l = 0; l < nb; l++) {
     float *dst = y + (size_t) (b0 + l) * stride + f * ohw;
-    const float *t = tile + l;
-    for (int ty = 0; ty < s->th; ty++)
-      for (int tx = 0; tx < s->tw; tx++, t += 4 * WB) {
-        const int oy = 2 * ty, ox = 2 * tx;
-        const bool right = ox + 1 < ow, down = oy + 1 < oh;
-        float *q = dst + (size_t) oy * ow + ox;
-        q[0] = t[0];
-        if (right)
-          q[1] = t[WB];
-        if (down)
-          q[ow] = t[2 * WB];
-        if (right && down)
-          q[ow + 1] = t[3 * WB];
-      }
+    for (int oy = 0; oy < oh; oy++)
+      for (int ox = 0; ox < ow; ox++)
+        dst[(size_t) oy * ow + ox] = tile[wino_tile_slot (s, oy, ox) * WB + l];
   }
 }
 
@@ -579,6 +737,85 @@ static inline int
 wino_block_samples (int batch, int k)
 {
   return batch - k * WB < WB ? batch - k * WB : WB;
+}
+
+/* The chunk of blocks [k0, k1) and its matrices: V (or dV) [n^2][C][ld],
+ * M (or dM) [n^2][F][ld], of nt columns and ld - nt zeros (wino_row),
+ * their n^2 matrices xs and ms floats apart (wino_plane). */
+typedef struct {
+  int k0, k1;
+  size_t nt, ld, xs, ms;
+} wino_chunk;
+
+static inline wino_chunk
+wino_chunk_at (const tt_window_geom * g, const wino_shape * s, int filters,
+    int k0)
+{
+  wino_chunk ch;
+  ch.k0 = k0;
+  ch.k1 = s->blocks - k0 < s->chunk ? s->blocks : k0 + s->chunk;
+  ch.nt = (size_t) (ch.k1 - k0) * s->bcols;
+  ch.ld = wino_row (ch.nt);
+  ch.xs = wino_plane ((size_t) g->channels * ch.ld);
+  ch.ms = wino_plane ((size_t) filters * ch.ld);
+  return ch;
+}
+
+/* Zeros in the padding columns [nt, ld) of the rows rows of each of the
+ * n^2 matrices at a, xs floats apart. */
+WINO_INLINE void
+wino_zero_padding (const wino_shape * s, const wino_chunk * ch, int rows,
+    float *a, size_t xs)
+{
+  if (ch->ld > ch->nt)
+    for (int xi = 0; xi < s->xn; xi++)
+      for (int r = 0; r < rows; r++)
+        memset (a + xi * xs + r * ch->ld + ch->nt, 0,
+            sizeof (float) * (ch->ld - ch->nt));
+}
+
+/* V of a chunk from x */
+WINO_INLINE void
+wino_chunk_input (const tt_window_geom * g, const wino_shape * s,
+    const wino_chunk * ch, int batch, const float *x, float *pad, float *v)
+{
+  for (int k = ch->k0; k < ch->k1; k++)
+    for (int c = 0; c < g->channels; c++) {
+      wino_gather_plane (g, s, x, k * WB, wino_block_samples (batch, k), c,
+          pad);
+      wino_input_transform (s, pad, v + (size_t) c * ch->ld +
+          (size_t) (k - ch->k0) * s->bcols, ch->xs);
+    }
+  wino_zero_padding (s, ch, g->channels, v, ch->xs);
+}
+
+/* dM of a chunk from dy */
+WINO_INLINE void
+wino_chunk_output_gradient (const tt_window_geom * g, const wino_shape * s,
+    const wino_chunk * ch, int filters, int batch, const float *dy,
+    float *tile, float *dm)
+{
+  for (int f = 0; f < filters; f++)
+    for (int k = ch->k0; k < ch->k1; k++)
+      wino_output_gradient (g, s, filters, dy, k * WB,
+          wino_block_samples (batch, k), f, tile, dm + (size_t) f * ch->ld +
+          (size_t) (k - ch->k0) * s->bcols, ch->ms);
+  wino_zero_padding (s, ch, filters, dm, ch->ms);
+}
+
+/* dx of a chunk's samples from its dV */
+WINO_INLINE void
+wino_chunk_input_gradient (const tt_window_geom * g, const wino_shape * s,
+    const wino_chunk * ch, int batch, const float *dv, float *pad, float *dx)
+{
+  for (int k = ch->k0; k < ch->k1; k++)
+    for (int c = 0; c < g->channels; c++) {
+      memset (pad, 0, sizeof (float) * s->ph * s->pw * WB);
+      wino_input_gradient (s, dv + (size_t) c * ch->ld +
+          (size_t) (k - ch->k0) * s->bcols, ch->xs, pad);
+      wino_scatter_plane (g, s, pad, k * WB, wino_block_samples (batch, k),
+          c, dx);
+    }
 }
 
 TT_VECTOR_CLONES void
@@ -591,26 +828,19 @@ tt_conv2d_winograd_forward (const tt_window_geom * g, int filters, int batch,
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
   const size_t fc = (size_t) filters * c_n;
 
-  wino_filter_transform (filters, c_n, w, sc.u, false);
+  wino_filter_transform (&s, filters, c_n, w, sc.u, false);
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
-    const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
-    const size_t nt = (size_t) (k1 - k0) * s.bcols, xs = (size_t) c_n * nt;
+    const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
     float *v = keep ? wino_chunk_of (g, &s, col, k0) : col;
-    for (int k = k0; k < k1; k++)
-      for (int c = 0; c < c_n; c++) {
-        wino_gather_plane (g, &s, x, k * WB, wino_block_samples (batch, k),
-            c, sc.pad);
-        wino_input_transform (&s, sc.pad, v + (size_t) c * nt +
-            (size_t) (k - k0) * s.bcols, xs);
-      }
-    for (int xi = 0; xi < 16; xi++)
-      tt_gemm (false, false, filters, (int) nt, c_n, 1.0f, sc.u + xi * fc,
-          c_n, v + (size_t) xi * xs, (int) nt,
-          0.0f, sc.m + (size_t) xi * filters * nt, (int) nt);
+    wino_chunk_input (g, &s, &ch, batch, x, sc.pad, v);
+    for (int xi = 0; xi < s.xn; xi++)
+      tt_gemm (false, false, filters, (int) ch.ld, c_n, 1.0f,
+          sc.u + xi * fc, c_n, v + xi * ch.xs, (int) ch.ld, 0.0f,
+          sc.m + xi * ch.ms, (int) ch.ld);
     for (int f = 0; f < filters; f++)
-      for (int k = k0; k < k1; k++)
-        wino_output_transform (g, &s, filters, sc.m + (size_t) f * nt +
-            (size_t) (k - k0) * s.bcols, (size_t) filters * nt, k * WB,
+      for (int k = k0; k < ch.k1; k++)
+        wino_output_transform (g, &s, filters, sc.m + (size_t) f * ch.ld +
+            (size_t) (k - k0) * s.bcols, ch.ms, k * WB,
             wino_block_samples (batch, k), f, bias ? bias[f] : 0.0f, sc.pad,
             y);
   }
@@ -642,6 +872,7 @@ wino_bias_gradient (const tt_window_geom * g, int filters, int batch,
   }
 }
 
+
 TT_VECTOR_CLONES void
 tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
     int batch, const float *dy, float *dw, float *dbias, const float *col,
@@ -653,22 +884,16 @@ tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
   const size_t fc = (size_t) filters * c_n;
 
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
-    const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
-    const size_t nt = (size_t) (k1 - k0) * s.bcols, xs = (size_t) c_n * nt;
+    const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
     const float *v = wino_chunk_of (g, &s, (float *) col, k0);
-    for (int f = 0; f < filters; f++)
-      for (int k = k0; k < k1; k++)
-        wino_output_gradient (g, &s, filters, dy, k * WB,
-            wino_block_samples (batch, k), f, sc.pad, sc.m +
-            (size_t) f * nt + (size_t) (k - k0) * s.bcols,
-            (size_t) filters * nt);
-    for (int xi = 0; xi < 16; xi++)
-      tt_gemm (false, true, filters, c_n, (int) nt, 1.0f,
-          sc.m + (size_t) xi * filters * nt, (int) nt,
-          v + (size_t) xi * xs, (int) nt, k0 ? 1.0f : 0.0f, sc.u + xi * fc,
-          c_n);
+    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad,
+        sc.m);
+    for (int xi = 0; xi < s.xn; xi++)
+      tt_gemm (false, true, filters, c_n, (int) ch.nt, 1.0f,
+          sc.m + xi * ch.ms, (int) ch.ld, v + xi * ch.xs, (int) ch.ld,
+          k0 ? 1.0f : 0.0f, sc.u + xi * fc, c_n);
   }
-  wino_filter_gradient (filters, c_n, sc.u, dw);
+  wino_filter_gradient (&s, filters, c_n, sc.u, dw);
   if (dbias)
     wino_bias_gradient (g, filters, batch, dy, dbias);
 }
@@ -685,30 +910,18 @@ tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
 
   /* U^T stored as such: dV = U^T dM is then a plain product, which
    * OpenBLAS runs without packing U */
-  wino_filter_transform (filters, c_n, w, sc.u, true);
+  wino_filter_transform (&s, filters, c_n, w, sc.u, true);
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
-    const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
-    const size_t nt = (size_t) (k1 - k0) * s.bcols, xs = (size_t) c_n * nt;
+    const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
     float *dv = wino_chunk_of (g, &s, col, k0);
-    for (int f = 0; f < filters; f++)
-      for (int k = k0; k < k1; k++)
-        wino_output_gradient (g, &s, filters, dy, k * WB,
-            wino_block_samples (batch, k), f, sc.pad, sc.m +
-            (size_t) f * nt + (size_t) (k - k0) * s.bcols,
-            (size_t) filters * nt);
+    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad,
+        sc.m);
     /* dV over V's columns (backward_weight is done with them) */
-    for (int xi = 0; xi < 16; xi++)
-      tt_gemm (false, false, c_n, (int) nt, filters, 1.0f, sc.u + xi * fc,
-          filters, sc.m + (size_t) xi * filters * nt, (int) nt, 0.0f,
-          dv + (size_t) xi * xs, (int) nt);
-    for (int k = k0; k < k1; k++)
-      for (int c = 0; c < c_n; c++) {
-        memset (sc.pad, 0, sizeof (float) * s.ph * s.pw * WB);
-        wino_input_gradient (&s, dv + (size_t) c * nt +
-            (size_t) (k - k0) * s.bcols, xs, sc.pad);
-        wino_scatter_plane (g, &s, sc.pad, k * WB,
-            wino_block_samples (batch, k), c, dx);
-      }
+    for (int xi = 0; xi < s.xn; xi++)
+      tt_gemm (false, false, c_n, (int) ch.ld, filters, 1.0f,
+          sc.u + xi * fc, filters, sc.m + xi * ch.ms, (int) ch.ld, 0.0f,
+          dv + xi * ch.xs, (int) ch.ld);
+    wino_chunk_input_gradient (g, &s, &ch, batch, dv, sc.pad, dx);
   }
 }
 
@@ -726,37 +939,24 @@ tt_conv2d_winograd_backward (const tt_window_geom * g, int filters,
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
   const size_t fc = (size_t) filters * c_n;
 
-  wino_filter_transform (filters, c_n, w, sc.ut, true);
+  wino_filter_transform (&s, filters, c_n, w, sc.ut, true);
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
-    const int k1 = s.blocks - k0 < s.chunk ? s.blocks : k0 + s.chunk;
-    const size_t nt = (size_t) (k1 - k0) * s.bcols, xs = (size_t) c_n * nt;
+    const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
     float *v = wino_chunk_of (g, &s, col, k0);
-    for (int f = 0; f < filters; f++)
-      for (int k = k0; k < k1; k++)
-        wino_output_gradient (g, &s, filters, dy, k * WB,
-            wino_block_samples (batch, k), f, sc.pad, sc.m +
-            (size_t) f * nt + (size_t) (k - k0) * s.bcols,
-            (size_t) filters * nt);
-    for (int xi = 0; xi < 16; xi++) {
-      tt_gemm (false, true, filters, c_n, (int) nt, 1.0f,
-          sc.m + (size_t) xi * filters * nt, (int) nt,
-          v + (size_t) xi * xs, (int) nt, k0 ? 1.0f : 0.0f, sc.u + xi * fc,
-          c_n);
+    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad,
+        sc.m);
+    for (int xi = 0; xi < s.xn; xi++) {
+      tt_gemm (false, true, filters, c_n, (int) ch.nt, 1.0f,
+          sc.m + xi * ch.ms, (int) ch.ld, v + xi * ch.xs, (int) ch.ld,
+          k0 ? 1.0f : 0.0f, sc.u + xi * fc, c_n);
       /* V[xi] is done with: dV[xi] over it */
-      tt_gemm (false, false, c_n, (int) nt, filters, 1.0f, sc.ut + xi * fc,
-          filters, sc.m + (size_t) xi * filters * nt, (int) nt, 0.0f,
-          v + (size_t) xi * xs, (int) nt);
+      tt_gemm (false, false, c_n, (int) ch.ld, filters, 1.0f,
+          sc.ut + xi * fc, filters, sc.m + xi * ch.ms, (int) ch.ld, 0.0f,
+          v + xi * ch.xs, (int) ch.ld);
     }
-    for (int k = k0; k < k1; k++)
-      for (int c = 0; c < c_n; c++) {
-        memset (sc.pad, 0, sizeof (float) * s.ph * s.pw * WB);
-        wino_input_gradient (&s, v + (size_t) c * nt +
-            (size_t) (k - k0) * s.bcols, xs, sc.pad);
-        wino_scatter_plane (g, &s, sc.pad, k * WB,
-            wino_block_samples (batch, k), c, dx);
-      }
+    wino_chunk_input_gradient (g, &s, &ch, batch, v, sc.pad, dx);
   }
-  wino_filter_gradient (filters, c_n, sc.u, dw);
+  wino_filter_gradient (&s, filters, c_n, sc.u, dw);
   if (dbias)
     wino_bias_gradient (g, filters, batch, dy, dbias);
 }

@@ -789,24 +789,52 @@ test_conv (void)
         1, 1, true},
     {"direct 1ch 3x3 fmnist", 2, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1,
         true},
-    /* Winograd F(2x2, 3x3) (conv2d_winograd.c: 3x3, stride 1, >= 16
-     * channels, planned batch >= 8; cases of fewer samples run both as
-     * planned and in a planned batch of 8, so "16ch 14x14" and "64ch
-     * 21x21" above take it too): the
-     * fmnist CNN's second layer; an odd output cropped from whole tiles
-     * (225 tiles a sample); asymmetric padding. */
+    /* Winograd (conv2d_winograd.c: 3x3, stride 1, >= 16 channels,
+     * planned batch >= 8; cases of fewer samples run both as planned and
+     * in a planned batch of 8, so "16ch 14x14" and "64ch 21x21" above
+     * take it too). F(4x4, 3x3) wherever it needs fewer products than
+     * F(2x2, 3x3), so for all of these: the fmnist CNN's second layer
+     * (11x11 outputs from 9 tiles of 4x4); an odd output cropped from
+     * whole tiles (64 tiles a sample); asymmetric padding. */
     {"winograd 32ch 13x13 -> 64 fmnist", 2, 32, 13, 13, 64, 3, 3, 1, 1, 0, 0,
         0, 0, 1, 1, true},
     {"winograd 16ch 31x31 (odd rows)", 3, 16, 31, 31, 4, 3, 3, 1, 1,
         0, 0, 0, 0, 1, 1, true},
     {"winograd 20ch 10x9 pads 2/0/1/2", 2, 20, 10, 9, 6, 3, 3, 1, 1, 2, 0, 1,
         2, 1, 1, false},
-    /* blocks of 8 samples: three, the last of one sample, one chunk each;
-     * two in one chunk */
+    /* blocks of 8 samples: three, the last of one sample, in chunks of
+     * two blocks (9 tile positions), the last chunk of one block, its
+     * GEMMs padded to 80 columns; two in one chunk */
     {"winograd 16ch 12x12 b17 (3 blocks)", 17, 16, 12, 12, 3, 3, 3, 1, 1, 1,
         1, 1, 1, 1, 1, true},
     {"winograd 16ch 6x7 b10 (2 blocks, 1 chunk)", 10, 16, 6, 7, 3, 3, 3, 1, 1,
         1, 1, 1, 1, 1, 1, true},
+    /* F(4x4): two whole chunks of two blocks (dU summed over chunks), the
+     * last block of 3 samples; 9x13 outputs of asymmetric padding (12
+     * tiles, not square); rows narrower than 8 (7x7 outputs from a 9x9
+     * input: the output tiles sample by sample) and a 5x5 input (3x3
+     * outputs, one tile: the input planes too) */
+    {"winograd F(4x4) 16ch 13x13 b27 (4 blocks, 2 chunks)", 27, 16, 13, 13,
+        8, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, true},
+    {"winograd F(4x4) 24ch 11x12 pads 0/0/2/1 (9x13 out)", 2, 24, 11, 12, 5,
+        3, 3, 1, 1, 0, 0, 2, 1, 1, 1, true},
+    {"winograd F(4x4) 16ch 9x9 -> 7x7 b5 (narrow rows)", 5, 16, 9, 9, 6, 3, 3,
+        1, 1, 0, 0, 0, 0, 1, 1, false},
+    {"winograd F(4x4) 16ch 5x5 -> 3x3 b11 (narrow input)", 11, 16, 5, 5, 3,
+        3, 3, 1, 1, 0, 0, 0, 0, 1, 1, true},
+    /* F(2x2), where F(4x4) needs as many products (5x5 and 6x6 outputs:
+     * 9 tiles of 16 or 4 of 36) or more (2x2: 1 of 16 or 1 of 36): an
+     * odd number of blocks of 9 tile positions, one chunk padded to 224
+     * columns; 7 blocks, a chunk of 6 then one of 1 (padded); same
+     * padding on 6x6 planes (narrow rows in and out); 2x2 outputs */
+    {"winograd F(2x2) 16ch 7x7 -> 5x5 b17 (3 blocks)", 17, 16, 7, 7, 5, 3, 3,
+        1, 1, 0, 0, 0, 0, 1, 1, true},
+    {"winograd F(2x2) 16ch 7x7 -> 5x5 b50 (7 blocks, 2 chunks)", 50, 16, 7, 7,
+        3, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, true},
+    {"winograd F(2x2) 20ch 6x6 same pad no bias", 3, 20, 6, 6, 7, 3, 3, 1, 1,
+        1, 1, 1, 1, 1, 1, false},
+    {"winograd F(2x2) 16ch 4x4 -> 2x2 b9", 9, 16, 4, 4, 4, 3, 3, 1, 1, 0, 0,
+        0, 0, 1, 1, true},
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
