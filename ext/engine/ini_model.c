@@ -591,6 +591,14 @@ ini_parse_dict (tt_model * m, tt_error * err)
       return tt_fail (err, TT_ERR_PARSE,
           "%s: key '%s' appears before any [section]", m->path,
           d->key[i] + 1);
+  /* iniparser joins section and key with ':', so it does not count
+   * [plan:x] as a section (its entry reads as key x of [plan], its keys
+   * as keys "x:..."): the layer would vanish, or a saved plan would not
+   * load back. Sections are the entries without a value. */
+  for (int i = 0; i < d->size; i++)
+    if (d->key[i] && !d->val[i] && strchr (d->key[i], ':'))
+      return tt_fail (err, TT_ERR_PARSE, "%s: [%s]: a section name cannot "
+          "contain ':' (it separates section and key)", m->path, d->key[i]);
   /* a plan saved from this model keeps the text up to the stored one */
   tt_status st0 = tt_plan_text_check (m, err);
   if (st0)

@@ -47,6 +47,8 @@ static const ie_case ie_cases[] = {
   {"unknown_dataset_key", MODEL_MSE ADAM "[Dataset]\ntraindata = a.dat\n"
         "batch = 3\n" INPUT4 FC ("fc", 3), IE_LOAD,
       {"[dataset] batch", "unknown key"}},
+  {"colon_in_section_name", MODEL_MSE ADAM INPUT4 FC ("plan:mode", 3),
+      IE_LOAD, {"[plan:mode]", "cannot contain ':'"}},
   {"unknown_layer_type", MODEL_MSE ADAM INPUT4
         "[fc]\ntype = fully_conected\nunit = 3\n", IE_LOAD,
       {"[fc] type", "unknown layer type 'fully_conected'"}},
