@@ -102,12 +102,13 @@ void tt_conv2d_direct_forward (const tt_window_geom * g, int filters,
 void tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
     int batch, const float *x, const float *dy, float *dw, float *dbias);
 
-/* Winograd F(2x2, 3x3) convolution (conv2d_winograd.c), which the
- * batched functions use for 3x3, stride-1 layers of 16 or more channels
- * planned for batches of 8 or more (it works on blocks of 8 samples);
- * col and out as there, sized by the two functions below (keep: col
- * holds the whole batch's transformed input for the backward passes,
- * rather than one chunk's). */
+/* Winograd convolution, F(2x2, 3x3) or F(4x4, 3x3), whichever needs
+ * fewer products for the layer's output size (conv2d_winograd.c,
+ * conv2d_winograd4.c), which the batched functions use for 3x3, stride-1
+ * layers of 16 or more channels planned for batches of 8 or more (it
+ * works on blocks of 8 samples); col and out as there, sized by the two
+ * functions below (keep: col holds the whole batch's transformed input
+ * for the backward passes, rather than one chunk's). */
 bool tt_conv2d_winograd_applies (const tt_window_geom * g, int planned);
 size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
     bool keep);
