@@ -6,6 +6,7 @@
  *   2. resolve connections (previous section, input_layers, name(idx)),
  *   3. attach the loss (folding a final softmax/sigmoid into it),
  *   4. insert a multiout wherever an output is consumed more than once,
+ *      and move each ReLU that only feeds a max pooling after it,
  *   5. sort topologically (ties in INI order, so sequential models keep
  *      their order), detecting cycles,
  *   6. infer shapes and where gradients flow.
@@ -453,6 +454,55 @@ graph_insert_multiouts (tt_model * m, bool **dead_io, tt_error * err)
   return TT_OK;
 }
 
+/* Max pooling commutes with ReLU, which never decreases: relu (max x) =
+ * max (relu x). The gradients agree too: when the window's max is
+ * positive, both route it to the same element (ReLU keeps the order of
+ * positive values and the ties among them); otherwise both are 0. So a
+ * ReLU whose only consumer is a max pooling runs after it instead, on a
+ * quarter of the values for 2x2 windows, forward and backward; the
+ * results are the same bit for bit. Only the engine's graph changes: the
+ * INI, the BIN layout and the layer names stay. */
+static void
+graph_pool_before_relu (tt_model * m, const bool *dead)
+{
+  graph_count_consumers (m, dead);
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *a = &m->layers[i];
+    if (dead[i] || a->ops != &tt_activation_layer_ops ||
+        a->p.act.fn != TT_ACT_RELU || a->n_inputs != 1 ||
+        a->consumers[0] != 1)
+      continue;
+    int q = -1;
+    for (uint32_t c = 0; c < m->n_layers && q < 0; c++)
+      if (!dead[c] && m->layers[c].n_inputs == 1 &&
+          m->layers[c].inputs[0].layer == (int) i)
+        q = (int) c;
+    if (q < 0)
+      continue;
+    tt_layer *pool = &m->layers[q];
+    if (pool->ops != &tt_pooling2d_layer_ops ||
+        (pool->p.pool.kind != 0 && pool->p.pool.kind != 2) ||
+        pool->n_outputs != 1)
+      continue;
+    /* producer -> relu -> pool -> consumers  becomes
+     * producer -> pool -> relu -> consumers */
+    for (uint32_t c = 0; c < m->n_layers; c++) {
+      tt_layer *cl = &m->layers[c];
+      if (dead[c])
+        continue;
+      for (uint32_t k = 0; k < cl->n_inputs; k++)
+        if (cl->inputs[k].layer == q) {
+          cl->inputs[k].layer = (int) i;
+          snprintf (cl->inputs[k].name, TT_NAME_MAX, "%s", a->name);
+        }
+    }
+    pool->inputs[0] = a->inputs[0];
+    a->inputs[0].layer = q;
+    a->inputs[0].index = 0;
+    snprintf (a->inputs[0].name, TT_NAME_MAX, "%s", pool->name);
+  }
+}
+
 /* ---- 5. topological order -------------------------------------------- */
 
 /* Orders the layers topologically (when apply) or only checks that they
@@ -630,8 +680,10 @@ tt_graph_build (tt_model * m, tt_error * err)
     goto out;
   }
   dead = grown;
-  if ((st = graph_insert_multiouts (m, &dead, err)) ||
-      (st = graph_sort (m, dead, true, err)) ||
+  if ((st = graph_insert_multiouts (m, &dead, err)))
+    goto out;
+  graph_pool_before_relu (m, dead);
+  if ((st = graph_sort (m, dead, true, err)) ||
       (st = graph_check_inputs (m, err)) || (st = graph_infer (m, err)))
     goto out;
 out:
