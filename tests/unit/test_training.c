@@ -352,12 +352,109 @@ test_l2norm (void)
   tt_model_free (m);
 }
 
+/* conv -> relu -> max pool runs as conv -> max pool -> relu (graph.c):
+ * the same numbers, bit for bit, as the model written that way, and the
+ * relu's tensors have the pooled shape. An average pooling keeps its
+ * relu in front (they do not commute). */
+static tt_model *
+relu_pool_model (const char *name, const char *layers, uint32_t batch)
+{
+  char text[1024];
+  snprintf (text, sizeof text, "[Model]\ntype=NeuralNetwork\nloss=cross\n"
+      "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
+      "[in]\ntype=input\ninput_shape=2:6:6\n%s"
+      "[out]\ntype=fully_connected\nunit=3\nactivation=softmax\n", layers);
+  tt_error err;
+  tt_model *m = tt_model_load_ini (tt_test_write_text (name, text), &err);
+  CHECK (m != NULL, "%s: %s", name, err.message);
+  if (!m)
+    return NULL;
+  tt_model_set_seed (m, 5);
+  tt_status st = tt_model_set_batch_size (m, batch, &err);
+  if (!st)
+    st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "%s: %s", name, err.message);
+  if (st) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+static void
+test_relu_after_max_pool (void)
+{
+  tt_model *a = relu_pool_model ("relu_pool.ini",
+      "[conv]\ntype=conv2d\nfilters=3\nkernel_size=3,3\npadding=same\n"
+      "activation=relu\n"
+      "[pool]\ntype=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
+      "flatten=true\n", 4);
+  tt_model *b = relu_pool_model ("pool_relu.ini",
+      "[conv]\ntype=conv2d\nfilters=3\nkernel_size=3,3\npadding=same\n"
+      "[pool]\ntype=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
+      "[relu]\ntype=activation\nactivation=relu\nflatten=true\n", 4);
+  tt_model *c = relu_pool_model ("relu_avg.ini",
+      "[conv]\ntype=conv2d\nfilters=3\nkernel_size=3,3\npadding=same\n"
+      "activation=relu\n"
+      "[pool]\ntype=pooling2d\npooling=average\npool_size=2,2\n"
+      "stride=2,2\nflatten=true\n", 4);
+  if (!a || !b || !c)
+    goto out;
+  const int ia = tt_model_find_layer (a, "conv/activation_realized");
+  const int ic = tt_model_find_layer (c, "conv/activation_realized");
+  const tt_layer *ra = ia >= 0 ? &a->layers[ia] : NULL;
+  const tt_layer *rc = ic >= 0 ? &c->layers[ic] : NULL;
+  CHECK (ra && ra->out_dims[0].c == 3 && ra->out_dims[0].h == 3 &&
+      ra->out_dims[0].w == 3, "the relu before a max pool runs after it");
+  CHECK (rc && rc->out_dims[0].h == 6 && rc->out_dims[0].w == 6,
+      "the relu before an average pool stays in front");
+
+  float x[4 * 72], t[4 * 3] = { 0 };
+  uint32_t seed = 7;
+  for (int i = 0; i < 4 * 72; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float) (seed >> 8) / (float) (1 << 24) * 2.0f - 1.0f;
+  }
+  for (int k = 0; k < 4; k++)
+    t[k * 3 + k % 3] = 1;
+  const void *in[1] = { x };
+  tt_error err;
+  tt_batch_result r;
+  for (int s = 0; s < 3; s++) {
+    CHECK (tt_model_train_batch (a, 4, in, NULL, t, &r, &err) == TT_OK,
+        "%s", err.message);
+    CHECK (tt_model_train_batch (b, 4, in, NULL, t, &r, &err) == TT_OK,
+        "%s", err.message);
+  }
+  const size_t n = tt_model_weight_floats (a);
+  CHECK (n == tt_model_weight_floats (b), "weights %zu vs %zu", n,
+      tt_model_weight_floats (b));
+  float *wa = calloc (n, sizeof *wa), *wb = calloc (n, sizeof *wb);
+  CHECK (wa && wb && tt_model_export_weights (a, wa, n, &err) == TT_OK
+      && tt_model_export_weights (b, wb, n, &err) == TT_OK, "export");
+  CHECK (wa && wb && !memcmp (wa, wb, n * sizeof *wa),
+      "3 steps: the weights differ from the model written pool -> relu");
+  free (wa);
+  free (wb);
+  tt_model_eval_batch (a, 4, in, NULL, t, &r, &err);
+  float ya[12];
+  memcpy (ya, tt_model_output (a), sizeof ya);
+  tt_model_eval_batch (b, 4, in, NULL, t, &r, &err);
+  CHECK (!memcmp (ya, tt_model_output (b), sizeof ya),
+      "the outputs differ from the model written pool -> relu");
+out:
+  tt_model_free (a);
+  tt_model_free (b);
+  tt_model_free (c);
+}
+
 int
 main (void)
 {
   test_optimizers ();
   test_schedules ();
   test_initializers ();
+  test_relu_after_max_pool ();
   test_determinism ();
   test_inputs_and_batches ();
   test_l2norm ();
