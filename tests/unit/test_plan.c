@@ -61,17 +61,11 @@ test_models (void)
         models[i]);
     CHECK (p.pool_bytes < p.naive_bytes, "%s: no saving over naive",
         models[i]);
-    /* the planner's goal on the models we ship is the bound itself; all
-     * but fmnist_cnn reach it. fmnist_cnn did too until its second conv
-     * took Winograd scratch (conv2d_winograd.c, pool 14.2 -> 11.9 MB):
-     * the planner now lands 0.79% above the bound of 11.83 MB. */
-    const bool cnn = !strcmp (models[i], "fmnist_cnn.ini");
-    CHECK (p.pool_bytes <= p.lower_bound + p.lower_bound / (cnn ? 50 : 100),
-        "%s: pool %.4f x the bound", models[i],
-        (double) p.pool_bytes / (double) p.lower_bound);
-    if (!cnn)
-      CHECK (p.pool_bytes == p.lower_bound, "%s: pool %.4f x the bound",
-          models[i], (double) p.pool_bytes / (double) p.lower_bound);
+    /* the planner's goal on the models we ship is the bound itself, and
+     * it reaches it on all of them (fmnist_cnn was 0.79% above while its
+     * second conv kept F(2x2) Winograd scratch) */
+    CHECK (p.pool_bytes == p.lower_bound, "%s: pool %.4f x the bound",
+        models[i], (double) p.pool_bytes / (double) p.lower_bound);
     /* the order search's own peak is the interval bound of its order */
     CHECK (tt_order_peak (m, m->exec, m->align) == p.lower_bound,
         "%s: order peak %" PRIu64 " != bound %" PRIu64, models[i],
