@@ -9,14 +9,18 @@
 
 #include <math.h>
 
+/* A model compiled at that batch; seed 0 keeps the default seed. */
 static tt_model *
-training_model (const char *name, const char *text, uint32_t batch)
+training_model_seeded (const char *name, const char *text, uint32_t batch,
+    uint64_t seed)
 {
   tt_error err;
   tt_model *m = tt_model_load_ini (tt_test_write_text (name, text), &err);
   CHECK (m != NULL, "%s: %s", name, err.message);
   if (!m)
     return NULL;
+  if (seed)
+    tt_model_set_seed (m, seed);
   tt_status st = tt_model_set_batch_size (m, batch, &err);
   if (!st)
     st = tt_model_compile (m, &err);
@@ -26,6 +30,12 @@ training_model (const char *name, const char *text, uint32_t batch)
     return NULL;
   }
   return m;
+}
+
+static tt_model *
+training_model (const char *name, const char *text, uint32_t batch)
+{
+  return training_model_seeded (name, text, batch, 0);
 }
 
 static bool
@@ -364,21 +374,7 @@ relu_pool_model (const char *name, const char *layers, uint32_t batch)
       "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
       "[in]\ntype=input\ninput_shape=2:6:6\n%s"
       "[out]\ntype=fully_connected\nunit=3\nactivation=softmax\n", layers);
-  tt_error err;
-  tt_model *m = tt_model_load_ini (tt_test_write_text (name, text), &err);
-  CHECK (m != NULL, "%s: %s", name, err.message);
-  if (!m)
-    return NULL;
-  tt_model_set_seed (m, 5);
-  tt_status st = tt_model_set_batch_size (m, batch, &err);
-  if (!st)
-    st = tt_model_compile (m, &err);
-  CHECK (st == TT_OK, "%s: %s", name, err.message);
-  if (st) {
-    tt_model_free (m);
-    return NULL;
-  }
-  return m;
+  return training_model_seeded (name, text, batch, 5);
 }
 
 static void
