@@ -98,7 +98,8 @@ fi
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 mkdir -p "$build" || exit 2
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"
-kernels="activation batchnorm conv2d gemm init maxpool2x2 pooling rng"
+kernels="activation batchnorm conv2d conv2d_direct conv2d_winograd"
+kernels="$kernels conv2d_winograd4 gemm init maxpool2x2 optimizer pooling rng"
 {
   echo "cflags = -g -O1 -std=c11 -D_GNU_SOURCE $blas_flags" \
     "-fno-math-errno -fno-omit-frame-pointer $san" \
