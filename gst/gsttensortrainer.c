@@ -6,7 +6,7 @@
  * Trains a neural network on the tensors streaming through it. The model
  * is an nntrainer INI file (#GstTensorTrainer:model-config) trained by this
  * project's engine; nnstreamer's tensor_trainer properties keep their names
- * and meaning.
+ * and meaning, and its launch lines (framework=nntrainer) run unchanged.
  *
  * Each buffer is one sample: the model's inputs followed by its label, one
  * GstMemory per tensor (a single memory holding the tensors back to back is
@@ -96,6 +96,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_tensor_trainer_debug);
 #define GST_CAT_DEFAULT gst_tensor_trainer_debug
 
 #define GST_TENSOR_TRAINER_FRAMEWORK "tensor-trainer"
+/* nnstreamer's launch lines name nntrainer, whose INI dialect and BIN
+ * layout this engine reads and writes: they run unchanged */
+#define GST_TENSOR_TRAINER_FRAMEWORK_ALIAS "nntrainer"
 
 #define DEFAULT_FRAMEWORK GST_TENSOR_TRAINER_FRAMEWORK
 #define DEFAULT_MODEL_CONFIG NULL
@@ -182,8 +185,10 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
 
   g_object_class_install_property (gobject_class, PROP_FRAMEWORK,
       g_param_spec_string ("framework", "Framework",
-          "Training framework; only \"" GST_TENSOR_TRAINER_FRAMEWORK "\" (this "
-          "project's engine) exists, any other name fails at start",
+          "Training framework: \"" GST_TENSOR_TRAINER_FRAMEWORK "\", this "
+          "project's engine; \"" GST_TENSOR_TRAINER_FRAMEWORK_ALIAS "\" (what "
+          "nnstreamer's launch lines say) selects the same engine, which reads "
+          "nntrainer's INI and BIN files; any other name fails at start",
           DEFAULT_FRAMEWORK, rw));
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
@@ -379,10 +384,15 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
   self->share_name = g_strdup (GST_OBJECT_NAME (self));
   GST_OBJECT_UNLOCK (self);
 
-  if (g_strcmp0 (framework, GST_TENSOR_TRAINER_FRAMEWORK) != 0) {
+  if (g_strcmp0 (framework, GST_TENSOR_TRAINER_FRAMEWORK_ALIAS) == 0) {
+    GST_INFO_OBJECT (self, "framework \"" GST_TENSOR_TRAINER_FRAMEWORK_ALIAS
+        "\": training with this project's engine, which reads nntrainer's "
+        "INI and BIN files");
+  } else if (g_strcmp0 (framework, GST_TENSOR_TRAINER_FRAMEWORK) != 0) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
         ("Unknown framework \"%s\": this element trains with \""
-            GST_TENSOR_TRAINER_FRAMEWORK "\" only.",
+            GST_TENSOR_TRAINER_FRAMEWORK "\" (or \""
+            GST_TENSOR_TRAINER_FRAMEWORK_ALIAS "\", the same engine) only.",
             framework ? framework : "(null)"), (NULL));
     goto out;
   }

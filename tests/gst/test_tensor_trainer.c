@@ -704,6 +704,42 @@ GST_START_TEST (test_skip_bad_batches)
 
 GST_END_TEST;
 
+/* An nnstreamer launch line (framework=nntrainer, the nntrainer BIN as
+ * save path, every count set) trains and saves unchanged. */
+GST_START_TEST (test_nnstreamer_properties)
+{
+  Fixture f;
+  tt_error err;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "framework", "nntrainer", "num-inputs", 1,
+      "num-labels", 1, "num-training-samples", 8, "num-validation-samples", 4,
+      "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  for (guint e = 0; e < 2; e++) {
+    push_samples (f.h, 0, 12);
+    gdouble v[4];
+    GstBuffer *stats = gst_harness_pull (f.h);
+    read_stats (stats, v);
+    gst_buffer_unref (stats);
+    for (guint i = 0; i < 4; i++)
+      fail_unless (isfinite (v[i]), "epoch %u figure %u is %g", e, i, v[i]);
+  }
+  gchar *error = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless_equals_string (error, "");
+  g_free (error);
+  tt_model *m = tt_model_load_ini (f.ini, &err);
+  fail_unless (m != NULL, "%s", err.message);
+  fail_unless_equals_int (tt_model_compile (m, &err), TT_OK);
+  fail_unless_equals_int (tt_model_load_bin (m, f.bin, &err), TT_OK);
+  fail_unless_equals_int (tt_model_epoch (m), 2);
+  fail_unless_equals_int (tt_model_iteration (m), 4);
+  tt_model_free (m);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
 /* ---- start-up errors ------------------------------------------------- */
 
 /* Property errors fail READY->PAUSED. */
@@ -749,8 +785,9 @@ caps_error (const gchar * ini_text, const gchar * prop, const gchar * value,
 GST_START_TEST (test_start_errors)
 {
   gchar *ini = NULL;
-  gchar *msg = start_error ("framework", "nntrainer");
-  fail_unless (strstr (msg, "Unknown framework \"nntrainer\""), "%s", msg);
+  gchar *msg = start_error ("framework", "tensorflow-lite");
+  fail_unless (strstr (msg, "Unknown framework \"tensorflow-lite\""), "%s",
+      msg);
   g_free (msg);
 
   msg = start_error ("model-config", "");
@@ -1421,6 +1458,7 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_checkpoints_and_quiet);
   tcase_add_test (tc, test_nan_input_is_an_error);
   tcase_add_test (tc, test_skip_bad_batches);
+  tcase_add_test (tc, test_nnstreamer_properties);
   tcase_add_test (tc, test_start_errors);
   tcase_add_test (tc, test_property_errors);
   tcase_add_test (tc, test_datasrc_to_trainer);
