@@ -3,6 +3,11 @@
  * conv2d: filters [F][C][kh][kw] (nntrainer's layout), batched im2col +
  * one GEMM per pass (conv2d.c); the column buffer is a scratch tensor of
  * the pool, kept from forward to backward.
+ *
+ * conv1d is nntrainer's: a conv2d with a 1 x kernel_size window over an
+ * input of height 1 (channel:1:width), filters [F][C][1][k] (PyTorch's
+ * Conv1d weight [F][C][k], byte for byte). Only its keys differ: single
+ * integers.
  */
 #include "tt_internal.h"
 
@@ -33,10 +38,51 @@ conv_parse (tt_layer * l, const tt_section * s, tt_error * err)
   return TT_OK;
 }
 
+/* kernel_size, stride and dilation are one integer each, on the width.
+ * nntrainer hands padding to its conv2d unchanged, so "1" would pad the
+ * height too and give a 3-row output: refused, with the form that pads the
+ * width only. */
+static tt_status
+conv1d_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  tt_status st;
+  uint32_t kernel = 0, stride = 1, dilation = 1;
+  if ((st = tt_section_uint (s, "filters", 1, 1u << 16, &l->p.conv.filters,
+              err)) ||
+      (st = tt_section_uint (s, "kernel_size", 1, 1u << 16, &kernel, err)) ||
+      (st = tt_section_uint (s, "stride", 1, 1u << 16, &stride, err)) ||
+      (st = tt_section_uint (s, "dilation", 1, 1u << 16, &dilation, err)) ||
+      (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad,
+              err)))
+    return st;
+  if (!tt_section_has (s, "filters"))
+    return tt_section_error (s, "filters", err, TT_ERR_INVALID,
+        "missing key (the number of output channels)");
+  if (!tt_section_has (s, "kernel_size"))
+    return tt_section_error (s, "kernel_size", err, TT_ERR_INVALID,
+        "missing key (the window's width, e.g. 3)");
+  if (l->p.conv.padding_mode == 2 &&
+      (l->p.conv.pad[0] != 0 || l->p.conv.pad[1] != 0))
+    return tt_section_error (s, "padding", err, TT_ERR_INVALID,
+        "'%s' pads the height too (nntrainer's conv1d passes it to conv2d); "
+        "write 0,%u to pad the width by %u on each side, or 0,0,LEFT,RIGHT",
+        tt_section_string (s, "padding"), l->p.conv.pad[2],
+        l->p.conv.pad[2]);
+  l->p.conv.kernel[0] = l->p.conv.stride[0] = l->p.conv.dilation[0] = 1;
+  l->p.conv.kernel[1] = kernel;
+  l->p.conv.stride[1] = stride;
+  l->p.conv.dilation[1] = dilation;
+  return TT_OK;
+}
+
 static tt_status
 conv_infer (tt_model * m, tt_layer * l, tt_error * err)
 {
   tt_window_geom *g = &l->p.conv.geom;
+  if (l->ops == &tt_conv1d_layer_ops && l->in_dims[0].h != 1)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: conv1d needs an input "
+        "of height 1 (channel:1:width), got %u:%u:%u", m->path, l->section,
+        l->in_dims[0].c, l->in_dims[0].h, l->in_dims[0].w);
   tt_status st = tt_window_setup (m, l, g, l->p.conv.kernel,
       l->p.conv.stride, l->p.conv.dilation, l->p.conv.padding_mode,
       l->p.conv.pad, err);
@@ -166,6 +212,18 @@ const tt_layer_ops tt_conv2d_layer_ops = {
   .keys = conv_keys,
   .has_weights = true,
   .parse = conv_parse,
+  .infer = conv_infer,
+  .declare = conv_declare,
+  .forward = conv_forward,
+  .calc_gradient = conv_calc_gradient,
+  .calc_derivative = conv_calc_derivative,
+};
+
+const tt_layer_ops tt_conv1d_layer_ops = {
+  .type = "conv1d",
+  .keys = conv_keys,
+  .has_weights = true,
+  .parse = conv1d_parse,
   .infer = conv_infer,
   .declare = conv_declare,
   .forward = conv_forward,

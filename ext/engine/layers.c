@@ -6,6 +6,7 @@
 
 static const tt_layer_ops *const layers_all[] = {
   &tt_input_layer_ops, &tt_fc_layer_ops, &tt_conv2d_layer_ops,
+  &tt_conv1d_layer_ops,
   &tt_pooling2d_layer_ops, &tt_flatten_layer_ops, &tt_reshape_layer_ops,
   &tt_activation_layer_ops, &tt_batchnorm_layer_ops, &tt_dropout_layer_ops,
   &tt_addition_layer_ops, &tt_concat_layer_ops, &tt_multiout_layer_ops,

@@ -460,7 +460,8 @@ tt_weight *tt_layer_add_weight (tt_layer * l, const char *suffix,
     size_t count, tt_initializer init, uint32_t fan_in, uint32_t fan_out,
     bool trainable);
 
-/* window_props.c: keys and geometry shared by conv2d and pooling2d */
+/* window_props.c: keys and geometry shared by conv2d, conv1d and
+ * pooling2d */
 tt_status tt_window_pair (const tt_section * s, const char *key,
     uint32_t min, uint32_t out[2], tt_error * err);
 tt_status tt_window_padding (const tt_section * s, int *mode,
@@ -473,7 +474,8 @@ tt_status tt_window_setup (tt_model * m, const tt_layer * l,
 /* layer registry (layers.c) */
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
-    tt_conv2d_layer_ops, tt_pooling2d_layer_ops, tt_flatten_layer_ops,
+    tt_conv2d_layer_ops, tt_conv1d_layer_ops, tt_pooling2d_layer_ops,
+    tt_flatten_layer_ops,
     tt_reshape_layer_ops, tt_activation_layer_ops, tt_batchnorm_layer_ops,
     tt_dropout_layer_ops, tt_addition_layer_ops, tt_concat_layer_ops,
     tt_multiout_layer_ops, tt_mse_layer_ops, tt_cross_softmax_layer_ops,

@@ -105,7 +105,7 @@ tt_window_setup (tt_model * m, const tt_layer * l, tt_window_geom * g,
     return tt_fail (err, TT_ERR_INVALID,
         "%s: [%s] %s: a %ux%u window (stride %u,%u, dilation %u,%u, "
         "padding %d,%d,%d,%d) does not fit the %u:%u:%u input", m->path,
-        l->section, l->ops == &tt_conv2d_layer_ops ? "kernel_size" :
+        l->section, l->ops->has_weights ? "kernel_size" :
         "pool_size", kernel[0], kernel[1], stride[0], stride[1], dilation[0],
         dilation[1], g->pad_top, g->pad_bottom, g->pad_left, g->pad_right,
         in.c, in.h, in.w);

@@ -73,7 +73,7 @@ def ini_weight_layers(cp):
         t = cp[sec].get("type", "").strip().lower()
         if t == "fully_connected":
             out.append((sec, "fc", int(cp[sec]["unit"])))
-        elif t == "conv2d":
+        elif t in ("conv2d", "conv1d"):
             out.append((sec, "conv", int(cp[sec]["filters"])))
         elif t == "batch_normalization":
             out.append((sec, "bn", None))
@@ -132,6 +132,13 @@ class Net:
     def conv(self, name, c_in, filters, k):
         b = self._bound(c_in * k * k)
         self.weights.append(Weight(name, "filter", self._uniform((filters, c_in, k, k), -b, b), True))
+        self.weights.append(Weight(name, "bias", self._uniform((filters,), -0.1, 0.1), True))
+        self.layers.append((name, "conv", filters))
+
+    def conv1d(self, name, c_in, filters, k):
+        # torch's Conv1d weight [F][C][k] is the BIN's [F][C][1][k]
+        b = self._bound(c_in * k)
+        self.weights.append(Weight(name, "filter", self._uniform((filters, c_in, k), -b, b), True))
         self.weights.append(Weight(name, "bias", self._uniform((filters,), -0.1, 0.1), True))
         self.layers.append((name, "conv", filters))
 
@@ -204,6 +211,17 @@ def conv2d(ctx, name, x, padding):
     return F.conv2d(x, w, ctx[name + ".bias"], stride=1, padding=pad)
 
 
+def conv1d(ctx, name, x, padding, stride=1):
+    """x is [B][C][1][W] (channel:1:width); "same" as TensorFlow's for
+    stride 1 and an odd kernel."""
+    w = ctx[name + ".filter"]
+    k = w.shape[-1]
+    pad = (k - 1) // 2 if padding == "same" else 0
+    assert padding != "same" or (k % 2 == 1 and stride == 1)
+    y = F.conv1d(x.squeeze(2), w, ctx[name + ".bias"], stride=stride, padding=pad)
+    return y.unsqueeze(2)
+
+
 def linear(ctx, name, x):
     # x is [B][1][1][N]; torch's linear works on the last dim
     return F.linear(x, ctx[name + ".weight"], ctx[name + ".bias"])
@@ -229,6 +247,26 @@ def maxpool(ctx, name, x, k, s):
     y = cols.gather(1, idx.unsqueeze(1))                        # [b*c, 1, L]
     oh, ow = (h - k) // s + 1, (w - k) // s + 1
     return y.reshape(b, c, oh, ow)
+
+
+def maxpool_width(ctx, name, x, k):
+    """Max pooling over the width only (pool_size 1,k, stride 1,k), with
+    maxpool's near-tie probe and flips."""
+    b, c, h, w = x.shape
+    ow = (w - k) // k + 1
+    cols = x[..., :ow * k].reshape(b, c, h, ow, k)
+    top2 = cols.detach().topk(2, dim=-1)
+    gap = top2.values[..., 0] - top2.values[..., 1]
+    pos = top2.values[..., 0] > 0
+    ctx.probe["maxpool_gap:" + name] = float(gap[pos].min()) if bool(pos.any()) else float("inf")
+    if ctx.record is not None:
+        ctx.record[name] = x.detach().double().clone()
+    if ctx.flip_margin is None:
+        return F.max_pool2d(x, (1, k), stride=(1, k))
+    near = gap < ctx.flip_margin[name]
+    ctx.flipped += int((near & pos).sum())
+    idx = torch.where(near, top2.indices[..., 1], top2.indices[..., 0])
+    return cols.gather(-1, idx.unsqueeze(-1)).squeeze(-1)
 
 
 def avgpool(x, k, s):
@@ -260,7 +298,7 @@ def batch_norm(ctx, name, x):
 
 
 # --------------------------------------------------------------------------
-# The three models (one builder + one forward per case)
+# The models (one builder + one forward per case)
 # --------------------------------------------------------------------------
 
 def build_mlp(net):
@@ -315,6 +353,21 @@ def forward_branchy(ctx, x):
     return linear(ctx, "output", h)
 
 
+def build_conv1d(net):
+    net.conv1d("conv1", 3, 16, 5)
+    net.conv1d("conv2", 16, 32, 3)
+    net.fc("output", 32, 6)
+
+
+def forward_conv1d(ctx, x):
+    h = relu(ctx, "conv1", conv1d(ctx, "conv1", x, "same"))          # 16x1x64
+    h = maxpool_width(ctx, "pool1", h, 2)                           # 16x1x32
+    h = torch.tanh(conv1d(ctx, "conv2", h, "valid", stride=2))      # 32x1x15
+    h = h.mean(dim=(2, 3), keepdim=True)                            # global average
+    h = flatten(h)                                                  # 1x1x32
+    return linear(ctx, "output", h)
+
+
 # The seeds are fixed. The cnn seed is the first one from 2002 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 (only
 # 2318 in 2002..2493 did): with batch 32 and ~0.9M relu / max-pool
@@ -326,6 +379,7 @@ CASES = [
     ("mlp", "tests/models/fmnist_mlp.ini", 1001, (1, 28, 28), 10, True, build_mlp, forward_mlp),
     ("cnn", "tests/models/fmnist_cnn.ini", 2318, (1, 28, 28), 10, True, build_cnn, forward_cnn),
     ("branchy_bn", "tests/models/branchy_bn.ini", 3003, (2, 6, 6), 5, False, build_branchy, forward_branchy),
+    ("conv1d", "tests/models/sensor_conv1d.ini", 4004, (3, 1, 64), 6, True, build_conv1d, forward_conv1d),
 ]
 
 

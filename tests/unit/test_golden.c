@@ -263,5 +263,6 @@ main (int argc, char **argv)
   golden_case ("mlp");
   golden_case ("cnn");
   golden_case ("branchy_bn");
+  golden_case ("conv1d");
   return tt_test_summary ();
 }

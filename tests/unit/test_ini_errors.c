@@ -32,6 +32,7 @@ typedef struct {
 #define SGD "[Optimizer]\ntype = sgd\nlearning_rate = 0.01\n"
 #define INPUT4 "[in]\ntype = input\ninput_shape = 1:1:4\n"
 #define INPUT_IMG "[in]\ntype = input\ninput_shape = 1:6:6\n"
+#define INPUT_SEQ "[in]\ntype = input\ninput_shape = 2:1:8\n"
 #define NAME_50 "n123456789n123456789n123456789n123456789n123456789"
 #define NAME_200 NAME_50 NAME_50 NAME_50 NAME_50
 #define FC(name, unit) "[" name "]\ntype = fully_connected\nunit = " #unit "\n"
@@ -157,6 +158,21 @@ static const ie_case ie_cases[] = {
   {"kernel_3_values", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv2d\n"
         "filters = 2\nkernel_size = 3,3,3\n", IE_LOAD,
       {"[conv] kernel_size", "'3,3,3'"}},
+  {"conv1d_height", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv1d\n"
+        "filters = 2\nkernel_size = 3\n", IE_COMPILE,
+      {"[conv]", "height 1 (channel:1:width)", "1:6:6"}},
+  {"conv1d_kernel_pair", MODEL_MSE ADAM INPUT_SEQ "[conv]\ntype = conv1d\n"
+        "filters = 2\nkernel_size = 3,3\n", IE_LOAD,
+      {"[conv] kernel_size", "'3,3'"}},
+  {"conv1d_missing_kernel", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
+        "type = conv1d\nfilters = 2\n", IE_LOAD,
+      {"[conv] kernel_size", "missing key"}},
+  {"conv1d_padding_height", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
+        "type = conv1d\nfilters = 2\nkernel_size = 3\npadding = 1\n",
+      IE_LOAD, {"[conv] padding", "pads the height", "0,1"}},
+  {"conv1d_kernel_too_wide", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
+        "type = conv1d\nfilters = 2\nkernel_size = 9\n", IE_COMPILE,
+      {"[conv] kernel_size", "1x9", "2:1:8"}},
   {"addition_shapes", MODEL_MSE ADAM INPUT4
         "[a]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
         "[b]\ntype = fully_connected\nunit = 5\ninput_layers = in\n"

@@ -19,7 +19,7 @@ static char root[1024];
 
 static const char *models[] = {
   "fmnist_mlp.ini", "fmnist_cnn.ini", "branchy_bn.ini", "resnet_bn.ini",
-  "inception.ini", "transfer_frozen.ini", NULL
+  "inception.ini", "transfer_frozen.ini", "sensor_conv1d.ini", NULL
 };
 
 static tt_model *
