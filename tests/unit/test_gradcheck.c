@@ -40,6 +40,14 @@ static const gc_case gc_cases[] = {
         "padding=1,0,2,1\n", "mse"},
   {"conv_1x1", "[in]\ntype=input\ninput_shape=3:4:4\n[c]\ntype=conv2d\n"
         "filters=2\nkernel_size=1,1\n", "mse"},
+  {"conv1d_same", "[in]\ntype=input\ninput_shape=3:1:9\n[c]\ntype=conv1d\n"
+        "filters=2\nkernel_size=3\npadding=same\n", "mse"},
+  {"conv1d_stride_dilation", "[in]\ntype=input\ninput_shape=2:1:12\n[c]\n"
+        "type=conv1d\nfilters=3\nkernel_size=3\nstride=2\ndilation=2\n"
+        "padding=0,0,2,1\n[d]\ntype=conv1d\nfilters=2\nkernel_size=2\n",
+      "mse"},
+  {"conv1d_direct", "[in]\ntype=input\ninput_shape=8:1:20\n[c]\n"
+        "type=conv1d\nfilters=3\nkernel_size=3\n", "mse"},
   {"pool_max", "[in]\ntype=input\ninput_shape=2:6:6\n[p]\ntype=pooling2d\n"
         "pooling=max\npool_size=2,2\nstride=2,2\n", "mse"},
   {"pool_avg_pad", "[in]\ntype=input\ninput_shape=2:5:5\n[p]\n"
@@ -177,6 +185,11 @@ gc_run (const gc_case *c)
   if (!m)
     return;
   tt_model_set_seed (m, 7);
+  /* each case draws its own data (seeded by its name), so adding a case
+   * leaves the others' unchanged */
+  gc_state = 12345;
+  for (const char *p = c->name; *p; p++)
+    gc_state = (gc_state ^ (uint8_t) * p) * 1099511628211ULL;
   /* gradients are read after the whole backward pass: give every tensor
    * its own memory (the planned pool reuses a gradient's bytes once its
    * update is applied) */
@@ -206,8 +219,12 @@ gc_run (const gc_case *c)
   size_t nx = GC_BATCH * (size_t) in.channel * in.height * in.width;
   size_t nt = GC_BATCH * (size_t) out.channel * out.height * out.width;
   float *x = malloc (nx * sizeof *x), *t = malloc (nt * sizeof *t);
-  for (size_t i = 0; i < nx; i++)
-    x[i] = gc_rand () * 2.0f;
+  /* |x| >= 0.1, ten times the step: a layer with a kink at 0 (relu,
+   * leaky_relu, elu) reading the input has a derivative there */
+  for (size_t i = 0; i < nx; i++) {
+    const float r = gc_rand ();
+    x[i] = r < 0 ? r * 1.9f - 0.1f : r * 1.9f + 0.1f;
+  }
   bool cross = m->layers[m->loss_layer].ops != &tt_mse_layer_ops;
   for (size_t i = 0; i < nt; i++)
     t[i] = cross ? 0.0f : gc_rand ();
