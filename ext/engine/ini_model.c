@@ -32,15 +32,24 @@ static const char *const ini_universal_keys[] = {
   "activation", "name", NULL
 };
 
+/* weight_decay_lambda: nntrainer's older name of
+ * weight_regularizer_constant (with weight_decay = l2norm) */
 static const char *const ini_weight_keys[] = {
   "weight_initializer", "bias_initializer", "weight_regularizer",
   "weight_regularizer_constant", "weight_decay", "bias_decay",
-  "disable_bias", NULL
+  "disable_bias", "weight_decay_lambda", NULL
 };
 
 static const char *const ini_model_keys[] = {
   "type", "epochs", "batch_size", "loss", "save_path",
   "memory_optimization", "continue_train", NULL
+};
+
+/* nntrainer's older form keeps the optimizer in [Model] (its application
+ * INIs still do) */
+static const char *const ini_model_optimizer_keys[] = {
+  "optimizer", "learning_rate", "beta1", "beta2", "epsilon", "decay_rate",
+  "decay_steps", NULL
 };
 
 /* nntrainer reads TrainData, ValidData, TestData, LabelData and BufferSize
@@ -352,7 +361,18 @@ ini_parse_model_section (tt_model * m, const tt_section * s, tt_error * err)
   if ((st = tt_section_bool (s, "memory_optimization", &ignored, err)) ||
       (st = tt_section_bool (s, "continue_train", &ignored, err)))
     return st;
-  return ini_check_keys (s, ini_model_keys, NULL, NULL, err);
+  return ini_check_keys (s, ini_model_keys, ini_model_optimizer_keys, NULL,
+      err);
+}
+
+/* The first of [Model]'s optimizer keys it has, or NULL. */
+static const char *
+ini_model_optimizer_key (const tt_section * s)
+{
+  for (int i = 0; ini_model_optimizer_keys[i]; i++)
+    if (tt_section_has (s, ini_model_optimizer_keys[i]))
+      return ini_model_optimizer_keys[i];
+  return NULL;
 }
 
 static tt_status
@@ -408,15 +428,32 @@ ini_parse_weight_keys (tt_layer * l, const tt_section * s, tt_error * err)
   static const char *const regularizers[] = { "none", "l2norm", NULL };
   tt_status st;
   int init = -1, binit = -1, reg = 0;
+  /* nntrainer's older form named the regularizer weight_decay (now a
+   * decoupled decay rate) and its constant weight_decay_lambda */
+  const char *decay = tt_section_string (s, "weight_decay");
+  const bool legacy = decay && (!strcasecmp (decay, "l2norm") ||
+      !strcasecmp (decay, "none"));
+  const char *reg_key = legacy ? "weight_decay" : "weight_regularizer";
+  const char *constant_key = "weight_regularizer_constant";
+  if (legacy && tt_section_has (s, "weight_regularizer"))
+    return tt_section_error (s, "weight_decay", err, TT_ERR_INVALID,
+        "'%s' is nntrainer's older name of weight_regularizer, which is "
+        "set too", decay);
+  if (tt_section_has (s, "weight_decay_lambda")) {
+    if (tt_section_has (s, constant_key))
+      return tt_section_error (s, "weight_decay_lambda", err,
+          TT_ERR_INVALID, "nntrainer's older name of %s, which is set too",
+          constant_key);
+    constant_key = "weight_decay_lambda";
+  }
   if ((st = tt_section_enum (s, "weight_initializer", tt_initializer_names,
               &init, err)) ||
       (st = tt_section_enum (s, "bias_initializer", tt_initializer_names,
               &binit, err)) ||
-      (st = tt_section_enum (s, "weight_regularizer", regularizers, &reg,
-              err)) ||
-      (st = tt_section_float (s, "weight_regularizer_constant",
-              &l->l2_constant, err)) ||
-      (st = tt_section_float (s, "weight_decay", &l->weight_decay, err)) ||
+      (st = tt_section_enum (s, reg_key, regularizers, &reg, err)) ||
+      (st = tt_section_float (s, constant_key, &l->l2_constant, err)) ||
+      (!legacy && (st = tt_section_float (s, "weight_decay",
+                  &l->weight_decay, err))) ||
       (st = tt_section_float (s, "bias_decay", &l->bias_decay, err)) ||
       (st = tt_section_bool (s, "disable_bias", &l->disable_bias, err)))
     return st;
@@ -429,7 +466,7 @@ ini_parse_weight_keys (tt_layer * l, const tt_section * s, tt_error * err)
     l->bias_init_set = true;
   }
   /* nntrainer's default constant for l2norm */
-  if (reg == 1 && !tt_section_has (s, "weight_regularizer_constant"))
+  if (reg == 1 && !tt_section_has (s, constant_key))
     l->l2_constant = 1.0f;
   if (reg == 0)
     l->l2_constant = 0.0f;
@@ -611,7 +648,7 @@ ini_parse_dict (tt_model * m, tt_error * err)
         m->path);
 
   const tt_section *opt = NULL, *sched = NULL;
-  tt_section opt_s, sched_s;
+  tt_section opt_s, sched_s, model_s = { m->path, NULL, d };
   bool have_model = false;
   for (int i = 0; i < nsec; i++) {
     tt_section s = { m->path, iniparser_getsecname (d, i), d };
@@ -624,6 +661,7 @@ ini_parse_dict (tt_model * m, tt_error * err)
       m->stored_plan = true;
     } else if (!strcmp (s.name, "model")) {
       have_model = true;
+      model_s = s;
       st = ini_parse_model_section (m, &s, err);
     } else if (!strcmp (s.name, "optimizer")) {
       opt_s = s;
@@ -644,11 +682,18 @@ ini_parse_dict (tt_model * m, tt_error * err)
   if (!have_model)
     return tt_fail (err, TT_ERR_INVALID, "%s: missing [Model] section",
         m->path);
-  if (sched && !opt)
+  const char *legacy = ini_model_optimizer_key (&model_s);
+  if (legacy && opt)
+    return tt_section_error (&model_s, legacy, err, TT_ERR_INVALID,
+        "the optimizer is set in [Optimizer]: nntrainer's older form (its "
+        "keys in [Model]) cannot be mixed with it");
+  if (sched && !opt && !legacy)
     return tt_fail (err, TT_ERR_INVALID,
         "%s: [LearningRateScheduler] needs an [Optimizer] section", m->path);
   if (m->n_layers == 0)
     return tt_fail (err, TT_ERR_INVALID, "%s: the model has no layers",
         m->path);
+  if (legacy)
+    return tt_optimizer_parse_legacy (&m->opt, &model_s, sched, err);
   return tt_optimizer_parse (&m->opt, opt, sched, err);
 }

@@ -20,5 +20,8 @@ tt_layer_ops_find (const char *type)
   for (int i = 0; layers_all[i]; i++)
     if (!strcasecmp (type, layers_all[i]->type))
       return layers_all[i];
+  /* nntrainer's older name of multiout (its ResNet INI still uses it) */
+  if (!strcasecmp (type, "output"))
+    return &tt_multiout_layer_ops;
   return NULL;
 }

@@ -110,9 +110,13 @@ optimizer_parse_scheduler (tt_optimizer * o, const tt_section * s,
   return TT_OK;
 }
 
-tt_status
-tt_optimizer_parse (tt_optimizer * o, const tt_section * s,
-    const tt_section * sched, tt_error * err)
+/* The optimizer's keys in s; its type under type_key (which must be
+ * there unless legacy). legacy: nntrainer's older form, the optimizer's
+ * keys in [Model] (whose key check is the caller's), adam by default. */
+static tt_status
+optimizer_parse_section (tt_optimizer * o, const tt_section * s,
+    const char *type_key, bool legacy, const tt_section * sched,
+    tt_error * err)
 {
   static const char *const types[] = { "sgd", "adam", "adamw", NULL };
   tt_status st;
@@ -127,9 +131,9 @@ tt_optimizer_parse (tt_optimizer * o, const tt_section * s,
   if (!s)
     return TT_OK;
 
-  int type = TT_OPT_SGD;
-  if ((st = tt_section_check_keys (s, optimizer_keys, err)) ||
-      (st = tt_section_enum (s, "type", types, &type, err)) ||
+  int type = legacy ? TT_OPT_ADAM : TT_OPT_SGD;
+  if ((!legacy && (st = tt_section_check_keys (s, optimizer_keys, err))) ||
+      (st = tt_section_enum (s, type_key, types, &type, err)) ||
       (st = tt_section_float (s, "learning_rate", &o->learning_rate, err)) ||
       (st = tt_section_float (s, "beta1", &o->beta1, err)) ||
       (st = tt_section_float (s, "beta2", &o->beta2, err)) ||
@@ -140,8 +144,8 @@ tt_optimizer_parse (tt_optimizer * o, const tt_section * s,
       (st = tt_section_uint (s, "decay_steps", 1, UINT32_MAX,
               &o->decay_steps, err)))
     return st;
-  if (!tt_section_has (s, "type"))
-    return tt_section_error (s, "type", err, TT_ERR_INVALID,
+  if (!legacy && !tt_section_has (s, type_key))
+    return tt_section_error (s, type_key, err, TT_ERR_INVALID,
         "missing key (sgd, adam or adamw)");
   o->type = (tt_optimizer_type) type;
   if (o->learning_rate <= 0)
@@ -162,8 +166,8 @@ tt_optimizer_parse (tt_optimizer * o, const tt_section * s,
   if (o->weight_decay < 0)
     return tt_section_error (s, "weight_decay", err, TT_ERR_INVALID,
         "must not be negative");
-  /* nntrainer's older form: decay in [Optimizer] is an exponential
-   * schedule */
+  /* nntrainer's older form: decay next to the learning rate is an
+   * exponential schedule */
   if (tt_section_has (s, "decay_rate") || tt_section_has (s, "decay_steps")) {
     if (!tt_section_has (s, "decay_rate") || !tt_section_has (s,
             "decay_steps"))
@@ -183,6 +187,20 @@ tt_optimizer_parse (tt_optimizer * o, const tt_section * s,
   return TT_OK;
 }
 
+tt_status
+tt_optimizer_parse (tt_optimizer * o, const tt_section * s,
+    const tt_section * sched, tt_error * err)
+{
+  return optimizer_parse_section (o, s, "type", false, sched, err);
+}
+
+tt_status
+tt_optimizer_parse_legacy (tt_optimizer * o, const tt_section * model,
+    const tt_section * sched, tt_error * err)
+{
+  return optimizer_parse_section (o, model, "optimizer", true, sched, err);
+}
+
 uint32_t
 tt_optimizer_state_count (const tt_optimizer * o)
 {
@@ -198,9 +216,9 @@ tt_optimizer_learning_rate (const tt_optimizer * o, uint32_t iteration)
     case TT_LR_CONSTANT:
       return o->learning_rate;
     case TT_LR_EXPONENTIAL:
-      /* nntrainer's staircase: integer division of the iteration */
-      return o->learning_rate * powf (o->decay_rate,
-          (float) (iteration / o->decay_steps));
+      /* nntrainer's: continuous, rate ^ (iteration / steps) */
+      return (float) (o->learning_rate * pow (o->decay_rate,
+              (double) iteration / o->decay_steps));
     case TT_LR_STEP:{
       uint32_t i = 0;
       while (i < o->n_steps && iteration >= o->step_iter[i])

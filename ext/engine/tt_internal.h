@@ -328,6 +328,10 @@ typedef struct {
 
 tt_status tt_optimizer_parse (tt_optimizer * o, const tt_section * opt,
     const tt_section * sched, tt_error * err);
+/* nntrainer's older form: optimizer, learning_rate, beta1, beta2,
+ * epsilon, decay_rate and decay_steps in [Model] */
+tt_status tt_optimizer_parse_legacy (tt_optimizer * o,
+    const tt_section * model, const tt_section * sched, tt_error * err);
 uint32_t tt_optimizer_state_count (const tt_optimizer * o);
 float tt_optimizer_learning_rate (const tt_optimizer * o, uint32_t iteration);
 void tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,

@@ -158,6 +158,32 @@ static const ie_case ie_cases[] = {
   {"kernel_3_values", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv2d\n"
         "filters = 2\nkernel_size = 3,3,3\n", IE_LOAD,
       {"[conv] kernel_size", "'3,3,3'"}},
+  /* ---- nntrainer's older form --------------------------------------- */
+  {"legacy_optimizer_and_section", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\nloss = mse\nlearning_rate = 0.1\n" ADAM INPUT4
+        FC ("fc", 3), IE_LOAD,
+      {"[model] learning_rate", "[Optimizer]", "cannot be mixed"}},
+  {"legacy_optimizer_type", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\nloss = mse\noptimizer = rmsprop\n" INPUT4
+        FC ("fc", 3), IE_LOAD, {"[model] optimizer", "rmsprop"}},
+  {"legacy_decay_alone", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\nloss = mse\nlearning_rate = 0.1\n"
+        "decay_rate = 0.9\n" INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[model]", "decay_rate and decay_steps go together"}},
+  {"legacy_model_key_typo", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\nloss = mse\nlearning_rate = 0.1\n"
+        "decay_step = 100\n" INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[model] decay_step", "unknown key"}},
+  {"legacy_weight_decay_twice", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "weight_decay = l2norm\nweight_regularizer = l2norm\n", IE_LOAD,
+      {"[fc] weight_decay", "older name of weight_regularizer"}},
+  {"legacy_lambda_twice", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "weight_regularizer = l2norm\nweight_decay_lambda = 0.1\n"
+        "weight_regularizer_constant = 0.1\n", IE_LOAD,
+      {"[fc] weight_decay_lambda", "set too"}},
+  {"legacy_weight_decay_word", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "weight_decay = l1norm\n", IE_LOAD,
+      {"[fc] weight_decay", "'l1norm'"}},
   {"conv1d_height", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv1d\n"
         "filters = 2\nkernel_size = 3\n", IE_COMPILE,
       {"[conv]", "height 1 (channel:1:width)", "1:6:6"}},
@@ -325,6 +351,28 @@ static const ie_valid ie_valids[] = {
         "ValidData = \"valSet.dat\"\nTestData = \"testSet.dat\"\n"
         "LabelData = \"label.dat\"\n" INPUT4 FC ("fc", 3)
         "activation = softmax\n"},
+  /* nntrainer's older form, as its application INIs still write it */
+  {"legacy_model_optimizer", "[Model]\nType = NeuralNetwork\n"
+        "Learning_rate = 0.0001\nDecay_rate = 0.96\nDecay_steps = 1000\n"
+        "Optimizer = adam\nloss = cross\nbatch_size = 2\n"
+        "save_path = \"model.bin\"\nbeta1 = 0.9\nbeta2 = 0.9999\n"
+        "epsilon = 1e-7\n[DataSet]\nBufferSize=10\n"
+        "TrainData=\"trainingSet.dat\"\nLabelData=\"label.dat\"\n"
+        "[inputlayer]\nType = input\nInput_Shape = 1:1:8\n"
+        "Normalization = true\n[outputlayer]\nType = fully_connected\n"
+        "Unit = 2\nbias_initializer = zeros\nActivation = sigmoid\n"
+        "Weight_Decay = l2norm\nweight_Decay_Lambda = 0.005\n"},
+  {"legacy_output_layer", "[Model]\nType = NeuralNetwork\nOptimizer = adam\n"
+        "Learning_rate = 1e-4\nLoss = cross\nbatch_size = 2\n"
+        "[inputlayer]\nType = input\nInput_Shape = 2:4:4\n"
+        "[bn]\nType = batch_normalization\nActivation = relu\n"
+        "moving_mean_initializer = zeros\nmoving_variance_initializer = ones\n"
+        "[out0]\nType = output\ninput_layers = bn\n"
+        "[res]\nType = conv2d\ninput_layers = out0\nkernel_size = 3,3\n"
+        "filters = 2\npadding = 1,1\n"
+        "[add]\nType = addition\ninput_layers = res, out0\n"
+        "[flat]\nType = flatten\n[fc]\nType = fully_connected\nUnit = 3\n"
+        "[act]\nType = Activation\nActivation = softmax\n"},
   {"dataset_section_buffer_size", MODEL_MSE ADAM
         "[DataSet]\nbuffer_size = 32\ntrain_data = train.dat\n" INPUT4
         FC ("fc", 3)},

@@ -111,8 +111,10 @@ test_schedules (void)
     double lr[3];
   } cases[] = {
     {"", {0, 10, 1000}, {0.1, 0.1, 0.1}},
+    /* nntrainer's: continuous, not a staircase */
     {"[LearningRateScheduler]\ntype=exponential\nlearning_rate=0.1\n"
-          "decay_rate=0.5\ndecay_steps=10\n", {0, 19, 20}, {0.1, 0.05, 0.025}},
+          "decay_rate=0.5\ndecay_steps=10\n", {0, 5, 20},
+        {0.1, 0.0707106781, 0.025}},
     {"[LearningRateScheduler]\ntype=step\nlearning_rate=0.1,0.01,0.001\n"
           "iteration=5,8\n", {4, 5, 8}, {0.1, 0.01, 0.001}},
     {"[LearningRateScheduler]\ntype=cosine\nmax_learning_rate=0.1\n"
@@ -137,6 +139,47 @@ test_schedules (void)
     }
     tt_model_free (m);
   }
+}
+
+/* nntrainer's older form: the optimizer in [Model] (adam by default,
+ * decay as an exponential schedule), weight_decay = l2norm with
+ * weight_decay_lambda for the regularizer. */
+static void
+test_legacy_optimizer (void)
+{
+  static const char legacy[] =
+      "[Model]\ntype=NeuralNetwork\nloss=mse\nlearning_rate=0.02\n"
+      "decay_rate=0.5\ndecay_steps=100\nbeta2=0.9999\nepsilon=1e-6\n"
+      "[in]\ntype=input\ninput_shape=1:1:2\n[fc]\ntype=fully_connected\n"
+      "unit=1\nweight_decay=l2norm\nweight_decay_lambda=0.005\n";
+  tt_model *m = training_model ("legacy.ini", legacy, 1);
+  if (!m)
+    return;
+  CHECK (m->opt.type == TT_OPT_ADAM, "optimizer %d, expected adam",
+      (int) m->opt.type);
+  CHECK (near (m->opt.beta2, 0.9999, 1e-7) && near (m->opt.epsilon, 1e-6,
+          1e-7) && near (m->opt.beta1, 0.9, 1e-7), "adam settings");
+  CHECK (near (tt_optimizer_learning_rate (&m->opt, 200), 0.005, 1e-6),
+      "decayed rate %g", tt_optimizer_learning_rate (&m->opt, 200));
+  const tt_layer *fc = NULL;
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    if (!strcmp (m->layers[i].name, "fc"))
+      fc = &m->layers[i];
+  CHECK (fc && near (fc->l2_constant, 0.005, 1e-6) && fc->weight_decay == 0,
+      "regularizer %g, decay %g", fc ? fc->l2_constant : -1.0,
+      fc ? fc->weight_decay : -1.0);
+  tt_model_free (m);
+
+  static const char sgd[] =
+      "[Model]\ntype=NeuralNetwork\nloss=mse\noptimizer=sgd\n"
+      "learning_rate=0.3\n[in]\ntype=input\ninput_shape=1:1:2\n"
+      "[fc]\ntype=fully_connected\nunit=1\n";
+  m = training_model ("legacy_sgd.ini", sgd, 1);
+  if (!m)
+    return;
+  CHECK (m->opt.type == TT_OPT_SGD && near (tt_optimizer_learning_rate (
+              &m->opt, 1000), 0.3, 1e-7), "legacy sgd");
+  tt_model_free (m);
 }
 
 static void
@@ -521,6 +564,7 @@ main (void)
 {
   test_optimizers ();
   test_schedules ();
+  test_legacy_optimizer ();
   test_initializers ();
   test_relu_after_max_pool ();
   test_determinism ();
