@@ -174,6 +174,7 @@ tt_model_compile (tt_model * m, tt_error * err)
 {
   if (m->compiled)
     return tt_fail (err, TT_ERR_STATE, "%s: already compiled", m->path);
+  tt_blas_threads_default ();
   tt_status st = tt_graph_build (m, err);
   if (st)
     return st;
@@ -311,18 +312,6 @@ void
 tt_model_finish_epoch (tt_model * m)
 {
   m->epoch++;
-}
-
-void
-tt_set_num_threads (int threads)
-{
-#ifdef TT_HAVE_OPENBLAS
-  extern void openblas_set_num_threads (int);
-  if (threads > 0)
-    openblas_set_num_threads (threads);
-#else
-  (void) threads;
-#endif
 }
 
 /* ---- steps ----------------------------------------------------------- */

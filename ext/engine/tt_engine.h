@@ -204,7 +204,10 @@ uint32_t tt_model_epoch (const tt_model * model);
 uint32_t tt_model_iteration (const tt_model * model);
 void tt_model_finish_epoch (tt_model * model);
 
-/* Threads used by the GEMM library (no-op without one). */
+/* Threads used by the GEMM library (no-op without one; process-wide).
+ * Without this call or OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or
+ * OMP_NUM_THREADS in the environment, the first model compiled sets one
+ * (blas_threads.c says why). */
 void tt_set_num_threads (int threads);
 
 #ifdef __cplusplus

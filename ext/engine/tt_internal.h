@@ -475,6 +475,9 @@ tt_status tt_window_setup (tt_model * m, const tt_layer * l,
     const uint32_t dilation[2], int mode, const uint32_t pad[4],
     tt_error * err);
 
+/* blas_threads.c: OpenBLAS on one thread unless the user chose */
+void tt_blas_threads_default (void);
+
 /* layer registry (layers.c) */
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
