@@ -25,12 +25,32 @@
  *
  * Timestamps and the framerate are kept. One GstMemory per tensor.
  *
- * ## Example launch line
+ * Audio (`audio/x-raw`, interleaved S16LE, S32LE, F32LE or U8, any number
+ * of channels and rate) is cut into windows of #GstTensorLabeler:window
+ * frames, one every #GstTensorLabeler:hop frames (overlapping when hop is
+ * shorter, with gaps when longer), whatever the buffer sizes; each window
+ * is one sample. Its tensor is float32 in [-1, 1] (S16: value / 32768,
+ * U8: (value - 128) / 128); planar, channel:1:window (dimensions
+ * `window:1:channels:1`), the input of a conv1d model; interleaved,
+ * 1:window:channels (dimensions `channels:window:1:1`). A window's
+ * timestamp is its first frame's, its duration window / rate, and the
+ * output framerate rate / hop. A change of label drops the frames waiting
+ * for a window (no window mixes frames from before and after it), as do
+ * a discontinuity, a flush and EOS.
+ *
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 v4l2src ! videoconvert ! videoscale ! \
  *     video/x-raw,format=GRAY8,width=28,height=28 ! \
  *   tensor_labeler name=labeler num-classes=3 label=0 ! \
  *   tensor_trainer model-config=camera.ini num-training-samples=300 ! \
+ *   fakesink
+ * ]|
+ * |[
+ * gst-launch-1.0 pulsesrc ! audioconvert ! audioresample ! \
+ *     audio/x-raw,format=S16LE,channels=1,rate=8000 ! \
+ *   tensor_labeler num-classes=4 label=0 window=256 hop=128 ! \
+ *   tensor_trainer model-config=audio.ini num-training-samples=600 ! \
  *   fakesink
  * ]|
  */
@@ -44,6 +64,8 @@ GST_DEBUG_CATEGORY_STATIC (gst_tensor_labeler_debug);
 #define DEFAULT_LABEL 0
 #define DEFAULT_NUM_CLASSES 10
 #define DEFAULT_LAYOUT GST_TENSOR_LABELER_LAYOUT_PLANAR
+#define DEFAULT_WINDOW 256
+#define DEFAULT_HOP 0
 
 enum
 {
@@ -51,6 +73,8 @@ enum
   PROP_LABEL,
   PROP_NUM_CLASSES,
   PROP_LAYOUT,
+  PROP_WINDOW,
+  PROP_HOP,
 };
 
 #define GST_TENSOR_LABELER_FORMATS \
@@ -58,7 +82,10 @@ enum
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (GST_TENSOR_LABELER_FORMATS)));
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (GST_TENSOR_LABELER_FORMATS) "; "
+        "audio/x-raw, format = (string) " GST_TENSOR_AUDIO_WINDOW_FORMATS
+        ", layout = (string) interleaved, channels = (int) [ 1, 64 ], "
+        "rate = (int) [ 1, MAX ]"));
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
@@ -101,6 +128,13 @@ static GstCaps *gst_tensor_labeler_transform_caps (GstBaseTransform * trans,
 static gboolean gst_tensor_labeler_set_caps (GstBaseTransform * trans,
     GstCaps * incaps, GstCaps * outcaps);
 static gboolean gst_tensor_labeler_stop (GstBaseTransform * trans);
+static gboolean gst_tensor_labeler_sink_event (GstBaseTransform * trans,
+    GstEvent * event);
+static GstFlowReturn gst_tensor_labeler_submit_input_buffer
+    (GstBaseTransform * trans, gboolean is_discont, GstBuffer * input);
+static GstFlowReturn gst_tensor_labeler_generate_output
+    (GstBaseTransform * trans, GstBuffer ** outbuf);
+static void gst_tensor_labeler_finalize (GObject * object);
 static GstFlowReturn gst_tensor_labeler_prepare_output_buffer
     (GstBaseTransform * trans, GstBuffer * input, GstBuffer ** outbuf);
 static GstFlowReturn gst_tensor_labeler_transform (GstBaseTransform * trans,
@@ -115,6 +149,7 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
 
   gobject_class->set_property = gst_tensor_labeler_set_property;
   gobject_class->get_property = gst_tensor_labeler_get_property;
+  gobject_class->finalize = gst_tensor_labeler_finalize;
 
   g_object_class_install_property (gobject_class, PROP_LABEL,
       g_param_spec_int ("label", "Label",
@@ -136,12 +171,25 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
           GST_TYPE_TENSOR_LABELER_LAYOUT, DEFAULT_LAYOUT,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_WINDOW,
+      g_param_spec_uint ("window", "Window",
+          "Audio: frames (samples per channel) in one sample, the tensor's "
+          "width", 1, 1 << 20, DEFAULT_WINDOW,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_HOP,
+      g_param_spec_uint ("hop", "Hop",
+          "Audio: frames from the start of one window to the next (shorter "
+          "than window: overlapping windows; longer: gaps); 0: window",
+          0, 1 << 20, DEFAULT_HOP,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
 
   gst_element_class_set_static_metadata (element_class, "Tensor labeler",
-      "Filter/Converter/Video/Tensor",
-      "Turns video frames into training samples: a normalized float32 image "
-      "tensor and a one-hot label from a property that can change while "
-      "playing", "tensor-trainer project");
+      "Filter/Converter/Video/Audio/Tensor",
+      "Turns video frames or audio windows into training samples: a "
+      "normalized float32 tensor and a one-hot label from a property that "
+      "can change while playing", "tensor-trainer project");
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
 
@@ -149,6 +197,11 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
       GST_DEBUG_FUNCPTR (gst_tensor_labeler_transform_caps);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_tensor_labeler_set_caps);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_tensor_labeler_stop);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_tensor_labeler_sink_event);
+  trans_class->submit_input_buffer =
+      GST_DEBUG_FUNCPTR (gst_tensor_labeler_submit_input_buffer);
+  trans_class->generate_output =
+      GST_DEBUG_FUNCPTR (gst_tensor_labeler_generate_output);
   trans_class->prepare_output_buffer =
       GST_DEBUG_FUNCPTR (gst_tensor_labeler_prepare_output_buffer);
   trans_class->transform = GST_DEBUG_FUNCPTR (gst_tensor_labeler_transform);
@@ -163,7 +216,17 @@ gst_tensor_labeler_init (GstTensorLabeler * self)
   self->label = DEFAULT_LABEL;
   self->num_classes = DEFAULT_NUM_CLASSES;
   self->layout = DEFAULT_LAYOUT;
+  self->window = DEFAULT_WINDOW;
+  self->hop = DEFAULT_HOP;
   gst_video_info_init (&self->info);
+  gst_tensor_audio_window_init (&self->awin);
+}
+
+static void
+gst_tensor_labeler_finalize (GObject * object)
+{
+  gst_tensor_audio_window_free (&GST_TENSOR_LABELER (object)->awin);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
 /* ---- caps ------------------------------------------------------------ */
@@ -188,34 +251,51 @@ gst_tensor_labeler_image_desc (guint channels, gint width, gint height,
   d->type = GST_TENSOR_TYPE_FLOAT32;
 }
 
-/* Video caps to tensor caps: exact where width, height and the number of
- * channels are known, the template's otherwise. */
+/* Video or audio caps to tensor caps: exact where the tensor's shape is
+ * known (video: width, height, format; audio: channels, with the window),
+ * the template's otherwise. Audio windows come rate / hop times a second. */
 static GstCaps *
 gst_tensor_labeler_video_to_tensors (GstTensorLabeler * self, GstCaps * caps)
 {
   GstCaps *out = gst_caps_new_empty ();
-  guint classes;
+  guint classes, window, hop;
   GstTensorLabelerLayout layout;
 
   GST_OBJECT_LOCK (self);
   classes = self->num_classes;
   layout = self->layout;
+  window = self->window;
+  hop = self->hop ? self->hop : self->window;
   GST_OBJECT_UNLOCK (self);
 
   for (guint i = 0; i < gst_caps_get_size (caps); i++) {
     const GstStructure *st = gst_caps_get_structure (caps, i);
+    const gboolean audio = gst_structure_has_name (st, "audio/x-raw");
     const gchar *format = gst_structure_get_string (st, "format");
     const GValue *fps = gst_structure_get_value (st, "framerate");
-    gint w, h;
+    gint w, h, channels, rate = 0;
+    GValue audio_fps = G_VALUE_INIT;
     GstStructure *o;
-    if (format && gst_structure_get_int (st, "width", &w)
+    if (audio && gst_structure_get_int (st, "rate", &rate)) {
+      g_value_init (&audio_fps, GST_TYPE_FRACTION);
+      gst_value_set_fraction (&audio_fps, rate, (gint) hop);
+      fps = &audio_fps;
+    } else if (audio) {
+      fps = NULL;
+    }
+    if (audio ? gst_structure_get_int (st, "channels", &channels) :
+        format && gst_structure_get_int (st, "width", &w)
         && gst_structure_get_int (st, "height", &h)) {
       GstTensorsDesc desc;
       GstCaps *c;
       memset (&desc, 0, sizeof desc);
       desc.num = 2;
-      gst_tensor_labeler_image_desc (g_str_equal (format, "GRAY8") ? 1 : 3,
-          w, h, layout, &desc.tensors[0]);
+      if (audio)
+        gst_tensor_labeler_image_desc ((guint) channels, (gint) window, 1,
+            layout, &desc.tensors[0]);
+      else
+        gst_tensor_labeler_image_desc (g_str_equal (format, "GRAY8") ? 1 :
+            3, w, h, layout, &desc.tensors[0]);
       desc.tensors[1].rank = 4;
       desc.tensors[1].dims[0] = classes;
       desc.tensors[1].dims[1] = desc.tensors[1].dims[2] =
@@ -233,6 +313,8 @@ gst_tensor_labeler_video_to_tensors (GstTensorLabeler * self, GstCaps * caps)
       gst_structure_set_value (o, "framerate", fps);
     else
       gst_structure_remove_field (o, "framerate");
+    if (G_IS_VALUE (&audio_fps))
+      g_value_unset (&audio_fps);
     out = gst_caps_merge_structure (out, o);
   }
   return out;
@@ -248,14 +330,19 @@ gst_tensor_labeler_transform_caps (GstBaseTransform * trans,
   if (direction == GST_PAD_SINK) {
     out = gst_tensor_labeler_video_to_tensors (self, caps);
   } else {
-    /* any frame size: tensor dimensions do not constrain upstream */
+    /* any frame size: tensor dimensions do not constrain upstream; a
+     * framerate constrains video only (for audio it is rate / hop) */
     out = gst_static_pad_template_get_caps (&sink_template);
-    for (guint i = 0; i < gst_caps_get_size (caps); i++) {
+    if (gst_caps_get_size (caps) == 1) {
       const GValue *fps = gst_structure_get_value (gst_caps_get_structure
-          (caps, i), "framerate");
-      if (fps && gst_caps_get_size (caps) == 1) {
+          (caps, 0), "framerate");
+      if (fps) {
         out = gst_caps_make_writable (out);
-        gst_caps_set_value (out, "framerate", fps);
+        for (guint k = 0; k < gst_caps_get_size (out); k++) {
+          GstStructure *st = gst_caps_get_structure (out, k);
+          if (gst_structure_has_name (st, "video/x-raw"))
+            gst_structure_set_value (st, "framerate", fps);
+        }
       }
     }
   }
@@ -277,16 +364,39 @@ gst_tensor_labeler_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
 
   (void) outcaps;
+  self->audio = gst_structure_has_name (gst_caps_get_structure (incaps, 0),
+      "audio/x-raw");
+  GST_OBJECT_LOCK (self);
+  self->classes = self->num_classes;
+  self->out_layout = self->layout;
+  const guint window = self->window;
+  const guint hop = self->hop ? self->hop : self->window;
+  GST_OBJECT_UNLOCK (self);
+  if (self->audio) {
+    GstAudioInfo info;
+    if (!gst_audio_info_from_caps (&info, incaps)) {
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("Cannot read audio caps %" GST_PTR_FORMAT, incaps), (NULL));
+      return FALSE;
+    }
+    self->channels = GST_AUDIO_INFO_CHANNELS (&info);
+    gst_tensor_audio_window_configure (&self->awin, &info, window, hop);
+    self->awin_label = -1;
+    self->configured = TRUE;
+    GST_INFO_OBJECT (self, "%s, %u channel(s) at %d Hz -> windows of %u "
+        "frames every %u, %s, %u classes",
+        gst_audio_format_to_string (GST_AUDIO_INFO_FORMAT (&info)),
+        self->channels, GST_AUDIO_INFO_RATE (&info), window, hop,
+        self->out_layout == GST_TENSOR_LABELER_LAYOUT_PLANAR ? "planar" :
+        "interleaved", self->classes);
+    return TRUE;
+  }
   if (!gst_video_info_from_caps (&self->info, incaps)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Cannot read video caps %" GST_PTR_FORMAT, incaps), (NULL));
     return FALSE;
   }
   self->channels = GST_VIDEO_INFO_IS_GRAY (&self->info) ? 1 : 3;
-  GST_OBJECT_LOCK (self);
-  self->classes = self->num_classes;
-  self->out_layout = self->layout;
-  GST_OBJECT_UNLOCK (self);
   self->configured = TRUE;
   GST_INFO_OBJECT (self, "%s %dx%d -> %u channel(s), %s, %u classes",
       GST_VIDEO_INFO_NAME (&self->info), GST_VIDEO_INFO_WIDTH (&self->info),
@@ -299,11 +409,152 @@ gst_tensor_labeler_set_caps (GstBaseTransform * trans, GstCaps * incaps,
 static gboolean
 gst_tensor_labeler_stop (GstBaseTransform * trans)
 {
-  GST_TENSOR_LABELER (trans)->configured = FALSE;
+  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+
+  self->configured = FALSE;
+  gst_tensor_audio_window_clear (&self->awin);
   return TRUE;
 }
 
+/* A flush or EOS drops the audio frames waiting for a window. */
+static gboolean
+gst_tensor_labeler_sink_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_FLUSH_STOP:
+    case GST_EVENT_EOS:
+      gst_tensor_audio_window_clear (&self->awin);
+      break;
+    default:
+      break;
+  }
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+}
+
 /* ---- samples --------------------------------------------------------- */
+
+/* The label for the next sample: FALSE with *ret set when there is none
+ * (-1: dropped) or it is out of range (an error). */
+static gboolean
+gst_tensor_labeler_current_label (GstTensorLabeler * self, gint * label,
+    GstFlowReturn * ret)
+{
+  GST_OBJECT_LOCK (self);
+  *label = self->label;
+  GST_OBJECT_UNLOCK (self);
+  if (*label < 0) {
+    *ret = GST_BASE_TRANSFORM_FLOW_DROPPED;
+    return FALSE;
+  }
+  if ((guint) * label >= self->classes) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("label=%d is not below num-classes=%u.", *label, self->classes),
+        (NULL));
+    *ret = GST_FLOW_ERROR;
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A buffer of two memories: a tensor of floats floats, and the one-hot
+ * label. */
+static GstBuffer *
+gst_tensor_labeler_new_sample (GstTensorLabeler * self, gsize floats)
+{
+  GstBuffer *out = gst_buffer_new ();
+  gst_buffer_append_memory (out, gst_allocator_alloc (NULL,
+          floats * sizeof (gfloat), NULL));
+  gst_buffer_append_memory (out, gst_allocator_alloc (NULL,
+          self->classes * sizeof (gfloat), NULL));
+  return out;
+}
+
+static void
+gst_tensor_labeler_write_label (GstBuffer * out, gint label)
+{
+  GstMapInfo lm;
+  gst_buffer_map_range (out, 1, 1, &lm, GST_MAP_WRITE);
+  memset (lm.data, 0, lm.size);
+  ((gfloat *) lm.data)[label] = 1.0f;
+  gst_buffer_unmap (out, &lm);
+}
+
+/* Audio: the buffer's frames join those waiting for a window. */
+static GstFlowReturn
+gst_tensor_labeler_submit_input_buffer (GstBaseTransform * trans,
+    gboolean is_discont, GstBuffer * input)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+
+  if (!self->audio)
+    return GST_BASE_TRANSFORM_CLASS (parent_class)->submit_input_buffer
+        (trans, is_discont, input);
+  if (!self->configured) {
+    gst_buffer_unref (input);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  if (is_discont) {
+    input = gst_buffer_make_writable (input);
+    GST_BUFFER_FLAG_SET (input, GST_BUFFER_FLAG_DISCONT);
+  }
+  GST_OBJECT_LOCK (self);
+  const gint label = self->label;
+  GST_OBJECT_UNLOCK (self);
+  if (label != self->awin_label) {
+    gst_tensor_audio_window_clear (&self->awin);
+    self->awin_label = label;
+  }
+  gst_tensor_audio_window_push (&self->awin, input);
+  return GST_FLOW_OK;
+}
+
+/* Audio: the next labelled window, or none (*outbuf NULL) when no whole
+ * window waits; windows while the label is -1 are consumed unsent. */
+static GstFlowReturn
+gst_tensor_labeler_generate_output (GstBaseTransform * trans,
+    GstBuffer ** outbuf)
+{
+  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  const GstAudioInfo *info = &self->awin.info;
+  const gsize floats = (gsize) self->awin.window * self->channels;
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstBuffer *out;
+  GstClockTime pts;
+  GstMapInfo im;
+  gboolean got;
+  gint label;
+
+  *outbuf = NULL;
+  if (!self->audio)
+    return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
+        outbuf);
+  out = gst_tensor_labeler_new_sample (self, floats);
+  for (;;) {
+    gst_buffer_map_range (out, 0, 1, &im, GST_MAP_WRITE);
+    got = gst_tensor_audio_window_pop (&self->awin, (gfloat *) im.data,
+        self->out_layout == GST_TENSOR_LABELER_LAYOUT_PLANAR, &pts);
+    gst_buffer_unmap (out, &im);
+    if (!got)
+      break;
+    if (gst_tensor_labeler_current_label (self, &label, &ret))
+      break;
+    if (ret != GST_BASE_TRANSFORM_FLOW_DROPPED)
+      break;                    /* an error, posted */
+    ret = GST_FLOW_OK;
+  }
+  if (!got || ret != GST_FLOW_OK) {
+    gst_buffer_unref (out);
+    return ret;
+  }
+  gst_tensor_labeler_write_label (out, label);
+  GST_BUFFER_PTS (out) = pts;
+  GST_BUFFER_DURATION (out) = gst_util_uint64_scale_int (self->awin.window,
+      GST_SECOND, GST_AUDIO_INFO_RATE (info));
+  *outbuf = out;
+  return GST_FLOW_OK;
+}
 
 /* A new buffer of two memories (image, label) with the input's metadata;
  * no output (dropped) while label is -1. */
@@ -318,11 +569,7 @@ gst_tensor_labeler_prepare_output_buffer (GstBaseTransform * trans,
 
   if (!self->configured)
     return GST_FLOW_NOT_NEGOTIATED;
-  out = gst_buffer_new ();
-  gst_buffer_append_memory (out, gst_allocator_alloc (NULL,
-          pixels * self->channels * sizeof (gfloat), NULL));
-  gst_buffer_append_memory (out, gst_allocator_alloc (NULL,
-          self->classes * sizeof (gfloat), NULL));
+  out = gst_tensor_labeler_new_sample (self, pixels * self->channels);
   gst_buffer_copy_into (out, input, GST_BUFFER_COPY_METADATA, 0, -1);
   *outbuf = out;
   return GST_FLOW_OK;
@@ -343,21 +590,13 @@ gst_tensor_labeler_transform (GstBaseTransform * trans, GstBuffer * inbuf,
     GST_VIDEO_COMP_B
   };
   GstVideoFrame frame;
-  GstMapInfo im, lm;
+  GstMapInfo im;
+  GstFlowReturn ret;
   gint label;
   gfloat *dst;
 
-  GST_OBJECT_LOCK (self);
-  label = self->label;
-  GST_OBJECT_UNLOCK (self);
-  if (label < 0)
-    return GST_BASE_TRANSFORM_FLOW_DROPPED;
-  if ((guint) label >= self->classes) {
-    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
-        ("label=%d is not below num-classes=%u.", label, self->classes),
-        (NULL));
-    return GST_FLOW_ERROR;
-  }
+  if (!gst_tensor_labeler_current_label (self, &label, &ret))
+    return ret;
   if (!gst_video_frame_map (&frame, &self->info, inbuf, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("A frame of %" G_GSIZE_FORMAT " bytes does not fit the caps (%dx%d "
@@ -384,10 +623,7 @@ gst_tensor_labeler_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   gst_buffer_unmap (outbuf, &im);
   gst_video_frame_unmap (&frame);
 
-  gst_buffer_map_range (outbuf, 1, 1, &lm, GST_MAP_WRITE);
-  memset (lm.data, 0, lm.size);
-  ((gfloat *) lm.data)[label] = 1.0f;
-  gst_buffer_unmap (outbuf, &lm);
+  gst_tensor_labeler_write_label (outbuf, label);
   return GST_FLOW_OK;
 }
 
@@ -410,6 +646,12 @@ gst_tensor_labeler_set_property (GObject * object, guint prop_id,
       break;
     case PROP_LAYOUT:
       self->layout = g_value_get_enum (value);
+      break;
+    case PROP_WINDOW:
+      self->window = g_value_get_uint (value);
+      break;
+    case PROP_HOP:
+      self->hop = g_value_get_uint (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -434,6 +676,12 @@ gst_tensor_labeler_get_property (GObject * object, guint prop_id,
       break;
     case PROP_LAYOUT:
       g_value_set_enum (value, self->layout);
+      break;
+    case PROP_WINDOW:
+      g_value_set_uint (value, self->window);
+      break;
+    case PROP_HOP:
+      g_value_set_uint (value, self->hop);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

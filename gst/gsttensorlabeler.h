@@ -6,6 +6,7 @@
 #include <gst/base/gstbasetransform.h>
 #include <gst/video/video.h>
 
+#include "gsttensoraudiowindow.h"
 #include "gsttensorinfo.h"
 
 G_BEGIN_DECLS
@@ -29,11 +30,16 @@ struct _GstTensorLabeler
   gint label;
   guint num_classes;
   GstTensorLabelerLayout layout;
+  guint window, hop;
 
   /* streaming state, set with the caps. Invariant when configured:
-   * channels is 1 (GRAY8) or 3 (R, G, B read from the frame's components)
-   * and classes > 0. */
+   * classes > 0; for video, channels is 1 (GRAY8) or 3 (R, G, B read
+   * from the frame's components); for audio, channels is the stream's and
+   * awin cuts windows of window frames, hop apart. */
+  gboolean audio;
   GstVideoInfo info;
+  GstTensorAudioWindow awin;
+  gint awin_label;              /* the label of the frames in awin */
   guint channels;
   guint classes;
   GstTensorLabelerLayout out_layout;

@@ -3,7 +3,9 @@
  * tensor_labeler through GstHarness: caps for GRAY8, RGB and BGRx frames in
  * both layouts, normalized values (row padding included), the label
  * changing mid-stream while PLAYING, label -1 dropping frames, a label out
- * of range, and labeler ! tensor_trainer.
+ * of range, and labeler ! tensor_trainer; audio cut into windows (sizes,
+ * hops, formats, layouts, timestamps, discontinuities) and audio windows
+ * training a conv1d model.
  */
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
@@ -190,11 +192,16 @@ GST_START_TEST (test_refused_formats)
   GstElement *e = gst_element_factory_make ("tensor_labeler", NULL);
   GstPad *sink = gst_element_get_static_pad (e, "sink");
   const gchar *no[] = { "video/x-raw,format=I420,width=2,height=2",
-    "video/x-raw,format=GRAY16_LE,width=2,height=2", "audio/x-raw"
+    "video/x-raw,format=GRAY16_LE,width=2,height=2",
+    "audio/x-raw,format=S24LE,layout=interleaved,channels=1,rate=8000",
+    "audio/x-raw,format=S16LE,layout=non-interleaved,channels=2,rate=8000",
+    "audio/x-raw,format=S16BE,layout=interleaved,channels=1,rate=8000",
   };
   const gchar *yes[] = { "video/x-raw,format=RGBA,width=2,height=2,"
         "framerate=0/1", "video/x-raw,format=xBGR,width=2,height=2,"
-        "framerate=5/1"
+        "framerate=5/1",
+    "audio/x-raw,format=S16LE,layout=interleaved,channels=1,rate=8000",
+    "audio/x-raw,format=F32LE,layout=interleaved,channels=6,rate=48000",
   };
   for (guint i = 0; i < G_N_ELEMENTS (no); i++) {
     GstCaps *c = gst_caps_from_string (no[i]);
@@ -267,6 +274,274 @@ GST_START_TEST (test_labeler_to_trainer)
 
 GST_END_TEST;
 
+
+/* ---- audio ----------------------------------------------------------- */
+
+/* A buffer of frames first .. first + n - 1 of an S16LE stream whose
+ * channel c of frame f holds 100 * f + c (PTS at rate 1000). */
+static GstBuffer *
+make_s16 (guint first, guint n, guint channels)
+{
+  GstBuffer *b = gst_buffer_new_allocate (NULL, (gsize) n * channels * 2,
+      NULL);
+  GstMapInfo m;
+  gst_buffer_map (b, &m, GST_MAP_WRITE);
+  for (guint f = 0; f < n; f++)
+    for (guint c = 0; c < channels; c++) {
+      gint16 v = GINT16_TO_LE ((gint16) (100 * (first + f) + c));
+      memcpy (m.data + ((gsize) f * channels + c) * 2, &v, 2);
+    }
+  gst_buffer_unmap (b, &m);
+  GST_BUFFER_PTS (b) = gst_util_uint64_scale (first, GST_SECOND, 1000);
+  return b;
+}
+
+/* Checks window k (frames k * hop ..) of make_s16's stream. */
+static void
+check_s16_window (GstBuffer * out, guint k, guint window, guint hop,
+    guint channels, gboolean planar)
+{
+  gfloat v[64];
+  /* (not "first": check's equality macros declare one) */
+  const guint start = k * hop;
+  fail_unless_equals_int (gst_memory_get_sizes (gst_buffer_peek_memory (out,
+              0), NULL, NULL), window * channels * sizeof (gfloat));
+  gst_buffer_extract (out, 0, v, window * channels * sizeof (gfloat));
+  for (guint f = 0; f < window; f++)
+    for (guint c = 0; c < channels; c++) {
+      const gfloat want = (100.0f * (start + f) + c) / 32768.0f;
+      const gfloat got = planar ? v[c * window + f] : v[f * channels + c];
+      fail_unless (fabsf (got - want) < 1e-7f, "window %u frame %u ch %u: "
+          "%g, expected %g", k, f, c, got, want);
+    }
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out),
+      gst_util_uint64_scale (start, GST_SECOND, 1000));
+  fail_unless_equals_uint64 (GST_BUFFER_DURATION (out),
+      gst_util_uint64_scale (window, GST_SECOND, 1000));
+}
+
+/* Windows of any size from buffers of any size: the same frames, in order,
+ * with exact timestamps, overlapping (hop < window) or with gaps. */
+GST_START_TEST (test_audio_windows)
+{
+  const struct
+  {
+    guint channels, window, hop;
+    const gchar *layout, *dims, *fps;
+  } cases[] = {
+    {1, 4, 0, "planar", "4:1:1:1,3:1:1:1", "250/1"},
+    {1, 4, 2, "planar", "4:1:1:1,3:1:1:1", "500/1"},
+    {2, 5, 7, "planar", "5:1:2:1,3:1:1:1", "1000/7"},
+    {2, 5, 3, "interleaved", "2:5:1:1,3:1:1:1", "1000/3"},
+  };
+  /* 40 frames in buffers of 3, 1, 7, 5, ... frames */
+  const guint sizes[] = { 3, 1, 7, 5, 9, 2, 6, 4, 3 };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *caps = g_strdup_printf ("audio/x-raw,format=S16LE,"
+        "layout=interleaved,channels=%u,rate=1000", cases[i].channels);
+    gchar *props = g_strdup_printf ("num-classes=3 label=1 window=%u hop=%u "
+        "layout=%s", cases[i].window, cases[i].hop, cases[i].layout);
+    GstHarness *h = new_labeler (caps, props);
+    const guint hop = cases[i].hop ? cases[i].hop : cases[i].window;
+    guint at = 0, k = 0;
+    for (guint b = 0; b < G_N_ELEMENTS (sizes); b++) {
+      fail_unless_equals_int (gst_harness_push (h, make_s16 (at,
+                  sizes[b], cases[i].channels)), GST_FLOW_OK);
+      at += sizes[b];
+      /* every window whose frames have all come */
+      for (; k * hop + cases[i].window <= at; k++) {
+        GstBuffer *out = gst_harness_try_pull (h);
+        fail_unless (out != NULL, "case %u: window %u missing after %u "
+            "frames", i, k, at);
+        check_s16_window (out, k, cases[i].window, hop, cases[i].channels,
+            g_str_equal (cases[i].layout, "planar"));
+        gint hot;
+        read_label (out, 3, &hot);
+        fail_unless_equals_int (hot, 1);
+        gst_buffer_unref (out);
+      }
+      fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+    }
+    fail_unless_equals_int (at, 40);
+    fail_unless_equals_int (k, (40 - cases[i].window) / hop + 1);
+    GstCaps *oc = gst_pad_get_current_caps (h->sinkpad);
+    GstStructure *st = gst_caps_get_structure (oc, 0);
+    gchar *want = g_strdup_printf ("%s", cases[i].dims);
+    fail_unless_equals_string (gst_structure_get_string (st, "dimensions"),
+        want);
+    gchar *fps = gst_value_serialize (gst_structure_get_value (st,
+            "framerate"));
+    fail_unless_equals_string (fps, cases[i].fps);
+    g_free (fps);
+    g_free (want);
+    gst_caps_unref (oc);
+    g_free (caps);
+    g_free (props);
+    gst_harness_teardown (h);
+  }
+}
+
+GST_END_TEST;
+
+/* F32LE passes through, U8 is centred on 128; label -1 consumes windows
+ * unsent and the label changes per window; a discontinuity and a label
+ * change drop the frames waiting; an out-of-range label is an error. */
+GST_START_TEST (test_audio_formats_labels_discont)
+{
+  /* F32LE, 2 channels, window 2 */
+  GstHarness *h = new_labeler ("audio/x-raw,format=F32LE,layout=interleaved,"
+      "channels=2,rate=16000", "num-classes=2 label=0 window=2");
+  const gfloat f[4] = { 0.5f, -0.25f, 1.0f, -1.0f };
+  GstBuffer *b = gst_buffer_new_memdup (f, sizeof f);
+  GstBuffer *out = gst_harness_push_and_pull (h, b);
+  gfloat v[4];
+  gst_buffer_extract (out, 0, v, sizeof v);
+  /* planar: channel 0's frames, then channel 1's */
+  fail_unless (v[0] == 0.5f && v[1] == 1.0f && v[2] == -0.25f
+      && v[3] == -1.0f, "%g %g %g %g", v[0], v[1], v[2], v[3]);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+
+  /* U8 mono, window 3 */
+  h = new_labeler ("audio/x-raw,format=U8,layout=interleaved,channels=1,"
+      "rate=8000", "num-classes=4 label=3 window=3");
+  const guint8 u[3] = { 0, 128, 255 };
+  out = gst_harness_push_and_pull (h, gst_buffer_new_memdup (u, sizeof u));
+  gst_buffer_extract (out, 0, v, 3 * sizeof (gfloat));
+  fail_unless (v[0] == -1.0f && v[1] == 0.0f && v[2] == 127.0f / 128.0f);
+  gint hot;
+  read_label (out, 4, &hot);
+  fail_unless_equals_int (hot, 3);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+
+  /* S16LE mono, window 2: labels per window */
+  h = new_labeler ("audio/x-raw,format=S16LE,layout=interleaved,channels=1,"
+      "rate=1000", "num-classes=3 label=0 window=2");
+  GstElement *lab = gst_harness_find_element (h, "tensor_labeler");
+  const gint schedule[] = { 2, -1, 1, -1, 0 };
+  guint at = 0, pulled = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (schedule); i++) {
+    g_object_set (lab, "label", schedule[i], NULL);
+    fail_unless_equals_int (gst_harness_push (h, make_s16 (at, 2, 1)),
+        GST_FLOW_OK);
+    if (schedule[i] < 0) {
+      fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+    } else {
+      out = gst_harness_pull (h);
+      check_s16_window (out, at / 2, 2, 2, 1, TRUE);
+      read_label (out, 3, &hot);
+      fail_unless_equals_int (hot, schedule[i]);
+      gst_buffer_unref (out);
+      pulled++;
+    }
+    at += 2;
+  }
+  fail_unless_equals_int (pulled, 3);
+
+  /* one frame waits; a discontinuous buffer drops it */
+  g_object_set (lab, "label", 1, NULL);
+  fail_unless_equals_int (gst_harness_push (h, make_s16 (at, 1, 1)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+  b = make_s16 (at + 10, 2, 1);
+  GST_BUFFER_FLAG_SET (b, GST_BUFFER_FLAG_DISCONT);
+  out = gst_harness_push_and_pull (h, b);
+  check_s16_window (out, (at + 10) / 2, 2, 2, 1, TRUE);
+  gst_buffer_unref (out);
+
+  /* window 4 from now: two frames of class 1 wait; the label changes, so
+   * the next window holds only frames of class 2 */
+  gst_element_set_state (lab, GST_STATE_NULL);
+  g_object_set (lab, "window", 4, "label", 1, NULL);
+  gst_harness_play (h);
+  at += 20;
+  fail_unless_equals_int (gst_harness_push (h, make_s16 (at, 2, 1)),
+      GST_FLOW_OK);
+  g_object_set (lab, "label", 2, NULL);
+  fail_unless_equals_int (gst_harness_push (h, make_s16 (at + 2, 3, 1)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+  out = gst_harness_push_and_pull (h, make_s16 (at + 5, 1, 1));
+  check_s16_window (out, (at + 2) / 2, 4, 2, 1, TRUE);
+  read_label (out, 3, &hot);
+  fail_unless_equals_int (hot, 2);
+  gst_buffer_unref (out);
+
+  /* out of range */
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (lab, bus);
+  g_object_set (lab, "label", 3, NULL);
+  fail_unless_equals_int (gst_harness_push (h, make_s16 (at + 12, 4, 1)),
+      GST_FLOW_ERROR);
+  gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (text, "label=3 is not below num-classes=3"), "%s",
+      text);
+  g_free (text);
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
+  gst_object_unref (lab);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* Audio windows of two classes (a slow and a fast sine) through the
+ * labeler train a conv1d model taking channel:1:window. */
+GST_START_TEST (test_audio_to_trainer)
+{
+  gchar *dir = g_dir_make_tmp ("tt-labeler-XXXXXX", NULL);
+  gchar *ini = g_build_filename (dir, "audio.ini", NULL);
+  fail_unless (g_file_set_contents (ini,
+          "[Model]\nbatch_size = 4\nloss = cross\n"
+          "[Optimizer]\ntype = adam\nlearning_rate = 0.02\n"
+          "[input]\ntype = input\ninput_shape = 1:1:32\n"
+          "[conv]\ntype = conv1d\nfilters = 4\nkernel_size = 5\n"
+          "activation = tanh\n"
+          "[gap]\ntype = pooling2d\npooling = global_average\n"
+          "[flat]\ntype = flatten\n"
+          "[out]\ntype = fully_connected\nunit = 2\nactivation = softmax\n",
+          -1, NULL));
+  gchar *launch = g_strdup_printf ("tensor_labeler name=lab num-classes=2 "
+      "window=32 ! tensor_trainer model-config=%s num-training-samples=16 "
+      "epochs=8", ini);
+  GstHarness *h = gst_harness_new_parse (launch);
+  gst_harness_set_src_caps_str (h, "audio/x-raw,format=F32LE,"
+      "layout=interleaved,channels=1,rate=8000");
+  GstElement *lab = gst_harness_find_element (h, "tensor_labeler");
+  gdouble first = 0, last = 0, accuracy = 0;
+  for (guint e = 0; e < 8; e++) {
+    for (guint k = 0; k < 16; k++) {
+      const guint c = k % 2;
+      gfloat x[32];
+      for (guint i = 0; i < 32; i++)
+        x[i] = 0.8f * sinf ((c ? 1.3f : 0.2f) * i + 0.37f * k);
+      g_object_set (lab, "label", (gint) c, NULL);
+      fail_unless_equals_int (gst_harness_push (h,
+              gst_buffer_new_memdup (x, sizeof x)), GST_FLOW_OK);
+    }
+    GstBuffer *stats = gst_harness_pull (h);
+    gdouble v[4];
+    gst_buffer_extract (stats, 0, v, sizeof v);
+    gst_buffer_unref (stats);
+    if (e == 0)
+      first = v[0];
+    last = v[0];
+    accuracy = v[1];
+  }
+  fail_unless (last < first, "loss %g -> %g", first, last);
+  fail_unless (accuracy > 0.9, "last epoch's accuracy %g", accuracy);
+  gst_object_unref (lab);
+  gst_harness_teardown (h);
+  g_unlink (ini);
+  g_rmdir (dir);
+  g_free (ini);
+  g_free (dir);
+  g_free (launch);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_labeler_suite (void)
 {
@@ -277,6 +552,9 @@ tensor_labeler_suite (void)
   tcase_add_test (tc, test_label_change);
   tcase_add_test (tc, test_refused_formats);
   tcase_add_test (tc, test_labeler_to_trainer);
+  tcase_add_test (tc, test_audio_windows);
+  tcase_add_test (tc, test_audio_formats_labels_discont);
+  tcase_add_test (tc, test_audio_to_trainer);
   return s;
 }
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Trains a small 1-D CNN on live sound, labelled while it plays:
+#
+#   SOURCE ! 8 kHz mono S16LE ! tensor_labeler window=256 hop=128 !
+#     tensor_trainer (conv1d model) ! fakesink
+#
+# With MIC=pulsesrc or MIC=alsasrc the labels come from you: type a class
+# number (0..3) and Enter to label what the microphone hears from now on,
+# -1 to stop labelling, Ctrl-C to finish (the model is saved). Without
+# (the default, MIC=none) audiotestsrc plays four sounds as the four
+# classes (a 300 Hz sine, a 1200 Hz sine, a 300 Hz square wave, white
+# noise), the sound and the label switching together every SWITCH_EVERY
+# buffers of 256 samples, at run time, through tt-launch. A label change
+# drops the samples waiting for a window, so no window mixes two sounds.
+#
+# Usage: pipelines/audio-train.sh [EPOCHS]        (default 5)
+# Env:   MIC=none | pulsesrc | alsasrc, TRAIN (960) and VALID (192) windows
+#        per epoch, SWITCH_EVERY (8), OUT (audio-conv1d.ttb)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/ensure-deps.sh"
+"$top/scripts/build.sh" "$top/build"
+
+epochs=${1:-5}
+train=${TRAIN:-960} valid=${VALID:-192} every=${SWITCH_EVERY:-8}
+out=${OUT:-audio-conv1d.ttb}
+model=$top/pipelines/audio-conv1d.ini
+mic=${MIC:-none}
+export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+sound="audio/x-raw,format=S16LE,channels=1,rate=8000"
+sink="tensor_labeler name=labeler num-classes=4 window=256 hop=128 ! \
+  tensor_trainer model-config=$model num-training-samples=$train \
+    num-validation-samples=$valid epochs=$epochs model-save-path=$out ! \
+  fakesink"
+
+if [ "$mic" != none ]; then
+  echo "# $mic: type 0..3 + Enter to label what it hears, -1 to pause" \
+    "labelling, Ctrl-C to stop and save $out"
+  args=(--stdin -- "$mic" ! audioconvert ! audioresample ! "$sound" !
+    "${sink/num-classes=4/num-classes=4 label=-1}")
+else
+  echo "# no microphone: audiotestsrc, 4 sounds as classes, sound and label" \
+    "switched every $every buffers"
+  sounds=("wave=sine freq=300" "wave=sine freq=1200" "wave=square freq=300"
+    "wave=white-noise freq=300")
+  args=(--every "$every")
+  for c in 0 1 2 3; do
+    step=""
+    for kv in ${sounds[$c]}; do step="${step}src.$kv;"; done
+    args+=(--step "${step}labeler.label=$c")
+  done
+  args+=(-- audiotestsrc name=src samplesperbuffer=256 volume=0.5 !
+    "$sound" ! "$sink")
+fi
+
+# shellcheck disable=SC2086  # the pipeline description is split on purpose
+"$top/build/gst/tt-launch" ${args[@]} | awk '
+  function field(name,   re, v) {
+    re = " " name "=[^ ]*"
+    if (!match($0, re)) return ""
+    v = substr($0, RSTART + 1, RLENGTH - 1); sub(/^[^=]*=/, "", v); return v
+  }
+  /^tensor-trainer-plan/ {
+    printf "plan: %s, pool %s bytes (lower bound %s)\n",
+      field("plan-loaded") == "true" ? "stored plan" : "planned",
+      field("pool-bytes"), field("lower-bound"); fflush(); next }
+  /^tensor-trainer-epoch/ {
+    printf "epoch=%s/%s loss=%.4f accuracy=%.4f val_loss=%.4f val_accuracy=%.4f windows_per_s=%.0f\n",
+      field("epoch"), field("epochs"), field("loss"), field("accuracy"),
+      field("validation-loss"), field("validation-accuracy"),
+      field("samples-per-second"); last = field("validation-accuracy")
+    fflush(); next }
+  /^eos/ { printf "final: val_accuracy=%.4f; model saved to '"$out"'\n", last }
+  { print; fflush() }'
+exit "${PIPESTATUS[0]}"
