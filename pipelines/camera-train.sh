@@ -51,22 +51,6 @@ else
 fi
 
 # shellcheck disable=SC2086  # the pipeline description is split on purpose
-"$top/build/gst/tt-launch" ${args[@]} | awk '
-  function field(name,   re, v) {
-    re = " " name "=[^ ]*"
-    if (!match($0, re)) return ""
-    v = substr($0, RSTART + 1, RLENGTH - 1); sub(/^[^=]*=/, "", v); return v
-  }
-  /^tensor-trainer-plan/ {
-    printf "plan: %s, pool %s bytes (lower bound %s)\n",
-      field("plan-loaded") == "true" ? "stored plan" : "planned",
-      field("pool-bytes"), field("lower-bound"); fflush(); next }
-  /^tensor-trainer-epoch/ {
-    printf "epoch=%s/%s loss=%.4f accuracy=%.4f val_loss=%.4f val_accuracy=%.4f frames_per_s=%.0f\n",
-      field("epoch"), field("epochs"), field("loss"), field("accuracy"),
-      field("validation-loss"), field("validation-accuracy"),
-      field("samples-per-second"); last = field("validation-accuracy")
-    fflush(); next }
-  /^eos/ { printf "final: val_accuracy=%.4f; model saved to '"$out"'\n", last }
-  { print; fflush() }'
+"$top/build/gst/tt-launch" ${args[@]} |
+  awk -v out="$out" -v unit=frames -f "$top/pipelines/live-progress.awk"
 exit "${PIPESTATUS[0]}"

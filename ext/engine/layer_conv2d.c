@@ -15,6 +15,20 @@ static const char *const conv_keys[] = {
   "filters", "kernel_size", "stride", "padding", "dilation", NULL
 };
 
+/* filters and kernel_size are required; kernel_hint shows a value */
+static tt_status
+conv_require_keys (const tt_section * s, const char *kernel_hint,
+    tt_error * err)
+{
+  if (!tt_section_has (s, "filters"))
+    return tt_section_error (s, "filters", err, TT_ERR_INVALID,
+        "missing key (the number of output channels)");
+  if (!tt_section_has (s, "kernel_size"))
+    return tt_section_error (s, "kernel_size", err, TT_ERR_INVALID,
+        "missing key (%s)", kernel_hint);
+  return TT_OK;
+}
+
 static tt_status
 conv_parse (tt_layer * l, const tt_section * s, tt_error * err)
 {
@@ -29,13 +43,7 @@ conv_parse (tt_layer * l, const tt_section * s, tt_error * err)
       (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad,
               err)))
     return st;
-  if (!tt_section_has (s, "filters"))
-    return tt_section_error (s, "filters", err, TT_ERR_INVALID,
-        "missing key (the number of output channels)");
-  if (!tt_section_has (s, "kernel_size"))
-    return tt_section_error (s, "kernel_size", err, TT_ERR_INVALID,
-        "missing key (e.g. 3,3)");
-  return TT_OK;
+  return conv_require_keys (s, "e.g. 3,3", err);
 }
 
 /* kernel_size, stride and dilation are one integer each, on the width.
@@ -55,12 +63,8 @@ conv1d_parse (tt_layer * l, const tt_section * s, tt_error * err)
       (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad,
               err)))
     return st;
-  if (!tt_section_has (s, "filters"))
-    return tt_section_error (s, "filters", err, TT_ERR_INVALID,
-        "missing key (the number of output channels)");
-  if (!tt_section_has (s, "kernel_size"))
-    return tt_section_error (s, "kernel_size", err, TT_ERR_INVALID,
-        "missing key (the window's width, e.g. 3)");
+  if ((st = conv_require_keys (s, "the window's width, e.g. 3", err)))
+    return st;
   if (l->p.conv.padding_mode == 2 &&
       (l->p.conv.pad[0] != 0 || l->p.conv.pad[1] != 0))
     return tt_section_error (s, "padding", err, TT_ERR_INVALID,
