@@ -211,72 +211,6 @@ gst_tensor_planner_stop (GstBaseTransform * trans)
   return TRUE;
 }
 
-/* ---- the INI's batch size -------------------------------------------- */
-
-/* The INI text with [Model] batch_size set to batch (the key replaced, or
- * added to [Model], or a [Model] section added in front), so that the
- * optimized INI loads with the batch its plan is for. */
-static gchar *
-gst_tensor_planner_set_batch_text (const gchar * text, guint batch)
-{
-  gchar **lines = g_strsplit (text, "\n", -1);
-  GString *out = g_string_new (NULL);
-  gboolean in_model = FALSE, done = FALSE, seen_model = FALSE;
-
-  for (guint i = 0; lines[i]; i++) {
-    gchar *line = g_strdup (lines[i]);
-    gchar *t = g_strstrip (line);
-    gboolean replace = FALSE;
-
-    if (t[0] == '[') {
-      gchar *end = strchr (t, ']');
-      /* leaving [Model] without the key: add it at its end */
-      if (in_model && !done) {
-        g_string_append_printf (out, "batch_size = %u\n", batch);
-        done = TRUE;
-      }
-      if (end) {
-        gchar *name = g_strndup (t + 1, end - t - 1);
-        in_model = g_ascii_strcasecmp (g_strstrip (name),
-            "model") == 0;
-        seen_model |= in_model;
-        g_free (name);
-      }
-    } else if (in_model && !done && t[0] != '#' && t[0] != ';') {
-      gchar *eq = strchr (t, '=');
-      if (eq) {
-        gchar *key = g_strndup (t, eq - t);
-        replace = g_ascii_strcasecmp (g_strstrip (key),
-            "batch_size") == 0;
-        g_free (key);
-      }
-    }
-    if (replace) {
-      g_string_append_printf (out, "batch_size = %u   # set by "
-          "tensor_planner (was: %s)", batch, t);
-      done = TRUE;
-    } else {
-      g_string_append (out, lines[i]);
-    }
-    if (lines[i + 1])
-      g_string_append_c (out, '\n');
-    g_free (line);
-  }
-  if (in_model && !done) {
-    if (out->len && out->str[out->len - 1] != '\n')
-      g_string_append_c (out, '\n');
-    g_string_append_printf (out, "batch_size = %u\n", batch);
-    done = TRUE;
-  }
-  g_strfreev (lines);
-  if (!seen_model) {
-    gchar *head = g_strdup_printf ("[Model]\nbatch_size = %u\n\n", batch);
-    g_string_prepend (out, head);
-    g_free (head);
-  }
-  return g_string_free (out, FALSE);
-}
-
 /* ---- planning -------------------------------------------------------- */
 
 static gchar *
@@ -340,7 +274,7 @@ gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
     GstCaps * caps)
 {
   gchar *config, *location, *weights, *load_path;
-  gchar *text = NULL, *patched = NULL;
+  gchar *text = NULL;
   gsize len;
   guint batch, alignment;
   GError *gerr = NULL;
@@ -366,19 +300,15 @@ gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
     g_clear_error (&gerr);
     goto out;
   }
-  if (batch) {
-    patched = gst_tensor_planner_set_batch_text (text, batch);
-    g_free (text);
-    text = patched;
-    len = strlen (text);
-  }
   model = tt_model_load_ini_text (text, len, config, &err);
   if (!model) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
         ("tt_model_load_ini_text: %s", tt_status_name (err.status)));
     goto out;
   }
-  if (tt_model_set_plan_mode (model, TT_PLAN_REPLAN, &err) != TT_OK
+  /* the saved text then says this batch too (plan_ini.c) */
+  if ((batch && tt_model_set_batch_size (model, batch, &err) != TT_OK)
+      || tt_model_set_plan_mode (model, TT_PLAN_REPLAN, &err) != TT_OK
       || (alignment && tt_model_set_alignment (model, alignment,
               &err) != TT_OK)) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message), (NULL));

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The optimized INI: the model's own text, unchanged, followed by the plan
+ * The optimized INI: the model's own text, unchanged but for [Model]
+ * batch_size when the model was compiled for another batch (so that the
+ * file loads with the batch its plan is for), followed by the plan
  * (format in docs/optimized-ini.md):
  *
  *   [Plan]          version, pool_size, alignment, batch_size, shapes,
@@ -523,6 +525,115 @@ tt_plan_text_check (tt_model * m, tt_error * err)
       m->path, line);
 }
 
+/* Whether line (len bytes) is the header of section name, case aside. */
+static bool
+plan_line_is_section (const char *line, size_t len, const char *name)
+{
+  const char *p = line, *end = line + len;
+  while (p < end && isspace ((unsigned char) *p))
+    p++;
+  if (p == end || *p != '[')
+    return false;
+  const char *close = memchr (p, ']', (size_t) (end - p));
+  if (!close)
+    return false;
+  p++;
+  while (p < close && isspace ((unsigned char) *p))
+    p++;
+  const char *q = close;
+  while (q > p && isspace ((unsigned char) q[-1]))
+    q--;
+  return (size_t) (q - p) == strlen (name) &&
+      !strncasecmp (p, name, (size_t) (q - p));
+}
+
+/* Whether line (len bytes) is "key = ..." for key, case aside. */
+static bool
+plan_line_has_key (const char *line, size_t len, const char *key)
+{
+  const char *p = line, *end = line + len;
+  while (p < end && isspace ((unsigned char) *p))
+    p++;
+  if (p == end || *p == '#' || *p == ';' || *p == '[')
+    return false;
+  const char *eq = memchr (p, '=', (size_t) (end - p));
+  if (!eq)
+    return false;
+  const char *q = eq;
+  while (q > p && isspace ((unsigned char) q[-1]))
+    q--;
+  return (size_t) (q - p) == strlen (key) &&
+      !strncasecmp (p, key, (size_t) (q - p));
+}
+
+/* The model text (len bytes) with [Model] batch_size set to the compiled
+ * batch: the key's line replaced (the old one kept in a comment), or the
+ * key added at the end of [Model] (which every loaded model has). */
+static void
+plan_append_model_text (plan_writer * w, const tt_model * m, size_t len)
+{
+  const char *text = m->ini_text;
+  const int written = iniparser_getint (m->dict, "model:batch_size", 1);
+  if (written == (int) m->batch_size) {
+    plan_append (w, text, len);
+    return;
+  }
+  bool in_model = false, seen_model = false, done = false;
+  size_t at = 0;
+  while (at < len && !w->st) {
+    const char *line = text + at;
+    const char *nl = memchr (line, '\n', len - at);
+    size_t n = nl ? (size_t) (nl - line) : len - at;
+    const bool header = memchr (line, '[', n) && plan_line_is_section (line,
+        n, "model");
+    bool other_header = false;
+    if (!header) {
+      const char *p = line;
+      while (p < line + n && isspace ((unsigned char) *p))
+        p++;
+      other_header = p < line + n && *p == '[';
+    }
+    if ((header || other_header) && in_model && !done) {
+      plan_printf (w, "batch_size = %u   # the batch of the plan below\n",
+          m->batch_size);
+      done = true;
+    }
+    if (header || other_header) {
+      in_model = header && !seen_model;
+      seen_model |= header;
+    }
+    if (in_model && !done && plan_line_has_key (line, n, "batch_size")) {
+      size_t k = n;
+      while (k > 0 && isspace ((unsigned char) line[k - 1]))
+        k--;
+      if (k > 0 && line[k - 1] == '\\') {
+        w->st = tt_fail (w->err, TT_ERR_INVALID, "%s: [model] batch_size "
+            "continues onto the next line: write it on one line to save a "
+            "plan for batch %u", m->path, m->batch_size);
+        return;
+      }
+      const char *p = line;
+      while (p < line + k && isspace ((unsigned char) *p))
+        p++;
+      plan_printf (w, "batch_size = %u   # the batch of the plan below "
+          "(was: ", m->batch_size);
+      plan_append (w, p, (size_t) (line + k - p));
+      plan_append (w, ")", 1);
+      done = true;
+    } else {
+      plan_append (w, line, n);
+    }
+    if (nl)
+      plan_append (w, "\n", 1);
+    at += n + (nl ? 1 : 0);
+  }
+  if (in_model && !done) {
+    plan_printf (w, "\nbatch_size = %u   # the batch of the plan below",
+        m->batch_size);
+    done = true;
+  }
+}
+
 tt_status
 tt_plan_ini_text (tt_model * m, char **text, size_t *text_len,
     tt_error * err)
@@ -540,7 +651,7 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len,
   while (keep > 0 && (m->ini_text[keep - 1] == '\n' ||
           m->ini_text[keep - 1] == ' ' || m->ini_text[keep - 1] == '\t'))
     keep--;
-  plan_append (&w, m->ini_text, keep);
+  plan_append_model_text (&w, m, keep);
   plan_printf (&w, "\n\n%s: written by tensor-trainer; loading validates "
       "it against the model above ----\n", PLAN_MARKER);
   plan_printf (&w, "[Plan]\nversion = %d\npool_size = %" PRIu64

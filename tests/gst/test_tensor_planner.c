@@ -267,8 +267,8 @@ GST_START_TEST (test_batch_size)
   gst_message_unref (tm);
   gchar *text;
   fail_unless (g_file_get_contents (f.opt, &text, NULL, NULL));
-  fail_unless (strstr (text, "batch_size = 8   # set by tensor_planner "
-          "(was: batch_size = 4   # four at a time)"), "%s", text);
+  fail_unless (strstr (text, "batch_size = 8   # the batch of the plan "
+          "below (was: batch_size = 4   # four at a time)"), "%s", text);
   fail_unless (strstr (text, "\nbatch_size = 8\n"), "[Plan] batch");
   g_free (text);
   for (guint k = 0; k < 8; k++)

@@ -4,7 +4,8 @@
 # train --save X.ttb writes a bundle (--compress a compressed one, .bin a
 # BIN); train and eval take a bundle as model (read, mmap, in place) and as
 # weights; in place refuses to train; unpack then pack gives the same
-# bundle back; check validates a bundle's plan; info times a load.
+# bundle back; check validates a bundle's plan; info times a load; plan
+# --batch writes an optimized INI that loads at that batch.
 #
 # usage: test_cli_bundle.sh TENSOR_TRAINER SOURCE_ROOT
 set -uo pipefail
@@ -112,5 +113,15 @@ check "a damaged bundle refused" sh -c "cp '$tmp/m.ttb' '$tmp/bad.ttb' && \
 check "inspect exits 1 on a damaged bundle" test $? -eq 1
 check "and says which section" grep -q '^weights .* MISMATCH' \
   "$tmp/bad_inspect.log"
+# plan --batch N: the optimized INI says batch N in [Model], so it loads
+# (and checks) as it is, at the batch its plan is for
+check "plan --batch 2" run "$tmp/plan2.log" "$cli" plan "$model" --batch 2 \
+  -o "$tmp/b2.opt.ini"
+check "[Model] says batch 2" grep -q '^batch_size = 2   # the batch of the plan below (was: batch_size = 32)' "$tmp/b2.opt.ini"
+check "it checks as it is" sh -c "'$cli' check '$tmp/b2.opt.ini' | \
+  grep -q 'plan valid'"
+check "and trains at batch 2" sh -c "'$cli' train '$tmp/b2.opt.ini' \
+  --data '$tmp/images.idx' --labels '$tmp/labels.idx' --epochs 1 | \
+  grep -q '^# model=.* batch=2 '"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
