@@ -5,14 +5,14 @@
 #   build/           OpenBLAS GEMM (the default)
 #   build-portable/  -Dblas=disabled: the portable C kernels
 #   build-asan/      AddressSanitizer + UndefinedBehaviorSanitizer
-# and ends with one line "N passed, M failed" over all of them.
+# and ends with one line "N passed, M failed, K skipped" over all of them.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 # clang and its runtime build the libFuzzer targets (tests/fuzz/run.sh)
 scripts/ensure-deps.sh clang libclang-rt-14-dev || exit 1
 
-passed=0 failed=0 status=0
+passed=0 failed=0 skipped=0 status=0
 run_config () {
   local dir=$1; shift
   echo "=== $dir ($*)"
@@ -23,8 +23,10 @@ run_config () {
   log=$(mktemp)
   meson test -C "$dir" --print-errorlogs 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
-  local ok fail
+  local ok fail skip
   ok=$(awk '/^Ok:/ {print $2}' "$log"); fail=$(awk '/^Fail:/ {print $2}' "$log")
+  skip=$(awk '/^Skipped:/ {print $2}' "$log")
+  skipped=$((skipped + ${skip:-0}))
   local timeout; timeout=$(awk '/^Timeout:/ {print $2}' "$log")
   # should_fail tests (the leaks tracer's canary): failing is passing
   local xfail xpass
@@ -41,5 +43,7 @@ run_config build-portable -Dblas=disabled
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_config build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized
 
-echo "$passed passed, $failed failed"
+# skipped: tests that do not apply to a build (e.g. OpenBLAS's thread
+# count without OpenBLAS), each printing why
+echo "$passed passed, $failed failed, $skipped skipped"
 exit $status
