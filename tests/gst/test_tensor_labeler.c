@@ -219,38 +219,31 @@ GST_START_TEST (test_refused_formats)
 
 GST_END_TEST;
 
-/* Frames of 3 classes (class c: the left, right or no column lit) through
- * the labeler train a planar-input model. */
-GST_START_TEST (test_labeler_to_trainer)
+/* The input buffer of sample k, of class *c. */
+typedef GstBuffer *(*SampleMaker) (guint k, guint * c);
+
+/* Trains model_text through "tensor_labeler props ! tensor_trainer" on
+ * caps, epochs of n samples from make, each labelled with its class as it
+ * goes in; the first and last epoch's training loss and the last epoch's
+ * accuracy. */
+static void
+train_through_labeler (const gchar * model_text, const gchar * props,
+    const gchar * caps, guint epochs, guint n, SampleMaker make,
+    gdouble * first, gdouble * last, gdouble * accuracy)
 {
   gchar *dir = g_dir_make_tmp ("tt-labeler-XXXXXX", NULL);
-  gchar *ini = g_build_filename (dir, "cam.ini", NULL);
-  fail_unless (g_file_set_contents (ini,
-          "[Model]\nbatch_size = 4\nloss = cross\n"
-          "[Optimizer]\ntype = adam\nlearning_rate = 0.05\n"
-          "[input]\ntype = input\ninput_shape = 3:2:2\n"
-          "[flat]\ntype = flatten\n"
-          "[out]\ntype = fully_connected\nunit = 3\nactivation = softmax\n",
-          -1, NULL));
-  gchar *launch = g_strdup_printf ("tensor_labeler name=lab num-classes=3 ! "
-      "tensor_trainer model-config=%s num-training-samples=24 epochs=3", ini);
+  gchar *ini = g_build_filename (dir, "model.ini", NULL);
+  fail_unless (g_file_set_contents (ini, model_text, -1, NULL));
+  gchar *launch = g_strdup_printf ("tensor_labeler name=lab %s ! "
+      "tensor_trainer model-config=%s num-training-samples=%u epochs=%u",
+      props, ini, n, epochs);
   GstHarness *h = gst_harness_new_parse (launch);
-  gst_harness_set_src_caps_str (h, "video/x-raw,format=RGB,width=2,height=2,"
-      "framerate=30/1");
+  gst_harness_set_src_caps_str (h, caps);
   GstElement *lab = gst_harness_find_element (h, "tensor_labeler");
-  gdouble first = 0, last = 0;
-  for (guint e = 0; e < 3; e++) {
-    for (guint k = 0; k < 24; k++) {
-      const guint c = k % 3;
-      /* RGB rows are padded to 4 bytes: 2 pixels take 8 */
-      GstBuffer *b = gst_buffer_new_allocate (NULL, 16, NULL);
-      GstMapInfo m;
-      gst_buffer_map (b, &m, GST_MAP_WRITE);
-      memset (m.data, 20, m.size);
-      if (c < 2)
-        for (gint y = 0; y < 2; y++)
-          memset (m.data + y * 8 + c * 3, 230, 3);
-      gst_buffer_unmap (b, &m);
+  for (guint e = 0; e < epochs; e++) {
+    for (guint k = 0; k < n; k++) {
+      guint c;
+      GstBuffer *b = make (k, &c);
       g_object_set (lab, "label", (gint) c, NULL);
       fail_unless_equals_int (gst_harness_push (h, b), GST_FLOW_OK);
     }
@@ -259,10 +252,10 @@ GST_START_TEST (test_labeler_to_trainer)
     gst_buffer_extract (stats, 0, v, sizeof v);
     gst_buffer_unref (stats);
     if (e == 0)
-      first = v[0];
-    last = v[0];
+      *first = v[0];
+    *last = v[0];
+    *accuracy = v[1];
   }
-  fail_unless (last < first, "loss %g -> %g", first, last);
   gst_object_unref (lab);
   gst_harness_teardown (h);
   g_unlink (ini);
@@ -270,6 +263,37 @@ GST_START_TEST (test_labeler_to_trainer)
   g_free (ini);
   g_free (dir);
   g_free (launch);
+}
+
+/* 2x2 RGB frames of 3 classes: the left, right or no column lit. */
+static GstBuffer *
+make_column_frame (guint k, guint * c)
+{
+  *c = k % 3;
+  /* RGB rows are padded to 4 bytes: 2 pixels take 8 */
+  GstBuffer *b = gst_buffer_new_allocate (NULL, 16, NULL);
+  GstMapInfo m;
+  gst_buffer_map (b, &m, GST_MAP_WRITE);
+  memset (m.data, 20, m.size);
+  if (*c < 2)
+    for (gint y = 0; y < 2; y++)
+      memset (m.data + y * 8 + *c * 3, 230, 3);
+  gst_buffer_unmap (b, &m);
+  return b;
+}
+
+/* Frames of 3 classes through the labeler train a planar-input model. */
+GST_START_TEST (test_labeler_to_trainer)
+{
+  gdouble first, last, accuracy;
+  train_through_labeler ("[Model]\nbatch_size = 4\nloss = cross\n"
+      "[Optimizer]\ntype = adam\nlearning_rate = 0.05\n"
+      "[input]\ntype = input\ninput_shape = 3:2:2\n"
+      "[flat]\ntype = flatten\n"
+      "[out]\ntype = fully_connected\nunit = 3\nactivation = softmax\n",
+      "num-classes=3", "video/x-raw,format=RGB,width=2,height=2,"
+      "framerate=30/1", 3, 24, make_column_frame, &first, &last, &accuracy);
+  fail_unless (last < first, "loss %g -> %g", first, last);
 }
 
 GST_END_TEST;
@@ -486,58 +510,35 @@ GST_START_TEST (test_audio_formats_labels_discont)
 
 GST_END_TEST;
 
-/* Audio windows of two classes (a slow and a fast sine) through the
- * labeler train a conv1d model taking channel:1:window. */
+/* 32 mono F32LE frames of 2 classes: a slow and a fast sine. */
+static GstBuffer *
+make_sine_window (guint k, guint * c)
+{
+  gfloat x[32];
+  *c = k % 2;
+  for (guint i = 0; i < 32; i++)
+    x[i] = 0.8f * sinf ((*c ? 1.3f : 0.2f) * i + 0.37f * k);
+  return gst_buffer_new_memdup (x, sizeof x);
+}
+
+/* Audio windows of two classes through the labeler train a conv1d model
+ * taking channel:1:window. */
 GST_START_TEST (test_audio_to_trainer)
 {
-  gchar *dir = g_dir_make_tmp ("tt-labeler-XXXXXX", NULL);
-  gchar *ini = g_build_filename (dir, "audio.ini", NULL);
-  fail_unless (g_file_set_contents (ini,
-          "[Model]\nbatch_size = 4\nloss = cross\n"
-          "[Optimizer]\ntype = adam\nlearning_rate = 0.02\n"
-          "[input]\ntype = input\ninput_shape = 1:1:32\n"
-          "[conv]\ntype = conv1d\nfilters = 4\nkernel_size = 5\n"
-          "activation = tanh\n"
-          "[gap]\ntype = pooling2d\npooling = global_average\n"
-          "[flat]\ntype = flatten\n"
-          "[out]\ntype = fully_connected\nunit = 2\nactivation = softmax\n",
-          -1, NULL));
-  gchar *launch = g_strdup_printf ("tensor_labeler name=lab num-classes=2 "
-      "window=32 ! tensor_trainer model-config=%s num-training-samples=16 "
-      "epochs=8", ini);
-  GstHarness *h = gst_harness_new_parse (launch);
-  gst_harness_set_src_caps_str (h, "audio/x-raw,format=F32LE,"
-      "layout=interleaved,channels=1,rate=8000");
-  GstElement *lab = gst_harness_find_element (h, "tensor_labeler");
-  gdouble first = 0, last = 0, accuracy = 0;
-  for (guint e = 0; e < 8; e++) {
-    for (guint k = 0; k < 16; k++) {
-      const guint c = k % 2;
-      gfloat x[32];
-      for (guint i = 0; i < 32; i++)
-        x[i] = 0.8f * sinf ((c ? 1.3f : 0.2f) * i + 0.37f * k);
-      g_object_set (lab, "label", (gint) c, NULL);
-      fail_unless_equals_int (gst_harness_push (h,
-              gst_buffer_new_memdup (x, sizeof x)), GST_FLOW_OK);
-    }
-    GstBuffer *stats = gst_harness_pull (h);
-    gdouble v[4];
-    gst_buffer_extract (stats, 0, v, sizeof v);
-    gst_buffer_unref (stats);
-    if (e == 0)
-      first = v[0];
-    last = v[0];
-    accuracy = v[1];
-  }
+  gdouble first, last, accuracy;
+  train_through_labeler ("[Model]\nbatch_size = 4\nloss = cross\n"
+      "[Optimizer]\ntype = adam\nlearning_rate = 0.02\n"
+      "[input]\ntype = input\ninput_shape = 1:1:32\n"
+      "[conv]\ntype = conv1d\nfilters = 4\nkernel_size = 5\n"
+      "activation = tanh\n"
+      "[gap]\ntype = pooling2d\npooling = global_average\n"
+      "[flat]\ntype = flatten\n"
+      "[out]\ntype = fully_connected\nunit = 2\nactivation = softmax\n",
+      "num-classes=2 window=32", "audio/x-raw,format=F32LE,"
+      "layout=interleaved,channels=1,rate=8000", 8, 16, make_sine_window,
+      &first, &last, &accuracy);
   fail_unless (last < first, "loss %g -> %g", first, last);
   fail_unless (accuracy > 0.9, "last epoch's accuracy %g", accuracy);
-  gst_object_unref (lab);
-  gst_harness_teardown (h);
-  g_unlink (ini);
-  g_rmdir (dir);
-  g_free (ini);
-  g_free (dir);
-  g_free (launch);
 }
 
 GST_END_TEST;
