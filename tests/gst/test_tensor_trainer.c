@@ -385,23 +385,31 @@ GST_START_TEST (test_validation_figures)
 
 GST_END_TEST;
 
+/* The BIN at the fixture's save path loads into its model with these
+ * epoch and iteration counters. */
+static void
+check_saved_counters (Fixture * f, guint epoch, guint iteration)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini (f->ini, &err);
+  fail_unless (m != NULL, "%s", err.message);
+  fail_unless_equals_int (tt_model_compile (m, &err), TT_OK);
+  fail_unless_equals_int (tt_model_load_bin (m, f->bin, &err), TT_OK);
+  fail_unless_equals_int (tt_model_epoch (m), epoch);
+  fail_unless_equals_int (tt_model_iteration (m), iteration);
+  tt_model_free (m);
+}
+
 /* 10 samples with batch 4: batches of 4, 4 and 2 (no sample dropped). */
 GST_START_TEST (test_partial_batch)
 {
   Fixture f;
-  tt_error err;
   fixture_init (&f, NULL);
   g_object_set (f.trainer, "num-training-samples", 10, "epochs", 2, NULL);
   fixture_start (&f);
   gst_harness_set_src_caps_str (f.h, TINY_CAPS);
   push_samples (f.h, 0, 20);
-  tt_model *m = tt_model_load_ini (f.ini, &err);
-  fail_unless (m != NULL, "%s", err.message);
-  fail_unless_equals_int (tt_model_compile (m, &err), TT_OK);
-  fail_unless_equals_int (tt_model_load_bin (m, f.bin, &err), TT_OK);
-  fail_unless_equals_int (tt_model_iteration (m), 6);
-  fail_unless_equals_int (tt_model_epoch (m), 2);
-  tt_model_free (m);
+  check_saved_counters (&f, 2, 6);
   fixture_clear (&f);
 }
 
@@ -709,7 +717,6 @@ GST_END_TEST;
 GST_START_TEST (test_nnstreamer_properties)
 {
   Fixture f;
-  tt_error err;
   fixture_init (&f, NULL);
   g_object_set (f.trainer, "framework", "nntrainer", "num-inputs", 1,
       "num-labels", 1, "num-training-samples", 8, "num-validation-samples", 4,
@@ -728,13 +735,7 @@ GST_START_TEST (test_nnstreamer_properties)
   gchar *error = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless_equals_string (error, "");
   g_free (error);
-  tt_model *m = tt_model_load_ini (f.ini, &err);
-  fail_unless (m != NULL, "%s", err.message);
-  fail_unless_equals_int (tt_model_compile (m, &err), TT_OK);
-  fail_unless_equals_int (tt_model_load_bin (m, f.bin, &err), TT_OK);
-  fail_unless_equals_int (tt_model_epoch (m), 2);
-  fail_unless_equals_int (tt_model_iteration (m), 4);
-  tt_model_free (m);
+  check_saved_counters (&f, 2, 4);
   fixture_clear (&f);
 }
 
