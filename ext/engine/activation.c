@@ -9,7 +9,6 @@
 
 #include <math.h>
 
-#define LEAKY_RELU_SLOPE 0.01f
 
 static void
 softmax_rows (size_t rows, size_t width, const float *x, float *y)
@@ -46,7 +45,7 @@ tt_activation_forward (tt_activation fn, size_t rows, size_t width,
       break;
     case TT_ACT_LEAKY_RELU:
       for (size_t i = 0; i < n; i++)
-        y[i] = x[i] > 0.0f ? x[i] : LEAKY_RELU_SLOPE * x[i];
+        y[i] = x[i] > 0.0f ? x[i] : TT_LEAKY_RELU_SLOPE * x[i];
       break;
     case TT_ACT_SIGMOID:
       for (size_t i = 0; i < n; i++)
@@ -91,7 +90,7 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
       break;
     case TT_ACT_LEAKY_RELU:
       for (size_t i = 0; i < n; i++)
-        dx[i] = y[i] > 0.0f ? dy[i] : LEAKY_RELU_SLOPE * dy[i];
+        dx[i] = y[i] > 0.0f ? dy[i] : TT_LEAKY_RELU_SLOPE * dy[i];
       break;
     case TT_ACT_SIGMOID:
       for (size_t i = 0; i < n; i++)

@@ -262,6 +262,13 @@ typedef struct tt_layer {
     struct {
       int label;                /* label tensor id */
     } loss;
+    struct {
+      uint32_t unit;
+      uint32_t max_timestep;    /* 0: not set; else <= the input's height */
+      bool return_sequences, integrate_bias;
+      tt_activation act, recurrent;     /* hidden state, gates i f o */
+      int gates, cell, hidden, carry;   /* scratch tensor ids, -1 absent */
+    } lstm;
   } p;
 } tt_layer;
 
@@ -486,14 +493,45 @@ extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_reshape_layer_ops, tt_activation_layer_ops, tt_batchnorm_layer_ops,
     tt_dropout_layer_ops, tt_addition_layer_ops, tt_concat_layer_ops,
     tt_multiout_layer_ops, tt_mse_layer_ops, tt_cross_softmax_layer_ops,
-    tt_cross_sigmoid_layer_ops;
+    tt_cross_sigmoid_layer_ops, tt_lstm_layer_ops;
 
 /* activation.c */
+#define TT_LEAKY_RELU_SLOPE 0.01f
 void tt_activation_forward (tt_activation fn, size_t rows, size_t width,
     const float *x, float *y);
 /* dx = f'(x) * dy, given x and y = f(x); dx may equal dy. */
 void tt_activation_backward (tt_activation fn, size_t rows, size_t width,
     const float *x, const float *y, const float *dy, float *dx);
+
+/* lstm.c: nntrainer's LSTM over a batch-major sequence x [B][T][F].
+ * Gates are laid out i, f, g, o along 4U; w_ih is [F][4U], w_hh [U][4U];
+ * gates [B][T][4U] and cells [B][T][U] hold every step. The hidden state
+ * h_t of sample b lives at hidden + b * h_ld + t * h_step (h_step 0: one
+ * row per sample, overwritten each step). */
+typedef struct {
+  int batch, steps, features, unit;
+  tt_activation act, recurrent;
+  const float *w_ih, *w_hh;
+  const float *bias[2];         /* added to every step's gates; NULL: none */
+  float *gates, *cell, *hidden;
+  int h_ld, h_step;
+} tt_lstm;
+
+/* the activations whose derivative follows from their output, which is
+ * all backward keeps */
+bool tt_lstm_activation_ok (tt_activation fn);
+void tt_lstm_forward (const tt_lstm * s, const float *x);
+/* Backpropagation through time: writes d loss / d (gate pre-activation)
+ * over the kept gates. dy: [B][T][U] (sequences) or [B][U] (last step
+ * only); carry: 2 * B * U floats. */
+void tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
+    float *carry);
+/* After tt_lstm_bptt: the weight gradients (written, not added); db: the
+ * bias gradient [4U] or NULL. */
+void tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
+    float *dw_hh, float *db);
+/* After tt_lstm_bptt: dx [B][T][F]. */
+void tt_lstm_input_grad (const tt_lstm * s, float *dx);
 
 /* maxpool2x2.c: the 2x2, stride 2, unpadded case of tt_maxpool_forward */
 bool tt_maxpool2x2_applies (const tt_window_geom * g);

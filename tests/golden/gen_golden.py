@@ -77,6 +77,8 @@ def ini_weight_layers(cp):
             out.append((sec, "conv", int(cp[sec]["filters"])))
         elif t == "batch_normalization":
             out.append((sec, "bn", None))
+        elif t == "lstm":
+            out.append((sec, "lstm", int(cp[sec]["unit"])))
     return out
 
 
@@ -148,6 +150,19 @@ class Net:
         self.weights.append(Weight(name, "gamma", self._uniform((features,), 0.5, 1.5), True))
         self.weights.append(Weight(name, "beta", self._uniform((features,), -0.1, 0.1), True))
         self.layers.append((name, "bn", None))
+
+    def lstm(self, name, n_in, unit, integrate_bias):
+        # torch's nn.LSTM layout: weight_ih [4U][F], weight_hh [4U][U], gates
+        # i, f, g, o; the BIN's are the transposes, [F][4U] and [U][4U].
+        # integrate_bias: one bias, bias_h (torch's b_ih with b_hh = 0);
+        # else bias_ih then bias_hh, torch's two. Uniform +-1/sqrt(U) as
+        # torch's default.
+        b = 1.0 / math.sqrt(unit)
+        self.weights.append(Weight(name, "weight_ih", self._uniform((4 * unit, n_in), -b, b), True, transpose=True))
+        self.weights.append(Weight(name, "weight_hh", self._uniform((4 * unit, unit), -b, b), True, transpose=True))
+        for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
+            self.weights.append(Weight(name, bias, self._uniform((4 * unit,), -b, b), True))
+        self.layers.append((name, "lstm", unit))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -269,6 +284,26 @@ def maxpool_width(ctx, name, x, k):
     return cols.gather(-1, idx.unsqueeze(-1)).squeeze(-1)
 
 
+def lstm(ctx, name, x, return_sequences):
+    """x is [B][1][T][F] (1:timesteps:features); torch.lstm, the op
+    behind nn.LSTM (one layer, batch first, zero initial state, no dropout),
+    on the layer's weights. Output [B][1][T][U], or [B][1][1][U] (the last
+    step) without return_sequences."""
+    w_ih = ctx[name + ".weight_ih"]
+    unit = w_ih.shape[0] // 4
+    if name + ".bias_h" in ctx.p:
+        b_ih = ctx[name + ".bias_h"]
+        b_hh = torch.zeros_like(b_ih)
+    else:
+        b_ih, b_hh = ctx[name + ".bias_ih"], ctx[name + ".bias_hh"]
+    params = [w_ih, ctx[name + ".weight_hh"], b_ih, b_hh]
+    h0 = torch.zeros(1, x.shape[0], unit, dtype=x.dtype)
+    y, _, _ = torch.lstm(x.squeeze(1), (h0, h0), params, True, 1, 0.0, True, False, True)
+    if not return_sequences:
+        y = y[:, -1:, :]
+    return y.unsqueeze(1)
+
+
 def avgpool(x, k, s):
     return F.avg_pool2d(x, k, stride=s, padding=0)
 
@@ -368,6 +403,18 @@ def forward_conv1d(ctx, x):
     return linear(ctx, "output", h)
 
 
+def build_lstm(net):
+    net.lstm("lstm1", 6, 12, integrate_bias=False)
+    net.lstm("lstm2", 12, 8, integrate_bias=True)
+    net.fc("output", 8, 4)
+
+
+def forward_lstm(ctx, x):
+    h = lstm(ctx, "lstm1", x, return_sequences=True)        # 1x16x12
+    h = lstm(ctx, "lstm2", h, return_sequences=False)       # 1x1x8
+    return linear(ctx, "output", h)
+
+
 # The seeds are fixed. The cnn seed is the first one from 2002 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 (only
 # 2318 in 2002..2493 did): with batch 32 and ~0.9M relu / max-pool
@@ -380,6 +427,7 @@ CASES = [
     ("cnn", "tests/models/fmnist_cnn.ini", 2318, (1, 28, 28), 10, True, build_cnn, forward_cnn),
     ("branchy_bn", "tests/models/branchy_bn.ini", 3003, (2, 6, 6), 5, False, build_branchy, forward_branchy),
     ("conv1d", "tests/models/sensor_conv1d.ini", 4004, (3, 1, 64), 6, True, build_conv1d, forward_conv1d),
+    ("lstm", "tests/models/sensor_lstm.ini", 5005, (1, 16, 6), 4, True, build_lstm, forward_lstm),
 ]
 
 

@@ -264,5 +264,6 @@ main (int argc, char **argv)
   golden_case ("cnn");
   golden_case ("branchy_bn");
   golden_case ("conv1d");
+  golden_case ("lstm");
   return tt_test_summary ();
 }

@@ -120,6 +120,32 @@ static const gc_case gc_cases[] = {
         "type=fully_connected\nunit=4\n[l]\ntype=cross_sigmoid\n", NULL},
   {"mse_layer", "[in]\ntype=input\ninput_shape=1:1:6\n[fc]\n"
         "type=fully_connected\nunit=4\n[l]\ntype=mse\n", NULL},
+  {"lstm_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\ntype=lstm\n"
+        "unit=5\nreturn_sequences=true\nbias_initializer=he_uniform\n", "mse"},
+  {"lstm_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\ntype=lstm\n"
+        "unit=4\n", "mse"},
+  {"lstm_integrate_bias", "[in]\ntype=input\ninput_shape=1:4:2\n[l]\n"
+        "type=lstm\nunit=3\nintegrate_bias=true\nreturn_sequences=true\n",
+      "mse"},
+  {"lstm_one_step", "[in]\ntype=input\ninput_shape=1:1:4\n[l]\n"
+        "type=lstm\nunit=3\nintegrate_bias=true\n", "mse"},
+  {"lstm_no_bias", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\ntype=lstm\n"
+        "unit=3\ndisable_bias=true\nreturn_sequences=true\n", "mse"},
+  {"lstm_activations", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=lstm\nunit=4\nreturn_sequences=true\n"
+        "hidden_state_activation=sigmoid\nrecurrent_activation=tanh\n",
+      "mse"},
+  {"lstm_elu_none", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=lstm\nunit=3\nhidden_state_activation=elu\n"
+        "recurrent_activation=none\n", "mse"},
+  {"lstm_stack", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\ntype=lstm\n"
+        "unit=4\nreturn_sequences=true\n[b]\ntype=lstm\nunit=3\n"
+        "[fc]\ntype=fully_connected\nunit=2\nactivation=softmax\n",
+      "cross"},
+  {"lstm_frozen", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\n"
+        "type=fully_connected\nunit=3\n[l]\ntype=lstm\nunit=4\n"
+        "return_sequences=true\ntrainable=false\n[fc]\n"
+        "type=fully_connected\nunit=2\n", "mse"},
   {"frozen_middle", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
         "type=fully_connected\nunit=4\n[b]\ntype=fully_connected\nunit=4\n"
         "trainable=false\nactivation=tanh\n[c]\ntype=fully_connected\n"

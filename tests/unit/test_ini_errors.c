@@ -33,6 +33,8 @@ typedef struct {
 #define INPUT4 "[in]\ntype = input\ninput_shape = 1:1:4\n"
 #define INPUT_IMG "[in]\ntype = input\ninput_shape = 1:6:6\n"
 #define INPUT_SEQ "[in]\ntype = input\ninput_shape = 2:1:8\n"
+#define INPUT_STEPS "[in]\ntype = input\ninput_shape = 1:4:3\n"
+#define LSTM(name, unit) "[" name "]\ntype = lstm\nunit = " #unit "\n"
 #define NAME_50 "n123456789n123456789n123456789n123456789n123456789"
 #define NAME_200 NAME_50 NAME_50 NAME_50 NAME_50
 #define FC(name, unit) "[" name "]\ntype = fully_connected\nunit = " #unit "\n"
@@ -199,6 +201,39 @@ static const ie_case ie_cases[] = {
   {"conv1d_kernel_too_wide", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
         "type = conv1d\nfilters = 2\nkernel_size = 9\n", IE_COMPILE,
       {"[conv] kernel_size", "1x9", "2:1:8"}},
+  {"lstm_bidirectional", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "bidirectional = true\n", IE_LOAD,
+      {"[l] bidirectional", "not implemented"}},
+  {"lstm_dropout", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "dropout_rate = 0.2\n", IE_LOAD, {"[l] dropout_rate",
+          "not implemented", "dropout layer after it"}},
+  {"lstm_dropout_negative", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "dropout_rate = -0.5\n", IE_LOAD,
+      {"[l] dropout_rate", "negative"}},
+  {"lstm_dropout_key", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "dropout = 0.2\n", IE_LOAD, {"[l] dropout", "unknown key"}},
+  {"lstm_hidden_softmax", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "hidden_state_activation = softmax\n", IE_LOAD,
+      {"[l] hidden_state_activation", "'softmax'", "not supported"}},
+  {"lstm_recurrent_gelu", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "recurrent_activation = gelu\n", IE_LOAD,
+      {"[l] recurrent_activation", "'gelu'", "not supported"}},
+  {"lstm_recurrent_unknown", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "recurrent_activation = hard_sigmoid\n", IE_LOAD,
+      {"[l] recurrent_activation", "'hard_sigmoid'"}},
+  {"lstm_unit_missing", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = lstm\n"
+        "return_sequences = true\n", IE_LOAD, {"[l] unit", "missing key"}},
+  {"lstm_return_sequences_word", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "return_sequences = yes\n", IE_LOAD,
+      {"[l] return_sequences", "'yes'"}},
+  {"lstm_channels", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 2:4:3\n" LSTM ("l", 3), IE_COMPILE,
+      {"[l]", "one channel", "2:4:3"}},
+  {"lstm_max_timestep", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "max_timestep = 8\n", IE_COMPILE,
+      {"[l] max_timestep", "8", "4 timesteps"}},
+  {"lstm_max_timestep_zero", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "max_timestep = 0\n", IE_LOAD, {"[l] max_timestep", "out of range"}},
   {"addition_shapes", MODEL_MSE ADAM INPUT4
         "[a]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
         "[b]\ntype = fully_connected\nunit = 5\ninput_layers = in\n"
@@ -351,6 +386,19 @@ static const ie_valid ie_valids[] = {
         "ValidData = \"valSet.dat\"\nTestData = \"testSet.dat\"\n"
         "LabelData = \"label.dat\"\n" INPUT4 FC ("fc", 3)
         "activation = softmax\n"},
+  /* max_timestep at or below the input's timesteps changes nothing in
+   * nntrainer (it unrolls max(timesteps, max_timestep) steps) */
+  {"lstm_keys", MODEL_CROSS ADAM INPUT_STEPS LSTM ("l1", 5)
+        "return_sequences = true\nintegrate_bias = false\n"
+        "hidden_state_activation = tanh\nrecurrent_activation = sigmoid\n"
+        "bidirectional = false\ndropout_rate = 0\nmax_timestep = 4\n"
+        "weight_initializer = lecun_uniform\nbias_initializer = ones\n"
+        "weight_regularizer = l2norm\nweight_regularizer_constant = 0.01\n"
+        LSTM ("l2", 3) "integrate_bias = true\nmax_timestep = 2\n"
+        "activation = softmax\n"},
+  /* a frozen first lstm runs forward only (one step of scratch) */
+  {"lstm_frozen_first", MODEL_MSE SGD INPUT_STEPS LSTM ("l", 4)
+        "trainable = false\n" FC ("fc", 2)},
   /* nntrainer's older form, as its application INIs still write it */
   {"legacy_model_optimizer", "[Model]\nType = NeuralNetwork\n"
         "Learning_rate = 0.0001\nDecay_rate = 0.96\nDecay_steps = 1000\n"

@@ -129,5 +129,6 @@ main (int argc, char **argv)
       allocations);
   no_alloc_model (root, "fmnist_mlp.ini");
   no_alloc_model (root, "fmnist_cnn.ini");
+  no_alloc_model (root, "sensor_lstm.ini");
   return tt_test_summary ();
 }

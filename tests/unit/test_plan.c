@@ -19,7 +19,8 @@ static char root[1024];
 
 static const char *models[] = {
   "fmnist_mlp.ini", "fmnist_cnn.ini", "branchy_bn.ini", "resnet_bn.ini",
-  "inception.ini", "transfer_frozen.ini", "sensor_conv1d.ini", NULL
+  "inception.ini", "transfer_frozen.ini", "sensor_conv1d.ini",
+  "sensor_lstm.ini", NULL
 };
 
 static tt_model *
@@ -381,12 +382,25 @@ main (int argc, char **argv)
   test_models ();
   char path[2048];
   const char *identical[] = { "branchy_bn.ini", "resnet_bn.ini",
-    "transfer_frozen.ini", "inception.ini", NULL
+    "transfer_frozen.ini", "inception.ini", "sensor_lstm.ini", NULL
   };
   for (int i = 0; identical[i]; i++) {
     snprintf (path, sizeof path, "%s/tests/models/%s", root, identical[i]);
     test_identical_training (identical[i], path);
   }
+  /* an lstm's output with return_sequences holds the hidden states its
+   * calcGradient reads: the activations after it must not run in place */
+  snprintf (path, sizeof path, "%s", tt_test_write_text (
+          "lstm_then_activations.ini",
+          "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=cross\n"
+          "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
+          "[in]\ntype=input\ninput_shape=1:6:3\nnormalization=true\n"
+          "[a]\ntype=lstm\nunit=5\nreturn_sequences=true\n"
+          "activation=tanh\n[b]\ntype=lstm\nunit=4\n"
+          "return_sequences=true\n[act]\ntype=activation\n"
+          "activation=sigmoid\n[out]\ntype=fully_connected\nunit=3\n"
+          "activation=softmax\n"));
+  test_identical_training ("lstm_then_activations", path);
   test_round_trip ();
   test_bad_plans ();
   test_large_model ();

@@ -2,8 +2,9 @@
 /*
  * Training mechanics: optimizers and schedules against their closed forms,
  * initializer statistics, l2norm regularization, determinism given a seed,
- * uint8 and float32 inputs, partial batches, evaluation mode, and a 1-D
- * CNN (conv1d) learning to tell waveforms apart.
+ * uint8 and float32 inputs, partial batches, evaluation mode, a 1-D CNN
+ * (conv1d) learning to tell waveforms apart, and an LSTM learning to carry
+ * a bit across noise steps.
  */
 #include "tt_internal.h"
 #include "tt_test.h"
@@ -488,6 +489,42 @@ out:
   tt_model_free (c);
 }
 
+/* Trains m (batch 16) for 300 steps on fresh samples from sample (x_per
+ * input and t_per label floats each, seed 1), then counts how many of 128
+ * held-out samples (seed 2) it gets right. */
+static uint32_t
+learn_and_score (tt_model * m, size_t x_per, size_t t_per,
+    void (*sample) (uint64_t * state, float *x, float *t))
+{
+  float *x = malloc (16 * x_per * sizeof *x);
+  float *t = malloc (16 * t_per * sizeof *t);
+  const void *in[1] = { x };
+  tt_batch_result r;
+  tt_error err;
+  uint64_t train_rng = 1, test_rng = 2;
+  uint32_t correct = 0, seen = 0;
+  for (int step = 0; step < 300; step++) {
+    for (int i = 0; i < 16; i++)
+      sample (&train_rng, x + i * x_per, t + i * t_per);
+    if (tt_model_train_batch (m, 16, in, NULL, t, &r, &err) != TT_OK) {
+      CHECK (false, "step %d: %s", step, err.message);
+      break;
+    }
+  }
+  for (int b = 0; b < 8; b++) {
+    for (int i = 0; i < 16; i++)
+      sample (&test_rng, x + i * x_per, t + i * t_per);
+    CHECK (tt_model_eval_batch (m, 16, in, NULL, t, &r, &err) == TT_OK,
+        "%s", err.message);
+    correct += r.correct;
+    seen += r.samples;
+  }
+  CHECK (seen == 128, "%u held-out samples evaluated", seen);
+  free (x);
+  free (t);
+  return correct;
+}
+
 /* Sample of a 4-class waveform problem on 3 axes x 32 steps (channel-major,
  * as channel:1:width): classes 0..2 put a slow sine (2 periods) on axis
  * 0..2, class 3 a fast one (5 periods) on axis 0; random phase, noise on
@@ -526,36 +563,56 @@ test_conv1d_learns (void)
       "[gap]\ntype=pooling2d\npooling=global_average\n"
       "[flat]\ntype=flatten\n"
       "[out]\ntype=fully_connected\nunit=4\nactivation=softmax\n";
-  tt_error err;
   tt_model *m = training_model_seeded ("conv1d.ini", ini, 16, 7);
   if (!m)
     return;
-  float x[16 * 96], t[16 * 4];
-  const void *in[1] = { x };
-  tt_dtype f32 = TT_DTYPE_FLOAT32;
-  tt_batch_result r;
-  uint64_t train_rng = 1, test_rng = 2;
-  for (int step = 0; step < 300; step++) {
-    for (int i = 0; i < 16; i++)
-      waveform_sample (&train_rng, x + i * 96, t + i * 4);
-    if (tt_model_train_batch (m, 16, in, &f32, t, &r, &err) != TT_OK) {
-      CHECK (false, "step %d: %s", step, err.message);
-      break;
-    }
+  const uint32_t correct = learn_and_score (m, 96, 4, waveform_sample);
+  CHECK (correct >= 0.9 * 128, "conv1d: %u of 128 held-out waveforms right",
+      correct);
+  printf ("conv1d: %u of 128 held-out waveforms right after 300 steps\n",
+      correct);
+  tt_model_free (m);
+}
+
+/* Sample of a memory task over 12 steps of 2 features (1:12:2): at one
+ * step among the first four a marker (feature 0 = 1) comes with the
+ * sample's bit in feature 1 (+-1); every other step has feature 0 = 0 and
+ * noise of the same size in feature 1. The class is the bit, so the last
+ * step's hidden state must carry it across 8 to 11 noise steps. */
+static void
+memory_sample (uint64_t * state, float *x, float *t)
+{
+  *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+  const int bit = (int) ((*state >> 33) & 1);
+  const int at = (int) ((*state >> 40) % 4);
+  for (int i = 0; i < 12; i++) {
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const float noise = (float) ((*state >> 40) & 0xffff) / 65536.0f * 2.0f
+        - 1.0f;
+    x[2 * i] = i == at ? 1.0f : 0.0f;
+    x[2 * i + 1] = i == at ? (bit ? 1.0f : -1.0f) : noise;
   }
-  uint32_t correct = 0, seen = 0;
-  for (int b = 0; b < 8; b++) {
-    for (int i = 0; i < 16; i++)
-      waveform_sample (&test_rng, x + i * 96, t + i * 4);
-    CHECK (tt_model_eval_batch (m, 16, in, &f32, t, &r, &err) == TT_OK,
-        "%s", err.message);
-    correct += r.correct;
-    seen += r.samples;
-  }
-  CHECK (seen == 128 && correct >= 0.9 * seen,
-      "conv1d: %u of %u held-out waveforms right", correct, seen);
-  printf ("conv1d: %u of %u held-out waveforms right after 300 steps\n",
-      correct, seen);
+  t[0] = bit ? 0.0f : 1.0f;
+  t[1] = bit ? 1.0f : 0.0f;
+}
+
+static void
+test_lstm_learns (void)
+{
+  static const char ini[] =
+      "[Model]\ntype=NeuralNetwork\nbatch_size=16\nloss=cross\n"
+      "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
+      "[in]\ntype=input\ninput_shape=1:12:2\n"
+      "[rnn]\ntype=lstm\nunit=16\n"
+      "[out]\ntype=fully_connected\nunit=2\nactivation=softmax\n";
+  tt_model *m = training_model_seeded ("lstm.ini", ini, 16, 7);
+  if (!m)
+    return;
+  const uint32_t correct = learn_and_score (m, 24, 2, memory_sample);
+  CHECK (correct >= 0.95 * 128, "lstm: %u of 128 held-out sequences right",
+      correct);
+  printf ("lstm: %u of 128 held-out sequences right after 300 steps\n",
+      correct);
   tt_model_free (m);
 }
 
@@ -571,5 +628,6 @@ main (void)
   test_inputs_and_batches ();
   test_l2norm ();
   test_conv1d_learns ();
+  test_lstm_learns ();
   return tt_test_summary ();
 }

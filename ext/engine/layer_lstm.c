@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lstm: nntrainer's unidirectional LSTM (math in lstm.c). The input is
+ * 1:timesteps:features per sample; the output is 1:timesteps:unit with
+ * return_sequences, else 1:1:unit (the last step). Weights in nntrainer's
+ * order and layout: weight_ih [features][4*unit], weight_hh [unit][4*unit]
+ * (gates i, f, g, o along 4*unit), then bias_h [4*unit] with
+ * integrate_bias, else bias_ih and bias_hh [4*unit] (nntrainer's default);
+ * disable_bias drops them.
+ *
+ * Not implemented, refused with the key named: bidirectional = true,
+ * dropout_rate > 0, softmax / swish / gelu as an LSTM activation (backward
+ * keeps only activated gates), an input with more than one channel, and
+ * max_timestep above the input's timesteps (nntrainer would unroll past
+ * the input; at or below it the key changes nothing and is accepted).
+ */
+#include "tt_internal.h"
+
+#include <string.h>
+
+static const char *const lstm_keys[] = {
+  "unit", "return_sequences", "integrate_bias", "hidden_state_activation",
+  "recurrent_activation", "bidirectional", "dropout_rate", "max_timestep",
+  NULL
+};
+
+static tt_status
+lstm_parse_activation (const tt_section * s, const char *key,
+    tt_activation * out, tt_error * err)
+{
+  int v = (int) *out;
+  tt_status st = tt_section_enum (s, key, tt_activation_names, &v, err);
+  if (st)
+    return st;
+  if (!tt_lstm_activation_ok ((tt_activation) v))
+    return tt_section_error (s, key, err, TT_ERR_INVALID,
+        "'%s' is not supported in an lstm (its backward keeps only the "
+        "activated gates): use tanh, sigmoid, relu, leaky_relu, elu or none",
+        tt_section_string (s, key));
+  *out = (tt_activation) v;
+  return TT_OK;
+}
+
+static tt_status
+lstm_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  tt_status st;
+  bool bidirectional = false;
+  float dropout = 0.0f;
+  l->p.lstm.act = TT_ACT_TANH;
+  l->p.lstm.recurrent = TT_ACT_SIGMOID;
+  if ((st = tt_section_uint (s, "unit", 1, 1u << 20, &l->p.lstm.unit, err))
+      || (st = tt_section_bool (s, "return_sequences",
+              &l->p.lstm.return_sequences, err)) ||
+      (st = tt_section_bool (s, "integrate_bias", &l->p.lstm.integrate_bias,
+              err)) ||
+      (st = lstm_parse_activation (s, "hidden_state_activation",
+              &l->p.lstm.act, err)) ||
+      (st = lstm_parse_activation (s, "recurrent_activation",
+              &l->p.lstm.recurrent, err)) ||
+      (st = tt_section_bool (s, "bidirectional", &bidirectional, err)) ||
+      (st = tt_section_float (s, "dropout_rate", &dropout, err)) ||
+      (st = tt_section_uint (s, "max_timestep", 1, 1u << 24,
+              &l->p.lstm.max_timestep, err)))
+    return st;
+  if (!tt_section_has (s, "unit"))
+    return tt_section_error (s, "unit", err, TT_ERR_INVALID,
+        "missing key (the size of the hidden state)");
+  if (bidirectional)
+    return tt_section_error (s, "bidirectional", err, TT_ERR_INVALID,
+        "a bidirectional lstm is not implemented (only false)");
+  if (!(dropout >= 0.0f))
+    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
+        "must not be negative");
+  if (dropout > 0.0f)
+    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
+        "dropout inside an lstm is not implemented (only 0); a dropout "
+        "layer after it is");
+  return TT_OK;
+}
+
+static tt_status
+lstm_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  const tt_dims in = l->in_dims[0];
+  const uint32_t unit = l->p.lstm.unit, g = 4 * unit;
+  if (in.c != 1)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: an lstm needs an input "
+        "of one channel (1:timesteps:features), got %u:%u:%u", m->path,
+        l->section, in.c, in.h, in.w);
+  if (l->p.lstm.max_timestep > in.h)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] max_timestep: %u is more "
+        "than the input's %u timesteps (1:%u:%u); nntrainer would unroll "
+        "past the input: not supported", m->path, l->section,
+        l->p.lstm.max_timestep, in.h, in.h, in.w);
+  if ((uint64_t) in.w * g > (1u << 30) || (uint64_t) unit * g > (1u << 30))
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: [%s] unit: the %u x %u weights are too large", m->path,
+        l->section, in.w > unit ? in.w : unit, g);
+  l->out_dims[0] = (tt_dims) { 1, l->p.lstm.return_sequences ? in.h : 1,
+    unit };
+  /* nntrainer's fans: [rows][cols] weights have fan_in rows, fan_out cols;
+   * a single row has both equal to its width */
+  tt_weight *w = tt_layer_add_weight (l, "weight_ih", (size_t) in.w * g,
+      l->weight_init, in.w > 1 ? in.w : g, g, true);
+  w->decay = l->weight_decay;
+  w->l2 = l->l2_constant;
+  w = tt_layer_add_weight (l, "weight_hh", (size_t) unit * g, l->weight_init,
+      unit > 1 ? unit : g, g, true);
+  w->decay = l->weight_decay;
+  w->l2 = l->l2_constant;
+  if (!l->disable_bias) {
+    static const char *const names[3] = { "bias_h", "bias_ih", "bias_hh" };
+    const int first = l->p.lstm.integrate_bias ? 0 : 1;
+    const int last = l->p.lstm.integrate_bias ? 0 : 2;
+    for (int k = first; k <= last; k++)
+      tt_layer_add_weight (l, names[k], g, l->bias_init, g, g,
+          true)->decay = l->bias_decay;
+  }
+  return TT_OK;
+}
+
+static bool
+lstm_runs_gradient (const tt_layer * l)
+{
+  return l->weights[0].grad >= 0;
+}
+
+/* Scratch, by what runs. Forward holds every step's gates [B][T][4U] and
+ * cells [B][T][U], so the input projection is one GEMM in every mode and a
+ * forward-only layer (inference, frozen with nothing trainable below)
+ * computes what training's forward does, bit for bit; it holds them
+ * during forward only. A layer with a backward pass (weight gradients or
+ * an input derivative) keeps them to its last backward phase (the gate
+ * derivatives are written over the gates); "hidden" [B][T][U] holds the
+ * hidden states for dW_hh when the output does not (no
+ * return_sequences); "bptt_carry" (dh, dc of one step) lives in the phase
+ * running backpropagation through time: calcGradient when it runs, else
+ * calcDerivative. */
+static void
+lstm_declare (tt_model * m, tt_layer * l, int li)
+{
+  const size_t batch = m->batch_size, steps = l->in_dims[0].h;
+  const size_t unit = l->p.lstm.unit;
+  const bool grad = lstm_runs_gradient (l), deriv = l->needs_derivative;
+  const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
+  l->p.lstm.hidden = -1;
+  l->p.lstm.carry = -1;
+  l->p.lstm.gates = tt_tensor_declare (m, l->name, "gates",
+      TT_TENSOR_SCRATCH, batch * steps * 4 * unit);
+  l->p.lstm.cell = tt_tensor_declare (m, l->name, "cell", TT_TENSOR_SCRATCH,
+      batch * steps * unit);
+  tt_tensor_use (m, l->p.lstm.gates, li, TT_PHASE_FORWARD);
+  tt_tensor_use (m, l->p.lstm.cell, li, TT_PHASE_FORWARD);
+  if (!grad && !deriv)
+    return;
+  tt_tensor_use (m, l->p.lstm.cell, li, bptt);
+  tt_tensor_use (m, l->p.lstm.gates, li, bptt);
+  if (deriv)
+    tt_tensor_use (m, l->p.lstm.gates, li, TT_PHASE_DERIVATIVE);
+  l->p.lstm.carry = tt_tensor_declare (m, l->name, "bptt_carry",
+      TT_TENSOR_SCRATCH, batch * 2 * unit);
+  tt_tensor_use (m, l->p.lstm.carry, li, bptt);
+  if (!grad)
+    return;
+  /* dW_ih reads the input, dW_hh the hidden states */
+  tt_tensor_use (m, l->in[0], li, TT_PHASE_GRADIENT);
+  if (l->p.lstm.return_sequences) {
+    tt_tensor_use (m, l->out[0], li, TT_PHASE_GRADIENT);
+  } else {
+    l->p.lstm.hidden = tt_tensor_declare (m, l->name, "hidden",
+        TT_TENSOR_SCRATCH, batch * steps * unit);
+    tt_tensor_use (m, l->p.lstm.hidden, li, TT_PHASE_FORWARD);
+    tt_tensor_use (m, l->p.lstm.hidden, li, TT_PHASE_GRADIENT);
+  }
+}
+
+static tt_lstm
+lstm_setup (const tt_model * m, const tt_layer * l)
+{
+  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.lstm.unit;
+  tt_lstm s = {
+    .batch = (int) m->cur_batch,
+    .steps = steps,
+    .features = (int) l->in_dims[0].w,
+    .unit = unit,
+    .act = l->p.lstm.act,
+    .recurrent = l->p.lstm.recurrent,
+    .w_ih = tt_data (m, l->weights[0].value),
+    .w_hh = tt_data (m, l->weights[1].value),
+    .bias = {
+          l->n_weights > 2 ? tt_data (m, l->weights[2].value) : NULL,
+        l->n_weights > 3 ? tt_data (m, l->weights[3].value) : NULL},
+    .gates = tt_data (m, l->p.lstm.gates),
+    .cell = tt_data (m, l->p.lstm.cell),
+  };
+  /* hidden states: the output itself with return_sequences; the hidden
+   * scratch when dW_hh needs them all; else the output's one row per
+   * sample, overwritten each step */
+  if (l->p.lstm.return_sequences || l->p.lstm.hidden >= 0) {
+    s.hidden = l->p.lstm.return_sequences ? tt_data (m, l->out[0]) :
+        tt_data (m, l->p.lstm.hidden);
+    s.h_ld = steps * unit;
+    s.h_step = unit;
+  } else {
+    s.hidden = tt_data (m, l->out[0]);
+    s.h_ld = unit;
+    s.h_step = 0;
+  }
+  return s;
+}
+
+static void
+lstm_forward (tt_model * m, tt_layer * l, bool training)
+{
+  (void) training;
+  const tt_lstm s = lstm_setup (m, l);
+  tt_lstm_forward (&s, tt_data (m, l->in[0]));
+  if (l->p.lstm.hidden >= 0) {
+    /* the last step is the output */
+    float *y = tt_data (m, l->out[0]);
+    for (int b = 0; b < s.batch; b++)
+      memcpy (y + (size_t) b * s.unit, s.hidden + (size_t) b * s.h_ld +
+          (size_t) (s.steps - 1) * s.unit, (size_t) s.unit * sizeof *y);
+  }
+}
+
+static void
+lstm_calc_gradient (tt_model * m, tt_layer * l)
+{
+  if (!lstm_runs_gradient (l))
+    return;
+  const tt_lstm s = lstm_setup (m, l);
+  tt_lstm_bptt (&s, tt_data (m, l->out_deriv[0]),
+      l->p.lstm.return_sequences, tt_data (m, l->p.lstm.carry));
+  float *db = l->n_weights > 2 ? tt_data (m, l->weights[2].grad) : NULL;
+  tt_lstm_weight_grads (&s, tt_data (m, l->in[0]),
+      tt_data (m, l->weights[0].grad), tt_data (m, l->weights[1].grad), db);
+  /* bias_ih and bias_hh are added alike: the same gradient */
+  if (l->n_weights > 3)
+    memcpy (tt_data (m, l->weights[3].grad), db,
+        l->weights[3].count * sizeof *db);
+}
+
+static void
+lstm_calc_derivative (tt_model * m, tt_layer * l)
+{
+  const tt_lstm s = lstm_setup (m, l);
+  if (!lstm_runs_gradient (l))
+    tt_lstm_bptt (&s, tt_data (m, l->out_deriv[0]),
+        l->p.lstm.return_sequences, tt_data (m, l->p.lstm.carry));
+  tt_lstm_input_grad (&s, tt_data (m, l->in_deriv[0]));
+}
+
+/* With return_sequences the output holds the hidden states dW_hh reads:
+ * a layer after it must not write over it in place. */
+static unsigned
+lstm_backward_reads (const tt_layer * l)
+{
+  return l->p.lstm.return_sequences && l->weights[0].trainable ?
+      TT_READS_OUTPUT : 0;
+}
+
+const tt_layer_ops tt_lstm_layer_ops = {
+  .type = "lstm",
+  .keys = lstm_keys,
+  .has_weights = true,
+  .parse = lstm_parse,
+  .infer = lstm_infer,
+  .declare = lstm_declare,
+  .forward = lstm_forward,
+  .calc_gradient = lstm_calc_gradient,
+  .calc_derivative = lstm_calc_derivative,
+  .backward_reads = lstm_backward_reads,
+};

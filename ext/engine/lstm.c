@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * LSTM kernels, nntrainer's formulation (PyTorch's too): per step t,
+ *
+ *   [i f g o] = x_t W_ih + h_{t-1} W_hh + bias    (4U wide, in that order)
+ *   i, f, o   = recurrent(.)   (sigmoid by default)
+ *   g         = act(.)         (tanh by default)
+ *   c_t = f * c_{t-1} + i * g,   h_t = o * act(c_t),   h_{-1} = c_{-1} = 0.
+ *
+ * The input projection of all steps is one GEMM ([B*T][F] x [F][4U]);
+ * each step then adds h_{t-1} W_hh with one GEMM over the batch. Backward
+ * keeps only the activated gates and the cells: the gate derivatives are
+ * written over the gates (each step's are read once, by that step),
+ * act(c_t) is recomputed from c_t, and dW_ih and dx are one GEMM each over
+ * all steps. Every buffer is the caller's (pool scratch).
+ */
+#include "tt_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+bool
+tt_lstm_activation_ok (tt_activation fn)
+{
+  switch (fn) {
+    case TT_ACT_NONE:
+    case TT_ACT_RELU:
+    case TT_ACT_LEAKY_RELU:
+    case TT_ACT_SIGMOID:
+    case TT_ACT_TANH:
+    case TT_ACT_ELU:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* f(x), with activation.c's formulas */
+static inline float
+lstm_act (tt_activation fn, float x)
+{
+  switch (fn) {
+    case TT_ACT_RELU:
+      return x > 0.0f ? x : 0.0f;
+    case TT_ACT_LEAKY_RELU:
+      return x > 0.0f ? x : TT_LEAKY_RELU_SLOPE * x;
+    case TT_ACT_SIGMOID:
+      return 1.0f / (1.0f + expf (-x));
+    case TT_ACT_TANH:
+      return tanhf (x);
+    case TT_ACT_ELU:
+      return x > 0.0f ? x : expm1f (x);
+    default:
+      return x;
+  }
+}
+
+/* f'(x) from y = f(x) */
+static inline float
+lstm_prime (tt_activation fn, float y)
+{
+  switch (fn) {
+    case TT_ACT_RELU:
+      return y > 0.0f ? 1.0f : 0.0f;
+    case TT_ACT_LEAKY_RELU:
+      return y > 0.0f ? 1.0f : TT_LEAKY_RELU_SLOPE;
+    case TT_ACT_SIGMOID:
+      return y * (1.0f - y);
+    case TT_ACT_TANH:
+      return 1.0f - y * y;
+    case TT_ACT_ELU:
+      return y > 0.0f ? 1.0f : y + 1.0f;
+    default:
+      return 1.0f;
+  }
+}
+
+/* rows of width 4U at g (leading dimension ld) = the bias */
+static void
+lstm_fill_bias (const tt_lstm * s, int rows, float *g, int ld)
+{
+  const int n = 4 * s->unit;
+  for (int r = 0; r < rows; r++) {
+    float *row = g + (size_t) r * ld;
+    if (!s->bias[0]) {
+      memset (row, 0, (size_t) n * sizeof *row);
+      continue;
+    }
+    for (int j = 0; j < n; j++)
+      row[j] = s->bias[0][j] + (s->bias[1] ? s->bias[1][j] : 0.0f);
+  }
+}
+
+void
+tt_lstm_forward (const tt_lstm * s, const float *x)
+{
+  const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
+  const int G = 4 * U;
+  /* gates of step t of sample b: gates + b * g_ld + t * G */
+  const int g_ld = T * G, c_ld = T * U;
+  lstm_fill_bias (s, B * T, s->gates, G);
+  tt_gemm (false, false, B * T, G, F, 1.0f, x, F, s->w_ih, G, 1.0f,
+      s->gates, G);
+  for (int t = 0; t < T; t++) {
+    float *gt = s->gates + (size_t) t * G;
+    if (t > 0)
+      tt_gemm (false, false, B, G, U, 1.0f,
+          s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld, s->w_hh, G,
+          1.0f, gt, g_ld);
+    for (int b = 0; b < B; b++) {
+      float *g = gt + (size_t) b * g_ld;
+      float *c = s->cell + (size_t) b * c_ld + (size_t) t * U;
+      const float *cp = t > 0 ? c - U : NULL;
+      float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
+      for (int j = 0; j < U; j++) {
+        const float i = lstm_act (s->recurrent, g[j]);
+        const float f = lstm_act (s->recurrent, g[U + j]);
+        const float gg = lstm_act (s->act, g[2 * U + j]);
+        const float o = lstm_act (s->recurrent, g[3 * U + j]);
+        g[j] = i;
+        g[U + j] = f;
+        g[2 * U + j] = gg;
+        g[3 * U + j] = o;
+        const float cv = (cp ? f * cp[j] : 0.0f) + i * gg;
+        c[j] = cv;
+        h[j] = o * lstm_act (s->act, cv);
+      }
+    }
+  }
+}
+
+void
+tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
+    float *carry)
+{
+  const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
+  float *dh = carry, *dc = carry + (size_t) B * U;
+  memset (dc, 0, (size_t) B * U * sizeof *dc);
+  for (int t = T - 1; t >= 0; t--) {
+    /* dh_t = dy_t + dG_{t+1} W_hh^T */
+    for (int b = 0; b < B; b++) {
+      float *row = dh + (size_t) b * U;
+      if (sequences)
+        memcpy (row, dy + ((size_t) b * T + t) * U, (size_t) U * sizeof *row);
+      else if (t == T - 1)
+        memcpy (row, dy + (size_t) b * U, (size_t) U * sizeof *row);
+      else
+        memset (row, 0, (size_t) U * sizeof *row);
+    }
+    if (t < T - 1)
+      tt_gemm (false, true, B, U, G, 1.0f, s->gates + (size_t) (t + 1) * G,
+          T * G, s->w_hh, G, 1.0f, dh, U);
+    for (int b = 0; b < B; b++) {
+      float *g = s->gates + ((size_t) b * T + t) * G;
+      const float *c = s->cell + ((size_t) b * T + t) * U;
+      const float *dhb = dh + (size_t) b * U;
+      float *dcb = dc + (size_t) b * U;
+      for (int j = 0; j < U; j++) {
+        const float i = g[j], f = g[U + j], gg = g[2 * U + j];
+        const float o = g[3 * U + j];
+        const float a = lstm_act (s->act, c[j]);
+        const float cp = t > 0 ? c[j - U] : 0.0f;
+        const float dcv = dhb[j] * o * lstm_prime (s->act, a) + dcb[j];
+        g[j] = dcv * gg * lstm_prime (s->recurrent, i);
+        g[U + j] = dcv * cp * lstm_prime (s->recurrent, f);
+        g[2 * U + j] = dcv * i * lstm_prime (s->act, gg);
+        g[3 * U + j] = dhb[j] * a * lstm_prime (s->recurrent, o);
+        dcb[j] = dcv * f;
+      }
+    }
+  }
+}
+
+void
+tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
+    float *dw_hh, float *db)
+{
+  const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
+  const int G = 4 * U;
+  tt_gemm (true, false, F, G, B * T, 1.0f, x, F, s->gates, G, 0.0f, dw_ih,
+      G);
+  /* dW_hh = sum over t >= 1 of h_{t-1}^T dG_t, one GEMM per step as in
+   * forward */
+  if (T == 1)
+    memset (dw_hh, 0, (size_t) U * G * sizeof *dw_hh);
+  for (int t = 1; t < T; t++)
+    tt_gemm (true, false, U, G, B, 1.0f,
+        s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
+        s->gates + (size_t) t * G, T * G, t == 1 ? 0.0f : 1.0f, dw_hh, G);
+  if (db) {
+    memset (db, 0, (size_t) G * sizeof *db);
+    for (size_t r = 0; r < (size_t) B * T; r++) {
+      const float *g = s->gates + r * G;
+      for (int j = 0; j < G; j++)
+        db[j] += g[j];
+    }
+  }
+}
+
+void
+tt_lstm_input_grad (const tt_lstm * s, float *dx)
+{
+  const int F = s->features, G = 4 * s->unit;
+  tt_gemm (false, true, s->batch * s->steps, F, G, 1.0f, s->gates, G,
+      s->w_ih, G, 0.0f, dx, F);
+}
