@@ -50,6 +50,8 @@ static const ie_case ie_cases[] = {
   {"unknown_dataset_key", MODEL_MSE ADAM "[Dataset]\ntraindata = a.dat\n"
         "batch = 3\n" INPUT4 FC ("fc", 3), IE_LOAD,
       {"[dataset] batch", "unknown key"}},
+  {"last_line_continues", MODEL_MSE ADAM INPUT4 FC ("fc", 3) "\n\\\\\\",
+      IE_LOAD, {"line 15, the last", "continuation", "no line follows"}},
   {"colon_in_section_name", MODEL_MSE ADAM INPUT4 FC ("plan:mode", 3),
       IE_LOAD, {"[plan:mode]", "cannot contain ':'"}},
   {"unknown_layer_type", MODEL_MSE ADAM INPUT4
