@@ -19,7 +19,9 @@
  *
  * Each buffer is one sample, `other/tensors`: the model's inputs (uint8 or
  * float32, the model's shapes, as for tensor_trainer), optionally followed
- * by one float32 label of the output's shape. With `format=flexible` each
+ * by a label: float32 of the output's shape, or a class index (one element
+ * of an integer type, float32 or float64), as for tensor_trainer. With
+ * `format=flexible` each
  * buffer describes its tensors in their headers, so the input type and the
  * presence of a label may change from one buffer to the next (the samples
  * waiting then run first). The
@@ -590,6 +592,9 @@ gst_tensor_predictor_expected (GstTensorPredictor * self)
   }
   d = gst_tensor_predictor_shape_dims (tt_model_output_shape (self->model));
   g_string_append_printf (s, "label dimensions=%s types=float32", d);
+  if (self->out_count > 1)
+    g_string_append (s, " or a class index (dimensions=1:1:1:1, an integer "
+        "type, float32 or float64)");
   g_free (d);
   return g_string_free (s, FALSE);
 }
@@ -653,17 +658,18 @@ static GstFlowReturn gst_tensor_predictor_run (GstTensorPredictor * self);
  * or, for i == n_inputs, its output (the label); FALSE with *why. */
 static gboolean
 gst_tensor_predictor_check_tensor (GstTensorPredictor * self, guint i,
-    const GstTensorDesc * t, gchar ** why)
+    const GstTensorDesc * t, GstTensorLabelForm * form, gchar ** why)
 {
-  const gboolean label = i == self->n_inputs;
   tt_shape s;
 
-  if (label)
+  if (i == self->n_inputs) {
     s = tt_model_output_shape (self->model);
-  else
-    tt_model_input_shape (self->model, i, &s);
-  return gst_tensor_desc_check_model (t, i, label ? "label" : "input",
-      s.channel, s.height, s.width, label, why);
+    return gst_tensor_label_check (t, i, s.channel, s.height, s.width, form,
+        why);
+  }
+  tt_model_input_shape (self->model, i, &s);
+  return gst_tensor_desc_check_model (t, i, "input", s.channel, s.height,
+      s.width, FALSE, why);
 }
 
 /* Checks caps against the model; on mismatch posts an error saying what
@@ -678,6 +684,7 @@ gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
   gint fps_n = 0, fps_d = 1;
   GstCaps *out;
   gboolean ok;
+  GstTensorLabelForm label_form = GST_TENSOR_LABEL_VECTOR;
 
   if (!gst_tensors_desc_from_caps (caps, &desc, &why))
     goto refuse;
@@ -699,7 +706,7 @@ gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
   }
   for (guint i = 0; i < desc.num; i++) {
     const GstTensorDesc *t = &desc.tensors[i];
-    if (!gst_tensor_predictor_check_tensor (self, i, t, &why))
+    if (!gst_tensor_predictor_check_tensor (self, i, t, &label_form, &why))
       goto refuse;
     if (i < self->n_inputs) {
       types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
@@ -714,6 +721,10 @@ gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
   memcpy (self->in_types, types, self->n_inputs * sizeof *types);
   memcpy (self->in_bytes, bytes, self->n_inputs * sizeof *bytes);
   self->with_labels = desc.num == self->n_inputs + 1;
+  if (self->with_labels) {
+    self->label_desc = desc.tensors[self->n_inputs];
+    self->label_form = label_form;
+  }
   self->flexible = FALSE;
 
 accept:
@@ -922,9 +933,10 @@ gst_tensor_predictor_check_flexible (guint i, const GstTensorDesc * t,
     gpointer user_data, gchar ** why)
 {
   GstTensorPredictor *self = user_data;
+  GstTensorLabelForm form;
   gchar *what = NULL;
 
-  if (gst_tensor_predictor_check_tensor (self, i, t, &what))
+  if (gst_tensor_predictor_check_tensor (self, i, t, &form, &what))
     return TRUE;
   gchar *expected = gst_tensor_predictor_expected (self);
   *why = g_strdup_printf ("Flexible tensor does not fit the model: %s; the "
@@ -932,6 +944,23 @@ gst_tensor_predictor_check_flexible (guint i, const GstTensorDesc * t,
   g_free (expected);
   g_free (what);
   return FALSE;
+}
+
+/* The label at offset of buf into batch slot fill; an error posted for an
+ * index that is no class. */
+static GstFlowReturn
+gst_tensor_predictor_put_label (GstTensorPredictor * self, GstBuffer * buf,
+    gsize offset, const GstTensorDesc * desc, GstTensorLabelForm form)
+{
+  gchar *why = NULL;
+
+  if (gst_tensor_label_extract (buf, offset, desc, form, self->label_batch +
+          self->out_count * self->fill, self->out_count, &why))
+    return GST_FLOW_OK;
+  GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Sample %" G_GUINT64_FORMAT
+          ": %s.", self->samples + self->fill, why), (NULL));
+  g_free (why);
+  return GST_FLOW_ERROR;
 }
 
 /* Copies one sample of flexible tensors into the batch; a sample whose
@@ -968,10 +997,17 @@ gst_tensor_predictor_take_flexible (GstTensorPredictor * self,
     gst_buffer_extract (buf, sample.offsets[i], self->in_batch[i] +
         self->in_bytes[i] * self->fill, self->in_bytes[i]);
   }
-  if (labelled)
-    gst_buffer_extract (buf, sample.offsets[self->n_inputs],
-        self->label_batch + self->out_count * self->fill,
-        self->out_count * sizeof (gfloat));
+  if (labelled) {
+    const GstTensorDesc *t = &sample.tensors[self->n_inputs];
+    GstTensorLabelForm form;
+    gchar *unused = NULL;
+    gst_tensor_predictor_check_tensor (self, self->n_inputs, t, &form,
+        &unused);
+    g_free (unused);
+    if ((ret = gst_tensor_predictor_put_label (self, buf,
+                sample.offsets[self->n_inputs], t, form)) != GST_FLOW_OK)
+      return ret;
+  }
   gst_tensor_predictor_stamp (self, buf);
   return GST_FLOW_OK;
 }
@@ -982,7 +1018,9 @@ gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
 {
   const guint ntens = self->n_inputs + (self->with_labels ? 1 : 0);
   const guint n_mem = gst_buffer_n_memory (buf);
-  const gsize label_bytes = self->out_count * sizeof (gfloat);
+  const gsize label_bytes = self->label_form == GST_TENSOR_LABEL_INDEX ?
+      gst_tensor_desc_bytes (&self->label_desc) :
+      self->out_count * sizeof (gfloat);
   gsize total = self->with_labels ? label_bytes : 0, offset = 0;
 
   for (guint i = 0; i < self->n_inputs; i++)
@@ -1014,9 +1052,12 @@ gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
         self->in_bytes[i] * self->fill, self->in_bytes[i]);
     offset += self->in_bytes[i];
   }
-  if (self->with_labels)
-    gst_buffer_extract (buf, offset, self->label_batch + self->out_count *
-        self->fill, label_bytes);
+  if (self->with_labels) {
+    GstFlowReturn ret = gst_tensor_predictor_put_label (self, buf, offset,
+        &self->label_desc, self->label_form);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
   gst_tensor_predictor_stamp (self, buf);
   return GST_FLOW_OK;
 }

@@ -4,6 +4,7 @@
 
 #include <gst/gst.h>
 #include "gsttensorinfo.h"
+#include "gsttensorlabel.h"
 #include "tt_engine.h"
 
 G_BEGIN_DECLS
@@ -71,6 +72,8 @@ struct _GstTensorPredictor
   gboolean flexible;                    /* described per buffer */
   gsize out_count;                      /* output floats per sample */
   gfloat *label_batch;
+  GstTensorDesc label_desc;             /* static: the label's tensor */
+  GstTensorLabelForm label_form;        /* static: vector or class index */
   GstTensorPredictorStamp *stamps;
   guint fill;
   gboolean negotiated;

@@ -18,7 +18,10 @@
  * checked on every buffer against the model. The legacy single-tensor
  * `other/tensor` links but is refused with that message: it cannot carry a
  * label (put one next to it with tensor_mux). Inputs may be uint8 or
- * float32, labels float32. Per epoch, the first #GstTensorTrainer:num-training-samples
+ * float32. A label is float32 of the model's label shape (e.g. one-hot),
+ * or a class index: one element of any integer type, float32 or float64
+ * (tensor_datasrc's label-format=index), taken as the one-hot vector of
+ * that class; an index that is no class of the model is an error. Per epoch, the first #GstTensorTrainer:num-training-samples
  * buffers train the model in batches of the INI's batch_size, the next
  * #GstTensorTrainer:num-validation-samples are evaluated. A batch left
  * incomplete at the end of either phase is trained (or evaluated) as a
@@ -620,6 +623,9 @@ gst_tensor_trainer_expected (GstTensorTrainer * self)
   }
   d = gst_tensor_trainer_shape_dims (tt_model_label_shape (self->model));
   g_string_append_printf (s, "label dimensions=%s types=float32", d);
+  if (self->label_count > 1)
+    g_string_append (s, " or a class index (dimensions=1:1:1:1, an integer "
+        "type, float32 or float64)");
   g_free (d);
   return g_string_free (s, FALSE);
 }
@@ -629,17 +635,18 @@ gst_tensor_trainer_expected (GstTensorTrainer * self)
  * *why saying so. */
 static gboolean
 gst_tensor_trainer_check_tensor (GstTensorTrainer * self, guint i,
-    const GstTensorDesc * t, gchar ** why)
+    const GstTensorDesc * t, GstTensorLabelForm * form, gchar ** why)
 {
-  const gboolean label = i == self->n_inputs;
   tt_shape s;
 
-  if (label)
+  if (i == self->n_inputs) {
     s = tt_model_label_shape (self->model);
-  else
-    tt_model_input_shape (self->model, i, &s);
-  return gst_tensor_desc_check_model (t, i, label ? "label" : "input",
-      s.channel, s.height, s.width, label, why);
+    return gst_tensor_label_check (t, i, s.channel, s.height, s.width, form,
+        why);
+  }
+  tt_model_input_shape (self->model, i, &s);
+  return gst_tensor_desc_check_model (t, i, "input", s.channel, s.height,
+      s.width, FALSE, why);
 }
 
 /* Checks caps against the model (loading it with the first caps); on
@@ -651,6 +658,7 @@ gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
   gchar *why = NULL, *expected, *have;
   guint ntens;
   tt_dtype types[GST_TENSOR_TRAINER_MAX_INPUTS];
+  GstTensorLabelForm label_form = GST_TENSOR_LABEL_VECTOR;
 
   if (!self->model && !gst_tensor_trainer_load_model (self))
     return FALSE;               /* the error is posted */
@@ -678,7 +686,7 @@ gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
   }
   for (guint i = 0; i < ntens; i++) {
     const GstTensorDesc *t = &desc.tensors[i];
-    if (!gst_tensor_trainer_check_tensor (self, i, t, &why))
+    if (!gst_tensor_trainer_check_tensor (self, i, t, &label_form, &why))
       goto refuse;
     if (i < self->n_inputs)
       types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
@@ -693,6 +701,8 @@ gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
     goto refuse;
   }
   memcpy (self->in_types, types, self->n_inputs * sizeof *types);
+  self->label_desc = desc.tensors[self->n_inputs];
+  self->label_form = label_form;
   self->flexible = FALSE;
   self->total_bytes = 0;
   for (guint i = 0; i < ntens; i++) {
@@ -891,9 +901,10 @@ gst_tensor_trainer_check_flexible (guint i, const GstTensorDesc * t,
     gpointer user_data, gchar ** why)
 {
   GstTensorTrainer *self = user_data;
+  GstTensorLabelForm form;
   gchar *what = NULL;
 
-  if (gst_tensor_trainer_check_tensor (self, i, t, &what))
+  if (gst_tensor_trainer_check_tensor (self, i, t, &form, &what))
     return TRUE;
   gchar *expected = gst_tensor_trainer_expected (self);
   *why = g_strdup_printf ("Flexible tensor does not fit the model: %s; the "
@@ -901,6 +912,23 @@ gst_tensor_trainer_check_flexible (guint i, const GstTensorDesc * t,
   g_free (expected);
   g_free (what);
   return FALSE;
+}
+
+/* The label at offset of buf into batch slot fill; an error posted for an
+ * index that is no class. */
+static GstFlowReturn
+gst_tensor_trainer_put_label (GstTensorTrainer * self, GstBuffer * buf,
+    gsize offset, const GstTensorDesc * desc, GstTensorLabelForm form)
+{
+  gchar *why = NULL;
+
+  if (gst_tensor_label_extract (buf, offset, desc, form, self->label_batch +
+          self->label_count * self->fill, self->label_count, &why))
+    return GST_FLOW_OK;
+  GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Sample %" G_GUINT64_FORMAT
+          ": %s.", self->samples_seen, why), (NULL));
+  g_free (why);
+  return GST_FLOW_ERROR;
 }
 
 /* Flexible tensors (gsttensorflexsample.h): every header is checked, and
@@ -923,8 +951,14 @@ gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
     const GstTensorDesc *t = &sample.tensors[i];
     const gsize offset = sample.offsets[i], size = gst_tensor_desc_bytes (t);
     if (i == self->n_inputs) {
-      gst_buffer_extract (buf, offset, self->label_batch +
-          self->label_count * self->fill, size);
+      GstTensorLabelForm form;
+      gchar *unused = NULL;
+      gst_tensor_trainer_check_tensor (self, i, t, &form, &unused);
+      g_free (unused);
+      GstFlowReturn ret = gst_tensor_trainer_put_label (self, buf, offset,
+          t, form);
+      if (ret != GST_FLOW_OK)
+        return ret;
     } else {
       const tt_dtype type = t->type == GST_TENSOR_TYPE_UINT8 ?
           TT_DTYPE_UINT8 : TT_DTYPE_FLOAT32;
@@ -983,14 +1017,14 @@ gst_tensor_trainer_copy_sample (GstTensorTrainer * self, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
 
-  for (guint i = 0; i < ntens; i++) {
+  for (guint i = 0; i < self->n_inputs; i++) {
     const gsize size = self->sample_bytes[i];
-    guint8 *dst = i < self->n_inputs ? self->in_batch[i] + size * self->fill
-        : (guint8 *) (self->label_batch + self->label_count * self->fill);
-    gst_buffer_extract (buf, offset, dst, size);
+    gst_buffer_extract (buf, offset, self->in_batch[i] + size * self->fill,
+        size);
     offset += size;
   }
-  return GST_FLOW_OK;
+  return gst_tensor_trainer_put_label (self, buf, offset, &self->label_desc,
+      self->label_form);
 }
 
 static gchar *

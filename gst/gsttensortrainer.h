@@ -5,6 +5,7 @@
 #include <gst/gst.h>
 
 #include "gsttensorinfo.h"
+#include "gsttensorlabel.h"
 #include "tt_engine.h"
 
 G_BEGIN_DECLS
@@ -70,6 +71,8 @@ struct _GstTensorTrainer
   guint8 *scratch;                      /* one input sample, as float32 */
   gsize label_count;
   gfloat *label_batch;                  /* batch * label_count */
+  GstTensorDesc label_desc;             /* static: the label's tensor */
+  GstTensorLabelForm label_form;        /* static: vector or class index */
   gboolean flexible;                    /* each memory has a header */
   gsize sample_bytes[GST_TENSOR_MAX_TENSORS]; /* static: per tensor */
   gsize total_bytes;                    /* static: sum of sample_bytes */

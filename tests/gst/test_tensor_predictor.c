@@ -90,6 +90,9 @@ static const gchar *stamp_ini =
 
 #define DENSE_CAPS "other/tensors,format=static,num_tensors=1," \
   "dimensions=(string)4:1:1:1,types=(string)float32,framerate=(fraction)30/1"
+#define DENSE_INDEX_CAPS(type) "other/tensors,format=static,num_tensors=2," \
+  "dimensions=(string)\"4:1:1:1,1:1:1:1\",types=(string)\"float32," type \
+  "\",framerate=(fraction)30/1"
 #define DENSE_LABEL_CAPS "other/tensors,format=static,num_tensors=2," \
   "dimensions=(string)\"4:1:1:1,3:1:1:1\",types=(string)\"float32,float32\"," \
   "framerate=(fraction)0/1"
@@ -315,8 +318,11 @@ GST_START_TEST (test_output_caps)
 
 GST_END_TEST;
 
-/* Labelled buffers: the accuracy property and the summary at EOS. */
-GST_START_TEST (test_accuracy_on_labels)
+/* Labelled buffers: the accuracy property and the summary at EOS, with
+ * one-hot labels or class indexes (uint8, in one memory with the input,
+ * or int32 in a memory of its own). */
+static void
+check_accuracy_on_labels (gint index_bytes)
 {
   gchar *ini = write_tmp ("m.ini", dense_ini);
   gchar *bin = g_build_filename (tmp_dir, "m.bin", NULL);
@@ -329,7 +335,9 @@ GST_START_TEST (test_accuracy_on_labels)
   GstElement *e = make_predictor (&bus);
   g_object_set (e, "model-config", ini, "model-load-path", bin, NULL);
   GstHarness *h = gst_harness_new_with_element (e, "sink", "src");
-  gst_harness_set_src_caps_str (h, DENSE_LABEL_CAPS);
+  gst_harness_set_src_caps_str (h, index_bytes == 0 ? DENSE_LABEL_CAPS :
+      index_bytes == 1 ? DENSE_INDEX_CAPS ("uint8") :
+      DENSE_INDEX_CAPS ("int32"));
   guint correct = 0;
   for (guint k = 0; k < n; k++) {
     /* label: the predicted class for even k, another for odd k */
@@ -342,8 +350,22 @@ GST_START_TEST (test_accuracy_on_labels)
     memcpy (sample, x + k * 4, sizeof (gfloat) * 4);
     for (guint c = 0; c < 3; c++)
       sample[4 + c] = c == label;
-    fail_unless_equals_int (gst_harness_push (h, floats_buffer (sample, 7,
-                k)), GST_FLOW_OK);
+    GstBuffer *in;
+    if (index_bytes == 0) {
+      in = floats_buffer (sample, 7, k);
+    } else if (index_bytes == 1) {
+      guint8 one[17];
+      memcpy (one, sample, 16);
+      one[16] = (guint8) label;
+      in = gst_buffer_new_memdup (one, sizeof one);
+    } else {
+      const gint32 l = (gint32) label;
+      gpointer copy = g_memdup2 (&l, sizeof l);
+      in = floats_buffer (sample, 4, k);
+      gst_buffer_append_memory (in, gst_memory_new_wrapped (0, copy,
+              sizeof l, 0, sizeof l, copy, g_free));
+    }
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
     GstBuffer *out = gst_harness_pull (h);
     check_output (out, y + k * 3, 3);   /* the label is not an input */
     gst_buffer_unref (out);
@@ -366,6 +388,37 @@ GST_START_TEST (test_accuracy_on_labels)
   gst_bus_set_flushing (bus, TRUE);
   gst_object_unref (bus);
   g_free (y);
+  g_free (ini);
+  g_free (bin);
+}
+
+GST_START_TEST (test_accuracy_on_labels)
+{
+  check_accuracy_on_labels (0);
+  check_accuracy_on_labels (1);
+  check_accuracy_on_labels (4);
+
+  /* an index that is no class: an error naming the sample */
+  gchar *ini = write_tmp ("m.ini", dense_ini);
+  gchar *bin = g_build_filename (tmp_dir, "m.bin", NULL);
+  GstBus *bus;
+  make_weights (ini, bin, 3);
+  GstElement *e = make_predictor (&bus);
+  g_object_set (e, "model-config", ini, "model-load-path", bin, NULL);
+  GstHarness *h = gst_harness_new_with_element (e, "sink", "src");
+  gst_harness_set_src_caps_str (h, DENSE_INDEX_CAPS ("uint8"));
+  guint8 one[17] = { 0 };
+  one[16] = 3;
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_memdup (one,
+              sizeof one)), GST_FLOW_ERROR);
+  gchar *msg = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "Sample 0: the label 3 (uint8) is not a class "
+          "index: the model has 3 classes"), "%s", msg);
+  g_free (msg);
+  gst_harness_teardown (h);
+  gst_object_unref (e);
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
   g_free (ini);
   g_free (bin);
 }
@@ -756,7 +809,13 @@ flex_sample (const gfloat * x, guint k, gint label)
   else
     gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_FLOAT32, in_dims,
             4, x, 4 * sizeof (gfloat)));
-  if (label >= 0) {
+  if (label >= 0 && k % 2) {
+    /* a class index (int32) */
+    const guint32 index_dims[4] = { 1, 1, 1, 1 };
+    const gint32 index = label;
+    gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_INT32,
+            index_dims, 4, &index, sizeof index));
+  } else if (label >= 0) {
     gfloat y[3] = { 0, 0, 0 };
     y[label] = 1;
     gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_FLOAT32, lb_dims,

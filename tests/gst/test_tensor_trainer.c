@@ -206,6 +206,10 @@ GST_START_TEST (test_caps_refused)
     {"other/tensors,format=static,num_tensors=2,"
           "dimensions=(string)\"4:1:1:1,3:1:1:1\",types=(string)\"float32,uint8\"",
         {"label", "type uint8", "expected float32"}},
+    {"other/tensors,format=static,num_tensors=2,"
+          "dimensions=(string)\"4:1:1:1,2:1:1:1\",types=(string)\"float32,int32\"",
+        {"label", "or a class index: one element of an integer type",
+            "label dimensions=3:1:1:1 types=float32 or a class index"}},
     {"other/tensors,format=static,num_tensors=3,"
           "dimensions=(string)\"4:1:1:1,3:1:1:1,1:1:1:1\","
           "types=(string)\"float32,float32,float32\"",
@@ -1019,6 +1023,135 @@ GST_START_TEST (test_flexible_matches_static)
 
 GST_END_TEST;
 
+#define INDEX_CAPS(type) "other/tensors,format=static,num_tensors=2," \
+  "dimensions=(string)\"4:1:1:1,1:1:1:1\",types=(string)\"float32," type \
+  "\",framerate=(fraction)0/1"
+
+typedef enum
+{ INDEX_UINT8, INDEX_INT32, INDEX_INT64, INDEX_FLOAT32 } IndexType;
+
+/* make_int_sample's sample with its label as a class index: value (not
+ * necessarily its class) as type, static or flexible (int32). */
+static GstBuffer *
+make_index_sample (guint k, gboolean flexible, IndexType type,
+    gdouble value)
+{
+  GstBuffer *b = make_int_sample (k, flexible, FALSE);
+  union
+  {
+    guint8 u8;
+    gint32 i32;
+    gint64 i64;
+    gfloat f32;
+  } v;
+  gsize size;
+  gst_buffer_remove_memory (b, 1);
+  switch (type) {
+    case INDEX_UINT8:
+      v.u8 = (guint8) value;
+      size = 1;
+      break;
+    case INDEX_INT32:
+      v.i32 = (gint32) value;
+      size = 4;
+      break;
+    case INDEX_INT64:
+      v.i64 = (gint64) value;
+      size = 8;
+      break;
+    default:
+      v.f32 = (gfloat) value;
+      size = 4;
+      break;
+  }
+  if (flexible) {
+    const guint32 dims[4] = { 1, 1, 1, 1 };
+    fail_unless (type == INDEX_INT32);
+    gst_buffer_append_memory (b, tt_gst_flex_memory (TT_NNS_INT32, dims, 4,
+            &v, size));
+  } else {
+    gst_buffer_append_memory (b, copy_memory (&v, size));
+  }
+  return b;
+}
+
+/* A class index as the label (uint8, int32, int64, float32; static or
+ * flexible) trains exactly as its one-hot vector; an index that is no
+ * class is an error naming the sample (test_caps_refused: a label of two
+ * elements is not an index). */
+GST_START_TEST (test_index_labels)
+{
+  const struct
+  {
+    const gchar *caps;
+    IndexType type;
+    gboolean flexible;
+  } cases[] = {
+    {INDEX_CAPS ("uint8"), INDEX_UINT8, FALSE},
+    {INDEX_CAPS ("int32"), INDEX_INT32, FALSE},
+    {INDEX_CAPS ("int64"), INDEX_INT64, FALSE},
+    {INDEX_CAPS ("float32"), INDEX_FLOAT32, FALSE},
+    {FLEX_CAPS, INDEX_INT32, TRUE},
+  };
+  gdouble want[8];
+  run_int_stream (FALSE, want);
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++) {
+    Fixture f;
+    gdouble got[8];
+    fixture_init (&f, NULL);
+    g_object_set (f.trainer, "num-training-samples", 10, "epochs", 2, NULL);
+    fixture_start (&f);
+    gst_harness_set_src_caps_str (f.h, cases[c].caps);
+    for (guint k = 0; k < 20; k++)
+      fail_unless_equals_int (gst_harness_push (f.h, make_index_sample (k,
+                  cases[c].flexible, cases[c].type, k % 3)), GST_FLOW_OK);
+    for (guint e = 0; e < 2; e++) {
+      GstBuffer *b = gst_harness_pull (f.h);
+      read_stats (b, got + 4 * e);
+      gst_buffer_unref (b);
+    }
+    for (guint i = 0; i < 8; i++)
+      fail_unless (memcmp (&got[i], &want[i], sizeof got[i]) == 0,
+          "case %u figure %u: %.17g, one-hot %.17g", c, i, got[i], want[i]);
+    fixture_clear (&f);
+  }
+
+  /* no class: 3 of 3 classes, 1.5, -1 */
+  const struct
+  {
+    const gchar *caps;
+    IndexType type;
+    gboolean flexible;
+    gdouble value;
+    const gchar *says;
+  } bad[] = {
+    {INDEX_CAPS ("uint8"), INDEX_UINT8, FALSE, 3,
+        "the label 3 (uint8) is not a class index: the model has 3 classes"},
+    {INDEX_CAPS ("float32"), INDEX_FLOAT32, FALSE, 1.5,
+        "the label 1.5 (float32) is not a class index"},
+    {FLEX_CAPS, INDEX_INT32, TRUE, -1,
+        "the label -1 (int32) is not a class index"},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (bad); c++) {
+    Fixture f;
+    fixture_init (&f, NULL);
+    g_object_set (f.trainer, "num-training-samples", 10, NULL);
+    fixture_start (&f);
+    gst_harness_set_src_caps_str (f.h, bad[c].caps);
+    fail_unless_equals_int (gst_harness_push (f.h, make_index_sample (0,
+                bad[c].flexible, bad[c].type, 0)), GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_push (f.h, make_index_sample (1,
+                bad[c].flexible, bad[c].type, bad[c].value)), GST_FLOW_ERROR);
+    gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
+    fail_unless (strstr (msg, "Sample 1: ") && strstr (msg, bad[c].says),
+        "%s", msg);
+    g_free (msg);
+    fixture_clear (&f);
+  }
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_flexible_bad_headers)
 {
   const struct
@@ -1465,6 +1598,7 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_datasrc_to_trainer);
   tcase_add_test (tc, test_flexible_matches_static);
   tcase_add_test (tc, test_flexible_bad_headers);
+  tcase_add_test (tc, test_index_labels);
   tcase_add_test (tc, test_other_tensor);
   tcase_add_test (tc, test_flat_and_planar_shapes);
   tcase_add_test (tc, test_plan_message);

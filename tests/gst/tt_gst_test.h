@@ -47,7 +47,7 @@ tt_gst_pop_named (GstBus * bus, const gchar * name)
 
 /* nnstreamer's tensor_type values */
 enum
-{ TT_NNS_UINT8 = 5, TT_NNS_FLOAT32 = 7 };
+{ TT_NNS_INT32 = 0, TT_NNS_UINT8 = 5, TT_NNS_FLOAT32 = 7 };
 
 /* A flexible tensor in a memory of its own: nnstreamer's 128-byte header
  * (version 1.0, media type tensor), then the data. */
