@@ -6,6 +6,7 @@
  * Softmax is taken over the width axis, as nntrainer does.
  */
 #include "tt_internal.h"
+#include "vmath.h"
 
 #include <math.h>
 
@@ -49,11 +50,11 @@ tt_activation_forward (tt_activation fn, size_t rows, size_t width,
       break;
     case TT_ACT_SIGMOID:
       for (size_t i = 0; i < n; i++)
-        y[i] = 1.0f / (1.0f + expf (-x[i]));
+        y[i] = tt_vsigmoidf (x[i]);
       break;
     case TT_ACT_TANH:
       for (size_t i = 0; i < n; i++)
-        y[i] = tanhf (x[i]);
+        y[i] = tt_vtanhf (x[i]);
       break;
     case TT_ACT_SOFTMAX:
       softmax_rows (rows, width, x, y);

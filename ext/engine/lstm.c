@@ -15,6 +15,7 @@
  * all steps. Every buffer is the caller's (pool scratch).
  */
 #include "tt_internal.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -35,7 +36,7 @@ tt_lstm_activation_ok (tt_activation fn)
   }
 }
 
-/* f(x), with activation.c's formulas */
+/* f(x), with activation.c's formulas (vmath.h's tanh and sigmoid) */
 static inline float
 lstm_act (tt_activation fn, float x)
 {
@@ -45,9 +46,9 @@ lstm_act (tt_activation fn, float x)
     case TT_ACT_LEAKY_RELU:
       return x > 0.0f ? x : TT_LEAKY_RELU_SLOPE * x;
     case TT_ACT_SIGMOID:
-      return 1.0f / (1.0f + expf (-x));
+      return tt_vsigmoidf (x);
     case TT_ACT_TANH:
-      return tanhf (x);
+      return tt_vtanhf (x);
     case TT_ACT_ELU:
       return x > 0.0f ? x : expm1f (x);
     default:
@@ -75,6 +76,59 @@ lstm_prime (tt_activation fn, float y)
   }
 }
 
+/* tanh and sigmoid, the defaults: loops of their own, which vectorize
+ * (the general ones switch per value) */
+static inline bool
+lstm_defaults (const tt_lstm * s)
+{
+  return s->act == TT_ACT_TANH && s->recurrent == TT_ACT_SIGMOID;
+}
+
+/* One sample's step with the default activations: the gates (i, f, g, o
+ * rows, pre-activation in, activated out), the previous cell row cp, the
+ * cell row c and hidden row h out. Separate restrict rows: the loop
+ * vectorizes. */
+static inline void
+lstm_cell_forward (int U, float *restrict gi, float *restrict gf,
+    float *restrict gg, float *restrict go, const float *cp,
+    float *c, float *restrict h)
+{
+  for (int j = 0; j < U; j++) {
+    const float i = tt_vsigmoidf (gi[j]);
+    const float f = tt_vsigmoidf (gf[j]);
+    const float g = tt_vtanhf (gg[j]);
+    const float o = tt_vsigmoidf (go[j]);
+    gi[j] = i;
+    gf[j] = f;
+    gg[j] = g;
+    go[j] = o;
+    /* cp may be c itself (step 0, zeroed): read before written */
+    const float cv = f * cp[j] + i * g;
+    c[j] = cv;
+    h[j] = o * tt_vtanhf (cv);
+  }
+}
+
+/* Its backward: the activated gates in, their pre-activation derivatives
+ * out; keep 0 stands for c_{-1} = 0 (cp then points at any finite row). */
+static inline void
+lstm_cell_backward (int U, float *restrict gi, float *restrict gf,
+    float *restrict gg, float *restrict go, const float *restrict cp,
+    float keep, const float *restrict c, const float *restrict dh,
+    float *restrict dc)
+{
+  for (int j = 0; j < U; j++) {
+    const float i = gi[j], f = gf[j], g = gg[j], o = go[j];
+    const float a = tt_vtanhf (c[j]);
+    const float dcv = dh[j] * o * (1.0f - a * a) + dc[j];
+    gi[j] = dcv * g * i * (1.0f - i);
+    gf[j] = dcv * keep * cp[j] * f * (1.0f - f);
+    gg[j] = dcv * i * (1.0f - g * g);
+    go[j] = dh[j] * a * o * (1.0f - o);
+    dc[j] = dcv * f;
+  }
+}
+
 /* rows of width 4U at g (leading dimension ld) = the bias */
 static void
 lstm_fill_bias (const tt_lstm * s, int rows, float *g, int ld)
@@ -91,7 +145,7 @@ lstm_fill_bias (const tt_lstm * s, int rows, float *g, int ld)
   }
 }
 
-void
+TT_VECTOR_CLONES void
 tt_lstm_forward (const tt_lstm * s, const float *x)
 {
   const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
@@ -110,8 +164,16 @@ tt_lstm_forward (const tt_lstm * s, const float *x)
     for (int b = 0; b < B; b++) {
       float *g = gt + (size_t) b * g_ld;
       float *c = s->cell + (size_t) b * c_ld + (size_t) t * U;
-      const float *cp = t > 0 ? c - U : NULL;
       float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
+      if (lstm_defaults (s)) {
+        /* c_{-1} = 0: the cell row itself, zeroed, read before written */
+        if (t == 0)
+          memset (c, 0, (size_t) U * sizeof *c);
+        lstm_cell_forward (U, g, g + U, g + 2 * U, g + 3 * U,
+            t > 0 ? c - U : c, c, h);
+        continue;
+      }
+      const float *cp = t > 0 ? c - U : NULL;
       for (int j = 0; j < U; j++) {
         const float i = lstm_act (s->recurrent, g[j]);
         const float f = lstm_act (s->recurrent, g[U + j]);
@@ -129,7 +191,7 @@ tt_lstm_forward (const tt_lstm * s, const float *x)
   }
 }
 
-void
+TT_VECTOR_CLONES void
 tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
     float *carry)
 {
@@ -155,6 +217,12 @@ tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
       const float *c = s->cell + ((size_t) b * T + t) * U;
       const float *dhb = dh + (size_t) b * U;
       float *dcb = dc + (size_t) b * U;
+      if (lstm_defaults (s)) {
+        /* c_{-1} = 0: c_0 read and multiplied by 0 (cells are finite) */
+        lstm_cell_backward (U, g, g + U, g + 2 * U, g + 3 * U,
+            t > 0 ? c - U : c, t > 0 ? 1.0f : 0.0f, c, dhb, dcb);
+        continue;
+      }
       for (int j = 0; j < U; j++) {
         const float i = g[j], f = g[U + j], gg = g[2 * U + j];
         const float o = g[3 * U + j];
