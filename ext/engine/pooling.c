@@ -352,10 +352,33 @@ tt_maxpool_backward (const tt_window_geom * g, int batch, const float *dy,
   }
 }
 
+/* One window covering the whole unpadded plane (global pooling). */
+static bool
+pooling_is_global (const tt_window_geom * g)
+{
+  return g->out_h == 1 && g->out_w == 1 && g->kernel_h == g->in_h &&
+      g->kernel_w == g->in_w && g->pad_top == 0 && g->pad_left == 0 &&
+      g->pad_bottom == 0 && g->pad_right == 0;
+}
+
 void
 tt_avgpool_forward (const tt_window_geom * g, int batch, const float *x,
     float *y)
 {
+  if (pooling_is_global (g)) {
+    /* the window scan's order (row by row), without its per-tap calls */
+    const size_t n = (size_t) g->in_h * g->in_w;
+    const size_t planes = (size_t) batch * g->channels;
+    const float inv = 1.0f / ((float) g->kernel_h * (float) g->kernel_w);
+    for (size_t pl = 0; pl < planes; pl++) {
+      const float *xp = x + pl * n;
+      float sum = 0.0f;
+      for (size_t k = 0; k < n; k++)
+        sum += xp[k];
+      y[pl] = sum * inv;
+    }
+    return;
+  }
   const int ow = g->out_w, sw = g->stride_w;
   const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * ow;
@@ -399,6 +422,18 @@ void
 tt_avgpool_backward (const tt_window_geom * g, int batch, const float *dy,
     float *dx)
 {
+  if (pooling_is_global (g)) {
+    const size_t n = (size_t) g->in_h * g->in_w;
+    const size_t planes = (size_t) batch * g->channels;
+    const float inv = 1.0f / ((float) g->kernel_h * (float) g->kernel_w);
+    for (size_t pl = 0; pl < planes; pl++) {
+      const float d = dy[pl] * inv;
+      float *dxp = dx + pl * n;
+      for (size_t k = 0; k < n; k++)
+        dxp[k] = d;
+    }
+    return;
+  }
   const int ow = g->out_w, sw = g->stride_w;
   const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * ow;
