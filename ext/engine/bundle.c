@@ -946,7 +946,8 @@ bundle_fill (bundle * b, tt_model * m, const int *ids, bool store,
   }
   if (!st)
     st = stream_finish (&w, err);
-  else
+  /* a damaged section reports as damaged, whichever check saw it first */
+  if (st)
     st = stream_fail (&w, st, err);
   stream_close (&w);
   free (scratch);
@@ -1550,7 +1551,8 @@ tt_bundle_unpack (const char *bundle_path, const char *ini_path,
   }
   if (!st)
     st = stream_finish (&w, err);
-  else
+  /* a damaged section reports as damaged, whichever check saw it first */
+  if (st)
     st = stream_fail (&w, st, err);
   if (!st && fb_open && (b.wflags & B_WF_COUNTERS)) {
     unsigned char c[8];
