@@ -15,6 +15,7 @@
  * the input; at or below it the key changes nothing and is accepted).
  */
 #include "tt_internal.h"
+#include "gate_act.h"
 
 #include <string.h>
 
@@ -32,7 +33,7 @@ lstm_parse_activation (const tt_section * s, const char *key,
   tt_status st = tt_section_enum (s, key, tt_activation_names, &v, err);
   if (st)
     return st;
-  if (!tt_lstm_activation_ok ((tt_activation) v))
+  if (!tt_gate_activation_ok ((tt_activation) v))
     return tt_section_error (s, key, err, TT_ERR_INVALID,
         "'%s' is not supported in an lstm (its backward keeps only the "
         "activated gates): use tanh, sigmoid, relu, leaky_relu, elu or none",

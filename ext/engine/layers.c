@@ -11,7 +11,7 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_activation_layer_ops, &tt_batchnorm_layer_ops, &tt_dropout_layer_ops,
   &tt_addition_layer_ops, &tt_concat_layer_ops, &tt_multiout_layer_ops,
   &tt_mse_layer_ops, &tt_cross_softmax_layer_ops,
-  &tt_cross_sigmoid_layer_ops, &tt_lstm_layer_ops, NULL
+  &tt_cross_sigmoid_layer_ops, &tt_lstm_layer_ops, &tt_gru_layer_ops, NULL
 };
 
 const tt_layer_ops *

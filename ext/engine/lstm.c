@@ -14,67 +14,10 @@
  * act(c_t) is recomputed from c_t, and dW_ih and dx are one GEMM each over
  * all steps. Every buffer is the caller's (pool scratch).
  */
-#include "tt_internal.h"
-#include "vmath.h"
+#include "gate_act.h"
 
 #include <math.h>
 #include <string.h>
-
-bool
-tt_lstm_activation_ok (tt_activation fn)
-{
-  switch (fn) {
-    case TT_ACT_NONE:
-    case TT_ACT_RELU:
-    case TT_ACT_LEAKY_RELU:
-    case TT_ACT_SIGMOID:
-    case TT_ACT_TANH:
-    case TT_ACT_ELU:
-      return true;
-    default:
-      return false;
-  }
-}
-
-/* f(x), with activation.c's formulas (vmath.h's tanh and sigmoid) */
-static inline float
-lstm_act (tt_activation fn, float x)
-{
-  switch (fn) {
-    case TT_ACT_RELU:
-      return x > 0.0f ? x : 0.0f;
-    case TT_ACT_LEAKY_RELU:
-      return x > 0.0f ? x : TT_LEAKY_RELU_SLOPE * x;
-    case TT_ACT_SIGMOID:
-      return tt_vsigmoidf (x);
-    case TT_ACT_TANH:
-      return tt_vtanhf (x);
-    case TT_ACT_ELU:
-      return x > 0.0f ? x : expm1f (x);
-    default:
-      return x;
-  }
-}
-
-/* f'(x) from y = f(x) */
-static inline float
-lstm_prime (tt_activation fn, float y)
-{
-  switch (fn) {
-    case TT_ACT_RELU:
-      return y > 0.0f ? 1.0f : 0.0f;
-    case TT_ACT_LEAKY_RELU:
-      return y > 0.0f ? 1.0f : TT_LEAKY_RELU_SLOPE;
-    case TT_ACT_SIGMOID:
-      return y * (1.0f - y);
-    case TT_ACT_TANH:
-      return 1.0f - y * y;
-    case TT_ACT_ELU:
-      return y > 0.0f ? 1.0f : y + 1.0f;
-    default:
-      return 1.0f;
-  }
-}
 
 /* tanh and sigmoid, the defaults: loops of their own, which vectorize
  * (the general ones switch per value) */
@@ -175,17 +118,17 @@ tt_lstm_forward (const tt_lstm * s, const float *x)
       }
       const float *cp = t > 0 ? c - U : NULL;
       for (int j = 0; j < U; j++) {
-        const float i = lstm_act (s->recurrent, g[j]);
-        const float f = lstm_act (s->recurrent, g[U + j]);
-        const float gg = lstm_act (s->act, g[2 * U + j]);
-        const float o = lstm_act (s->recurrent, g[3 * U + j]);
+        const float i = tt_gate_act (s->recurrent, g[j]);
+        const float f = tt_gate_act (s->recurrent, g[U + j]);
+        const float gg = tt_gate_act (s->act, g[2 * U + j]);
+        const float o = tt_gate_act (s->recurrent, g[3 * U + j]);
         g[j] = i;
         g[U + j] = f;
         g[2 * U + j] = gg;
         g[3 * U + j] = o;
         const float cv = (cp ? f * cp[j] : 0.0f) + i * gg;
         c[j] = cv;
-        h[j] = o * lstm_act (s->act, cv);
+        h[j] = o * tt_gate_act (s->act, cv);
       }
     }
   }
@@ -226,13 +169,13 @@ tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
       for (int j = 0; j < U; j++) {
         const float i = g[j], f = g[U + j], gg = g[2 * U + j];
         const float o = g[3 * U + j];
-        const float a = lstm_act (s->act, c[j]);
+        const float a = tt_gate_act (s->act, c[j]);
         const float cp = t > 0 ? c[j - U] : 0.0f;
-        const float dcv = dhb[j] * o * lstm_prime (s->act, a) + dcb[j];
-        g[j] = dcv * gg * lstm_prime (s->recurrent, i);
-        g[U + j] = dcv * cp * lstm_prime (s->recurrent, f);
-        g[2 * U + j] = dcv * i * lstm_prime (s->act, gg);
-        g[3 * U + j] = dhb[j] * a * lstm_prime (s->recurrent, o);
+        const float dcv = dhb[j] * o * tt_gate_prime (s->act, a) + dcb[j];
+        g[j] = dcv * gg * tt_gate_prime (s->recurrent, i);
+        g[U + j] = dcv * cp * tt_gate_prime (s->recurrent, f);
+        g[2 * U + j] = dcv * i * tt_gate_prime (s->act, gg);
+        g[3 * U + j] = dhb[j] * a * tt_gate_prime (s->recurrent, o);
         dcb[j] = dcv * f;
       }
     }

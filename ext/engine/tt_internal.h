@@ -269,6 +269,12 @@ typedef struct tt_layer {
       tt_activation act, recurrent;     /* hidden state, gates i f o */
       int gates, cell, hidden, carry;   /* scratch tensor ids, -1 absent */
     } lstm;
+    struct {
+      uint32_t unit;
+      bool return_sequences, integrate_bias, reset_after;
+      tt_activation act, recurrent;     /* candidate g, gates z r */
+      int gates, hidden, carry;         /* scratch tensor ids, -1 absent */
+    } gru;
   } p;
 } tt_layer;
 
@@ -493,7 +499,7 @@ extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_reshape_layer_ops, tt_activation_layer_ops, tt_batchnorm_layer_ops,
     tt_dropout_layer_ops, tt_addition_layer_ops, tt_concat_layer_ops,
     tt_multiout_layer_ops, tt_mse_layer_ops, tt_cross_softmax_layer_ops,
-    tt_cross_sigmoid_layer_ops, tt_lstm_layer_ops;
+    tt_cross_sigmoid_layer_ops, tt_lstm_layer_ops, tt_gru_layer_ops;
 
 /* activation.c */
 #define TT_LEAKY_RELU_SLOPE 0.01f
@@ -517,9 +523,6 @@ typedef struct {
   int h_ld, h_step;
 } tt_lstm;
 
-/* the activations whose derivative follows from their output, which is
- * all backward keeps */
-bool tt_lstm_activation_ok (tt_activation fn);
 void tt_lstm_forward (const tt_lstm * s, const float *x);
 /* Backpropagation through time: writes d loss / d (gate pre-activation)
  * over the kept gates. dy: [B][T][U] (sequences) or [B][U] (last step
@@ -532,6 +535,37 @@ void tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
     float *dw_hh, float *db);
 /* After tt_lstm_bptt: dx [B][T][F]. */
 void tt_lstm_input_grad (const tt_lstm * s, float *dx);
+
+/* gru.c: nntrainer's GRU over a batch-major sequence x [B][T][F], with
+ * gates z (update), r (reset), g (candidate) along 3U: w_ih is [F][3U],
+ * w_hh [U][3U]. bias_ih [3U] (or integrate_bias's bias_h) and bias_hh [3U]
+ * (NULL: none). gates [B][T][4U] holds every step, four slots of U:
+ * z, r, then with reset_after hn = h_{t-1} W_hg + b_hg and g, without it
+ * g and r * h_{t-1}. The hidden state h_t of sample b lives at hidden +
+ * b * h_ld + t * h_step (h_step 0: one row per sample, overwritten each
+ * step; backward needs every step's). */
+typedef struct {
+  int batch, steps, features, unit;
+  tt_activation act, recurrent;
+  bool reset_after;
+  const float *w_ih, *w_hh;
+  const float *bias_ih, *bias_hh;
+  float *gates, *hidden;
+  int h_ld, h_step;
+} tt_gru;
+
+void tt_gru_forward (const tt_gru * s, const float *x);
+/* Backpropagation through time: writes d loss / d (pre-activation) over
+ * the z, r and g slots (and d loss / d hn over hn). dy: [B][T][U]
+ * (sequences) or [B][U] (last step only); carry: 2 * B * U floats. */
+void tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences,
+    float *carry);
+/* After tt_gru_bptt: the weight gradients (written, not added); db_ih,
+ * db_hh: [3U] each or NULL (integrate_bias: db_ih only). */
+void tt_gru_weight_grads (const tt_gru * s, const float *x, float *dw_ih,
+    float *dw_hh, float *db_ih, float *db_hh);
+/* After tt_gru_bptt: dx [B][T][F]. */
+void tt_gru_input_grad (const tt_gru * s, float *dx);
 
 /* maxpool2x2.c: the 2x2, stride 2, unpadded case of tt_maxpool_forward */
 bool tt_maxpool2x2_applies (const tt_window_geom * g);

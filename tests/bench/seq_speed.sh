@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Training speed of the sequence models, ours vs PyTorch (Debian's
 # python3-torch), measured side by side in one run: tests/models/
-# sensor_conv1d.ini (3:1:64, two conv1d) and sensor_lstm.ini (1:16:6, two
-# lstm), same synthetic samples' shapes, same model, same batch, same
+# sensor_conv1d.ini (3:1:64, two conv1d), sensor_lstm.ini (1:16:6, two
+# lstm) and sensor_gru.ini (1:16:6, two gru), same synthetic samples'
+# shapes, same model, same batch, same
 # thread count, same environment (OPENBLAS_CORETYPE and friends are left
 # as the machine sets them). The CLI reads IDX images only, so our side is
 # tests/bench/seq_speed.c (seq-speed) and theirs tests/bench/torch_seq.py,
@@ -16,7 +17,8 @@
 # are spread over enough samples that the per-sample arithmetic shows).
 #
 # Usage: tests/bench/seq_speed.sh [THREADS]   (default 1)
-# Env:   CONV1D_SAMPLES (32768), LSTM_SAMPLES (32768), EPOCHS (2),
+# Env:   CONV1D_SAMPLES (32768), LSTM_SAMPLES (32768), GRU_SAMPLES (32768),
+#        EPOCHS (2),
 #        BATCHES ("16 64 256"), BUILD_DIR ("$top/build")
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,8 +38,12 @@ field () { sed -n "s/.*$1=\([^ ]*\).*/\1/p" | tail -1; }
 
 printf '%-6s %6s %8s %14s %15s %8s\n' model batch samples "ours samples/s" \
   "torch samples/s" ratio
-for model in conv1d lstm; do
-  if [ $model = conv1d ]; then samples=${CONV1D_SAMPLES:-32768}; else samples=${LSTM_SAMPLES:-32768}; fi
+for model in conv1d lstm gru; do
+  case $model in
+    conv1d) samples=${CONV1D_SAMPLES:-32768} ;;
+    lstm) samples=${LSTM_SAMPLES:-32768} ;;
+    gru) samples=${GRU_SAMPLES:-32768} ;;
+  esac
   for batch in ${BATCHES:-16 64 256}; do
     used=$(( samples / batch * batch ))
     ours=$("$bench" "$top/tests/models/sensor_$model.ini" --batch "$batch" \

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """PyTorch reference timing for the sequence models in tests/models.
 
-The PyTorch side of tests/bench/seq_speed.sh: tests/models/sensor_conv1d.ini
-and tests/models/sensor_lstm.ini built by hand with the same shapes,
+The PyTorch side of tests/bench/seq_speed.sh: tests/models/sensor_conv1d.ini,
+tests/models/sensor_lstm.ini and tests/models/sensor_gru.ini built by hand
+with the same shapes,
 activations, optimizer and batching, trained on synthetic float32 samples
 of the same shapes (uniform inputs, random one-hot classes) the way
 tests/bench/seq_speed.c trains the engine: partial last batch dropped, the
@@ -34,6 +35,7 @@ WARMUP_SAMPLES = 2000
 SHAPES = {
     "conv1d": ((3, 1, 64), 6),
     "lstm": ((1, 16, 6), 4),
+    "gru": ((1, 16, 6), 4),
 }
 
 
@@ -99,8 +101,47 @@ class SensorLstm(nn.Module):
         return self.output(x[:, -1])                 # [B][4] logits
 
 
+class SensorGru(nn.Module):
+    """tests/models/sensor_gru.ini. Input 1:16:6 is [B][1][16][6]: 16
+    timesteps of 6 features, [B][16][6] batch first.
+    gru1: 12 units, return_sequences = true (every step's hidden state
+    into gru2), nntrainer's two biases (bias_ih, bias_hh) as torch's;
+    gru2: 8 units, last step only, integrate_bias = true: one bias, so
+    torch's bias_hh is held at zero and not trained (bias_ih plays bias_h:
+    nntrainer adds its candidate part outside r * (h W_hg), as torch adds
+    b_in); output: fully connected to 4 (softmax is in the loss).
+    nntrainer's default reset_after = true is torch's form (r applied to
+    h W_hn + b_hn); its gates z, r, g are torch's z, r, n in another
+    order, which changes nothing here: sigmoid / tanh, zero initial state,
+    h = z * h_prev + (1 - z) * g as torch's."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru1 = nn.GRU(6, 12, batch_first=True)
+        self.gru2 = nn.GRU(12, 8, batch_first=True)
+        self.output = nn.Linear(8, 4)
+        # nntrainer's defaults: xavier_uniform weights (recurrent ones
+        # included; [3U][F] has the fans of nntrainer's [F][3U]), zero
+        # biases
+        for gru in (self.gru1, self.gru2):
+            nn.init.xavier_uniform_(gru.weight_ih_l0)
+            nn.init.xavier_uniform_(gru.weight_hh_l0)
+            nn.init.zeros_(gru.bias_ih_l0)
+            nn.init.zeros_(gru.bias_hh_l0)
+        self.gru2.bias_hh_l0.requires_grad_(False)
+        nn.init.xavier_uniform_(self.output.weight)
+        nn.init.zeros_(self.output.bias)
+
+    def forward(self, x):
+        x = x.squeeze(1)                             # [B][16][6]
+        x, _ = self.gru1(x)                          # [B][16][12]
+        x, _ = self.gru2(x)                          # [B][16][8]
+        return self.output(x[:, -1])                 # [B][4] logits
+
+
 def build_model(name):
-    return SensorConv1d() if name == "conv1d" else SensorLstm()
+    return {"conv1d": SensorConv1d, "lstm": SensorLstm,
+            "gru": SensorGru}[name]()
 
 
 def make_optimizer(model):

@@ -79,6 +79,8 @@ def ini_weight_layers(cp):
             out.append((sec, "bn", None))
         elif t == "lstm":
             out.append((sec, "lstm", int(cp[sec]["unit"])))
+        elif t == "gru":
+            out.append((sec, "gru", int(cp[sec]["unit"])))
     return out
 
 
@@ -163,6 +165,21 @@ class Net:
         for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
             self.weights.append(Weight(name, bias, self._uniform((4 * unit,), -b, b), True))
         self.layers.append((name, "lstm", unit))
+
+    def gru(self, name, n_in, unit, integrate_bias):
+        # nntrainer's gates z, r, g along 3U (torch's nn.GRU has r, z, n:
+        # gru() swaps the first two blocks); held as [3U][F] and [3U][U],
+        # the BIN's are the transposes, [F][3U] and [U][3U]. integrate_bias:
+        # one bias, bias_h (torch's b_ih with b_hh = 0: nntrainer adds
+        # bias_h's g part outside r * (h W_hg), as torch adds b_in); else
+        # bias_ih then bias_hh, torch's two. Uniform +-1/sqrt(U) as torch's
+        # default.
+        b = 1.0 / math.sqrt(unit)
+        self.weights.append(Weight(name, "weight_ih", self._uniform((3 * unit, n_in), -b, b), True, transpose=True))
+        self.weights.append(Weight(name, "weight_hh", self._uniform((3 * unit, unit), -b, b), True, transpose=True))
+        for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
+            self.weights.append(Weight(name, bias, self._uniform((3 * unit,), -b, b), True))
+        self.layers.append((name, "gru", unit))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -304,6 +321,31 @@ def lstm(ctx, name, x, return_sequences):
     return y.unsqueeze(1)
 
 
+def gru(ctx, name, x, return_sequences):
+    """x is [B][1][T][F] (1:timesteps:features); torch.gru, the op behind
+    nn.GRU (one layer, batch first, zero initial state, no dropout), on the
+    layer's weights with their gate blocks reordered from nntrainer's z, r,
+    g to torch's r, z, n. torch's is nntrainer's reset_after = true form,
+    n = tanh(x W_in + b_in + r * (h W_hn + b_hn)), h' = (1 - z) * n + z * h,
+    as nntrainer's h = z * h_prev + (1 - z) * g. Output [B][1][T][U], or
+    [B][1][1][U] (the last step) without return_sequences."""
+    w_ih = ctx[name + ".weight_ih"]
+    unit = w_ih.shape[0] // 3
+    perm = torch.cat([torch.arange(unit, 2 * unit), torch.arange(0, unit),
+                      torch.arange(2 * unit, 3 * unit)])
+    if name + ".bias_h" in ctx.p:
+        b_ih = ctx[name + ".bias_h"]
+        b_hh = torch.zeros_like(b_ih)
+    else:
+        b_ih, b_hh = ctx[name + ".bias_ih"], ctx[name + ".bias_hh"]
+    params = [t.index_select(0, perm) for t in (w_ih, ctx[name + ".weight_hh"], b_ih, b_hh)]
+    h0 = torch.zeros(1, x.shape[0], unit, dtype=x.dtype)
+    y, _ = torch.gru(x.squeeze(1), h0, params, True, 1, 0.0, True, False, True)
+    if not return_sequences:
+        y = y[:, -1:, :]
+    return y.unsqueeze(1)
+
+
 def avgpool(x, k, s):
     return F.avg_pool2d(x, k, stride=s, padding=0)
 
@@ -415,6 +457,18 @@ def forward_lstm(ctx, x):
     return linear(ctx, "output", h)
 
 
+def build_gru(net):
+    net.gru("gru1", 6, 12, integrate_bias=False)
+    net.gru("gru2", 12, 8, integrate_bias=True)
+    net.fc("output", 8, 4)
+
+
+def forward_gru(ctx, x):
+    h = gru(ctx, "gru1", x, return_sequences=True)          # 1x16x12
+    h = gru(ctx, "gru2", h, return_sequences=False)         # 1x1x8
+    return linear(ctx, "output", h)
+
+
 # The seeds are fixed. The cnn seed is the first one from 2002 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 (only
 # 2318 in 2002..2493 did): with batch 32 and ~0.9M relu / max-pool
@@ -428,6 +482,7 @@ CASES = [
     ("branchy_bn", "tests/models/branchy_bn.ini", 3003, (2, 6, 6), 5, False, build_branchy, forward_branchy),
     ("conv1d", "tests/models/sensor_conv1d.ini", 4004, (3, 1, 64), 6, True, build_conv1d, forward_conv1d),
     ("lstm", "tests/models/sensor_lstm.ini", 5005, (1, 16, 6), 4, True, build_lstm, forward_lstm),
+    ("gru", "tests/models/sensor_gru.ini", 6006, (1, 16, 6), 4, True, build_gru, forward_gru),
 ]
 
 

@@ -265,5 +265,6 @@ main (int argc, char **argv)
   golden_case ("branchy_bn");
   golden_case ("conv1d");
   golden_case ("lstm");
+  golden_case ("gru");
   return tt_test_summary ();
 }

@@ -8,6 +8,9 @@
  *
  * Tolerance: float32 forward passes, step 1e-2 (5e-3 for weights), pass
  * when |fd - analytic| <= 2e-2 * max(|fd|, |analytic|) + 5e-4.
+ *
+ * And the gru's forward against nntrainer's formulas in double (its
+ * reset_after = false form has no PyTorch golden).
  */
 #include "tt_internal.h"
 #include "tt_test.h"
@@ -145,6 +148,49 @@ static const gc_case gc_cases[] = {
   {"lstm_frozen", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\n"
         "type=fully_connected\nunit=3\n[l]\ntype=lstm\nunit=4\n"
         "return_sequences=true\ntrainable=false\n[fc]\n"
+        "type=fully_connected\nunit=2\n", "mse"},
+  {"gru_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\ntype=gru\n"
+        "unit=5\nreturn_sequences=true\nbias_initializer=he_uniform\n", "mse"},
+  {"gru_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\ntype=gru\n"
+        "unit=4\n", "mse"},
+  {"gru_reset_before", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=gru\nunit=4\nreturn_sequences=true\nreset_after=false\n",
+      "mse"},
+  {"gru_reset_before_last", "[in]\ntype=input\ninput_shape=1:5:2\n[l]\n"
+        "type=gru\nunit=3\nreset_after=false\n", "mse"},
+  {"gru_integrate_bias", "[in]\ntype=input\ninput_shape=1:4:2\n[l]\n"
+        "type=gru\nunit=3\nintegrate_bias=true\nreturn_sequences=true\n",
+      "mse"},
+  {"gru_integrate_bias_before", "[in]\ntype=input\ninput_shape=1:4:2\n"
+        "[l]\ntype=gru\nunit=3\nintegrate_bias=true\nreset_after=false\n",
+      "mse"},
+  {"gru_one_step", "[in]\ntype=input\ninput_shape=1:1:4\n[l]\n"
+        "type=gru\nunit=3\n", "mse"},
+  {"gru_one_step_before", "[in]\ntype=input\ninput_shape=1:1:4\n[l]\n"
+        "type=gru\nunit=3\nreset_after=false\nreturn_sequences=true\n",
+      "mse"},
+  {"gru_no_bias", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\ntype=gru\n"
+        "unit=3\ndisable_bias=true\nreturn_sequences=true\n", "mse"},
+  {"gru_no_bias_before", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=gru\nunit=3\ndisable_bias=true\nreset_after=false\n", "mse"},
+  {"gru_activations", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=gru\nunit=4\nreturn_sequences=true\n"
+        "hidden_state_activation=sigmoid\nrecurrent_activation=tanh\n",
+      "mse"},
+  {"gru_elu_none_before", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=gru\nunit=3\nhidden_state_activation=elu\n"
+        "recurrent_activation=none\nreset_after=false\n", "mse"},
+  {"gru_stack", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\ntype=gru\n"
+        "unit=4\nreturn_sequences=true\n[b]\ntype=gru\nunit=3\n"
+        "reset_after=false\n[fc]\ntype=fully_connected\nunit=2\n"
+        "activation=softmax\n", "cross"},
+  {"gru_frozen", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\n"
+        "type=fully_connected\nunit=3\n[l]\ntype=gru\nunit=4\n"
+        "return_sequences=true\ntrainable=false\n[fc]\n"
+        "type=fully_connected\nunit=2\n", "mse"},
+  {"gru_frozen_last_before", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\n"
+        "type=fully_connected\nunit=3\n[l]\ntype=gru\nunit=4\n"
+        "reset_after=false\ntrainable=false\n[fc]\n"
         "type=fully_connected\nunit=2\n", "mse"},
   {"frozen_middle", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
         "type=fully_connected\nunit=4\n[b]\ntype=fully_connected\nunit=4\n"
@@ -346,10 +392,115 @@ gc_run (const gc_case *c)
   tt_model_free (m);
 }
 
+/* The finite differences check a layer's backward against its own
+ * forward; this checks the gru's forward against nntrainer's formulas
+ * written out per value in double (gru.cpp: gates z, r, g along 3U; g =
+ * act(x W_ig + b_ig + r * (h W_hg + b_hg)) with reset_after, act(x W_ig +
+ * b_ig + (r * h) W_hg + b_hg) without; h = z * h_prev + (1 - z) * g), for
+ * reset_after both ways, with two biases, one (integrate_bias) and none.
+ * The golden test covers reset_after = true against PyTorch; the form
+ * without it has no PyTorch counterpart. */
+static void
+gru_forward_reference (bool reset_after, int biases)
+{
+  enum { T = 5, F = 3, U = 4, G = 3 * U };
+  char ini[1024], name[64];
+  tt_error err;
+  snprintf (ini, sizeof ini,
+      "[Model]\ntype=NeuralNetwork\nbatch_size=%d\nloss=mse\n"
+      "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
+      "[in]\ntype=input\ninput_shape=1:%d:%d\n[l]\ntype=gru\nunit=%d\n"
+      "return_sequences=true\nreset_after=%s\n%s", GC_BATCH, T, F, U,
+      reset_after ? "true" : "false", biases == 0 ? "disable_bias=true\n" :
+      biases == 1 ? "integrate_bias=true\n" : "");
+  snprintf (name, sizeof name, "gru_ref_%d_%d", reset_after, biases);
+  char fname[96];
+  snprintf (fname, sizeof fname, "%s.ini", name);
+  tt_model *m = tt_model_load_ini (tt_test_write_text (fname, ini), &err);
+  tt_status st = m ? tt_model_set_plan_mode (m, TT_PLAN_NAIVE, &err) : 1;
+  if (!st)
+    st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "%s: %s", name, err.message);
+  if (st) {
+    tt_model_free (m);
+    return;
+  }
+  const tt_layer *l = &m->layers[tt_model_find_layer (m, "l")];
+  CHECK (l->n_weights == (uint32_t) (2 + biases), "%s: %u weights", name,
+      l->n_weights);
+  gc_state = 777 + 10 * reset_after + biases;
+  const float *w[4] = { NULL };
+  for (uint32_t k = 0; k < l->n_weights; k++) {
+    float *v = tt_data (m, l->weights[k].value);
+    for (size_t j = 0; j < l->weights[k].count; j++)
+      v[j] = gc_rand () * 0.8f;
+    w[k] = v;
+  }
+  /* integrate_bias: bias_h plays bias_ih, bias_hh absent */
+  const float *w_ih = w[0], *w_hh = w[1], *b_ih = w[2], *b_hh = w[3];
+  float x[GC_BATCH * T * F], t[GC_BATCH * T * U];
+  for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+    x[i] = gc_rand () * 2.0f;
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    t[i] = gc_rand ();
+  const void *inputs[1] = { x };
+  double loss;
+  st = tt_model_gradients (m, GC_BATCH, inputs, NULL, t, false, &loss, &err);
+  CHECK (st == TT_OK, "%s: forward failed: %s", name, err.message);
+  const float *y = tt_data (m, l->out[0]);
+  double worst = 0;
+  for (int b = 0; b < GC_BATCH; b++) {
+    double h[U] = { 0 };
+    for (int s = 0; s < T; s++) {
+      const float *xs = x + ((size_t) b * T + s) * F;
+      double a[G], hh[G], rh[U];
+      for (int j = 0; j < G; j++) {
+        a[j] = b_ih ? b_ih[j] : 0.0;
+        for (int f = 0; f < F; f++)
+          a[j] += (double) xs[f] * w_ih[f * G + j];
+        hh[j] = b_hh ? b_hh[j] : 0.0;
+        for (int k = 0; k < U; k++)
+          hh[j] += h[k] * w_hh[k * G + j];
+      }
+      double z[U], r[U], g[U];
+      for (int j = 0; j < U; j++) {
+        z[j] = 1.0 / (1.0 + exp (-(a[j] + hh[j])));
+        r[j] = 1.0 / (1.0 + exp (-(a[U + j] + hh[U + j])));
+        rh[j] = r[j] * h[j];
+      }
+      for (int j = 0; j < U; j++) {
+        double pre = a[2 * U + j];
+        if (reset_after) {
+          pre += r[j] * hh[2 * U + j];
+        } else {
+          pre += b_hh ? b_hh[2 * U + j] : 0.0;
+          for (int k = 0; k < U; k++)
+            pre += rh[k] * w_hh[k * G + 2 * U + j];
+        }
+        g[j] = tanh (pre);
+      }
+      for (int j = 0; j < U; j++) {
+        h[j] = z[j] * h[j] + (1.0 - z[j]) * g[j];
+        const double d = fabs (h[j] - y[((size_t) b * T + s) * U + j]);
+        worst = d > worst ? d : worst;
+      }
+    }
+  }
+  CHECK (worst < 1e-5, "%s: output off nntrainer's formulas by %.3g", name,
+      worst);
+  printf ("ok %s (forward against the formulas: worst |diff| %.2g)\n", name,
+      worst);
+  tt_model_free (m);
+}
+
 int
 main (void)
 {
   for (size_t i = 0; i < sizeof gc_cases / sizeof gc_cases[0]; i++)
     gc_run (&gc_cases[i]);
+  for (int biases = 0; biases <= 2; biases++) {
+    gru_forward_reference (true, biases);
+    gru_forward_reference (false, biases);
+  }
   return tt_test_summary ();
 }

@@ -24,7 +24,7 @@
 
 static const char *models[] = {
   "fmnist_mlp", "fmnist_cnn", "branchy_bn", "resnet_bn", "inception",
-  "transfer_frozen", "sensor_conv1d", "sensor_lstm",
+  "transfer_frozen", "sensor_conv1d", "sensor_lstm", "sensor_gru",
 };
 
 #define BATCH 4

@@ -35,6 +35,7 @@ typedef struct {
 #define INPUT_SEQ "[in]\ntype = input\ninput_shape = 2:1:8\n"
 #define INPUT_STEPS "[in]\ntype = input\ninput_shape = 1:4:3\n"
 #define LSTM(name, unit) "[" name "]\ntype = lstm\nunit = " #unit "\n"
+#define GRU(name, unit) "[" name "]\ntype = gru\nunit = " #unit "\n"
 #define NAME_50 "n123456789n123456789n123456789n123456789n123456789"
 #define NAME_200 NAME_50 NAME_50 NAME_50 NAME_50
 #define FC(name, unit) "[" name "]\ntype = fully_connected\nunit = " #unit "\n"
@@ -236,6 +237,39 @@ static const ie_case ie_cases[] = {
       {"[l] max_timestep", "8", "4 timesteps"}},
   {"lstm_max_timestep_zero", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "max_timestep = 0\n", IE_LOAD, {"[l] max_timestep", "out of range"}},
+  {"gru_dropout", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "dropout_rate = 0.2\n", IE_LOAD, {"[l] dropout_rate",
+          "not implemented", "dropout layer after it"}},
+  {"gru_dropout_negative", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "dropout_rate = -0.5\n", IE_LOAD,
+      {"[l] dropout_rate", "negative"}},
+  {"gru_hidden_softmax", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "hidden_state_activation = softmax\n", IE_LOAD,
+      {"[l] hidden_state_activation", "'softmax'", "not supported",
+          "gru"}},
+  {"gru_recurrent_swish", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "recurrent_activation = swish\n", IE_LOAD,
+      {"[l] recurrent_activation", "'swish'", "not supported"}},
+  {"gru_recurrent_unknown", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "recurrent_activation = hard_sigmoid\n", IE_LOAD,
+      {"[l] recurrent_activation", "'hard_sigmoid'"}},
+  {"gru_unit_missing", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = gru\n"
+        "return_sequences = true\n", IE_LOAD, {"[l] unit", "missing key"}},
+  {"gru_unit_zero", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 0), IE_LOAD,
+      {"[l] unit", "out of range"}},
+  {"gru_reset_after_word", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "reset_after = maybe\n", IE_LOAD, {"[l] reset_after", "'maybe'"}},
+  {"gru_integrate_bias_word", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "integrate_bias = 2\n", IE_LOAD, {"[l] integrate_bias", "'2'"}},
+  /* nntrainer's gru has neither key (its lstm has both) */
+  {"gru_bidirectional", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "bidirectional = false\n", IE_LOAD,
+      {"[l] bidirectional", "unknown key"}},
+  {"gru_max_timestep", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
+        "max_timestep = 4\n", IE_LOAD, {"[l] max_timestep", "unknown key"}},
+  {"gru_channels", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 2:4:3\n" GRU ("l", 3), IE_COMPILE,
+      {"[l]", "one channel", "2:4:3"}},
   {"addition_shapes", MODEL_MSE ADAM INPUT4
         "[a]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
         "[b]\ntype = fully_connected\nunit = 5\ninput_layers = in\n"
@@ -401,6 +435,19 @@ static const ie_valid ie_valids[] = {
   /* a frozen first lstm runs forward only (one step of scratch) */
   {"lstm_frozen_first", MODEL_MSE SGD INPUT_STEPS LSTM ("l", 4)
         "trainable = false\n" FC ("fc", 2)},
+  {"gru_keys", MODEL_CROSS ADAM INPUT_STEPS GRU ("g1", 5)
+        "return_sequences = true\nintegrate_bias = false\n"
+        "reset_after = false\nhidden_state_activation = tanh\n"
+        "recurrent_activation = sigmoid\ndropout_rate = 0\n"
+        "weight_initializer = lecun_uniform\nbias_initializer = ones\n"
+        "weight_regularizer = l2norm\nweight_regularizer_constant = 0.01\n"
+        "weight_decay = 0.001\nbias_decay = 0.001\n"
+        GRU ("g2", 3) "integrate_bias = true\nreset_after = true\n"
+        "hidden_state_activation = leaky_relu\n"
+        "recurrent_activation = none\nactivation = softmax\n"},
+  /* a frozen first gru runs forward only */
+  {"gru_frozen_first", MODEL_MSE SGD INPUT_STEPS GRU ("l", 4)
+        "trainable = false\ndisable_bias = true\n" FC ("fc", 2)},
   /* nntrainer's older form, as its application INIs still write it */
   {"legacy_model_optimizer", "[Model]\nType = NeuralNetwork\n"
         "Learning_rate = 0.0001\nDecay_rate = 0.96\nDecay_steps = 1000\n"

@@ -93,7 +93,7 @@ main (int argc, char **argv)
   const char *root = argc > 1 ? argv[1] : ".";
   const char *models[] = {
     "fmnist_mlp", "fmnist_cnn", "branchy_bn", "resnet_bn", "inception",
-    "transfer_frozen", "sensor_conv1d", "sensor_lstm", NULL
+    "transfer_frozen", "sensor_conv1d", "sensor_lstm", "sensor_gru", NULL
   };
   for (int i = 0; models[i]; i++) {
     char path[2048];

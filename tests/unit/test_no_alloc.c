@@ -130,5 +130,6 @@ main (int argc, char **argv)
   no_alloc_model (root, "fmnist_mlp.ini");
   no_alloc_model (root, "fmnist_cnn.ini");
   no_alloc_model (root, "sensor_lstm.ini");
+  no_alloc_model (root, "sensor_gru.ini");
   return tt_test_summary ();
 }

@@ -20,7 +20,7 @@ static char root[1024];
 static const char *models[] = {
   "fmnist_mlp.ini", "fmnist_cnn.ini", "branchy_bn.ini", "resnet_bn.ini",
   "inception.ini", "transfer_frozen.ini", "sensor_conv1d.ini",
-  "sensor_lstm.ini", NULL
+  "sensor_lstm.ini", "sensor_gru.ini", NULL
 };
 
 static tt_model *
@@ -382,7 +382,8 @@ main (int argc, char **argv)
   test_models ();
   char path[2048];
   const char *identical[] = { "branchy_bn.ini", "resnet_bn.ini",
-    "transfer_frozen.ini", "inception.ini", "sensor_lstm.ini", NULL
+    "transfer_frozen.ini", "inception.ini", "sensor_lstm.ini",
+    "sensor_gru.ini", NULL
   };
   for (int i = 0; identical[i]; i++) {
     snprintf (path, sizeof path, "%s/tests/models/%s", root, identical[i]);
@@ -401,6 +402,21 @@ main (int argc, char **argv)
           "activation=sigmoid\n[out]\ntype=fully_connected\nunit=3\n"
           "activation=softmax\n"));
   test_identical_training ("lstm_then_activations", path);
+  /* a gru reads its output (every hidden state) in backpropagation
+   * through time even when frozen, for its input derivative: the
+   * activation after it must not run in place either */
+  snprintf (path, sizeof path, "%s", tt_test_write_text (
+          "gru_then_activations.ini",
+          "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=cross\n"
+          "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
+          "[in]\ntype=input\ninput_shape=1:6:3\nnormalization=true\n"
+          "[fc]\ntype=fully_connected\nunit=4\n"
+          "[a]\ntype=gru\nunit=5\nreturn_sequences=true\n"
+          "trainable=false\n[act]\ntype=activation\nactivation=sigmoid\n"
+          "[b]\ntype=gru\nunit=4\nreturn_sequences=true\n"
+          "reset_after=false\nactivation=tanh\n[out]\n"
+          "type=fully_connected\nunit=3\nactivation=softmax\n"));
+  test_identical_training ("gru_then_activations", path);
   test_round_trip ();
   test_bad_plans ();
   test_large_model ();

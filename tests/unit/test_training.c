@@ -3,8 +3,8 @@
  * Training mechanics: optimizers and schedules against their closed forms,
  * initializer statistics, l2norm regularization, determinism given a seed,
  * uint8 and float32 inputs, partial batches, evaluation mode, a 1-D CNN
- * (conv1d) learning to tell waveforms apart, and an LSTM learning to carry
- * a bit across noise steps.
+ * (conv1d) learning to tell waveforms apart, and an LSTM and a GRU
+ * learning to carry a bit across noise steps.
  */
 #include "tt_internal.h"
 #include "tt_test.h"
@@ -616,6 +616,30 @@ test_lstm_learns (void)
   tt_model_free (m);
 }
 
+/* The same memory task for a GRU, the first layer without reset_after
+ * (r applied to h before W_hg), the second with it (nntrainer's default) */
+static void
+test_gru_learns (void)
+{
+  static const char ini[] =
+      "[Model]\ntype=NeuralNetwork\nbatch_size=16\nloss=cross\n"
+      "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
+      "[in]\ntype=input\ninput_shape=1:12:2\n"
+      "[rnn1]\ntype=gru\nunit=16\nreturn_sequences=true\n"
+      "reset_after=false\n"
+      "[rnn2]\ntype=gru\nunit=8\n"
+      "[out]\ntype=fully_connected\nunit=2\nactivation=softmax\n";
+  tt_model *m = training_model_seeded ("gru.ini", ini, 16, 7);
+  if (!m)
+    return;
+  const uint32_t correct = learn_and_score (m, 24, 2, memory_sample);
+  CHECK (correct >= 0.95 * 128, "gru: %u of 128 held-out sequences right",
+      correct);
+  printf ("gru: %u of 128 held-out sequences right after 300 steps\n",
+      correct);
+  tt_model_free (m);
+}
+
 int
 main (void)
 {
@@ -629,5 +653,6 @@ main (void)
   test_l2norm ();
   test_conv1d_learns ();
   test_lstm_learns ();
+  test_gru_learns ();
   return tt_test_summary ();
 }
