@@ -15,7 +15,6 @@
  * bidirectional or max_timestep key: both are refused as unknown keys.
  */
 #include "tt_internal.h"
-#include "gate_act.h"
 
 #include <string.h>
 
@@ -25,90 +24,19 @@ static const char *const gru_keys[] = {
 };
 
 static tt_status
-gru_parse_activation (const tt_section * s, const char *key,
-    tt_activation * out, tt_error * err)
-{
-  int v = (int) *out;
-  tt_status st = tt_section_enum (s, key, tt_activation_names, &v, err);
-  if (st)
-    return st;
-  if (!tt_gate_activation_ok ((tt_activation) v))
-    return tt_section_error (s, key, err, TT_ERR_INVALID,
-        "'%s' is not supported in a gru (its backward keeps only the "
-        "activated gates): use tanh, sigmoid, relu, leaky_relu, elu or none",
-        tt_section_string (s, key));
-  *out = (tt_activation) v;
-  return TT_OK;
-}
-
-static tt_status
 gru_parse (tt_layer * l, const tt_section * s, tt_error * err)
 {
-  tt_status st;
-  float dropout = 0.0f;
-  l->p.gru.act = TT_ACT_TANH;
-  l->p.gru.recurrent = TT_ACT_SIGMOID;
   l->p.gru.reset_after = true;
-  if ((st = tt_section_uint (s, "unit", 1, 1u << 20, &l->p.gru.unit, err))
-      || (st = tt_section_bool (s, "return_sequences",
-              &l->p.gru.return_sequences, err)) ||
-      (st = tt_section_bool (s, "integrate_bias", &l->p.gru.integrate_bias,
-              err)) ||
-      (st = tt_section_bool (s, "reset_after", &l->p.gru.reset_after,
-              err)) ||
-      (st = gru_parse_activation (s, "hidden_state_activation",
-              &l->p.gru.act, err)) ||
-      (st = gru_parse_activation (s, "recurrent_activation",
-              &l->p.gru.recurrent, err)) ||
-      (st = tt_section_float (s, "dropout_rate", &dropout, err)))
+  tt_status st = tt_recurrent_parse (s, "a gru", &l->p.gru.rec, err);
+  if (st)
     return st;
-  if (!tt_section_has (s, "unit"))
-    return tt_section_error (s, "unit", err, TT_ERR_INVALID,
-        "missing key (the size of the hidden state)");
-  if (!(dropout >= 0.0f))
-    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
-        "must not be negative");
-  if (dropout > 0.0f)
-    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
-        "dropout inside a gru is not implemented (only 0); a dropout "
-        "layer after it is");
-  return TT_OK;
+  return tt_section_bool (s, "reset_after", &l->p.gru.reset_after, err);
 }
 
 static tt_status
 gru_infer (tt_model * m, tt_layer * l, tt_error * err)
 {
-  const tt_dims in = l->in_dims[0];
-  const uint32_t unit = l->p.gru.unit, g = 3 * unit;
-  if (in.c != 1)
-    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: a gru needs an input "
-        "of one channel (1:timesteps:features), got %u:%u:%u", m->path,
-        l->section, in.c, in.h, in.w);
-  if ((uint64_t) in.w * g > (1u << 30) || (uint64_t) unit * g > (1u << 30))
-    return tt_fail (err, TT_ERR_INVALID,
-        "%s: [%s] unit: the %u x %u weights are too large", m->path,
-        l->section, in.w > unit ? in.w : unit, g);
-  l->out_dims[0] = (tt_dims) { 1, l->p.gru.return_sequences ? in.h : 1,
-    unit };
-  /* nntrainer's fans: [rows][cols] weights have fan_in rows, fan_out cols;
-   * a single row has both equal to its width */
-  tt_weight *w = tt_layer_add_weight (l, "weight_ih", (size_t) in.w * g,
-      l->weight_init, in.w > 1 ? in.w : g, g, true);
-  w->decay = l->weight_decay;
-  w->l2 = l->l2_constant;
-  w = tt_layer_add_weight (l, "weight_hh", (size_t) unit * g, l->weight_init,
-      unit > 1 ? unit : g, g, true);
-  w->decay = l->weight_decay;
-  w->l2 = l->l2_constant;
-  if (!l->disable_bias) {
-    static const char *const names[3] = { "bias_h", "bias_ih", "bias_hh" };
-    const int first = l->p.gru.integrate_bias ? 0 : 1;
-    const int last = l->p.gru.integrate_bias ? 0 : 2;
-    for (int k = first; k <= last; k++)
-      tt_layer_add_weight (l, names[k], g, l->bias_init, g, g,
-          true)->decay = l->bias_decay;
-  }
-  return TT_OK;
+  return tt_recurrent_infer (m, l, "a gru", &l->p.gru.rec, 3, err);
 }
 
 static bool
@@ -132,7 +60,7 @@ static void
 gru_declare (tt_model * m, tt_layer * l, int li)
 {
   const size_t batch = m->batch_size, steps = l->in_dims[0].h;
-  const size_t unit = l->p.gru.unit;
+  const size_t unit = l->p.gru.rec.unit;
   const bool grad = gru_runs_gradient (l), deriv = l->needs_derivative;
   const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
   l->p.gru.hidden = -1;
@@ -149,7 +77,7 @@ gru_declare (tt_model * m, tt_layer * l, int li)
       TT_TENSOR_SCRATCH, batch * 2 * unit);
   tt_tensor_use (m, l->p.gru.carry, li, bptt);
   /* the hidden states: backpropagation through time and dW_hh read them */
-  if (l->p.gru.return_sequences) {
+  if (l->p.gru.rec.return_sequences) {
     tt_tensor_use (m, l->out[0], li, bptt);
   } else {
     l->p.gru.hidden = tt_tensor_declare (m, l->name, "hidden",
@@ -165,14 +93,14 @@ gru_declare (tt_model * m, tt_layer * l, int li)
 static tt_gru
 gru_setup (const tt_model * m, const tt_layer * l)
 {
-  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.gru.unit;
+  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.gru.rec.unit;
   tt_gru s = {
     .batch = (int) m->cur_batch,
     .steps = steps,
     .features = (int) l->in_dims[0].w,
     .unit = unit,
-    .act = l->p.gru.act,
-    .recurrent = l->p.gru.recurrent,
+    .act = l->p.gru.rec.act,
+    .recurrent = l->p.gru.rec.recurrent,
     .reset_after = l->p.gru.reset_after,
     .w_ih = tt_data (m, l->weights[0].value),
     .w_hh = tt_data (m, l->weights[1].value),
@@ -183,8 +111,8 @@ gru_setup (const tt_model * m, const tt_layer * l)
   /* hidden states: the output itself with return_sequences; the hidden
    * scratch when backward needs them all; else the output's one row per
    * sample, overwritten each step */
-  if (l->p.gru.return_sequences || l->p.gru.hidden >= 0) {
-    s.hidden = l->p.gru.return_sequences ? tt_data (m, l->out[0]) :
+  if (l->p.gru.rec.return_sequences || l->p.gru.hidden >= 0) {
+    s.hidden = l->p.gru.rec.return_sequences ? tt_data (m, l->out[0]) :
         tt_data (m, l->p.gru.hidden);
     s.h_ld = steps * unit;
     s.h_step = unit;
@@ -218,7 +146,7 @@ gru_calc_gradient (tt_model * m, tt_layer * l)
     return;
   const tt_gru s = gru_setup (m, l);
   tt_gru_bptt (&s, tt_data (m, l->out_deriv[0]),
-      l->p.gru.return_sequences, tt_data (m, l->p.gru.carry));
+      l->p.gru.rec.return_sequences, tt_data (m, l->p.gru.carry));
   tt_gru_weight_grads (&s, tt_data (m, l->in[0]),
       tt_data (m, l->weights[0].grad), tt_data (m, l->weights[1].grad),
       l->n_weights > 2 ? tt_data (m, l->weights[2].grad) : NULL,
@@ -231,7 +159,7 @@ gru_calc_derivative (tt_model * m, tt_layer * l)
   const tt_gru s = gru_setup (m, l);
   if (!gru_runs_gradient (l))
     tt_gru_bptt (&s, tt_data (m, l->out_deriv[0]),
-        l->p.gru.return_sequences, tt_data (m, l->p.gru.carry));
+        l->p.gru.rec.return_sequences, tt_data (m, l->p.gru.carry));
   tt_gru_input_grad (&s, tt_data (m, l->in_deriv[0]));
 }
 
@@ -241,7 +169,7 @@ gru_calc_derivative (tt_model * m, tt_layer * l)
 static unsigned
 gru_backward_reads (const tt_layer * l)
 {
-  return l->p.gru.return_sequences && (l->weights[0].trainable ||
+  return l->p.gru.rec.return_sequences && (l->weights[0].trainable ||
       l->needs_derivative) ? TT_READS_OUTPUT : 0;
 }
 

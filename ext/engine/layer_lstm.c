@@ -15,7 +15,6 @@
  * the input; at or below it the key changes nothing and is accepted).
  */
 #include "tt_internal.h"
-#include "gate_act.h"
 
 #include <string.h>
 
@@ -26,57 +25,18 @@ static const char *const lstm_keys[] = {
 };
 
 static tt_status
-lstm_parse_activation (const tt_section * s, const char *key,
-    tt_activation * out, tt_error * err)
-{
-  int v = (int) *out;
-  tt_status st = tt_section_enum (s, key, tt_activation_names, &v, err);
-  if (st)
-    return st;
-  if (!tt_gate_activation_ok ((tt_activation) v))
-    return tt_section_error (s, key, err, TT_ERR_INVALID,
-        "'%s' is not supported in an lstm (its backward keeps only the "
-        "activated gates): use tanh, sigmoid, relu, leaky_relu, elu or none",
-        tt_section_string (s, key));
-  *out = (tt_activation) v;
-  return TT_OK;
-}
-
-static tt_status
 lstm_parse (tt_layer * l, const tt_section * s, tt_error * err)
 {
   tt_status st;
   bool bidirectional = false;
-  float dropout = 0.0f;
-  l->p.lstm.act = TT_ACT_TANH;
-  l->p.lstm.recurrent = TT_ACT_SIGMOID;
-  if ((st = tt_section_uint (s, "unit", 1, 1u << 20, &l->p.lstm.unit, err))
-      || (st = tt_section_bool (s, "return_sequences",
-              &l->p.lstm.return_sequences, err)) ||
-      (st = tt_section_bool (s, "integrate_bias", &l->p.lstm.integrate_bias,
-              err)) ||
-      (st = lstm_parse_activation (s, "hidden_state_activation",
-              &l->p.lstm.act, err)) ||
-      (st = lstm_parse_activation (s, "recurrent_activation",
-              &l->p.lstm.recurrent, err)) ||
+  if ((st = tt_recurrent_parse (s, "an lstm", &l->p.lstm.rec, err)) ||
       (st = tt_section_bool (s, "bidirectional", &bidirectional, err)) ||
-      (st = tt_section_float (s, "dropout_rate", &dropout, err)) ||
       (st = tt_section_uint (s, "max_timestep", 1, 1u << 24,
               &l->p.lstm.max_timestep, err)))
     return st;
-  if (!tt_section_has (s, "unit"))
-    return tt_section_error (s, "unit", err, TT_ERR_INVALID,
-        "missing key (the size of the hidden state)");
   if (bidirectional)
     return tt_section_error (s, "bidirectional", err, TT_ERR_INVALID,
         "a bidirectional lstm is not implemented (only false)");
-  if (!(dropout >= 0.0f))
-    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
-        "must not be negative");
-  if (dropout > 0.0f)
-    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
-        "dropout inside an lstm is not implemented (only 0); a dropout "
-        "layer after it is");
   return TT_OK;
 }
 
@@ -84,41 +44,12 @@ static tt_status
 lstm_infer (tt_model * m, tt_layer * l, tt_error * err)
 {
   const tt_dims in = l->in_dims[0];
-  const uint32_t unit = l->p.lstm.unit, g = 4 * unit;
-  if (in.c != 1)
-    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: an lstm needs an input "
-        "of one channel (1:timesteps:features), got %u:%u:%u", m->path,
-        l->section, in.c, in.h, in.w);
   if (l->p.lstm.max_timestep > in.h)
     return tt_fail (err, TT_ERR_INVALID, "%s: [%s] max_timestep: %u is more "
         "than the input's %u timesteps (1:%u:%u); nntrainer would unroll "
         "past the input: not supported", m->path, l->section,
         l->p.lstm.max_timestep, in.h, in.h, in.w);
-  if ((uint64_t) in.w * g > (1u << 30) || (uint64_t) unit * g > (1u << 30))
-    return tt_fail (err, TT_ERR_INVALID,
-        "%s: [%s] unit: the %u x %u weights are too large", m->path,
-        l->section, in.w > unit ? in.w : unit, g);
-  l->out_dims[0] = (tt_dims) { 1, l->p.lstm.return_sequences ? in.h : 1,
-    unit };
-  /* nntrainer's fans: [rows][cols] weights have fan_in rows, fan_out cols;
-   * a single row has both equal to its width */
-  tt_weight *w = tt_layer_add_weight (l, "weight_ih", (size_t) in.w * g,
-      l->weight_init, in.w > 1 ? in.w : g, g, true);
-  w->decay = l->weight_decay;
-  w->l2 = l->l2_constant;
-  w = tt_layer_add_weight (l, "weight_hh", (size_t) unit * g, l->weight_init,
-      unit > 1 ? unit : g, g, true);
-  w->decay = l->weight_decay;
-  w->l2 = l->l2_constant;
-  if (!l->disable_bias) {
-    static const char *const names[3] = { "bias_h", "bias_ih", "bias_hh" };
-    const int first = l->p.lstm.integrate_bias ? 0 : 1;
-    const int last = l->p.lstm.integrate_bias ? 0 : 2;
-    for (int k = first; k <= last; k++)
-      tt_layer_add_weight (l, names[k], g, l->bias_init, g, g,
-          true)->decay = l->bias_decay;
-  }
-  return TT_OK;
+  return tt_recurrent_infer (m, l, "an lstm", &l->p.lstm.rec, 4, err);
 }
 
 static bool
@@ -142,7 +73,7 @@ static void
 lstm_declare (tt_model * m, tt_layer * l, int li)
 {
   const size_t batch = m->batch_size, steps = l->in_dims[0].h;
-  const size_t unit = l->p.lstm.unit;
+  const size_t unit = l->p.lstm.rec.unit;
   const bool grad = lstm_runs_gradient (l), deriv = l->needs_derivative;
   const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
   l->p.lstm.hidden = -1;
@@ -166,7 +97,7 @@ lstm_declare (tt_model * m, tt_layer * l, int li)
     return;
   /* dW_ih reads the input, dW_hh the hidden states */
   tt_tensor_use (m, l->in[0], li, TT_PHASE_GRADIENT);
-  if (l->p.lstm.return_sequences) {
+  if (l->p.lstm.rec.return_sequences) {
     tt_tensor_use (m, l->out[0], li, TT_PHASE_GRADIENT);
   } else {
     l->p.lstm.hidden = tt_tensor_declare (m, l->name, "hidden",
@@ -179,14 +110,14 @@ lstm_declare (tt_model * m, tt_layer * l, int li)
 static tt_lstm
 lstm_setup (const tt_model * m, const tt_layer * l)
 {
-  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.lstm.unit;
+  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.lstm.rec.unit;
   tt_lstm s = {
     .batch = (int) m->cur_batch,
     .steps = steps,
     .features = (int) l->in_dims[0].w,
     .unit = unit,
-    .act = l->p.lstm.act,
-    .recurrent = l->p.lstm.recurrent,
+    .act = l->p.lstm.rec.act,
+    .recurrent = l->p.lstm.rec.recurrent,
     .w_ih = tt_data (m, l->weights[0].value),
     .w_hh = tt_data (m, l->weights[1].value),
     .bias = {
@@ -198,8 +129,8 @@ lstm_setup (const tt_model * m, const tt_layer * l)
   /* hidden states: the output itself with return_sequences; the hidden
    * scratch when dW_hh needs them all; else the output's one row per
    * sample, overwritten each step */
-  if (l->p.lstm.return_sequences || l->p.lstm.hidden >= 0) {
-    s.hidden = l->p.lstm.return_sequences ? tt_data (m, l->out[0]) :
+  if (l->p.lstm.rec.return_sequences || l->p.lstm.hidden >= 0) {
+    s.hidden = l->p.lstm.rec.return_sequences ? tt_data (m, l->out[0]) :
         tt_data (m, l->p.lstm.hidden);
     s.h_ld = steps * unit;
     s.h_step = unit;
@@ -233,7 +164,7 @@ lstm_calc_gradient (tt_model * m, tt_layer * l)
     return;
   const tt_lstm s = lstm_setup (m, l);
   tt_lstm_bptt (&s, tt_data (m, l->out_deriv[0]),
-      l->p.lstm.return_sequences, tt_data (m, l->p.lstm.carry));
+      l->p.lstm.rec.return_sequences, tt_data (m, l->p.lstm.carry));
   float *db = l->n_weights > 2 ? tt_data (m, l->weights[2].grad) : NULL;
   tt_lstm_weight_grads (&s, tt_data (m, l->in[0]),
       tt_data (m, l->weights[0].grad), tt_data (m, l->weights[1].grad), db);
@@ -249,7 +180,7 @@ lstm_calc_derivative (tt_model * m, tt_layer * l)
   const tt_lstm s = lstm_setup (m, l);
   if (!lstm_runs_gradient (l))
     tt_lstm_bptt (&s, tt_data (m, l->out_deriv[0]),
-        l->p.lstm.return_sequences, tt_data (m, l->p.lstm.carry));
+        l->p.lstm.rec.return_sequences, tt_data (m, l->p.lstm.carry));
   tt_lstm_input_grad (&s, tt_data (m, l->in_deriv[0]));
 }
 
@@ -258,7 +189,7 @@ lstm_calc_derivative (tt_model * m, tt_layer * l)
 static unsigned
 lstm_backward_reads (const tt_layer * l)
 {
-  return l->p.lstm.return_sequences && l->weights[0].trainable ?
+  return l->p.lstm.rec.return_sequences && l->weights[0].trainable ?
       TT_READS_OUTPUT : 0;
 }
 

@@ -178,6 +178,13 @@ typedef struct {
   int layer;                    /* resolved producer */
 } tt_link;
 
+/* Keys of the recurrent layers (lstm, gru) that they share. */
+typedef struct {
+  uint32_t unit;
+  bool return_sequences, integrate_bias;
+  tt_activation act, recurrent;
+} tt_recurrent;
+
 typedef struct tt_layer {
   char name[TT_NAME_MAX];
   char section[TT_NAME_MAX];    /* INI section it came from */
@@ -263,16 +270,13 @@ typedef struct tt_layer {
       int label;                /* label tensor id */
     } loss;
     struct {
-      uint32_t unit;
+      tt_recurrent rec;         /* act: hidden state; recurrent: i f o */
       uint32_t max_timestep;    /* 0: not set; else <= the input's height */
-      bool return_sequences, integrate_bias;
-      tt_activation act, recurrent;     /* hidden state, gates i f o */
       int gates, cell, hidden, carry;   /* scratch tensor ids, -1 absent */
     } lstm;
     struct {
-      uint32_t unit;
-      bool return_sequences, integrate_bias, reset_after;
-      tt_activation act, recurrent;     /* candidate g, gates z r */
+      tt_recurrent rec;         /* act: candidate g; recurrent: z r */
+      bool reset_after;
       int gates, hidden, carry;         /* scratch tensor ids, -1 absent */
     } gru;
   } p;
@@ -490,6 +494,13 @@ tt_status tt_window_setup (tt_model * m, const tt_layer * l,
 
 /* blas_threads.c: OpenBLAS on one thread unless the user chose */
 void tt_blas_threads_default (void);
+
+/* recurrent.c: the keys and weights the recurrent layers share; type
+ * names the layer in messages, gates is 4 (lstm) or 3 (gru) */
+tt_status tt_recurrent_parse (const tt_section * s, const char *type,
+    tt_recurrent * r, tt_error * err);
+tt_status tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
+    const tt_recurrent * r, uint32_t gates, tt_error * err);
 
 /* layer registry (layers.c) */
 const tt_layer_ops *tt_layer_ops_find (const char *type);

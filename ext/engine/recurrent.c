@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What nntrainer's recurrent layers (lstm, gru) share: the keys unit,
+ * return_sequences, integrate_bias, hidden_state_activation,
+ * recurrent_activation and dropout_rate (0 only), the input shape
+ * 1:timesteps:features, the output 1:timesteps:unit or 1:1:unit, and the
+ * weights in nntrainer's order: weight_ih [features][gates*unit],
+ * weight_hh [unit][gates*unit], then bias_h with integrate_bias, else
+ * bias_ih and bias_hh [gates*unit].
+ */
+#include "tt_internal.h"
+#include "gate_act.h"
+
+static tt_status
+recurrent_activation (const tt_section * s, const char *key,
+    const char *type, tt_activation * out, tt_error * err)
+{
+  int v = (int) *out;
+  tt_status st = tt_section_enum (s, key, tt_activation_names, &v, err);
+  if (st)
+    return st;
+  if (!tt_gate_activation_ok ((tt_activation) v))
+    return tt_section_error (s, key, err, TT_ERR_INVALID,
+        "'%s' is not supported in %s (its backward keeps only the "
+        "activated gates): use tanh, sigmoid, relu, leaky_relu, elu or none",
+        tt_section_string (s, key), type);
+  *out = (tt_activation) v;
+  return TT_OK;
+}
+
+tt_status
+tt_recurrent_parse (const tt_section * s, const char *type,
+    tt_recurrent * r, tt_error * err)
+{
+  tt_status st;
+  float dropout = 0.0f;
+  r->act = TT_ACT_TANH;
+  r->recurrent = TT_ACT_SIGMOID;
+  if ((st = tt_section_uint (s, "unit", 1, 1u << 20, &r->unit, err)) ||
+      (st = tt_section_bool (s, "return_sequences", &r->return_sequences,
+              err)) ||
+      (st = tt_section_bool (s, "integrate_bias", &r->integrate_bias, err))
+      || (st = recurrent_activation (s, "hidden_state_activation", type,
+              &r->act, err)) ||
+      (st = recurrent_activation (s, "recurrent_activation", type,
+              &r->recurrent, err)) ||
+      (st = tt_section_float (s, "dropout_rate", &dropout, err)))
+    return st;
+  if (!tt_section_has (s, "unit"))
+    return tt_section_error (s, "unit", err, TT_ERR_INVALID,
+        "missing key (the size of the hidden state)");
+  if (!(dropout >= 0.0f))
+    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
+        "must not be negative");
+  if (dropout > 0.0f)
+    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
+        "dropout inside %s is not implemented (only 0); a dropout layer "
+        "after it is", type);
+  return TT_OK;
+}
+
+tt_status
+tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
+    const tt_recurrent * r, uint32_t gates, tt_error * err)
+{
+  const tt_dims in = l->in_dims[0];
+  const uint32_t unit = r->unit, g = gates * unit;
+  if (in.c != 1)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: %s needs an input of "
+        "one channel (1:timesteps:features), got %u:%u:%u", m->path,
+        l->section, type, in.c, in.h, in.w);
+  if ((uint64_t) in.w * g > (1u << 30) || (uint64_t) unit * g > (1u << 30))
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: [%s] unit: the %u x %u weights are too large", m->path,
+        l->section, in.w > unit ? in.w : unit, g);
+  l->out_dims[0] = (tt_dims) { 1, r->return_sequences ? in.h : 1, unit };
+  /* nntrainer's fans: [rows][cols] weights have fan_in rows, fan_out cols;
+   * a single row has both equal to its width */
+  tt_weight *w = tt_layer_add_weight (l, "weight_ih", (size_t) in.w * g,
+      l->weight_init, in.w > 1 ? in.w : g, g, true);
+  w->decay = l->weight_decay;
+  w->l2 = l->l2_constant;
+  w = tt_layer_add_weight (l, "weight_hh", (size_t) unit * g, l->weight_init,
+      unit > 1 ? unit : g, g, true);
+  w->decay = l->weight_decay;
+  w->l2 = l->l2_constant;
+  if (!l->disable_bias) {
+    static const char *const names[3] = { "bias_h", "bias_ih", "bias_hh" };
+    const int first = r->integrate_bias ? 0 : 1;
+    const int last = r->integrate_bias ? 0 : 2;
+    for (int k = first; k <= last; k++)
+      tt_layer_add_weight (l, names[k], g, l->bias_init, g, g,
+          true)->decay = l->bias_decay;
+  }
+  return TT_OK;
+}
