@@ -16,7 +16,6 @@
  */
 #include "tt_internal.h"
 
-#include <string.h>
 
 static const char *const gru_keys[] = {
   "unit", "return_sequences", "integrate_bias", "reset_after",
@@ -108,19 +107,8 @@ gru_setup (const tt_model * m, const tt_layer * l)
     .bias_hh = l->n_weights > 3 ? tt_data (m, l->weights[3].value) : NULL,
     .gates = tt_data (m, l->p.gru.gates),
   };
-  /* hidden states: the output itself with return_sequences; the hidden
-   * scratch when backward needs them all; else the output's one row per
-   * sample, overwritten each step */
-  if (l->p.gru.rec.return_sequences || l->p.gru.hidden >= 0) {
-    s.hidden = l->p.gru.rec.return_sequences ? tt_data (m, l->out[0]) :
-        tt_data (m, l->p.gru.hidden);
-    s.h_ld = steps * unit;
-    s.h_step = unit;
-  } else {
-    s.hidden = tt_data (m, l->out[0]);
-    s.h_ld = unit;
-    s.h_step = 0;
-  }
+  tt_recurrent_hidden (m, l, &l->p.gru.rec, l->p.gru.hidden, &s.hidden,
+      &s.h_ld, &s.h_step);
   return s;
 }
 
@@ -130,13 +118,7 @@ gru_forward (tt_model * m, tt_layer * l, bool training)
   (void) training;
   const tt_gru s = gru_setup (m, l);
   tt_gru_forward (&s, tt_data (m, l->in[0]));
-  if (l->p.gru.hidden >= 0) {
-    /* the last step is the output */
-    float *y = tt_data (m, l->out[0]);
-    for (int b = 0; b < s.batch; b++)
-      memcpy (y + (size_t) b * s.unit, s.hidden + (size_t) b * s.h_ld +
-          (size_t) (s.steps - 1) * s.unit, (size_t) s.unit * sizeof *y);
-  }
+  tt_recurrent_last_step (m, l, &l->p.gru.rec, l->p.gru.hidden, s.batch);
 }
 
 static void

@@ -126,19 +126,8 @@ lstm_setup (const tt_model * m, const tt_layer * l)
     .gates = tt_data (m, l->p.lstm.gates),
     .cell = tt_data (m, l->p.lstm.cell),
   };
-  /* hidden states: the output itself with return_sequences; the hidden
-   * scratch when dW_hh needs them all; else the output's one row per
-   * sample, overwritten each step */
-  if (l->p.lstm.rec.return_sequences || l->p.lstm.hidden >= 0) {
-    s.hidden = l->p.lstm.rec.return_sequences ? tt_data (m, l->out[0]) :
-        tt_data (m, l->p.lstm.hidden);
-    s.h_ld = steps * unit;
-    s.h_step = unit;
-  } else {
-    s.hidden = tt_data (m, l->out[0]);
-    s.h_ld = unit;
-    s.h_step = 0;
-  }
+  tt_recurrent_hidden (m, l, &l->p.lstm.rec, l->p.lstm.hidden, &s.hidden,
+      &s.h_ld, &s.h_step);
   return s;
 }
 
@@ -148,13 +137,7 @@ lstm_forward (tt_model * m, tt_layer * l, bool training)
   (void) training;
   const tt_lstm s = lstm_setup (m, l);
   tt_lstm_forward (&s, tt_data (m, l->in[0]));
-  if (l->p.lstm.hidden >= 0) {
-    /* the last step is the output */
-    float *y = tt_data (m, l->out[0]);
-    for (int b = 0; b < s.batch; b++)
-      memcpy (y + (size_t) b * s.unit, s.hidden + (size_t) b * s.h_ld +
-          (size_t) (s.steps - 1) * s.unit, (size_t) s.unit * sizeof *y);
-  }
+  tt_recurrent_last_step (m, l, &l->p.lstm.rec, l->p.lstm.hidden, s.batch);
 }
 
 static void

@@ -11,6 +11,8 @@
 #include "tt_internal.h"
 #include "gate_act.h"
 
+#include <string.h>
+
 static tt_status
 recurrent_activation (const tt_section * s, const char *key,
     const char *type, tt_activation * out, tt_error * err)
@@ -93,4 +95,36 @@ tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
           true)->decay = l->bias_decay;
   }
   return TT_OK;
+}
+
+void
+tt_recurrent_hidden (const tt_model * m, const tt_layer * l,
+    const tt_recurrent * r, int hidden_id, float **hidden, int *h_ld,
+    int *h_step)
+{
+  const int steps = (int) l->in_dims[0].h, unit = (int) r->unit;
+  if (r->return_sequences || hidden_id >= 0) {
+    *hidden = r->return_sequences ? tt_data (m, l->out[0]) :
+        tt_data (m, hidden_id);
+    *h_ld = steps * unit;
+    *h_step = unit;
+  } else {
+    *hidden = tt_data (m, l->out[0]);
+    *h_ld = unit;
+    *h_step = 0;
+  }
+}
+
+void
+tt_recurrent_last_step (tt_model * m, const tt_layer * l,
+    const tt_recurrent * r, int hidden_id, int batch)
+{
+  if (hidden_id < 0)
+    return;
+  const size_t steps = l->in_dims[0].h, unit = r->unit;
+  const float *hidden = tt_data (m, hidden_id);
+  float *y = tt_data (m, l->out[0]);
+  for (int b = 0; b < batch; b++)
+    memcpy (y + (size_t) b * unit, hidden + ((size_t) b * steps + steps - 1) *
+        unit, unit * sizeof *y);
 }

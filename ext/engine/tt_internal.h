@@ -501,6 +501,15 @@ tt_status tt_recurrent_parse (const tt_section * s, const char *type,
     tt_recurrent * r, tt_error * err);
 tt_status tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
     const tt_recurrent * r, uint32_t gates, tt_error * err);
+/* Where the kernels keep h_t of sample b: hidden + b * h_ld + t * h_step,
+ * the output with return_sequences, the hidden_id scratch when backward
+ * needs every step, else the output's one row per sample (h_step 0). */
+void tt_recurrent_hidden (const tt_model * m, const tt_layer * l,
+    const tt_recurrent * r, int hidden_id, float **hidden, int *h_ld,
+    int *h_step);
+/* With the hidden_id scratch: its last step into the output. */
+void tt_recurrent_last_step (tt_model * m, const tt_layer * l,
+    const tt_recurrent * r, int hidden_id, int batch);
 
 /* layer registry (layers.c) */
 const tt_layer_ops *tt_layer_ops_find (const char *type);
