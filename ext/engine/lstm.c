@@ -31,7 +31,7 @@ lstm_defaults (const tt_lstm * s)
  * rows, pre-activation in, activated out), the previous cell row cp, the
  * cell row c and hidden row h out. Separate restrict rows: the loop
  * vectorizes. */
-static inline void
+static inline __attribute__ ((always_inline)) void
 lstm_cell_forward (int U, float *restrict gi, float *restrict gf,
     float *restrict gg, float *restrict go, const float *cp,
     float *c, float *restrict h)
@@ -54,7 +54,7 @@ lstm_cell_forward (int U, float *restrict gi, float *restrict gf,
 
 /* Its backward: the activated gates in, their pre-activation derivatives
  * out; keep 0 stands for c_{-1} = 0 (cp then points at any finite row). */
-static inline void
+static inline __attribute__ ((always_inline)) void
 lstm_cell_backward (int U, float *restrict gi, float *restrict gf,
     float *restrict gg, float *restrict go, const float *restrict cp,
     float keep, const float *restrict c, const float *restrict dh,
@@ -88,13 +88,111 @@ lstm_fill_bias (const tt_lstm * s, int rows, float *g, int ld)
   }
 }
 
-TT_VECTOR_CLONES void
+/* Step t's cells, every sample: activations, c_t and h_t. */
+static inline __attribute__ ((always_inline)) void
+lstm_forward_cells (const tt_lstm * s, int t)
+{
+  const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
+  const int g_ld = T * G, c_ld = T * U;
+  float *gt = s->gates + (size_t) t * G;
+  for (int b = 0; b < B; b++) {
+    float *g = gt + (size_t) b * g_ld;
+    float *c = s->cell + (size_t) b * c_ld + (size_t) t * U;
+    float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
+    if (lstm_defaults (s)) {
+      /* c_{-1} = 0: the cell row itself, zeroed, read before written */
+      if (t == 0)
+        memset (c, 0, (size_t) U * sizeof *c);
+      lstm_cell_forward (U, g, g + U, g + 2 * U, g + 3 * U,
+          t > 0 ? c - U : c, c, h);
+      continue;
+    }
+    const float *cp = t > 0 ? c - U : NULL;
+    for (int j = 0; j < U; j++) {
+      const float i = tt_gate_act (s->recurrent, g[j]);
+      const float f = tt_gate_act (s->recurrent, g[U + j]);
+      const float gg = tt_gate_act (s->act, g[2 * U + j]);
+      const float o = tt_gate_act (s->recurrent, g[3 * U + j]);
+      g[j] = i;
+      g[U + j] = f;
+      g[2 * U + j] = gg;
+      g[3 * U + j] = o;
+      const float cv = (cp ? f * cp[j] : 0.0f) + i * gg;
+      c[j] = cv;
+      h[j] = o * tt_gate_act (s->act, cv);
+    }
+  }
+}
+
+/* Step t's cells backward, every sample: the gate derivatives over the
+ * gates, dc carried to step t - 1. */
+static inline __attribute__ ((always_inline)) void
+lstm_backward_cells (const tt_lstm * s, int t, const float *dh, float *dc)
+{
+  const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
+  for (int b = 0; b < B; b++) {
+    float *g = s->gates + ((size_t) b * T + t) * G;
+    const float *c = s->cell + ((size_t) b * T + t) * U;
+    const float *dhb = dh + (size_t) b * U;
+    float *dcb = dc + (size_t) b * U;
+    if (lstm_defaults (s)) {
+      /* c_{-1} = 0: c_0 read and multiplied by 0 (cells are finite) */
+      lstm_cell_backward (U, g, g + U, g + 2 * U, g + 3 * U,
+          t > 0 ? c - U : c, t > 0 ? 1.0f : 0.0f, c, dhb, dcb);
+      continue;
+    }
+    for (int j = 0; j < U; j++) {
+      const float i = g[j], f = g[U + j], gg = g[2 * U + j];
+      const float o = g[3 * U + j];
+      const float a = tt_gate_act (s->act, c[j]);
+      const float cp = t > 0 ? c[j - U] : 0.0f;
+      const float dcv = dhb[j] * o * tt_gate_prime (s->act, a) + dcb[j];
+      g[j] = dcv * gg * tt_gate_prime (s->recurrent, i);
+      g[U + j] = dcv * cp * tt_gate_prime (s->recurrent, f);
+      g[2 * U + j] = dcv * i * tt_gate_prime (s->act, gg);
+      g[3 * U + j] = dhb[j] * a * tt_gate_prime (s->recurrent, o);
+      dcb[j] = dcv * f;
+    }
+  }
+}
+
+/* Each compiled twice, as gru.c's: the clones' AVX2 / AVX-512 loops (8
+ * and 16 lanes) leave a unit below their width to a slow scalar
+ * remainder, so units below LSTM_WIDE_UNIT take the default build's
+ * 4-lane loops. */
+#define LSTM_WIDE_UNIT 16
+
+static void
+lstm_forward_narrow (const tt_lstm * s, int t)
+{
+  lstm_forward_cells (s, t);
+}
+
+TT_VECTOR_CLONES static void
+lstm_forward_wide (const tt_lstm * s, int t)
+{
+  lstm_forward_cells (s, t);
+}
+
+static void
+lstm_backward_narrow (const tt_lstm * s, int t, const float *dh, float *dc)
+{
+  lstm_backward_cells (s, t, dh, dc);
+}
+
+TT_VECTOR_CLONES static void
+lstm_backward_wide (const tt_lstm * s, int t, const float *dh, float *dc)
+{
+  lstm_backward_cells (s, t, dh, dc);
+}
+
+void
 tt_lstm_forward (const tt_lstm * s, const float *x)
 {
   const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
   const int G = 4 * U;
   /* gates of step t of sample b: gates + b * g_ld + t * G */
-  const int g_ld = T * G, c_ld = T * U;
+  const int g_ld = T * G;
   lstm_fill_bias (s, B * T, s->gates, G);
   tt_gemm (false, false, B * T, G, F, 1.0f, x, F, s->w_ih, G, 1.0f,
       s->gates, G);
@@ -104,37 +202,14 @@ tt_lstm_forward (const tt_lstm * s, const float *x)
       tt_gemm (false, false, B, G, U, 1.0f,
           s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld, s->w_hh, G,
           1.0f, gt, g_ld);
-    for (int b = 0; b < B; b++) {
-      float *g = gt + (size_t) b * g_ld;
-      float *c = s->cell + (size_t) b * c_ld + (size_t) t * U;
-      float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
-      if (lstm_defaults (s)) {
-        /* c_{-1} = 0: the cell row itself, zeroed, read before written */
-        if (t == 0)
-          memset (c, 0, (size_t) U * sizeof *c);
-        lstm_cell_forward (U, g, g + U, g + 2 * U, g + 3 * U,
-            t > 0 ? c - U : c, c, h);
-        continue;
-      }
-      const float *cp = t > 0 ? c - U : NULL;
-      for (int j = 0; j < U; j++) {
-        const float i = tt_gate_act (s->recurrent, g[j]);
-        const float f = tt_gate_act (s->recurrent, g[U + j]);
-        const float gg = tt_gate_act (s->act, g[2 * U + j]);
-        const float o = tt_gate_act (s->recurrent, g[3 * U + j]);
-        g[j] = i;
-        g[U + j] = f;
-        g[2 * U + j] = gg;
-        g[3 * U + j] = o;
-        const float cv = (cp ? f * cp[j] : 0.0f) + i * gg;
-        c[j] = cv;
-        h[j] = o * tt_gate_act (s->act, cv);
-      }
-    }
+    if (U >= LSTM_WIDE_UNIT)
+      lstm_forward_wide (s, t);
+    else
+      lstm_forward_narrow (s, t);
   }
 }
 
-TT_VECTOR_CLONES void
+void
 tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
     float *carry)
 {
@@ -155,30 +230,10 @@ tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
     if (t < T - 1)
       tt_gemm (false, true, B, U, G, 1.0f, s->gates + (size_t) (t + 1) * G,
           T * G, s->w_hh, G, 1.0f, dh, U);
-    for (int b = 0; b < B; b++) {
-      float *g = s->gates + ((size_t) b * T + t) * G;
-      const float *c = s->cell + ((size_t) b * T + t) * U;
-      const float *dhb = dh + (size_t) b * U;
-      float *dcb = dc + (size_t) b * U;
-      if (lstm_defaults (s)) {
-        /* c_{-1} = 0: c_0 read and multiplied by 0 (cells are finite) */
-        lstm_cell_backward (U, g, g + U, g + 2 * U, g + 3 * U,
-            t > 0 ? c - U : c, t > 0 ? 1.0f : 0.0f, c, dhb, dcb);
-        continue;
-      }
-      for (int j = 0; j < U; j++) {
-        const float i = g[j], f = g[U + j], gg = g[2 * U + j];
-        const float o = g[3 * U + j];
-        const float a = tt_gate_act (s->act, c[j]);
-        const float cp = t > 0 ? c[j - U] : 0.0f;
-        const float dcv = dhb[j] * o * tt_gate_prime (s->act, a) + dcb[j];
-        g[j] = dcv * gg * tt_gate_prime (s->recurrent, i);
-        g[U + j] = dcv * cp * tt_gate_prime (s->recurrent, f);
-        g[2 * U + j] = dcv * i * tt_gate_prime (s->act, gg);
-        g[3 * U + j] = dhb[j] * a * tt_gate_prime (s->recurrent, o);
-        dcb[j] = dcv * f;
-      }
-    }
+    if (U >= LSTM_WIDE_UNIT)
+      lstm_backward_wide (s, t, dh, dc);
+    else
+      lstm_backward_narrow (s, t, dh, dc);
   }
 }
 
