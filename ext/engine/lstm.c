@@ -19,55 +19,54 @@
 #include <math.h>
 #include <string.h>
 
-/* tanh and sigmoid, the defaults: loops of their own, which vectorize
- * (the general ones switch per value) */
 static inline bool
 lstm_defaults (const tt_lstm * s)
 {
   return s->act == TT_ACT_TANH && s->recurrent == TT_ACT_SIGMOID;
 }
 
-/* One sample's step with the default activations: the gates (i, f, g, o
- * rows, pre-activation in, activated out), the previous cell row cp, the
- * cell row c and hidden row h out. Separate restrict rows: the loop
- * vectorizes. */
+/* One sample's step: the gates (i, f, g, o rows, pre-activation in,
+ * activated out), the previous cell row cp (may be c itself: step 0,
+ * zeroed, read before written), the cell row c and hidden row h out.
+ * Always inlined: called with the defaults as constants (tanh, sigmoid)
+ * the activation switches fold away and, the rows being separate restrict
+ * pointers, the loop vectorizes; with others it switches per value. */
 static inline __attribute__ ((always_inline)) void
-lstm_cell_forward (int U, float *restrict gi, float *restrict gf,
-    float *restrict gg, float *restrict go, const float *cp,
-    float *c, float *restrict h)
+lstm_cell_forward (int U, tt_activation act, tt_activation rec,
+    float *restrict gi, float *restrict gf, float *restrict gg,
+    float *restrict go, const float *cp, float *c, float *restrict h)
 {
   for (int j = 0; j < U; j++) {
-    const float i = tt_vsigmoidf (gi[j]);
-    const float f = tt_vsigmoidf (gf[j]);
-    const float g = tt_vtanhf (gg[j]);
-    const float o = tt_vsigmoidf (go[j]);
+    const float i = tt_gate_act (rec, gi[j]);
+    const float f = tt_gate_act (rec, gf[j]);
+    const float g = tt_gate_act (act, gg[j]);
+    const float o = tt_gate_act (rec, go[j]);
     gi[j] = i;
     gf[j] = f;
     gg[j] = g;
     go[j] = o;
-    /* cp may be c itself (step 0, zeroed): read before written */
     const float cv = f * cp[j] + i * g;
     c[j] = cv;
-    h[j] = o * tt_vtanhf (cv);
+    h[j] = o * tt_gate_act (act, cv);
   }
 }
 
 /* Its backward: the activated gates in, their pre-activation derivatives
  * out; keep 0 stands for c_{-1} = 0 (cp then points at any finite row). */
 static inline __attribute__ ((always_inline)) void
-lstm_cell_backward (int U, float *restrict gi, float *restrict gf,
-    float *restrict gg, float *restrict go, const float *restrict cp,
-    float keep, const float *restrict c, const float *restrict dh,
-    float *restrict dc)
+lstm_cell_backward (int U, tt_activation act, tt_activation rec,
+    float *restrict gi, float *restrict gf, float *restrict gg,
+    float *restrict go, const float *restrict cp, float keep,
+    const float *restrict c, const float *restrict dh, float *restrict dc)
 {
   for (int j = 0; j < U; j++) {
     const float i = gi[j], f = gf[j], g = gg[j], o = go[j];
-    const float a = tt_vtanhf (c[j]);
-    const float dcv = dh[j] * o * (1.0f - a * a) + dc[j];
-    gi[j] = dcv * g * i * (1.0f - i);
-    gf[j] = dcv * keep * cp[j] * f * (1.0f - f);
-    gg[j] = dcv * i * (1.0f - g * g);
-    go[j] = dh[j] * a * o * (1.0f - o);
+    const float a = tt_gate_act (act, c[j]);
+    const float dcv = dh[j] * o * tt_gate_prime (act, a) + dc[j];
+    gi[j] = dcv * g * tt_gate_prime (rec, i);
+    gf[j] = dcv * keep * cp[j] * tt_gate_prime (rec, f);
+    gg[j] = dcv * i * tt_gate_prime (act, g);
+    go[j] = dh[j] * a * tt_gate_prime (rec, o);
     dc[j] = dcv * f;
   }
 }
@@ -94,33 +93,22 @@ lstm_forward_cells (const tt_lstm * s, int t)
 {
   const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
   const int g_ld = T * G, c_ld = T * U;
+  const bool dflt = lstm_defaults (s);
   float *gt = s->gates + (size_t) t * G;
   for (int b = 0; b < B; b++) {
     float *g = gt + (size_t) b * g_ld;
     float *c = s->cell + (size_t) b * c_ld + (size_t) t * U;
     float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
-    if (lstm_defaults (s)) {
-      /* c_{-1} = 0: the cell row itself, zeroed, read before written */
-      if (t == 0)
-        memset (c, 0, (size_t) U * sizeof *c);
-      lstm_cell_forward (U, g, g + U, g + 2 * U, g + 3 * U,
-          t > 0 ? c - U : c, c, h);
-      continue;
-    }
-    const float *cp = t > 0 ? c - U : NULL;
-    for (int j = 0; j < U; j++) {
-      const float i = tt_gate_act (s->recurrent, g[j]);
-      const float f = tt_gate_act (s->recurrent, g[U + j]);
-      const float gg = tt_gate_act (s->act, g[2 * U + j]);
-      const float o = tt_gate_act (s->recurrent, g[3 * U + j]);
-      g[j] = i;
-      g[U + j] = f;
-      g[2 * U + j] = gg;
-      g[3 * U + j] = o;
-      const float cv = (cp ? f * cp[j] : 0.0f) + i * gg;
-      c[j] = cv;
-      h[j] = o * tt_gate_act (s->act, cv);
-    }
+    /* c_{-1} = 0: the cell row itself, zeroed */
+    if (t == 0)
+      memset (c, 0, (size_t) U * sizeof *c);
+    const float *cp = t > 0 ? c - U : c;
+    if (dflt)
+      lstm_cell_forward (U, TT_ACT_TANH, TT_ACT_SIGMOID, g, g + U,
+          g + 2 * U, g + 3 * U, cp, c, h);
+    else
+      lstm_cell_forward (U, s->act, s->recurrent, g, g + U, g + 2 * U,
+          g + 3 * U, cp, c, h);
   }
 }
 
@@ -130,29 +118,20 @@ static inline __attribute__ ((always_inline)) void
 lstm_backward_cells (const tt_lstm * s, int t, const float *dh, float *dc)
 {
   const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
+  const bool dflt = lstm_defaults (s);
+  /* c_{-1} = 0: keep 0, cp any finite row (c_0) */
+  const float keep = t > 0 ? 1.0f : 0.0f;
   for (int b = 0; b < B; b++) {
     float *g = s->gates + ((size_t) b * T + t) * G;
     const float *c = s->cell + ((size_t) b * T + t) * U;
-    const float *dhb = dh + (size_t) b * U;
-    float *dcb = dc + (size_t) b * U;
-    if (lstm_defaults (s)) {
-      /* c_{-1} = 0: c_0 read and multiplied by 0 (cells are finite) */
-      lstm_cell_backward (U, g, g + U, g + 2 * U, g + 3 * U,
-          t > 0 ? c - U : c, t > 0 ? 1.0f : 0.0f, c, dhb, dcb);
-      continue;
-    }
-    for (int j = 0; j < U; j++) {
-      const float i = g[j], f = g[U + j], gg = g[2 * U + j];
-      const float o = g[3 * U + j];
-      const float a = tt_gate_act (s->act, c[j]);
-      const float cp = t > 0 ? c[j - U] : 0.0f;
-      const float dcv = dhb[j] * o * tt_gate_prime (s->act, a) + dcb[j];
-      g[j] = dcv * gg * tt_gate_prime (s->recurrent, i);
-      g[U + j] = dcv * cp * tt_gate_prime (s->recurrent, f);
-      g[2 * U + j] = dcv * i * tt_gate_prime (s->act, gg);
-      g[3 * U + j] = dhb[j] * a * tt_gate_prime (s->recurrent, o);
-      dcb[j] = dcv * f;
-    }
+    const float *cp = t > 0 ? c - U : c;
+    if (dflt)
+      lstm_cell_backward (U, TT_ACT_TANH, TT_ACT_SIGMOID, g, g + U,
+          g + 2 * U, g + 3 * U, cp, keep, c, dh + (size_t) b * U,
+          dc + (size_t) b * U);
+    else
+      lstm_cell_backward (U, s->act, s->recurrent, g, g + U, g + 2 * U,
+          g + 3 * U, cp, keep, c, dh + (size_t) b * U, dc + (size_t) b * U);
   }
 }
 
