@@ -421,11 +421,11 @@ plan_printf (plan_writer * w, const char *fmt, ...)
   plan_append (w, line, (size_t) len);
 }
 
-/* Whether a line opens a plan section, read as the INI parsers read it:
- * trimmed, "[" ... "]", the name up to the first "]", trimmed, any case
- * ("[planet]" is a layer, not a plan section). */
+/* Whether a line is a section header, read as the INI parsers read it:
+ * trimmed, "[" ... "]", the name up to the first "]", trimmed; the name's
+ * span in *name, *n. */
 static bool
-plan_header_line (const char *p, size_t len)
+plan_line_section (const char *p, size_t len, const char **name, size_t *n)
 {
   while (len > 0 && isspace ((unsigned char) *p)) {
     p++;
@@ -435,14 +435,25 @@ plan_header_line (const char *p, size_t len)
     len--;
   if (len < 2 || p[0] != '[' || p[len - 1] != ']')
     return false;
-  const char *name = p + 1, *end = memchr (name, ']', len - 1);
-  while (name < end && isspace ((unsigned char) *name))
-    name++;
-  while (end > name && isspace ((unsigned char) end[-1]))
+  const char *start = p + 1, *end = memchr (start, ']', len - 1);
+  while (start < end && isspace ((unsigned char) *start))
+    start++;
+  while (end > start && isspace ((unsigned char) end[-1]))
     end--;
+  *name = start;
+  *n = (size_t) (end - start);
+  return true;
+}
+
+/* Whether a line opens a plan section, any case ("[planet]" is a layer,
+ * not a plan section). */
+static bool
+plan_header_line (const char *p, size_t len)
+{
+  const char *name;
+  size_t n;
   char buf[16];
-  size_t n = (size_t) (end - name);
-  if (n >= sizeof buf)
+  if (!plan_line_section (p, len, &name, &n) || n >= sizeof buf)
     return false;
   for (size_t i = 0; i < n; i++)
     buf[i] = (char) tolower ((unsigned char) name[i]);
@@ -525,28 +536,6 @@ tt_plan_text_check (tt_model * m, tt_error * err)
       m->path, line);
 }
 
-/* Whether line (len bytes) is the header of section name, case aside. */
-static bool
-plan_line_is_section (const char *line, size_t len, const char *name)
-{
-  const char *p = line, *end = line + len;
-  while (p < end && isspace ((unsigned char) *p))
-    p++;
-  if (p == end || *p != '[')
-    return false;
-  const char *close = memchr (p, ']', (size_t) (end - p));
-  if (!close)
-    return false;
-  p++;
-  while (p < close && isspace ((unsigned char) *p))
-    p++;
-  const char *q = close;
-  while (q > p && isspace ((unsigned char) q[-1]))
-    q--;
-  return (size_t) (q - p) == strlen (name) &&
-      !strncasecmp (p, name, (size_t) (q - p));
-}
-
 /* Whether line (len bytes) is "key = ..." for key, case aside. */
 static bool
 plan_line_has_key (const char *line, size_t len, const char *key)
@@ -584,23 +573,17 @@ plan_append_model_text (plan_writer * w, const tt_model * m, size_t len)
     const char *line = text + at;
     const char *nl = memchr (line, '\n', len - at);
     size_t n = nl ? (size_t) (nl - line) : len - at;
-    const bool header = memchr (line, '[', n) && plan_line_is_section (line,
-        n, "model");
-    bool other_header = false;
-    if (!header) {
-      const char *p = line;
-      while (p < line + n && isspace ((unsigned char) *p))
-        p++;
-      other_header = p < line + n && *p == '[';
-    }
-    if ((header || other_header) && in_model && !done) {
-      plan_printf (w, "batch_size = %u   # the batch of the plan below\n",
-          m->batch_size);
-      done = true;
-    }
-    if (header || other_header) {
-      in_model = header && !seen_model;
-      seen_model |= header;
+    const char *name;
+    size_t name_len;
+    if (plan_line_section (line, n, &name, &name_len)) {
+      const bool model = name_len == 5 && !strncasecmp (name, "model", 5);
+      if (in_model && !done) {
+        plan_printf (w, "batch_size = %u   # the batch of the plan below\n",
+            m->batch_size);
+        done = true;
+      }
+      in_model = model && !seen_model;
+      seen_model |= model;
     }
     if (in_model && !done && plan_line_has_key (line, n, "batch_size")) {
       size_t k = n;
