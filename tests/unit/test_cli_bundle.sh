@@ -120,6 +120,11 @@ check "plan --batch 2" run "$tmp/plan2.log" "$cli" plan "$model" --batch 2 \
 check "[Model] says batch 2" grep -q '^batch_size = 2   # the batch of the plan below (was: batch_size = 32)' "$tmp/b2.opt.ini"
 check "it checks as it is" sh -c "'$cli' check '$tmp/b2.opt.ini' | \
   grep -q 'plan valid'"
+check "a [Model] without batch_size gets the key" sh -c "grep -v \
+  '^batch_size' '$model' > '$tmp/nobatch.ini' && '$cli' plan \
+  '$tmp/nobatch.ini' --batch 3 -o '$tmp/nb.opt.ini' > /dev/null && \
+  grep -q '^batch_size = 3   # the batch of the plan below\$' \
+  '$tmp/nb.opt.ini' && '$cli' check '$tmp/nb.opt.ini' | grep -q 'plan valid'"
 check "and trains at batch 2" sh -c "'$cli' train '$tmp/b2.opt.ini' \
   --data '$tmp/images.idx' --labels '$tmp/labels.idx' --epochs 1 | \
   grep -q '^# model=.* batch=2 '"
