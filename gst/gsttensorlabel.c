@@ -37,16 +37,16 @@ gst_tensor_label_check (const GstTensorDesc * desc, guint i,
   const guint64 classes = (guint64) channel * height * width;
   gchar *vector_why = NULL;
 
+  /* one element for several classes can only be an index (a model with
+   * one output value takes the value itself) */
+  if (classes > 1 && gst_tensor_desc_count (desc) == 1 &&
+      label_index_type (desc->type)) {
+    *form = GST_TENSOR_LABEL_INDEX;
+    return TRUE;
+  }
   if (gst_tensor_desc_check_model (desc, i, "label", channel, height, width,
           TRUE, &vector_why)) {
     *form = GST_TENSOR_LABEL_VECTOR;
-    return TRUE;
-  }
-  /* a model with one output value takes the value itself */
-  if (classes > 1 && gst_tensor_desc_count (desc) == 1 &&
-      label_index_type (desc->type)) {
-    g_free (vector_why);
-    *form = GST_TENSOR_LABEL_INDEX;
     return TRUE;
   }
   if (classes > 1) {

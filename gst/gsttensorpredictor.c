@@ -936,8 +936,12 @@ gst_tensor_predictor_check_flexible (guint i, const GstTensorDesc * t,
   GstTensorLabelForm form;
   gchar *what = NULL;
 
-  if (gst_tensor_predictor_check_tensor (self, i, t, &form, &what))
+  if (gst_tensor_predictor_check_tensor (self, i, t, &form, &what)) {
+    /* the label's form, for the copy that follows */
+    if (i == self->n_inputs)
+      self->label_form = form;
     return TRUE;
+  }
   gchar *expected = gst_tensor_predictor_expected (self);
   *why = g_strdup_printf ("Flexible tensor does not fit the model: %s; the "
       "model takes %s.", what, expected);
@@ -998,14 +1002,9 @@ gst_tensor_predictor_take_flexible (GstTensorPredictor * self,
         self->in_bytes[i] * self->fill, self->in_bytes[i]);
   }
   if (labelled) {
-    const GstTensorDesc *t = &sample.tensors[self->n_inputs];
-    GstTensorLabelForm form;
-    gchar *unused = NULL;
-    gst_tensor_predictor_check_tensor (self, self->n_inputs, t, &form,
-        &unused);
-    g_free (unused);
     if ((ret = gst_tensor_predictor_put_label (self, buf,
-                sample.offsets[self->n_inputs], t, form)) != GST_FLOW_OK)
+                sample.offsets[self->n_inputs], &sample.tensors[self->n_inputs],
+                self->label_form)) != GST_FLOW_OK)
       return ret;
   }
   gst_tensor_predictor_stamp (self, buf);

@@ -73,7 +73,9 @@ struct _GstTensorPredictor
   gsize out_count;                      /* output floats per sample */
   gfloat *label_batch;
   GstTensorDesc label_desc;             /* static: the label's tensor */
-  GstTensorLabelForm label_form;        /* static: vector or class index */
+  GstTensorLabelForm label_form;        /* vector or class index: static,
+                                         * from the caps; flexible, of the
+                                         * sample being read */
   GstTensorPredictorStamp *stamps;
   guint fill;
   gboolean negotiated;

@@ -904,8 +904,12 @@ gst_tensor_trainer_check_flexible (guint i, const GstTensorDesc * t,
   GstTensorLabelForm form;
   gchar *what = NULL;
 
-  if (gst_tensor_trainer_check_tensor (self, i, t, &form, &what))
+  if (gst_tensor_trainer_check_tensor (self, i, t, &form, &what)) {
+    /* the label's form, for the copy that follows */
+    if (i == self->n_inputs)
+      self->label_form = form;
     return TRUE;
+  }
   gchar *expected = gst_tensor_trainer_expected (self);
   *why = g_strdup_printf ("Flexible tensor does not fit the model: %s; the "
       "model takes %s.", what, expected);
@@ -951,12 +955,8 @@ gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
     const GstTensorDesc *t = &sample.tensors[i];
     const gsize offset = sample.offsets[i], size = gst_tensor_desc_bytes (t);
     if (i == self->n_inputs) {
-      GstTensorLabelForm form;
-      gchar *unused = NULL;
-      gst_tensor_trainer_check_tensor (self, i, t, &form, &unused);
-      g_free (unused);
       GstFlowReturn ret = gst_tensor_trainer_put_label (self, buf, offset,
-          t, form);
+          t, self->label_form);
       if (ret != GST_FLOW_OK)
         return ret;
     } else {

@@ -72,7 +72,9 @@ struct _GstTensorTrainer
   gsize label_count;
   gfloat *label_batch;                  /* batch * label_count */
   GstTensorDesc label_desc;             /* static: the label's tensor */
-  GstTensorLabelForm label_form;        /* static: vector or class index */
+  GstTensorLabelForm label_form;        /* vector or class index: static,
+                                         * from the caps; flexible, of the
+                                         * sample being read */
   gboolean flexible;                    /* each memory has a header */
   gsize sample_bytes[GST_TENSOR_MAX_TENSORS]; /* static: per tensor */
   gsize total_bytes;                    /* static: sum of sample_bytes */
