@@ -128,6 +128,36 @@ def train_epoch(model, opt, loss_fn, batches, outputs=None):
             outputs.append((loss.detach(), logits.detach()))
 
 
+def timed_training(model, make_opt, loss_fn, batches, epochs, warmup):
+    """Trains model for epochs epochs of batches after a warm-up of about
+    warmup samples on a copy (allocator and kernel selection primed, the
+    timed run still starting from the initial weights, like the engine's
+    run of the same INI). Returns per epoch (seconds of its training steps,
+    mean loss, correct predictions); statistics are computed after the
+    clock stops."""
+    b = batches[0][0].shape[0]
+    warm_model = copy.deepcopy(model)
+    warm_model.train()
+    warm_n = max(1, min(warmup, len(batches) * b) // b)
+    train_epoch(warm_model, make_opt(warm_model), loss_fn, batches[:warm_n])
+    del warm_model
+
+    model.train()
+    opt = make_opt(model)
+    figures = []
+    for _ in range(epochs):
+        outputs = []
+        t0 = time.perf_counter()
+        train_epoch(model, opt, loss_fn, batches, outputs)
+        seconds = time.perf_counter() - t0
+        with torch.no_grad():
+            loss = torch.stack([o[0] for o in outputs]).mean().item()
+            correct = sum((o[1].argmax(dim=1) == yb).sum().item()
+                          for o, (_, yb) in zip(outputs, batches))
+        figures.append((seconds, loss, correct))
+    return figures
+
+
 def backends_line():
     mk = torch.backends.mkldnn
     return ("# torch {} mkldnn={} (available={}) mkl={} openmp={} "
@@ -193,32 +223,11 @@ def main():
               f"seconds={seconds:.3f} samples_per_s={done / seconds:.1f}")
         return
 
-    # Warm-up runs on a copy so allocator and kernel selection are primed
-    # but the timed run still starts from the initial weights, like the
-    # engine's run of the same INI does.
-    warm_model = copy.deepcopy(model)
-    warm_model.train()
-    warm_n = max(1, min(WARMUP_SAMPLES, args.samples) // b)
-    train_epoch(warm_model, make_optimizer(warm_model), loss_fn,
-                batches[:warm_n])
-    del warm_model
-
-    model.train()
-    opt = make_optimizer(model)
-    outputs = []
-    for epoch in range(args.epochs):
-        outputs = []
-        t0 = time.perf_counter()
-        train_epoch(model, opt, loss_fn, batches, outputs)
-        # the last epoch is timed, as the engine's last epoch is
-        seconds = time.perf_counter() - t0
-
-    with torch.no_grad():
-        loss = torch.stack([o[0] for o in outputs]).mean().item()
-        correct = sum((o[1].argmax(dim=1) == yb).sum().item()
-                      for o, (_, yb) in zip(outputs, batches))
-    accuracy = correct / (n_batches * b)
+    epochs = timed_training(model, make_optimizer, loss_fn, batches,
+                            args.epochs, WARMUP_SAMPLES)
+    seconds, loss, correct = epochs[-1]
     trained = n_batches * b
+    accuracy = correct / trained
 
     print(f"torch model={args.model} batch={b} threads={args.threads} "
           f"samples={args.samples} epochs={args.epochs} "

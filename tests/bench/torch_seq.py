@@ -18,8 +18,6 @@ samples_per_s=13277.1 loss=1.3863 accuracy=0.2512
 """
 
 import argparse
-import copy
-import time
 
 import numpy as np
 import torch
@@ -27,7 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 # the timed step, the backends line and argument checks: as for Fashion-MNIST
-from torch_fmnist import backends_line, positive, train_epoch
+from torch_fmnist import backends_line, positive, timed_training
 
 WARMUP_SAMPLES = 2000
 
@@ -191,36 +189,18 @@ def main():
 
     model = build_model(args.model)
 
-    # warm-up on a copy: allocator and kernel selection primed, the timed
-    # run still starts from the initial weights
-    warm_model = copy.deepcopy(model)
-    warm_model.train()
-    warm_n = max(1, min(WARMUP_SAMPLES, args.samples) // b)
     # softmax + cross entropy, fused as nntrainer fuses them
     loss_fn = nn.CrossEntropyLoss()
-    train_epoch(warm_model, make_optimizer(warm_model), loss_fn,
-                batches[:warm_n])
-    del warm_model
-
-    model.train()
-    opt = make_optimizer(model)
     trained = n_batches * b
-    for epoch in range(args.epochs):
-        outputs = []
-        t0 = time.perf_counter()
-        train_epoch(model, opt, loss_fn, batches, outputs)
-        seconds = time.perf_counter() - t0
-        with torch.no_grad():
-            loss = torch.stack([o[0] for o in outputs]).mean().item()
-            correct = sum((o[1].argmax(dim=1) == yb).sum().item()
-                          for o, (_, yb) in zip(outputs, batches))
+    figures = timed_training(model, make_optimizer, loss_fn, batches,
+                             args.epochs, WARMUP_SAMPLES)
+    for epoch, (seconds, loss, correct) in enumerate(figures):
         print(f"torch model={args.model} batch={b} threads={args.threads} "
               f"samples={trained} epoch={epoch + 1}/{args.epochs} "
               f"seconds={seconds:.3f} "
               f"samples_per_s={trained / seconds:.1f} "
               f"loss={loss:.4f} accuracy={correct / trained:.4f}",
               flush=True)
-
 
 if __name__ == "__main__":
     main()
