@@ -7,13 +7,21 @@
  * label together with it).
  *
  *   tt-launch [--every N] [--at NAME] [--step STEP]... [--stdin]
- *             PIPELINE-DESCRIPTION...
+ *             [--stall-timeout SECONDS] PIPELINE-DESCRIPTION...
  *
  *   STEP     "element.property=value[;element.property=value...]"
  *   --every  apply the next --step (round robin) every N buffers that reach
  *            the sink pad of the element NAME (--at, default "labeler")
  *   --stdin  read steps from standard input, one per line; a line holding
  *            only an integer K means "NAME.label=K" (a key press per class)
+ *   --stall-timeout  a pipeline that makes no progress for this long is an
+ *            error (default 30 s, 0: wait for ever). Before PLAYING,
+ *            progress is a state change (a sink that prerolls); in
+ *            PLAYING, a buffer or an event through any pad. The error
+ *            says where it stalled: the state change pending, the sinks
+ *            still waiting for preroll, the elements no buffer came out of,
+ *            the pads not linked, or where the last data went in and did
+ *            not come out.
  *
  * A step is applied in the streaming thread, just before a buffer enters
  * NAME, and that buffer is dropped: elements upstream of NAME in the same
@@ -21,12 +29,34 @@
  * no frame carries a stale label. The tool prints the element messages of
  * tensor_trainer and tensor_planner, warnings and errors as key=value lines,
  * turns Ctrl-C into EOS (the trainer saves its model before the pipeline
- * ends), and exits 0 after EOS, 1 after an error.
+ * ends; a second Ctrl-C stops at once), and exits 0 after EOS, 1 after an
+ * error or a stall, 2 when the description does not parse (an element
+ * that is not installed, a link that cannot be made: the parse error is
+ * printed, never run as a partial pipeline).
  */
 #include <gst/gst.h>
 #include <glib-unix.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_STALL_TIMEOUT 30.0
+/* after an error or a stall, how long the pipeline may take to stop before
+ * the process exits anyway: a streaming thread stuck in an element would
+ * otherwise keep the state change to NULL (and the process) waiting */
+#define TEARDOWN_SECONDS 3
+
+/* The data seen by one pad, counted in its streaming thread; the watchdog
+ * (main loop) only reads the counters, so the per-buffer cost is one
+ * atomic increment. */
+typedef struct
+{
+  GstPad *pad;                  /* owned */
+  gint buffers;                 /* atomic: buffers and buffer lists */
+  gint events;                  /* atomic: downstream events */
+  gint seen;                    /* watchdog: buffers + events at its last look */
+  gint64 changed;               /* watchdog: monotonic us of the last change */
+} PadWatch;
 
 typedef struct
 {
@@ -36,11 +66,20 @@ typedef struct
   guint n_steps, next_step;
   guint every;
   guint64 count;
-  GMutex lock;                  /* guards pending */
+  GMutex lock;                  /* guards pending and watches */
   GQueue pending;               /* steps from stdin, applied at a buffer */
+  GPtrArray *watches;           /* PadWatch, one per pad of the pipeline */
   const gchar *at;
   gint status;
+  guint interrupts;
+  /* stall watchdog, main loop only */
+  gint64 stall_us;              /* 0: off */
+  gint64 tick_us;
+  gint64 progress;              /* monotonic us of the last progress */
+  gboolean playing;             /* the pipeline reached PLAYING */
 } Runner;
+
+static GQuark watch_quark;
 
 /* "elem.prop=value;..." applied to the pipeline's elements. */
 static void
@@ -93,6 +132,313 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_DROP;
 }
 
+/* Counts the data through one pad: what the stall watchdog calls progress
+ * and what its report reads to say where the data stopped. */
+static GstPadProbeReturn
+on_pad_data (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  PadWatch *w = data;
+  (void) pad;
+
+  if (info->type & (GST_PAD_PROBE_TYPE_BUFFER |
+          GST_PAD_PROBE_TYPE_BUFFER_LIST))
+    g_atomic_int_inc (&w->buffers);
+  else
+    g_atomic_int_inc (&w->events);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+watch_pad (Runner * r, GstPad * pad)
+{
+  PadWatch *w;
+
+  g_mutex_lock (&r->lock);
+  /* a pad can be seen twice: listed with its element and announced by
+   * pad-added */
+  if (g_object_get_qdata (G_OBJECT (pad), watch_quark)) {
+    g_mutex_unlock (&r->lock);
+    return;
+  }
+  w = g_new0 (PadWatch, 1);
+  w->pad = gst_object_ref (pad);
+  w->changed = g_get_monotonic_time ();
+  g_object_set_qdata (G_OBJECT (pad), watch_quark, w);
+  g_ptr_array_add (r->watches, w);
+  g_mutex_unlock (&r->lock);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER |
+      GST_PAD_PROBE_TYPE_BUFFER_LIST | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      on_pad_data, w, NULL);
+}
+
+static void
+free_watch (gpointer data)
+{
+  PadWatch *w = data;
+  gst_object_unref (w->pad);
+  g_free (w);
+}
+
+static void
+on_pad_added (GstElement * element, GstPad * pad, gpointer data)
+{
+  (void) element;
+  watch_pad (data, pad);
+}
+
+static void
+watch_element (Runner * r, GstElement * element)
+{
+  GstIterator *it = gst_element_iterate_pads (element);
+  GValue v = G_VALUE_INIT;
+  gboolean done = FALSE;
+
+  /* dynamic pads (decodebin, tee's request pads made later) */
+  g_signal_connect (element, "pad-added", G_CALLBACK (on_pad_added), r);
+  while (!done) {
+    switch (gst_iterator_next (it, &v)) {
+      case GST_ITERATOR_OK:
+        watch_pad (r, g_value_get_object (&v));
+        g_value_reset (&v);
+        break;
+      case GST_ITERATOR_RESYNC:
+        gst_iterator_resync (it);
+        break;
+      default:
+        done = TRUE;
+        break;
+    }
+  }
+  g_value_unset (&v);
+  gst_iterator_free (it);
+}
+
+static void
+on_deep_element_added (GstBin * bin, GstBin * sub_bin, GstElement * element,
+    gpointer data)
+{
+  (void) bin;
+  (void) sub_bin;
+  watch_element (data, element);
+}
+
+/* Every element of the pipeline, bins included, in turn. */
+static GList *
+pipeline_elements (Runner * r)
+{
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (r->pipeline));
+  GValue v = G_VALUE_INIT;
+  GList *list = NULL;
+  gboolean done = FALSE;
+
+  while (!done) {
+    switch (gst_iterator_next (it, &v)) {
+      case GST_ITERATOR_OK:
+        list = g_list_prepend (list, g_value_dup_object (&v));
+        g_value_reset (&v);
+        break;
+      case GST_ITERATOR_RESYNC:
+        g_list_free_full (list, gst_object_unref);
+        list = NULL;
+        gst_iterator_resync (it);
+        break;
+      default:
+        done = TRUE;
+        break;
+    }
+  }
+  g_value_unset (&v);
+  gst_iterator_free (it);
+  return g_list_reverse (list);
+}
+
+static PadWatch *
+pad_watch (GstPad * pad)
+{
+  return g_object_get_qdata (G_OBJECT (pad), watch_quark);
+}
+
+/* Whether a streaming thread is inside the pad now: it holds the pad's
+ * stream lock while the element's chain or event function (a sink pad) or
+ * its task (a source's src pad) runs. */
+static gboolean
+pad_busy (GstPad * pad)
+{
+  if (!GST_PAD_STREAM_TRYLOCK (pad))
+    return TRUE;
+  GST_PAD_STREAM_UNLOCK (pad);
+  return FALSE;
+}
+
+/* Whether a streaming thread that is inside the element is not inside the
+ * element downstream: where that thread stopped. */
+static gboolean
+element_holds_thread (GstElement * e)
+{
+  gboolean inside = FALSE, passed_on = FALSE;
+  GList *pads = e->sinkpads ? e->sinkpads : e->srcpads;
+
+  for (GList * l = pads; l && !inside; l = l->next)
+    inside = pad_busy (l->data);
+  for (GList * l = e->srcpads; l && inside && !passed_on; l = l->next) {
+    GstPad *peer = gst_pad_get_peer (l->data);
+    if (peer) {
+      passed_on = pad_busy (peer);
+      gst_object_unref (peer);
+    }
+  }
+  return inside && !passed_on;
+}
+
+/* One element's part in a stall: pads not linked, whether data went in
+ * and nothing came out (ever, or in the last tick that saw data: latest),
+ * and whether a streaming thread is stuck in it. */
+static void
+report_element (GstElement * e, gint64 latest, GString * where,
+    GString * last)
+{
+  const gchar *name = GST_OBJECT_NAME (e);
+  guint in = 0, sinks = 0, srcs = 0;
+  gboolean in_last = FALSE, out_last = FALSE;
+
+  GST_OBJECT_LOCK (e);
+  if (element_holds_thread (e))
+    g_string_append_printf (last, "\n  a streaming thread is inside %s "
+        "(%s)", name, e->sinkpads ? "its sink pad's function has not "
+        "returned" : "making data");
+  for (GList * l = e->sinkpads; l; l = l->next) {
+    PadWatch *w = pad_watch (l->data);
+    sinks++;
+    if (w) {
+      in += (guint) g_atomic_int_get (&w->buffers);
+      in_last |= w->changed == latest && w->seen;
+    }
+  }
+  for (GList * l = e->srcpads; l; l = l->next) {
+    GstPad *pad = l->data;
+    PadWatch *w = pad_watch (pad);
+    guint out = w ? (guint) g_atomic_int_get (&w->buffers) : 0;
+    srcs++;
+    if (w)
+      out_last |= w->changed == latest && w->seen;
+    if (!gst_pad_is_linked (pad))
+      g_string_append_printf (where, "\n  %s:%s is not linked", name,
+          GST_PAD_NAME (pad));
+    else if (out == 0 && sinks == 0)
+      g_string_append_printf (where, "\n  no buffer came out of %s "
+          "(a source, pad %s)", name, GST_PAD_NAME (pad));
+    else if (out == 0 && in > 0)
+      g_string_append_printf (where, "\n  no buffer flowed past %s: %u "
+          "buffer(s) went in, none came out of %s:%s", name, in, name,
+          GST_PAD_NAME (pad));
+  }
+  GST_OBJECT_UNLOCK (e);
+  /* (where data went in and nothing ever came out says it already) */
+  if (in_last && srcs > 0 && !out_last && !where->len)
+    g_string_append_printf (last, "\n  the last data went into %s and did "
+        "not come out", name);
+}
+
+/* Says where the pipeline stalled, on standard error. */
+static void
+report_stall (Runner * r, gint64 now)
+{
+  GstState state = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING;
+  GString *where = g_string_new (NULL), *last = g_string_new (NULL);
+  GString *waiting = g_string_new (NULL);
+  GList *elements = pipeline_elements (r);
+  gint64 latest = 0;
+  double seconds = (now - r->progress) / (double) G_USEC_PER_SEC;
+
+  g_mutex_lock (&r->lock);
+  for (guint i = 0; i < r->watches->len; i++) {
+    PadWatch *w = g_ptr_array_index (r->watches, i);
+    if (w->seen && w->changed > latest)
+      latest = w->changed;
+  }
+  for (GList * l = elements; l; l = l->next) {
+    GstElement *e = l->data;
+    GstState s, p;
+    if (GST_IS_BIN (e))
+      continue;
+    if (gst_element_get_state (e, &s, &p, 0) == GST_STATE_CHANGE_ASYNC)
+      g_string_append_printf (waiting, "%s%s", waiting->len ? ", " : "",
+          GST_OBJECT_NAME (e));
+    report_element (e, latest, where, last);
+  }
+  g_mutex_unlock (&r->lock);
+
+  gst_element_get_state (r->pipeline, &state, &pending, 0);
+  if (r->playing)
+    g_printerr ("tt-launch: error: the pipeline stalled: no buffer or event "
+        "went through any pad for %.1f s in PLAYING", seconds);
+  else
+    g_printerr ("tt-launch: error: the pipeline stalled: no state change "
+        "for %.1f s (state %s, going to %s): it cannot preroll", seconds,
+        gst_element_state_get_name (state),
+        gst_element_state_get_name (pending == GST_STATE_VOID_PENDING ?
+            GST_STATE_PLAYING : pending));
+  if (waiting->len)
+    g_printerr ("\n  waiting for preroll (a first buffer): %s",
+        waiting->str);
+  g_printerr ("%s", where->str);
+  g_printerr ("%s", last->str);
+  if (latest)
+    g_printerr ("\n  data last moved %.1f s ago",
+        (now - latest) / (double) G_USEC_PER_SEC);
+  else
+    g_printerr ("\n  no data moved at all");
+  g_printerr ("\ntt-launch: (--stall-timeout SECONDS changes the limit, "
+      "0 waits for ever)\n");
+  g_list_free_full (elements, gst_object_unref);
+  g_string_free (where, TRUE);
+  g_string_free (last, TRUE);
+  g_string_free (waiting, TRUE);
+}
+
+/* The stall watchdog, on the main loop. */
+static gboolean
+on_tick (gpointer data)
+{
+  Runner *r = data;
+  gint64 now = g_get_monotonic_time ();
+  gboolean moved = FALSE;
+
+  g_mutex_lock (&r->lock);
+  for (guint i = 0; i < r->watches->len; i++) {
+    PadWatch *w = g_ptr_array_index (r->watches, i);
+    gint n = (gint) ((guint) g_atomic_int_get (&w->buffers) +
+        (guint) g_atomic_int_get (&w->events));
+    if (n != w->seen) {
+      w->seen = n;
+      w->changed = now;
+      moved = TRUE;
+    }
+  }
+  g_mutex_unlock (&r->lock);
+  /* before PLAYING, data may flow for ever into an element that drops it
+   * while a sink waits for its first buffer: only a state change is
+   * progress there */
+  if (moved && r->playing)
+    r->progress = now;
+  if (now - r->progress < r->stall_us)
+    return G_SOURCE_CONTINUE;
+  report_stall (r, now);
+  r->status = 1;
+  g_main_loop_quit (r->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static gpointer
+teardown_guard (gpointer data)
+{
+  g_usleep (TEARDOWN_SECONDS * G_USEC_PER_SEC);
+  g_printerr ("tt-launch: the pipeline did not stop within %d s; exiting\n",
+      TEARDOWN_SECONDS);
+  _exit (GPOINTER_TO_INT (data));
+  return NULL;
+}
+
 static gboolean
 on_stdin (GIOChannel * ch, GIOCondition cond, gpointer data)
 {
@@ -124,8 +470,16 @@ static gboolean
 on_interrupt (gpointer data)
 {
   Runner *r = data;
-  g_printerr ("tt-launch: interrupt: sending EOS (the model is saved)\n");
-  gst_element_send_event (r->pipeline, gst_event_new_eos ());
+  if (r->interrupts++ == 0) {
+    g_printerr ("tt-launch: interrupt: sending EOS (the model is saved; "
+        "Ctrl-C again stops at once)\n");
+    gst_element_send_event (r->pipeline, gst_event_new_eos ());
+  } else {
+    /* EOS did not get through (a stalled pipeline): the user decides */
+    g_printerr ("tt-launch: second interrupt: stopping now\n");
+    r->status = 130;
+    g_main_loop_quit (r->loop);
+  }
   return G_SOURCE_CONTINUE;
 }
 
@@ -185,6 +539,15 @@ on_message (GstBus * bus, GstMessage * m, gpointer data)
       r->status = 1;
       g_main_loop_quit (r->loop);
       break;
+    case GST_MESSAGE_STATE_CHANGED:{
+      GstState old_state, new_state;
+      r->progress = g_get_monotonic_time ();
+      if (m->src == GST_OBJECT (r->pipeline)) {
+        gst_message_parse_state_changed (m, &old_state, &new_state, NULL);
+        r->playing = new_state == GST_STATE_PLAYING;
+      }
+      break;
+    }
     case GST_MESSAGE_EOS:
       g_print ("eos\n");
       g_main_loop_quit (r->loop);
@@ -197,11 +560,45 @@ on_message (GstBus * bus, GstMessage * m, gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* Builds the pipeline, or says why it cannot and returns NULL. Without
+ * GST_PARSE_FLAG_FATAL_ERRORS, a missing element or a failed link gives a
+ * partial pipeline and the error only in the debug log: one that never
+ * prerolls. */
+static GstElement *
+build_pipeline (const gchar * desc)
+{
+  GstParseContext *ctx = gst_parse_context_new ();
+  GError *err = NULL;
+  GstElement *e = gst_parse_launch_full (desc, ctx,
+      GST_PARSE_FLAG_FATAL_ERRORS, &err);
+  gchar **missing = gst_parse_context_get_missing_elements (ctx);
+
+  if (!e || err) {
+    g_printerr ("tt-launch: error: the pipeline description does not "
+        "parse: %s\n", err ? err->message : "(no reason given)");
+    for (gchar ** m = missing; m && *m; m++)
+      g_printerr ("tt-launch: no element \"%s\" is installed "
+          "(gst-inspect-1.0 %s; install the package of the GStreamer "
+          "plugin that has it)\n", *m, *m);
+    g_clear_object (&e);
+  } else if (!GST_IS_PIPELINE (e)) {
+    /* a description of one element */
+    GstElement *pipeline = gst_pipeline_new (NULL);
+    gst_bin_add (GST_BIN (pipeline), e);
+    e = pipeline;
+  }
+  g_clear_error (&err);
+  g_strfreev (missing);
+  gst_parse_context_free (ctx);
+  return e;
+}
+
 int
 main (int argc, char **argv)
 {
   Runner r = { 0 };
   gint every = 0;
+  gdouble stall_timeout = DEFAULT_STALL_TIMEOUT;
   gchar *at = NULL, **steps = NULL, **rest = NULL;
   gboolean use_stdin = FALSE;
   GOptionEntry entries[] = {
@@ -214,6 +611,9 @@ main (int argc, char **argv)
         "element.property=value[;...], applied in turn", "STEP"},
     {"stdin", 0, 0, G_OPTION_ARG_NONE, &use_stdin,
         "Read steps (or class numbers) from standard input", NULL},
+    {"stall-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &stall_timeout,
+          "Fail when the pipeline makes no progress for this long "
+          "(default 30; 0: wait for ever)", "SECONDS"},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &rest, NULL,
         "PIPELINE-DESCRIPTION"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
@@ -227,10 +627,11 @@ main (int argc, char **argv)
 
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
-  if (!g_option_context_parse (ctx, &argc, &argv, &err) || !rest) {
-    g_printerr ("tt-launch: %s\n%s", err ? err->message :
-        "no pipeline description", g_option_context_get_help (ctx, TRUE,
-            NULL));
+  if (!g_option_context_parse (ctx, &argc, &argv, &err) || !rest
+      || stall_timeout < 0) {
+    g_printerr ("tt-launch: %s\n%s", err ? err->message : !rest ?
+        "no pipeline description" : "--stall-timeout must be 0 or more",
+        g_option_context_get_help (ctx, TRUE, NULL));
     return 2;
   }
   g_option_context_free (ctx);
@@ -238,16 +639,19 @@ main (int argc, char **argv)
   r.steps = steps;
   r.n_steps = steps ? g_strv_length (steps) : 0;
   r.every = every > 0 ? (guint) every : 0;
+  r.stall_us = (gint64) (stall_timeout * G_USEC_PER_SEC);
+  /* a quarter of the limit, so a stall is reported at most 25% late */
+  r.tick_us = CLAMP (r.stall_us / 4, 10000, 500000);
   g_mutex_init (&r.lock);
   g_queue_init (&r.pending);
+  r.watches = g_ptr_array_new_with_free_func (free_watch);
+  watch_quark = g_quark_from_static_string ("tt-launch-pad-watch");
 
   desc = g_strjoinv (" ", rest);
-  r.pipeline = gst_parse_launch (desc, &err);
+  r.pipeline = build_pipeline (desc);
   g_free (desc);
-  if (!r.pipeline) {
-    g_printerr ("tt-launch: %s\n", err->message);
+  if (!r.pipeline)
     return 2;
-  }
   if ((r.every && r.n_steps) || use_stdin) {
     target = gst_bin_get_by_name (GST_BIN (r.pipeline), r.at);
     if (!target || !(pad = gst_element_get_static_pad (target, "sink"))) {
@@ -269,6 +673,16 @@ main (int argc, char **argv)
   bus = gst_element_get_bus (r.pipeline);
   gst_bus_add_watch (bus, on_message, &r);
   gst_object_unref (bus);
+  if (r.stall_us) {
+    GList *elements = pipeline_elements (&r);
+    for (GList * l = elements; l; l = l->next)
+      watch_element (&r, l->data);
+    g_list_free_full (elements, gst_object_unref);
+    g_signal_connect (r.pipeline, "deep-element-added",
+        G_CALLBACK (on_deep_element_added), &r);
+    r.progress = g_get_monotonic_time ();
+    g_timeout_add ((guint) (r.tick_us / 1000), on_tick, &r);
+  }
   if (gst_element_set_state (r.pipeline, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE) {
     /* the error message is on the bus */
@@ -283,8 +697,12 @@ main (int argc, char **argv)
   } else {
     g_main_loop_run (r.loop);
   }
+  if (r.status != 0)
+    g_thread_unref (g_thread_new ("teardown-guard", teardown_guard,
+            GINT_TO_POINTER (r.status)));
   gst_element_set_state (r.pipeline, GST_STATE_NULL);
   gst_object_unref (r.pipeline);
+  g_ptr_array_unref (r.watches);
   g_main_loop_unref (r.loop);
   g_queue_clear_full (&r.pending, g_free);
   g_strfreev (steps);
