@@ -31,33 +31,54 @@
 # Usage: pipelines/camera-personalize.sh [EPOCHS]    (default 5)
 # Env:   CAMERA=/dev/videoN | none, TRAIN (960) and VALID (192) frames per
 #        epoch, SWITCH_EVERY (8), PUBLISH (5 batches), OUT
-#        (camera-personalized.bin), SINK (a gst-launch sink description)
+#        (camera-personalized.bin), SINK (a gst-launch sink description),
+#        QUICK=1 (1 epoch of 240 + 48 frames, unless EPOCHS, TRAIN, VALID
+#        say otherwise), STALL (tt-launch --stall-timeout, 30 s),
+#        TT_BUILD_DIR (a built build folder to use instead of building build/)
+# Needs: the project's packages (scripts/ensure-deps.sh) and gstreamer1.0-x
+#        (textoverlay; ximagesink for the window), installed if missing.
+# Ends with "# N frames with predictions: camera-personalize-*.png" (no
+#        display) or "# model saved to OUT".
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/ensure-deps.sh"
-"$top/scripts/build.sh" "$top/build"
+. "$top/pipelines/common.sh"
+tt_setup gstreamer1.0-x
 
-epochs=${1:-5}
-train=${TRAIN:-960} valid=${VALID:-192} every=${SWITCH_EVERY:-8}
+quick=${QUICK:-0}
+if [ "$quick" = 1 ]; then epochs=${1:-1} train=${TRAIN:-240} valid=${VALID:-48}
+else epochs=${1:-5} train=${TRAIN:-960} valid=${VALID:-192}; fi
+every=${SWITCH_EVERY:-8}
 publish=${PUBLISH:-5}
 out=${OUT:-camera-personalized.bin}
 model=$top/pipelines/camera-mlp.ini
 camera=${CAMERA:-/dev/video0}
-export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+live=0; [ "$camera" != none ] && [ -e "$camera" ] && live=1
 classes=$(mktemp --suffix=.txt)
 trap 'rm -f "$classes"' EXIT
 printf '%s\n' ball snow pinwheel checkers-4 > "$classes"
 
+tt_need tee:libgstreamer1.0-0 queue:libgstreamer1.0-0 \
+  fakesink:libgstreamer1.0-0 textoverlay:gstreamer1.0-x \
+  videoconvert:gstreamer1.0-plugins-base videoscale:gstreamer1.0-plugins-base \
+  tensor_labeler:project tensor_trainer:project tensor_predictor:project
+if [ "$live" = 1 ]; then tt_need v4l2src:gstreamer1.0-plugins-good
+else tt_need videotestsrc:gstreamer1.0-plugins-base; fi
 if [ -n "${SINK:-}" ]; then
   sink=$SINK
 elif [ -n "${DISPLAY:-}" ]; then
+  tt_need autovideosink:gstreamer1.0-plugins-good ximagesink:gstreamer1.0-x
   sink="videoconvert ! autovideosink"
 else
+  tt_need videorate:gstreamer1.0-plugins-base pngenc:gstreamer1.0-plugins-good \
+    multifilesink:gstreamer1.0-plugins-good
+  # (the frames of an earlier run would be counted as this one's)
+  rm -f camera-personalize-[0-9][0-9][0-9].png
   sink="videorate ! video/x-raw,framerate=1/1 ! videoconvert ! pngenc ! \
     multifilesink location=camera-personalize-%03d.png"
 fi
-# frames for the whole run: every epoch, plus a few seconds to watch the
-# trained model (the trainer ends its branch after the last epoch)
+# frames for the whole run: every epoch, the frames dropped at pattern
+# switches, and a margin (the run ends with the training: the trainer
+# refuses buffers after its last epoch, and the tees stop on that)
 frames=$(( (train + valid) * epochs * (every + 1) / every + 300 ))
 graph="tee name=video ! queue ! \
     textoverlay name=overlay WAIT valignment=top halignment=left \
@@ -69,33 +90,41 @@ graph="tee name=video ! queue ! \
       num-training-samples=$train num-validation-samples=$valid \
       epochs=$epochs model-save-path=$out publish-interval=$publish ! \
     queue ! fakesink \
-  samples. ! queue leaky=downstream max-size-buffers=4 ! \
+  samples. ! queue PREDICTQ ! \
     tensor_predictor name=predictor trainer=trainer output=text \
       labels=$classes ! overlay.text_sink"
 
-if [ "$camera" != none ] && [ -e "$camera" ]; then
+if [ "$live" = 1 ]; then
   echo "# camera $camera: type 0..3 + Enter to label what it sees, -1 to" \
     "pause labelling, Ctrl-C to stop and save $out"
-  args=(--stdin -- v4l2src device="$camera" ! videoconvert ! videoscale !
+  args=(--stall-timeout "${STALL:-30}" --stdin -- v4l2src device="$camera" ! videoconvert ! videoscale !
     video/x-raw,width=320,height=240 ! "${graph/LABEL/label=-1}")
-  # live: show each frame at once, with the latest prediction
+  # live: show each frame at once, with the latest prediction; the
+  # predictor skips frames rather than hold the camera back
   args=("${args[@]/WAIT/wait-text=false}")
+  args=("${args[@]/PREDICTQ/leaky=downstream max-size-buffers=4}")
 else
   echo "# no camera: videotestsrc, 4 patterns as classes, pattern and label" \
     "switched every $every frames; predictions written on the video"
   patterns=(ball snow pinwheel checkers-4)
-  args=(--every "$every")
+  args=(--stall-timeout "${STALL:-30}" --every "$every" --at video)
   for c in 0 1 2 3; do
     args+=(--step "src.pattern=${patterns[$c]};labeler.label=$c")
   done
   args+=(-- videotestsrc name=src num-buffers=$frames !
     video/x-raw,width=320,height=240,framerate=30/1 ! "${graph/LABEL/}")
-  # not live (as fast as it goes): each frame waits for its own prediction
+  # not live (as fast as it goes): each frame waits for its own
+  # prediction, so none is dropped on the way; the frame at which the
+  # pattern switches (made with the old pattern) is dropped before the
+  # video tee (--at video), from the video as well as from the samples,
+  # so that no frame goes without its prediction written on it
   args=("${args[@]/WAIT/wait-text=true}")
+  args=("${args[@]/PREDICTQ/}")
 fi
 
+set +e
 # shellcheck disable=SC2086  # the pipeline description is split on purpose
-"$top/build/gst/tt-launch" ${args[@]} | awk '
+"$build/gst/tt-launch" ${args[@]} | awk '
   function field(name,   re, v) {
     re = " " name "=[^ ]*"
     if (!match($0, re)) return ""
@@ -115,9 +144,13 @@ fi
   /^tensor-predictor-summary/ {
     printf "predictor: %s frames, accuracy %.4f against the labels (from the first, untrained frame on), %s weight sets\n",
       field("samples"), field("accuracy"), field("weights-version"); next }
-  /^eos/ { print "# model saved to '"$out"'" }
+  /^eos/ { print "# model saved to '"$out"'"; next }
   { print; fflush() }'
 status=${PIPESTATUS[0]}
-ls camera-personalize-*.png >/dev/null 2>&1 && [ -z "${DISPLAY:-}" ] &&
-  echo "# frames with predictions: camera-personalize-*.png"
-exit "$status"
+set -e
+[ "$status" -eq 0 ] || { echo "error: tt-launch failed ($status)" >&2; exit "$status"; }
+if [ -z "${SINK:-}" ] && [ -z "${DISPLAY:-}" ]; then
+  pngs=$(find . -maxdepth 1 -name 'camera-personalize-[0-9][0-9][0-9].png' | wc -l)
+  [ "$pngs" -gt 0 ] || { echo "error: no frame was written" >&2; exit 1; }
+  echo "# $pngs frames with predictions: camera-personalize-*.png"
+fi
