@@ -18,5 +18,5 @@ function field(name,   re, v) {
     field("validation-loss"), field("validation-accuracy"), unit,
     field("samples-per-second"); last = field("validation-accuracy")
   fflush(); next }
-/^eos/ { printf "final: val_accuracy=%.4f; model saved to %s\n", last, out }
+/^eos/ { printf "final: val_accuracy=%.4f; model saved to %s\n", last, out; next }
 { print; fflush() }

@@ -18,24 +18,33 @@
 #
 # Usage: pipelines/plan-model.sh [cnn|mlp|MODEL.ini] [BATCH]
 #   default: cnn, batch 64. Env: TRAIN (10000) and VALID (2000) samples,
-#   EPOCHS (1), OUT folder (plan-out)
+#   EPOCHS (1), OUT folder (plan-out), QUICK=1 (1 epoch of 600 + 200
+#   samples, unless TRAIN, VALID, EPOCHS say otherwise), TT_BUILD_DIR (a
+#   built build folder to use instead of building build/)
+# Needs: the project's packages (scripts/ensure-deps.sh: GStreamer, the
+#   dataset-fashion-mnist images), installed if missing.
+# Ends with "saved OUT/<model>.b<BATCH>.bin".
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/ensure-deps.sh"
-"$top/scripts/build.sh" "$top/build"
+. "$top/pipelines/common.sh"
+tt_setup
+tt_need fakesink:libgstreamer1.0-0 tensor_datasrc:project \
+  tensor_planner:project tensor_trainer:project
+tt_need_command gst-launch-1.0:gstreamer1.0-tools
 
 case "${1:-cnn}" in
   cnn|mlp) model=$top/tests/models/fmnist_${1:-cnn}.ini ;;
   *) model=$1 ;;
 esac
 batch=${2:-64}
-train=${TRAIN:-10000} valid=${VALID:-2000} epochs=${EPOCHS:-1}
+if [ "${QUICK:-0}" = 1 ]; then train=${TRAIN:-600} valid=${VALID:-200}
+else train=${TRAIN:-10000} valid=${VALID:-2000}; fi
+epochs=${EPOCHS:-1}
 out=${OUT:-plan-out}
 mkdir -p "$out"
 name=$(basename "$model" .ini)
 opt=$out/$name.b$batch.opt.ini init=$out/$name.b$batch.init.bin
 data=/usr/share/datasets/fashion-mnist
-export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 
 # key=value of a gst-launch -m line: field NAME
 msg_awk='
@@ -63,7 +72,7 @@ gst-launch-1.0 -m \
   }
   /ERROR|WARNING|Additional debug/ { print }'
 [ -s "$opt" ] && [ -s "$init" ] || { echo "error: the planner wrote nothing" >&2; exit 1; }
-"$top/build/tools/tensor-trainer" check "$opt" | sed 's/^/check: /'
+"$build/tools/tensor-trainer" check "$opt" | sed 's/^/check: /'
 
 echo "# 2. tensor_trainer from $opt ($epochs epoch(s) of $train + $valid samples)"
 gst-launch-1.0 -m \

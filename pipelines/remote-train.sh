@@ -19,21 +19,36 @@
 #
 # Usage: pipelines/remote-train.sh [cnn|mlp|MODEL.ini]    (default mlp)
 # Env:   TRAIN (10000) and VALID (2000) samples, EPOCHS (2), PORT (a free
-#        one), HOST (127.0.0.1), OUT (remote-<model>.bin)
+#        one), HOST (127.0.0.1), OUT (remote-<model>.bin), QUICK=1 (1 epoch
+#        of 600 + 200 samples, unless TRAIN, VALID, EPOCHS say otherwise),
+#        TT_BUILD_DIR (a built build folder to use instead of building build/)
+# Needs: the project's packages (scripts/ensure-deps.sh: GStreamer with
+#        gstreamer1.0-plugins-bad for gdppay, the dataset-fashion-mnist
+#        images) and iproute2 (ss, to find a free port), installed if
+#        missing.
+# Ends with "trainer: saved OUT".
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/ensure-deps.sh"
-"$top/scripts/build.sh" "$top/build"
+. "$top/pipelines/common.sh"
+tt_setup iproute2
+tt_need fakesink:libgstreamer1.0-0 tensor_datasrc:project \
+  tensor_trainer:project tcpserversrc:gstreamer1.0-plugins-base \
+  tcpclientsink:gstreamer1.0-plugins-base gdppay:gstreamer1.0-plugins-bad \
+  gdpdepay:gstreamer1.0-plugins-bad
+tt_need_command gst-launch-1.0:gstreamer1.0-tools ss:iproute2
 
 case "${1:-mlp}" in
   cnn|mlp) model=$top/tests/models/fmnist_${1:-mlp}.ini ;;
   *) model=$1 ;;
 esac
 name=$(basename "$model" .ini)
-train=${TRAIN:-10000} valid=${VALID:-2000} epochs=${EPOCHS:-2}
+if [ "${QUICK:-0}" = 1 ]; then
+  train=${TRAIN:-600} valid=${VALID:-200} epochs=${EPOCHS:-1}
+else
+  train=${TRAIN:-10000} valid=${VALID:-2000} epochs=${EPOCHS:-2}
+fi
 host=${HOST:-127.0.0.1} out=${OUT:-remote-$name.bin}
 data=/usr/share/datasets/fashion-mnist
-export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 
 listening () { ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; }
 port=${PORT:-}

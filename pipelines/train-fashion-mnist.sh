@@ -20,6 +20,12 @@
 # Usage: pipelines/train-fashion-mnist.sh [cnn|mlp|MODEL.ini] [EPOCHS]
 #   default: cnn (tests/models/fmnist_cnn.ini); EPOCHS: the model's [Model]
 #   epochs (5 for both)
+# Env: QUICK=1 (1 epoch of the first 600 training images, validated on the
+#   first 200 test images, unless EPOCHS says otherwise), TT_BUILD_DIR (a
+#   built build folder to use instead of building build/)
+# Needs: the project's packages (scripts/ensure-deps.sh: GStreamer, the
+#   dataset-fashion-mnist images, gnuplot-nox), installed if missing.
+# Ends with "plot: fmnist-<model>.png (figures: fmnist-<model>.tsv)".
 # Writes here: fmnist-<model>.bin (the weights, atomically at the end),
 #   fmnist-<model>.tsv (the figures per epoch), fmnist-<model>.png (the plot)
 #
@@ -30,8 +36,12 @@
 # mix.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/ensure-deps.sh"
-"$top/scripts/build.sh" "$top/build"
+. "$top/pipelines/common.sh"
+tt_setup
+tt_need fakesink:libgstreamer1.0-0 tensor_datasrc:project \
+  tensor_trainer:project tensor_predictor:project
+tt_need_command gst-launch-1.0:gstreamer1.0-tools gnuplot:gnuplot-nox \
+  stdbuf:coreutils
 
 case "${1:-cnn}" in
   cnn|mlp) model=$top/tests/models/fmnist_${1:-cnn}.ini ;;
@@ -41,6 +51,8 @@ esac
 name=$(basename "$model" .ini)
 data=/usr/share/datasets/fashion-mnist
 train=60000 valid=10000
+quick=${QUICK:-0}
+[ "$quick" = 1 ] && train=600 valid=200
 
 # [Model] epochs and batch_size (iniparser: case-insensitive, # ; comments)
 ini_model_key () {
@@ -49,7 +61,9 @@ ini_model_key () {
     s == "model" { k = tolower($1); gsub(/[ \t]/, "", k)
       if (k == key) { v = $2; sub(/[#;].*/, "", v); gsub(/[ \t]/, "", v); print v; exit } }' "$model"
 }
-if [ $# -ge 2 ]; then epochs=$2; else epochs=$(ini_model_key epochs); fi
+if [ $# -ge 2 ]; then epochs=$2
+elif [ "$quick" = 1 ]; then epochs=1
+else epochs=$(ini_model_key epochs); fi
 epochs=${epochs:-1}
 batch=$(ini_model_key batch_size); batch=${batch:-32}
 # about 40 progress messages per epoch
@@ -57,7 +71,6 @@ interval=$(( (train / batch + 39) / 40 ))
 tty=0; [ -t 2 ] && tty=1
 
 out=fmnist-$name
-export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 echo "# training $name ($model) for $epochs epoch(s) on $train images," \
   "validating on $valid, through gst-launch-1.0"
 printf 'epoch\tloss\taccuracy\tval_loss\tval_accuracy\tsamples_per_s\tseconds\n' > "$out.tsv"
@@ -120,9 +133,10 @@ set -e
 [ "$status" -eq 0 ] || { echo "error: gst-launch-1.0 failed ($status)" >&2; exit "$status"; }
 
 last=$(tail -1 "$out.tsv")
-awk -F'\t' -v n="$(($(wc -l < "$out.tsv") - 1))" -v bin="$out.bin" 'END {
-  printf "final: val_accuracy=%.4f val_loss=%.4f after %d epoch(s) (10000 test images); model %s\n",
-    $5, $4, n, bin }' <<< "$last"
+awk -F'\t' -v n="$(($(wc -l < "$out.tsv") - 1))" -v bin="$out.bin" \
+  -v valid=$valid 'END {
+  printf "final: val_accuracy=%.4f val_loss=%.4f after %d epoch(s) (%d test images); model %s\n",
+    $5, $4, n, valid, bin }' <<< "$last"
 
 # The trained model in use: tensor_predictor (inference only: its own,
 # smaller pool) over the 10,000 test images, one buffer at a time; its
