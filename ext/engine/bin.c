@@ -5,13 +5,13 @@
  * trainable weight's first and second moments; then the epoch and
  * iteration counters as uint32. A file is accepted only at one of the
  * exact sizes such a file can have for this model, and only if every value
- * is finite: the model is not touched until the whole file checked out.
+ * is one the model can hold (state_check.c): the model is not touched until
+ * the whole file checked out. A save refuses the same values.
  */
 #include "tt_internal.h"
 #include "atomic_file.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +31,7 @@
  * has, name what a training model calls it. Returns the first non-OK
  * status. */
 typedef tt_status (*bin_region_fn) (tt_model * m, int tensor, size_t count,
-    const char *name, void *ctx, tt_error * err);
+    const char *name, tt_state_kind kind, void *ctx, tt_error * err);
 
 static tt_status
 bin_for_each (tt_model * m, bool with_moments, bool moments_only,
@@ -43,7 +43,7 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
     for (uint32_t i = 0; i < l->n_weights; i++)
       if (!moments_only && (st = fn (m, l->weights[i].value,
                   l->weights[i].count, m->tensors[l->weights[i].value].name,
-                  ctx, err)))
+                  TT_STATE_WEIGHT, ctx, err)))
         return st;
   }
   if (!with_moments)
@@ -60,7 +60,8 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
           snprintf (skipped, sizeof skipped, "%s:%s:%s", l->name, w->suffix,
               k ? "v" : "m");
         if ((st = fn (m, w->opt[k], w->count, w->opt[k] >= 0 ?
-                    m->tensors[w->opt[k]].name : skipped, ctx, err)))
+                    m->tensors[w->opt[k]].name : skipped,
+                    k ? TT_STATE_ADAM_V : TT_STATE_ADAM_M, ctx, err)))
           return st;
       }
     }
@@ -84,11 +85,13 @@ tt_bin_saves_moments (const tt_model * m)
 
 static tt_status
 bin_sum_bytes (tt_model * m, int tensor, size_t count,
-    const char *name, void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind,
+    void *ctx, tt_error * err)
 {
   (void) name;
   (void) m;
   (void) tensor;
+  (void) kind;
   (void) err;
   *(size_t *) ctx += count * sizeof (float);
   return TT_OK;
@@ -118,11 +121,13 @@ typedef struct {
 
 static tt_status
 bin_collect (tt_model * m, int tensor, size_t count,
-    const char *name, void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind,
+    void *ctx, tt_error * err)
 {
   (void) name;
   (void) m;
   (void) count;
+  (void) kind;
   (void) err;
   bin_id_list *l = ctx;
   if (l->ids)
@@ -194,7 +199,8 @@ typedef struct {
 
 static tt_status
 bin_read_region (tt_model * m, int tensor, size_t count,
-    const char *name, void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind,
+    void *ctx, tt_error * err)
 {
   bin_reader *r = ctx;
   /* a region the model does not hold is checked like the others, so both
@@ -215,12 +221,12 @@ bin_read_region (tt_model * m, int tensor, size_t count,
       return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu (%s)",
           r->path, r->offset, ferror (r->fp) ? strerror (errno) :
           "file shrank while reading");
-    for (size_t i = 0; i < n && !r->store; i++)
-      if (!isfinite (dst[i]))
-        return tt_fail (err, TT_ERR_PARSE,
-            "%s: tensor %s holds a non-finite value (%g) at element %zu "
-            "(byte %zu)", r->path, name,
-            (double) dst[i], done + i, r->offset + i * sizeof (float));
+    const size_t bad = r->store ? n : tt_state_find_bad (kind, dst, n);
+    if (bad < n)
+      return tt_fail (err, TT_ERR_PARSE,
+          "%s: tensor %s holds %s (%g) at element %zu (byte %zu)", r->path,
+          name, tt_state_why (kind, &dst[bad]), (double) dst[bad],
+          done + bad, r->offset + bad * sizeof (float));
     done += n;
     r->offset += n * sizeof (float);
   }
@@ -229,10 +235,12 @@ bin_read_region (tt_model * m, int tensor, size_t count,
 
 static tt_status
 bin_zero_region (tt_model * m, int tensor, size_t count,
-    const char *name, void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind,
+    void *ctx, tt_error * err)
 {
   (void) name;
   (void) count;
+  (void) kind;
   (void) ctx;
   (void) err;
   if (tensor < 0)
@@ -303,6 +311,8 @@ tt_model_load_bin (tt_model * m, const char *path, tt_error * err)
   bin_reader r = { fp, path, false, 0 };
   uint32_t cnt[2] = { 0, 0 };
   tt_status st = bin_read_all (m, &r, moments, counters ? cnt : NULL, err);
+  if (st == TT_OK && counters)
+    st = tt_state_check_counters (cnt[0], cnt[1], path, err);
   if (st == TT_OK) {
     r.store = true;
     st = bin_read_all (m, &r, moments, counters ? cnt : NULL, err);
@@ -331,7 +341,8 @@ typedef struct {
 
 static tt_status
 bin_memory_region (tt_model * m, int tensor, size_t count,
-    const char *name, void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind,
+    void *ctx, tt_error * err)
 {
   bin_memory *r = ctx;
   tt_tensor *t = tensor >= 0 ? &m->tensors[tensor] : NULL;
@@ -343,14 +354,15 @@ bin_memory_region (tt_model * m, int tensor, size_t count,
     /* any alignment: one float at a time through memcpy; a region the
      * model does not hold is checked too (both kinds of model accept the
      * same files) */
-    for (size_t i = 0; i < count; i++) {
+    const unsigned char *p = r->data + r->offset;
+    const size_t bad = tt_state_find_bad (kind, p, count);
+    if (bad < count) {
       float v;
-      memcpy (&v, r->data + r->offset + i * sizeof v, sizeof v);
-      if (!isfinite (v))
-        return tt_fail (err, TT_ERR_PARSE,
-            "%s: tensor %s holds a non-finite value (%g) at element %zu "
-            "(byte %zu)", r->name, name,
-            (double) v, i, r->offset + i * sizeof (float));
+      memcpy (&v, p + bad * sizeof v, sizeof v);
+      return tt_fail (err, TT_ERR_PARSE,
+          "%s: tensor %s holds %s (%g) at element %zu (byte %zu)", r->name,
+          name, tt_state_why (kind, p + bad * sizeof v), (double) v, bad,
+          r->offset + bad * sizeof (float));
     }
   }
   r->offset += bytes;
@@ -398,13 +410,17 @@ tt_model_load_bin_memory (tt_model * m, const void *data, size_t len,
   bin_memory r = { data, name, false, 0 };
   if ((st = bin_memory_all (m, &r, moments, err)))
     return st;
+  uint32_t cnt[2] = { 0, 0 };
+  if (counters) {
+    memcpy (cnt, r.data + r.offset, sizeof cnt);
+    if ((st = tt_state_check_counters (cnt[0], cnt[1], name, err)))
+      return st;
+  }
   r.store = true;
   bin_memory_all (m, &r, moments, NULL);
   if (tt_bin_has_moments (m) && !moments)
     bin_for_each (m, true, true, bin_zero_region, NULL, NULL);
   if (counters) {
-    uint32_t cnt[2];
-    memcpy (cnt, r.data + r.offset, sizeof cnt);
     m->epoch = cnt[0];
     m->iteration = cnt[1];
   }
@@ -415,10 +431,12 @@ tt_model_load_bin_memory (tt_model * m, const void *data, size_t len,
 
 static tt_status
 bin_write_region (tt_model * m, int tensor, size_t count,
-    const char *name, void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind,
+    void *ctx, tt_error * err)
 {
   (void) name;
   (void) count;
+  (void) kind;
   const tt_tensor *t = &m->tensors[tensor];
   return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float), err);
 }
@@ -429,8 +447,11 @@ tt_model_save_bin (tt_model * m, const char *path, tt_error * err)
   if (!m->compiled)
     return tt_fail (err, TT_ERR_STATE, "%s: nothing to save: the model is "
         "not compiled", path);
+  tt_status st = tt_state_check_saveable (m, path, err);
+  if (st)
+    return st;
   tt_atomic_file f;
-  tt_status st = tt_atomic_file_open (&f, path, err);
+  st = tt_atomic_file_open (&f, path, err);
   if (st)
     return st;
   const uint32_t counters[2] = { m->epoch, m->iteration };

@@ -859,37 +859,18 @@ bundle_match (bundle * b, tt_model * m, int **ids_out, tt_error * err)
   return TT_OK;
 }
 
-static bool
-finite_all (const float *v, size_t n, size_t *bad)
-{
-  const unsigned char *p = (const unsigned char *) v;
-  unsigned any = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t u;
-    memcpy (&u, p + i * 4, 4);
-    any |= (u & 0x7f800000u) == 0x7f800000u;
-  }
-  if (!any)
-    return true;
-  for (size_t i = 0; i < n; i++) {
-    float f;
-    memcpy (&f, p + i * 4, 4);
-    if (!isfinite (f)) {
-      *bad = i;
-      return false;
-    }
-  }
-  return true;
-}
-
+/* value (the element at index of data) cannot be held: the message
+ * names the bundle, the tensor and the element (at) */
 static tt_status
-finite_fail (bundle * b, const tt_tensor * t, const void *data, size_t i,
-    tt_error * err)
+bundle_state_fail (bundle * b, const b_tensor * t, const void *data,
+    size_t index, size_t at, tt_error * err)
 {
-  float f;
-  memcpy (&f, (const unsigned char *) data + i * 4, 4);
-  return tt_fail (err, TT_ERR_PARSE, "%s: tensor %s holds a non-finite "
-      "value (%g) at element %zu", b->name, t->name, (double) f, i);
+  const unsigned char *p = (const unsigned char *) data + index * 4;
+  float v;
+  memcpy (&v, p, 4);
+  return tt_fail (err, TT_ERR_PARSE, "%s: tensor %.*s holds %s (%g) at "
+      "element %zu", b->name, (int) t->name_len, t->name,
+      tt_state_why (t->kind, p), (double) v, at);
 }
 
 /* Streams the weight section: with store, every tensor straight into its
@@ -909,7 +890,7 @@ bundle_fill (bundle * b, tt_model * m, const int *ids, bool store,
   }
   int bad_tensor = -1;
   size_t bad_at = 0;
-  float bad_value = 0;
+  unsigned char bad_value[4] = { 0 };
   for (uint32_t i = 0; i < b->n_tensors && !st; i++) {
     const b_tensor *t = &b->tensors[i];
     uint64_t pad = t->offset - w.raw_pos;
@@ -932,14 +913,14 @@ bundle_fill (bundle * b, tt_model * m, const int *ids, bool store,
       uint64_t take = t->bytes - done > B_CHUNK ? B_CHUNK : t->bytes - done;
       if ((st = stream_read (&w, scratch, take, err)))
         break;
-      size_t at;
       /* moments an inference-only model skips are checked too: both kinds
        * of model accept the same bundles */
-      if (bad_tensor < 0 && !finite_all ((const float *) scratch,
-              (size_t) take / 4, &at)) {
+      const size_t at = bad_tensor < 0 ? tt_state_find_bad (t->kind,
+          scratch, (size_t) take / 4) : (size_t) take / 4;
+      if (at < take / 4) {
         bad_tensor = (int) i;
         bad_at = (size_t) (done / 4) + at;
-        memcpy (&bad_value, scratch + at * 4, 4);
+        memcpy (bad_value, scratch + at * 4, 4);
       }
       done += take;
     }
@@ -952,10 +933,8 @@ bundle_fill (bundle * b, tt_model * m, const int *ids, bool store,
   stream_close (&w);
   free (scratch);
   if (!st && bad_tensor >= 0)
-    st = tt_fail (err, TT_ERR_PARSE, "%s: tensor %.*s holds a non-finite "
-        "value (%g) at element %zu", b->name,
-        (int) b->tensors[bad_tensor].name_len, b->tensors[bad_tensor].name,
-        (double) bad_value, bad_at);
+    st = bundle_state_fail (b, &b->tensors[bad_tensor], bad_value, 0, bad_at,
+        err);
   return st;
 }
 
@@ -963,26 +942,24 @@ static tt_status
 bundle_check_finite (bundle * b, tt_model * m, const int *ids, tt_error * err)
 {
   for (uint32_t i = 0; i < b->n_tensors; i++) {
-    size_t bad;
+    const b_tensor *bt = &b->tensors[i];
+    const unsigned char *data;
+    size_t n;
     if (ids[i] < 0) {
       /* moments an inference-only model skips: copied loaders checked
        * them while streaming; used in place, they lie in the blob */
-      const b_tensor *bt = &b->tensors[i];
-      const unsigned char *data = b->mem &&
-          !(b->weights->flags & TT_BUNDLE_SECTION_ZLIB) ? b->mem +
-          b->weights->offset + bt->offset : NULL;
-      if (data && !finite_all ((const float *) data, bt->bytes / 4, &bad)) {
-        float f;
-        memcpy (&f, data + bad * 4, 4);
-        return tt_fail (err, TT_ERR_PARSE, "%s: tensor %.*s holds a "
-            "non-finite value (%g) at element %zu", b->name,
-            (int) bt->name_len, bt->name, (double) f, bad);
-      }
-      continue;
+      data = b->mem && !(b->weights->flags & TT_BUNDLE_SECTION_ZLIB) ?
+          b->mem + b->weights->offset + bt->offset : NULL;
+      n = (size_t) (bt->bytes / 4);
+    } else {
+      data = (const unsigned char *) m->tensors[ids[i]].data;
+      n = m->tensors[ids[i]].count;
     }
-    const tt_tensor *t = &m->tensors[ids[i]];
-    if (!finite_all (t->data, t->count, &bad))
-      return finite_fail (b, t, t->data, bad, err);
+    if (!data)
+      continue;
+    const size_t bad = tt_state_find_bad (bt->kind, data, n);
+    if (bad < n)
+      return bundle_state_fail (b, bt, data, bad, bad, err);
   }
   return TT_OK;
 }
@@ -1019,6 +996,14 @@ bundle_bind_in_place (bundle * b, tt_model * m, const int *ids,
   return TT_OK;
 }
 
+static tt_status
+bundle_check_counters (bundle * b, tt_error * err)
+{
+  if (!(b->wflags & B_WF_COUNTERS))
+    return TT_OK;
+  return tt_state_check_counters (b->epoch, b->iteration, b->name, err);
+}
+
 static tt_model *
 bundle_model (bundle * b, const tt_bundle_load_options * o, tt_error * err)
 {
@@ -1026,7 +1011,7 @@ bundle_model (bundle * b, const tt_bundle_load_options * o, tt_error * err)
   if (!o)
     o = &defaults;
   tt_status st = bundle_read_meta (b, true, err);
-  if (st)
+  if (st || bundle_check_counters (b, err))
     return NULL;
   const bool in_place = o->mode == TT_BUNDLE_IN_PLACE;
   if (o->mode != TT_BUNDLE_READ && o->mode != TT_BUNDLE_MMAP && !in_place) {
@@ -1142,6 +1127,7 @@ tt_bundle_load_weights (tt_model * m, const char *path, tt_error * err)
   tt_status st;
   if (!(st = bundle_open_file (&b, path, false, err)) &&
       !(st = bundle_read_meta (&b, true, err)) &&
+      !(st = bundle_check_counters (&b, err)) &&
       !(st = bundle_match (&b, m, &ids, err)) &&
       /* check everything, then store: a bad bundle leaves the model as it
        * was */
@@ -1437,7 +1423,9 @@ tt_bundle_save (tt_model * m, const char *path, const tt_bundle_options * o,
         "not compiled", path);
   char *text = NULL;
   size_t len = 0;
-  tt_status st;
+  tt_status st = tt_state_check_saveable (m, path, err);
+  if (st)
+    return st;
   if (m->plan_mode != TT_PLAN_NAIVE &&
       (st = tt_plan_ini_text (m, &text, &len, err)))
     return st;

@@ -311,7 +311,9 @@ tt_model_iteration (const tt_model * m)
 void
 tt_model_finish_epoch (tt_model * m)
 {
-  m->epoch++;
+  /* a wrapped counter would restart a resumed run from epoch 0 */
+  if (m->epoch < UINT32_MAX)
+    m->epoch++;
 }
 
 /* ---- steps ----------------------------------------------------------- */
@@ -460,6 +462,11 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
   if (!labels)
     return tt_fail (err, TT_ERR_INVALID, "%s: training needs labels",
         m->path);
+  /* wrapping would restart adam's bias correction and the schedule */
+  if (m->iteration == UINT32_MAX)
+    return tt_fail (err, TT_ERR_STATE, "%s: the iteration counter is at "
+        "%u, its limit: another step would overflow it", m->path,
+        m->iteration);
   tt_status st = model_feed (m, n, inputs, types, labels, err);
   if (st)
     return st;

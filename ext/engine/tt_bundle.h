@@ -44,6 +44,18 @@ typedef struct {
 tt_status tt_bundle_save (tt_model * model, const char *path,
     const tt_bundle_options * options, tt_error * err);
 
+/* tt_model_save (options NULL) or tt_bundle_save (options), and when that
+ * fails for a reason of the medium (TT_ERR_IO: disk full, folder removed),
+ * the model saved instead, atomically and in the same form (extension
+ * kept), as NAME.rescued-YYYYmmdd-HHMMSS-PID.EXT beside path, else in
+ * $TMPDIR, else in /tmp. The status is still the failure (path was not
+ * written); saved_to (cap bytes) gets the file written, "" when none, and
+ * the message says where it went. Refusals (non-finite weights, an .ini
+ * name) write nothing anywhere. */
+tt_status tt_model_save_with_fallback (tt_model * model, const char *path,
+    const tt_bundle_options * options, char *saved_to, size_t cap,
+    tt_error * err);
+
 /* Packs an INI file and a BIN file into a bundle, both stored exactly as
  * they are (the BIN's optional parts too), so that tt_bundle_unpack gives
  * back the same bytes. The model is compiled (batch_size 0: the INI's) to

@@ -12,6 +12,8 @@
  *   tt_model_train_batch() / tt_model_eval_batch()   no heap allocation
  *   tt_model_save_bin()      atomic (write, fsync, rename)
  *   tt_model_save()          a bundle (tt_bundle.h) or, for .bin, a BIN
+ *                            (tt_model_check_save_path() before training;
+ *                            tt_model_save_with_fallback() at its end)
  *   tt_model_free()
  *
  * Every function that can fail returns a tt_status and, when err is not
@@ -160,6 +162,12 @@ tt_status tt_model_load_bin_memory (tt_model * model, const void *data,
  * ".bundle" included, writes a bundle (tt_bundle.h: INI text with its
  * plan, weights, optimizer state, counters in one file). Atomic. */
 tt_status tt_model_save (tt_model * model, const char *path, tt_error * err);
+
+/* Before a long run: can tt_model_save (path) write there? Refuses a name
+ * it would refuse (".ini", a folder, an empty last component) and a folder
+ * that does not exist or where no file can be created (one is created and
+ * removed: read-only mounts, permissions, quotas). Needs no model. */
+tt_status tt_model_check_save_path (const char *path, tt_error * err);
 
 uint32_t tt_model_batch_size (const tt_model * model);
 uint32_t tt_model_num_inputs (const tt_model * model);

@@ -614,4 +614,28 @@ tt_status tt_bin_layout (tt_model * m, size_t size, const char *name,
 tt_status tt_model_refuse_external (tt_model * m, const char *what,
     tt_error * err);
 
+/* state_check.c: what stored weights, moments and counters may hold. The
+ * kinds number as a bundle's index does. */
+typedef enum {
+  TT_STATE_WEIGHT = 0,
+  TT_STATE_ADAM_M = 1,          /* finite, |m| < 2^64 (m * m finite) */
+  TT_STATE_ADAM_V = 2,          /* finite, not negative */
+} tt_state_kind;
+#define TT_STATE_COUNTER_MAX 2147483647u
+/* Index of the first of n float32 values (any alignment) a model cannot
+ * hold as kind, or n. */
+size_t tt_state_find_bad (tt_state_kind kind, const void *data, size_t n);
+/* Why the float32 at value is refused, for messages. */
+const char *tt_state_why (tt_state_kind kind, const void *value);
+/* "FILE: tensor T holds <why> (v) at element i", TT_ERR_PARSE. */
+tt_status tt_state_fail (tt_error * err, const char *file,
+    const char *tensor, tt_state_kind kind, const void *data, size_t index);
+/* Counters read from file: refused above TT_STATE_COUNTER_MAX. */
+tt_status tt_state_check_counters (uint32_t epoch, uint32_t iteration,
+    const char *file, tt_error * err);
+/* Before a save to path: every region it would write can be loaded back;
+ * else TT_ERR_NUMERIC naming the tensor. */
+tt_status tt_state_check_saveable (tt_model * m, const char *path,
+    tt_error * err);
+
 #endif
