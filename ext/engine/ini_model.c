@@ -304,8 +304,55 @@ ini_key_in (const char *key, const char *const *list)
   return false;
 }
 
+/* Edits (insert, delete, substitute, swap two neighbours) from a to b,
+ * stopping early above limit; for "did you mean" hints. */
+static int
+ini_edit_distance (const char *a, const char *b, int limit)
+{
+  const int la = (int) strlen (a), lb = (int) strlen (b);
+  if (la > 64 || lb > 64 || abs (la - lb) > limit)
+    return limit + 1;
+  int d[65][65];
+  for (int i = 0; i <= la; i++)
+    d[i][0] = i;
+  for (int j = 0; j <= lb; j++)
+    d[0][j] = j;
+  for (int i = 1; i <= la; i++)
+    for (int j = 1; j <= lb; j++) {
+      int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < best)
+        best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best)
+        best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  return d[la][lb];
+}
+
+/* The known key closest to key, when close enough to be a typo of it
+ * (one edit for short keys, two from six characters on), else NULL. */
+static const char *
+ini_closest_key (const char *key, const char *const *lists[], int n_lists)
+{
+  const int limit = strlen (key) >= 6 ? 2 : 1;
+  const char *best = NULL;
+  int best_d = limit + 1;
+  for (int l = 0; l < n_lists; l++)
+    for (const char *const *k = lists[l]; k && *k; k++) {
+      int d = ini_edit_distance (key, *k, limit);
+      if (d < best_d) {
+        best_d = d;
+        best = *k;
+      }
+    }
+  return best;
+}
+
 /* Every key must appear in one of the lists; names the first that does
- * not. */
+ * not, and the known key it is likely a misspelling of. */
 static tt_status
 ini_check_keys (const tt_section * s, const char *const *a,
     const char *const *b, const char *const *c, tt_error * err)
@@ -322,9 +369,16 @@ ini_check_keys (const tt_section * s, const char *const *a,
   tt_status st = TT_OK;
   for (int i = 0; i < n && st == TT_OK; i++) {
     const char *key = keys[i] + prefix;
-    if (!ini_key_in (key, a) && !ini_key_in (key, b) && !ini_key_in (key, c))
-      st = tt_section_error (s, key, err, TT_ERR_INVALID,
-          "unknown key for this section");
+    if (!ini_key_in (key, a) && !ini_key_in (key, b) && !ini_key_in (key, c)) {
+      const char *const *lists[] = { a, b, c };
+      const char *near = ini_closest_key (key, lists, 3);
+      if (near)
+        st = tt_section_error (s, key, err, TT_ERR_INVALID,
+            "unknown key for this section; did you mean '%s'?", near);
+      else
+        st = tt_section_error (s, key, err, TT_ERR_INVALID,
+            "unknown key for this section");
+    }
   }
   free (keys);
   return st;
@@ -350,6 +404,9 @@ ini_parse_model_section (tt_model * m, const tt_section * s, tt_error * err)
   if (type && strcasecmp (type, "NeuralNetwork"))
     return tt_section_error (s, "type", err, TT_ERR_INVALID,
         "unknown model type '%s' (expected NeuralNetwork)", type);
+  if ((st = ini_check_keys (s, ini_model_keys, ini_model_optimizer_keys,
+              NULL, err)))
+    return st;
   int loss = (int) m->loss;
   if ((st = tt_section_uint (s, "epochs", 1, 1u << 30, &m->epochs, err)) ||
       (st = tt_section_uint (s, "batch_size", 1, 1u << 16, &m->batch_size,
@@ -361,8 +418,7 @@ ini_parse_model_section (tt_model * m, const tt_section * s, tt_error * err)
   if ((st = tt_section_bool (s, "memory_optimization", &ignored, err)) ||
       (st = tt_section_bool (s, "continue_train", &ignored, err)))
     return st;
-  return ini_check_keys (s, ini_model_keys, ini_model_optimizer_keys, NULL,
-      err);
+  return TT_OK;
 }
 
 /* The first of [Model]'s optimizer keys it has, or NULL. */
@@ -501,6 +557,11 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
     return tt_section_error (s, NULL, err, TT_ERR_INVALID,
         "duplicate layer name");
 
+  /* before the values: a misspelt key ("units") is named as such, not
+   * reported as the key it was meant to be missing */
+  if ((st = ini_check_keys (s, ini_universal_keys,
+              ops->has_weights ? ini_weight_keys : NULL, ops->keys, err)))
+    return st;
   tt_layer *l = tt_model_add_layer (m, s->name, s->name, ops, err);
   if (!l)
     return err ? err->status : TT_ERR_NOMEM;
@@ -525,28 +586,7 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
     return st;
   if (ops->parse && (st = ops->parse (l, s, err)))
     return st;
-  return ini_check_keys (s, ini_universal_keys,
-      ops->has_weights ? ini_weight_keys : NULL, ops->keys, err);
-}
-
-/* iniparser reports syntax errors through a printf-like callback; keep the
- * first message so it can be returned instead of printed. */
-static _Thread_local char ini_parser_message[512];
-
-static int
-ini_capture_error (const char *fmt, ...)
-{
-  if (ini_parser_message[0])
-    return 0;
-  va_list ap;
-  va_start (ap, fmt);
-  int n = vsnprintf (ini_parser_message, sizeof ini_parser_message, fmt, ap);
-  va_end (ap);
-  /* iniparser's message spans lines; keep it on one */
-  for (char *p = ini_parser_message; *p; p++)
-    if (*p == '\n')
-      *p = ' ';
-  return n;
+  return TT_OK;
 }
 
 static tt_status ini_parse_dict (tt_model * m, tt_error * err);
@@ -612,15 +652,19 @@ tt_ini_parse_model (tt_model * m, tt_error * err)
   text[len] = '\0';
   m->ini_text = text;
   m->ini_len = len;
-
-  ini_parser_message[0] = '\0';
-  iniparser_set_error_callback (ini_capture_error);
-  dictionary *d = iniparser_load (m->path);
-  iniparser_set_error_callback (NULL);
-  if (!d)
-    return tt_fail (err, TT_ERR_PARSE, "%s: not a valid INI file: %s",
-        m->path, ini_parser_message[0] ? ini_parser_message : "unreadable");
-  m->dict = d;
+  size_t skip;
+  tt_status st = tt_ini_strict_check (text, len, m->path, &skip, err);
+  if (st)
+    return st;
+  /* a byte-order mark is not part of the text a plan is saved after */
+  memmove (text, text + skip, len - skip + 1);
+  m->ini_len = len -= skip;
+  /* the text parser, not iniparser_load (): the file's bytes are already
+   * here, and iniparser reports errors through one process-wide callback
+   * that two models loading at once in different threads would share */
+  m->dict = tt_ini_text_parse (text, len, m->path, err);
+  if (!m->dict)
+    return err ? err->status : TT_ERR_PARSE;
   return ini_parse_dict (m, err);
 }
 
@@ -631,6 +675,12 @@ tt_ini_parse_model_text (tt_model * m, const char *text, size_t len,
   if (len > INI_MAX_BYTES)
     return tt_fail (err, TT_ERR_INVALID, "%s: larger than %d MiB", m->path,
         INI_MAX_BYTES >> 20);
+  size_t skip;
+  tt_status st = tt_ini_strict_check (text, len, m->path, &skip, err);
+  if (st)
+    return st;
+  text += skip;
+  len -= skip;
   m->ini_text = malloc (len + 1);
   if (!m->ini_text)
     return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);

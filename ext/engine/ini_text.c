@@ -143,9 +143,12 @@ tt_ini_text_parse (const char *text, size_t len, const char *name,
       line[--line_len] = '\0';
       continue;
     }
+    /* the line as written, for the message: parsing cuts it up */
+    char shown[81];
+    snprintf (shown, sizeof shown, "%s", ini_text_strip (line));
     if (ini_text_line (d, line, section, sizeof section) != 0) {
-      tt_fail (err, TT_ERR_PARSE, "%s: syntax error at line %d: %.80s", name,
-          line_no, ini_text_strip (line));
+      tt_fail (err, TT_ERR_PARSE, "%s: not a valid INI file: syntax error at "
+          "line %d: %s", name, line_no, shown);
       dictionary_del (d);
       return NULL;
     }

@@ -319,6 +319,12 @@ tt_status tt_ini_parse_model_text (tt_model * m, const char *text,
  * iniparser's rules; NULL and a message naming name and line on error */
 void *tt_ini_text_parse (const char *text, size_t len, const char *name,
     tt_error * err);
+/* ini_strict.c: what a model text must not hold although iniparser's rules
+ * let it through (a key or section written twice, "[]", binary data, a
+ * damaged bundle); *skip gets the bytes of a UTF-8 byte-order mark to
+ * leave out (0 or 3). */
+tt_status tt_ini_strict_check (const char *text, size_t len,
+    const char *name, size_t *skip, tt_error * err);
 
 extern const char *const tt_activation_names[];
 extern const char *const tt_initializer_names[];
