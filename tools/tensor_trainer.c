@@ -233,7 +233,7 @@ cli_parse (int argc, char **argv, cli_options *o)
 
 static int
 cli_load_dataset (const char *images, const char *labels, tt_model *m,
-    uint32_t limit, cli_dataset *d)
+    uint32_t limit, const char *limit_option, cli_dataset *d)
 {
   char err[1024];
   memset (d, 0, sizeof *d);
@@ -259,7 +259,12 @@ cli_load_dataset (const char *images, const char *labels, tt_model *m,
         tt_model_path (m), in.channel, in.height, in.width, per);
   d->sample_bytes = d->images.item_bytes;
   d->count = (uint32_t) d->images.count;
-  if (limit && limit < d->count)
+  /* asking for more samples than there are is a mistake worth hearing
+   * about, not a request to train on fewer */
+  if (limit > d->count)
+    return cli_fail ("%s %u: %s holds only %u samples", limit_option, limit,
+        images, d->count);
+  if (limit)
     d->count = limit;
   tt_shape ls = tt_model_label_shape (m);
   const size_t classes = (size_t) ls.channel * ls.height * ls.width;
@@ -331,6 +336,19 @@ cli_bundle_mode (const char *name, tt_bundle_mode *mode)
   return true;
 }
 
+/* A model that failed to open: the message, and when a stored plan was
+ * refused (made for another batch, say) the option that plans afresh. */
+static void
+cli_fail_open (const cli_options *o, const tt_error *err)
+{
+  if (!o->replan && !o->naive && strstr (err->message, "stored plan "
+          "rejected"))
+    cli_fail ("%s\n(pass --replan to plan the model afresh%s)", err->message,
+        o->batch ? " for this --batch" : "");
+  else
+    cli_fail ("%s", err->message);
+}
+
 /* Opens MODEL, an INI file or a bundle, compiled; *seconds (if not NULL)
  * gets the time it took. */
 static tt_model *
@@ -359,7 +377,7 @@ cli_open_model (const cli_options *o, double *seconds)
     lo.inference = o->inference;
     tt_model *m = tt_bundle_load (o->model, &lo, &err);
     if (!m)
-      cli_fail ("%s", err.message);
+      cli_fail_open (o, &err);
     if (seconds)
       *seconds = cli_now () - t0;
     return m;
@@ -380,7 +398,7 @@ cli_open_model (const cli_options *o, double *seconds)
       tt_model_set_inference (m, o->inference, &err) ||
       (o->align && tt_model_set_alignment (m, o->align, &err)) ||
       tt_model_compile (m, &err)) {
-    cli_fail ("%s", err.message);
+    cli_fail_open (o, &err);
     tt_model_free (m);
     return NULL;
   }
@@ -416,6 +434,16 @@ cli_train (const cli_options *o, bool train)
     return cli_fail ("--compress applies to a bundle saved by train --save");
   if (!o->valid_data != !o->valid_labels)
     return cli_fail ("--valid-data and --valid-labels go together");
+  if (o->resume && (!train || !o->load))
+    return cli_fail ("--resume continues from the counters and moments of "
+        "the model given by --load FILE (a --checkpoint); %s", train ?
+        "give --load" : "it applies to train");
+  /* a run is not started when its result could not be saved */
+  tt_error perr;
+  if (train && ((o->save && tt_model_check_save_path (o->save, &perr)) ||
+          (o->checkpoint && tt_model_check_save_path (o->checkpoint,
+                  &perr))))
+    return cli_fail ("%s", perr.message);
   if (o->threads)
     tt_set_num_threads (o->threads);
   tt_model *m = cli_open_model (o, NULL);
@@ -430,10 +458,11 @@ cli_train (const cli_options *o, bool train)
     cli_fail ("%s", err.message);
     goto out;
   }
-  if (cli_load_dataset (o->data, o->labels, m, o->samples, &train_set))
+  if (cli_load_dataset (o->data, o->labels, m, o->samples, "--samples",
+          &train_set))
     goto out;
   if (o->valid_data && cli_load_dataset (o->valid_data, o->valid_labels, m,
-          o->valid_samples, &valid_set))
+          o->valid_samples, "--valid-samples", &valid_set))
     goto out;
   tt_shape ls = tt_model_label_shape (m);
   onehot = calloc ((size_t) tt_model_batch_size (m) * ls.channel * ls.height
@@ -485,8 +514,9 @@ cli_train (const cli_options *o, bool train)
   if (o->save) {
     tt_bundle_options bo = { 0 };
     bo.compress = o->compress;
-    if (o->compress ? tt_bundle_save (m, o->save, &bo, &err) :
-        tt_model_save (m, o->save, &err)) {
+    char rescued[PATH_MAX];
+    if (tt_model_save_with_fallback (m, o->save, o->compress ? &bo : NULL,
+            rescued, sizeof rescued, &err)) {
       cli_fail ("%s", err.message);
       goto out;
     }
@@ -521,21 +551,33 @@ static int
 cli_plan (const cli_options *o)
 {
   if (!o->output)
-    return cli_fail ("plan needs -o OUT.opt.ini");
+    return cli_fail ("plan needs -o OUT.opt.ini (or OUT.ttb for a bundle)");
+  /* the extension says the form, as for train --save: the optimized INI,
+   * or a bundle (with the model's initialized weights); BIN weights hold
+   * no plan */
+  const char *slash = strrchr (o->output, '/');
+  const char *dot = strrchr (slash ? slash + 1 : o->output, '.');
+  const bool ini = dot && !strcasecmp (dot, ".ini");
+  tt_error err;
+  if (dot && !strcasecmp (dot, ".bin"))
+    return cli_fail ("%s: plan writes the optimized INI (.ini) or a bundle "
+        "(.ttb); BIN weights cannot hold a plan", o->output);
+  if (!ini && tt_model_check_save_path (o->output, &err))
+    return cli_fail ("%s", err.message);
   cli_options copy = *o;
   copy.replan = true;
   tt_model *m = cli_open_model (&copy, NULL);
   if (!m)
     return 1;
-  tt_error err;
   tt_plan_info p;
   tt_model_plan_info (m, &p);
   int rc = 0;
-  if (tt_model_save_plan_ini (m, o->output, &err)) {
+  if (ini ? tt_model_save_plan_ini (m, o->output, &err) :
+      tt_bundle_save (m, o->output, NULL, &err)) {
     rc = cli_fail ("%s", err.message);
   } else {
-    printf ("model=%s batch=%u -> %s\n", o->model, tt_model_batch_size (m),
-        o->output);
+    printf ("model=%s batch=%u -> %s%s\n", o->model, tt_model_batch_size (m),
+        o->output, ini ? "" : " (bundle, initialized weights)");
     cli_print_plan (&p);
   }
   tt_model_free (m);

@@ -274,9 +274,20 @@ tt_idx_load (const char *path, tt_idx * out, char *err, size_t err_len)
     goto fail;
   }
 
-  if (gzclose (f) != Z_OK) {
-    f = NULL;
-    set_err (err, err_len, "%s: error closing file", path);
+  int closed = gzclose (f);
+  f = NULL;
+  if (closed == Z_BUF_ERROR) {
+    /* zlib's way of saying the last read stopped inside the stream: the
+     * data ended before the gzip trailer (CRC-32 and length), so it was
+     * never checked */
+    set_err (err, err_len, "%s: truncated gzip file: it ends before the "
+        "gzip trailer (checksum and length), so the data cannot be trusted "
+        "(copy it again)", path);
+    goto fail;
+  }
+  if (closed != Z_OK) {
+    set_err (err, err_len, "%s: error closing the file: %s", path,
+        closed == Z_ERRNO ? strerror (errno) : "zlib error");
     goto fail;
   }
   f = NULL;
