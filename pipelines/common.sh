@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Sourced by the scripts in pipelines/ (after setting $top): one dependency
 # step, one build step and one element check for all of them, so that each
@@ -22,16 +23,19 @@
 # configuration: one epoch of a few hundred samples, for the smoke tests
 # (tests/pipelines/) and a first try.
 
+# shellcheck disable=SC2154  # $top: set by the script that sources this
 tt_setup () {
   # one dependency step at a time: apt-get and dpkg take a lock of their
   # own and fail, not wait, when two scripts install at once
   flock "${TMPDIR:-/tmp}/tensor-trainer-ensure-deps.lock" \
     "$top/scripts/ensure-deps.sh" "$@"
   if [ -n "${TT_BUILD_DIR:-}" ]; then
-    build=$(cd "$TT_BUILD_DIR" && pwd)
-    [ -x "$build/gst/tt-launch" ] && [ -x "$build/tools/tensor-trainer" ] ||
-      { echo "error: TT_BUILD_DIR=$TT_BUILD_DIR is not a built build folder" \
-          "(no gst/tt-launch, tools/tensor-trainer)" >&2; exit 1; }
+    build=$(cd "$TT_BUILD_DIR" 2>/dev/null && pwd) || build=$TT_BUILD_DIR
+    if [ ! -x "$build/gst/tt-launch" ] || [ ! -x "$build/tools/tensor-trainer" ]; then
+      echo "error: TT_BUILD_DIR=$TT_BUILD_DIR is not a built build folder" \
+        "(no gst/tt-launch, tools/tensor-trainer)" >&2
+      exit 1
+    fi
   else
     build=$top/build
     "$top/scripts/build.sh" "$build"
