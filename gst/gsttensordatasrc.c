@@ -160,7 +160,9 @@ static void gst_tensor_datasrc_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec);
 static void gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec);
-static gboolean gst_tensor_datasrc_start (GstBaseSrc * src);
+static GstStateChangeReturn gst_tensor_datasrc_change_state (GstElement *
+    element, GstStateChange transition);
+static gboolean gst_tensor_datasrc_open (GstTensorDataSrc * self);
 static gboolean gst_tensor_datasrc_stop (GstBaseSrc * src);
 static GstCaps *gst_tensor_datasrc_get_caps (GstBaseSrc * src,
     GstCaps * filter);
@@ -272,7 +274,8 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
       "tensor-trainer project");
   gst_element_class_add_static_pad_template (element_class, &src_template);
 
-  basesrc_class->start = GST_DEBUG_FUNCPTR (gst_tensor_datasrc_start);
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_tensor_datasrc_change_state);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_tensor_datasrc_stop);
   basesrc_class->get_caps = GST_DEBUG_FUNCPTR (gst_tensor_datasrc_get_caps);
   basesrc_class->is_seekable =
@@ -365,13 +368,20 @@ gst_tensor_datasrc_wrap (GstTensorDataSrc * self, const void *data,
 /* Loads a file pair and checks it; FALSE after posting an error. */
 static gboolean
 gst_tensor_datasrc_load_pair (GstTensorDataSrc * self, const gchar * images,
-    const gchar * labels, GstTensorDataSrcSet * set)
+    const gchar * labels, const gchar * prefix, GstTensorDataSrcSet * set)
 {
   char err[1024];
-  if (!images || !*images || !labels || !*labels) {
+  if (!images || !*images) {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-        ("Images and labels need both a location (got \"%s\" and \"%s\").",
-            images ? images : "", labels ? labels : ""), (NULL));
+        ("%slocation is not set: it names the IDX images file%s.", prefix,
+            *prefix ? "" : " (or, with json=, a datarepo file)"), (NULL));
+    return FALSE;
+  }
+  if (!labels || !*labels) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("%slabel-location is not set: the IDX images of %slocation=%s need "
+            "their labels file (e.g. train-labels-idx1-ubyte.gz beside "
+            "train-images-idx3-ubyte.gz).", prefix, prefix, images), (NULL));
     return FALSE;
   }
   if (tt_idx_load (images, &set->images, err, sizeof err) != 0
@@ -629,10 +639,10 @@ gst_tensor_datasrc_repo_sample (const GstTensorDataSrcSet * set, guint index)
   return out;
 }
 
+/* Reads and checks the files (at READY->PAUSED). */
 static gboolean
-gst_tensor_datasrc_start (GstBaseSrc * src)
+gst_tensor_datasrc_open (GstTensorDataSrc * self)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
   gchar *loc, *lab, *vloc, *vlab, *json, *vjson;
   guint start, num, vstart, vnum;
   GstTensorsDesc desc;
@@ -666,7 +676,7 @@ gst_tensor_datasrc_start (GstBaseSrc * src)
         vlab, start, num, vstart, vnum);
     goto out;
   }
-  if (!gst_tensor_datasrc_load_pair (self, loc, lab, &self->train)
+  if (!gst_tensor_datasrc_load_pair (self, loc, lab, "", &self->train)
       || !gst_tensor_datasrc_set_range (self, &self->train, loc, "training",
           start, num))
     goto out;
@@ -676,7 +686,8 @@ gst_tensor_datasrc_start (GstBaseSrc * src)
 
   self->valid_shares_files = !vloc && !vlab;
   if (!self->valid_shares_files) {
-    if (!gst_tensor_datasrc_load_pair (self, vloc, vlab, &self->valid)
+    if (!gst_tensor_datasrc_load_pair (self, vloc, vlab, "validation-",
+            &self->valid)
         || !gst_tensor_datasrc_set_range (self, &self->valid, vloc,
             "validation", vstart, vnum))
       goto out;
@@ -774,8 +785,28 @@ out:
   g_free (json);
   g_free (vjson);
   if (!ok)
-    gst_tensor_datasrc_stop (src);
+    gst_tensor_datasrc_stop (GST_BASE_SRC (self));
   return ok;
+}
+
+/* The files are opened here rather than in GstBaseSrc's start(): a start()
+ * that fails makes the base class post a second, generic error ("failed
+ * to post a proper error message") after the element's own. */
+static GstStateChangeReturn
+gst_tensor_datasrc_change_state (GstElement * element,
+    GstStateChange transition)
+{
+  GstTensorDataSrc *self = GST_TENSOR_DATASRC (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED
+      && !gst_tensor_datasrc_open (self))
+    return GST_STATE_CHANGE_FAILURE;
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (ret == GST_STATE_CHANGE_FAILURE
+      && transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+    gst_tensor_datasrc_stop (GST_BASE_SRC (self));
+  return ret;
 }
 
 static gboolean

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The process-wide channels of gsttensormodelshare.h: one per published
- * name, under one lock that is held only to look up a channel and move
+ * key (pipeline and trainer name), under one lock that is held only to look up a channel and move
  * snapshot pointers, never while weights are copied.
  */
 #include "gsttensormodelshare.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
 
 typedef struct
 {
@@ -18,7 +21,7 @@ typedef struct
 } ShareChannel;
 
 static GMutex share_lock;
-static GHashTable *share_channels;      /* name -> ShareChannel */
+static GHashTable *share_channels;      /* key -> ShareChannel */
 
 GstTensorWeights *
 gst_tensor_weights_ref (GstTensorWeights * w)
@@ -36,6 +39,25 @@ gst_tensor_weights_unref (GstTensorWeights * w)
   }
 }
 
+gchar *
+gst_tensor_model_share_key (GstElement * element, const gchar * name)
+{
+  GstObject *top = gst_object_ref (GST_OBJECT (element)), *up;
+  gchar *key;
+
+  while ((up = gst_object_get_parent (top))) {
+    gst_object_unref (top);
+    top = up;
+  }
+  /* the address only identifies the pipeline: its trainers withdraw and
+   * its predictors unsubscribe at PAUSED->READY, before it can be freed
+   * and its address reused; elements in no bin share the NULL scope */
+  key = g_strdup_printf ("%p/%s", top == GST_OBJECT (element) ? NULL :
+      (gpointer) top, name);
+  gst_object_unref (top);
+  return key;
+}
+
 static void
 share_channel_free (gpointer data)
 {
@@ -47,7 +69,7 @@ share_channel_free (gpointer data)
 
 /* with share_lock held */
 static ShareChannel *
-share_channel (const gchar * name, gboolean create)
+share_channel (const gchar * key, gboolean create)
 {
   if (!share_channels) {
     if (!create)
@@ -55,67 +77,67 @@ share_channel (const gchar * name, gboolean create)
     share_channels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
         share_channel_free);
   }
-  ShareChannel *c = g_hash_table_lookup (share_channels, name);
+  ShareChannel *c = g_hash_table_lookup (share_channels, key);
   if (!c && create) {
     c = g_new0 (ShareChannel, 1);
-    g_hash_table_insert (share_channels, g_strdup (name), c);
+    g_hash_table_insert (share_channels, g_strdup (key), c);
   }
   return c;
 }
 
 /* with share_lock held: forgets a channel nobody uses any more */
 static void
-share_channel_gc (const gchar * name, ShareChannel * c)
+share_channel_gc (const gchar * key, ShareChannel * c)
 {
   if (c->subscribers == 0 && !c->publishing)
-    g_hash_table_remove (share_channels, name);
+    g_hash_table_remove (share_channels, key);
 }
 
 void
-gst_tensor_model_share_subscribe (const gchar * name)
+gst_tensor_model_share_subscribe (const gchar * key)
 {
   g_mutex_lock (&share_lock);
-  share_channel (name, TRUE)->subscribers++;
+  share_channel (key, TRUE)->subscribers++;
   g_mutex_unlock (&share_lock);
 }
 
 void
-gst_tensor_model_share_unsubscribe (const gchar * name)
+gst_tensor_model_share_unsubscribe (const gchar * key)
 {
   g_mutex_lock (&share_lock);
-  ShareChannel *c = share_channel (name, FALSE);
+  ShareChannel *c = share_channel (key, FALSE);
   if (c && c->subscribers > 0) {
     c->subscribers--;
-    share_channel_gc (name, c);
+    share_channel_gc (key, c);
   }
   g_mutex_unlock (&share_lock);
 }
 
 gboolean
-gst_tensor_model_share_has_subscribers (const gchar * name)
+gst_tensor_model_share_has_subscribers (const gchar * key)
 {
   g_mutex_lock (&share_lock);
-  ShareChannel *c = share_channel (name, FALSE);
+  ShareChannel *c = share_channel (key, FALSE);
   gboolean any = c && c->subscribers > 0;
   g_mutex_unlock (&share_lock);
   return any;
 }
 
 void
-gst_tensor_model_share_withdraw (const gchar * name)
+gst_tensor_model_share_withdraw (const gchar * key)
 {
   g_mutex_lock (&share_lock);
-  ShareChannel *c = share_channel (name, FALSE);
+  ShareChannel *c = share_channel (key, FALSE);
   if (c) {
     c->publishing = FALSE;
     g_clear_pointer (&c->spare, gst_tensor_weights_unref);
-    share_channel_gc (name, c);
+    share_channel_gc (key, c);
   }
   g_mutex_unlock (&share_lock);
 }
 
 guint64
-gst_tensor_model_share_publish (const gchar * name, tt_model * model,
+gst_tensor_model_share_publish (const gchar * key, tt_model * model,
     tt_error * err)
 {
   const gsize n = tt_model_weight_floats (model);
@@ -124,7 +146,7 @@ gst_tensor_model_share_publish (const gchar * name, tt_model * model,
   /* the spare is free when the channel's is the only reference: predictors
    * only ever take the current snapshot, so nobody can grab it meanwhile */
   g_mutex_lock (&share_lock);
-  ShareChannel *c = share_channel (name, TRUE);
+  ShareChannel *c = share_channel (key, TRUE);
   if (c->spare && g_atomic_int_get (&c->spare->refcount) == 1 &&
       c->spare->n_floats == n) {
     w = c->spare;
@@ -141,7 +163,7 @@ gst_tensor_model_share_publish (const gchar * name, tt_model * model,
       g_free (w);
       tt_error e = { TT_ERR_NOMEM, "" };
       g_snprintf (e.message, sizeof e.message, "%s: no memory for a %"
-          G_GSIZE_FORMAT "-float weight snapshot", name, n);
+          G_GSIZE_FORMAT "-float weight snapshot", key, n);
       if (err)
         *err = e;
       return 0;
@@ -156,7 +178,7 @@ gst_tensor_model_share_publish (const gchar * name, tt_model * model,
   w->iteration = tt_model_iteration (model);
 
   g_mutex_lock (&share_lock);
-  c = share_channel (name, TRUE);
+  c = share_channel (key, TRUE);
   w->version = ++c->version;
   GstTensorWeights *old_spare = c->spare;
   c->spare = c->current;
@@ -170,11 +192,11 @@ gst_tensor_model_share_publish (const gchar * name, tt_model * model,
 }
 
 GstTensorWeights *
-gst_tensor_model_share_latest (const gchar * name, guint64 have)
+gst_tensor_model_share_latest (const gchar * key, guint64 have)
 {
   GstTensorWeights *w = NULL;
   g_mutex_lock (&share_lock);
-  ShareChannel *c = share_channel (name, FALSE);
+  ShareChannel *c = share_channel (key, FALSE);
   if (c && c->current && c->current->version > have)
     w = gst_tensor_weights_ref (c->current);
   g_mutex_unlock (&share_lock);
@@ -182,11 +204,97 @@ gst_tensor_model_share_latest (const gchar * name, guint64 have)
 }
 
 guint64
-gst_tensor_model_share_version (const gchar * name)
+gst_tensor_model_share_version (const gchar * key)
 {
   g_mutex_lock (&share_lock);
-  ShareChannel *c = share_channel (name, FALSE);
+  ShareChannel *c = share_channel (key, FALSE);
   guint64 v = c ? c->version : 0;
   g_mutex_unlock (&share_lock);
   return v;
+}
+
+#define MODEL_FILE_QUERY "tensor-model-file-writer"
+
+gboolean
+gst_tensor_model_file_written_upstream (GstPad * sinkpad, const gchar * path)
+{
+  gchar *canonical = g_canonicalize_filename (path, NULL);
+  GstQuery *query = gst_query_new_custom (GST_QUERY_CUSTOM,
+      gst_structure_new (MODEL_FILE_QUERY, "path", G_TYPE_STRING, canonical,
+          NULL));
+  gboolean written = FALSE;
+
+  if (gst_pad_peer_query (sinkpad, query))
+    gst_structure_get_boolean (gst_query_get_structure (query), "written",
+        &written);
+  gst_query_unref (query);
+  g_free (canonical);
+  return written;
+}
+
+gboolean
+gst_tensor_model_file_query_answer (GstQuery * query,
+    const gchar * const *paths, guint n)
+{
+  const GstStructure *s;
+  const gchar *asked;
+  gboolean match = FALSE;
+
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CUSTOM)
+    return FALSE;
+  s = gst_query_get_structure (query);
+  if (!s || !gst_structure_has_name (s, MODEL_FILE_QUERY)
+      || !(asked = gst_structure_get_string (s, "path")))
+    return FALSE;
+  for (guint i = 0; i < n && !match; i++) {
+    gchar *canonical;
+    if (!paths[i] || !*paths[i])
+      continue;
+    canonical = g_canonicalize_filename (paths[i], NULL);
+    match = g_str_equal (canonical, asked);
+    g_free (canonical);
+  }
+  if (match)
+    gst_structure_set (gst_query_writable_structure (query), "written",
+        G_TYPE_BOOLEAN, TRUE, NULL);
+  return match;
+}
+
+/* a probe file is made and removed: that also catches read-only file
+ * systems and permissions, which looking at the folder would not */
+gboolean
+gst_tensor_model_file_check_writable (GstElement * element,
+    const gchar * prop, const gchar * path)
+{
+  gchar *dir = g_path_get_dirname (path);
+  gchar *probe = g_build_filename (dir, ".tensor_trainer-probe-XXXXXX", NULL);
+  gboolean ok = FALSE;
+  gint fd;
+
+  if (g_file_test (path, G_FILE_TEST_IS_DIR)) {
+    GST_ELEMENT_ERROR (element, RESOURCE, OPEN_WRITE,
+        ("Cannot write %s=%s: it is a folder; name the model file.", prop,
+            path), (NULL));
+    goto out;
+  }
+  fd = g_mkstemp (probe);
+  if (fd < 0) {
+    const gint errsv = errno;
+    if (g_file_test (dir, G_FILE_TEST_IS_DIR))
+      GST_ELEMENT_ERROR (element, RESOURCE, OPEN_WRITE,
+          ("Cannot write %s=%s: no file can be made in its folder %s (%s).",
+              prop, path, dir, g_strerror (errsv)), (NULL));
+    else
+      GST_ELEMENT_ERROR (element, RESOURCE, OPEN_WRITE,
+          ("Cannot write %s=%s: its folder %s does not exist (%s).", prop,
+              path, dir, g_strerror (errsv)), (NULL));
+    goto out;
+  }
+  close (fd);
+  g_unlink (probe);
+  ok = TRUE;
+out:
+  g_free (probe);
+  g_free (dir);
+  return ok;
 }

@@ -4,6 +4,12 @@
  * publishes its weights under its name, a tensor_predictor naming that
  * trainer picks up the latest ones between two of its buffers.
  *
+ * A name is looked up in the pipeline (the top-level bin) of the element,
+ * not in the whole process: two pipelines of one application may both
+ * call their trainer "trainer" (element names are unique in a bin only),
+ * and each predictor follows the trainer of its own pipeline. Elements in
+ * no bin (GstHarness) share one scope of their own.
+ *
  * Copy-on-publish: a publication copies the trainer's weights (between two
  * training steps, so never half-updated) into a snapshot nobody else
  * holds, then swaps it in as the current one under a lock held for a few
@@ -22,7 +28,7 @@
 #ifndef __GST_TENSOR_MODEL_SHARE_H__
 #define __GST_TENSOR_MODEL_SHARE_H__
 
-#include <glib.h>
+#include <gst/gst.h>
 #include "tt_engine.h"
 
 G_BEGIN_DECLS
@@ -40,29 +46,56 @@ typedef struct
 GstTensorWeights *gst_tensor_weights_ref (GstTensorWeights * w);
 void gst_tensor_weights_unref (GstTensorWeights * w);
 
-/* A predictor declares interest in a name (start) and withdraws it (stop);
+/* The channel key of the trainer called name as seen from element: name
+ * scoped to element's top-level bin. Taken at READY->PAUSED, when the
+ * element is in its pipeline; g_free it. The functions below take it. */
+gchar *gst_tensor_model_share_key (GstElement * element, const gchar * name);
+
+/* A predictor declares interest in a key (start) and withdraws it (stop);
  * a trainer publishes only while someone listens. */
-void gst_tensor_model_share_subscribe (const gchar * name);
-void gst_tensor_model_share_unsubscribe (const gchar * name);
-gboolean gst_tensor_model_share_has_subscribers (const gchar * name);
+void gst_tensor_model_share_subscribe (const gchar * key);
+void gst_tensor_model_share_unsubscribe (const gchar * key);
+gboolean gst_tensor_model_share_has_subscribers (const gchar * key);
 
 /* The trainer stops publishing: the channel keeps its current snapshot
  * for the predictors still subscribed, and goes away with the last. */
-void gst_tensor_model_share_withdraw (const gchar * name);
+void gst_tensor_model_share_withdraw (const gchar * key);
 
-/* Copies model's weights into a new current snapshot of name; returns its
+/* Copies model's weights into a new current snapshot of key; returns its
  * version, 0 with err filled on failure. */
-guint64 gst_tensor_model_share_publish (const gchar * name, tt_model * model,
+guint64 gst_tensor_model_share_publish (const gchar * key, tt_model * model,
     tt_error * err);
 
-/* The current snapshot of name if its version is above have (a new
+/* The current snapshot of key if its version is above have (a new
  * reference), else NULL. */
-GstTensorWeights *gst_tensor_model_share_latest (const gchar * name,
+GstTensorWeights *gst_tensor_model_share_latest (const gchar * key,
     guint64 have);
 
-/* The version of name's current snapshot, 0 when none: cheap enough for
+/* The version of key's current snapshot, 0 when none: cheap enough for
  * every buffer. */
-guint64 gst_tensor_model_share_version (const gchar * name);
+guint64 gst_tensor_model_share_version (const gchar * key);
+
+/* tensor_planner writes its files when the first caps come, after the
+ * elements downstream of it have gone to PAUSED. An element that reads a
+ * file at READY->PAUSED asks upstream of its sink pad first: TRUE when an
+ * element there will write path (so it is read when the caps come).
+ * Elements in between forward the query (it is a non-serialized custom
+ * query, answered even while the pads are inactive). */
+gboolean gst_tensor_model_file_written_upstream (GstPad * sinkpad,
+    const gchar * path);
+
+/* For a writer's query handler: when query asks about one of the n
+ * paths (NULL or empty ones skipped), answers it and returns TRUE; else
+ * FALSE, and the query goes on upstream. */
+gboolean gst_tensor_model_file_query_answer (GstQuery * query,
+    const gchar * const *paths, guint n);
+
+/* Checks, before any work is done for it, that path (the value of the
+ * element's property prop) can be written: it is no folder and its folder
+ * exists and takes a new file. Else posts an error (RESOURCE, OPEN_WRITE)
+ * naming both and returns FALSE. */
+gboolean gst_tensor_model_file_check_writable (GstElement * element,
+    const gchar * prop, const gchar * path);
 
 G_END_DECLS
 

@@ -10,8 +10,12 @@
  * pass through untouched (the element is a passthrough #GstBaseTransform),
  * so it can stand right in front of tensor_trainer.
  *
- * When the first caps arrive, before it forwards them, the element loads
- * #GstTensorPlanner:model-config, checks that the caps' first tensors are
+ * At READY->PAUSED it reads and compiles #GstTensorPlanner:model-config
+ * (an INI: a bundle, which holds its plan already, is refused with a
+ * message saying so), checks #GstTensorPlanner:model-load-path against it
+ * and that the files to write can be written: a bad file fails the state
+ * change. When the first caps arrive, before it forwards them, the element
+ * checks that the caps' first tensors are
  * the model's inputs (other/tensors static or flexible, or the legacy single
  * other/tensor; further tensors, such as labels, are ignored), plans the
  * model afresh (an earlier plan in the INI is ignored) for the batch size of
@@ -29,8 +33,10 @@
  * naive-bytes, depth-first-bytes, tensors, in-place-layers, order-exact and
  * plan-ms (the planning time), and logs the same at INFO.
  *
- * Because the file is written before the caps go downstream, and
- * tensor_trainer loads its model when its first caps arrive, a
+ * Because the file is written before the caps go downstream, and a
+ * tensor_trainer whose model-config (or model-load-path) is one of this
+ * element's files learns so at its start (a custom query upstream, answered
+ * here) and loads it when its first caps arrive, a
  * `tensor_planner location=X ! tensor_trainer model-config=X` pipeline
  * always trains from the plan just written, whatever the state-change order
  * (its `tensor-trainer-plan` message says plan-loaded=true). Later caps are
@@ -48,6 +54,7 @@
  * ]|
  */
 #include "gsttensorplanner.h"
+#include "gsttensormodelshare.h"
 #include "tt_bundle.h"
 
 #include <string.h>
@@ -99,6 +106,8 @@ static gboolean gst_tensor_planner_start (GstBaseTransform * trans);
 static gboolean gst_tensor_planner_stop (GstBaseTransform * trans);
 static gboolean gst_tensor_planner_set_caps (GstBaseTransform * trans,
     GstCaps * incaps, GstCaps * outcaps);
+static gboolean gst_tensor_planner_query (GstBaseTransform * trans,
+    GstPadDirection direction, GstQuery * query);
 static GstFlowReturn gst_tensor_planner_transform_ip (GstBaseTransform *
     trans, GstBuffer * buf);
 
@@ -118,7 +127,8 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
           "Model description to plan: an INI file in nntrainer's dialect (a "
-          "plan it already holds is replaced); required",
+          "plan it already holds is replaced; a bundle is refused); read and "
+          "checked at start; required",
           DEFAULT_MODEL_CONFIG, rw));
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Location",
@@ -156,6 +166,7 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
   trans_class->start = GST_DEBUG_FUNCPTR (gst_tensor_planner_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_tensor_planner_stop);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_tensor_planner_set_caps);
+  trans_class->query = GST_DEBUG_FUNCPTR (gst_tensor_planner_query);
   trans_class->transform_ip =
       GST_DEBUG_FUNCPTR (gst_tensor_planner_transform_ip);
   trans_class->passthrough_on_same_caps = TRUE;
@@ -172,6 +183,109 @@ gst_tensor_planner_init (GstTensorPlanner * self)
 }
 
 /* ---- start / stop ---------------------------------------------------- */
+
+/* At start, so that a bad file fails the state change: the model is read
+ * and compiled (without the order search: the plan is made when the caps
+ * come), the weights of model-load-path are checked against it and the
+ * files to write can be written. */
+static gboolean
+gst_tensor_planner_validate (GstTensorPlanner * self)
+{
+  gchar *config, *location, *weights, *load_path;
+  gchar *text = NULL;
+  gsize len;
+  guint batch;
+  GError *gerr = NULL;
+  tt_model *model = NULL;
+  tt_error err;
+  gboolean ok = FALSE;
+
+  GST_OBJECT_LOCK (self);
+  config = g_strdup (self->model_config);
+  location = g_strdup (self->location);
+  weights = g_strdup (self->weights_location);
+  load_path = g_strdup (self->model_load_path);
+  batch = self->batch_size;
+  GST_OBJECT_UNLOCK (self);
+
+  if (tt_bundle_is_bundle (config)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("model-config=%s is a bundle (a model packaged with its plan and "
+            "weights): tensor_planner plans a model INI. tensor_trainer and "
+            "tensor_predictor take the bundle as it is; `tensor-trainer "
+            "unpack %s -o DIR` gives back its INI.", config, config), (NULL));
+    goto out;
+  }
+  if (!g_file_get_contents (config, &text, &len, &gerr)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Cannot read model-config %s: %s", config, gerr->message), (NULL));
+    g_clear_error (&gerr);
+    goto out;
+  }
+  model = tt_model_load_ini_text (text, len, config, &err);
+  if (!model) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
+        ("tt_model_load_ini_text: %s", tt_status_name (err.status)));
+    goto out;
+  }
+  if ((batch && tt_model_set_batch_size (model, batch, &err) != TT_OK)
+      || tt_model_set_plan_mode (model, TT_PLAN_NAIVE, &err) != TT_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message), (NULL));
+    goto out;
+  }
+  if (tt_model_compile (model, &err) != TT_OK) {
+    GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
+        ("tt_model_compile: %s", tt_status_name (err.status)));
+    goto out;
+  }
+  if (load_path && *load_path && (tt_bundle_is_bundle (load_path) ?
+          tt_bundle_load_weights (model, load_path, &err) :
+          tt_model_load_bin (model, load_path, &err)) != TT_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
+        ("loading model-load-path"));
+    goto out;
+  }
+  if (!gst_tensor_model_file_check_writable (GST_ELEMENT (self), "location",
+          location) || (weights && *weights
+          && !gst_tensor_model_file_check_writable (GST_ELEMENT (self),
+              "weights-location", weights)))
+    goto out;
+  ok = TRUE;
+out:
+  tt_model_free (model);
+  g_free (text);
+  g_free (config);
+  g_free (location);
+  g_free (weights);
+  g_free (load_path);
+  return ok;
+}
+
+/* Tells a tensor_trainer downstream, starting before the caps come, that
+ * its model-config or model-load-path is written here then. */
+static gboolean
+gst_tensor_planner_query (GstBaseTransform * trans, GstPadDirection direction,
+    GstQuery * query)
+{
+  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+
+  if (direction == GST_PAD_SRC && GST_QUERY_TYPE (query) == GST_QUERY_CUSTOM) {
+    gchar *paths[2];
+    gboolean answered;
+    GST_OBJECT_LOCK (self);
+    paths[0] = g_strdup (self->location);
+    paths[1] = g_strdup (self->weights_location);
+    GST_OBJECT_UNLOCK (self);
+    answered = gst_tensor_model_file_query_answer (query,
+        (const gchar * const *) paths, G_N_ELEMENTS (paths));
+    g_free (paths[0]);
+    g_free (paths[1]);
+    if (answered)
+      return TRUE;
+  }
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction,
+      query);
+}
 
 static gboolean
 gst_tensor_planner_start (GstBaseTransform * trans)
@@ -195,6 +309,8 @@ gst_tensor_planner_start (GstBaseTransform * trans)
             "optimized INI to."), (NULL));
     return FALSE;
   }
+  if (!gst_tensor_planner_validate (self))
+    return FALSE;
   self->planned = FALSE;
   self->check_buffer = FALSE;
   return TRUE;

@@ -41,7 +41,9 @@
  *
  * Fresh weights while it runs:
  * - #GstTensorPredictor:trainer names a tensor_trainer of the same
- *   process: the predictor switches to each set of weights that trainer
+ *   pipeline (two pipelines of one process may each have a trainer of that
+ *   name; each predictor follows its own pipeline's): the predictor
+ *   switches to each set of weights that trainer
  *   publishes (see #GstTensorTrainer:publish-interval), between two of its
  *   batches, never stopping the stream and never reading a half-updated
  *   set (copy-on-publish snapshots, gsttensormodelshare.h).
@@ -187,9 +189,10 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           DEFAULT_BATCH_SIZE, rw));
   g_object_class_install_property (gobject_class, PROP_TRAINER,
       g_param_spec_string ("trainer", "Trainer",
-          "Name of a tensor_trainer element in this process whose published "
-          "weights replace the predictor's as they come (it must train the "
-          "same model); unset: no live hand-off", NULL, rw));
+          "Name of a tensor_trainer element in this pipeline whose "
+          "published weights replace the predictor's as they come (it must "
+          "train the same model; another pipeline's trainer of the same name "
+          "is not this one); unset: no live hand-off", NULL, rw));
   g_object_class_install_property (gobject_class, PROP_RELOAD,
       g_param_spec_boolean ("reload", "Reload",
           "Load the weights again when their file (model-load-path, or a "
@@ -278,8 +281,9 @@ gst_tensor_predictor_posting (GstTensorPredictor * self)
 static void
 gst_tensor_predictor_stop (GstTensorPredictor * self)
 {
-  if (self->trainer_name)
-    gst_tensor_model_share_unsubscribe (self->trainer_name);
+  if (self->share_key)
+    gst_tensor_model_share_unsubscribe (self->share_key);
+  g_clear_pointer (&self->share_key, g_free);
   g_clear_pointer (&self->trainer_name, g_free);
   g_clear_pointer (&self->watch_path, g_free);
   tt_model_free (self->model);
@@ -521,8 +525,11 @@ gst_tensor_predictor_start (GstTensorPredictor * self)
   self->signature = tt_model_weight_signature (self->model);
   if (labels && *labels && !gst_tensor_predictor_read_labels (self, labels))
     goto fail;
-  if (self->trainer_name)
-    gst_tensor_model_share_subscribe (self->trainer_name);
+  if (self->trainer_name) {
+    self->share_key = gst_tensor_model_share_key (GST_ELEMENT (self),
+        self->trainer_name);
+    gst_tensor_model_share_subscribe (self->share_key);
+  }
 
   {
     tt_memory_info mem;
@@ -776,10 +783,10 @@ static GstFlowReturn
 gst_tensor_predictor_follow_trainer (GstTensorPredictor * self)
 {
   tt_error err;
-  if (gst_tensor_model_share_version (self->trainer_name) <=
+  if (gst_tensor_model_share_version (self->share_key) <=
       self->have_version)
     return GST_FLOW_OK;
-  GstTensorWeights *w = gst_tensor_model_share_latest (self->trainer_name,
+  GstTensorWeights *w = gst_tensor_model_share_latest (self->share_key,
       self->have_version);
   if (!w)
     return GST_FLOW_OK;

@@ -54,6 +54,7 @@ struct _GstTensorPredictor
 
   /* the streaming thread's, between start and stop */
   gchar *trainer_name;                  /* copy taken at start */
+  gchar *share_key;                     /* of trainer_name in this pipeline */
   GstTensorPredictorOutput out_mode;    /* output, taken at start */
   gchar *watch_path;                    /* reload: the weights file */
   gint64 next_check_us;

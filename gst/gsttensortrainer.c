@@ -40,32 +40,40 @@
  * batches a `tensor-trainer-progress` message, and saves
  * #GstTensorTrainer:checkpoint-path.
  *
- * The model is loaded when the first caps arrive, not at READY->PAUSED, so
- * that an element upstream can write it first: #GstTensorPlanner writes its
- * optimized INI before it forwards the caps, and a tensor_trainer whose
- * #GstTensorTrainer:model-config is that file then loads the stored plan
- * (validated, not planned again). A plain INI is planned at that moment for
- * the model's shapes, which the caps must match; the log (INFO) says how long
- * planning (or validating a stored plan) took, and a one-time element message
- * `tensor-trainer-plan` carries the figures: plan-loaded (TRUE when the plan
- * came from the INI), pool-bytes, lower-bound, naive-bytes,
- * depth-first-bytes, tensors, in-place-layers, plan-ms, batch-size. Each
- * epoch message repeats plan-loaded, pool-bytes, lower-bound, naive-bytes
- * and plan-ms. Property errors (framework, num-training-samples, num-labels)
- * still fail READY->PAUSED; model file errors are reported when the caps
- * come, and the caps are refused.
+ * The model is loaded at READY->PAUSED: its files (model-config,
+ * model-load-path) are read, the model is planned (or its stored plan
+ * validated) and the destinations (model-save-path, checkpoint-path) are
+ * checked for writing, so a bad or missing file, or a folder that cannot
+ * be written, fails the state change with one error instead of costing a
+ * training run. Only a file that an element upstream writes when the caps
+ * come is read then, once: #GstTensorPlanner writes its optimized INI before
+ * it forwards the caps (and answers a query saying so), and a
+ * tensor_trainer whose #GstTensorTrainer:model-config is that file then
+ * loads the stored plan (validated, not planned again). A plain INI is
+ * planned for the model's shapes, which the caps must match; the log (INFO)
+ * says how long planning (or validating a stored plan) took, and a
+ * one-time element message `tensor-trainer-plan` carries the figures:
+ * plan-loaded (TRUE when the plan came from the INI), pool-bytes,
+ * lower-bound, naive-bytes, depth-first-bytes, tensors, in-place-layers,
+ * plan-ms, batch-size. Each epoch message repeats plan-loaded, pool-bytes,
+ * lower-bound, naive-bytes and plan-ms. Caps that do not fit the model are
+ * refused with an error, posted once however often they are sent again.
  *
  * After the last epoch, or at EOS, it trains the pending batch, saves
  * #GstTensorTrainer:model-save-path (atomically: write, fsync, rename) and
  * only then sends EOS downstream, so an application that sees EOS on the bus
- * finds the model on disk. An EOS before the planned number of samples
+ * finds the model on disk. When that save fails all the same (a full disk,
+ * a folder removed meanwhile), the model is saved in the temporary folder
+ * (g_get_tmp_dir(), as tensor_trainer-rescued-PID-NAME) and the error says
+ * where. A checkpoint that cannot be written is a warning: training goes
+ * on. An EOS before the planned number of samples
  * closes the partial epoch (its figures are pushed and posted with
  * complete=false), saves what was trained and posts a warning saying how
  * many samples were seen of how many expected; an EOS before any sample
  * saves nothing, so that an untrained model never replaces a saved one. Buffers after the last epoch
  * are refused with GST_FLOW_EOS.
  *
- * A #GstTensorPredictor in the same process whose trainer property names
+ * A #GstTensorPredictor in the same pipeline whose trainer property names
  * this element follows its training live: the trainer publishes a copy of
  * its weights at the end of each epoch and, with
  * #GstTensorTrainer:publish-interval, every that many training batches,
@@ -94,6 +102,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_tensor_trainer_debug);
 #define GST_CAT_DEFAULT gst_tensor_trainer_debug
@@ -173,6 +182,10 @@ static GstFlowReturn gst_tensor_trainer_chain_list (GstPad * pad,
     GstObject * parent, GstBufferList * list);
 static GstFlowReturn gst_tensor_trainer_sample (GstTensorTrainer * self,
     GstBuffer * buf);
+static gboolean gst_tensor_trainer_load_model (GstTensorTrainer * self);
+static void gst_tensor_trainer_post_plan (GstTensorTrainer * self);
+static gchar *gst_tensor_trainer_checkpoint_name (const gchar * pattern,
+    guint epoch);
 
 static void
 gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
@@ -210,13 +223,16 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Model written after the last epoch or at EOS, atomically (write, "
           "fsync, rename), before EOS goes downstream: a bundle (INI, plan, "
           "weights, optimizer state, counters in one file) unless the path "
-          "ends in .bin (nntrainer's BIN); unset: the model is not saved",
+          "ends in .bin (nntrainer's BIN); its folder must take a new file "
+          "at start; should the save fail, the model goes to the temporary "
+          "folder and the error names it; unset: the model is not saved",
           DEFAULT_MODEL_SAVE_PATH, rw));
   g_object_class_install_property (gobject_class, PROP_CHECKPOINT_PATH,
       g_param_spec_string ("checkpoint-path", "Checkpoint path",
           "Model written atomically after each epoch, a bundle unless the "
           "path ends in .bin; \"%u\" in it is replaced by the epoch number "
-          "(1-based); unset: no checkpoints",
+          "(1-based); its folder must take a new file at start; a failed "
+          "checkpoint is a warning; unset: no checkpoints",
           DEFAULT_CHECKPOINT_PATH, rw));
   g_object_class_install_property (gobject_class, PROP_NUM_INPUTS,
       g_param_spec_uint ("num-inputs", "Number of inputs",
@@ -341,15 +357,17 @@ gst_tensor_trainer_free_model (GstTensorTrainer * self)
 static void
 gst_tensor_trainer_stop (GstTensorTrainer * self)
 {
-  if (self->share_name)
-    gst_tensor_model_share_withdraw (self->share_name);
-  g_clear_pointer (&self->share_name, g_free);
+  if (self->share_key)
+    gst_tensor_model_share_withdraw (self->share_key);
+  g_clear_pointer (&self->share_key, g_free);
   self->train_batches_total = 0;
   gst_tensor_trainer_free_model (self);
   g_clear_pointer (&self->config_path, g_free);
   g_clear_pointer (&self->load_path, g_free);
   g_clear_pointer (&self->save_path, g_free);
   g_clear_pointer (&self->ckpt_path, g_free);
+  self->load_failed = FALSE;
+  gst_clear_caps (&self->refused_caps);
   self->negotiated = FALSE;
   self->plan_posted = FALSE;
   self->src_caps_sent = FALSE;
@@ -365,7 +383,8 @@ gst_tensor_trainer_stop (GstTensorTrainer * self)
   memset (&self->valid, 0, sizeof self->valid);
 }
 
-/* READY->PAUSED: takes the properties and checks what needs no file. */
+/* READY->PAUSED: takes the properties, checks them, checks that the files
+ * to write can be written and loads the model. */
 static gboolean
 gst_tensor_trainer_start (GstTensorTrainer * self)
 {
@@ -384,8 +403,10 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
   self->n_train = self->num_training_samples;
   self->n_valid = self->num_validation_samples;
   self->want_epochs = self->epochs;
-  self->share_name = g_strdup (GST_OBJECT_NAME (self));
   GST_OBJECT_UNLOCK (self);
+  /* (takes the locks of the element and its parents) */
+  self->share_key = gst_tensor_model_share_key (GST_ELEMENT (self),
+      GST_ELEMENT_NAME (self));
 
   if (g_strcmp0 (framework, GST_TENSOR_TRAINER_FRAMEWORK_ALIAS) == 0) {
     GST_INFO_OBJECT (self, "framework \"" GST_TENSOR_TRAINER_FRAMEWORK_ALIAS
@@ -417,6 +438,31 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
             "in each epoch."), (NULL));
     goto out;
   }
+  /* a destination that cannot be written must not cost a whole run */
+  if (self->save_path && *self->save_path
+      && !gst_tensor_model_file_check_writable (GST_ELEMENT (self), "model-save-path",
+          self->save_path))
+    goto out;
+  if (self->ckpt_path && *self->ckpt_path) {
+    gchar *first = gst_tensor_trainer_checkpoint_name (self->ckpt_path, 1);
+    gboolean writable = gst_tensor_model_file_check_writable (GST_ELEMENT (self),
+        "checkpoint-path", first);
+    g_free (first);
+    if (!writable)
+      goto out;
+  }
+  /* a bad model file fails the state change, posted once, rather than
+   * every caps event that comes; only files that an element upstream
+   * (tensor_planner) writes when the caps come are read then */
+  if (gst_tensor_model_file_written_upstream (self->sinkpad,
+          self->config_path) || (self->load_path && *self->load_path
+          && gst_tensor_model_file_written_upstream (self->sinkpad,
+              self->load_path)))
+    GST_INFO_OBJECT (self, "%s or %s is written upstream when the caps "
+        "come: loading the model then", self->config_path,
+        self->load_path ? self->load_path : "(no weights)");
+  else if (!gst_tensor_trainer_load_model (self))
+    goto out;
   ok = TRUE;
 out:
   if (!ok)
@@ -426,7 +472,8 @@ out:
 }
 
 /* Loads, plans (or validates the stored plan of) and prepares the model:
- * called with the first caps, in the streaming thread. */
+ * at start, or with the first caps (in the streaming thread) when its
+ * files are written upstream then. */
 static gboolean
 gst_tensor_trainer_load_model (GstTensorTrainer * self)
 {
@@ -507,6 +554,7 @@ gst_tensor_trainer_load_model (GstTensorTrainer * self)
   GST_INFO_OBJECT (self, "model %s: batch %u, %u input(s), %u epoch(s) of "
       "%u training + %u validation samples", config, self->batch,
       self->n_inputs, self->n_epochs, self->n_train, self->n_valid);
+  gst_tensor_trainer_post_plan (self);
   return TRUE;
 
 fail:
@@ -660,8 +708,17 @@ gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
   tt_dtype types[GST_TENSOR_TRAINER_MAX_INPUTS];
   GstTensorLabelForm label_form = GST_TENSOR_LABEL_VECTOR;
 
-  if (!self->model && !gst_tensor_trainer_load_model (self))
-    return FALSE;               /* the error is posted */
+  if (!self->model) {
+    /* upstream retries refused caps: the error was posted the first time */
+    if (self->load_failed)
+      return FALSE;
+    if (!gst_tensor_trainer_load_model (self)) {
+      self->load_failed = TRUE;
+      return FALSE;
+    }
+  }
+  if (self->refused_caps && gst_caps_is_equal (caps, self->refused_caps))
+    return FALSE;
   ntens = self->n_inputs + 1;
 
   if (!gst_tensors_desc_from_caps (caps, &desc, &why))
@@ -711,11 +768,12 @@ gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
   }
 accept:
   self->negotiated = TRUE;
+  gst_clear_caps (&self->refused_caps);
   GST_INFO_OBJECT (self, "accepted caps %" GST_PTR_FORMAT, caps);
-  gst_tensor_trainer_post_plan (self);
   return TRUE;
 
 refuse:
+  gst_caps_replace (&self->refused_caps, caps);
   expected = gst_tensor_trainer_expected (self);
   have = gst_caps_to_string (caps);
   GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
@@ -809,9 +867,9 @@ gst_tensor_trainer_publish (GstTensorTrainer * self)
 {
   tt_error err;
   if (!self->model || !gst_tensor_model_share_has_subscribers
-      (self->share_name))
+      (self->share_key))
     return;
-  guint64 version = gst_tensor_model_share_publish (self->share_name,
+  guint64 version = gst_tensor_model_share_publish (self->share_key,
       self->model, &err);
   if (version == 0)
     GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
@@ -1111,10 +1169,12 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
     gchar *path = gst_tensor_trainer_checkpoint_name (self->ckpt_path,
         index + 1);
     tt_error err;
+    /* the model in memory is fine and model-save-path may still be
+     * written: a lost checkpoint does not end the run */
     if (tt_model_save (self->model, path, &err) != TT_OK) {
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
-          ("checkpoint after epoch %u", index + 1));
-      ret = GST_FLOW_ERROR;
+      GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
+          ("Could not write the checkpoint of epoch %u (checkpoint-path): "
+              "%s; training goes on.", index + 1, err.message), (NULL));
     } else {
       GST_INFO_OBJECT (self, "checkpoint %s", path);
     }
@@ -1127,6 +1187,33 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
   self->epoch_pos = 0;
   self->batches = 0;
   return ret;
+}
+
+/* model-save-path could not be written (checked at start, so the disk
+ * filled up or the folder went away): the trained model goes to the
+ * temporary folder, in the same format, and the error says where. */
+static void
+gst_tensor_trainer_rescue (GstTensorTrainer * self, const tt_error * err)
+{
+  gchar *base = g_path_get_basename (self->save_path);
+  gchar *name = g_strdup_printf ("tensor_trainer-rescued-%d-%s",
+      (gint) getpid (), base);
+  gchar *rescue = g_build_filename (g_get_tmp_dir (), name, NULL);
+  tt_error rescue_err;
+
+  if (tt_model_save (self->model, rescue, &rescue_err) == TT_OK)
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Could not save the trained model to model-save-path=%s: %s. It "
+            "was saved to %s instead.", self->save_path, err->message,
+            rescue), (NULL));
+  else
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Could not save the trained model to model-save-path=%s: %s; nor "
+            "to %s: %s. The trained model is lost.", self->save_path,
+            err->message, rescue, rescue_err.message), (NULL));
+  g_free (rescue);
+  g_free (name);
+  g_free (base);
 }
 
 /* After the last epoch or at EOS: trains the pending batch, closes a
@@ -1158,8 +1245,7 @@ gst_tensor_trainer_finish (GstTensorTrainer * self)
   if (self->model && self->save_path && *self->save_path) {
     tt_error err;
     if (tt_model_save (self->model, self->save_path, &err) != TT_OK) {
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE, ("%s", err.message),
-          ("saving model-save-path"));
+      gst_tensor_trainer_rescue (self, &err);
       return GST_FLOW_ERROR;
     }
     GST_INFO_OBJECT (self, "saved %s", self->save_path);

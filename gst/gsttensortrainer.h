@@ -60,7 +60,11 @@ struct _GstTensorTrainer
   gchar *config_path, *load_path;       /* copies taken at start */
   gchar *save_path, *ckpt_path;
   guint want_inputs, want_epochs;       /* num-inputs, epochs at start */
-  tt_model *model;                      /* loaded at the first caps */
+  tt_model *model;                      /* loaded at start, or at the
+                                         * first caps when an element
+                                         * upstream writes its files */
+  gboolean load_failed;                 /* (at the caps) posted once */
+  GstCaps *refused_caps;                /* posted once, not per retry */
   tt_plan_info plan;                    /* of model */
   guint n_train, n_valid, n_epochs;     /* per-epoch plan, epochs planned */
   guint batch;                          /* [Model] batch_size */
@@ -91,7 +95,8 @@ struct _GstTensorTrainer
   GstTensorTrainerTally train, valid;
   gint64 epoch_start_us;                /* first buffer of the epoch */
   gint64 train_end_us;                  /* last training batch done */
-  gchar *share_name;                    /* published under (element name) */
+  gchar *share_key;                     /* published under: this
+                                         * pipeline's element name */
   guint64 train_batches_total;          /* training batches of this run */
 };
 

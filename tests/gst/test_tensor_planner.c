@@ -453,35 +453,95 @@ GST_START_TEST (test_errors)
   gst_element_set_state (e, GST_STATE_NULL);
   gst_object_unref (e);
 
-  /* a model file the engine refuses: its message */
+  /* files are read and checked at start: a bad one fails the state change
+   * with its message, once; a bundle is no INI to plan */
   gchar *bad = g_build_filename (f.dir, "bad.ini", NULL);
   gchar *text = g_strconcat (tiny_ini, "colour = blue\n", NULL);
   fail_unless (g_file_set_contents (bad, text, -1, NULL));
-  GstHarness *h = new_planner (&f, "model-config", bad, "location", f.opt, NULL);
-  gst_harness_push_event (h, gst_event_new_stream_start ("s"));
-  gst_harness_push_event (h, caps_event (TINY_CAPS));
-  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
-  fail_unless (strstr (msg, bad) && strstr (msg, "colour"), "%s", msg);
-  g_free (msg);
-  gst_harness_teardown (h);
-
-  /* missing file, unwritable location */
-  const gchar *cases[][3] = {
-    {"/nonexistent/m.ini", NULL, "/nonexistent/m.ini"},
-    {NULL, "/nonexistent/dir/out.ini", "/nonexistent/dir/out.ini"},
+  gchar *bundle = g_build_filename (f.dir, "tiny.ttb", NULL);
+  {
+    tt_error err;
+    tt_model *m = tt_model_load_ini (f.ini, &err);
+    fail_unless (m && tt_model_compile (m, &err) == TT_OK);
+    fail_unless (tt_model_init_weights (m, &err) == TT_OK);
+    fail_unless (tt_model_save (m, bundle, &err) == TT_OK, "%s", err.message);
+    tt_model_free (m);
+  }
+  gchar *short_bin = g_build_filename (f.dir, "short.bin", NULL);
+  fail_unless (g_file_set_contents (short_bin, "0123456789", -1, NULL));
+  const gchar *cases[][5] = {
+    /* model-config, location, weights-location, model-load-path, says */
+    {bad, NULL, NULL, NULL, "colour"},
+    {"/nonexistent/m.ini", NULL, NULL, NULL, "/nonexistent/m.ini"},
+    {f.dir, NULL, NULL, NULL, f.dir},
+    {bundle, NULL, NULL, NULL, "is a bundle"},
+    {NULL, "/nonexistent/dir/out.ini", NULL, NULL,
+        "location=/nonexistent/dir/out.ini"},
+    {NULL, NULL, "/nonexistent/dir/w.bin", NULL,
+        "weights-location=/nonexistent/dir/w.bin"},
+    {NULL, NULL, NULL, short_bin, "short.bin"},
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
-    h = new_planner (&f, "model-config", cases[i][0] ? cases[i][0] :
-        f.ini, "location", cases[i][1] ? cases[i][1] : f.opt, NULL);
-    gst_harness_push_event (h, gst_event_new_stream_start ("s"));
-    gst_harness_push_event (h, caps_event (TINY_CAPS));
+    e = gst_element_factory_make ("tensor_planner", NULL);
+    gst_element_set_bus (e, f.bus);
+    g_object_set (e, "model-config", cases[i][0] ? cases[i][0] : f.ini,
+        "location", cases[i][1] ? cases[i][1] : f.opt, "weights-location",
+        cases[i][2], "model-load-path", cases[i][3], NULL);
+    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+        GST_STATE_CHANGE_FAILURE);
     msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
-    fail_unless (strstr (msg, cases[i][2]) != NULL, "%s", msg);
+    fail_unless (strstr (msg, cases[i][4]) != NULL, "case %u: %s", i, msg);
+    /* readable words, not the bundle's bytes */
+    fail_unless (g_utf8_validate (msg, -1, NULL), "case %u", i);
     g_free (msg);
-    gst_harness_teardown (h);
+    fail_unless (gst_bus_pop_filtered (f.bus, GST_MESSAGE_ERROR) == NULL);
+    gst_element_set_state (e, GST_STATE_NULL);
+    gst_object_unref (e);
   }
+  g_free (bundle);
+  g_free (short_bin);
   g_free (bad);
   g_free (text);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
+/* tensor_trainer reads a file that tensor_planner writes when the caps
+ * come (it asks upstream at its start), once: weights that do not fit the
+ * model are one error, not one per retried caps event. */
+GST_START_TEST (test_trainer_error_once_after_planner)
+{
+  Files f;
+  files_init (&f);
+  gchar *short_bin = g_build_filename (f.dir, "short.bin", NULL);
+  fail_unless (g_file_set_contents (short_bin, "0123456789", -1, NULL));
+  gchar *props = g_strdup_printf ("name=trainer num-training-samples=8 "
+      "model-load-path=%s", short_bin);
+  /* plays without error: the INI is not there yet, and is not read */
+  fail_if (g_file_test (f.opt, G_FILE_TEST_EXISTS));
+  GstHarness *h = new_pipeline (&f, "", props);
+  gst_harness_set_src_caps_str (h, TINY_CAPS);
+  for (guint k = 0; k < 4; k++)
+    fail_unless_equals_int (gst_harness_push (h, make_sample (k)),
+        GST_FLOW_NOT_NEGOTIATED);
+  fail_unless (g_file_test (f.opt, G_FILE_TEST_EXISTS));
+  GstMessage *m;
+  guint errors = 0;
+  while ((m = gst_bus_pop_filtered (f.bus, GST_MESSAGE_ERROR))) {
+    GError *err = NULL;
+    gst_message_parse_error (m, &err, NULL);
+    fail_unless_equals_string (GST_OBJECT_NAME (GST_MESSAGE_SRC (m)),
+        "trainer");
+    fail_unless (strstr (err->message, "short.bin"), "%s", err->message);
+    errors++;
+    g_error_free (err);
+    gst_message_unref (m);
+  }
+  fail_unless_equals_int (errors, 1);
+  gst_harness_teardown (h);
+  g_free (props);
+  g_free (short_bin);
   files_clear (&f);
 }
 
@@ -501,6 +561,7 @@ tensor_planner_suite (void)
   tcase_add_test (tc, test_caps_forms);
   tcase_add_test (tc, test_caps_refused);
   tcase_add_test (tc, test_errors);
+  tcase_add_test (tc, test_trainer_error_once_after_planner);
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tt_engine.h"
 #include "tt_bundle.h"
@@ -747,7 +748,7 @@ GST_END_TEST;
 
 /* ---- start-up errors ------------------------------------------------- */
 
-/* Property errors fail READY->PAUSED. */
+/* Property and file errors fail READY->PAUSED. */
 static gchar *
 start_error (const gchar * prop, const gchar * value)
 {
@@ -759,30 +760,6 @@ start_error (const gchar * prop, const gchar * value)
   fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
   gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
-  fixture_clear (&f);
-  return msg;
-}
-
-/* Model file errors come with the first caps, which are refused. */
-static gchar *
-caps_error (const gchar * ini_text, const gchar * prop, const gchar * value,
-    gchar ** ini_path)
-{
-  Fixture f;
-  fixture_init (&f, ini_text);
-  g_object_set (f.trainer, "num-training-samples", 8, NULL);
-  if (prop)
-    g_object_set (f.trainer, prop, value, NULL);
-  fixture_start (&f);
-  gst_harness_push_event (f.h, gst_event_new_stream_start ("test"));
-  gst_harness_push_event (f.h,
-      caps_event (TINY_CAPS));
-  GstPad *sink = gst_element_get_static_pad (f.trainer, "sink");
-  fail_if (gst_pad_has_current_caps (sink));
-  gst_object_unref (sink);
-  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
-  if (ini_path)
-    *ini_path = g_strdup (f.ini);
   fixture_clear (&f);
   return msg;
 }
@@ -799,18 +776,25 @@ GST_START_TEST (test_start_errors)
   fail_unless (strstr (msg, "No model-config set"), "%s", msg);
   g_free (msg);
 
-  msg = caps_error (NULL, "model-config", "/nonexistent/model.ini", NULL);
+  /* model files are read at start too, not when the caps come */
+  msg = start_error ("model-config", "/nonexistent/model.ini");
   fail_unless (strstr (msg, "/nonexistent/model.ini") != NULL, "%s", msg);
   g_free (msg);
 
+  gchar *dir = g_dir_make_tmp ("tt-bad-XXXXXX", NULL);
+  ini = g_build_filename (dir, "bad.ini", NULL);
   gchar *bad = g_strdup_printf ("%s%s", tiny_ini, "colour = blue\n");
-  msg = caps_error (bad, NULL, NULL, &ini);
+  fail_unless (g_file_set_contents (ini, bad, -1, NULL));
+  msg = start_error ("model-config", ini);
   fail_unless (strstr (msg, ini) && strstr (msg, "colour"), "%s", msg);
   g_free (msg);
   g_free (bad);
+  g_unlink (ini);
+  g_rmdir (dir);
   g_free (ini);
+  g_free (dir);
 
-  msg = caps_error (NULL, "model-load-path", "/nonexistent/w.bin", NULL);
+  msg = start_error ("model-load-path", "/nonexistent/w.bin");
   fail_unless (strstr (msg, "/nonexistent/w.bin") != NULL, "%s", msg);
   g_free (msg);
 }
@@ -837,8 +821,8 @@ GST_START_TEST (test_property_errors)
 
   fixture_init (&f, NULL);
   g_object_set (f.trainer, "num-training-samples", 4, "num-inputs", 2, NULL);
-  fixture_start (&f);
-  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
   msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless (strstr (msg, "num-inputs=2") && strstr (msg, "1 input"), "%s",
       msg);
@@ -1572,6 +1556,273 @@ GST_START_TEST (test_true_zero)
 
 GST_END_TEST;
 
+/* ---- bad files and destinations: caught at start, posted once --------- */
+
+/* What the bus holds: every message is popped; errors and warnings are
+ * counted, with the first one's text and source name. */
+typedef struct
+{
+  guint errors, warnings;
+  gchar *error, *error_source, *warning;
+} Drained;
+
+static void
+drain_bus (GstBus * bus, Drained * d)
+{
+  GstMessage *m;
+  memset (d, 0, sizeof *d);
+  while ((m = gst_bus_pop (bus))) {
+    GError *err = NULL;
+    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
+      gst_message_parse_error (m, &err, NULL);
+      if (d->errors++ == 0) {
+        d->error = g_strdup (err->message);
+        d->error_source = gst_object_get_name (GST_MESSAGE_SRC (m));
+      }
+    } else if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_WARNING) {
+      gst_message_parse_warning (m, &err, NULL);
+      if (d->warnings++ == 0)
+        d->warning = g_strdup (err->message);
+    }
+    g_clear_error (&err);
+    gst_message_unref (m);
+  }
+}
+
+static void
+drained_clear (Drained * d)
+{
+  g_free (d->error);
+  g_free (d->error_source);
+  g_free (d->warning);
+}
+
+/* input -> a -> b -> a: a cycle */
+static const gchar *cycle_ini =
+    "[Model]\nbatch_size = 4\nloss = mse\n"
+    "[in]\ntype = input\ninput_shape = 1:2:2\n"
+    "[a]\ntype = fully_connected\nunit = 4\ninput_layers = in, b\n"
+    "[b]\ntype = fully_connected\nunit = 4\ninput_layers = a\n";
+
+/* gst-launch-1.0 used to hang on these (the model was loaded, and its
+ * error posted, at every caps event, while the main loop was not yet
+ * running): a real pipeline fails its state change with exactly one error,
+ * from tensor_trainer, naming the file; every time. */
+GST_START_TEST (test_bad_model_fails_start_once)
+{
+  gchar *dir = g_dir_make_tmp ("tt-bad-XXXXXX", NULL);
+  gchar *images = g_build_filename (dir, "im.idx", NULL);
+  gchar *labels = g_build_filename (dir, "lb.idx", NULL);
+  gchar *cycle = g_build_filename (dir, "cycle.ini", NULL);
+  gchar *folder = g_build_filename (dir, "folder.ini", NULL);
+  gchar *missing = g_build_filename (dir, "missing.ini", NULL);
+  const gchar *configs[] = { cycle, folder, missing };
+  const gchar *says[] = { "cycle", "folder.ini", "missing.ini" };
+
+  write_idx (images, labels, 12);
+  fail_unless (g_file_set_contents (cycle, cycle_ini, -1, NULL));
+  fail_unless (g_mkdir (folder, 0755) == 0);
+  for (guint c = 0; c < G_N_ELEMENTS (configs); c++) {
+    for (guint run = 0; run < 10; run++) {
+      gchar *launch = g_strdup_printf ("tensor_datasrc location=%s "
+          "label-location=%s num-classes=3 ! tensor_trainer name=trainer "
+          "model-config=%s num-training-samples=12", images, labels,
+          configs[c]);
+      GError *perr = NULL;
+      GstElement *pipeline = gst_parse_launch (launch, &perr);
+      fail_unless (pipeline != NULL, "%s", perr ? perr->message : "");
+      GstBus *bus = gst_element_get_bus (pipeline);
+      fail_unless_equals_int (gst_element_set_state (pipeline,
+              GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+      Drained d;
+      drain_bus (bus, &d);
+      fail_unless_equals_int (d.errors, 1);
+      fail_unless_equals_string (d.error_source, "trainer");
+      fail_unless (strstr (d.error, says[c]), "%s: \"%s\"", configs[c],
+          d.error);
+      drained_clear (&d);
+      gst_element_set_state (pipeline, GST_STATE_NULL);
+      drain_bus (bus, &d);
+      fail_unless_equals_int (d.errors, 0);
+      drained_clear (&d);
+      gst_object_unref (bus);
+      gst_object_unref (pipeline);
+      g_free (launch);
+    }
+  }
+  g_rmdir (folder);
+  g_unlink (cycle);
+  g_unlink (images);
+  g_unlink (labels);
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (images);
+  g_free (labels);
+  g_free (cycle);
+  g_free (folder);
+  g_free (missing);
+}
+
+GST_END_TEST;
+
+/* Refused caps that upstream sends again with every buffer: one error. */
+GST_START_TEST (test_caps_refusal_posted_once)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 4, NULL);
+  fixture_start (&f);
+  gst_harness_push_event (f.h, gst_event_new_stream_start ("test"));
+  gst_harness_push_event (f.h, caps_event ("other/tensors,format=static,"
+          "num_tensors=2,dimensions=(string)\"5:1:1:1,3:1:1:1\","
+          "types=(string)\"float32,float32\""));
+  GstSegment seg;
+  gst_segment_init (&seg, GST_FORMAT_TIME);
+  gst_harness_push_event (f.h, gst_event_new_segment (&seg));
+  for (guint k = 0; k < 4; k++)
+    fail_unless_equals_int (gst_harness_push (f.h, make_sample (k)),
+        GST_FLOW_NOT_NEGOTIATED);
+  Drained d;
+  drain_bus (f.bus, &d);
+  fail_unless_equals_int (d.errors, 1);
+  fail_unless (strstr (d.error, "5:1:1:1"), "%s", d.error);
+  drained_clear (&d);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+/* The error of a start that fails for prop=value: its text, after checking
+ * that it is RESOURCE OPEN_WRITE. */
+static gchar *
+write_error (const gchar * prop, const gchar * value)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 8, prop, value, NULL);
+  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  GstMessage *m = gst_bus_pop_filtered (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (m != NULL, "no error for %s=%s", prop, value);
+  GError *err = NULL;
+  gst_message_parse_error (m, &err, NULL);
+  fail_unless (g_error_matches (err, GST_RESOURCE_ERROR,
+          GST_RESOURCE_ERROR_OPEN_WRITE), "%s", err->message);
+  gchar *text = g_strdup (err->message);
+  g_error_free (err);
+  gst_message_unref (m);
+  fail_unless (gst_bus_pop_filtered (f.bus, GST_MESSAGE_ERROR) == NULL);
+  fixture_clear (&f);
+  return text;
+}
+
+/* A destination that cannot be written fails the start, not the end of
+ * the run. */
+GST_START_TEST (test_unwritable_destinations)
+{
+  gchar *dir = g_dir_make_tmp ("tt-dest-XXXXXX", NULL);
+  gchar *missing = g_build_filename (dir, "no-such-folder", "m.ttb", NULL);
+  gchar *ck_missing = g_build_filename (dir, "no-such-folder", "ck-%u.ttb",
+      NULL);
+  gchar *readonly = g_build_filename (dir, "ro", NULL);
+  gchar *in_readonly = g_build_filename (readonly, "m.ttb", NULL);
+  gchar *text;
+
+  text = write_error ("model-save-path", missing);
+  fail_unless (strstr (text, missing) && strstr (text, "does not exist"),
+      "%s", text);
+  g_free (text);
+  text = write_error ("checkpoint-path", ck_missing);
+  fail_unless (strstr (text, "checkpoint-path") && strstr (text,
+          "no-such-folder"), "%s", text);
+  g_free (text);
+  /* a folder where the model file should be */
+  text = write_error ("model-save-path", dir);
+  fail_unless (strstr (text, dir) && strstr (text, "folder"), "%s", text);
+  g_free (text);
+  /* permission bits do not stop root: only checked as another user */
+  fail_unless (g_mkdir (readonly, 0555) == 0);
+  if (geteuid () != 0) {
+    text = write_error ("model-save-path", in_readonly);
+    fail_unless (strstr (text, in_readonly), "%s", text);
+    g_free (text);
+  }
+  /* and nothing was left behind by the checks */
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const gchar *name;
+  guint entries = 0;
+  while ((name = g_dir_read_name (d)))
+    entries++;
+  g_dir_close (d);
+  fail_unless_equals_int (entries, 1);
+  d = g_dir_open (readonly, 0, NULL);
+  fail_unless (g_dir_read_name (d) == NULL);
+  g_dir_close (d);
+  g_rmdir (readonly);
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (missing);
+  g_free (ck_missing);
+  g_free (readonly);
+  g_free (in_readonly);
+}
+
+GST_END_TEST;
+
+/* The folder of model-save-path and of the checkpoints goes away during
+ * the run (as a full disk would fail the saves, for root too): the
+ * checkpoints are warnings, training goes on, and the final model is
+ * saved in the temporary folder, which the error names. */
+GST_START_TEST (test_final_save_fails_model_kept)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  gchar *sub = g_build_filename (f.dir, "sub", NULL);
+  gchar *save = g_build_filename (sub, "model.ttb", NULL);
+  gchar *ck = g_build_filename (sub, "ck-%u.ttb", NULL);
+  fail_unless (g_mkdir (sub, 0755) == 0);
+  g_object_set (f.trainer, "num-training-samples", 8, "epochs", 2,
+      "model-save-path", save, "checkpoint-path", ck, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  fail_unless (g_rmdir (sub) == 0);
+  push_samples (f.h, 0, 8);
+  /* the second epoch still trains */
+  push_samples (f.h, 8, 7);
+  fail_unless_equals_int (gst_harness_push (f.h, make_sample (15)),
+      GST_FLOW_ERROR);
+  Drained d;
+  drain_bus (f.bus, &d);
+  fail_unless_equals_int (d.warnings, 2);
+  fail_unless (strstr (d.warning, "checkpoint of epoch 1")
+      && strstr (d.warning, "training goes on"), "%s", d.warning);
+  fail_unless_equals_int (d.errors, 1);
+  const gchar *text = d.error;
+  fail_unless (strstr (text, save), "%s", text);
+  const gchar *at = strstr (text, "was saved to ");
+  fail_unless (at != NULL, "%s", text);
+  gchar *rescued = g_strdup (at + strlen ("was saved to "));
+  fail_unless (g_str_has_suffix (rescued, " instead."), "%s", text);
+  rescued[strlen (rescued) - strlen (" instead.")] = '\0';
+  fail_unless (g_str_has_prefix (rescued, g_get_tmp_dir ()), "%s", rescued);
+  fail_unless (g_str_has_suffix (rescued, "model.ttb"), "%s", rescued);
+  /* the rescued model is the trained one: both epochs' iterations */
+  tt_error err;
+  tt_model *m = tt_bundle_load (rescued, NULL, &err);
+  fail_unless (m != NULL, "%s", err.message);
+  fail_unless_equals_int (tt_model_iteration (m), 4);
+  tt_model_free (m);
+  fail_unless (g_unlink (rescued) == 0);
+  g_free (rescued);
+  drained_clear (&d);
+  g_free (sub);
+  g_free (save);
+  g_free (ck);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_trainer_suite (void)
 {
@@ -1605,6 +1856,10 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_progress_interval);
   tcase_add_test (tc, test_eos_on_bus_after_save);
   tcase_add_test (tc, test_true_zero);
+  tcase_add_test (tc, test_bad_model_fails_start_once);
+  tcase_add_test (tc, test_caps_refusal_posted_once);
+  tcase_add_test (tc, test_unwritable_destinations);
+  tcase_add_test (tc, test_final_save_fails_model_kept);
   return s;
 }
 
