@@ -293,6 +293,10 @@ start_error (const Files * f, const gchar * first_prop, ...)
       GST_STATE_CHANGE_FAILURE);
   gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
   fail_unless (*text, "no error posted");
+  /* the element's own error only, not GstBaseSrc's generic one after it */
+  gchar *second = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless_equals_string (second, "");
+  g_free (second);
   gst_element_set_state (e, GST_STATE_NULL);
   gst_object_unref (e);
   gst_bus_set_flushing (bus, TRUE);
@@ -321,6 +325,18 @@ GST_START_TEST (test_errors)
   g_free (msg);
   msg = start_error (&f, "label-location", f.v_labels, NULL);
   fail_unless (strstr (msg, f.v_labels) != NULL, "%s", msg);
+  g_free (msg);
+  /* a property left unset is named */
+  msg = start_error (&f, "label-location", NULL, NULL);
+  fail_unless (strstr (msg, "label-location is not set") && strstr (msg,
+          f.images), "%s", msg);
+  g_free (msg);
+  msg = start_error (&f, "location", NULL, NULL);
+  fail_unless (strstr (msg, "location is not set"), "%s", msg);
+  g_free (msg);
+  msg = start_error (&f, "validation-location", f.v_images, NULL);
+  fail_unless (strstr (msg, "validation-label-location is not set")
+      && strstr (msg, f.v_images), "%s", msg);
   g_free (msg);
   files_clear (&f);
 }
@@ -523,6 +539,10 @@ repo_error (const Repo * r, const gchar * json_text, gsize data_bytes,
       GST_STATE_CHANGE_FAILURE);
   gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
   fail_unless (*text, "no error posted");
+  /* the element's own error only, not GstBaseSrc's generic one after it */
+  gchar *second = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless_equals_string (second, "");
+  g_free (second);
   gst_element_set_state (e, GST_STATE_NULL);
   gst_object_unref (e);
   gst_bus_set_flushing (bus, TRUE);

@@ -1141,6 +1141,80 @@ GST_START_TEST (test_handoff_other_model_refused)
 
 GST_END_TEST;
 
+/* Two pipelines of one process, each with a tensor_trainer named
+ * "trainer" (names are unique within a bin only) and a predictor following
+ * it: each predictor takes its own pipeline's weights. The two trainers
+ * learn opposite labels, so the two weight sets differ. */
+GST_START_TEST (test_two_pipelines_one_trainer_name)
+{
+  gchar *ini = write_tmp ("m.ini", dense_ini);
+  GstElement *pipeline[2], *trainer[2], *predictor[2];
+  GstHarness *th[2], *ph[2];
+  gchar *saved[2];
+  gfloat x[4] = { 0.3f, 0.6f, 0.9f, 0.2f };
+  gfloat got[2][3];
+
+  for (guint i = 0; i < 2; i++) {
+    pipeline[i] = gst_pipeline_new (NULL);
+    trainer[i] = gst_element_factory_make ("tensor_trainer", "trainer");
+    predictor[i] = make_predictor (NULL);
+    saved[i] = g_build_filename (tmp_dir, i ? "b.bin" : "a.bin", NULL);
+    g_object_set (trainer[i], "model-config", ini, "num-training-samples", 8,
+        "epochs", 1, "model-save-path", saved[i], "post-messages", FALSE,
+        NULL);
+    g_object_set (predictor[i], "model-config", ini, "trainer", "trainer",
+        "post-messages", FALSE, NULL);
+    fail_unless (gst_bin_add (GST_BIN (pipeline[i]), trainer[i]));
+    fail_unless (gst_bin_add (GST_BIN (pipeline[i]), predictor[i]));
+    /* the predictors listen before the trainers publish */
+    ph[i] = gst_harness_new_with_element (predictor[i], "sink", "src");
+    gst_harness_set_src_caps_str (ph[i], DENSE_CAPS);
+    th[i] = gst_harness_new_with_element (trainer[i], "sink", "src");
+    gst_harness_set_src_caps_str (th[i], DENSE_LABEL_CAPS);
+  }
+  /* pipeline 0 learns class 0 for everything, pipeline 1 class 2 */
+  for (guint i = 0; i < 2; i++)
+    for (guint k = 0; k < 8; k++) {
+      gfloat sample[7] = { 0 };
+      random_inputs (sample, 4, 100 + k);
+      sample[4 + (i ? 2 : 0)] = 1;
+      fail_unless_equals_int (gst_harness_push (th[i], floats_buffer (sample,
+                  7, k)), GST_FLOW_OK);
+    }
+  for (guint i = 0; i < 2; i++) {
+    fail_unless (g_file_test (saved[i], G_FILE_TEST_EXISTS));
+    fail_unless_equals_int (gst_harness_push (ph[i], floats_buffer (x, 4,
+                0)), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull (ph[i]);
+    fail_unless_equals_uint64 (gst_buffer_extract (out, 0, got[i],
+            sizeof got[i]), sizeof got[i]);
+    gst_buffer_unref (out);
+    guint64 version;
+    g_object_get (predictor[i], "weights-version", &version, NULL);
+    fail_unless (version >= 1, "predictor %u took no weights", i);
+    /* the weights its trainer ended with (and saved) */
+    gfloat *want = engine_predict (ini, saved[i], 1, x, 1);
+    for (guint c = 0; c < 3; c++)
+      fail_unless (fabsf (got[i][c] - want[c]) <= 1e-5f, "predictor %u "
+          "class %u: %g, its trainer's model gives %g", i, c, got[i][c],
+          want[c]);
+    g_free (want);
+  }
+  fail_unless (got[0][0] > got[0][2] && got[1][2] > got[1][0],
+      "the predictors did not learn their own labels: %g %g / %g %g",
+      got[0][0], got[0][2], got[1][0], got[1][2]);
+
+  for (guint i = 0; i < 2; i++) {
+    gst_harness_teardown (th[i]);
+    gst_harness_teardown (ph[i]);
+    gst_object_unref (pipeline[i]);
+    g_free (saved[i]);
+  }
+  g_free (ini);
+}
+
+GST_END_TEST;
+
 static void
 make_tmp_dir (void)
 {
@@ -1187,6 +1261,7 @@ tensor_predictor_suite (void)
   tcase_add_test (tc, test_flexible_refused);
   tcase_add_test (tc, test_live_handoff_never_torn);
   tcase_add_test (tc, test_handoff_other_model_refused);
+  tcase_add_test (tc, test_two_pipelines_one_trainer_name);
   return s;
 }
 
