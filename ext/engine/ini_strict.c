@@ -93,10 +93,11 @@ strict_first_time (dictionary * seen, const char *name, int line, int *first)
   return true;
 }
 
-/* One logical line (first_line: where it starts). */
+/* One logical line (first_line: where it starts); *stop set at a line
+ * the parser will refuse. */
 static tt_status
 strict_line (dictionary * seen, char *line, int first_line, char *section,
-    size_t sec_cap, const char *name, tt_error * err)
+    size_t sec_cap, const char *name, bool *stop, tt_error * err)
 {
   char *s = strict_trim (line);
   size_t len = strlen (s);
@@ -123,12 +124,18 @@ strict_line (dictionary * seen, char *line, int first_line, char *section,
     return TT_OK;
   }
   char *eq = strchr (s, '=');
-  if (!eq)
-    return TT_OK;               /* the parser names the syntax error */
-  *eq = '\0';
-  char *key = strict_trim (s);
-  if (!*key)
+  char *key = NULL;
+  if (eq) {
+    *eq = '\0';
+    key = strict_trim (s);
+  }
+  if (!key || !*key) {
+    /* a syntax error, which the parser names: what follows it is not
+     * what its writer meant ("[in" does not open a section, so the keys
+     * after it would look like repeats of the section above) */
+    *stop = true;
     return TT_OK;
+  }
   strict_lower (key);
   char full[2 * STRICT_LINE + 2];
   snprintf (full, sizeof full, "%s:%s", section, key);
@@ -171,7 +178,8 @@ tt_ini_strict_check (const char *text, size_t len, const char *name,
   size_t line_len = 0;
   int line_no = 0, first_line = 1;
   tt_status st = TT_OK;
-  for (size_t at = *skip; at < len && !st;) {
+  bool stop = false;
+  for (size_t at = *skip; at < len && !st && !stop;) {
     const char *nl = memchr (text + at, '\n', len - at);
     size_t n = nl ? (size_t) (nl - (text + at)) : len - at;
     line_no++;
@@ -191,7 +199,7 @@ tt_ini_strict_check (const char *text, size_t len, const char *name,
       continue;
     }
     st = strict_line (seen, line, first_line, section, sizeof section, name,
-        err);
+        &stop, err);
     line_len = 0;
   }
   dictionary_del (seen);
