@@ -69,10 +69,8 @@ tt_state_why (tt_state_kind kind, const void *value)
   if ((u & 0x7fffffffu) >= STATE_INF_BITS)
     return "a non-finite value";
   if (kind == TT_STATE_ADAM_V)
-    return "a negative adam second moment (second moments average squares "
-        "and are never negative)";
-  return "an adam first moment whose square overflows float32 (|m| >= "
-      "2^64)";
+    return "a negative adam second moment";
+  return "an adam first moment too large to square in float32";
 }
 
 tt_status

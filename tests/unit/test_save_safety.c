@@ -341,8 +341,8 @@ test_moments_bin (void)
     {"negative v", SS_FC1_V_AT + 4 * 2, -1.0f, "negative adam second moment"},
     {"v -0 is zero", SS_FC1_V_AT, -0.0f, NULL},
     {"v NaN", SS_FC1_V_AT + 4, NAN, "non-finite"},
-    {"m 3e38", SS_FC1_M_AT + 4 * 3, 3e38f, "square overflows"},
-    {"m -2^64", SS_FC1_M_AT, -18446744073709551616.0f, "square overflows"},
+    {"m 3e38", SS_FC1_M_AT + 4 * 3, 3e38f, "too large to square"},
+    {"m -2^64", SS_FC1_M_AT, -18446744073709551616.0f, "too large to square"},
     {"m 1e19", SS_FC1_M_AT, 1e19f, NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -388,7 +388,7 @@ test_moments_bundle (void)
     const char *expect;
   } cases[] = {
     {"negative v", 2, 0, -0.5f, "negative adam second moment"},
-    {"m 3e38", 1, 1, -3e38f, "square overflows"},
+    {"m 3e38", 1, 1, -3e38f, "too large to square"},
     {"v Inf", 2, 3, INFINITY, "non-finite"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tensor-trainer and bad input (issue 14): a --save or --checkpoint
+# destination that cannot be written stops the run before it trains;
+# --resume without --load and --samples beyond the data are errors; plan
+# -o X.ttb writes a bundle, -o X.bin is refused; a stored plan refused for
+# another batch names --replan; a BIN with a negative adam second moment
+# is refused naming the tensor; a gzip file cut before its trailer, a
+# bundle with a damaged magic, binary data, repeated and misspelt keys are
+# named as what they are; a byte-order mark is accepted.
+#
+# usage: test_cli_reliability.sh TENSOR_TRAINER SOURCE_ROOT
+set -uo pipefail
+cli=$1 src=$2
+passed=0 failed=0
+check () {      # check DESCRIPTION COMMAND...
+  local what=$1; shift
+  if "$@"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL: $what"; fi
+}
+tmp=$(mktemp -d /tmp/tt-cli-reliability-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+model=$src/tests/models/fmnist_mlp.ini
+
+be32 () { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
+{ printf '\x00\x00\x08\x03'; be32 48; be32 28; be32 28
+  head -c $((48 * 784)) /dev/urandom; } > "$tmp/images.idx"
+{ printf '\x00\x00\x08\x01'; be32 48
+  for i in $(seq 0 47); do printf "\\x$(printf %02x $((i % 10)))"; done
+} > "$tmp/labels.idx"
+data=(--data "$tmp/images.idx" --labels "$tmp/labels.idx" --batch 8)
+
+# fails_with OUT PATTERN COMMAND...: the command fails, its output matches
+fails_with () {
+  local out=$1 pattern=$2; shift 2
+  if "$@" > "$out" 2>&1; then echo "  (succeeded)"; return 1; fi
+  grep -q -- "$pattern" "$out" || { echo "  got: $(cat "$out")"; return 1; }
+}
+trained () { grep -q '^epoch=' "$1"; }
+
+# item 2: the destination, before training
+check "--save into a missing folder" fails_with "$tmp/s1.log" \
+  'nonexistent/dir: No such file' "$cli" train "$model" "${data[@]}" \
+  --epochs 1 --save "$tmp/nonexistent/dir/m.ttb"
+check "... refused before training" sh -c "! grep -q '^epoch=' '$tmp/s1.log'"
+check "--save X.ini" fails_with "$tmp/s2.log" 'x.ini: a model saves as' \
+  "$cli" train "$model" "${data[@]}" --epochs 1 --save "$tmp/x.ini"
+check "... refused before training" sh -c "! grep -q '^epoch=' '$tmp/s2.log'"
+check "... and writes nothing" test ! -e "$tmp/x.ini"
+check "--save X.ini --compress" fails_with "$tmp/s3.log" 'x.ini' \
+  "$cli" train "$model" "${data[@]}" --epochs 1 --save "$tmp/x.ini" --compress
+check "--save a folder" fails_with "$tmp/s4.log" 'is a folder' \
+  "$cli" train "$model" "${data[@]}" --epochs 1 --save "$tmp"
+check "--checkpoint into a missing folder" fails_with "$tmp/s5.log" \
+  'cannot save there' "$cli" train "$model" "${data[@]}" --epochs 1 \
+  --checkpoint "$tmp/nope/c.ttb"
+check "... refused before training" sh -c "! grep -q '^epoch=' '$tmp/s5.log'"
+check "a good --save still trains and saves" sh -c "'$cli' train '$model' \
+  --data '$tmp/images.idx' --labels '$tmp/labels.idx' --batch 8 --epochs 1 \
+  --save '$tmp/m.bin' | grep -q '^# saved' && test -s '$tmp/m.bin'"
+check "... leaving no temporary" sh -c "! ls '$tmp' | grep -q 'tmp-'"
+
+# item 8: options that did less than they said
+check "--resume without --load" fails_with "$tmp/r.log" 'give --load' \
+  "$cli" train "$model" "${data[@]}" --epochs 1 --resume
+check "--samples beyond the data" fails_with "$tmp/n.log" \
+  '--samples 100: .*images.idx holds only 48 samples' "$cli" train "$model" \
+  "${data[@]}" --epochs 1 --samples 100
+check "--valid-samples beyond the data" fails_with "$tmp/vn.log" \
+  '--valid-samples 49: .* holds only 48' "$cli" train "$model" "${data[@]}" \
+  --epochs 1 --valid-data "$tmp/images.idx" --valid-labels "$tmp/labels.idx" \
+  --valid-samples 49
+check "--samples within the data" sh -c "'$cli' train '$model' --data \
+  '$tmp/images.idx' --labels '$tmp/labels.idx' --batch 8 --epochs 1 \
+  --samples 16 | grep -q '^# model=.* samples=16 '"
+check "plan -o X.ttb" sh -c "'$cli' plan '$model' --batch 8 -o \
+  '$tmp/p.ttb' | grep -q 'bundle'"
+check "... is a bundle with its plan" sh -c "'$cli' check '$tmp/p.ttb' | \
+  grep -q 'plan valid'"
+check "... that trains" sh -c "'$cli' train '$tmp/p.ttb' --data \
+  '$tmp/images.idx' --labels '$tmp/labels.idx' --epochs 1 | \
+  grep -q '^epoch=1/1'"
+check "plan -o X.bin" fails_with "$tmp/pb.log" 'cannot hold a plan' \
+  "$cli" plan "$model" -o "$tmp/p.bin"
+check "... writes nothing" test ! -e "$tmp/p.bin"
+
+# item 6: eval --batch on a stored plan names --replan
+"$cli" plan "$model" --batch 8 -o "$tmp/p.opt.ini" > /dev/null
+check "eval --batch 1 on a stored plan" fails_with "$tmp/e1.log" \
+  'pass --replan' "$cli" eval "$tmp/p.opt.ini" --weights "$tmp/m.bin" \
+  --data "$tmp/images.idx" --labels "$tmp/labels.idx" --batch 1
+check "eval --batch 1 on a bundle's plan" fails_with "$tmp/e2.log" \
+  'pass --replan' "$cli" eval "$tmp/p.ttb" --data "$tmp/images.idx" \
+  --labels "$tmp/labels.idx" --batch 1
+check "... and --replan runs it" sh -c "'$cli' eval '$tmp/p.opt.ini' \
+  --weights '$tmp/m.bin' --data '$tmp/images.idx' --labels \
+  '$tmp/labels.idx' --batch 1 --replan | grep -q '^eval samples=48'"
+
+# item 3: a negative second moment in a BIN (fmnist_mlp: 235146 weight
+# floats, then "adam", then hidden's weight's m (200704 floats), then its v)
+v_at=$(( 235146 * 4 + 4 + 200704 * 4 ))
+cp "$tmp/m.bin" "$tmp/neg.bin"
+printf '\x00\x00\x80\xbf' | dd of="$tmp/neg.bin" bs=1 seek=$((v_at + 8)) \
+  conv=notrunc 2>/dev/null
+check "--load with a negative adam second moment" fails_with "$tmp/neg.log" \
+  'neg.bin: tensor .* holds a negative adam second moment (-1) at element 2' \
+  "$cli" train "$model" "${data[@]}" --epochs 1 --load "$tmp/neg.bin" \
+  --save "$tmp/after.bin"
+check "... and nothing saved" test ! -e "$tmp/after.bin"
+
+# item 6: messages that say what is wrong
+gzip -c "$tmp/images.idx" > "$tmp/full.gz"
+head -c $(( $(stat -c %s "$tmp/full.gz") - 8 )) "$tmp/full.gz" > "$tmp/cut.gz"
+check "a gzip file without its trailer" fails_with "$tmp/gz.log" \
+  'cut.gz: truncated gzip file' "$cli" train "$model" --data "$tmp/cut.gz" \
+  --labels "$tmp/labels.idx" --epochs 1
+check "the whole gzip file trains" sh -c "'$cli' train '$model' --data \
+  '$tmp/full.gz' --labels '$tmp/labels.idx' --batch 8 --epochs 1 | \
+  grep -q '^epoch=1/1'"
+cp "$tmp/p.ttb" "$tmp/hit.ttb"
+printf 'X' | dd of="$tmp/hit.ttb" bs=1 seek=0 conv=notrunc 2>/dev/null
+check "a bundle with a damaged magic" fails_with "$tmp/hit.log" \
+  'hit.ttb: starts like a tensor-trainer bundle but its header is damaged' \
+  "$cli" info "$tmp/hit.ttb"
+head -c 2000 "$tmp/m.bin" > "$tmp/weights.ini"
+check "binary data as a model" fails_with "$tmp/bin.log" \
+  'weights.ini: binary data, not INI text: byte 0x.. at offset' \
+  "$cli" info "$tmp/weights.ini"
+{ printf '\xef\xbb\xbf'; cat "$model"; } > "$tmp/bom.ini"
+check "a byte-order mark" sh -c "'$cli' info '$tmp/bom.ini' | grep -q \
+  '^output=1:1:10'"
+sed 's/^unit = 256$/unit = 256\nunit = 64/' "$model" > "$tmp/twice.ini"
+line=$(grep -n '^unit = 256$' "$tmp/twice.ini" | cut -d: -f1)
+check "a key set twice" fails_with "$tmp/twice.log" \
+  "unit: set twice, at line $line and line $((line + 1))" \
+  "$cli" info "$tmp/twice.ini"
+sed 's/^unit = 256$/units = 256/' "$model" > "$tmp/typo.ini"
+check "a misspelt key" fails_with "$tmp/typo.log" \
+  "units: unknown key for this section; did you mean 'unit'?" \
+  "$cli" info "$tmp/typo.ini"
+{ cat "$model"; printf '[]\n'; } > "$tmp/empty.ini"
+check "an empty section name" fails_with "$tmp/empty.log" \
+  "empty.ini: line $(( $(wc -l < "$model") + 1 )): empty section name" \
+  "$cli" info "$tmp/empty.ini"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
