@@ -335,6 +335,17 @@ test_malformed (void)
     if (truncate (path, size / 2) != 0)
       check (0, "cut gzip: truncate");
     expect_fail ("cut.idx.gz", NULL, 0, 0, "gzip stream cut short", "4096");
+    /* all the data there, only the 8-byte trailer (CRC-32, length)
+     * missing: the data was never checked, so it is refused as such */
+    write_file (path, big, 12 + 4096, 1);
+    f = fopen (path, "rb");
+    fseek (f, 0, SEEK_END);
+    size = ftell (f);
+    fclose (f);
+    if (truncate (path, size - 8) != 0)
+      check (0, "no trailer: truncate");
+    expect_fail ("cut.idx.gz", NULL, 0, 0, "gzip trailer missing",
+        "truncated gzip file");
   }
   {
     /* A directory opens fine on Linux but fails at read. */
