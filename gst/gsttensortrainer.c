@@ -63,10 +63,10 @@
  * #GstTensorTrainer:model-save-path (atomically: write, fsync, rename) and
  * only then sends EOS downstream, so an application that sees EOS on the bus
  * finds the model on disk. When that save fails all the same (a full disk,
- * a folder removed meanwhile), the model is saved in the temporary folder
- * (g_get_tmp_dir(), as tensor_trainer-rescued-PID-NAME) and the error says
- * where. A checkpoint that cannot be written is a warning: training goes
- * on. An EOS before the planned number of samples
+ * a folder removed meanwhile), the engine saves the model in a fallback
+ * file (NAME.rescued-TIME-PID.EXT beside it, else in $TMPDIR or /tmp) and
+ * the error says where. A checkpoint that cannot be written is a warning:
+ * training goes on. An EOS before the planned number of samples
  * closes the partial epoch (its figures are pushed and posted with
  * complete=false), saves what was trained and posts a warning saying how
  * many samples were seen of how many expected; an EOS before any sample
@@ -102,7 +102,6 @@
 
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_tensor_trainer_debug);
 #define GST_CAT_DEFAULT gst_tensor_trainer_debug
@@ -223,16 +222,17 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Model written after the last epoch or at EOS, atomically (write, "
           "fsync, rename), before EOS goes downstream: a bundle (INI, plan, "
           "weights, optimizer state, counters in one file) unless the path "
-          "ends in .bin (nntrainer's BIN); its folder must take a new file "
-          "at start; should the save fail, the model goes to the temporary "
-          "folder and the error names it; unset: the model is not saved",
+          "ends in .bin (nntrainer's BIN); checked at start (its folder "
+          "must take a new file); should the save fail, the model goes to "
+          "a fallback file that the error names; unset: the model is not "
+          "saved",
           DEFAULT_MODEL_SAVE_PATH, rw));
   g_object_class_install_property (gobject_class, PROP_CHECKPOINT_PATH,
       g_param_spec_string ("checkpoint-path", "Checkpoint path",
           "Model written atomically after each epoch, a bundle unless the "
           "path ends in .bin; \"%u\" in it is replaced by the epoch number "
-          "(1-based); its folder must take a new file at start; a failed "
-          "checkpoint is a warning; unset: no checkpoints",
+          "(1-based); checked at start (its folder must take a new file); "
+          "a failed checkpoint is a warning; unset: no checkpoints",
           DEFAULT_CHECKPOINT_PATH, rw));
   g_object_class_install_property (gobject_class, PROP_NUM_INPUTS,
       g_param_spec_uint ("num-inputs", "Number of inputs",
@@ -383,6 +383,20 @@ gst_tensor_trainer_stop (GstTensorTrainer * self)
   memset (&self->valid, 0, sizeof self->valid);
 }
 
+/* Can the engine save a model at path (the value of prop)? */
+static gboolean
+gst_tensor_trainer_check_destination (GstTensorTrainer * self,
+    const gchar * prop, const gchar * path)
+{
+  tt_error err;
+  if (tt_model_check_save_path (path, &err) == TT_OK)
+    return TRUE;
+  GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE,
+      ("Cannot write %s: %s.", prop, err.message),
+      ("tt_model_check_save_path: %s", tt_status_name (err.status)));
+  return FALSE;
+}
+
 /* READY->PAUSED: takes the properties, checks them, checks that the files
  * to write can be written and loads the model. */
 static gboolean
@@ -440,12 +454,12 @@ gst_tensor_trainer_start (GstTensorTrainer * self)
   }
   /* a destination that cannot be written must not cost a whole run */
   if (self->save_path && *self->save_path
-      && !gst_tensor_model_file_check_writable (GST_ELEMENT (self), "model-save-path",
+      && !gst_tensor_trainer_check_destination (self, "model-save-path",
           self->save_path))
     goto out;
   if (self->ckpt_path && *self->ckpt_path) {
     gchar *first = gst_tensor_trainer_checkpoint_name (self->ckpt_path, 1);
-    gboolean writable = gst_tensor_model_file_check_writable (GST_ELEMENT (self),
+    gboolean writable = gst_tensor_trainer_check_destination (self,
         "checkpoint-path", first);
     g_free (first);
     if (!writable)
@@ -1189,33 +1203,6 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
   return ret;
 }
 
-/* model-save-path could not be written (checked at start, so the disk
- * filled up or the folder went away): the trained model goes to the
- * temporary folder, in the same format, and the error says where. */
-static void
-gst_tensor_trainer_rescue (GstTensorTrainer * self, const tt_error * err)
-{
-  gchar *base = g_path_get_basename (self->save_path);
-  gchar *name = g_strdup_printf ("tensor_trainer-rescued-%d-%s",
-      (gint) getpid (), base);
-  gchar *rescue = g_build_filename (g_get_tmp_dir (), name, NULL);
-  tt_error rescue_err;
-
-  if (tt_model_save (self->model, rescue, &rescue_err) == TT_OK)
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("Could not save the trained model to model-save-path=%s: %s. It "
-            "was saved to %s instead.", self->save_path, err->message,
-            rescue), (NULL));
-  else
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("Could not save the trained model to model-save-path=%s: %s; nor "
-            "to %s: %s. The trained model is lost.", self->save_path,
-            err->message, rescue, rescue_err.message), (NULL));
-  g_free (rescue);
-  g_free (name);
-  g_free (base);
-}
-
 /* After the last epoch or at EOS: trains the pending batch, closes a
  * partial epoch, saves the model, then sends EOS downstream. */
 static GstFlowReturn
@@ -1244,8 +1231,16 @@ gst_tensor_trainer_finish (GstTensorTrainer * self)
   }
   if (self->model && self->save_path && *self->save_path) {
     tt_error err;
-    if (tt_model_save (self->model, self->save_path, &err) != TT_OK) {
-      gst_tensor_trainer_rescue (self, &err);
+    gchar saved_to[4096];
+    /* the destination was checked at start, so this is a full disk or a
+     * folder gone meanwhile: the engine then keeps the model elsewhere,
+     * and its message says where */
+    if (tt_model_save_with_fallback (self->model, self->save_path, NULL,
+            saved_to, sizeof saved_to, &err) != TT_OK) {
+      GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+          ("Could not save the trained model to model-save-path: %s.",
+              err.message), ("%s", *saved_to ? "kept in a fallback file" :
+              "no fallback file could be written either"));
       return GST_FLOW_ERROR;
     }
     GST_INFO_OBJECT (self, "saved %s", self->save_path);
