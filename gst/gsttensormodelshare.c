@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The process-wide channels of gsttensormodelshare.h: one per published
- * key (pipeline and trainer name), under one lock that is held only to look up a channel and move
- * snapshot pointers, never while weights are copied.
+ * key (pipeline and trainer name), under one lock that is held only to
+ * look up a channel and move snapshot pointers, never while weights are
+ * copied. Then the model-file helpers: the upstream writer query and the
+ * check that a file can be written.
  */
 #include "gsttensormodelshare.h"
 
