@@ -18,6 +18,8 @@ check () {      # check DESCRIPTION COMMAND...
 }
 tmp=$(mktemp -d /tmp/tt-cli-bundle-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/target_exe.sh"
+cli=$(target_exe "$cli" "$tmp")
 model=$src/tests/models/fmnist_mlp.ini
 
 # 48 random 28x28 images and labels 0..9, as IDX files

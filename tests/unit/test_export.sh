@@ -24,6 +24,8 @@ for tool in readelf objdump; do
 done
 tmp=$(mktemp -d /tmp/tt-export-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/target_exe.sh"
+cli=$(target_exe "$cli" "$tmp")
 model=$src/tests/models/branchy_bn.ini
 
 "$cli" pack "$model" -o "$tmp/model.ttb" --seed 5 >/dev/null ||
@@ -93,7 +95,7 @@ route () {
       "$dir/prog"
   fi
   local out
-  out=$("$dir/prog" "$bundle" "$align" "$mode")
+  out=$("$(target_exe "$dir/prog" "$dir")" "$bundle" "$align" "$mode")
   local rc=$?
   echo "$out" | sed 's/^/  /'
   check "$format: the program ran clean" test $rc -eq 0

@@ -12,6 +12,8 @@ cli=$1 root=$2
 data=/usr/share/datasets/fashion-mnist
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/target_exe.sh"
+cli=$(target_exe "$cli" "$tmp")
 passed=0 failed=0
 check () {
   if eval "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi
