@@ -5,7 +5,12 @@
 #   build/           OpenBLAS GEMM (the default)
 #   build-portable/  -Dblas=disabled: the portable C kernels
 #   build-asan/      AddressSanitizer + UndefinedBehaviorSanitizer
-# and ends with one line "N passed, M failed, K skipped" over all of them.
+#   build-arm64/     64-bit ARM: cross-built (scripts/cross/), portable
+#                    kernels, engine and CLI (arm64 GStreamer's -dev
+#                    packages cannot sit beside the host's), tests in
+#                    qemu-aarch64-static except the 'learning' suite
+# and ends with one line "N passed, M failed, K skipped" over all of them,
+# after each configuration's wall time.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -13,15 +18,18 @@ cd "$top"
 scripts/ensure-deps.sh clang libclang-rt-14-dev || exit 1
 
 passed=0 failed=0 skipped=0 status=0
+times=()
+test_args=()    # extra `meson test` arguments for the next configuration
 run_config () {
   local dir=$1; shift
+  local start=$SECONDS
   echo "=== $dir ($*)"
   if ! scripts/build.sh "$dir" "$@"; then
     echo "build of $dir failed"; failed=$((failed + 1)); status=1; return
   fi
   local log
   log=$(mktemp)
-  meson test -C "$dir" --print-errorlogs 2>&1 | tee "$log"
+  meson test -C "$dir" --print-errorlogs "${test_args[@]}" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local ok fail skip
   ok=$(awk '/^Ok:/ {print $2}' "$log"); fail=$(awk '/^Fail:/ {print $2}' "$log")
@@ -36,14 +44,34 @@ run_config () {
   passed=$((passed + ok)); failed=$((failed + fail + ${timeout:-0}))
   [ "$rc" -ne 0 ] && status=1 && [ "$fail" -eq 0 ] && failed=$((failed + 1))
   rm -f "$log"
+  times+=("$dir $((SECONDS - start)) s")
 }
 
 run_config build -Dblas=enabled
 run_config build-portable -Dblas=disabled
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_config build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+# arm64, what most devices run; on an arm64 machine the builds above are
+# arm64 already
+if [ "$(uname -m)" = aarch64 ]; then
+  echo "=== build-arm64: skipped, this machine is arm64 (the builds above are)"
+  skipped=$((skipped + 1))
+elif scripts/ensure-arm64.sh; then
+  # emulation is 5-20x slower: the learning tests stay on the host, and
+  # the time limits stretch
+  test_args=(--no-suite learning --timeout-multiplier 4)
+  run_config build-arm64 --cross-file scripts/cross/aarch64-linux-gnu.ini \
+    -Dblas=disabled
+  test_args=()
+else
+  echo "=== build-arm64: the cross toolchain could not be installed"
+  failed=$((failed + 1)); status=1
+fi
 
 # skipped: tests that do not apply to a build (e.g. OpenBLAS's thread
 # count without OpenBLAS), each printing why
+for t in "${times[@]}"; do echo "wall time: $t"; done
 echo "$passed passed, $failed failed, $skipped skipped"
 exit $status

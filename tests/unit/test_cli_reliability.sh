@@ -20,6 +20,8 @@ check () {      # check DESCRIPTION COMMAND...
 }
 tmp=$(mktemp -d /tmp/tt-cli-reliability-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/target_exe.sh"
+cli=$(target_exe "$cli" "$tmp")
 model=$src/tests/models/fmnist_mlp.ini
 
 be32 () { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
