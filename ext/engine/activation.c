@@ -86,8 +86,12 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
           dx[i] = dy[i];
       break;
     case TT_ACT_RELU:
-      for (size_t i = 0; i < n; i++)
-        dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+      /* dy read on every lane: read only where y > 0, the loop stays
+       * scalar wherever there are no masked loads (NEON, SSE2) */
+      for (size_t i = 0; i < n; i++) {
+        const float g = dy[i];
+        dx[i] = y[i] > 0.0f ? g : 0.0f;
+      }
       break;
     case TT_ACT_LEAKY_RELU:
       for (size_t i = 0; i < n; i++)

@@ -7,14 +7,15 @@
  * columns of two input rows are split into vectors, compared, and blended
  * (values and indices alike). tt_maxpool_forward and tt_maxpool_backward
  * hand this shape over to these functions.
+ *
+ * The vector body (maxpool2x2_lanes.h) is compiled 4 lanes wide, the
+ * registers of NEON and of x86-64's baseline, and on x86-64 with GCC also
+ * 8 lanes wide for AVX2, picked at run time (not under the sanitizers,
+ * as TT_VECTOR_CLONES, so that their build tests the 4 lanes on x86).
  */
 #include "tt_internal.h"
 
 #include <string.h>
-
-#define PV 8
-typedef float pvec __attribute__ ((vector_size (4 * PV)));
-typedef int32_t pivec __attribute__ ((vector_size (4 * PV)));
 
 bool
 tt_maxpool2x2_applies (const tt_window_geom * g)
@@ -24,25 +25,6 @@ tt_maxpool2x2_applies (const tt_window_geom * g)
       g->pad_top == 0 && g->pad_bottom == 0 && g->pad_left == 0 &&
       g->pad_right == 0;
 }
-
-#if defined(__clang__)
-#define PV_EVEN(a, b) __builtin_shufflevector (a, b, 0, 2, 4, 6, 8, 10, 12, 14)
-#define PV_ODD(a, b) __builtin_shufflevector (a, b, 1, 3, 5, 7, 9, 11, 13, 15)
-#else
-#define PV_EVEN(a, b) \
-  __builtin_shuffle (a, b, (pivec) { 0, 2, 4, 6, 8, 10, 12, 14 })
-#define PV_ODD(a, b) \
-  __builtin_shuffle (a, b, (pivec) { 1, 3, 5, 7, 9, 11, 13, 15 })
-#endif
-
-/* All ones where v replaces best: v is greater, or v is the window's
- * first NaN (pooling_take in pooling.c: a NaN always wins and is never
- * replaced). */
-#define PV_TAKE(v, best) (~((v) <= (best)) & ((best) == (best)))
-
-/* m ? a : b lane by lane, m all ones or all zeros (a vector comparison) */
-#define PV_SELECT(m, a, b) ((pvec) (((pivec) (a) & (m)) | ((pivec) (b) & ~(m))))
-#define PI_SELECT(m, a, b) (((a) & (m)) | ((b) & ~(m)))
 
 /* The scalar forms, for rows narrower than a vector: bit masks, because
  * GCC turns a ?: on floats into a branch that real data mispredicts. */
@@ -63,144 +45,59 @@ pool_select (uint32_t m, float a, float b)
   return a;
 }
 
-/* Outputs [ox, ox + PV) of one output row; r0 and r1 are the two input
- * rows, i0 the plane index of r0[0]. The first maximum wins, in reading
- * order (a, b, c, d), and so does the first NaN, exactly as in
- * pooling.c. */
-static inline __attribute__ ((always_inline)) void
-pool2x2_block (const float *r0, const float *r1, int i0, int iw, int ox,
-    float *yr, int32_t * ar)
-{
-  pvec p0, p1, q0, q1;
-  memcpy (&p0, r0 + 2 * ox, sizeof p0);
-  memcpy (&p1, r0 + 2 * ox + PV, sizeof p1);
-  memcpy (&q0, r1 + 2 * ox, sizeof q0);
-  memcpy (&q1, r1 + 2 * ox + PV, sizeof q1);
-  const pvec a = PV_EVEN (p0, p1), b = PV_ODD (p0, p1);
-  const pvec c = PV_EVEN (q0, q1), d = PV_ODD (q0, q1);
-  const pivec lane = { 0, 2, 4, 6, 8, 10, 12, 14 };
-  const pivec ia = lane + (i0 + 2 * ox), ic = ia + iw;
-  const pivec ab = PV_TAKE (b, a), cd = PV_TAKE (d, c);
-  const pvec top = PV_SELECT (ab, b, a), bottom = PV_SELECT (cd, d, c);
-  const pivec itop = ia - ab, ibottom = ic - cd;        /* true is -1 */
-  const pivec down = PV_TAKE (bottom, top);
-  const pvec v = PV_SELECT (down, bottom, top);
-  const pivec iv = PI_SELECT (down, ibottom, itop);
-  memcpy (yr + ox, &v, sizeof v);
-  memcpy (ar + ox, &iv, sizeof iv);
-}
+#define PV 4
+#define PV_NAME(f) f##_4
+#include "maxpool2x2_lanes.h"
+#undef PV
+#undef PV_NAME
 
-TT_VECTOR_CLONES void
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && !defined(__SANITIZE_ADDRESS__)
+#define POOL_HAVE_WIDE 1
+#pragma GCC push_options
+#pragma GCC target ("avx2")
+#define PV 8
+#define PV_NAME(f) f##_8
+#include "maxpool2x2_lanes.h"
+#undef PV
+#undef PV_NAME
+#pragma GCC pop_options
+#else
+#define POOL_HAVE_WIDE 0
+#endif
+
+/* The 8-lane body where the machine has AVX2 and rows are that wide;
+ * rows of 4 to 7 outputs (7x7 after a 14x14 layer) still take 4 lanes. */
+#if POOL_HAVE_WIDE
+static bool
+pool2x2_wide (const tt_window_geom * g)
+{
+  return g->out_w >= 8 && __builtin_cpu_supports ("avx2");
+}
+#endif
+
+void
 tt_maxpool2x2_forward (const tt_window_geom * g, int batch, const float *x,
     float *y, int32_t * argmax)
 {
-  const int iw = g->in_w, oh = g->out_h, ow = g->out_w;
-  const size_t in_plane = (size_t) g->in_h * iw, out_plane = (size_t) oh * ow;
-  const size_t planes = (size_t) batch * g->channels;
-  for (size_t p = 0; p < planes; p++) {
-    const float *xp = x + p * in_plane;
-    float *yp = y + p * out_plane;
-    int32_t *ap = argmax + p * out_plane;
-    for (int oy = 0; oy < oh; oy++) {
-      const int r0 = 2 * oy * iw, r1 = r0 + iw;
-      float *yr = yp + (size_t) oy * ow;
-      int32_t *ar = ap + (size_t) oy * ow;
-      int ox = 0;
-      if (ow >= PV) {
-        /* whole vectors, then one ending at the row's end (it recomputes
-         * a few outputs, with the same result) */
-        for (; ox + PV <= ow; ox += PV)
-          pool2x2_block (xp + r0, xp + r1, r0, iw, ox, yr, ar);
-        if (ox < ow)
-          pool2x2_block (xp + r0, xp + r1, r0, iw, ow - PV, yr, ar);
-        continue;
-      }
-      for (; ox < ow; ox++) {
-        const int i0 = r0 + 2 * ox, i2 = r1 + 2 * ox;
-        const float a = xp[i0], b = xp[i0 + 1], c = xp[i2], d = xp[i2 + 1];
-        const uint32_t ab = pool_take (b, a), cd = pool_take (d, c);
-        const float top = pool_select (ab, b, a);
-        const float bottom = pool_select (cd, d, c);
-        const int32_t itop = i0 + (int32_t) (ab & 1u);
-        const int32_t ibottom = i2 + (int32_t) (cd & 1u);
-        const uint32_t down = pool_take (bottom, top);
-        yr[ox] = pool_select (down, bottom, top);
-        ar[ox] = (int32_t) (((uint32_t) ibottom & down) |
-            ((uint32_t) itop & ~down));
-      }
-    }
+#if POOL_HAVE_WIDE
+  if (pool2x2_wide (g)) {
+    maxpool2x2_forward_8 (g, batch, x, y, argmax);
+    return;
   }
-}
-
-#if defined(__clang__)
-#define PV_LO(a, b) __builtin_shufflevector (a, b, 0, 8, 1, 9, 2, 10, 3, 11)
-#define PV_HI(a, b) __builtin_shufflevector (a, b, 4, 12, 5, 13, 6, 14, 7, 15)
-#else
-#define PV_LO(a, b) \
-  __builtin_shuffle (a, b, (pivec) { 0, 8, 1, 9, 2, 10, 3, 11 })
-#define PV_HI(a, b) \
-  __builtin_shuffle (a, b, (pivec) { 4, 12, 5, 13, 6, 14, 7, 15 })
 #endif
-
-/* The four inputs of windows [ox, ox + PV) of one output row: dy at the
- * argmax, 0 elsewhere, interleaved back into the two input rows. */
-static inline __attribute__ ((always_inline)) void
-unpool2x2_block (const float *dr, const int32_t * ar, int i0, int iw, int ox,
-    float *d0, float *d1)
-{
-  pvec v;
-  pivec rel;
-  memcpy (&v, dr + ox, sizeof v);
-  memcpy (&rel, ar + ox, sizeof rel);
-  rel -= (pivec) { 0, 2, 4, 6, 8, 10, 12, 14 } + (i0 + 2 * ox);
-  const pivec vi = (pivec) v;
-  const pvec a = (pvec) (vi & (rel == 0)), b = (pvec) (vi & (rel == 1));
-  const pvec c = (pvec) (vi & (rel == iw)), d = (pvec) (vi & (rel == iw + 1));
-  const pvec top0 = PV_LO (a, b), top1 = PV_HI (a, b);
-  const pvec bot0 = PV_LO (c, d), bot1 = PV_HI (c, d);
-  memcpy (d0 + 2 * ox, &top0, sizeof top0);
-  memcpy (d0 + 2 * ox + PV, &top1, sizeof top1);
-  memcpy (d1 + 2 * ox, &bot0, sizeof bot0);
-  memcpy (d1 + 2 * ox + PV, &bot1, sizeof bot1);
+  maxpool2x2_forward_4 (g, batch, x, y, argmax);
 }
 
-/* Rows of at least PV windows: each window's four inputs are written (dy
- * at the argmax, 0 elsewhere), so the plane needs no zeroing first; only
- * an odd last row or column that no window covers is cleared. Narrower
- * rows: zero the plane and scatter. */
-TT_VECTOR_CLONES void
+void
 tt_maxpool2x2_backward (const tt_window_geom * g, int batch, const float *dy,
     const int32_t * argmax, float *dx)
 {
-  const int ih = g->in_h, iw = g->in_w, oh = g->out_h, ow = g->out_w;
-  const size_t in_plane = (size_t) ih * iw, out_plane = (size_t) oh * ow;
-  const size_t planes = (size_t) batch * g->channels;
-  for (size_t p = 0; p < planes; p++) {
-    float *dxp = dx + p * in_plane;
-    const float *dyp = dy + p * out_plane;
-    const int32_t *ap = argmax + p * out_plane;
-    if (ow < PV) {
-      memset (dxp, 0, sizeof (float) * in_plane);
-      for (size_t o = 0; o < out_plane; o++)
-        dxp[ap[o]] += dyp[o];
-      continue;
-    }
-    for (int oy = 0; oy < oh; oy++) {
-      const int r0 = 2 * oy * iw;
-      float *d0 = dxp + r0, *d1 = d0 + iw;
-      const float *dr = dyp + (size_t) oy * ow;
-      const int32_t *ar = ap + (size_t) oy * ow;
-      int ox = 0;
-      for (; ox + PV <= ow; ox += PV)
-        unpool2x2_block (dr, ar, r0, iw, ox, d0, d1);
-      if (ox < ow)              /* slid back: rewrites the same values */
-        unpool2x2_block (dr, ar, r0, iw, ow - PV, d0, d1);
-      if (iw > 2 * ow) {
-        d0[2 * ow] = 0.0f;
-        d1[2 * ow] = 0.0f;
-      }
-    }
-    if (ih > 2 * oh)
-      memset (dxp + (size_t) 2 * oh * iw, 0, sizeof (float) * iw);
+#if POOL_HAVE_WIDE
+  if (pool2x2_wide (g)) {
+    maxpool2x2_backward_8 (g, batch, dy, argmax, dx);
+    return;
   }
+#endif
+  maxpool2x2_backward_4 (g, batch, dy, argmax, dx);
 }

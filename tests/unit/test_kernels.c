@@ -1076,7 +1076,8 @@ static void
 test_pool_nan_blocked (tt_window_geom g, const char *name)
 {
   tt_window_geom_init (&g);
-  const size_t nx = (size_t) 2 * 4 * 41, ny = (size_t) 2 * g.out_h * g.out_w;
+  const size_t nx = (size_t) g.channels * g.in_h * g.in_w;
+  const size_t ny = (size_t) g.channels * g.out_h * g.out_w;
   float *x = test_falloc (nx), *y = test_falloc (ny);
   int32_t *a = malloc (sizeof (int32_t) * ny);
   int32_t *ra = malloc (sizeof (int32_t) * ny);
@@ -1094,9 +1095,10 @@ test_pool_nan_blocked (tt_window_geom g, const char *name)
       x[i] = -INFINITY;
   }
   /* A whole window of -inf in the first plane's interior. */
+  const int j0 = g.in_w > 23 ? 20 : g.in_w - 3;
   for (int i = 0; i < 3; i++)
-    for (int j = 20; j < 23; j++)
-      x[i * 41 + j] = -INFINITY;
+    for (int j = j0; j < j0 + 3; j++)
+      x[i * g.in_w + j] = -INFINITY;
   xd = test_to_double (x, nx);
   test_ref_pool (&g, 1, xd, true, ry, NULL, ra);
   tt_maxpool_forward (&g, 1, x, y, a);
@@ -1130,6 +1132,10 @@ test_pool (void)
      * the slid-back last block, and border columns around them. */
     {"2x2 s2 wide (20 cols)", 2, 2, 6, 40, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
     {"2x2 s2 odd wide (17 cols)", 2, 3, 7, 35, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
+    /* 4 to 7 columns: maxpool2x2.c's 4-lane body wherever it runs */
+    {"2x2 s2 (7 cols, odd input)", 2, 2, 6, 15, 2, 2, 2, 2, 0, 0, 0, 0, 1,
+        1},
+    {"2x2 s2 (5 cols)", 1, 3, 4, 10, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
     {"3x3 s1 pad 1 (13 cols)", 1, 3, 5, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {"3x3 s2 pad 1 d2 (36 cols)", 2, 2, 7, 70, 3, 3, 2, 2, 1, 1, 1, 1, 2, 2},
     {"2x4 s(1,3) asym pad (23 cols)", 1, 2, 5, 67, 2, 4, 1, 3, 1, 0, 5, 2, 1,
@@ -1146,6 +1152,9 @@ test_pool (void)
   /* maxpool2x2.c's vectors (20 outputs a row: two blocks, one slid back) */
   test_pool_nan_blocked (test_geom (2, 4, 41, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1),
       "2x2 vector");
+  /* (7 outputs a row: one 4-lane block and one slid back) */
+  test_pool_nan_blocked (test_geom (2, 4, 14, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1),
+      "2x2 4-lane vector");
 }
 
 /* ---- batchnorm ---------------------------------------------------------- */
