@@ -19,13 +19,15 @@
 #define TT_MAX_SCRATCH 2
 #define TT_MAX_STEPS 64         /* entries of a step learning-rate schedule */
 
-/* Element-wise hot loops are compiled for AVX2 and AVX-512 too and the
- * best version is picked at load time, so one portable binary still uses
- * the wide registers of the machine it runs on. */
+/* Element-wise hot loops are compiled for x86-64-v3 (AVX2 and FMA) and
+ * x86-64-v4 (AVX-512) too and the best version is picked at load time by
+ * the CPU's features, so one portable binary still uses the wide
+ * registers and fused multiply-adds of the machine it runs on. (Clones
+ * named "avx2" and "avx512f" got no FMA: AVX2 does not imply it.) */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
     && !defined(__SANITIZE_ADDRESS__)
-#define TT_VECTOR_CLONES \
-  __attribute__ ((target_clones ("default", "avx2", "avx512f")))
+#define TT_VECTOR_CLONES __attribute__ ((target_clones ("default", \
+            "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define TT_VECTOR_CLONES
 #endif
