@@ -242,8 +242,7 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
       g_param_spec_enum ("label-format", "Label format",
           "Form of the label tensor (IDX): a one-hot float32 vector of "
           "num-classes, or the class index as one float32",
-          GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT,
-          DEFAULT_LABEL_FORMAT, rw));
+          GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT, DEFAULT_LABEL_FORMAT, rw));
   g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
       g_param_spec_uint ("num-classes", "Number of classes",
           "Length of a one-hot label; every label must be below it", 1, 65535,
@@ -270,8 +269,7 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
       "Source/Tensor",
       "Pushes the samples of MNIST-format IDX image and label files, or of "
       "nnstreamer datarepo files, as other/tensors, by epochs, ranges and "
-      "seeded shuffles",
-      "tensor-trainer project");
+      "seeded shuffles", "tensor-trainer project");
   gst_element_class_add_static_pad_template (element_class, &src_template);
 
   element_class->change_state =
@@ -357,8 +355,7 @@ gst_tensor_datasrc_make_store (GstTensorDataSrc * self)
 
 /* A read-only memory over size bytes of the store at data. */
 static GstMemory *
-gst_tensor_datasrc_wrap (GstTensorDataSrc * self, const void *data,
-    gsize size)
+gst_tensor_datasrc_wrap (GstTensorDataSrc * self, const void *data, gsize size)
 {
   return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, (gpointer) data,
       size, 0, size, g_atomic_rc_box_acquire (self->store),
@@ -489,8 +486,7 @@ gst_tensor_datasrc_load_repo (GstTensorDataSrc * self, const gchar * data,
   }
   if (!g_file_get_contents (json, &text, &text_len, &gerr)) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Cannot read the datarepo JSON %s: %s", json, gerr->message),
-        (NULL));
+        ("Cannot read the datarepo JSON %s: %s", json, gerr->message), (NULL));
     goto out;
   }
   status = gst_tensor_datarepo_parse (text, (gssize) text_len, &info, &why);
@@ -931,7 +927,7 @@ gst_tensor_datasrc_make_sample (GstTensorDataSrc * self)
   }
 
   out = gst_buffer_new ();
-  pixels = images->data + (gsize) index * images->item_bytes;
+  pixels = images->data + (gsize) (index) * images->item_bytes;
   if (self->out_image_format == GST_TENSOR_DATASRC_IMAGE_FLOAT32
       && images->type == TT_IDX_UINT8) {
     GstMemory *mem = gst_allocator_alloc (NULL, self->image_bytes, NULL);

@@ -72,7 +72,7 @@ gst_tensor_desc_bytes (const GstTensorDesc * desc)
   gsize size = gst_tensor_type_size (desc->type);
   if (n == 0 || size == 0 || n > G_MAXSIZE / size)
     return 0;
-  return (gsize) n *size;
+  return (gsize) (n) * size;
 }
 
 gchar *
@@ -163,8 +163,7 @@ gst_tensors_parse_list (const GstStructure * st, GstTensorsDesc * desc,
       goto out;
     }
     if (gst_tensor_desc_bytes (&desc->tensors[i]) == 0) {
-      *error = g_strdup_printf ("tensor %d (%s) is too large", i,
-          dim_list[i]);
+      *error = g_strdup_printf ("tensor %d (%s) is too large", i, dim_list[i]);
       goto out;
     }
   }
@@ -390,8 +389,7 @@ gst_tensor_desc_check_model (const GstTensorDesc * desc, guint i,
     gchar *want = gst_tensor_shape_dims_string (channel, height, width);
     gchar *have = gst_tensor_desc_dims_string (desc);
     *why = g_strdup_printf ("tensor %u (%s) has dimensions %s, expected %s "
-        "(model shape %u:%u:%u)", i, what, have, want, channel, height,
-        width);
+        "(model shape %u:%u:%u)", i, what, have, want, channel, height, width);
     g_free (want);
     g_free (have);
     return FALSE;

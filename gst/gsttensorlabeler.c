@@ -583,8 +583,7 @@ gst_tensor_labeler_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   const gint width = GST_VIDEO_INFO_WIDTH (&self->info);
   const gint height = GST_VIDEO_INFO_HEIGHT (&self->info);
   const guint channels = self->channels;
-  const gboolean planar = self->out_layout ==
-      GST_TENSOR_LABELER_LAYOUT_PLANAR;
+  const gboolean planar = self->out_layout == GST_TENSOR_LABELER_LAYOUT_PLANAR;
   /* R, G, B (or Y) components of the frame */
   const guint comps[3] = { GST_VIDEO_COMP_R, GST_VIDEO_COMP_G,
     GST_VIDEO_COMP_B

@@ -128,8 +128,7 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
       g_param_spec_string ("model-config", "Model configuration",
           "Model description to plan: an INI file in nntrainer's dialect (a "
           "plan it already holds is replaced; a bundle is refused); read and "
-          "checked at start; required",
-          DEFAULT_MODEL_CONFIG, rw));
+          "checked at start; required", DEFAULT_MODEL_CONFIG, rw));
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Location",
           "Written (atomically) when the caps arrive: an optimized INI (the "
@@ -354,8 +353,7 @@ gst_tensor_planner_check (GstTensorPlanner * self, const GstTensorDesc * t,
   }
   for (guint i = 0; i < self->n_inputs; i++) {
     const tt_shape *s = &self->inputs[i];
-    if (!gst_tensor_desc_matches_shape (&t[i], s->channel, s->height,
-            s->width)) {
+    if (!gst_tensor_desc_matches_shape (&t[i], s->channel, s->height, s->width)) {
       gchar *have = gst_tensor_desc_dims_string (&t[i]);
       *why = g_strdup_printf ("tensor %u has dimensions %s, expected "
           "%u:%u:%u:1 (model input shape %u:%u:%u)", i, have, s->width,

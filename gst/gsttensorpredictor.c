@@ -175,8 +175,7 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           "The model: an INI file in nntrainer's dialect, an optimized INI "
           "(its stored plan is used when it was made for inference), or a "
           "bundle (with its weights); unset with trainer set: the trainer's "
-          "model-config, when that trainer is in the same pipeline", NULL,
-          rw));
+          "model-config, when that trainer is in the same pipeline", NULL, rw));
   g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
       g_param_spec_string ("model-load-path", "Model load path",
           "Weights: a BIN (nntrainer's layout, optimizer state skipped) or a "
@@ -342,8 +341,7 @@ gst_tensor_predictor_identity (const gchar * path, guint64 id[4])
 }
 
 static gboolean
-gst_tensor_predictor_read_labels (GstTensorPredictor * self,
-    const gchar * path)
+gst_tensor_predictor_read_labels (GstTensorPredictor * self, const gchar * path)
 {
   gchar *text = NULL;
   GError *error = NULL;
@@ -783,8 +781,7 @@ static GstFlowReturn
 gst_tensor_predictor_follow_trainer (GstTensorPredictor * self)
 {
   tt_error err;
-  if (gst_tensor_model_share_version (self->share_key) <=
-      self->have_version)
+  if (gst_tensor_model_share_version (self->share_key) <= self->have_version)
     return GST_FLOW_OK;
   GstTensorWeights *w = gst_tensor_model_share_latest (self->share_key,
       self->have_version);
@@ -826,7 +823,7 @@ gst_tensor_predictor_check_reload (GstTensorPredictor * self)
   GST_OBJECT_LOCK (self);
   interval = self->reload_interval_ms;
   GST_OBJECT_UNLOCK (self);
-  self->next_check_us = now + (gint64) interval * 1000;
+  self->next_check_us = now + (gint64) interval *1000;
   if (!gst_tensor_predictor_identity (self->watch_path, id))
     return;                     /* between unlink and rename: next time */
   if (self->have_identity && !memcmp (id, self->identity, sizeof id))
@@ -841,8 +838,7 @@ gst_tensor_predictor_check_reload (GstTensorPredictor * self)
   }
   self->reloads++;
   gst_tensor_predictor_post_weights (self, self->reloads,
-      tt_model_epoch (self->model), tt_model_iteration (self->model),
-      "file");
+      tt_model_epoch (self->model), tt_model_iteration (self->model), "file");
 }
 
 /* ---- prediction -------------------------------------------------------- */
@@ -977,8 +973,7 @@ gst_tensor_predictor_put_label (GstTensorPredictor * self, GstBuffer * buf,
 /* Copies one sample of flexible tensors into the batch; a sample whose
  * input types or label differ from the samples waiting runs those first. */
 static GstFlowReturn
-gst_tensor_predictor_take_flexible (GstTensorPredictor * self,
-    GstBuffer * buf)
+gst_tensor_predictor_take_flexible (GstTensorPredictor * self, GstBuffer * buf)
 {
   GstTensorFlexSample sample;
   tt_dtype types[GST_TENSOR_PREDICTOR_MAX_INPUTS];

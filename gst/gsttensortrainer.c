@@ -210,8 +210,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Model description: an INI file in nntrainer's dialect (batch_size, "
           "epochs, layers, loss, optimizer; an optimized INI's stored plan is "
           "validated and used), or a bundle (INI, plan and weights in one "
-          "file); required",
-          DEFAULT_MODEL_CONFIG, rw));
+          "file); required", DEFAULT_MODEL_CONFIG, rw));
   g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
       g_param_spec_string ("model-load-path", "Model load path",
           "Weights to start training from: a BIN (nntrainer's layout) or a "
@@ -225,8 +224,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "ends in .bin (nntrainer's BIN); checked at start (its folder "
           "must take a new file); should the save fail, the model goes to "
           "a fallback file that the error names; unset: the model is not "
-          "saved",
-          DEFAULT_MODEL_SAVE_PATH, rw));
+          "saved", DEFAULT_MODEL_SAVE_PATH, rw));
   g_object_class_install_property (gobject_class, PROP_CHECKPOINT_PATH,
       g_param_spec_string ("checkpoint-path", "Checkpoint path",
           "Model written atomically after each epoch, a bundle unless the "
@@ -303,8 +301,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
   gst_element_class_set_static_metadata (element_class, "Tensor trainer",
       "Trainer/Tensor",
       "Trains a neural network (nntrainer INI) on other/tensors samples and "
-      "pushes per-epoch loss and accuracy",
-      "tensor-trainer project");
+      "pushes per-epoch loss and accuracy", "tensor-trainer project");
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   element_class->change_state =
@@ -880,8 +877,7 @@ static void
 gst_tensor_trainer_publish (GstTensorTrainer * self)
 {
   tt_error err;
-  if (!self->model || !gst_tensor_model_share_has_subscribers
-      (self->share_key))
+  if (!self->model || !gst_tensor_model_share_has_subscribers (self->share_key))
     return;
   guint64 version = gst_tensor_model_share_publish (self->share_key,
       self->model, &err);
@@ -1037,8 +1033,7 @@ gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
       const gsize count = self->in_count[i];
       if (self->fill == 0)
         self->in_types[i] = type;
-      else if (type == TT_DTYPE_FLOAT32
-          && self->in_types[i] == TT_DTYPE_UINT8)
+      else if (type == TT_DTYPE_FLOAT32 && self->in_types[i] == TT_DTYPE_UINT8)
         gst_tensor_trainer_widen_input (self, i);
       if (type == self->in_types[i]) {
         gst_buffer_extract (buf, offset, self->in_batch[i] + size *
@@ -1130,7 +1125,7 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
     v->samples ? v->loss_sum / v->samples : NAN,
     v->samples ? (gdouble) v->correct / v->samples : NAN,
   };
-  const guint index = self->epochs_done;      /* 0-based */
+  const guint index = self->epochs_done;        /* 0-based */
   gboolean post;
   GstBuffer *out;
   GstFlowReturn ret;

@@ -140,8 +140,7 @@ on_pad_data (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   PadWatch *w = data;
   (void) pad;
 
-  if (info->type & (GST_PAD_PROBE_TYPE_BUFFER |
-          GST_PAD_PROBE_TYPE_BUFFER_LIST))
+  if (info->type & (GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST))
     g_atomic_int_inc (&w->buffers);
   else
     g_atomic_int_inc (&w->events);
@@ -294,8 +293,7 @@ element_holds_thread (GstElement * e)
  * and nothing came out (ever, or in the last tick that saw data: latest),
  * and whether a streaming thread is stuck in it. */
 static void
-report_element (GstElement * e, gint64 latest, GString * where,
-    GString * last)
+report_element (GstElement * e, gint64 latest, GString * where, GString * last)
 {
   const gchar *name = GST_OBJECT_NAME (e);
   guint in = 0, sinks = 0, srcs = 0;
@@ -379,8 +377,7 @@ report_stall (Runner * r, gint64 now)
         gst_element_state_get_name (pending == GST_STATE_VOID_PENDING ?
             GST_STATE_PLAYING : pending));
   if (waiting->len)
-    g_printerr ("\n  waiting for preroll (a first buffer): %s",
-        waiting->str);
+    g_printerr ("\n  waiting for preroll (a first buffer): %s", waiting->str);
   g_printerr ("%s", where->str);
   g_printerr ("%s", last->str);
   if (latest)
@@ -605,14 +602,14 @@ main (int argc, char **argv)
     {"every", 0, 0, G_OPTION_ARG_INT, &every,
         "Apply the next --step every N buffers", "N"},
     {"at", 0, 0, G_OPTION_ARG_STRING, &at,
-        "Element whose sink pad counts the buffers (default: labeler)",
+          "Element whose sink pad counts the buffers (default: labeler)",
         "NAME"},
     {"step", 0, 0, G_OPTION_ARG_STRING_ARRAY, &steps,
         "element.property=value[;...], applied in turn", "STEP"},
     {"stdin", 0, 0, G_OPTION_ARG_NONE, &use_stdin,
         "Read steps (or class numbers) from standard input", NULL},
     {"stall-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &stall_timeout,
-          "Fail when the pipeline makes no progress for this long "
+        "Fail when the pipeline makes no progress for this long "
           "(default 30; 0: wait for ever)", "SECONDS"},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &rest, NULL,
         "PIPELINE-DESCRIPTION"},

@@ -47,10 +47,12 @@ run_config () {
   times+=("$dir $((SECONDS - start)) s")
 }
 
-run_config build -Dblas=enabled
-run_config build-portable -Dblas=disabled
+# every build is warning-free (-Werror), with GCC here and with clang below
+run_config build -Dblas=enabled -Dwerror=true
+run_config build-portable -Dblas=disabled -Dwerror=true
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-run_config build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized
+run_config build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
+  -Dwerror=true
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # arm64, what most devices run; on an arm64 machine the builds above are
@@ -63,8 +65,20 @@ elif scripts/ensure-arm64.sh; then
   # the time limits stretch
   test_args=(--no-suite learning --timeout-multiplier 4)
   run_config build-arm64 --cross-file scripts/cross/aarch64-linux-gnu.ini \
-    -Dblas=disabled
+    -Dblas=disabled -Dwerror=true
   test_args=()
+  # the same portable kernels on both machines: within tolerances, as FMA
+  # splits them in the last bits
+  if [ -x build-arm64/tools/tensor-trainer ]; then
+    echo "=== x86-64 against arm64 (tests/cross_arch.sh)"
+    log=$(mktemp)
+    tests/cross_arch.sh build-portable/tools/tensor-trainer \
+      "qemu-aarch64-static build-arm64/tools/tensor-trainer" "$top" | tee "$log"
+    [ "${PIPESTATUS[0]}" -ne 0 ] && status=1
+    read -r ok fail < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
+    passed=$((passed + ${ok:-0})); failed=$((failed + ${fail:-1}))
+    rm -f "$log"
+  fi
 else
   echo "=== build-arm64: the cross toolchain could not be installed"
   failed=$((failed + 1)); status=1
@@ -72,6 +86,29 @@ fi
 
 # skipped: tests that do not apply to a build (e.g. OpenBLAS's thread
 # count without OpenBLAS), each printing why
+# clang: the whole tree builds warning-free (built, not tested: the GCC
+# builds run the tests)
+start=$SECONDS
+echo "=== build-clang (CC=clang -Dwerror=true, build only)"
+if CC=clang scripts/build.sh build-clang -Dwerror=true; then
+  echo "ok: clang -Werror build"; passed=$((passed + 1))
+else
+  echo "FAIL: clang -Werror build"; failed=$((failed + 1)); status=1
+fi
+times+=("build-clang $((SECONDS - start)) s")
+
+# the code style (.clang-format-free: GStreamer's gst-indent rules), and
+# the files' whitespace (.editorconfig)
+start=$SECONDS
+echo "=== style (scripts/check-style.sh)"
+if scripts/check-style.sh; then
+  echo "ok: style"; passed=$((passed + 1))
+else
+  echo "FAIL: style (scripts/check-style.sh --fix rewrites the files)"
+  failed=$((failed + 1)); status=1
+fi
+times+=("style $((SECONDS - start)) s")
+
 for t in "${times[@]}"; do echo "wall time: $t"; done
 echo "$passed passed, $failed failed, $skipped skipped"
 exit $status

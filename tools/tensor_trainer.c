@@ -46,7 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct {
+typedef struct
+{
   const char *command, *model, *positional;
   const char *data, *labels, *valid_data, *valid_labels;
   const char *load, *save, *weights, *output, *checkpoint;
@@ -58,7 +59,8 @@ typedef struct {
   int threads;
 } cli_options;
 
-typedef struct {
+typedef struct
+{
   tt_idx images, labels;
   tt_dtype type;
   size_t sample_bytes;
@@ -66,7 +68,7 @@ typedef struct {
 } cli_dataset;
 
 static void
-cli_usage (FILE *out)
+cli_usage (FILE * out)
 {
   fputs ("usage:\n"
       "  tensor-trainer train MODEL --data IMAGES --labels LABELS\n"
@@ -99,8 +101,7 @@ cli_usage (FILE *out)
       "(no memory reuse). --inference compiles the model for inference only\n"
       "(forward lifetimes, no gradients or optimizer state: a smaller pool);\n"
       "plan --inference stores such a plan, which tensor_predictor loads.\n"
-      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n",
-      out);
+      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
 
 static int
@@ -116,7 +117,7 @@ cli_fail (const char *fmt, ...)
 }
 
 static bool
-cli_uint (const char *s, uint64_t max, uint64_t *out)
+cli_uint (const char *s, uint64_t max, uint64_t * out)
 {
   char *end;
   errno = 0;
@@ -130,7 +131,7 @@ cli_uint (const char *s, uint64_t max, uint64_t *out)
 }
 
 static int
-cli_parse (int argc, char **argv, cli_options *o)
+cli_parse (int argc, char **argv, cli_options * o)
 {
   memset (o, 0, sizeof *o);
   if (argc < 3)
@@ -174,12 +175,10 @@ cli_parse (int argc, char **argv, cli_options *o)
     } else if (!strcmp (a, "--trust")) {
       o->trust = true;
       continue;
-    } else if (a[0] != '-' && !o->positional &&
-        !strcmp (o->command, "pack")) {
+    } else if (a[0] != '-' && !o->positional && !strcmp (o->command, "pack")) {
       o->positional = a;
       continue;
-    }
-    else if (!strcmp (a, "--align"))
+    } else if (!strcmp (a, "--align"))
       num = &o->align;
     else if (!strcmp (a, "--replan") || !strcmp (a, "--naive")) {
       if (a[2] == 'r')
@@ -232,8 +231,8 @@ cli_parse (int argc, char **argv, cli_options *o)
 }
 
 static int
-cli_load_dataset (const char *images, const char *labels, tt_model *m,
-    uint32_t limit, const char *limit_option, cli_dataset *d)
+cli_load_dataset (const char *images, const char *labels, tt_model * m,
+    uint32_t limit, const char *limit_option, cli_dataset * d)
 {
   char err[1024];
   memset (d, 0, sizeof *d);
@@ -250,8 +249,7 @@ cli_load_dataset (const char *images, const char *labels, tt_model *m,
   else if (d->images.type == TT_IDX_FLOAT32)
     d->type = TT_DTYPE_FLOAT32;
   else
-    return cli_fail ("%s: only uint8 and float32 images are supported",
-        images);
+    return cli_fail ("%s: only uint8 and float32 images are supported", images);
   size_t elem = d->type == TT_DTYPE_UINT8 ? 1 : 4;
   if (d->images.item_bytes != per * elem)
     return cli_fail ("%s: a sample holds %zu values but the model %s takes "
@@ -276,7 +274,7 @@ cli_load_dataset (const char *images, const char *labels, tt_model *m,
 }
 
 static void
-cli_free_dataset (cli_dataset *d)
+cli_free_dataset (cli_dataset * d)
 {
   tt_idx_clear (&d->images);
   tt_idx_clear (&d->labels);
@@ -292,7 +290,7 @@ cli_now (void)
 
 /* Runs one pass over d; trains when train, else evaluates. */
 static int
-cli_pass (tt_model *m, cli_dataset *d, bool train, float *onehot,
+cli_pass (tt_model * m, cli_dataset * d, bool train, float *onehot,
     double *loss, double *accuracy, double *seconds)
 {
   const uint32_t batch = tt_model_batch_size (m);
@@ -323,7 +321,7 @@ cli_pass (tt_model *m, cli_dataset *d, bool train, float *onehot,
 }
 
 static bool
-cli_bundle_mode (const char *name, tt_bundle_mode *mode)
+cli_bundle_mode (const char *name, tt_bundle_mode * mode)
 {
   if (!name || !strcmp (name, "read"))
     *mode = TT_BUNDLE_READ;
@@ -339,7 +337,7 @@ cli_bundle_mode (const char *name, tt_bundle_mode *mode)
 /* A model that failed to open: the message, and when a stored plan was
  * refused (made for another batch, say) the option that plans afresh. */
 static void
-cli_fail_open (const cli_options *o, const tt_error *err)
+cli_fail_open (const cli_options * o, const tt_error * err)
 {
   if (!o->replan && !o->naive && strstr (err->message, "stored plan "
           "rejected"))
@@ -352,7 +350,7 @@ cli_fail_open (const cli_options *o, const tt_error *err)
 /* Opens MODEL, an INI file or a bundle, compiled; *seconds (if not NULL)
  * gets the time it took. */
 static tt_model *
-cli_open_model (const cli_options *o, double *seconds)
+cli_open_model (const cli_options * o, double *seconds)
 {
   tt_error err;
   tt_plan_mode mode = o->naive ? TT_PLAN_NAIVE : o->replan ? TT_PLAN_REPLAN :
@@ -417,14 +415,14 @@ cli_is_bin_path (const char *path)
 }
 
 static tt_status
-cli_load_weights (tt_model *m, const char *path, tt_error *err)
+cli_load_weights (tt_model * m, const char *path, tt_error * err)
 {
   return tt_bundle_is_bundle (path) ? tt_bundle_load_weights (m, path, err) :
       tt_model_load_bin (m, path, err);
 }
 
 static int
-cli_train (const cli_options *o, bool train)
+cli_train (const cli_options * o, bool train)
 {
   if (!o->data || !o->labels)
     return cli_fail ("%s needs --data and --labels", o->command);
@@ -441,8 +439,7 @@ cli_train (const cli_options *o, bool train)
   /* a run is not started when its result could not be saved */
   tt_error perr;
   if (train && ((o->save && tt_model_check_save_path (o->save, &perr)) ||
-          (o->checkpoint && tt_model_check_save_path (o->checkpoint,
-                  &perr))))
+          (o->checkpoint && tt_model_check_save_path (o->checkpoint, &perr))))
     return cli_fail ("%s", perr.message);
   if (o->threads)
     tt_set_num_threads (o->threads);
@@ -532,7 +529,7 @@ out:
 }
 
 static void
-cli_print_plan (const tt_plan_info *p)
+cli_print_plan (const tt_plan_info * p)
 {
   printf ("%-22s %14s\n", "", "bytes");
   printf ("%-22s %14" PRIu64 "\n", "naive (no reuse)", p->naive_bytes);
@@ -543,12 +540,11 @@ cli_print_plan (const tt_plan_info *p)
   printf ("%-22s %14" PRIu64 "\n", "lower bound", p->lower_bound);
   printf ("tensors=%u in_place_layers=%u order_search=%s %s=%.3f ms\n",
       p->tensors, p->in_place_layers, p->order_exact ? "exact" : "greedy",
-      p->from_stored_plan ? "validation" : "planning",
-      p->plan_seconds * 1e3);
+      p->from_stored_plan ? "validation" : "planning", p->plan_seconds * 1e3);
 }
 
 static int
-cli_plan (const cli_options *o)
+cli_plan (const cli_options * o)
 {
   if (!o->output)
     return cli_fail ("plan needs -o OUT.opt.ini (or OUT.ttb for a bundle)");
@@ -585,7 +581,7 @@ cli_plan (const cli_options *o)
 }
 
 static int
-cli_check (const cli_options *o)
+cli_check (const cli_options * o)
 {
   tt_error err;
   const bool bundle = tt_bundle_is_bundle (o->model);
@@ -617,7 +613,7 @@ cli_check (const cli_options *o)
 }
 
 static int
-cli_info (const cli_options *o)
+cli_info (const cli_options * o)
 {
   double seconds;
   tt_model *m = cli_open_model (o, &seconds);
@@ -657,7 +653,7 @@ cli_file_size (const char *path)
 }
 
 static int
-cli_pack (const cli_options *o)
+cli_pack (const cli_options * o)
 {
   if (!o->output)
     return cli_fail ("pack needs -o OUT.ttb");
@@ -690,7 +686,7 @@ cli_pack (const cli_options *o)
 }
 
 static int
-cli_unpack (const cli_options *o)
+cli_unpack (const cli_options * o)
 {
   if (!o->output)
     return cli_fail ("unpack needs -o DIR");
@@ -699,8 +695,7 @@ cli_unpack (const cli_options *o)
   char ini[PATH_MAX], bin[PATH_MAX];
   if (snprintf (ini, sizeof ini, "%s/model.ini", o->output) >=
       (int) sizeof ini ||
-      snprintf (bin, sizeof bin, "%s/model.bin", o->output) >=
-      (int) sizeof bin)
+      snprintf (bin, sizeof bin, "%s/model.bin", o->output) >= (int) sizeof bin)
     return cli_fail ("%s: path too long", o->output);
   tt_error err;
   if (tt_bundle_unpack (o->model, ini, bin, &err))
@@ -718,7 +713,7 @@ cli_kind_name (uint32_t kind)
 }
 
 static int
-cli_inspect (const cli_options *o)
+cli_inspect (const cli_options * o)
 {
   tt_bundle_info info;
   tt_error err;
@@ -870,8 +865,7 @@ cli_copy_file (const char *src, const char *dst)
         lseek (f.fd, 0, SEEK_SET) != 0) {
       close (in);
       tt_atomic_file_abort (&f);
-      return cli_fail ("%s: cannot copy to %s: %s", src, dst,
-          strerror (errno));
+      return cli_fail ("%s: cannot copy to %s: %s", src, dst, strerror (errno));
     }
     ssize_t n;
     while ((n = read (in, buf, sizeof buf)) > 0)
@@ -894,17 +888,17 @@ cli_copy_file (const char *src, const char *dst)
 
 /* The bundle as a C array: decimal bytes, 24 to a line. */
 static int
-cli_write_c_array (const char *src, uint64_t size, tt_atomic_file *f)
+cli_write_c_array (const char *src, uint64_t size, tt_atomic_file * f)
 {
   static char digits[256][5];
   static unsigned char lens[256];
   for (int v = 0; v < 256; v++)
-    lens[v] = (unsigned char) snprintf (digits[v], sizeof digits[v], "%d,",
-        v);
+    lens[v] = (unsigned char) snprintf (digits[v], sizeof digits[v], "%d,", v);
   FILE *in = fopen (src, "rb");
   if (!in)
     return cli_fail ("%s: cannot open: %s", src, strerror (errno));
-  enum { CHUNK = 1 << 20 };
+  enum
+  { CHUNK = 1 << 20 };
   unsigned char *bytes = malloc (CHUNK);
   char *text = malloc ((size_t) CHUNK * 4 + CHUNK / 24 + 16);
   tt_error err;
@@ -936,7 +930,7 @@ cli_write_c_array (const char *src, uint64_t size, tt_atomic_file *f)
 }
 
 static int
-cli_export (const cli_options *o)
+cli_export (const cli_options * o)
 {
   if (!o->c_out)
     return cli_fail ("export needs --c-out DIR");
@@ -1061,8 +1055,7 @@ cli_export (const cli_options *o)
         "#else\n\t.long .L%s_end - %s\n#endif\n\n"
         "\t.section .note.GNU-stack,\"\",%%progbits\n", o->model, sym, sym,
         upper, upper, sym, upper, upper, blob, sym, section, align, sym, sym,
-        sym, upper, sym, sym, sym, sym, sym, sym, sym, sym, sym, sym, sym,
-        sym);
+        sym, upper, sym, sym, sym, sym, sym, sym, sym, sym, sym, sym, sym, sym);
     fclose (t);
     snprintf (path, sizeof path, "%s/%s.S", dir, sym);
     rc = text ? cli_write_text (path, text, len) : cli_fail ("out of "
@@ -1087,8 +1080,7 @@ cli_export (const cli_options *o)
         "#endif\nconst unsigned char %s[%" PRIu64 "] = {\n", o->model, size,
         sym, section, align, align, sym, size);
     rc = tt_atomic_file_write (&f, head, (size_t) n, &err) ?
-        cli_fail ("%s", err.message) : cli_write_c_array (o->model, size,
-        &f);
+        cli_fail ("%s", err.message) : cli_write_c_array (o->model, size, &f);
     if (!rc) {
       n = snprintf (head, sizeof head, "};\n\nconst size_t %s_size = %"
           PRIu64 "u;\n", sym, size);

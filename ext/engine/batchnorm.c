@@ -54,7 +54,7 @@
  * 2-4x slower than these explicit vectors. 16 bytes is native on every
  * SIMD target (a wider generic vector is lowered through the stack on
  * SSE), so a block is two of them. */
-typedef float bn_vec __attribute__ ((vector_size (16)));
+typedef float bn_vec __attribute__((vector_size (16)));
 #define BN_VEC_FLOATS 4
 
 static inline void
@@ -327,7 +327,7 @@ bn_chunk_at (int outer, int features, int inner, int f0)
 
   c.outer = outer;
   c.inner = inner;
-  c.slab = (size_t) features * inner;
+  c.slab = (size_t) (features) * inner;
   c.long_runs = inner >= BN_LONG_RUN;
   /* Short runs: as many features as fill BN_CHUNK elements (at least 8,
    * since inner < BN_LONG_RUN). */
@@ -402,8 +402,7 @@ bn_grad_sums (const bn_chunk * c, const float *x, const float *dy,
     for (int o = 0; o < c->outer; o++)
       for (int f = 0; f < c->nf; f++) {
         const size_t off = o * c->slab + (size_t) f * c->inner;
-        bn_run_grad_sums (x + off, dy + off, c->inner, m[f], &sdy[f],
-            &sdx[f]);
+        bn_run_grad_sums (x + off, dy + off, c->inner, m[f], &sdy[f], &sdx[f]);
       }
   } else {
     const size_t len = (size_t) c->nf * c->inner;

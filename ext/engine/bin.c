@@ -85,8 +85,7 @@ tt_bin_saves_moments (const tt_model * m)
 
 static tt_status
 bin_sum_bytes (tt_model * m, int tensor, size_t count,
-    const char *name, tt_state_kind kind,
-    void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   (void) name;
   (void) m;
@@ -114,15 +113,15 @@ bin_moment_bytes (tt_model * m)
   return bytes;
 }
 
-typedef struct {
+typedef struct
+{
   int *ids;
   uint32_t n;
 } bin_id_list;
 
 static tt_status
 bin_collect (tt_model * m, int tensor, size_t count,
-    const char *name, tt_state_kind kind,
-    void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   (void) name;
   (void) m;
@@ -137,7 +136,7 @@ bin_collect (tt_model * m, int tensor, size_t count,
 }
 
 int *
-tt_bin_regions (tt_model * m, bool moments, uint32_t *n)
+tt_bin_regions (tt_model * m, bool moments, uint32_t * n)
 {
   bin_id_list l = { NULL, 0 };
   bin_for_each (m, moments, false, bin_collect, &l, NULL);
@@ -190,7 +189,8 @@ tt_model_refuse_external (tt_model * m, const char *what, tt_error * err)
       "to %s", m->path, what, what);
 }
 
-typedef struct {
+typedef struct
+{
   FILE *fp;
   const char *path;
   bool store;                   /* false: check only */
@@ -199,8 +199,7 @@ typedef struct {
 
 static tt_status
 bin_read_region (tt_model * m, int tensor, size_t count,
-    const char *name, tt_state_kind kind,
-    void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   bin_reader *r = ctx;
   /* a region the model does not hold is checked like the others, so both
@@ -235,8 +234,7 @@ bin_read_region (tt_model * m, int tensor, size_t count,
 
 static tt_status
 bin_zero_region (tt_model * m, int tensor, size_t count,
-    const char *name, tt_state_kind kind,
-    void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   (void) name;
   (void) count;
@@ -251,7 +249,7 @@ bin_zero_region (tt_model * m, int tensor, size_t count,
 }
 
 static tt_status
-bin_read_all (tt_model * m, bin_reader * r, bool moments, uint32_t *counters,
+bin_read_all (tt_model * m, bin_reader * r, bool moments, uint32_t * counters,
     tt_error * err)
 {
   tt_status st;
@@ -332,7 +330,8 @@ tt_model_load_bin (tt_model * m, const char *path, tt_error * err)
 
 /* ---- a BIN in memory ------------------------------------------------- */
 
-typedef struct {
+typedef struct
+{
   const unsigned char *data;
   const char *name;
   bool store;
@@ -341,8 +340,7 @@ typedef struct {
 
 static tt_status
 bin_memory_region (tt_model * m, int tensor, size_t count,
-    const char *name, tt_state_kind kind,
-    void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   bin_memory *r = ctx;
   tt_tensor *t = tensor >= 0 ? &m->tensors[tensor] : NULL;
@@ -431,8 +429,7 @@ tt_model_load_bin_memory (tt_model * m, const void *data, size_t len,
 
 static tt_status
 bin_write_region (tt_model * m, int tensor, size_t count,
-    const char *name, tt_state_kind kind,
-    void *ctx, tt_error * err)
+    const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   (void) name;
   (void) count;

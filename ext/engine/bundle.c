@@ -110,7 +110,8 @@ crc_of (uint32_t crc, const void *data, uint64_t len)
 
 /* ---- a parsed bundle ---------------------------------------------------- */
 
-typedef struct {
+typedef struct
+{
   uint32_t type, flags;
   uint64_t offset, length, raw_length;
   uint32_t crc;
@@ -118,14 +119,16 @@ typedef struct {
   bool crc_known, crc_ok;
 } b_section;
 
-typedef struct {
+typedef struct
+{
   uint64_t offset, bytes;
   uint32_t kind;
   const char *name;             /* in the index data, not NUL-terminated */
   uint32_t name_len;
 } b_tensor;
 
-typedef struct {
+typedef struct
+{
   const char *name;             /* for messages */
   /* the source: whole bundle in memory (a blob or a mapping), else fd */
   const unsigned char *mem;
@@ -177,8 +180,7 @@ bundle_close (bundle * b)
 
 /* len bytes at off of the source; off + len must lie in it. */
 static tt_status
-bundle_read (bundle * b, uint64_t off, void *dst, uint64_t len,
-    tt_error * err)
+bundle_read (bundle * b, uint64_t off, void *dst, uint64_t len, tt_error * err)
 {
   if (off > b->size || len > b->size - off)
     return tt_fail (err, TT_ERR_PARSE, "%s: truncated: bytes [%" PRIu64
@@ -236,8 +238,7 @@ bundle_open_file (bundle * b, const char *path, bool map, tt_error * err)
 }
 
 static void
-bundle_open_memory (bundle * b, const void *data, size_t len,
-    const char *name)
+bundle_open_memory (bundle * b, const void *data, size_t len, const char *name)
 {
   memset (b, 0, sizeof *b);
   b->fd = -1;
@@ -519,8 +520,7 @@ bundle_parse_index (bundle * b, tt_error * err)
     if (t->offset != want)
       return tt_fail (err, TT_ERR_PARSE, "%s: tensor %.*s: offset %" PRIu64
           ", expected %" PRIu64 " (the previous tensor's end rounded up to "
-          "the alignment %u)", n, nl, t->name, t->offset, want,
-          b->alignment);
+          "the alignment %u)", n, nl, t->name, t->offset, want, b->alignment);
     if (t->offset > raw || t->bytes > raw - t->offset)
       return tt_fail (err, TT_ERR_PARSE, "%s: tensor %.*s: %" PRIu64 " bytes "
           "at %" PRIu64 " run past the end of the weight section (%" PRIu64
@@ -564,7 +564,8 @@ bundle_read_meta (bundle * b, bool strict, tt_error * err)
 
 /* ---- the weight section as a stream of raw bytes ------------------------ */
 
-typedef struct {
+typedef struct
+{
   bundle *b;
   const b_section *s;
   uint64_t pos;                 /* stored bytes consumed */
@@ -739,8 +740,7 @@ stream_fail (w_stream * w, tt_status st, tt_error * err)
   uint64_t at = w->compressed ? w->pos : w->raw_pos;
   uint32_t crc = w->crc;
   while (at < w->s->length) {
-    uint64_t take = w->s->length - at > B_CHUNK ? B_CHUNK :
-        w->s->length - at;
+    uint64_t take = w->s->length - at > B_CHUNK ? B_CHUNK : w->s->length - at;
     if (bundle_read (w->b, w->s->offset + at, buf, take, NULL)) {
       free (buf);
       return st;
@@ -758,7 +758,7 @@ stream_fail (w_stream * w, tt_status st, tt_error * err)
 
 /* CRC of the stored weight section, reading it all. */
 static tt_status
-bundle_weights_crc (bundle * b, uint32_t *crc, tt_error * err)
+bundle_weights_crc (bundle * b, uint32_t * crc, tt_error * err)
 {
   const b_section *s = b->weights;
   if (b->mem) {
@@ -844,7 +844,7 @@ bundle_match (bundle * b, tt_model * m, int **ids_out, tt_error * err)
   for (uint32_t i = 0; i < n; i++) {
     const b_tensor *t = &b->tensors[i];
     if (ids[i] < 0)
-      continue;               /* moments an inference-only model skips */
+      continue;                 /* moments an inference-only model skips */
     const tt_tensor *mt = &m->tensors[ids[i]];
     const uint64_t bytes = (uint64_t) mt->count * sizeof (float);
     if (t->name_len != strlen (mt->name) ||
@@ -966,8 +966,7 @@ bundle_check_finite (bundle * b, tt_model * m, const int *ids, tt_error * err)
 
 /* Points every listed tensor (and its views) into the mapped section. */
 static tt_status
-bundle_bind_in_place (bundle * b, tt_model * m, const int *ids,
-    tt_error * err)
+bundle_bind_in_place (bundle * b, tt_model * m, const int *ids, tt_error * err)
 {
   const unsigned char *base = b->mem + b->weights->offset;
   const uint64_t need = b->alignment < 64 ? b->alignment : 64;
@@ -1048,8 +1047,7 @@ bundle_model (bundle * b, const tt_bundle_load_options * o, tt_error * err)
     m->weights_external = true;
     m->moments_missing = !(b->wflags & B_WF_MOMENTS);
   }
-  if ((st = tt_model_compile (m, err)) || (st = bundle_match (b, m, &ids,
-              err)))
+  if ((st = tt_model_compile (m, err)) || (st = bundle_match (b, m, &ids, err)))
     goto fail;
   if (in_place) {
     if ((st = bundle_bind_in_place (b, m, ids, err)))
@@ -1091,7 +1089,7 @@ tt_bundle_load (const char *path, const tt_bundle_load_options * o,
     else if (!map)
       posix_fadvise (b.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     else
-      bundle_parse_header (&b, err);      /* too short to map: say so */
+      bundle_parse_header (&b, err);    /* too short to map: say so */
     if (!map || b.map)
       m = bundle_model (&b, o, err);
   }
@@ -1140,7 +1138,7 @@ tt_bundle_load_weights (tt_model * m, const char *path, tt_error * err)
       for (uint32_t i = w; all && i < n; i++)
         if (all[i] >= 0)
           memset (m->tensors[all[i]].data, 0,
-            m->tensors[all[i]].count * sizeof (float));
+              m->tensors[all[i]].count * sizeof (float));
       free (all);
     }
     if (b.wflags & B_WF_COUNTERS) {
@@ -1170,7 +1168,8 @@ tt_bundle_is_bundle (const char *path)
 
 static const unsigned char zeros[4096];
 
-typedef struct {
+typedef struct
+{
   tt_atomic_file *f;
   bool compress, z_ready;
   z_stream z;
@@ -1256,11 +1255,10 @@ file_zeros (tt_atomic_file * f, uint64_t len, tt_error * err)
 
 static tt_status
 bundle_check_options (const tt_bundle_options * o, const char *path,
-    uint32_t *align, tt_error * err)
+    uint32_t * align, tt_error * err)
 {
   *align = o && o->alignment ? o->alignment : TT_BUNDLE_DEFAULT_ALIGNMENT;
-  if (*align < 4 || *align > TT_BUNDLE_MAX_ALIGNMENT ||
-      (*align & (*align - 1)))
+  if (*align < 4 || *align > TT_BUNDLE_MAX_ALIGNMENT || (*align & (*align - 1)))
     return tt_fail (err, TT_ERR_INVALID, "%s: alignment %u is not a power of "
         "two in [4, %d]", path, *align, TT_BUNDLE_MAX_ALIGNMENT);
   if (o && (o->level < 0 || o->level > 9))
@@ -1375,7 +1373,8 @@ bundle_write (tt_model * m, const char *path, const char *text,
   put32 (hd + 28, counters ? m->epoch : 0);
   put32 (hd + 32, counters ? m->iteration : 0);
   put32 (hd + 36, n);
-  const struct {
+  const struct
+  {
     uint32_t type, flags;
     uint64_t offset, length, raw;
     uint32_t crc;
@@ -1430,8 +1429,7 @@ tt_bundle_save (tt_model * m, const char *path, const tt_bundle_options * o,
       (st = tt_plan_ini_text (m, &text, &len, err)))
     return st;
   st = bundle_write (m, path, text ? text : m->ini_text,
-      text ? len : m->ini_len, tt_bin_saves_moments (m),
-      true, o, err);
+      text ? len : m->ini_len, tt_bin_saves_moments (m), true, o, err);
   free (text);
   return st;
 }
@@ -1476,8 +1474,7 @@ tt_bundle_pack (const char *ini_path, const char *bin_path,
     goto out;
   }
   if ((st = tt_bin_layout (m, (size_t) sb.st_size, bin_path, &moments,
-              &counters, err)) ||
-      (st = tt_model_load_bin (m, bin_path, err)))
+              &counters, err)) || (st = tt_model_load_bin (m, bin_path, err)))
     goto out;
   st = bundle_write (m, bundle_path, m->ini_text, m->ini_len, moments,
       counters, o, err);

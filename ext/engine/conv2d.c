@@ -55,22 +55,21 @@ tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
       g->out_h * g->out_w;
   if (tt_conv2d_direct_applies (g))
     return derivative ? ckk_ohw * batch : gradient ?
-        (size_t) batch * g->channels * g->in_h * g->in_w : 0;
+        (size_t) (batch) * g->channels * g->in_h * g->in_w : 0;
   if (tt_conv2d_winograd_applies (g, planned))
     return tt_conv2d_winograd_col_floats (g, batch, keep);
   return ckk_ohw * (keep ? batch : conv2d_chunk_of (g, planned));
 }
 
 size_t
-tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
-    int planned)
+tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters, int planned)
 {
   if (tt_conv2d_direct_applies (g))
     return 0;
   if (tt_conv2d_winograd_applies (g, planned))
     return tt_conv2d_winograd_out_floats (g, filters, planned, false);
   const int chunk = conv2d_chunk_of (g, planned);
-  return chunk > 1 ? (size_t) filters * chunk * g->out_h * g->out_w : 0;
+  return chunk > 1 ? (size_t) (filters) * chunk * g->out_h * g->out_w : 0;
 }
 
 size_t
@@ -320,8 +319,7 @@ tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   const int chunk = conv2d_chunk (g);
   if (tt_conv2d_winograd_applies (g, planned)) {
-    tt_conv2d_winograd_backward_input (g, filters, batch, w, dy, dx, col,
-        dyg);
+    tt_conv2d_winograd_backward_input (g, filters, batch, w, dy, dx, col, dyg);
     return;
   }
   /* the direct backward_weight reads dy as it is */

@@ -23,7 +23,7 @@
 #define DV 8
 #define DIRECT_MAX_TAPS 32
 
-typedef float dvec __attribute__ ((vector_size (4 * DV)));
+typedef float dvec __attribute__((vector_size (4 * DV)));
 
 bool
 tt_conv2d_direct_applies (const tt_window_geom * g)
@@ -42,7 +42,7 @@ tt_conv2d_direct_applies (const tt_window_geom * g)
 #define DV_STORE(p, v) memcpy ((p), &(v), sizeof (dvec))
 #define DV_SPLAT(s) ((dvec) { 0 } + (s))
 
-static inline __attribute__ ((always_inline)) float
+TT_ALWAYS_INLINE float
 dv_sum (const dvec * v)
 {
   float s = 0.0f;
@@ -53,13 +53,13 @@ dv_sum (const dvec * v)
 
 /* Start of block k of a row of ow outputs: 0, DV, 2*DV, ..., and a last
  * block at ow - DV when ow is not a multiple of DV. */
-static inline __attribute__ ((always_inline)) int
+TT_ALWAYS_INLINE int
 dv_blocks (int ow)
 {
   return (ow + DV - 1) / DV;
 }
 
-static inline __attribute__ ((always_inline)) int
+TT_ALWAYS_INLINE int
 dv_block_start (int k, int ow)
 {
   const int s = k * DV;
@@ -69,14 +69,14 @@ dv_block_start (int k, int ow)
 /* One sample, any tap count: the block's input vectors are loaded once
  * for all filters; four filters at a time, four independent accumulation
  * chains hiding the add latency. */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 direct_forward_sample (const tt_window_geom * g, int channels, int kh,
     int kw, int filters, const float *restrict x, const float *restrict w,
     const float *restrict bias, float *restrict y)
 {
   const int iw = g->in_w, taps = channels * kh * kw;
   const int oh = g->out_h, ow = g->out_w, nblk = dv_blocks (ow);
-  const size_t plane = (size_t) g->in_h * iw, ohw = (size_t) oh * ow;
+  const size_t plane = (size_t) g->in_h * iw, ohw = (size_t) (oh) * ow;
 
   for (int oy = 0; oy < oh; oy++)
     for (int k = 0; k < nblk; k++) {
@@ -131,7 +131,7 @@ direct_forward_sample (const tt_window_geom * g, int channels, int kh,
   a += (wf)[3] * x3; a += (wf)[4] * x4; a += (wf)[5] * x5; \
   a += (wf)[6] * x6; a += (wf)[7] * x7; a += (wf)[8] * x8
 
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 direct_k3_forward_sample (const tt_window_geom * g, int filters,
     const float *restrict x, const float *restrict w,
     const float *restrict bias, float *restrict y)
@@ -193,7 +193,7 @@ direct_k3_backward_weight (const tt_window_geom * g, int filters, int batch,
     const float *x, const float *dy, float *dw, float *dbias)
 {
   const int iw = g->in_w, oh = g->out_h, ow = g->out_w, whole = ow / DV;
-  const size_t in_sample = (size_t) g->in_h * iw, ohw = (size_t) oh * ow;
+  const size_t in_sample = (size_t) g->in_h * iw, ohw = (size_t) (oh) * ow;
   dvec mask;
   for (int l = 0; l < DV; l++)
     mask[l] = ow - DV + l >= whole * DV ? 1.0f : 0.0f;
@@ -205,7 +205,7 @@ direct_k3_backward_weight (const tt_window_geom * g, int filters, int batch,
       const float *xb = x + b * in_sample;
       const float *dyp = dy + ((size_t) b * filters + f) * ohw;
       for (int oy = 0; oy < oh; oy++) {
-        const float *xr = xb + (size_t) oy * iw, *dr = dyp + (size_t) oy * ow;
+        const float *xr = xb + (size_t) oy * iw, *dr = dyp + (size_t) (oy) * ow;
         for (int k = 0; k < whole; k++) {
           dvec d;
           DV_LOAD (d, dr + k * DV);
@@ -254,7 +254,7 @@ tt_conv2d_direct_forward (const tt_window_geom * g, int filters, int batch,
 
 /* acc[t] += sum over one (b, f) output plane of dy * the input under tap
  * t; *accb += sum of dy. */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 direct_weight_plane (const tt_window_geom * g, int channels, int kh, int kw,
     const float *restrict x, const float *restrict dy, const dvec * tail_mask,
     dvec * restrict acc, dvec * restrict accb)

@@ -94,7 +94,7 @@ tt_conv2d_winograd_applies (const tt_window_geom * g, int planned)
   const int m = wino_tile_of (g), n = m + 2;
   const size_t th = (size_t) (g->out_h + m - 1) / m;
   const size_t tw = (size_t) (g->out_w + m - 1) / m;
-  return (size_t) n * n * th * tw <= 9 * (size_t) g->out_h * g->out_w;
+  return (size_t) (n) * n * th * tw <= 9 * (size_t) g->out_h * g->out_w;
 }
 
 static wino_shape
@@ -162,8 +162,7 @@ wino_chunk_floats (const wino_shape * s, int rows)
 }
 
 size_t
-tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
-    bool keep)
+tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch, bool keep)
 {
   const wino_shape s = wino_shape_of (g, batch);
   const int chunks = keep ? (s.blocks + s.chunk - 1) / s.chunk : 1;
@@ -176,8 +175,7 @@ static inline float *
 wino_chunk_of (const tt_window_geom * g, const wino_shape * s, float *col,
     int k0)
 {
-  return col + (size_t) (k0 / s->chunk) * wino_chunk_floats (s,
-      g->channels);
+  return col + (size_t) (k0 / s->chunk) * wino_chunk_floats (s, g->channels);
 }
 
 size_t
@@ -190,7 +188,8 @@ tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
 }
 
 /* Layout of the out scratch. */
-typedef struct {
+typedef struct
+{
   float *u;                     /* U or dU: [n^2][F][C] */
   float *m;                     /* M or dM of a chunk (wino_chunk) */
   float *pad;                   /* a block's padded plane [ph][pw][WB], or
@@ -215,7 +214,7 @@ wino_scratch_of (const tt_window_geom * g, const wino_shape * s, int filters,
 /* ---- F(2x2, 3x3)'s transforms (F(4x4)'s: conv2d_winograd4.c) ---------- */
 
 /* r = G g G^T, lane by lane (filter pairs), g [3][3] */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino2_filter_lanes (const wvec g[9], wvec r[16])
 {
   wvec t[4][3];
@@ -234,7 +233,7 @@ wino2_filter_lanes (const wvec g[9], wvec r[16])
 }
 
 /* r = G^T d G, the adjoint */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino2_filter_gradient_lanes (const wvec d[16], wvec r[9])
 {
   wvec t[3][4];
@@ -252,7 +251,7 @@ wino2_filter_gradient_lanes (const wvec d[16], wvec r[9])
 
 /* v[xi * xs + p * WB + l] = (B^T d B)[xi] for every tile position p of a
  * block, d the 4x4 tile at (2 ty, 2 tx) of the padded plane. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino2_input_transform (const wino_shape * s, const float *restrict pad,
     float *restrict v, size_t xs)
 {
@@ -262,8 +261,7 @@ wino2_input_transform (const wino_shape * s, const float *restrict pad,
       const float *d0 = pad + (size_t) 2 * ty * row + (size_t) 2 * tx * WB;
       const float *d1 = d0 + row, *d2 = d1 + row, *d3 = d2 + row;
       float *o = v + (size_t) (ty * s->tw + tx) * WB;
-      WINO_IVDEP
-      for (int l = 0; l < WB; l++) {
+      WINO_FOR_LANES (l) {
         float t[4][4];
         /* B^T d: combine rows */
         for (int j = 0; j < 4; j++) {
@@ -286,7 +284,7 @@ wino2_input_transform (const wino_shape * s, const float *restrict pad,
 }
 
 /* pad += B dV B^T for every tile position of a block; dv as v above. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino2_input_gradient (const wino_shape * s, const float *restrict dv,
     size_t xs, float *restrict pad)
 {
@@ -296,8 +294,7 @@ wino2_input_gradient (const wino_shape * s, const float *restrict dv,
       float *d0 = pad + (size_t) 2 * ty * row + (size_t) 2 * tx * WB;
       float *d1 = d0 + row, *d2 = d1 + row, *d3 = d2 + row;
       const float *e = dv + (size_t) (ty * s->tw + tx) * WB;
-      WINO_IVDEP
-      for (int l = 0; l < WB; l++) {
+      WINO_FOR_LANES (l) {
         float t[4][4];
         /* dV B^T: combine the columns of each row */
         for (int i = 0; i < 4; i++) {
@@ -322,15 +319,14 @@ wino2_input_gradient (const wino_shape * s, const float *restrict dv,
 
 /* tile[p][2 i + j][l] = (A^T M A)[i][j] + bias for every tile position p
  * of a block; m as v above. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino2_output_tiles (const wino_shape * s, const float *restrict m, size_t xs,
     float bias, float *restrict tile)
 {
   for (int p = 0; p < s->pos; p++) {
     const float *e = m + (size_t) p * WB;
     float *ta = tile + (size_t) p * 4 * WB;
-    WINO_IVDEP
-    for (int l = 0; l < WB; l++) {
+    WINO_FOR_LANES (l) {
       float t[2][4];
       /* A^T M: combine rows */
       for (int j = 0; j < 4; j++) {
@@ -349,15 +345,14 @@ wino2_output_tiles (const wino_shape * s, const float *restrict m, size_t xs,
 
 /* dm[xi * xs + p * WB + l] = (A dY A^T)[xi] for every tile position p of
  * a block, dY from tile as above. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino2_output_gradient_tiles (const wino_shape * s, const float *restrict tile,
     float *restrict dm, size_t xs)
 {
   for (int p = 0; p < s->pos; p++) {
     const float *ta = tile + (size_t) p * 4 * WB;
     float *o = dm + (size_t) p * WB;
-    WINO_IVDEP
-    for (int l = 0; l < WB; l++) {
+    WINO_FOR_LANES (l) {
       const float a = ta[l], b = ta[WB + l], c = ta[2 * WB + l];
       const float d = ta[3 * WB + l];
       /* A dY: rows (a b), (a+c b+d), (a-c b-d), (-c -d); then A^T on the
@@ -387,7 +382,7 @@ wino2_output_gradient_tiles (const wino_shape * s, const float *restrict tile,
 
 /* U[xi][f][c] = (G g G^T)[xi] for every filter f and channel c, or
  * U[xi][c][f] when transposed. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_filter_transform (const wino_shape * s, int filters, int channels,
     const float *restrict w, float *restrict u, bool transposed)
 {
@@ -432,7 +427,7 @@ wino_filter_transform (const wino_shape * s, int filters, int channels,
 
 /* dw[f][c] = G^T dU[f][c] G, the adjoint of wino_filter_transform (not
  * transposed). */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_filter_gradient (const wino_shape * s, int filters, int channels,
     const float *restrict du, float *restrict dw)
 {
@@ -465,7 +460,7 @@ wino_filter_gradient (const wino_shape * s, int filters, int channels,
   }
 }
 
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_input_transform (const wino_shape * s, const float *pad, float *v,
     size_t xs)
 {
@@ -475,7 +470,7 @@ wino_input_transform (const wino_shape * s, const float *pad, float *v,
     wino2_input_transform (s, pad, v, xs);
 }
 
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_input_gradient (const wino_shape * s, const float *dv, size_t xs,
     float *pad)
 {
@@ -485,7 +480,7 @@ wino_input_gradient (const wino_shape * s, const float *dv, size_t xs,
     wino2_input_gradient (s, dv, xs, pad);
 }
 
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_output_tiles (const wino_shape * s, const float *m, size_t xs,
     float bias, float *tile)
 {
@@ -495,7 +490,7 @@ wino_output_tiles (const wino_shape * s, const float *m, size_t xs,
     wino2_output_tiles (s, m, xs, bias, tile);
 }
 
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_output_gradient_tiles (const wino_shape * s, const float *tile,
     float *dm, size_t xs)
 {
@@ -517,13 +512,13 @@ wino_output_gradient_tiles (const wino_shape * s, const float *tile,
 #define WSHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
   __builtin_shufflevector (a, b, i0, i1, i2, i3, i4, i5, i6, i7)
 #else
-typedef int32_t wivec __attribute__ ((vector_size (4 * WB)));
+typedef int32_t wivec __attribute__((vector_size (4 * WB)));
 #define WSHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
   __builtin_shuffle (a, b, (wivec) { i0, i1, i2, i3, i4, i5, i6, i7 })
 #endif
 
 /* r[i][j] -> r[j][i] */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_transpose8 (wvec * r)
 {
   const wvec t0 = WSHUF (r[0], r[1], 0, 8, 1, 9, 4, 12, 5, 13);
@@ -555,20 +550,21 @@ wino_transpose8 (wvec * r)
 /* Columns [x0, x0 + WB) of row `row` of the nb sample planes at
  * src + l * stride, zeros for the missing samples: r[j] holds column
  * x0 + j of every sample. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_load_columns (const float *src, size_t stride, int nb, wvec * r)
 {
   for (int l = 0; l < WB; l++) {
     if (l < nb)
       memcpy (&r[l], src + l * stride, sizeof (wvec));
     else
-      r[l] = (wvec) { 0 };
+      r[l] = (wvec) {
+      0};
   }
   wino_transpose8 (r);
 }
 
 /* The inverse: r[j] (column x0 + j of every sample) into the nb planes. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_store_columns (wvec * r, float *dst, size_t stride, int nb)
 {
   wino_transpose8 (r);
@@ -585,14 +581,13 @@ wino_col_block (int k, int n)
 
 /* pad[r][q][l] = x[b0 + l][c][r - pad_top][q - pad_left] for the nb
  * samples of a block, 0 outside the image and for missing samples. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_gather_plane (const tt_window_geom * g, const wino_shape * s,
     const float *restrict x, int b0, int nb, int c, float *restrict pad)
 {
   const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t stride = (size_t) g->channels * in_plane;
-  const int rows = s->ph - g->pad_top < g->in_h ? s->ph - g->pad_top :
-      g->in_h;
+  const int rows = s->ph - g->pad_top < g->in_h ? s->ph - g->pad_top : g->in_h;
   const int cols = s->pw - g->pad_left < g->in_w ? s->pw - g->pad_left :
       g->in_w;
   memset (pad, 0, sizeof (float) * s->ph * s->pw * WB);
@@ -622,7 +617,7 @@ wino_gather_plane (const tt_window_geom * g, const wino_shape * s,
 
 /* dx[b0 + l][c][iy][ix] = pad[iy + pad_top][ix + pad_left][l] for the nb
  * samples of a block (0 past the padded plane: never, in practice). */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_scatter_plane (const tt_window_geom * g, const wino_shape * s,
     const float *restrict pad, int b0, int nb, int c, float *restrict dx)
 {
@@ -667,13 +662,13 @@ wino_tile_slot (const wino_shape * s, int oy, int ox)
 /* dm[xi * xs + p * WB + l] = (A dY A^T)[xi] for every tile position of a
  * block and filter f; dY is sample b0 + l's m x m output tile, 0 past the
  * output's edge and for missing samples. tile: [pos][m^2][WB] scratch. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_output_gradient (const tt_window_geom * g, const wino_shape * s,
     int filters, const float *restrict dy, int b0, int nb, int f,
     float *restrict tile, float *restrict dm, size_t xs)
 {
   const int oh = g->out_h, ow = g->out_w;
-  const size_t ohw = (size_t) oh * ow, stride = (size_t) filters * ohw;
+  const size_t ohw = (size_t) oh * ow, stride = (size_t) (filters) * ohw;
   /* slots past the output's edge stay 0 */
   memset (tile, 0, sizeof (float) * s->m * s->m * WB * s->pos);
   if (ow >= WB) {
@@ -703,13 +698,13 @@ wino_output_gradient (const tt_window_geom * g, const wino_shape * s,
 
 /* y = A^T M A + bias for every tile position of a block and filter f,
  * cropped to the output; m as dm above, tile as there. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_output_transform (const tt_window_geom * g, const wino_shape * s,
     int filters, const float *restrict m, size_t xs, int b0, int nb, int f,
     float bias, float *restrict tile, float *restrict y)
 {
   const int oh = g->out_h, ow = g->out_w;
-  const size_t ohw = (size_t) oh * ow, stride = (size_t) filters * ohw;
+  const size_t ohw = (size_t) oh * ow, stride = (size_t) (filters) * ohw;
   wino_output_tiles (s, m, xs, bias, tile);
   if (ow >= WB) {
     const int nblk = (ow + WB - 1) / WB;
@@ -742,7 +737,8 @@ wino_block_samples (int batch, int k)
 /* The chunk of blocks [k0, k1) and its matrices: V (or dV) [n^2][C][ld],
  * M (or dM) [n^2][F][ld], of nt columns and ld - nt zeros (wino_row),
  * their n^2 matrices xs and ms floats apart (wino_plane). */
-typedef struct {
+typedef struct
+{
   int k0, k1;
   size_t nt, ld, xs, ms;
 } wino_chunk;
@@ -763,7 +759,7 @@ wino_chunk_at (const tt_window_geom * g, const wino_shape * s, int filters,
 
 /* Zeros in the padding columns [nt, ld) of the rows rows of each of the
  * n^2 matrices at a, xs floats apart. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_zero_padding (const wino_shape * s, const wino_chunk * ch, int rows,
     float *a, size_t xs)
 {
@@ -775,7 +771,7 @@ wino_zero_padding (const wino_shape * s, const wino_chunk * ch, int rows,
 }
 
 /* V of a chunk from x */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_chunk_input (const tt_window_geom * g, const wino_shape * s,
     const wino_chunk * ch, int batch, const float *x, float *pad, float *v)
 {
@@ -790,7 +786,7 @@ wino_chunk_input (const tt_window_geom * g, const wino_shape * s,
 }
 
 /* dM of a chunk from dy */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_chunk_output_gradient (const tt_window_geom * g, const wino_shape * s,
     const wino_chunk * ch, int filters, int batch, const float *dy,
     float *tile, float *dm)
@@ -804,7 +800,7 @@ wino_chunk_output_gradient (const tt_window_geom * g, const wino_shape * s,
 }
 
 /* dx of a chunk's samples from its dV */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_chunk_input_gradient (const tt_window_geom * g, const wino_shape * s,
     const wino_chunk * ch, int batch, const float *dv, float *pad, float *dx)
 {
@@ -841,13 +837,12 @@ tt_conv2d_winograd_forward (const tt_window_geom * g, int filters, int batch,
       for (int k = k0; k < ch.k1; k++)
         wino_output_transform (g, &s, filters, sc.m + (size_t) f * ch.ld +
             (size_t) (k - k0) * s.bcols, ch.ms, k * WB,
-            wino_block_samples (batch, k), f, bias ? bias[f] : 0.0f, sc.pad,
-            y);
+            wino_block_samples (batch, k), f, bias ? bias[f] : 0.0f, sc.pad, y);
   }
 }
 
 /* dbias[f] = the sum of dy over the batch's plane f. */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino_bias_gradient (const tt_window_geom * g, int filters, int batch,
     const float *restrict dy, float *restrict dbias)
 {
@@ -886,8 +881,7 @@ tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
     const float *v = wino_chunk_of (g, &s, (float *) col, k0);
-    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad,
-        sc.m);
+    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad, sc.m);
     for (int xi = 0; xi < s.xn; xi++)
       tt_gemm (false, true, filters, c_n, (int) ch.nt, 1.0f,
           sc.m + xi * ch.ms, (int) ch.ld, v + xi * ch.xs, (int) ch.ld,
@@ -914,8 +908,7 @@ tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
     float *dv = wino_chunk_of (g, &s, col, k0);
-    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad,
-        sc.m);
+    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad, sc.m);
     /* dV over V's columns (backward_weight is done with them) */
     for (int xi = 0; xi < s.xn; xi++)
       tt_gemm (false, false, c_n, (int) ch.ld, filters, 1.0f,
@@ -943,8 +936,7 @@ tt_conv2d_winograd_backward (const tt_window_geom * g, int filters,
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
     float *v = wino_chunk_of (g, &s, col, k0);
-    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad,
-        sc.m);
+    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad, sc.m);
     for (int xi = 0; xi < s.xn; xi++) {
       tt_gemm (false, true, filters, c_n, (int) ch.nt, 1.0f,
           sc.m + xi * ch.ms, (int) ch.ld, v + xi * ch.xs, (int) ch.ld,

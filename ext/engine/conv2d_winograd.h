@@ -7,13 +7,13 @@
 #ifndef TT_CONV2D_WINOGRAD_H
 #define TT_CONV2D_WINOGRAD_H
 
+#include "tt_internal.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
 /* Samples per vector of the transforms. */
 #define WB 8
-
-#define WINO_INLINE static inline __attribute__ ((always_inline))
 
 /* The lane loops write (or read) the rows of one matrix at run-time
  * distances: the compiler cannot prove that they do not overlap and would
@@ -25,6 +25,10 @@
  * are the fuzzing ones, where speed does not matter) */
 #define WINO_IVDEP
 #endif
+
+/* for (int l = 0; l < WB; l++) with WINO_IVDEP before it (a macro, as
+ * indent cannot place a pragma spelled as a macro before a loop) */
+#define WINO_FOR_LANES(l) WINO_IVDEP for (int l = 0; l < WB; l++)
 
 /* A vector of WB samples' values of one tile element. */
 typedef float wvec __attribute__ ((vector_size (4 * WB)));

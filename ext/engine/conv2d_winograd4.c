@@ -38,20 +38,20 @@
 
 /* (by pointer: a function that returned a wvec would change ABI with
  * the ISA, which -Wpsabi reports for the baseline clone) */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wload (wvec * v, const float *p)
 {
   memcpy (v, p, sizeof *v);
 }
 
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wstore (float *p, const wvec * v)
 {
   memcpy (p, v, sizeof *v);
 }
 
 /* r = B^T d, d one column (or row) of a tile */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino4_bt (const wvec d[6], wvec r[6])
 {
   const wvec a = d[4] - 4.0f * d[2], b = d[3] - 4.0f * d[1];
@@ -65,7 +65,7 @@ wino4_bt (const wvec d[6], wvec r[6])
 }
 
 /* r = B v, the transpose */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino4_b (const wvec v[6], wvec r[6])
 {
   const wvec d21 = v[2] - v[1], s12 = v[1] + v[2];
@@ -79,7 +79,7 @@ wino4_b (const wvec v[6], wvec r[6])
 }
 
 /* r = A^T m */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino4_at (const wvec m[6], wvec r[4])
 {
   const wvec a = m[1] + m[2], b = m[1] - m[2];
@@ -91,7 +91,7 @@ wino4_at (const wvec m[6], wvec r[4])
 }
 
 /* r = A y, the transpose */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino4_a (const wvec y[4], wvec r[6])
 {
   const wvec p = y[0] + y[2], q = y[1] + y[3];
@@ -105,7 +105,7 @@ wino4_a (const wvec y[4], wvec r[6])
 }
 
 /* r = G g, g one column (or row) of a filter */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino4_g (const wvec g[3], wvec r[6])
 {
   const wvec p = g[0] + g[2], q = g[0] * (1.0f / 24) + g[2] * (1.0f / 6);
@@ -118,7 +118,7 @@ wino4_g (const wvec g[3], wvec r[6])
 }
 
 /* r = G^T u, the transpose */
-WINO_INLINE void
+TT_ALWAYS_INLINE void
 wino4_gt (const wvec u[6], wvec r[3])
 {
   const wvec s12 = u[1] + u[2], s34 = u[3] + u[4];

@@ -32,7 +32,7 @@ tt_gate_activation_ok (tt_activation fn)
 }
 
 /* f(x), with activation.c's formulas (vmath.h's tanh and sigmoid) */
-static inline __attribute__ ((always_inline)) float
+TT_ALWAYS_INLINE float
 tt_gate_act (tt_activation fn, float x)
 {
   switch (fn) {
@@ -52,7 +52,7 @@ tt_gate_act (tt_activation fn, float x)
 }
 
 /* f'(x) from y = f(x) */
-static inline __attribute__ ((always_inline)) float
+TT_ALWAYS_INLINE float
 tt_gate_prime (tt_activation fn, float y)
 {
   switch (fn) {

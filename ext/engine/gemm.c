@@ -66,7 +66,7 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 /* GNU vector extensions (GCC and Clang) pin the accumulators in registers
  * at -O2; plain loops leave them in memory because -O2 does not fully
  * unroll the row loop. */
-typedef float gemm_vec __attribute__ ((vector_size (4 * GEMM_VEC_FLOATS)));
+typedef float gemm_vec __attribute__((vector_size (4 * GEMM_VEC_FLOATS)));
 #define GEMM_ALIGN _Alignas (4 * GEMM_VEC_FLOATS)
 #else
 #define GEMM_ALIGN _Alignas (16)
@@ -158,8 +158,10 @@ gemm_micro (int kc, const float *a, ptrdiff_t rs, ptrdiff_t ps,
   gemm_vec c0[GEMM_MR], c1[GEMM_MR];
 
   for (int r = 0; r < GEMM_MR; r++) {
-    c0[r] = (gemm_vec) { 0 };
-    c1[r] = (gemm_vec) { 0 };
+    c0[r] = (gemm_vec) {
+    0};
+    c1[r] = (gemm_vec) {
+    0};
   }
   for (int p = 0; p < kc; p++) {
     const float *ap = a + p * ps;

@@ -469,8 +469,7 @@ graph_pool_before_relu (tt_model * m, const bool *dead)
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *a = &m->layers[i];
     if (dead[i] || a->ops != &tt_activation_layer_ops ||
-        a->p.act.fn != TT_ACT_RELU || a->n_inputs != 1 ||
-        a->consumers[0] != 1)
+        a->p.act.fn != TT_ACT_RELU || a->n_inputs != 1 || a->consumers[0] != 1)
       continue;
     int q = -1;
     for (uint32_t c = 0; c < m->n_layers && q < 0; c++)

@@ -28,7 +28,6 @@
 #include <math.h>
 #include <string.h>
 
-#define GRU_ALWAYS_INLINE static inline __attribute__ ((always_inline))
 
 /* The cell loops below take the activations as arguments and are always
  * inlined: called with the defaults as constants (tanh, sigmoid) the
@@ -50,7 +49,7 @@ gru_g (const tt_gru * s)
 /* reset_after, one sample's step: z, r, g pre-activation in, activated
  * out; hn read; the previous hidden row hp (may be h itself: read before
  * written) and the hidden row h out */
-GRU_ALWAYS_INLINE void
+TT_ALWAYS_INLINE void
 gru_cell_after (int U, tt_activation act, tt_activation rec,
     float *restrict z, float *restrict r, const float *restrict hn,
     float *restrict g, const float *hp, float *h)
@@ -69,7 +68,7 @@ gru_cell_after (int U, tt_activation act, tt_activation rec,
 
 /* without reset_after, before the second GEMM: z and r activated, r * hp
  * into rh */
-GRU_ALWAYS_INLINE void
+TT_ALWAYS_INLINE void
 gru_cell_gates (int U, tt_activation rec, float *restrict z,
     float *restrict r, float *restrict rh, const float *restrict hp)
 {
@@ -83,7 +82,7 @@ gru_cell_gates (int U, tt_activation rec, float *restrict z,
 }
 
 /* ... and after it: g activated, h out (hp may be h itself) */
-GRU_ALWAYS_INLINE void
+TT_ALWAYS_INLINE void
 gru_cell_out (int U, tt_activation act, const float *restrict z,
     float *restrict g, const float *hp, float *h)
 {
@@ -100,11 +99,10 @@ gru_cell_out (int U, tt_activation act, const float *restrict z,
  * in, d (pre-activation) and d hn out; dh in, dh * z out (the direct
  * part of d h_{t-1}); keep 0 stands for h_{-1} = 0 (hp then points at any
  * finite row) */
-GRU_ALWAYS_INLINE void
+TT_ALWAYS_INLINE void
 gru_back_after (int U, tt_activation act, tt_activation rec,
     float *restrict z, float *restrict r, float *restrict hn,
-    float *restrict g, const float *restrict hp, float keep,
-    float *restrict dh)
+    float *restrict g, const float *restrict hp, float keep, float *restrict dh)
 {
   for (int j = 0; j < U; j++) {
     const float zv = z[j], rv = r[j], gv = g[j], d = dh[j];
@@ -119,7 +117,7 @@ gru_back_after (int U, tt_activation act, tt_activation rec,
 
 /* without reset_after, first part: dz and dg (r is done once d(r * h) is
  * known) */
-GRU_ALWAYS_INLINE void
+TT_ALWAYS_INLINE void
 gru_back_zg (int U, tt_activation act, tt_activation rec,
     float *restrict z, float *restrict g, const float *restrict hp,
     float keep, float *restrict dh)
@@ -133,10 +131,9 @@ gru_back_zg (int U, tt_activation act, tt_activation rec,
 }
 
 /* ... second part, from drh = d (r * h_{t-1}): dr, and drh * r into dh */
-GRU_ALWAYS_INLINE void
+TT_ALWAYS_INLINE void
 gru_back_r (int U, tt_activation rec, float *restrict r,
-    const float *restrict hp, const float *restrict drh,
-    float *restrict dh)
+    const float *restrict hp, const float *restrict drh, float *restrict dh)
 {
   for (int j = 0; j < U; j++) {
     const float rv = r[j];
@@ -171,7 +168,7 @@ gru_fill_bias (const tt_gru * s, int rows)
 /* One step's cell loops over the batch. Forward pass 0: the whole cell
  * (reset_after) or z, r and r * h; pass 1 (without reset_after, after
  * the second GEMM): g and h. */
-GRU_ALWAYS_INLINE void
+TT_ALWAYS_INLINE void
 gru_forward_cells (const tt_gru * s, int t, int pass)
 {
   const int B = s->batch, T = s->steps, U = s->unit, g_ld = T * 4 * U;
@@ -205,7 +202,7 @@ gru_forward_cells (const tt_gru * s, int t, int pass)
 
 /* Backward pass 0: reset_after's whole cell, or dz and dg; pass 1
  * (without reset_after, t > 0, after drh = dg W_hg^T): dr. dh: [B][U]. */
-GRU_ALWAYS_INLINE void
+TT_ALWAYS_INLINE void
 gru_backward_cells (const tt_gru * s, int t, int pass, float *dh,
     const float *drh)
 {
@@ -215,8 +212,7 @@ gru_backward_cells (const tt_gru * s, int t, int pass, float *dh,
   const float keep = t > 0 ? 1.0f : 0.0f;
   for (int b = 0; b < B; b++) {
     float *g = s->gates + (size_t) b * g_ld + (size_t) t * 4 * U;
-    const float *h = s->hidden + (size_t) b * s->h_ld +
-        (size_t) t * s->h_step;
+    const float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
     const float *hp = t > 0 ? h - s->h_step : h;
     float *dhb = dh + (size_t) b * U;
     if (pass == 1) {
@@ -232,8 +228,7 @@ gru_backward_cells (const tt_gru * s, int t, int pass, float *dh,
         gru_back_after (U, s->act, s->recurrent, g, g + U, g + 2 * U,
             g + 3 * U, hp, keep, dhb);
     } else if (dflt) {
-      gru_back_zg (U, TT_ACT_TANH, TT_ACT_SIGMOID, g, g + 2 * U, hp, keep,
-          dhb);
+      gru_back_zg (U, TT_ACT_TANH, TT_ACT_SIGMOID, g, g + 2 * U, hp, keep, dhb);
     } else {
       gru_back_zg (U, s->act, s->recurrent, g, g + 2 * U, hp, keep, dhb);
     }
@@ -309,8 +304,7 @@ tt_gru_forward (const tt_gru * s, const float *x)
 }
 
 void
-tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences,
-    float *carry)
+tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences, float *carry)
 {
   const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
   const int g_ld = T * G;
@@ -374,8 +368,7 @@ tt_gru_weight_grads (const tt_gru * s, const float *x, float *dw_ih,
   for (int t = 1; t < T; t++)
     tt_gemm (true, false, U, s->reset_after ? 3 * U : 2 * U, B, 1.0f,
         s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
-        s->gates + (size_t) t * G, T * G, t == 1 ? 0.0f : 1.0f, dw_hh,
-        3 * U);
+        s->gates + (size_t) t * G, T * G, t == 1 ? 0.0f : 1.0f, dw_hh, 3 * U);
   /* without reset_after, dW_hg = (r * h)^T dg over all steps at once
    * (r * h_{-1} = 0) */
   if (!s->reset_after)

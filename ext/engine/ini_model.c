@@ -278,8 +278,7 @@ tt_section_dims (const tt_section * s, const char *key, tt_dims * out,
   }
   if (n == 4 && d[0] != 1)
     return tt_section_error (s, key, err, TT_ERR_INVALID,
-        "'%s' gives a batch of %u; set batch_size in [Model] instead", v,
-        d[0]);
+        "'%s' gives a batch of %u; set batch_size in [Model] instead", v, d[0]);
   tt_dims r = { 1, 1, 1 };
   r.w = d[n - 1];
   if (n >= 2)
@@ -703,8 +702,7 @@ ini_parse_dict (tt_model * m, tt_error * err)
   for (int i = 0; i < d->size; i++)
     if (d->key[i] && d->key[i][0] == ':')
       return tt_fail (err, TT_ERR_PARSE,
-          "%s: key '%s' appears before any [section]", m->path,
-          d->key[i] + 1);
+          "%s: key '%s' appears before any [section]", m->path, d->key[i] + 1);
   /* iniparser joins section and key with ':', so it does not count
    * [plan:x] as a section (its entry reads as key x of [plan], its keys
    * as keys "x:..."): the layer would vanish, or a saved plan would not
@@ -724,8 +722,7 @@ ini_parse_dict (tt_model * m, tt_error * err)
   int nsec = iniparser_getnsec (d);
   if (nsec <= 0)
     return tt_fail (err, TT_ERR_INVALID,
-        "%s: empty model: no [Model] section and no layer sections",
-        m->path);
+        "%s: empty model: no [Model] section and no layer sections", m->path);
 
   const tt_section *opt = NULL, *sched = NULL;
   tt_section opt_s, sched_s, model_s = { m->path, NULL, d };

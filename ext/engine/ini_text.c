@@ -83,8 +83,7 @@ ini_text_line (dictionary * d, char *line, char *section, size_t sec_len)
   if (!*key)
     return -1;
   ini_text_lower (key);
-  if ((value[0] == '"' || value[0] == '\'') && value[1] &&
-      value[1] != value[0]) {
+  if ((value[0] == '"' || value[0] == '\'') && value[1] && value[1] != value[0]) {
     /* quoted: up to the closing quote (or the end, as iniparser's sscanf
      * reads it), comments included */
     char *endq = strchr (value + 1, value[0]);

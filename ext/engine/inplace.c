@@ -31,8 +31,7 @@ inplace_reads (const tt_layer * l)
 }
 
 bool
-tt_inplace_eligible (const tt_model * m, const tt_layer * l,
-    const char **why)
+tt_inplace_eligible (const tt_model * m, const tt_layer * l, const char **why)
 {
   const char *dummy;
   if (!why)

@@ -14,8 +14,7 @@ addition_infer (tt_model * m, tt_layer * l, tt_error * err)
       return tt_fail (err, TT_ERR_INVALID,
           "%s: [%s] input_layers: '%s' gives %u:%u:%u but '%s' gives "
           "%u:%u:%u; addition needs equal shapes", m->path, l->section,
-          l->inputs[0].name, a.c, a.h, a.w, l->inputs[i].name, b.c, b.h,
-          b.w);
+          l->inputs[0].name, a.c, a.h, a.w, l->inputs[i].name, b.c, b.h, b.w);
   }
   l->out_dims[0] = a;
   return TT_OK;

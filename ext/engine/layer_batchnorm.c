@@ -34,8 +34,7 @@ bn_parse (tt_layer * l, const tt_section * s, tt_error * err)
     return st;
   for (int i = 0; i < 4; i++) {
     int v = (int) l->p.bn.init[i];
-    if ((st = tt_section_enum (s, init_keys[i], tt_initializer_names, &v,
-                err)))
+    if ((st = tt_section_enum (s, init_keys[i], tt_initializer_names, &v, err)))
       return st;
     l->p.bn.init[i] = (tt_initializer) v;
   }

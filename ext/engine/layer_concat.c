@@ -57,7 +57,7 @@ concat_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-concat_geometry (const tt_layer * l, size_t * outer, size_t * inner)
+concat_geometry (const tt_layer * l, size_t *outer, size_t *inner)
 {
   const tt_dims d = l->out_dims[0];
   const int axis = l->p.concat.axis;

@@ -40,8 +40,7 @@ conv_parse (tt_layer * l, const tt_section * s, tt_error * err)
       (st = tt_window_pair (s, "kernel_size", 1, l->p.conv.kernel, err)) ||
       (st = tt_window_pair (s, "stride", 1, l->p.conv.stride, err)) ||
       (st = tt_window_pair (s, "dilation", 1, l->p.conv.dilation, err)) ||
-      (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad,
-              err)))
+      (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad, err)))
     return st;
   return conv_require_keys (s, "e.g. 3,3", err);
 }
@@ -60,8 +59,7 @@ conv1d_parse (tt_layer * l, const tt_section * s, tt_error * err)
       (st = tt_section_uint (s, "kernel_size", 1, 1u << 16, &kernel, err)) ||
       (st = tt_section_uint (s, "stride", 1, 1u << 16, &stride, err)) ||
       (st = tt_section_uint (s, "dilation", 1, 1u << 16, &dilation, err)) ||
-      (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad,
-              err)))
+      (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad, err)))
     return st;
   if ((st = conv_require_keys (s, "the window's width, e.g. 3", err)))
     return st;
@@ -70,8 +68,7 @@ conv1d_parse (tt_layer * l, const tt_section * s, tt_error * err)
     return tt_section_error (s, "padding", err, TT_ERR_INVALID,
         "'%s' pads the height too (nntrainer's conv1d passes it to conv2d); "
         "write 0,%u to pad the width by %u on each side, or 0,0,LEFT,RIGHT",
-        tt_section_string (s, "padding"), l->p.conv.pad[2],
-        l->p.conv.pad[2]);
+        tt_section_string (s, "padding"), l->p.conv.pad[2], l->p.conv.pad[2]);
   l->p.conv.kernel[0] = l->p.conv.stride[0] = l->p.conv.dilation[0] = 1;
   l->p.conv.kernel[1] = kernel;
   l->p.conv.stride[1] = stride;
@@ -97,7 +94,8 @@ conv_infer (tt_model * m, tt_layer * l, tt_error * err)
   if (ckk * f > (1u << 30))
     return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: the filter is too large",
         m->path, l->section);
-  l->out_dims[0] = (tt_dims) { f, (uint32_t) g->out_h, (uint32_t) g->out_w };
+  l->out_dims[0] = (tt_dims) {
+  f, (uint32_t) g->out_h, (uint32_t) g->out_w};
   const uint32_t kk = (uint32_t) (g->kernel_h * g->kernel_w);
   tt_weight *w = tt_layer_add_weight (l, "filter", ckk * f, l->weight_init,
       (uint32_t) ckk, f * kk, true);
@@ -178,15 +176,15 @@ conv_calc_gradient (tt_model * m, tt_layer * l)
 {
   if (l->weights[0].grad < 0)
     return;
-  if (l->needs_derivative && tt_conv2d_batch_fuses_backward (
-          &l->p.conv.geom, (int) m->batch_size)) {
+  if (l->needs_derivative
+      && tt_conv2d_batch_fuses_backward (&l->p.conv.geom,
+          (int) m->batch_size)) {
     tt_conv2d_batch_backward (&l->p.conv.geom, (int) l->p.conv.filters,
-        (int) m->cur_batch, (int) m->batch_size,
-        tt_data (m, l->weights[0].value), tt_data (m, l->out_deriv[0]),
-        tt_data (m, l->weights[0].grad),
-        l->n_weights > 1 ? tt_data (m, l->weights[1].grad) : NULL,
-        tt_data (m, l->in_deriv[0]), tt_data (m, l->p.conv.col),
-        tt_data (m, l->p.conv.dy_grouped));
+        (int) m->cur_batch, (int) m->batch_size, tt_data (m,
+            l->weights[0].value), tt_data (m, l->out_deriv[0]), tt_data (m,
+            l->weights[0].grad), l->n_weights > 1 ? tt_data (m,
+            l->weights[1].grad) : NULL, tt_data (m, l->in_deriv[0]), tt_data (m,
+            l->p.conv.col), tt_data (m, l->p.conv.dy_grouped));
     return;
   }
   tt_conv2d_batch_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
@@ -200,8 +198,8 @@ static void
 conv_calc_derivative (tt_model * m, tt_layer * l)
 {
   /* calcGradient ran both passes, or regrouped the output derivative */
-  if (l->weights[0].grad >= 0 && tt_conv2d_batch_fuses_backward (
-          &l->p.conv.geom, (int) m->batch_size))
+  if (l->weights[0].grad >= 0
+      && tt_conv2d_batch_fuses_backward (&l->p.conv.geom, (int) m->batch_size))
     return;
   tt_conv2d_batch_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
       (int) m->cur_batch, (int) m->batch_size,

@@ -30,7 +30,8 @@ fc_infer (tt_model * m, tt_layer * l, tt_error * err)
     return tt_fail (err, TT_ERR_INVALID,
         "%s: [%s] unit: a %u x %u weight is too large", m->path, l->section,
         in.w, unit);
-  l->out_dims[0] = (tt_dims) { in.c, in.h, unit };
+  l->out_dims[0] = (tt_dims) {
+  in.c, in.h, unit};
   tt_weight *w = tt_layer_add_weight (l, "weight", (size_t) in.w * unit,
       l->weight_init, in.w, unit, true);
   w->decay = l->weight_decay;

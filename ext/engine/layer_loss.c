@@ -23,8 +23,7 @@ loss_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-loss_sizes (const tt_model * m, const tt_layer * l, size_t * rows,
-    size_t * width)
+loss_sizes (const tt_model * m, const tt_layer * l, size_t *rows, size_t *width)
 {
   const tt_dims d = l->in_dims[0];
   *rows = (size_t) m->cur_batch * d.c * d.h;

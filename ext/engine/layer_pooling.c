@@ -5,7 +5,8 @@
  */
 #include "tt_internal.h"
 
-enum { POOL_MAX, POOL_AVERAGE, POOL_GLOBAL_MAX, POOL_GLOBAL_AVERAGE };
+enum
+{ POOL_MAX, POOL_AVERAGE, POOL_GLOBAL_MAX, POOL_GLOBAL_AVERAGE };
 
 static const char *const pool_keys[] = {
   "pooling", "pool_size", "stride", "padding", NULL
@@ -22,17 +23,16 @@ pool_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if ((st = tt_section_enum (s, "pooling", kinds, &l->p.pool.kind, err)) ||
       (st = tt_window_pair (s, "pool_size", 1, l->p.pool.size, err)) ||
       (st = tt_window_pair (s, "stride", 1, l->p.pool.stride, err)) ||
-      (st = tt_window_padding (s, &l->p.pool.padding_mode, l->p.pool.pad,
-              err)))
+      (st = tt_window_padding (s, &l->p.pool.padding_mode, l->p.pool.pad, err)))
     return st;
   if (!tt_section_has (s, "pooling"))
     return tt_section_error (s, "pooling", err, TT_ERR_INVALID,
         "missing key (max, average, global_max or global_average)");
   bool global = l->p.pool.kind >= POOL_GLOBAL_MAX;
-  if (!global && !tt_section_has (s, "pool_size"))
+  if (!(global ||tt_section_has (s, "pool_size")))
     return tt_section_error (s, "pool_size", err, TT_ERR_INVALID,
         "missing key (e.g. 2,2)");
-  if (global && (tt_section_has (s, "pool_size") ||
+  if (global &&(tt_section_has (s, "pool_size") ||
           tt_section_has (s, "stride") || tt_section_has (s, "padding")))
     return tt_section_error (s, "pooling", err, TT_ERR_INVALID,
         "global pooling takes no pool_size, stride or padding");
@@ -47,17 +47,16 @@ pool_infer (tt_model * m, tt_layer * l, tt_error * err)
   tt_status st;
   if (l->p.pool.kind >= POOL_GLOBAL_MAX) {
     const uint32_t whole[2] = { l->in_dims[0].h, l->in_dims[0].w };
-    st = tt_window_setup (m, l, &l->p.pool.geom, whole, one, one, 0, pad0,
-        err);
+    st = tt_window_setup (m, l, &l->p.pool.geom, whole, one, one, 0, pad0, err);
   } else {
     st = tt_window_setup (m, l, &l->p.pool.geom, l->p.pool.size,
         l->p.pool.stride, one, l->p.pool.padding_mode, l->p.pool.pad, err);
   }
   if (st)
     return st;
-  l->out_dims[0] = (tt_dims) { l->in_dims[0].c,
-    (uint32_t) l->p.pool.geom.out_h, (uint32_t) l->p.pool.geom.out_w
-  };
+  l->out_dims[0] = (tt_dims) {
+  l->in_dims[0].c,
+        (uint32_t) l->p.pool.geom.out_h, (uint32_t) l->p.pool.geom.out_w};
   return TT_OK;
 }
 

@@ -14,7 +14,8 @@ flatten_infer (tt_model * m, tt_layer * l, tt_error * err)
 {
   (void) m;
   (void) err;
-  l->out_dims[0] = (tt_dims) { 1, 1, (uint32_t) tt_dims_count (l->in_dims[0])
+  l->out_dims[0] = (tt_dims) {
+    1, 1, (uint32_t) tt_dims_count (l->in_dims[0])
   };
   return TT_OK;
 }

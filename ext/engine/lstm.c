@@ -31,7 +31,7 @@ lstm_defaults (const tt_lstm * s)
  * Always inlined: called with the defaults as constants (tanh, sigmoid)
  * the activation switches fold away and, the rows being separate restrict
  * pointers, the loop vectorizes; with others it switches per value. */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 lstm_cell_forward (int U, tt_activation act, tt_activation rec,
     float *restrict gi, float *restrict gf, float *restrict gg,
     float *restrict go, const float *cp, float *c, float *restrict h)
@@ -53,7 +53,7 @@ lstm_cell_forward (int U, tt_activation act, tt_activation rec,
 
 /* Its backward: the activated gates in, their pre-activation derivatives
  * out; keep 0 stands for c_{-1} = 0 (cp then points at any finite row). */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 lstm_cell_backward (int U, tt_activation act, tt_activation rec,
     float *restrict gi, float *restrict gf, float *restrict gg,
     float *restrict go, const float *restrict cp, float keep,
@@ -88,7 +88,7 @@ lstm_fill_bias (const tt_lstm * s, int rows, float *g, int ld)
 }
 
 /* Step t's cells, every sample: activations, c_t and h_t. */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 lstm_forward_cells (const tt_lstm * s, int t)
 {
   const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
@@ -114,7 +114,7 @@ lstm_forward_cells (const tt_lstm * s, int t)
 
 /* Step t's cells backward, every sample: the gate derivatives over the
  * gates, dc carried to step t - 1. */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 lstm_backward_cells (const tt_lstm * s, int t, const float *dh, float *dc)
 {
   const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
@@ -189,8 +189,7 @@ tt_lstm_forward (const tt_lstm * s, const float *x)
 }
 
 void
-tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
-    float *carry)
+tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences, float *carry)
 {
   const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
   float *dh = carry, *dc = carry + (size_t) B * U;
@@ -222,8 +221,7 @@ tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
 {
   const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
   const int G = 4 * U;
-  tt_gemm (true, false, F, G, B * T, 1.0f, x, F, s->gates, G, 0.0f, dw_ih,
-      G);
+  tt_gemm (true, false, F, G, B * T, 1.0f, x, F, s->gates, G, 0.0f, dw_ih, G);
   /* dW_hh = sum over t >= 1 of h_{t-1}^T dG_t, one GEMM per step as in
    * forward */
   if (T == 1)

@@ -44,7 +44,7 @@ typedef int32_t PV_NAME (pivec) __attribute__ ((vector_size (4 * PV)));
  * rows, i0 the plane index of r0[0]. The first maximum wins, in reading
  * order (a, b, c, d), and so does the first NaN, exactly as in
  * pooling.c. */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 PV_NAME (pool2x2_block) (const float *r0, const float *r1, int i0, int iw,
     int ox, float *yr, int32_t * ar)
 {
@@ -71,7 +71,7 @@ PV_NAME (pool2x2_block) (const float *r0, const float *r1, int i0, int iw,
 
 /* One output row of at least PV outputs: whole vectors, then one ending
  * at the row's end (it recomputes a few outputs, with the same result). */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 PV_NAME (pool2x2_row) (const float *xp, int r0, int iw, int ow, float *yr,
     int32_t * ar)
 {
@@ -84,7 +84,7 @@ PV_NAME (pool2x2_row) (const float *xp, int r0, int iw, int ow, float *yr,
 
 /* The four inputs of windows [ox, ox + PV) of one output row: dy at the
  * argmax, 0 elsewhere, interleaved back into the two input rows. */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 PV_NAME (unpool2x2_block) (const float *dr, const int32_t * ar, int i0,
     int iw, int ox, float *d0, float *d1)
 {
@@ -108,7 +108,7 @@ PV_NAME (unpool2x2_block) (const float *dr, const int32_t * ar, int i0,
 
 /* One output row of at least PV windows: each window's four inputs are
  * written, the last block slid back (it rewrites the same values). */
-static inline __attribute__ ((always_inline)) void
+TT_ALWAYS_INLINE void
 PV_NAME (unpool2x2_row) (const float *dr, const int32_t * ar, int r0,
     int iw, int ow, float *d0, float *d1)
 {

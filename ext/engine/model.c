@@ -239,7 +239,8 @@ tt_model_num_inputs (const tt_model * m)
 static tt_shape
 model_shape (tt_dims d)
 {
-  return (tt_shape) { d.c, d.h, d.w };
+  return (tt_shape) {
+  d.c, d.h, d.w};
 }
 
 tt_status
@@ -255,7 +256,8 @@ tt_shape
 tt_model_label_shape (const tt_model * m)
 {
   if (!m->compiled)
-    return (tt_shape) { 0, 0, 0 };
+    return (tt_shape) {
+    0, 0, 0};
   return model_shape (m->layers[m->loss_layer].in_dims[0]);
 }
 
@@ -323,8 +325,7 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, tt_error * err)
 {
   if (!m->compiled)
-    return tt_fail (err, TT_ERR_STATE, "%s: compile the model first",
-        m->path);
+    return tt_fail (err, TT_ERR_STATE, "%s: compile the model first", m->path);
   if (n < 1 || n > m->batch_size)
     return tt_fail (err, TT_ERR_INVALID,
         "%s: %u samples given; a batch holds 1 to %u", m->path, n,
@@ -460,13 +461,11 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
         "compiled for inference only (no gradients, no optimizer state)",
         m->path);
   if (!labels)
-    return tt_fail (err, TT_ERR_INVALID, "%s: training needs labels",
-        m->path);
+    return tt_fail (err, TT_ERR_INVALID, "%s: training needs labels", m->path);
   /* wrapping would restart adam's bias correction and the schedule */
   if (m->iteration == UINT32_MAX)
     return tt_fail (err, TT_ERR_STATE, "%s: the iteration counter is at "
-        "%u, its limit: another step would overflow it", m->path,
-        m->iteration);
+        "%u, its limit: another step would overflow it", m->path, m->iteration);
   tt_status st = model_feed (m, n, inputs, types, labels, err);
   if (st)
     return st;
@@ -550,8 +549,7 @@ model_weights_copy (tt_model * m, float *out, const float *in, size_t floats,
     tt_error * err)
 {
   if (!m->compiled)
-    return tt_fail (err, TT_ERR_STATE, "%s: compile the model first",
-        m->path);
+    return tt_fail (err, TT_ERR_STATE, "%s: compile the model first", m->path);
   if (in && m->weights_external)
     return tt_model_refuse_external (m, "load weights", err);
   const size_t want = tt_model_weight_floats (m);

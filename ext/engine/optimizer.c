@@ -115,8 +115,7 @@ optimizer_parse_scheduler (tt_optimizer * o, const tt_section * s,
  * keys in [Model] (whose key check is the caller's), adam by default. */
 static tt_status
 optimizer_parse_section (tt_optimizer * o, const tt_section * s,
-    const char *type_key, bool legacy, const tt_section * sched,
-    tt_error * err)
+    const char *type_key, bool legacy, const tt_section * sched, tt_error * err)
 {
   static const char *const types[] = { "sgd", "adam", "adamw", NULL };
   tt_status st;
@@ -169,8 +168,7 @@ optimizer_parse_section (tt_optimizer * o, const tt_section * s,
   /* nntrainer's older form: decay next to the learning rate is an
    * exponential schedule */
   if (tt_section_has (s, "decay_rate") || tt_section_has (s, "decay_steps")) {
-    if (!tt_section_has (s, "decay_rate") || !tt_section_has (s,
-            "decay_steps"))
+    if (!tt_section_has (s, "decay_rate") || !tt_section_has (s, "decay_steps"))
       return tt_section_error (s, NULL, err, TT_ERR_INVALID,
           "decay_rate and decay_steps go together");
     if (sched)
@@ -182,8 +180,7 @@ optimizer_parse_section (tt_optimizer * o, const tt_section * s,
     return st;
   if (o->learning_rate <= 0)
     return tt_fail (err, TT_ERR_INVALID,
-        "%s: [LearningRateScheduler] learning_rate: must be positive",
-        s->file);
+        "%s: [LearningRateScheduler] learning_rate: must be positive", s->file);
   return TT_OK;
 }
 

@@ -29,7 +29,8 @@
 #define ORDER_MAX_IDEALS 20000
 #define ORDER_IMPROVE_SECONDS 0.5
 
-typedef struct {
+typedef struct
+{
   const tt_model *m;
   uint32_t n, words;
   uint64_t align;
@@ -203,7 +204,7 @@ tt_order_peak (const tt_model * m, const int *exec, uint64_t align)
 
 static void
 order_dfs_visit (const tt_model * m, uint32_t l, bool *seen, int *post,
-    uint32_t *n_post)
+    uint32_t * n_post)
 {
   seen[l] = true;
   /* consumers in storage order, so the deepest branch finishes first */
@@ -243,7 +244,8 @@ tt_order_dfs (const tt_model * m, int *exec)
 
 /* ---- exact search over ideals ---------------------------------------- */
 
-typedef struct {
+typedef struct
+{
   uint64_t *sets;               /* capacity x words */
   uint64_t *best;
   int32_t *parent;              /* ideal index it came from */
@@ -336,7 +338,7 @@ order_exact (const order_ctx * c, int *exec, uint64_t * peak)
         t.parent[j] = (int32_t) i;
         t.via[j] = (int32_t) l;
       }
-      s = t.sets + (size_t) i * c->words;
+      s = t.sets + (size_t) (i) * c->words;
     }
   }
   /* the full set is the last ideal created */

@@ -29,7 +29,7 @@ plan_now (void)
 
 /* Root tensors as intervals; map[i] is the tensor id of interval i. */
 tt_interval *
-tt_plan_intervals (const tt_model * m, uint32_t **map_out, size_t *n_out)
+tt_plan_intervals (const tt_model * m, uint32_t ** map_out, size_t *n_out)
 {
   size_t n = 0;
   for (uint32_t i = 0; i < m->n_tensors; i++)
@@ -67,8 +67,7 @@ plan_layout (tt_model * m, uint64_t * pool, uint64_t * bound,
   size_t n;
   tt_interval *t = tt_plan_intervals (m, &map, &n);
   if (!t)
-    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory planning",
-        m->path);
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory planning", m->path);
   *bound = tt_plan_lower_bound (t, n, m->align);
   *naive = tt_plan_naive_size (t, n, m->align);
   *pool = tt_plan_assign_offsets (t, n, m->align);

@@ -49,7 +49,7 @@ tt_plan_section_name (const char *section)
 
 static tt_status
 plan_error (const tt_model * m, tt_error * err, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
+    __attribute__((format (printf, 3, 4)));
 
 static tt_status
 plan_error (const tt_model * m, tt_error * err, const char *fmt, ...)
@@ -254,8 +254,7 @@ plan_read_layers (tt_model * m, int *exec, tt_error * err)
   /* in storage (topological) order, as the decisions depend on producers */
   for (uint32_t i = 0; i < n; i++) {
     const char *why;
-    if (m->layers[i].in_place && !tt_inplace_eligible (m, &m->layers[i],
-            &why))
+    if (m->layers[i].in_place && !tt_inplace_eligible (m, &m->layers[i], &why))
       return plan_error (m, err, "[Plan.Layers] %s: cannot run in place: "
           "%s", m->layers[i].name, why);
   }
@@ -272,8 +271,7 @@ plan_read_offsets (tt_model * m, tt_error * err)
       continue;
     const char *v = plan_get (m, "plan.tensors", t->name);
     if (!v)
-      return plan_error (m, err, "[Plan.Tensors] %s: missing tensor",
-          t->name);
+      return plan_error (m, err, "[Plan.Tensors] %s: missing tensor", t->name);
     uint64_t off;
     if (!plan_u64 (v, PLAN_MAX_POOL, &off))
       return plan_error (m, err, "[Plan.Tensors] %s: offset '%s' is not an "
@@ -287,8 +285,7 @@ plan_read_offsets (tt_model * m, tt_error * err)
     const char *name = keys[k] + strlen ("plan.tensors:");
     bool found = false;
     for (uint32_t i = 0; i < m->n_tensors && !found; i++)
-      found = m->tensors[i].alias_of < 0 && !strcmp (m->tensors[i].name,
-          name);
+      found = m->tensors[i].alias_of < 0 && !strcmp (m->tensors[i].name, name);
     if (!found)
       st = plan_error (m, err, "[Plan.Tensors] %s: no tensor of that name "
           "has memory of its own in this model", name);
@@ -340,8 +337,7 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
   /* the planner's own figures, for reports and for saving the plan again
    * unchanged; only the bound is recomputed (it is cheap and checked) */
   uint64_t figure;
-  if (plan_u64 (plan_get (m, "plan", "depth_first_pool"), UINT64_MAX,
-          &figure))
+  if (plan_u64 (plan_get (m, "plan", "depth_first_pool"), UINT64_MAX, &figure))
     m->plan.dfs_pool_bytes = figure;
   const char *search = plan_get (m, "plan", "order_search");
   m->plan.order_exact = search && !strcmp (search, "exact");
@@ -366,7 +362,8 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
 /* ---- writing --------------------------------------------------------- */
 
 /* The text grows in a buffer; the first failure sticks. */
-typedef struct {
+typedef struct
+{
   char *buf;
   size_t len, cap;
   tt_error *err;
@@ -400,9 +397,8 @@ plan_append (plan_writer * w, const char *data, size_t len)
   w->len += len;
 }
 
-static void
-plan_printf (plan_writer * w, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
+static void plan_printf (plan_writer * w, const char *fmt, ...)
+    __attribute__((format (printf, 2, 3)));
 
 static void
 plan_printf (plan_writer * w, const char *fmt, ...)
@@ -618,8 +614,7 @@ plan_append_model_text (plan_writer * w, const tt_model * m, size_t len)
 }
 
 tt_status
-tt_plan_ini_text (tt_model * m, char **text, size_t *text_len,
-    tt_error * err)
+tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
 {
   *text = NULL;
   *text_len = 0;

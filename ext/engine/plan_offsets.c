@@ -36,7 +36,8 @@
 
 /* A tensor that needs bytes. Invariant: asize > 0 and a multiple of the
  * alignment, 0 <= first <= last, idx < n (the caller's index). */
-typedef struct {
+typedef struct
+{
   uint64_t asize;
   int32_t first, last;
   uint32_t idx;
@@ -44,7 +45,8 @@ typedef struct {
 
 /* A placed tensor. Invariant: end = off + asize, computed without
  * overflow. */
-typedef struct {
+typedef struct
+{
   uint64_t off, end;
   int32_t first, last;
 } plan_offsets_slot;
@@ -58,7 +60,8 @@ typedef struct {
  * only the first chunk may be empty. */
 #define PLAN_OFFSETS_CHUNK 64
 
-typedef struct {
+typedef struct
+{
   uint32_t n;
   plan_offsets_slot s[PLAN_OFFSETS_CHUNK];
 } plan_offsets_chunk;
@@ -66,12 +69,14 @@ typedef struct {
 /* Sort record for building an order: ascending on k[0], k[1], k[2], then
  * idx, so that every order is total and the result does not depend on
  * what qsort does with ties. Descending keys are stored complemented. */
-typedef struct {
+typedef struct
+{
   uint64_t k[3];
   uint32_t idx;
 } plan_offsets_key;
 
-typedef enum {
+typedef enum
+{
   PLAN_OFFSETS_BEST_FIT,
   PLAN_OFFSETS_FIRST_FIT
 } plan_offsets_fit;
@@ -79,7 +84,8 @@ typedef enum {
 /* Scratch shared by all passes. A chunk splits only when full, into
  * two half-full ones, so m slots never need more than
  * plan_offsets_max_chunks (m) chunks. */
-typedef struct {
+typedef struct
+{
   const plan_offsets_item *items;
   uint32_t m;
   plan_offsets_chunk *chunks;
@@ -182,7 +188,8 @@ tt_plan_naive_size (const tt_interval * t, size_t n, uint64_t align)
 /* A lifetime boundary for the lower-bound sweep: the aligned size enters
  * at step first and leaves at step last + 1 (int64: last may be
  * INT32_MAX). */
-typedef struct {
+typedef struct
+{
   int64_t step;
   uint64_t asize;
   bool leave;
@@ -225,8 +232,10 @@ tt_plan_lower_bound (const tt_interval * t, size_t n, uint64_t align)
     }
     if (a == 0)
       continue;
-    ev[ne++] = (plan_offsets_event) { t[i].first, a, false };
-    ev[ne++] = (plan_offsets_event) { (int64_t) t[i].last + 1, a, true };
+    ev[ne++] = (plan_offsets_event) {
+    t[i].first, a, false};
+    ev[ne++] = (plan_offsets_event) {
+    (int64_t) t[i].last + 1, a, true};
   }
   qsort (ev, ne, sizeof *ev, plan_offsets_event_cmp);
   for (size_t i = 0; i < ne; i++) {
@@ -351,7 +360,8 @@ plan_offsets_pressure (const plan_offsets_item * items, uint32_t m,
 }
 
 /* The orders the construction uses. */
-typedef enum {
+typedef enum
+{
   PLAN_OFFSETS_BY_SIZE,         /* size, then duration, descending */
   PLAN_OFFSETS_BY_PRESSURE,     /* pressure x size, then size, descending */
   PLAN_OFFSETS_BY_DURATION,     /* duration, then size, descending */
@@ -417,8 +427,7 @@ plan_offsets_insert (plan_offsets_ctx * ctx, plan_offsets_slot sl)
     plan_offsets_chunk *up = &ctx->chunks[id];
 
     up->n = PLAN_OFFSETS_CHUNK / 2;
-    memcpy (up->s, &ch->s[PLAN_OFFSETS_CHUNK / 2],
-        up->n * sizeof *up->s);
+    memcpy (up->s, &ch->s[PLAN_OFFSETS_CHUNK / 2], up->n * sizeof *up->s);
     ch->n = PLAN_OFFSETS_CHUNK / 2;
     memmove (&ctx->chunk_order[c + 2], &ctx->chunk_order[c + 1],
         (ctx->n_chunks - c - 1) * sizeof *ctx->chunk_order);
@@ -500,7 +509,9 @@ plan_offsets_greedy (plan_offsets_ctx * ctx, const uint32_t * order,
     if (end > pool)
       pool = end;
     ctx->off[order[k]] = best;
-    plan_offsets_insert (ctx, (plan_offsets_slot) { best, end, first, last });
+    plan_offsets_insert (ctx, (plan_offsets_slot) {
+        best, end, first, last}
+    );
   }
   return pool;
 }
@@ -553,7 +564,8 @@ plan_offsets_bump (const plan_offsets_ctx * ctx, const uint32_t * order,
 }
 
 /* Scratch of tt_plan_assign_offsets, freed together. */
-typedef struct {
+typedef struct
+{
   plan_offsets_item *items;
   plan_offsets_key *keys;
   uint32_t *order, *next, *best_order;
@@ -603,7 +615,8 @@ uint64_t
 tt_plan_assign_offsets (tt_interval * t, size_t n, uint64_t align)
 {
   /* The constructions, in the order tried; the first is the classic. */
-  static const struct {
+  static const struct
+  {
     plan_offsets_order_kind order;
     plan_offsets_fit fit;
   } constructions[] = {
@@ -622,8 +635,7 @@ tt_plan_assign_offsets (tt_interval * t, size_t n, uint64_t align)
   /* Item indices and counts are 32-bit to keep the scanned memory
    * small; every scratch array takes at most 64 bytes per item (chunks
    * about 49), so no allocation size can overflow. */
-  if (!plan_offsets_align_ok (&align) || n >= UINT32_MAX
-      || n > SIZE_MAX / 64)
+  if (!plan_offsets_align_ok (&align) || n >= UINT32_MAX || n > SIZE_MAX / 64)
     return UINT64_MAX;
   bound = tt_plan_lower_bound (t, n, align);
   if (bound == UINT64_MAX)
@@ -641,13 +653,13 @@ tt_plan_assign_offsets (tt_interval * t, size_t n, uint64_t align)
     /* Cannot fail: the lower bound already rounded every size. */
     (void) plan_offsets_round (t[i].size, align, &a);
     if (a)
-      w.items[m++] = (plan_offsets_item) { a, t[i].first, t[i].last,
-        (uint32_t) i };
+      w.items[m++] = (plan_offsets_item) {
+      a, t[i].first, t[i].last, (uint32_t) i};
   }
   if (!plan_offsets_pressure (w.items, m, w.pressure))
     goto out;
-  ctx = (plan_offsets_ctx) { w.items, m, w.chunks, w.chunk_order, 0, w.off,
-    0 };
+  ctx = (plan_offsets_ctx) {
+  w.items, m, w.chunks, w.chunk_order, 0, w.off, 0};
 
   for (size_t c = 0; c < sizeof constructions / sizeof *constructions
       && (c == 0 || ctx.work + last_pass <= PLAN_OFFSETS_CONSTRUCT_BUDGET);

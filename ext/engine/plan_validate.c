@@ -22,7 +22,8 @@
 #include <stdlib.h>
 
 /* A sort record: ascending on key, then on idx (total, deterministic). */
-typedef struct {
+typedef struct
+{
   uint64_t key;
   size_t idx;
 } plan_validate_rec;
@@ -41,8 +42,7 @@ plan_validate_rec_cmp (const void *pa, const void *pb)
 
 /* Name of tensor i; buf holds "#<i>" when there is no name. */
 static const char *
-plan_validate_name (const char *const *names, size_t i, char *buf,
-    size_t len)
+plan_validate_name (const char *const *names, size_t i, char *buf, size_t len)
 {
   if (names && names[i])
     return names[i];
@@ -50,9 +50,8 @@ plan_validate_name (const char *const *names, size_t i, char *buf,
   return buf;
 }
 
-static int
-plan_validate_fail (char *err, size_t err_len, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
+static int plan_validate_fail (char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format (printf, 3, 4)));
 
 static int
 plan_validate_fail (char *err, size_t err_len, const char *fmt, ...)
@@ -68,7 +67,8 @@ plan_validate_fail (char *err, size_t err_len, const char *fmt, ...)
 }
 
 /* Fenwick tree over ranks 1..n counting live tensors. */
-typedef struct {
+typedef struct
+{
   uint32_t *c;                  /* c[1..n]; c[0] unused */
   size_t n;
   size_t top;                   /* highest power of two <= n */
@@ -170,10 +170,13 @@ tt_plan_validate (const tt_interval * t, size_t n, uint64_t align,
     fw.top *= 2;
 
   for (size_t i = 0; i < n; i++) {
-    by_off[i] = (plan_validate_rec) { t[i].offset, i };
+    by_off[i] = (plan_validate_rec) {
+    t[i].offset, i};
     /* first and last are >= 0 here, so the casts keep the order. */
-    by_first[i] = (plan_validate_rec) { (uint64_t) t[i].first, i };
-    by_last[i] = (plan_validate_rec) { (uint64_t) t[i].last, i };
+    by_first[i] = (plan_validate_rec) {
+    (uint64_t) t[i].first, i};
+    by_last[i] = (plan_validate_rec) {
+    (uint64_t) t[i].last, i};
   }
   qsort (by_off, n, sizeof *by_off, plan_validate_rec_cmp);
   qsort (by_first, n, sizeof *by_first, plan_validate_rec_cmp);

@@ -125,8 +125,7 @@ pooling_max_tap (const float *xp, int base, int sw, int n, int off,
 }
 
 static inline void
-pooling_sum_run (const float *xp, int base, int sw, int n,
-    float *restrict sum)
+pooling_sum_run (const float *xp, int base, int sw, int n, float *restrict sum)
 {
 #pragma GCC unroll 1
   for (int k = 0; k < n; k++)
@@ -134,8 +133,7 @@ pooling_sum_run (const float *xp, int base, int sw, int n,
 }
 
 static inline void
-pooling_sum_tap (const float *xp, int base, int sw, int n,
-    float *restrict sum)
+pooling_sum_tap (const float *xp, int base, int sw, int n, float *restrict sum)
 {
   if (n == POOLING_BLOCK)
     pooling_sum_run (xp, base, sw, POOLING_BLOCK, sum);

@@ -75,7 +75,8 @@ tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
     return tt_fail (err, TT_ERR_INVALID,
         "%s: [%s] unit: the %u x %u weights are too large", m->path,
         l->section, in.w > unit ? in.w : unit, g);
-  l->out_dims[0] = (tt_dims) { 1, r->return_sequences ? in.h : 1, unit };
+  l->out_dims[0] = (tt_dims) {
+  1, r->return_sequences ? in.h : 1, unit};
   /* nntrainer's fans: [rows][cols] weights have fan_in rows, fan_out cols;
    * a single row has both equal to its width */
   tt_weight *w = tt_layer_add_weight (l, "weight_ih", (size_t) in.w * g,

@@ -146,8 +146,7 @@ tt_model_save_with_fallback (tt_model * m, const char *path,
     if (i == 2 && !strcmp (dirs[1], "/tmp"))
       break;
     tt_error e2;
-    if (save_rescue_in (m, path, dirs[i], options, saved_to, cap, &e2) ==
-        TT_OK)
+    if (save_rescue_in (m, path, dirs[i], options, saved_to, cap, &e2) == TT_OK)
       return tt_fail (err, st, "%s; the model was saved to %s instead",
           first, saved_to);
     size_t len = strlen (tried);

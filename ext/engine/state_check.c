@@ -81,8 +81,7 @@ tt_state_fail (tt_error * err, const char *file, const char *tensor,
   float v;
   memcpy (&v, p, 4);
   return tt_fail (err, TT_ERR_PARSE, "%s: tensor %s holds %s (%g) at "
-      "element %zu", file, tensor, tt_state_why (kind, p), (double) v,
-      index);
+      "element %zu", file, tensor, tt_state_why (kind, p), (double) v, index);
 }
 
 tt_status

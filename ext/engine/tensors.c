@@ -51,8 +51,7 @@ tensors_root (const tt_model * m, int id)
 }
 
 int
-tt_tensor_view (tt_model * m, const char *layer, const char *suffix,
-    int root)
+tt_tensor_view (tt_model * m, const char *layer, const char *suffix, int root)
 {
   int r = tensors_root (m, root);
   if (r < 0)
@@ -77,7 +76,8 @@ tt_tensor_use (tt_model * m, int id, int layer, tt_phase phase)
     m->uses = grown;
     m->cap_uses = cap;
   }
-  m->uses[m->n_uses++] = (tt_use) { root, layer, phase };
+  m->uses[m->n_uses++] = (tt_use) {
+  root, layer, phase};
 }
 
 tt_status

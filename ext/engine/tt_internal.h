@@ -32,6 +32,10 @@
 #define TT_VECTOR_CLONES
 #endif
 
+/* For helpers of hot loops that must be inlined for the loop to
+ * vectorize (a macro, which indent reads as one word) */
+#define TT_ALWAYS_INLINE static inline __attribute__ ((always_inline))
+
 /* ---- errors ---------------------------------------------------------- */
 
 tt_status tt_fail (tt_error * err, tt_status status, const char *fmt, ...)

@@ -75,8 +75,7 @@ window_same (uint32_t in, uint32_t k, uint32_t stride, uint32_t dilation,
 tt_status
 tt_window_setup (tt_model * m, const tt_layer * l, tt_window_geom * g,
     const uint32_t kernel[2], const uint32_t stride[2],
-    const uint32_t dilation[2], int mode, const uint32_t pad[4],
-    tt_error * err)
+    const uint32_t dilation[2], int mode, const uint32_t pad[4], tt_error * err)
 {
   const tt_dims in = l->in_dims[0];
   g->channels = (int) in.c;

@@ -57,8 +57,7 @@ main (int argc, char **argv)
     }
     gint64 t1 = g_get_monotonic_time ();
     GstTensorWeights *w = gst_tensor_model_share_latest ("bench", have);
-    if (!w || tt_model_import_weights (predictor, w->data, w->n_floats,
-            &err)) {
+    if (!w || tt_model_import_weights (predictor, w->data, w->n_floats, &err)) {
       fprintf (stderr, "handoff-cost: no snapshot or %s\n", err.message);
       return 1;
     }

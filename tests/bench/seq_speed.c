@@ -35,7 +35,7 @@ now (void)
 
 /* splitmix64: deterministic, the same on every platform */
 static uint64_t
-next_u64 (uint64_t *state)
+next_u64 (uint64_t * state)
 {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -44,7 +44,7 @@ next_u64 (uint64_t *state)
 }
 
 static float
-next_unit (uint64_t *state)
+next_unit (uint64_t * state)
 {
   return (float) (next_u64 (state) >> 40) * (1.0f / 16777216.0f);
 }
@@ -58,7 +58,7 @@ usage (void)
 }
 
 static int
-parse_u32 (const char *s, uint32_t *v)
+parse_u32 (const char *s, uint32_t * v)
 {
   char *end;
   errno = 0;
@@ -166,7 +166,7 @@ main (int argc, char **argv)
     double t0 = now ();
     for (uint32_t b = 0; b < steps; b++) {
       for (uint32_t k = 0; k < n_inputs; k++)
-        inputs[k] = data[k] + (size_t) b * batch * per[k];
+        inputs[k] = data[k] + (size_t) (b) * batch * per[k];
       if (tt_model_train_batch (m, batch, inputs, types,
               labels + (size_t) b * batch * classes, r, &err)) {
         fprintf (stderr, "seq-speed: %s\n", err.message);

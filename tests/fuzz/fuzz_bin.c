@@ -24,7 +24,8 @@
 #include "fuzz_common.h"
 #include "fuzz_models.h"
 
-typedef struct {
+typedef struct
+{
   tt_model *m;
   void *pristine;               /* the pool after compile */
   size_t sizes[4];              /* the valid file sizes */
@@ -145,8 +146,7 @@ fuzz_check_saved (const fuzz_model * f, const uint8_t * bin, size_t len)
     for (size_t i = f->weights + (f->adam ? 4 : 0); i < n - 8; i++)
       FUZZ_CHECK (saved[i] == 0, "moments not reset at byte %zu", i);
   if (counters)
-    FUZZ_CHECK (!memcmp (saved + n - 8, bin + len - 8, 8),
-        "counters changed");
+    FUZZ_CHECK (!memcmp (saved + n - 8, bin + len - 8, 8), "counters changed");
   else
     FUZZ_CHECK (!memcmp (saved + n - 8, "\0\0\0\0\0\0\0\0", 8),
         "counters changed without counters in the file");

@@ -40,7 +40,8 @@
 
 #include "fuzz_models.h"
 
-typedef struct {
+typedef struct
+{
   tt_model *m;
   void *pristine;               /* the pool after compile */
 } fuzz_fixed;
@@ -119,7 +120,8 @@ fuzz_fixup (uint8_t * p, size_t len)
   put32 (p + 16, (uint32_t) crc32_z (0, p + 24, hl));
 }
 
-typedef struct {
+typedef struct
+{
   const char *what;
   tt_model *m;
   tt_status st;
@@ -135,8 +137,7 @@ fuzz_loaded (fuzz_load * l, const char *what, tt_model * m)
   if (!m) {
     fuzz_check_error (l->st, &l->err);
     FUZZ_CHECK (strstr (l->err.message, file.path) != NULL,
-        "%s: the message does not name the bundle: %s", what,
-        l->err.message);
+        "%s: the message does not name the bundle: %s", what, l->err.message);
   }
 }
 
@@ -263,12 +264,10 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 
   fuzz_load l[8];
   memset (l, 0, sizeof l);
-  tt_bundle_load_options o = { .mode = TT_BUNDLE_READ };
-  fuzz_loaded (&l[0], "file read", tt_bundle_load (file.path, &o,
-          &l[0].err));
+  tt_bundle_load_options o = {.mode = TT_BUNDLE_READ };
+  fuzz_loaded (&l[0], "file read", tt_bundle_load (file.path, &o, &l[0].err));
   o.mode = TT_BUNDLE_MMAP;
-  fuzz_loaded (&l[1], "file mmap", tt_bundle_load (file.path, &o,
-          &l[1].err));
+  fuzz_loaded (&l[1], "file mmap", tt_bundle_load (file.path, &o, &l[1].err));
   o.mode = TT_BUNDLE_READ;
   fuzz_loaded (&l[2], "memory read", tt_bundle_load_memory (buf, len,
           file.path, &o, &l[2].err));
@@ -305,7 +304,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     FUZZ_CHECK (0, "in place: accepted; copied: %s", l[0].err.message);
   }
   if (trusted) {
-    tt_bundle_load_options t = { .mode = TT_BUNDLE_READ, .trust = true };
+    tt_bundle_load_options t = {.mode = TT_BUNDLE_READ,.trust = true };
     fuzz_loaded (&l[5], "memory read trusted", tt_bundle_load_memory (buf,
             len, file.path, &t, &l[5].err));
     if (l[0].st == TT_OK)
@@ -314,7 +313,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 
   if (l[0].st == TT_OK) {
     /* the same bundle for inference only: copied, and in place */
-    tt_bundle_load_options inf = { .mode = TT_BUNDLE_READ,
+    tt_bundle_load_options inf = {.mode = TT_BUNDLE_READ,
       .inference = true
     };
     fuzz_loaded (&l[6], "memory read, inference", tt_bundle_load_memory (buf,
@@ -357,8 +356,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
             l[1].m->tensors[ids[i]].count * sizeof (float));
     free (ids);
     tt_status st = tt_bundle_load_weights (l[1].m, file.path, &err);
-    FUZZ_CHECK (st == TT_OK, "loads, but its weights do not: %s",
-        err.message);
+    FUZZ_CHECK (st == TT_OK, "loads, but its weights do not: %s", err.message);
     fuzz_same_weights (&l[2], &l[1], moments);
 
     if (l[0].m->pool_bytes <= (1u << 20)) {
@@ -366,7 +364,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
       const char *path = fuzz_tmp_path ();
       st = tt_bundle_save (l[2].m, path, NULL, &err);
       FUZZ_CHECK (st == TT_OK, "saving: %s", err.message);
-      fuzz_load r = { .what = "saved" };
+      fuzz_load r = {.what = "saved" };
       o.mode = TT_BUNDLE_READ;
       r.m = tt_bundle_load (path, &o, &r.err);
       FUZZ_CHECK (r.m != NULL, "the saved bundle does not load: %s",

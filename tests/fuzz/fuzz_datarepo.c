@@ -42,8 +42,7 @@ fuzz_check_info (const GstTensorDataRepoInfo * info)
     FUZZ_CHECK (info->sizes[i] == gst_tensor_desc_bytes (&d->tensors[i]),
         "tensor %u: size %" G_GSIZE_FORMAT, i, info->sizes[i]);
     FUZZ_CHECK (info->offsets[i] == sum, "tensor %u: offset %"
-        G_GSIZE_FORMAT ", expected %" G_GSIZE_FORMAT, i, info->offsets[i],
-        sum);
+        G_GSIZE_FORMAT ", expected %" G_GSIZE_FORMAT, i, info->offsets[i], sum);
     FUZZ_CHECK (!__builtin_add_overflow (sum, info->sizes[i], &sum),
         "the sample size overflows");
   }

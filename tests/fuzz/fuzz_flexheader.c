@@ -57,8 +57,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   memcpy (v + 0, out, sizeof v);
   FUZZ_CHECK (memcmp (out + 8, header + 8, 4) == 0, "the type changed");
   for (guint i = 21; i < G_N_ELEMENTS (v); i++)
-    FUZZ_CHECK (v[i] == 0, "byte %u of the written header is not zero",
-        i * 4);
+    FUZZ_CHECK (v[i] == 0, "byte %u of the written header is not zero", i * 4);
   memset (out2, 0x5a, sizeof out2);
   gst_tensor_meta_write (&again, out2);
   FUZZ_CHECK (memcmp (out, out2, sizeof out) == 0, "writing is not stable");

@@ -118,16 +118,14 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
       FUZZ_CHECK (idx.dims[i] != 0, "dim %d is zero", i);
       total *= idx.dims[i];
     } else {
-      FUZZ_CHECK (idx.dims[i] == 0, "dim %d past ndims is %u", i,
-          idx.dims[i]);
+      FUZZ_CHECK (idx.dims[i] == 0, "dim %d past ndims is %u", i, idx.dims[i]);
     }
   }
   FUZZ_CHECK (idx.count == idx.dims[0] && idx.item_bytes * idx.count ==
       total, "count %zu, item_bytes %zu, total %llu", idx.count,
       idx.item_bytes, (unsigned long long) total);
   if (idx.ndims == 1)
-    FUZZ_CHECK (idx.item_bytes == esize, "1-D item_bytes %zu",
-        idx.item_bytes);
+    FUZZ_CHECK (idx.item_bytes == esize, "1-D item_bytes %zu", idx.item_bytes);
   /* every byte is there (ASan checks the reads) */
   unsigned sum = 0;
   for (uint64_t i = 0; i < total; i++)

@@ -47,8 +47,7 @@ fuzz_replan (const char *dir)
         tt_model_save_plan_ini (m, path, &err) == TT_OK)
       done++;
     else
-      fprintf (stderr, "fuzz_plan: cannot re-plan %s: %s\n", path,
-          err.message);
+      fprintf (stderr, "fuzz_plan: cannot re-plan %s: %s\n", path, err.message);
     tt_model_free (m);
     free (text);
   }

@@ -48,10 +48,8 @@ write_idx_pair (const gchar * images, const gchar * labels, guint count,
     g_byte_array_append (im, px, sizeof px);
     g_byte_array_append (lb, &label, 1);
   }
-  fail_unless (g_file_set_contents (images, (gchar *) im->data, im->len,
-          NULL));
-  fail_unless (g_file_set_contents (labels, (gchar *) lb->data, lb->len,
-          NULL));
+  fail_unless (g_file_set_contents (images, (gchar *) im->data, im->len, NULL));
+  fail_unless (g_file_set_contents (labels, (gchar *) lb->data, lb->len, NULL));
   g_byte_array_unref (im);
   g_byte_array_unref (lb);
 }
@@ -310,8 +308,7 @@ GST_START_TEST (test_errors)
   files_init (&f);
   gchar *msg = start_error (&f, "num-samples", 20, "validation-start-sample",
       15, "validation-num-samples", 10, NULL);
-  fail_unless (strstr (msg, "overlaps the training range") != NULL, "%s",
-      msg);
+  fail_unless (strstr (msg, "overlaps the training range") != NULL, "%s", msg);
   g_free (msg);
   msg = start_error (&f, "start-sample", 35, "num-samples", 10, NULL);
   fail_unless (strstr (msg, "does not fit the 40 samples") != NULL, "%s", msg);
@@ -463,8 +460,7 @@ GST_START_TEST (test_repo_matches_idx)
             "validation-start-sample", 2, "epochs", 2, NULL);
     }
     if (c == 3) {
-      g_object_set (hi->element, "validation-label-location", f.v_labels,
-          NULL);
+      g_object_set (hi->element, "validation-label-location", f.v_labels, NULL);
       g_object_set (hr->element, "validation-json", r.vjson, NULL);
     }
     GArray *a = run_to_eos (hi), *b = run_to_eos (hr);
@@ -602,8 +598,7 @@ GST_START_TEST (test_repo_errors)
       0, "validation-num-samples", 1, NULL);
   fail_unless (strstr (msg, "overlaps the training range"), "%s", msg);
   g_free (msg);
-  msg = repo_error (&r, good, 44, "validation-location", "/tmp/none.bin",
-      NULL);
+  msg = repo_error (&r, good, 44, "validation-location", "/tmp/none.bin", NULL);
   fail_unless (strstr (msg, "needs validation-json"), "%s", msg);
   g_free (msg);
   repo_clear (&r);

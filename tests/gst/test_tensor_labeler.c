@@ -176,8 +176,7 @@ GST_START_TEST (test_label_change)
   fail_unless_equals_int (gst_harness_push (h, make_frame (2, 2, 1, 4)),
       GST_FLOW_ERROR);
   gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
-  fail_unless (strstr (text, "label=4 is not below num-classes=4"), "%s",
-      text);
+  fail_unless (strstr (text, "label=4 is not below num-classes=4"), "%s", text);
   g_free (text);
   gst_bus_set_flushing (bus, TRUE);
   gst_object_unref (bus);
@@ -499,8 +498,7 @@ GST_START_TEST (test_audio_formats_labels_discont)
   fail_unless_equals_int (gst_harness_push (h, make_s16 (at + 12, 4, 1)),
       GST_FLOW_ERROR);
   gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
-  fail_unless (strstr (text, "label=3 is not below num-classes=3"), "%s",
-      text);
+  fail_unless (strstr (text, "label=3 is not below num-classes=3"), "%s", text);
   g_free (text);
   gst_bus_set_flushing (bus, TRUE);
   gst_object_unref (bus);

@@ -43,9 +43,7 @@ static const gchar *tiny_ini =
     "type = input\n"
     "input_shape = 1:1:4\n"
     "[output]\n"
-    "type = fully_connected\n"
-    "unit = 3\n"
-    "activation = softmax\n";
+    "type = fully_connected\n" "unit = 3\n" "activation = softmax\n";
 
 #define TINY_CAPS "other/tensors,format=static,num_tensors=2," \
   "dimensions=(string)\"4:1:1:1,3:1:1:1\",types=(string)\"float32,float32\"," \
@@ -169,8 +167,7 @@ GST_START_TEST (test_planner_then_trainer)
   fail_unless (bound <= pool && pool <= naive && pool > 0);
   fail_unless_equals_int (batch, 4);
   fail_unless (ms >= 0);
-  fail_unless_equals_string (gst_structure_get_string (ps, "location"),
-      f.opt);
+  fail_unless_equals_string (gst_structure_get_string (ps, "location"), f.opt);
 
   GstMessage *tm = tt_gst_pop_named (f.bus, "tensor-trainer-plan");
   fail_unless (tm != NULL, "no tensor-trainer-plan message");
@@ -182,8 +179,7 @@ GST_START_TEST (test_planner_then_trainer)
   fail_unless_equals_uint64 (tpool, pool);
 
   for (guint k = 0; k < 16; k++)
-    fail_unless_equals_int (gst_harness_push (h, make_sample (k)),
-        GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_push (h, make_sample (k)), GST_FLOW_OK);
   for (guint e = 0; e < 2; e++) {
     GstBuffer *b = gst_harness_pull (h);
     gdouble v[4];
@@ -235,8 +231,7 @@ GST_START_TEST (test_bundle_location)
       "the trainer planned again instead of using the bundle's plan");
   gst_message_unref (tm);
   for (guint k = 0; k < 8; k++)
-    fail_unless_equals_int (gst_harness_push (h, make_sample (k)),
-        GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_push (h, make_sample (k)), GST_FLOW_OK);
   gchar *err = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
   fail_unless_equals_string (err, "");
   g_free (err);
@@ -272,8 +267,7 @@ GST_START_TEST (test_batch_size)
   fail_unless (strstr (text, "\nbatch_size = 8\n"), "[Plan] batch");
   g_free (text);
   for (guint k = 0; k < 8; k++)
-    fail_unless_equals_int (gst_harness_push (h, make_sample (k)),
-        GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_push (h, make_sample (k)), GST_FLOW_OK);
   GstBuffer *b = gst_harness_pull (h);
   gst_buffer_unref (b);
   gst_harness_teardown (h);
@@ -344,7 +338,8 @@ GST_START_TEST (test_passthrough)
 {
   Files f;
   files_init (&f);
-  GstHarness *h = new_planner (&f, "model-config", f.ini, "location", f.opt, NULL);
+  GstHarness *h =
+      new_planner (&f, "model-config", f.ini, "location", f.opt, NULL);
   gst_harness_set_src_caps_str (h, TINY_CAPS);
   GstCaps *out = gst_pad_get_current_caps (h->sinkpad);
   GstCaps *in = gst_caps_from_string (TINY_CAPS);
@@ -398,7 +393,8 @@ GST_START_TEST (test_caps_refused)
 {
   Files f;
   files_init (&f);
-  GstHarness *h = new_planner (&f, "model-config", f.ini, "location", f.opt, NULL);
+  GstHarness *h =
+      new_planner (&f, "model-config", f.ini, "location", f.opt, NULL);
   gst_harness_push_event (h, gst_event_new_stream_start ("s"));
   gst_harness_push_event (h, caps_event
       ("other/tensors,format=static,num_tensors=2,"

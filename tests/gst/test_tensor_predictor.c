@@ -30,9 +30,7 @@ static const gchar *dense_ini =
     "type = input\n"
     "input_shape = 1:1:4\n"
     "[output]\n"
-    "type = fully_connected\n"
-    "unit = 3\n"
-    "activation = softmax\n";
+    "type = fully_connected\n" "unit = 3\n" "activation = softmax\n";
 
 /* input 1:6:6 -> conv 2x3x3 relu -> max pool 2x2 -> fc 3 softmax */
 static const gchar *conv_ini =
@@ -59,9 +57,7 @@ static const gchar *conv_ini =
     "[flat]\n"
     "type = flatten\n"
     "[output]\n"
-    "type = fully_connected\n"
-    "unit = 3\n"
-    "activation = softmax\n";
+    "type = fully_connected\n" "unit = 3\n" "activation = softmax\n";
 
 /* input 1:1:N -> fully_connected 1, zero weights, mse, plain SGD, batch
  * 1: on an all-ones input every weight and the bias get the same gradient,
@@ -84,9 +80,7 @@ static const gchar *stamp_ini =
     "input_shape = 1:1:16384\n"
     "[output]\n"
     "type = fully_connected\n"
-    "unit = 1\n"
-    "weight_initializer = zeros\n"
-    "bias_initializer = zeros\n";
+    "unit = 1\n" "weight_initializer = zeros\n" "bias_initializer = zeros\n";
 
 #define DENSE_CAPS "other/tensors,format=static,num_tensors=1," \
   "dimensions=(string)4:1:1:1,types=(string)float32,framerate=(fraction)30/1"
@@ -307,8 +301,7 @@ GST_START_TEST (test_output_caps)
   GstCaps *want = gst_caps_from_string ("other/tensors,format=static,"
       "num_tensors=1,dimensions=(string)3:1:1:1,types=(string)float32,"
       "framerate=(fraction)30/1");
-  fail_unless (gst_caps_is_equal (caps, want), "caps %" GST_PTR_FORMAT,
-      caps);
+  fail_unless (gst_caps_is_equal (caps, want), "caps %" GST_PTR_FORMAT, caps);
   gst_caps_unref (caps);
   gst_caps_unref (want);
   gst_harness_teardown (h);
@@ -558,8 +551,7 @@ GST_START_TEST (test_model_sources)
     fail_unless (tt_model_set_batch_size (m, 1, &err) == TT_OK &&
         tt_model_set_inference (m, mode == 0, &err) == TT_OK &&
         tt_model_compile (m, &err) == TT_OK, "%s", err.message);
-    fail_unless (tt_model_load_bin (m, bin, &err) == TT_OK, "%s",
-        err.message);
+    fail_unless (tt_model_load_bin (m, bin, &err) == TT_OK, "%s", err.message);
     fail_unless (tt_model_save_plan_ini (m, mode == 0 ? inf : trn,
             &err) == TT_OK, "%s", err.message);
     if (mode == 1)
@@ -594,7 +586,7 @@ GST_START_TEST (test_model_from_trainer)
   gchar *config;
   guint64 pool;
   g_object_get (p, "model-config", &config, "pool-bytes", &pool, NULL);
-  fail_unless (config == NULL);         /* the property stays unset */
+  fail_unless (config == NULL); /* the property stays unset */
   fail_unless (pool > 0, "the predictor did not load the trainer's model");
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (pipeline);
@@ -779,8 +771,7 @@ GST_START_TEST (test_bad_caps_and_buffers)
       "dimensions=(string)\"4:1:1:1,3:1:1:1\","
       "types=(string)\"float32,uint8\"", 19, "label) has type uint8");
   check_stream_error ("other/tensors,format=static,num_tensors=1,"
-      "dimensions=(string)4:1:1:1,types=(string)int16", 8,
-      "has type int16");
+      "dimensions=(string)4:1:1:1,types=(string)int16", 8, "has type int16");
   check_stream_error ("other/tensors,format=flexible", 8,
       "hold no header for flexible tensor 0");
   check_stream_error (DENSE_CAPS, 12, "Wrong buffer size");
@@ -1003,8 +994,7 @@ GST_START_TEST (test_live_handoff_never_torn)
   fail_unless (tt_model_set_inference (inf, true, &err) == TT_OK &&
       tt_model_compile (inf, &err) == TT_OK);
   const gsize nw = tt_model_weight_floats (train);
-  gfloat *w = g_new (gfloat, nw), *ones = g_new (gfloat, STAMP_N),
-      valid[3001];
+  gfloat *w = g_new (gfloat, nw), *ones = g_new (gfloat, STAMP_N), valid[3001];
   for (guint i = 0; i < STAMP_N; i++)
     ones[i] = 1.0f;
   const void *in[1] = { ones };
@@ -1083,8 +1073,7 @@ GST_START_TEST (test_live_handoff_never_torn)
       "predictions", switches, predictions);
   guint64 version;
   g_object_get (pe, "weights-version", &version, NULL);
-  fail_unless (version >= steps, "weights version %" G_GUINT64_FORMAT,
-      version);
+  fail_unless (version >= steps, "weights version %" G_GUINT64_FORMAT, version);
 
   gst_harness_teardown (th);
   gst_harness_teardown (ph);
@@ -1160,8 +1149,7 @@ GST_START_TEST (test_two_pipelines_one_trainer_name)
     predictor[i] = make_predictor (NULL);
     saved[i] = g_build_filename (tmp_dir, i ? "b.bin" : "a.bin", NULL);
     g_object_set (trainer[i], "model-config", ini, "num-training-samples", 8,
-        "epochs", 1, "model-save-path", saved[i], "post-messages", FALSE,
-        NULL);
+        "epochs", 1, "model-save-path", saved[i], "post-messages", FALSE, NULL);
     g_object_set (predictor[i], "model-config", ini, "trainer", "trainer",
         "post-messages", FALSE, NULL);
     fail_unless (gst_bin_add (GST_BIN (pipeline[i]), trainer[i]));

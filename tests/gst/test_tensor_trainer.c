@@ -43,9 +43,7 @@ static const gchar *tiny_ini =
     "type = input\n"
     "input_shape = 1:1:4\n"
     "[output]\n"
-    "type = fully_connected\n"
-    "unit = 3\n"
-    "activation = softmax\n";
+    "type = fully_connected\n" "unit = 3\n" "activation = softmax\n";
 
 #define TINY_CAPS "other/tensors,format=static,num_tensors=2," \
   "dimensions=(string)\"4:1:1:1,3:1:1:1\",types=(string)\"float32,float32\"," \
@@ -142,8 +140,7 @@ static void
 push_samples (GstHarness * h, guint from, guint n)
 {
   for (guint k = from; k < from + n; k++)
-    fail_unless_equals_int (gst_harness_push (h, make_sample (k)),
-        GST_FLOW_OK);
+    fail_unless_equals_int (gst_harness_push (h, make_sample (k)), GST_FLOW_OK);
 }
 
 static void
@@ -209,7 +206,7 @@ GST_START_TEST (test_caps_refused)
         {"label", "type uint8", "expected float32"}},
     {"other/tensors,format=static,num_tensors=2,"
           "dimensions=(string)\"4:1:1:1,2:1:1:1\",types=(string)\"float32,int32\"",
-        {"label", "or a class index: one element of an integer type",
+          {"label", "or a class index: one element of an integer type",
             "label dimensions=3:1:1:1 types=float32 or a class index"}},
     {"other/tensors,format=static,num_tensors=3,"
           "dimensions=(string)\"4:1:1:1,3:1:1:1,1:1:1:1\","
@@ -226,8 +223,7 @@ GST_START_TEST (test_caps_refused)
     fixture_start (&f);
     gst_harness_push_event (f.h, gst_event_new_stream_start ("test"));
     /* a sticky event counts as pushed even when refused: look at the pad */
-    gst_harness_push_event (f.h,
-        caps_event (cases[i].caps));
+    gst_harness_push_event (f.h, caps_event (cases[i].caps));
     GstPad *sink = gst_element_get_static_pad (f.trainer, "sink");
     fail_if (gst_pad_has_current_caps (sink));
     gst_object_unref (sink);
@@ -478,8 +474,8 @@ check_eos_after_save (guint pushed, gboolean send_eos)
 
 GST_START_TEST (test_eos_after_model_saved)
 {
-  check_eos_after_save (24, FALSE);   /* the element ends after 2 epochs */
-  check_eos_after_save (24, TRUE);    /* upstream EOS after that: dropped */
+  check_eos_after_save (24, FALSE);     /* the element ends after 2 epochs */
+  check_eos_after_save (24, TRUE);      /* upstream EOS after that: dropped */
 }
 
 GST_END_TEST;
@@ -694,8 +690,7 @@ GST_START_TEST (test_skip_bad_batches)
   gst_memory_unmap (mem, &m);
   fail_unless_equals_int (gst_harness_push (f.h, b), GST_FLOW_OK);
   gchar *warning = tt_gst_pop_text (f.bus, GST_MESSAGE_WARNING);
-  fail_unless (strstr (warning, "Skipped a batch of 4 samples"), "%s",
-      warning);
+  fail_unless (strstr (warning, "Skipped a batch of 4 samples"), "%s", warning);
   g_free (warning);
   push_samples (f.h, 4, 4);
   GstMessage *em = pop_epoch_message (f.bus);
@@ -859,10 +854,8 @@ write_idx (const gchar * images, const gchar * labels, guint count)
     g_byte_array_append (im, px, 4);
     g_byte_array_append (lb, &c, 1);
   }
-  fail_unless (g_file_set_contents (images, (gchar *) im->data, im->len,
-          NULL));
-  fail_unless (g_file_set_contents (labels, (gchar *) lb->data, lb->len,
-          NULL));
+  fail_unless (g_file_set_contents (images, (gchar *) im->data, im->len, NULL));
+  fail_unless (g_file_set_contents (labels, (gchar *) lb->data, lb->len, NULL));
   g_byte_array_unref (im);
   g_byte_array_unref (lb);
 }
@@ -1017,8 +1010,7 @@ typedef enum
 /* make_int_sample's sample with its label as a class index: value (not
  * necessarily its class) as type, static or flexible (int32). */
 static GstBuffer *
-make_index_sample (guint k, gboolean flexible, IndexType type,
-    gdouble value)
+make_index_sample (guint k, gboolean flexible, IndexType type, gdouble value)
 {
   GstBuffer *b = make_int_sample (k, flexible, FALSE);
   union
@@ -1540,8 +1532,7 @@ GST_START_TEST (test_true_zero)
     gst_buffer_unref (b);
   }
   fail_unless (v[1] == 1.0, "training accuracy %g", v[1]);
-  fail_unless (v[3] == 0.0 && !signbit (v[3]), "validation accuracy %g",
-      v[3]);
+  fail_unless (v[3] == 0.0 && !signbit (v[3]), "validation accuracy %g", v[3]);
   fail_unless (isfinite (v[2]) && v[2] > 0);
   GstMessage *m = pop_epoch_message (f.bus);
   gst_message_unref (m);

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 static float *
-ep_eval (tt_model *m, uint32_t n, const float *x, size_t per_out)
+ep_eval (tt_model * m, uint32_t n, const float *x, size_t per_out)
 {
   tt_error err;
   const void *inputs[1] = { x };

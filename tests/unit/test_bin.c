@@ -55,12 +55,14 @@ bn_params (size_t features)
 
 /* A tensor to poison in test f: its name and its first float's index in
  * the file. */
-typedef struct {
+typedef struct
+{
   const char *tensor;
   size_t at;
 } bt_probe;
 
-typedef struct {
+typedef struct
+{
   const char *name;
   const char *rel_path;         /* under the source root, or NULL */
   const char *ini;              /* inline text when rel_path is NULL */
@@ -181,7 +183,8 @@ bt_open (const bt_spec * s, const char *ini_path)
   return m;
 }
 
-typedef struct {
+typedef struct
+{
   float *x, *t;
   size_t nx, nt;
 } bt_data;
@@ -193,8 +196,8 @@ bt_make_data (tt_model * m, unsigned salt)
   tt_shape in, out;
   tt_model_input_shape (m, 0, &in);
   out = tt_model_label_shape (m);
-  d.nx = (size_t) BT_BATCH * in.channel * in.height * in.width;
-  d.nt = (size_t) BT_BATCH * out.channel * out.height * out.width;
+  d.nx = (size_t) (BT_BATCH) * in.channel * in.height * in.width;
+  d.nt = (size_t) (BT_BATCH) * out.channel * out.height * out.width;
   d.x = malloc (d.nx * sizeof *d.x);
   d.t = calloc (d.nt, sizeof *d.t);
   uint32_t state = 2463534242u + salt;
@@ -371,7 +374,8 @@ bt_model (const bt_spec * s)
   /* c. every size a file may have; counters changed to tell them apart */
   unsigned char *v = malloc (full + 8);
   const uint32_t new_counters[2] = { 7, 1234 };
-  struct {
+  struct
+  {
     const char *what;
     size_t len;
     bool moments, counters;
@@ -399,8 +403,7 @@ bt_model (const bt_spec * s)
     /* a step first, so that stale moments would show */
     bt_data d2 = bt_make_data (m2, 2);
     const void *inputs2[1] = { d2.x };
-    st = tt_model_train_batch (m2, BT_BATCH, inputs2, NULL, d2.t, NULL,
-        &err);
+    st = tt_model_train_batch (m2, BT_BATCH, inputs2, NULL, d2.t, NULL, &err);
     CHECK (st == TT_OK, "%s: train: %s", s->name, err.message);
     bt_free_data (&d2);
     st = tt_model_load_bin (m2, path, &err);
@@ -465,8 +468,7 @@ bt_model (const bt_spec * s)
     snprintf (want_w, sizeof want_w, "%zu", w);
     snprintf (want_full, sizeof want_full, "%zu", full);
     const char *expect[] = { got, want_w, want_full, NULL };
-    bt_refused (s, m, ref_path, ref_out, n_out, &d, what, v, wrong[i],
-        expect);
+    bt_refused (s, m, ref_path, ref_out, n_out, &d, what, v, wrong[i], expect);
   }
 
   /* e. a wrong tag */
@@ -557,8 +559,7 @@ bt_model (const bt_spec * s)
           "file (%zu bytes)", s->name, len);
       free (kept);
     }
-    CHECK (bt_temporaries (bt_dir) == 0, "%s: temporary files left",
-        s->name);
+    CHECK (bt_temporaries (bt_dir) == 0, "%s: temporary files left", s->name);
   }
 
   unlink (ref_path);

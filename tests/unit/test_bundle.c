@@ -53,7 +53,8 @@ static const char bu_sgd_ini[] =
     "[bn]\ntype = batch_normalization\n"
     "[fc2]\ntype = fully_connected\nunit = 3\ndisable_bias = true\n";
 
-typedef struct {
+typedef struct
+{
   const char *name;
   const char *rel_path;         /* under the source root, or NULL */
   const char *ini;              /* inline text when rel_path is NULL */
@@ -146,7 +147,8 @@ bu_temporaries (void)
 /* ---- the format, as docs/bundle.md describes it ---------------------- */
 
 #define H_SECTION(i) (64 + 40 * (i))
-enum { S_INI = 0, S_INDEX = 1, S_WEIGHTS = 2 };
+enum
+{ S_INI = 0, S_INDEX = 1, S_WEIGHTS = 2 };
 
 static uint32_t
 rd32 (const unsigned char *p)
@@ -267,7 +269,8 @@ bu_load_memory (const void *data, size_t len, tt_bundle_mode mode)
   return m;
 }
 
-typedef struct {
+typedef struct
+{
   float *x, *t;
   size_t nx, nt;
 } bu_data;
@@ -279,8 +282,8 @@ bu_make_data (tt_model * m, unsigned salt)
   tt_shape in, out;
   tt_model_input_shape (m, 0, &in);
   out = tt_model_label_shape (m);
-  d.nx = (size_t) BU_BATCH * in.channel * in.height * in.width;
-  d.nt = (size_t) BU_BATCH * out.channel * out.height * out.width;
+  d.nx = (size_t) (BU_BATCH) * in.channel * in.height * in.width;
+  d.nt = (size_t) (BU_BATCH) * out.channel * out.height * out.width;
   d.x = malloc (d.nx * sizeof *d.x);
   d.t = calloc (d.nt, sizeof *d.t);
   uint32_t state = 2463534242u + salt;
@@ -307,7 +310,7 @@ static size_t
 bu_out_count (tt_model * m)
 {
   tt_shape out = tt_model_output_shape (m);
-  return (size_t) BU_BATCH * out.channel * out.height * out.width;
+  return (size_t) (BU_BATCH) * out.channel * out.height * out.width;
 }
 
 static float *
@@ -404,7 +407,8 @@ bu_pack_unpack (const bu_spec * s, const char *ini, const char *bin,
 }
 
 /* A trained model; INI and BIN saved; bundles p.ttb, pz.ttb, s.ttb made. */
-typedef struct {
+typedef struct
+{
   char *ini, *bin, *packed, *packed_z, *saved;
   size_t w_bytes;
 } bu_files;
@@ -437,7 +441,8 @@ bu_round_trips (const bu_spec * s, tt_model * m, bu_files * f)
   bu_pack_unpack (s, f->ini, f->bin, "full_page", &page);
   bu_pack_unpack (s, f->ini, f->bin, "full_small", &small);
   bu_pack_unpack (s, f->ini, f->bin, "full_null", NULL);
-  struct {
+  struct
+  {
     const char *what;
     size_t len;
     bool adam_only;
@@ -575,7 +580,8 @@ bu_loading (const bu_spec * s, tt_model * ref, bu_files * f)
   unsigned char *aligned = bu_aligned_copy (blob, blob_len, 0, &base);
 
   /* d. every way of opening gives the same outputs */
-  struct {
+  struct
+  {
     const char *what;
     tt_model *m;
     bool in_place;
@@ -608,8 +614,7 @@ bu_loading (const bu_spec * s, tt_model * ref, bu_files * f)
     size_t len;
     unsigned char *b = bu_bin_of (m, &len);
     CHECK (b && len == ref_bin_len && !memcmp (b, ref_bin, len),
-        "%s %s: weights, moments or counters differ", s->name,
-        opened[i].what);
+        "%s %s: weights, moments or counters differ", s->name, opened[i].what);
     free (b);
     if (!opened[i].in_place)
       continue;
@@ -619,8 +624,7 @@ bu_loading (const bu_spec * s, tt_model * ref, bu_files * f)
         NULL, &err);
     CHECK (st == TT_ERR_STATE && bu_contains (err.message, "in place") &&
         bu_contains (err.message, "evaluation only"), "%s %s: training in "
-        "place: status %d: %s", s->name, opened[i].what, (int) st,
-        err.message);
+        "place: status %d: %s", s->name, opened[i].what, (int) st, err.message);
     st = tt_model_load_bin (m, f->bin, &err);
     CHECK (st == TT_ERR_STATE && bu_contains (err.message, "in place"),
         "%s %s: load_bin in place: %s", s->name, opened[i].what, err.message);
@@ -754,7 +758,8 @@ bu_weights_into (const bu_spec * s, const bu_files * f)
   free (bb);
   /* refusals: the model stays as it is */
   unsigned char *v = malloc (bin_len + 8);
-  struct {
+  struct
+  {
     const char *what, *expect;
     size_t len;
     size_t poke;                /* byte offset of a NaN, or SIZE_MAX */
@@ -813,7 +818,8 @@ out:
 
 /* ---- damaged bundles ---------------------------------------------------- */
 
-typedef enum {
+typedef enum
+{
   BAD_STRUCTURE,                /* inspect fails too */
   BAD_CHECKSUM,                 /* inspect reports it; loads fail */
   BAD_DATA,                     /* sound header and checksums, bad
@@ -970,7 +976,8 @@ bu_damage (const bu_spec * s, const bu_files * f, const char *bundle_path,
         cuts[i] < 24 ? "truncated" : "truncated", BAD_STRUCTURE);
   }
   /* a flipped byte in each section, and in the preamble */
-  struct {
+  struct
+  {
     const char *tag;
     size_t at;
     const char *expect;
@@ -990,7 +997,7 @@ bu_damage (const bu_spec * s, const bu_files * f, const char *bundle_path,
     {"weights_first", (size_t) sec_off (good, S_WEIGHTS),
         "section weights: checksum mismatch", BAD_CHECKSUM},
     {"weights_middle", (size_t) (sec_off (good, S_WEIGHTS) +
-            sec_len (good, S_WEIGHTS) / 2),
+              sec_len (good, S_WEIGHTS) / 2),
         "section weights: checksum mismatch", BAD_CHECKSUM},
     {"weights_last", len - 1, "section weights: checksum mismatch",
         BAD_CHECKSUM},
@@ -1006,8 +1013,7 @@ bu_damage (const bu_spec * s, const bu_files * f, const char *bundle_path,
     if (pad_at < sec_off (good, S_INDEX)) {
       RESET ();
       v[pad_at] = 1;
-      REFUSE ("padding", len, "padding before section index",
-          BAD_STRUCTURE);
+      REFUSE ("padding", len, "padding before section index", BAD_STRUCTURE);
     }
   }
   /* lengths past the end */
@@ -1017,8 +1023,7 @@ bu_damage (const bu_spec * s, const bu_files * f, const char *bundle_path,
       BAD_STRUCTURE);
   RESET ();
   wr32 (v + 12, 100);
-  REFUSE ("header_len_short", len, "header checksum mismatch",
-      BAD_STRUCTURE);
+  REFUSE ("header_len_short", len, "header checksum mismatch", BAD_STRUCTURE);
   RESET ();
   wr64 (v + H_SECTION (S_WEIGHTS) + 16, sec_len (good, S_WEIGHTS) + 1);
   fix_header (v);
@@ -1027,8 +1032,7 @@ bu_damage (const bu_spec * s, const bu_files * f, const char *bundle_path,
   wr64 (v + H_SECTION (S_INI) + 16, UINT64_MAX - 8);
   wr64 (v + H_SECTION (S_INI) + 24, UINT64_MAX - 8);
   fix_header (v);
-  REFUSE ("ini_len_huge", len, "run past the end of the bundle",
-      BAD_STRUCTURE);
+  REFUSE ("ini_len_huge", len, "run past the end of the bundle", BAD_STRUCTURE);
   RESET ();
   wr64 (v + H_SECTION (S_INDEX) + 8, len + 64);
   fix_header (v);
@@ -1063,7 +1067,8 @@ bu_damage (const bu_spec * s, const bu_files * f, const char *bundle_path,
   memcpy (v, "[Model]\n", 8);
   REFUSE ("ini_magic", len, "bad magic", BAD_STRUCTURE);
   /* header values, checksum fixed */
-  struct {
+  struct
+  {
     const char *tag;
     size_t at;
     uint32_t value;
@@ -1101,7 +1106,8 @@ bu_damage (const bu_spec * s, const bu_files * f, const char *bundle_path,
   /* index entries, checksums fixed */
   const uint64_t ix = sec_off (good, S_INDEX);
   const uint32_t nt = rd32 (good + 60);
-  struct {
+  struct
+  {
     const char *tag;
     size_t at;                  /* in entry 1 */
     uint64_t value;
@@ -1337,8 +1343,7 @@ main (int argc, char **argv)
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
     bu_model (&specs[i], i < 2);
-  printf ("damaged bundles: %d cases, each through every loader\n",
-      bu_cases);
+  printf ("damaged bundles: %d cases, each through every loader\n", bu_cases);
   CHECK (bu_temporaries () == 0, "temporary files left");
   rmdir (bu_dir);
   return tt_test_summary ();

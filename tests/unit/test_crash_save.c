@@ -38,7 +38,7 @@ crash_model (const char *ini, uint64_t seed)
 }
 
 static void
-crash_save (tt_model *m, const char *path, bool plan)
+crash_save (tt_model * m, const char *path, bool plan)
 {
   tt_error err;
   if (plan)
@@ -58,7 +58,7 @@ crash_now (void)
 /* Saves b and a alternately to path until killed, one byte on done after
  * each save. */
 static void
-crash_child (tt_model *a, tt_model *b, const char *path, bool plan, int done)
+crash_child (tt_model * a, tt_model * b, const char *path, bool plan, int done)
 {
   for (unsigned i = 0;; i++) {
     crash_save (i % 2 ? a : b, path, plan);
@@ -68,7 +68,7 @@ crash_child (tt_model *a, tt_model *b, const char *path, bool plan, int done)
 }
 
 static void
-crash_run (const char *what, tt_model *a, tt_model *b, const char *dir,
+crash_run (const char *what, tt_model * a, tt_model * b, const char *dir,
     int kills, bool plan)
 {
   char path[1024], pa[1024], pb[1024];
@@ -137,8 +137,7 @@ crash_run (const char *what, tt_model *a, tt_model *b, const char *dir,
     }
     free (c);
   }
-  CHECK (bad == 0, "%s: %d of %d kills left a damaged file", what, bad,
-      kills);
+  CHECK (bad == 0, "%s: %d of %d kills left a damaged file", what, bad, kills);
   /* both outcomes happened, so kills did land in the middle of saving */
   CHECK (saw_a > 0 && saw_b > 0, "%s: only one model ever seen (%d, %d)",
       what, saw_a, saw_b);
@@ -187,8 +186,7 @@ main (int argc, char **argv)
   /* model.bin, a.bin, b.bin, model.ini, a.ini, b.ini, and at most one
    * temporary per saved path: the last killed save's, which the next save
    * of that path sweeps away */
-  CHECK (files >= 6 && files <= 8, "%d files: killed saves left litter",
-      files);
+  CHECK (files >= 6 && files <= 8, "%d files: killed saves left litter", files);
   snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system (cmd) != 0)
     printf ("could not remove %s\n", dir);

@@ -11,7 +11,7 @@
 #include "tt_test.h"
 
 static void
-fmnist_pass (tt_model *m, const tt_idx *img, const tt_idx *lbl, bool train,
+fmnist_pass (tt_model * m, const tt_idx * img, const tt_idx * lbl, bool train,
     double *accuracy, double *loss)
 {
   const uint32_t batch = tt_model_batch_size (m);
@@ -21,8 +21,7 @@ fmnist_pass (tt_model *m, const tt_idx *img, const tt_idx *lbl, bool train,
   tt_dtype type = TT_DTYPE_UINT8;
   tt_error err;
   for (size_t at = 0; at < img->count; at += batch) {
-    uint32_t n = img->count - at < batch ? (uint32_t) (img->count - at) :
-        batch;
+    uint32_t n = img->count - at < batch ? (uint32_t) (img->count - at) : batch;
     memset (onehot, 0, sizeof onehot);
     for (uint32_t i = 0; i < n; i++)
       onehot[i * 10 + lbl->data[at + i]] = 1.0f;

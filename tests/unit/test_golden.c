@@ -12,7 +12,8 @@
 
 #include <math.h>
 
-typedef struct {
+typedef struct
+{
   float *data;
   size_t count;
 } golden_array;

@@ -20,7 +20,8 @@
 #define GC_BATCH 3
 #define GC_SAMPLES 40           /* entries checked per tensor */
 
-typedef struct {
+typedef struct
+{
   const char *name;
   const char *ini;              /* [Model] and [Optimizer] are prepended */
   const char *loss;
@@ -208,7 +209,7 @@ gc_rand (void)
 }
 
 static double
-gc_loss (tt_model *m, const float *x, const float *t)
+gc_loss (tt_model * m, const float *x, const float *t)
 {
   const void *inputs[1] = { x };
   double loss = 0;
@@ -233,7 +234,7 @@ gc_compare (const char *what, const char *case_name, double fd, double an,
 }
 
 static void
-gc_run (const gc_case *c)
+gc_run (const gc_case * c)
 {
   char ini[4096];
   tt_error err;
@@ -381,8 +382,7 @@ gc_run (const gc_case *c)
     if (!m->layers[i].trainable)
       for (uint32_t k = 0; k < m->layers[i].n_weights; k++)
         CHECK (m->layers[i].weights[k].grad < 0,
-            "%s: frozen layer %s has a gradient", c->name,
-            m->layers[i].name);
+            "%s: frozen layer %s has a gradient", c->name, m->layers[i].name);
   printf ("ok %s (loss %.5f, %d weight tensors)\n", c->name, loss,
       checked_weights);
   free (x);
@@ -403,7 +403,8 @@ gc_run (const gc_case *c)
 static void
 gru_forward_reference (bool reset_after, int biases)
 {
-  enum { T = 5, F = 3, U = 4, G = 3 * U };
+  enum
+  { T = 5, F = 3, U = 4, G = 3 * U };
   char ini[1024], name[64];
   tt_error err;
   snprintf (ini, sizeof ini,

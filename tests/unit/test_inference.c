@@ -29,7 +29,8 @@ static const char *models[] = {
 
 #define BATCH 4
 
-typedef struct {
+typedef struct
+{
   float *in[8];
   const void *inputs[8];
   tt_dtype types[8];
@@ -77,8 +78,7 @@ batch_free (batch_data * b)
 }
 
 static tt_model *
-open_model (const char *path, uint32_t batch, bool inference,
-    tt_plan_mode mode)
+open_model (const char *path, uint32_t batch, bool inference, tt_plan_mode mode)
 {
   tt_error err;
   tt_model *m = tt_model_load_ini (path, &err);
@@ -102,7 +102,7 @@ static size_t
 output_floats (const tt_model * m, uint32_t n)
 {
   tt_shape s = tt_model_output_shape (m);
-  return (size_t) n * s.channel * s.height * s.width;
+  return (size_t) (n) * s.channel * s.height * s.width;
 }
 
 /* Evaluates b on m and returns a copy of the output. */
@@ -145,10 +145,8 @@ check_model (const char *root, const char *name)
   snprintf (ini, sizeof ini, "%s/tests/models/%s.ini", root, name);
   snprintf (bin, sizeof bin, "%s", tt_test_write_file ("w.bin", "", 0));
   snprintf (ttb, sizeof ttb, "%s", tt_test_write_file ("w.ttb", "", 0));
-  snprintf (opt, sizeof opt, "%s", tt_test_write_file ("inf.opt.ini", "",
-          0));
-  snprintf (infbin, sizeof infbin, "%s", tt_test_write_file ("inf.bin", "",
-          0));
+  snprintf (opt, sizeof opt, "%s", tt_test_write_file ("inf.opt.ini", "", 0));
+  snprintf (infbin, sizeof infbin, "%s", tt_test_write_file ("inf.bin", "", 0));
   tt_error err;
 
   tt_model *train = open_model (ini, BATCH, false, TT_PLAN_AUTO);
@@ -208,8 +206,7 @@ check_model (const char *root, const char *name)
     }
 
     /* its optimized INI: a stored inference plan, ignored for training */
-    CHECK (tt_model_save_plan_ini (inf, opt, &err) == TT_OK, "%s",
-        err.message);
+    CHECK (tt_model_save_plan_ini (inf, opt, &err) == TT_OK, "%s", err.message);
     tt_model *stored = open_model (opt, BATCH, true, TT_PLAN_AUTO);
     tt_model *other = open_model (opt, BATCH, false, TT_PLAN_AUTO);
     if (stored && other) {
@@ -221,8 +218,7 @@ check_model (const char *root, const char *name)
           ps.pool_bytes);
       CHECK (!po.from_stored_plan && po.pool_bytes == mt.pool_bytes,
           "%s: a training compile used the inference plan", name);
-      CHECK (tt_model_load_bin (stored, bin, &err) == TT_OK, "%s",
-          err.message);
+      CHECK (tt_model_load_bin (stored, bin, &err) == TT_OK, "%s", err.message);
       float *s = eval_copy (stored, BATCH, &b);
       CHECK (same_bits (s, want, nout), "%s: stored inference plan output "
           "differs", name);
@@ -284,8 +280,8 @@ check_model (const char *root, const char *name)
       for (uint32_t i = 0; i < b.n_inputs; i++) {
         tt_shape sh;
         tt_model_input_shape (one, i, &sh);
-        s.inputs[i] = b.in[i] + (size_t) k * sh.channel * sh.height *
-            sh.width;
+        s.inputs[i] =
+            b.in[i] + (size_t) (k) * sh.channel * sh.height * sh.width;
         s.types[i] = TT_DTYPE_FLOAT32;
       }
       float *got = eval_copy (one, 1, &s);

@@ -13,9 +13,11 @@
 
 #define IE_MAX_EXPECT 4
 
-typedef enum { IE_LOAD, IE_COMPILE } ie_stage;
+typedef enum
+{ IE_LOAD, IE_COMPILE } ie_stage;
 
-typedef struct {
+typedef struct
+{
   const char *name;
   const char *ini;              /* NULL: the file is not created */
   ie_stage stage;               /* where the failure must be reported */
@@ -214,7 +216,7 @@ static const ie_case ie_cases[] = {
         "dropout_rate = -0.5\n", IE_LOAD,
       {"[l] dropout_rate", "negative"}},
   {"lstm_dropout_key", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
-        "dropout = 0.2\n", IE_LOAD, {"[l] dropout", "unknown key"}},
+      "dropout = 0.2\n", IE_LOAD, {"[l] dropout", "unknown key"}},
   {"lstm_hidden_softmax", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "hidden_state_activation = softmax\n", IE_LOAD,
       {"[l] hidden_state_activation", "'softmax'", "not supported"}},
@@ -236,7 +238,7 @@ static const ie_case ie_cases[] = {
         "max_timestep = 8\n", IE_COMPILE,
       {"[l] max_timestep", "8", "4 timesteps"}},
   {"lstm_max_timestep_zero", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
-        "max_timestep = 0\n", IE_LOAD, {"[l] max_timestep", "out of range"}},
+      "max_timestep = 0\n", IE_LOAD, {"[l] max_timestep", "out of range"}},
   {"gru_dropout", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
         "dropout_rate = 0.2\n", IE_LOAD, {"[l] dropout_rate",
           "not implemented", "dropout layer after it"}},
@@ -245,7 +247,7 @@ static const ie_case ie_cases[] = {
       {"[l] dropout_rate", "negative"}},
   {"gru_hidden_softmax", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
         "hidden_state_activation = softmax\n", IE_LOAD,
-      {"[l] hidden_state_activation", "'softmax'", "not supported",
+        {"[l] hidden_state_activation", "'softmax'", "not supported",
           "gru"}},
   {"gru_recurrent_swish", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
         "recurrent_activation = swish\n", IE_LOAD,
@@ -258,15 +260,15 @@ static const ie_case ie_cases[] = {
   {"gru_unit_zero", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 0), IE_LOAD,
       {"[l] unit", "out of range"}},
   {"gru_reset_after_word", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
-        "reset_after = maybe\n", IE_LOAD, {"[l] reset_after", "'maybe'"}},
+      "reset_after = maybe\n", IE_LOAD, {"[l] reset_after", "'maybe'"}},
   {"gru_integrate_bias_word", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
-        "integrate_bias = 2\n", IE_LOAD, {"[l] integrate_bias", "'2'"}},
+      "integrate_bias = 2\n", IE_LOAD, {"[l] integrate_bias", "'2'"}},
   /* nntrainer's gru has neither key (its lstm has both) */
   {"gru_bidirectional", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
         "bidirectional = false\n", IE_LOAD,
       {"[l] bidirectional", "unknown key"}},
   {"gru_max_timestep", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
-        "max_timestep = 4\n", IE_LOAD, {"[l] max_timestep", "unknown key"}},
+      "max_timestep = 4\n", IE_LOAD, {"[l] max_timestep", "unknown key"}},
   {"gru_channels", MODEL_MSE ADAM "[in]\ntype = input\n"
         "input_shape = 2:4:3\n" GRU ("l", 3), IE_COMPILE,
       {"[l]", "one channel", "2:4:3"}},
@@ -323,7 +325,7 @@ static const ie_case ie_cases[] = {
   {"name_too_long", MODEL_MSE ADAM INPUT4
         "[l234567890123456789012345678901234567890123456789012345678901234]\n"
         "type = fully_connected\nunit = 3\n", IE_LOAD,
-      {"[l234567890123456789012345678901234567890123456789012345678901234]",
+        {"[l234567890123456789012345678901234567890123456789012345678901234]",
           "longer than 63"}},
   {"name_much_too_long", MODEL_MSE ADAM INPUT4
         "[l234567890123456789012345678901234567890123456789012345678901234"
@@ -397,7 +399,8 @@ static const ie_case ie_cases[] = {
 };
 
 /* Valid models: must load, compile and train one batch. */
-typedef struct {
+typedef struct
+{
   const char *name;
   const char *ini;
 } ie_valid;
@@ -414,18 +417,18 @@ static const ie_valid ie_valids[] = {
         INPUT4 "[fc]\ntype = fully_connected\nunit = 10 # ten\n"
         "activation = tanh ; squash\n"},
   {"cross_with_sigmoid", MODEL_CROSS ADAM INPUT4 FC ("fc", 3)
-        "activation = sigmoid\n"},
+      "activation = sigmoid\n"},
   {"cross_with_softmax_layer", MODEL_CROSS ADAM INPUT4 FC ("fc", 3)
-        "[act]\ntype = activation\nactivation = Softmax\n"},
+      "[act]\ntype = activation\nactivation = Softmax\n"},
   {"dataset_section", MODEL_CROSS ADAM
         "[Dataset]\nBufferSize = 100\nTrainData = \"trainingSet.dat\"\n"
         "ValidData = \"valSet.dat\"\nTestData = \"testSet.dat\"\n"
         "LabelData = \"label.dat\"\n" INPUT4 FC ("fc", 3)
-        "activation = softmax\n"},
+      "activation = softmax\n"},
   /* max_timestep at or below the input's timesteps changes nothing in
    * nntrainer (it unrolls max(timesteps, max_timestep) steps) */
   {"lstm_keys", MODEL_CROSS ADAM INPUT_STEPS LSTM ("l1", 5)
-        "return_sequences = true\nintegrate_bias = false\n"
+      "return_sequences = true\nintegrate_bias = false\n"
         "hidden_state_activation = tanh\nrecurrent_activation = sigmoid\n"
         "bidirectional = false\ndropout_rate = 0\nmax_timestep = 4\n"
         "weight_initializer = lecun_uniform\nbias_initializer = ones\n"
@@ -434,9 +437,9 @@ static const ie_valid ie_valids[] = {
         "activation = softmax\n"},
   /* a frozen first lstm runs forward only (one step of scratch) */
   {"lstm_frozen_first", MODEL_MSE SGD INPUT_STEPS LSTM ("l", 4)
-        "trainable = false\n" FC ("fc", 2)},
+      "trainable = false\n" FC ("fc", 2)},
   {"gru_keys", MODEL_CROSS ADAM INPUT_STEPS GRU ("g1", 5)
-        "return_sequences = true\nintegrate_bias = false\n"
+      "return_sequences = true\nintegrate_bias = false\n"
         "reset_after = false\nhidden_state_activation = tanh\n"
         "recurrent_activation = sigmoid\ndropout_rate = 0\n"
         "weight_initializer = lecun_uniform\nbias_initializer = ones\n"
@@ -447,7 +450,7 @@ static const ie_valid ie_valids[] = {
         "recurrent_activation = none\nactivation = softmax\n"},
   /* a frozen first gru runs forward only */
   {"gru_frozen_first", MODEL_MSE SGD INPUT_STEPS GRU ("l", 4)
-        "trainable = false\ndisable_bias = true\n" FC ("fc", 2)},
+      "trainable = false\ndisable_bias = true\n" FC ("fc", 2)},
   /* nntrainer's older form, as its application INIs still write it */
   {"legacy_model_optimizer", "[Model]\nType = NeuralNetwork\n"
         "Learning_rate = 0.0001\nDecay_rate = 0.96\nDecay_steps = 1000\n"
@@ -491,7 +494,7 @@ static const ie_valid ie_valids[] = {
         FC ("fc", 3)},
   {"sgd_momentum", MODEL_MSE "[Optimizer]\ntype = sgd\nmomentum = 0.9\n"
         "learning_rate = 0.1\n" INPUT4 FC ("fc", 3)
-        "weight_regularizer = l2norm\n"},
+      "weight_regularizer = l2norm\n"},
 };
 
 static int ie_fail_count;

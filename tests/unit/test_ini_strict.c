@@ -16,24 +16,23 @@
 
 #include <pthread.h>
 
-static const char *is_model =
-    "[Model]\n"                         /* 1 */
-    "type = NeuralNetwork\n"            /* 2 */
-    "batch_size = 2\n"                  /* 3 */
-    "loss = cross\n"                    /* 4 */
-    "[Optimizer]\n"                     /* 5 */
-    "type = adam\n"                     /* 6 */
-    "[in]\n"                            /* 7 */
-    "type = input\n"                    /* 8 */
-    "input_shape = 1:1:4\n"             /* 9 */
-    "[hidden]\n"                        /* 10 */
-    "type = fully_connected\n"          /* 11 */
-    "unit = 3\n"                        /* 12 */
-    "activation = relu\n"               /* 13 */
-    "[out]\n"                           /* 14 */
-    "type = fully_connected\n"          /* 15 */
-    "unit = 2\n"                        /* 16 */
-    "activation = softmax\n";           /* 17 */
+static const char *is_model = "[Model]\n"       /* 1 */
+    "type = NeuralNetwork\n"    /* 2 */
+    "batch_size = 2\n"          /* 3 */
+    "loss = cross\n"            /* 4 */
+    "[Optimizer]\n"             /* 5 */
+    "type = adam\n"             /* 6 */
+    "[in]\n"                    /* 7 */
+    "type = input\n"            /* 8 */
+    "input_shape = 1:1:4\n"     /* 9 */
+    "[hidden]\n"                /* 10 */
+    "type = fully_connected\n"  /* 11 */
+    "unit = 3\n"                /* 12 */
+    "activation = relu\n"       /* 13 */
+    "[out]\n"                   /* 14 */
+    "type = fully_connected\n"  /* 15 */
+    "unit = 2\n"                /* 16 */
+    "activation = softmax\n";   /* 17 */
 
 static char *
 is_replace (const char *text, const char *from, const char *to)
@@ -211,10 +210,9 @@ test_near_bundle (void)
   for (int damaged = 0; damaged < 3; damaged++) {
     unsigned char c[256];
     memcpy (c, b, sizeof c);
-    c[damaged == 2 ? 4 : damaged] ^= 0x40;     /* one byte hit */
+    c[damaged == 2 ? 4 : damaged] ^= 0x40;      /* one byte hit */
     is_both ("near_bundle", (const char *) c, sizeof c,
-        "starts like a tensor-trainer bundle but its header is damaged",
-        NULL);
+        "starts like a tensor-trainer bundle but its header is damaged", NULL);
   }
 }
 
@@ -223,7 +221,8 @@ test_near_bundle (void)
 #define IS_THREADS 6
 #define IS_ROUNDS 40
 
-typedef struct {
+typedef struct
+{
   char path[512];
   const char *expect;           /* NULL: must load */
   int failures;

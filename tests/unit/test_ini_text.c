@@ -109,8 +109,7 @@ main (int argc, char **argv)
     tt_model *a = tt_model_load_ini (path, &err);
     tt_model *b = tt_model_load_ini_text (text, len, path, &err);
     CHECK (a && b && tt_model_compile (a, &err) == TT_OK &&
-        tt_model_compile (b, &err) == TT_OK, "%s: %s", models[i],
-        err.message);
+        tt_model_compile (b, &err) == TT_OK, "%s: %s", models[i], err.message);
     if (a && b && a->compiled && b->compiled) {
       CHECK (a->fingerprint == b->fingerprint && a->pool_bytes ==
           b->pool_bytes, "%s: compiled models differ", models[i]);

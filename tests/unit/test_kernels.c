@@ -495,7 +495,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
   const int nb = tc->batch, nf = tc->f, ckk = g.channels * g.kernel_h
       * g.kernel_w, ohw = g.out_h * g.out_w;
   const size_t nx = (size_t) nb * g.channels * g.in_h * g.in_w;
-  const size_t nw = (size_t) nf * ckk, ny = (size_t) nb * nf * ohw;
+  const size_t nw = (size_t) nf * ckk, ny = (size_t) (nb) * nf * ohw;
   /* the engine's batched convolution (conv2d.c): columns of the whole
    * batch, kept from forward for backward_weight */
   const size_t ncol = tt_conv2d_batch_col_floats (&g, planned, true, true);
@@ -523,8 +523,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
 
   /* Forward. y starts as NaN: without bias the GEMM runs with beta = 0. */
   test_fill_nan (y, ny);
-  tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL, y, col,
-      out, true);
+  tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL, y,
+      col, out, true);
   test_ref_conv_fwd (&g, nf, nb, xd, wd, tc->bias ? bd : NULL, ry, sy);
   snprintf (what, sizeof what, "conv %s%s forward", tc->name, tag);
   test_check_close (what, y, ry, sy, ny);
@@ -574,7 +574,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
         }
   test_fill_nan (dw, nw);
   test_fill_nan (db, nf);
-  tt_conv2d_batch_backward_weight (&g, nf, nb, planned, dy, dw, db, col, grouped);
+  tt_conv2d_batch_backward_weight (&g, nf, nb, planned, dy, dw, db, col,
+      grouped);
   snprintf (what, sizeof what, "conv %s%s backward_weight dw", tc->name, tag);
   test_check_close (what, dw, rdw, sdw, nw);
   snprintf (what, sizeof what, "conv %s%s backward_weight dbias", tc->name,
@@ -602,7 +603,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
               }
         }
   test_fill_nan (dx, nx);
-  tt_conv2d_batch_backward_input (&g, nf, nb, planned, w, dy, dx, col, grouped, true);
+  tt_conv2d_batch_backward_input (&g, nf, nb, planned, w, dy, dx, col, grouped,
+      true);
   snprintf (what, sizeof what, "conv %s%s backward_input", tc->name, tag);
   test_check_close (what, dx, rdx, sdx, nx);
 
@@ -638,8 +640,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     snprintf (what, sizeof what, "conv %s%s dL/dw", tc->name, tag);
     test_check_fd (what, test_conv_loss, &ctx, wd, nw, dw, sdw, 1e-3);
     snprintf (what, sizeof what, "conv %s%s dL/dbias", tc->name, tag);
-    test_check_fd (what, test_conv_loss, &ctx, bd, (size_t) nf, db, sdb,
-        1e-3);
+    test_check_fd (what, test_conv_loss, &ctx, bd, (size_t) nf, db, sdb, 1e-3);
     snprintf (what, sizeof what, "conv %s%s dL/dx", tc->name, tag);
     test_check_fd (what, test_conv_loss, &ctx, xd, nx, dx, sdx, 1e-3);
   }
@@ -858,8 +859,9 @@ test_conv (void)
    * corner, from a single filter, can miss 1e-4 of that term: F(4x4) here
    * with one filter, 1.3e-3 of a term 1e-5 of the largest derivative;
    * F(2x2) 2.5e-4 on a 7x7 input.) */
-  static const test_conv_case short_batch = {"winograd F(4x4) 16ch 13x13 "
-    "-> 3 b17", 17, 16, 13, 13, 3, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, true};
+  static const test_conv_case short_batch = { "winograd F(4x4) 16ch 13x13 "
+        "-> 3 b17", 17, 16, 13, 13, 3, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, true
+  };
   test_conv_case_run (&short_batch, 32);
 }
 
@@ -954,8 +956,7 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
   const int nb = tc->batch;
   const size_t nx = (size_t) nb * g.channels * g.in_h * g.in_w;
   const size_t ny = (size_t) nb * g.channels * g.out_h * g.out_w;
-  const size_t ip = (size_t) g.in_h * g.in_w, op = (size_t) g.out_h
-      * g.out_w;
+  const size_t ip = (size_t) g.in_h * g.in_w, op = (size_t) g.out_h * g.out_w;
   float *x = test_falloc (nx), *y = test_falloc (ny), *dy = test_falloc (ny);
   float *dx = test_falloc (nx);
   int32_t *arg = malloc (sizeof (int32_t) * ny);
@@ -1336,8 +1337,7 @@ test_bn_case_run (const test_bn_case * tc)
 
   /* ---- backward: reference from the textbook formula in double */
   for (int f = 0; f < nf; f++) {
-    double is = 1.0 / sqrt (rvar[f] + eps), sdy = 0, sdyx = 0, adx = 0,
-        ady = 0;
+    double is = 1.0 / sqrt (rvar[f] + eps), sdy = 0, sdyx = 0, adx = 0, ady = 0;
     for (int o = 0; o < outer; o++)
       for (int i = 0; i < inner; i++) {
         size_t k = ((size_t) o * nf + f) * inner + i;
@@ -1380,11 +1380,9 @@ test_bn_case_run (const test_bn_case * tc)
     snprintf (what, sizeof what, "batchnorm %s dL/dx", tc->name);
     test_check_fd (what, test_bn_loss, &ctx, xd, nx, dx, sdx, 1e-4);
     snprintf (what, sizeof what, "batchnorm %s dL/dgamma", tc->name);
-    test_check_fd (what, test_bn_loss, &ctx, gd, (size_t) nf, dgamma, sg,
-        1e-4);
+    test_check_fd (what, test_bn_loss, &ctx, gd, (size_t) nf, dgamma, sg, 1e-4);
     snprintf (what, sizeof what, "batchnorm %s dL/dbeta", tc->name);
-    test_check_fd (what, test_bn_loss, &ctx, bd, (size_t) nf, dbeta, sb,
-        1e-4);
+    test_check_fd (what, test_bn_loss, &ctx, bd, (size_t) nf, dbeta, sb, 1e-4);
   }
 
   /* NULL outputs are skipped; the others are unaffected. */

@@ -24,8 +24,7 @@ static const char *models[] = {
 };
 
 static tt_model *
-plan_open (const char *path, tt_plan_mode mode, uint32_t batch,
-    tt_error *err)
+plan_open (const char *path, tt_plan_mode mode, uint32_t batch, tt_error * err)
 {
   tt_model *m = tt_model_load_ini (path, err);
   if (!m)
@@ -60,8 +59,7 @@ test_models (void)
         models[i]);
     CHECK (p.pool_bytes <= p.dfs_pool_bytes, "%s: worse than depth-first",
         models[i]);
-    CHECK (p.pool_bytes < p.naive_bytes, "%s: no saving over naive",
-        models[i]);
+    CHECK (p.pool_bytes < p.naive_bytes, "%s: no saving over naive", models[i]);
     /* the planner's goal on the models we ship is the bound itself, and
      * it reaches it on all of them (fmnist_cnn was 0.79% above while its
      * second conv kept F(2x2) Winograd scratch) */
@@ -114,7 +112,8 @@ test_identical_training (const char *name, const char *ini_path)
         (nl < 4 * 64 ? nl : 4 * 64) * sizeof (float));
     snprintf (saved[mode], sizeof saved[mode], "%s", tt_test_write_text (mode
             ? "naive.bin" : "planned.bin", ""));
-    CHECK (tt_model_save_bin (m, saved[mode], &err) == TT_OK, "%s", err.message);
+    CHECK (tt_model_save_bin (m, saved[mode], &err) == TT_OK, "%s",
+        err.message);
     free (x);
     free (t);
     tt_model_free (m);
@@ -160,10 +159,8 @@ test_round_trip (void)
         "trip");
     /* saving the optimized INI again gives the same file */
     char opt2[512];
-    snprintf (opt2, sizeof opt2, "%s", tt_test_write_text ("rt2.opt.ini",
-            ""));
-    CHECK (tt_model_save_plan_ini (o, opt2, &err) == TT_OK, "%s",
-        err.message);
+    snprintf (opt2, sizeof opt2, "%s", tt_test_write_text ("rt2.opt.ini", ""));
+    CHECK (tt_model_save_plan_ini (o, opt2, &err) == TT_OK, "%s", err.message);
     char *a = tt_test_read_file (opt, NULL);
     char *b = tt_test_read_file (opt2, NULL);
     CHECK (a && b && !strcmp (a, b), "re-saving changes the optimized INI");
@@ -238,7 +235,8 @@ test_bad_plans (void)
   plan_value (good, "pool_size", pool, sizeof pool);
   uint64_t pool_n = strtoull (pool, NULL, 10);
 
-  typedef struct {
+  typedef struct
+  {
     const char *name, *from, *to, *expect;
   } bad_case;
   bad_case cases[32];
@@ -269,8 +267,7 @@ test_bad_plans (void)
   snprintf (buf[5], 256, "pool_size = %s\nalignment", pool);
   CASE ("pool too small", buf[5], "pool_size = 64\nalignment",
       "exceed the pool");
-  snprintf (buf[9], 256, "pool_size = %" PRIu64 "\nalignment",
-      pool_n + 1);
+  snprintf (buf[9], 256, "pool_size = %" PRIu64 "\nalignment", pool_n + 1);
   CASE ("pool not aligned", buf[5], buf[9], "not a multiple");
   plan_value (good, "conv0", v, sizeof v);
   snprintf (buf[7], 256, "\ninput = 0\nconv0 = %s\n", v);
@@ -310,8 +307,7 @@ test_bad_plans (void)
         if (seen[k] && strcmp (cases[k].name, cases[c].name))
           CHECK (strcmp (seen[k], seen[c]) != 0 ||
               !strcmp (cases[k].expect, cases[c].expect),
-              "%s and %s give the same message", cases[k].name,
-              cases[c].name);
+              "%s and %s give the same message", cases[k].name, cases[c].name);
     } else {
       seen[c] = NULL;
     }
@@ -391,8 +387,8 @@ main (int argc, char **argv)
   }
   /* an lstm's output with return_sequences holds the hidden states its
    * calcGradient reads: the activations after it must not run in place */
-  snprintf (path, sizeof path, "%s", tt_test_write_text (
-          "lstm_then_activations.ini",
+  snprintf (path, sizeof path, "%s",
+      tt_test_write_text ("lstm_then_activations.ini",
           "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=cross\n"
           "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
           "[in]\ntype=input\ninput_shape=1:6:3\nnormalization=true\n"
@@ -405,8 +401,8 @@ main (int argc, char **argv)
   /* a gru reads its output (every hidden state) in backpropagation
    * through time even when frozen, for its input derivative: the
    * activation after it must not run in place either */
-  snprintf (path, sizeof path, "%s", tt_test_write_text (
-          "gru_then_activations.ini",
+  snprintf (path, sizeof path, "%s",
+      tt_test_write_text ("gru_then_activations.ini",
           "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=cross\n"
           "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
           "[in]\ntype=input\ninput_shape=1:6:3\nnormalization=true\n"

@@ -95,8 +95,7 @@ test_log_uniform_size (uint64_t * s)
 }
 
 static void
-test_set (tt_interval * t, size_t i, uint64_t size, int32_t first,
-    int32_t last)
+test_set (tt_interval * t, size_t i, uint64_t size, int32_t first, int32_t last)
 {
   t[i].size = size;
   t[i].first = first;
@@ -143,8 +142,7 @@ test_small_sets (void)
   test_set (t, 3, 50, 3, 5);
   test_plan_expect ("chain", t, 4, 64, 320);
   for (int i = 0; i < 4; i++)
-    CHECK (t[i].offset == 0, "chain: offset[%d] = %" PRIu64, i,
-        t[i].offset);
+    CHECK (t[i].offset == 0, "chain: offset[%d] = %" PRIu64, i, t[i].offset);
   CHECK (tt_plan_naive_size (t, 4, 64) == 128 + 320 + 256 + 64, "naive");
 
   /* All overlapping: the pool is the sum. */
@@ -166,11 +164,11 @@ test_small_sets (void)
    * B's bytes at other steps) and D above both; that leaves a 1-unit hole
    * above C at steps 2..3, exactly where E lives. Stacking E on top
    * instead would give 10 units; the optimum (= bound) is 9. */
-  test_set (t, 0, 4 * u, 0, 3);         /* A */
-  test_set (t, 1, 3 * u, 0, 1);         /* B */
-  test_set (t, 2, 2 * u, 2, 3);         /* C */
-  test_set (t, 3, 2 * u, 0, 3);         /* D */
-  test_set (t, 4, 1 * u, 2, 3);         /* E */
+  test_set (t, 0, 4 * u, 0, 3); /* A */
+  test_set (t, 1, 3 * u, 0, 1); /* B */
+  test_set (t, 2, 2 * u, 2, 3); /* C */
+  test_set (t, 3, 2 * u, 0, 3); /* D */
+  test_set (t, 4, 1 * u, 2, 3); /* E */
   CHECK (tt_plan_lower_bound (t, 5, 64) == 9 * u, "gap: bound");
   test_plan_expect ("gap filling", t, 5, 64, 9 * u);
   CHECK (t[4].offset == 6 * u, "gap filling: E at %" PRIu64, t[4].offset);
@@ -181,10 +179,10 @@ test_small_sets (void)
    * hole between them, so it goes on top: 12 units. Placing the
    * long-lived B first at 0 gives the bound, 11 units (A and C at 4, D
    * at 8), which the other orders or the local search find. */
-  test_set (t, 0, 5 * u, 1, 1);         /* A */
-  test_set (t, 1, 4 * u, 0, 3);         /* B */
-  test_set (t, 2, 4 * u, 0, 0);         /* C */
-  test_set (t, 3, 3 * u, 0, 0);         /* D */
+  test_set (t, 0, 5 * u, 1, 1); /* A */
+  test_set (t, 1, 4 * u, 0, 3); /* B */
+  test_set (t, 2, 4 * u, 0, 0); /* C */
+  test_set (t, 3, 3 * u, 0, 0); /* D */
   CHECK (tt_plan_lower_bound (t, 4, 64) == 11 * u, "largest-first: bound");
   test_plan_expect ("largest-first fails", t, 4, 64, 11 * u);
 
@@ -443,7 +441,8 @@ test_brute_valid (const tt_interval * t, size_t n, uint64_t align,
  * memory. */
 #define TEST_SLOT (UINT64_C (4) << 20)
 
-typedef struct {
+typedef struct
+{
   int32_t key;
   size_t idx;
 } test_rec;
@@ -473,8 +472,10 @@ test_partition (tt_interval * t, size_t n)
     return 0;
   }
   for (size_t i = 0; i < n; i++) {
-    by_first[i] = (test_rec) { t[i].first, i };
-    by_last[i] = (test_rec) { t[i].last, i };
+    by_first[i] = (test_rec) {
+    t[i].first, i};
+    by_last[i] = (test_rec) {
+    t[i].last, i};
   }
   qsort (by_first, n, sizeof *by_first, test_rec_cmp);
   qsort (by_last, n, sizeof *by_last, test_rec_cmp);

@@ -41,8 +41,8 @@ static const char *ss_ini =
  * order, m then v for each weight */
 #define SS_WEIGHTS 23
 #define SS_BIN_BYTES (SS_WEIGHTS * 4 + 4 + 2 * SS_WEIGHTS * 4 + 8)
-#define SS_FC1_V_AT (SS_WEIGHTS * 4 + 4 + 12 * 4)  /* v of fc1's weight */
-#define SS_FC1_M_AT (SS_WEIGHTS * 4 + 4)           /* m of fc1's weight */
+#define SS_FC1_V_AT (SS_WEIGHTS * 4 + 4 + 12 * 4)       /* v of fc1's weight */
+#define SS_FC1_M_AT (SS_WEIGHTS * 4 + 4)        /* m of fc1's weight */
 
 static char ss_dir[256];
 static const char *ss_ini_path;
@@ -247,8 +247,7 @@ test_fallback_one (const char *name, bool bin)
   snprintf (target, sizeof target, "%s/%s", sub, name);
   mkdir (sub, 0777);
   mkdir (tmpd, 0777);
-  CHECK (tt_model_check_save_path (target, &err) == TT_OK, "%s",
-      err.message);
+  CHECK (tt_model_check_save_path (target, &err) == TT_OK, "%s", err.message);
   /* the medium goes away during the run */
   rmdir (sub);
   setenv ("TMPDIR", tmpd, 1);
@@ -332,7 +331,8 @@ test_moments_bin (void)
   float before[SS_WEIGHTS], after[SS_WEIGHTS];
   tt_model_export_weights (m, before, SS_WEIGHTS, &err);
 
-  const struct {
+  const struct
+  {
     const char *what;
     long at;
     float value;
@@ -380,7 +380,8 @@ test_moments_bundle (void)
   const char *good = ss_path ("good.ttb");
   CHECK (tt_model_save (m, good, &err) == TT_OK, "%s", err.message);
   tt_model_free (m);
-  const struct {
+  const struct
+  {
     const char *what;
     uint32_t kind;
     int nth;
@@ -402,7 +403,8 @@ test_moments_bundle (void)
       continue;
     ss_patch (bad, at + 4, &cases[i].value, 4);
     ss_bundle_reseal (bad);
-    tt_bundle_load_options modes[3] = { {0}, {0}, {0} };
+    tt_bundle_load_options modes[3] = { {0}, {0}, {0}
+    };
     modes[1].mode = TT_BUNDLE_MMAP;
     modes[2].mode = TT_BUNDLE_IN_PLACE;
     for (int k = 0; k < 3; k++) {
@@ -434,7 +436,8 @@ test_counters (void)
   tt_model *m = ss_model ();
   const char *good = ss_path ("good.bin");
   tt_model_save_bin (m, good, &err);
-  const struct {
+  const struct
+  {
     uint32_t epoch, iteration;
     const char *expect;
   } cases[] = {
@@ -516,7 +519,7 @@ test_no_nan_save (void)
     free (old);
     float w[SS_WEIGHTS];
     tt_model_export_weights (m, w, SS_WEIGHTS, &err);
-    w[SS_WEIGHTS - 1] = NAN;       /* fc2's bias */
+    w[SS_WEIGHTS - 1] = NAN;    /* fc2's bias */
     tt_model_import_weights (m, w, SS_WEIGHTS, &err);
     tt_status st = tt_model_save (m, path, &err);
     CHECK (st == TT_ERR_NUMERIC && ss_contains (err.message, "fc2") &&

@@ -82,8 +82,7 @@ test_optimizers (void)
   g[0] = 0.5f;
   s0[0] = s1[0] = 0;
   tt_optimizer_apply (&o, 0, w, g, s0, s1, 1);
-  CHECK (near (w[0], 1.0 - 0.01 * 0.5 / (0.5 + 1e-7), 1e-5), "adam %g",
-      w[0]);
+  CHECK (near (w[0], 1.0 - 0.01 * 0.5 / (0.5 + 1e-7), 1e-5), "adam %g", w[0]);
   CHECK (near (s0[0], 0.05, 1e-4) && near (s1[0], 0.001 * 0.25, 1e-4),
       "adam moments %g %g", s0[0], s1[0]);
 
@@ -106,7 +105,8 @@ test_schedules (void)
       "[in]\ntype=input\ninput_shape=1:1:2\n[fc]\ntype=fully_connected\n"
       "unit=1\n";
   char ini[1024];
-  struct {
+  struct
+  {
     const char *sched;
     uint32_t it[3];
     double lr[3];
@@ -178,20 +178,23 @@ test_legacy_optimizer (void)
   m = training_model ("legacy_sgd.ini", sgd, 1);
   if (!m)
     return;
-  CHECK (m->opt.type == TT_OPT_SGD && near (tt_optimizer_learning_rate (
-              &m->opt, 1000), 0.3, 1e-7), "legacy sgd");
+  CHECK (m->opt.type == TT_OPT_SGD
+      && near (tt_optimizer_learning_rate (&m->opt, 1000), 0.3, 1e-7),
+      "legacy sgd");
   tt_model_free (m);
 }
 
 static void
 test_initializers (void)
 {
-  enum { N = 200000 };
+  enum
+  { N = 200000 };
   static float w[N];
   tt_rng rng;
   tt_rng_seed (&rng, 3);
   const uint32_t fi = 50, fo = 150;
-  struct {
+  struct
+  {
     tt_initializer init;
     double variance;
   } cases[] = {
@@ -230,7 +233,7 @@ static const char *mlp_ini =
     "[out]\ntype=fully_connected\nunit=3\nactivation=softmax\n";
 
 static void
-training_data (uint8_t *x, float *t, int n)
+training_data (uint8_t * x, float *t, int n)
 {
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < 16; k++)
@@ -351,16 +354,14 @@ test_inputs_and_batches (void)
 
   /* bad batch sizes and dtypes are errors, not crashes */
   CHECK (tt_model_train_batch (m, 9, in_u8, &u8, t, &r, &err) ==
-      TT_ERR_INVALID && strstr (err.message, "9 samples"), "%s",
-      err.message);
+      TT_ERR_INVALID && strstr (err.message, "9 samples"), "%s", err.message);
   CHECK (tt_model_train_batch (m, 0, in_u8, &u8, t, &r, &err) ==
       TT_ERR_INVALID, "zero samples");
   CHECK (tt_model_train_batch (m, 8, in_u8, &u8, NULL, &r, &err) ==
       TT_ERR_INVALID, "no labels");
   tt_dtype bogus = (tt_dtype) 42;
   CHECK (tt_model_train_batch (m, 8, in_u8, &bogus, t, &r, &err) ==
-      TT_ERR_INVALID && strstr (err.message, "data type"), "%s",
-      err.message);
+      TT_ERR_INVALID && strstr (err.message, "data type"), "%s", err.message);
 
   /* a partial training batch trains */
   uint32_t it = tt_model_iteration (m);
@@ -380,8 +381,7 @@ test_inputs_and_batches (void)
   /* NaN input: the step is refused and the weights stay finite */
   xf[5] = NAN;
   CHECK (tt_model_train_batch (m, 8, in_f32, &f32, t, &r, &err) ==
-      TT_ERR_NUMERIC && strstr (err.message, "not applied"), "%s",
-      err.message);
+      TT_ERR_NUMERIC && strstr (err.message, "not applied"), "%s", err.message);
   xf[5] = 1;
   CHECK (tt_model_eval_batch (m, 8, in_f32, &f32, t, &r, &err) == TT_OK &&
       isfinite (r.loss), "weights damaged by a refused step");
@@ -650,8 +650,7 @@ test_gru_learns (void)
   const uint32_t correct = learn_and_score (m, 24, 2, memory_sample);
   CHECK (correct >= 0.95 * 128, "gru: %u of 128 held-out sequences right",
       correct);
-  printf ("gru: %u of 128 held-out sequences right after 300 steps\n",
-      correct);
+  printf ("gru: %u of 128 held-out sequences right after 300 steps\n", correct);
   tt_model_free (m);
 }
 
