@@ -15,7 +15,8 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 # clang and its runtime build the libFuzzer targets (tests/fuzz/run.sh)
-scripts/ensure-deps.sh clang libclang-rt-14-dev || exit 1
+# (indent: scripts/check-style.sh)
+scripts/ensure-deps.sh clang libclang-rt-14-dev indent || exit 1
 
 passed=0 failed=0 skipped=0 status=0
 times=()
