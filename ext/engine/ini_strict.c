@@ -59,24 +59,6 @@ strict_line_of (const char *text, size_t at)
   return line;
 }
 
-static char *
-strict_trim (char *s)
-{
-  while (isspace ((unsigned char) *s))
-    s++;
-  char *end = s + strlen (s);
-  while (end > s && isspace ((unsigned char) end[-1]))
-    *--end = '\0';
-  return s;
-}
-
-static void
-strict_lower (char *s)
-{
-  for (; *s; s++)
-    *s = (char) tolower ((unsigned char) *s);
-}
-
 /* Records name (a section, or "section:key") first seen at line; when it
  * was seen before, *first gets that line and false is returned. */
 static bool
@@ -99,7 +81,7 @@ static tt_status
 strict_line (dictionary * seen, char *line, int first_line, char *section,
     size_t sec_cap, const char *name, bool *stop, tt_error * err)
 {
-  char *s = strict_trim (line);
+  char *s = tt_ini_text_strip (line);
   size_t len = strlen (s);
   int first;
   if (len == 0 || s[0] == '#' || s[0] == ';')
@@ -111,11 +93,11 @@ strict_line (dictionary * seen, char *line, int first_line, char *section,
     char *close = strchr (sec, ']');
     if (close)
       *close = '\0';
-    sec = strict_trim (sec);
+    sec = tt_ini_text_strip (sec);
     if (!*sec)
       return tt_fail (err, TT_ERR_PARSE, "%s: line %d: empty section name "
           "'[]'", name, first_line);
-    strict_lower (sec);
+    tt_ini_text_lower (sec);
     snprintf (section, sec_cap, "%s", sec);
     if (!strict_first_time (seen, section, first_line, &first))
       return tt_fail (err, TT_ERR_PARSE, "%s: [%s] appears twice, at line %d "
@@ -127,7 +109,7 @@ strict_line (dictionary * seen, char *line, int first_line, char *section,
   char *key = NULL;
   if (eq) {
     *eq = '\0';
-    key = strict_trim (s);
+    key = tt_ini_text_strip (s);
   }
   if (!key || !*key) {
     /* a syntax error, which the parser names: what follows it is not
@@ -136,7 +118,7 @@ strict_line (dictionary * seen, char *line, int first_line, char *section,
     *stop = true;
     return TT_OK;
   }
-  strict_lower (key);
+  tt_ini_text_lower (key);
   char full[2 * STRICT_LINE + 2];
   snprintf (full, sizeof full, "%s:%s", section, key);
   if (!strict_first_time (seen, full, first_line, &first)) {

@@ -24,8 +24,9 @@
 
 #define INI_TEXT_LINE 1024      /* iniparser's ASCIILINESZ */
 
-static char *
-ini_text_strip (char *s)
+/* (shared with ini_strict.c, which reads lines by the same rules) */
+char *
+tt_ini_text_strip (char *s)
 {
   while (isspace ((unsigned char) *s))
     s++;
@@ -35,8 +36,8 @@ ini_text_strip (char *s)
   return s;
 }
 
-static void
-ini_text_lower (char *s)
+void
+tt_ini_text_lower (char *s)
 {
   for (; *s; s++)
     *s = (char) tolower ((unsigned char) *s);
@@ -46,7 +47,7 @@ ini_text_lower (char *s)
 static int
 ini_text_line (dictionary * d, char *line, char *section, size_t sec_len)
 {
-  char *s = ini_text_strip (line);
+  char *s = tt_ini_text_strip (line);
   size_t len = strlen (s);
   if (len == 0 || s[0] == '#' || s[0] == ';')
     return 0;
@@ -57,20 +58,20 @@ ini_text_line (dictionary * d, char *line, char *section, size_t sec_len)
        * section an earlier "[]" cut may end in a blank) and its strlwc ()
        * then cuts to the length of this line less one: "[ab]" then "[]"
        * gives "a" */
-      char *kept = ini_text_strip (section);
+      char *kept = tt_ini_text_strip (section);
       memmove (section, kept, strlen (kept) + 1);
       if (strlen (section) > len - 1)
         section[len - 1] = '\0';
       return dictionary_set (d, section, NULL) == 0 ? 0 : -1;
     }
     s[len - 1] = '\0';
-    char *name = ini_text_strip (s + 1);
+    char *name = tt_ini_text_strip (s + 1);
     /* iniparser reads up to the first ']' */
     char *close = strchr (name, ']');
     if (close)
       *close = '\0';
-    name = ini_text_strip (name);
-    ini_text_lower (name);
+    name = tt_ini_text_strip (name);
+    tt_ini_text_lower (name);
     snprintf (section, sec_len, "%s", name);
     return dictionary_set (d, section, NULL) == 0 ? 0 : -1;
   }
@@ -78,11 +79,11 @@ ini_text_line (dictionary * d, char *line, char *section, size_t sec_len)
   if (!eq)
     return -1;
   *eq = '\0';
-  char *key = ini_text_strip (s);
-  char *value = ini_text_strip (eq + 1);
+  char *key = tt_ini_text_strip (s);
+  char *value = tt_ini_text_strip (eq + 1);
   if (!*key)
     return -1;
-  ini_text_lower (key);
+  tt_ini_text_lower (key);
   if ((value[0] == '"' || value[0] == '\'') && value[1] && value[1] != value[0]) {
     /* quoted: up to the closing quote (or the end, as iniparser's sscanf
      * reads it), comments included */
@@ -92,7 +93,7 @@ ini_text_line (dictionary * d, char *line, char *section, size_t sec_len)
     value = value + 1;
   } else {
     value[strcspn (value, ";#")] = '\0';
-    value = ini_text_strip (value);
+    value = tt_ini_text_strip (value);
     if (!strcmp (value, "\"\"") || !strcmp (value, "''"))
       value[0] = '\0';
   }
@@ -144,7 +145,7 @@ tt_ini_text_parse (const char *text, size_t len, const char *name,
     }
     /* the line as written, for the message: parsing cuts it up */
     char shown[81];
-    snprintf (shown, sizeof shown, "%s", ini_text_strip (line));
+    snprintf (shown, sizeof shown, "%s", tt_ini_text_strip (line));
     if (ini_text_line (d, line, section, sizeof section) != 0) {
       tt_fail (err, TT_ERR_PARSE, "%s: not a valid INI file: syntax error at "
           "line %d: %s", name, line_no, shown);

@@ -325,6 +325,10 @@ tt_status tt_ini_parse_model_text (tt_model * m, const char *text,
  * iniparser's rules; NULL and a message naming name and line on error */
 void *tt_ini_text_parse (const char *text, size_t len, const char *name,
     tt_error * err);
+/* A line's blanks trimmed (in place) and its letters lowered, as
+ * iniparser does to names and values */
+char *tt_ini_text_strip (char *s);
+void tt_ini_text_lower (char *s);
 /* ini_strict.c: what a model text must not hold although iniparser's rules
  * let it through (a key or section written twice, "[]", binary data, a
  * damaged bundle); *skip gets the bytes of a UTF-8 byte-order mark to

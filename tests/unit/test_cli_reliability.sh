@@ -13,23 +13,14 @@
 set -uo pipefail
 cli=$1 src=$2
 passed=0 failed=0
-check () {      # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@"; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); echo "FAIL: $what"; fi
-}
 tmp=$(mktemp -d /tmp/tt-cli-reliability-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/target_exe.sh"
+. "$(dirname "$0")/script_lib.sh"
 cli=$(target_exe "$cli" "$tmp")
 model=$src/tests/models/fmnist_mlp.ini
 
-be32 () { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
-{ printf '\x00\x00\x08\x03'; be32 48; be32 28; be32 28
-  head -c $((48 * 784)) /dev/urandom; } > "$tmp/images.idx"
-{ printf '\x00\x00\x08\x01'; be32 48
-  for i in $(seq 0 47); do printf "\\x$(printf %02x $((i % 10)))"; done
-} > "$tmp/labels.idx"
+# 48 random 28x28 images and labels 0..9, as IDX files
+random_mnist_idx "$tmp" 48
 data=(--data "$tmp/images.idx" --labels "$tmp/labels.idx" --batch 8)
 
 # fails_with OUT PATTERN COMMAND...: the command fails, its output matches

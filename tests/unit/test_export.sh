@@ -14,17 +14,12 @@
 set -uo pipefail
 cli=$1 src=$2 lib=$3 cc=$4 cflags=$5 libs=$6
 passed=0 failed=0
-check () {      # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@"; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); echo "FAIL: $what"; fi
-}
 for tool in readelf objdump; do
   command -v $tool >/dev/null || { echo "$tool missing: skipped"; exit 77; }
 done
 tmp=$(mktemp -d /tmp/tt-export-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/target_exe.sh"
+. "$(dirname "$0")/script_lib.sh"
 cli=$(target_exe "$cli" "$tmp")
 model=$src/tests/models/branchy_bn.ini
 

@@ -12,7 +12,7 @@ cli=$1 root=$2
 data=/usr/share/datasets/fashion-mnist
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/target_exe.sh"
+. "$(dirname "$0")/script_lib.sh"
 cli=$(target_exe "$cli" "$tmp")
 passed=0 failed=0
 check () {
