@@ -183,6 +183,62 @@ gst_tensor_planner_init (GstTensorPlanner * self)
 
 /* ---- start / stop ---------------------------------------------------- */
 
+/* The properties one validation or planning reads, copied under the
+ * object lock so that a property set meanwhile cannot change them
+ * halfway. */
+typedef struct
+{
+  gchar *config, *location, *weights, *load_path;
+  guint batch, alignment;
+} GstTensorPlannerSettings;
+
+static void
+gst_tensor_planner_settings_read (GstTensorPlanner * self,
+    GstTensorPlannerSettings * s)
+{
+  GST_OBJECT_LOCK (self);
+  s->config = g_strdup (self->model_config);
+  s->location = g_strdup (self->location);
+  s->weights = g_strdup (self->weights_location);
+  s->load_path = g_strdup (self->model_load_path);
+  s->batch = self->batch_size;
+  s->alignment = self->alignment;
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_tensor_planner_settings_clear (GstTensorPlannerSettings * s)
+{
+  g_free (s->config);
+  g_free (s->location);
+  g_free (s->weights);
+  g_free (s->load_path);
+}
+
+/* model-config read and parsed, or NULL after posting the error. */
+static tt_model *
+gst_tensor_planner_load (GstTensorPlanner * self, const gchar * config)
+{
+  gchar *text = NULL;
+  gsize len;
+  GError *gerr = NULL;
+  tt_error err;
+  tt_model *model;
+
+  if (!g_file_get_contents (config, &text, &len, &gerr)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Cannot read model-config %s: %s", config, gerr->message), (NULL));
+    g_clear_error (&gerr);
+    return NULL;
+  }
+  model = tt_model_load_ini_text (text, len, config, &err);
+  g_free (text);
+  if (!model)
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
+        ("tt_model_load_ini_text: %s", tt_status_name (err.status)));
+  return model;
+}
+
 /* At start, so that a bad file fails the state change: the model is read
  * and compiled (without the order search: the plan is made when the caps
  * come), the weights of model-load-path are checked against it and the
@@ -190,22 +246,15 @@ gst_tensor_planner_init (GstTensorPlanner * self)
 static gboolean
 gst_tensor_planner_validate (GstTensorPlanner * self)
 {
-  gchar *config, *location, *weights, *load_path;
-  gchar *text = NULL;
-  gsize len;
-  guint batch;
-  GError *gerr = NULL;
+  GstTensorPlannerSettings set;
   tt_model *model = NULL;
   tt_error err;
   gboolean ok = FALSE;
 
-  GST_OBJECT_LOCK (self);
-  config = g_strdup (self->model_config);
-  location = g_strdup (self->location);
-  weights = g_strdup (self->weights_location);
-  load_path = g_strdup (self->model_load_path);
-  batch = self->batch_size;
-  GST_OBJECT_UNLOCK (self);
+  gst_tensor_planner_settings_read (self, &set);
+  const gchar *config = set.config, *location = set.location;
+  const gchar *weights = set.weights, *load_path = set.load_path;
+  const guint batch = set.batch;
 
   if (tt_bundle_is_bundle (config)) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
@@ -215,18 +264,8 @@ gst_tensor_planner_validate (GstTensorPlanner * self)
             "unpack %s -o DIR` gives back its INI.", config, config), (NULL));
     goto out;
   }
-  if (!g_file_get_contents (config, &text, &len, &gerr)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Cannot read model-config %s: %s", config, gerr->message), (NULL));
-    g_clear_error (&gerr);
+  if (!(model = gst_tensor_planner_load (self, config)))
     goto out;
-  }
-  model = tt_model_load_ini_text (text, len, config, &err);
-  if (!model) {
-    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
-        ("tt_model_load_ini_text: %s", tt_status_name (err.status)));
-    goto out;
-  }
   if ((batch && tt_model_set_batch_size (model, batch, &err) != TT_OK)
       || tt_model_set_plan_mode (model, TT_PLAN_NAIVE, &err) != TT_OK) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message), (NULL));
@@ -252,11 +291,7 @@ gst_tensor_planner_validate (GstTensorPlanner * self)
   ok = TRUE;
 out:
   tt_model_free (model);
-  g_free (text);
-  g_free (config);
-  g_free (location);
-  g_free (weights);
-  g_free (load_path);
+  gst_tensor_planner_settings_clear (&set);
   return ok;
 }
 
@@ -387,39 +422,21 @@ static gboolean
 gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
     GstCaps * caps)
 {
-  gchar *config, *location, *weights, *load_path;
-  gchar *text = NULL;
-  gsize len;
-  guint batch, alignment;
-  GError *gerr = NULL;
+  GstTensorPlannerSettings set;
   tt_model *model = NULL;
   tt_error err;
   tt_plan_info plan;
   gboolean ok = FALSE;
 
-  GST_OBJECT_LOCK (self);
-  config = g_strdup (self->model_config);
-  location = g_strdup (self->location);
-  weights = g_strdup (self->weights_location);
-  load_path = g_strdup (self->model_load_path);
-  batch = self->batch_size;
-  alignment = self->alignment;
-  GST_OBJECT_UNLOCK (self);
+  gst_tensor_planner_settings_read (self, &set);
+  const gchar *config = set.config, *location = set.location;
+  const gchar *weights = set.weights, *load_path = set.load_path;
+  const guint batch = set.batch, alignment = set.alignment;
   g_free (self->config_path);
   self->config_path = g_strdup (config);
 
-  if (!g_file_get_contents (config, &text, &len, &gerr)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Cannot read model-config %s: %s", config, gerr->message), (NULL));
-    g_clear_error (&gerr);
+  if (!(model = gst_tensor_planner_load (self, config)))
     goto out;
-  }
-  model = tt_model_load_ini_text (text, len, config, &err);
-  if (!model) {
-    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
-        ("tt_model_load_ini_text: %s", tt_status_name (err.status)));
-    goto out;
-  }
   /* the saved text then says this batch too (plan_ini.c) */
   if ((batch && tt_model_set_batch_size (model, batch, &err) != TT_OK)
       || tt_model_set_plan_mode (model, TT_PLAN_REPLAN, &err) != TT_OK
@@ -504,11 +521,7 @@ gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
   ok = TRUE;
 out:
   tt_model_free (model);
-  g_free (text);
-  g_free (config);
-  g_free (location);
-  g_free (weights);
-  g_free (load_path);
+  gst_tensor_planner_settings_clear (&set);
   return ok;
 }
 
