@@ -125,16 +125,18 @@ kernels="$kernels conv2d_winograd4 gemm init maxpool2x2 optimizer pooling rng"
   done
   case " $all_targets " in
     *" caps "*)
-      for src in gsttensorinfo gsttensordatarepo gsttensorflexsample; do
-        echo "build obj/$src.o: cc $root/gst/$src.c"
-        echo "  extra = -fsanitize=fuzzer-no-link $gst_cflags"
+      for src in common/gsttensorinfo gsttensordatarepo \
+          common/gsttensorflexsample; do
+        echo "build obj/$(basename "$src").o: cc $root/gst/$src.c"
+        echo "  extra = -fsanitize=fuzzer-no-link $gst_cflags" \
+          "-I$root/gst/common"
       done ;;
   esac
   for t in $all_targets; do
     echo "build obj/fuzz_$t.o: cc $here/fuzz_$t.c"
     case " $gst_targets " in
       *" $t "*) echo "  extra = -fsanitize=fuzzer-no-link $gst_cflags" \
-                  "-I$root/gst" ;;
+                  "-I$root/gst -I$root/gst/common" ;;
       *) echo "  extra = -fsanitize=fuzzer-no-link" ;;
     esac
     if [ "$t" = idx ]; then
