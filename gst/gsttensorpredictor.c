@@ -519,6 +519,11 @@ gst_tensor_predictor_start (GstTensorPredictor * self)
   }
   self->label_batch = g_malloc_n ((gsize) self->batch * self->out_count,
       sizeof (gfloat));
+  self->spec.model = self->model;
+  self->spec.n_inputs = self->n_inputs;
+  self->spec.label_shape = tt_model_output_shape (self->model);
+  self->spec.label_count = self->out_count;
+  self->spec.label_optional = TRUE;
   self->stamps = g_new0 (GstTensorPredictorStamp, self->batch);
   self->signature = tt_model_weight_signature (self->model);
   if (labels && *labels && !gst_tensor_predictor_read_labels (self, labels))
@@ -573,36 +578,6 @@ gst_tensor_predictor_change_state (GstElement * element,
 }
 
 /* ---- caps ------------------------------------------------------------ */
-
-static gchar *
-gst_tensor_predictor_shape_dims (tt_shape s)
-{
-  return gst_tensor_shape_dims_string (s.channel, s.height, s.width);
-}
-
-static gchar *
-gst_tensor_predictor_expected (GstTensorPredictor * self)
-{
-  GString *s = g_string_new (NULL);
-  gchar *d;
-  g_string_append_printf (s, "%u tensors, or %u with a label: ",
-      self->n_inputs, self->n_inputs + 1);
-  for (guint i = 0; i < self->n_inputs; i++) {
-    tt_shape sh;
-    tt_model_input_shape (self->model, i, &sh);
-    d = gst_tensor_predictor_shape_dims (sh);
-    g_string_append_printf (s, "input %u dimensions=%s types=uint8|float32, ",
-        i, d);
-    g_free (d);
-  }
-  d = gst_tensor_predictor_shape_dims (tt_model_output_shape (self->model));
-  g_string_append_printf (s, "label dimensions=%s types=float32", d);
-  if (self->out_count > 1)
-    g_string_append (s, " or a class index (dimensions=1:1:1:1, an integer "
-        "type, float32 or float64)");
-  g_free (d);
-  return g_string_free (s, FALSE);
-}
 
 static GstCaps *
 gst_tensor_predictor_src_caps (GstTensorPredictor * self, gint fps_n,
@@ -659,80 +634,39 @@ gst_tensor_predictor_src_query (GstPad * pad, GstObject * parent,
 
 static GstFlowReturn gst_tensor_predictor_run (GstTensorPredictor * self);
 
-/* Tensor i (from caps or a flexible header) against the model's input i
- * or, for i == n_inputs, its output (the label); FALSE with *why. */
-static gboolean
-gst_tensor_predictor_check_tensor (GstTensorPredictor * self, guint i,
-    const GstTensorDesc * t, GstTensorLabelForm * form, gchar ** why)
-{
-  tt_shape s;
-
-  if (i == self->n_inputs) {
-    s = tt_model_output_shape (self->model);
-    return gst_tensor_label_check (t, i, s.channel, s.height, s.width, form,
-        why);
-  }
-  tt_model_input_shape (self->model, i, &s);
-  return gst_tensor_desc_check_model (t, i, "input", s.channel, s.height,
-      s.width, FALSE, why);
-}
-
 /* Checks caps against the model; on mismatch posts an error saying what
  * was expected and what came. */
 static gboolean
 gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
 {
   GstTensorsDesc desc;
-  gchar *why = NULL, *expected, *have;
+  gchar *why = NULL;
   tt_dtype types[GST_TENSOR_PREDICTOR_MAX_INPUTS];
   gsize bytes[GST_TENSOR_PREDICTOR_MAX_INPUTS];
   gint fps_n = 0, fps_d = 1;
   GstCaps *out;
   gboolean ok;
-  GstTensorLabelForm label_form = GST_TENSOR_LABEL_VECTOR;
+  GstTensorLabelForm label_form;
 
-  if (!gst_tensors_desc_from_caps (caps, &desc, &why))
-    goto refuse;
-  if (desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
-    /* the tensors are described per buffer, in their headers */
-    if (desc.num && desc.num != self->n_inputs
-        && desc.num != self->n_inputs + 1) {
-      why = g_strdup_printf ("%u tensors received", desc.num);
-      goto refuse;
-    }
-    if (self->fill > 0 && gst_tensor_predictor_run (self) != GST_FLOW_OK)
-      return FALSE;
-    self->flexible = TRUE;
-    goto accept;
+  if (!gst_tensor_samples_read_caps (&self->spec, caps, &desc, types, bytes,
+          &label_form, &why)) {
+    gst_tensor_samples_refuse_caps (GST_ELEMENT (self), &self->spec, caps, why);
+    return FALSE;
   }
-  if (desc.num != self->n_inputs && desc.num != self->n_inputs + 1) {
-    why = g_strdup_printf ("%u tensors received", desc.num);
-    goto refuse;
-  }
-  for (guint i = 0; i < desc.num; i++) {
-    const GstTensorDesc *t = &desc.tensors[i];
-    if (!gst_tensor_predictor_check_tensor (self, i, t, &label_form, &why))
-      goto refuse;
-    if (i < self->n_inputs) {
-      types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
-          TT_DTYPE_FLOAT32;
-      bytes[i] = gst_tensor_desc_bytes (t);
-    }
-  }
-
   /* samples waiting were described by the old caps: run them first */
   if (self->fill > 0 && gst_tensor_predictor_run (self) != GST_FLOW_OK)
     return FALSE;
-  memcpy (self->in_types, types, self->n_inputs * sizeof *types);
-  memcpy (self->in_bytes, bytes, self->n_inputs * sizeof *bytes);
-  self->with_labels = desc.num == self->n_inputs + 1;
-  if (self->with_labels) {
-    self->label_desc = desc.tensors[self->n_inputs];
-    self->label_form = label_form;
+  self->flexible = desc.format == GST_TENSOR_FORMAT_FLEXIBLE;
+  if (!self->flexible) {
+    memcpy (self->in_types, types, self->n_inputs * sizeof *types);
+    memcpy (self->in_bytes, bytes, self->n_inputs * sizeof *bytes);
+    self->with_labels = desc.num == self->n_inputs + 1;
+    if (self->with_labels) {
+      self->label_desc = desc.tensors[self->n_inputs];
+      self->label_form = label_form;
+    }
   }
-  self->flexible = FALSE;
 
-accept:
   gst_structure_get_fraction (gst_caps_get_structure (caps, 0), "framerate",
       &fps_n, &fps_d);
   out = gst_tensor_predictor_src_caps (self, fps_n, fps_d);
@@ -741,17 +675,6 @@ accept:
   self->negotiated = TRUE;
   GST_INFO_OBJECT (self, "accepted caps %" GST_PTR_FORMAT, caps);
   return ok;
-
-refuse:
-  expected = gst_tensor_predictor_expected (self);
-  have = gst_caps_to_string (caps);
-  GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-      ("Caps do not fit the model: %s; the model takes %s.", why, expected),
-      ("received caps: %s", have));
-  g_free (why);
-  g_free (expected);
-  g_free (have);
-  return FALSE;
 }
 
 /* ---- fresh weights ---------------------------------------------------- */
@@ -930,44 +853,14 @@ gst_tensor_predictor_stamp (GstTensorPredictor * self, GstBuffer * buf)
   self->fill++;
 }
 
-/* A flexible tensor against the model, as its header is read. */
-static gboolean
-gst_tensor_predictor_check_flexible (guint i, const GstTensorDesc * t,
-    gpointer user_data, gchar ** why)
-{
-  GstTensorPredictor *self = user_data;
-  GstTensorLabelForm form;
-  gchar *what = NULL;
-
-  if (gst_tensor_predictor_check_tensor (self, i, t, &form, &what)) {
-    /* the label's form, for the copy that follows */
-    if (i == self->n_inputs)
-      self->label_form = form;
-    return TRUE;
-  }
-  gchar *expected = gst_tensor_predictor_expected (self);
-  *why = g_strdup_printf ("Flexible tensor does not fit the model: %s; the "
-      "model takes %s.", what, expected);
-  g_free (expected);
-  g_free (what);
-  return FALSE;
-}
-
-/* The label at offset of buf into batch slot fill; an error posted for an
- * index that is no class. */
+/* The label at offset of buf into batch slot fill. */
 static GstFlowReturn
 gst_tensor_predictor_put_label (GstTensorPredictor * self, GstBuffer * buf,
     gsize offset, const GstTensorDesc * desc, GstTensorLabelForm form)
 {
-  gchar *why = NULL;
-
-  if (gst_tensor_label_extract (buf, offset, desc, form, self->label_batch +
-          self->out_count * self->fill, self->out_count, &why))
-    return GST_FLOW_OK;
-  GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Sample %" G_GUINT64_FORMAT
-          ": %s.", self->samples + self->fill, why), (NULL));
-  g_free (why);
-  return GST_FLOW_ERROR;
+  return gst_tensor_samples_put_label (GST_ELEMENT (self), buf, offset, desc,
+      form, self->label_batch + self->out_count * self->fill, self->out_count,
+      self->samples + self->fill);
 }
 
 /* Copies one sample of flexible tensors into the batch; a sample whose
@@ -977,21 +870,14 @@ gst_tensor_predictor_take_flexible (GstTensorPredictor * self, GstBuffer * buf)
 {
   GstTensorFlexSample sample;
   tt_dtype types[GST_TENSOR_PREDICTOR_MAX_INPUTS];
-  gchar *why = NULL;
   GstFlowReturn ret;
 
-  if (!gst_tensor_flex_sample_read (buf, self->n_inputs, self->n_inputs + 1,
-          self->n_inputs, gst_tensor_predictor_check_flexible, self, &sample,
-          &why)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s", why),
-        ("sample %" G_GUINT64_FORMAT, self->samples + self->fill));
-    g_free (why);
+  if (!gst_tensor_samples_read_flexible (GST_ELEMENT (self), &self->spec, buf,
+          &sample, self->samples + self->fill))
     return GST_FLOW_ERROR;
-  }
   const gboolean labelled = sample.num == self->n_inputs + 1;
   for (guint i = 0; i < self->n_inputs; i++)
-    types[i] = sample.tensors[i].type == GST_TENSOR_TYPE_UINT8 ?
-        TT_DTYPE_UINT8 : TT_DTYPE_FLOAT32;
+    types[i] = gst_tensor_samples_input_type (&sample.tensors[i]);
   if (self->fill > 0 && (labelled != self->with_labels ||
           memcmp (types, self->in_types, self->n_inputs * sizeof *types))
       && (ret = gst_tensor_predictor_run (self)) != GST_FLOW_OK)
@@ -1006,7 +892,7 @@ gst_tensor_predictor_take_flexible (GstTensorPredictor * self, GstBuffer * buf)
   if (labelled) {
     if ((ret = gst_tensor_predictor_put_label (self, buf,
                 sample.offsets[self->n_inputs], &sample.tensors[self->n_inputs],
-                self->label_form)) != GST_FLOW_OK)
+                self->spec.flex_label_form)) != GST_FLOW_OK)
       return ret;
   }
   gst_tensor_predictor_stamp (self, buf);
@@ -1017,42 +903,18 @@ gst_tensor_predictor_take_flexible (GstTensorPredictor * self, GstBuffer * buf)
 static GstFlowReturn
 gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
 {
-  const guint ntens = self->n_inputs + (self->with_labels ? 1 : 0);
-  const guint n_mem = gst_buffer_n_memory (buf);
-  const gsize label_bytes = self->label_form == GST_TENSOR_LABEL_INDEX ?
+  gsize bytes[GST_TENSOR_MAX_TENSORS], offset;
+
+  memcpy (bytes, self->in_bytes, self->n_inputs * sizeof *bytes);
+  bytes[self->n_inputs] = self->label_form == GST_TENSOR_LABEL_INDEX ?
       gst_tensor_desc_bytes (&self->label_desc) :
       self->out_count * sizeof (gfloat);
-  gsize total = self->with_labels ? label_bytes : 0, offset = 0;
-
-  for (guint i = 0; i < self->n_inputs; i++)
-    total += self->in_bytes[i];
-  if (n_mem == ntens && ntens > 1) {
-    for (guint i = 0; i < ntens; i++) {
-      gsize size = gst_memory_get_sizes (gst_buffer_peek_memory (buf, i),
-          NULL, NULL);
-      gsize want = i < self->n_inputs ? self->in_bytes[i] : label_bytes;
-      if (size != want) {
-        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-            ("Wrong buffer size: tensor %u (%s) holds %" G_GSIZE_FORMAT
-                " bytes, expected %" G_GSIZE_FORMAT " bytes as the caps say.",
-                i, i == self->n_inputs ? "label" : "input", size, want),
-            ("sample %" G_GUINT64_FORMAT, self->samples + self->fill));
-        return GST_FLOW_ERROR;
-      }
-    }
-  } else if (gst_buffer_get_size (buf) != total) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Wrong buffer size: %" G_GSIZE_FORMAT " bytes in %u memories, "
-            "expected %" G_GSIZE_FORMAT " bytes (%u tensors).",
-            gst_buffer_get_size (buf), n_mem, total, ntens),
-        ("sample %" G_GUINT64_FORMAT, self->samples + self->fill));
+  if (!gst_tensor_samples_check_sizes (GST_ELEMENT (self), buf,
+          self->n_inputs + (self->with_labels ? 1 : 0), self->n_inputs, bytes,
+          self->samples + self->fill))
     return GST_FLOW_ERROR;
-  }
-  for (guint i = 0; i < self->n_inputs; i++) {
-    gst_buffer_extract (buf, offset, self->in_batch[i] +
-        self->in_bytes[i] * self->fill, self->in_bytes[i]);
-    offset += self->in_bytes[i];
-  }
+  offset = gst_tensor_samples_copy_inputs (buf, self->n_inputs,
+      self->in_bytes, self->in_batch, self->fill);
   if (self->with_labels) {
     GstFlowReturn ret = gst_tensor_predictor_put_label (self, buf, offset,
         &self->label_desc, self->label_form);

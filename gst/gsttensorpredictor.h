@@ -3,8 +3,7 @@
 #define __GST_TENSOR_PREDICTOR_H__
 
 #include <gst/gst.h>
-#include "gsttensorinfo.h"
-#include "gsttensorlabel.h"
+#include "gsttensorsamples.h"
 #include "tt_engine.h"
 
 G_BEGIN_DECLS
@@ -13,7 +12,7 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (GstTensorPredictor, gst_tensor_predictor, GST,
     TENSOR_PREDICTOR, GstElement)
 
-#define GST_TENSOR_PREDICTOR_MAX_INPUTS 8
+#define GST_TENSOR_PREDICTOR_MAX_INPUTS GST_TENSOR_SAMPLES_MAX_INPUTS
 
 typedef enum
 {
@@ -71,6 +70,7 @@ struct _GstTensorPredictor
   guint8 *in_batch[GST_TENSOR_PREDICTOR_MAX_INPUTS];
   gboolean with_labels;                 /* the samples carry a label */
   gboolean flexible;                    /* described per buffer */
+  GstTensorSampleSpec spec;             /* the sample the model takes */
   gsize out_count;                      /* output floats per sample */
   gfloat *label_batch;
   GstTensorDesc label_desc;             /* static: the label's tensor */

@@ -558,6 +558,11 @@ gst_tensor_trainer_load_model (GstTensorTrainer * self)
     self->label_batch = g_malloc_n ((gsize) self->batch * self->label_count,
         sizeof (gfloat));
   }
+  self->spec.model = self->model;
+  self->spec.n_inputs = self->n_inputs;
+  self->spec.label_shape = tt_model_label_shape (self->model);
+  self->spec.label_count = self->label_count;
+  self->spec.label_optional = FALSE;
   self->n_epochs = self->want_epochs ? self->want_epochs :
       tt_model_epochs (self->model);
   if (self->n_epochs == 0)
@@ -658,66 +663,16 @@ gst_tensor_trainer_change_state (GstElement * element,
 
 /* ---- caps ------------------------------------------------------------ */
 
-/* "W:H:C:1" as nnstreamer writes a model shape c:h:w. */
-static gchar *
-gst_tensor_trainer_shape_dims (tt_shape s)
-{
-  return gst_tensor_shape_dims_string (s.channel, s.height, s.width);
-}
-
-static gchar *
-gst_tensor_trainer_expected (GstTensorTrainer * self)
-{
-  GString *s = g_string_new (NULL);
-  gchar *d;
-  g_string_append_printf (s, "%u tensors (num-inputs=%u + num-labels=1): ",
-      self->n_inputs + 1, self->n_inputs);
-  for (guint i = 0; i < self->n_inputs; i++) {
-    tt_shape sh;
-    tt_model_input_shape (self->model, i, &sh);
-    d = gst_tensor_trainer_shape_dims (sh);
-    g_string_append_printf (s, "input %u dimensions=%s types=uint8|float32, ",
-        i, d);
-    g_free (d);
-  }
-  d = gst_tensor_trainer_shape_dims (tt_model_label_shape (self->model));
-  g_string_append_printf (s, "label dimensions=%s types=float32", d);
-  if (self->label_count > 1)
-    g_string_append (s, " or a class index (dimensions=1:1:1:1, an integer "
-        "type, float32 or float64)");
-  g_free (d);
-  return g_string_free (s, FALSE);
-}
-
-/* Checks one tensor (from caps or a flexible header) against the model's
- * input i or, for i == n_inputs, its label; on mismatch returns FALSE with
- * *why saying so. */
-static gboolean
-gst_tensor_trainer_check_tensor (GstTensorTrainer * self, guint i,
-    const GstTensorDesc * t, GstTensorLabelForm * form, gchar ** why)
-{
-  tt_shape s;
-
-  if (i == self->n_inputs) {
-    s = tt_model_label_shape (self->model);
-    return gst_tensor_label_check (t, i, s.channel, s.height, s.width, form,
-        why);
-  }
-  tt_model_input_shape (self->model, i, &s);
-  return gst_tensor_desc_check_model (t, i, "input", s.channel, s.height,
-      s.width, FALSE, why);
-}
-
 /* Checks caps against the model (loading it with the first caps); on
  * mismatch posts an error saying what was expected and what came. */
 static gboolean
 gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
 {
   GstTensorsDesc desc;
-  gchar *why = NULL, *expected, *have;
-  guint ntens;
+  gchar *why = NULL;
   tt_dtype types[GST_TENSOR_TRAINER_MAX_INPUTS];
-  GstTensorLabelForm label_form = GST_TENSOR_LABEL_VECTOR;
+  gsize bytes[GST_TENSOR_TRAINER_MAX_INPUTS];
+  GstTensorLabelForm label_form;
 
   if (!self->model) {
     /* upstream retries refused caps: the error was posted the first time */
@@ -730,35 +685,13 @@ gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
   }
   if (self->refused_caps && gst_caps_is_equal (caps, self->refused_caps))
     return FALSE;
-  ntens = self->n_inputs + 1;
 
-  if (!gst_tensors_desc_from_caps (caps, &desc, &why))
+  if (!gst_tensor_samples_read_caps (&self->spec, caps, &desc, types, bytes,
+          &label_form, &why))
     goto refuse;
   if (desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
-    /* the tensors are described per buffer, in their headers */
-    if (desc.num && desc.num != ntens) {
-      why = g_strdup_printf ("%u tensors received", desc.num);
-      goto refuse;
-    }
     self->flexible = TRUE;
     goto accept;
-  }
-  if (desc.num != ntens) {
-    if (gst_structure_has_name (gst_caps_get_structure (caps, 0),
-            "other/tensor"))
-      why = g_strdup ("other/tensor carries one tensor and no label (put "
-          "the label next to it with tensor_mux, or send other/tensors)");
-    else
-      why = g_strdup_printf ("%u tensors received", desc.num);
-    goto refuse;
-  }
-  for (guint i = 0; i < ntens; i++) {
-    const GstTensorDesc *t = &desc.tensors[i];
-    if (!gst_tensor_trainer_check_tensor (self, i, t, &label_form, &why))
-      goto refuse;
-    if (i < self->n_inputs)
-      types[i] = t->type == GST_TENSOR_TYPE_UINT8 ? TT_DTYPE_UINT8 :
-          TT_DTYPE_FLOAT32;
   }
 
   /* a batch is fed with one type per input: finish one of other types */
@@ -769,14 +702,12 @@ gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
     goto refuse;
   }
   memcpy (self->in_types, types, self->n_inputs * sizeof *types);
+  memcpy (self->sample_bytes, bytes, self->n_inputs * sizeof *bytes);
   self->label_desc = desc.tensors[self->n_inputs];
   self->label_form = label_form;
+  self->sample_bytes[self->n_inputs] =
+      gst_tensor_desc_bytes (&self->label_desc);
   self->flexible = FALSE;
-  self->total_bytes = 0;
-  for (guint i = 0; i < ntens; i++) {
-    self->sample_bytes[i] = gst_tensor_desc_bytes (&desc.tensors[i]);
-    self->total_bytes += self->sample_bytes[i];
-  }
 accept:
   self->negotiated = TRUE;
   gst_clear_caps (&self->refused_caps);
@@ -785,14 +716,7 @@ accept:
 
 refuse:
   gst_caps_replace (&self->refused_caps, caps);
-  expected = gst_tensor_trainer_expected (self);
-  have = gst_caps_to_string (caps);
-  GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-      ("Caps do not fit the model: %s; the model takes %s.", why, expected),
-      ("received caps: %s", have));
-  g_free (why);
-  g_free (expected);
-  g_free (have);
+  gst_tensor_samples_refuse_caps (GST_ELEMENT (self), &self->spec, caps, why);
   return FALSE;
 }
 
@@ -963,44 +887,14 @@ gst_tensor_trainer_widen_input (GstTensorTrainer * self, guint i)
   self->in_types[i] = TT_DTYPE_FLOAT32;
 }
 
-/* A flexible tensor against the model, as its header is read. */
-static gboolean
-gst_tensor_trainer_check_flexible (guint i, const GstTensorDesc * t,
-    gpointer user_data, gchar ** why)
-{
-  GstTensorTrainer *self = user_data;
-  GstTensorLabelForm form;
-  gchar *what = NULL;
-
-  if (gst_tensor_trainer_check_tensor (self, i, t, &form, &what)) {
-    /* the label's form, for the copy that follows */
-    if (i == self->n_inputs)
-      self->label_form = form;
-    return TRUE;
-  }
-  gchar *expected = gst_tensor_trainer_expected (self);
-  *why = g_strdup_printf ("Flexible tensor does not fit the model: %s; the "
-      "model takes %s.", what, expected);
-  g_free (expected);
-  g_free (what);
-  return FALSE;
-}
-
-/* The label at offset of buf into batch slot fill; an error posted for an
- * index that is no class. */
+/* The label at offset of buf into batch slot fill. */
 static GstFlowReturn
 gst_tensor_trainer_put_label (GstTensorTrainer * self, GstBuffer * buf,
     gsize offset, const GstTensorDesc * desc, GstTensorLabelForm form)
 {
-  gchar *why = NULL;
-
-  if (gst_tensor_label_extract (buf, offset, desc, form, self->label_batch +
-          self->label_count * self->fill, self->label_count, &why))
-    return GST_FLOW_OK;
-  GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Sample %" G_GUINT64_FORMAT
-          ": %s.", self->samples_seen, why), (NULL));
-  g_free (why);
-  return GST_FLOW_ERROR;
+  return gst_tensor_samples_put_label (GST_ELEMENT (self), buf, offset, desc,
+      form, self->label_batch + self->label_count * self->fill,
+      self->label_count, self->samples_seen);
 }
 
 /* Flexible tensors (gsttensorflexsample.h): every header is checked, and
@@ -1010,26 +904,20 @@ gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
 {
   const guint ntens = self->n_inputs + 1;
   GstTensorFlexSample sample;
-  gchar *why = NULL;
 
-  if (!gst_tensor_flex_sample_read (buf, ntens, ntens, self->n_inputs,
-          gst_tensor_trainer_check_flexible, self, &sample, &why)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s", why),
-        ("sample %" G_GUINT64_FORMAT, self->samples_seen));
-    g_free (why);
+  if (!gst_tensor_samples_read_flexible (GST_ELEMENT (self), &self->spec, buf,
+          &sample, self->samples_seen))
     return GST_FLOW_ERROR;
-  }
   for (guint i = 0; i < ntens; i++) {
     const GstTensorDesc *t = &sample.tensors[i];
     const gsize offset = sample.offsets[i], size = gst_tensor_desc_bytes (t);
     if (i == self->n_inputs) {
       GstFlowReturn ret = gst_tensor_trainer_put_label (self, buf, offset,
-          t, self->label_form);
+          t, self->spec.flex_label_form);
       if (ret != GST_FLOW_OK)
         return ret;
     } else {
-      const tt_dtype type = t->type == GST_TENSOR_TYPE_UINT8 ?
-          TT_DTYPE_UINT8 : TT_DTYPE_FLOAT32;
+      const tt_dtype type = gst_tensor_samples_input_type (t);
       const gsize count = self->in_count[i];
       if (self->fill == 0)
         self->in_types[i] = type;
@@ -1054,42 +942,16 @@ gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
 static GstFlowReturn
 gst_tensor_trainer_copy_sample (GstTensorTrainer * self, GstBuffer * buf)
 {
-  const guint ntens = self->n_inputs + 1;
-  const guint n_mem = gst_buffer_n_memory (buf);
-  gsize offset = 0;
+  gsize offset;
 
   if (self->flexible)
     return gst_tensor_trainer_copy_flexible (self, buf);
-  if (n_mem == ntens) {
-    for (guint i = 0; i < ntens; i++) {
-      gsize size = gst_memory_get_sizes (gst_buffer_peek_memory (buf, i),
-          NULL, NULL);
-      if (size != self->sample_bytes[i]) {
-        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-            ("Wrong buffer size: tensor %u (%s) holds %" G_GSIZE_FORMAT
-                " bytes, expected %" G_GSIZE_FORMAT " bytes as the caps say.",
-                i, i == self->n_inputs ? "label" : "input", size,
-                self->sample_bytes[i]), ("sample %" G_GUINT64_FORMAT,
-                self->samples_seen));
-        return GST_FLOW_ERROR;
-      }
-    }
-  } else if (n_mem != 1 || gst_buffer_get_size (buf) != self->total_bytes) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Wrong buffer size: %" G_GSIZE_FORMAT " bytes in %u memories, "
-            "expected %u memories (one per tensor) or one memory of %"
-            G_GSIZE_FORMAT " bytes.", gst_buffer_get_size (buf), n_mem, ntens,
-            self->total_bytes), ("sample %" G_GUINT64_FORMAT,
-            self->samples_seen));
+  if (!gst_tensor_samples_check_sizes (GST_ELEMENT (self), buf,
+          self->n_inputs + 1, self->n_inputs, self->sample_bytes,
+          self->samples_seen))
     return GST_FLOW_ERROR;
-  }
-
-  for (guint i = 0; i < self->n_inputs; i++) {
-    const gsize size = self->sample_bytes[i];
-    gst_buffer_extract (buf, offset, self->in_batch[i] + size * self->fill,
-        size);
-    offset += size;
-  }
+  offset = gst_tensor_samples_copy_inputs (buf, self->n_inputs,
+      self->sample_bytes, self->in_batch, self->fill);
   return gst_tensor_trainer_put_label (self, buf, offset, &self->label_desc,
       self->label_form);
 }

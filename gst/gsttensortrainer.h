@@ -4,8 +4,7 @@
 
 #include <gst/gst.h>
 
-#include "gsttensorinfo.h"
-#include "gsttensorlabel.h"
+#include "gsttensorsamples.h"
 #include "tt_engine.h"
 
 G_BEGIN_DECLS
@@ -15,7 +14,7 @@ G_DECLARE_FINAL_TYPE (GstTensorTrainer, gst_tensor_trainer, GST,
     TENSOR_TRAINER, GstElement)
 
 /* The model's inputs, then its one label tensor. */
-#define GST_TENSOR_TRAINER_MAX_INPUTS (GST_TENSOR_MAX_TENSORS - 1)
+#define GST_TENSOR_TRAINER_MAX_INPUTS GST_TENSOR_SAMPLES_MAX_INPUTS
 
 /* Figures of one phase (training or validation) of the current epoch. */
 typedef struct
@@ -80,8 +79,8 @@ struct _GstTensorTrainer
                                          * from the caps; flexible, of the
                                          * sample being read */
   gboolean flexible;                    /* each memory has a header */
+  GstTensorSampleSpec spec;             /* the sample the model takes */
   gsize sample_bytes[GST_TENSOR_MAX_TENSORS]; /* static: per tensor */
-  gsize total_bytes;                    /* static: sum of sample_bytes */
 
   gboolean negotiated;
   gboolean plan_posted;
