@@ -78,7 +78,7 @@ route () {
   check "$format: objdump alignment" objdump_align "$sect" "$align" \
     "$dir/blob.o"
   check "$format: build the program" $cc $cflags -std=c11 -D_GNU_SOURCE \
-    -I "$src/ext/engine" -I "$src/tests/unit" -I "$dir" \
+    -I "$src/ext/engine/include/tensor-trainer" -I "$src/tests/unit" -I "$dir" \
     "$src/tests/unit/export_prog.c" "$dir/blob.o" "$lib" $libs \
     -o "$dir/prog"
   # the linker folds .rodata.* into .rodata; other names stay sections
