@@ -274,6 +274,34 @@ GST_START_TEST (test_wrong_buffer_size)
 
 GST_END_TEST;
 
+/* Tensors back to back are read across memories (gst_buffer_extract), so a
+ * sample's 28 bytes split in any 3 memories are taken, as the predictor
+ * takes them: one rule for both (gst/common/gsttensorsamples.c). */
+GST_START_TEST (test_sample_split_across_memories)
+{
+  Fixture f;
+  guint8 bytes[28];
+  GstBuffer *whole, *split;
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 4, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  whole = make_sample (0);
+  fail_unless_equals_int (gst_buffer_extract (whole, 0, bytes, sizeof bytes),
+      sizeof bytes);
+  gst_buffer_unref (whole);
+  split = gst_buffer_new ();
+  gst_buffer_append_memory (split, gst_allocator_alloc (NULL, 10, NULL));
+  gst_buffer_append_memory (split, gst_allocator_alloc (NULL, 10, NULL));
+  gst_buffer_append_memory (split, gst_allocator_alloc (NULL, 8, NULL));
+  fail_unless_equals_int (gst_buffer_fill (split, 0, bytes, sizeof bytes),
+      sizeof bytes);
+  fail_unless_equals_int (gst_harness_push (f.h, split), GST_FLOW_OK);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_single_memory_accepted)
 {
   Fixture f;
@@ -1835,6 +1863,7 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_caps_accepted);
   tcase_add_test (tc, test_caps_refused);
   tcase_add_test (tc, test_wrong_buffer_size);
+  tcase_add_test (tc, test_sample_split_across_memories);
   tcase_add_test (tc, test_single_memory_accepted);
   tcase_add_test (tc, test_loss_falls);
   tcase_add_test (tc, test_validation_figures);
