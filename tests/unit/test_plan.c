@@ -12,6 +12,7 @@
 #include "tt_test.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <math.h>
 #include <time.h>
 
@@ -371,11 +372,81 @@ test_large_model (void)
   free (ini);
 }
 
+/* A spinning thread: keeps the other core busy while a plan is made. */
+static volatile int plan_spin_stop;
+
+static void *
+plan_spin (void *unused)
+{
+  (void) unused;
+  volatile uint64_t x = 0;
+  while (!plan_spin_stop)
+    x++;
+  return NULL;
+}
+
+/* The plan text of a model 16 branches wide (far more orders than the
+ * exact search takes on, so the greedy search with local improvement
+ * plans it), made once on a quiet machine and once with both cores busy:
+ * the local improvement is bounded by work, not by seconds, so both are
+ * the same bytes. */
+static void
+test_greedy_order_deterministic (void)
+{
+  char text[8192];
+  int at = snprintf (text, sizeof text, "[Model]\ntype=NeuralNetwork\n"
+      "batch_size=4\nloss=mse\n[Optimizer]\ntype=sgd\nlearning_rate=0.01\n"
+      "[input]\ntype=input\ninput_shape=1:1:8\n");
+  for (int i = 0; i < 16; i++)
+    at += snprintf (text + at, sizeof text - at, "[a%d]\n"
+        "type=fully_connected\nunit=%d\ninput_layers=input\n"
+        "activation=relu\n[b%d]\ntype=fully_connected\nunit=8\n"
+        "input_layers=a%d\n", i, 8 + i, i, i);
+  at += snprintf (text + at, sizeof text - at,
+      "[total]\ntype=addition\ninput_layers=");
+  for (int i = 0; i < 16; i++)
+    at += snprintf (text + at, sizeof text - at, "%sb%d", i ? "," : "", i);
+  snprintf (text + at, sizeof text - at,
+      "\n[out]\ntype=fully_connected\nunit=2\n");
+  const char *path = tt_test_write_text ("wide16.ini", text);
+  char *plans[2] = { NULL, NULL };
+  size_t lens[2] = { 0, 0 };
+  bool exact[2] = { true, true };
+  for (int run = 0; run < 2; run++) {
+    pthread_t spinner;
+    plan_spin_stop = 0;
+    bool spinning = run == 1 && pthread_create (&spinner, NULL, plan_spin,
+        NULL) == 0;
+    tt_error err;
+    tt_model *m = tt_model_load_ini (path, &err);
+    tt_status st = m ? tt_model_compile (m, &err) : TT_ERR_INVALID;
+    if (st == TT_OK)
+      st = tt_plan_ini_text (m, &plans[run], &lens[run], &err);
+    if (st == TT_OK) {
+      tt_plan_info info;
+      tt_model_plan_info (m, &info);
+      exact[run] = info.order_exact;
+    }
+    CHECK (st == TT_OK, "wide16 run %d: %s", run, err.message);
+    tt_model_free (m);
+    plan_spin_stop = 1;
+    if (spinning)
+      pthread_join (spinner, NULL);
+  }
+  CHECK (!exact[0] && !exact[1], "wide16: planned by the greedy search");
+  CHECK (plans[0] && plans[1] && lens[0] == lens[1] &&
+      !memcmp (plans[0], plans[1], lens[0]),
+      "wide16: a busy machine changed the plan");
+  free (plans[0]);
+  free (plans[1]);
+}
+
 int
 main (int argc, char **argv)
 {
   snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
   test_models ();
+  test_greedy_order_deterministic ();
   char path[2048];
   const char *identical[] = { "branchy_bn.ini", "resnet_bn.ini",
     "transfer_frozen.ini", "inception.ini", "sensor_lstm.ini",
