@@ -283,12 +283,12 @@ test_threads (void)
 int
 main (void)
 {
-  test_repeats ();
-  test_misspelt ();
-  test_bom ();
-  test_binary ();
-  test_empty_section ();
-  test_near_bundle ();
-  test_threads ();
+  TT_TEST_RUN (test_repeats);
+  TT_TEST_RUN (test_misspelt);
+  TT_TEST_RUN (test_bom);
+  TT_TEST_RUN (test_binary);
+  TT_TEST_RUN (test_empty_section);
+  TT_TEST_RUN (test_near_bundle);
+  TT_TEST_RUN (test_threads);
   return tt_test_summary ();
 }

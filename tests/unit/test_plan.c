@@ -445,8 +445,8 @@ int
 main (int argc, char **argv)
 {
   snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
-  test_models ();
-  test_greedy_order_deterministic ();
+  TT_TEST_RUN (test_models);
+  TT_TEST_RUN (test_greedy_order_deterministic);
   char path[2048];
   const char *identical[] = { "branchy_bn.ini", "resnet_bn.ini",
     "transfer_frozen.ini", "inception.ini", "sensor_lstm.ini",
@@ -484,8 +484,8 @@ main (int argc, char **argv)
           "reset_after=false\nactivation=tanh\n[out]\n"
           "type=fully_connected\nunit=3\nactivation=softmax\n"));
   test_identical_training ("gru_then_activations", path);
-  test_round_trip ();
-  test_bad_plans ();
-  test_large_model ();
+  TT_TEST_RUN (test_round_trip);
+  TT_TEST_RUN (test_bad_plans);
+  TT_TEST_RUN (test_large_model);
   return tt_test_summary ();
 }

@@ -646,8 +646,8 @@ test_validator (void)
 int
 main (void)
 {
-  test_small_sets ();
-  test_validator ();
-  test_property ();
+  TT_TEST_RUN (test_small_sets);
+  TT_TEST_RUN (test_validator);
+  TT_TEST_RUN (test_property);
   return tt_test_summary ();
 }

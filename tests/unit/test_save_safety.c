@@ -566,18 +566,22 @@ int
 main (void)
 {
   ss_ini_path = tt_test_write_text ("model.ini", ss_ini);
-  snprintf (ss_dir, sizeof ss_dir, "%s", ss_ini_path);
+  if (snprintf (ss_dir, sizeof ss_dir, "%s", ss_ini_path) >=
+      (int) sizeof ss_dir) {
+    printf ("temporary folder name too long: %s\n", ss_ini_path);
+    return 2;
+  }
   *strrchr (ss_dir, '/') = '\0';
   static char ini_copy[512];
   snprintf (ini_copy, sizeof ini_copy, "%s", ss_ini_path);
   ss_ini_path = ini_copy;
 
-  test_check_save_path ();
-  test_fallback ();
-  test_moments_bin ();
-  test_moments_bundle ();
-  test_counters ();
-  test_no_nan_save ();
-  test_sweep ();
+  TT_TEST_RUN (test_check_save_path);
+  TT_TEST_RUN (test_fallback);
+  TT_TEST_RUN (test_moments_bin);
+  TT_TEST_RUN (test_moments_bundle);
+  TT_TEST_RUN (test_counters);
+  TT_TEST_RUN (test_no_nan_save);
+  TT_TEST_RUN (test_sweep);
   return tt_test_summary ();
 }

@@ -657,16 +657,16 @@ test_gru_learns (void)
 int
 main (void)
 {
-  test_optimizers ();
-  test_schedules ();
-  test_legacy_optimizer ();
-  test_initializers ();
-  test_relu_after_max_pool ();
-  test_determinism ();
-  test_inputs_and_batches ();
-  test_l2norm ();
-  test_conv1d_learns ();
-  test_lstm_learns ();
-  test_gru_learns ();
+  TT_TEST_RUN (test_optimizers);
+  TT_TEST_RUN (test_schedules);
+  TT_TEST_RUN (test_legacy_optimizer);
+  TT_TEST_RUN (test_initializers);
+  TT_TEST_RUN (test_relu_after_max_pool);
+  TT_TEST_RUN (test_determinism);
+  TT_TEST_RUN (test_inputs_and_batches);
+  TT_TEST_RUN (test_l2norm);
+  TT_TEST_RUN (test_conv1d_learns);
+  TT_TEST_RUN (test_lstm_learns);
+  TT_TEST_RUN (test_gru_learns);
   return tt_test_summary ();
 }

@@ -26,9 +26,32 @@ static int tt_test_passed, tt_test_failed;
     }                                                                     \
   } while (0)
 
+/* TT_TEST_RUN (test_case) runs one case of a test binary, unless the
+ * environment's TT_TEST_CASE names others: then only the cases whose name
+ * contains it run (TT_TEST_CASE=learns build/tests/test_training). */
+static int tt_test_cases_run;
+
+static inline void
+tt_test_run (const char *name, void (*fn) (void))
+{
+  const char *only = getenv ("TT_TEST_CASE");
+  if (only && *only && !strstr (name, only))
+    return;
+  tt_test_cases_run++;
+  fn ();
+}
+
+#define TT_TEST_RUN(fn) tt_test_run (#fn, fn)
+
 static inline int
 tt_test_summary (void)
 {
+  const char *only = getenv ("TT_TEST_CASE");
+  if (only && *only && tt_test_cases_run == 0) {
+    /* a filter that matched nothing must not pass as "0 failed" */
+    printf ("no case matches TT_TEST_CASE=%s\n", only);
+    tt_test_failed++;
+  }
   printf ("%d passed, %d failed\n", tt_test_passed, tt_test_failed);
   return tt_test_failed ? 1 : 0;
 }
