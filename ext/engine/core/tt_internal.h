@@ -316,6 +316,14 @@ tt_status tt_section_error (const tt_section * s, const char *key,
     tt_error * err, tt_status status, const char *fmt, ...)
     __attribute__ ((format (printf, 5, 6)));
 
+/* The keys of s must be in one of the lists a, b, c (NULL lists are
+ * empty); tt_section_check_keys is the one-list form. */
+tt_status tt_section_check_key_lists (const tt_section * s,
+    const char *const *a, const char *const *b, const char *const *c,
+    tt_error * err);
+/* One unsigned integer from [p, end), blanks trimmed; saturates at
+ * UINT64_MAX so that range checks report a huge value as out of range. */
+bool tt_ini_parse_uint (const char *p, const char *end, uint64_t * out);
 tt_status tt_section_check_keys (const tt_section * s,
     const char *const *allowed, tt_error * err);
 tt_status tt_ini_parse_model (tt_model * m, tt_error * err);
