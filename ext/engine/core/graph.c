@@ -67,22 +67,6 @@ tt_model_find_layer (const tt_model * m, const char *name)
   return -1;
 }
 
-tt_weight *
-tt_layer_add_weight (tt_layer * l, const char *suffix, size_t count,
-    tt_initializer init, uint32_t fan_in, uint32_t fan_out, bool trainable)
-{
-  tt_weight *w = &l->weights[l->n_weights++];
-  memset (w, 0, sizeof *w);
-  w->suffix = suffix;
-  w->count = count;
-  w->init = init;
-  w->fan_in = fan_in;
-  w->fan_out = fan_out;
-  w->trainable = trainable && l->trainable;
-  w->value = w->grad = w->opt[0] = w->opt[1] = -1;
-  return w;
-}
-
 /* ---- 1. implicit layers ---------------------------------------------- */
 
 /* Appends a one-input layer fed by the layer currently at index prev. */

@@ -187,7 +187,9 @@ tt_model_compile (tt_model * m, tt_error * err)
   qsort_r (m->canonical, m->n_layers, sizeof *m->canonical,
       model_by_creation, m->layers);
   m->fingerprint = tt_plan_fingerprint (m);
-  if ((st = tt_plan_build (m, err)) || (st = tt_tensors_bind (m, err)))
+  st = tt_plan_ini_serves (m) ? tt_plan_ini_use (m, err) :
+      tt_plan_build (m, err);
+  if (st || (st = tt_tensors_bind (m, err)))
     return st;
   tt_rng_seed (&m->rng, m->seed);
   m->compiled = true;

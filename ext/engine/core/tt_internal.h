@@ -470,9 +470,17 @@ void tt_order_apply (tt_model * m, const int *exec);
 void tt_lifetimes_compute (tt_model * m);
 uint64_t tt_tensor_aligned_bytes (const tt_tensor * t, uint64_t align);
 
-/* plan.c, plan_ini.c */
+/* plan.c: the search (order, in-place, offsets); plan_ini.c: a plan
+ * stored in the INI. The model picks one (model.c), so that neither
+ * depends on the other's caller. */
 tt_status tt_plan_build (tt_model * m, tt_error * err);
+void tt_plan_reset (tt_model * m);
+double tt_plan_now (void);
 uint64_t tt_plan_fingerprint (const tt_model * m);
+/* the model holds a stored plan made for its mode, and may use one */
+bool tt_plan_ini_serves (const tt_model * m);
+/* plans the model from its stored plan, validating it */
+tt_status tt_plan_ini_use (tt_model * m, tt_error * err);
 tt_status tt_plan_ini_apply (tt_model * m, tt_error * err);
 /* the stored plan was made for an inference-only model ([Plan] mode) */
 bool tt_plan_ini_inference (const tt_model * m);

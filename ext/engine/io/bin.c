@@ -149,6 +149,40 @@ tt_bin_regions (tt_model * m, bool moments, uint32_t * n)
   return l.ids;
 }
 
+/* Every value a save writes (the weights and, when it saves them, the
+ * moments, in the order of tt_bin_regions) is one a load accepts. Here,
+ * beside the regions, so that the value checks (state_check.c) need not
+ * know the BIN's order. */
+tt_status
+tt_state_check_saveable (tt_model * m, const char *path, tt_error * err)
+{
+  const bool moments = tt_bin_saves_moments (m);
+  uint32_t n, nw;
+  int *ids = tt_bin_regions (m, moments, &n);
+  int *w = tt_bin_regions (m, false, &nw);
+  free (w);
+  if (!ids)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", path);
+  tt_status st = TT_OK;
+  for (uint32_t i = 0; i < n && !st; i++) {
+    if (ids[i] < 0)
+      continue;
+    const tt_state_kind kind = i < nw ? TT_STATE_WEIGHT :
+        (i - nw) % 2 ? TT_STATE_ADAM_V : TT_STATE_ADAM_M;
+    const tt_tensor *t = &m->tensors[ids[i]];
+    const size_t bad = tt_state_find_bad (kind, t->data, t->count);
+    if (bad < t->count) {
+      float v = t->data[bad];
+      st = tt_fail (err, TT_ERR_NUMERIC, "%s: not saved: tensor %s holds %s "
+          "(%g) at element %zu, which no loader accepts (training "
+          "diverged?); the file there was left as it was", path, t->name,
+          tt_state_why (kind, &t->data[bad]), (double) v, bad);
+    }
+  }
+  free (ids);
+  return st;
+}
+
 tt_status
 tt_bin_layout (tt_model * m, size_t size, const char *name, bool *moments,
     bool *counters, tt_error * err)

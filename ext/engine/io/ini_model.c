@@ -20,11 +20,6 @@
 #include <string.h>
 #include <strings.h>
 
-const char *const tt_activation_names[] = {
-  "none", "relu", "leaky_relu", "sigmoid", "tanh", "softmax", "swish",
-  "gelu", "elu", NULL
-};
-
 #define INI_MAX_BYTES (64 << 20)
 
 static const char *const ini_universal_keys[] = {

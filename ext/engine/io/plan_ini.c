@@ -294,6 +294,26 @@ plan_read_offsets (tt_model * m, tt_error * err)
   return st;
 }
 
+bool
+tt_plan_ini_serves (const tt_model * m)
+{
+  /* a plan stored for the other mode (training vs inference only) is not
+   * an error: this mode simply needs its own */
+  return m->stored_plan && m->plan_mode == TT_PLAN_AUTO &&
+      tt_plan_ini_inference (m) == m->inference;
+}
+
+tt_status
+tt_plan_ini_use (tt_model * m, tt_error * err)
+{
+  const double t0 = tt_plan_now ();
+  tt_plan_reset (m);
+  tt_status st = tt_plan_ini_apply (m, err);
+  m->plan.plan_seconds = tt_plan_now () - t0;
+  m->plan.from_stored_plan = true;
+  return st;
+}
+
 tt_status
 tt_plan_ini_apply (tt_model * m, tt_error * err)
 {

@@ -3,6 +3,13 @@
  * after a layer. */
 #include "tt_internal.h"
 
+/* the activation= values (tt_activation order), for every layer that
+ * reads one */
+const char *const tt_activation_names[] = {
+  "none", "relu", "leaky_relu", "sigmoid", "tanh", "softmax", "swish",
+  "gelu", "elu", NULL
+};
+
 static const char *const activation_keys[] = { "activation", NULL };
 
 static tt_status

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-static double
-plan_now (void)
+double
+tt_plan_now (void)
 {
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
@@ -106,25 +106,23 @@ plan_naive (tt_model * m, tt_error * err)
   return TT_OK;
 }
 
-tt_status
-tt_plan_build (tt_model * m, tt_error * err)
+/* The layers in their stored order, no plan yet: where both the search
+ * and a stored plan start. */
+void
+tt_plan_reset (tt_model * m)
 {
-  const double t0 = plan_now ();
-  tt_status st;
   memset (&m->plan, 0, sizeof m->plan);
   for (uint32_t i = 0; i < m->n_layers; i++)
     m->exec[i] = (int) i;
   tt_order_apply (m, m->exec);
+}
 
-  /* a plan stored for the other mode (training vs inference only) is not
-   * an error: this mode simply needs its own */
-  if (m->stored_plan && m->plan_mode == TT_PLAN_AUTO &&
-      tt_plan_ini_inference (m) == m->inference) {
-    st = tt_plan_ini_apply (m, err);
-    m->plan.plan_seconds = plan_now () - t0;
-    m->plan.from_stored_plan = true;
-    return st;
-  }
+tt_status
+tt_plan_build (tt_model * m, tt_error * err)
+{
+  const double t0 = tt_plan_now ();
+  tt_status st;
+  tt_plan_reset (m);
 
   if (m->plan_mode != TT_PLAN_NAIVE)
     tt_inplace_decide (m);
@@ -140,7 +138,7 @@ tt_plan_build (tt_model * m, tt_error * err)
 
   if (m->plan_mode == TT_PLAN_NAIVE) {
     st = plan_naive (m, err);
-    m->plan.plan_seconds = plan_now () - t0;
+    m->plan.plan_seconds = tt_plan_now () - t0;
     return st;
   }
 
@@ -209,7 +207,7 @@ tt_plan_build (tt_model * m, tt_error * err)
   m->plan.pool_bytes = best_pool;
   m->plan.lower_bound = bound;
   m->plan.naive_bytes = naive;
-  m->plan.plan_seconds = plan_now () - t0;
+  m->plan.plan_seconds = tt_plan_now () - t0;
   return TT_OK;
 }
 
