@@ -20,17 +20,14 @@ if ! command -v indent >/dev/null; then
   "$top/scripts/ensure-deps.sh" indent || exit 1
 fi
 
+gst_indent_options=(--braces-on-if-line --case-brace-indentation0
+  --case-indentation2 --braces-after-struct-decl-line --line-length80
+  --no-tabs --cuddle-else --dont-line-up-parentheses
+  --continuation-indentation4 --honour-newlines --tab-size8 --indent-level2
+  --leave-preprocessor-space)
 gst_indent () {
-  indent --braces-on-if-line --case-brace-indentation0 --case-indentation2 \
-    --braces-after-struct-decl-line --line-length80 --no-tabs \
-    --cuddle-else --dont-line-up-parentheses --continuation-indentation4 \
-    --honour-newlines --tab-size8 --indent-level2 \
-    --leave-preprocessor-space -st "$1" | indent \
-    --braces-on-if-line --case-brace-indentation0 --case-indentation2 \
-    --braces-after-struct-decl-line --line-length80 --no-tabs \
-    --cuddle-else --dont-line-up-parentheses --continuation-indentation4 \
-    --honour-newlines --tab-size8 --indent-level2 \
-    --leave-preprocessor-space -st -
+  indent "${gst_indent_options[@]}" -st "$1" |
+    indent "${gst_indent_options[@]}" -st -
 }
 
 bad=0

@@ -32,4 +32,13 @@ else
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
+# never at the cost of an installed package (an arm64 -dev package can
+# conflict with its amd64 twin): simulate first, refuse any removal
+removed=$(apt-get install -s -q --no-install-recommends "${missing[@]}" |
+  awk '/^Remv / {print $2}')
+if [ -n "$removed" ]; then
+  echo "error: installing ${missing[*]} would remove installed packages:" \
+    $removed >&2
+  exit 1
+fi
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

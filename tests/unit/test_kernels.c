@@ -1493,9 +1493,10 @@ test_vmath (void)
 int
 main (void)
 {
-  const char *probes = getenv ("TT_TEST_FD_PROBES");
-  if (probes && atoi (probes) > 0 && atoi (probes) < TEST_FD_PROBES)
-    test_fd_probes = (size_t) atoi (probes);
+  const char *env = getenv ("TT_TEST_FD_PROBES");
+  const int probes = env ? atoi (env) : 0;
+  if (probes > 0 && probes < TEST_FD_PROBES)
+    test_fd_probes = (size_t) probes;
   setvbuf (stdout, NULL, _IOLBF, 0);
   test_vmath ();
   test_gemm ();
