@@ -362,8 +362,11 @@ test_large_model (void)
         "stored plan %.2f ms (load + compile %.2f ms)\n", m->n_layers,
         p.plan_seconds * 1e3, q.plan_seconds * 1e3,
         ((t2.tv_sec - t1.tv_sec) + (t2.tv_nsec - t1.tv_nsec) * 1e-9) * 1e3);
-    CHECK (q.plan_seconds < p.plan_seconds, "validation is not faster than "
-        "planning");
+    /* the reload validated the stored plan instead of searching again
+     * (which of the two is faster depends on the machine: timings are
+     * printed, not asserted) */
+    CHECK (q.from_stored_plan && !p.from_stored_plan,
+        "large: the reload did not use the stored plan");
     CHECK (o->pool_bytes == m->pool_bytes, "large: pool changed");
   }
   (void) t0;
