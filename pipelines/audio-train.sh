@@ -76,6 +76,6 @@ else
 fi
 
 # shellcheck disable=SC2086  # the pipeline description is split on purpose
-"$build/gst/tt-launch" ${args[@]} |
+"$build/tools/tt-launch" ${args[@]} |
   awk -v out="$out" -v unit=windows -f "$top/pipelines/live-progress.awk"
 exit "${PIPESTATUS[0]}"

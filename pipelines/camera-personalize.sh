@@ -124,7 +124,7 @@ fi
 
 set +e
 # shellcheck disable=SC2086  # the pipeline description is split on purpose
-"$build/gst/tt-launch" ${args[@]} | awk '
+"$build/tools/tt-launch" ${args[@]} | awk '
   function field(name,   re, v) {
     re = " " name "=[^ ]*"
     if (!match($0, re)) return ""

@@ -10,7 +10,7 @@
 # Without a camera (or with CAMERA=none) videotestsrc plays four patterns as
 # the four classes (ball, snow, pinwheel, checkers-4) and the pattern and
 # the label switch together every SWITCH_EVERY frames, at run time, through
-# tt-launch (gst/tt-launch.c: gst-launch plus property changes on a
+# tt-launch (tools/tt-launch.c: gst-launch plus property changes on a
 # schedule or from standard input).
 #
 # Usage: pipelines/camera-train.sh [EPOCHS]        (default 5)
@@ -63,6 +63,6 @@ else
 fi
 
 # shellcheck disable=SC2086  # the pipeline description is split on purpose
-"$build/gst/tt-launch" ${args[@]} |
+"$build/tools/tt-launch" ${args[@]} |
   awk -v out="$out" -v unit=frames -f "$top/pipelines/live-progress.awk"
 exit "${PIPESTATUS[0]}"

@@ -31,9 +31,9 @@ tt_setup () {
     "$top/scripts/ensure-deps.sh" "$@"
   if [ -n "${TT_BUILD_DIR:-}" ]; then
     build=$(cd "$TT_BUILD_DIR" 2>/dev/null && pwd) || build=$TT_BUILD_DIR
-    if [ ! -x "$build/gst/tt-launch" ] || [ ! -x "$build/tools/tensor-trainer" ]; then
+    if [ ! -x "$build/tools/tt-launch" ] || [ ! -x "$build/tools/tensor-trainer" ]; then
       echo "error: TT_BUILD_DIR=$TT_BUILD_DIR is not a built build folder" \
-        "(no gst/tt-launch, tools/tensor-trainer)" >&2
+        "(no tools/tt-launch, tools/tensor-trainer)" >&2
       exit 1
     fi
   else
