@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What a layer sees: its ops table, the layer struct, tensors, the INI
+ * section readers, the shared layer helpers and the kernels layers call.
+ */
+#ifndef TT_LAYER_H
+#define TT_LAYER_H
+
+#include "tt_engine.h"
+#include "kernels.h"
+
+#define TT_NAME_MAX 96
+#define TT_LAYER_NAME_MAX 63    /* leaves room for realized-layer suffixes */
+#define TT_TENSOR_NAME_MAX 160
+#define TT_MAX_IO 16            /* inputs or outputs of one layer */
+#define TT_MAX_WEIGHTS 4
+#define TT_MAX_SCRATCH 2
+
+/* Element-wise hot loops are compiled for x86-64-v3 (AVX2 and FMA) and
+ * x86-64-v4 (AVX-512) too and the best version is picked at load time by
+ * the CPU's features, so one portable binary still uses the wide
+ * registers and fused multiply-adds of the machine it runs on. (Clones
+ * named "avx2" and "avx512f" got no FMA: AVX2 does not imply it.) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && !defined(__SANITIZE_ADDRESS__)
+#define TT_VECTOR_CLONES __attribute__ ((target_clones ("default", \
+            "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define TT_VECTOR_CLONES
+#endif
+
+/* For helpers of hot loops that must be inlined for the loop to
+ * vectorize (a macro, which indent reads as one word) */
+#define TT_ALWAYS_INLINE static inline __attribute__ ((always_inline))
+
+/* ---- errors ---------------------------------------------------------- */
+
+tt_status tt_fail (tt_error * err, tt_status status, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+/* ---- random numbers: deterministic given the seed -------------------- */
+
+typedef struct {
+  uint64_t s[4];
+} tt_rng;
+
+void tt_rng_seed (tt_rng * rng, uint64_t seed);
+uint64_t tt_rng_next (tt_rng * rng);
+float tt_rng_uniform (tt_rng * rng);    /* [0, 1) */
+float tt_rng_normal (tt_rng * rng);
+
+/* ---- tensors --------------------------------------------------------- */
+
+typedef enum {
+  TT_TENSOR_INPUT,
+  TT_TENSOR_LABEL,
+  TT_TENSOR_ACTIVATION,
+  TT_TENSOR_DERIVATIVE,
+  TT_TENSOR_WEIGHT,
+  TT_TENSOR_GRADIENT,
+  TT_TENSOR_OPTIMIZER,
+  TT_TENSOR_SCRATCH,
+} tt_tensor_kind;
+
+/* One named region of the pool. Every element is 4 bytes (float or int32).
+ * A view (alias_of >= 0) owns no memory and shares its root's data.
+ * Lifetime [first_use, last_use] is in execution orders (see graph.c). */
+typedef struct {
+  char name[TT_TENSOR_NAME_MAX];
+  tt_tensor_kind kind;
+  size_t count;
+  int alias_of;
+  int first_use, last_use;
+  size_t offset;
+  float *data;
+} tt_tensor;
+
+/* When a tensor is touched, relative to the layer that touches it. The
+ * execution order turns (layer, phase) into a step number (lifetime.c);
+ * keeping uses order-free lets the order search evaluate any order. */
+typedef enum {
+  TT_PHASE_FORWARD = 0,
+  TT_PHASE_GRADIENT,
+  TT_PHASE_DERIVATIVE,
+  TT_PHASE_APPLY,
+  TT_PHASE_BEGIN,               /* written before the step: inputs, labels */
+  TT_PHASE_ALWAYS,              /* every step: weights, optimizer state */
+  TT_PHASE_END,                 /* read after the step: the model output */
+} tt_phase;
+
+/* What a layer's backward pass reads besides its output derivative. */
+#define TT_READS_INPUT 1u
+#define TT_READS_OUTPUT 2u
+
+/* ---- layers ---------------------------------------------------------- */
+
+typedef enum {
+  TT_ACT_NONE = 0,
+  TT_ACT_RELU,
+  TT_ACT_LEAKY_RELU,
+  TT_ACT_SIGMOID,
+  TT_ACT_TANH,
+  TT_ACT_SOFTMAX,
+  TT_ACT_SWISH,
+  TT_ACT_GELU,
+  TT_ACT_ELU,
+} tt_activation;
+
+typedef enum {
+  TT_INIT_ZEROS,
+  TT_INIT_ONES,
+  TT_INIT_LECUN_NORMAL,
+  TT_INIT_LECUN_UNIFORM,
+  TT_INIT_XAVIER_NORMAL,
+  TT_INIT_XAVIER_UNIFORM,
+  TT_INIT_HE_NORMAL,
+  TT_INIT_HE_UNIFORM,
+} tt_initializer;
+
+typedef struct {
+  uint32_t c, h, w;
+} tt_dims;
+
+static inline size_t
+tt_dims_count (tt_dims d)
+{
+  return (size_t) d.c * d.h * d.w;
+}
+
+/* A trainable or stored parameter of a layer. */
+typedef struct {
+  const char *suffix;           /* "weight", "bias", "moving_mean", ... */
+  size_t count;
+  tt_initializer init;
+  uint32_t fan_in, fan_out;
+  bool trainable;               /* has a gradient and optimizer state */
+  float decay;                  /* per-weight L2 decay (weight_decay key) */
+  float l2;                     /* l2norm regularizer constant */
+  int value, grad, opt[2];      /* tensor ids, -1 when absent */
+} tt_weight;
+
+struct tt_model;
+struct tt_layer;
+struct tt_section;
+
+typedef struct tt_layer_ops {
+  const char *type;
+  /* keys this type accepts beyond the universal ones, NULL-terminated */
+  const char *const *keys;
+  bool has_weights;             /* accepts the weight keys */
+  tt_status (*parse) (struct tt_layer * l, const struct tt_section * s,
+      tt_error * err);
+  /* output dims from input dims; declares weights */
+  tt_status (*infer) (struct tt_model * m, struct tt_layer * l,
+      tt_error * err);
+  /* declares scratch tensors once activations exist; those put in
+   * l->scratch live from forward to calcDerivative, others record their
+   * own uses (li: the layer's index) */
+  void (*declare) (struct tt_model * m, struct tt_layer * l, int li);
+  void (*forward) (struct tt_model * m, struct tt_layer * l, bool training);
+  void (*calc_gradient) (struct tt_model * m, struct tt_layer * l);
+  void (*calc_derivative) (struct tt_model * m, struct tt_layer * l);
+  /* outputs that are views of input 0 (flatten, reshape, multiout) */
+  bool output_is_view;
+  /* TT_READS_* of its backward pass; NULL: neither */
+  unsigned (*backward_reads) (const struct tt_layer * l);
+  /* may write its output over its input (element-wise, and backward
+   * needs no input); NULL: never */
+  bool (*can_run_in_place) (const struct tt_layer * l);
+} tt_layer_ops;
+
+typedef struct {
+  char name[TT_NAME_MAX];       /* as written, lower-cased */
+  uint32_t index;               /* name(idx) */
+  int layer;                    /* resolved producer */
+} tt_link;
+
+/* Keys of the recurrent layers (lstm, gru) that they share. */
+typedef struct {
+  uint32_t unit;
+  bool return_sequences, integrate_bias;
+  tt_activation act, recurrent;
+} tt_recurrent;
+
+typedef struct tt_layer {
+  char name[TT_NAME_MAX];
+  char section[TT_NAME_MAX];    /* INI section it came from */
+  const tt_layer_ops *ops;
+  int creation;                 /* canonical (INI) order: BIN layout */
+
+  uint32_t n_inputs;
+  tt_link inputs[TT_MAX_IO];
+  uint32_t n_outputs;
+  uint32_t consumers[TT_MAX_IO];        /* per output, during graph build */
+
+  tt_dims in_dims[TT_MAX_IO];
+  tt_dims out_dims[TT_MAX_IO];
+
+  bool trainable;
+  bool grad_flows;              /* some trainable weight lies at or above */
+  bool needs_derivative;        /* calc_derivative must run */
+  bool in_place;                /* output (and input derivative) share the
+                                 * input's (output derivative's) memory */
+  int order;                    /* position in the execution order */
+
+  /* tensor ids */
+  int in[TT_MAX_IO], out[TT_MAX_IO];
+  int in_deriv[TT_MAX_IO], out_deriv[TT_MAX_IO];
+  int scratch[TT_MAX_SCRATCH];
+
+  uint32_t n_weights;
+  tt_weight weights[TT_MAX_WEIGHTS];
+
+  /* universal keys, as parsed */
+  bool has_input_shape;
+  tt_dims input_shape;
+  tt_activation post_activation;        /* activation= on a non-activation layer */
+  bool post_flatten;
+
+  /* weight keys */
+  tt_initializer weight_init, bias_init;
+  bool weight_init_set, bias_init_set;
+  float l2_constant;
+  float weight_decay, bias_decay;
+  bool disable_bias;
+
+  union {
+    struct {
+      bool normalization, standardization;
+    } input;
+    struct {
+      uint32_t unit;
+    } fc;
+    struct {
+      uint32_t filters, kernel[2], stride[2], dilation[2];
+      int padding_mode;         /* 0 valid, 1 same, 2 explicit */
+      uint32_t pad[4];          /* top, bottom, left, right */
+      tt_window_geom geom;
+      int col, gemm_out, dy_grouped;    /* scratch tensor ids */
+    } conv;
+    struct {
+      int kind;                 /* 0 max, 1 average, 2 global max, 3 global avg */
+      uint32_t size[2], stride[2];
+      int padding_mode;
+      uint32_t pad[4];
+      tt_window_geom geom;
+    } pool;
+    struct {
+      tt_dims target;
+    } reshape;
+    struct {
+      tt_activation fn;
+    } act;
+    struct {
+      float epsilon, momentum;
+      int axis;                 /* 1 channel, 2 height, 3 width, 0 auto */
+      uint32_t outer, features, inner;  /* per sample */
+      tt_initializer init[4];
+    } bn;
+    struct {
+      float rate;
+    } dropout;
+    struct {
+      int axis;                 /* 1 channel, 2 height, 3 width */
+    } concat;
+    struct {
+      int label;                /* label tensor id */
+    } loss;
+    struct {
+      tt_recurrent rec;         /* act: hidden state; recurrent: i f o */
+      uint32_t max_timestep;    /* 0: not set; else <= the input's height */
+      int gates, cell, hidden, carry;   /* scratch tensor ids, -1 absent */
+    } lstm;
+    struct {
+      tt_recurrent rec;         /* act: candidate g; recurrent: z r */
+      bool reset_after;
+      int gates, hidden, carry;         /* scratch tensor ids, -1 absent */
+    } gru;
+  } p;
+} tt_layer;
+
+/* ---- INI sections (ini_model.c) -------------------------------------- */
+
+typedef struct tt_section {
+  const char *file;
+  const char *name;             /* lower-cased by iniparser */
+  void *dict;                   /* iniparser dictionary */
+} tt_section;
+
+/* Value readers: each reports "<file>: [<section>] <key>: ..." on error.
+ * They return TT_OK and leave *out untouched when the key is absent. */
+bool tt_section_has (const tt_section * s, const char *key);
+const char *tt_section_string (const tt_section * s, const char *key);
+tt_status tt_section_uint (const tt_section * s, const char *key,
+    uint32_t min, uint32_t max, uint32_t * out, tt_error * err);
+tt_status tt_section_float (const tt_section * s, const char *key,
+    float *out, tt_error * err);
+tt_status tt_section_bool (const tt_section * s, const char *key,
+    bool *out, tt_error * err);
+/* Comma-separated unsigned list; n_out gets the number of items read. */
+tt_status tt_section_uint_list (const tt_section * s, const char *key,
+    uint32_t min, uint32_t max, uint32_t * out, uint32_t max_items,
+    uint32_t * n_out, tt_error * err);
+tt_status tt_section_enum (const tt_section * s, const char *key,
+    const char *const *names, int *out, tt_error * err);
+tt_status tt_section_error (const tt_section * s, const char *key,
+    tt_error * err, tt_status status, const char *fmt, ...)
+    __attribute__ ((format (printf, 5, 6)));
+
+extern const char *const tt_activation_names[];
+extern const char *const tt_initializer_names[];
+tt_status tt_section_dims (const tt_section * s, const char *key,
+    tt_dims * out, tt_error * err);
+
+/* Adds a weight to l; count elements, fans for the initializer. */
+tt_weight *tt_layer_add_weight (tt_layer * l, const char *suffix,
+    size_t count, tt_initializer init, uint32_t fan_in, uint32_t fan_out,
+    bool trainable);
+
+/* window_props.c: keys and geometry shared by conv2d, conv1d and
+ * pooling2d */
+tt_status tt_window_pair (const tt_section * s, const char *key,
+    uint32_t min, uint32_t out[2], tt_error * err);
+tt_status tt_window_padding (const tt_section * s, int *mode,
+    uint32_t pad[4], tt_error * err);
+tt_status tt_window_setup (tt_model * m, const tt_layer * l,
+    tt_window_geom * g, const uint32_t kernel[2], const uint32_t stride[2],
+    const uint32_t dilation[2], int mode, const uint32_t pad[4],
+    tt_error * err);
+
+/* recurrent.c: the keys and weights the recurrent layers share; type
+ * names the layer in messages, gates is 4 (lstm) or 3 (gru) */
+tt_status tt_recurrent_parse (const tt_section * s, const char *type,
+    tt_recurrent * r, tt_error * err);
+tt_status tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
+    const tt_recurrent * r, uint32_t gates, tt_error * err);
+/* Where the kernels keep h_t of sample b: hidden + b * h_ld + t * h_step,
+ * the output with return_sequences, the hidden_id scratch when backward
+ * needs every step, else the output's one row per sample (h_step 0). */
+void tt_recurrent_hidden (const tt_model * m, const tt_layer * l,
+    const tt_recurrent * r, int hidden_id, float **hidden, int *h_ld,
+    int *h_step);
+/* With the hidden_id scratch: its last step into the output. */
+void tt_recurrent_last_step (tt_model * m, const tt_layer * l,
+    const tt_recurrent * r, int hidden_id, int batch);
+
+/* layer registry (layers.c) */
+const tt_layer_ops *tt_layer_ops_find (const char *type);
+extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
+    tt_conv2d_layer_ops, tt_conv1d_layer_ops, tt_pooling2d_layer_ops,
+    tt_flatten_layer_ops,
+    tt_reshape_layer_ops, tt_activation_layer_ops, tt_batchnorm_layer_ops,
+    tt_dropout_layer_ops, tt_addition_layer_ops, tt_concat_layer_ops,
+    tt_multiout_layer_ops, tt_mse_layer_ops, tt_cross_softmax_layer_ops,
+    tt_cross_sigmoid_layer_ops, tt_lstm_layer_ops, tt_gru_layer_ops;
+
+/* activation.c */
+#define TT_LEAKY_RELU_SLOPE 0.01f
+void tt_activation_forward (tt_activation fn, size_t rows, size_t width,
+    const float *x, float *y);
+/* dx = f'(x) * dy, given x and y = f(x); dx may equal dy. */
+void tt_activation_backward (tt_activation fn, size_t rows, size_t width,
+    const float *x, const float *y, const float *dy, float *dx);
+
+/* lstm.c: nntrainer's LSTM over a batch-major sequence x [B][T][F].
+ * Gates are laid out i, f, g, o along 4U; w_ih is [F][4U], w_hh [U][4U];
+ * gates [B][T][4U] and cells [B][T][U] hold every step. The hidden state
+ * h_t of sample b lives at hidden + b * h_ld + t * h_step (h_step 0: one
+ * row per sample, overwritten each step). */
+typedef struct {
+  int batch, steps, features, unit;
+  tt_activation act, recurrent;
+  const float *w_ih, *w_hh;
+  const float *bias[2];         /* added to every step's gates; NULL: none */
+  float *gates, *cell, *hidden;
+  int h_ld, h_step;
+} tt_lstm;
+
+void tt_lstm_forward (const tt_lstm * s, const float *x);
+/* Backpropagation through time: writes d loss / d (gate pre-activation)
+ * over the kept gates. dy: [B][T][U] (sequences) or [B][U] (last step
+ * only); carry: 2 * B * U floats. */
+void tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
+    float *carry);
+/* After tt_lstm_bptt: the weight gradients (written, not added); db: the
+ * bias gradient [4U] or NULL. */
+void tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
+    float *dw_hh, float *db);
+/* After tt_lstm_bptt: dx [B][T][F]. */
+void tt_lstm_input_grad (const tt_lstm * s, float *dx);
+
+/* gru.c: nntrainer's GRU over a batch-major sequence x [B][T][F], with
+ * gates z (update), r (reset), g (candidate) along 3U: w_ih is [F][3U],
+ * w_hh [U][3U]. bias_ih [3U] (or integrate_bias's bias_h) and bias_hh [3U]
+ * (NULL: none). gates [B][T][4U] holds every step, four slots of U:
+ * z, r, then with reset_after hn = h_{t-1} W_hg + b_hg and g, without it
+ * g and r * h_{t-1}. The hidden state h_t of sample b lives at hidden +
+ * b * h_ld + t * h_step (h_step 0: one row per sample, overwritten each
+ * step; backward needs every step's). */
+typedef struct {
+  int batch, steps, features, unit;
+  tt_activation act, recurrent;
+  bool reset_after;
+  const float *w_ih, *w_hh;
+  const float *bias_ih, *bias_hh;
+  float *gates, *hidden;
+  int h_ld, h_step;
+} tt_gru;
+
+void tt_gru_forward (const tt_gru * s, const float *x);
+/* Backpropagation through time: writes d loss / d (pre-activation) over
+ * the z, r and g slots (and d loss / d hn over hn). dy: [B][T][U]
+ * (sequences) or [B][U] (last step only); carry: 2 * B * U floats. */
+void tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences,
+    float *carry);
+/* After tt_gru_bptt: the weight gradients (written, not added); db_ih,
+ * db_hh: [3U] each or NULL (integrate_bias: db_ih only). */
+void tt_gru_weight_grads (const tt_gru * s, const float *x, float *dw_ih,
+    float *dw_hh, float *db_ih, float *db_hh);
+/* After tt_gru_bptt: dx [B][T][F]. */
+void tt_gru_input_grad (const tt_gru * s, float *dx);
+
+/* maxpool2x2.c: the 2x2, stride 2, unpadded case of tt_maxpool_forward */
+bool tt_maxpool2x2_applies (const tt_window_geom * g);
+void tt_maxpool2x2_forward (const tt_window_geom * g, int batch,
+    const float *x, float *y, int32_t * argmax);
+
+#endif
