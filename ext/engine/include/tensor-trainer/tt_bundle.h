@@ -70,12 +70,8 @@ tt_status tt_bundle_pack (const char *ini_path, const char *bin_path,
 tt_status tt_bundle_unpack (const char *bundle_path, const char *ini_path,
     const char *bin_path, tt_error * err);
 
-typedef enum {
-  TT_BUNDLE_READ = 0,   /* read the file: weights go straight into the pool */
-  TT_BUNDLE_MMAP,       /* map it, copy the weights into the pool, unmap */
-  TT_BUNDLE_IN_PLACE,   /* map it and keep it: weights are used where they
-                         * lie (uncompressed only); evaluation only */
-} tt_bundle_mode;
+/* (tt_bundle_mode, how a bundle's weights are read, is in tt_engine.h:
+ * tt_model_open takes it too) */
 
 /* How to open a bundle as a model. Zero-initialized means the defaults. */
 typedef struct {

@@ -4,6 +4,9 @@
  * INI file, with every tensor of a training step in one memory pool.
  *
  * Life of a model:
+ *   tt_model_open()          all of the steps up to the weights in one call:
+ *                            an INI or a bundle by path, with the options
+ *                            below, compiled, weights loaded (or:)
  *   tt_model_load_ini()      parse and validate the description
  *   tt_model_set_batch_size() optional, before compile
  *   tt_model_compile()       build the graph, infer shapes, lay out and
@@ -94,6 +97,84 @@ typedef struct {
 } tt_memory_info;
 
 const char *tt_status_name (tt_status status);
+
+/* ---- opening a model by path ---------------------------------------- */
+
+/* How a bundle's weights are read (tt_bundle.h). */
+typedef enum {
+  TT_BUNDLE_READ = 0,   /* read the file: weights go straight into the pool */
+  TT_BUNDLE_MMAP,       /* map it, copy the weights into the pool, unmap */
+  TT_BUNDLE_IN_PLACE,   /* map it and keep it: weights are used where they
+                         * lie (uncompressed only); evaluation only */
+} tt_bundle_mode;
+
+/* What a model file is: a bundle (tt_bundle.h) starts with the bundle
+ * magic; any other file is read as an INI description. */
+typedef enum {
+  TT_MODEL_FILE_ANY = 0,        /* options: either will do; info: not known
+                                 * (the file could not be opened) */
+  TT_MODEL_FILE_INI,
+  TT_MODEL_FILE_BUNDLE,
+} tt_model_file_kind;
+
+/* How to open a model. Zero-initialized means the defaults: either kind,
+ * the file's batch size, a stored plan when it serves, training, no
+ * weights file. */
+typedef struct {
+  tt_model_file_kind kind;      /* the kind the file must be; else refused
+                                 * (TT_OPEN_KIND) before it is read */
+  uint32_t batch_size;          /* 0: the INI's [Model] batch_size, or the
+                                 * batch a bundle was saved for */
+  bool inference;               /* tt_model_set_inference */
+  tt_plan_mode plan_mode;
+  uint32_t alignment;           /* INI only (a bundle's plan brings its
+                                 * own): tt_model_set_alignment; 0: 64 */
+  bool has_seed;                /* else the engine's default seed */
+  uint64_t seed;
+  tt_bundle_mode mode;          /* bundle only (an INI refuses another
+                                 * than TT_BUNDLE_READ) */
+  bool trust;                   /* bundle only: tt_bundle_load_options */
+  const char *weights;          /* then loaded from this BIN or bundle
+                                 * (tt_model_load_weights); NULL or "":
+                                 * none (a bundle has its own, an INI's are
+                                 * initialized) */
+} tt_open_options;
+
+/* The steps of tt_model_open in order: where it stopped. */
+typedef enum {
+  TT_OPEN_OK = 0,
+  TT_OPEN_KIND,         /* the file is not of options->kind, or an option
+                         * does not apply to its kind */
+  TT_OPEN_READ,         /* reading and parsing; for a bundle the whole
+                         * opening (tt_bundle_load: checked, compiled,
+                         * filled) */
+  TT_OPEN_SETTINGS,     /* an INI: batch size, seed, plan mode, inference,
+                         * alignment refused */
+  TT_OPEN_COMPILE,      /* an INI: tt_model_compile */
+  TT_OPEN_WEIGHTS,      /* options->weights */
+} tt_open_step;
+
+typedef struct {
+  tt_model_file_kind kind;      /* what path is (TT_MODEL_FILE_ANY: it
+                                 * could not be opened) */
+  tt_open_step failed_step;     /* TT_OPEN_OK when a model is returned */
+} tt_open_info;
+
+/* Opens the model at path, an INI file or a bundle (told apart by the
+ * file's first bytes, whatever its name), as a compiled model with its
+ * weights: a bundle's own, else those of options->weights, else
+ * initialized. options and info may be NULL. On failure NULL, err says
+ * why in the words of the step that failed (the same messages as the
+ * calls it makes: tt_model_load_ini, tt_model_compile, tt_bundle_load,
+ * tt_model_load_bin, ...) and info->failed_step which step it was. */
+tt_model *tt_model_open (const char *path, const tt_open_options * options,
+    tt_open_info * info, tt_error * err);
+
+/* Loads weights into a compiled model from a BIN or a bundle, told apart
+ * by the file's first bytes (tt_model_load_bin, tt_bundle_load_weights):
+ * checked first, so a bad file leaves the model as it was. */
+tt_status tt_model_load_weights (tt_model * model, const char *path,
+    tt_error * err);
 
 tt_model *tt_model_load_ini (const char *path, tt_error * err);
 /* The same from INI text in memory (a bundle, a linked blob): no file
