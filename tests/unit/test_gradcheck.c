@@ -494,9 +494,45 @@ gru_forward_reference (bool reset_after, int biases)
   tt_model_free (m);
 }
 
+/* Every registered layer type states what it is to the code around it:
+ * a role, the inputs it reads, and what its role implies. A new type that
+ * forgets its traits fails here. */
+static void
+layer_traits (void)
+{
+  uint32_t n = 0;
+  const tt_layer_ops *ops;
+  for (uint32_t i = 0; (ops = tt_layer_ops_at (i)); i++, n++) {
+    CHECK (ops->type && ops->infer && ops->forward,
+        "registered type %u: no type name, infer or forward", i);
+    if (!ops->type)
+      continue;
+    const char *t = ops->type;
+    CHECK (tt_layer_ops_find (t) == ops, "%s: its name finds another type", t);
+    CHECK (ops->role != TT_ROLE_UNSET, "%s: no role", t);
+    CHECK ((ops->max_inputs == 0) == (ops->role == TT_ROLE_INPUT),
+        "%s: max_inputs %u for role %d (0 for an input only)", t,
+        ops->max_inputs, (int) ops->role);
+    CHECK (ops->max_inputs <= 1 || ops->max_inputs == TT_MAX_IO,
+        "%s: max_inputs %u (0, 1 or TT_MAX_IO)", t, ops->max_inputs);
+    CHECK (ops->role == TT_ROLE_LOSS || ops->fused_activation == TT_ACT_NONE,
+        "%s: fuses an activation but is no loss", t);
+    CHECK (ops->role != TT_ROLE_LOSS || ops->max_inputs == 1,
+        "%s: a loss reads one input", t);
+    CHECK (ops->role != TT_ROLE_MULTIOUT || ops->output_is_view,
+        "%s: a multiout's outputs are views of its input", t);
+    CHECK (!ops->has_weights || ops->role == TT_ROLE_COMPUTE,
+        "%s: has weights but role %d", t, (int) ops->role);
+  }
+  CHECK (n == TT_LAYER_TYPES, "%u types registered, TT_LAYER_TYPES is %d",
+      n, TT_LAYER_TYPES);
+  printf ("ok layer_traits (%u types)\n", n);
+}
+
 int
 main (void)
 {
+  layer_traits ();
   for (size_t i = 0; i < sizeof gc_cases / sizeof gc_cases[0]; i++)
     gc_run (&gc_cases[i]);
   for (int biases = 0; biases <= 2; biases++) {

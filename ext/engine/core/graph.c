@@ -110,7 +110,7 @@ graph_realize (tt_model * m, int **realized_out, tt_error * err)
     const char *sec = src.section;
     tt_section s = { m->path, sec, m->dict };
 
-    if (src.ops == &tt_input_layer_ops) {
+    if (src.ops->role == TT_ROLE_INPUT) {
       if (!src.has_input_shape) {
         st = tt_section_error (&s, "input_shape", err, TT_ERR_INVALID,
             "missing key (an input layer needs its shape, e.g. 1:28:28)");
@@ -136,7 +136,7 @@ graph_realize (tt_model * m, int **realized_out, tt_error * err)
       src.n_inputs = 1;
       snprintf (src.inputs[0].name, TT_NAME_MAX, "%s", name);
       src.inputs[0].layer = (int) m->n_layers - 1;
-    } else if (src.n_inputs == 0 && src.ops != &tt_input_layer_ops) {
+    } else if (src.n_inputs == 0) {
       if (i == 0) {
         st = tt_section_error (&s, "input_shape", err, TT_ERR_INVALID,
             "missing key: the first layer has no input; give it "
@@ -213,7 +213,7 @@ graph_realize (tt_model * m, int **realized_out, tt_error * err)
     for (uint32_t k = 0; k < m->layers[i].n_inputs; k++) {
       const tt_link *link = &m->layers[i].inputs[k];
       tt_layer *p = &m->layers[link->layer];
-      if (p->ops == &tt_multiout_layer_ops && link->index >= p->n_outputs)
+      if (p->ops->role == TT_ROLE_MULTIOUT && link->index >= p->n_outputs)
         p->n_outputs = link->index + 1;
     }
   for (uint32_t i = 0; i < m->n_layers && st == TT_OK; i++)
@@ -242,8 +242,7 @@ graph_realize (tt_model * m, int **realized_out, tt_error * err)
 static bool
 graph_is_loss (const tt_layer * l)
 {
-  return l->ops == &tt_mse_layer_ops || l->ops == &tt_cross_softmax_layer_ops
-      || l->ops == &tt_cross_sigmoid_layer_ops;
+  return l->ops->role == TT_ROLE_LOSS;
 }
 
 static void
@@ -345,7 +344,7 @@ graph_attach_loss (tt_model * m, bool *dead, tt_error * err)
         break;
       case TT_LOSS_CROSS:{
         tt_layer *a = &m->layers[sink];
-        if (a->ops != &tt_activation_layer_ops ||
+        if (a->ops->role != TT_ROLE_ACTIVATION ||
             (a->p.act.fn != TT_ACT_SOFTMAX && a->p.act.fn != TT_ACT_SIGMOID))
           return tt_fail (err, TT_ERR_INVALID,
               "%s: [Model] loss: 'cross' needs softmax or sigmoid as the "
@@ -360,10 +359,9 @@ graph_attach_loss (tt_model * m, bool *dead, tt_error * err)
 
   /* cross losses apply their own softmax/sigmoid: fold the final one in */
   tt_layer *a = &m->layers[sink];
-  if (a->ops == &tt_activation_layer_ops &&
-      ((ops == &tt_cross_softmax_layer_ops && a->p.act.fn == TT_ACT_SOFTMAX)
-          || (ops == &tt_cross_sigmoid_layer_ops
-              && a->p.act.fn == TT_ACT_SIGMOID))) {
+  if (a->ops->role == TT_ROLE_ACTIVATION &&
+      ops->fused_activation != TT_ACT_NONE &&
+      a->p.act.fn == ops->fused_activation) {
     dead[sink] = true;
     sink = a->inputs[0].layer;
   }
@@ -452,7 +450,7 @@ graph_pool_before_relu (tt_model * m, const bool *dead)
   graph_count_consumers (m, dead);
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *a = &m->layers[i];
-    if (dead[i] || a->ops != &tt_activation_layer_ops ||
+    if (dead[i] || a->ops->role != TT_ROLE_ACTIVATION ||
         a->p.act.fn != TT_ACT_RELU || a->n_inputs != 1 || a->consumers[0] != 1)
       continue;
     int q = -1;
@@ -463,9 +461,8 @@ graph_pool_before_relu (tt_model * m, const bool *dead)
     if (q < 0)
       continue;
     tt_layer *pool = &m->layers[q];
-    if (pool->ops != &tt_pooling2d_layer_ops ||
-        (pool->p.pool.kind != 0 && pool->p.pool.kind != 2) ||
-        pool->n_outputs != 1)
+    if (!pool->ops->commutes_with_relu ||
+        !pool->ops->commutes_with_relu (pool) || pool->n_outputs != 1)
       continue;
     /* producer -> relu -> pool -> consumers  becomes
      * producer -> pool -> relu -> consumers */
@@ -590,7 +587,7 @@ graph_infer (tt_model * m, tt_error * err)
       }
       l->in_dims[k] = p->out_dims[l->inputs[k].index];
     }
-    if (l->ops == &tt_input_layer_ops) {
+    if (l->ops->role == TT_ROLE_INPUT) {
       if (m->n_inputs == TT_MAX_IO)
         return tt_fail (err, TT_ERR_INVALID, "%s: more than %d inputs",
             m->path, TT_MAX_IO);
@@ -619,24 +616,47 @@ graph_infer (tt_model * m, tt_error * err)
       upstream |= m->layers[l->inputs[k].layer].grad_flows;
     l->needs_derivative = upstream;
     l->grad_flows = own || upstream ||
-        (l->ops == &tt_input_layer_ops && m->force_input_derivative);
+        (l->ops->role == TT_ROLE_INPUT && m->force_input_derivative);
   }
   return TT_OK;
 }
 
-/* Only addition and concat read several inputs; the others read input 0,
- * so a second input would never get its derivative. */
+/* The types that read several inputs, for messages: "addition and
+ * concat". */
+static void
+graph_several_inputs (char *out, size_t size)
+{
+  uint32_t n = 0, total = 0;
+  const tt_layer_ops *ops;
+  for (uint32_t i = 0; (ops = tt_layer_ops_at (i)); i++)
+    total += ops->max_inputs > 1;
+  out[0] = '\0';
+  for (uint32_t i = 0; (ops = tt_layer_ops_at (i)); i++) {
+    if (ops->max_inputs <= 1)
+      continue;
+    size_t len = strlen (out);
+    snprintf (out + len, size - len, "%s%s", n == 0 ? "" : n + 1 == total ?
+        " and " : ", ", ops->type);
+    n++;
+  }
+}
+
+/* Only the types with max_inputs above 1 (addition, concat) read several
+ * inputs; the others read input 0, so a second input would never get its
+ * derivative. */
 static tt_status
 graph_check_inputs (tt_model * m, tt_error * err)
 {
   for (uint32_t i = 0; i < m->n_layers; i++) {
     const tt_layer *l = &m->layers[i];
     tt_section sec = { m->path, l->section, m->dict };
-    if (l->n_inputs > 1 && l->ops != &tt_addition_layer_ops &&
-        l->ops != &tt_concat_layer_ops)
+    if (l->n_inputs > 1 && l->n_inputs > l->ops->max_inputs) {
+      char several[128];
+      graph_several_inputs (several, sizeof several);
       return tt_section_error (&sec, "input_layers", err, TT_ERR_INVALID,
-          "a %s layer takes one input, not %u (only addition and concat "
-          "take several)", l->ops->type, l->n_inputs);
+          "a %s layer takes one input, not %u (only %s take several)",
+          l->ops->type, l->n_inputs, several);
+    }
   }
   return TT_OK;
 }

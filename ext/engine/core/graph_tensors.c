@@ -30,8 +30,7 @@
 static bool
 tensors_is_loss (const tt_layer * l)
 {
-  return l->ops == &tt_mse_layer_ops || l->ops == &tt_cross_softmax_layer_ops
-      || l->ops == &tt_cross_sigmoid_layer_ops;
+  return l->ops->role == TT_ROLE_LOSS;
 }
 
 static unsigned
@@ -101,9 +100,8 @@ tensors_declare_outputs (tt_model * m, tt_layer * l, int li)
     else
       snprintf (suffix, sizeof suffix, "out");
     snprintf (dsuffix, sizeof dsuffix, "%s:deriv", suffix);
-    bool view = l->ops->output_is_view || l->ops == &tt_mse_layer_ops ||
-        l->in_place;
-    if (l->ops == &tt_input_layer_ops) {
+    bool view = l->ops->output_is_view || l->in_place;
+    if (l->ops->role == TT_ROLE_INPUT) {
       l->out[o] = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_INPUT,
           count);
       tt_tensor_use (m, l->out[o], li, TT_PHASE_BEGIN);
@@ -122,7 +120,7 @@ tensors_declare_outputs (tt_model * m, tt_layer * l, int li)
     /* a view's derivative is a view of its input's derivative, except for
      * multiout, whose outputs' derivatives are summed */
     if (l->in_deriv[0] >= 0 && (l->in_place || (l->ops->output_is_view &&
-                l->ops != &tt_multiout_layer_ops)))
+                l->ops->role != TT_ROLE_MULTIOUT)))
       l->out_deriv[o] = tt_tensor_view (m, l->name, dsuffix, l->in_deriv[0]);
     else
       l->out_deriv[o] = tt_tensor_declare (m, l->name, dsuffix,

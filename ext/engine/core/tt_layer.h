@@ -143,8 +143,36 @@ struct tt_model;
 struct tt_layer;
 struct tt_section;
 
+/* What a layer type is to the code around it (graph, tensors, in-place
+ * choices, plan): shared code asks the role, never which ops a layer
+ * has. 0 is no role: the registry check (tests) refuses it. */
+typedef enum {
+  TT_ROLE_UNSET = 0,
+  TT_ROLE_COMPUTE,              /* every other type */
+  TT_ROLE_INPUT,                /* a model input: the caller writes its
+                                 * output; it takes no input layers */
+  TT_ROLE_LOSS,                 /* ends the model: reads the labels, its
+                                 * output is the prediction */
+  TT_ROLE_MULTIOUT,             /* one tensor read by several layers: an
+                                 * output per consumer, their derivatives
+                                 * summed into its input's */
+  TT_ROLE_ACTIVATION,           /* y = p.act.fn (x), element-wise; its
+                                 * activation= key is that function, on
+                                 * every other type it adds an activation
+                                 * layer after it */
+} tt_layer_role;
+
 typedef struct tt_layer_ops {
   const char *type;
+  tt_layer_role role;
+  /* input layers it reads: 0 (input), 1, or TT_MAX_IO (addition,
+   * concat); a layer that reads only input 0 must not take more, or the
+   * others would never get their derivative */
+  uint32_t max_inputs;
+  /* a loss's own final function (cross_softmax: softmax, cross_sigmoid:
+   * sigmoid): the graph folds a last activation layer of that function
+   * into the loss. TT_ACT_NONE for the rest. */
+  tt_activation fused_activation;
   /* keys this type accepts beyond the universal ones, NULL-terminated */
   const char *const *keys;
   bool has_weights;             /* accepts the weight keys */
@@ -160,8 +188,12 @@ typedef struct tt_layer_ops {
   void (*forward) (struct tt_model * m, struct tt_layer * l, bool training);
   void (*calc_gradient) (struct tt_model * m, struct tt_layer * l);
   void (*calc_derivative) (struct tt_model * m, struct tt_layer * l);
-  /* outputs that are views of input 0 (flatten, reshape, multiout) */
+  /* outputs that are views of input 0 (flatten, reshape, multiout, mse) */
   bool output_is_view;
+  /* relu (f (x)) = f (relu (x)), and the gradients agree: a ReLU whose
+   * only consumer is this layer may run after it instead, on fewer values
+   * (max pooling); NULL: never */
+  bool (*commutes_with_relu) (const struct tt_layer * l);
   /* TT_READS_* of its backward pass; NULL: neither */
   unsigned (*backward_reads) (const struct tt_layer * l);
   /* may write its output over its input (element-wise, and backward
@@ -344,8 +376,13 @@ void tt_recurrent_hidden (const tt_model * m, const tt_layer * l,
 void tt_recurrent_last_step (tt_model * m, const tt_layer * l,
     const tt_recurrent * r, int hidden_id, int batch);
 
-/* layer registry (layers.c) */
+/* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
+ * declared here; a new type adds its ops here and to layers.c's table,
+ * whose size is checked against this count when it compiles */
+#define TT_LAYER_TYPES 18
 const tt_layer_ops *tt_layer_ops_find (const char *type);
+/* the i-th registered type, NULL from TT_LAYER_TYPES on */
+const tt_layer_ops *tt_layer_ops_at (uint32_t i);
 extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_conv2d_layer_ops, tt_conv1d_layer_ops, tt_pooling2d_layer_ops,
     tt_flatten_layer_ops,

@@ -240,7 +240,8 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
       (st = tt_section_bool (s, "flatten", &l->post_flatten, err)))
     return st;
   l->has_input_shape = tt_section_has (s, "input_shape");
-  if (ops != &tt_activation_layer_ops) {
+  /* an activation layer reads activation= as its function (its parse) */
+  if (ops->role != TT_ROLE_ACTIVATION) {
     int act = TT_ACT_NONE;
     if ((st = tt_section_enum (s, "activation", tt_activation_names, &act,
                 err)))

@@ -78,6 +78,8 @@ activation_can_run_in_place (const tt_layer * l)
 
 const tt_layer_ops tt_activation_layer_ops = {
   .type = "activation",
+  .role = TT_ROLE_ACTIVATION,
+  .max_inputs = 1,
   .keys = activation_keys,
   .parse = activation_parse,
   .infer = activation_infer,

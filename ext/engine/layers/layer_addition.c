@@ -46,6 +46,8 @@ addition_calc_derivative (tt_model * m, tt_layer * l)
 
 const tt_layer_ops tt_addition_layer_ops = {
   .type = "addition",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = TT_MAX_IO,
   .infer = addition_infer,
   .forward = addition_forward,
   .calc_derivative = addition_calc_derivative,

@@ -145,6 +145,8 @@ bn_backward_reads (const tt_layer * l)
 
 const tt_layer_ops tt_batchnorm_layer_ops = {
   .type = "batch_normalization",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = bn_keys,
   .parse = bn_parse,
   .infer = bn_infer,

@@ -106,6 +106,8 @@ concat_calc_derivative (tt_model * m, tt_layer * l)
 
 const tt_layer_ops tt_concat_layer_ops = {
   .type = "concat",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = TT_MAX_IO,
   .keys = concat_keys,
   .parse = concat_parse,
   .infer = concat_infer,

@@ -80,10 +80,6 @@ static tt_status
 conv_infer (tt_model * m, tt_layer * l, tt_error * err)
 {
   tt_window_geom *g = &l->p.conv.geom;
-  if (l->ops == &tt_conv1d_layer_ops && l->in_dims[0].h != 1)
-    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: conv1d needs an input "
-        "of height 1 (channel:1:width), got %u:%u:%u", m->path, l->section,
-        l->in_dims[0].c, l->in_dims[0].h, l->in_dims[0].w);
   tt_status st = tt_window_setup (m, l, g, l->p.conv.kernel,
       l->p.conv.stride, l->p.conv.dilation, l->p.conv.padding_mode,
       l->p.conv.pad, err);
@@ -107,6 +103,16 @@ conv_infer (tt_model * m, tt_layer * l, tt_error * err)
     b->decay = l->bias_decay;
   }
   return TT_OK;
+}
+
+static tt_status
+conv1d_infer (tt_model * m, tt_layer * l, tt_error * err)
+{
+  if (l->in_dims[0].h != 1)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: conv1d needs an input "
+        "of height 1 (channel:1:width), got %u:%u:%u", m->path, l->section,
+        l->in_dims[0].c, l->in_dims[0].h, l->in_dims[0].w);
+  return conv_infer (m, l, err);
 }
 
 /* Three scratch tensors with their own lifetimes: the columns (forward ..
@@ -211,6 +217,8 @@ conv_calc_derivative (tt_model * m, tt_layer * l)
 
 const tt_layer_ops tt_conv2d_layer_ops = {
   .type = "conv2d",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = conv_keys,
   .has_weights = true,
   .parse = conv_parse,
@@ -223,10 +231,12 @@ const tt_layer_ops tt_conv2d_layer_ops = {
 
 const tt_layer_ops tt_conv1d_layer_ops = {
   .type = "conv1d",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = conv_keys,
   .has_weights = true,
   .parse = conv1d_parse,
-  .infer = conv_infer,
+  .infer = conv1d_infer,
   .declare = conv_declare,
   .forward = conv_forward,
   .calc_gradient = conv_calc_gradient,

@@ -82,6 +82,8 @@ dropout_can_run_in_place (const tt_layer * l)
 
 const tt_layer_ops tt_dropout_layer_ops = {
   .type = "dropout",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = dropout_keys,
   .parse = dropout_parse,
   .infer = dropout_infer,

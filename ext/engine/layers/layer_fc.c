@@ -101,6 +101,8 @@ fc_backward_reads (const tt_layer * l)
 
 const tt_layer_ops tt_fc_layer_ops = {
   .type = "fully_connected",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = fc_keys,
   .has_weights = true,
   .parse = fc_parse,

@@ -157,6 +157,8 @@ gru_backward_reads (const tt_layer * l)
 
 const tt_layer_ops tt_gru_layer_ops = {
   .type = "gru",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = gru_keys,
   .has_weights = true,
   .parse = gru_parse,

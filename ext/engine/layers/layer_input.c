@@ -73,6 +73,8 @@ input_forward (tt_model * m, tt_layer * l, bool training)
 
 const tt_layer_ops tt_input_layer_ops = {
   .type = "input",
+  .role = TT_ROLE_INPUT,
+  .max_inputs = 0,
   .keys = input_keys,
   .parse = input_parse,
   .infer = input_infer,

@@ -155,6 +155,9 @@ loss_backward_reads (const tt_layer * l)
 
 const tt_layer_ops tt_mse_layer_ops = {
   .type = "mse",
+  .role = TT_ROLE_LOSS,
+  .max_inputs = 1,
+  .output_is_view = true,
   .infer = loss_infer,
   .forward = mse_forward,
   .calc_derivative = mse_calc_derivative,
@@ -163,6 +166,9 @@ const tt_layer_ops tt_mse_layer_ops = {
 
 const tt_layer_ops tt_cross_softmax_layer_ops = {
   .type = "cross_softmax",
+  .role = TT_ROLE_LOSS,
+  .max_inputs = 1,
+  .fused_activation = TT_ACT_SOFTMAX,
   .infer = loss_infer,
   .forward = cross_softmax_forward,
   .calc_derivative = cross_softmax_calc_derivative,
@@ -171,6 +177,9 @@ const tt_layer_ops tt_cross_softmax_layer_ops = {
 
 const tt_layer_ops tt_cross_sigmoid_layer_ops = {
   .type = "cross_sigmoid",
+  .role = TT_ROLE_LOSS,
+  .max_inputs = 1,
+  .fused_activation = TT_ACT_SIGMOID,
   .infer = loss_infer,
   .forward = cross_sigmoid_forward,
   .calc_derivative = cross_sigmoid_calc_derivative,

@@ -178,6 +178,8 @@ lstm_backward_reads (const tt_layer * l)
 
 const tt_layer_ops tt_lstm_layer_ops = {
   .type = "lstm",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = lstm_keys,
   .has_weights = true,
   .parse = lstm_parse,

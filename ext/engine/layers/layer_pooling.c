@@ -66,6 +66,14 @@ pool_is_max (const tt_layer * l)
   return l->p.pool.kind == POOL_MAX || l->p.pool.kind == POOL_GLOBAL_MAX;
 }
 
+/* max and global max pooling pick one element per window, and relu keeps
+ * the order of what it does not zero (graph.c moves a ReLU after them) */
+static bool
+pool_commutes_with_relu (const tt_layer * l)
+{
+  return pool_is_max (l);
+}
+
 static void
 pool_declare (tt_model * m, tt_layer * l, int li)
 {
@@ -102,10 +110,13 @@ pool_calc_derivative (tt_model * m, tt_layer * l)
 
 const tt_layer_ops tt_pooling2d_layer_ops = {
   .type = "pooling2d",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = pool_keys,
   .parse = pool_parse,
   .infer = pool_infer,
   .declare = pool_declare,
   .forward = pool_forward,
   .calc_derivative = pool_calc_derivative,
+  .commutes_with_relu = pool_commutes_with_relu,
 };

@@ -37,6 +37,8 @@ view_calc_derivative (tt_model * m, tt_layer * l)
 
 const tt_layer_ops tt_flatten_layer_ops = {
   .type = "flatten",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .infer = flatten_infer,
   .forward = view_forward,
   .calc_derivative = view_calc_derivative,
@@ -73,6 +75,8 @@ reshape_infer (tt_model * m, tt_layer * l, tt_error * err)
 
 const tt_layer_ops tt_reshape_layer_ops = {
   .type = "reshape",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
   .keys = reshape_keys,
   .parse = reshape_parse,
   .infer = reshape_infer,
@@ -106,6 +110,8 @@ multiout_calc_derivative (tt_model * m, tt_layer * l)
 
 const tt_layer_ops tt_multiout_layer_ops = {
   .type = "multiout",
+  .role = TT_ROLE_MULTIOUT,
+  .max_inputs = 1,
   .infer = multiout_infer,
   .forward = view_forward,
   .calc_derivative = multiout_calc_derivative,

@@ -11,17 +11,29 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_activation_layer_ops, &tt_batchnorm_layer_ops, &tt_dropout_layer_ops,
   &tt_addition_layer_ops, &tt_concat_layer_ops, &tt_multiout_layer_ops,
   &tt_mse_layer_ops, &tt_cross_softmax_layer_ops,
-  &tt_cross_sigmoid_layer_ops, &tt_lstm_layer_ops, &tt_gru_layer_ops, NULL
+  &tt_cross_sigmoid_layer_ops, &tt_lstm_layer_ops, &tt_gru_layer_ops,
 };
+
+/* a type declared in tt_layer.h but left out here (or the reverse) would
+ * be unknown to the INI and to the registry check */
+_Static_assert (sizeof layers_all / sizeof layers_all[0] == TT_LAYER_TYPES,
+    "layers_all lists every layer type, TT_LAYER_TYPES (tt_layer.h) counts "
+    "them");
 
 const tt_layer_ops *
 tt_layer_ops_find (const char *type)
 {
-  for (int i = 0; layers_all[i]; i++)
+  for (uint32_t i = 0; i < TT_LAYER_TYPES; i++)
     if (!strcasecmp (type, layers_all[i]->type))
       return layers_all[i];
   /* nntrainer's older name of multiout (its ResNet INI still uses it) */
   if (!strcasecmp (type, "output"))
     return &tt_multiout_layer_ops;
   return NULL;
+}
+
+const tt_layer_ops *
+tt_layer_ops_at (uint32_t i)
+{
+  return i < TT_LAYER_TYPES ? layers_all[i] : NULL;
 }

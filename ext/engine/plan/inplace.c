@@ -47,7 +47,7 @@ tt_inplace_eligible (const tt_model * m, const tt_layer * l, const char **why)
   /* walk back through views and in-place layers to the memory's owner */
   const tt_layer *p = &m->layers[l->inputs[0].layer];
   for (;;) {
-    if (p->ops == &tt_multiout_layer_ops) {
+    if (p->ops->role == TT_ROLE_MULTIOUT) {
       *why = "its input is shared with other layers (multiout)";
       return false;
     }

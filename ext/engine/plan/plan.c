@@ -256,7 +256,7 @@ tt_plan_fingerprint (const tt_model * m)
     const tt_layer *l = &m->layers[i];
     plan_hash_str (&h, l->name);
     plan_hash_str (&h, l->ops->type);
-    plan_hash_u32 (&h, l->ops == &tt_activation_layer_ops ?
+    plan_hash_u32 (&h, l->ops->role == TT_ROLE_ACTIVATION ?
         (uint32_t) l->p.act.fn : 0);
     plan_hash_u32 (&h, l->n_inputs);
     for (uint32_t k = 0; k < l->n_inputs; k++) {
