@@ -215,28 +215,54 @@ gst_tensor_planner_settings_clear (GstTensorPlannerSettings * s)
   g_free (s->load_path);
 }
 
-/* model-config read and parsed, or NULL after posting the error. */
+/* model-config (an INI: a bundle holds its plan already) opened with o,
+ * or NULL after posting the error. */
 static tt_model *
-gst_tensor_planner_load (GstTensorPlanner * self, const gchar * config)
+gst_tensor_planner_open (GstTensorPlanner * self, const gchar * config,
+    tt_open_options * o)
 {
-  gchar *text = NULL;
-  gsize len;
-  GError *gerr = NULL;
   tt_error err;
+  tt_open_info opened;
   tt_model *model;
+  const gsize skip = config ? strlen (config) : 0;
 
-  if (!g_file_get_contents (config, &text, &len, &gerr)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Cannot read model-config %s: %s", config, gerr->message), (NULL));
-    g_clear_error (&gerr);
-    return NULL;
+  o->kind = TT_MODEL_FILE_INI;
+  if ((model = tt_model_open (config, o, &opened, &err)))
+    return model;
+  switch (opened.failed_step) {
+    case TT_OPEN_KIND:
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("model-config=%s is a bundle (a model packaged with its plan and "
+              "weights): tensor_planner plans a model INI. tensor_trainer "
+              "and tensor_predictor take the bundle as it is; "
+              "`tensor-trainer unpack %s -o DIR` gives back its INI.", config,
+              config), (NULL));
+      break;
+    case TT_OPEN_READ:
+      /* (the engine's message starts with the path: said once) */
+      if (err.status == TT_ERR_IO)
+        GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+            ("Cannot read model-config %s: %s", config,
+                !strncmp (err.message, config, skip)
+                && !strncmp (err.message + skip, ": ", 2) ?
+                err.message + skip + 2 : err.message), (NULL));
+      else
+        GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
+            ("tt_model_open: %s", tt_status_name (err.status)));
+      break;
+    case TT_OPEN_SETTINGS:
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message), (NULL));
+      break;
+    case TT_OPEN_COMPILE:
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
+          ("tt_model_compile: %s", tt_status_name (err.status)));
+      break;
+    default:                   /* TT_OPEN_WEIGHTS */
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
+          ("loading model-load-path"));
+      break;
   }
-  model = tt_model_load_ini_text (text, len, config, &err);
-  g_free (text);
-  if (!model)
-    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
-        ("tt_model_load_ini_text: %s", tt_status_name (err.status)));
-  return model;
+  return NULL;
 }
 
 /* At start, so that a bad file fails the state change: the model is read
@@ -248,41 +274,21 @@ gst_tensor_planner_validate (GstTensorPlanner * self)
 {
   GstTensorPlannerSettings set;
   tt_model *model = NULL;
-  tt_error err;
   gboolean ok = FALSE;
 
   gst_tensor_planner_settings_read (self, &set);
   const gchar *config = set.config, *location = set.location;
   const gchar *weights = set.weights, *load_path = set.load_path;
   const guint batch = set.batch;
+  tt_open_options open_opts = { 0 };
 
-  if (tt_bundle_is_bundle (config)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("model-config=%s is a bundle (a model packaged with its plan and "
-            "weights): tensor_planner plans a model INI. tensor_trainer and "
-            "tensor_predictor take the bundle as it is; `tensor-trainer "
-            "unpack %s -o DIR` gives back its INI.", config, config), (NULL));
+  /* compiled without the order search (the plan is made when the caps
+   * come), model-load-path's weights checked against it */
+  open_opts.batch_size = batch;
+  open_opts.plan_mode = TT_PLAN_NAIVE;
+  open_opts.weights = load_path;
+  if (!(model = gst_tensor_planner_open (self, config, &open_opts)))
     goto out;
-  }
-  if (!(model = gst_tensor_planner_load (self, config)))
-    goto out;
-  if ((batch && tt_model_set_batch_size (model, batch, &err) != TT_OK)
-      || tt_model_set_plan_mode (model, TT_PLAN_NAIVE, &err) != TT_OK) {
-    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message), (NULL));
-    goto out;
-  }
-  if (tt_model_compile (model, &err) != TT_OK) {
-    GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
-        ("tt_model_compile: %s", tt_status_name (err.status)));
-    goto out;
-  }
-  if (load_path && *load_path && (tt_bundle_is_bundle (load_path) ?
-          tt_bundle_load_weights (model, load_path, &err) :
-          tt_model_load_bin (model, load_path, &err)) != TT_OK) {
-    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
-        ("loading model-load-path"));
-    goto out;
-  }
   if (!gst_tensor_model_file_check_writable (GST_ELEMENT (self), "location",
           location) || (weights && *weights
           && !gst_tensor_model_file_check_writable (GST_ELEMENT (self),
@@ -432,24 +438,16 @@ gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
   const gchar *config = set.config, *location = set.location;
   const gchar *weights = set.weights, *load_path = set.load_path;
   const guint batch = set.batch, alignment = set.alignment;
+  tt_open_options open_opts = { 0 };
   g_free (self->config_path);
   self->config_path = g_strdup (config);
 
-  if (!(model = gst_tensor_planner_load (self, config)))
-    goto out;
   /* the saved text then says this batch too (plan_ini.c) */
-  if ((batch && tt_model_set_batch_size (model, batch, &err) != TT_OK)
-      || tt_model_set_plan_mode (model, TT_PLAN_REPLAN, &err) != TT_OK
-      || (alignment && tt_model_set_alignment (model, alignment,
-              &err) != TT_OK)) {
-    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message), (NULL));
+  open_opts.batch_size = batch;
+  open_opts.plan_mode = TT_PLAN_REPLAN;
+  open_opts.alignment = alignment;
+  if (!(model = gst_tensor_planner_open (self, config, &open_opts)))
     goto out;
-  }
-  if (tt_model_compile (model, &err) != TT_OK) {
-    GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
-        ("tt_model_compile: %s", tt_status_name (err.status)));
-    goto out;
-  }
   self->n_inputs = MIN (tt_model_num_inputs (model), GST_TENSOR_MAX_TENSORS);
   for (guint i = 0; i < self->n_inputs; i++)
     tt_model_input_shape (model, i, &self->inputs[i]);
@@ -474,9 +472,7 @@ gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
       g_str_has_suffix (location, ".INI");
   if (!as_ini || (weights && *weights)) {
     tt_status st = load_path && *load_path ?
-        (tt_bundle_is_bundle (load_path) ?
-        tt_bundle_load_weights (model, load_path, &err) :
-        tt_model_load_bin (model, load_path, &err)) :
+        tt_model_load_weights (model, load_path, &err) :
         tt_model_init_weights (model, &err);
     if (st != TT_OK) {
       GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),

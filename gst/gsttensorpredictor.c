@@ -316,15 +316,6 @@ gst_tensor_predictor_model_error (GstTensorPredictor * self,
         ("%s: %s", what, tt_status_name (err->status)));
 }
 
-static tt_status
-gst_tensor_predictor_load_weights (GstTensorPredictor * self,
-    const gchar * path, tt_error * err)
-{
-  return tt_bundle_is_bundle (path) ?
-      tt_bundle_load_weights (self->model, path, err) :
-      tt_model_load_bin (self->model, path, err);
-}
-
 /* (device, inode, size, mtime) of path: what an atomic rename changes */
 static gboolean
 gst_tensor_predictor_identity (const gchar * path, guint64 id[4])
@@ -417,7 +408,8 @@ gst_tensor_predictor_start (GstTensorPredictor * self)
   gchar *config, *load, *labels;
   gboolean reload;
   tt_error err;
-  tt_status st;
+  tt_open_options open_opts = { 0 };
+  tt_open_info opened;
 
   GST_OBJECT_LOCK (self);
   config = g_strdup (self->model_config);
@@ -449,37 +441,29 @@ gst_tensor_predictor_start (GstTensorPredictor * self)
               "bundle)."), (NULL));
     goto fail;
   }
-  if (tt_bundle_is_bundle (config)) {
-    tt_bundle_load_options lo = { 0 };
-    lo.inference = true;
-    lo.batch_size = self->batch;
-    self->model = tt_bundle_load (config, &lo, &err);
-    if (!self->model) {
-      gst_tensor_predictor_model_error (self, &err, "loading the bundle");
-      goto fail;
-    }
-  } else {
-    self->model = tt_model_load_ini (config, &err);
-    if (!self->model) {
-      gst_tensor_predictor_model_error (self, &err, "loading the model");
-      goto fail;
-    }
-    if ((st = tt_model_set_batch_size (self->model, self->batch, &err)) ||
-        (st = tt_model_set_inference (self->model, true, &err)) ||
-        (st = tt_model_compile (self->model, &err))) {
+  /* an INI or a bundle (with its weights), compiled for inference */
+  open_opts.inference = TRUE;
+  open_opts.batch_size = self->batch;
+  self->model = tt_model_open (config, &open_opts, &opened, &err);
+  if (!self->model) {
+    if (opened.failed_step == TT_OPEN_SETTINGS
+        || opened.failed_step == TT_OPEN_COMPILE)
       GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
-          ("compiling the inference model: %s", tt_status_name (st)));
-      goto fail;
-    }
+          ("compiling the inference model: %s", tt_status_name (err.status)));
+    else
+      gst_tensor_predictor_model_error (self, &err,
+          opened.kind == TT_MODEL_FILE_BUNDLE ? "loading the bundle" :
+          "loading the model");
+    goto fail;
   }
   if (load && *load) {
-    if (gst_tensor_predictor_load_weights (self, load, &err) != TT_OK) {
+    if (tt_model_load_weights (self->model, load, &err) != TT_OK) {
       GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
           ("loading the weights"));
       goto fail;
     }
     self->watch_path = g_strdup (load);
-  } else if (tt_bundle_is_bundle (config)) {
+  } else if (opened.kind == TT_MODEL_FILE_BUNDLE) {
     self->watch_path = g_strdup (config);
   } else if (!self->trainer_name) {
     GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND,
@@ -753,7 +737,7 @@ gst_tensor_predictor_check_reload (GstTensorPredictor * self)
     return;
   memcpy (self->identity, id, sizeof id);
   self->have_identity = TRUE;
-  if (gst_tensor_predictor_load_weights (self, self->watch_path, &err)) {
+  if (tt_model_load_weights (self->model, self->watch_path, &err)) {
     GST_ELEMENT_WARNING (self, RESOURCE, READ,
         ("Kept the current weights: the new %s did not load: %s",
             self->watch_path, err.message), (NULL));

@@ -493,22 +493,25 @@ gst_tensor_trainer_load_model (GstTensorTrainer * self)
   tt_plan_info *plan = &self->plan;
   gsize widest = 0;
 
-  /* a bundle brings its INI, plan and weights in one file */
-  const gboolean bundle = tt_bundle_is_bundle (config);
-  self->model = bundle ? tt_bundle_load (config, NULL, &err) :
-      tt_model_load_ini (config, &err);
+  /* an INI, or a bundle with its INI, plan and weights in one file;
+   * model-load-path's weights (a BIN or a bundle) over either */
+  tt_open_options open_opts = { 0 };
+  tt_open_info opened;
+  open_opts.weights = self->load_path;
+  self->model = tt_model_open (config, &open_opts, &opened, &err);
   if (!self->model) {
-    if (err.status == TT_ERR_IO)
+    if (opened.failed_step == TT_OPEN_WEIGHTS)
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
+          ("loading the weights: %s", tt_status_name (err.status)));
+    else if (opened.failed_step == TT_OPEN_COMPILE)
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
+          ("tt_model_compile: %s", tt_status_name (err.status)));
+    else if (err.status == TT_ERR_IO)
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", err.message),
           ("loading the model: %s", tt_status_name (err.status)));
     else
       GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS, ("%s", err.message),
           ("loading the model: %s", tt_status_name (err.status)));
-    goto fail;
-  }
-  if (!bundle && tt_model_compile (self->model, &err) != TT_OK) {
-    GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", err.message),
-        ("tt_model_compile: %s", tt_status_name (err.status)));
     goto fail;
   }
   tt_model_plan_info (self->model, plan);
@@ -518,14 +521,6 @@ gst_tensor_trainer_load_model (GstTensorTrainer * self)
       "stored plan validated (no planning)" : "model planned",
       plan->plan_seconds * 1e3, plan->pool_bytes, plan->lower_bound,
       plan->naive_bytes, plan->dfs_pool_bytes);
-  if (self->load_path && *self->load_path
-      && (tt_bundle_is_bundle (self->load_path) ?
-          tt_bundle_load_weights (self->model, self->load_path, &err) :
-          tt_model_load_bin (self->model, self->load_path, &err)) != TT_OK) {
-    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
-        ("loading the weights: %s", tt_status_name (err.status)));
-    goto fail;
-  }
   self->n_inputs = tt_model_num_inputs (self->model);
   if (self->n_inputs != self->want_inputs) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,

@@ -347,57 +347,45 @@ cli_fail_open (const cli_options * o, const tt_error * err)
     cli_fail ("%s", err->message);
 }
 
-/* Opens MODEL, an INI file or a bundle, compiled; *seconds (if not NULL)
- * gets the time it took. */
+/* Opens MODEL, an INI file or a bundle, compiled; info (if not NULL) gets
+ * what it is, *seconds (if not NULL) the time it took. */
 static tt_model *
-cli_open_model (const cli_options * o, double *seconds)
+cli_open_model (const cli_options * o, tt_open_info * info, double *seconds)
 {
   tt_error err;
-  tt_plan_mode mode = o->naive ? TT_PLAN_NAIVE : o->replan ? TT_PLAN_REPLAN :
+  tt_open_info scratch;
+  tt_open_options oo = { 0 };
+  if (!info)
+    info = &scratch;
+  if (!cli_bundle_mode (o->mode, &oo.mode)) {
+    cli_fail ("--mode is read, mmap or inplace, not '%s'", o->mode);
+    return NULL;
+  }
+  /* --mode and --trust say the model is a bundle; --align, that it is
+   * not (tt_model_open refuses the other kind before reading it) */
+  oo.kind = o->mode || o->trust ? TT_MODEL_FILE_BUNDLE : TT_MODEL_FILE_ANY;
+  oo.alignment = o->align;
+  oo.batch_size = o->batch;
+  oo.plan_mode = o->naive ? TT_PLAN_NAIVE : o->replan ? TT_PLAN_REPLAN :
       TT_PLAN_AUTO;
+  oo.inference = o->inference;
+  oo.has_seed = o->has_seed;
+  oo.seed = o->seed;
+  oo.trust = o->trust;
   const double t0 = cli_now ();
-  if (tt_bundle_is_bundle (o->model)) {
-    tt_bundle_load_options lo = { 0 };
-    if (!cli_bundle_mode (o->mode, &lo.mode)) {
-      cli_fail ("--mode is read, mmap or inplace, not '%s'", o->mode);
-      return NULL;
-    }
-    if (o->align) {
+  tt_model *m = tt_model_open (o->model, &oo, info, &err);
+  if (!m) {
+    if (info->failed_step == TT_OPEN_KIND && info->kind == TT_MODEL_FILE_BUNDLE)
       cli_fail ("--align sets the alignment of a plan made from an INI "
           "file; %s is a bundle", o->model);
-      return NULL;
-    }
-    lo.batch_size = o->batch;
-    lo.plan_mode = mode;
-    lo.has_seed = o->has_seed;
-    lo.seed = o->seed;
-    lo.trust = o->trust;
-    lo.inference = o->inference;
-    tt_model *m = tt_bundle_load (o->model, &lo, &err);
-    if (!m)
+    else if (info->failed_step == TT_OPEN_KIND)
+      cli_fail ("--mode and --trust apply to bundle models; %s is not one",
+          o->model);
+    else if (info->failed_step == TT_OPEN_READ &&
+        info->kind != TT_MODEL_FILE_BUNDLE)
+      cli_fail ("%s", err.message);
+    else
       cli_fail_open (o, &err);
-    if (seconds)
-      *seconds = cli_now () - t0;
-    return m;
-  }
-  if (o->mode || o->trust) {
-    cli_fail ("--mode and --trust apply to bundle models; %s is not one",
-        o->model);
-    return NULL;
-  }
-  tt_model *m = tt_model_load_ini (o->model, &err);
-  if (!m) {
-    cli_fail ("%s", err.message);
-    return NULL;
-  }
-  if ((o->batch && tt_model_set_batch_size (m, o->batch, &err)) ||
-      (o->has_seed && (tt_model_set_seed (m, o->seed), false)) ||
-      tt_model_set_plan_mode (m, mode, &err) ||
-      tt_model_set_inference (m, o->inference, &err) ||
-      (o->align && tt_model_set_alignment (m, o->align, &err)) ||
-      tt_model_compile (m, &err)) {
-    cli_fail_open (o, &err);
-    tt_model_free (m);
     return NULL;
   }
   if (seconds)
@@ -414,20 +402,11 @@ cli_is_bin_path (const char *path)
   return dot && !strcasecmp (dot, ".bin");
 }
 
-static tt_status
-cli_load_weights (tt_model * m, const char *path, tt_error * err)
-{
-  return tt_bundle_is_bundle (path) ? tt_bundle_load_weights (m, path, err) :
-      tt_model_load_bin (m, path, err);
-}
-
 static int
 cli_train (const cli_options * o, bool train)
 {
   if (!o->data || !o->labels)
     return cli_fail ("%s needs --data and --labels", o->command);
-  if (!train && !o->weights && !tt_bundle_is_bundle (o->model))
-    return cli_fail ("eval needs --weights FILE.bin (or a bundle as model)");
   if (o->compress && (!train || !o->save || cli_is_bin_path (o->save)))
     return cli_fail ("--compress applies to a bundle saved by train --save");
   if (!o->valid_data != !o->valid_labels)
@@ -443,15 +422,20 @@ cli_train (const cli_options * o, bool train)
     return cli_fail ("%s", perr.message);
   if (o->threads)
     tt_set_num_threads (o->threads);
-  tt_model *m = cli_open_model (o, NULL);
+  tt_open_info opened;
+  tt_model *m = cli_open_model (o, &opened, NULL);
   if (!m)
     return 1;
   tt_error err;
   cli_dataset train_set = { 0 }, valid_set = { 0 };
   float *onehot = NULL;
   int rc = 1;
+  if (!train && !o->weights && opened.kind != TT_MODEL_FILE_BUNDLE) {
+    cli_fail ("eval needs --weights FILE.bin (or a bundle as model)");
+    goto out;
+  }
   const char *weights = train ? o->load : o->weights;
-  if (weights && cli_load_weights (m, weights, &err)) {
+  if (weights && tt_model_load_weights (m, weights, &err)) {
     cli_fail ("%s", err.message);
     goto out;
   }
@@ -562,7 +546,7 @@ cli_plan (const cli_options * o)
     return cli_fail ("%s", err.message);
   cli_options copy = *o;
   copy.replan = true;
-  tt_model *m = cli_open_model (&copy, NULL);
+  tt_model *m = cli_open_model (&copy, NULL, NULL);
   if (!m)
     return 1;
   tt_plan_info p;
@@ -584,12 +568,11 @@ static int
 cli_check (const cli_options * o)
 {
   tt_error err;
-  const bool bundle = tt_bundle_is_bundle (o->model);
-  /* a bundle is opened whole: header, checksums, plan, weights */
-  tt_bundle_load_options lo = { 0 };
-  lo.inference = o->inference;
-  tt_model *m = bundle ? tt_bundle_load (o->model, &lo, &err) :
-      tt_model_load_ini (o->model, &err);
+  /* opened whole, a bundle's header, checksums and weights too; a stored
+   * plan is validated as the model is compiled */
+  tt_open_options oo = { 0 };
+  oo.inference = o->inference;
+  tt_model *m = tt_model_open (o->model, &oo, NULL, &err);
   if (!m)
     return cli_fail ("%s", err.message);
   int rc = 0;
@@ -597,9 +580,6 @@ cli_check (const cli_options * o)
   if (!tt_model_has_stored_plan (m))
     rc = cli_fail ("%s: no stored plan ([Plan] section); make one with "
         "tensor-trainer plan", o->model);
-  else if (!bundle && (tt_model_set_inference (m, o->inference, &err) ||
-          tt_model_compile (m, &err)))
-    rc = cli_fail ("%s", err.message);
   else if (tt_model_plan_info (m, &p), !p.from_stored_plan)
     rc = cli_fail ("%s: the stored plan is for %s; check it %s --inference",
         o->model, o->inference ? "training" : "inference only",
@@ -616,10 +596,11 @@ static int
 cli_info (const cli_options * o)
 {
   double seconds;
-  tt_model *m = cli_open_model (o, &seconds);
+  tt_open_info opened;
+  tt_model *m = cli_open_model (o, &opened, &seconds);
   if (!m)
     return 1;
-  if (tt_bundle_is_bundle (o->model))
+  if (opened.kind == TT_MODEL_FILE_BUNDLE)
     printf ("bundle=%s mode=%s%s load_seconds=%.6f\n", o->model,
         o->mode ? o->mode : "read", o->trust ? " trusted" : "", seconds);
   tt_memory_info mem;
@@ -670,7 +651,7 @@ cli_pack (const cli_options * o)
      * model is, plan included */
     cli_options copy = *o;
     copy.align = 0;
-    tt_model *m = cli_open_model (&copy, NULL);
+    tt_model *m = cli_open_model (&copy, NULL, NULL);
     if (!m)
       return 1;
     tt_status st = tt_bundle_save (m, o->output, &bo, &err);
