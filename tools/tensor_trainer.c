@@ -5,8 +5,9 @@
  *
  *   tensor-trainer train MODEL --data IMAGES --labels LABELS
  *       [--valid-data IMAGES --valid-labels LABELS] [--epochs N]
- *       [--batch N] [--samples N] [--load WEIGHTS] [--save FILE]
- *       [--compress] [--seed S] [--threads T]
+ *       [--batch N] [--samples N] [--valid-samples N] [--load WEIGHTS]
+ *       [--save FILE] [--compress] [--seed S] [--checkpoint FILE]
+ *       [--resume] [--threads T]
  *   tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES
  *       --labels LABELS [--batch N] [--samples N] [--mode M] [--inference]
  *   tensor-trainer info MODEL [--batch N] [--mode M] [--inference]
@@ -21,10 +22,10 @@
  *       [--align N] [--format asm|c] [--symbol NAME]
  *
  * MODEL is an INI file or a bundle (recognized by its magic, whatever its
- * name); WEIGHTS a BIN or a bundle. --save writes a bundle unless the path
- * ends in .bin (tt_model_save). Data are MNIST-format IDX files, gzipped
- * or not. Every epoch prints one line of key=value pairs so scripts can
- * read it.
+ * name); WEIGHTS a BIN or a bundle. --save and --checkpoint write a bundle
+ * unless the path ends in .bin (tt_model_save). Data are MNIST-format IDX
+ * files, gzipped or not. Every epoch prints one line of key=value pairs so
+ * scripts can read it.
  */
 #include "tt_engine.h"
 #include "tt_bundle.h"
@@ -92,11 +93,16 @@ cli_usage (FILE * out)
       "      [--align N] [--format asm|c] [--symbol NAME]\n"
       "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
       "writes a bundle (INI, plan, weights, optimizer state, counters) unless\n"
-      "the path ends in .bin. --mode read|mmap|inplace says how a bundle\n"
-      "model is opened (default read; inplace: weights used where they lie\n"
-      "in the mapped file, evaluation only); --trust skips its weight\n"
-      "checksum and finiteness check. pack's --align aligns every tensor in\n"
-      "the bundle (default 64; 4096 for pages), export's the blob.\n"
+      "the path ends in .bin. --checkpoint FILE saves the model the same way\n"
+      "after every epoch (atomically: a killed run leaves the last one);\n"
+      "--resume with --load FILE continues from such a checkpoint: its\n"
+      "weights, optimizer state and counters, training the epochs after the\n"
+      "one it was saved at, up to --epochs (or the INI's).\n"
+      "--mode read|mmap|inplace says how a bundle model is opened (default\n"
+      "read; inplace: weights used where they lie in the mapped file,\n"
+      "evaluation only); --trust skips its weight checksum and finiteness\n"
+      "check. pack's --align aligns every tensor in the bundle (default 64;\n"
+      "4096 for pages), export's the blob.\n"
       "train, eval and info take --replan (ignore a stored plan) and --naive\n"
       "(no memory reuse). --inference compiles the model for inference only\n"
       "(forward lifetimes, no gradients or optimizer state: a smaller pool);\n"
