@@ -578,15 +578,15 @@ bt_model (const bt_spec * s)
   free (ini_path);
 }
 
-int
-main (int argc, char **argv)
-{
-  snprintf (bt_root, sizeof bt_root, "%s", argc > 1 ? argv[1] : ".");
-  const char *any = tt_test_write_text ("placeholder", "");
-  snprintf (bt_dir, sizeof bt_dir, "%.*s", (int) (strrchr (any, '/') - any),
-      any);
-  unlink (any);
+/* The models, in the order they run (bt_init_specs computes their sizes
+ * from the layer lists). */
+enum
+{ BT_MLP, BT_CNN, BT_BRANCHY_BN, BT_SGD, BT_MODELS };
+static bt_spec bt_specs[BT_MODELS];
 
+static void
+bt_init_specs (void)
+{
   const size_t mlp_h1 = fc_params (784, 256);
   const size_t cnn_c1 = conv_params (1, 32, 3, 3);
   /* branchy_bn: conv0 2->4 3x3, bn0 (4 channels), branch_a 4->4 3x3,
@@ -594,7 +594,7 @@ main (int argc, char **argv)
    * (72 features along the width), output 72->5 */
   const size_t br_bn1 = conv_params (2, 4, 3, 3) + bn_params (4) +
       conv_params (4, 4, 3, 3) + conv_params (4, 4, 1, 1);
-  const bt_spec specs[] = {
+  const bt_spec specs[BT_MODELS] = {
     {"mlp", "tests/models/fmnist_mlp.ini", NULL, true,
           mlp_h1 + fc_params (256, 128) + fc_params (128, 10), 0,
         {"hidden2:weight", mlp_h1 + 17}, "hidden1:weight"},
@@ -609,8 +609,48 @@ main (int argc, char **argv)
           fc_params (6, 5) + bn_params (5) + 5 * 3 /* no bias */ , 2 * 5,
         {"bn:gamma", fc_params (6, 5) + 2 * 5 + 1}, NULL},
   };
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-    bt_model (&specs[i]);
+  memcpy (bt_specs, specs, sizeof specs);
+}
+
+/* one case per model: checks a to h */
+static void
+test_mlp (void)
+{
+  bt_model (&bt_specs[BT_MLP]);
+}
+
+static void
+test_cnn (void)
+{
+  bt_model (&bt_specs[BT_CNN]);
+}
+
+static void
+test_branchy_bn (void)
+{
+  bt_model (&bt_specs[BT_BRANCHY_BN]);
+}
+
+static void
+test_sgd (void)
+{
+  bt_model (&bt_specs[BT_SGD]);
+}
+
+int
+main (int argc, char **argv)
+{
+  snprintf (bt_root, sizeof bt_root, "%s", argc > 1 ? argv[1] : ".");
+  const char *any = tt_test_write_text ("placeholder", "");
+  snprintf (bt_dir, sizeof bt_dir, "%.*s", (int) (strrchr (any, '/') - any),
+      any);
+  unlink (any);
+
+  bt_init_specs ();
+  TT_TEST_RUN (test_mlp);
+  TT_TEST_RUN (test_cnn);
+  TT_TEST_RUN (test_branchy_bn);
+  TT_TEST_RUN (test_sgd);
   rmdir (bt_dir);
   return tt_test_summary ();
 }

@@ -37,6 +37,42 @@ compile_one (void)
     CHECK (tt_model_compile (m, &err) == TT_OK, "%s", err.message);
   tt_model_free (m);
 }
+
+static const char *mode;
+static int want;
+
+/* what each mode checks after its preparation */
+static void
+check_threads (void)
+{
+  compile_one ();
+  compile_one ();               /* a second model changes nothing */
+  CHECK (openblas_get_num_threads () == want,
+      "%s: OpenBLAS runs %d threads after compiling, expected %d", mode,
+      openblas_get_num_threads (), want);
+}
+
+/* no thread variable set */
+static void
+test_default (void)
+{
+  check_threads ();
+}
+
+static void
+test_env (void)
+{
+  const char *v = getenv ("OPENBLAS_NUM_THREADS");
+  CHECK (v && atoi (v) == want, "OPENBLAS_NUM_THREADS is not %d", want);
+  check_threads ();
+}
+
+static void
+test_call (void)
+{
+  tt_set_num_threads (want);
+  check_threads ();
+}
 #endif
 
 int
@@ -48,8 +84,8 @@ main (int argc, char **argv)
   printf ("SKIP: built without OpenBLAS\n");
   return 77;
 #else
-  const char *mode = argc > 1 ? argv[1] : "default";
-  const int want = argc > 2 ? atoi (argv[2]) : 1;
+  mode = argc > 1 ? argv[1] : "default";
+  want = argc > 2 ? atoi (argv[2]) : 1;
   static const char *const vars[] = {
     "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"
   };
@@ -68,22 +104,17 @@ main (int argc, char **argv)
       return 1;
     }
   }
+  /* one case per process: the mode's (TT_TEST_CASE can still skip it) */
   if (!strcmp (mode, "default")) {
-    /* nothing to prepare */
+    TT_TEST_RUN (test_default);
   } else if (!strcmp (mode, "env")) {
-    const char *v = getenv ("OPENBLAS_NUM_THREADS");
-    CHECK (v && atoi (v) == want, "OPENBLAS_NUM_THREADS is not %d", want);
+    TT_TEST_RUN (test_env);
   } else if (!strcmp (mode, "call")) {
-    tt_set_num_threads (want);
+    TT_TEST_RUN (test_call);
   } else {
     fprintf (stderr, "usage: %s default | env N | call N\n", argv[0]);
     return 2;
   }
-  compile_one ();
-  compile_one ();               /* a second model changes nothing */
-  CHECK (openblas_get_num_threads () == want,
-      "%s: OpenBLAS runs %d threads after compiling, expected %d", mode,
-      openblas_get_num_threads (), want);
   return tt_test_summary ();
 #endif
 }

@@ -1326,6 +1326,38 @@ bu_model (const bu_spec * s, bool damage)
   free (f.saved);
 }
 
+/* one case per model; the damaged bundles are made from the first two */
+static const bu_spec bu_specs[] = {
+  {"sgd", NULL, bu_sgd_ini, false},
+  {"branchy_bn", "tests/models/branchy_bn.ini", NULL, true},
+  {"mlp", "tests/models/fmnist_mlp.ini", NULL, true},
+  {"transfer_frozen", "tests/models/transfer_frozen.ini", NULL, true},
+};
+
+static void
+test_sgd (void)
+{
+  bu_model (&bu_specs[0], true);
+}
+
+static void
+test_branchy_bn (void)
+{
+  bu_model (&bu_specs[1], true);
+}
+
+static void
+test_mlp (void)
+{
+  bu_model (&bu_specs[2], false);
+}
+
+static void
+test_transfer_frozen (void)
+{
+  bu_model (&bu_specs[3], false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1335,14 +1367,10 @@ main (int argc, char **argv)
       any);
   unlink (any);
 
-  const bu_spec specs[] = {
-    {"sgd", NULL, bu_sgd_ini, false},
-    {"branchy_bn", "tests/models/branchy_bn.ini", NULL, true},
-    {"mlp", "tests/models/fmnist_mlp.ini", NULL, true},
-    {"transfer_frozen", "tests/models/transfer_frozen.ini", NULL, true},
-  };
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-    bu_model (&specs[i], i < 2);
+  TT_TEST_RUN (test_sgd);
+  TT_TEST_RUN (test_branchy_bn);
+  TT_TEST_RUN (test_mlp);
+  TT_TEST_RUN (test_transfer_frozen);
   printf ("damaged bundles: %d cases, each through every loader\n", bu_cases);
   CHECK (bu_temporaries () == 0, "temporary files left");
   rmdir (bu_dir);

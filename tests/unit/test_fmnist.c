@@ -41,11 +41,11 @@ fmnist_pass (tt_model * m, const tt_idx * img, const tt_idx * lbl, bool train,
   *loss = loss_sum / img->count;
 }
 
-int
-main (int argc, char **argv)
+static const char *fmnist_root, *fmnist_data;
+
+static void
+test_mlp_learns (void)
 {
-  const char *root = argc > 1 ? argv[1] : ".";
-  const char *data = argc > 2 ? argv[2] : "/usr/share/datasets/fashion-mnist";
   char path[4][1024], ini[1024], err_s[1024];
   const char *names[4] = {
     "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
@@ -54,18 +54,18 @@ main (int argc, char **argv)
   tt_idx sets[4];
   memset (sets, 0, sizeof sets);
   for (int i = 0; i < 4; i++) {
-    snprintf (path[i], sizeof path[i], "%s/%s", data, names[i]);
+    snprintf (path[i], sizeof path[i], "%s/%s", fmnist_data, names[i]);
     int rc = tt_idx_load (path[i], &sets[i], err_s, sizeof err_s);
     CHECK (rc == 0, "%s (install dataset-fashion-mnist)", err_s);
     if (rc)
-      return tt_test_summary ();
+      return;
   }
-  snprintf (ini, sizeof ini, "%s/tests/models/fmnist_mlp.ini", root);
+  snprintf (ini, sizeof ini, "%s/tests/models/fmnist_mlp.ini", fmnist_root);
   tt_error err;
   tt_model *m = tt_model_load_ini (ini, &err);
   CHECK (m && tt_model_compile (m, &err) == TT_OK, "%s", err.message);
   if (!m)
-    return tt_test_summary ();
+    return;
   double acc, loss, test_acc, test_loss;
   fmnist_pass (m, &sets[0], &sets[1], true, &acc, &loss);
   fmnist_pass (m, &sets[2], &sets[3], false, &test_acc, &test_loss);
@@ -76,5 +76,13 @@ main (int argc, char **argv)
   tt_model_free (m);
   for (int i = 0; i < 4; i++)
     tt_idx_clear (&sets[i]);
+}
+
+int
+main (int argc, char **argv)
+{
+  fmnist_root = argc > 1 ? argv[1] : ".";
+  fmnist_data = argc > 2 ? argv[2] : "/usr/share/datasets/fashion-mnist";
+  TT_TEST_RUN (test_mlp_learns);
   return tt_test_summary ();
 }

@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE         /* mkdtemp, truncate */
 
 #include "tt_idx.h"
+#include "tt_test.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,10 +18,10 @@
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
 
-static int n_pass, n_fail;
 static char tmpdir[64];
 
-/* One printed line per check, so a failing run shows what passed before. */
+/* One printed line per check, so a failing run shows what passed before;
+ * counted by tt_test.h, which prints the summary. */
 static void
 check (int ok, const char *fmt, ...)
 {
@@ -32,9 +33,9 @@ check (int ok, const char *fmt, ...)
   va_end (ap);
   printf ("\n");
   if (ok)
-    n_pass++;
+    tt_test_passed++;
   else
-    n_fail++;
+    tt_test_failed++;
 }
 
 static const char *
@@ -472,6 +473,18 @@ cleanup (void)
     printf ("# note: could not remove %s\n", tmpdir);
 }
 
+static void
+test_valid_uint8_plain (void)
+{
+  test_valid_uint8 (0);
+}
+
+static void
+test_valid_uint8_gzip (void)
+{
+  test_valid_uint8 (1);
+}
+
 int
 main (void)
 {
@@ -482,15 +495,14 @@ main (void)
     return 1;
   }
 
-  test_valid_uint8 (0);
-  test_valid_uint8 (1);
-  test_valid_types ();
-  test_malformed ();
-  test_pair ();
-  test_err_buffer ();
-  test_fashion_mnist ();
+  TT_TEST_RUN (test_valid_uint8_plain);
+  TT_TEST_RUN (test_valid_uint8_gzip);
+  TT_TEST_RUN (test_valid_types);
+  TT_TEST_RUN (test_malformed);
+  TT_TEST_RUN (test_pair);
+  TT_TEST_RUN (test_err_buffer);
+  TT_TEST_RUN (test_fashion_mnist);
   cleanup ();
 
-  printf ("%d passed, %d failed\n", n_pass, n_fail);
-  return n_fail == 0 ? 0 : 1;
+  return tt_test_summary ();
 }

@@ -22,11 +22,6 @@
 #include <math.h>
 #include <stdint.h>
 
-static const char *models[] = {
-  "fmnist_mlp", "fmnist_cnn", "branchy_bn", "resnet_bn", "inception",
-  "transfer_frozen", "sensor_conv1d", "sensor_lstm", "sensor_gru",
-};
-
 #define BATCH 4
 
 typedef struct
@@ -301,16 +296,69 @@ check_model (const char *root, const char *name)
   tt_model_free (train);
 }
 
-int
-main (int argc, char **argv)
-{
-  const char *root = argc > 1 ? argv[1] : ".";
-  for (size_t i = 0; i < sizeof models / sizeof *models; i++)
-    check_model (root, models[i]);
+static const char *inf_root = ".";
 
-  /* choosing inference after compiling is refused */
+/* one case per test model */
+static void
+test_fmnist_mlp (void)
+{
+  check_model (inf_root, "fmnist_mlp");
+}
+
+static void
+test_fmnist_cnn (void)
+{
+  check_model (inf_root, "fmnist_cnn");
+}
+
+static void
+test_branchy_bn (void)
+{
+  check_model (inf_root, "branchy_bn");
+}
+
+static void
+test_resnet_bn (void)
+{
+  check_model (inf_root, "resnet_bn");
+}
+
+static void
+test_inception (void)
+{
+  check_model (inf_root, "inception");
+}
+
+static void
+test_transfer_frozen (void)
+{
+  check_model (inf_root, "transfer_frozen");
+}
+
+static void
+test_sensor_conv1d (void)
+{
+  check_model (inf_root, "sensor_conv1d");
+}
+
+static void
+test_sensor_lstm (void)
+{
+  check_model (inf_root, "sensor_lstm");
+}
+
+static void
+test_sensor_gru (void)
+{
+  check_model (inf_root, "sensor_gru");
+}
+
+/* choosing inference after compiling is refused */
+static void
+test_inference_after_compile (void)
+{
   char ini[2048];
-  snprintf (ini, sizeof ini, "%s/tests/models/fmnist_mlp.ini", root);
+  snprintf (ini, sizeof ini, "%s/tests/models/fmnist_mlp.ini", inf_root);
   tt_model *m = open_model (ini, 2, false, TT_PLAN_AUTO);
   if (m) {
     tt_error err;
@@ -318,5 +366,22 @@ main (int argc, char **argv)
         err.message);
     tt_model_free (m);
   }
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc > 1)
+    inf_root = argv[1];
+  TT_TEST_RUN (test_fmnist_mlp);
+  TT_TEST_RUN (test_fmnist_cnn);
+  TT_TEST_RUN (test_branchy_bn);
+  TT_TEST_RUN (test_resnet_bn);
+  TT_TEST_RUN (test_inception);
+  TT_TEST_RUN (test_transfer_frozen);
+  TT_TEST_RUN (test_sensor_conv1d);
+  TT_TEST_RUN (test_sensor_lstm);
+  TT_TEST_RUN (test_sensor_gru);
+  TT_TEST_RUN (test_inference_after_compile);
   return tt_test_summary ();
 }

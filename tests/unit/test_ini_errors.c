@@ -598,7 +598,7 @@ ie_run_valid (const ie_valid * v)
  * graph inserts when a layer's output feeds several layers (a trainable
  * layer above it makes the derivatives of both outputs count). */
 static void
-ie_multiout_equivalence (void)
+test_multiout_equivalence (void)
 {
   static const char *const ini[2] = {
     MODEL_MSE ADAM INPUT4 FC ("pre", 4) "[mo]\ntype = multiout\n"
@@ -645,6 +645,25 @@ ie_multiout_equivalence (void)
       "explicit and implicit multiout differ after training");
 }
 
+static void
+test_malformed (void)
+{
+  size_t n = sizeof ie_cases / sizeof ie_cases[0];
+  for (size_t i = 0; i < n; i++)
+    ie_run_case (&ie_cases[i]);
+  printf ("%zu malformed models, %d with a wrong or missing error\n", n,
+      ie_fail_count);
+}
+
+static void
+test_valid (void)
+{
+  size_t nv = sizeof ie_valids / sizeof ie_valids[0];
+  for (size_t i = 0; i < nv; i++)
+    ie_run_valid (&ie_valids[i]);
+  printf ("%zu valid models\n", nv);
+}
+
 int
 main (void)
 {
@@ -652,16 +671,9 @@ main (void)
   snprintf (ie_dir, sizeof ie_dir, "%.*s", (int) (strrchr (any, '/') - any),
       any);
   unlink (any);
-  size_t n = sizeof ie_cases / sizeof ie_cases[0];
-  for (size_t i = 0; i < n; i++)
-    ie_run_case (&ie_cases[i]);
-  printf ("%zu malformed models, %d with a wrong or missing error\n", n,
-      ie_fail_count);
-  size_t nv = sizeof ie_valids / sizeof ie_valids[0];
-  for (size_t i = 0; i < nv; i++)
-    ie_run_valid (&ie_valids[i]);
-  printf ("%zu valid models\n", nv);
-  ie_multiout_equivalence ();
+  TT_TEST_RUN (test_malformed);
+  TT_TEST_RUN (test_valid);
+  TT_TEST_RUN (test_multiout_equivalence);
   rmdir (ie_dir);
   return tt_test_summary ();
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit test of the numeric kernels (ext/engine/kernels.h).
+ * Unit test of the numeric kernels (ext/engine/kernels/kernels.h).
  *
  * Every kernel is compared with a naive reference written here in double
  * precision (direct convolution loops, direct window scans, textbook
@@ -23,14 +23,15 @@
  * Output: one line per check, then "N passed, M failed"; the exit status
  * is non-zero when anything failed.
  *
- * Build (portable GEMM, then OpenBLAS):
- *   gcc -std=c11 -O2 -Wall -Wextra -Werror -I ext/engine ext/engine/gemm.c \
- *       ext/engine/window.c ext/engine/pooling.c ext/engine/batchnorm.c \
- *       tests/unit/test_kernels.c -lm -o test_kernels
- *   ... -DTT_HAVE_CBLAS ... -lopenblas -lm
+ * TT_TEST_CASE=TEXT runs only the cases (test_vmath, test_gemm,
+ * test_geometry, test_im2col, test_conv, test_pool, test_batchnorm) whose
+ * name contains TEXT. Built by tests/meson.build against the engine
+ * library (the kernels use the engine's internal header), with OpenBLAS's
+ * GEMM or the portable one as the build chose.
  */
 #include "kernels.h"
 #include "vmath.h"
+#include "tt_test.h"
 
 #include <limits.h>
 #include <math.h>
@@ -49,8 +50,6 @@
 #define TEST_FD_PROBES 96
 static size_t test_fd_probes = TEST_FD_PROBES;
 
-static int test_passed, test_failed;
-
 static void
 test_report (bool ok, const char *fmt, ...)
 {
@@ -62,9 +61,9 @@ test_report (bool ok, const char *fmt, ...)
   va_end (ap);
   putchar ('\n');
   if (ok)
-    test_passed++;
+    tt_test_passed++;           /* tt_test.h's counters */
   else
-    test_failed++;
+    tt_test_failed++;
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -1498,13 +1497,12 @@ main (void)
   if (probes > 0 && probes < TEST_FD_PROBES)
     test_fd_probes = (size_t) probes;
   setvbuf (stdout, NULL, _IOLBF, 0);
-  test_vmath ();
-  test_gemm ();
-  test_geometry ();
-  test_im2col ();
-  test_conv ();
-  test_pool ();
-  test_batchnorm ();
-  printf ("%d passed, %d failed\n", test_passed, test_failed);
-  return test_failed != 0;
+  TT_TEST_RUN (test_vmath);
+  TT_TEST_RUN (test_gemm);
+  TT_TEST_RUN (test_geometry);
+  TT_TEST_RUN (test_im2col);
+  TT_TEST_RUN (test_conv);
+  TT_TEST_RUN (test_pool);
+  TT_TEST_RUN (test_batchnorm);
+  return tt_test_summary ();
 }

@@ -114,12 +114,12 @@ no_alloc_model (const char *root, const char *name)
   tt_model_free (m);
 }
 
-int
-main (int argc, char **argv)
+static const char *na_root = ".";
+
+/* the wrappers must see the engine's allocations, or zero proves nothing */
+static void
+test_counter_sees_allocations (void)
 {
-  const char *root = argc > 1 ? argv[1] : ".";
-  tt_set_num_threads (1);
-  /* the wrappers must see the engine's allocations, or zero proves nothing */
   counting = 1;
   tt_error err;
   tt_model *probe = tt_model_load_ini ("/nonexistent/model.ini", &err);
@@ -127,9 +127,42 @@ main (int argc, char **argv)
   CHECK (probe == NULL && allocations > 0,
       "the counting allocator saw %ld allocations in a model load",
       allocations);
-  no_alloc_model (root, "fmnist_mlp.ini");
-  no_alloc_model (root, "fmnist_cnn.ini");
-  no_alloc_model (root, "sensor_lstm.ini");
-  no_alloc_model (root, "sensor_gru.ini");
+}
+
+static void
+test_mlp (void)
+{
+  no_alloc_model (na_root, "fmnist_mlp.ini");
+}
+
+static void
+test_cnn (void)
+{
+  no_alloc_model (na_root, "fmnist_cnn.ini");
+}
+
+static void
+test_lstm (void)
+{
+  no_alloc_model (na_root, "sensor_lstm.ini");
+}
+
+static void
+test_gru (void)
+{
+  no_alloc_model (na_root, "sensor_gru.ini");
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc > 1)
+    na_root = argv[1];
+  tt_set_num_threads (1);
+  TT_TEST_RUN (test_counter_sees_allocations);
+  TT_TEST_RUN (test_mlp);
+  TT_TEST_RUN (test_cnn);
+  TT_TEST_RUN (test_lstm);
+  TT_TEST_RUN (test_gru);
   return tt_test_summary ();
 }
