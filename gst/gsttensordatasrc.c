@@ -120,7 +120,7 @@ gst_tensor_datasrc_image_format_get_type (void)
   static const GEnumValue values[] = {
     {GST_TENSOR_DATASRC_IMAGE_UINT8, "Pixels as stored (uint8)", "uint8"},
     {GST_TENSOR_DATASRC_IMAGE_FLOAT32,
-        "Pixels divided by 255 (float32 in [0, 1])", "float32"},
+        "Pixels as float32 (uint8 ones divided by 255)", "float32"},
     {0, NULL, NULL},
   };
   if (g_once_init_enter (&type))
@@ -184,86 +184,226 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
   gobject_class->set_property = gst_tensor_datasrc_set_property;
   gobject_class->get_property = gst_tensor_datasrc_get_property;
 
+  /* Every property is read when the element goes from READY to PAUSED: a
+   * change while PAUSED or PLAYING takes effect at the next start. */
+
+  /**
+   * GstTensorDataSrc:location:
+   *
+   * The file the samples come from: an MNIST-format IDX file of images
+   * (gzipped or not; uint8 or float32 elements), or the raw
+   * data file of an nnstreamer datarepo (see #GstTensorDataSrc:json). It
+   * is required: without it the element fails to go to PAUSED, with an
+   * error saying what to set. The file is read (IDX) or mapped
+   * (datarepo) once, at READY->PAUSED, and kept until the element stops.
+   */
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Images location",
-          "IDX file of the images (MNIST format, gzipped or not); required",
+          "IDX images file, or a datarepo data file (required)",
           DEFAULT_LOCATION, rw));
+  /**
+   * GstTensorDataSrc:label-location:
+   *
+   * The IDX file of the labels of #GstTensorDataSrc:location: 1-D, uint8
+   * class indices, one per image (gzipped or not). Required for IDX
+   * images; the two files must hold the same number of samples. Refused
+   * for a datarepo file, whose samples carry their labels as tensors.
+   */
   g_object_class_install_property (gobject_class, PROP_LABEL_LOCATION,
       g_param_spec_string ("label-location", "Labels location",
-          "IDX file of the labels (1-D uint8 class indices), one per image; "
-          "required", DEFAULT_LABEL_LOCATION, rw));
+          "IDX file of the labels (uint8 class indices), one per image",
+          DEFAULT_LABEL_LOCATION, rw));
+  /**
+   * GstTensorDataSrc:start-sample:
+   *
+   * Index in #GstTensorDataSrc:location of the first sample of the
+   * training range. It must lie inside the file; the range is
+   * #GstTensorDataSrc:num-samples samples from here.
+   */
   g_object_class_install_property (gobject_class, PROP_START_SAMPLE,
       g_param_spec_uint ("start-sample", "Start sample",
           "Index of the first training sample in the files", 0, G_MAXUINT,
           DEFAULT_START_SAMPLE, rw));
+  /**
+   * GstTensorDataSrc:num-samples:
+   *
+   * Samples in the training range, pushed in each epoch, from
+   * #GstTensorDataSrc:start-sample on. 0 (the default) takes every sample
+   * to the end of the file. A range that does not fit the file fails the
+   * start, naming both. Match it with tensor_trainer's
+   * num-training-samples.
+   */
   g_object_class_install_property (gobject_class, PROP_NUM_SAMPLES,
       g_param_spec_uint ("num-samples", "Number of samples",
-          "Training samples per epoch, from start-sample on; 0: all to the "
-          "end of the files", 0, G_MAXUINT, DEFAULT_NUM_SAMPLES, rw));
+          "Training samples per epoch; 0: all to the end of the file", 0,
+          G_MAXUINT, DEFAULT_NUM_SAMPLES, rw));
+  /**
+   * GstTensorDataSrc:validation-location:
+   *
+   * A second file of the validation samples, pushed after the training
+   * range in each epoch, in file order: IDX images (with
+   * #GstTensorDataSrc:validation-label-location), or a datarepo data file
+   * (with #GstTensorDataSrc:validation-json or a .json beside it). Its
+   * samples must have the type and size of the training samples (for
+   * datarepo files: the same caps). Unset (the default), the validation
+   * range, if any, is taken from #GstTensorDataSrc:location, where it
+   * must not overlap the training range.
+   */
   g_object_class_install_property (gobject_class, PROP_VALIDATION_LOCATION,
       g_param_spec_string ("validation-location", "Validation images",
-          "IDX images of the validation samples pushed after the training "
-          "samples of each epoch; unset: the validation range comes from "
-          "location", DEFAULT_VALIDATION_LOCATION, rw));
+          "Separate IDX images or datarepo file of the validation samples",
+          DEFAULT_VALIDATION_LOCATION, rw));
+  /**
+   * GstTensorDataSrc:validation-label-location:
+   *
+   * The IDX labels of #GstTensorDataSrc:validation-location, as
+   * #GstTensorDataSrc:label-location is for the training images. Set both
+   * or neither; refused for datarepo files.
+   */
   g_object_class_install_property (gobject_class,
       PROP_VALIDATION_LABEL_LOCATION,
       g_param_spec_string ("validation-label-location", "Validation labels",
           "IDX labels of validation-location (set both or neither)",
           DEFAULT_VALIDATION_LABEL_LOCATION, rw));
+  /**
+   * GstTensorDataSrc:validation-start-sample:
+   *
+   * Index of the first validation sample, in
+   * #GstTensorDataSrc:validation-location when it is set, else in
+   * #GstTensorDataSrc:location.
+   */
   g_object_class_install_property (gobject_class,
       PROP_VALIDATION_START_SAMPLE,
       g_param_spec_uint ("validation-start-sample", "Validation start",
           "Index of the first validation sample in its files", 0, G_MAXUINT,
           DEFAULT_VALIDATION_START_SAMPLE, rw));
+  /**
+   * GstTensorDataSrc:validation-num-samples:
+   *
+   * Validation samples pushed after the training range of each epoch.
+   * Without #GstTensorDataSrc:validation-location, 0 (the default) means
+   * no validation, and the range [validation-start-sample,
+   * validation-start-sample + validation-num-samples) of
+   * #GstTensorDataSrc:location must not overlap the training range
+   * (validation samples would be trained on). With it, 0 means every
+   * sample of that file from #GstTensorDataSrc:validation-start-sample
+   * on. Match it with tensor_trainer's num-validation-samples.
+   */
   g_object_class_install_property (gobject_class,
       PROP_VALIDATION_NUM_SAMPLES,
       g_param_spec_uint ("validation-num-samples", "Validation samples",
-          "Validation samples per epoch; 0: none without validation-location, "
-          "all of its files (from validation-start-sample) with it", 0,
-          G_MAXUINT, DEFAULT_VALIDATION_NUM_SAMPLES, rw));
+          "Validation samples per epoch; 0: none, or all of "
+          "validation-location", 0, G_MAXUINT, DEFAULT_VALIDATION_NUM_SAMPLES,
+          rw));
+  /**
+   * GstTensorDataSrc:epochs:
+   *
+   * How many times the training range, then the validation range, are
+   * pushed; EOS follows the last. Match it with tensor_trainer's epochs.
+   */
   g_object_class_install_property (gobject_class, PROP_EPOCHS,
       g_param_spec_uint ("epochs", "Epochs",
           "Times the ranges are pushed before EOS", 1, G_MAXUINT,
           DEFAULT_EPOCHS, rw));
+  /**
+   * GstTensorDataSrc:shuffle:
+   *
+   * Push the training range in a new random order in each epoch, drawn
+   * from #GstTensorDataSrc:seed and the epoch number. Only the training
+   * range is permuted: the validation range stays in file order, and a
+   * training and a validation sample never trade places.
+   */
   g_object_class_install_property (gobject_class, PROP_SHUFFLE,
       g_param_spec_boolean ("shuffle", "Shuffle",
-          "Push the training range in a new random order each epoch (the "
-          "validation range stays in file order)", DEFAULT_SHUFFLE, rw));
+          "Shuffle the training range anew in each epoch", DEFAULT_SHUFFLE,
+          rw));
+  /**
+   * GstTensorDataSrc:seed:
+   *
+   * Seed of the shuffling (#GstTensorDataSrc:shuffle): an epoch's order is
+   * a function of the seed and the epoch number only, so one seed gives
+   * the same orders on every run, and each epoch its own.
+   */
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
-          "Seed of the shuffling: one seed gives the same order in each "
-          "epoch on every run", 0, G_MAXUINT64, DEFAULT_SEED, rw));
+          "Seed of the shuffling: the same seed, the same orders", 0,
+          G_MAXUINT64, DEFAULT_SEED, rw));
+  /**
+   * GstTensorDataSrc:image-format:
+   *
+   * The type of the image tensor of IDX files. uint8 (the default) pushes
+   * the pixels as stored, without a copy; float32 divides uint8 pixels by
+   * 255 into [0, 1]. Files of float32 images need float32, and are pushed
+   * as stored. For datarepo files only the default is accepted: their
+   * tensors go out as their JSON describes them.
+   */
   g_object_class_install_property (gobject_class, PROP_IMAGE_FORMAT,
       g_param_spec_enum ("image-format", "Image format",
-          "Type of the image tensor (IDX): uint8 as stored, or float32 "
-          "divided by 255", GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT,
-          DEFAULT_IMAGE_FORMAT, rw));
+          "Type of the IDX image tensor: uint8 as stored, or float32",
+          GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT, DEFAULT_IMAGE_FORMAT, rw));
+  /**
+   * GstTensorDataSrc:label-format:
+   *
+   * The form of the label tensor of IDX files: onehot (the default), a
+   * float32 vector of #GstTensorDataSrc:num-classes with a 1 at the class
+   * (dimensions num-classes:1:1:1), or index, the class index as one
+   * float32 (1:1:1:1). tensor_trainer and tensor_predictor take either.
+   * For datarepo files only the default is accepted.
+   */
   g_object_class_install_property (gobject_class, PROP_LABEL_FORMAT,
       g_param_spec_enum ("label-format", "Label format",
-          "Form of the label tensor (IDX): a one-hot float32 vector of "
-          "num-classes, or the class index as one float32",
+          "Form of the IDX label tensor: one-hot vector or class index",
           GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT, DEFAULT_LABEL_FORMAT, rw));
+  /**
+   * GstTensorDataSrc:num-classes:
+   *
+   * The length of a one-hot label (#GstTensorDataSrc:label-format=onehot),
+   * the model's output units. Every label of the ranges pushed must be
+   * below it, or the start fails naming the first that is not. Not used
+   * for class-index labels or datarepo files.
+   */
   g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
       g_param_spec_uint ("num-classes", "Number of classes",
           "Length of a one-hot label; every label must be below it", 1, 65535,
           DEFAULT_NUM_CLASSES, rw));
+  /**
+   * GstTensorDataSrc:json:
+   *
+   * The nnstreamer datarepo description of #GstTensorDataSrc:location
+   * (`gst_caps`, `total_samples`, optional `sample_size`), which then
+   * holds raw samples back to back: each the static tensors of the caps,
+   * labels included, pushed as one read-only memory per tensor over the
+   * mapped file. Unset (the default), a location ending in .data, .dat or
+   * .raw with a .json of the same name beside it is read that way, any
+   * other as IDX images.
+   */
   g_object_class_install_property (gobject_class, PROP_JSON,
       g_param_spec_string ("json", "Datarepo JSON",
-          "nnstreamer datarepo description (gst_caps, total_samples, "
-          "sample_size) of location, which then holds raw samples; unset: "
-          "location is IDX, or a .data/.dat/.raw file with a .json beside it",
+          "nnstreamer datarepo JSON describing location's samples",
           DEFAULT_JSON, rw));
+  /**
+   * GstTensorDataSrc:validation-json:
+   *
+   * The datarepo description of #GstTensorDataSrc:validation-location;
+   * its caps must equal the training file's. Unset (the default): the
+   * .json beside validation-location.
+   */
   g_object_class_install_property (gobject_class, PROP_VALIDATION_JSON,
       g_param_spec_string ("validation-json", "Validation datarepo JSON",
-          "datarepo description of validation-location (same caps as "
-          "location's); unset: the .json beside it", DEFAULT_VALIDATION_JSON,
-          rw));
+          "datarepo JSON of validation-location (default: the one beside it)",
+          DEFAULT_VALIDATION_JSON, rw));
+  /**
+   * GstTensorDataSrc:push-list-size:
+   *
+   * Samples pushed at once, as a buffer list in which each sample is
+   * still its own buffer. Elements that take lists, such as
+   * tensor_trainer, then pay the per-push costs once per list; the others
+   * receive the buffers one by one. 1 pushes each buffer alone.
+   */
   g_object_class_install_property (gobject_class, PROP_PUSH_LIST_SIZE,
       g_param_spec_uint ("push-list-size", "Push list size",
-          "Samples pushed at once as a buffer list (each still its own "
-          "buffer), which saves the per-push costs in elements that take "
-          "lists, such as tensor_trainer; 1: one buffer per push", 1, 1024,
-          DEFAULT_PUSH_LIST_SIZE, rw));
+          "Samples pushed at once as a buffer list; 1: one buffer per push",
+          1, 1024, DEFAULT_PUSH_LIST_SIZE, rw));
 
   gst_element_class_set_static_metadata (element_class, "Tensor data source",
       "Source/Tensor",

@@ -151,38 +151,79 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
   gobject_class->get_property = gst_tensor_labeler_get_property;
   gobject_class->finalize = gst_tensor_labeler_finalize;
 
+  /**
+   * GstTensorLabeler:label:
+   *
+   * The class of the frames from now on, sent as a one-hot float32 label
+   * of #GstTensorLabeler:num-classes. It can change while PLAYING (the
+   * camera or microphone now shows the next class): a video frame takes
+   * the value the property has when the frame is processed, an audio
+   * window the value when the window is complete; a change drops the
+   * audio frames waiting for a window, so that no window mixes two
+   * classes. -1 drops the frames (no sample) until a class is set again.
+   * A label not below num-classes is an error when the next sample is
+   * made.
+   */
   g_object_class_install_property (gobject_class, PROP_LABEL,
       g_param_spec_int ("label", "Label",
-          "Class of the frames from now on (0 .. num-classes - 1), sent as a "
-          "one-hot float32 label; may change while PLAYING; -1: drop frames "
-          "(no sample) until a class is set", -1, 65535, DEFAULT_LABEL,
+          "Class of the frames from now on; -1: drop them (can change "
+          "while PLAYING)", -1, 65535, DEFAULT_LABEL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstTensorLabeler:num-classes:
+   *
+   * The length of the one-hot label tensor (dimensions num-classes:1:1:1),
+   * the model's output units. Read when the caps are negotiated: a change
+   * takes effect at the next negotiation.
+   */
   g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
       g_param_spec_uint ("num-classes", "Number of classes",
           "Length of the one-hot label (the model's output units)", 1, 65535,
           DEFAULT_NUM_CLASSES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
+  /**
+   * GstTensorLabeler:layout:
+   *
+   * The memory order of the input tensor. planar (the default): channel
+   * by channel, C:H:W for video (dimensions W:H:C:1) and channel:1:window
+   * for audio (window:1:channels:1), what the engine's models (NCHW) with
+   * input_shape C:H:W take as they are. interleaved: H:W:C for video
+   * (C:W:H:1), as tensor_converter writes frames, and 1:window:channels
+   * for audio (channels:window:1:1). For GRAY8 frames and mono audio both
+   * are the same bytes. Read when the caps are negotiated.
+   */
   g_object_class_install_property (gobject_class, PROP_LAYOUT,
       g_param_spec_enum ("layout", "Layout",
-          "Memory order of the image tensor: planar C:H:W (dimensions "
-          "W:H:C:1, what models with input_shape C:H:W take) or interleaved "
-          "H:W:C (dimensions C:W:H:1, as tensor_converter)",
+          "Memory order of the input tensor: planar (C:H:W) or interleaved",
           GST_TYPE_TENSOR_LABELER_LAYOUT, DEFAULT_LAYOUT,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
+  /**
+   * GstTensorLabeler:window:
+   *
+   * Audio only: the frames (samples per channel) of one sample, the
+   * width of its tensor; a window lasts window / rate seconds. Read when
+   * the caps are negotiated.
+   */
   g_object_class_install_property (gobject_class, PROP_WINDOW,
       g_param_spec_uint ("window", "Window",
-          "Audio: frames (samples per channel) in one sample, the tensor's "
-          "width", 1, 1 << 20, DEFAULT_WINDOW,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          "Audio: frames (samples per channel) in one sample", 1, 1 << 20,
+          DEFAULT_WINDOW, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
+  /**
+   * GstTensorLabeler:hop:
+   *
+   * Audio only: the frames from the start of one window to the start of
+   * the next. Shorter than #GstTensorLabeler:window, windows overlap;
+   * longer, the frames between them are skipped. 0 (the default) means
+   * window: back to back. The output framerate is rate / hop. Read when
+   * the caps are negotiated.
+   */
   g_object_class_install_property (gobject_class, PROP_HOP,
       g_param_spec_uint ("hop", "Hop",
-          "Audio: frames from the start of one window to the next (shorter "
-          "than window: overlapping windows; longer: gaps); 0: window",
-          0, 1 << 20, DEFAULT_HOP,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          "Audio: frames from one window's start to the next; 0: window", 0,
+          1 << 20, DEFAULT_HOP, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
 
   gst_element_class_set_static_metadata (element_class, "Tensor labeler",
