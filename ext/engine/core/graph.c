@@ -595,7 +595,9 @@ graph_infer (tt_model * m, tt_error * err)
     }
     if (graph_is_loss (l))
       m->loss_layer = (int) i;
-    tt_status st = l->ops->infer (m, l, err);
+    struct tt_init_owner owner = { m, (int) i };
+    const tt_init_ctx c = { m->path, m->batch_size, &owner };
+    tt_status st = l->ops->infer (&c, l, err);
     if (st)
       return st;
     for (uint32_t o = 0; o < l->n_outputs; o++)

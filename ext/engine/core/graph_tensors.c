@@ -154,8 +154,11 @@ tensors_declare_reads (tt_model * m, tt_layer * l, int li)
     /* the prediction stays readable after the step (tt_model_output) */
     tt_tensor_use (m, l->out[0], li, TT_PHASE_END);
   }
-  if (l->ops->declare)
-    l->ops->declare (m, l, li);
+  if (l->ops->declare) {
+    struct tt_init_owner owner = { m, li };
+    tt_init_ctx c = { m->path, m->batch_size, &owner };
+    l->ops->declare (&c, l);
+  }
   for (int s = 0; s < TT_MAX_SCRATCH; s++)
     if (l->scratch[s] >= 0) {
       tt_tensor_use (m, l->scratch[s], li, TT_PHASE_FORWARD);

@@ -361,22 +361,29 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
           "%d", m->path, i, (int) type);
     }
   }
-  m->have_labels = labels != NULL;
   if (labels) {
     tt_layer *loss = &m->layers[m->loss_layer];
     memcpy (tt_data (m, loss->p.loss.label), labels,
         n * tt_dims_count (loss->in_dims[0]) * sizeof *labels);
   }
-  m->cur_batch = n;
+  /* what the layers see of this batch (model_forward sets training) */
+  m->run.tensors = m->tensors;
+  m->run.batch = n;
+  m->run.batch_size = m->batch_size;
+  m->run.have_labels = labels != NULL;
+  m->run.rng = &m->rng;
+  m->run.loss = &m->loss_value;
   return TT_OK;
 }
 
 static void
 model_forward (tt_model * m, bool training)
 {
+  m->run.training = training;
+  const tt_run_ctx *c = &m->run;
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *l = &m->layers[m->exec[i]];
-    l->ops->forward (m, l, training);
+    l->ops->forward (c, l);
   }
 }
 
@@ -405,16 +412,16 @@ model_score (const tt_model * m, tt_batch_result * r)
 {
   if (!r)
     return;
-  r->samples = m->cur_batch;
+  r->samples = m->run.batch;
   r->correct = 0;
-  r->loss = m->have_labels ? m->loss_value + model_regularization (m) : NAN;
-  if (!m->have_labels)
+  r->loss = m->run.have_labels ? m->loss_value + model_regularization (m) : NAN;
+  if (!m->run.have_labels)
     return;
   const tt_layer *loss = &m->layers[m->loss_layer];
   const size_t k = tt_dims_count (loss->in_dims[0]);
   const float *y = tt_data (m, loss->out[0]);
   const float *t = tt_data (m, loss->p.loss.label);
-  for (uint32_t b = 0; b < m->cur_batch; b++, y += k, t += k) {
+  for (uint32_t b = 0; b < m->run.batch; b++, y += k, t += k) {
     size_t py = 0, pt = 0;
     for (size_t i = 1; i < k; i++) {
       py = y[i] > y[py] ? i : py;
@@ -427,15 +434,16 @@ model_score (const tt_model * m, tt_batch_result * r)
 static void
 model_backward (tt_model * m, bool apply)
 {
+  const tt_run_ctx *c = &m->run;
   for (uint32_t i = m->n_layers; i-- > 0;) {
     tt_layer *l = &m->layers[m->exec[i]];
     bool trainable = false;
     for (uint32_t k = 0; k < l->n_weights; k++)
       trainable |= l->weights[k].grad >= 0;
     if (trainable && l->ops->calc_gradient)
-      l->ops->calc_gradient (m, l);
+      l->ops->calc_gradient (c, l);
     if (l->needs_derivative && l->ops->calc_derivative)
-      l->ops->calc_derivative (m, l);
+      l->ops->calc_derivative (c, l);
     for (uint32_t k = 0; k < l->n_weights && apply; k++) {
       tt_weight *w = &l->weights[k];
       if (w->grad < 0)

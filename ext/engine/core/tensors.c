@@ -80,6 +80,20 @@ tt_tensor_use (tt_model * m, int id, int layer, tt_phase phase)
   root, layer, phase};
 }
 
+int
+tt_init_scratch (tt_init_ctx * c, const char *suffix, size_t count)
+{
+  tt_model *m = c->owner->model;
+  return tt_tensor_declare (m, m->layers[c->owner->layer].name, suffix,
+      TT_TENSOR_SCRATCH, count);
+}
+
+void
+tt_init_use (tt_init_ctx * c, int id, tt_phase phase)
+{
+  tt_tensor_use (c->owner->model, id, c->owner->layer, phase);
+}
+
 tt_status
 tt_tensors_bind (tt_model * m, tt_error * err)
 {

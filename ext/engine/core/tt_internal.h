@@ -139,9 +139,10 @@ struct tt_model {
   bool moments_missing;
   void *map;                    /* a file mapping the model owns, or NULL */
   size_t map_len;
-  uint32_t cur_batch;           /* samples in the batch being processed */
-  bool have_labels;             /* the label tensor holds this batch's */
-  double loss_value;            /* set by the loss layer's forward */
+  /* what the layers are given during a step: the batch being processed
+   * (run.batch samples), whether labels came with it, ... (model_feed) */
+  tt_run_ctx run;
+  double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
 };
 
@@ -195,6 +196,12 @@ bool tt_plan_section_name (const char *section);
 tt_status tt_plan_text_check (tt_model * m, tt_error * err);
 
 /* tensors.c */
+/* Behind a layer's tt_init_ctx: the model whose tensors it declares, and
+ * its index for the uses it records */
+struct tt_init_owner {
+  tt_model *model;
+  int layer;
+};
 int tt_tensor_declare (tt_model * m, const char *layer, const char *suffix,
     tt_tensor_kind kind, size_t count);
 int tt_tensor_view (tt_model * m, const char *layer, const char *suffix,

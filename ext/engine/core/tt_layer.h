@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What a layer sees: its ops table, the layer struct, tensors, the INI
- * section readers, the shared layer helpers and the kernels layers call.
+ * What a layer sees: its ops table, the layer struct, its contexts (init:
+ * while the graph is built; run: during a step), tensors, the INI section
+ * readers, the shared layer helpers and the kernels layers call. Not the
+ * model: layers (layers/) include this header, never tt_internal.h, and
+ * the layer_context test checks that they do not name tt_model.
  */
 #ifndef TT_LAYER_H
 #define TT_LAYER_H
@@ -139,9 +142,43 @@ typedef struct {
   int value, grad, opt[2];      /* tensor ids, -1 when absent */
 } tt_weight;
 
-struct tt_model;
 struct tt_layer;
 struct tt_section;
+struct tt_init_owner;
+
+/* ---- contexts: what a layer's functions are given -------------------- */
+
+/* While the graph is built, one layer at a time: infer (shapes, weights)
+ * and declare (scratch tensors and the phases that use them). */
+typedef struct {
+  const char *path;             /* the model file, for messages */
+  uint32_t batch_size;          /* samples per batch the pool is planned for */
+  struct tt_init_owner *owner;  /* the model's side (core/tensors.c) */
+} tt_init_ctx;
+
+/* declare: a scratch tensor "<layer>:<suffix>" of count floats; its id */
+int tt_init_scratch (tt_init_ctx * c, const char *suffix, size_t count);
+/* declare: the layer touches tensor id in that phase (its lifetime) */
+void tt_init_use (tt_init_ctx * c, int id, tt_phase phase);
+
+/* During a step: forward, calc_gradient, calc_derivative. The model fills
+ * it once per batch (core/model.c); layers read it and keep nothing. */
+typedef struct {
+  const tt_tensor *tensors;     /* bound to the pool: tt_run_data */
+  uint32_t batch;               /* samples in this batch, <= batch_size */
+  uint32_t batch_size;          /* samples the pool holds (scratch layout) */
+  bool training;                /* forward: batch statistics, dropout */
+  bool have_labels;             /* the loss's label tensor holds the batch's */
+  tt_rng *rng;                  /* the model's stream (dropout masks) */
+  double *loss;                 /* a loss's forward writes the batch's loss */
+} tt_run_ctx;
+
+/* A tensor's data (NULL for id -1, an absent tensor). */
+static inline float *
+tt_run_data (const tt_run_ctx * c, int id)
+{
+  return id < 0 ? NULL : c->tensors[id].data;
+}
 
 /* What a layer type is to the code around it (graph, tensors, in-place
  * choices, plan): shared code asks the role, never which ops a layer
@@ -178,16 +215,16 @@ typedef struct tt_layer_ops {
   bool has_weights;             /* accepts the weight keys */
   tt_status (*parse) (struct tt_layer * l, const struct tt_section * s,
       tt_error * err);
-  /* output dims from input dims; declares weights */
-  tt_status (*infer) (struct tt_model * m, struct tt_layer * l,
+  /* output dims from input dims; adds weights (tt_layer_add_weight) */
+  tt_status (*infer) (const tt_init_ctx * c, struct tt_layer * l,
       tt_error * err);
   /* declares scratch tensors once activations exist; those put in
    * l->scratch live from forward to calcDerivative, others record their
-   * own uses (li: the layer's index) */
-  void (*declare) (struct tt_model * m, struct tt_layer * l, int li);
-  void (*forward) (struct tt_model * m, struct tt_layer * l, bool training);
-  void (*calc_gradient) (struct tt_model * m, struct tt_layer * l);
-  void (*calc_derivative) (struct tt_model * m, struct tt_layer * l);
+   * own uses (tt_init_use) */
+  void (*declare) (tt_init_ctx * c, struct tt_layer * l);
+  void (*forward) (const tt_run_ctx * c, struct tt_layer * l);
+  void (*calc_gradient) (const tt_run_ctx * c, struct tt_layer * l);
+  void (*calc_derivative) (const tt_run_ctx * c, struct tt_layer * l);
   /* outputs that are views of input 0 (flatten, reshape, multiout, mse) */
   bool output_is_view;
   /* relu (f (x)) = f (relu (x)), and the gradients agree: a ReLU whose
@@ -311,7 +348,7 @@ typedef struct tt_layer {
   } p;
 } tt_layer;
 
-/* ---- INI sections (ini_model.c) -------------------------------------- */
+/* ---- INI sections (io/ini_section.c) --------------------------------- */
 
 typedef struct tt_section {
   const char *file;
@@ -355,7 +392,7 @@ tt_status tt_window_pair (const tt_section * s, const char *key,
     uint32_t min, uint32_t out[2], tt_error * err);
 tt_status tt_window_padding (const tt_section * s, int *mode,
     uint32_t pad[4], tt_error * err);
-tt_status tt_window_setup (tt_model * m, const tt_layer * l,
+tt_status tt_window_setup (const tt_init_ctx * c, const tt_layer * l,
     tt_window_geom * g, const uint32_t kernel[2], const uint32_t stride[2],
     const uint32_t dilation[2], int mode, const uint32_t pad[4],
     tt_error * err);
@@ -364,16 +401,16 @@ tt_status tt_window_setup (tt_model * m, const tt_layer * l,
  * names the layer in messages, gates is 4 (lstm) or 3 (gru) */
 tt_status tt_recurrent_parse (const tt_section * s, const char *type,
     tt_recurrent * r, tt_error * err);
-tt_status tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
-    const tt_recurrent * r, uint32_t gates, tt_error * err);
+tt_status tt_recurrent_infer (const tt_init_ctx * c, tt_layer * l,
+    const char *type, const tt_recurrent * r, uint32_t gates, tt_error * err);
 /* Where the kernels keep h_t of sample b: hidden + b * h_ld + t * h_step,
  * the output with return_sequences, the hidden_id scratch when backward
  * needs every step, else the output's one row per sample (h_step 0). */
-void tt_recurrent_hidden (const tt_model * m, const tt_layer * l,
+void tt_recurrent_hidden (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int hidden_id, float **hidden, int *h_ld,
     int *h_step);
 /* With the hidden_id scratch: its last step into the output. */
-void tt_recurrent_last_step (tt_model * m, const tt_layer * l,
+void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int hidden_id, int batch);
 
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are

@@ -5,7 +5,7 @@
  * softmax, elu), so those can later run in place over their input.
  * Softmax is taken over the width axis, as nntrainer does.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 #include "vmath.h"
 
 #include <math.h>

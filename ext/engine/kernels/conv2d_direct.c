@@ -16,7 +16,7 @@
  * Valid windows only (no padding), stride and dilation 1, out_w >= DV.
  */
 #include "kernels.h"
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 

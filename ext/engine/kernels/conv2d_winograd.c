@@ -55,7 +55,7 @@
  */
 #include "kernels.h"
 #include "conv2d_winograd.h"
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 

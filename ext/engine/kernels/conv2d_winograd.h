@@ -7,7 +7,7 @@
 #ifndef TT_CONV2D_WINOGRAD_H
 #define TT_CONV2D_WINOGRAD_H
 
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -32,7 +32,7 @@
  * of conv2d_winograd.c), so every transform is plain vector arithmetic.
  */
 #include "conv2d_winograd.h"
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 

@@ -9,7 +9,7 @@
 #ifndef TT_GATE_ACT_H
 #define TT_GATE_ACT_H
 
-#include "tt_internal.h"
+#include "tt_layer.h"
 #include "vmath.h"
 
 #include <math.h>

@@ -138,7 +138,7 @@ void tt_maxpool_forward (const tt_window_geom * g, int batch, const float *x,
 void tt_maxpool_backward (const tt_window_geom * g, int batch,
     const float *dy, const int32_t * argmax, float *dx);
 /* The 2x2, stride 2, unpadded case (maxpool2x2.c), which the two above
- * hand over to (tt_internal.h declares its test and forward). */
+ * hand over to (tt_layer.h declares its test and forward). */
 void tt_maxpool2x2_backward (const tt_window_geom * g, int batch,
     const float *dy, const int32_t * argmax, float *dx);
 void tt_avgpool_forward (const tt_window_geom * g, int batch, const float *x,

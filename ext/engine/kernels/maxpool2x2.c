@@ -13,7 +13,7 @@
  * 8 lanes wide for AVX2, picked at run time (not under the sanitizers,
  * as TT_VECTOR_CLONES, so that their build tests the 4 lanes on x86).
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 

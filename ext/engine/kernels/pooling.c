@@ -12,7 +12,7 @@
  * input reads into short strided sweeps. Border columns, where taps fall
  * into padding, take a per-window path with clipping.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* activation layer: a section of type activation, or activation= realized
  * after a layer. */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 /* the activation= values (tt_activation order), for every layer that
  * reads one */
@@ -28,30 +28,29 @@ activation_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-activation_infer (tt_model * m, tt_layer * l, tt_error * err)
+activation_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  (void) m;
+  (void) c;
   (void) err;
   l->out_dims[0] = l->in_dims[0];
   return TT_OK;
 }
 
 static void
-activation_forward (tt_model * m, tt_layer * l, bool training)
+activation_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
   const tt_dims d = l->in_dims[0];
-  tt_activation_forward (l->p.act.fn, (size_t) m->cur_batch * d.c * d.h, d.w,
-      tt_data (m, l->in[0]), tt_data (m, l->out[0]));
+  tt_activation_forward (l->p.act.fn, (size_t) c->batch * d.c * d.h, d.w,
+      tt_run_data (c, l->in[0]), tt_run_data (c, l->out[0]));
 }
 
 static void
-activation_calc_derivative (tt_model * m, tt_layer * l)
+activation_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   const tt_dims d = l->in_dims[0];
-  tt_activation_backward (l->p.act.fn, (size_t) m->cur_batch * d.c * d.h,
-      d.w, tt_data (m, l->in[0]), tt_data (m, l->out[0]),
-      tt_data (m, l->out_deriv[0]), tt_data (m, l->in_deriv[0]));
+  tt_activation_backward (l->p.act.fn, (size_t) c->batch * d.c * d.h,
+      d.w, tt_run_data (c, l->in[0]), tt_run_data (c, l->out[0]),
+      tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->in_deriv[0]));
 }
 
 /* swish and gelu differentiate from x; the others from y = f(x) */

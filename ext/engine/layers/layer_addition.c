@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* addition: element-wise sum of inputs of one shape. */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 
 static tt_status
-addition_infer (tt_model * m, tt_layer * l, tt_error * err)
+addition_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   const tt_dims a = l->in_dims[0];
   for (uint32_t i = 1; i < l->n_inputs; i++) {
@@ -13,7 +13,7 @@ addition_infer (tt_model * m, tt_layer * l, tt_error * err)
     if (a.c != b.c || a.h != b.h || a.w != b.w)
       return tt_fail (err, TT_ERR_INVALID,
           "%s: [%s] input_layers: '%s' gives %u:%u:%u but '%s' gives "
-          "%u:%u:%u; addition needs equal shapes", m->path, l->section,
+          "%u:%u:%u; addition needs equal shapes", c->path, l->section,
           l->inputs[0].name, a.c, a.h, a.w, l->inputs[i].name, b.c, b.h, b.w);
   }
   l->out_dims[0] = a;
@@ -21,27 +21,26 @@ addition_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-addition_forward (tt_model * m, tt_layer * l, bool training)
+addition_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
-  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
-  float *y = tt_data (m, l->out[0]);
-  memcpy (y, tt_data (m, l->in[0]), n * sizeof *y);
+  const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
+  float *y = tt_run_data (c, l->out[0]);
+  memcpy (y, tt_run_data (c, l->in[0]), n * sizeof *y);
   for (uint32_t k = 1; k < l->n_inputs; k++) {
-    const float *x = tt_data (m, l->in[k]);
+    const float *x = tt_run_data (c, l->in[k]);
     for (size_t i = 0; i < n; i++)
       y[i] += x[i];
   }
 }
 
 static void
-addition_calc_derivative (tt_model * m, tt_layer * l)
+addition_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
-  const float *dy = tt_data (m, l->out_deriv[0]);
+  const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
+  const float *dy = tt_run_data (c, l->out_deriv[0]);
   for (uint32_t k = 0; k < l->n_inputs; k++)
     if (l->in_deriv[k] >= 0)
-      memcpy (tt_data (m, l->in_deriv[k]), dy, n * sizeof *dy);
+      memcpy (tt_run_data (c, l->in_deriv[k]), dy, n * sizeof *dy);
 }
 
 const tt_layer_ops tt_addition_layer_ops = {

@@ -5,7 +5,7 @@
  * along the axis the INI names. Weights in nntrainer's order: moving_mean,
  * moving_variance (not trainable), gamma, beta.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 static const char *const bn_keys[] = {
   "epsilon", "momentum", "axis", "moving_mean_initializer",
@@ -49,9 +49,9 @@ bn_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-bn_infer (tt_model * m, tt_layer * l, tt_error * err)
+bn_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  (void) m;
+  (void) c;
   (void) err;
   const tt_dims d = l->in_dims[0];
   int axis = l->p.bn.axis ? l->p.bn.axis : (d.c > 1 ? 1 : 3);
@@ -83,57 +83,57 @@ bn_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-bn_declare (tt_model * m, tt_layer * l, int li)
+bn_declare (tt_init_ctx * c, tt_layer * l)
 {
-  (void) li;
   /* batch mean and 1/sqrt(var + eps), kept from forward for backward */
-  l->scratch[0] = tt_tensor_declare (m, l->name, "batch_stats",
-      TT_TENSOR_SCRATCH, 2 * (size_t) l->p.bn.features);
+  l->scratch[0] = tt_init_scratch (c, "batch_stats",
+      2 * (size_t) l->p.bn.features);
 }
 
 static void
-bn_forward (tt_model * m, tt_layer * l, bool training)
+bn_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  const int outer = (int) (m->cur_batch * l->p.bn.outer);
+  const int outer = (int) (c->batch * l->p.bn.outer);
   const int f = (int) l->p.bn.features, inner = (int) l->p.bn.inner;
-  float *stats = tt_data (m, l->scratch[0]);
-  if (training)
-    tt_batchnorm_forward_train (outer, f, inner, tt_data (m, l->in[0]),
-        tt_data (m, l->out[0]), tt_data (m, l->weights[2].value),
-        tt_data (m, l->weights[3].value), tt_data (m, l->weights[0].value),
-        tt_data (m, l->weights[1].value), l->p.bn.momentum, l->p.bn.epsilon,
-        stats, stats + f);
+  const float *x = tt_run_data (c, l->in[0]);
+  float *y = tt_run_data (c, l->out[0]);
+  float *stats = tt_run_data (c, l->scratch[0]);
+  const float *gamma = tt_run_data (c, l->weights[2].value);
+  const float *beta = tt_run_data (c, l->weights[3].value);
+  float *mean = tt_run_data (c, l->weights[0].value);
+  float *var = tt_run_data (c, l->weights[1].value);
+  if (c->training)
+    tt_batchnorm_forward_train (outer, f, inner, x, y, gamma, beta, mean,
+        var, l->p.bn.momentum, l->p.bn.epsilon, stats, stats + f);
   else
-    tt_batchnorm_forward_eval (outer, f, inner, tt_data (m, l->in[0]),
-        tt_data (m, l->out[0]), tt_data (m, l->weights[2].value),
-        tt_data (m, l->weights[3].value), tt_data (m, l->weights[0].value),
-        tt_data (m, l->weights[1].value), l->p.bn.epsilon);
+    tt_batchnorm_forward_eval (outer, f, inner, x, y, gamma, beta, mean, var,
+        l->p.bn.epsilon);
 }
 
 static void
-bn_backward (tt_model * m, tt_layer * l, bool derivative)
+bn_backward (const tt_run_ctx * c, tt_layer * l, bool derivative)
 {
-  const int outer = (int) (m->cur_batch * l->p.bn.outer);
+  const int outer = (int) (c->batch * l->p.bn.outer);
   const int f = (int) l->p.bn.features, inner = (int) l->p.bn.inner;
-  const float *stats = tt_data (m, l->scratch[0]);
-  tt_batchnorm_backward (outer, f, inner, tt_data (m, l->in[0]),
-      tt_data (m, l->out_deriv[0]), tt_data (m, l->weights[2].value), stats,
-      stats + f, derivative ? tt_data (m, l->in_deriv[0]) : NULL,
-      derivative ? NULL : tt_data (m, l->weights[2].grad),
-      derivative ? NULL : tt_data (m, l->weights[3].grad));
+  const float *stats = tt_run_data (c, l->scratch[0]);
+  tt_batchnorm_backward (outer, f, inner, tt_run_data (c, l->in[0]),
+      tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->weights[2].value),
+      stats, stats + f, derivative ? tt_run_data (c, l->in_deriv[0]) : NULL,
+      derivative ? NULL : tt_run_data (c, l->weights[2].grad),
+      derivative ? NULL : tt_run_data (c, l->weights[3].grad));
 }
 
 static void
-bn_calc_gradient (tt_model * m, tt_layer * l)
+bn_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   if (l->weights[2].grad >= 0)
-    bn_backward (m, l, false);
+    bn_backward (c, l, false);
 }
 
 static void
-bn_calc_derivative (tt_model * m, tt_layer * l)
+bn_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  bn_backward (m, l, true);
+  bn_backward (c, l, true);
 }
 
 static unsigned

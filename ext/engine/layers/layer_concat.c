@@ -4,7 +4,7 @@
  * default). A sample is seen as [outer][axis][inner]; each input
  * contributes a contiguous run of axis_i * inner values per outer index.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 
@@ -26,7 +26,7 @@ concat_axis_len (tt_dims d, int axis)
 }
 
 static tt_status
-concat_infer (tt_model * m, tt_layer * l, tt_error * err)
+concat_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   const int axis = l->p.concat.axis;
   tt_dims out = l->in_dims[0];
@@ -38,14 +38,14 @@ concat_infer (tt_model * m, tt_layer * l, tt_error * err)
     if (!ok)
       return tt_fail (err, TT_ERR_INVALID,
           "%s: [%s] input_layers: '%s' gives %u:%u:%u and '%s' gives "
-          "%u:%u:%u; they differ off axis %d", m->path, l->section,
+          "%u:%u:%u; they differ off axis %d", c->path, l->section,
           l->inputs[0].name, out.c, out.h, out.w, l->inputs[i].name, d.c,
           d.h, d.w, axis);
     total += concat_axis_len (d, axis);
   }
   if (total > (1u << 24))
     return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: concatenation too large",
-        m->path, l->section);
+        c->path, l->section);
   if (axis == 1)
     out.c = (uint32_t) total;
   else if (axis == 2)
@@ -67,19 +67,19 @@ concat_geometry (const tt_layer * l, size_t *outer, size_t *inner)
 
 /* Copies between the output and the inputs; to_output picks the way. */
 static void
-concat_move (tt_model * m, tt_layer * l, bool forward)
+concat_move (const tt_run_ctx * c, tt_layer * l, bool forward)
 {
   size_t outer, inner;
   concat_geometry (l, &outer, &inner);
-  outer *= m->cur_batch;
+  outer *= c->batch;
   const size_t out_run = concat_axis_len (l->out_dims[0], l->p.concat.axis)
       * inner;
-  float *y = tt_data (m, forward ? l->out[0] : l->out_deriv[0]);
+  float *y = tt_run_data (c, forward ? l->out[0] : l->out_deriv[0]);
   size_t at = 0;
   for (uint32_t k = 0; k < l->n_inputs; k++) {
     const size_t run = concat_axis_len (l->in_dims[k], l->p.concat.axis) *
         inner;
-    float *x = tt_data (m, forward ? l->in[k] : l->in_deriv[k]);
+    float *x = tt_run_data (c, forward ? l->in[k] : l->in_deriv[k]);
     if (x)
       for (size_t o = 0; o < outer; o++) {
         if (forward)
@@ -92,16 +92,15 @@ concat_move (tt_model * m, tt_layer * l, bool forward)
 }
 
 static void
-concat_forward (tt_model * m, tt_layer * l, bool training)
+concat_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
-  concat_move (m, l, true);
+  concat_move (c, l, true);
 }
 
 static void
-concat_calc_derivative (tt_model * m, tt_layer * l)
+concat_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  concat_move (m, l, false);
+  concat_move (c, l, false);
 }
 
 const tt_layer_ops tt_concat_layer_ops = {

@@ -9,7 +9,7 @@
  * Conv1d weight [F][C][k], byte for byte). Only its keys differ: single
  * integers.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 static const char *const conv_keys[] = {
   "filters", "kernel_size", "stride", "padding", "dilation", NULL
@@ -77,10 +77,10 @@ conv1d_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-conv_infer (tt_model * m, tt_layer * l, tt_error * err)
+conv_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   tt_window_geom *g = &l->p.conv.geom;
-  tt_status st = tt_window_setup (m, l, g, l->p.conv.kernel,
+  tt_status st = tt_window_setup (c, l, g, l->p.conv.kernel,
       l->p.conv.stride, l->p.conv.dilation, l->p.conv.padding_mode,
       l->p.conv.pad, err);
   if (st)
@@ -89,7 +89,7 @@ conv_infer (tt_model * m, tt_layer * l, tt_error * err)
   const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
   if (ckk * f > (1u << 30))
     return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: the filter is too large",
-        m->path, l->section);
+        c->path, l->section);
   l->out_dims[0] = (tt_dims) {
   f, (uint32_t) g->out_h, (uint32_t) g->out_w};
   const uint32_t kk = (uint32_t) (g->kernel_h * g->kernel_w);
@@ -106,13 +106,13 @@ conv_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static tt_status
-conv1d_infer (tt_model * m, tt_layer * l, tt_error * err)
+conv1d_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   if (l->in_dims[0].h != 1)
     return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: conv1d needs an input "
-        "of height 1 (channel:1:width), got %u:%u:%u", m->path, l->section,
+        "of height 1 (channel:1:width), got %u:%u:%u", c->path, l->section,
         l->in_dims[0].c, l->in_dims[0].h, l->in_dims[0].w);
-  return conv_infer (m, l, err);
+  return conv_infer (c, l, err);
 }
 
 /* Three scratch tensors with their own lifetimes: the columns (forward ..
@@ -125,10 +125,10 @@ conv1d_infer (tt_model * m, tt_layer * l, tt_error * err)
  * layers) keeps no columns for backward: it needs those of one chunk of
  * samples, or none for the direct convolution. */
 static void
-conv_declare (tt_model * m, tt_layer * l, int li)
+conv_declare (tt_init_ctx * c, tt_layer * l)
 {
   const tt_window_geom *g = &l->p.conv.geom;
-  const int batch = (int) m->batch_size, f = (int) l->p.conv.filters;
+  const int batch = (int) c->batch_size, f = (int) l->p.conv.filters;
   const bool grad = l->weights[0].grad >= 0, deriv = l->needs_derivative;
   const size_t ncol = tt_conv2d_batch_col_floats (g, batch, grad, deriv);
   const size_t nout = tt_conv2d_batch_out_floats (g, f, batch);
@@ -138,80 +138,77 @@ conv_declare (tt_model * m, tt_layer * l, int li)
   l->p.conv.gemm_out = -1;
   l->p.conv.dy_grouped = -1;
   if (ncol) {
-    l->p.conv.col = tt_tensor_declare (m, l->name, "im2col",
-        TT_TENSOR_SCRATCH, ncol);
-    tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_FORWARD);
+    l->p.conv.col = tt_init_scratch (c, "im2col", ncol);
+    tt_init_use (c, l->p.conv.col, TT_PHASE_FORWARD);
     if (grad)
-      tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_GRADIENT);
+      tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);
     if (deriv)
-      tt_tensor_use (m, l->p.conv.col, li, TT_PHASE_DERIVATIVE);
+      tt_init_use (c, l->p.conv.col, TT_PHASE_DERIVATIVE);
   }
   if (nout) {
-    l->p.conv.gemm_out = tt_tensor_declare (m, l->name, "gemm_out",
-        TT_TENSOR_SCRATCH, nout);
-    tt_tensor_use (m, l->p.conv.gemm_out, li, TT_PHASE_FORWARD);
+    l->p.conv.gemm_out = tt_init_scratch (c, "gemm_out", nout);
+    tt_init_use (c, l->p.conv.gemm_out, TT_PHASE_FORWARD);
   }
   if (ngrouped) {
-    l->p.conv.dy_grouped = tt_tensor_declare (m, l->name, "dy_grouped",
-        TT_TENSOR_SCRATCH, ngrouped);
-    tt_tensor_use (m, l->p.conv.dy_grouped, li, grad ? TT_PHASE_GRADIENT :
+    l->p.conv.dy_grouped = tt_init_scratch (c, "dy_grouped", ngrouped);
+    tt_init_use (c, l->p.conv.dy_grouped, grad ? TT_PHASE_GRADIENT :
         TT_PHASE_DERIVATIVE);
     if (deriv)
-      tt_tensor_use (m, l->p.conv.dy_grouped, li, TT_PHASE_DERIVATIVE);
+      tt_init_use (c, l->p.conv.dy_grouped, TT_PHASE_DERIVATIVE);
   }
   /* both passes in calcGradient: the input derivative is written there */
   if (grad && deriv && tt_conv2d_batch_fuses_backward (g, batch))
-    tt_tensor_use (m, l->in_deriv[0], li, TT_PHASE_GRADIENT);
+    tt_init_use (c, l->in_deriv[0], TT_PHASE_GRADIENT);
 }
 
 static void
-conv_forward (tt_model * m, tt_layer * l, bool training)
+conv_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
   tt_conv2d_batch_forward (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) m->cur_batch, (int) m->batch_size, tt_data (m, l->in[0]),
-      tt_data (m, l->weights[0].value),
-      l->n_weights > 1 ? tt_data (m, l->weights[1].value) : NULL,
-      tt_data (m, l->out[0]), tt_data (m, l->p.conv.col),
-      tt_data (m, l->p.conv.gemm_out),
+      (int) c->batch, (int) c->batch_size, tt_run_data (c, l->in[0]),
+      tt_run_data (c, l->weights[0].value),
+      l->n_weights > 1 ? tt_run_data (c, l->weights[1].value) : NULL,
+      tt_run_data (c, l->out[0]), tt_run_data (c, l->p.conv.col),
+      tt_run_data (c, l->p.conv.gemm_out),
       l->weights[0].grad >= 0 || l->needs_derivative);
 }
 
 static void
-conv_calc_gradient (tt_model * m, tt_layer * l)
+conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   if (l->weights[0].grad < 0)
     return;
   if (l->needs_derivative
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom,
-          (int) m->batch_size)) {
+          (int) c->batch_size)) {
     tt_conv2d_batch_backward (&l->p.conv.geom, (int) l->p.conv.filters,
-        (int) m->cur_batch, (int) m->batch_size, tt_data (m,
-            l->weights[0].value), tt_data (m, l->out_deriv[0]), tt_data (m,
-            l->weights[0].grad), l->n_weights > 1 ? tt_data (m,
-            l->weights[1].grad) : NULL, tt_data (m, l->in_deriv[0]), tt_data (m,
-            l->p.conv.col), tt_data (m, l->p.conv.dy_grouped));
+        (int) c->batch, (int) c->batch_size,
+        tt_run_data (c, l->weights[0].value),
+        tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->weights[0].grad),
+        l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL,
+        tt_run_data (c, l->in_deriv[0]), tt_run_data (c, l->p.conv.col),
+        tt_run_data (c, l->p.conv.dy_grouped));
     return;
   }
   tt_conv2d_batch_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) m->cur_batch, (int) m->batch_size, tt_data (m, l->out_deriv[0]),
-      tt_data (m, l->weights[0].grad),
-      l->n_weights > 1 ? tt_data (m, l->weights[1].grad) : NULL,
-      tt_data (m, l->p.conv.col), tt_data (m, l->p.conv.dy_grouped));
+      (int) c->batch, (int) c->batch_size, tt_run_data (c, l->out_deriv[0]),
+      tt_run_data (c, l->weights[0].grad),
+      l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL,
+      tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped));
 }
 
 static void
-conv_calc_derivative (tt_model * m, tt_layer * l)
+conv_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   /* calcGradient ran both passes, or regrouped the output derivative */
   if (l->weights[0].grad >= 0
-      && tt_conv2d_batch_fuses_backward (&l->p.conv.geom, (int) m->batch_size))
+      && tt_conv2d_batch_fuses_backward (&l->p.conv.geom, (int) c->batch_size))
     return;
   tt_conv2d_batch_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) m->cur_batch, (int) m->batch_size,
-      tt_data (m, l->weights[0].value),
-      tt_data (m, l->out_deriv[0]), tt_data (m, l->in_deriv[0]),
-      tt_data (m, l->p.conv.col), tt_data (m, l->p.conv.dy_grouped),
+      (int) c->batch, (int) c->batch_size,
+      tt_run_data (c, l->weights[0].value),
+      tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->in_deriv[0]),
+      tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped),
       l->weights[0].grad >= 0);
 }
 

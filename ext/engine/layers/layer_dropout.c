@@ -5,7 +5,7 @@
  * identity). The mask is a scratch tensor drawn from the model's seeded
  * generator.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 
@@ -25,50 +25,50 @@ dropout_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-dropout_infer (tt_model * m, tt_layer * l, tt_error * err)
+dropout_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  (void) m;
+  (void) c;
   (void) err;
   l->out_dims[0] = l->in_dims[0];
   return TT_OK;
 }
 
 static void
-dropout_declare (tt_model * m, tt_layer * l, int li)
+dropout_declare (tt_init_ctx * c, tt_layer * l)
 {
-  (void) li;
-  l->scratch[0] = tt_tensor_declare (m, l->name, "mask", TT_TENSOR_SCRATCH,
-      m->batch_size * tt_dims_count (l->in_dims[0]));
+  l->scratch[0] = tt_init_scratch (c, "mask",
+      c->batch_size * tt_dims_count (l->in_dims[0]));
 }
 
 static void
-dropout_forward (tt_model * m, tt_layer * l, bool training)
+dropout_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
-  const float *x = tt_data (m, l->in[0]);
-  float *y = tt_data (m, l->out[0]), *mask = tt_data (m, l->scratch[0]);
+  const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
+  const float *x = tt_run_data (c, l->in[0]);
+  float *y = tt_run_data (c, l->out[0]);
+  float *mask = tt_run_data (c, l->scratch[0]);
   const float rate = l->p.dropout.rate;
-  if (!training || rate == 0.0f) {
+  if (!c->training || rate == 0.0f) {
     if (y != x)
       memcpy (y, x, n * sizeof *y);
-    for (size_t i = 0; i < n && training; i++)
+    for (size_t i = 0; i < n && c->training; i++)
       mask[i] = 1.0f;
     return;
   }
   const float keep = 1.0f / (1.0f - rate);
   for (size_t i = 0; i < n; i++) {
-    mask[i] = tt_rng_uniform (&m->rng) < rate ? 0.0f : keep;
+    mask[i] = tt_rng_uniform (c->rng) < rate ? 0.0f : keep;
     y[i] = x[i] * mask[i];
   }
 }
 
 static void
-dropout_calc_derivative (tt_model * m, tt_layer * l)
+dropout_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
-  const float *dy = tt_data (m, l->out_deriv[0]);
-  const float *mask = tt_data (m, l->scratch[0]);
-  float *dx = tt_data (m, l->in_deriv[0]);
+  const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
+  const float *dy = tt_run_data (c, l->out_deriv[0]);
+  const float *mask = tt_run_data (c, l->scratch[0]);
+  float *dx = tt_run_data (c, l->in_deriv[0]);
   for (size_t i = 0; i < n; i++)
     dx[i] = dy[i] * mask[i];
 }

@@ -4,7 +4,7 @@
  * c:h:w gives c:h:unit (nntrainer's rule). W is [w][unit], unit fastest,
  * as in nntrainer's BIN.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 static const char *const fc_keys[] = { "unit", NULL };
 
@@ -22,13 +22,13 @@ fc_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-fc_infer (tt_model * m, tt_layer * l, tt_error * err)
+fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   const tt_dims in = l->in_dims[0];
   const uint32_t unit = l->p.fc.unit;
   if ((uint64_t) in.w * unit > (1u << 30))
     return tt_fail (err, TT_ERR_INVALID,
-        "%s: [%s] unit: a %u x %u weight is too large", m->path, l->section,
+        "%s: [%s] unit: a %u x %u weight is too large", c->path, l->section,
         in.w, unit);
   l->out_dims[0] = (tt_dims) {
   in.c, in.h, unit};
@@ -45,35 +45,34 @@ fc_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-fc_forward (tt_model * m, tt_layer * l, bool training)
+fc_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
-  const int rows = (int) (m->cur_batch * l->in_dims[0].c * l->in_dims[0].h);
+  const int rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
   const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
-  float *y = tt_data (m, l->out[0]);
+  float *y = tt_run_data (c, l->out[0]);
   float beta = 0.0f;
   if (l->n_weights > 1) {
-    const float *bias = tt_data (m, l->weights[1].value);
+    const float *bias = tt_run_data (c, l->weights[1].value);
     for (int r = 0; r < rows; r++)
       for (int j = 0; j < unit; j++)
         y[(size_t) r * unit + j] = bias[j];
     beta = 1.0f;
   }
-  tt_gemm (false, false, rows, unit, k, 1.0f, tt_data (m, l->in[0]), k,
-      tt_data (m, l->weights[0].value), unit, beta, y, unit);
+  tt_gemm (false, false, rows, unit, k, 1.0f, tt_run_data (c, l->in[0]), k,
+      tt_run_data (c, l->weights[0].value), unit, beta, y, unit);
 }
 
 static void
-fc_calc_gradient (tt_model * m, tt_layer * l)
+fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
-  const int rows = (int) (m->cur_batch * l->in_dims[0].c * l->in_dims[0].h);
+  const int rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
   const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
-  const float *dy = tt_data (m, l->out_deriv[0]);
+  const float *dy = tt_run_data (c, l->out_deriv[0]);
   if (l->weights[0].grad >= 0)
-    tt_gemm (true, false, k, unit, rows, 1.0f, tt_data (m, l->in[0]), k, dy,
-        unit, 0.0f, tt_data (m, l->weights[0].grad), unit);
+    tt_gemm (true, false, k, unit, rows, 1.0f, tt_run_data (c, l->in[0]), k,
+        dy, unit, 0.0f, tt_run_data (c, l->weights[0].grad), unit);
   if (l->n_weights > 1 && l->weights[1].grad >= 0) {
-    float *db = tt_data (m, l->weights[1].grad);
+    float *db = tt_run_data (c, l->weights[1].grad);
     for (int j = 0; j < unit; j++)
       db[j] = 0.0f;
     for (int r = 0; r < rows; r++)
@@ -83,13 +82,13 @@ fc_calc_gradient (tt_model * m, tt_layer * l)
 }
 
 static void
-fc_calc_derivative (tt_model * m, tt_layer * l)
+fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const int rows = (int) (m->cur_batch * l->in_dims[0].c * l->in_dims[0].h);
+  const int rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
   const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
-  tt_gemm (false, true, rows, k, unit, 1.0f, tt_data (m, l->out_deriv[0]),
-      unit, tt_data (m, l->weights[0].value), unit, 0.0f,
-      tt_data (m, l->in_deriv[0]), k);
+  tt_gemm (false, true, rows, k, unit, 1.0f, tt_run_data (c, l->out_deriv[0]),
+      unit, tt_run_data (c, l->weights[0].value), unit, 0.0f,
+      tt_run_data (c, l->in_deriv[0]), k);
 }
 
 static unsigned

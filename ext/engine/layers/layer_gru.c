@@ -14,7 +14,7 @@
  * and an input with more than one channel. nntrainer's gru has no
  * bidirectional or max_timestep key: both are refused as unknown keys.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 
 static const char *const gru_keys[] = {
@@ -33,9 +33,9 @@ gru_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-gru_infer (tt_model * m, tt_layer * l, tt_error * err)
+gru_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  return tt_recurrent_infer (m, l, "a gru", &l->p.gru.rec, 3, err);
+  return tt_recurrent_infer (c, l, "a gru", &l->p.gru.rec, 3, err);
 }
 
 static bool
@@ -56,93 +56,89 @@ gru_runs_gradient (const tt_layer * l)
  * d(r * h) of one step) lives in the phase running backpropagation through
  * time: calcGradient when it runs, else calcDerivative. */
 static void
-gru_declare (tt_model * m, tt_layer * l, int li)
+gru_declare (tt_init_ctx * c, tt_layer * l)
 {
-  const size_t batch = m->batch_size, steps = l->in_dims[0].h;
+  const size_t batch = c->batch_size, steps = l->in_dims[0].h;
   const size_t unit = l->p.gru.rec.unit;
   const bool grad = gru_runs_gradient (l), deriv = l->needs_derivative;
   const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
   l->p.gru.hidden = -1;
   l->p.gru.carry = -1;
-  l->p.gru.gates = tt_tensor_declare (m, l->name, "gates",
-      TT_TENSOR_SCRATCH, batch * steps * 4 * unit);
-  tt_tensor_use (m, l->p.gru.gates, li, TT_PHASE_FORWARD);
+  l->p.gru.gates = tt_init_scratch (c, "gates", batch * steps * 4 * unit);
+  tt_init_use (c, l->p.gru.gates, TT_PHASE_FORWARD);
   if (!grad && !deriv)
     return;
-  tt_tensor_use (m, l->p.gru.gates, li, bptt);
+  tt_init_use (c, l->p.gru.gates, bptt);
   if (deriv)
-    tt_tensor_use (m, l->p.gru.gates, li, TT_PHASE_DERIVATIVE);
-  l->p.gru.carry = tt_tensor_declare (m, l->name, "bptt_carry",
-      TT_TENSOR_SCRATCH, batch * 2 * unit);
-  tt_tensor_use (m, l->p.gru.carry, li, bptt);
+    tt_init_use (c, l->p.gru.gates, TT_PHASE_DERIVATIVE);
+  l->p.gru.carry = tt_init_scratch (c, "bptt_carry", batch * 2 * unit);
+  tt_init_use (c, l->p.gru.carry, bptt);
   /* the hidden states: backpropagation through time and dW_hh read them */
   if (l->p.gru.rec.return_sequences) {
-    tt_tensor_use (m, l->out[0], li, bptt);
+    tt_init_use (c, l->out[0], bptt);
   } else {
-    l->p.gru.hidden = tt_tensor_declare (m, l->name, "hidden",
-        TT_TENSOR_SCRATCH, batch * steps * unit);
-    tt_tensor_use (m, l->p.gru.hidden, li, TT_PHASE_FORWARD);
-    tt_tensor_use (m, l->p.gru.hidden, li, bptt);
+    l->p.gru.hidden = tt_init_scratch (c, "hidden", batch * steps * unit);
+    tt_init_use (c, l->p.gru.hidden, TT_PHASE_FORWARD);
+    tt_init_use (c, l->p.gru.hidden, bptt);
   }
   /* dW_ih reads the input */
   if (grad)
-    tt_tensor_use (m, l->in[0], li, TT_PHASE_GRADIENT);
+    tt_init_use (c, l->in[0], TT_PHASE_GRADIENT);
 }
 
 static tt_gru
-gru_setup (const tt_model * m, const tt_layer * l)
+gru_setup (const tt_run_ctx * c, const tt_layer * l)
 {
   const int steps = (int) l->in_dims[0].h, unit = (int) l->p.gru.rec.unit;
   tt_gru s = {
-    .batch = (int) m->cur_batch,
+    .batch = (int) c->batch,
     .steps = steps,
     .features = (int) l->in_dims[0].w,
     .unit = unit,
     .act = l->p.gru.rec.act,
     .recurrent = l->p.gru.rec.recurrent,
     .reset_after = l->p.gru.reset_after,
-    .w_ih = tt_data (m, l->weights[0].value),
-    .w_hh = tt_data (m, l->weights[1].value),
-    .bias_ih = l->n_weights > 2 ? tt_data (m, l->weights[2].value) : NULL,
-    .bias_hh = l->n_weights > 3 ? tt_data (m, l->weights[3].value) : NULL,
-    .gates = tt_data (m, l->p.gru.gates),
+    .w_ih = tt_run_data (c, l->weights[0].value),
+    .w_hh = tt_run_data (c, l->weights[1].value),
+    .bias_ih = l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
+    .bias_hh = l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL,
+    .gates = tt_run_data (c, l->p.gru.gates),
   };
-  tt_recurrent_hidden (m, l, &l->p.gru.rec, l->p.gru.hidden, &s.hidden,
+  tt_recurrent_hidden (c, l, &l->p.gru.rec, l->p.gru.hidden, &s.hidden,
       &s.h_ld, &s.h_step);
   return s;
 }
 
 static void
-gru_forward (tt_model * m, tt_layer * l, bool training)
+gru_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
-  const tt_gru s = gru_setup (m, l);
-  tt_gru_forward (&s, tt_data (m, l->in[0]));
-  tt_recurrent_last_step (m, l, &l->p.gru.rec, l->p.gru.hidden, s.batch);
+  const tt_gru s = gru_setup (c, l);
+  tt_gru_forward (&s, tt_run_data (c, l->in[0]));
+  tt_recurrent_last_step (c, l, &l->p.gru.rec, l->p.gru.hidden, s.batch);
 }
 
 static void
-gru_calc_gradient (tt_model * m, tt_layer * l)
+gru_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   if (!gru_runs_gradient (l))
     return;
-  const tt_gru s = gru_setup (m, l);
-  tt_gru_bptt (&s, tt_data (m, l->out_deriv[0]),
-      l->p.gru.rec.return_sequences, tt_data (m, l->p.gru.carry));
-  tt_gru_weight_grads (&s, tt_data (m, l->in[0]),
-      tt_data (m, l->weights[0].grad), tt_data (m, l->weights[1].grad),
-      l->n_weights > 2 ? tt_data (m, l->weights[2].grad) : NULL,
-      l->n_weights > 3 ? tt_data (m, l->weights[3].grad) : NULL);
+  const tt_gru s = gru_setup (c, l);
+  tt_gru_bptt (&s, tt_run_data (c, l->out_deriv[0]),
+      l->p.gru.rec.return_sequences, tt_run_data (c, l->p.gru.carry));
+  tt_gru_weight_grads (&s, tt_run_data (c, l->in[0]),
+      tt_run_data (c, l->weights[0].grad), tt_run_data (c, l->weights[1].grad),
+      l->n_weights > 2 ? tt_run_data (c, l->weights[2].grad) : NULL,
+      l->n_weights > 3 ? tt_run_data (c, l->weights[3].grad) : NULL);
 }
 
 static void
-gru_calc_derivative (tt_model * m, tt_layer * l)
+gru_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const tt_gru s = gru_setup (m, l);
+  const tt_gru s = gru_setup (c, l);
   if (!gru_runs_gradient (l))
-    tt_gru_bptt (&s, tt_data (m, l->out_deriv[0]),
-        l->p.gru.rec.return_sequences, tt_data (m, l->p.gru.carry));
-  tt_gru_input_grad (&s, tt_data (m, l->in_deriv[0]));
+    tt_gru_bptt (&s, tt_run_data (c, l->out_deriv[0]),
+        l->p.gru.rec.return_sequences, tt_run_data (c, l->p.gru.carry));
+  tt_gru_input_grad (&s, tt_run_data (c, l->in_deriv[0]));
 }
 
 /* With return_sequences the output holds the hidden states that

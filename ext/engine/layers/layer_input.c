@@ -5,7 +5,7 @@
  * normalization (min-max to [0, 1]) or standardization (zero mean, unit
  * variance), in place.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <math.h>
 
@@ -29,23 +29,22 @@ input_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-input_infer (tt_model * m, tt_layer * l, tt_error * err)
+input_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  (void) m;
+  (void) c;
   (void) err;
   l->out_dims[0] = l->input_shape;
   return TT_OK;
 }
 
 static void
-input_forward (tt_model * m, tt_layer * l, bool training)
+input_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
   if (!l->p.input.normalization && !l->p.input.standardization)
     return;
-  float *x = tt_data (m, l->out[0]);
+  float *x = tt_run_data (c, l->out[0]);
   const size_t per = tt_dims_count (l->out_dims[0]);
-  for (uint32_t b = 0; b < m->cur_batch; b++, x += per) {
+  for (uint32_t b = 0; b < c->batch; b++, x += per) {
     if (l->p.input.normalization) {
       float lo = x[0], hi = x[0];
       for (size_t i = 1; i < per; i++) {

@@ -9,70 +9,71 @@
  * The output is the prediction (softmax/sigmoid probabilities; mse passes
  * its input through as a view).
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <math.h>
 
 static tt_status
-loss_infer (tt_model * m, tt_layer * l, tt_error * err)
+loss_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  (void) m;
+  (void) c;
   (void) err;
   l->out_dims[0] = l->in_dims[0];
   return TT_OK;
 }
 
 static void
-loss_sizes (const tt_model * m, const tt_layer * l, size_t *rows, size_t *width)
+loss_sizes (const tt_run_ctx * c, const tt_layer * l, size_t *rows,
+    size_t *width)
 {
   const tt_dims d = l->in_dims[0];
-  *rows = (size_t) m->cur_batch * d.c * d.h;
+  *rows = (size_t) c->batch * d.c * d.h;
   *width = d.w;
 }
 
 static void
-mse_forward (tt_model * m, tt_layer * l, bool training)
+mse_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
   size_t rows, width;
-  loss_sizes (m, l, &rows, &width);
-  if (!m->have_labels)
+  loss_sizes (c, l, &rows, &width);
+  if (!c->have_labels)
     return;
   const size_t n = rows * width;
-  const float *y = tt_data (m, l->out[0]), *t = tt_data (m, l->p.loss.label);
+  const float *y = tt_run_data (c, l->out[0]);
+  const float *t = tt_run_data (c, l->p.loss.label);
   double sum = 0;
   for (size_t i = 0; i < n; i++) {
     double d = (double) y[i] - t[i];
     sum += d * d;
   }
-  m->loss_value = sum / (double) n;
+  *c->loss = sum / (double) n;
 }
 
 static void
-mse_calc_derivative (tt_model * m, tt_layer * l)
+mse_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   size_t rows, width;
-  loss_sizes (m, l, &rows, &width);
+  loss_sizes (c, l, &rows, &width);
   const size_t n = rows * width;
-  const float *y = tt_data (m, l->out[0]), *t = tt_data (m, l->p.loss.label);
-  float *dx = tt_data (m, l->in_deriv[0]);
+  const float *y = tt_run_data (c, l->out[0]);
+  const float *t = tt_run_data (c, l->p.loss.label);
+  float *dx = tt_run_data (c, l->in_deriv[0]);
   const float scale = 2.0f / (float) n;
   for (size_t i = 0; i < n; i++)
     dx[i] = scale * (y[i] - t[i]);
 }
 
 static void
-cross_softmax_forward (tt_model * m, tt_layer * l, bool training)
+cross_softmax_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
   size_t rows, width;
-  loss_sizes (m, l, &rows, &width);
-  const float *x = tt_data (m, l->in[0]);
-  float *p = tt_data (m, l->out[0]);
+  loss_sizes (c, l, &rows, &width);
+  const float *x = tt_run_data (c, l->in[0]);
+  float *p = tt_run_data (c, l->out[0]);
   tt_activation_forward (TT_ACT_SOFTMAX, rows, width, x, p);
-  if (!m->have_labels)
+  if (!c->have_labels)
     return;
-  const float *t = tt_data (m, l->p.loss.label);
+  const float *t = tt_run_data (c, l->p.loss.label);
   double sum = 0;
   for (size_t r = 0; r < rows; r++) {
     const float *xr = x + r * width, *tr = t + r * width;
@@ -87,18 +88,19 @@ cross_softmax_forward (tt_model * m, tt_layer * l, bool training)
       if (tr[i] != 0.0f)
         sum -= tr[i] * ((double) xr[i] - lse);
   }
-  m->loss_value = sum / m->cur_batch;
+  *c->loss = sum / c->batch;
 }
 
 static void
-cross_softmax_calc_derivative (tt_model * m, tt_layer * l)
+cross_softmax_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   size_t rows, width;
-  loss_sizes (m, l, &rows, &width);
+  loss_sizes (c, l, &rows, &width);
   const size_t n = rows * width;
-  const float *p = tt_data (m, l->out[0]), *t = tt_data (m, l->p.loss.label);
-  float *dx = tt_data (m, l->in_deriv[0]);
-  const float scale = 1.0f / (float) m->cur_batch;
+  const float *p = tt_run_data (c, l->out[0]);
+  const float *t = tt_run_data (c, l->p.loss.label);
+  float *dx = tt_run_data (c, l->in_deriv[0]);
+  const float scale = 1.0f / (float) c->batch;
   /* d/dx of -sum t log softmax(x) is p * sum(t) - t; sum(t) is 1 for a
    * one-hot label but is kept general for soft labels */
   for (size_t r = 0; r < rows; r++) {
@@ -112,34 +114,34 @@ cross_softmax_calc_derivative (tt_model * m, tt_layer * l)
 }
 
 static void
-cross_sigmoid_forward (tt_model * m, tt_layer * l, bool training)
+cross_sigmoid_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
   size_t rows, width;
-  loss_sizes (m, l, &rows, &width);
+  loss_sizes (c, l, &rows, &width);
   const size_t n = rows * width;
-  const float *x = tt_data (m, l->in[0]);
-  float *p = tt_data (m, l->out[0]);
+  const float *x = tt_run_data (c, l->in[0]);
+  float *p = tt_run_data (c, l->out[0]);
   tt_activation_forward (TT_ACT_SIGMOID, rows, width, x, p);
-  if (!m->have_labels)
+  if (!c->have_labels)
     return;
-  const float *t = tt_data (m, l->p.loss.label);
+  const float *t = tt_run_data (c, l->p.loss.label);
   double sum = 0;
   for (size_t i = 0; i < n; i++) {
     double xi = x[i];
     sum += (xi > 0 ? xi : 0) - xi * t[i] + log1p (exp (-fabs (xi)));
   }
-  m->loss_value = sum / (double) n;
+  *c->loss = sum / (double) n;
 }
 
 static void
-cross_sigmoid_calc_derivative (tt_model * m, tt_layer * l)
+cross_sigmoid_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   size_t rows, width;
-  loss_sizes (m, l, &rows, &width);
+  loss_sizes (c, l, &rows, &width);
   const size_t n = rows * width;
-  const float *p = tt_data (m, l->out[0]), *t = tt_data (m, l->p.loss.label);
-  float *dx = tt_data (m, l->in_deriv[0]);
+  const float *p = tt_run_data (c, l->out[0]);
+  const float *t = tt_run_data (c, l->p.loss.label);
+  float *dx = tt_run_data (c, l->in_deriv[0]);
   const float scale = 1.0f / (float) n;
   for (size_t i = 0; i < n; i++)
     dx[i] = scale * (p[i] - t[i]);

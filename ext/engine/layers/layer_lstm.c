@@ -14,7 +14,7 @@
  * max_timestep above the input's timesteps (nntrainer would unroll past
  * the input; at or below it the key changes nothing and is accepted).
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 
@@ -41,15 +41,15 @@ lstm_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-lstm_infer (tt_model * m, tt_layer * l, tt_error * err)
+lstm_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   const tt_dims in = l->in_dims[0];
   if (l->p.lstm.max_timestep > in.h)
     return tt_fail (err, TT_ERR_INVALID, "%s: [%s] max_timestep: %u is more "
         "than the input's %u timesteps (1:%u:%u); nntrainer would unroll "
-        "past the input: not supported", m->path, l->section,
+        "past the input: not supported", c->path, l->section,
         l->p.lstm.max_timestep, in.h, in.h, in.w);
-  return tt_recurrent_infer (m, l, "an lstm", &l->p.lstm.rec, 4, err);
+  return tt_recurrent_infer (c, l, "an lstm", &l->p.lstm.rec, 4, err);
 }
 
 static bool
@@ -70,101 +70,97 @@ lstm_runs_gradient (const tt_layer * l)
  * running backpropagation through time: calcGradient when it runs, else
  * calcDerivative. */
 static void
-lstm_declare (tt_model * m, tt_layer * l, int li)
+lstm_declare (tt_init_ctx * c, tt_layer * l)
 {
-  const size_t batch = m->batch_size, steps = l->in_dims[0].h;
+  const size_t batch = c->batch_size, steps = l->in_dims[0].h;
   const size_t unit = l->p.lstm.rec.unit;
   const bool grad = lstm_runs_gradient (l), deriv = l->needs_derivative;
   const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
   l->p.lstm.hidden = -1;
   l->p.lstm.carry = -1;
-  l->p.lstm.gates = tt_tensor_declare (m, l->name, "gates",
-      TT_TENSOR_SCRATCH, batch * steps * 4 * unit);
-  l->p.lstm.cell = tt_tensor_declare (m, l->name, "cell", TT_TENSOR_SCRATCH,
-      batch * steps * unit);
-  tt_tensor_use (m, l->p.lstm.gates, li, TT_PHASE_FORWARD);
-  tt_tensor_use (m, l->p.lstm.cell, li, TT_PHASE_FORWARD);
+  l->p.lstm.gates = tt_init_scratch (c, "gates", batch * steps * 4 * unit);
+  l->p.lstm.cell = tt_init_scratch (c, "cell", batch * steps * unit);
+  tt_init_use (c, l->p.lstm.gates, TT_PHASE_FORWARD);
+  tt_init_use (c, l->p.lstm.cell, TT_PHASE_FORWARD);
   if (!grad && !deriv)
     return;
-  tt_tensor_use (m, l->p.lstm.cell, li, bptt);
-  tt_tensor_use (m, l->p.lstm.gates, li, bptt);
+  tt_init_use (c, l->p.lstm.cell, bptt);
+  tt_init_use (c, l->p.lstm.gates, bptt);
   if (deriv)
-    tt_tensor_use (m, l->p.lstm.gates, li, TT_PHASE_DERIVATIVE);
-  l->p.lstm.carry = tt_tensor_declare (m, l->name, "bptt_carry",
-      TT_TENSOR_SCRATCH, batch * 2 * unit);
-  tt_tensor_use (m, l->p.lstm.carry, li, bptt);
+    tt_init_use (c, l->p.lstm.gates, TT_PHASE_DERIVATIVE);
+  l->p.lstm.carry = tt_init_scratch (c, "bptt_carry", batch * 2 * unit);
+  tt_init_use (c, l->p.lstm.carry, bptt);
   if (!grad)
     return;
   /* dW_ih reads the input, dW_hh the hidden states */
-  tt_tensor_use (m, l->in[0], li, TT_PHASE_GRADIENT);
+  tt_init_use (c, l->in[0], TT_PHASE_GRADIENT);
   if (l->p.lstm.rec.return_sequences) {
-    tt_tensor_use (m, l->out[0], li, TT_PHASE_GRADIENT);
+    tt_init_use (c, l->out[0], TT_PHASE_GRADIENT);
   } else {
-    l->p.lstm.hidden = tt_tensor_declare (m, l->name, "hidden",
-        TT_TENSOR_SCRATCH, batch * steps * unit);
-    tt_tensor_use (m, l->p.lstm.hidden, li, TT_PHASE_FORWARD);
-    tt_tensor_use (m, l->p.lstm.hidden, li, TT_PHASE_GRADIENT);
+    l->p.lstm.hidden = tt_init_scratch (c, "hidden", batch * steps * unit);
+    tt_init_use (c, l->p.lstm.hidden, TT_PHASE_FORWARD);
+    tt_init_use (c, l->p.lstm.hidden, TT_PHASE_GRADIENT);
   }
 }
 
 static tt_lstm
-lstm_setup (const tt_model * m, const tt_layer * l)
+lstm_setup (const tt_run_ctx * c, const tt_layer * l)
 {
   const int steps = (int) l->in_dims[0].h, unit = (int) l->p.lstm.rec.unit;
   tt_lstm s = {
-    .batch = (int) m->cur_batch,
+    .batch = (int) c->batch,
     .steps = steps,
     .features = (int) l->in_dims[0].w,
     .unit = unit,
     .act = l->p.lstm.rec.act,
     .recurrent = l->p.lstm.rec.recurrent,
-    .w_ih = tt_data (m, l->weights[0].value),
-    .w_hh = tt_data (m, l->weights[1].value),
+    .w_ih = tt_run_data (c, l->weights[0].value),
+    .w_hh = tt_run_data (c, l->weights[1].value),
     .bias = {
-          l->n_weights > 2 ? tt_data (m, l->weights[2].value) : NULL,
-        l->n_weights > 3 ? tt_data (m, l->weights[3].value) : NULL},
-    .gates = tt_data (m, l->p.lstm.gates),
-    .cell = tt_data (m, l->p.lstm.cell),
+          l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
+        l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
+    .gates = tt_run_data (c, l->p.lstm.gates),
+    .cell = tt_run_data (c, l->p.lstm.cell),
   };
-  tt_recurrent_hidden (m, l, &l->p.lstm.rec, l->p.lstm.hidden, &s.hidden,
+  tt_recurrent_hidden (c, l, &l->p.lstm.rec, l->p.lstm.hidden, &s.hidden,
       &s.h_ld, &s.h_step);
   return s;
 }
 
 static void
-lstm_forward (tt_model * m, tt_layer * l, bool training)
+lstm_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
-  const tt_lstm s = lstm_setup (m, l);
-  tt_lstm_forward (&s, tt_data (m, l->in[0]));
-  tt_recurrent_last_step (m, l, &l->p.lstm.rec, l->p.lstm.hidden, s.batch);
+  const tt_lstm s = lstm_setup (c, l);
+  tt_lstm_forward (&s, tt_run_data (c, l->in[0]));
+  tt_recurrent_last_step (c, l, &l->p.lstm.rec, l->p.lstm.hidden, s.batch);
 }
 
 static void
-lstm_calc_gradient (tt_model * m, tt_layer * l)
+lstm_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   if (!lstm_runs_gradient (l))
     return;
-  const tt_lstm s = lstm_setup (m, l);
-  tt_lstm_bptt (&s, tt_data (m, l->out_deriv[0]),
-      l->p.lstm.rec.return_sequences, tt_data (m, l->p.lstm.carry));
-  float *db = l->n_weights > 2 ? tt_data (m, l->weights[2].grad) : NULL;
-  tt_lstm_weight_grads (&s, tt_data (m, l->in[0]),
-      tt_data (m, l->weights[0].grad), tt_data (m, l->weights[1].grad), db);
+  const tt_lstm s = lstm_setup (c, l);
+  tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]),
+      l->p.lstm.rec.return_sequences, tt_run_data (c, l->p.lstm.carry));
+  float *db = l->n_weights > 2 ? tt_run_data (c, l->weights[2].grad) : NULL;
+  tt_lstm_weight_grads (&s, tt_run_data (c, l->in[0]),
+      tt_run_data (c, l->weights[0].grad), tt_run_data (c, l->weights[1].grad),
+      db);
   /* bias_ih and bias_hh are added alike: the same gradient */
   if (l->n_weights > 3)
-    memcpy (tt_data (m, l->weights[3].grad), db,
+    memcpy (tt_run_data (c, l->weights[3].grad), db,
         l->weights[3].count * sizeof *db);
 }
 
 static void
-lstm_calc_derivative (tt_model * m, tt_layer * l)
+lstm_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const tt_lstm s = lstm_setup (m, l);
+  const tt_lstm s = lstm_setup (c, l);
   if (!lstm_runs_gradient (l))
-    tt_lstm_bptt (&s, tt_data (m, l->out_deriv[0]),
-        l->p.lstm.rec.return_sequences, tt_data (m, l->p.lstm.carry));
-  tt_lstm_input_grad (&s, tt_data (m, l->in_deriv[0]));
+    tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]),
+        l->p.lstm.rec.return_sequences, tt_run_data (c, l->p.lstm.carry));
+  tt_lstm_input_grad (&s, tt_run_data (c, l->in_deriv[0]));
 }
 
 /* With return_sequences the output holds the hidden states dW_hh reads:

@@ -3,7 +3,7 @@
  * pooling2d: max, average, global_max, global_average. Max pooling keeps
  * the winning index per output in a scratch tensor for backward.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 enum
 { POOL_MAX, POOL_AVERAGE, POOL_GLOBAL_MAX, POOL_GLOBAL_AVERAGE };
@@ -40,16 +40,16 @@ pool_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-pool_infer (tt_model * m, tt_layer * l, tt_error * err)
+pool_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   const uint32_t one[2] = { 1, 1 };
   const uint32_t pad0[4] = { 0, 0, 0, 0 };
   tt_status st;
   if (l->p.pool.kind >= POOL_GLOBAL_MAX) {
     const uint32_t whole[2] = { l->in_dims[0].h, l->in_dims[0].w };
-    st = tt_window_setup (m, l, &l->p.pool.geom, whole, one, one, 0, pad0, err);
+    st = tt_window_setup (c, l, &l->p.pool.geom, whole, one, one, 0, pad0, err);
   } else {
-    st = tt_window_setup (m, l, &l->p.pool.geom, l->p.pool.size,
+    st = tt_window_setup (c, l, &l->p.pool.geom, l->p.pool.size,
         l->p.pool.stride, one, l->p.pool.padding_mode, l->p.pool.pad, err);
   }
   if (st)
@@ -75,37 +75,35 @@ pool_commutes_with_relu (const tt_layer * l)
 }
 
 static void
-pool_declare (tt_model * m, tt_layer * l, int li)
+pool_declare (tt_init_ctx * c, tt_layer * l)
 {
-  (void) li;
   if (pool_is_max (l))
-    l->scratch[0] = tt_tensor_declare (m, l->name, "argmax",
-        TT_TENSOR_SCRATCH, m->batch_size * tt_dims_count (l->out_dims[0]));
+    l->scratch[0] = tt_init_scratch (c, "argmax",
+        c->batch_size * tt_dims_count (l->out_dims[0]));
 }
 
 static void
-pool_forward (tt_model * m, tt_layer * l, bool training)
+pool_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) training;
-  const float *x = tt_data (m, l->in[0]);
-  float *y = tt_data (m, l->out[0]);
+  const float *x = tt_run_data (c, l->in[0]);
+  float *y = tt_run_data (c, l->out[0]);
   if (pool_is_max (l))
-    tt_maxpool_forward (&l->p.pool.geom, (int) m->cur_batch, x, y,
-        (int32_t *) tt_data (m, l->scratch[0]));
+    tt_maxpool_forward (&l->p.pool.geom, (int) c->batch, x, y,
+        (int32_t *) tt_run_data (c, l->scratch[0]));
   else
-    tt_avgpool_forward (&l->p.pool.geom, (int) m->cur_batch, x, y);
+    tt_avgpool_forward (&l->p.pool.geom, (int) c->batch, x, y);
 }
 
 static void
-pool_calc_derivative (tt_model * m, tt_layer * l)
+pool_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const float *dy = tt_data (m, l->out_deriv[0]);
-  float *dx = tt_data (m, l->in_deriv[0]);
+  const float *dy = tt_run_data (c, l->out_deriv[0]);
+  float *dx = tt_run_data (c, l->in_deriv[0]);
   if (pool_is_max (l))
-    tt_maxpool_backward (&l->p.pool.geom, (int) m->cur_batch, dy,
-        (const int32_t *) tt_data (m, l->scratch[0]), dx);
+    tt_maxpool_backward (&l->p.pool.geom, (int) c->batch, dy,
+        (const int32_t *) tt_run_data (c, l->scratch[0]), dx);
   else
-    tt_avgpool_backward (&l->p.pool.geom, (int) m->cur_batch, dy, dx);
+    tt_avgpool_backward (&l->p.pool.geom, (int) c->batch, dy, dx);
 }
 
 const tt_layer_ops tt_pooling2d_layer_ops = {

@@ -5,14 +5,14 @@
  * backward cost nothing) and multiout (one tensor read by several layers;
  * their derivatives are summed into the input's).
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 
 static tt_status
-flatten_infer (tt_model * m, tt_layer * l, tt_error * err)
+flatten_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  (void) m;
+  (void) c;
   (void) err;
   l->out_dims[0] = (tt_dims) {
     1, 1, (uint32_t) tt_dims_count (l->in_dims[0])
@@ -21,17 +21,16 @@ flatten_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-view_forward (tt_model * m, tt_layer * l, bool training)
+view_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) m;
+  (void) c;
   (void) l;
-  (void) training;
 }
 
 static void
-view_calc_derivative (tt_model * m, tt_layer * l)
+view_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  (void) m;
+  (void) c;
   (void) l;
 }
 
@@ -61,13 +60,13 @@ reshape_parse (tt_layer * l, const tt_section * s, tt_error * err)
 }
 
 static tt_status
-reshape_infer (tt_model * m, tt_layer * l, tt_error * err)
+reshape_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   tt_dims t = l->p.reshape.target, in = l->in_dims[0];
   if (tt_dims_count (t) != tt_dims_count (in))
     return tt_fail (err, TT_ERR_INVALID,
         "%s: [%s] target_shape: %u:%u:%u holds %zu elements but the input "
-        "%u:%u:%u holds %zu", m->path, l->section, t.c, t.h, t.w,
+        "%u:%u:%u holds %zu", c->path, l->section, t.c, t.h, t.w,
         tt_dims_count (t), in.c, in.h, in.w, tt_dims_count (in));
   l->out_dims[0] = t;
   return TT_OK;
@@ -86,9 +85,9 @@ const tt_layer_ops tt_reshape_layer_ops = {
 };
 
 static tt_status
-multiout_infer (tt_model * m, tt_layer * l, tt_error * err)
+multiout_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  (void) m;
+  (void) c;
   (void) err;
   for (uint32_t o = 0; o < l->n_outputs; o++)
     l->out_dims[o] = l->in_dims[0];
@@ -96,13 +95,13 @@ multiout_infer (tt_model * m, tt_layer * l, tt_error * err)
 }
 
 static void
-multiout_calc_derivative (tt_model * m, tt_layer * l)
+multiout_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const size_t n = m->cur_batch * tt_dims_count (l->in_dims[0]);
-  float *dx = tt_data (m, l->in_deriv[0]);
-  memcpy (dx, tt_data (m, l->out_deriv[0]), n * sizeof *dx);
+  const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
+  float *dx = tt_run_data (c, l->in_deriv[0]);
+  memcpy (dx, tt_run_data (c, l->out_deriv[0]), n * sizeof *dx);
   for (uint32_t o = 1; o < l->n_outputs; o++) {
-    const float *d = tt_data (m, l->out_deriv[o]);
+    const float *d = tt_run_data (c, l->out_deriv[o]);
     for (size_t i = 0; i < n; i++)
       dx[i] += d[i];
   }

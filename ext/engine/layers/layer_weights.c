@@ -4,7 +4,7 @@
  * its own so that the layers depend on it and not on the graph builder
  * (core/graph.c), which calls the layers.
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <string.h>
 

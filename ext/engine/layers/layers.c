@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The layer types the INI can name, by nntrainer's type strings. */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <strings.h>
 

@@ -8,7 +8,7 @@
  * weight_hh [unit][gates*unit], then bias_h with integrate_bias, else
  * bias_ih and bias_hh [gates*unit].
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 #include "gate_act.h"
 
 #include <string.h>
@@ -62,18 +62,18 @@ tt_recurrent_parse (const tt_section * s, const char *type,
 }
 
 tt_status
-tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
+tt_recurrent_infer (const tt_init_ctx * c, tt_layer * l, const char *type,
     const tt_recurrent * r, uint32_t gates, tt_error * err)
 {
   const tt_dims in = l->in_dims[0];
   const uint32_t unit = r->unit, g = gates * unit;
   if (in.c != 1)
     return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: %s needs an input of "
-        "one channel (1:timesteps:features), got %u:%u:%u", m->path,
+        "one channel (1:timesteps:features), got %u:%u:%u", c->path,
         l->section, type, in.c, in.h, in.w);
   if ((uint64_t) in.w * g > (1u << 30) || (uint64_t) unit * g > (1u << 30))
     return tt_fail (err, TT_ERR_INVALID,
-        "%s: [%s] unit: the %u x %u weights are too large", m->path,
+        "%s: [%s] unit: the %u x %u weights are too large", c->path,
         l->section, in.w > unit ? in.w : unit, g);
   l->out_dims[0] = (tt_dims) {
   1, r->return_sequences ? in.h : 1, unit};
@@ -99,32 +99,32 @@ tt_recurrent_infer (tt_model * m, tt_layer * l, const char *type,
 }
 
 void
-tt_recurrent_hidden (const tt_model * m, const tt_layer * l,
+tt_recurrent_hidden (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int hidden_id, float **hidden, int *h_ld,
     int *h_step)
 {
   const int steps = (int) l->in_dims[0].h, unit = (int) r->unit;
   if (r->return_sequences || hidden_id >= 0) {
-    *hidden = r->return_sequences ? tt_data (m, l->out[0]) :
-        tt_data (m, hidden_id);
+    *hidden = r->return_sequences ? tt_run_data (c, l->out[0]) :
+        tt_run_data (c, hidden_id);
     *h_ld = steps * unit;
     *h_step = unit;
   } else {
-    *hidden = tt_data (m, l->out[0]);
+    *hidden = tt_run_data (c, l->out[0]);
     *h_ld = unit;
     *h_step = 0;
   }
 }
 
 void
-tt_recurrent_last_step (tt_model * m, const tt_layer * l,
+tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int hidden_id, int batch)
 {
   if (hidden_id < 0)
     return;
   const size_t steps = l->in_dims[0].h, unit = r->unit;
-  const float *hidden = tt_data (m, hidden_id);
-  float *y = tt_data (m, l->out[0]);
+  const float *hidden = tt_run_data (c, hidden_id);
+  float *y = tt_run_data (c, l->out[0]);
   for (int b = 0; b < batch; b++)
     memcpy (y + (size_t) b * unit, hidden + ((size_t) b * steps + steps - 1) *
         unit, unit * sizeof *y);

@@ -4,7 +4,7 @@
  * padding ("valid", "same", or 1, 2 or 4 integers as nntrainer reads
  * them: all sides; height,width; top,bottom,left,right).
  */
-#include "tt_internal.h"
+#include "tt_layer.h"
 
 #include <strings.h>
 
@@ -73,7 +73,7 @@ window_same (uint32_t in, uint32_t k, uint32_t stride, uint32_t dilation,
 }
 
 tt_status
-tt_window_setup (tt_model * m, const tt_layer * l, tt_window_geom * g,
+tt_window_setup (const tt_init_ctx * c, const tt_layer * l, tt_window_geom * g,
     const uint32_t kernel[2], const uint32_t stride[2],
     const uint32_t dilation[2], int mode, const uint32_t pad[4], tt_error * err)
 {
@@ -103,7 +103,7 @@ tt_window_setup (tt_model * m, const tt_layer * l, tt_window_geom * g,
   if (tt_window_geom_init (g) != 0)
     return tt_fail (err, TT_ERR_INVALID,
         "%s: [%s] %s: a %ux%u window (stride %u,%u, dilation %u,%u, "
-        "padding %d,%d,%d,%d) does not fit the %u:%u:%u input", m->path,
+        "padding %d,%d,%d,%d) does not fit the %u:%u:%u input", c->path,
         l->section, l->ops->has_weights ? "kernel_size" :
         "pool_size", kernel[0], kernel[1], stride[0], stride[1], dilation[0],
         dilation[1], g->pad_top, g->pad_bottom, g->pad_left, g->pad_right,
