@@ -261,15 +261,51 @@ golden_case (const char *dir)
   tt_model_free (m);
 }
 
+static void
+test_mlp (void)
+{
+  golden_case ("mlp");
+}
+
+static void
+test_cnn (void)
+{
+  golden_case ("cnn");
+}
+
+static void
+test_branchy_bn (void)
+{
+  golden_case ("branchy_bn");
+}
+
+static void
+test_conv1d (void)
+{
+  golden_case ("conv1d");
+}
+
+static void
+test_lstm (void)
+{
+  golden_case ("lstm");
+}
+
+static void
+test_gru (void)
+{
+  golden_case ("gru");
+}
+
 int
 main (int argc, char **argv)
 {
   snprintf (golden_root, sizeof golden_root, "%s", argc > 1 ? argv[1] : ".");
-  golden_case ("mlp");
-  golden_case ("cnn");
-  golden_case ("branchy_bn");
-  golden_case ("conv1d");
-  golden_case ("lstm");
-  golden_case ("gru");
+  TT_TEST_RUN (test_mlp);
+  TT_TEST_RUN (test_cnn);
+  TT_TEST_RUN (test_branchy_bn);
+  TT_TEST_RUN (test_conv1d);
+  TT_TEST_RUN (test_lstm);
+  TT_TEST_RUN (test_gru);
   return tt_test_summary ();
 }

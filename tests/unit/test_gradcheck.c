@@ -298,7 +298,8 @@ gc_run (const gc_case * c)
     const float r = gc_rand ();
     x[i] = r < 0 ? r * 1.9f - 0.1f : r * 1.9f + 0.1f;
   }
-  bool cross = m->layers[m->loss_layer].ops != &tt_mse_layer_ops;
+  /* cross losses fuse softmax or sigmoid: labels are probabilities */
+  bool cross = m->layers[m->loss_layer].ops->fused_activation != TT_ACT_NONE;
   for (size_t i = 0; i < nt; i++)
     t[i] = cross ? 0.0f : gc_rand ();
   if (cross) {
@@ -498,7 +499,7 @@ gru_forward_reference (bool reset_after, int biases)
  * a role, the inputs it reads, and what its role implies. A new type that
  * forgets its traits fails here. */
 static void
-layer_traits (void)
+test_layer_traits (void)
 {
   uint32_t n = 0;
   const tt_layer_ops *ops;
@@ -526,18 +527,35 @@ layer_traits (void)
   }
   CHECK (n == TT_LAYER_TYPES, "%u types registered, TT_LAYER_TYPES is %d",
       n, TT_LAYER_TYPES);
-  printf ("ok layer_traits (%u types)\n", n);
+  printf ("ok layer traits (%u types)\n", n);
+}
+
+static void
+test_gru_reference (void)
+{
+  for (int biases = 0; biases <= 2; biases++) {
+    gru_forward_reference (true, biases);
+    gru_forward_reference (false, biases);
+  }
+}
+
+/* the table's case being run: its name is what TT_TEST_CASE matches */
+static const gc_case *gc_current;
+
+static void
+gc_run_current (void)
+{
+  gc_run (gc_current);
 }
 
 int
 main (void)
 {
-  layer_traits ();
-  for (size_t i = 0; i < sizeof gc_cases / sizeof gc_cases[0]; i++)
-    gc_run (&gc_cases[i]);
-  for (int biases = 0; biases <= 2; biases++) {
-    gru_forward_reference (true, biases);
-    gru_forward_reference (false, biases);
+  TT_TEST_RUN (test_layer_traits);
+  for (size_t i = 0; i < sizeof gc_cases / sizeof gc_cases[0]; i++) {
+    gc_current = &gc_cases[i];
+    tt_test_run (gc_cases[i].name, gc_run_current);
   }
+  TT_TEST_RUN (test_gru_reference);
   return tt_test_summary ();
 }

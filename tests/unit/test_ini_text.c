@@ -87,53 +87,110 @@ static const char *snippets[] = {
   "[outp= x]\nk = 1\n[]xyzw]\nk = 2\n[]abcdefgh]\nk = 3\n",
 };
 
-int
-main (int argc, char **argv)
+static const char *text_root = ".";
+
+/* A model of tests/models read from its file and from its text gives the
+ * same dictionary, the same compiled model, and an optimized INI that
+ * round-trips from text too. */
+static void
+text_model (const char *model)
 {
-  const char *root = argc > 1 ? argv[1] : ".";
-  const char *models[] = {
-    "fmnist_mlp", "fmnist_cnn", "branchy_bn", "resnet_bn", "inception",
-    "transfer_frozen", "sensor_conv1d", "sensor_lstm", "sensor_gru", NULL
-  };
-  for (int i = 0; models[i]; i++) {
-    char path[2048];
-    size_t len;
-    snprintf (path, sizeof path, "%s/tests/models/%s.ini", root, models[i]);
-    char *text = tt_test_read_file (path, &len);
-    CHECK (text != NULL, "%s", path);
-    if (!text)
-      continue;
-    CHECK (text_same (models[i], path, text, len), "%s differs", models[i]);
-    /* and the compiled models agree */
-    tt_error err;
-    tt_model *a = tt_model_load_ini (path, &err);
-    tt_model *b = tt_model_load_ini_text (text, len, path, &err);
-    CHECK (a && b && tt_model_compile (a, &err) == TT_OK &&
-        tt_model_compile (b, &err) == TT_OK, "%s: %s", models[i], err.message);
-    if (a && b && a->compiled && b->compiled) {
-      CHECK (a->fingerprint == b->fingerprint && a->pool_bytes ==
-          b->pool_bytes, "%s: compiled models differ", models[i]);
-      /* the optimized INI of a text model round-trips too */
-      const char *opt = tt_test_write_text ("text.opt.ini", "");
-      char opt_path[512];
-      snprintf (opt_path, sizeof opt_path, "%s", opt);
-      CHECK (tt_model_save_plan_ini (b, opt_path, &err) == TT_OK, "%s",
-          err.message);
-      size_t olen = 0;
-      char *otext = tt_test_read_file (opt_path, &olen);
-      CHECK (otext && text_same ("optimized", opt_path, otext, olen),
-          "%s: optimized INI differs", models[i]);
-      tt_model *c = tt_model_load_ini_text (otext, olen, "opt", &err);
-      CHECK (c && tt_model_compile (c, &err) == TT_OK &&
-          c->plan.from_stored_plan, "%s: stored plan from text: %s",
-          models[i], err.message);
-      tt_model_free (c);
-      free (otext);
-    }
-    tt_model_free (a);
-    tt_model_free (b);
-    free (text);
+  char path[2048];
+  size_t len;
+  snprintf (path, sizeof path, "%s/tests/models/%s.ini", text_root, model);
+  char *text = tt_test_read_file (path, &len);
+  CHECK (text != NULL, "%s", path);
+  if (!text)
+    return;
+  CHECK (text_same (model, path, text, len), "%s differs", model);
+  /* and the compiled models agree */
+  tt_error err;
+  tt_model *a = tt_model_load_ini (path, &err);
+  tt_model *b = tt_model_load_ini_text (text, len, path, &err);
+  CHECK (a && b && tt_model_compile (a, &err) == TT_OK &&
+      tt_model_compile (b, &err) == TT_OK, "%s: %s", model, err.message);
+  if (a && b && a->compiled && b->compiled) {
+    CHECK (a->fingerprint == b->fingerprint && a->pool_bytes ==
+        b->pool_bytes, "%s: compiled models differ", model);
+    /* the optimized INI of a text model round-trips too */
+    const char *opt = tt_test_write_text ("text.opt.ini", "");
+    char opt_path[512];
+    snprintf (opt_path, sizeof opt_path, "%s", opt);
+    CHECK (tt_model_save_plan_ini (b, opt_path, &err) == TT_OK, "%s",
+        err.message);
+    size_t olen = 0;
+    char *otext = tt_test_read_file (opt_path, &olen);
+    CHECK (otext && text_same ("optimized", opt_path, otext, olen),
+        "%s: optimized INI differs", model);
+    tt_model *c = tt_model_load_ini_text (otext, olen, "opt", &err);
+    CHECK (c && tt_model_compile (c, &err) == TT_OK &&
+        c->plan.from_stored_plan, "%s: stored plan from text: %s", model,
+        err.message);
+    tt_model_free (c);
+    free (otext);
   }
+  tt_model_free (a);
+  tt_model_free (b);
+  free (text);
+}
+
+static void
+test_fmnist_mlp (void)
+{
+  text_model ("fmnist_mlp");
+}
+
+static void
+test_fmnist_cnn (void)
+{
+  text_model ("fmnist_cnn");
+}
+
+static void
+test_branchy_bn (void)
+{
+  text_model ("branchy_bn");
+}
+
+static void
+test_resnet_bn (void)
+{
+  text_model ("resnet_bn");
+}
+
+static void
+test_inception (void)
+{
+  text_model ("inception");
+}
+
+static void
+test_transfer_frozen (void)
+{
+  text_model ("transfer_frozen");
+}
+
+static void
+test_sensor_conv1d (void)
+{
+  text_model ("sensor_conv1d");
+}
+
+static void
+test_sensor_lstm (void)
+{
+  text_model ("sensor_lstm");
+}
+
+static void
+test_sensor_gru (void)
+{
+  text_model ("sensor_gru");
+}
+
+static void
+test_snippets (void)
+{
   for (size_t i = 0; i < sizeof snippets / sizeof snippets[0]; i++) {
     char name[32];
     snprintf (name, sizeof name, "snippet%zu", i);
@@ -141,7 +198,12 @@ main (int argc, char **argv)
     CHECK (text_same (name, path, snippets[i], strlen (snippets[i])),
         "snippet %zu differs: %s", i, snippets[i]);
   }
-  /* lines iniparser refuses as too long */
+}
+
+/* lines iniparser refuses as too long */
+static void
+test_long_line (void)
+{
   char longline[1200];
   memset (longline, 'x', sizeof longline);
   memcpy (longline, "[s]\nk = ", 8);
@@ -152,5 +214,22 @@ main (int argc, char **argv)
       d ? "accepted" : err.message);
   if (d)
     iniparser_freedict (d);
+}
+
+int
+main (int argc, char **argv)
+{
+  text_root = argc > 1 ? argv[1] : ".";
+  TT_TEST_RUN (test_fmnist_mlp);
+  TT_TEST_RUN (test_fmnist_cnn);
+  TT_TEST_RUN (test_branchy_bn);
+  TT_TEST_RUN (test_resnet_bn);
+  TT_TEST_RUN (test_inception);
+  TT_TEST_RUN (test_transfer_frozen);
+  TT_TEST_RUN (test_sensor_conv1d);
+  TT_TEST_RUN (test_sensor_lstm);
+  TT_TEST_RUN (test_sensor_gru);
+  TT_TEST_RUN (test_snippets);
+  TT_TEST_RUN (test_long_line);
   return tt_test_summary ();
 }
