@@ -41,7 +41,7 @@ typedef struct {
  * plan (unless the model was compiled TT_PLAN_NAIVE: then the text as
  * loaded), the weights, the adam moments, the epoch and iteration
  * counters. options may be NULL. */
-tt_status tt_bundle_save (tt_model * model, const char *path,
+TT_API tt_status tt_bundle_save (tt_model * model, const char *path,
     const tt_bundle_options * options, tt_error * err);
 
 /* tt_model_save (options NULL) or tt_bundle_save (options), and when that
@@ -52,23 +52,23 @@ tt_status tt_bundle_save (tt_model * model, const char *path,
  * written); saved_to (cap bytes) gets the file written, "" when none, and
  * the message says where it went. Refusals (non-finite weights, an .ini
  * name) write nothing anywhere. */
-tt_status tt_model_save_with_fallback (tt_model * model, const char *path,
-    const tt_bundle_options * options, char *saved_to, size_t cap,
-    tt_error * err);
+TT_API tt_status tt_model_save_with_fallback (tt_model * model,
+    const char *path, const tt_bundle_options * options, char *saved_to,
+    size_t cap, tt_error * err);
 
 /* Packs an INI file and a BIN file into a bundle, both stored exactly as
  * they are (the BIN's optional parts too), so that tt_bundle_unpack gives
  * back the same bytes. The model is compiled (batch_size 0: the INI's) to
  * learn its tensors, and the BIN is checked as tt_model_load_bin does. */
-tt_status tt_bundle_pack (const char *ini_path, const char *bin_path,
+TT_API tt_status tt_bundle_pack (const char *ini_path, const char *bin_path,
     const char *bundle_path, uint32_t batch_size,
     const tt_bundle_options * options, tt_error * err);
 
 /* Writes the bundle's INI text and its weights as a BIN (weights, then
  * "adam" and the moments and the counters when the bundle has them),
  * atomically, after checking every checksum. Either path may be NULL. */
-tt_status tt_bundle_unpack (const char *bundle_path, const char *ini_path,
-    const char *bin_path, tt_error * err);
+TT_API tt_status tt_bundle_unpack (const char *bundle_path,
+    const char *ini_path, const char *bin_path, tt_error * err);
 
 /* (tt_bundle_mode, how a bundle's weights are read, is in tt_engine.h:
  * tt_model_open takes it too) */
@@ -93,7 +93,7 @@ typedef struct {
  * counters; options may be NULL. With TT_BUNDLE_IN_PLACE the model keeps
  * the file mapped until tt_model_free; training, loading or initializing
  * weights then fail with a message saying so. */
-tt_model *tt_bundle_load (const char *path,
+TT_API tt_model *tt_bundle_load (const char *path,
     const tt_bundle_load_options * options, tt_error * err);
 
 /* The same from a bundle in memory: no file system. With
@@ -101,18 +101,18 @@ tt_model *tt_bundle_load (const char *path,
  * and unchanged until tt_model_free, and be aligned to the bundle's
  * alignment (at most 64 is required); other modes copy. name stands for
  * the file in messages (NULL: "<memory>"). */
-tt_model *tt_bundle_load_memory (const void *data, size_t len,
+TT_API tt_model *tt_bundle_load_memory (const void *data, size_t len,
     const char *name, const tt_bundle_load_options * options,
     tt_error * err);
 
 /* Loads a bundle's weights (and moments and counters, when it has them)
  * into a compiled model whose tensors match the bundle's: checked first,
  * so a bad bundle leaves the model untouched. */
-tt_status tt_bundle_load_weights (tt_model * model, const char *path,
+TT_API tt_status tt_bundle_load_weights (tt_model * model, const char *path,
     tt_error * err);
 
 /* true when the file starts with the bundle magic. */
-bool tt_bundle_is_bundle (const char *path);
+TT_API bool tt_bundle_is_bundle (const char *path);
 
 /* ---- inspection ------------------------------------------------------ */
 
@@ -159,11 +159,11 @@ typedef struct {
 /* Reads the header and index and computes every checksum. TT_OK when the
  * structure is sound, even if a checksum is wrong: see checksums_ok and
  * each section's checksum_ok. */
-tt_status tt_bundle_inspect (const char *path, tt_bundle_info * info,
+TT_API tt_status tt_bundle_inspect (const char *path, tt_bundle_info * info,
     tt_error * err);
-tt_status tt_bundle_inspect_memory (const void *data, size_t len,
+TT_API tt_status tt_bundle_inspect_memory (const void *data, size_t len,
     const char *name, tt_bundle_info * info, tt_error * err);
-void tt_bundle_info_clear (tt_bundle_info * info);
+TT_API void tt_bundle_info_clear (tt_bundle_info * info);
 
 #ifdef __cplusplus
 }

@@ -4,14 +4,15 @@
  * INI file, with every tensor of a training step in one memory pool.
  *
  * Life of a model:
- *   tt_model_open()          all of the steps up to the weights in one call:
- *                            an INI or a bundle by path, with the options
- *                            below, compiled, weights loaded (or:)
+ *   tt_model_open()          an INI file or a bundle by path, compiled,
+ *                            with its weights: the steps below in one call
+ *   or, step by step:
  *   tt_model_load_ini()      parse and validate the description
  *   tt_model_set_batch_size() optional, before compile
  *   tt_model_compile()       build the graph, infer shapes, lay out and
  *                            allocate the pool (the only large allocation)
  *   tt_model_init_weights() / tt_model_load_bin()
+ *   then:
  *   tt_model_train_batch() / tt_model_eval_batch()   no heap allocation
  *   tt_model_save_bin()      atomic (write, fsync, rename)
  *   tt_model_save()          a bundle (tt_bundle.h) or, for .bin, a BIN
@@ -29,6 +30,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tt_api.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,7 +99,7 @@ typedef struct {
   size_t tensor_count;
 } tt_memory_info;
 
-const char *tt_status_name (tt_status status);
+TT_API const char *tt_status_name (tt_status status);
 
 /* ---- opening a model by path ---------------------------------------- */
 
@@ -167,30 +170,27 @@ typedef struct {
  * why in the words of the step that failed (the same messages as the
  * calls it makes: tt_model_load_ini, tt_model_compile, tt_bundle_load,
  * tt_model_load_bin, ...) and info->failed_step which step it was. */
-tt_model *tt_model_open (const char *path, const tt_open_options * options,
-    tt_open_info * info, tt_error * err);
+TT_API tt_model *tt_model_open (const char *path,
+    const tt_open_options * options, tt_open_info * info, tt_error * err);
 
 /* Loads weights into a compiled model from a BIN or a bundle, told apart
  * by the file's first bytes (tt_model_load_bin, tt_bundle_load_weights):
  * checked first, so a bad file leaves the model as it was. */
-tt_status tt_model_load_weights (tt_model * model, const char *path,
+TT_API tt_status tt_model_load_weights (tt_model * model, const char *path,
     tt_error * err);
 
-tt_model *tt_model_load_ini (const char *path, tt_error * err);
+TT_API tt_model *tt_model_load_ini (const char *path, tt_error * err);
 /* The same from INI text in memory (a bundle, a linked blob): no file
  * system needed. name stands for the file in messages. */
-tt_model *tt_model_load_ini_text (const char *text, size_t len,
+TT_API tt_model *tt_model_load_ini_text (const char *text, size_t len,
     const char *name, tt_error * err);
-void tt_model_free (tt_model * model);
+TT_API void tt_model_free (tt_model * model);
 
 /* Overrides [Model] batch_size; only before tt_model_compile(). */
-tt_status tt_model_set_batch_size (tt_model * model, uint32_t batch_size,
+TT_API tt_status tt_model_set_batch_size (tt_model * model, uint32_t batch_size,
     tt_error * err);
 /* Seeds weight initialization, dropout masks and anything else random. */
-void tt_model_set_seed (tt_model * model, uint64_t seed);
-/* Test hook: also compute the derivative of the loss with respect to the
- * input layers' outputs (normally skipped: nothing needs it). */
-tt_status tt_model_request_input_derivative (tt_model * model, tt_error * err);
+TT_API void tt_model_set_seed (tt_model * model, uint64_t seed);
 
 /* Before compile: inference only. The model then keeps no gradients,
  * derivatives or optimizer state, tensors live only as long as the
@@ -198,43 +198,43 @@ tt_status tt_model_request_input_derivative (tt_model * model, tt_error * err);
  * Weights load from the same BIN files and bundles as for training (the
  * optimizer state in them is skipped). A stored plan made for the other
  * mode is not used: the model is planned afresh. */
-tt_status tt_model_set_inference (tt_model * model, bool inference,
+TT_API tt_status tt_model_set_inference (tt_model * model, bool inference,
     tt_error * err);
-bool tt_model_is_inference (const tt_model * model);
+TT_API bool tt_model_is_inference (const tt_model * model);
 
 /* Before compile: how to lay out the pool, and its alignment (a power of
  * two, default 64; a stored plan brings its own). */
-tt_status tt_model_set_plan_mode (tt_model * model, tt_plan_mode mode,
+TT_API tt_status tt_model_set_plan_mode (tt_model * model, tt_plan_mode mode,
     tt_error * err);
-tt_status tt_model_set_alignment (tt_model * model, uint32_t alignment,
+TT_API tt_status tt_model_set_alignment (tt_model * model, uint32_t alignment,
     tt_error * err);
 /* true when the INI holds a stored plan ([Plan] sections). */
-bool tt_model_has_stored_plan (const tt_model * model);
+TT_API bool tt_model_has_stored_plan (const tt_model * model);
 
-tt_status tt_model_compile (tt_model * model, tt_error * err);
-void tt_model_plan_info (const tt_model * model, tt_plan_info * info);
+TT_API tt_status tt_model_compile (tt_model * model, tt_error * err);
+TT_API void tt_model_plan_info (const tt_model * model, tt_plan_info * info);
 /* Writes the model's INI text with its plan appended (the "optimized
  * INI"), atomically. Loading it skips planning and validates the plan. */
-tt_status tt_model_save_plan_ini (tt_model * model, const char *path,
+TT_API tt_status tt_model_save_plan_ini (tt_model * model, const char *path,
     tt_error * err);
 /* The same text in memory (what tt_model_save_plan_ini writes, byte for
  * byte): *text is malloc'd, not NUL-terminated, *len its bytes; the caller
  * frees it. */
-tt_status tt_plan_ini_text (tt_model * model, char **text, size_t *len,
+TT_API tt_status tt_plan_ini_text (tt_model * model, char **text, size_t *len,
     tt_error * err);
-tt_status tt_model_init_weights (tt_model * model, tt_error * err);
+TT_API tt_status tt_model_init_weights (tt_model * model, tt_error * err);
 
 /* BIN in nntrainer's layout: weights, then for Adam the tag "adam" and the
  * moments, then the epoch and iteration counters. Loading accepts exactly
  * the sizes such a file can have for this model. */
-tt_status tt_model_load_bin (tt_model * model, const char *path,
+TT_API tt_status tt_model_load_bin (tt_model * model, const char *path,
     tt_error * err);
-tt_status tt_model_save_bin (tt_model * model, const char *path,
+TT_API tt_status tt_model_save_bin (tt_model * model, const char *path,
     tt_error * err);
 /* The same from a BIN in memory (no file system; data needs no alignment):
  * the same exact sizes, the same checks, the model untouched on failure.
  * name stands for the file in messages. */
-tt_status tt_model_load_bin_memory (tt_model * model, const void *data,
+TT_API tt_status tt_model_load_bin_memory (tt_model * model, const void *data,
     size_t len, const char *name, tt_error * err);
 
 /* Saves the model where path says, by its extension: ".bin" (any case)
@@ -242,38 +242,40 @@ tt_status tt_model_load_bin_memory (tt_model * model, const void *data,
  * description: see tt_model_save_plan_ini); anything else, ".ttb" and
  * ".bundle" included, writes a bundle (tt_bundle.h: INI text with its
  * plan, weights, optimizer state, counters in one file). Atomic. */
-tt_status tt_model_save (tt_model * model, const char *path, tt_error * err);
+TT_API tt_status tt_model_save (tt_model * model, const char *path,
+    tt_error * err);
 
 /* Before a long run: can tt_model_save (path) write there? Refuses a name
  * it would refuse (".ini", a folder, an empty last component) and a folder
  * that does not exist or where no file can be created (one is created and
  * removed: read-only mounts, permissions, quotas). Needs no model. */
-tt_status tt_model_check_save_path (const char *path, tt_error * err);
+TT_API tt_status tt_model_check_save_path (const char *path, tt_error * err);
 
-uint32_t tt_model_batch_size (const tt_model * model);
-uint32_t tt_model_num_inputs (const tt_model * model);
-tt_status tt_model_input_shape (const tt_model * model, uint32_t index,
+TT_API uint32_t tt_model_batch_size (const tt_model * model);
+TT_API uint32_t tt_model_num_inputs (const tt_model * model);
+TT_API tt_status tt_model_input_shape (const tt_model * model, uint32_t index,
     tt_shape * shape);
-tt_shape tt_model_label_shape (const tt_model * model);
-tt_shape tt_model_output_shape (const tt_model * model);
-uint32_t tt_model_epochs (const tt_model * model);   /* [Model] epochs */
-const char *tt_model_path (const tt_model * model);
-void tt_model_memory_info (const tt_model * model, tt_memory_info * info);
+TT_API tt_shape tt_model_label_shape (const tt_model * model);
+TT_API tt_shape tt_model_output_shape (const tt_model * model);
+TT_API uint32_t tt_model_epochs (const tt_model * model);   /* [Model] epochs */
+TT_API const char *tt_model_path (const tt_model * model);
+TT_API void tt_model_memory_info (const tt_model * model,
+    tt_memory_info * info);
 
 /* One optimization step on n samples (1 <= n <= batch size; a smaller last
  * batch is trained as a smaller batch). inputs[i] holds n samples of input
  * i in dtype types[i] (NCHW, batch outermost); labels holds n samples of the
  * label shape. result may be NULL. */
-tt_status tt_model_train_batch (tt_model * model, uint32_t n,
+TT_API tt_status tt_model_train_batch (tt_model * model, uint32_t n,
     const void *const *inputs, const tt_dtype * types, const float *labels,
     tt_batch_result * result, tt_error * err);
 /* Forward pass in evaluation mode (moving statistics, no dropout); labels
  * may be NULL, then result only counts samples. */
-tt_status tt_model_eval_batch (tt_model * model, uint32_t n,
+TT_API tt_status tt_model_eval_batch (tt_model * model, uint32_t n,
     const void *const *inputs, const tt_dtype * types, const float *labels,
     tt_batch_result * result, tt_error * err);
 /* Output of the last forward pass: batch x output shape floats. */
-const float *tt_model_output (const tt_model * model);
+TT_API const float *tt_model_output (const tt_model * model);
 
 /* The weights as one flat float array in BIN order (no optimizer state),
  * to hand them from one model to another compiled from the same
@@ -281,23 +283,23 @@ const float *tt_model_output (const tt_model * model);
  * sizes). The signature hashes the weight tensors' names and sizes: equal
  * signatures mean export from one fits import into the other. Import
  * checks the size; it does not check finiteness. */
-size_t tt_model_weight_floats (const tt_model * model);
-uint64_t tt_model_weight_signature (const tt_model * model);
-tt_status tt_model_export_weights (tt_model * model, float *dst,
+TT_API size_t tt_model_weight_floats (const tt_model * model);
+TT_API uint64_t tt_model_weight_signature (const tt_model * model);
+TT_API tt_status tt_model_export_weights (tt_model * model, float *dst,
     size_t floats, tt_error * err);
-tt_status tt_model_import_weights (tt_model * model, const float *src,
+TT_API tt_status tt_model_import_weights (tt_model * model, const float *src,
     size_t floats, tt_error * err);
 
 /* Counters stored in the BIN. */
-uint32_t tt_model_epoch (const tt_model * model);
-uint32_t tt_model_iteration (const tt_model * model);
-void tt_model_finish_epoch (tt_model * model);
+TT_API uint32_t tt_model_epoch (const tt_model * model);
+TT_API uint32_t tt_model_iteration (const tt_model * model);
+TT_API void tt_model_finish_epoch (tt_model * model);
 
 /* Threads used by the GEMM library (no-op without one; process-wide).
  * Without this call or OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or
  * OMP_NUM_THREADS in the environment, the first model compiled sets one
  * (blas_threads.c says why). */
-void tt_set_num_threads (int threads);
+TT_API void tt_set_num_threads (int threads);
 
 #ifdef __cplusplus
 }
