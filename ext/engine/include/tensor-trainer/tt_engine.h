@@ -2,6 +2,7 @@
 /*
  * tensor-trainer engine: trains a neural network described by an nntrainer
  * INI file, with every tensor of a training step in one memory pool.
+ * (tt_bundle.h: models in one file; tt_version.h: the version.)
  *
  * Life of a model:
  *   tt_model_open()          an INI file or a bundle by path, compiled,
@@ -23,6 +24,34 @@
  * Every function that can fail returns a tt_status and, when err is not
  * NULL, fills it with a message naming the file, section and key (or
  * tensor) at fault. Nothing here exits or aborts on bad input.
+ *
+ * Threads. A model belongs to one thread at a time: calls on one model
+ * are not synchronized (training and evaluation write its pool, counters
+ * and random state), so a program that shares a model between threads
+ * locks around every call. Different models are independent and may be
+ * loaded, compiled, trained and saved at the same time in different
+ * threads (the GStreamer elements do: INI files are parsed without
+ * iniparser's process-wide error callback, and the engine keeps no other
+ * global state). The exception is tt_set_num_threads(): the GEMM
+ * library's thread count is one setting for the whole process, shared by
+ * every model; set it before models run. tt_status_name() and
+ * tt_version() may be called from any thread.
+ *
+ * Pointers. The engine copies what it is given (paths, names, options,
+ * the samples of a batch) and keeps none of the caller's pointers, except
+ * a bundle used in place (tt_bundle.h: the mapped file, or the blob given
+ * to tt_bundle_load_memory, must stay as it is until tt_model_free). What
+ * it returns:
+ *   tt_model_output()        points into the model's pool: valid until
+ *                            tt_model_free(), overwritten by the next
+ *                            train or eval batch (read it before); NULL
+ *                            before compile
+ *   tt_model_path()          the model's own copy of its path (or name):
+ *                            valid until tt_model_free()
+ *   tt_error.message         the caller's buffer, written only when a call
+ *                            fails (read it only then)
+ *   tt_status_name(), tt_version()   static strings
+ *   tt_plan_ini_text()       malloc'd: the caller frees it
  */
 #ifndef TT_ENGINE_H
 #define TT_ENGINE_H
