@@ -1,0 +1,228 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Records what a real nntrainer produces for the project's models (see
+# README.md beside this file): builds record.cc against an installed
+# nntrainer and runs it, one process per stage and model, into OUTDIR.
+#
+#   record.sh NNTRAINER_PREFIX NNTRAINER_SRC [OUTDIR]
+#
+# NNTRAINER_PREFIX  where nntrainer (libnntrainer + ccapi) was installed
+# NNTRAINER_SRC     its source tree: the commit is read from `git rev-parse
+#                   HEAD` there, or from the file NNTRAINER_COMMIT in it
+# OUTDIR            defaults to recordings/ beside this script; it is
+#                   emptied first
+#
+# Never run by CI or meson: CI only reads the files this writes.
+set -euo pipefail
+
+if [ $# -lt 2 ]; then
+  echo "usage: $0 NNTRAINER_PREFIX NNTRAINER_SRC [OUTDIR]" >&2
+  exit 2
+fi
+prefix=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+repo_models=$(cd "$here/../../models" && pwd)
+out=${3:-$here/recordings}
+
+# A model whose BIN after initialize is larger than this is run and listed
+# in the manifest (sizes, sha256, weight order) but its BINs and outputs
+# are not kept: the recordings are committed and must stay small.
+max_bin=${RECORD_MAX_BIN:-300000}
+# The same for the BIN train() writes through save_path (weights, and for
+# Adam both moments of every trainable weight): kept up to this size only.
+max_savepath=${RECORD_MAX_SAVEPATH:-150000}
+
+if commit=$(git -C "$src" rev-parse HEAD 2>/dev/null); then :; else
+  commit=$(cat "$src/NNTRAINER_COMMIT")
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# ---- build the recording program ----------------------------------------
+pc=$(dirname "$(find "$prefix" -name ccapi-ml-training.pc | head -n 1)")
+libdir=$(PKG_CONFIG_PATH=$pc pkg-config --variable=libdir nntrainer)
+cxx=${CXX:-c++}
+# shellcheck disable=SC2046
+"$cxx" -std=c++17 -O2 -Wall -o "$work/record" "$here/record.cc" \
+  $(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs ccapi-ml-training nntrainer) \
+  -Wl,-rpath,"$libdir"
+
+# ---- the models ------------------------------------------------------------
+# name  INI
+models="
+branchy_bn            $repo_models/branchy_bn.ini
+fmnist_cnn            $repo_models/fmnist_cnn.ini
+fmnist_mlp            $repo_models/fmnist_mlp.ini
+inception             $repo_models/inception.ini
+resnet_bn             $repo_models/resnet_bn.ini
+sensor_conv1d         $repo_models/sensor_conv1d.ini
+sensor_gru            $repo_models/sensor_gru.ini
+sensor_lstm           $repo_models/sensor_lstm.ini
+transfer_frozen       $repo_models/transfer_frozen.ini
+mlp_adam              $here/models/mlp_adam.ini
+mlp_sgd               $here/models/mlp_sgd.ini
+input_normalization   $here/models/input_normalization.ini
+input_standardization $here/models/input_standardization.ini
+branch3_fc            $here/models/branch3_fc.ini
+"
+
+# Keys nntrainer refuses in our INIs, dropped from the copy it is given:
+# model  section  key  reason
+drops_file=$here/drops.txt
+
+# copy INI to $2 without the dropped keys of model $3
+sanitize() {
+  awk -v model="$3" -v drops="$drops_file" '
+    BEGIN {
+      while ((getline line < drops) > 0) {
+        if (line ~ /^[ \t]*(#|$)/) continue
+        split(line, f, /[ \t]+/)
+        if (f[1] == model) drop[tolower(f[2]) SUBSEP tolower(f[3])] = 1
+      }
+    }
+    /^[ \t]*\[/ {
+      sec = tolower($0); gsub(/^[ \t]*\[|\][ \t]*$/, "", sec)
+    }
+    {
+      key = $0
+      if (key ~ /=/) {
+        sub(/=.*/, "", key); gsub(/[ \t]/, "", key)
+        if ((sec SUBSEP tolower(key)) in drop) next
+      }
+      print
+    }' "$1" > "$2"
+}
+
+rm -rf "$out"
+mkdir -p "$out"
+log=$out/record.log
+: > "$log"
+raw=$work/raw.txt
+: > "$raw"
+
+run() { # model-dir args...: runs one stage; nntrainer logs into ./logs there
+  local d=$1; shift
+  if ! (cd "$d" && "$work/record" "$@" >> "$raw" 2> "$d/stderr.txt"); then
+    echo "FAILED: record $*" | tee -a "$log" >&2
+    sed 's/^/  stderr: /' "$d/stderr.txt" | tee -a "$log" >&2
+    grep -h "ERROR" "$d"/logs/*.out 2>/dev/null | tail -n 5 | sed 's/^/  nntrainer log: /' | tee -a "$log" >&2
+    return 1
+  fi
+  grep -v "^$" "$d/stderr.txt" | sed "s|^|  stderr ($1 $4): |" >> "$log" || true
+}
+
+keep=$work/keep.txt
+: > "$keep"
+echo "$models" | while read -r name ini; do
+  [ -n "$name" ] || continue
+  d=$work/$name
+  mkdir -p "$d/files"
+  sanitize "$ini" "$d/$name.ini" "$name"
+  if ! cmp -s "$ini" "$d/$name.ini"; then
+    cp "$d/$name.ini" "$d/files/$name.nntrainer.ini"
+  fi
+  f=$d/files
+  run "$d" init "$d/$name.ini" "$f" "$name" || continue
+  run "$d" infer "$d/$name.ini" "$f" "$name" "$f/$name.init.bin" init 4 1 || continue
+  run "$d" train "$d/$name.ini" "$f" "$name" "$f/$name.init.bin" || continue
+  run "$d" infer "$d/$name.ini" "$f" "$name" "$f/$name.trained.bin" trained 4 || continue
+  size=$(stat -c %s "$f/$name.init.bin")
+  if [ "$size" -le "$max_bin" ]; then
+    echo "$name all" >> "$keep"
+  else
+    echo "$name order" >> "$keep"
+    echo "$name: init BIN is $size bytes > $max_bin: only its weight order is kept" >> "$log"
+  fi
+done
+
+# ---- keep the files and write the manifest -----------------------------------
+grep -v "^FILE" "$raw" | tr '\r' '\n' | grep -E "^(init|infer|train|probe) " >> "$log" || true
+
+manifest=$out/MANIFEST.txt
+{
+  echo "# Recordings of a real nntrainer, made by record.sh (see README.md)."
+  echo "nntrainer_commit $commit"
+  echo "nntrainer_version $(PKG_CONFIG_PATH=$pc pkg-config --modversion nntrainer)"
+  echo "compiler $("$cxx" --version | head -n 1)"
+  echo "libstdc++ $(dpkg-query -W -f '${Version}' libstdc++6 2>/dev/null || echo unknown)"
+  echo "host $(uname -m)"
+  echo "max_bin_kept $max_bin (init/trained BIN; larger: only the weight order is committed)"
+  echo "max_savepath_kept $max_savepath"
+  echo "#"
+  echo "# file<TAB>model<TAB>shape (batch:c:h:w, float32 LE)<TAB>bytes<TAB>sha256<TAB>committed<TAB>meaning"
+} > "$manifest"
+
+# later lines for the same file win (input.f32 is written by both infers)
+grep "^FILE" "$raw" | awk -F '\t' '{ line[$2] = $0; if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 } }
+  END { for (i = 0; i < n; i++) print line[order[i]] }' |
+while IFS=$'\t' read -r _ file model shape meaning; do
+  path=$work/$model/files/$file
+  bytes=$(stat -c %s "$path")
+  sum=$(sha256sum "$path" | cut -d ' ' -f 1)
+  policy=$(awk -v m="$model" '$1 == m { print $2 }' "$keep")
+  committed=no
+  if [[ "$file" == *.order.txt ]]; then
+    committed=yes
+  elif [ "$policy" = all ]; then
+    if [[ "$file" != *.savepath.bin ]] || [ "$bytes" -le "$max_savepath" ]; then
+      committed=yes
+    fi
+  fi
+  if [ "$committed" = yes ]; then
+    cp "$path" "$out/$file"
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$file" "$model" "$shape" "$bytes" \
+    "$sum" "$committed" "$meaning" >> "$manifest"
+done
+
+for n in $(awk '{ print $1 }' "$keep"); do
+  if [ -f "$work/$n/files/$n.nntrainer.ini" ]; then
+    cp "$work/$n/files/$n.nntrainer.ini" "$out/"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n.nntrainer.ini" "$n" "text" \
+      "$(stat -c %s "$out/$n.nntrainer.ini")" \
+      "$(sha256sum "$out/$n.nntrainer.ini" | cut -d ' ' -f 1)" yes \
+      "the INI nntrainer was given (drops.txt applied)" >> "$manifest"
+  fi
+done
+
+# ---- probes: which INI keys and sections this nntrainer accepts ------------
+# Each probes/*.ini (but backbone_part.ini, which backbone_ini.ini includes)
+# goes through the init stage (loadFromConfig, compile, initialize(TRAIN),
+# save) with the working directory one level below the INI, so that a
+# relative path that nntrainer resolves against the working directory
+# instead of the INI's folder shows.
+pw=$work/probes
+mkdir -p "$pw/run"
+cp "$here"/probes/*.ini "$pw/"
+sed -i "s|PROBE_DIR|$pw|g" "$pw"/*.ini
+# 2 samples of 4 inputs and 2 one-hot labels, float32
+printf '%s\n' 0.1 0.2 0.3 0.4 1 0 0.5 0.6 0.7 0.8 0 1 |
+  perl -ne 'print pack("f<", $_)' > "$pw/probe_data.dat"
+probes=$out/PROBES.txt
+{
+  echo "# For each probes/NAME.ini: accepted (with what the init stage wrote)"
+  echo "# or refused (with our program's error and nntrainer's last ERROR log"
+  echo "# lines). nntrainer commit $commit."
+} > "$probes"
+for ini in "$pw"/*.ini; do
+  name=$(basename "$ini" .ini)
+  [ "$name" != backbone_part ] || continue
+  rm -rf "$pw/run/logs"
+  if (cd "$pw/run" && "$work/record" init "$ini" . "$name" > "$pw/run/out.txt" 2> "$pw/run/err.txt"); then
+    bin=$(grep -P "^FILE\t$name.init.bin" "$pw/run/out.txt" | cut -f 5)
+    layers=$(awk '/^layer/ { l = $3 } /^  weight/ { w[l] = 1 } /^layer/ { order[n++] = $3 }
+      END { for (i = 0; i < n; i++) if (order[i] in w) printf "%s ", order[i] }' "$pw/run/$name.order.txt")
+    echo "$name: accepted; weighted layers in BIN order: ${layers% }; $bin" >> "$probes"
+  else
+    why=$(tr '\n' ' ' < "$pw/run/err.txt")
+    log=$(grep -h "ERROR" "$pw"/run/logs/*.out 2>/dev/null | tail -n 3 |
+      sed -e 's/^\[NNTRAINER [A-Z]* [^]]*\] //' -e "s|$pw|PROBE_DIR|g" \
+        -e "s|$src/||g" | tr '\n' ' ' || true)
+    echo "$name: refused: ${why% }; nntrainer log: ${log% }" >> "$probes"
+  fi
+done
+
+echo "recorded into $out ($(du -sb "$out" | cut -f 1) bytes)"
