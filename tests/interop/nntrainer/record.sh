@@ -152,7 +152,8 @@ manifest=$out/MANIFEST.txt
   echo "max_bin_kept $max_bin (init/trained BIN; larger: only the weight order is committed)"
   echo "max_savepath_kept $max_savepath"
   echo "#"
-  echo "# file<TAB>model<TAB>shape (batch:c:h:w, float32 LE)<TAB>bytes<TAB>sha256<TAB>committed<TAB>meaning"
+  echo "# one line per file, fields separated by ' | ':"
+  echo "# file | model | shape (batch:c:h:w, float32 LE) | bytes | sha256 | committed | meaning"
 } > "$manifest"
 
 # later lines for the same file win (input.f32 is written by both infers)
@@ -174,14 +175,14 @@ while IFS=$'\t' read -r _ file model shape meaning; do
   if [ "$committed" = yes ]; then
     cp "$path" "$out/$file"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$file" "$model" "$shape" "$bytes" \
+  printf '%s | %s | %s | %s | %s | %s | %s\n' "$file" "$model" "$shape" "$bytes" \
     "$sum" "$committed" "$meaning" >> "$manifest"
 done
 
 for n in $(awk '{ print $1 }' "$keep"); do
   if [ -f "$work/$n/files/$n.nntrainer.ini" ]; then
     cp "$work/$n/files/$n.nntrainer.ini" "$out/"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n.nntrainer.ini" "$n" "text" \
+    printf '%s | %s | %s | %s | %s | %s | %s\n' "$n.nntrainer.ini" "$n" "text" \
       "$(stat -c %s "$out/$n.nntrainer.ini")" \
       "$(sha256sum "$out/$n.nntrainer.ini" | cut -d ' ' -f 1)" yes \
       "the INI nntrainer was given (drops.txt applied)" >> "$manifest"
@@ -218,11 +219,14 @@ for ini in "$pw"/*.ini; do
     echo "$name: accepted; weighted layers in BIN order: ${layers% }; $bin" >> "$probes"
   else
     why=$(tr '\n' ' ' < "$pw/run/err.txt")
-    log=$(grep -h "ERROR" "$pw"/run/logs/*.out 2>/dev/null | tail -n 3 |
+    nlog=$(grep -h "ERROR" "$pw"/run/logs/*.out 2>/dev/null | tail -n 3 |
       sed -e 's/^\[NNTRAINER [A-Z]* [^]]*\] //' -e "s|$pw|PROBE_DIR|g" \
         -e "s|$src/||g" | tr '\n' ' ' || true)
-    echo "$name: refused: ${why% }; nntrainer log: ${log% }" >> "$probes"
+    echo "$name: refused: ${why% }; nntrainer log: ${nlog% }" >> "$probes"
   fi
 done
+
+# the repository's style: no trailing blanks
+sed -i 's/[[:blank:]]*$//' "$probes" "$log"
 
 echo "recorded into $out ($(du -sb "$out" | cut -f 1) bytes)"
