@@ -21,12 +21,15 @@
  * model afresh (an earlier plan in the INI is ignored) for the batch size of
  * #GstTensorPlanner:batch-size or the INI's, and writes:
  *
- * - #GstTensorPlanner:location: the optimized INI, atomically. With
- *   batch-size set, the INI's [Model] batch_size is rewritten to it, so the
- *   file loads as it is.
- * - #GstTensorPlanner:weights-location (optional): the BIN of the model's
- *   initial weights, those of #GstTensorPlanner:model-load-path or freshly
- *   initialized as the INI says.
+ * - #GstTensorPlanner:location: the optimized INI (a path ending in .ini),
+ *   else a bundle holding it and the weights (a path ending in .bin gets
+ *   the weights only, as a BIN), atomically. With batch-size set, the
+ *   INI's [Model] batch_size is rewritten to it, so the file loads as it
+ *   is.
+ * - #GstTensorPlanner:weights-location (optional): the model's initial
+ *   weights, those of #GstTensorPlanner:model-load-path or freshly
+ *   initialized as the INI says, as a BIN (a path ending in .bin) or a
+ *   bundle.
  *
  * Then it posts an element message `tensor-planner-plan` with model,
  * location, weights-location, batch-size, pool-bytes, lower-bound,
@@ -124,35 +127,98 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
   gobject_class->set_property = gst_tensor_planner_set_property;
   gobject_class->get_property = gst_tensor_planner_get_property;
 
+  /* Every property is read twice: at READY->PAUSED, to check the model and
+   * the files to write, and again when the first caps come, to plan and
+   * write (a value changed in between is used unchecked). A change after
+   * that takes effect at the next start. */
+
+  /**
+   * GstTensorPlanner:model-config:
+   *
+   * The model to plan: an INI file in nntrainer's dialect. A plan it
+   * already holds (an optimized INI) is ignored: the model is planned
+   * afresh for the stream. A bundle, which holds its plan already, is
+   * refused with a message saying so. Required: without it the start
+   * fails. Read and compiled at READY->PAUSED (without the order search),
+   * so a missing or bad file fails the state change; read again, and
+   * planned, when the first caps come.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
-          "Model description to plan: an INI file in nntrainer's dialect (a "
-          "plan it already holds is replaced; a bundle is refused); read and "
-          "checked at start; required", DEFAULT_MODEL_CONFIG, rw));
+          "Model INI to plan (required; a bundle is refused)",
+          DEFAULT_MODEL_CONFIG, rw));
+  /**
+   * GstTensorPlanner:location:
+   *
+   * The file written, atomically, when the first caps arrive and before
+   * they are forwarded. A path ending in .ini (or .INI) gets the optimized
+   * INI: the model's text, its [Model] batch_size set to the batch
+   * planned for, followed by its plan. Any other path is saved as the
+   * engine saves a model: a bundle (that INI and the weights of
+   * #GstTensorPlanner:model-load-path, or initialized ones, in one file),
+   * or only the weights as a BIN when the path ends in .bin (any case).
+   * Required: without it the start fails; at start its folder must take
+   * a new file. A tensor_trainer downstream whose model-config (or
+   * model-load-path) names this file learns so at its start and loads
+   * the model when the caps come.
+   */
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Location",
-          "Written (atomically) when the caps arrive: an optimized INI (the "
-          "model's text and its memory plan, loadable without planning) when "
-          "the path ends in .ini, else a bundle holding that INI and the "
-          "weights; required", DEFAULT_LOCATION, rw));
+          "Optimized INI (.ini) or bundle written with the plan (required)",
+          DEFAULT_LOCATION, rw));
+  /**
+   * GstTensorPlanner:weights-location:
+   *
+   * A second file written after #GstTensorPlanner:location, with the
+   * model's initial weights: those of #GstTensorPlanner:model-load-path,
+   * or initialized as the INI says. A path ending in .bin (any case)
+   * gets nntrainer's BIN; any other a bundle; one ending in .ini is
+   * refused when the file is to be written. At start its folder must
+   * take a new file. A tensor_trainer downstream whose model-load-path
+   * names it loads it when the caps come. Unset (the default): no such
+   * file.
+   */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS_LOCATION,
       g_param_spec_string ("weights-location", "Weights location",
-          "BIN file (nntrainer's layout) written with the model's initial "
-          "weights: model-load-path's, or initialized as the INI says; "
-          "unset: no BIN", DEFAULT_WEIGHTS_LOCATION, rw));
+          "File of the initial weights (a BIN for .bin); unset: none",
+          DEFAULT_WEIGHTS_LOCATION, rw));
+  /**
+   * GstTensorPlanner:model-load-path:
+   *
+   * Weights, a BIN or a bundle, to write to
+   * #GstTensorPlanner:weights-location (and into a bundle
+   * #GstTensorPlanner:location) instead of initialized ones. Loaded into
+   * the model at start, so a file that does not fit it fails the start.
+   * Unset (the default): initialized weights.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
       g_param_spec_string ("model-load-path", "Model load path",
-          "BIN weights to write to weights-location instead of initialized "
-          "ones (checked against the model)", DEFAULT_MODEL_LOAD_PATH, rw));
+          "Weights to write instead of initialized ones: a BIN or a bundle",
+          DEFAULT_MODEL_LOAD_PATH, rw));
+  /**
+   * GstTensorPlanner:batch-size:
+   *
+   * The batch size to plan for; the written INI's [Model] batch_size is
+   * set to it, so the file loads as it is. 0 (the default): the INI's
+   * batch_size. The model checked at start is compiled for it too.
+   */
   g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
       g_param_spec_uint ("batch-size", "Batch size",
-          "Batch size to plan for, written into the INI's [Model] "
-          "batch_size; 0: the INI's batch_size", 0, 65536, DEFAULT_BATCH_SIZE,
-          rw));
+          "Batch size to plan for; 0: the INI's batch_size", 0, 65536,
+          DEFAULT_BATCH_SIZE, rw));
+  /**
+   * GstTensorPlanner:alignment:
+   *
+   * Byte alignment of every tensor in the pool, stored with the plan:
+   * a power of two from 4 to 4096. 0 (the default): the engine's, 64.
+   * It is applied only when the plan is made, at the first caps: a value
+   * the engine refuses (1, 2, or not a power of two) fails then, not at
+   * start.
+   */
   g_object_class_install_property (gobject_class, PROP_ALIGNMENT,
       g_param_spec_uint ("alignment", "Alignment",
-          "Byte alignment of every tensor in the pool, a power of two; 0: "
-          "the engine's default (64)", 0, 4096, DEFAULT_ALIGNMENT, rw));
+          "Byte alignment of every tensor in the pool; 0: the default (64)",
+          0, 4096, DEFAULT_ALIGNMENT, rw));
 
   gst_element_class_set_static_metadata (element_class, "Tensor planner",
       "Filter/Tensor",

@@ -21,14 +21,13 @@
  * float32, the model's shapes, as for tensor_trainer), optionally followed
  * by a label: float32 of the output's shape, or a class index (one element
  * of an integer type, float32 or float64), as for tensor_trainer. With
- * `format=flexible` each
- * buffer describes its tensors in their headers, so the input type and the
- * presence of a label may change from one buffer to the next (the samples
- * waiting then run first). The
- * label is not used for the prediction: when present, the element counts
- * how often the output's argmax equals the label's (#GstTensorPredictor:accuracy)
- * and posts it at EOS, so a labelled stream (tensor_datasrc, tensor_labeler)
- * can be scored. Samples are run #GstTensorPredictor:batch-size at a time
+ * `format=flexible` each buffer describes its tensors in their headers, so
+ * the input type and the presence of a label may change from one buffer to
+ * the next (the samples waiting then run first). The label is not used for
+ * the prediction: when present, the element counts how often the output's
+ * argmax equals the label's (#GstTensorPredictor:accuracy) and posts it at
+ * EOS, so a labelled stream (tensor_datasrc, tensor_labeler) can be
+ * scored. Samples are run #GstTensorPredictor:batch-size at a time
  * (default 1: each buffer goes out as soon as it came in; larger batches
  * trade latency for throughput and wait for the batch to fill; EOS runs
  * what waits). Each output buffer keeps its input's timestamps.
@@ -56,7 +55,7 @@
  * source); #GstTensorPredictor:weights-version says which weights are in
  * use. At EOS the element posts `tensor-predictor-summary` (samples,
  * labelled, correct, accuracy, seconds, samples-per-second, mean-latency-us:
- * engine time per batch).
+ * engine time per batch, weights-version).
  *
  * ## Example launch line
  * |[
@@ -170,63 +169,190 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
   gobject_class->set_property = gst_tensor_predictor_set_property;
   gobject_class->get_property = gst_tensor_predictor_get_property;
 
+  /* The read-write properties except post-messages are read when the
+   * element goes from READY to PAUSED: a change while PAUSED or PLAYING
+   * takes effect at the next start (reload-interval is read again at each
+   * check). */
+
+  /**
+   * GstTensorPredictor:model-config:
+   *
+   * The model to run: an INI file in nntrainer's dialect, an optimized
+   * INI (its stored plan is validated and used when it was made for
+   * inference, as `tensor-trainer plan --inference` makes it; a training
+   * plan is not used and the model is planned afresh), or a bundle (with
+   * its weights; told apart by the file's first bytes). It is compiled
+   * for inference only at READY->PAUSED, so a missing or bad file fails
+   * the state change. Unset, with #GstTensorPredictor:trainer set: the
+   * model-config of that tensor_trainer of the same pipeline; with
+   * neither, the start fails.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
-          "The model: an INI file in nntrainer's dialect, an optimized INI "
-          "(its stored plan is used when it was made for inference), or a "
-          "bundle (with its weights); unset with trainer set: the trainer's "
-          "model-config, when that trainer is in the same pipeline", NULL, rw));
+          "Model INI, optimized INI or bundle to run (default: the trainer's)",
+          NULL, rw));
+  /**
+   * GstTensorPredictor:model-load-path:
+   *
+   * The weights, loaded at start over those of
+   * #GstTensorPredictor:model-config: a BIN in nntrainer's layout (the
+   * optimizer state in it is skipped) or a bundle, told apart by the
+   * file's first bytes. A file that does not fit the model fails the
+   * start. Unset (the default): a bundle's own weights, else weights
+   * initialized as the INI says, with a warning unless
+   * #GstTensorPredictor:trainer is set (its published weights replace
+   * them). It is the file #GstTensorPredictor:reload watches.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
       g_param_spec_string ("model-load-path", "Model load path",
-          "Weights: a BIN (nntrainer's layout, optimizer state skipped) or a "
-          "bundle; unset: the bundle's weights, else initialized as the INI "
-          "says (with a warning, unless trainer is set)", NULL, rw));
+          "Weights to run the model with: a BIN or a bundle", NULL, rw));
+  /**
+   * GstTensorPredictor:batch-size:
+   *
+   * Samples run through the model at once, the batch the model is
+   * compiled and planned for, whatever the model file says. 1 (the
+   * default) pushes each output as soon as its input came; a larger
+   * batch trades latency for throughput and waits for the batch to fill.
+   * The samples waiting run early at EOS, a gap, a segment-done and new
+   * caps; a flush drops them without output.
+   */
   g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
       g_param_spec_uint ("batch-size", "Batch size",
-          "Samples run through the model at once (the plan's batch); 1 "
-          "pushes each output as its input arrives", 1, 65536,
+          "Samples run through the model at once; 1: no waiting", 1, 65536,
           DEFAULT_BATCH_SIZE, rw));
+  /**
+   * GstTensorPredictor:trainer:
+   *
+   * The name of a tensor_trainer element of the same pipeline (a trainer
+   * of that name in another pipeline is another trainer) whose weights
+   * the predictor follows: before each batch it switches to the latest
+   * set the trainer published (at each epoch's end and every
+   * #GstTensorTrainer:publish-interval training batches), never a
+   * half-updated one, posting "tensor-predictor-weights". The trainer must
+   * train the same model: weights of another model are an error. It also
+   * lends its model-config when #GstTensorPredictor:model-config is
+   * unset. Unset (the default): no live hand-off.
+   */
   g_object_class_install_property (gobject_class, PROP_TRAINER,
       g_param_spec_string ("trainer", "Trainer",
-          "Name of a tensor_trainer element in this pipeline whose "
-          "published weights replace the predictor's as they come (it must "
-          "train the same model; another pipeline's trainer of the same name "
-          "is not this one); unset: no live hand-off", NULL, rw));
+          "Name of a tensor_trainer in this pipeline to take weights from",
+          NULL, rw));
+  /**
+   * GstTensorPredictor:reload:
+   *
+   * Load the weights again when their file is replaced, as another
+   * process saving it atomically (a trainer's checkpoint-path or
+   * model-save-path) replaces it: the file is
+   * #GstTensorPredictor:model-load-path, or model-config when that is a
+   * bundle; with neither, reload=true fails the start. Before a batch
+   * runs, at most every #GstTensorPredictor:reload-interval milliseconds,
+   * the file's device, inode, size and modification time are compared
+   * with those last seen. A new file that does not load (another model)
+   * keeps the current weights and posts a warning; one that loads posts
+   * "tensor-predictor-weights" and raises
+   * #GstTensorPredictor:weights-version.
+   */
   g_object_class_install_property (gobject_class, PROP_RELOAD,
       g_param_spec_boolean ("reload", "Reload",
-          "Load the weights again when their file (model-load-path, or a "
-          "bundle model-config) is replaced, e.g. by a trainer in another "
-          "process saving atomically", DEFAULT_RELOAD, rw));
+          "Load the weights again when their file is replaced",
+          DEFAULT_RELOAD, rw));
+  /**
+   * GstTensorPredictor:reload-interval:
+   *
+   * Milliseconds from one check of the weights file
+   * (#GstTensorPredictor:reload) to the next; checks are made only when
+   * a batch runs. 0 checks before every batch. Read at each check.
+   */
   g_object_class_install_property (gobject_class, PROP_RELOAD_INTERVAL,
       g_param_spec_uint ("reload-interval", "Reload interval",
           "Milliseconds between two checks of the weights file (reload)",
           0, G_MAXUINT, DEFAULT_RELOAD_INTERVAL_MS, rw));
+  /**
+   * GstTensorPredictor:output:
+   *
+   * What goes out for each sample. tensors (the default): the model's
+   * output, `other/tensors,format=static,num_tensors=1,types=float32`
+   * with the output's dimensions and the input's framerate. text:
+   * `text/x-raw,format=utf8` naming the argmax class and its output value
+   * as a percentage, "NAME (P%)" with the name from
+   * #GstTensorPredictor:labels, or "class N (P%)", for textoverlay's text
+   * pad.
+   */
   g_object_class_install_property (gobject_class, PROP_OUTPUT,
       g_param_spec_enum ("output", "Output",
           "What to push: the output tensor, or text naming the class",
           GST_TYPE_TENSOR_PREDICTOR_OUTPUT, DEFAULT_OUTPUT, rw));
+  /**
+   * GstTensorPredictor:labels:
+   *
+   * A text file of class names, one per line (the first line names class
+   * 0; blanks around a name are dropped), for
+   * #GstTensorPredictor:output=text.
+   * A class without a name, or with an empty one, is written "class N".
+   * Read at start whatever the output: a file that cannot be read fails
+   * the start. Unset (the default): class numbers.
+   */
   g_object_class_install_property (gobject_class, PROP_LABELS,
       g_param_spec_string ("labels", "Labels",
-          "Text file with one class name per line, for output=text; unset: "
-          "class numbers", NULL, rw));
+          "Text file of class names, one per line, for output=text", NULL, rw));
+  /**
+   * GstTensorPredictor:post-messages:
+   *
+   * Post element messages on the bus: "tensor-predictor-plan" at start
+   * (plan-loaded, pool-bytes, lower-bound, weight-bytes, plan-ms,
+   * batch-size), "tensor-predictor-weights" at each switch of weights
+   * (version, epoch, iteration, source: "trainer" or "file") and
+   * "tensor-predictor-summary" at EOS (samples, labelled, correct,
+   * accuracy, seconds, samples-per-second, mean-latency-us: engine time
+   * per batch, weights-version). Read before each message: it can change
+   * while PLAYING.
+   */
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean ("post-messages", "Post messages",
-          "Post tensor-predictor-plan at start, tensor-predictor-weights at "
-          "each switch of weights and tensor-predictor-summary at EOS",
+          "Post tensor-predictor-plan, -weights and -summary messages",
           DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
           | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstTensorPredictor:samples:
+   *
+   * Samples run through the model since the element last started
+   * (READY->PAUSED), counted when their batch has run; it keeps its value
+   * after the element stops.
+   */
   g_object_class_install_property (gobject_class, PROP_SAMPLES,
       g_param_spec_uint64 ("samples", "Samples",
           "Samples predicted since start", 0, G_MAXUINT64, 0, ro));
+  /**
+   * GstTensorPredictor:accuracy:
+   *
+   * Of the samples that came with a label since the element last
+   * started, the fraction whose output's argmax is the label's class (the
+   * argmax of a one-hot label, or a class index). -1 before any labelled
+   * sample has run. It keeps its value after the element stops.
+   */
   g_object_class_install_property (gobject_class, PROP_ACCURACY,
       g_param_spec_double ("accuracy", "Accuracy",
-          "Fraction of labelled samples whose argmax matched the label; -1 "
-          "before any labelled sample", -1, 1, -1, ro));
+          "Fraction of labelled samples predicted right; -1: none yet", -1,
+          1, -1, ro));
+  /**
+   * GstTensorPredictor:weights-version:
+   *
+   * Which weights are in use: with #GstTensorPredictor:trainer, the
+   * trainer's publication number of the last set taken; with
+   * #GstTensorPredictor:reload, how many times the weights file was
+   * loaded again. 0: the weights loaded at start. Reset at each start.
+   */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS_VERSION,
       g_param_spec_uint64 ("weights-version", "Weights version",
-          "The trainer's publication number of the weights in use (trainer "
-          "set), or how many times the weights file was reloaded; 0: the "
-          "weights loaded at start", 0, G_MAXUINT64, 0, ro));
+          "Version of the weights in use; 0: those loaded at start", 0,
+          G_MAXUINT64, 0, ro));
+  /**
+   * GstTensorPredictor:pool-bytes:
+   *
+   * Bytes of the inference model's one memory pool, set when a start
+   * (READY->PAUSED) has loaded the model; 0 until then. It keeps its
+   * value after the element stops.
+   */
   g_object_class_install_property (gobject_class, PROP_POOL_BYTES,
       g_param_spec_uint64 ("pool-bytes", "Pool bytes",
           "Bytes of the inference model's one memory pool; 0 before start",

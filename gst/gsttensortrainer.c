@@ -21,8 +21,9 @@
  * float32. A label is float32 of the model's label shape (e.g. one-hot),
  * or a class index: one element of any integer type, float32 or float64
  * (tensor_datasrc's label-format=index), taken as the one-hot vector of
- * that class; an index that is no class of the model is an error. Per epoch, the first #GstTensorTrainer:num-training-samples
- * buffers train the model in batches of the INI's batch_size, the next
+ * that class; an index that is no class of the model is an error. Per
+ * epoch, the first #GstTensorTrainer:num-training-samples buffers train
+ * the model in batches of the INI's batch_size, the next
  * #GstTensorTrainer:num-validation-samples are evaluated. A batch left
  * incomplete at the end of either phase is trained (or evaluated) as a
  * smaller batch: no sample is dropped, and training and validation samples
@@ -53,25 +54,26 @@
  * planned for the model's shapes, which the caps must match; the log (INFO)
  * says how long planning (or validating a stored plan) took, and a
  * one-time element message `tensor-trainer-plan` carries the figures:
- * plan-loaded (TRUE when the plan came from the INI), pool-bytes,
+ * model, plan-loaded (TRUE when the plan came from the INI), pool-bytes,
  * lower-bound, naive-bytes, depth-first-bytes, tensors, in-place-layers,
- * plan-ms, batch-size. Each epoch message repeats plan-loaded, pool-bytes,
- * lower-bound, naive-bytes and plan-ms. Caps that do not fit the model are
- * refused with an error, posted once however often they are sent again.
+ * order-exact, plan-ms, batch-size. Each epoch message repeats
+ * plan-loaded, pool-bytes, lower-bound, naive-bytes and plan-ms. Caps that
+ * do not fit the model are refused with an error, posted once however
+ * often they are sent again.
  *
  * After the last epoch, or at EOS, it trains the pending batch, saves
  * #GstTensorTrainer:model-save-path (atomically: write, fsync, rename) and
  * only then sends EOS downstream, so an application that sees EOS on the bus
  * finds the model on disk. When that save fails all the same (a full disk,
  * a folder removed meanwhile), the engine saves the model in a fallback
- * file (NAME.rescued-TIME-PID.EXT beside it, else in $TMPDIR or /tmp) and
- * the error says where. A checkpoint that cannot be written is a warning:
- * training goes on. An EOS before the planned number of samples
+ * file (NAME.rescued-DATE-TIME-PID.EXT beside it, else in $TMPDIR or
+ * /tmp) and the error says where. A checkpoint that cannot be written is a
+ * warning: training goes on. An EOS before the planned number of samples
  * closes the partial epoch (its figures are pushed and posted with
  * complete=false), saves what was trained and posts a warning saying how
  * many samples were seen of how many expected; an EOS before any sample
- * saves nothing, so that an untrained model never replaces a saved one. Buffers after the last epoch
- * are refused with GST_FLOW_EOS.
+ * saves nothing, so that an untrained model never replaces a saved one.
+ * Buffers after the last epoch are refused with GST_FLOW_EOS.
  *
  * A #GstTensorPredictor in the same pipeline whose trainer property names
  * this element follows its training live: the trainer publishes a copy of
@@ -198,105 +200,228 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
   gobject_class->set_property = gst_tensor_trainer_set_property;
   gobject_class->get_property = gst_tensor_trainer_get_property;
 
+  /* The paths, counts and framework are read when the element goes from
+   * READY to PAUSED: a change while PAUSED or PLAYING takes effect at the
+   * next start. post-messages, skip-bad-batches, progress-interval and
+   * publish-interval are read each time they are used and can change while
+   * PLAYING. */
+
+  /**
+   * GstTensorTrainer:framework:
+   *
+   * The training framework, a property kept from nnstreamer's
+   * tensor_trainer. "tensor-trainer" (the default) is this project's
+   * engine; "nntrainer", what nnstreamer's launch lines say, selects the
+   * same engine, which reads and writes nntrainer's INI and BIN files, so
+   * those lines run unchanged. Any other name fails the start with an
+   * error.
+   */
   g_object_class_install_property (gobject_class, PROP_FRAMEWORK,
       g_param_spec_string ("framework", "Framework",
-          "Training framework: \"" GST_TENSOR_TRAINER_FRAMEWORK "\", this "
-          "project's engine; \"" GST_TENSOR_TRAINER_FRAMEWORK_ALIAS "\" (what "
-          "nnstreamer's launch lines say) selects the same engine, which reads "
-          "nntrainer's INI and BIN files; any other name fails at start",
+          "Training framework: \"" GST_TENSOR_TRAINER_FRAMEWORK "\" or its "
+          "alias \"" GST_TENSOR_TRAINER_FRAMEWORK_ALIAS "\"",
           DEFAULT_FRAMEWORK, rw));
+  /**
+   * GstTensorTrainer:model-config:
+   *
+   * The model to train: an INI file in nntrainer's dialect (batch_size,
+   * epochs, loss, optimizer and one section per layer), an
+   * optimized INI (the model with its stored plan, as #GstTensorPlanner or
+   * `tensor-trainer plan` write it: the plan is validated and used, not
+   * made again; a plan stored for inference is not used), or a bundle
+   * (INI, plan and weights in one file, told apart by its first bytes).
+   * Required: without it the start fails. The file is read, compiled and
+   * planned at READY->PAUSED, so a missing or bad file fails the state
+   * change; only when a #GstTensorPlanner upstream answers that it writes
+   * this file (or #GstTensorTrainer:model-load-path) is the model loaded
+   * when the first caps come. The caps must carry the model's inputs and
+   * label; its batch_size is the training batch.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
-          "Model description: an INI file in nntrainer's dialect (batch_size, "
-          "epochs, layers, loss, optimizer; an optimized INI's stored plan is "
-          "validated and used), or a bundle (INI, plan and weights in one "
-          "file); required", DEFAULT_MODEL_CONFIG, rw));
+          "Model INI, optimized INI or bundle to train (required)",
+          DEFAULT_MODEL_CONFIG, rw));
+  /**
+   * GstTensorTrainer:model-load-path:
+   *
+   * Weights to start training from, loaded into the model compiled from
+   * #GstTensorTrainer:model-config: a BIN in nntrainer's layout (the
+   * weights, and the optimizer's moments and the counters when it has
+   * them) or a bundle (told apart by the file's first bytes); its weights
+   * replace a bundle model-config's own. Unset (the default): the bundle's
+   * weights, or weights initialized as the INI says. Loaded with the
+   * model, so a file that does not fit the model fails the start.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
       g_param_spec_string ("model-load-path", "Model load path",
-          "Weights to start training from: a BIN (nntrainer's layout) or a "
-          "bundle; unset: the bundle's weights, or initialized as the INI "
-          "says", DEFAULT_MODEL_LOAD_PATH, rw));
+          "Weights to start training from: a BIN or a bundle",
+          DEFAULT_MODEL_LOAD_PATH, rw));
+  /**
+   * GstTensorTrainer:model-save-path:
+   *
+   * Where the trained model is written after the last epoch, or at an
+   * earlier EOS, before EOS goes downstream: a bundle (INI, plan, weights,
+   * optimizer state and counters in one file), or nntrainer's BIN when the
+   * path ends in .bin (any case). The write is atomic (temporary file,
+   * fsync, rename). The path is checked at start: a name ending in .ini,
+   * a folder, or a folder that does not exist or where no file can be
+   * made fails the start.
+   * Should the save fail all the same, the model goes to a fallback file
+   * that the error names. An EOS before any sample writes nothing, so an
+   * untrained model never replaces a saved one. Unset (the default): the
+   * model is not saved.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL_SAVE_PATH,
       g_param_spec_string ("model-save-path", "Model save path",
-          "Model written after the last epoch or at EOS, atomically (write, "
-          "fsync, rename), before EOS goes downstream: a bundle (INI, plan, "
-          "weights, optimizer state, counters in one file) unless the path "
-          "ends in .bin (nntrainer's BIN); checked at start (its folder "
-          "must take a new file); should the save fail, the model goes to "
-          "a fallback file that the error names; unset: the model is not "
-          "saved", DEFAULT_MODEL_SAVE_PATH, rw));
+          "Where the trained model is saved: a bundle, or a BIN (.bin)",
+          DEFAULT_MODEL_SAVE_PATH, rw));
+  /**
+   * GstTensorTrainer:checkpoint-path:
+   *
+   * Where the model is written after each complete epoch (not after an
+   * epoch cut short by EOS), atomically, in the form
+   * #GstTensorTrainer:model-save-path would take (a bundle, or a BIN for
+   * .bin). Every "%u" in it is replaced by the epoch number (1-based);
+   * without one, each checkpoint replaces the last. Checked at start
+   * (the name of epoch 1) as model-save-path is. A checkpoint that cannot
+   * be written posts a warning and training goes on. Unset (the default):
+   * no checkpoints.
+   */
   g_object_class_install_property (gobject_class, PROP_CHECKPOINT_PATH,
       g_param_spec_string ("checkpoint-path", "Checkpoint path",
-          "Model written atomically after each epoch, a bundle unless the "
-          "path ends in .bin; \"%u\" in it is replaced by the epoch number "
-          "(1-based); checked at start (its folder must take a new file); "
-          "a failed checkpoint is a warning; unset: no checkpoints",
+          "Model saved after each epoch (\"%u\": the epoch number)",
           DEFAULT_CHECKPOINT_PATH, rw));
+  /**
+   * GstTensorTrainer:num-inputs:
+   *
+   * Input tensors at the start of each buffer, the model's input layers
+   * in order; the label follows them. It must equal the model's number of
+   * inputs, or loading the model fails (at start, or at the first caps
+   * when the model is written upstream).
+   */
   g_object_class_install_property (gobject_class, PROP_NUM_INPUTS,
       g_param_spec_uint ("num-inputs", "Number of inputs",
-          "Input tensors per buffer, the model's inputs in order; they come "
-          "before the labels", 1, GST_TENSOR_TRAINER_MAX_INPUTS,
-          DEFAULT_NUM_INPUTS, rw));
+          "Input tensors per buffer, before the label: the model's inputs",
+          1, GST_TENSOR_TRAINER_MAX_INPUTS, DEFAULT_NUM_INPUTS, rw));
+  /**
+   * GstTensorTrainer:num-labels:
+   *
+   * Label tensors per buffer, after the inputs. The engine trains models
+   * with one loss and one label, so any value but 1 (the default) fails
+   * the start; the property is kept for nnstreamer's launch lines.
+   */
   g_object_class_install_property (gobject_class, PROP_NUM_LABELS,
       g_param_spec_uint ("num-labels", "Number of labels",
-          "Label tensors per buffer, after the inputs (float32, the model "
-          "output's shape, e.g. one-hot); the engine trains one loss, so 1",
+          "Label tensors per buffer, after the inputs (must be 1)",
           1, GST_TENSOR_MAX_TENSORS - 1, DEFAULT_NUM_LABELS, rw));
+  /**
+   * GstTensorTrainer:num-training-samples:
+   *
+   * Buffers at the start of each epoch that train the model, in batches
+   * of the model's batch_size; a last batch left short runs as a smaller
+   * batch. Required: 0 (the default) fails the start. Match it with the
+   * source's training range (tensor_datasrc's num-samples).
+   */
   g_object_class_install_property (gobject_class, PROP_NUM_TRAINING_SAMPLES,
       g_param_spec_uint ("num-training-samples", "Training samples",
-          "Buffers that train the model at the start of each epoch; "
-          "required (> 0)", 0, G_MAXUINT, DEFAULT_NUM_TRAINING_SAMPLES, rw));
+          "Buffers that train the model in each epoch (required)", 0,
+          G_MAXUINT, DEFAULT_NUM_TRAINING_SAMPLES, rw));
+  /**
+   * GstTensorTrainer:num-validation-samples:
+   *
+   * Buffers after the training ones in each epoch that are evaluated, not
+   * trained on; they never share a batch with training samples. 0 (the
+   * default): no validation, and the epoch's validation loss and accuracy
+   * are NaN. Match it with tensor_datasrc's validation-num-samples.
+   */
   g_object_class_install_property (gobject_class,
       PROP_NUM_VALIDATION_SAMPLES,
       g_param_spec_uint ("num-validation-samples", "Validation samples",
-          "Buffers evaluated after the training samples of each epoch; 0: "
-          "no validation (validation figures are NaN)", 0, G_MAXUINT,
-          DEFAULT_NUM_VALIDATION_SAMPLES, rw));
+          "Buffers evaluated after the training ones in each epoch", 0,
+          G_MAXUINT, DEFAULT_NUM_VALIDATION_SAMPLES, rw));
+  /**
+   * GstTensorTrainer:epochs:
+   *
+   * Epochs to train, each #GstTensorTrainer:num-training-samples then
+   * #GstTensorTrainer:num-validation-samples buffers. 0 (the default)
+   * takes the INI's [Model] epochs, and 1 when the INI has none. After the
+   * last epoch the model is saved and EOS is sent; later buffers are
+   * refused with GST_FLOW_EOS.
+   */
   g_object_class_install_property (gobject_class, PROP_EPOCHS,
       g_param_spec_uint ("epochs", "Epochs",
-          "Epochs to train, each num-training-samples + "
-          "num-validation-samples buffers; 0: the INI's [Model] epochs",
-          0, G_MAXUINT, DEFAULT_EPOCHS, rw));
+          "Epochs to train; 0: the INI's [Model] epochs", 0, G_MAXUINT,
+          DEFAULT_EPOCHS, rw));
+  /**
+   * GstTensorTrainer:post-messages:
+   *
+   * Post element messages on the bus: "tensor-trainer-epoch" after each
+   * epoch (epoch, epochs, samples, validation-samples, skipped-samples,
+   * loss, accuracy, validation-loss, validation-accuracy,
+   * samples-per-second: training samples per second of the training
+   * phase, seconds: the whole epoch, complete: false for an epoch cut
+   * short by EOS, and the plan's plan-loaded, pool-bytes, lower-bound,
+   * naive-bytes and plan-ms); "tensor-trainer-plan" once, when the model
+   * is loaded (model, plan-loaded, pool-bytes, lower-bound, naive-bytes,
+   * depth-first-bytes, tensors, in-place-layers, order-exact, plan-ms,
+   * batch-size); and the messages of #GstTensorTrainer:progress-interval.
+   * Read before each message: it can change while PLAYING (the plan
+   * message, once passed by, is not posted later).
+   */
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean ("post-messages", "Post messages",
-          "Post a \"tensor-trainer-epoch\" element message after each epoch "
-          "(epoch, epochs, samples, validation-samples, loss, accuracy, "
-          "validation-loss, validation-accuracy, samples-per-second: training "
-          "samples per second of the training phase, seconds: the whole "
-          "epoch, complete: false for an epoch cut short by EOS; "
-          "plan-loaded, pool-bytes, lower-bound, naive-bytes, plan-ms: the "
-          "memory plan), a one-time \"tensor-trainer-plan\" message when the "
-          "model is loaded, and the messages of progress-interval",
+          "Post tensor-trainer-epoch, -plan and -progress messages",
           DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstTensorTrainer:skip-bad-batches:
+   *
+   * What to do with a batch the engine refuses as not finite: one whose
+   * float32 inputs hold NaN or Inf (training or validation), or a
+   * training batch whose loss is NaN or infinite. The engine never
+   * applies such a batch. false (the default): stop with an error. true:
+   * post a warning, drop the batch and go on; its samples are counted in
+   * the epoch message's skipped-samples and left out of its figures. Read
+   * when such a batch comes: it can change while PLAYING.
+   */
   g_object_class_install_property (gobject_class, PROP_SKIP_BAD_BATCHES,
       g_param_spec_boolean ("skip-bad-batches", "Skip bad batches",
-          "What to do when a batch holds NaN or Inf inputs or makes the loss "
-          "NaN or infinite (the engine never applies such a batch): false, "
-          "stop with an error; true, post a warning, drop the batch and go "
-          "on (the dropped samples are counted in the epoch message's "
-          "skipped-samples)", DEFAULT_SKIP_BAD_BATCHES,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          "Drop a batch with NaN or Inf (warning) instead of an error",
+          DEFAULT_SKIP_BAD_BATCHES, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstTensorTrainer:progress-interval:
+   *
+   * Post a "tensor-trainer-progress" element message every this many
+   * batches of an epoch (training and validation batches counted
+   * together from the epoch's start): epoch, epochs, phase ("training"
+   * or "validation"), batch, samples and total of the phase, loss and
+   * accuracy of the phase so far, samples-per-second. 0 (the default):
+   * none. Needs #GstTensorTrainer:post-messages. Read after each batch:
+   * it can change while PLAYING.
+   */
   g_object_class_install_property (gobject_class, PROP_PROGRESS_INTERVAL,
       g_param_spec_uint ("progress-interval", "Progress interval",
-          "Post a \"tensor-trainer-progress\" element message every this many "
-          "batches (epoch, epochs, phase: training or validation, batch, "
-          "samples and total of the phase, loss and accuracy of the phase so "
-          "far, samples-per-second); 0: none. Needs post-messages",
+          "Post tensor-trainer-progress every this many batches; 0: never",
           0, G_MAXUINT, DEFAULT_PROGRESS_INTERVAL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
-
+  /**
+   * GstTensorTrainer:publish-interval:
+   *
+   * For the #GstTensorPredictor elements whose trainer property names
+   * this element: besides the end of each epoch, publish a copy of the
+   * weights every this many training batches (counted since the start,
+   * across epochs), always between two batches. 0 (the default): at the
+   * end of each epoch only. Nothing is copied while no predictor listens.
+   * Read after each training batch: it can change while PLAYING.
+   */
   g_object_class_install_property (gobject_class, PROP_PUBLISH_INTERVAL,
       g_param_spec_uint ("publish-interval", "Publish interval",
-          "For tensor_predictor elements whose trainer property names this "
-          "element: publish the weights every this many training batches, "
-          "besides the end of each epoch; 0: at the end of each epoch only. "
-          "Nothing is published while no predictor listens",
-          0, G_MAXUINT, DEFAULT_PUBLISH_INTERVAL,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          "Publish weights to predictors every this many batches; 0: epoch "
+          "ends", 0, G_MAXUINT,
+          DEFAULT_PUBLISH_INTERVAL, G_PARAM_READWRITE |
+          G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_set_static_metadata (element_class, "Tensor trainer",
       "Trainer/Tensor",
