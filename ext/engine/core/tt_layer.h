@@ -182,7 +182,8 @@ tt_run_data (const tt_run_ctx * c, int id)
 
 /* What a layer type is to the code around it (graph, tensors, in-place
  * choices, plan): shared code asks the role, never which ops a layer
- * has. 0 is no role: the registry check (tests) refuses it. */
+ * has. 0 is no role: test_gradcheck's test_layer_traits, which checks
+ * every registered type's traits, refuses it. */
 typedef enum {
   TT_ROLE_UNSET = 0,
   TT_ROLE_COMPUTE,              /* every other type */
