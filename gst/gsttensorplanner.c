@@ -22,8 +22,8 @@
  * #GstTensorPlanner:batch-size or the INI's, and writes:
  *
  * - #GstTensorPlanner:location: the optimized INI (a path ending in .ini),
- *   else a bundle holding it and the weights (a path ending in .bin gets
- *   the weights only, as a BIN), atomically. With batch-size set, the
+ *   else a bundle holding it and the weights (a path ending in .bin is
+ *   refused: a BIN holds no plan), atomically. With batch-size set, the
  *   INI's [Model] batch_size is rewritten to it, so the file loads as it
  *   is.
  * - #GstTensorPlanner:weights-location (optional): the model's initial
@@ -155,10 +155,10 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
    * INI: the model's text, its [Model] batch_size set to the batch
    * planned for, followed by its plan. Any other path is saved as the
    * engine saves a model: a bundle (that INI and the weights of
-   * #GstTensorPlanner:model-load-path, or initialized ones, in one file),
-   * or only the weights as a BIN when the path ends in .bin (any case).
-   * Required: without it the start fails; at start its folder must take
-   * a new file. A tensor_trainer downstream whose model-config (or
+   * #GstTensorPlanner:model-load-path, or initialized ones, in one file).
+   * A path ending in .bin (any case) is refused at start: BIN weights
+   * cannot hold a plan. Required: without it the start fails; at start
+   * its folder must take a new file. A tensor_trainer downstream whose model-config (or
    * model-load-path) names this file learns so at its start and loads
    * the model when the caps come.
    */
@@ -173,7 +173,7 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
    * model's initial weights: those of #GstTensorPlanner:model-load-path,
    * or initialized as the INI says. A path ending in .bin (any case)
    * gets nntrainer's BIN; any other a bundle; one ending in .ini is
-   * refused when the file is to be written. At start its folder must
+   * refused at start. At start its folder must
    * take a new file. A tensor_trainer downstream whose model-load-path
    * names it loads it when the caps come. Unset (the default): no such
    * file.
@@ -211,9 +211,8 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
    *
    * Byte alignment of every tensor in the pool, stored with the plan:
    * a power of two from 4 to 4096. 0 (the default): the engine's, 64.
-   * It is applied only when the plan is made, at the first caps: a value
-   * the engine refuses (1, 2, or not a power of two) fails then, not at
-   * start.
+   * Checked at start with the model: a value the engine refuses (1, 2,
+   * or not a power of two) fails the start.
    */
   g_object_class_install_property (gobject_class, PROP_ALIGNMENT,
       g_param_spec_uint ("alignment", "Alignment",
@@ -279,6 +278,14 @@ gst_tensor_planner_settings_clear (GstTensorPlannerSettings * s)
   g_free (s->location);
   g_free (s->weights);
   g_free (s->load_path);
+}
+
+/* path ends in suffix, in any case */
+static gboolean
+gst_tensor_planner_has_suffix (const gchar * path, const gchar * suffix)
+{
+  const gsize n = strlen (path), k = strlen (suffix);
+  return n >= k && !g_ascii_strcasecmp (path + n - k, suffix);
 }
 
 /* model-config (an INI: a bundle holds its plan already) opened with o,
@@ -352,7 +359,22 @@ gst_tensor_planner_validate (GstTensorPlanner * self)
    * come), model-load-path's weights checked against it */
   open_opts.batch_size = batch;
   open_opts.plan_mode = TT_PLAN_NAIVE;
+  open_opts.alignment = set.alignment;
   open_opts.weights = load_path;
+  /* refused now rather than when the caps come: BIN weights hold no plan
+   * (the CLI's plan refuses .bin too), and the weights file is no INI */
+  if (gst_tensor_planner_has_suffix (location, ".bin")) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("location %s: tensor_planner writes the optimized INI (.ini) or "
+            "a bundle; BIN weights cannot hold a plan.", location), (NULL));
+    goto out;
+  }
+  if (weights && gst_tensor_planner_has_suffix (weights, ".ini")) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("weights-location %s: weights go to a BIN (.bin) or a bundle, "
+            "not an INI.", weights), (NULL));
+    goto out;
+  }
   if (!(model = gst_tensor_planner_open (self, config, &open_opts)))
     goto out;
   if (!gst_tensor_model_file_check_writable (GST_ELEMENT (self), "location",
@@ -534,8 +556,7 @@ gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
   tt_model_plan_info (model, &plan);
   /* packaging is the default: a location not ending in .ini gets a bundle
    * (the optimized INI and the weights in one file) */
-  const gboolean as_ini = g_str_has_suffix (location, ".ini") ||
-      g_str_has_suffix (location, ".INI");
+  const gboolean as_ini = gst_tensor_planner_has_suffix (location, ".ini");
   if (!as_ini || (weights && *weights)) {
     tt_status st = load_path && *load_path ?
         tt_model_load_weights (model, load_path, &err) :

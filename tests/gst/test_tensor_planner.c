@@ -465,6 +465,8 @@ GST_START_TEST (test_errors)
   }
   gchar *short_bin = g_build_filename (f.dir, "short.bin", NULL);
   fail_unless (g_file_set_contents (short_bin, "0123456789", -1, NULL));
+  gchar *out_bin = g_build_filename (f.dir, "out.BIN", NULL);
+  gchar *w_ini = g_build_filename (f.dir, "w.ini", NULL);
   const gchar *cases[][5] = {
     /* model-config, location, weights-location, model-load-path, says */
     {bad, NULL, NULL, NULL, "colour"},
@@ -476,6 +478,8 @@ GST_START_TEST (test_errors)
     {NULL, NULL, "/nonexistent/dir/w.bin", NULL,
         "weights-location=/nonexistent/dir/w.bin"},
     {NULL, NULL, NULL, short_bin, "short.bin"},
+    {NULL, out_bin, NULL, NULL, "BIN weights cannot hold a plan"},
+    {NULL, NULL, w_ini, NULL, "not an INI"},
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     e = gst_element_factory_make ("tensor_planner", NULL);
@@ -494,6 +498,24 @@ GST_START_TEST (test_errors)
     gst_element_set_state (e, GST_STATE_NULL);
     gst_object_unref (e);
   }
+  /* an alignment the engine refuses fails the start, not the caps */
+  e = gst_element_factory_make ("tensor_planner", NULL);
+  gst_element_set_bus (e, f.bus);
+  g_object_set (e, "model-config", f.ini, "location", f.opt, "alignment", 2,
+      NULL);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "align") != NULL, "alignment: %s", msg);
+  g_free (msg);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  /* nothing was written by the refused starts */
+  fail_if (g_file_test (out_bin, G_FILE_TEST_EXISTS));
+  fail_if (g_file_test (w_ini, G_FILE_TEST_EXISTS));
+  fail_if (g_file_test (f.opt, G_FILE_TEST_EXISTS));
+  g_free (out_bin);
+  g_free (w_ini);
   g_free (bundle);
   g_free (short_bin);
   g_free (bad);
