@@ -68,6 +68,9 @@ tensors_declare_weights (tt_model * m, tt_layer * l, int li)
         wt->count);
     tt_tensor_use (m, wt->grad, li, TT_PHASE_GRADIENT);
     tt_tensor_use (m, wt->grad, li, TT_PHASE_APPLY);
+    /* clip_grad_by_norm: every update waits for every gradient */
+    if (m->clip_grad_norm > 0)
+      tt_tensor_use (m, wt->grad, li, TT_PHASE_END);
     uint32_t states = tt_optimizer_state_count (&m->opt);
     for (uint32_t s = 0; s < states; s++) {
       snprintf (suffix, sizeof suffix, "%s:%s", wt->suffix,

@@ -76,6 +76,7 @@ tt_model_free (tt_model * m)
   free (m->tensors);
   free (m->uses);
   free (m->ini_text);
+  free (m->save_best_path);
   free (m->canonical);
   free (m->pool);
   if (m->map)
@@ -431,10 +432,73 @@ model_score (const tt_model * m, tt_batch_result * r)
   }
 }
 
+/* The update of l's weights from their gradients (consumed). */
+static void
+model_apply_layer (tt_model * m, tt_layer * l)
+{
+  for (uint32_t k = 0; k < l->n_weights; k++) {
+    tt_weight *w = &l->weights[k];
+    if (w->grad < 0)
+      continue;
+    float *v = tt_data (m, w->value), *g = tt_data (m, w->grad);
+    const float decay = w->l2 + w->decay;
+    if (decay != 0.0f)
+      for (size_t j = 0; j < w->count; j++)
+        g[j] += decay * v[j];
+    tt_optimizer_apply (&m->opt, m->iteration, v, g, tt_data (m, w->opt[0]),
+        tt_data (m, w->opt[1]), w->count);
+  }
+}
+
+/* clip_grad_by_norm, as nntrainer (network_graph.cpp, weight.h): the
+ * global norm is the L2 norm of the gradients' L2 norms (before
+ * regularization and decay are added); every gradient is scaled by
+ * max / (norm + 1e-6) when norm + 1e-6 > max. */
+static void
+model_clip_gradients (tt_model * m)
+{
+  const float eps = 1e-6f, max = m->clip_grad_norm;
+  double sum = 0;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    const tt_layer *l = &m->layers[i];
+    for (uint32_t k = 0; k < l->n_weights; k++) {
+      const tt_weight *w = &l->weights[k];
+      if (w->grad < 0)
+        continue;
+      const float *g = tt_data (m, w->grad);
+      double sq = 0;
+      for (size_t j = 0; j < w->count; j++)
+        sq += (double) g[j] * g[j];
+      const double norm = (float) sqrt (sq);
+      sum += norm * norm;
+    }
+  }
+  const float total = (float) sqrt (sum) + eps;
+  if (!(total > max))
+    return;
+  const float scale = max / total;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    const tt_layer *l = &m->layers[i];
+    for (uint32_t k = 0; k < l->n_weights; k++) {
+      const tt_weight *w = &l->weights[k];
+      if (w->grad < 0)
+        continue;
+      float *g = tt_data (m, w->grad);
+      for (size_t j = 0; j < w->count; j++)
+        g[j] *= scale;
+    }
+  }
+}
+
+/* apply: update the weights, each layer's right after its gradients
+ * (their memory may then serve later layers), or, with
+ * clip_grad_by_norm, all at the end (the gradients then live until it,
+ * graph_tensors.c) */
 static void
 model_backward (tt_model * m, bool apply)
 {
   const tt_run_ctx *c = &m->run;
+  const bool defer = m->clip_grad_norm > 0;
   for (uint32_t i = m->n_layers; i-- > 0;) {
     tt_layer *l = &m->layers[m->exec[i]];
     bool trainable = false;
@@ -444,19 +508,14 @@ model_backward (tt_model * m, bool apply)
       l->ops->calc_gradient (c, l);
     if (l->needs_derivative && l->ops->calc_derivative)
       l->ops->calc_derivative (c, l);
-    for (uint32_t k = 0; k < l->n_weights && apply; k++) {
-      tt_weight *w = &l->weights[k];
-      if (w->grad < 0)
-        continue;
-      float *v = tt_data (m, w->value), *g = tt_data (m, w->grad);
-      const float decay = w->l2 + w->decay;
-      if (decay != 0.0f)
-        for (size_t j = 0; j < w->count; j++)
-          g[j] += decay * v[j];
-      tt_optimizer_apply (&m->opt, m->iteration, v, g, tt_data (m, w->opt[0]),
-          tt_data (m, w->opt[1]), w->count);
-    }
+    if (apply && !defer)
+      model_apply_layer (m, l);
   }
+  if (!apply || !defer)
+    return;
+  model_clip_gradients (m);
+  for (uint32_t i = m->n_layers; i-- > 0;)
+    model_apply_layer (m, &m->layers[m->exec[i]]);
 }
 
 tt_status
@@ -525,6 +584,12 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
   if (backward)
     model_backward (m, false);
   return TT_OK;
+}
+
+const char *
+tt_model_save_best_path (const tt_model * m)
+{
+  return m->save_best_path;
 }
 
 /* ---- weights as one flat array (hand-off between models) ------------- */

@@ -54,12 +54,18 @@ tt_status tt_ini_strict_check (const char *text, size_t len,
 /* ---- optimizer ------------------------------------------------------- */
 
 typedef enum { TT_OPT_SGD, TT_OPT_ADAM, TT_OPT_ADAMW } tt_optimizer_type;
+/* Adam's two forms (nntrainer's [Optimizer] torch_ref): PyTorch's, epsilon
+ * added to sqrt(v) / sqrt(1 - b2^t) (ours by default, and torch_ref =
+ * true), and nntrainer's default, epsilon added to sqrt(v) with the step
+ * scaled by sqrt(1 - b2^t) (torch_ref = false written out) */
+typedef enum { TT_ADAM_TORCH, TT_ADAM_NNTRAINER } tt_adam_form;
 typedef enum {
   TT_LR_CONSTANT, TT_LR_EXPONENTIAL, TT_LR_STEP, TT_LR_COSINE, TT_LR_LINEAR
 } tt_lr_type;
 
 typedef struct {
   tt_optimizer_type type;
+  tt_adam_form adam_form;
   float learning_rate, beta1, beta2, epsilon, weight_decay, momentum;
   tt_lr_type lr_type;
   float decay_rate, max_lr, min_lr;
@@ -108,6 +114,12 @@ struct tt_model {
   uint64_t seed;
   tt_rng rng;
   tt_optimizer opt;
+  /* [Model] clip_grad_by_norm (0: off): after the backward pass, every
+   * gradient scaled by max / (global norm + 1e-6) when that sum exceeds
+   * max; gradients then live until the end of the step */
+  float clip_grad_norm;
+  /* [Model] save_best_path as written, or NULL (tt_model_save_best_path) */
+  char *save_best_path;
 
   tt_layer *layers;             /* topological order after compile */
   uint32_t n_layers, cap_layers;
@@ -152,6 +164,11 @@ struct tt_model {
 tt_status tt_model_gradients (tt_model * m, uint32_t n,
     const void *const *inputs, const tt_dtype * types, const float *labels,
     bool backward, double *loss, tt_error * err);
+
+/* model.c: [Model] save_best_path as written in the INI, or NULL: where
+ * nntrainer saves the weights (BIN) after each evaluation whose accuracy
+ * is the best so far; the engine only keeps it, its callers honour it */
+const char *tt_model_save_best_path (const tt_model * m);
 
 /* graph.c */
 tt_status tt_graph_build (tt_model * m, tt_error * err);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Reads nntrainer's INI dialect into the model: [Model], [Optimizer],
- * [LearningRateScheduler], [Dataset] and one section per layer.
+ * [LearningRateScheduler], [Dataset], [train_set], [valid_set],
+ * [test_set] and one section per layer.
  *
  * iniparser lower-cases section names and keys and strips inline comments;
  * values stay as written, so enum values are compared case-insensitively.
@@ -35,9 +36,14 @@ static const char *const ini_weight_keys[] = {
   "disable_bias", "weight_decay_lambda", NULL
 };
 
+/* model_tensor_type (FP32 only), tensor_format (ignored from an INI, as
+ * nntrainer does), save_best_path (kept for the callers),
+ * clip_grad_by_norm, loss_scale (1 only): nntrainer's [Model] keys of
+ * issue 16 */
 static const char *const ini_model_keys[] = {
   "type", "epochs", "batch_size", "loss", "save_path",
-  "memory_optimization", "continue_train", NULL
+  "memory_optimization", "continue_train", "model_tensor_type",
+  "tensor_format", "save_best_path", "clip_grad_by_norm", "loss_scale", NULL
 };
 
 /* nntrainer's older form keeps the optimizer in [Model] (its application
@@ -45,6 +51,12 @@ static const char *const ini_model_keys[] = {
 static const char *const ini_model_optimizer_keys[] = {
   "optimizer", "learning_rate", "beta1", "beta2", "epsilon", "decay_rate",
   "decay_steps", NULL
+};
+
+/* [train_set], [valid_set], [test_set]: nntrainer's data files (type =
+ * file, path, buffer_size); accepted, unused like [DataSet] */
+static const char *const ini_data_set_keys[] = {
+  "type", "path", "buffer_size", NULL
 };
 
 /* nntrainer reads TrainData, ValidData, TestData, LabelData and BufferSize
@@ -56,6 +68,59 @@ static const char *const ini_dataset_keys[] = {
 };
 
 /* ---- sections -------------------------------------------------------- */
+
+/* [Model] keys nntrainer accepts that change nothing here or only one
+ * thing: see each */
+static tt_status
+ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
+    tt_error * err)
+{
+  /* weight and activation data types: tensor-trainer is float32 only */
+  static const char *const tensor_types[] = { "FP32-FP32", "W32A32", NULL };
+  /* nntrainer drops tensor_format from an INI (model_loader.cpp): NHWC is
+   * accepted and, as there, the model stays NCHW */
+  static const char *const formats[] = { "NCHW", "NHWC", NULL };
+  tt_status st;
+  int ignored = 0;
+  const char *tt = tt_section_string (s, "model_tensor_type");
+  if (tt && tt_section_enum (s, "model_tensor_type", tensor_types, &ignored,
+          NULL))
+    return tt_section_error (s, "model_tensor_type", err, TT_ERR_INVALID,
+        "'%s' is not supported: tensor-trainer computes in float32 only "
+        "(FP32-FP32 or W32A32)", tt);
+  if ((st = tt_section_enum (s, "tensor_format", formats, &ignored, err)))
+    return st;
+  const char *best = tt_section_string (s, "save_best_path");
+  if (best) {
+    if (!*best)
+      return tt_section_error (s, "save_best_path", err, TT_ERR_INVALID,
+          "empty path");
+    free (m->save_best_path);
+    m->save_best_path = strdup (best);
+    if (!m->save_best_path)
+      return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", s->file);
+  }
+  float clip = 0.0f;
+  if ((st = tt_section_float (s, "clip_grad_by_norm", &clip, err)))
+    return st;
+  if (clip < 0)
+    return tt_section_error (s, "clip_grad_by_norm", err, TT_ERR_INVALID,
+        "must not be negative (0: no clipping)");
+  m->clip_grad_norm = clip;
+  /* in float32 nntrainer multiplies only mse's derivative by loss_scale
+   * and never divides it out (it is for mixed precision): a learning
+   * rate in disguise that cross entropy ignores. 1 is the only value
+   * whose meaning both sides share. */
+  float scale = 1.0f;
+  if ((st = tt_section_float (s, "loss_scale", &scale, err)))
+    return st;
+  if (scale != 1.0f)
+    return tt_section_error (s, "loss_scale", err, TT_ERR_INVALID,
+        "%g is not supported: loss scaling is for mixed precision and "
+        "tensor-trainer computes in float32 (use 1 or leave it out)",
+        (double) scale);
+  return TT_OK;
+}
 
 static tt_status
 ini_parse_model_section (tt_model * m, const tt_section * s, tt_error * err)
@@ -83,7 +148,7 @@ ini_parse_model_section (tt_model * m, const tt_section * s, tt_error * err)
   if ((st = tt_section_bool (s, "memory_optimization", &ignored, err)) ||
       (st = tt_section_bool (s, "continue_train", &ignored, err)))
     return st;
-  return TT_OK;
+  return ini_parse_model_nntrainer_keys (m, s, err);
 }
 
 /* The first of [Model]'s optimizer keys it has, or NULL. */
@@ -143,6 +208,21 @@ ini_split_input_layers (tt_layer * l, const tt_section * s, tt_error * err)
   return TT_OK;
 }
 
+/* An initializer's name; nntrainer's "none" leaves the memory as its
+ * pool gives it (undefined): here it is zeros, so that it is
+ * deterministic. */
+static tt_status
+ini_initializer (const tt_section * s, const char *key, int *out,
+    tt_error * err)
+{
+  const char *v = tt_section_string (s, key);
+  if (v && !strcasecmp (v, "none")) {
+    *out = TT_INIT_ZEROS;
+    return TT_OK;
+  }
+  return tt_section_enum (s, key, tt_initializer_names, out, err);
+}
+
 static tt_status
 ini_parse_weight_keys (tt_layer * l, const tt_section * s, tt_error * err)
 {
@@ -167,10 +247,8 @@ ini_parse_weight_keys (tt_layer * l, const tt_section * s, tt_error * err)
           constant_key);
     constant_key = "weight_decay_lambda";
   }
-  if ((st = tt_section_enum (s, "weight_initializer", tt_initializer_names,
-              &init, err)) ||
-      (st = tt_section_enum (s, "bias_initializer", tt_initializer_names,
-              &binit, err)) ||
+  if ((st = ini_initializer (s, "weight_initializer", &init, err)) ||
+      (st = ini_initializer (s, "bias_initializer", &binit, err)) ||
       (st = tt_section_enum (s, reg_key, regularizers, &reg, err)) ||
       (st = tt_section_float (s, constant_key, &l->l2_constant, err)) ||
       (!legacy && (st = tt_section_float (s, "weight_decay",
@@ -253,6 +331,41 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
   if (ops->parse && (st = ops->parse (l, s, err)))
     return st;
   return TT_OK;
+}
+
+/* [train_set], [valid_set], [test_set]: nntrainer's data files. The data
+ * comes from the stream or the command line here: checked as nntrainer
+ * does (type file), otherwise unused. */
+static tt_status
+ini_parse_data_set (const tt_section * s, tt_error * err)
+{
+  tt_status st = tt_section_check_key_lists (s, ini_data_set_keys, NULL,
+      NULL, err);
+  if (st)
+    return st;
+  const char *type = tt_section_string (s, "type");
+  if (!type)
+    return tt_section_error (s, "type", err, TT_ERR_INVALID,
+        "missing key (a data set section needs type = file)");
+  if (strcasecmp (type, "file"))
+    return tt_section_error (s, "type", err, TT_ERR_INVALID,
+        "unknown data set type '%s' (only file, as in nntrainer)", type);
+  uint32_t size = 0;
+  return tt_section_uint (s, "buffer_size", 1, UINT32_MAX, &size, err);
+}
+
+/* A section made of another model file (nntrainer's backbone = FILE). */
+static tt_status
+ini_backbone (const tt_section * s, tt_error * err)
+{
+  const char *file = tt_section_string (s, "backbone");
+  size_t len = strlen (file);
+  if (len < 4 || strcasecmp (file + len - 4, ".ini"))
+    return tt_section_error (s, "backbone", err, TT_ERR_INVALID,
+        "backbone %s: only INI backbones are supported", file);
+  return tt_section_error (s, "backbone", err, TT_ERR_INVALID,
+      "backbone %s: backbone not supported (copy its layer sections into "
+      "this INI instead)", file);
 }
 
 static tt_status ini_parse_dict (tt_model * m, tt_error * err);
@@ -413,6 +526,11 @@ ini_parse_dict (tt_model * m, tt_error * err)
     } else if (!strcmp (s.name, "learningratescheduler")) {
       sched_s = s;
       sched = &sched_s;
+    } else if (!strcmp (s.name, "train_set") || !strcmp (s.name, "valid_set")
+        || !strcmp (s.name, "test_set")) {
+      st = ini_parse_data_set (&s, err);
+    } else if (tt_section_has (&s, "backbone")) {
+      st = ini_backbone (&s, err);
     } else if (!strcmp (s.name, "dataset")) {
       /* data comes from the stream or the command line; the keys are
        * accepted so nntrainer's files load, and otherwise unused */
@@ -426,11 +544,15 @@ ini_parse_dict (tt_model * m, tt_error * err)
   if (!have_model)
     return tt_fail (err, TT_ERR_INVALID, "%s: missing [Model] section",
         m->path);
+  /* with an [Optimizer] section, [Model]'s learning_rate, beta1... are
+   * ignored (nntrainer's model_loader.cpp filters them out); its
+   * optimizer = is refused, as there */
   const char *legacy = ini_model_optimizer_key (&model_s);
-  if (legacy && opt)
-    return tt_section_error (&model_s, legacy, err, TT_ERR_INVALID,
-        "the optimizer is set in [Optimizer]: nntrainer's older form (its "
-        "keys in [Model]) cannot be mixed with it");
+  if (opt && tt_section_has (&model_s, "optimizer"))
+    return tt_section_error (&model_s, "optimizer", err, TT_ERR_INVALID,
+        "optimizers specified twice: here and in [Optimizer] (keep one)");
+  if (opt)
+    legacy = NULL;
   if (sched && !opt && !legacy)
     return tt_fail (err, TT_ERR_INVALID,
         "%s: [LearningRateScheduler] needs an [Optimizer] section", m->path);

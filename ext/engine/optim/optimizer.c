@@ -2,7 +2,13 @@
 /*
  * Optimizers (sgd with optional momentum, adam, adamw) and learning-rate
  * schedules. Adam follows the standard formula (PyTorch's): the epsilon is
- * added to the bias-corrected root of the second moment.
+ * added to the bias-corrected root of the second moment. nntrainer's
+ * torch_ref = true is that form; torch_ref = false, written out, selects
+ * nntrainer's default form (adam.cpp): epsilon added to the uncorrected
+ * root, the step scaled by sqrt(1 - b2^t) / (1 - b1^t). Without the key
+ * the form is PyTorch's (a difference from nntrainer, whose default is
+ * the other: about eps / sqrt(1 - b2^t) in the denominator, visible only
+ * for gradients near that size).
  */
 #include "tt_internal.h"
 
@@ -12,7 +18,7 @@
 
 static const char *const optimizer_keys[] = {
   "type", "learning_rate", "beta1", "beta2", "epsilon", "weight_decay",
-  "momentum", "decay_rate", "decay_steps", NULL
+  "momentum", "decay_rate", "decay_steps", "torch_ref", NULL
 };
 
 static const char *const scheduler_keys[] = {
@@ -130,7 +136,9 @@ optimizer_parse_section (tt_optimizer * o, const tt_section * s,
   if (!s)
     return TT_OK;
 
-  int type = legacy ? TT_OPT_ADAM : TT_OPT_SGD;
+  /* nntrainer's [Optimizer] without type is adam too */
+  int type = TT_OPT_ADAM;
+  bool torch_ref = true;
   if ((!legacy && (st = tt_section_check_keys (s, optimizer_keys, err))) ||
       (st = tt_section_enum (s, type_key, types, &type, err)) ||
       (st = tt_section_float (s, "learning_rate", &o->learning_rate, err)) ||
@@ -141,12 +149,14 @@ optimizer_parse_section (tt_optimizer * o, const tt_section * s,
       (st = tt_section_float (s, "momentum", &o->momentum, err)) ||
       (st = tt_section_float (s, "decay_rate", &o->decay_rate, err)) ||
       (st = tt_section_uint (s, "decay_steps", 1, UINT32_MAX,
-              &o->decay_steps, err)))
+              &o->decay_steps, err)) ||
+      (!legacy && (st = tt_section_bool (s, "torch_ref", &torch_ref, err))))
     return st;
-  if (!legacy && !tt_section_has (s, type_key))
-    return tt_section_error (s, type_key, err, TT_ERR_INVALID,
-        "missing key (sgd, adam or adamw)");
   o->type = (tt_optimizer_type) type;
+  if (!legacy && tt_section_has (s, "torch_ref") && o->type == TT_OPT_SGD)
+    return tt_section_error (s, "torch_ref", err, TT_ERR_INVALID,
+        "only adam and adamw take torch_ref");
+  o->adam_form = torch_ref ? TT_ADAM_TORCH : TT_ADAM_NNTRAINER;
   if (o->learning_rate <= 0)
     return tt_section_error (s, "learning_rate", err, TT_ERR_INVALID,
         "must be positive");
@@ -264,8 +274,13 @@ tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,
 
   const double t = (double) iteration + 1.0;
   const float b1 = o->beta1, b2 = o->beta2, eps = o->epsilon;
-  const float step = (float) (lr / (1.0 - pow (b1, t)));
-  const float inv_bc2 = (float) (1.0 / sqrt (1.0 - pow (b2, t)));
+  const bool torch = o->adam_form == TT_ADAM_TORCH;
+  /* torch: lr / (1 - b1^t) * m / (sqrt (v) / sqrt (1 - b2^t) + eps);
+   * nntrainer: lr * sqrt (1 - b2^t) / (1 - b1^t) * m / (sqrt (v) + eps) */
+  const float step = (float) (torch ? lr / (1.0 - pow (b1, t)) :
+      lr * sqrt (1.0 - pow (b2, t)) / (1.0 - pow (b1, t)));
+  const double bc2 = torch ? 1.0 / sqrt (1.0 - pow (b2, t)) : 1.0;
+  const float inv_bc2 = (float) bc2;
   /* adam folds the decay into the gradient (L2); adamw decouples it */
   const float l2 = o->type == TT_OPT_ADAM ? wd : 0.0f;
   const float decoupled = o->type == TT_OPT_ADAMW ? 1.0f - lr * wd : 1.0f;
