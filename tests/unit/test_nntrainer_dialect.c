@@ -313,19 +313,130 @@ test_data_sets (void)
 
 /* ---- backbones ------------------------------------------------------- */
 
-static void
-test_backbone (void)
+#define BB_MODEL "[Model]\ntype = NeuralNetwork\nbatch_size = 2\n" \
+  "loss = cross\n[Optimizer]\ntype = adam\nlearning_rate = 0.01\n" \
+  "[input]\ntype = input\ninput_shape = 1:1:4\n"
+#define BB_PART "[Model]\ntype = NeuralNetwork\nbatch_size = 99\n" \
+  "[Optimizer]\ntype = sgd\n" \
+  "[bb_fc_a]\ntype = fully_connected\nunit = 5\ninput_layers = input\n" \
+  "activation = tanh\n" \
+  "[bb_fc_b]\ntype = fully_connected\nunit = 3\ntrainable = true\n"
+#define BB_HEAD "[fc2]\ntype = fully_connected\nunit = 2\n" \
+  "activation = softmax\n"
+
+/* Trains both models 4 steps; true when their weights stay bit-equal. */
+static bool
+backbone_same_training (tt_model * a, tt_model * b)
 {
-  dialect_refused ("bbini.ini", MODEL ("") SGD
-      "[input]\ntype = input\ninput_shape = 1:1:4\n"
-      "[bb]\nbackbone = part.ini\ntrainable = false\n"
-      "[fc2]\ntype = fully_connected\nunit = 2\n", "[bb] backbone",
-      "backbone not supported");
-  dialect_refused ("bbtfl.ini", MODEL ("") SGD
-      "[input]\ntype = input\ninput_shape = 1:1:4\n"
-      "[bb]\nbackbone = net.tflite\n"
-      "[fc2]\ntype = fully_connected\nunit = 2\n", "[bb] backbone",
-      "backbone net.tflite: only INI backbones are supported");
+  const size_t n = tt_model_weight_floats (a);
+  if (n == 0 || n != tt_model_weight_floats (b))
+    return false;
+  float *wa = malloc (n * sizeof *wa), *wb = malloc (n * sizeof *wb);
+  tt_error err;
+  bool same = true;
+  for (uint32_t step = 0; step <= 4 && same; step++) {
+    tt_model_export_weights (a, wa, n, &err);
+    tt_model_export_weights (b, wb, n, &err);
+    same = !memcmp (wa, wb, n * sizeof *wa);
+    float x[8], t[4] = { 1, 0, 0, 1 };
+    for (int i = 0; i < 8; i++)
+      x[i] = sinf ((float) (i + step * 8));
+    const void *ins[] = { x };
+    const tt_dtype f32 = TT_DTYPE_FLOAT32;
+    same = same && tt_model_train_batch (a, 2, ins, &f32, t, NULL, &err) ==
+        TT_OK && tt_model_train_batch (b, 2, ins, &f32, t, NULL, &err) == TT_OK;
+  }
+  free (wa);
+  free (wb);
+  return same;
+}
+
+/* An INI backbone is inlined as nntrainer does: its layer sections in the
+ * section's place, its [Model] and [Optimizer] skipped, each layer
+ * trainable as the section says; the same model as the flattened INI. */
+static void
+test_backbone_inlined (void)
+{
+  tt_test_write_text ("part.ini", BB_PART);
+  tt_model *bb = dialect_model ("bb.ini", BB_MODEL
+      "[bb]\nbackbone = part.ini\ntrainable = false\ninput_layers = input\n"
+      BB_HEAD);
+  tt_model *flat = dialect_model ("flat.ini", BB_MODEL
+      "[bb_fc_a]\ntype = fully_connected\nunit = 5\ninput_layers = input\n"
+      "activation = tanh\ntrainable = false\n"
+      "[bb_fc_b]\ntype = fully_connected\nunit = 3\ntrainable = false\n"
+      BB_HEAD);
+  if (!bb || !flat) {
+    tt_model_free (bb);
+    tt_model_free (flat);
+    return;
+  }
+  CHECK (bb->n_layers == flat->n_layers && bb->batch_size == 2 &&
+      bb->opt.type == TT_OPT_ADAM, "backbone: %u layers (flat %u), batch "
+      "%u, its [Model] and [Optimizer] skipped", bb->n_layers,
+      flat->n_layers, bb->batch_size);
+  int a = tt_model_find_layer (bb, "bb_fc_a");
+  int b = tt_model_find_layer (bb, "bb_fc_b");
+  CHECK (a >= 0 && b >= 0 && !bb->layers[a].trainable &&
+      !bb->layers[b].trainable, "inlined layers frozen by the section");
+  CHECK (tt_model_weight_signature (bb) == tt_model_weight_signature (flat),
+      "same weights, in the same BIN order, as the flattened INI");
+  tt_memory_info ib, ifl;
+  tt_model_memory_info (bb, &ib);
+  tt_model_memory_info (flat, &ifl);
+  CHECK (ib.pool_bytes == ifl.pool_bytes, "same pool: %llu vs %llu",
+      (unsigned long long) ib.pool_bytes, (unsigned long long) ifl.pool_bytes);
+  CHECK (backbone_same_training (bb, flat), "same training as flattened");
+  tt_model_free (bb);
+  tt_model_free (flat);
+
+  /* trainable by default; nested backbones; a path relative to the file
+   * that names it */
+  tt_test_write_text ("outer_part.ini", "[inner]\nbackbone = part.ini\n");
+  bb = dialect_model ("bb2.ini", BB_MODEL
+      "[bb]\nbackbone = outer_part.ini\n" BB_HEAD);
+  flat = dialect_model ("flat2.ini", BB_MODEL
+      "[bb_fc_a]\ntype = fully_connected\nunit = 5\ninput_layers = input\n"
+      "activation = tanh\n"
+      "[bb_fc_b]\ntype = fully_connected\nunit = 3\n" BB_HEAD);
+  if (bb && flat) {
+    int k = tt_model_find_layer (bb, "bb_fc_a");
+    CHECK (k >= 0 && bb->layers[k].trainable, "trainable by default");
+    CHECK (backbone_same_training (bb, flat), "nested: same training");
+  }
+  tt_model_free (bb);
+  tt_model_free (flat);
+}
+
+static void
+test_backbone_refused (void)
+{
+  dialect_refused ("bbmissing.ini", BB_MODEL
+      "[bb]\nbackbone = nowhere.ini\n" BB_HEAD, "[bb] backbone",
+      "nowhere.ini: cannot open");
+  dialect_refused ("bbtfl.ini", BB_MODEL "[bb]\nbackbone = net.tflite\n"
+      BB_HEAD, "[bb] backbone", "backbone net.tflite: only INI backbones "
+      "are supported");
+  dialect_refused ("bbself.ini", BB_MODEL "[bb]\nbackbone = bbself.ini\n"
+      BB_HEAD, "[bb] backbone", "includes itself");
+  tt_test_write_text ("cyc_a.ini", "[x]\nbackbone = cyc_b.ini\n");
+  tt_test_write_text ("cyc_b.ini", "[y]\nbackbone = cyc_a.ini\n");
+  dialect_refused ("bbcycle.ini", BB_MODEL "[bb]\nbackbone = cyc_a.ini\n"
+      BB_HEAD, "cyc_b.ini: [y] backbone", "includes itself");
+  dialect_refused ("bbkey.ini", BB_MODEL "[bb]\nbackbone = part.ini\n"
+      "unit = 3\n" BB_HEAD, "[bb] unit", "unknown key");
+  dialect_refused ("bbtrain.ini", BB_MODEL "[bb]\nbackbone = part.ini\n"
+      "trainable = maybe\n" BB_HEAD, "[bb] trainable", "boolean");
+  /* an error inside the backbone names its file */
+  tt_test_write_text ("bad_part.ini", "[bb_fc]\ntype = fully_connected\n"
+      "unit = many\n");
+  dialect_refused ("bbbad.ini", BB_MODEL "[bb]\nbackbone = bad_part.ini\n"
+      BB_HEAD, "bad_part.ini: [bb_fc] unit", "'many'");
+  /* layers named twice across the files */
+  tt_test_write_text ("dup_part.ini", "[fc2]\ntype = fully_connected\n"
+      "unit = 3\n");
+  dialect_refused ("bbdup.ini", BB_MODEL "[bb]\nbackbone = dup_part.ini\n"
+      BB_HEAD, "[fc2]", "duplicate layer name");
 }
 
 /* ---- nntrainer's own files ------------------------------------------- */
@@ -435,8 +546,7 @@ test_probes (void)
     {"train_set_relative", true, NULL},
     /* nntrainer accepts it; tensor-trainer trains in float32 only */
     {"loss_scale", false, "loss_scale"},
-    /* nntrainer inlines it; not supported here */
-    {"backbone_ini", false, "backbone not supported"},
+    {"backbone_ini", true, NULL},
     {"backbone_tflite", false, "only INI backbones"},
     {"layer_unknown_key", false, "colour"},
     {"memory_swap", false, "memory_swap"},
@@ -647,7 +757,8 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_torch_ref_formula);
   TT_TEST_RUN (test_initializer_none);
   TT_TEST_RUN (test_data_sets);
-  TT_TEST_RUN (test_backbone);
+  TT_TEST_RUN (test_backbone_inlined);
+  TT_TEST_RUN (test_backbone_refused);
   TT_TEST_RUN (test_fc_model_ini);
   TT_TEST_RUN (test_probes);
   TT_TEST_RUN (test_clip_hand_computed);

@@ -77,6 +77,9 @@ tt_model_free (tt_model * m)
   free (m->uses);
   free (m->ini_text);
   free (m->save_best_path);
+  for (uint32_t i = 0; i < m->n_backbone_dicts; i++)
+    iniparser_freedict (m->backbone_dicts[i]);
+  free (m->backbone_dicts);
   free (m->canonical);
   free (m->pool);
   if (m->map)

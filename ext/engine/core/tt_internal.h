@@ -120,6 +120,9 @@ struct tt_model {
   float clip_grad_norm;
   /* [Model] save_best_path as written, or NULL (tt_model_save_best_path) */
   char *save_best_path;
+  /* the parsed backbone INIs (backbone = X.ini), kept as the model's own */
+  void **backbone_dicts;
+  uint32_t n_backbone_dicts;
 
   tt_layer *layers;             /* topological order after compile */
   uint32_t n_layers, cap_layers;

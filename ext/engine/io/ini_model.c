@@ -354,18 +354,131 @@ ini_parse_data_set (const tt_section * s, tt_error * err)
   return tt_section_uint (s, "buffer_size", 1, UINT32_MAX, &size, err);
 }
 
-/* A section made of another model file (nntrainer's backbone = FILE). */
-static tt_status
-ini_backbone (const tt_section * s, tt_error * err)
+/* Sections that are never layers (nntrainer's ini_interpreter.cpp). */
+static bool
+ini_not_layer (const char *name)
 {
+  static const char *const names[] = {
+    "model", "optimizer", "learningratescheduler", "dataset", "train_set",
+    "valid_set", "test_set", NULL
+  };
+  for (int i = 0; names[i]; i++)
+    if (!strcmp (name, names[i]))
+      return true;
+  return false;
+}
+
+#define BACKBONE_DEPTH 8
+
+/* The files being inlined, outermost first: for cycles and the depth. */
+typedef struct
+{
+  char paths[BACKBONE_DEPTH + 1][PATH_MAX];
+  int depth;
+} ini_backbone_stack;
+
+static tt_status ini_backbone (tt_model * m, const tt_section * s,
+    ini_backbone_stack * stack, tt_error * err);
+static char *ini_read_file (const char *path, size_t *len_out, tt_error * err);
+
+/* The layer sections of the backbone INI at path, in order, into the
+ * model (its [Model], [Optimizer]... skipped), each trainable as the
+ * including section says. The dictionary is kept with the model. */
+static tt_status
+ini_backbone_layers (tt_model * m, const char *path, bool trainable,
+    ini_backbone_stack * stack, tt_error * err)
+{
+  size_t len, skip;
+  char *text = ini_read_file (path, &len, err);
+  if (!text)
+    return err ? err->status : TT_ERR_IO;
+  tt_status st = tt_ini_strict_check (text, len, path, &skip, err);
+  dictionary *d = st ? NULL : tt_ini_text_parse (text + skip, len - skip,
+      path, err);
+  free (text);
+  if (st)
+    return st;
+  if (!d)
+    return err ? err->status : TT_ERR_PARSE;
+  void **grown = realloc (m->backbone_dicts,
+      (m->n_backbone_dicts + 1) * sizeof *grown);
+  if (!grown) {
+    iniparser_freedict (d);
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", path);
+  }
+  m->backbone_dicts = grown;
+  m->backbone_dicts[m->n_backbone_dicts++] = d;
+  int nsec = iniparser_getnsec (d);
+  for (int i = 0; i < nsec && !st; i++) {
+    tt_section s = { path, iniparser_getsecname (d, i), d };
+    if (!s.name || !*s.name)
+      return tt_fail (err, TT_ERR_PARSE, "%s: section with an empty name",
+          path);
+    if (tt_plan_section_name (s.name))
+      return tt_section_error (&s, NULL, err, TT_ERR_INVALID, "a backbone "
+          "cannot hold a plan (use the plain INI it was made from)");
+    if (ini_not_layer (s.name))
+      continue;
+    if (tt_section_has (&s, "backbone")) {
+      st = ini_backbone (m, &s, stack, err);
+      continue;
+    }
+    uint32_t before = m->n_layers;
+    st = ini_parse_layer_section (m, &s, err);
+    if (!st && m->n_layers == before + 1)
+      m->layers[before].trainable = trainable;
+  }
+  return st;
+}
+
+/* A section made of another model file (nntrainer's backbone = FILE):
+ * an INI's layer sections are inlined in its place, the path relative to
+ * the folder of the file that names it; the section's other keys but
+ * trainable are not read (as nntrainer: input_layers there has no
+ * effect, the backbone's layers carry their own). */
+static tt_status
+ini_backbone (tt_model * m, const tt_section * s, ini_backbone_stack * stack,
+    tt_error * err)
+{
+  static const char *const keys[] = {
+    "backbone", "trainable", "input_layers", NULL
+  };
+  tt_status st = tt_section_check_keys (s, keys, err);
+  if (st)
+    return st;
   const char *file = tt_section_string (s, "backbone");
   size_t len = strlen (file);
   if (len < 4 || strcasecmp (file + len - 4, ".ini"))
     return tt_section_error (s, "backbone", err, TT_ERR_INVALID,
         "backbone %s: only INI backbones are supported", file);
-  return tt_section_error (s, "backbone", err, TT_ERR_INVALID,
-      "backbone %s: backbone not supported (copy its layer sections into "
-      "this INI instead)", file);
+  bool trainable = true;
+  if ((st = tt_section_bool (s, "trainable", &trainable, err)))
+    return st;
+  char path[4096], dir[4096];
+  snprintf (dir, sizeof dir, "%s", s->file);
+  char *slash = strrchr (dir, '/');
+  if (file[0] == '/' || !slash)
+    snprintf (path, sizeof path, "%s", file);
+  else if (snprintf (path, sizeof path, "%.*s/%s", (int) (slash - dir), dir,
+          file) >= (int) sizeof path)
+    return tt_section_error (s, "backbone", err, TT_ERR_INVALID,
+        "path too long");
+  if (stack->depth > BACKBONE_DEPTH)
+    return tt_section_error (s, "backbone", err, TT_ERR_INVALID,
+        "backbone %s: more than %d nested backbones", path, BACKBONE_DEPTH);
+  char *real = stack->paths[stack->depth];
+  if (!realpath (path, real))
+    return tt_section_error (s, "backbone", err, TT_ERR_IO,
+        "backbone %s: cannot open: %s", path, strerror (errno));
+  for (int i = 0; i < stack->depth; i++)
+    if (!strcmp (stack->paths[i], real))
+      return tt_section_error (s, "backbone", err, TT_ERR_INVALID,
+          "backbone %s includes itself (a cycle of %d file(s))", path,
+          stack->depth - i);
+  stack->depth++;
+  st = ini_backbone_layers (m, path, trainable, stack, err);
+  stack->depth--;
+  return st;
 }
 
 static tt_status ini_parse_dict (tt_model * m, tt_error * err);
@@ -397,14 +510,14 @@ ini_check_last_line (const tt_model * m, tt_error * err)
       "(a line continuation) but no line follows", m->path, line);
 }
 
-tt_status
-tt_ini_parse_model (tt_model * m, tt_error * err)
+/* The whole file, NUL-terminated (malloc'd), or NULL and an error. */
+static char *
+ini_read_file (const char *path, size_t *len_out, tt_error * err)
 {
-  /* the text is kept: an optimized INI is this text plus the plan */
-  FILE *fp = fopen (m->path, "rb");
+  FILE *fp = fopen (path, "rb");
   if (!fp)
-    return tt_fail (err, TT_ERR_IO, "%s: cannot open: %s", m->path,
-        strerror (errno));
+    return tt_fail (err, TT_ERR_IO, "%s: cannot open: %s", path,
+        strerror (errno)), NULL;
   size_t cap = 4096, len = 0;
   char *text = malloc (cap);
   for (size_t got = 1; text && got > 0;) {
@@ -414,7 +527,7 @@ tt_ini_parse_model (tt_model * m, tt_error * err)
         free (text);
         fclose (fp);
         return tt_fail (err, TT_ERR_INVALID, "%s: larger than %d MiB or out "
-            "of memory", m->path, INI_MAX_BYTES >> 20);
+            "of memory", path, INI_MAX_BYTES >> 20), NULL;
       }
       text = grown;
       cap *= 2;
@@ -426,9 +539,21 @@ tt_ini_parse_model (tt_model * m, tt_error * err)
   fclose (fp);
   if (!text || read_error) {
     free (text);
-    return tt_fail (err, TT_ERR_IO, "%s: cannot read", m->path);
+    return tt_fail (err, TT_ERR_IO, "%s: cannot read", path), NULL;
   }
   text[len] = '\0';
+  *len_out = len;
+  return text;
+}
+
+tt_status
+tt_ini_parse_model (tt_model * m, tt_error * err)
+{
+  /* the text is kept: an optimized INI is this text plus the plan */
+  size_t len;
+  char *text = ini_read_file (m->path, &len, err);
+  if (!text)
+    return err ? err->status : TT_ERR_IO;
   m->ini_text = text;
   m->ini_len = len;
   size_t skip;
@@ -506,13 +631,17 @@ ini_parse_dict (tt_model * m, tt_error * err)
 
   const tt_section *opt = NULL, *sched = NULL;
   tt_section opt_s, sched_s, model_s = { m->path, NULL, d };
+  /* (large: PATH_MAX per level, so static only when needed) */
+  ini_backbone_stack *stack = NULL;
   bool have_model = false;
   for (int i = 0; i < nsec; i++) {
     tt_section s = { m->path, iniparser_getsecname (d, i), d };
     tt_status st = TT_OK;
-    if (!s.name || !*s.name)
+    if (!s.name || !*s.name) {
+      free (stack);
       return tt_fail (err, TT_ERR_PARSE, "%s: section with an empty name",
           m->path);
+    }
     if (tt_plan_section_name (s.name)) {
       /* checked against the rebuilt graph at compile (plan_ini.c) */
       m->stored_plan = true;
@@ -530,7 +659,12 @@ ini_parse_dict (tt_model * m, tt_error * err)
         || !strcmp (s.name, "test_set")) {
       st = ini_parse_data_set (&s, err);
     } else if (tt_section_has (&s, "backbone")) {
-      st = ini_backbone (&s, err);
+      if (!stack && !(stack = calloc (1, sizeof *stack)))
+        return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+      /* the model's own file first: a backbone naming it is a cycle */
+      if (stack->depth == 0 && realpath (m->path, stack->paths[0]))
+        stack->depth = 1;
+      st = ini_backbone (m, &s, stack, err);
     } else if (!strcmp (s.name, "dataset")) {
       /* data comes from the stream or the command line; the keys are
        * accepted so nntrainer's files load, and otherwise unused */
@@ -538,9 +672,12 @@ ini_parse_dict (tt_model * m, tt_error * err)
     } else {
       st = ini_parse_layer_section (m, &s, err);
     }
-    if (st)
+    if (st) {
+      free (stack);
       return st;
+    }
   }
+  free (stack);
   if (!have_model)
     return tt_fail (err, TT_ERR_INVALID, "%s: missing [Model] section",
         m->path);
