@@ -28,7 +28,7 @@ typedef struct
 {
   tt_model *m;
   void *pristine;               /* the pool after compile */
-  size_t sizes[4];              /* the valid file sizes */
+  size_t sizes[6];              /* the valid file sizes */
   size_t weights;               /* bytes of weights */
   bool adam;
 } fuzz_model;
@@ -73,6 +73,10 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
     f->sizes[1] = f->weights + 8;
     f->sizes[2] = f->adam ? f->weights + 4 + mom : f->weights;
     f->sizes[3] = f->adam ? f->weights + 4 + mom + 8 : f->weights + 8;
+    /* nntrainer's save() after initialize() or train(): the tag without
+     * moments, with or without counters */
+    f->sizes[4] = f->adam ? f->weights + 4 : f->weights;
+    f->sizes[5] = f->adam ? f->weights + 4 + 8 : f->weights + 8;
     twins[i] = tt_model_load_ini_text (fuzz_models[i],
         strlen (fuzz_models[i]), i ? "sgd.ini" : "adam.ini", &err);
     FUZZ_CHECK (twins[i] && tt_model_set_inference (twins[i], true,
@@ -137,7 +141,8 @@ fuzz_check_saved (const fuzz_model * f, const uint8_t * bin, size_t len)
       f->sizes[3]);
   /* the weights as loaded */
   FUZZ_CHECK (!memcmp (saved, bin, f->weights), "weights changed");
-  bool counters = len == f->sizes[1] || len == f->sizes[3];
+  bool counters = len == f->sizes[1] || len == f->sizes[3] ||
+      len == f->sizes[5];
   bool moments = f->adam && (len == f->sizes[2] || len == f->sizes[3]);
   if (moments)
     FUZZ_CHECK (!memcmp (saved + f->weights, bin + f->weights,
@@ -162,7 +167,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   const uint8_t *bin = data + 2;
   size_t len = size - 2;
   if (data[0] & 2) {
-    len = f->sizes[data[1] & 3];
+    len = f->sizes[data[1] % 6];
     if (len > fitted_cap) {
       free (fitted);
       fitted = malloc (fitted_cap = len);
@@ -170,7 +175,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     }
     memset (fitted, 0, len);
     memcpy (fitted, bin, size - 2 < len ? size - 2 : len);
-    if (f->adam && len > f->weights + 4 && !(data[0] & 4))
+    if (f->adam && len >= f->weights + 4 && !(data[0] & 4))
       memcpy (fitted + f->weights, "adam", 4);
     bin = fitted;
   }
@@ -206,7 +211,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     return 0;
   }
   bool valid_size = false;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 6; i++)
     valid_size |= len == f->sizes[i];
   FUZZ_CHECK (valid_size, "a %zu-byte file was accepted", len);
   for (uint32_t l = 0; l < f->m->n_layers; l++)

@@ -114,8 +114,18 @@ class Net:
 
     def __init__(self, gen):
         self.gen = gen
-        self.weights = []
+        self.weights = []           # in the order they are drawn (INI order)
         self.layers = []            # (name, kind, size) for the INI cross-check
+        self.bin_layers = None      # nntrainer's BIN order of layers, if not that
+
+    def bin_weights(self):
+        """The weights in nntrainer's BIN order: reverse DFS post-order of
+        the consumer graph (tests/interop/nntrainer/FINDINGS.md, section 1),
+        which differs from the INI order only where branches run in parallel."""
+        if self.bin_layers is None:
+            return list(self.weights)
+        rank = {name: i for i, name in enumerate(self.bin_layers)}
+        return sorted(self.weights, key=lambda w: rank[w.layer])
 
     def _uniform(self, shape, lo, hi):
         return lo + (hi - lo) * torch.rand(shape, generator=self.gen, dtype=torch.float32)
@@ -415,6 +425,8 @@ def build_branchy(net):
     net.conv("branch_b", 4, 4, 1)
     net.bn("bn1", 8 * 3 * 3)
     net.fc("output", 72, 5)
+    # bn0 feeds branch_a and branch_b: nntrainer's sort emits them reversed
+    net.bin_layers = ["conv0", "bn0", "branch_b", "branch_a", "bn1", "output"]
 
 
 def forward_branchy(ctx, x):
@@ -600,11 +612,11 @@ def write_case(c, r):
         parts = [f32(w.bin_of(t)) for (w, t) in items]
         return np.concatenate(parts) if parts else np.zeros(0, "<f4")
 
-    init = cat_bin([(w, w.tensor) for w in net.weights])
-    grads = cat_bin([(w, r["grads"][w.key]) for w in net.weights if w.trainable])
-    after_w = cat_bin([(w, r["after"][w.key]) for w in net.weights])
+    init = cat_bin([(w, w.tensor) for w in net.bin_weights()])
+    grads = cat_bin([(w, r["grads"][w.key]) for w in net.bin_weights() if w.trainable])
+    after_w = cat_bin([(w, r["after"][w.key]) for w in net.bin_weights()])
     mv = []
-    for w in net.weights:
+    for w in net.bin_weights():
         if w.trainable:
             m, v = r["moments"][w.key]
             mv.append((w, m))
@@ -648,7 +660,7 @@ def write_case(c, r):
     for fn, data in files.items():
         with open(os.path.join(d, fn), "rb") as f:
             assert f.read() == data, fn
-    n_train = sum(w.tensor.numel() for w in net.weights if w.trainable)
+    n_train = sum(w.tensor.numel() for w in net.bin_weights() if w.trainable)
     assert grads.size == n_train and after_mv.size == 2 * n_train and after_w.size == init.size
     return files, meta
 
@@ -706,14 +718,14 @@ def tol_violation(a, b, extra=None):
 def split_after(net, r):
     """(weights, m, v, grads) of a result, each concatenated in BIN layout."""
     cat = lambda xs: np.concatenate([np.asarray(x, np.float64).reshape(-1) for x in xs])
-    wts = cat([w.bin_of(r["after"][w.key]) for w in net.weights])
-    tr = [w for w in net.weights if w.trainable]
+    wts = cat([w.bin_of(r["after"][w.key]) for w in net.bin_weights()])
+    tr = [w for w in net.bin_weights() if w.trainable]
     m = cat([w.bin_of(r["moments"][w.key][0]) for w in tr])
     v = cat([w.bin_of(r["moments"][w.key][1]) for w in tr])
     g = cat([w.bin_of(r["grads"][w.key]) for w in tr])
     # gradient per weight value in BIN order (inf for the moving statistics)
     gw = cat([w.bin_of(r["grads"][w.key]) if w.trainable else np.full(w.tensor.numel(), np.inf)
-              for w in net.weights])
+              for w in net.bin_weights()])
     return wts, m, v, g, gw
 
 

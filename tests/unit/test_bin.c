@@ -379,14 +379,19 @@ bt_model (const bt_spec * s)
     const char *what;
     size_t len;
     bool moments, counters;
-  } sizes[4] = {
+  } sizes[6] = {
     {"weights", w, false, false},
     {"weights_counters", w + 8, false, true},
     {"weights_moments", w + 4 + mom, true, false},
     {"weights_moments_counters", full, true, true},
+    /* nntrainer's save() after initialize() or train(): the tag, no
+     * moments (and without counters, an INFERENCE-compiled model's) */
+    {"weights_tag", w + 4, false, false},
+    {"weights_tag_counters", w + 12, false, true},
   };
-  for (int i = 0; i < (s->adam ? 4 : 2); i++) {
-    size_t len = sizes[i].moments ? w + 4 + mom : w;
+  for (int i = 0; i < (s->adam ? 6 : 2); i++) {
+    /* (the tag comes with the weights copied from the full file) */
+    size_t len = sizes[i].moments ? w + 4 + mom : i >= 4 ? w + 4 : w;
     memcpy (v, a, len);
     if (sizes[i].counters) {
       memcpy (v + len, new_counters, 8);
@@ -441,9 +446,9 @@ bt_model (const bt_spec * s)
   CHECK (st == TT_OK, "%s: %s", s->name, err.message);
 
   /* d. sizes off by 1 or 4 from each valid one, and an empty file */
-  size_t valid[4] = { w, w + 8, w + 4 + mom, full };
-  int n_valid = s->adam ? 4 : 2;
-  size_t wrong[20];
+  size_t valid[6] = { w, w + 8, w + 4 + mom, full, w + 4, w + 12 };
+  int n_valid = s->adam ? 6 : 2;
+  size_t wrong[28];
   int n_wrong = 0;
   wrong[n_wrong++] = 0;
   for (int i = 0; i < n_valid; i++) {

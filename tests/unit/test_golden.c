@@ -93,6 +93,22 @@ golden_compare (const char *what, const float *got, const float *want,
   return bad;
 }
 
+/* The model's weights in BIN order (nntrainer's: io/bin.c), which is not
+ * the INI order where branches run in parallel (branchy_bn). malloc'd. */
+static tt_weight **
+golden_bin_weights (tt_model * m, uint32_t * n)
+{
+  int *ids = tt_bin_regions (m, false, n);
+  tt_weight **w = calloc (*n + 1, sizeof *w);
+  for (uint32_t i = 0; ids && w && i < *n; i++)
+    for (uint32_t c = 0; c < m->n_layers; c++)
+      for (uint32_t k = 0; k < m->layers[c].n_weights; k++)
+        if (m->layers[c].weights[k].value == ids[i])
+          w[i] = &m->layers[c].weights[k];
+  free (ids);
+  return w;
+}
+
 static void
 golden_case (const char *dir)
 {
@@ -156,19 +172,20 @@ golden_case (const char *dir)
   float *ours = malloc (grads.count * sizeof *ours + 4);
   bool *loose = calloc (total_weights + 1, sizeof *loose);
   size_t gi = 0, wi = 0;
-  for (uint32_t c = 0; c < m->n_layers; c++) {
-    tt_layer *l = &m->layers[m->canonical[c]];
-    for (uint32_t k = 0; k < l->n_weights; k++) {
-      tt_weight *w = &l->weights[k];
-      if (w->grad >= 0 && gi + w->count <= grads.count) {
-        memcpy (ours + gi, tt_data (m, w->grad), w->count * sizeof *ours);
-        for (size_t j = 0; j < w->count; j++)
-          loose[wi + j] = fabsf (grads.data[gi + j]) < 1e-5f;
-        gi += w->count;
-      }
-      wi += w->count;
+  uint32_t n_bin;
+  tt_weight **bin_w = golden_bin_weights (m, &n_bin);
+  CHECK (bin_w != NULL, "%s: out of memory", dir);
+  for (uint32_t i = 0; bin_w && i < n_bin; i++) {
+    tt_weight *w = bin_w[i];
+    if (w->grad >= 0 && gi + w->count <= grads.count) {
+      memcpy (ours + gi, tt_data (m, w->grad), w->count * sizeof *ours);
+      for (size_t j = 0; j < w->count; j++)
+        loose[wi + j] = fabsf (grads.data[gi + j]) < 1e-5f;
+      gi += w->count;
     }
+    wi += w->count;
   }
+  free (bin_w);
   CHECK (gi == grads.count, "%s: %zu gradient values, torch has %zu", dir,
       gi, grads.count);
   CHECK (golden_compare ("grads", ours, grads.data, grads.count, NULL) == 0,
@@ -221,20 +238,19 @@ golden_case (const char *dir)
     float *m_ours = malloc (nm * 4 + 4), *v_ours = malloc (nm * 4 + 4);
     float *m_want = malloc (nm * 4 + 4), *v_want = malloc (nm * 4 + 4);
     size_t at = total_weights + 1, k = 0;
-    for (uint32_t c = 0; c < m->n_layers; c++) {
-      tt_layer *l = &m->layers[m->canonical[c]];
-      for (uint32_t q = 0; q < l->n_weights; q++) {
-        tt_weight *w = &l->weights[q];
-        if (!w->trainable)
-          continue;
-        memcpy (m_ours + k, mine.data + at, w->count * 4);
-        memcpy (m_want + k, after.data + at, w->count * 4);
-        memcpy (v_ours + k, mine.data + at + w->count, w->count * 4);
-        memcpy (v_want + k, after.data + at + w->count, w->count * 4);
-        at += 2 * w->count;
-        k += w->count;
-      }
+    bin_w = golden_bin_weights (m, &n_bin);
+    for (uint32_t i = 0; bin_w && i < n_bin; i++) {
+      tt_weight *w = bin_w[i];
+      if (!w->trainable)
+        continue;
+      memcpy (m_ours + k, mine.data + at, w->count * 4);
+      memcpy (m_want + k, after.data + at, w->count * 4);
+      memcpy (v_ours + k, mine.data + at + w->count, w->count * 4);
+      memcpy (v_want + k, after.data + at + w->count, w->count * 4);
+      at += 2 * w->count;
+      k += w->count;
     }
+    free (bin_w);
     CHECK (golden_compare ("adam m", m_ours, m_want, nm, NULL) == 0,
         "%s: first moments differ", dir);
     CHECK (golden_compare ("adam v", v_ours, v_want, nm, NULL) == 0,

@@ -254,6 +254,10 @@ bool tt_bin_saves_moments (const tt_model * m);
  * with moments each trainable weight's two moments. malloc'd; NULL when
  * out of memory (*n = 0 for none). */
 int *tt_bin_regions (tt_model * m, bool moments, uint32_t * n);
+/* Their names ("layer:suffix", moments "layer:suffix:m" and ":v"), from
+ * the layers alone: after tt_graph_build, before any tensor exists. One
+ * malloc'd block; NULL when out of memory (*n = 0). */
+char **tt_bin_region_names (const tt_model * m, bool moments, uint32_t * n);
 /* Which parts a BIN of size bytes holds for this model; an error naming
  * name and the sizes expected when no BIN of this model has that size. */
 tt_status tt_bin_layout (tt_model * m, size_t size, const char *name,

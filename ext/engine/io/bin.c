@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * nntrainer's BIN weights: no header; every layer's weights in INI order,
- * raw little-endian float32; for Adam the 4 bytes "adam" then each
- * trainable weight's first and second moments; then the epoch and
- * iteration counters as uint32. A file is accepted only at one of the
- * exact sizes such a file can have for this model, and only if every value
- * is one the model can hold (state_check.c): the model is not touched until
- * the whole file checked out. A save refuses the same values.
+ * nntrainer's BIN weights: no header; every layer's weights in nntrainer's
+ * order (bin_layer_order), raw little-endian float32; for Adam the 4 bytes
+ * "adam" then each trainable weight's first and second moments (none in
+ * what nntrainer's save() writes after initialize() or train()); then the
+ * epoch and iteration counters as uint32. A file is accepted only at one
+ * of the exact sizes such a file can have for this model, and only if
+ * every value is one the model can hold (state_check.c): the model is not
+ * touched until the whole file checked out. A save refuses the same
+ * values.
  */
 #include "tt_internal.h"
 #include "atomic_file.h"
@@ -25,6 +27,99 @@
 #define BIN_TAG_LEN 4
 #define BIN_COUNTERS 8
 
+
+/* The layers in the order nntrainer's NeuralNetwork::save walks them
+ * (tests/interop/nntrainer/FINDINGS.md, section 1): GraphCore's
+ * topological sort, a depth-first search that emits reverse post-order.
+ * Nodes are taken in nntrainer's node-list order, which is ours by
+ * creation (sections in INI order, each realized activation or flatten
+ * right after its layer; multiouts and the loss sit elsewhere in ours, but
+ * they are chain links and leaves, which do not move a weighted layer);
+ * each node's consumers are visited in that order too, and every node not
+ * yet visited starts a new search. For a chain this is the INI order;
+ * parallel branches come out in reverse INI order. A weight shared
+ * between layers would be written by its first layer in this order; the
+ * engine has none. malloc'd, n_layers entries; NULL when out of memory. */
+static int *
+bin_layer_order (const tt_model * m)
+{
+  const uint32_t n = m->n_layers;
+  uint32_t edges = 0;
+  for (uint32_t i = 0; i < n; i++)
+    edges += m->layers[i].n_inputs;
+  const size_t slots = (size_t) n + 1;
+  int *list = malloc (slots * sizeof *list);
+  int *start = calloc (slots + 1, sizeof *start);
+  int *fill = malloc (slots * sizeof *fill);
+  int *adj = malloc (((size_t) edges + 1) * sizeof *adj);
+  int *stack = malloc (slots * sizeof *stack);
+  int *next = malloc (slots * sizeof *next);
+  bool *seen = calloc (slots, sizeof *seen);
+  int *out = malloc (slots * sizeof *out);
+  if (!list || !start || !fill || !adj || !stack || !next || !seen || !out) {
+    free (out);
+    out = NULL;
+    goto done;
+  }
+  /* the node list: layers by creation (a permutation of 0..n-1 after the
+   * graph dropped folded layers, so sort rather than index) */
+  for (uint32_t i = 0; i < n; i++)
+    list[i] = (int) i;
+  for (uint32_t i = 1; i < n; i++) {
+    const int v = list[i];
+    uint32_t j = i;
+    for (; j > 0 && m->layers[list[j - 1]].creation > m->layers[v].creation;
+        j--)
+      list[j] = list[j - 1];
+    list[j] = v;
+  }
+  /* consumers of each layer, in node-list order (CSR) */
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t k = 0; k < m->layers[i].n_inputs; k++)
+      start[m->layers[i].inputs[k].layer + 1]++;
+  for (uint32_t i = 0; i < n; i++)
+    start[i + 1] += start[i];
+  memcpy (fill, start, n * sizeof *fill);
+  for (uint32_t i = 0; i < n; i++) {
+    const tt_layer *l = &m->layers[list[i]];
+    for (uint32_t k = 0; k < l->n_inputs; k++)
+      adj[fill[l->inputs[k].layer]++] = list[i];
+  }
+  /* the search, without recursion; post-order fills out from the end */
+  uint32_t left = n;
+  for (uint32_t r = 0; r < n; r++) {
+    if (seen[list[r]])
+      continue;
+    uint32_t depth = 0;
+    stack[depth] = list[r];
+    next[depth++] = start[list[r]];
+    seen[list[r]] = true;
+    while (depth > 0) {
+      const int at = stack[depth - 1];
+      if (next[depth - 1] < start[at + 1]) {
+        const int c = adj[next[depth - 1]++];
+        if (!seen[c]) {
+          seen[c] = true;
+          stack[depth] = c;
+          next[depth++] = start[c];
+        }
+      } else {
+        out[--left] = at;
+        depth--;
+      }
+    }
+  }
+done:
+  free (list);
+  free (start);
+  free (fill);
+  free (adj);
+  free (stack);
+  free (next);
+  free (seen);
+  return out;
+}
+
 /* Calls fn for each float region of the file, in file order; moments only
  * when with_moments. tensor is -1 for a region the model does not hold (an
  * inference-only model keeps no moments): count says how many floats it
@@ -37,19 +132,22 @@ static tt_status
 bin_for_each (tt_model * m, bool with_moments, bool moments_only,
     bin_region_fn fn, void *ctx, tt_error * err)
 {
-  tt_status st;
-  for (uint32_t c = 0; c < m->n_layers; c++) {
-    tt_layer *l = &m->layers[m->canonical[c]];
+  tt_status st = TT_OK;
+  int *order = bin_layer_order (m);
+  if (!order)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  for (uint32_t c = 0; c < m->n_layers && !moments_only; c++) {
+    tt_layer *l = &m->layers[order[c]];
     for (uint32_t i = 0; i < l->n_weights; i++)
-      if (!moments_only && (st = fn (m, l->weights[i].value,
-                  l->weights[i].count, m->tensors[l->weights[i].value].name,
-                  TT_STATE_WEIGHT, ctx, err)))
-        return st;
+      if ((st = fn (m, l->weights[i].value, l->weights[i].count,
+                  m->tensors[l->weights[i].value].name, TT_STATE_WEIGHT, ctx,
+                  err)))
+        goto out;
   }
   if (!with_moments)
-    return TT_OK;
+    goto out;
   for (uint32_t c = 0; c < m->n_layers; c++) {
-    tt_layer *l = &m->layers[m->canonical[c]];
+    tt_layer *l = &m->layers[order[c]];
     for (uint32_t i = 0; i < l->n_weights; i++) {
       tt_weight *w = &l->weights[i];
       if (!w->trainable)
@@ -62,11 +160,13 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
         if ((st = fn (m, w->opt[k], w->count, w->opt[k] >= 0 ?
                     m->tensors[w->opt[k]].name : skipped,
                     k ? TT_STATE_ADAM_V : TT_STATE_ADAM_M, ctx, err)))
-          return st;
+          goto out;
       }
     }
   }
-  return TT_OK;
+out:
+  free (order);
+  return st;
 }
 
 bool
@@ -83,24 +183,14 @@ tt_bin_saves_moments (const tt_model * m)
   return tt_bin_has_moments (m) && !m->moments_missing && !m->inference;
 }
 
-static tt_status
-bin_sum_bytes (tt_model * m, int tensor, size_t count,
-    const char *name, tt_state_kind kind, void *ctx, tt_error * err)
-{
-  (void) name;
-  (void) m;
-  (void) tensor;
-  (void) kind;
-  (void) err;
-  *(size_t *) ctx += count * sizeof (float);
-  return TT_OK;
-}
-
+/* The sizes do not depend on the order: no allocation, no failure. */
 size_t
 tt_bin_weight_bytes (const tt_model * m)
 {
   size_t bytes = 0;
-  bin_for_each ((tt_model *) m, false, false, bin_sum_bytes, &bytes, NULL);
+  for (uint32_t c = 0; c < m->n_layers; c++)
+    for (uint32_t i = 0; i < m->layers[c].n_weights; i++)
+      bytes += m->layers[c].weights[i].count * sizeof (float);
   return bytes;
 }
 
@@ -109,7 +199,10 @@ bin_moment_bytes (tt_model * m)
 {
   size_t bytes = 0;
   if (tt_bin_has_moments (m))
-    bin_for_each (m, true, true, bin_sum_bytes, &bytes, NULL);
+    for (uint32_t c = 0; c < m->n_layers; c++)
+      for (uint32_t i = 0; i < m->layers[c].n_weights; i++)
+        if (m->layers[c].weights[i].trainable)
+          bytes += 2 * m->layers[c].weights[i].count * sizeof (float);
   return bytes;
 }
 
@@ -139,14 +232,58 @@ int *
 tt_bin_regions (tt_model * m, bool moments, uint32_t * n)
 {
   bin_id_list l = { NULL, 0 };
-  bin_for_each (m, moments, false, bin_collect, &l, NULL);
-  *n = l.n;
+  *n = 0;
+  if (bin_for_each (m, moments, false, bin_collect, &l, NULL))
+    return NULL;
   l.ids = malloc ((l.n ? l.n : 1) * sizeof *l.ids);
   if (!l.ids)
     return NULL;
   l.n = 0;
-  bin_for_each (m, moments, false, bin_collect, &l, NULL);
+  if (bin_for_each (m, moments, false, bin_collect, &l, NULL)) {
+    free (l.ids);
+    return NULL;
+  }
+  *n = l.n;
   return l.ids;
+}
+
+char **
+tt_bin_region_names (const tt_model * m, bool moments, uint32_t * n)
+{
+  *n = 0;
+  int *order = bin_layer_order (m);
+  if (!order)
+    return NULL;
+  uint32_t count = 0;
+  for (uint32_t c = 0; c < m->n_layers; c++)
+    for (uint32_t i = 0; i < m->layers[c].n_weights; i++)
+      count += 1 + (moments && m->layers[c].weights[i].trainable ? 2 : 0);
+  const size_t len = sizeof ((tt_tensor *) 0)->name;
+  char **names = malloc ((count ? count : 1) * (sizeof *names + len));
+  if (!names) {
+    free (order);
+    return NULL;
+  }
+  char *text = (char *) (names + (count ? count : 1));
+  uint32_t k = 0;
+  for (int pass = 0; pass < (moments ? 2 : 1); pass++)
+    for (uint32_t c = 0; c < m->n_layers; c++) {
+      const tt_layer *l = &m->layers[order[c]];
+      for (uint32_t i = 0; i < l->n_weights; i++) {
+        if (pass && !l->weights[i].trainable)
+          continue;
+        names[k] = text + (size_t) k *len;
+        snprintf (names[k++], len, "%s:%s%s", l->name, l->weights[i].suffix,
+            pass ? ":m" : "");
+        if (pass) {
+          names[k] = text + (size_t) k *len;
+          snprintf (names[k++], len, "%s:%s:v", l->name, l->weights[i].suffix);
+        }
+      }
+    }
+  free (order);
+  *n = k;
+  return names;
 }
 
 /* Every value a save writes (the weights and, when it saves them, the
@@ -183,28 +320,42 @@ tt_state_check_saveable (tt_model * m, const char *path, tt_error * err)
   return st;
 }
 
-tt_status
-tt_bin_layout (tt_model * m, size_t size, const char *name, bool *moments,
-    bool *counters, tt_error * err)
+/* Which parts a BIN of size bytes holds. An Adam model's file comes in
+ * the sizes nntrainer writes: the weights and the counters, each part
+ * optional, and between them the tag "adam" followed either by every
+ * trainable weight's m and v (what a training run's save_path gets, and
+ * what we write) or by nothing (what nntrainer's save() writes after
+ * initialize() or train(), its moments not being allocated then; its load
+ * reads the counters there). When the moments take exactly 8 bytes,
+ * weights + 12 reads as tag and counters, nntrainer's usual file. */
+static tt_status
+bin_layout (tt_model * m, size_t size, const char *name, bool *tag,
+    bool *moments, bool *counters, tt_error * err)
 {
   const size_t w = tt_bin_weight_bytes (m);
   const size_t mom = bin_moment_bytes (m);
   const bool adam = tt_bin_has_moments (m);
-  *moments = *counters = false;
+  *tag = *moments = *counters = false;
   if (size == w) {
   } else if (size == w + BIN_COUNTERS) {
     *counters = true;
+  } else if (adam && size == w + BIN_TAG_LEN) {
+    *tag = true;
+  } else if (adam && size == w + BIN_TAG_LEN + BIN_COUNTERS) {
+    *tag = *counters = true;
   } else if (adam && size == w + BIN_TAG_LEN + mom) {
-    *moments = true;
+    *tag = *moments = true;
   } else if (adam && size == w + BIN_TAG_LEN + mom + BIN_COUNTERS) {
-    *moments = *counters = true;
+    *tag = *moments = *counters = true;
   } else if (adam) {
     return tt_fail (err, TT_ERR_INVALID,
         "%s: size %zu bytes does not fit the model %s: expected %zu "
-        "(weights), %zu (weights + counters), %zu (weights + adam "
-        "moments) or %zu (weights + adam moments + counters)", name, size,
-        m->path, w, w + BIN_COUNTERS, w + BIN_TAG_LEN + mom,
-        w + BIN_TAG_LEN + mom + BIN_COUNTERS);
+        "(weights), %zu (weights + counters), %zu (weights + 'adam'), %zu "
+        "(weights + 'adam' + counters, as nntrainer's save() writes), %zu "
+        "(weights + 'adam' + moments) or %zu (weights + 'adam' + moments + "
+        "counters)", name, size, m->path, w, w + BIN_COUNTERS,
+        w + BIN_TAG_LEN, w + BIN_TAG_LEN + BIN_COUNTERS,
+        w + BIN_TAG_LEN + mom, w + BIN_TAG_LEN + mom + BIN_COUNTERS);
   } else {
     return tt_fail (err, TT_ERR_INVALID,
         "%s: size %zu bytes does not fit the model %s: expected %zu "
@@ -212,6 +363,28 @@ tt_bin_layout (tt_model * m, size_t size, const char *name, bool *moments,
         w + BIN_COUNTERS);
   }
   return TT_OK;
+}
+
+tt_status
+tt_bin_layout (tt_model * m, size_t size, const char *name, bool *moments,
+    bool *counters, tt_error * err)
+{
+  bool tag;
+  return bin_layout (m, size, name, &tag, moments, counters, err);
+}
+
+/* Weights loaded without moments start the optimizer afresh. */
+static void
+bin_zero_moments (tt_model * m)
+{
+  for (uint32_t c = 0; c < m->n_layers; c++)
+    for (uint32_t i = 0; i < m->layers[c].n_weights; i++)
+      for (int k = 0; k < 2; k++) {
+        const int id = m->layers[c].weights[i].opt[k];
+        if (id >= 0)
+          memset (m->tensors[id].data, 0,
+              m->tensors[id].count * sizeof (float));
+      }
 }
 
 tt_status
@@ -267,24 +440,8 @@ bin_read_region (tt_model * m, int tensor, size_t count,
 }
 
 static tt_status
-bin_zero_region (tt_model * m, int tensor, size_t count,
-    const char *name, tt_state_kind kind, void *ctx, tt_error * err)
-{
-  (void) name;
-  (void) count;
-  (void) kind;
-  (void) ctx;
-  (void) err;
-  if (tensor < 0)
-    return TT_OK;
-  memset (m->tensors[tensor].data, 0,
-      m->tensors[tensor].count * sizeof (float));
-  return TT_OK;
-}
-
-static tt_status
-bin_read_all (tt_model * m, bin_reader * r, bool moments, uint32_t * counters,
-    tt_error * err)
+bin_read_all (tt_model * m, bin_reader * r, bool tag, bool moments,
+    uint32_t * counters, tt_error * err)
 {
   tt_status st;
   r->offset = 0;
@@ -293,19 +450,19 @@ bin_read_all (tt_model * m, bin_reader * r, bool moments, uint32_t * counters,
         strerror (errno));
   if ((st = bin_for_each (m, false, false, bin_read_region, r, err)))
     return st;
-  if (moments) {
-    char tag[BIN_TAG_LEN];
-    if (fread (tag, 1, BIN_TAG_LEN, r->fp) != BIN_TAG_LEN)
+  if (tag) {
+    char bytes[BIN_TAG_LEN];
+    if (fread (bytes, 1, BIN_TAG_LEN, r->fp) != BIN_TAG_LEN)
       return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu", r->path,
           r->offset);
-    if (memcmp (tag, BIN_TAG, BIN_TAG_LEN) != 0)
+    if (memcmp (bytes, BIN_TAG, BIN_TAG_LEN) != 0)
       return tt_fail (err, TT_ERR_PARSE,
           "%s: expected the tag 'adam' at byte %zu after the weights", r->path,
           r->offset);
     r->offset += BIN_TAG_LEN;
-    if ((st = bin_for_each (m, true, true, bin_read_region, r, err)))
-      return st;
   }
+  if (moments && (st = bin_for_each (m, true, true, bin_read_region, r, err)))
+    return st;
   if (counters && fread (counters, sizeof (uint32_t), 2, r->fp) != 2)
     return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu", r->path,
         r->offset);
@@ -331,8 +488,8 @@ tt_model_load_bin (tt_model * m, const char *path, tt_error * err)
     return tt_fail (err, TT_ERR_IO, "%s: not a regular file", path);
   }
   const size_t size = (size_t) sb.st_size;
-  bool moments, counters;
-  tt_status lst = tt_bin_layout (m, size, path, &moments, &counters, err);
+  bool tag, moments, counters;
+  tt_status lst = bin_layout (m, size, path, &tag, &moments, &counters, err);
   if (lst) {
     fclose (fp);
     return lst;
@@ -342,19 +499,19 @@ tt_model_load_bin (tt_model * m, const char *path, tt_error * err)
    * was */
   bin_reader r = { fp, path, false, 0 };
   uint32_t cnt[2] = { 0, 0 };
-  tt_status st = bin_read_all (m, &r, moments, counters ? cnt : NULL, err);
+  tt_status st = bin_read_all (m, &r, tag, moments, counters ? cnt : NULL,
+      err);
   if (st == TT_OK && counters)
     st = tt_state_check_counters (cnt[0], cnt[1], path, err);
   if (st == TT_OK) {
     r.store = true;
-    st = bin_read_all (m, &r, moments, counters ? cnt : NULL, err);
+    st = bin_read_all (m, &r, tag, moments, counters ? cnt : NULL, err);
   }
   fclose (fp);
   if (st)
     return st;
-  /* weights without moments start the optimizer afresh */
   if (adam && !moments)
-    bin_for_each (m, true, true, bin_zero_region, NULL, NULL);
+    bin_zero_moments (m);
   if (counters) {
     m->epoch = cnt[0];
     m->iteration = cnt[1];
@@ -402,21 +559,22 @@ bin_memory_region (tt_model * m, int tensor, size_t count,
 }
 
 static tt_status
-bin_memory_all (tt_model * m, bin_memory * r, bool moments, tt_error * err)
+bin_memory_all (tt_model * m, bin_memory * r, bool tag, bool moments,
+    tt_error * err)
 {
   tt_status st;
   r->offset = 0;
   if ((st = bin_for_each (m, false, false, bin_memory_region, r, err)))
     return st;
-  if (moments) {
+  if (tag) {
     if (memcmp (r->data + r->offset, BIN_TAG, BIN_TAG_LEN) != 0)
       return tt_fail (err, TT_ERR_PARSE,
           "%s: expected the tag 'adam' at byte %zu after the weights",
           r->name, r->offset);
     r->offset += BIN_TAG_LEN;
-    if ((st = bin_for_each (m, true, true, bin_memory_region, r, err)))
-      return st;
   }
+  if (moments && (st = bin_for_each (m, true, true, bin_memory_region, r, err)))
+    return st;
   return TT_OK;
 }
 
@@ -433,14 +591,14 @@ tt_model_load_bin_memory (tt_model * m, const void *data, size_t len,
     return tt_model_refuse_external (m, "load weights", err);
   if (!data && len)
     return tt_fail (err, TT_ERR_INVALID, "%s: no data", name);
-  bool moments, counters;
-  tt_status st = tt_bin_layout (m, len, name, &moments, &counters, err);
+  bool tag, moments, counters;
+  tt_status st = bin_layout (m, len, name, &tag, &moments, &counters, err);
   if (st)
     return st;
   /* check everything first, then store: bad data leaves the model as it
    * was */
   bin_memory r = { data, name, false, 0 };
-  if ((st = bin_memory_all (m, &r, moments, err)))
+  if ((st = bin_memory_all (m, &r, tag, moments, err)))
     return st;
   uint32_t cnt[2] = { 0, 0 };
   if (counters) {
@@ -449,9 +607,10 @@ tt_model_load_bin_memory (tt_model * m, const void *data, size_t len,
       return st;
   }
   r.store = true;
-  bin_memory_all (m, &r, moments, NULL);
+  if ((st = bin_memory_all (m, &r, tag, moments, err)))
+    return st;
   if (tt_bin_has_moments (m) && !moments)
-    bin_for_each (m, true, true, bin_zero_region, NULL, NULL);
+    bin_zero_moments (m);
   if (counters) {
     m->epoch = cnt[0];
     m->iteration = cnt[1];

@@ -823,7 +823,41 @@ bundle_check_padding (bundle * b, tt_error * err)
 
 /* ---- bundle against model ------------------------------------------------ */
 
-/* The model's BIN regions, which the bundle's index must list exactly. */
+/* The name of the model's BIN region r (ids from tt_bin_regions, nw of
+ * them weights): its tensor's, or for a moment an inference-only model
+ * does not keep, its weight's name with ":m" or ":v" (as a training model
+ * names it). */
+static void
+bundle_region_name (const tt_model * m, const int *ids, uint32_t nw,
+    const int *trainable, uint32_t r, char *out, size_t size)
+{
+  if (ids[r] >= 0) {
+    snprintf (out, size, "%s", m->tensors[ids[r]].name);
+    return;
+  }
+  const uint32_t j = r - nw;
+  snprintf (out, size, "%s:%s", m->tensors[trainable[j / 2]].name,
+      j % 2 ? "v" : "m");
+}
+
+typedef struct
+{
+  const char *name;
+  uint32_t region;
+} bundle_named;
+
+static int
+bundle_by_name (const void *a, const void *b)
+{
+  return strcmp (((const bundle_named *) a)->name,
+      ((const bundle_named *) b)->name);
+}
+
+/* The model's BIN regions, which the bundle's index must list exactly:
+ * ids_out[i] is the model tensor of the bundle's tensor i (-1 for a moment
+ * an inference-only model skips). Matched by name, so that a bundle whose
+ * tensors are in another order loads right: the bundles of engines before
+ * nntrainer's BIN order (issue 16) list them in INI order. */
 static tt_status
 bundle_match (bundle * b, tt_model * m, int **ids_out, tt_error * err)
 {
@@ -832,30 +866,84 @@ bundle_match (bundle * b, tt_model * m, int **ids_out, tt_error * err)
   if (moments && !tt_bin_has_moments (m))
     return tt_fail (err, TT_ERR_INVALID, "%s: the bundle holds adam moments "
         "but the model's optimizer keeps none", b->name);
-  uint32_t n;
+  uint32_t n, nw;
   int *ids = tt_bin_regions (m, moments, &n);
-  if (!ids)
-    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", b->name);
+  int *wids = tt_bin_regions (m, false, &nw);
+  int *trainable = malloc ((nw ? nw : 1) * sizeof *trainable);
+  int *out = malloc ((n ? n : 1) * sizeof *out);
+  bundle_named *named = calloc (n ? n : 1, sizeof *named);
+  const size_t stride = B_MAX_NAME + 4;
+  char *names = malloc ((n ? n : 1) * stride);
+  bool *used = calloc (n ? n : 1, sizeof *used);
+  tt_status st = TT_OK;
+  if (!ids || !wids || !trainable || !out || !named || !names || !used) {
+    st = tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", b->name);
+    goto done;
+  }
   if (n != b->n_tensors) {
-    free (ids);
-    return tt_fail (err, TT_ERR_INVALID, "%s: the bundle holds %u tensors, "
+    st = tt_fail (err, TT_ERR_INVALID, "%s: the bundle holds %u tensors, "
         "the model %s %u", b->name, b->n_tensors, m->path, n);
+    goto done;
   }
-  for (uint32_t i = 0; i < n; i++) {
+  /* the trainable weights in BIN order, whose moments follow */
+  uint32_t nt = 0;
+  for (uint32_t i = 0; i < nw; i++)
+    for (uint32_t c = 0; c < m->n_layers; c++)
+      for (uint32_t k = 0; k < m->layers[c].n_weights; k++)
+        if (m->layers[c].weights[k].value == wids[i] &&
+            m->layers[c].weights[k].trainable)
+          trainable[nt++] = wids[i];
+  for (uint32_t r = 0; r < n; r++) {
+    named[r].name = names + r * stride;
+    named[r].region = r;
+    bundle_region_name (m, ids, nw, trainable, r, (char *) named[r].name,
+        stride);
+  }
+  qsort (named, n, sizeof *named, bundle_by_name);
+  for (uint32_t i = 0; i < n && !st; i++) {
     const b_tensor *t = &b->tensors[i];
-    if (ids[i] < 0)
-      continue;                 /* moments an inference-only model skips */
-    const tt_tensor *mt = &m->tensors[ids[i]];
-    const uint64_t bytes = (uint64_t) mt->count * sizeof (float);
-    if (t->name_len != strlen (mt->name) ||
-        memcmp (t->name, mt->name, t->name_len) || t->bytes != bytes) {
-      free (ids);
-      return tt_fail (err, TT_ERR_INVALID, "%s: tensor %u is %.*s (%" PRIu64
-          " bytes) in the bundle but %s (%" PRIu64 " bytes) in the model",
-          b->name, i, (int) t->name_len, t->name, t->bytes, mt->name, bytes);
+    char key[B_MAX_NAME + 1];
+    snprintf (key, sizeof key, "%.*s", (int) t->name_len, t->name);
+    const bundle_named probe = { key, 0 };
+    const bundle_named *hit = bsearch (&probe, named, n, sizeof *named,
+        bundle_by_name);
+    if (!hit) {
+      char want[B_MAX_NAME + 4];
+      bundle_region_name (m, ids, nw, trainable, i, want, sizeof want);
+      st = tt_fail (err, TT_ERR_INVALID, "%s: tensor %u is %s (%" PRIu64
+          " bytes) in the bundle but the model %s has no tensor of that "
+          "name (its tensor %u is %s)", b->name, i, key, t->bytes, m->path,
+          i, want);
+      break;
     }
+    const uint32_t r = hit->region;
+    const uint32_t kind = r < nw ? 0 : 1 + (r - nw) % 2;
+    const uint64_t bytes = ids[r] >= 0 ?
+        (uint64_t) m->tensors[ids[r]].count * sizeof (float) :
+        (uint64_t) m->tensors[trainable[(r - nw) / 2]].count * sizeof (float);
+    if (used[r])
+      st = tt_fail (err, TT_ERR_INVALID, "%s: tensor %s is listed twice in "
+          "the bundle", b->name, key);
+    else if (t->bytes != bytes || t->kind != kind)
+      st = tt_fail (err, TT_ERR_INVALID, "%s: tensor %u is %s (%" PRIu64
+          " bytes, kind %u) in the bundle but %s (%" PRIu64 " bytes, kind "
+          "%u) in the model", b->name, i, key, t->bytes, t->kind, key, bytes,
+          kind);
+    used[r] = true;
+    out[i] = ids[r];
   }
-  *ids_out = ids;
+done:
+  free (ids);
+  free (wids);
+  free (trainable);
+  free (named);
+  free (names);
+  free (used);
+  if (st) {
+    free (out);
+    return st;
+  }
+  *ids_out = out;
   return TT_OK;
 }
 
@@ -1483,6 +1571,45 @@ out:
   return st;
 }
 
+/* Where each tensor of the model's BIN lies in the bundle's index:
+ * perm[r] = the bundle tensor of BIN region r. Learnt from the bundle's
+ * INI (its graph only: no pool); false when that cannot be built or its
+ * names do not match (then the bundle loads nowhere, and the index order
+ * is all there is). Bundles written before nntrainer's BIN order (issue
+ * 16) list the tensors in INI order: unpacked in the model's order, their
+ * BIN loads right. */
+static bool
+bundle_bin_order (bundle * b, uint32_t * perm)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini_text (b->ini_text, b->ini->length, b->name,
+      &err);
+  uint32_t n = 0;
+  char **names = NULL;
+  bool ok = m && (!b->batch_size ||
+      tt_model_set_batch_size (m, b->batch_size, &err) == TT_OK) &&
+      tt_graph_build (m, &err) == TT_OK &&
+      (names = tt_bin_region_names (m, (b->wflags & B_WF_MOMENTS) != 0,
+          &n)) && n == b->n_tensors;
+  for (uint32_t r = 0; ok && r < n; r++) {
+    const size_t len = strlen (names[r]);
+    bool found = false;
+    /* the same position first: bundles in the BIN's order cost n steps */
+    for (uint32_t k = 0; k < n && !found; k++) {
+      const uint32_t i = (r + k) % n;
+      if (b->tensors[i].name_len == len &&
+          !memcmp (b->tensors[i].name, names[r], len)) {
+        perm[r] = i;
+        found = true;
+      }
+    }
+    ok = found;
+  }
+  free (names);
+  tt_model_free (m);
+  return ok;
+}
+
 tt_status
 tt_bundle_unpack (const char *bundle_path, const char *ini_path,
     const char *bin_path, tt_error * err)
@@ -1493,7 +1620,8 @@ tt_bundle_unpack (const char *bundle_path, const char *ini_path,
   bool fb_open = false;
   w_stream w;
   bool w_open = false;
-  unsigned char *buf = NULL;
+  unsigned char *buf = NULL, *whole = NULL;
+  uint32_t *perm = NULL;
   if ((st = bundle_open_file (&b, bundle_path, false, err)) ||
       (st = bundle_read_meta (&b, true, err)))
     goto out;
@@ -1514,8 +1642,39 @@ tt_bundle_unpack (const char *bundle_path, const char *ini_path,
     st = tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", bundle_path);
     goto out;
   }
+  /* the model's BIN order, when the bundle lists its tensors otherwise
+   * (then the section is read whole, and written in that order) */
+  if (fb_open && b.n_tensors) {
+    perm = malloc (b.n_tensors * sizeof *perm);
+    if (!perm) {
+      st = tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", bundle_path);
+      goto out;
+    }
+    bool other = false;
+    if (bundle_bin_order (&b, perm))
+      for (uint32_t r = 0; r < b.n_tensors; r++)
+        other |= perm[r] != r;
+    if (other) {
+      const uint64_t raw = b.weights->raw_length;
+      if (raw > SIZE_MAX - 1 || !(whole = malloc ((size_t) raw + 1))) {
+        st = tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", bundle_path);
+        goto out;
+      }
+      if ((st = stream_read (&w, whole, raw, err)))
+        goto out;
+    }
+  }
   bool tag = false;
-  for (uint32_t i = 0; i <= b.n_tensors && !st; i++) {
+  for (uint32_t k = 0; whole && k <= b.n_tensors && !st; k++) {
+    const b_tensor *t = k < b.n_tensors ? &b.tensors[perm[k]] : NULL;
+    if ((b.wflags & B_WF_MOMENTS) && !tag && (!t || t->kind != 0)) {
+      tag = true;
+      st = tt_atomic_file_write (&fb, "adam", 4, err);
+    }
+    if (t && !st)
+      st = tt_atomic_file_write (&fb, whole + t->offset, t->bytes, err);
+  }
+  for (uint32_t i = 0; !whole && i <= b.n_tensors && !st; i++) {
     if ((b.wflags & B_WF_MOMENTS) && !tag && (i == b.n_tensors ||
             b.tensors[i].kind != 0)) {
       tag = true;
@@ -1564,6 +1723,8 @@ out:
   if (w_open)
     stream_close (&w);
   free (buf);
+  free (whole);
+  free (perm);
   bundle_close (&b);
   return st;
 }

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Ours against a real nntrainer (issue 16): the recordings of
+ * tests/interop/nntrainer/recordings (nntrainer 65dccdec, README.md there)
+ * for every model whose BINs were committed:
+ *
+ *   a. nntrainer's init.bin and trained.bin load (weights + 'adam' + 2
+ *      counters, or SGD's weights + 8) and give nntrainer's outputs at
+ *      batch 4 and 1 (init) and 4 (trained);
+ *   b. ours, from init.bin, trained on the recorded data (the same 4
+ *      batches of 4, 2 epochs, the INI's optimizer) ends at trained.bin's
+ *      weights (not for models with dropout: their masks are random);
+ *   c. what ours saves after loading init.bin holds nntrainer's weights
+ *      byte for byte, and a save_path BIN (weights, moments, counters)
+ *      loaded and saved again is nntrainer's file byte for byte;
+ *   d. a bundle of an earlier tensor-trainer, which lists branchy_bn's
+ *      tensors in INI order (tests/unit/data/branchy_bn-ini-order.ttb,
+ *      packed from nntrainer's init.bin by the engine of commit cc30d0e),
+ *      loads and unpacks to nntrainer's weights.
+ *
+ * argv[1]: the source root. Prints per model what was compared and the
+ * largest difference.
+ */
+#include "tt_internal.h"
+#include "tt_test.h"
+#include "tt_bundle.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* outputs are probabilities (softmax) or small regression values; the
+ * recordings were made without FMA on x86-64, ours may use it */
+#define OUT_TOL 1e-5
+/* 8 training steps from the same weights and data: float32 rounding
+ * (summation order, FMA) and Adam's epsilon (ours adds it to
+ * sqrt(v) / sqrt(1 - b2^t), nntrainer to sqrt(v): the two differ by a
+ * factor of sqrt(1 - b2^t) on a 1e-7 term) */
+#define TRAIN_TOL 2e-5
+
+static char root[1024];
+static char rec[1200];
+
+static float *
+interop_read (const char *model, const char *what, size_t *n)
+{
+  char path[1400];
+  snprintf (path, sizeof path, "%s/%s.%s", rec, model, what);
+  size_t len = 0;
+  char *data = tt_test_read_file (path, &len);
+  *n = len / sizeof (float);
+  return (float *) data;
+}
+
+static char *
+interop_path (const char *model, const char *what)
+{
+  static char path[1400];
+  snprintf (path, sizeof path, "%s/%s.%s", rec, model, what);
+  return path;
+}
+
+/* The model's INI: tests/models/ or the interop folder's models/. With
+ * nntrainer_adam, Adam in nntrainer's form ([Optimizer] torch_ref = false,
+ * nntrainer's default; ours is PyTorch's). */
+static bool nntrainer_form;     /* the last interop_open_form got it */
+
+static tt_model *
+interop_open_form (const char *model, uint32_t batch, bool nntrainer_adam,
+    tt_error * err)
+{
+  nntrainer_form = false;
+  char ini[1400];
+  snprintf (ini, sizeof ini, "%s/tests/models/%s.ini", root, model);
+  FILE *f = fopen (ini, "r");
+  if (f)
+    fclose (f);
+  else
+    snprintf (ini, sizeof ini, "%s/tests/interop/nntrainer/models/%s.ini",
+        root, model);
+  tt_model *m;
+  size_t len;
+  char *text = nntrainer_adam ? tt_test_read_file (ini, &len) : NULL;
+  const char *opt = text ? strstr (text, "[Optimizer]\n") : NULL;
+  if (opt) {
+    const size_t at = (size_t) (opt - text) + strlen ("[Optimizer]\n");
+    const char *key = "torch_ref = false\n";
+    char *with = malloc (len + strlen (key) + 1);
+    memcpy (with, text, at);
+    memcpy (with + at, key, strlen (key));
+    memcpy (with + at + strlen (key), text + at, len - at + 1);
+    m = tt_model_load_ini_text (with, len + strlen (key), ini, err);
+    free (with);
+    nntrainer_form = m != NULL;
+    /* SGD takes no torch_ref (nor an engine without it) */
+    if (!m)
+      m = tt_model_load_ini (ini, err);
+  } else {
+    m = tt_model_load_ini (ini, err);
+  }
+  free (text);
+  if (m && (tt_model_set_batch_size (m, batch, err) ||
+          tt_model_compile (m, err))) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+static tt_model *
+interop_open (const char *model, uint32_t batch, tt_error * err)
+{
+  return interop_open_form (model, batch, false, err);
+}
+
+static double
+interop_maxdiff (const float *a, const float *b, size_t n)
+{
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs ((double) a[i] - (double) b[i]);
+    if (!(d <= worst))
+      worst = d;
+  }
+  return worst;
+}
+
+static size_t
+interop_sample_floats (const tt_model * m)
+{
+  tt_shape s;
+  tt_model_input_shape (m, 0, &s);
+  return (size_t) s.channel * s.height * s.width;
+}
+
+/* The model's input normalization takes each sample's own min and max
+ * (before issue 16 item 6): its batch-4 output for sample 0 is its output
+ * for sample 0 alone. m holds the batch-4 output of x. */
+static bool
+interop_per_sample (tt_model * m, const float *x)
+{
+  bool normalizes = false;
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    normalizes |= m->layers[i].ops->role == TT_ROLE_INPUT &&
+        m->layers[i].p.input.normalization;
+  if (!normalizes)
+    return false;
+  /* (batch 1 and 4 may round differently) */
+  tt_shape o = tt_model_output_shape (m);
+  const size_t n = (size_t) o.channel * o.height * o.width;
+  float first[64];
+  if (n > 64)
+    return false;
+  memcpy (first, tt_model_output (m), n * sizeof *first);
+  const void *inputs[1] = { x };
+  tt_error err;
+  if (tt_model_eval_batch (m, 1, inputs, NULL, NULL, NULL, &err))
+    return false;
+  return interop_maxdiff (first, tt_model_output (m), n) <= 1e-6;
+}
+
+/* The model standardizes its input: before issue 16 item 6 this engine
+ * divided by the standard deviation, nntrainer by ||x - mean|| / N. */
+static bool
+interop_standardizes (const tt_model * m)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    if (m->layers[i].ops->role == TT_ROLE_INPUT &&
+        m->layers[i].p.input.standardization)
+      return true;
+  return false;
+}
+
+/* a: outputs from a nntrainer BIN at batch size batch */
+static void
+interop_outputs (const char *model, const char *bin, const char *out,
+    uint32_t batch)
+{
+  tt_error err;
+  tt_model *m = interop_open (model, batch, &err);
+  CHECK (m != NULL, "%s: %s", model, err.message);
+  if (!m)
+    return;
+  tt_status st = tt_model_load_bin (m, interop_path (model, bin), &err);
+  CHECK (st == TT_OK, "%s: %s", model, err.message);
+  size_t nx, ny;
+  float *x = interop_read (model, "input.f32", &nx);
+  float *y = interop_read (model, out, &ny);
+  CHECK (x && y, "%s: recordings missing", model);
+  if (st == TT_OK && x && y) {
+    const void *inputs[1] = { x };
+    st = tt_model_eval_batch (m, batch, inputs, NULL, NULL, NULL, &err);
+    CHECK (st == TT_OK, "%s: %s", model, err.message);
+    tt_shape o = tt_model_output_shape (m);
+    const size_t n = (size_t) batch * o.channel * o.height * o.width;
+    CHECK (n == ny, "%s: %zu outputs, nntrainer %zu", model, n, ny);
+    if (st == TT_OK && n == ny) {
+      const double d = interop_maxdiff (tt_model_output (m), y, n);
+      printf ("  %-22s a. %s -> %s: %zu outputs, max |diff| %.2e\n", model,
+          bin, out, n, d);
+      if (d > OUT_TOL && batch > 1 && interop_per_sample (m, x)) {
+        printf ("  %-22s    skipped: this engine normalizes each sample by "
+            "its own min and max, nntrainer over the whole batch (issue 16 "
+            "item 6)\n", model);
+      } else if (d > OUT_TOL && interop_standardizes (m)) {
+        printf ("  %-22s    skipped: this engine standardizes by the "
+            "standard deviation, nntrainer by ||x - mean|| / N (issue 16 "
+            "item 6)\n", model);
+      } else {
+        CHECK (d <= OUT_TOL, "%s: %s at batch %u differs from nntrainer's "
+            "by %g", model, bin, batch, d);
+      }
+    }
+  }
+  free (x);
+  free (y);
+  tt_model_free (m);
+}
+
+static bool
+interop_has_dropout (const tt_model * m)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    if (!strcmp (m->layers[i].ops->type, "dropout"))
+      return true;
+  return false;
+}
+
+/* b: 2 epochs of the recorded 4 batches from init.bin, against
+ * trained.bin */
+static void
+interop_training (const char *model)
+{
+  tt_error err;
+  tt_model *m = interop_open_form (model, 4, true, &err);
+  CHECK (m != NULL, "%s: %s", model, err.message);
+  if (!m)
+    return;
+  if (interop_has_dropout (m)) {
+    printf ("  %-22s b. skipped: dropout draws its own masks, so training "
+        "cannot follow nntrainer's\n", model);
+    tt_model_free (m);
+    return;
+  }
+  tt_status st = tt_model_load_bin (m, interop_path (model, "init.bin"),
+      &err);
+  CHECK (st == TT_OK, "%s: %s", model, err.message);
+  size_t nx, nt, nw;
+  float *x = interop_read (model, "train.in.f32", &nx);
+  float *t = interop_read (model, "train.label.f32", &nt);
+  float *want = interop_read (model, "trained.bin", &nw);
+  const size_t sx = interop_sample_floats (m);
+  tt_shape ls = tt_model_label_shape (m);
+  const size_t sl = (size_t) ls.channel * ls.height * ls.width;
+  CHECK (x && t && want && nx == 16 * sx && nt == 16 * sl,
+      "%s: training recordings missing or of another shape", model);
+  if (st || !x || !t || !want || nx != 16 * sx || nt != 16 * sl)
+    goto out;
+  const void *first[1] = { x };
+  if (tt_model_eval_batch (m, 4, first, NULL, NULL, NULL, &err) == TT_OK &&
+      interop_per_sample (m, x)) {
+    printf ("  %-22s b. skipped: this engine normalizes each sample by its "
+        "own min and max, nntrainer over the whole batch (issue 16 item "
+        "6)\n", model);
+    goto out;
+  }
+  for (int epoch = 0; epoch < 2 && !st; epoch++)
+    for (int b = 0; b < 4 && !st; b++) {
+      const void *inputs[1] = { x + (size_t) b * 4 * sx };
+      st = tt_model_train_batch (m, 4, inputs, NULL, t + (size_t) b * 4 * sl,
+          NULL, &err);
+      CHECK (st == TT_OK, "%s: train: %s", model, err.message);
+    }
+  const size_t w = tt_model_weight_floats (m);
+  float *ours = malloc ((w + 1) * sizeof *ours);
+  if (!st && ours && nw >= w &&
+      tt_model_export_weights (m, ours, w, &err) == TT_OK) {
+    const double d = interop_maxdiff (ours, want, w);
+    /* Adam divides by sqrt(v): a gradient that is 0 in exact arithmetic
+     * (the bias of a layer that batch normalization follows) holds
+     * float32 noise, which it turns into steps of up to the learning
+     * rate in a direction rounding decides, and batch normalization
+     * carries that on (moving means, later layers). With both, the
+     * weights are held to the bound of 8 steps alone; else to TRAIN_TOL. */
+    size_t off = 0;
+    for (size_t i = 0; i < w; i++)
+      off += !(fabs ((double) ours[i] - (double) want[i]) <= TRAIN_TOL);
+    bool bn = false;
+    for (uint32_t i = 0; i < m->n_layers; i++)
+      bn |= !strcmp (m->layers[i].ops->type, "batch_normalization");
+    const bool adam = m->opt.type != TT_OPT_SGD;
+    const bool noisy = adam && (bn || !nntrainer_form);
+    const double bound = 8 * 2 * (double) m->opt.learning_rate;
+    printf ("  %-22s b. 8 training steps from init.bin against trained.bin:"
+        " %zu weights, max |diff| %.2e, %zu above %.0e\n", model, w, d, off,
+        TRAIN_TOL);
+    if (noisy) {
+      printf ("  %-22s    (%s; held to 8 steps of 2 x lr = %.2g)\n", model,
+          !nntrainer_form ? "Adam in PyTorch's form: this engine has no "
+          "torch_ref = false (issue 16 item 4)" : "Adam + batch "
+          "normalization: float32 noise in zero gradients", bound);
+      CHECK (d <= bound, "%s: trained weights differ from nntrainer's by "
+          "%g, beyond 8 Adam steps", model, d);
+    } else if (d > TRAIN_TOL && interop_standardizes (m)) {
+      printf ("  %-22s    skipped: this engine standardizes by the standard "
+          "deviation, nntrainer by ||x - mean|| / N (issue 16 item 6)\n",
+          model);
+    } else {
+      CHECK (d <= TRAIN_TOL, "%s: trained weights differ from nntrainer's "
+          "by %g", model, d);
+    }
+  } else {
+    CHECK (false, "%s: trained weights not compared", model);
+  }
+  free (ours);
+out:
+  free (x);
+  free (t);
+  free (want);
+  tt_model_free (m);
+}
+
+static bool
+interop_exists (const char *path)
+{
+  FILE *f = fopen (path, "rb");
+  if (f)
+    fclose (f);
+  return f != NULL;
+}
+
+/* c: ours saves nntrainer's weights as nntrainer wrote them */
+static void
+interop_saves (const char *model)
+{
+  tt_error err;
+  tt_model *m = interop_open (model, 4, &err);
+  CHECK (m != NULL, "%s: %s", model, err.message);
+  if (!m)
+    return;
+  const char *bins[3] = { "init.bin", "trained.bin", "savepath.bin" };
+  for (int i = 0; i < 3; i++) {
+    char src[1400];
+    snprintf (src, sizeof src, "%s", interop_path (model, bins[i]));
+    if (!interop_exists (src)) {
+      printf ("  %-22s c. no %s recorded\n", model, bins[i]);
+      continue;
+    }
+    tt_status st = tt_model_load_bin (m, src, &err);
+    CHECK (st == TT_OK, "%s: %s", model, err.message);
+    char dst[512];
+    snprintf (dst, sizeof dst, "%s", tt_test_write_file ("saved.bin", "",
+            0));
+    if (!st)
+      st = tt_model_save_bin (m, dst, &err);
+    CHECK (st == TT_OK, "%s: %s", model, err.message);
+    size_t na = 0, nb = 0;
+    char *a = tt_test_read_file (src, &na);
+    char *b = tt_test_read_file (dst, &nb);
+    const size_t w = tt_bin_weight_bytes (m);
+    if (st == TT_OK && a && b && na >= w + 8 && nb >= w + 8) {
+      const bool same_w = !memcmp (a, b, w);
+      const bool same_counters = !memcmp (a + na - 8, b + nb - 8, 8);
+      /* a save_path BIN has the moments: ours writes that form */
+      const bool whole = i == 2 || na == nb;
+      uint32_t c[2];
+      memcpy (c, a + na - 8, 8);
+      printf ("  %-22s c. %s (%zu bytes, counters %u %u) loaded and saved "
+          "(%zu bytes): weights %s, counters %s%s\n", model, bins[i], na,
+          c[0], c[1], nb, same_w ? "identical" : "DIFFER",
+          same_counters ? "kept" : "DIFFER", whole ? (na == nb &&
+              !memcmp (a, b, na) ? ", whole file identical" :
+              ", whole file DIFFERS") : "");
+      CHECK (same_w, "%s: %s: the saved weights differ", model, bins[i]);
+      CHECK (same_counters, "%s: %s: the counters differ", model, bins[i]);
+      if (whole)
+        CHECK (na == nb && !memcmp (a, b, na), "%s: %s: saved again, the "
+            "file differs", model, bins[i]);
+    } else {
+      CHECK (false, "%s: %s not compared", model, bins[i]);
+    }
+    free (a);
+    free (b);
+  }
+  tt_model_free (m);
+}
+
+static void
+interop_model (const char *model)
+{
+  interop_outputs (model, "init.bin", "init.out.b4.f32", 4);
+  interop_outputs (model, "init.bin", "init.out.b1.f32", 1);
+  interop_outputs (model, "trained.bin", "trained.out.b4.f32", 4);
+  interop_training (model);
+  interop_saves (model);
+}
+
+static void
+test_bundle_of_earlier_versions (void)
+{
+  char ttb[1400], dir[600];
+  snprintf (ttb, sizeof ttb, "%s/tests/unit/data/branchy_bn-ini-order.ttb",
+      root);
+  size_t nw;
+  char *want = tt_test_read_file (interop_path ("branchy_bn", "init.bin"),
+      &nw);
+  tt_error err;
+  tt_model *m = tt_bundle_load (ttb, NULL, &err);
+  CHECK (m != NULL && want, "%s: %s", ttb, m ? "" : err.message);
+  if (!m || !want) {
+    free (want);
+    return;
+  }
+  const size_t w = tt_bin_weight_bytes (m);
+  snprintf (dir, sizeof dir, "%s", tt_test_write_file ("loaded.bin", "", 0));
+  tt_status st = tt_model_save_bin (m, dir, &err);
+  CHECK (st == TT_OK, "%s", err.message);
+  size_t n;
+  char *got = tt_test_read_file (dir, &n);
+  CHECK (got && n >= w && !memcmp (got, want, w), "%s: loaded, its weights "
+      "are not nntrainer's", ttb);
+  free (got);
+  char bin[600];
+  snprintf (bin, sizeof bin, "%s", tt_test_write_file ("unpacked.bin", "",
+          0));
+  st = tt_bundle_unpack (ttb, NULL, bin, &err);
+  CHECK (st == TT_OK, "%s", err.message);
+  got = tt_test_read_file (bin, &n);
+  CHECK (got && n == w && !memcmp (got, want, w), "%s: unpacked, its BIN is "
+      "not nntrainer's", ttb);
+  printf ("  %-22s d. a bundle in INI order (earlier versions): loaded and "
+      "unpacked, %zu weight bytes, nntrainer's %s\n", "branchy_bn", w,
+      got && n == w && !memcmp (got, want, w) ? "byte for byte" : "NOT");
+  free (got);
+  free (want);
+  tt_model_free (m);
+}
+
+#define INTEROP_CASE(name) \
+  static void test_##name (void) { interop_model (#name); }
+INTEROP_CASE (branch3_fc)
+INTEROP_CASE (branchy_bn)
+INTEROP_CASE (inception)
+INTEROP_CASE (input_normalization)
+INTEROP_CASE (input_standardization)
+INTEROP_CASE (mlp_adam)
+INTEROP_CASE (mlp_sgd)
+INTEROP_CASE (resnet_bn)
+INTEROP_CASE (sensor_conv1d)
+INTEROP_CASE (sensor_gru)
+INTEROP_CASE (sensor_lstm)
+INTEROP_CASE (transfer_frozen)
+
+int
+main (int argc, char **argv)
+{
+  snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
+  snprintf (rec, sizeof rec, "%s/tests/interop/nntrainer/recordings", root);
+  TT_TEST_RUN (test_branch3_fc);
+  TT_TEST_RUN (test_branchy_bn);
+  TT_TEST_RUN (test_inception);
+  TT_TEST_RUN (test_input_normalization);
+  TT_TEST_RUN (test_input_standardization);
+  TT_TEST_RUN (test_mlp_adam);
+  TT_TEST_RUN (test_mlp_sgd);
+  TT_TEST_RUN (test_resnet_bn);
+  TT_TEST_RUN (test_sensor_conv1d);
+  TT_TEST_RUN (test_sensor_gru);
+  TT_TEST_RUN (test_sensor_lstm);
+  TT_TEST_RUN (test_transfer_frozen);
+  TT_TEST_RUN (test_bundle_of_earlier_versions);
+  return tt_test_summary ();
+}
