@@ -17,6 +17,8 @@
  *   tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]
  *       [--align N] [--batch N] [--seed S]
  *   tensor-trainer unpack MODEL.ttb -o DIR
+ *   tensor-trainer strip MODEL.opt.ini|MODEL.ttb -o MODEL.ini
+ *       [--weights MODEL.bin]
  *   tensor-trainer inspect MODEL.ttb
  *   tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]
  *       [--align N] [--format asm|c] [--symbol NAME]
@@ -88,6 +90,8 @@ cli_usage (FILE * out)
       "  tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]\n"
       "      [--align N] [--batch N] [--seed S]\n"
       "  tensor-trainer unpack MODEL.ttb -o DIR\n"
+      "  tensor-trainer strip MODEL.opt.ini|MODEL.ttb -o MODEL.ini "
+      "[--weights MODEL.bin]\n"
       "  tensor-trainer inspect MODEL.ttb\n"
       "  tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]\n"
       "      [--align N] [--format asm|c] [--symbol NAME]\n"
@@ -107,6 +111,9 @@ cli_usage (FILE * out)
       "(no memory reuse). --inference compiles the model for inference only\n"
       "(forward lifetimes, no gradients or optimizer state: a smaller pool);\n"
       "plan --inference stores such a plan, which tensor_predictor loads.\n"
+      "strip writes the plain INI nntrainer reads (no [Plan] sections, the\n"
+      "INI's own batch_size) from an optimized INI or a bundle, and with\n"
+      "--weights a bundle's weights as a BIN; it never writes over its input.\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
 
@@ -693,6 +700,23 @@ cli_unpack (const cli_options * o)
   return 0;
 }
 
+static int
+cli_strip (const cli_options * o)
+{
+  if (!o->output)
+    return cli_fail ("strip needs -o MODEL.ini");
+  tt_error err;
+  if (tt_model_strip (o->model, o->output, o->weights, &err))
+    return cli_fail ("%s", err.message);
+  printf ("stripped %s -> %s (%" PRIu64 " bytes)", o->model, o->output,
+      cli_file_size (o->output));
+  if (o->weights)
+    printf (" + %s (%" PRIu64 " bytes)", o->weights,
+        cli_file_size (o->weights));
+  printf ("\n");
+  return 0;
+}
+
 static const char *
 cli_kind_name (uint32_t kind)
 {
@@ -1116,6 +1140,8 @@ main (int argc, char **argv)
     return cli_pack (&o);
   if (!strcmp (o.command, "unpack"))
     return cli_unpack (&o);
+  if (!strcmp (o.command, "strip"))
+    return cli_strip (&o);
   if (!strcmp (o.command, "inspect"))
     return cli_inspect (&o);
   if (!strcmp (o.command, "export"))

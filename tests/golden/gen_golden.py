@@ -200,15 +200,15 @@ class Net:
 # --------------------------------------------------------------------------
 
 def minmax_normalize(x):
-    """Per-sample min-max over all C*H*W values; 0 where max == min."""
-    b = x.shape[0]
-    flat = x.reshape(b, -1)
-    mn = flat.min(dim=1, keepdim=True).values
-    mx = flat.max(dim=1, keepdim=True).values
+    """nntrainer's input normalization (Tensor::normalization_i): one min
+    and one max over the whole batch (every sample, every value); 0 where
+    max == min."""
+    mn = x.min()
+    mx = x.max()
     d = mx - mn
-    safe = torch.where(d > 0, d, torch.ones_like(d))
-    y = torch.where(d > 0, (flat - mn) / safe, torch.zeros_like(flat))
-    return y.reshape(x.shape)
+    if not d > 0:
+        return torch.zeros_like(x)
+    return (x - mn) / d
 
 
 class Ctx:
@@ -481,16 +481,17 @@ def forward_gru(ctx, x):
     return linear(ctx, "output", h)
 
 
-# The seeds are fixed. The cnn seed is the first one from 2002 upward whose
-# golden data survive the --check sensitivity test at FLIP_FACTOR = 20 (only
-# 2318 in 2002..2493 did): with batch 32 and ~0.9M relu / max-pool
-# decisions, most seeds have a relu input or a max-pool near-tie within a
-# few float32 rounding errors whose resolution changes dinput / grads by far
-# more than the tolerance.
+# The seeds are fixed. The cnn seed is the first one from 2319 upward whose
+# golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
+# nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
+# upward under the earlier per-sample normalization, no longer did): with
+# batch 32 and ~0.9M relu / max-pool decisions, most seeds have a relu input
+# or a max-pool near-tie within a few float32 rounding errors whose
+# resolution changes dinput / grads by far more than the tolerance.
 CASES = [
     # name, ini, seed, input shape, classes, normalization, builder, forward
     ("mlp", "tests/models/fmnist_mlp.ini", 1001, (1, 28, 28), 10, True, build_mlp, forward_mlp),
-    ("cnn", "tests/models/fmnist_cnn.ini", 2318, (1, 28, 28), 10, True, build_cnn, forward_cnn),
+    ("cnn", "tests/models/fmnist_cnn.ini", 3181, (1, 28, 28), 10, True, build_cnn, forward_cnn),
     ("branchy_bn", "tests/models/branchy_bn.ini", 3003, (2, 6, 6), 5, False, build_branchy, forward_branchy),
     ("conv1d", "tests/models/sensor_conv1d.ini", 4004, (3, 1, 64), 6, True, build_conv1d, forward_conv1d),
     ("lstm", "tests/models/sensor_lstm.ini", 5005, (1, 16, 6), 4, True, build_lstm, forward_lstm),

@@ -54,6 +54,14 @@ batch_make (tt_model * m, uint32_t n, batch_data * b)
     b->in[i] = malloc (count * sizeof (float));
     for (size_t k = 0; k < count; k++)
       b->in[i][k] = rnd ();
+    /* every sample holds the least and the largest value rnd () gives, so
+     * that an input layer's normalization (one min and max over the whole
+     * batch, as nntrainer's) gives a sample the same values at any batch */
+    const size_t per = count / n;
+    for (uint32_t k = 0; k < n && per >= 2; k++) {
+      b->in[i][k * per] = 0.0f;
+      b->in[i][k * per + 1] = 65535.0f / 65536.0f;
+    }
     b->inputs[i] = b->in[i];
     b->types[i] = TT_DTYPE_FLOAT32;
   }

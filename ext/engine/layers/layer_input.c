@@ -1,9 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Input layer. The model copies (and converts) the caller's samples into
- * this layer's output; forward then applies nntrainer's per-sample
- * normalization (min-max to [0, 1]) or standardization (zero mean, unit
- * variance), in place.
+ * this layer's output; forward then applies nntrainer's preprocessing, in
+ * place and in nntrainer's order (nntrainer/layers/input_layer.cpp):
+ *
+ * - normalization: one min and one max over the WHOLE BATCH (every sample,
+ *   every value; Tensor::normalization_i), x' = (x - min) / (max - min),
+ *   all zeros when max == min. The output of a sample depends on the other
+ *   samples of its batch; at batch 1 it is the sample's own min-max.
+ * - standardization: per sample, m the mean of its N values,
+ *   x' = (x - m) / (||x - m||_2 / N) (Tensor::standardization_i): the
+ *   usual standard-score times sqrt (N). A sample whose values are all
+ *   equal becomes zeros (nntrainer divides 0 by 0 and gives NaN: a
+ *   deliberate difference).
+ *
+ * Both may be set: normalization runs first. No derivative goes through
+ * the preprocessing: the input layer has no backward, and the input
+ * derivative a caller may request is taken w.r.t. the preprocessed values.
  */
 #include "tt_layer.h"
 
@@ -22,9 +35,6 @@ input_parse (tt_layer * l, const tt_section * s, tt_error * err)
       (st = tt_section_bool (s, "standardization",
               &l->p.input.standardization, err)))
     return st;
-  if (l->p.input.normalization && l->p.input.standardization)
-    return tt_section_error (s, "standardization", err, TT_ERR_INVALID,
-        "normalization and standardization exclude each other");
   return TT_OK;
 }
 
@@ -37,6 +47,52 @@ input_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   return TT_OK;
 }
 
+/* min-max over all n values (the whole batch) */
+static void
+input_normalize (float *x, size_t n)
+{
+  if (n == 0)
+    return;
+  float lo = x[0], hi = x[0];
+  for (size_t i = 1; i < n; i++) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  if (!(hi > lo)) {
+    /* no range: all zeros, as nntrainer */
+    for (size_t i = 0; i < n; i++)
+      x[i] = 0.0f;
+    return;
+  }
+  const float range = hi - lo;
+  for (size_t i = 0; i < n; i++)
+    x[i] = (x[i] - lo) / range;
+}
+
+/* (x - mean) / (||x - mean|| / n) over one sample's n values */
+static void
+input_standardize (float *x, size_t n)
+{
+  double sum = 0, sq = 0;
+  for (size_t i = 0; i < n; i++)
+    sum += x[i];
+  const float mean = (float) (sum / (double) n);
+  for (size_t i = 0; i < n; i++) {
+    double d = (double) (x[i] - mean);
+    sq += d * d;
+  }
+  const double scale = sqrt (sq) / (double) n;
+  if (!(scale > 0)) {
+    /* all values equal: zeros where nntrainer divides by zero */
+    for (size_t i = 0; i < n; i++)
+      x[i] = 0.0f;
+    return;
+  }
+  const float s = (float) scale;
+  for (size_t i = 0; i < n; i++)
+    x[i] = (x[i] - mean) / s;
+}
+
 static void
 input_forward (const tt_run_ctx * c, tt_layer * l)
 {
@@ -44,30 +100,11 @@ input_forward (const tt_run_ctx * c, tt_layer * l)
     return;
   float *x = tt_run_data (c, l->out[0]);
   const size_t per = tt_dims_count (l->out_dims[0]);
-  for (uint32_t b = 0; b < c->batch; b++, x += per) {
-    if (l->p.input.normalization) {
-      float lo = x[0], hi = x[0];
-      for (size_t i = 1; i < per; i++) {
-        lo = x[i] < lo ? x[i] : lo;
-        hi = x[i] > hi ? x[i] : hi;
-      }
-      /* a constant sample has no range: it maps to 0 */
-      float scale = hi > lo ? 1.0f / (hi - lo) : 0.0f;
-      for (size_t i = 0; i < per; i++)
-        x[i] = (x[i] - lo) * scale;
-    } else {
-      double sum = 0, sq = 0;
-      for (size_t i = 0; i < per; i++)
-        sum += x[i];
-      float mean = (float) (sum / per);
-      for (size_t i = 0; i < per; i++)
-        sq += (double) (x[i] - mean) * (x[i] - mean);
-      double sd = sqrt (sq / per);
-      float inv = sd > 1e-12 ? (float) (1.0 / sd) : 0.0f;
-      for (size_t i = 0; i < per; i++)
-        x[i] = (x[i] - mean) * inv;
-    }
-  }
+  if (l->p.input.normalization)
+    input_normalize (x, per * c->batch);
+  if (l->p.input.standardization)
+    for (uint32_t b = 0; b < c->batch; b++)
+      input_standardize (x + (size_t) b * per, per);
 }
 
 const tt_layer_ops tt_input_layer_ops = {

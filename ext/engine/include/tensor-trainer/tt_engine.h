@@ -251,6 +251,21 @@ TT_API tt_status tt_model_save_plan_ini (tt_model * model, const char *path,
  * frees it. */
 TT_API tt_status tt_plan_ini_text (tt_model * model, char **text, size_t *len,
     tt_error * err);
+/* The plain INI of an optimized INI's text (issue 16: what nntrainer
+ * reads): the plan's marker line and its [Plan], [Plan.Layers] and
+ * [Plan.Tensors] sections taken out, a [Model] batch_size the plan changed
+ * put back as it was (its "(was: ...)" comment), the rest kept as
+ * written. *out is malloc'd and NUL-terminated, *out_len (may be NULL) its
+ * bytes; the caller frees it. */
+TT_API tt_status tt_ini_strip_plan (const char *text, size_t len, char **out,
+    size_t *out_len, tt_error * err);
+/* Writes the plain INI of the optimized INI or bundle at path to ini_path
+ * and, for a bundle with bin_path not NULL, its weights to bin_path as a
+ * BIN (tt_model_save_bin), each atomically. Refuses to write over path,
+ * bin_path for an INI (it holds no weights) and text that does not load as
+ * a model once stripped. */
+TT_API tt_status tt_model_strip (const char *path, const char *ini_path,
+    const char *bin_path, tt_error * err);
 TT_API tt_status tt_model_init_weights (tt_model * model, tt_error * err);
 
 /* BIN in nntrainer's layout: weights, then for Adam the tag "adam" and the
