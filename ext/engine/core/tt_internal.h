@@ -7,6 +7,7 @@
 #define TT_INTERNAL_H
 
 #include "tt_layer.h"
+#include "tt_test_hooks.h"
 #include "plan_offsets.h"
 
 #include <stdarg.h>
