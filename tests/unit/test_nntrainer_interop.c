@@ -350,8 +350,7 @@ interop_saves (const char *model)
     tt_status st = tt_model_load_bin (m, src, &err);
     CHECK (st == TT_OK, "%s: %s", model, err.message);
     char dst[512];
-    snprintf (dst, sizeof dst, "%s", tt_test_write_file ("saved.bin", "",
-            0));
+    snprintf (dst, sizeof dst, "%s", tt_test_write_file ("saved.bin", "", 0));
     if (!st)
       st = tt_model_save_bin (m, dst, &err);
     CHECK (st == TT_OK, "%s: %s", model, err.message);
@@ -422,8 +421,7 @@ test_bundle_of_earlier_versions (void)
       "are not nntrainer's", ttb);
   free (got);
   char bin[600];
-  snprintf (bin, sizeof bin, "%s", tt_test_write_file ("unpacked.bin", "",
-          0));
+  snprintf (bin, sizeof bin, "%s", tt_test_write_file ("unpacked.bin", "", 0));
   st = tt_bundle_unpack (ttb, NULL, bin, &err);
   CHECK (st == TT_OK, "%s", err.message);
   got = tt_test_read_file (bin, &n);
@@ -440,20 +438,18 @@ test_bundle_of_earlier_versions (void)
 #define INTEROP_CASE(name) \
   static void test_##name (void) { interop_model (#name); }
 INTEROP_CASE (branch3_fc)
-INTEROP_CASE (branchy_bn)
-INTEROP_CASE (inception)
-INTEROP_CASE (input_normalization)
-INTEROP_CASE (input_standardization)
-INTEROP_CASE (mlp_adam)
-INTEROP_CASE (mlp_sgd)
-INTEROP_CASE (resnet_bn)
-INTEROP_CASE (sensor_conv1d)
-INTEROP_CASE (sensor_gru)
-INTEROP_CASE (sensor_lstm)
-INTEROP_CASE (transfer_frozen)
-
-int
-main (int argc, char **argv)
+    INTEROP_CASE (branchy_bn)
+    INTEROP_CASE (inception)
+    INTEROP_CASE (input_normalization)
+    INTEROP_CASE (input_standardization)
+    INTEROP_CASE (mlp_adam)
+    INTEROP_CASE (mlp_sgd)
+    INTEROP_CASE (resnet_bn)
+    INTEROP_CASE (sensor_conv1d)
+    INTEROP_CASE (sensor_gru)
+    INTEROP_CASE (sensor_lstm)
+    INTEROP_CASE (transfer_frozen)
+     int main (int argc, char **argv)
 {
   snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
   snprintf (rec, sizeof rec, "%s/tests/interop/nntrainer/recordings", root);
