@@ -84,8 +84,9 @@ test_model_keys_accepted (void)
     "clip_grad_by_norm = 1.0\n", "clip_grad_by_norm = 0\n",
     "loss_scale = 1\n", "loss_scale = 1.0\n",
     "save_best_path = best.bin\n",
-    "model_tensor_type = FP32-FP32\ntensor_format = NCHW\n"
-        "save_best_path = b.bin\nclip_grad_by_norm = 2\nloss_scale = 1\n",
+    /* all of them at once (one string: parenthesized for clang) */
+    ("model_tensor_type = FP32-FP32\ntensor_format = NCHW\n"
+        "save_best_path = b.bin\nclip_grad_by_norm = 2\nloss_scale = 1\n"),
   };
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
     char text[1024];
