@@ -10,18 +10,18 @@
  * `other/tensors,format=static,num_tensors=2,dimensions="1:28:28:1,10:1:1:1",types="uint8,float32",framerate=0/1`.
  * Image dimensions are written as tensor_converter writes GRAY8 frames
  * (channel:width:height:1). Images go out as stored (uint8) or normalized to
- * [0, 1] (#GstTensorDataSrc:image-format=float32); labels as one-hot float32
- * vectors of #GstTensorDataSrc:num-classes or as a float32 class index.
+ * [0, 1] (#GstTtTensorDataSrc:image-format=float32); labels as one-hot float32
+ * vectors of #GstTtTensorDataSrc:num-classes or as a float32 class index.
  *
- * Each epoch pushes the training range (#GstTensorDataSrc:start-sample,
- * #GstTensorDataSrc:num-samples), shuffled when #GstTensorDataSrc:shuffle is
+ * Each epoch pushes the training range (#GstTtTensorDataSrc:start-sample,
+ * #GstTtTensorDataSrc:num-samples), shuffled when #GstTtTensorDataSrc:shuffle is
  * set, then the validation range in file order. The validation range comes
- * from #GstTensorDataSrc:validation-location (and its labels) when set,
+ * from #GstTtTensorDataSrc:validation-location (and its labels) when set,
  * otherwise from the training files, where it must not overlap the training
  * range. Shuffling permutes the training range only, with an order drawn
- * from #GstTensorDataSrc:seed and the epoch number: the same seed gives the
+ * from #GstTtTensorDataSrc:seed and the epoch number: the same seed gives the
  * same orders, and a training and a validation sample never trade places.
- * After #GstTensorDataSrc:epochs epochs the element sends EOS. Buffers carry
+ * After #GstTtTensorDataSrc:epochs epochs the element sends EOS. Buffers carry
  * no timestamps; their offset is the sample's position in the stream.
  *
  * The files are read once at start. Images sent as stored and all labels
@@ -35,14 +35,14 @@
  * back to back, and describes it in a JSON file:
  * `{"gst_caps": "other/tensors, format=(string)static, ...",
  * "total_samples": 1000, "sample_size": 3176}` (sample_size is optional
- * here and checked when present). Set #GstTensorDataSrc:json to read
- * #GstTensorDataSrc:location that way; a location ending in .data, .dat or
+ * here and checked when present). Set #GstTtTensorDataSrc:json to read
+ * #GstTtTensorDataSrc:location that way; a location ending in .data, .dat or
  * .raw whose JSON sits beside it (same name, .json) is recognized without
  * it. The samples go out as the caps say (static tensors; flexible ones are
  * refused), labels included, one read-only memory per tensor over the
  * mapped file (no copy). Ranges, epochs, shuffling and validation work as
- * for IDX files; #GstTensorDataSrc:validation-location with
- * #GstTensorDataSrc:validation-json (or a JSON beside it) names a second
+ * for IDX files; #GstTtTensorDataSrc:validation-location with
+ * #GstTtTensorDataSrc:validation-json (or a JSON beside it) names a second
  * datarepo file of the same caps. label-location, image-format,
  * label-format and num-classes are for IDX files only.
  *
@@ -125,7 +125,7 @@ gst_tensor_datasrc_image_format_get_type (void)
   };
   if (g_once_init_enter (&type))
     g_once_init_leave (&type,
-        g_enum_register_static ("GstTensorDataSrcImageFormat", values));
+        g_enum_register_static ("GstTtTensorDataSrcImageFormat", values));
   return type;
 }
 
@@ -144,12 +144,12 @@ gst_tensor_datasrc_label_format_get_type (void)
   };
   if (g_once_init_enter (&type))
     g_once_init_leave (&type,
-        g_enum_register_static ("GstTensorDataSrcLabelFormat", values));
+        g_enum_register_static ("GstTtTensorDataSrcLabelFormat", values));
   return type;
 }
 
 #define gst_tensor_datasrc_parent_class parent_class
-G_DEFINE_TYPE (GstTensorDataSrc, gst_tensor_datasrc, GST_TYPE_PUSH_SRC);
+G_DEFINE_TYPE (GstTtTensorDataSrc, gst_tensor_datasrc, GST_TYPE_PUSH_SRC);
 GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_datasrc, "tensor_datasrc",
     GST_RANK_NONE, GST_TYPE_TENSOR_DATASRC,
     GST_DEBUG_CATEGORY_INIT (gst_tensor_datasrc_debug, "tensor_datasrc", 0,
@@ -162,7 +162,7 @@ static void gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec);
 static GstStateChangeReturn gst_tensor_datasrc_change_state (GstElement *
     element, GstStateChange transition);
-static gboolean gst_tensor_datasrc_open (GstTensorDataSrc * self);
+static gboolean gst_tensor_datasrc_open (GstTtTensorDataSrc * self);
 static gboolean gst_tensor_datasrc_stop (GstBaseSrc * src);
 static GstCaps *gst_tensor_datasrc_get_caps (GstBaseSrc * src,
     GstCaps * filter);
@@ -171,7 +171,7 @@ static GstFlowReturn gst_tensor_datasrc_create (GstPushSrc * src,
     GstBuffer ** buf);
 
 static void
-gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
+gst_tensor_datasrc_class_init (GstTtTensorDataSrcClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -188,11 +188,11 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
    * change while PAUSED or PLAYING takes effect at the next start. */
 
   /**
-   * GstTensorDataSrc:location:
+   * GstTtTensorDataSrc:location:
    *
    * The file the samples come from: an MNIST-format IDX file of images
    * (gzipped or not; uint8 or float32 elements), or the raw
-   * data file of an nnstreamer datarepo (see #GstTensorDataSrc:json). It
+   * data file of an nnstreamer datarepo (see #GstTtTensorDataSrc:json). It
    * is required: without it the element fails to go to PAUSED, with an
    * error saying what to set. The file is read (IDX) or mapped
    * (datarepo) once, at READY->PAUSED, and kept until the element stops.
@@ -202,9 +202,9 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "IDX images file, or a datarepo data file (required)",
           DEFAULT_LOCATION, rw));
   /**
-   * GstTensorDataSrc:label-location:
+   * GstTtTensorDataSrc:label-location:
    *
-   * The IDX file of the labels of #GstTensorDataSrc:location: 1-D, uint8
+   * The IDX file of the labels of #GstTtTensorDataSrc:location: 1-D, uint8
    * class indices, one per image (gzipped or not). Required for IDX
    * images; the two files must hold the same number of samples. Refused
    * for a datarepo file, whose samples carry their labels as tensors.
@@ -214,21 +214,21 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "IDX file of the labels (uint8 class indices), one per image",
           DEFAULT_LABEL_LOCATION, rw));
   /**
-   * GstTensorDataSrc:start-sample:
+   * GstTtTensorDataSrc:start-sample:
    *
-   * Index in #GstTensorDataSrc:location of the first sample of the
+   * Index in #GstTtTensorDataSrc:location of the first sample of the
    * training range. It must lie inside the file; the range is
-   * #GstTensorDataSrc:num-samples samples from here.
+   * #GstTtTensorDataSrc:num-samples samples from here.
    */
   g_object_class_install_property (gobject_class, PROP_START_SAMPLE,
       g_param_spec_uint ("start-sample", "Start sample",
           "Index of the first training sample in the files", 0, G_MAXUINT,
           DEFAULT_START_SAMPLE, rw));
   /**
-   * GstTensorDataSrc:num-samples:
+   * GstTtTensorDataSrc:num-samples:
    *
    * Samples in the training range, pushed in each epoch, from
-   * #GstTensorDataSrc:start-sample on. 0 (the default) takes every sample
+   * #GstTtTensorDataSrc:start-sample on. 0 (the default) takes every sample
    * to the end of the file. A range that does not fit the file fails the
    * start, naming both. Match it with tensor_trainer's
    * num-training-samples.
@@ -238,15 +238,15 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Training samples per epoch; 0: all to the end of the file", 0,
           G_MAXUINT, DEFAULT_NUM_SAMPLES, rw));
   /**
-   * GstTensorDataSrc:validation-location:
+   * GstTtTensorDataSrc:validation-location:
    *
    * A second file of the validation samples, pushed after the training
    * range in each epoch, in file order: IDX images (with
-   * #GstTensorDataSrc:validation-label-location), or a datarepo data file
-   * (with #GstTensorDataSrc:validation-json or a .json beside it). Its
+   * #GstTtTensorDataSrc:validation-label-location), or a datarepo data file
+   * (with #GstTtTensorDataSrc:validation-json or a .json beside it). Its
    * samples must have the type and size of the training samples (for
    * datarepo files: the same caps). Unset (the default), the validation
-   * range, if any, is taken from #GstTensorDataSrc:location, where it
+   * range, if any, is taken from #GstTtTensorDataSrc:location, where it
    * must not overlap the training range.
    */
   g_object_class_install_property (gobject_class, PROP_VALIDATION_LOCATION,
@@ -254,10 +254,10 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Separate IDX images or datarepo file of the validation samples",
           DEFAULT_VALIDATION_LOCATION, rw));
   /**
-   * GstTensorDataSrc:validation-label-location:
+   * GstTtTensorDataSrc:validation-label-location:
    *
-   * The IDX labels of #GstTensorDataSrc:validation-location, as
-   * #GstTensorDataSrc:label-location is for the training images. Set both
+   * The IDX labels of #GstTtTensorDataSrc:validation-location, as
+   * #GstTtTensorDataSrc:label-location is for the training images. Set both
    * or neither; refused for datarepo files.
    */
   g_object_class_install_property (gobject_class,
@@ -266,11 +266,11 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "IDX labels of validation-location (set both or neither)",
           DEFAULT_VALIDATION_LABEL_LOCATION, rw));
   /**
-   * GstTensorDataSrc:validation-start-sample:
+   * GstTtTensorDataSrc:validation-start-sample:
    *
    * Index of the first validation sample, in
-   * #GstTensorDataSrc:validation-location when it is set, else in
-   * #GstTensorDataSrc:location.
+   * #GstTtTensorDataSrc:validation-location when it is set, else in
+   * #GstTtTensorDataSrc:location.
    */
   g_object_class_install_property (gobject_class,
       PROP_VALIDATION_START_SAMPLE,
@@ -278,15 +278,15 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Index of the first validation sample in its files", 0, G_MAXUINT,
           DEFAULT_VALIDATION_START_SAMPLE, rw));
   /**
-   * GstTensorDataSrc:validation-num-samples:
+   * GstTtTensorDataSrc:validation-num-samples:
    *
    * Validation samples pushed after the training range of each epoch.
-   * Without #GstTensorDataSrc:validation-location, 0 (the default) means
+   * Without #GstTtTensorDataSrc:validation-location, 0 (the default) means
    * no validation, and the range [validation-start-sample,
    * validation-start-sample + validation-num-samples) of
-   * #GstTensorDataSrc:location must not overlap the training range
+   * #GstTtTensorDataSrc:location must not overlap the training range
    * (validation samples would be trained on). With it, 0 means every
-   * sample of that file from #GstTensorDataSrc:validation-start-sample
+   * sample of that file from #GstTtTensorDataSrc:validation-start-sample
    * on. Match it with tensor_trainer's num-validation-samples.
    */
   g_object_class_install_property (gobject_class,
@@ -296,7 +296,7 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "validation-location", 0, G_MAXUINT, DEFAULT_VALIDATION_NUM_SAMPLES,
           rw));
   /**
-   * GstTensorDataSrc:epochs:
+   * GstTtTensorDataSrc:epochs:
    *
    * How many times the training range, then the validation range, are
    * pushed; EOS follows the last. Match it with tensor_trainer's epochs.
@@ -306,10 +306,10 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Times the ranges are pushed before EOS", 1, G_MAXUINT,
           DEFAULT_EPOCHS, rw));
   /**
-   * GstTensorDataSrc:shuffle:
+   * GstTtTensorDataSrc:shuffle:
    *
    * Push the training range in a new random order in each epoch, drawn
-   * from #GstTensorDataSrc:seed and the epoch number. Only the training
+   * from #GstTtTensorDataSrc:seed and the epoch number. Only the training
    * range is permuted: the validation range stays in file order, and a
    * training and a validation sample never trade places.
    */
@@ -318,9 +318,9 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Shuffle the training range anew in each epoch", DEFAULT_SHUFFLE,
           rw));
   /**
-   * GstTensorDataSrc:seed:
+   * GstTtTensorDataSrc:seed:
    *
-   * Seed of the shuffling (#GstTensorDataSrc:shuffle): an epoch's order is
+   * Seed of the shuffling (#GstTtTensorDataSrc:shuffle): an epoch's order is
    * a function of the seed and the epoch number only, so one seed gives
    * the same orders on every run, and each epoch its own.
    */
@@ -329,7 +329,7 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Seed of the shuffling: the same seed, the same orders", 0,
           G_MAXUINT64, DEFAULT_SEED, rw));
   /**
-   * GstTensorDataSrc:image-format:
+   * GstTtTensorDataSrc:image-format:
    *
    * The type of the image tensor of IDX files. uint8 (the default) pushes
    * the pixels as stored, without a copy; float32 divides uint8 pixels by
@@ -342,10 +342,10 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Type of the IDX image tensor: uint8 as stored, or float32",
           GST_TYPE_TENSOR_DATASRC_IMAGE_FORMAT, DEFAULT_IMAGE_FORMAT, rw));
   /**
-   * GstTensorDataSrc:label-format:
+   * GstTtTensorDataSrc:label-format:
    *
    * The form of the label tensor of IDX files: onehot (the default), a
-   * float32 vector of #GstTensorDataSrc:num-classes with a 1 at the class
+   * float32 vector of #GstTtTensorDataSrc:num-classes with a 1 at the class
    * (dimensions num-classes:1:1:1), or index, the class index as one
    * float32 (1:1:1:1). tensor_trainer and tensor_predictor take either.
    * For datarepo files only the default is accepted.
@@ -355,9 +355,9 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Form of the IDX label tensor: one-hot vector or class index",
           GST_TYPE_TENSOR_DATASRC_LABEL_FORMAT, DEFAULT_LABEL_FORMAT, rw));
   /**
-   * GstTensorDataSrc:num-classes:
+   * GstTtTensorDataSrc:num-classes:
    *
-   * The length of a one-hot label (#GstTensorDataSrc:label-format=onehot),
+   * The length of a one-hot label (#GstTtTensorDataSrc:label-format=onehot),
    * the model's output units. Every label of the ranges pushed must be
    * below it, or the start fails naming the first that is not. Not used
    * for class-index labels or datarepo files.
@@ -367,9 +367,9 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "Length of a one-hot label; every label must be below it", 1, 65535,
           DEFAULT_NUM_CLASSES, rw));
   /**
-   * GstTensorDataSrc:json:
+   * GstTtTensorDataSrc:json:
    *
-   * The nnstreamer datarepo description of #GstTensorDataSrc:location
+   * The nnstreamer datarepo description of #GstTtTensorDataSrc:location
    * (`gst_caps`, `total_samples`, optional `sample_size`), which then
    * holds raw samples back to back: each the static tensors of the caps,
    * labels included, pushed as one read-only memory per tensor over the
@@ -382,9 +382,9 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "nnstreamer datarepo JSON describing location's samples",
           DEFAULT_JSON, rw));
   /**
-   * GstTensorDataSrc:validation-json:
+   * GstTtTensorDataSrc:validation-json:
    *
-   * The datarepo description of #GstTensorDataSrc:validation-location;
+   * The datarepo description of #GstTtTensorDataSrc:validation-location;
    * its caps must equal the training file's. Unset (the default): the
    * .json beside validation-location.
    */
@@ -393,7 +393,7 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
           "datarepo JSON of validation-location (default: the one beside it)",
           DEFAULT_VALIDATION_JSON, rw));
   /**
-   * GstTensorDataSrc:push-list-size:
+   * GstTtTensorDataSrc:push-list-size:
    *
    * Samples pushed at once, as a buffer list in which each sample is
    * still its own buffer. Elements that take lists, such as
@@ -425,7 +425,7 @@ gst_tensor_datasrc_class_init (GstTensorDataSrcClass * klass)
 }
 
 static void
-gst_tensor_datasrc_init (GstTensorDataSrc * self)
+gst_tensor_datasrc_init (GstTtTensorDataSrc * self)
 {
   self->start_sample = DEFAULT_START_SAMPLE;
   self->num_samples = DEFAULT_NUM_SAMPLES;
@@ -445,7 +445,7 @@ gst_tensor_datasrc_init (GstTensorDataSrc * self)
 /* ---- start / stop ---------------------------------------------------- */
 
 static void
-gst_tensor_datasrc_set_clear (GstTensorDataSrcSet * set)
+gst_tensor_datasrc_set_clear (GstTtTensorDataSrcSet * set)
 {
   tt_idx_clear (&set->images);
   tt_idx_clear (&set->labels);
@@ -458,7 +458,7 @@ gst_tensor_datasrc_set_clear (GstTensorDataSrcSet * set)
 static void
 gst_tensor_datasrc_store_free (gpointer data)
 {
-  GstTensorDataSrcStore *store = data;
+  GstTtTensorDataSrcStore *store = data;
   for (guint i = 0; i < G_N_ELEMENTS (store->blocks); i++)
     free (store->blocks[i]);    /* tt_idx_load's malloc */
   g_free (store->labels_f32);
@@ -473,9 +473,10 @@ gst_tensor_datasrc_store_release (gpointer store)
 /* Moves the loaded data into a shared store (the sets keep pointing at
  * it) and builds the label table. */
 static void
-gst_tensor_datasrc_make_store (GstTensorDataSrc * self)
+gst_tensor_datasrc_make_store (GstTtTensorDataSrc * self)
 {
-  GstTensorDataSrcStore *store = g_atomic_rc_box_new0 (GstTensorDataSrcStore);
+  GstTtTensorDataSrcStore *store =
+      g_atomic_rc_box_new0 (GstTtTensorDataSrcStore);
   const gboolean onehot =
       self->out_label_format == GST_TENSOR_DATASRC_LABEL_ONEHOT;
   store->blocks[0] = self->train.images.data;
@@ -495,7 +496,8 @@ gst_tensor_datasrc_make_store (GstTensorDataSrc * self)
 
 /* A read-only memory over size bytes of the store at data. */
 static GstMemory *
-gst_tensor_datasrc_wrap (GstTensorDataSrc * self, const void *data, gsize size)
+gst_tensor_datasrc_wrap (GstTtTensorDataSrc * self, const void *data,
+    gsize size)
 {
   return gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, (gpointer) data,
       size, 0, size, g_atomic_rc_box_acquire (self->store),
@@ -504,8 +506,8 @@ gst_tensor_datasrc_wrap (GstTensorDataSrc * self, const void *data, gsize size)
 
 /* Loads a file pair and checks it; FALSE after posting an error. */
 static gboolean
-gst_tensor_datasrc_load_pair (GstTensorDataSrc * self, const gchar * images,
-    const gchar * labels, const gchar * prefix, GstTensorDataSrcSet * set)
+gst_tensor_datasrc_load_pair (GstTtTensorDataSrc * self, const gchar * images,
+    const gchar * labels, const gchar * prefix, GstTtTensorDataSrcSet * set)
 {
   char err[1024];
   if (!images || !*images) {
@@ -548,8 +550,8 @@ gst_tensor_datasrc_load_pair (GstTensorDataSrc * self, const gchar * images,
 
 /* Sets the range [start, start + num) of set, num 0 meaning to the end. */
 static gboolean
-gst_tensor_datasrc_set_range (GstTensorDataSrc * self,
-    GstTensorDataSrcSet * set, const gchar * file, const gchar * what,
+gst_tensor_datasrc_set_range (GstTtTensorDataSrc * self,
+    GstTtTensorDataSrcSet * set, const gchar * file, const gchar * what,
     guint start, guint num)
 {
   const gsize total = set->total;
@@ -566,8 +568,8 @@ gst_tensor_datasrc_set_range (GstTensorDataSrc * self,
 }
 
 static gboolean
-gst_tensor_datasrc_check_labels (GstTensorDataSrc * self,
-    const GstTensorDataSrcSet * set, const gchar * file)
+gst_tensor_datasrc_check_labels (GstTtTensorDataSrc * self,
+    const GstTtTensorDataSrcSet * set, const gchar * file)
 {
   for (guint i = set->start; i < set->start + set->count; i++)
     if (set->labels.data[i] >= self->classes) {
@@ -608,15 +610,15 @@ gst_tensor_datasrc_repo_json (const gchar * location, const gchar * json)
 /* Reads a datarepo JSON and maps its data file into set; FALSE after
  * posting an error naming the file and the field. */
 static gboolean
-gst_tensor_datasrc_load_repo (GstTensorDataSrc * self, const gchar * data,
-    const gchar * json, GstTensorDataSrcSet * set)
+gst_tensor_datasrc_load_repo (GstTtTensorDataSrc * self, const gchar * data,
+    const gchar * json, GstTtTensorDataSrcSet * set)
 {
   GError *gerr = NULL;
   gchar *text = NULL, *why = NULL;
   gsize text_len, length;
   GstTensorDataRepoInfo info;
   GstTensorDataRepoStatus status;
-  GstTensorDataSrcRepo *repo = &set->repo;
+  GstTtTensorDataSrcRepo *repo = &set->repo;
   gboolean ok = FALSE;
 
   if (!data || !*data) {
@@ -669,7 +671,7 @@ out:
 
 /* start() for datarepo files: the caps are the JSON's. */
 static gboolean
-gst_tensor_datasrc_start_repo (GstTensorDataSrc * self, const gchar * loc,
+gst_tensor_datasrc_start_repo (GstTtTensorDataSrc * self, const gchar * loc,
     const gchar * json, const gchar * lab, const gchar * vloc,
     const gchar * vjson_prop, const gchar * vlab, guint start, guint num,
     guint vstart, guint vnum)
@@ -718,7 +720,7 @@ gst_tensor_datasrc_start_repo (GstTensorDataSrc * self, const gchar * loc,
       goto out;
     }
   } else if (vnum > 0) {
-    const GstTensorDataSrcSet *t = &self->train;
+    const GstTtTensorDataSrcSet *t = &self->train;
     if (vstart >= t->total || vnum > t->total - vstart) {
       GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
           ("The validation range (start %u, %u samples) does not fit the %"
@@ -759,9 +761,9 @@ out:
 /* One sample of a datarepo file: a read-only memory per tensor over the
  * mapping, which each memory keeps alive. */
 static GstBuffer *
-gst_tensor_datasrc_repo_sample (const GstTensorDataSrcSet * set, guint index)
+gst_tensor_datasrc_repo_sample (const GstTtTensorDataSrcSet * set, guint index)
 {
-  const GstTensorDataSrcRepo *repo = &set->repo;
+  const GstTtTensorDataSrcRepo *repo = &set->repo;
   const gsize base = (gsize) index * repo->sample_size;
   gchar *data = g_mapped_file_get_contents (repo->map);
   const gsize length = g_mapped_file_get_length (repo->map);
@@ -777,7 +779,7 @@ gst_tensor_datasrc_repo_sample (const GstTensorDataSrcSet * set, guint index)
 
 /* Reads and checks the files (at READY->PAUSED). */
 static gboolean
-gst_tensor_datasrc_open (GstTensorDataSrc * self)
+gst_tensor_datasrc_open (GstTtTensorDataSrc * self)
 {
   gchar *loc, *lab, *vloc, *vlab, *json, *vjson;
   guint start, num, vstart, vnum;
@@ -860,7 +862,7 @@ gst_tensor_datasrc_open (GstTensorDataSrc * self)
   if (self->valid.count > 0
       && self->out_label_format == GST_TENSOR_DATASRC_LABEL_ONEHOT) {
     /* a view of the validation range, in whichever files hold it */
-    GstTensorDataSrcSet view = self->valid_shares_files ? self->train :
+    GstTtTensorDataSrcSet view = self->valid_shares_files ? self->train :
         self->valid;
     view.start = self->valid.start;
     view.count = self->valid.count;
@@ -932,7 +934,7 @@ static GstStateChangeReturn
 gst_tensor_datasrc_change_state (GstElement * element,
     GstStateChange transition)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (element);
+  GstTtTensorDataSrc *self = GST_TENSOR_DATASRC (element);
   GstStateChangeReturn ret;
 
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED
@@ -948,7 +950,7 @@ gst_tensor_datasrc_change_state (GstElement * element,
 static gboolean
 gst_tensor_datasrc_stop (GstBaseSrc * src)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
+  GstTtTensorDataSrc *self = GST_TENSOR_DATASRC (src);
   if (self->store) {
     /* the store owns the data now; buffers still out keep it alive */
     self->train.images.data = self->train.labels.data = NULL;
@@ -969,7 +971,7 @@ gst_tensor_datasrc_stop (GstBaseSrc * src)
 static GstCaps *
 gst_tensor_datasrc_get_caps (GstBaseSrc * src, GstCaps * filter)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
+  GstTtTensorDataSrc *self = GST_TENSOR_DATASRC (src);
   GstCaps *caps;
 
   GST_OBJECT_LOCK (self);
@@ -1007,7 +1009,7 @@ gst_tensor_datasrc_next_random (guint64 * state)
 /* The training order of an epoch: a function of the seed and the epoch
  * only, so a run can be repeated. */
 static void
-gst_tensor_datasrc_draw_order (GstTensorDataSrc * self, guint epoch)
+gst_tensor_datasrc_draw_order (GstTtTensorDataSrc * self, guint epoch)
 {
   const guint n = self->train.count;
   guint64 state = self->rng_seed ^ ((guint64) epoch *
@@ -1027,7 +1029,7 @@ gst_tensor_datasrc_draw_order (GstTensorDataSrc * self, guint epoch)
 
 /* The sample at position (which must be before the end). */
 static GstBuffer *
-gst_tensor_datasrc_make_sample (GstTensorDataSrc * self)
+gst_tensor_datasrc_make_sample (GstTtTensorDataSrc * self)
 {
   const guint64 per_epoch = (guint64) self->train.count + self->valid.count;
   const tt_idx *images, *labels;
@@ -1039,7 +1041,7 @@ gst_tensor_datasrc_make_sample (GstTensorDataSrc * self)
   epoch = (guint) (self->position / per_epoch);
   k = self->position % per_epoch;
   if (self->repo_mode) {
-    const GstTensorDataSrcSet *set = &self->train;
+    const GstTtTensorDataSrcSet *set = &self->train;
     if (k < self->train.count) {
       if (self->order_epoch != epoch)
         gst_tensor_datasrc_draw_order (self, epoch);
@@ -1100,7 +1102,7 @@ done:
 static GstFlowReturn
 gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (src);
+  GstTtTensorDataSrc *self = GST_TENSOR_DATASRC (src);
   const guint64 end = ((guint64) self->train.count + self->valid.count) *
       self->n_epochs;
   GstBufferList *list;
@@ -1125,7 +1127,7 @@ static void
 gst_tensor_datasrc_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (object);
+  GstTtTensorDataSrc *self = GST_TENSOR_DATASRC (object);
   gchar **str = NULL;
 
   GST_OBJECT_LOCK (self);
@@ -1196,7 +1198,7 @@ static void
 gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (object);
+  GstTtTensorDataSrc *self = GST_TENSOR_DATASRC (object);
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
@@ -1261,7 +1263,7 @@ gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
 static void
 gst_tensor_datasrc_finalize (GObject * object)
 {
-  GstTensorDataSrc *self = GST_TENSOR_DATASRC (object);
+  GstTtTensorDataSrc *self = GST_TENSOR_DATASRC (object);
 
   gst_tensor_datasrc_stop (GST_BASE_SRC (self));
   g_free (self->location);

@@ -11,20 +11,20 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_DATASRC (gst_tensor_datasrc_get_type ())
-G_DECLARE_FINAL_TYPE (GstTensorDataSrc, gst_tensor_datasrc, GST,
+G_DECLARE_FINAL_TYPE (GstTtTensorDataSrc, gst_tensor_datasrc, GST,
     TENSOR_DATASRC, GstPushSrc)
 
 typedef enum
 {
   GST_TENSOR_DATASRC_IMAGE_UINT8,
   GST_TENSOR_DATASRC_IMAGE_FLOAT32,
-} GstTensorDataSrcImageFormat;
+} GstTtTensorDataSrcImageFormat;
 
 typedef enum
 {
   GST_TENSOR_DATASRC_LABEL_ONEHOT,
   GST_TENSOR_DATASRC_LABEL_INDEX,
-} GstTensorDataSrcLabelFormat;
+} GstTtTensorDataSrcLabelFormat;
 
 /* A datarepo file (nnstreamer's MLOps data repository): samples back to
  * back, each the tensors of gst_caps back to back, mapped read-only.
@@ -36,7 +36,7 @@ typedef struct
   GstTensorsDesc desc;
   gsize sample_size;
   gsize offsets[GST_TENSOR_MAX_TENSORS], sizes[GST_TENSOR_MAX_TENSORS];
-} GstTensorDataSrcRepo;
+} GstTtTensorDataSrcRepo;
 
 /* One IDX image + label file pair, or one datarepo file, and the range of
  * samples taken from it. Invariant once loaded: start + count <= total
@@ -44,10 +44,10 @@ typedef struct
 typedef struct
 {
   tt_idx images, labels;
-  GstTensorDataSrcRepo repo;
+  GstTtTensorDataSrcRepo repo;
   gsize total;
   guint start, count;
-} GstTensorDataSrcSet;
+} GstTtTensorDataSrcSet;
 
 /* The sample data, shared with the read-only memories that wrap it (no
  * copy per sample): released by the element at stop and by each memory,
@@ -58,9 +58,9 @@ typedef struct
   guint8 *blocks[4];            /* IDX data: images, labels (x2 sets) */
   gfloat *labels_f32;
   gsize label_floats;           /* floats per label */
-} GstTensorDataSrcStore;
+} GstTtTensorDataSrcStore;
 
-struct _GstTensorDataSrc
+struct _GstTtTensorDataSrc
 {
   GstPushSrc parent;
 
@@ -73,23 +73,23 @@ struct _GstTensorDataSrc
   guint epochs;
   gboolean shuffle;
   guint64 seed;
-  GstTensorDataSrcImageFormat image_format;
-  GstTensorDataSrcLabelFormat label_format;
+  GstTtTensorDataSrcImageFormat image_format;
+  GstTtTensorDataSrcLabelFormat label_format;
   guint num_classes;
   guint push_list_size;
 
   /* streaming state, between start and stop */
-  GstTensorDataSrcSet train, valid;
+  GstTtTensorDataSrcSet train, valid;
   gboolean repo_mode;           /* datarepo files, not IDX */
   gboolean valid_shares_files;  /* valid reads train's files */
-  GstTensorDataSrcImageFormat out_image_format;
-  GstTensorDataSrcLabelFormat out_label_format;
+  GstTtTensorDataSrcImageFormat out_image_format;
+  GstTtTensorDataSrcLabelFormat out_label_format;
   guint classes, n_epochs, list_size;
   gboolean do_shuffle;
   guint64 rng_seed;
   gsize image_bytes;            /* one output image */
   GstCaps *caps;
-  GstTensorDataSrcStore *store;
+  GstTtTensorDataSrcStore *store;
   guint32 *order;               /* train.count indices of this epoch */
   guint order_epoch;            /* the epoch order was drawn for */
   guint64 position;             /* samples pushed */

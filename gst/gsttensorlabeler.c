@@ -9,14 +9,14 @@
  * `other/tensors,format=static,num_tensors=2`:
  *
  * - the image as float32 normalized to [0, 1] (pixel / 255), channels in
- *   R, G, B order. With #GstTensorLabeler:layout=planar (the default) the
+ *   R, G, B order. With #GstTtTensorLabeler:layout=planar (the default) the
  *   memory is C:H:W, the layout of the engine's models (NCHW), which
  *   nnstreamer's innermost-first dimensions write `W:H:C:1`; a model whose
  *   input_shape is `C:H:W` takes it as it is. With layout=interleaved it is
  *   H:W:C, `C:W:H:1`, as tensor_converter writes frames (for GRAY8 both
  *   are the same bytes);
- * - the label as a one-hot float32 vector of #GstTensorLabeler:num-classes,
- *   `num-classes:1:1:1`, for the class in #GstTensorLabeler:label.
+ * - the label as a one-hot float32 vector of #GstTtTensorLabeler:num-classes,
+ *   `num-classes:1:1:1`, for the class in #GstTtTensorLabeler:label.
  *
  * The label can change while PLAYING: each frame takes the value the
  * property has when the frame is processed. label=-1 drops the frames (no
@@ -26,8 +26,8 @@
  * Timestamps and the framerate are kept. One GstMemory per tensor.
  *
  * Audio (`audio/x-raw`, interleaved S16LE, S32LE, F32LE or U8, any number
- * of channels and rate) is cut into windows of #GstTensorLabeler:window
- * frames, one every #GstTensorLabeler:hop frames (overlapping when hop is
+ * of channels and rate) is cut into windows of #GstTtTensorLabeler:window
+ * frames, one every #GstTtTensorLabeler:hop frames (overlapping when hop is
  * shorter, with gaps when longer), whatever the buffer sizes; each window
  * is one sample. Its tensor is float32 in [-1, 1] (S16: value / 32768,
  * U8: (value - 128) / 128); planar, channel:1:window (dimensions
@@ -108,12 +108,12 @@ gst_tensor_labeler_layout_get_type (void)
   };
   if (g_once_init_enter (&type))
     g_once_init_leave (&type,
-        g_enum_register_static ("GstTensorLabelerLayout", values));
+        g_enum_register_static ("GstTtTensorLabelerLayout", values));
   return type;
 }
 
 #define gst_tensor_labeler_parent_class parent_class
-G_DEFINE_TYPE (GstTensorLabeler, gst_tensor_labeler, GST_TYPE_BASE_TRANSFORM);
+G_DEFINE_TYPE (GstTtTensorLabeler, gst_tensor_labeler, GST_TYPE_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_labeler, "tensor_labeler",
     GST_RANK_NONE, GST_TYPE_TENSOR_LABELER,
     GST_DEBUG_CATEGORY_INIT (gst_tensor_labeler_debug, "tensor_labeler", 0,
@@ -141,7 +141,7 @@ static GstFlowReturn gst_tensor_labeler_transform (GstBaseTransform * trans,
     GstBuffer * inbuf, GstBuffer * outbuf);
 
 static void
-gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
+gst_tensor_labeler_class_init (GstTtTensorLabelerClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -152,10 +152,10 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
   gobject_class->finalize = gst_tensor_labeler_finalize;
 
   /**
-   * GstTensorLabeler:label:
+   * GstTtTensorLabeler:label:
    *
    * The class of the frames from now on, sent as a one-hot float32 label
-   * of #GstTensorLabeler:num-classes. It can change while PLAYING (the
+   * of #GstTtTensorLabeler:num-classes. It can change while PLAYING (the
    * camera or microphone now shows the next class): a video frame takes
    * the value the property has when the frame is processed, an audio
    * window the value when the window is complete; a change drops the
@@ -171,7 +171,7 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
   /**
-   * GstTensorLabeler:num-classes:
+   * GstTtTensorLabeler:num-classes:
    *
    * The length of the one-hot label tensor (dimensions num-classes:1:1:1),
    * the model's output units. Read when the caps are negotiated: a change
@@ -183,7 +183,7 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
           DEFAULT_NUM_CLASSES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   /**
-   * GstTensorLabeler:layout:
+   * GstTtTensorLabeler:layout:
    *
    * The memory order of the input tensor. planar (the default): channel
    * by channel, C:H:W for video (dimensions W:H:C:1) and channel:1:window
@@ -200,7 +200,7 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   /**
-   * GstTensorLabeler:window:
+   * GstTtTensorLabeler:window:
    *
    * Audio only: the frames (samples per channel) of one sample, the
    * width of its tensor; a window lasts window / rate seconds. Read when
@@ -212,10 +212,10 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
           DEFAULT_WINDOW, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   /**
-   * GstTensorLabeler:hop:
+   * GstTtTensorLabeler:hop:
    *
    * Audio only: the frames from the start of one window to the start of
-   * the next. Shorter than #GstTensorLabeler:window, windows overlap;
+   * the next. Shorter than #GstTtTensorLabeler:window, windows overlap;
    * longer, the frames between them are skipped. 0 (the default) means
    * window: back to back. The output framerate is rate / hop. Read when
    * the caps are negotiated.
@@ -252,7 +252,7 @@ gst_tensor_labeler_class_init (GstTensorLabelerClass * klass)
 }
 
 static void
-gst_tensor_labeler_init (GstTensorLabeler * self)
+gst_tensor_labeler_init (GstTtTensorLabeler * self)
 {
   self->label = DEFAULT_LABEL;
   self->num_classes = DEFAULT_NUM_CLASSES;
@@ -275,7 +275,7 @@ gst_tensor_labeler_finalize (GObject * object)
 /* The image tensor's dimensions for a frame. */
 static void
 gst_tensor_labeler_image_desc (guint channels, gint width, gint height,
-    GstTensorLabelerLayout layout, GstTensorDesc * d)
+    GstTtTensorLabelerLayout layout, GstTensorDesc * d)
 {
   memset (d, 0, sizeof *d);
   d->rank = 4;
@@ -296,11 +296,11 @@ gst_tensor_labeler_image_desc (guint channels, gint width, gint height,
  * known (video: width, height, format; audio: channels, with the window),
  * the template's otherwise. Audio windows come rate / hop times a second. */
 static GstCaps *
-gst_tensor_labeler_video_to_tensors (GstTensorLabeler * self, GstCaps * caps)
+gst_tensor_labeler_video_to_tensors (GstTtTensorLabeler * self, GstCaps * caps)
 {
   GstCaps *out = gst_caps_new_empty ();
   guint classes, window, hop;
-  GstTensorLabelerLayout layout;
+  GstTtTensorLabelerLayout layout;
 
   GST_OBJECT_LOCK (self);
   classes = self->num_classes;
@@ -365,7 +365,7 @@ static GstCaps *
 gst_tensor_labeler_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (trans);
   GstCaps *out;
 
   if (direction == GST_PAD_SINK) {
@@ -402,7 +402,7 @@ static gboolean
 gst_tensor_labeler_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (trans);
 
   (void) outcaps;
   self->audio = gst_structure_has_name (gst_caps_get_structure (incaps, 0),
@@ -450,7 +450,7 @@ gst_tensor_labeler_set_caps (GstBaseTransform * trans, GstCaps * incaps,
 static gboolean
 gst_tensor_labeler_stop (GstBaseTransform * trans)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (trans);
 
   self->configured = FALSE;
   gst_tensor_audio_window_clear (&self->awin);
@@ -461,7 +461,7 @@ gst_tensor_labeler_stop (GstBaseTransform * trans)
 static gboolean
 gst_tensor_labeler_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (trans);
 
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_FLUSH_STOP:
@@ -479,7 +479,7 @@ gst_tensor_labeler_sink_event (GstBaseTransform * trans, GstEvent * event)
 /* The label for the next sample: FALSE with *ret set when there is none
  * (-1: dropped) or it is out of range (an error). */
 static gboolean
-gst_tensor_labeler_current_label (GstTensorLabeler * self, gint * label,
+gst_tensor_labeler_current_label (GstTtTensorLabeler * self, gint * label,
     GstFlowReturn * ret)
 {
   GST_OBJECT_LOCK (self);
@@ -502,7 +502,7 @@ gst_tensor_labeler_current_label (GstTensorLabeler * self, gint * label,
 /* A buffer of two memories: a tensor of floats floats, and the one-hot
  * label. */
 static GstBuffer *
-gst_tensor_labeler_new_sample (GstTensorLabeler * self, gsize floats)
+gst_tensor_labeler_new_sample (GstTtTensorLabeler * self, gsize floats)
 {
   GstBuffer *out = gst_buffer_new ();
   gst_buffer_append_memory (out, gst_allocator_alloc (NULL,
@@ -527,7 +527,7 @@ static GstFlowReturn
 gst_tensor_labeler_submit_input_buffer (GstBaseTransform * trans,
     gboolean is_discont, GstBuffer * input)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (trans);
 
   if (!self->audio)
     return GST_BASE_TRANSFORM_CLASS (parent_class)->submit_input_buffer
@@ -557,7 +557,7 @@ static GstFlowReturn
 gst_tensor_labeler_generate_output (GstBaseTransform * trans,
     GstBuffer ** outbuf)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (trans);
   const GstAudioInfo *info = &self->awin.info;
   const gsize floats = (gsize) self->awin.window * self->channels;
   GstFlowReturn ret = GST_FLOW_OK;
@@ -603,7 +603,7 @@ static GstFlowReturn
 gst_tensor_labeler_prepare_output_buffer (GstBaseTransform * trans,
     GstBuffer * input, GstBuffer ** outbuf)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (trans);
   const gsize pixels = (gsize) GST_VIDEO_INFO_WIDTH (&self->info) *
       GST_VIDEO_INFO_HEIGHT (&self->info);
   GstBuffer *out;
@@ -620,7 +620,7 @@ static GstFlowReturn
 gst_tensor_labeler_transform (GstBaseTransform * trans, GstBuffer * inbuf,
     GstBuffer * outbuf)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (trans);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (trans);
   const gint width = GST_VIDEO_INFO_WIDTH (&self->info);
   const gint height = GST_VIDEO_INFO_HEIGHT (&self->info);
   const guint channels = self->channels;
@@ -673,7 +673,7 @@ static void
 gst_tensor_labeler_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (object);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (object);
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
@@ -704,7 +704,7 @@ static void
 gst_tensor_labeler_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
-  GstTensorLabeler *self = GST_TENSOR_LABELER (object);
+  GstTtTensorLabeler *self = GST_TENSOR_LABELER (object);
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {

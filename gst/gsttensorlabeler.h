@@ -12,16 +12,16 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_LABELER (gst_tensor_labeler_get_type ())
-G_DECLARE_FINAL_TYPE (GstTensorLabeler, gst_tensor_labeler, GST,
+G_DECLARE_FINAL_TYPE (GstTtTensorLabeler, gst_tensor_labeler, GST,
     TENSOR_LABELER, GstBaseTransform)
 
 typedef enum
 {
   GST_TENSOR_LABELER_LAYOUT_PLANAR,
   GST_TENSOR_LABELER_LAYOUT_INTERLEAVED,
-} GstTensorLabelerLayout;
+} GstTtTensorLabelerLayout;
 
-struct _GstTensorLabeler
+struct _GstTtTensorLabeler
 {
   GstBaseTransform parent;
 
@@ -29,7 +29,7 @@ struct _GstTensorLabeler
    * num-classes and layout when the caps are set */
   gint label;
   guint num_classes;
-  GstTensorLabelerLayout layout;
+  GstTtTensorLabelerLayout layout;
   guint window, hop;
 
   /* streaming state, set with the caps. Invariant when configured:
@@ -42,7 +42,7 @@ struct _GstTensorLabeler
   gint awin_label;              /* the label of the frames in awin */
   guint channels;
   guint classes;
-  GstTensorLabelerLayout out_layout;
+  GstTtTensorLabelerLayout out_layout;
   gboolean configured;
 };
 

@@ -5,29 +5,29 @@
  *
  * Plans the memory of a model for the stream that goes through it and
  * writes the result as an optimized INI (the model's own text followed by
- * its plan; see docs/optimized-ini.md), so that a #GstTensorTrainer, or any
+ * its plan; see docs/optimized-ini.md), so that a #GstTtTensorTrainer, or any
  * program using the engine, loads it later without planning again. Buffers
  * pass through untouched (the element is a passthrough #GstBaseTransform),
  * so it can stand right in front of tensor_trainer.
  *
- * At READY->PAUSED it reads and compiles #GstTensorPlanner:model-config
+ * At READY->PAUSED it reads and compiles #GstTtTensorPlanner:model-config
  * (an INI: a bundle, which holds its plan already, is refused with a
- * message saying so), checks #GstTensorPlanner:model-load-path against it
+ * message saying so), checks #GstTtTensorPlanner:model-load-path against it
  * and that the files to write can be written: a bad file fails the state
  * change. When the first caps arrive, before it forwards them, the element
  * checks that the caps' first tensors are
  * the model's inputs (other/tensors static or flexible, or the legacy single
  * other/tensor; further tensors, such as labels, are ignored), plans the
  * model afresh (an earlier plan in the INI is ignored) for the batch size of
- * #GstTensorPlanner:batch-size or the INI's, and writes:
+ * #GstTtTensorPlanner:batch-size or the INI's, and writes:
  *
- * - #GstTensorPlanner:location: the optimized INI (a path ending in .ini),
+ * - #GstTtTensorPlanner:location: the optimized INI (a path ending in .ini),
  *   else a bundle holding it and the weights (a path ending in .bin is
  *   refused: a BIN holds no plan), atomically. With batch-size set, the
  *   INI's [Model] batch_size is rewritten to it, so the file loads as it
  *   is.
- * - #GstTensorPlanner:weights-location (optional): the model's initial
- *   weights, those of #GstTensorPlanner:model-load-path or freshly
+ * - #GstTtTensorPlanner:weights-location (optional): the model's initial
+ *   weights, those of #GstTtTensorPlanner:model-load-path or freshly
  *   initialized as the INI says, as a BIN (a path ending in .bin) or a
  *   bundle.
  *
@@ -94,7 +94,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_TENSOR_PLANNER_CAPS));
 
 #define gst_tensor_planner_parent_class parent_class
-G_DEFINE_TYPE (GstTensorPlanner, gst_tensor_planner, GST_TYPE_BASE_TRANSFORM);
+G_DEFINE_TYPE (GstTtTensorPlanner, gst_tensor_planner, GST_TYPE_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_planner, "tensor_planner",
     GST_RANK_NONE, GST_TYPE_TENSOR_PLANNER,
     GST_DEBUG_CATEGORY_INIT (gst_tensor_planner_debug, "tensor_planner", 0,
@@ -115,7 +115,7 @@ static GstFlowReturn gst_tensor_planner_transform_ip (GstBaseTransform *
     trans, GstBuffer * buf);
 
 static void
-gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
+gst_tensor_planner_class_init (GstTtTensorPlannerClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -133,7 +133,7 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
    * that takes effect at the next start. */
 
   /**
-   * GstTensorPlanner:model-config:
+   * GstTtTensorPlanner:model-config:
    *
    * The model to plan: an INI file in nntrainer's dialect. A plan it
    * already holds (an optimized INI) is ignored: the model is planned
@@ -148,14 +148,14 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
           "Model INI to plan (required; a bundle is refused)",
           DEFAULT_MODEL_CONFIG, rw));
   /**
-   * GstTensorPlanner:location:
+   * GstTtTensorPlanner:location:
    *
    * The file written, atomically, when the first caps arrive and before
    * they are forwarded. A path ending in .ini (or .INI) gets the optimized
    * INI: the model's text, its [Model] batch_size set to the batch
    * planned for, followed by its plan. Any other path is saved as the
    * engine saves a model: a bundle (that INI and the weights of
-   * #GstTensorPlanner:model-load-path, or initialized ones, in one file).
+   * #GstTtTensorPlanner:model-load-path, or initialized ones, in one file).
    * A path ending in .bin (any case) is refused at start: BIN weights
    * cannot hold a plan. Required: without it the start fails; at start
    * its folder must take a new file. A tensor_trainer downstream whose model-config (or
@@ -167,10 +167,10 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
           "Optimized INI (.ini) or bundle written with the plan (required)",
           DEFAULT_LOCATION, rw));
   /**
-   * GstTensorPlanner:weights-location:
+   * GstTtTensorPlanner:weights-location:
    *
-   * A second file written after #GstTensorPlanner:location, with the
-   * model's initial weights: those of #GstTensorPlanner:model-load-path,
+   * A second file written after #GstTtTensorPlanner:location, with the
+   * model's initial weights: those of #GstTtTensorPlanner:model-load-path,
    * or initialized as the INI says. A path ending in .bin (any case)
    * gets nntrainer's BIN; any other a bundle; one ending in .ini is
    * refused at start. At start its folder must
@@ -183,11 +183,11 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
           "File of the initial weights (a BIN for .bin); unset: none",
           DEFAULT_WEIGHTS_LOCATION, rw));
   /**
-   * GstTensorPlanner:model-load-path:
+   * GstTtTensorPlanner:model-load-path:
    *
    * Weights, a BIN or a bundle, to write to
-   * #GstTensorPlanner:weights-location (and into a bundle
-   * #GstTensorPlanner:location) instead of initialized ones. Loaded into
+   * #GstTtTensorPlanner:weights-location (and into a bundle
+   * #GstTtTensorPlanner:location) instead of initialized ones. Loaded into
    * the model at start, so a file that does not fit it fails the start.
    * Unset (the default): initialized weights.
    */
@@ -196,7 +196,7 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
           "Weights to write instead of initialized ones: a BIN or a bundle",
           DEFAULT_MODEL_LOAD_PATH, rw));
   /**
-   * GstTensorPlanner:batch-size:
+   * GstTtTensorPlanner:batch-size:
    *
    * The batch size to plan for; the written INI's [Model] batch_size is
    * set to it, so the file loads as it is. 0 (the default): the INI's
@@ -207,7 +207,7 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
           "Batch size to plan for; 0: the INI's batch_size", 0, 65536,
           DEFAULT_BATCH_SIZE, rw));
   /**
-   * GstTensorPlanner:alignment:
+   * GstTtTensorPlanner:alignment:
    *
    * Byte alignment of every tensor in the pool, stored with the plan:
    * a power of two from 4 to 4096. 0 (the default): the engine's, 64.
@@ -238,7 +238,7 @@ gst_tensor_planner_class_init (GstTensorPlannerClass * klass)
 }
 
 static void
-gst_tensor_planner_init (GstTensorPlanner * self)
+gst_tensor_planner_init (GstTtTensorPlanner * self)
 {
   self->batch_size = DEFAULT_BATCH_SIZE;
   self->alignment = DEFAULT_ALIGNMENT;
@@ -255,11 +255,11 @@ typedef struct
 {
   gchar *config, *location, *weights, *load_path;
   guint batch, alignment;
-} GstTensorPlannerSettings;
+} GstTtTensorPlannerSettings;
 
 static void
-gst_tensor_planner_settings_read (GstTensorPlanner * self,
-    GstTensorPlannerSettings * s)
+gst_tensor_planner_settings_read (GstTtTensorPlanner * self,
+    GstTtTensorPlannerSettings * s)
 {
   GST_OBJECT_LOCK (self);
   s->config = g_strdup (self->model_config);
@@ -272,7 +272,7 @@ gst_tensor_planner_settings_read (GstTensorPlanner * self,
 }
 
 static void
-gst_tensor_planner_settings_clear (GstTensorPlannerSettings * s)
+gst_tensor_planner_settings_clear (GstTtTensorPlannerSettings * s)
 {
   g_free (s->config);
   g_free (s->location);
@@ -291,7 +291,7 @@ gst_tensor_planner_has_suffix (const gchar * path, const gchar * suffix)
 /* model-config (an INI: a bundle holds its plan already) opened with o,
  * or NULL after posting the error. */
 static tt_model *
-gst_tensor_planner_open (GstTensorPlanner * self, const gchar * config,
+gst_tensor_planner_open (GstTtTensorPlanner * self, const gchar * config,
     tt_open_options * o)
 {
   tt_error err;
@@ -343,9 +343,9 @@ gst_tensor_planner_open (GstTensorPlanner * self, const gchar * config,
  * come), the weights of model-load-path are checked against it and the
  * files to write can be written. */
 static gboolean
-gst_tensor_planner_validate (GstTensorPlanner * self)
+gst_tensor_planner_validate (GstTtTensorPlanner * self)
 {
-  GstTensorPlannerSettings set;
+  GstTtTensorPlannerSettings set;
   tt_model *model = NULL;
   gboolean ok = FALSE;
 
@@ -395,7 +395,7 @@ static gboolean
 gst_tensor_planner_query (GstBaseTransform * trans, GstPadDirection direction,
     GstQuery * query)
 {
-  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (trans);
 
   if (direction == GST_PAD_SRC && GST_QUERY_TYPE (query) == GST_QUERY_CUSTOM) {
     gchar *paths[2];
@@ -418,7 +418,7 @@ gst_tensor_planner_query (GstBaseTransform * trans, GstPadDirection direction,
 static gboolean
 gst_tensor_planner_start (GstBaseTransform * trans)
 {
-  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (trans);
   gboolean have_config, have_location;
 
   GST_OBJECT_LOCK (self);
@@ -447,7 +447,7 @@ gst_tensor_planner_start (GstBaseTransform * trans)
 static gboolean
 gst_tensor_planner_stop (GstBaseTransform * trans)
 {
-  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (trans);
   self->planned = FALSE;
   self->check_buffer = FALSE;
   self->n_inputs = 0;
@@ -458,7 +458,7 @@ gst_tensor_planner_stop (GstBaseTransform * trans)
 /* ---- planning -------------------------------------------------------- */
 
 static gchar *
-gst_tensor_planner_expected (GstTensorPlanner * self)
+gst_tensor_planner_expected (GstTtTensorPlanner * self)
 {
   GString *s = g_string_new (NULL);
   for (guint i = 0; i < self->n_inputs; i++) {
@@ -472,7 +472,7 @@ gst_tensor_planner_expected (GstTensorPlanner * self)
 
 /* Checks the model's inputs against tensors; *why says what is wrong. */
 static gboolean
-gst_tensor_planner_check (GstTensorPlanner * self, const GstTensorDesc * t,
+gst_tensor_planner_check (GstTtTensorPlanner * self, const GstTensorDesc * t,
     guint n, gchar ** why)
 {
   if (n < self->n_inputs) {
@@ -501,7 +501,7 @@ gst_tensor_planner_check (GstTensorPlanner * self, const GstTensorDesc * t,
 }
 
 static void
-gst_tensor_planner_refuse (GstTensorPlanner * self, const gchar * why,
+gst_tensor_planner_refuse (GstTtTensorPlanner * self, const gchar * why,
     const gchar * have)
 {
   gchar *expected = gst_tensor_planner_expected (self);
@@ -513,10 +513,10 @@ gst_tensor_planner_refuse (GstTensorPlanner * self, const gchar * why,
 
 /* Loads, plans and writes; called with the first caps. */
 static gboolean
-gst_tensor_planner_plan (GstTensorPlanner * self, const GstTensorsDesc * desc,
+gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
     GstCaps * caps)
 {
-  GstTensorPlannerSettings set;
+  GstTtTensorPlannerSettings set;
   tt_model *model = NULL;
   tt_error err;
   tt_plan_info plan;
@@ -612,7 +612,7 @@ static gboolean
 gst_tensor_planner_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     GstCaps * outcaps)
 {
-  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (trans);
   GstTensorsDesc desc;
   gchar *why = NULL;
 
@@ -645,7 +645,7 @@ gst_tensor_planner_set_caps (GstBaseTransform * trans, GstCaps * incaps,
 static GstFlowReturn
 gst_tensor_planner_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
-  GstTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (trans);
   GstTensorDesc t[GST_TENSOR_MAX_TENSORS];
   gsize offset = 0;
   gchar *why = NULL;
@@ -681,7 +681,7 @@ static void
 gst_tensor_planner_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
-  GstTensorPlanner *self = GST_TENSOR_PLANNER (object);
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (object);
   gchar **str = NULL;
 
   GST_OBJECT_LOCK (self);
@@ -719,7 +719,7 @@ static void
 gst_tensor_planner_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
-  GstTensorPlanner *self = GST_TENSOR_PLANNER (object);
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (object);
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
@@ -751,7 +751,7 @@ gst_tensor_planner_get_property (GObject * object, guint prop_id,
 static void
 gst_tensor_planner_finalize (GObject * object)
 {
-  GstTensorPlanner *self = GST_TENSOR_PLANNER (object);
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (object);
 
   g_free (self->model_config);
   g_free (self->location);

@@ -11,10 +11,10 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_PLANNER (gst_tensor_planner_get_type ())
-G_DECLARE_FINAL_TYPE (GstTensorPlanner, gst_tensor_planner, GST,
+G_DECLARE_FINAL_TYPE (GstTtTensorPlanner, gst_tensor_planner, GST,
     TENSOR_PLANNER, GstBaseTransform)
 
-struct _GstTensorPlanner
+struct _GstTtTensorPlanner
 {
   GstBaseTransform parent;
 

@@ -7,8 +7,8 @@
  * streaming through it and pushes the model's output for each buffer:
  * class probabilities for a classifier.
  *
- * The model (#GstTensorPredictor:model-config: an INI, an optimized INI or
- * a bundle; weights from #GstTensorPredictor:model-load-path, a BIN or a
+ * The model (#GstTtTensorPredictor:model-config: an INI, an optimized INI or
+ * a bundle; weights from #GstTtTensorPredictor:model-load-path, a BIN or a
  * bundle) is loaded at READY->PAUSED and compiled for inference only: no
  * gradients, derivatives or optimizer state, tensors alive only as long as
  * the forward pass needs them, so its one memory pool is a fraction of the
@@ -25,34 +25,34 @@
  * the input type and the presence of a label may change from one buffer to
  * the next (the samples waiting then run first). The label is not used for
  * the prediction: when present, the element counts how often the output's
- * argmax equals the label's (#GstTensorPredictor:accuracy) and posts it at
+ * argmax equals the label's (#GstTtTensorPredictor:accuracy) and posts it at
  * EOS, so a labelled stream (tensor_datasrc, tensor_labeler) can be
- * scored. Samples are run #GstTensorPredictor:batch-size at a time
+ * scored. Samples are run #GstTtTensorPredictor:batch-size at a time
  * (default 1: each buffer goes out as soon as it came in; larger batches
  * trade latency for throughput and wait for the batch to fill; EOS runs
  * what waits). Each output buffer keeps its input's timestamps.
  *
- * Output (#GstTensorPredictor:output): `tensors` pushes
+ * Output (#GstTtTensorPredictor:output): `tensors` pushes
  * `other/tensors,format=static,num_tensors=1,types=float32` with the
  * model's output dimensions; `text` pushes `text/x-raw,format=utf8` naming
- * the argmax class (from #GstTensorPredictor:labels, a file with one class
+ * the argmax class (from #GstTtTensorPredictor:labels, a file with one class
  * name per line) and its probability, for textoverlay's text pad.
  *
  * Fresh weights while it runs:
- * - #GstTensorPredictor:trainer names a tensor_trainer of the same
+ * - #GstTtTensorPredictor:trainer names a tensor_trainer of the same
  *   pipeline (two pipelines of one process may each have a trainer of that
  *   name; each predictor follows its own pipeline's): the predictor
  *   switches to each set of weights that trainer
- *   publishes (see #GstTensorTrainer:publish-interval), between two of its
+ *   publishes (see #GstTtTensorTrainer:publish-interval), between two of its
  *   batches, never stopping the stream and never reading a half-updated
  *   set (copy-on-publish snapshots, gsttensormodelshare.h).
- * - #GstTensorPredictor:reload watches the weights file (model-load-path,
+ * - #GstTtTensorPredictor:reload watches the weights file (model-load-path,
  *   or model-config when it is a bundle) and loads it again when it
  *   changes, as another process saving it atomically replaces it. A file
  *   that does not load (another model) keeps the old weights and posts a
  *   warning.
  * Each switch posts `tensor-predictor-weights` (version, epoch, iteration,
- * source); #GstTensorPredictor:weights-version says which weights are in
+ * source); #GstTtTensorPredictor:weights-version says which weights are in
  * use. At EOS the element posts `tensor-predictor-summary` (samples,
  * labelled, correct, accuracy, seconds, samples-per-second, mean-latency-us:
  * engine time per batch, weights-version).
@@ -129,14 +129,14 @@ gst_tensor_predictor_output_get_type (void)
     {0, NULL, NULL},
   };
   if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstTensorPredictorOutput", values);
+    GType t = g_enum_register_static ("GstTtTensorPredictorOutput", values);
     g_once_init_leave (&type, t);
   }
   return type;
 }
 
 #define gst_tensor_predictor_parent_class parent_class
-G_DEFINE_TYPE (GstTensorPredictor, gst_tensor_predictor, GST_TYPE_ELEMENT);
+G_DEFINE_TYPE (GstTtTensorPredictor, gst_tensor_predictor, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_predictor, "tensor_predictor",
     GST_RANK_NONE, GST_TYPE_TENSOR_PREDICTOR,
     GST_DEBUG_CATEGORY_INIT (gst_tensor_predictor_debug, "tensor_predictor",
@@ -157,7 +157,7 @@ static GstFlowReturn gst_tensor_predictor_chain (GstPad * pad,
     GstObject * parent, GstBuffer * buf);
 
 static void
-gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
+gst_tensor_predictor_class_init (GstTtTensorPredictorClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -175,7 +175,7 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
    * check). */
 
   /**
-   * GstTensorPredictor:model-config:
+   * GstTtTensorPredictor:model-config:
    *
    * The model to run: an INI file in nntrainer's dialect, an optimized
    * INI (its stored plan is validated and used when it was made for
@@ -183,7 +183,7 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
    * plan is not used and the model is planned afresh), or a bundle (with
    * its weights; told apart by the file's first bytes). It is compiled
    * for inference only at READY->PAUSED, so a missing or bad file fails
-   * the state change. Unset, with #GstTensorPredictor:trainer set: the
+   * the state change. Unset, with #GstTtTensorPredictor:trainer set: the
    * model-config of that tensor_trainer of the same pipeline; with
    * neither, the start fails.
    */
@@ -192,22 +192,22 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           "Model INI, optimized INI or bundle to run (default: the trainer's)",
           NULL, rw));
   /**
-   * GstTensorPredictor:model-load-path:
+   * GstTtTensorPredictor:model-load-path:
    *
    * The weights, loaded at start over those of
-   * #GstTensorPredictor:model-config: a BIN in nntrainer's layout (the
+   * #GstTtTensorPredictor:model-config: a BIN in nntrainer's layout (the
    * optimizer state in it is skipped) or a bundle, told apart by the
    * file's first bytes. A file that does not fit the model fails the
    * start. Unset (the default): a bundle's own weights, else weights
    * initialized as the INI says, with a warning unless
-   * #GstTensorPredictor:trainer is set (its published weights replace
-   * them). It is the file #GstTensorPredictor:reload watches.
+   * #GstTtTensorPredictor:trainer is set (its published weights replace
+   * them). It is the file #GstTtTensorPredictor:reload watches.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_LOAD_PATH,
       g_param_spec_string ("model-load-path", "Model load path",
           "Weights to run the model with: a BIN or a bundle", NULL, rw));
   /**
-   * GstTensorPredictor:batch-size:
+   * GstTtTensorPredictor:batch-size:
    *
    * Samples run through the model at once, the batch the model is
    * compiled and planned for, whatever the model file says. 1 (the
@@ -221,16 +221,16 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           "Samples run through the model at once; 1: no waiting", 1, 65536,
           DEFAULT_BATCH_SIZE, rw));
   /**
-   * GstTensorPredictor:trainer:
+   * GstTtTensorPredictor:trainer:
    *
    * The name of a tensor_trainer element of the same pipeline (a trainer
    * of that name in another pipeline is another trainer) whose weights
    * the predictor follows: before each batch it switches to the latest
    * set the trainer published (at each epoch's end and every
-   * #GstTensorTrainer:publish-interval training batches), never a
+   * #GstTtTensorTrainer:publish-interval training batches), never a
    * half-updated one, posting "tensor-predictor-weights". The trainer must
    * train the same model: weights of another model are an error. It also
-   * lends its model-config when #GstTensorPredictor:model-config is
+   * lends its model-config when #GstTtTensorPredictor:model-config is
    * unset. Unset (the default): no live hand-off.
    */
   g_object_class_install_property (gobject_class, PROP_TRAINER,
@@ -238,29 +238,29 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           "Name of a tensor_trainer in this pipeline to take weights from",
           NULL, rw));
   /**
-   * GstTensorPredictor:reload:
+   * GstTtTensorPredictor:reload:
    *
    * Load the weights again when their file is replaced, as another
    * process saving it atomically (a trainer's checkpoint-path or
    * model-save-path) replaces it: the file is
-   * #GstTensorPredictor:model-load-path, or model-config when that is a
+   * #GstTtTensorPredictor:model-load-path, or model-config when that is a
    * bundle; with neither, reload=true fails the start. Before a batch
-   * runs, at most every #GstTensorPredictor:reload-interval milliseconds,
+   * runs, at most every #GstTtTensorPredictor:reload-interval milliseconds,
    * the file's device, inode, size and modification time are compared
    * with those last seen. A new file that does not load (another model)
    * keeps the current weights and posts a warning; one that loads posts
    * "tensor-predictor-weights" and raises
-   * #GstTensorPredictor:weights-version.
+   * #GstTtTensorPredictor:weights-version.
    */
   g_object_class_install_property (gobject_class, PROP_RELOAD,
       g_param_spec_boolean ("reload", "Reload",
           "Load the weights again when their file is replaced",
           DEFAULT_RELOAD, rw));
   /**
-   * GstTensorPredictor:reload-interval:
+   * GstTtTensorPredictor:reload-interval:
    *
    * Milliseconds from one check of the weights file
-   * (#GstTensorPredictor:reload) to the next; checks are made only when
+   * (#GstTtTensorPredictor:reload) to the next; checks are made only when
    * a batch runs. 0 checks before every batch. Read at each check.
    */
   g_object_class_install_property (gobject_class, PROP_RELOAD_INTERVAL,
@@ -268,14 +268,14 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           "Milliseconds between two checks of the weights file (reload)",
           0, G_MAXUINT, DEFAULT_RELOAD_INTERVAL_MS, rw));
   /**
-   * GstTensorPredictor:output:
+   * GstTtTensorPredictor:output:
    *
    * What goes out for each sample. tensors (the default): the model's
    * output, `other/tensors,format=static,num_tensors=1,types=float32`
    * with the output's dimensions and the input's framerate. text:
    * `text/x-raw,format=utf8` naming the argmax class and its output value
    * as a percentage, "NAME (P%)" with the name from
-   * #GstTensorPredictor:labels, or "class N (P%)", for textoverlay's text
+   * #GstTtTensorPredictor:labels, or "class N (P%)", for textoverlay's text
    * pad.
    */
   g_object_class_install_property (gobject_class, PROP_OUTPUT,
@@ -283,11 +283,11 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           "What to push: the output tensor, or text naming the class",
           GST_TYPE_TENSOR_PREDICTOR_OUTPUT, DEFAULT_OUTPUT, rw));
   /**
-   * GstTensorPredictor:labels:
+   * GstTtTensorPredictor:labels:
    *
    * A text file of class names, one per line (the first line names class
    * 0; blanks around a name are dropped), for
-   * #GstTensorPredictor:output=text.
+   * #GstTtTensorPredictor:output=text.
    * A class without a name, or with an empty one, is written "class N".
    * Read at start whatever the output: a file that cannot be read fails
    * the start. Unset (the default): class numbers.
@@ -296,7 +296,7 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
       g_param_spec_string ("labels", "Labels",
           "Text file of class names, one per line, for output=text", NULL, rw));
   /**
-   * GstTensorPredictor:post-messages:
+   * GstTtTensorPredictor:post-messages:
    *
    * Post element messages on the bus: "tensor-predictor-plan" at start
    * (plan-loaded, pool-bytes, lower-bound, weight-bytes, plan-ms,
@@ -313,7 +313,7 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
           | GST_PARAM_MUTABLE_PLAYING));
   /**
-   * GstTensorPredictor:samples:
+   * GstTtTensorPredictor:samples:
    *
    * Samples run through the model since the element last started
    * (READY->PAUSED), counted when their batch has run; it keeps its value
@@ -323,7 +323,7 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
       g_param_spec_uint64 ("samples", "Samples",
           "Samples predicted since start", 0, G_MAXUINT64, 0, ro));
   /**
-   * GstTensorPredictor:accuracy:
+   * GstTtTensorPredictor:accuracy:
    *
    * Of the samples that came with a label since the element last
    * started, the fraction whose output's argmax is the label's class (the
@@ -335,11 +335,11 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           "Fraction of labelled samples predicted right; -1: none yet", -1,
           1, -1, ro));
   /**
-   * GstTensorPredictor:weights-version:
+   * GstTtTensorPredictor:weights-version:
    *
-   * Which weights are in use: with #GstTensorPredictor:trainer, the
+   * Which weights are in use: with #GstTtTensorPredictor:trainer, the
    * trainer's publication number of the last set taken; with
-   * #GstTensorPredictor:reload, how many times the weights file was
+   * #GstTtTensorPredictor:reload, how many times the weights file was
    * loaded again. 0: the weights loaded at start. Reset at each start.
    */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS_VERSION,
@@ -347,7 +347,7 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
           "Version of the weights in use; 0: those loaded at start", 0,
           G_MAXUINT64, 0, ro));
   /**
-   * GstTensorPredictor:pool-bytes:
+   * GstTtTensorPredictor:pool-bytes:
    *
    * Bytes of the inference model's one memory pool, set when a start
    * (READY->PAUSED) has loaded the model; 0 until then. It keeps its
@@ -370,7 +370,7 @@ gst_tensor_predictor_class_init (GstTensorPredictorClass * klass)
 }
 
 static void
-gst_tensor_predictor_init (GstTensorPredictor * self)
+gst_tensor_predictor_init (GstTtTensorPredictor * self)
 {
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad,
@@ -394,7 +394,7 @@ gst_tensor_predictor_init (GstTensorPredictor * self)
 /* ---- model life: loaded at READY->PAUSED, freed at PAUSED->READY ---- */
 
 static gboolean
-gst_tensor_predictor_posting (GstTensorPredictor * self)
+gst_tensor_predictor_posting (GstTtTensorPredictor * self)
 {
   gboolean post;
   GST_OBJECT_LOCK (self);
@@ -404,7 +404,7 @@ gst_tensor_predictor_posting (GstTensorPredictor * self)
 }
 
 static void
-gst_tensor_predictor_stop (GstTensorPredictor * self)
+gst_tensor_predictor_stop (GstTtTensorPredictor * self)
 {
   if (self->share_key)
     gst_tensor_model_share_unsubscribe (self->share_key);
@@ -431,7 +431,7 @@ gst_tensor_predictor_stop (GstTensorPredictor * self)
 }
 
 static void
-gst_tensor_predictor_model_error (GstTensorPredictor * self,
+gst_tensor_predictor_model_error (GstTtTensorPredictor * self,
     const tt_error * err, const gchar * what)
 {
   if (err->status == TT_ERR_IO)
@@ -458,7 +458,8 @@ gst_tensor_predictor_identity (const gchar * path, guint64 id[4])
 }
 
 static gboolean
-gst_tensor_predictor_read_labels (GstTensorPredictor * self, const gchar * path)
+gst_tensor_predictor_read_labels (GstTtTensorPredictor * self,
+    const gchar * path)
 {
   gchar *text = NULL;
   GError *error = NULL;
@@ -477,7 +478,7 @@ gst_tensor_predictor_read_labels (GstTensorPredictor * self, const gchar * path)
 }
 
 static void
-gst_tensor_predictor_post_plan (GstTensorPredictor * self)
+gst_tensor_predictor_post_plan (GstTtTensorPredictor * self)
 {
   tt_plan_info p;
   tt_memory_info mem;
@@ -505,7 +506,7 @@ gst_tensor_predictor_post_plan (GstTensorPredictor * self)
 /* The model-config of the tensor_trainer called name in the same pipeline
  * (NULL if there is none). */
 static gchar *
-gst_tensor_predictor_trainer_config (GstTensorPredictor * self,
+gst_tensor_predictor_trainer_config (GstTtTensorPredictor * self,
     const gchar * name)
 {
   GstObject *top = gst_object_ref (GST_OBJECT (self)), *up;
@@ -518,7 +519,7 @@ gst_tensor_predictor_trainer_config (GstTensorPredictor * self,
     GstElement *t = gst_bin_get_by_name (GST_BIN (top), name);
     if (t && g_object_class_find_property (G_OBJECT_GET_CLASS (t),
             "model-config") && g_str_equal (G_OBJECT_TYPE_NAME (t),
-            "GstTensorTrainer"))
+            "GstTtTensorTrainer"))
       g_object_get (t, "model-config", &config, NULL);
     if (t)
       gst_object_unref (t);
@@ -529,7 +530,7 @@ gst_tensor_predictor_trainer_config (GstTensorPredictor * self,
 
 /* READY->PAUSED: takes the properties, loads and plans the model. */
 static gboolean
-gst_tensor_predictor_start (GstTensorPredictor * self)
+gst_tensor_predictor_start (GstTtTensorPredictor * self)
 {
   gchar *config, *load, *labels;
   gboolean reload;
@@ -634,7 +635,7 @@ gst_tensor_predictor_start (GstTensorPredictor * self)
   self->spec.label_shape = tt_model_output_shape (self->model);
   self->spec.label_count = self->out_count;
   self->spec.label_optional = TRUE;
-  self->stamps = g_new0 (GstTensorPredictorStamp, self->batch);
+  self->stamps = g_new0 (GstTtTensorPredictorStamp, self->batch);
   self->signature = tt_model_weight_signature (self->model);
   if (labels && *labels && !gst_tensor_predictor_read_labels (self, labels))
     goto fail;
@@ -669,7 +670,7 @@ static GstStateChangeReturn
 gst_tensor_predictor_change_state (GstElement * element,
     GstStateChange transition)
 {
-  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (element);
+  GstTtTensorPredictor *self = GST_TENSOR_PREDICTOR (element);
   GstStateChangeReturn ret;
 
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED &&
@@ -690,7 +691,7 @@ gst_tensor_predictor_change_state (GstElement * element,
 /* ---- caps ------------------------------------------------------------ */
 
 static GstCaps *
-gst_tensor_predictor_src_caps (GstTensorPredictor * self, gint fps_n,
+gst_tensor_predictor_src_caps (GstTtTensorPredictor * self, gint fps_n,
     gint fps_d)
 {
   if (self->out_mode == GST_TENSOR_PREDICTOR_OUTPUT_TEXT)
@@ -713,7 +714,7 @@ static gboolean
 gst_tensor_predictor_src_query (GstPad * pad, GstObject * parent,
     GstQuery * query)
 {
-  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
+  GstTtTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
   if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
     GstCaps *filter, *caps;
     gst_query_parse_caps (query, &filter);
@@ -742,12 +743,12 @@ gst_tensor_predictor_src_query (GstPad * pad, GstObject * parent,
   return gst_pad_query_default (pad, parent, query);
 }
 
-static GstFlowReturn gst_tensor_predictor_run (GstTensorPredictor * self);
+static GstFlowReturn gst_tensor_predictor_run (GstTtTensorPredictor * self);
 
 /* Checks caps against the model; on mismatch posts an error saying what
  * was expected and what came. */
 static gboolean
-gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
+gst_tensor_predictor_set_caps (GstTtTensorPredictor * self, GstCaps * caps)
 {
   GstTensorsDesc desc;
   gchar *why = NULL;
@@ -790,7 +791,7 @@ gst_tensor_predictor_set_caps (GstTensorPredictor * self, GstCaps * caps)
 /* ---- fresh weights ---------------------------------------------------- */
 
 static void
-gst_tensor_predictor_post_weights (GstTensorPredictor * self,
+gst_tensor_predictor_post_weights (GstTtTensorPredictor * self,
     guint64 version, guint epoch, guint iteration, const gchar * source)
 {
   GST_OBJECT_LOCK (self);
@@ -811,7 +812,7 @@ gst_tensor_predictor_post_weights (GstTensorPredictor * self,
 
 /* Takes the trainer's latest snapshot, if newer than the one in use. */
 static GstFlowReturn
-gst_tensor_predictor_follow_trainer (GstTensorPredictor * self)
+gst_tensor_predictor_follow_trainer (GstTtTensorPredictor * self)
 {
   tt_error err;
   if (gst_tensor_model_share_version (self->share_key) <= self->have_version)
@@ -844,7 +845,7 @@ gst_tensor_predictor_follow_trainer (GstTensorPredictor * self)
 
 /* Loads the weights file again when it was replaced. */
 static void
-gst_tensor_predictor_check_reload (GstTensorPredictor * self)
+gst_tensor_predictor_check_reload (GstTtTensorPredictor * self)
 {
   guint64 id[4];
   guint interval;
@@ -877,7 +878,7 @@ gst_tensor_predictor_check_reload (GstTensorPredictor * self)
 /* ---- prediction -------------------------------------------------------- */
 
 static GstBuffer *
-gst_tensor_predictor_text (GstTensorPredictor * self, const gfloat * y)
+gst_tensor_predictor_text (GstTtTensorPredictor * self, const gfloat * y)
 {
   gsize best = 0;
   for (gsize i = 1; i < self->out_count; i++)
@@ -892,7 +893,7 @@ gst_tensor_predictor_text (GstTensorPredictor * self, const gfloat * y)
 
 /* Runs the samples waiting in the batch and pushes one buffer each. */
 static GstFlowReturn
-gst_tensor_predictor_run (GstTensorPredictor * self)
+gst_tensor_predictor_run (GstTtTensorPredictor * self)
 {
   const void *inputs[GST_TENSOR_PREDICTOR_MAX_INPUTS];
   const guint n = self->fill;
@@ -936,7 +937,7 @@ gst_tensor_predictor_run (GstTensorPredictor * self)
     GstBuffer *out = self->out_mode == GST_TENSOR_PREDICTOR_OUTPUT_TEXT ?
         gst_tensor_predictor_text (self, yk) :
         gst_buffer_new_memdup (yk, self->out_count * sizeof (gfloat));
-    const GstTensorPredictorStamp *st = &self->stamps[k];
+    const GstTtTensorPredictorStamp *st = &self->stamps[k];
     GST_BUFFER_PTS (out) = st->pts;
     GST_BUFFER_DTS (out) = st->dts;
     GST_BUFFER_DURATION (out) = st->duration;
@@ -950,9 +951,9 @@ gst_tensor_predictor_run (GstTensorPredictor * self)
 
 /* Keeps the timestamps of the sample just copied into the batch. */
 static void
-gst_tensor_predictor_stamp (GstTensorPredictor * self, GstBuffer * buf)
+gst_tensor_predictor_stamp (GstTtTensorPredictor * self, GstBuffer * buf)
 {
-  GstTensorPredictorStamp *st = &self->stamps[self->fill];
+  GstTtTensorPredictorStamp *st = &self->stamps[self->fill];
   st->pts = GST_BUFFER_PTS (buf);
   st->dts = GST_BUFFER_DTS (buf);
   st->duration = GST_BUFFER_DURATION (buf);
@@ -965,7 +966,7 @@ gst_tensor_predictor_stamp (GstTensorPredictor * self, GstBuffer * buf)
 
 /* The label at offset of buf into batch slot fill. */
 static GstFlowReturn
-gst_tensor_predictor_put_label (GstTensorPredictor * self, GstBuffer * buf,
+gst_tensor_predictor_put_label (GstTtTensorPredictor * self, GstBuffer * buf,
     gsize offset, const GstTensorDesc * desc, GstTensorLabelForm form)
 {
   return gst_tensor_samples_put_label (GST_ELEMENT (self), buf, offset, desc,
@@ -976,7 +977,8 @@ gst_tensor_predictor_put_label (GstTensorPredictor * self, GstBuffer * buf,
 /* Copies one sample of flexible tensors into the batch; a sample whose
  * input types or label differ from the samples waiting runs those first. */
 static GstFlowReturn
-gst_tensor_predictor_take_flexible (GstTensorPredictor * self, GstBuffer * buf)
+gst_tensor_predictor_take_flexible (GstTtTensorPredictor * self,
+    GstBuffer * buf)
 {
   GstTensorFlexSample sample;
   tt_dtype types[GST_TENSOR_PREDICTOR_MAX_INPUTS];
@@ -1011,7 +1013,7 @@ gst_tensor_predictor_take_flexible (GstTensorPredictor * self, GstBuffer * buf)
 
 /* Copies one sample into the batch; an error posted on a wrong size. */
 static GstFlowReturn
-gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
+gst_tensor_predictor_take (GstTtTensorPredictor * self, GstBuffer * buf)
 {
   gsize bytes[GST_TENSOR_MAX_TENSORS], offset;
 
@@ -1038,7 +1040,7 @@ gst_tensor_predictor_take (GstTensorPredictor * self, GstBuffer * buf)
 static GstFlowReturn
 gst_tensor_predictor_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 {
-  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
+  GstTtTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
   GstFlowReturn ret = GST_FLOW_OK;
   (void) pad;
 
@@ -1058,7 +1060,7 @@ gst_tensor_predictor_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 }
 
 static void
-gst_tensor_predictor_post_summary (GstTensorPredictor * self)
+gst_tensor_predictor_post_summary (GstTtTensorPredictor * self)
 {
   guint64 samples, labelled, correct;
   GST_OBJECT_LOCK (self);
@@ -1094,7 +1096,7 @@ static gboolean
 gst_tensor_predictor_sink_event (GstPad * pad, GstObject * parent,
     GstEvent * event)
 {
-  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
+  GstTtTensorPredictor *self = GST_TENSOR_PREDICTOR (parent);
 
   GST_LOG_OBJECT (self, "event %" GST_PTR_FORMAT, event);
   switch (GST_EVENT_TYPE (event)) {
@@ -1135,7 +1137,7 @@ static void
 gst_tensor_predictor_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
-  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
+  GstTtTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
   gchar **str = NULL;
 
   GST_OBJECT_LOCK (self);
@@ -1182,7 +1184,7 @@ static void
 gst_tensor_predictor_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
-  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
+  GstTtTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
@@ -1236,7 +1238,7 @@ gst_tensor_predictor_get_property (GObject * object, guint prop_id,
 static void
 gst_tensor_predictor_finalize (GObject * object)
 {
-  GstTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
+  GstTtTensorPredictor *self = GST_TENSOR_PREDICTOR (object);
   gst_tensor_predictor_stop (self);
   g_free (self->model_config);
   g_free (self->model_load_path);

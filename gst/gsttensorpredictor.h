@@ -9,7 +9,7 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_PREDICTOR (gst_tensor_predictor_get_type ())
-G_DECLARE_FINAL_TYPE (GstTensorPredictor, gst_tensor_predictor, GST,
+G_DECLARE_FINAL_TYPE (GstTtTensorPredictor, gst_tensor_predictor, GST,
     TENSOR_PREDICTOR, GstElement)
 
 #define GST_TENSOR_PREDICTOR_MAX_INPUTS GST_TENSOR_SAMPLES_MAX_INPUTS
@@ -18,7 +18,7 @@ typedef enum
 {
   GST_TENSOR_PREDICTOR_OUTPUT_TENSORS = 0,
   GST_TENSOR_PREDICTOR_OUTPUT_TEXT,
-} GstTensorPredictorOutput;
+} GstTtTensorPredictorOutput;
 
 /* What a waiting sample needs when its output is pushed. */
 typedef struct
@@ -26,9 +26,9 @@ typedef struct
   GstClockTime pts, dts, duration;
   guint64 offset, offset_end;
   GstBufferFlags flags;
-} GstTensorPredictorStamp;
+} GstTtTensorPredictorStamp;
 
-struct _GstTensorPredictor
+struct _GstTtTensorPredictor
 {
   GstElement parent;
 
@@ -42,7 +42,7 @@ struct _GstTensorPredictor
   gchar *trainer;
   gboolean reload;
   guint reload_interval_ms;
-  GstTensorPredictorOutput output;
+  GstTtTensorPredictorOutput output;
   gchar *labels_path;
   gboolean post_messages;
 
@@ -54,7 +54,7 @@ struct _GstTensorPredictor
   /* the streaming thread's, between start and stop */
   gchar *trainer_name;                  /* copy taken at start */
   gchar *share_key;                     /* of trainer_name in this pipeline */
-  GstTensorPredictorOutput out_mode;    /* output, taken at start */
+  GstTtTensorPredictorOutput out_mode;    /* output, taken at start */
   gchar *watch_path;                    /* reload: the weights file */
   gint64 next_check_us;
   gboolean have_identity;
@@ -77,7 +77,7 @@ struct _GstTensorPredictor
   GstTensorLabelForm label_form;        /* vector or class index: static,
                                          * from the caps; flexible, of the
                                          * sample being read */
-  GstTensorPredictorStamp *stamps;
+  GstTtTensorPredictorStamp *stamps;
   guint fill;
   gboolean negotiated;
   gchar **class_names;

@@ -4,7 +4,7 @@
  * @title: tensor_trainer
  *
  * Trains a neural network on the tensors streaming through it. The model
- * is an nntrainer INI file (#GstTensorTrainer:model-config) trained by this
+ * is an nntrainer INI file (#GstTtTensorTrainer:model-config) trained by this
  * project's engine; nnstreamer's tensor_trainer properties keep their names
  * and meaning, and its launch lines (framework=nntrainer) run unchanged.
  *
@@ -22,9 +22,9 @@
  * or a class index: one element of any integer type, float32 or float64
  * (tensor_datasrc's label-format=index), taken as the one-hot vector of
  * that class; an index that is no class of the model is an error. Per
- * epoch, the first #GstTensorTrainer:num-training-samples buffers train
+ * epoch, the first #GstTtTensorTrainer:num-training-samples buffers train
  * the model in batches of the INI's batch_size, the next
- * #GstTensorTrainer:num-validation-samples are evaluated. A batch left
+ * #GstTtTensorTrainer:num-validation-samples are evaluated. A batch left
  * incomplete at the end of either phase is trained (or evaluated) as a
  * smaller batch: no sample is dropped, and training and validation samples
  * never share a batch.
@@ -37,9 +37,9 @@
  * the epoch's index (0-based) times one second, its duration one second and
  * its offset the epoch index: the stream carries one "frame" per epoch.
  * It also posts an element message `tensor-trainer-epoch` (see
- * #GstTensorTrainer:post-messages), every #GstTensorTrainer:progress-interval
+ * #GstTtTensorTrainer:post-messages), every #GstTtTensorTrainer:progress-interval
  * batches a `tensor-trainer-progress` message, and saves
- * #GstTensorTrainer:checkpoint-path.
+ * #GstTtTensorTrainer:checkpoint-path.
  *
  * The model is loaded at READY->PAUSED: its files (model-config,
  * model-load-path) are read, the model is planned (or its stored plan
@@ -47,9 +47,9 @@
  * checked for writing, so a bad or missing file, or a folder that cannot
  * be written, fails the state change with one error instead of costing a
  * training run. Only a file that an element upstream writes when the caps
- * come is read then, once: #GstTensorPlanner writes its optimized INI before
+ * come is read then, once: #GstTtTensorPlanner writes its optimized INI before
  * it forwards the caps (and answers a query saying so), and a
- * tensor_trainer whose #GstTensorTrainer:model-config is that file then
+ * tensor_trainer whose #GstTtTensorTrainer:model-config is that file then
  * loads the stored plan (validated, not planned again). A plain INI is
  * planned for the model's shapes, which the caps must match; the log (INFO)
  * says how long planning (or validating a stored plan) took, and a
@@ -62,7 +62,7 @@
  * often they are sent again.
  *
  * After the last epoch, or at EOS, it trains the pending batch, saves
- * #GstTensorTrainer:model-save-path (atomically: write, fsync, rename) and
+ * #GstTtTensorTrainer:model-save-path (atomically: write, fsync, rename) and
  * only then sends EOS downstream, so an application that sees EOS on the bus
  * finds the model on disk. When that save fails all the same (a full disk,
  * a folder removed meanwhile), the engine saves the model in a fallback
@@ -75,10 +75,10 @@
  * saves nothing, so that an untrained model never replaces a saved one.
  * Buffers after the last epoch are refused with GST_FLOW_EOS.
  *
- * A #GstTensorPredictor in the same pipeline whose trainer property names
+ * A #GstTtTensorPredictor in the same pipeline whose trainer property names
  * this element follows its training live: the trainer publishes a copy of
  * its weights at the end of each epoch and, with
- * #GstTensorTrainer:publish-interval, every that many training batches,
+ * #GstTtTensorTrainer:publish-interval, every that many training batches,
  * always between two batches (never half-updated weights); nothing is
  * copied while no predictor listens (gsttensormodelshare.h).
  *
@@ -162,7 +162,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
         "types = (string) float64, framerate = (fraction) 0/1"));
 
 #define gst_tensor_trainer_parent_class parent_class
-G_DEFINE_TYPE (GstTensorTrainer, gst_tensor_trainer, GST_TYPE_ELEMENT);
+G_DEFINE_TYPE (GstTtTensorTrainer, gst_tensor_trainer, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE_WITH_CODE (tensor_trainer, "tensor_trainer",
     GST_RANK_NONE, GST_TYPE_TENSOR_TRAINER,
     GST_DEBUG_CATEGORY_INIT (gst_tensor_trainer_debug, "tensor_trainer", 0,
@@ -181,15 +181,15 @@ static GstFlowReturn gst_tensor_trainer_chain (GstPad * pad,
     GstObject * parent, GstBuffer * buf);
 static GstFlowReturn gst_tensor_trainer_chain_list (GstPad * pad,
     GstObject * parent, GstBufferList * list);
-static GstFlowReturn gst_tensor_trainer_sample (GstTensorTrainer * self,
+static GstFlowReturn gst_tensor_trainer_sample (GstTtTensorTrainer * self,
     GstBuffer * buf);
-static gboolean gst_tensor_trainer_load_model (GstTensorTrainer * self);
-static void gst_tensor_trainer_post_plan (GstTensorTrainer * self);
+static gboolean gst_tensor_trainer_load_model (GstTtTensorTrainer * self);
+static void gst_tensor_trainer_post_plan (GstTtTensorTrainer * self);
 static gchar *gst_tensor_trainer_checkpoint_name (const gchar * pattern,
     guint epoch);
 
 static void
-gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
+gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -207,7 +207,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
    * PLAYING. */
 
   /**
-   * GstTensorTrainer:framework:
+   * GstTtTensorTrainer:framework:
    *
    * The training framework, a property kept from nnstreamer's
    * tensor_trainer. "tensor-trainer" (the default) is this project's
@@ -222,18 +222,18 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "alias \"" GST_TENSOR_TRAINER_FRAMEWORK_ALIAS "\"",
           DEFAULT_FRAMEWORK, rw));
   /**
-   * GstTensorTrainer:model-config:
+   * GstTtTensorTrainer:model-config:
    *
    * The model to train: an INI file in nntrainer's dialect (batch_size,
    * epochs, loss, optimizer and one section per layer), an
-   * optimized INI (the model with its stored plan, as #GstTensorPlanner or
+   * optimized INI (the model with its stored plan, as #GstTtTensorPlanner or
    * `tensor-trainer plan` write it: the plan is validated and used, not
    * made again; a plan stored for inference is not used), or a bundle
    * (INI, plan and weights in one file, told apart by its first bytes).
    * Required: without it the start fails. The file is read, compiled and
    * planned at READY->PAUSED, so a missing or bad file fails the state
-   * change; only when a #GstTensorPlanner upstream answers that it writes
-   * this file (or #GstTensorTrainer:model-load-path) is the model loaded
+   * change; only when a #GstTtTensorPlanner upstream answers that it writes
+   * this file (or #GstTtTensorTrainer:model-load-path) is the model loaded
    * when the first caps come. The caps must carry the model's inputs and
    * label; its batch_size is the training batch.
    */
@@ -242,10 +242,10 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Model INI, optimized INI or bundle to train (required)",
           DEFAULT_MODEL_CONFIG, rw));
   /**
-   * GstTensorTrainer:model-load-path:
+   * GstTtTensorTrainer:model-load-path:
    *
    * Weights to start training from, loaded into the model compiled from
-   * #GstTensorTrainer:model-config: a BIN in nntrainer's layout (the
+   * #GstTtTensorTrainer:model-config: a BIN in nntrainer's layout (the
    * weights, and the optimizer's moments and the counters when it has
    * them) or a bundle (told apart by the file's first bytes); its weights
    * replace a bundle model-config's own. Unset (the default): the bundle's
@@ -257,7 +257,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Weights to start training from: a BIN or a bundle",
           DEFAULT_MODEL_LOAD_PATH, rw));
   /**
-   * GstTensorTrainer:model-save-path:
+   * GstTtTensorTrainer:model-save-path:
    *
    * Where the trained model is written after the last epoch, or at an
    * earlier EOS, before EOS goes downstream: a bundle (INI, plan, weights,
@@ -276,11 +276,11 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Where the trained model is saved: a bundle, or a BIN (.bin)",
           DEFAULT_MODEL_SAVE_PATH, rw));
   /**
-   * GstTensorTrainer:checkpoint-path:
+   * GstTtTensorTrainer:checkpoint-path:
    *
    * Where the model is written after each complete epoch (not after an
    * epoch cut short by EOS), atomically, in the form
-   * #GstTensorTrainer:model-save-path would take (a bundle, or a BIN for
+   * #GstTtTensorTrainer:model-save-path would take (a bundle, or a BIN for
    * .bin). Every "%u" in it is replaced by the epoch number (1-based);
    * without one, each checkpoint replaces the last. Checked at start
    * (the name of epoch 1) as model-save-path is. A checkpoint that cannot
@@ -292,7 +292,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Model saved after each epoch (\"%u\": the epoch number)",
           DEFAULT_CHECKPOINT_PATH, rw));
   /**
-   * GstTensorTrainer:num-inputs:
+   * GstTtTensorTrainer:num-inputs:
    *
    * Input tensors at the start of each buffer, the model's input layers
    * in order; the label follows them. It must equal the model's number of
@@ -304,7 +304,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Input tensors per buffer, before the label: the model's inputs",
           1, GST_TENSOR_TRAINER_MAX_INPUTS, DEFAULT_NUM_INPUTS, rw));
   /**
-   * GstTensorTrainer:num-labels:
+   * GstTtTensorTrainer:num-labels:
    *
    * Label tensors per buffer, after the inputs. The engine trains models
    * with one loss and one label, so any value but 1 (the default) fails
@@ -315,7 +315,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Label tensors per buffer, after the inputs (must be 1)",
           1, GST_TENSOR_MAX_TENSORS - 1, DEFAULT_NUM_LABELS, rw));
   /**
-   * GstTensorTrainer:num-training-samples:
+   * GstTtTensorTrainer:num-training-samples:
    *
    * Buffers at the start of each epoch that train the model, in batches
    * of the model's batch_size; a last batch left short runs as a smaller
@@ -327,7 +327,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Buffers that train the model in each epoch (required)", 0,
           G_MAXUINT, DEFAULT_NUM_TRAINING_SAMPLES, rw));
   /**
-   * GstTensorTrainer:num-validation-samples:
+   * GstTtTensorTrainer:num-validation-samples:
    *
    * Buffers after the training ones in each epoch that are evaluated, not
    * trained on; they never share a batch with training samples. 0 (the
@@ -340,10 +340,10 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Buffers evaluated after the training ones in each epoch", 0,
           G_MAXUINT, DEFAULT_NUM_VALIDATION_SAMPLES, rw));
   /**
-   * GstTensorTrainer:epochs:
+   * GstTtTensorTrainer:epochs:
    *
-   * Epochs to train, each #GstTensorTrainer:num-training-samples then
-   * #GstTensorTrainer:num-validation-samples buffers. 0 (the default)
+   * Epochs to train, each #GstTtTensorTrainer:num-training-samples then
+   * #GstTtTensorTrainer:num-validation-samples buffers. 0 (the default)
    * takes the INI's [Model] epochs, and 1 when the INI has none. After the
    * last epoch the model is saved and EOS is sent; later buffers are
    * refused with GST_FLOW_EOS.
@@ -353,7 +353,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           "Epochs to train; 0: the INI's [Model] epochs", 0, G_MAXUINT,
           DEFAULT_EPOCHS, rw));
   /**
-   * GstTensorTrainer:post-messages:
+   * GstTtTensorTrainer:post-messages:
    *
    * Post element messages on the bus: "tensor-trainer-epoch" after each
    * epoch (epoch, epochs, samples, validation-samples, skipped-samples,
@@ -364,7 +364,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
    * naive-bytes and plan-ms); "tensor-trainer-plan" once, when the model
    * is loaded (model, plan-loaded, pool-bytes, lower-bound, naive-bytes,
    * depth-first-bytes, tensors, in-place-layers, order-exact, plan-ms,
-   * batch-size); and the messages of #GstTensorTrainer:progress-interval.
+   * batch-size); and the messages of #GstTtTensorTrainer:progress-interval.
    * Read before each message: it can change while PLAYING (the plan
    * message, once passed by, is not posted later).
    */
@@ -374,7 +374,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
   /**
-   * GstTensorTrainer:skip-bad-batches:
+   * GstTtTensorTrainer:skip-bad-batches:
    *
    * What to do with a batch the engine refuses as not finite: one whose
    * float32 inputs hold NaN or Inf (training or validation), or a
@@ -390,14 +390,14 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           DEFAULT_SKIP_BAD_BATCHES, G_PARAM_READWRITE |
           G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
   /**
-   * GstTensorTrainer:progress-interval:
+   * GstTtTensorTrainer:progress-interval:
    *
    * Post a "tensor-trainer-progress" element message every this many
    * batches of an epoch (training and validation batches counted
    * together from the epoch's start): epoch, epochs, phase ("training"
    * or "validation"), batch, samples and total of the phase, loss and
    * accuracy of the phase so far, samples-per-second. 0 (the default):
-   * none. Needs #GstTensorTrainer:post-messages. Read after each batch:
+   * none. Needs #GstTtTensorTrainer:post-messages. Read after each batch:
    * it can change while PLAYING.
    */
   g_object_class_install_property (gobject_class, PROP_PROGRESS_INTERVAL,
@@ -407,9 +407,9 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
   /**
-   * GstTensorTrainer:publish-interval:
+   * GstTtTensorTrainer:publish-interval:
    *
-   * For the #GstTensorPredictor elements whose trainer property names
+   * For the #GstTtTensorPredictor elements whose trainer property names
    * this element: besides the end of each epoch, publish a copy of the
    * weights every this many training batches (counted since the start,
    * across epochs), always between two batches. 0 (the default): at the
@@ -434,7 +434,7 @@ gst_tensor_trainer_class_init (GstTensorTrainerClass * klass)
 }
 
 static void
-gst_tensor_trainer_init (GstTensorTrainer * self)
+gst_tensor_trainer_init (GstTtTensorTrainer * self)
 {
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad,
@@ -466,7 +466,7 @@ gst_tensor_trainer_init (GstTensorTrainer * self)
  * caps, all freed at PAUSED->READY ---------------------------------- */
 
 static void
-gst_tensor_trainer_free_model (GstTensorTrainer * self)
+gst_tensor_trainer_free_model (GstTtTensorTrainer * self)
 {
   tt_model_free (self->model);
   self->model = NULL;
@@ -477,7 +477,7 @@ gst_tensor_trainer_free_model (GstTensorTrainer * self)
 }
 
 static void
-gst_tensor_trainer_stop (GstTensorTrainer * self)
+gst_tensor_trainer_stop (GstTtTensorTrainer * self)
 {
   if (self->share_key)
     gst_tensor_model_share_withdraw (self->share_key);
@@ -507,7 +507,7 @@ gst_tensor_trainer_stop (GstTensorTrainer * self)
 
 /* Can the engine save a model at path (the value of prop)? */
 static gboolean
-gst_tensor_trainer_check_destination (GstTensorTrainer * self,
+gst_tensor_trainer_check_destination (GstTtTensorTrainer * self,
     const gchar * prop, const gchar * path)
 {
   tt_error err;
@@ -522,7 +522,7 @@ gst_tensor_trainer_check_destination (GstTensorTrainer * self,
 /* READY->PAUSED: takes the properties, checks them, checks that the files
  * to write can be written and loads the model. */
 static gboolean
-gst_tensor_trainer_start (GstTensorTrainer * self)
+gst_tensor_trainer_start (GstTtTensorTrainer * self)
 {
   gchar *framework;
   guint num_labels;
@@ -611,7 +611,7 @@ out:
  * at start, or with the first caps (in the streaming thread) when its
  * files are written upstream then. */
 static gboolean
-gst_tensor_trainer_load_model (GstTensorTrainer * self)
+gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
 {
   const gchar *config = self->config_path;
   tt_error err;
@@ -699,7 +699,7 @@ fail:
 }
 
 static gboolean
-gst_tensor_trainer_posting (GstTensorTrainer * self, guint * interval)
+gst_tensor_trainer_posting (GstTtTensorTrainer * self, guint * interval)
 {
   gboolean post;
   GST_OBJECT_LOCK (self);
@@ -712,7 +712,7 @@ gst_tensor_trainer_posting (GstTensorTrainer * self, guint * interval)
 
 /* The one-time tensor-trainer-plan message. */
 static void
-gst_tensor_trainer_post_plan (GstTensorTrainer * self)
+gst_tensor_trainer_post_plan (GstTtTensorTrainer * self)
 {
   const tt_plan_info *p = &self->plan;
   GstStructure *s;
@@ -742,7 +742,7 @@ static GstStateChangeReturn
 gst_tensor_trainer_change_state (GstElement * element,
     GstStateChange transition)
 {
-  GstTensorTrainer *self = GST_TENSOR_TRAINER (element);
+  GstTtTensorTrainer *self = GST_TENSOR_TRAINER (element);
   GstStateChangeReturn ret;
 
   switch (transition) {
@@ -786,7 +786,7 @@ gst_tensor_trainer_change_state (GstElement * element,
 /* Checks caps against the model (loading it with the first caps); on
  * mismatch posts an error saying what was expected and what came. */
 static gboolean
-gst_tensor_trainer_set_caps (GstTensorTrainer * self, GstCaps * caps)
+gst_tensor_trainer_set_caps (GstTtTensorTrainer * self, GstCaps * caps)
 {
   GstTensorsDesc desc;
   gchar *why = NULL;
@@ -842,7 +842,7 @@ refuse:
 
 /* Sends caps and a TIME segment on the src pad once. */
 static void
-gst_tensor_trainer_send_src_caps (GstTensorTrainer * self)
+gst_tensor_trainer_send_src_caps (GstTtTensorTrainer * self)
 {
   GstCaps *caps;
   GstSegment segment;
@@ -874,7 +874,7 @@ gst_tensor_trainer_send_src_caps (GstTensorTrainer * self)
 /* ---- training -------------------------------------------------------- */
 
 static GstFlowReturn
-gst_tensor_trainer_engine_error (GstTensorTrainer * self, const tt_error * e,
+gst_tensor_trainer_engine_error (GstTtTensorTrainer * self, const tt_error * e,
     const gchar * what)
 {
   if (e->status == TT_ERR_NUMERIC)
@@ -889,9 +889,9 @@ gst_tensor_trainer_engine_error (GstTensorTrainer * self, const tt_error * e,
 
 /* Every progress-interval batches: where the epoch stands. */
 static void
-gst_tensor_trainer_post_progress (GstTensorTrainer * self, gboolean training)
+gst_tensor_trainer_post_progress (GstTtTensorTrainer * self, gboolean training)
 {
-  const GstTensorTrainerTally *t = training ? &self->train : &self->valid;
+  const GstTtTensorTrainerTally *t = training ? &self->train : &self->valid;
   const gdouble seconds = (g_get_monotonic_time () - (training ?
           self->epoch_start_us : self->train_end_us)) / 1e6;
   guint interval;
@@ -918,7 +918,7 @@ gst_tensor_trainer_post_progress (GstTensorTrainer * self, gboolean training)
 
 /* Hands the weights to the predictors following this trainer, if any. */
 static void
-gst_tensor_trainer_publish (GstTensorTrainer * self)
+gst_tensor_trainer_publish (GstTtTensorTrainer * self)
 {
   tt_error err;
   if (!self->model || !gst_tensor_model_share_has_subscribers (self->share_key))
@@ -936,10 +936,10 @@ gst_tensor_trainer_publish (GstTensorTrainer * self)
 
 /* Trains (or evaluates) the samples waiting in the batch, fill of them. */
 static GstFlowReturn
-gst_tensor_trainer_run_batch (GstTensorTrainer * self, gboolean training)
+gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
 {
   const void *inputs[GST_TENSOR_TRAINER_MAX_INPUTS];
-  GstTensorTrainerTally *tally = training ? &self->train : &self->valid;
+  GstTtTensorTrainerTally *tally = training ? &self->train : &self->valid;
   tt_batch_result r;
   tt_error err;
   tt_status st;
@@ -997,7 +997,7 @@ gst_tensor_trainer_run_batch (GstTensorTrainer * self, gboolean training)
  * before it is read. The engine casts uint8 to float itself, so the values
  * it sees do not change. */
 static void
-gst_tensor_trainer_widen_input (GstTensorTrainer * self, guint i)
+gst_tensor_trainer_widen_input (GstTtTensorTrainer * self, guint i)
 {
   const gsize n = (gsize) self->fill * self->in_count[i];
   guint8 *u = self->in_batch[i];
@@ -1009,7 +1009,7 @@ gst_tensor_trainer_widen_input (GstTensorTrainer * self, guint i)
 
 /* The label at offset of buf into batch slot fill. */
 static GstFlowReturn
-gst_tensor_trainer_put_label (GstTensorTrainer * self, GstBuffer * buf,
+gst_tensor_trainer_put_label (GstTtTensorTrainer * self, GstBuffer * buf,
     gsize offset, const GstTensorDesc * desc, GstTensorLabelForm form)
 {
   return gst_tensor_samples_put_label (GST_ELEMENT (self), buf, offset, desc,
@@ -1020,7 +1020,7 @@ gst_tensor_trainer_put_label (GstTensorTrainer * self, GstBuffer * buf,
 /* Flexible tensors (gsttensorflexsample.h): every header is checked, and
  * each tensor against the model. */
 static GstFlowReturn
-gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
+gst_tensor_trainer_copy_flexible (GstTtTensorTrainer * self, GstBuffer * buf)
 {
   const guint ntens = self->n_inputs + 1;
   GstTensorFlexSample sample;
@@ -1060,7 +1060,7 @@ gst_tensor_trainer_copy_flexible (GstTensorTrainer * self, GstBuffer * buf)
 
 /* Copies the buffer's tensors into batch slot fill. */
 static GstFlowReturn
-gst_tensor_trainer_copy_sample (GstTensorTrainer * self, GstBuffer * buf)
+gst_tensor_trainer_copy_sample (GstTtTensorTrainer * self, GstBuffer * buf)
 {
   gsize offset;
 
@@ -1090,9 +1090,9 @@ gst_tensor_trainer_checkpoint_name (const gchar * pattern, guint epoch)
 /* Closes the current epoch (complete or cut short by EOS): pushes its
  * figures, posts its message, saves the checkpoint. */
 static GstFlowReturn
-gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
+gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
 {
-  const GstTensorTrainerTally *t = &self->train, *v = &self->valid;
+  const GstTtTensorTrainerTally *t = &self->train, *v = &self->valid;
   const gint64 now = g_get_monotonic_time ();
   const gdouble seconds = (now - self->epoch_start_us) / 1e6;
   /* training throughput, as tensor-trainer (the CLI) reports it: the
@@ -1183,7 +1183,7 @@ gst_tensor_trainer_end_epoch (GstTensorTrainer * self, gboolean complete)
 /* After the last epoch or at EOS: trains the pending batch, closes a
  * partial epoch, saves the model, then sends EOS downstream. */
 static GstFlowReturn
-gst_tensor_trainer_finish (GstTensorTrainer * self)
+gst_tensor_trainer_finish (GstTtTensorTrainer * self)
 {
   const guint64 expected = (guint64) self->n_epochs *
       ((guint64) self->n_train + self->n_valid);
@@ -1240,7 +1240,7 @@ eos:
 /* Blocks while the element is paused (target state PAUSED), so pausing the
  * pipeline pauses training. */
 static GstFlowReturn
-gst_tensor_trainer_wait_playing (GstTensorTrainer * self)
+gst_tensor_trainer_wait_playing (GstTtTensorTrainer * self)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
@@ -1277,7 +1277,7 @@ static GstFlowReturn
 gst_tensor_trainer_chain_list (GstPad * pad, GstObject * parent,
     GstBufferList * list)
 {
-  GstTensorTrainer *self = GST_TENSOR_TRAINER (parent);
+  GstTtTensorTrainer *self = GST_TENSOR_TRAINER (parent);
   const guint n = gst_buffer_list_length (list);
   GstFlowReturn ret = GST_FLOW_OK;
 
@@ -1290,7 +1290,7 @@ gst_tensor_trainer_chain_list (GstPad * pad, GstObject * parent,
 
 /* One sample (buf is not taken). */
 static GstFlowReturn
-gst_tensor_trainer_sample (GstTensorTrainer * self, GstBuffer * buf)
+gst_tensor_trainer_sample (GstTtTensorTrainer * self, GstBuffer * buf)
 {
   GstFlowReturn ret;
   gboolean training;
@@ -1339,7 +1339,7 @@ static gboolean
 gst_tensor_trainer_sink_event (GstPad * pad, GstObject * parent,
     GstEvent * event)
 {
-  GstTensorTrainer *self = GST_TENSOR_TRAINER (parent);
+  GstTtTensorTrainer *self = GST_TENSOR_TRAINER (parent);
 
   GST_LOG_OBJECT (self, "event %" GST_PTR_FORMAT, event);
   switch (GST_EVENT_TYPE (event)) {
@@ -1387,7 +1387,7 @@ static void
 gst_tensor_trainer_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
-  GstTensorTrainer *self = GST_TENSOR_TRAINER (object);
+  GstTtTensorTrainer *self = GST_TENSOR_TRAINER (object);
   gchar **str = NULL;
 
   GST_OBJECT_LOCK (self);
@@ -1449,7 +1449,7 @@ static void
 gst_tensor_trainer_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
-  GstTensorTrainer *self = GST_TENSOR_TRAINER (object);
+  GstTtTensorTrainer *self = GST_TENSOR_TRAINER (object);
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
@@ -1505,7 +1505,7 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
 static void
 gst_tensor_trainer_finalize (GObject * object)
 {
-  GstTensorTrainer *self = GST_TENSOR_TRAINER (object);
+  GstTtTensorTrainer *self = GST_TENSOR_TRAINER (object);
 
   gst_tensor_trainer_stop (self);
   g_free (self->framework);

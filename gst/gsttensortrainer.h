@@ -10,7 +10,7 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TENSOR_TRAINER (gst_tensor_trainer_get_type ())
-G_DECLARE_FINAL_TYPE (GstTensorTrainer, gst_tensor_trainer, GST,
+G_DECLARE_FINAL_TYPE (GstTtTensorTrainer, gst_tensor_trainer, GST,
     TENSOR_TRAINER, GstElement)
 
 /* The model's inputs, then its one label tensor. */
@@ -22,9 +22,9 @@ typedef struct
   guint64 samples;
   guint64 correct;
   gdouble loss_sum;             /* batch loss times batch samples, summed */
-} GstTensorTrainerTally;
+} GstTtTensorTrainerTally;
 
-struct _GstTensorTrainer
+struct _GstTtTensorTrainer
 {
   GstElement parent;
 
@@ -91,7 +91,7 @@ struct _GstTensorTrainer
   guint epochs_done;                    /* epochs completed in this run */
   guint64 samples_seen;                 /* all samples of this run */
   guint batches;                        /* batches run this epoch */
-  GstTensorTrainerTally train, valid;
+  GstTtTensorTrainerTally train, valid;
   gint64 epoch_start_us;                /* first buffer of the epoch */
   gint64 train_end_us;                  /* last training batch done */
   gchar *share_key;                     /* published under: this
