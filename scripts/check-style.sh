@@ -10,12 +10,15 @@
 # Code that indent would mangle (pragmas spelled as macros) sits between
 # /* *INDENT-OFF* */ and /* *INDENT-ON* */.
 #
-# Usage: scripts/check-style.sh [--fix]   (--fix rewrites the files)
+# Usage: scripts/check-style.sh [--fix] [FILE...]
+#   --fix rewrites the files; FILEs (paths from the top of the tree) limit
+#   the check to them, so that several people can fix their own files in
+#   one work tree
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 fix=0
-[ "${1:-}" = --fix ] && fix=1
+[ "${1:-}" = --fix ] && { fix=1; shift; }
 if ! command -v indent >/dev/null; then
   "$top/scripts/ensure-deps.sh" indent || exit 1
 fi
@@ -69,7 +72,8 @@ while IFS= read -r f; do
          echo "$f: tab characters"; bad=$((bad + 1))
        fi ;;
   esac
-done < <(git ls-files | grep -v -E '^subprojects/packagecache/')
+done < <(if [ $# -gt 0 ]; then printf '%s\n' "$@"
+         else git ls-files | grep -v -E '^subprojects/packagecache/'; fi)
 if [ $bad -ne 0 ]; then
   echo "style: $bad problem(s)"
   exit 1
