@@ -23,6 +23,13 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (tensor_planner, plugin);
   ok |= GST_ELEMENT_REGISTER (tensor_labeler, plugin);
   ok |= GST_ELEMENT_REGISTER (tensor_predictor, plugin);
+  /* nnstreamer's plugin registers a tensor_trainer too, and a registry
+   * keeps one element per name: this one names this plugin's trainer
+   * whichever of the two holds "tensor_trainer" (README: "Beside
+   * nnstreamer") */
+  if (GST_ELEMENT_REGISTER (tensor_trainer, plugin))
+    ok |= gst_element_register (plugin, "tt_tensor_trainer", GST_RANK_NONE,
+        GST_TYPE_TENSOR_TRAINER);
   return ok;
 }
 
