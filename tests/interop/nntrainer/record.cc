@@ -26,6 +26,19 @@
  *       per epoch, no shuffling for generators), then save(BIN)
  *       -> NAME.train.in.f32, NAME.train.label.f32, NAME.trained.bin,
  *          NAME.savepath.bin (what nntrainer writes during training)
+ *   record best INI OUTDIR NAME
+ *       loadFromConfig (the INI names save_best_path, a relative path),
+ *       compile(TRAIN), initialize(TRAIN), save(BIN) as NAME.best_init.bin,
+ *       then train() with batch_size=4, epochs=BEST_EPOCHS on the training
+ *       generator and a validation generator (2 batches of 4 samples of
+ *       stream 0x3C5, label of sample k: (3k + 2) mod classes); after each
+ *       epoch, whether the save_best_path file changed, with the epoch's
+ *       validation accuracy and loss
+ *       -> NAME.best_init.bin, NAME.valid.in.f32, NAME.valid.label.f32,
+ *          NAME.best.txt (per epoch: accuracy, loss, saved or not, the
+ *          counters in the file), NAME.best.bin (the file at the end), and
+ *          where the relative path landed (working directory or the INI's
+ *          folder)
  *
  * The data: sample k of stream s is drawn from xorshift32 with the state
  * (0x9E3779B9u * (k + 1)) ^ s, one draw per float in NCHW order:
@@ -46,6 +59,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -56,6 +70,9 @@ namespace {
 
 constexpr uint32_t STREAM_INFER = 0x1F0u;
 constexpr uint32_t STREAM_TRAIN = 0x7A1u;
+constexpr uint32_t STREAM_VALID = 0x3C5u;
+constexpr unsigned VALID_BATCHES = 2;
+constexpr unsigned BEST_EPOCHS = 6;
 constexpr unsigned TRAIN_BATCH = 4;
 constexpr unsigned TRAIN_BATCHES = 4;
 constexpr unsigned TRAIN_EPOCHS = 2;
@@ -412,11 +429,140 @@ int stage_train(const std::string &ini, const std::string &dir,
   return 0;
 }
 
+struct ValidData {
+  unsigned in_len, classes, next;
+};
+
+int valid_gen(float **input, float **label, bool *last, void *ud) {
+  auto *d = static_cast<ValidData *>(ud);
+  if (d->next == TRAIN_BATCH * VALID_BATCHES) {
+    d->next = 0;
+    *last = true;
+    return 0;
+  }
+  unsigned k = d->next++;
+  sample(STREAM_VALID, k, input[0], d->in_len);
+  for (unsigned c = 0; c < d->classes; ++c)
+    label[0][c] = 0.0f;
+  label[0][(3 * k + 2) % d->classes] = 1.0f;
+  *last = false;
+  return 0;
+}
+
+std::vector<char> read_all(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    return {};
+  return std::vector<char>((std::istreambuf_iterator<char>(f)),
+                           std::istreambuf_iterator<char>());
+}
+
+struct BestWatch {
+  ml::train::Model *m;
+  std::string file, log;
+  std::vector<char> last;
+  unsigned epoch;
+};
+
+/* after each epoch: did train() rewrite the save_best_path file? */
+void best_epoch_done(void *ud) {
+  auto *w = static_cast<BestWatch *>(ud);
+  w->epoch++;
+  auto now = read_all(w->file);
+  bool saved = !now.empty() && now != w->last;
+  auto vs = w->m->getValidStats();
+  std::ostringstream s;
+  s.precision(9);
+  s << "epoch " << w->epoch << " accuracy " << vs.accuracy << " loss "
+    << vs.loss << " saved " << (saved ? "yes" : "no");
+  if (saved && now.size() >= 8) {
+    uint32_t c[2];
+    std::memcpy(c, now.data() + now.size() - 8, 8);
+    s << " bytes " << now.size() << " counters " << c[0] << ' ' << c[1];
+  }
+  w->log += s.str() + "\n";
+  w->last = now;
+}
+
+int stage_best(const std::string &ini, const std::string &dir,
+               const std::string &name) {
+  auto m = make_model(ini, {"batch_size=" + std::to_string(TRAIN_BATCH),
+                            "epochs=" + std::to_string(BEST_EPOCHS)});
+  prepare(*m, ml::train::ExecutionMode::TRAIN);
+  std::string init = dir + "/" + name + ".best_init.bin";
+  m->save(init, ml::train::ModelFormat::MODEL_FORMAT_BIN);
+  size_t wb = weights_bytes(*m);
+  manifest(name + ".best_init.bin", name, "BIN",
+           "save(BIN) after initialize(TRAIN), the start of the save_best_path "
+           "run: " + describe_bin(init, wb));
+
+  auto in = m->getInputDimension();
+  auto out = m->getOutputDimension();
+  TrainData td{(unsigned)feature_len(in[0]), (unsigned)feature_len(out[0]), 0};
+  ValidData vd{td.in_len, td.classes, 0};
+  const unsigned nv = TRAIN_BATCH * VALID_BATCHES;
+  std::vector<float> xv(vd.in_len * nv), yv(vd.classes * nv, 0.0f);
+  for (unsigned k = 0; k < nv; ++k) {
+    sample(STREAM_VALID, k, xv.data() + k * vd.in_len, vd.in_len);
+    yv[k * vd.classes + (3 * k + 2) % vd.classes] = 1.0f;
+  }
+  write_f32(dir + "/" + name + ".valid.in.f32", xv.data(), xv.size());
+  write_f32(dir + "/" + name + ".valid.label.f32", yv.data(), yv.size());
+  manifest(name + ".valid.in.f32", name, shape_str(nv, in[0]),
+           "validation inputs (stream 0x3C5), 2 batches of 4, every epoch");
+  manifest(name + ".valid.label.f32", name, shape_str(nv, out[0]),
+           "validation labels: one-hot of (3k+2) mod classes");
+
+  int rc = m->setDataset(ml::train::DatasetModeType::MODE_TRAIN,
+                         ml::train::createDataset(
+                           ml::train::DatasetType::GENERATOR, train_gen, &td));
+  if (rc == 0)
+    rc = m->setDataset(ml::train::DatasetModeType::MODE_VALID,
+                       ml::train::createDataset(
+                         ml::train::DatasetType::GENERATOR, valid_gen, &vd));
+  if (rc != 0)
+    throw std::runtime_error("setDataset failed: " + std::to_string(rc));
+
+  /* the INI's save_best_path is relative: where does it land? */
+  std::ifstream cfg(ini);
+  std::string line, best;
+  while (std::getline(cfg, line))
+    if (line.rfind("save_best_path", 0) == 0)
+      best = line.substr(line.find('=') + 1);
+  best.erase(0, best.find_first_not_of(" \t"));
+  if (best.empty() || best[0] == '/')
+    throw std::runtime_error("the INI needs a relative save_best_path");
+  std::string ini_dir = ini.substr(0, ini.find_last_of('/') + 1);
+  BestWatch w{m.get(), best, "", {}, 0};
+  rc = m->train({}, [](void *) { return false; }, nullptr, best_epoch_done, &w);
+  std::cout << '\n';
+  if (rc != 0)
+    throw std::runtime_error("train failed: " + std::to_string(rc));
+  bool in_cwd = !read_all(best).empty();
+  bool in_ini_dir = !read_all(ini_dir + best).empty();
+  w.log += std::string("save_best_path ") + best + ": written relative to the "
+           "working directory: " + (in_cwd ? "yes" : "no") +
+           "; relative to the INI's folder: " + (in_ini_dir ? "yes" : "no") +
+           "\n";
+  std::ofstream(dir + "/" + name + ".best.txt") << w.log;
+  manifest(name + ".best.txt", name, "text",
+           "per epoch: validation accuracy (%) and loss, whether train() "
+           "rewrote the save_best_path file, its counters; where it landed");
+  auto bytes = read_all(best);
+  std::ofstream(dir + "/" + name + ".best.bin", std::ios::binary)
+    .write(bytes.data(), (std::streamsize)bytes.size());
+  manifest(name + ".best.bin", name, "BIN",
+           "the save_best_path file at the end of the run: " +
+             describe_bin(dir + "/" + name + ".best.bin", wb));
+  std::cout << "best " << name << ":\n" << w.log;
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 5) {
-    std::cerr << "usage: record init|infer|train INI OUTDIR NAME [BIN [TAG "
+    std::cerr << "usage: record init|infer|train|best INI OUTDIR NAME [BIN [TAG "
                  "BATCH...]]\n";
     return 2;
   }
@@ -432,6 +578,8 @@ int main(int argc, char **argv) {
     }
     if (stage == "train" && argc == 6)
       return stage_train(ini, dir, name, argv[5]);
+    if (stage == "best")
+      return stage_best(ini, dir, name);
   } catch (std::exception &e) {
     std::cerr << "record " << stage << ' ' << name << ": " << e.what() << '\n';
     return 1;

@@ -64,6 +64,7 @@ sensor_lstm           $repo_models/sensor_lstm.ini
 transfer_frozen       $repo_models/transfer_frozen.ini
 mlp_adam              $here/models/mlp_adam.ini
 mlp_sgd               $here/models/mlp_sgd.ini
+mlp_adamw             $here/models/mlp_adamw.ini
 input_normalization   $here/models/input_normalization.ini
 input_standardization $here/models/input_standardization.ini
 branch3_fc            $here/models/branch3_fc.ini
@@ -138,8 +139,22 @@ echo "$models" | while read -r name ini; do
   fi
 done
 
+# ---- save_best_path: which validation results make train() save, and where
+# models/mlp_best.ini names a relative save_best_path; the stage runs one
+# level below the INI's folder, so the file shows which one it is relative to
+d=$work/mlp_best
+mkdir -p "$d/files" "$d/run"
+cp "$here/models/mlp_best.ini" "$d/"
+if (cd "$d/run" && "$work/record" best "$d/mlp_best.ini" "$d/files" mlp_best >> "$raw" 2> "$d/stderr.txt"); then
+  echo "mlp_best all" >> "$keep"
+else
+  echo "FAILED: record best mlp_best" | tee -a "$log" >&2
+  sed 's/^/  stderr: /' "$d/stderr.txt" | tee -a "$log" >&2
+fi
+
 # ---- keep the files and write the manifest -----------------------------------
-grep -v "^FILE" "$raw" | tr '\r' '\n' | grep -E "^(init|infer|train|probe) " >> "$log" || true
+grep -v "^FILE" "$raw" | tr '\r' '\n' |
+  grep -E "^(init|infer|train|probe|best|epoch|save_best_path) " >> "$log" || true
 
 manifest=$out/MANIFEST.txt
 {
