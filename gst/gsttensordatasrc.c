@@ -7,7 +7,7 @@
  * gzipped or not), or from nnstreamer's datarepo files (see below), and
  * pushes one sample per buffer as nnstreamer tensors. From IDX files:
  * the image, then the label, one GstMemory each, with caps such as
- * `other/tensors,format=static,num_tensors=2,dimensions="1:28:28:1,10:1:1:1",types="uint8,float32",framerate=0/1`.
+ * `other/tensors,format=static,num_tensors=2,dimensions="1:28:28:1,10:1",types="uint8,float32",framerate=0/1`.
  * Image dimensions are written as tensor_converter writes GRAY8 frames
  * (channel:width:height:1). Images go out as stored (uint8) or normalized to
  * [0, 1] (#GstTtTensorDataSrc:image-format=float32); labels as one-hot float32
@@ -137,8 +137,8 @@ gst_tensor_datasrc_label_format_get_type (void)
   static GType type = 0;
   static const GEnumValue values[] = {
     {GST_TENSOR_DATASRC_LABEL_ONEHOT,
-        "One-hot float32 vector of num-classes (num-classes:1:1:1)", "onehot"},
-    {GST_TENSOR_DATASRC_LABEL_INDEX, "Class index as one float32 (1:1:1:1)",
+        "One-hot float32 vector of num-classes (num-classes:1)", "onehot"},
+    {GST_TENSOR_DATASRC_LABEL_INDEX, "Class index as one float32 (1:1)",
         "index"},
     {0, NULL, NULL},
   };
@@ -346,8 +346,8 @@ gst_tensor_datasrc_class_init (GstTtTensorDataSrcClass * klass)
    *
    * The form of the label tensor of IDX files: onehot (the default), a
    * float32 vector of #GstTtTensorDataSrc:num-classes with a 1 at the class
-   * (dimensions num-classes:1:1:1), or index, the class index as one
-   * float32 (1:1:1:1). tensor_trainer and tensor_predictor take either.
+   * (dimensions num-classes:1), or index, the class index as one
+   * float32 (1:1). tensor_trainer and tensor_predictor take either.
    * For datarepo files only the default is accepted.
    */
   g_object_class_install_property (gobject_class, PROP_LABEL_FORMAT,

@@ -16,7 +16,11 @@
  *   H:W:C, `C:W:H:1`, as tensor_converter writes frames (for GRAY8 both
  *   are the same bytes);
  * - the label as a one-hot float32 vector of #GstTtTensorLabeler:num-classes,
- *   `num-classes:1:1:1`, for the class in #GstTtTensorLabeler:label.
+ *   `num-classes:1`, for the class in #GstTtTensorLabeler:label.
+ *
+ * The caps write dimensions as nnstreamer does now: trailing 1s past the
+ * first are dropped, so a planar GRAY8 frame is `W:H:1` and mono planar
+ * audio `window:1` (the forms below show all four entries).
  *
  * The label can change while PLAYING: each frame takes the value the
  * property has when the frame is processed. label=-1 drops the frames (no
@@ -173,7 +177,7 @@ gst_tensor_labeler_class_init (GstTtTensorLabelerClass * klass)
   /**
    * GstTtTensorLabeler:num-classes:
    *
-   * The length of the one-hot label tensor (dimensions num-classes:1:1:1),
+   * The length of the one-hot label tensor (dimensions num-classes:1),
    * the model's output units. Read when the caps are negotiated: a change
    * takes effect at the next negotiation.
    */

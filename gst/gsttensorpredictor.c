@@ -34,7 +34,9 @@
  *
  * Output (#GstTtTensorPredictor:output): `tensors` pushes
  * `other/tensors,format=static,num_tensors=1,types=float32` with the
- * model's output dimensions; `text` pushes `text/x-raw,format=utf8` naming
+ * model's output dimensions in nnstreamer's current form (a model output
+ * 1:1:10 is `10:1`, which nnstreamer's `tensor_decoder
+ * mode=image_labeling` takes); `text` pushes `text/x-raw,format=utf8` naming
  * the argmax class (from #GstTtTensorPredictor:labels, a file with one class
  * name per line) and its probability, for textoverlay's text pad.
  *

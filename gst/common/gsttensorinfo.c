@@ -86,6 +86,21 @@ gst_tensor_desc_dims_string (const GstTensorDesc * desc)
   return g_string_free (s, FALSE);
 }
 
+gchar *
+gst_tensor_desc_caps_dims_string (const GstTensorDesc * desc)
+{
+  GString *s = g_string_new (NULL);
+  guint significant = 1, shown;
+  for (guint i = 0; i < desc->rank; i++)
+    if (desc->dims[i] > 1)
+      significant = i + 1;
+  /* one trailing 1 stays: nnstreamer's outermost (batch) dimension */
+  shown = MIN (desc->rank, significant + 1);
+  for (guint i = 0; i < shown; i++)
+    g_string_append_printf (s, "%s%u", i ? ":" : "", desc->dims[i]);
+  return g_string_free (s, FALSE);
+}
+
 /* Splits a tensor list on ',' or '.', trimming blanks around each item. */
 static gchar **
 gst_tensor_split_list (const gchar * s)
@@ -332,7 +347,7 @@ gst_tensors_desc_to_caps (const GstTensorsDesc * desc, gint fps_n, gint fps_d)
   GString *dims = g_string_new (NULL), *types = g_string_new (NULL);
   GstCaps *caps;
   for (guint i = 0; i < desc->num; i++) {
-    gchar *d = gst_tensor_desc_dims_string (&desc->tensors[i]);
+    gchar *d = gst_tensor_desc_caps_dims_string (&desc->tensors[i]);
     g_string_append_printf (dims, "%s%s", i ? "," : "", d);
     g_string_append_printf (types, "%s%s", i ? "," : "",
         gst_tensor_type_name (desc->tensors[i].type));

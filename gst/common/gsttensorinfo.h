@@ -81,8 +81,24 @@ gsize gst_tensor_type_size (GstTensorType type);
 guint64 gst_tensor_desc_count (const GstTensorDesc * desc);
 gsize gst_tensor_desc_bytes (const GstTensorDesc * desc);
 
-/* "d0:d1:d2:d3" (at least 4 entries, as nnstreamer prints them). */
+/* "d0:d1:d2:d3" (at least 4 entries, trailing 1s added): the form of
+ * error messages, which older nnstreamer (rank limit 4) also wrote. */
 gchar *gst_tensor_desc_dims_string (const GstTensorDesc * desc);
+
+/*
+ * The dimensions as nnstreamer (rank limit 16) writes them in caps: no
+ * padding to 4 entries, the dimensions up to the last one above 1, then
+ * the outermost one (the batch, 1) once if the tensor has it. So
+ * "10:1:1:1" is written "10:1" (what a classifier output is in nnstreamer,
+ * and the only form tensor_decoder mode=image_labeling accepts),
+ * "1:28:28:1" stays "1:28:28:1" (tensor_converter's GRAY8 frame),
+ * "28:28:1:1" is "28:28:1", "1:1:1:1" is "1:1", and a tensor without
+ * trailing 1s keeps all its dimensions. Every element of this plugin
+ * writes its caps this way (gst_tensors_desc_to_caps); on input both forms
+ * are read (gst_tensors_desc_from_caps keeps the rank it is given, and the
+ * shape checks ignore 1s).
+ */
+gchar *gst_tensor_desc_caps_dims_string (const GstTensorDesc * desc);
 
 /*
  * Parses fixed `other/tensors` caps, format=static (a missing format counts
@@ -94,7 +110,8 @@ gchar *gst_tensor_desc_dims_string (const GstTensorDesc * desc);
 gboolean gst_tensors_desc_from_caps (const GstCaps * caps,
     GstTensorsDesc * desc, gchar ** error);
 
-/* `other/tensors,format=static,...` for desc, with the given framerate. */
+/* `other/tensors,format=static,...` for desc, with the given framerate;
+ * dimensions as gst_tensor_desc_caps_dims_string writes them. */
 GstCaps *gst_tensors_desc_to_caps (const GstTensorsDesc * desc,
     gint fps_n, gint fps_d);
 

@@ -361,7 +361,9 @@ GST_START_TEST (test_passthrough)
 
 GST_END_TEST;
 
-/* The caps forms: other/tensor (input only) and flexible are accepted. */
+/* The caps forms: other/tensor (input only) and flexible are accepted,
+ * and dimensions with or without trailing 1s (older nnstreamer padded
+ * them to 4 entries, the current one writes "4:1"). */
 GST_START_TEST (test_caps_forms)
 {
   Files f;
@@ -372,6 +374,10 @@ GST_START_TEST (test_caps_forms)
     "other/tensors,format=static,num_tensors=1,dimensions=(string)1:4:1:1,"
         "types=(string)float32,framerate=(fraction)0/1",
     "other/tensors,format=flexible,framerate=(fraction)0/1",
+    "other/tensors,format=static,num_tensors=2,dimensions=(string)\"4:1,3:1\","
+        "types=(string)\"float32,float32\",framerate=(fraction)0/1",
+    "other/tensors,format=static,num_tensors=2,dimensions=(string)\"4,3\","
+        "types=(string)\"float32,float32\",framerate=(fraction)0/1",
   };
   for (guint i = 0; i < G_N_ELEMENTS (forms); i++) {
     g_unlink (f.opt);
@@ -379,6 +385,12 @@ GST_START_TEST (test_caps_forms)
         NULL);
     gst_harness_set_src_caps_str (h, forms[i]);
     fail_unless (g_file_test (f.opt, G_FILE_TEST_EXISTS), "%s", forms[i]);
+    /* a passthrough: downstream gets the caps as they came */
+    GstCaps *out = gst_pad_get_current_caps (h->sinkpad);
+    GstCaps *in = gst_caps_from_string (forms[i]);
+    fail_unless (gst_caps_is_equal (out, in), "%" GST_PTR_FORMAT, out);
+    gst_caps_unref (out);
+    gst_caps_unref (in);
     gchar *err = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
     fail_unless_equals_string (err, "");
     g_free (err);
