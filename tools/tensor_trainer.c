@@ -102,6 +102,9 @@ cli_usage (FILE * out)
       "--resume with --load FILE continues from such a checkpoint: its\n"
       "weights, optimizer state and counters, training the epochs after the\n"
       "one it was saved at, up to --epochs (or the INI's).\n"
+      "With --valid-data, the INI's [Model] save_best_path gets the weights\n"
+      "(a BIN) after each epoch whose validation accuracy is the best so\n"
+      "far, or ties it with a lower loss (nntrainer's rule).\n"
       "--mode read|mmap|inplace says how a bundle model is opened (default\n"
       "read; inplace: weights used where they lie in the mapped file,\n"
       "evaluation only); --trust skips its weight checksum and finiteness\n"
@@ -476,6 +479,16 @@ cli_train (const cli_options * o, bool train)
     goto out;
   }
 
+  /* [Model] save_best_path, as nntrainer: only with validation data, the
+   * path as written (relative to the working directory) */
+  const char *best = tt_model_save_best_path (m);
+  if (best && !o->valid_data)
+    fprintf (stderr, "# [Model] save_best_path = %s is not used: it follows "
+        "validation results (--valid-data)\n", best);
+  if (best && o->valid_data && tt_model_check_save_path (best, &err)) {
+    cli_fail ("[Model] save_best_path: %s", err.message);
+    goto out;
+  }
   tt_memory_info mem;
   tt_model_memory_info (m, &mem);
   printf ("# model=%s batch=%u samples=%u pool_bytes=%zu weight_bytes=%zu "
@@ -499,6 +512,13 @@ cli_train (const cli_options * o, bool train)
     printf ("epoch=%u/%u loss=%.6f accuracy=%.4f val_loss=%.6f "
         "val_accuracy=%.4f samples_per_s=%.1f seconds=%.3f\n", e + 1, epochs,
         loss, acc, vloss, vacc, train_set.count / sec, sec);
+    bool saved = false;
+    if (o->valid_data && tt_model_save_best (m, vloss, vacc, &saved, &err)) {
+      cli_fail ("%s", err.message);
+      goto out;
+    }
+    if (saved)
+      printf ("# best so far: saved %s\n", best);
     fflush (stdout);
     if (o->checkpoint && tt_model_save (m, o->checkpoint, &err)) {
       cli_fail ("%s", err.message);

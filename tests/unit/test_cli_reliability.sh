@@ -136,5 +136,57 @@ check "an empty section name" fails_with "$tmp/empty.log" \
   "empty.ini: line $(( $(wc -l < "$model") + 1 )): empty section name" \
   "$cli" info "$tmp/empty.ini"
 
+# issue 16: [Model] save_best_path, nntrainer's rule. The same seeded run
+# cut after 1, 2, 3 and 4 epochs (--save eN.bin) gives each epoch's state;
+# the file must be the state of the epoch whose validation accuracy is the
+# highest (ties: the lowest loss), and the "saved" lines must follow
+# exactly the epochs that were the best so far. The path is relative: it
+# lands in the working directory, not beside the INI.
+mkdir -p "$tmp/bestrun" "$tmp/bestini" "$tmp/bestvalid"
+# other random images: validation results that go up and down
+random_mnist_idx "$tmp/bestvalid" 24
+sed 's/^loss = cross$/loss = cross\nsave_best_path = best.bin/' "$model" \
+  > "$tmp/bestini/best.ini"
+best_run () { # EPOCHS: trains from the same seed, saves eEPOCHS.bin
+  (cd "$tmp/bestrun" && "$cli" train "$tmp/bestini/best.ini" "${data[@]}" \
+    --valid-data "$tmp/bestvalid/images.idx" \
+    --valid-labels "$tmp/bestvalid/labels.idx" --seed 7 --threads 1 \
+    --epochs "$1" --save "$tmp/bestrun/e$1.bin")
+}
+for n in 1 2 3 4 5; do best_run "$n" > "$tmp/best$n.log" 2>&1; done
+best_run 6 > "$tmp/best6.log" 2>&1
+check "save_best_path: training with it runs" grep -q '^epoch=6/6' \
+  "$tmp/best6.log"
+# the epochs nntrainer's rule saves after, from the printed results
+awk '/^epoch=/ {
+    split($1, e, "[=/]")
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] + 0 }
+    if (n++ == 0 || v["val_accuracy"] > acc ||
+        (v["val_accuracy"] == acc && v["val_loss"] < loss)) {
+      print e[2]; acc = v["val_accuracy"]; loss = v["val_loss"]
+    }
+  }' "$tmp/best6.log" > "$tmp/best.want"
+awk '/^epoch=/ { split($1, e, "[=/]"); at = e[2] }
+  /^# best so far: saved best.bin$/ { print at }' "$tmp/best6.log" \
+  > "$tmp/best.got"
+check "save_best_path: saved after the epochs that were the best so far" \
+  cmp -s "$tmp/best.want" "$tmp/best.got"
+last=$(tail -n 1 "$tmp/best.want")
+check "save_best_path: the file is the best epoch's ($last) weights, moments and counters" \
+  cmp -s "$tmp/bestrun/best.bin" "$tmp/bestrun/e$last.bin"
+check "save_best_path: relative to the working directory, not the INI" \
+  test ! -e "$tmp/bestini/best.bin"
+check "save_best_path without --valid-data: not used, and said" sh -c "cd \
+  '$tmp/bestrun' && rm -f best.bin && '$cli' train '$tmp/bestini/best.ini' \
+  --data '$tmp/images.idx' --labels '$tmp/labels.idx' --batch 8 --epochs 1 \
+  2>&1 | grep -q 'save_best_path = best.bin is not used' && test ! -e best.bin"
+sed 's|^save_best_path = best.bin$|save_best_path = nope/best.bin|' \
+  "$tmp/bestini/best.ini" > "$tmp/bestini/nope.ini"
+check "save_best_path into a missing folder: refused before training" \
+  fails_with "$tmp/bestnope.log" 'save_best_path: .*nope' "$cli" train \
+  "$tmp/bestini/nope.ini" "${data[@]}" --epochs 1 --valid-data \
+  "$tmp/images.idx" --valid-labels "$tmp/labels.idx"
+check "... before training" sh -c "! grep -q '^epoch=' '$tmp/bestnope.log'"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -747,6 +747,135 @@ test_clip_large_is_identical (void)
   tt_model_free (b);
 }
 
+/* ---- save_best_path: nntrainer's rule (tt_model_save_best) ---------- */
+
+/* the BIN tt_model_save_bin writes now, to compare the best file with */
+static char *
+best_snapshot (tt_model * m, size_t *len)
+{
+  tt_error err;
+  const char *path = tt_test_write_file ("snapshot.bin", "", 0);
+  if (tt_model_save_bin (m, path, &err))
+    return NULL;
+  return tt_test_read_file (path, len);
+}
+
+static bool
+best_file_is (const char *path, const char *want, size_t want_len)
+{
+  size_t len = 0;
+  char *got = tt_test_read_file (path, &len);
+  bool same = got && want && len == want_len && !memcmp (got, want, len);
+  free (got);
+  return same;
+}
+
+/* Each pass with new weights; the file must hold those of the last pass
+ * that was the best. The sequence is nntrainer's own run of
+ * tests/interop/nntrainer/recordings/mlp_best.best.txt (accuracy in %
+ * there): ties at 25% with a falling loss save, 37.5% saves, the same
+ * 37.5% with a higher loss does not. */
+static void
+test_save_best_rule (void)
+{
+  char text[2048];
+  char dir[512];
+  snprintf (dir, sizeof dir, "%s", tt_test_write_file ("best.bin", "", 0));
+  remove (dir);
+  snprintf (text, sizeof text, MODEL ("save_best_path = %s\n") SGD LAYERS, dir);
+  tt_model *m = dialect_model ("best_rule.ini", text);
+  if (!m)
+    return;
+  tt_error err;
+  CHECK (tt_model_init_weights (m, &err) == TT_OK, "%s", err.message);
+  static const struct
+  {
+    double loss, accuracy;
+    bool saved;
+  } passes[] = {
+    {1.60206366, 0.25, true}, {1.58251214, 0.25, true},
+    {1.57370722, 0.25, true}, {1.57280779, 0.375, true},
+    {1.57872653, 0.375, false}, {1.58461118, 0.375, false},
+    {0.1, 0.25, false}, {2.0, 0.5, true}, {2.0, 0.5, false},
+  };
+  const size_t nw = tt_model_weight_floats (m);
+  float *w = calloc (nw, sizeof *w);
+  char *best = NULL;
+  size_t best_len = 0;
+  for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) {
+    for (size_t k = 0; k < nw; k++)
+      w[k] = (float) (i + 1) * 0.01f + (float) k *1e-4f;
+    CHECK (tt_model_import_weights (m, w, nw, &err) == TT_OK, "%s",
+        err.message);
+    tt_model_finish_epoch (m);
+    bool saved = !passes[i].saved;
+    tt_status st = tt_model_save_best (m, passes[i].loss, passes[i].accuracy,
+        &saved, &err);
+    CHECK (st == TT_OK, "pass %zu: %s", i + 1, err.message);
+    CHECK (saved == passes[i].saved, "pass %zu (accuracy %g, loss %g): "
+        "saved %d, nntrainer's rule says %d", i + 1, passes[i].accuracy,
+        passes[i].loss, saved, passes[i].saved);
+    if (passes[i].saved) {
+      free (best);
+      best = best_snapshot (m, &best_len);
+    }
+    CHECK (best_file_is (dir, best, best_len), "pass %zu: %s does not hold "
+        "the best pass's weights and counters", i + 1, dir);
+  }
+  /* refused: what no validation pass gives */
+  bool saved = true;
+  CHECK (tt_model_save_best (m, 0.5, NAN, &saved, &err) == TT_ERR_INVALID &&
+      !saved && strstr (err.message, "accuracy"), "NaN accuracy: %s",
+      err.message);
+  CHECK (tt_model_save_best (m, 0.5, 1.5, NULL, &err) == TT_ERR_INVALID &&
+      strstr (err.message, "[0, 1]"), "accuracy 1.5: %s", err.message);
+  CHECK (tt_model_save_best (m, NAN, 0.9, NULL, &err) == TT_ERR_INVALID &&
+      strstr (err.message, "loss"), "NaN loss: %s", err.message);
+  CHECK (best_file_is (dir, best, best_len), "a refused call changed %s", dir);
+  free (best);
+  tt_model_free (m);
+
+  /* a save that fails names the key and keeps the record: the same
+   * result is tried again */
+  snprintf (text, sizeof text, MODEL ("save_best_path = %s/no/such/dir/"
+          "best.bin\n") SGD LAYERS, dir);
+  m = dialect_model ("best_fail.ini", text);
+  if (m && tt_model_init_weights (m, &err) == TT_OK) {
+    tt_status st = tt_model_save_best (m, 1.0, 0.5, &saved, &err);
+    CHECK (st == TT_ERR_IO && !saved &&
+        strstr (err.message, "save_best_path"), "failed save: %d %s", st,
+        err.message);
+    st = tt_model_save_best (m, 1.0, 0.5, &saved, &err);
+    CHECK (st == TT_ERR_IO, "the same result after a failed save is tried "
+        "again: %d", st);
+  }
+  tt_model_free (m);
+
+  /* nntrainer's first comparison is with accuracy 0 and FLT_MAX: accuracy
+   * 0 saves with a finite loss only; without save_best_path nothing is
+   * written and the record is kept all the same */
+  snprintf (text, sizeof text, MODEL ("save_best_path = %s\n") SGD LAYERS, dir);
+  m = dialect_model ("best_zero.ini", text);
+  if (m && tt_model_init_weights (m, &err) == TT_OK) {
+    remove (dir);
+    CHECK (tt_model_save_best (m, INFINITY, 0.0, &saved, &err) == TT_OK &&
+        !saved && !tt_test_read_file (dir, &best_len), "accuracy 0, "
+        "infinite loss: not better than nntrainer's start");
+    CHECK (tt_model_save_best (m, 3.0, 0.0, &saved, &err) == TT_OK && saved,
+        "accuracy 0, finite loss: saved");
+  }
+  tt_model_free (m);
+  m = dialect_model ("best_none.ini", MODEL ("") SGD LAYERS);
+  if (m && tt_model_init_weights (m, &err) == TT_OK) {
+    CHECK (tt_model_save_best (m, 1.0, 0.5, &saved, &err) == TT_OK && !saved,
+        "no save_best_path: nothing saved");
+    CHECK (m->has_best && m->best_accuracy == 0.5, "no save_best_path: the "
+        "record is kept");
+  }
+  tt_model_free (m);
+  free (w);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -765,5 +894,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_clip_hand_computed);
   TT_TEST_RUN (test_clip_global_norm);
   TT_TEST_RUN (test_clip_large_is_identical);
+  TT_TEST_RUN (test_save_best_rule);
   return tt_test_summary ();
 }

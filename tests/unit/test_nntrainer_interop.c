@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* outputs are probabilities (softmax) or small regression values; the
  * recordings were made without FMA on x86-64, ours may use it */
@@ -435,6 +436,118 @@ test_bundle_of_earlier_versions (void)
   tt_model_free (m);
 }
 
+/* e: save_best_path against nntrainer's own run (record.sh's best stage,
+ * mlp_best.best.txt): ours, from the same initial BIN, trained on the same
+ * batches (the training generator is mlp_adam's: same stream, same
+ * shapes, so mlp_adam.train.*.f32) and validated on the same 2 batches
+ * after each of 6 epochs, saves after the same epochs, and the file at
+ * the end is nntrainer's: same size and counters, weights and moments to
+ * TRAIN_TOL. The INI's path is relative: it lands in the working
+ * directory, as nntrainer's did. */
+static void
+test_save_best_path (void)
+{
+  tt_error err;
+  tt_model *m = interop_open_form ("mlp_best", 4, true, &err);
+  CHECK (m != NULL, "mlp_best: %s", m ? "" : err.message);
+  if (!m)
+    return;
+  size_t nx, nt, nvx, nvt, nlog = 0, nwant = 0;
+  float *x = interop_read ("mlp_adam", "train.in.f32", &nx);
+  float *t = interop_read ("mlp_adam", "train.label.f32", &nt);
+  float *vx = interop_read ("mlp_best", "valid.in.f32", &nvx);
+  float *vt = interop_read ("mlp_best", "valid.label.f32", &nvt);
+  char *log = tt_test_read_file (interop_path ("mlp_best", "best.txt"),
+      &nlog);
+  char *want = tt_test_read_file (interop_path ("mlp_best", "best.bin"),
+      &nwant);
+  char cwd[1024], dir[600];
+  const bool have_cwd = getcwd (cwd, sizeof cwd) != NULL;
+  snprintf (dir, sizeof dir, "%s", tt_test_write_file ("best_marker", "", 0));
+  *strrchr (dir, '/') = '\0';
+  tt_status st = tt_model_load_bin (m, interop_path ("mlp_best",
+          "best_init.bin"), &err);
+  CHECK (st == TT_OK, "mlp_best: %s", err.message);
+  CHECK (x && t && vx && vt && log && want && nx == 16 * 12 && nt == 16 * 5
+      && nvx == 8 * 12 && nvt == 8 * 5, "mlp_best: recordings missing");
+  CHECK (have_cwd && chdir (dir) == 0, "cannot enter %s", dir);
+  const char *line = log;
+  for (int epoch = 1; epoch <= 6 && !st && x && t && vx && vt && log; epoch++) {
+    for (int b = 0; b < 4 && !st; b++) {
+      const void *in[1] = { x + (size_t) b * 4 * 12 };
+      st = tt_model_train_batch (m, 4, in, NULL, t + (size_t) b * 4 * 5, NULL,
+          &err);
+    }
+    tt_model_finish_epoch (m);
+    double loss = 0;
+    uint32_t correct = 0;
+    for (int b = 0; b < 2 && !st; b++) {
+      const void *in[1] = { vx + (size_t) b * 4 * 12 };
+      tt_batch_result r;
+      st = tt_model_eval_batch (m, 4, in, NULL, vt + (size_t) b * 4 * 5, &r,
+          &err);
+      loss += r.loss / 2;
+      correct += r.correct;
+    }
+    bool saved = false;
+    if (!st)
+      st = tt_model_save_best (m, loss, correct / 8.0, &saved, &err);
+    CHECK (st == TT_OK, "mlp_best epoch %d: %s", epoch, err.message);
+    int e = 0;
+    double nn_acc = -1, nn_loss = -1;
+    char nn_saved[8] = "";
+    line = line ? strstr (line, "epoch ") : NULL;
+    CHECK (line && sscanf (line, "epoch %d accuracy %lf loss %lf saved %7s",
+            &e, &nn_acc, &nn_loss, nn_saved) == 4 && e == epoch,
+        "mlp_best.best.txt: no line for epoch %d", epoch);
+    if (line)
+      line++;
+    printf ("  %-22s e. epoch %d: accuracy %.1f%% (nntrainer %.1f%%), loss "
+        "%.6f (nntrainer %.6f), saved %s (nntrainer %s)\n", "mlp_best",
+        epoch, correct / 8.0 * 100, nn_acc, loss, nn_loss,
+        saved ? "yes" : "no", nn_saved);
+    CHECK (fabs (correct / 8.0 * 100 - nn_acc) < 1e-3 &&
+        fabs (loss - nn_loss) <= 1e-4, "mlp_best epoch %d: validation "
+        "differs from nntrainer's", epoch);
+    CHECK (saved == !strcmp (nn_saved, "yes"), "mlp_best epoch %d: saved %d, "
+        "nntrainer %s", epoch, saved, nn_saved);
+  }
+  size_t ngot = 0;
+  char *got = tt_test_read_file ("mlp_best.saved.bin", &ngot);
+  CHECK (got != NULL, "mlp_best: mlp_best.saved.bin not in the working "
+      "directory");
+  if (got && want) {
+    const size_t w = tt_bin_weight_bytes (m);
+    double d = 0;
+    for (size_t i = 0; i + 4 <= ngot - 8 && ngot == nwant; i += 4) {
+      if (i >= w && i < w + 4)
+        continue;               /* the tag */
+      float a, b;
+      memcpy (&a, got + i, 4);
+      memcpy (&b, want + i, 4);
+      d = fmax (d, fabs ((double) a - (double) b));
+    }
+    printf ("  %-22s e. the save_best_path file: %zu bytes (nntrainer %zu), "
+        "weights and moments max |diff| %.2e, counters %s\n", "mlp_best",
+        ngot, nwant, d, ngot == nwant && !memcmp (got + ngot - 8,
+            want + nwant - 8, 8) ? "equal" : "DIFFER");
+    CHECK (ngot == nwant && !memcmp (got + w, want + w, 4) &&
+        !memcmp (got + ngot - 8, want + nwant - 8, 8) && d <= TRAIN_TOL,
+        "mlp_best: the save_best_path file is not nntrainer's");
+  }
+  remove ("mlp_best.saved.bin");
+  if (have_cwd && chdir (cwd) != 0)
+    CHECK (false, "cannot return to %s", cwd);
+  free (got);
+  free (x);
+  free (t);
+  free (vx);
+  free (vt);
+  free (log);
+  free (want);
+  tt_model_free (m);
+}
+
 #define INTEROP_CASE(name) \
   static void test_##name (void) { interop_model (#name); }
 INTEROP_CASE (branch3_fc)
@@ -466,5 +579,6 @@ INTEROP_CASE (branch3_fc)
   TT_TEST_RUN (test_sensor_lstm);
   TT_TEST_RUN (test_transfer_frozen);
   TT_TEST_RUN (test_bundle_of_earlier_versions);
+  TT_TEST_RUN (test_save_best_path);
   return tt_test_summary ();
 }

@@ -121,6 +121,10 @@ struct tt_model {
   float clip_grad_norm;
   /* [Model] save_best_path as written, or NULL (tt_model_save_best_path) */
   char *save_best_path;
+  /* tt_model_save_best's record: the best validation accuracy and the
+   * loss that came with it; none yet: nntrainer's start, 0 and FLT_MAX */
+  bool has_best;
+  double best_accuracy, best_loss;
   /* the parsed backbone INIs (backbone = X.ini), kept as the model's own */
   void **backbone_dicts;
   uint32_t n_backbone_dicts;
@@ -168,11 +172,6 @@ struct tt_model {
 tt_status tt_model_gradients (tt_model * m, uint32_t n,
     const void *const *inputs, const tt_dtype * types, const float *labels,
     bool backward, double *loss, tt_error * err);
-
-/* model.c: [Model] save_best_path as written in the INI, or NULL: where
- * nntrainer saves the weights (BIN) after each evaluation whose accuracy
- * is the best so far; the engine only keeps it, its callers honour it */
-const char *tt_model_save_best_path (const tt_model * m);
 
 /* graph.c */
 tt_status tt_graph_build (tt_model * m, tt_error * err);

@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,4 +158,40 @@ tt_model_save_with_fallback (tt_model * m, const char *path,
   saved_to[0] = '\0';
   return tt_fail (err, st, "%s; no fallback could be written either (%s)",
       first, tried);
+}
+
+/* nntrainer's eval_epoch_end (neuralnet.cpp:1437-1466): best when the
+ * accuracy beats the best one, or ties it with a lower loss; its record
+ * starts at accuracy 0 and loss FLT_MAX, and it saves with save(), a BIN
+ * whatever the name (tests/interop/nntrainer/FINDINGS.md). */
+tt_status
+tt_model_save_best (tt_model * m, double loss, double accuracy, bool *saved,
+    tt_error * err)
+{
+  if (saved)
+    *saved = false;
+  if (!(accuracy >= 0.0 && accuracy <= 1.0))
+    return tt_fail (err, TT_ERR_INVALID, "%s: save_best_path: the "
+        "validation accuracy %g is not a fraction in [0, 1]", m->path,
+        accuracy);
+  if (isnan (loss))
+    return tt_fail (err, TT_ERR_INVALID, "%s: save_best_path: the "
+        "validation loss is NaN", m->path);
+  const double best_accuracy = m->has_best ? m->best_accuracy : 0.0;
+  const double best_loss = m->has_best ? m->best_loss : FLT_MAX;
+  if (!(accuracy > best_accuracy || (accuracy == best_accuracy &&
+              loss < best_loss)))
+    return TT_OK;
+  if (m->save_best_path) {
+    tt_error e;
+    if (tt_model_save_bin (m, m->save_best_path, &e))
+      return tt_fail (err, e.status, "%s: [Model] save_best_path: %s",
+          m->path, e.message);
+    if (saved)
+      *saved = true;
+  }
+  m->has_best = true;
+  m->best_accuracy = accuracy;
+  m->best_loss = loss;
+  return TT_OK;
 }

@@ -19,6 +19,8 @@
  *   tt_model_save()          a bundle (tt_bundle.h) or, for .bin, a BIN
  *                            (tt_model_check_save_path() before training;
  *                            tt_model_save_with_fallback() at its end)
+ *   tt_model_save_best()     after each validation pass: [Model]
+ *                            save_best_path, nntrainer's rule
  *   tt_model_free()
  *
  * Every function that can fail returns a tt_status and, when err is not
@@ -294,6 +296,27 @@ TT_API tt_status tt_model_save (tt_model * model, const char *path,
  * that does not exist or where no file can be created (one is created and
  * removed: read-only mounts, permissions, quotas). Needs no model. */
 TT_API tt_status tt_model_check_save_path (const char *path, tt_error * err);
+
+/* [Model] save_best_path as the INI wrote it, or NULL. nntrainer uses it
+ * as given: a relative path is relative to the working directory, not to
+ * the INI's folder. */
+TT_API const char *tt_model_save_best_path (const tt_model * model);
+
+/* nntrainer's save_best_path: call once after each validation pass, with
+ * that pass's mean loss and its accuracy as a fraction of the samples in
+ * [0, 1], after tt_model_finish_epoch for the epoch it followed (the BIN's
+ * counters are then nntrainer's: that epoch, 1-based, and the iterations
+ * so far). Never call it without validation data. The result is the best
+ * so far when its accuracy is higher than the best one's, or equal with
+ * a lower loss (the first pass is compared with accuracy 0 and the
+ * largest float loss); then the model is saved as a BIN (weights, Adam's
+ * moments, counters, whatever the name's extension) to save_best_path,
+ * atomically, and *saved (when not NULL) says so. Without save_best_path
+ * it only keeps the record. The record lives as long as the model; a
+ * failed save leaves it as it was. Refuses an accuracy outside [0, 1] or
+ * NaN, and a NaN loss. */
+TT_API tt_status tt_model_save_best (tt_model * model, double loss,
+    double accuracy, bool *saved, tt_error * err);
 
 TT_API uint32_t tt_model_batch_size (const tt_model * model);
 TT_API uint32_t tt_model_num_inputs (const tt_model * model);
