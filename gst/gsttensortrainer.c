@@ -213,8 +213,17 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
    * tensor_trainer. "tensor-trainer" (the default) is this project's
    * engine; "nntrainer", what nnstreamer's launch lines say, selects the
    * same engine, which reads and writes nntrainer's INI and BIN files, so
-   * those lines run unchanged. Any other name fails the start with an
-   * error.
+   * those lines run unchanged. Any other name, or none (NULL), fails the
+   * start (READY->PAUSED) with an error.
+   *
+   * With "nntrainer" the properties also follow nnstreamer's
+   * tensor_trainer where its rules differ from this element's:
+   * #GstTtTensorTrainer:model-save-path is required, an unset
+   * #GstTtTensorTrainer:epochs means 1 epoch (and reads as 1) instead of
+   * the INI's, and epochs=0 is refused. nnstreamer checks its properties
+   * at PAUSED->PLAYING (and at the first buffer); this element checks
+   * them at READY->PAUSED, with the model's files, so whatever nnstreamer
+   * refuses fails before PLAYING here too.
    */
   g_object_class_install_property (gobject_class, PROP_FRAMEWORK,
       g_param_spec_string ("framework", "Framework",
@@ -269,7 +278,8 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
    * Should the save fail all the same, the model goes to a fallback file
    * that the error names. An EOS before any sample writes nothing, so an
    * untrained model never replaces a saved one. Unset (the default): the
-   * model is not saved.
+   * model is not saved, except with framework=nntrainer, where, as in
+   * nnstreamer, it is required and its absence fails the start.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_SAVE_PATH,
       g_param_spec_string ("model-save-path", "Model save path",
@@ -297,23 +307,28 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
    * Input tensors at the start of each buffer, the model's input layers
    * in order; the label follows them. It must equal the model's number of
    * inputs, or loading the model fails (at start, or at the first caps
-   * when the model is written upstream).
+   * when the model is written upstream). The range accepted when set is
+   * nnstreamer's, 0 to 256; at start, 0 and more than 15 (the inputs
+   * that fit in a buffer beside the label) fail with an error.
    */
   g_object_class_install_property (gobject_class, PROP_NUM_INPUTS,
       g_param_spec_uint ("num-inputs", "Number of inputs",
-          "Input tensors per buffer, before the label: the model's inputs",
-          1, GST_TENSOR_TRAINER_MAX_INPUTS, DEFAULT_NUM_INPUTS, rw));
+          "Input tensors per buffer, before the label: the model's inputs "
+          "(1 to 15; checked at start)", 0,
+          GST_TENSOR_TRAINER_NNS_TENSOR_LIMIT, DEFAULT_NUM_INPUTS, rw));
   /**
    * GstTtTensorTrainer:num-labels:
    *
    * Label tensors per buffer, after the inputs. The engine trains models
    * with one loss and one label, so any value but 1 (the default) fails
-   * the start; the property is kept for nnstreamer's launch lines.
+   * the start; the property is kept for nnstreamer's launch lines, with
+   * nnstreamer's range (0 to 256) when set.
    */
   g_object_class_install_property (gobject_class, PROP_NUM_LABELS,
       g_param_spec_uint ("num-labels", "Number of labels",
-          "Label tensors per buffer, after the inputs (must be 1)",
-          1, GST_TENSOR_MAX_TENSORS - 1, DEFAULT_NUM_LABELS, rw));
+          "Label tensors per buffer, after the inputs (must be 1; checked at "
+          "start)", 0, GST_TENSOR_TRAINER_NNS_TENSOR_LIMIT,
+          DEFAULT_NUM_LABELS, rw));
   /**
    * GstTtTensorTrainer:num-training-samples:
    *
@@ -325,7 +340,7 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
   g_object_class_install_property (gobject_class, PROP_NUM_TRAINING_SAMPLES,
       g_param_spec_uint ("num-training-samples", "Training samples",
           "Buffers that train the model in each epoch (required)", 0,
-          G_MAXUINT, DEFAULT_NUM_TRAINING_SAMPLES, rw));
+          G_MAXINT, DEFAULT_NUM_TRAINING_SAMPLES, rw));
   /**
    * GstTtTensorTrainer:num-validation-samples:
    *
@@ -338,20 +353,22 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
       PROP_NUM_VALIDATION_SAMPLES,
       g_param_spec_uint ("num-validation-samples", "Validation samples",
           "Buffers evaluated after the training ones in each epoch", 0,
-          G_MAXUINT, DEFAULT_NUM_VALIDATION_SAMPLES, rw));
+          G_MAXINT, DEFAULT_NUM_VALIDATION_SAMPLES, rw));
   /**
    * GstTtTensorTrainer:epochs:
    *
    * Epochs to train, each #GstTtTensorTrainer:num-training-samples then
    * #GstTtTensorTrainer:num-validation-samples buffers. 0 (the default)
-   * takes the INI's [Model] epochs, and 1 when the INI has none. After the
+   * takes the INI's [Model] epochs, and 1 when the INI has none. With
+   * framework=nntrainer the default is nnstreamer's: left unset, it is 1
+   * (and reads as 1), and 0 fails the start. After the
    * last epoch the model is saved and EOS is sent; later buffers are
    * refused with GST_FLOW_EOS.
    */
   g_object_class_install_property (gobject_class, PROP_EPOCHS,
       g_param_spec_uint ("epochs", "Epochs",
-          "Epochs to train; 0: the INI's [Model] epochs", 0, G_MAXUINT,
-          DEFAULT_EPOCHS, rw));
+          "Epochs to train; 0: the INI's [Model] epochs (framework=nntrainer: "
+          "unset is 1, 0 is refused)", 0, G_MAXINT, DEFAULT_EPOCHS, rw));
   /**
    * GstTtTensorTrainer:post-messages:
    *
@@ -526,6 +543,7 @@ gst_tensor_trainer_start (GstTtTensorTrainer * self)
 {
   gchar *framework;
   guint num_labels;
+  gboolean epochs_set, as_nnstreamer;
   gboolean ok = FALSE;
 
   GST_OBJECT_LOCK (self);
@@ -539,12 +557,15 @@ gst_tensor_trainer_start (GstTtTensorTrainer * self)
   self->n_train = self->num_training_samples;
   self->n_valid = self->num_validation_samples;
   self->want_epochs = self->epochs;
+  epochs_set = self->epochs_set;
   GST_OBJECT_UNLOCK (self);
   /* (takes the locks of the element and its parents) */
   self->share_key = gst_tensor_model_share_key (GST_ELEMENT (self),
       GST_ELEMENT_NAME (self));
 
-  if (g_strcmp0 (framework, GST_TENSOR_TRAINER_FRAMEWORK_ALIAS) == 0) {
+  as_nnstreamer = g_strcmp0 (framework,
+      GST_TENSOR_TRAINER_FRAMEWORK_ALIAS) == 0;
+  if (as_nnstreamer) {
     GST_INFO_OBJECT (self, "framework \"" GST_TENSOR_TRAINER_FRAMEWORK_ALIAS
         "\": training with this project's engine, which reads nntrainer's "
         "INI and BIN files");
@@ -562,6 +583,14 @@ gst_tensor_trainer_start (GstTtTensorTrainer * self)
         (NULL));
     goto out;
   }
+  if (self->want_inputs == 0
+      || self->want_inputs > GST_TENSOR_TRAINER_MAX_INPUTS) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("num-inputs=%u: a buffer carries 1 to %u input tensors before its "
+            "label.", self->want_inputs, GST_TENSOR_TRAINER_MAX_INPUTS),
+        (NULL));
+    goto out;
+  }
   if (num_labels != 1) {
     GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
         ("num-labels=%u: the engine trains models with one label tensor.",
@@ -573,6 +602,27 @@ gst_tensor_trainer_start (GstTtTensorTrainer * self)
         ("num-training-samples is 0: set how many buffers train the model "
             "in each epoch."), (NULL));
     goto out;
+  }
+  /* nnstreamer's rules for its own launch lines */
+  if (as_nnstreamer) {
+    if (!self->save_path || !*self->save_path) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("No model-save-path set: with framework="
+              GST_TENSOR_TRAINER_FRAMEWORK_ALIAS " it is required, as in "
+              "nnstreamer's tensor_trainer (without a framework, the model "
+              "is then not saved)."), (NULL));
+      goto out;
+    }
+    if (!epochs_set)
+      self->want_epochs = 1;
+    else if (self->want_epochs == 0) {
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("epochs=0: with framework=" GST_TENSOR_TRAINER_FRAMEWORK_ALIAS
+              " it must be at least 1, as in nnstreamer's tensor_trainer "
+              "(without a framework, 0 takes the INI's [Model] epochs)."),
+          (NULL));
+      goto out;
+    }
   }
   /* a destination that cannot be written must not cost a whole run */
   if (self->save_path && *self->save_path
@@ -1421,6 +1471,7 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
       break;
     case PROP_EPOCHS:
       self->epochs = g_value_get_uint (value);
+      self->epochs_set = TRUE;
       break;
     case PROP_POST_MESSAGES:
       self->post_messages = g_value_get_boolean (value);
@@ -1481,7 +1532,12 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
       g_value_set_uint (value, self->num_validation_samples);
       break;
     case PROP_EPOCHS:
-      g_value_set_uint (value, self->epochs);
+      /* nnstreamer's default, which its launch lines and tests read */
+      if (!self->epochs_set && g_strcmp0 (self->framework,
+              GST_TENSOR_TRAINER_FRAMEWORK_ALIAS) == 0)
+        g_value_set_uint (value, 1);
+      else
+        g_value_set_uint (value, self->epochs);
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean (value, self->post_messages);

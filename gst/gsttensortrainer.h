@@ -16,6 +16,11 @@ G_DECLARE_FINAL_TYPE (GstTtTensorTrainer, gst_tensor_trainer, GST,
 /* The model's inputs, then its one label tensor. */
 #define GST_TENSOR_TRAINER_MAX_INPUTS GST_TENSOR_SAMPLES_MAX_INPUTS
 
+/* nnstreamer's NNS_TENSOR_SIZE_LIMIT: the upper bound of num-inputs and
+ * num-labels in its param specs, kept so that its launch lines and tests
+ * see the same ranges; this element's own limits are checked at start. */
+#define GST_TENSOR_TRAINER_NNS_TENSOR_LIMIT 256
+
 /* Figures of one phase (training or validation) of the current epoch. */
 typedef struct
 {
@@ -42,6 +47,8 @@ struct _GstTtTensorTrainer
   guint num_training_samples;
   guint num_validation_samples;
   guint epochs;
+  gboolean epochs_set;          /* epochs was set: framework=nntrainer
+                                 * reads an unset one as 1 */
   gboolean post_messages;
   guint progress_interval;
   guint publish_interval;       /* batches between publications; 0: epochs */

@@ -910,8 +910,15 @@ GST_START_TEST (test_datasrc_to_trainer)
   GstHarness *h = gst_harness_new_parse (launch);
   gst_element_set_bus (h->element, f.bus);
   EosCheck c = { f.bin, f.ini, 0, FALSE };
-  gst_harness_add_probe (h, "tensor_trainer", "src",
-      GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, eos_probe, &c, NULL);
+  /* by its name: the factory (the harness's way) may be tt_tensor_trainer,
+   * the plugin's second name for the same type */
+  GstElement *trainer = gst_bin_get_by_name (GST_BIN (h->element), "trainer");
+  fail_unless (trainer != NULL);
+  GstPad *trainer_src = gst_element_get_static_pad (trainer, "src");
+  gst_pad_add_probe (trainer_src, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      eos_probe, &c, NULL);
+  gst_object_unref (trainer_src);
+  gst_object_unref (trainer);
   gst_harness_play (h);
   gdouble first[4], v[4];
   for (guint e = 0; e < 4; e++) {
@@ -1854,6 +1861,521 @@ GST_START_TEST (test_final_save_fails_model_kept)
 
 GST_END_TEST;
 
+/* ---- nnstreamer's tensor_trainer tests -------------------------------- */
+
+/* nnstreamer 2.7's tests/nnstreamer_trainer/unittest_trainer.cc, case by
+ * case (its names in the comments), with tensor_datasrc in place of
+ * datareposrc and no sink in place of tensor_sink (these tests load this
+ * plugin only): the same property values read back and the same state
+ * changes refused. Each refusal here also names its cause, in exactly one
+ * error from tensor_trainer. */
+
+/* input 1:2:2 (tensor_datasrc's 2x2 GRAY8 images) -> 3 classes */
+static const gchar *nns_ini =
+    "[Model]\n"
+    "type = NeuralNetwork\n"
+    "epochs = 3\n"
+    "batch_size = 4\n"
+    "loss = cross\n"
+    "[Optimizer]\n"
+    "type = adam\n"
+    "learning_rate = 0.05\n"
+    "[input]\n"
+    "type = input\n"
+    "input_shape = 1:2:2\n"
+    "[flat]\n"
+    "type = flatten\n"
+    "[output]\n"
+    "type = fully_connected\n" "unit = 3\n" "activation = softmax\n";
+
+typedef struct
+{
+  gchar *dir, *images, *labels, *ini;
+  GstElement *pipeline, *trainer;
+  GstBus *bus;
+} NnsCase;
+
+/* Files of 12 samples in a new folder, and the pipeline whose
+ * tensor_trainer, named "tensor_trainer" as in nnstreamer's tests, has
+ * the properties trainer_props, where @INI@ stands for the model INI and
+ * @DIR@ for the folder. */
+static void
+nns_case_init (NnsCase * c, const gchar * trainer_props)
+{
+  memset (c, 0, sizeof *c);
+  c->dir = g_dir_make_tmp ("tt-nns-XXXXXX", NULL);
+  fail_unless (c->dir != NULL);
+  c->images = g_build_filename (c->dir, "images.idx", NULL);
+  c->labels = g_build_filename (c->dir, "labels.idx", NULL);
+  c->ini = g_build_filename (c->dir, "model.ini", NULL);
+  write_idx (c->images, c->labels, 12);
+  fail_unless (g_file_set_contents (c->ini, nns_ini, -1, NULL));
+  GString *props = g_string_new (trainer_props);
+  g_string_replace (props, "@INI@", c->ini, 0);
+  g_string_replace (props, "@DIR@", c->dir, 0);
+  gchar *launch = g_strdup_printf ("tensor_datasrc location=%s "
+      "label-location=%s num-classes=3 epochs=5 ! tensor_trainer "
+      "name=tensor_trainer %s", c->images, c->labels, props->str);
+  GError *err = NULL;
+  c->pipeline = gst_parse_launch (launch, &err);
+  fail_unless (c->pipeline != NULL && err == NULL, "%s: %s", launch,
+      err ? err->message : "");
+  c->trainer = gst_bin_get_by_name (GST_BIN (c->pipeline), "tensor_trainer");
+  fail_unless (c->trainer != NULL);
+  c->bus = gst_element_get_bus (c->pipeline);
+  g_string_free (props, TRUE);
+  g_free (launch);
+}
+
+/* The files the case wrote in its folder, then the folder. */
+static void
+remove_dir (const gchar * dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const gchar *name;
+  while (d && (name = g_dir_read_name (d))) {
+    gchar *p = g_build_filename (dir, name, NULL);
+    g_unlink (p);
+    g_free (p);
+  }
+  if (d)
+    g_dir_close (d);
+  g_rmdir (dir);
+}
+
+static void
+nns_case_clear (NnsCase * c)
+{
+  gst_element_set_state (c->pipeline, GST_STATE_NULL);
+  gst_bus_set_flushing (c->bus, TRUE);
+  gst_object_unref (c->bus);
+  gst_object_unref (c->trainer);
+  gst_object_unref (c->pipeline);
+  remove_dir (c->dir);
+  g_free (c->dir);
+  g_free (c->images);
+  g_free (c->labels);
+  g_free (c->ini);
+}
+
+/* Sets the pipeline PLAYING, which must fail, and returns the text of the
+ * one error tensor_trainer posted (g_free it). */
+static gchar *
+nns_case_refused (NnsCase * c)
+{
+  fail_unless_equals_int (gst_element_set_state (c->pipeline,
+          GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  Drained d;
+  drain_bus (c->bus, &d);
+  fail_unless_equals_int (d.errors, 1);
+  fail_unless_equals_string (d.error_source, "tensor_trainer");
+  gchar *text = g_strdup (d.error);
+  drained_clear (&d);
+  return text;
+}
+
+static guint
+get_uint (GstElement * e, const gchar * prop)
+{
+  guint v = 0;
+  g_object_get (e, prop, &v, NULL);
+  return v;
+}
+
+/* SetParams: every property reads back as set; model-load-path is
+ * nullable. nnstreamer does not look at the files before PLAYING; this
+ * element reads model-load-path at READY->PAUSED, so its missing
+ * old_model.bin fails PAUSED here (nnstreamer's test does not check that
+ * state change). */
+GST_START_TEST (test_nns_set_params)
+{
+  NnsCase c;
+  nns_case_init (&c, "framework=nntrainer model-config=@INI@ "
+      "model-save-path=@DIR@/new_model.bin "
+      "model-load-path=@DIR@/old_model.bin "
+      "num-inputs=1 num-labels=1 num-training-samples=100 "
+      "num-validation-samples=100 epochs=1");
+  fail_unless_equals_int (gst_element_set_state (c.pipeline,
+          GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  Drained d;
+  drain_bus (c.bus, &d);
+  fail_unless_equals_int (d.errors, 1);
+  fail_unless (strstr (d.error, "old_model.bin"), "%s", d.error);
+  drained_clear (&d);
+
+  gchar *s = NULL;
+  gchar *save = g_build_filename (c.dir, "new_model.bin", NULL);
+  gchar *load = g_build_filename (c.dir, "old_model.bin", NULL);
+  g_object_get (c.trainer, "model-config", &s, NULL);
+  fail_unless_equals_string (s, c.ini);
+  g_free (s);
+  g_object_get (c.trainer, "model-save-path", &s, NULL);
+  fail_unless_equals_string (s, save);
+  g_free (s);
+  g_object_get (c.trainer, "model-load-path", &s, NULL);
+  fail_unless_equals_string (s, load);
+  g_free (s);
+  g_free (save);
+  g_free (load);
+  g_object_set (c.trainer, "model-load-path", NULL, NULL);
+  g_object_get (c.trainer, "model-load-path", &s, NULL);
+  fail_unless (s == NULL, "model-load-path is \"%s\"", s);
+  fail_unless_equals_int (get_uint (c.trainer, "num-inputs"), 1);
+  fail_unless_equals_int (get_uint (c.trainer, "num-labels"), 1);
+  fail_unless_equals_int (get_uint (c.trainer, "num-training-samples"), 100);
+  fail_unless_equals_int (get_uint (c.trainer, "num-validation-samples"), 100);
+  fail_unless_equals_int (get_uint (c.trainer, "epochs"), 1);
+  nns_case_clear (&c);
+}
+
+GST_END_TEST;
+
+/* invalidFramework0_n (NULL) and invalidFramework1_n (an unknown name) */
+GST_START_TEST (test_nns_invalid_framework)
+{
+  const gchar *names[] = { NULL, "no_framework" };
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++) {
+    NnsCase c;
+    nns_case_init (&c, "model-config=@INI@ model-save-path=@DIR@/model.bin "
+        "num-inputs=1 num-labels=1 num-training-samples=100 "
+        "num-validation-samples=100 epochs=5");
+    g_object_set (c.trainer, "framework", names[i], NULL);
+    gchar *text = nns_case_refused (&c);
+    gchar *says = g_strdup_printf ("Unknown framework \"%s\"",
+        names[i] ? names[i] : "(null)");
+    fail_unless (strstr (text, says), "%s", text);
+    g_free (says);
+    g_free (text);
+    nns_case_clear (&c);
+  }
+}
+
+GST_END_TEST;
+
+/* invalidModelConfig0_n (NULL) and invalidModelConfig1_n (a file that
+ * does not exist). nnstreamer's launch lines there miss a space
+ * ("framework=nntrainermodel-save-path=model.bin"), so their framework
+ * is unknown too; these set a valid one, so that the model-config is what is
+ * refused. */
+GST_START_TEST (test_nns_invalid_model_config)
+{
+  NnsCase c;
+  nns_case_init (&c, "framework=nntrainer model-save-path=@DIR@/model.bin "
+      "num-inputs=1 num-labels=1 num-training-samples=100 "
+      "num-validation-samples=100 epochs=5");
+  g_object_set (c.trainer, "model-config", NULL, NULL);
+  gchar *text = nns_case_refused (&c);
+  fail_unless (strstr (text, "No model-config set"), "%s", text);
+  g_free (text);
+  nns_case_clear (&c);
+
+  nns_case_init (&c, "framework=nntrainer model-save-path=@DIR@/model.bin "
+      "num-inputs=1 num-labels=1 num-training-samples=100 "
+      "num-validation-samples=100 epochs=5");
+  gchar *missing = g_build_filename (c.dir, "non_existent_file.ini", NULL);
+  g_object_set (c.trainer, "model-config", missing, NULL);
+  text = nns_case_refused (&c);
+  fail_unless (strstr (text, missing), "%s", text);
+  g_free (text);
+  g_free (missing);
+  nns_case_clear (&c);
+}
+
+GST_END_TEST;
+
+/* invalidModelSavePath0_n: with framework=nntrainer, model-save-path is
+ * required, as in nnstreamer; without a framework it is not (the model is
+ * then not saved). */
+GST_START_TEST (test_nns_model_save_path_required)
+{
+  NnsCase c;
+  nns_case_init (&c, "framework=nntrainer model-config=@INI@ num-inputs=1 "
+      "num-labels=1 num-training-samples=100 num-validation-samples=100 "
+      "epochs=5");
+  g_object_set (c.trainer, "model-save-path", NULL, NULL);
+  gchar *text = nns_case_refused (&c);
+  fail_unless (strstr (text, "No model-save-path set")
+      && strstr (text, "framework=nntrainer"), "%s", text);
+  g_free (text);
+  nns_case_clear (&c);
+
+  nns_case_init (&c, "model-config=@INI@ num-training-samples=12 epochs=1");
+  fail_unless (gst_element_set_state (c.pipeline, GST_STATE_PAUSED) !=
+      GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_get_state (c.pipeline, NULL, NULL,
+          GST_CLOCK_TIME_NONE) != GST_STATE_CHANGE_FAILURE);
+  gchar *error = tt_gst_pop_text (c.bus, GST_MESSAGE_ERROR);
+  fail_unless_equals_string (error, "");
+  g_free (error);
+  nns_case_clear (&c);
+}
+
+GST_END_TEST;
+
+/* invalidModelNumTrainingSamples0_n, invalidModelNumValidationSamples0_n,
+ * invalidEpochs0_n, invalidNumInputs0_n, invalidNumLabels0_n: -1 is out of
+ * range (GLib warns and leaves the value), so each reads nnstreamer's
+ * default: 0 samples, 1 epoch, 1 input, 1 label. The launch line leaves
+ * that property unset, as nnstreamer's does. */
+GST_START_TEST (test_nns_out_of_range_keeps_default)
+{
+  const struct
+  {
+    const gchar *prop, *props;
+    guint expected;
+  } cases[] = {
+    {"num-training-samples", "framework=nntrainer model-config=@INI@ "
+          "model-save-path=@DIR@/model.bin num-inputs=1 num-labels=1 "
+          "num-validation-samples=100 epochs=5", 0},
+    {"num-validation-samples", "framework=nntrainer model-config=@INI@ "
+          "model-save-path=@DIR@/model.bin num-inputs=1 num-labels=1 "
+          "num-training-samples=100 epochs=5", 0},
+    {"epochs", "framework=nntrainer model-config=@INI@ "
+          "model-save-path=@DIR@/model.bin num-inputs=1 num-labels=1 "
+          "num-training-samples=100 num-validation-samples=100", 1},
+    {"num-inputs", "framework=nntrainer model-config=@INI@ "
+          "model-save-path=@DIR@/model.bin num-labels=1 num-training-samples=100 "
+          "num-validation-samples=100 epochs=5", 1},
+    {"num-labels", "framework=nntrainer model-config=@INI@ "
+          "model-save-path=@DIR@/model.bin num-inputs=1 "
+          "num-validation-samples=100 epochs=5", 1},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    NnsCase c;
+    nns_case_init (&c, cases[i].props);
+    ASSERT_WARNING (g_object_set (c.trainer, cases[i].prop, -1, NULL));
+    fail_unless_equals_int (get_uint (c.trainer, cases[i].prop),
+        cases[i].expected);
+    nns_case_clear (&c);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- nnstreamer's defaults and ranges beside this element's ---------- */
+
+/* epochs: unset, framework=nntrainer trains (and reads) 1 epoch where the
+ * default framework takes the INI's [Model] epochs (3 in tiny_ini) and
+ * reads 0; framework=nntrainer refuses epochs=0. */
+GST_START_TEST (test_nns_epochs_default)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  fail_unless_equals_int (get_uint (f.trainer, "epochs"), 0);
+  g_object_set (f.trainer, "framework", "nntrainer", "num-training-samples",
+      8, "num-validation-samples", 4, NULL);
+  fail_unless_equals_int (get_uint (f.trainer, "epochs"), 1);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 12);
+  GstBuffer *stats = gst_harness_pull (f.h);
+  gst_buffer_unref (stats);
+  /* one epoch: the model is saved, EOS sent, and more is refused */
+  fail_unless (g_file_test (f.bin, G_FILE_TEST_IS_REGULAR));
+  fail_unless_equals_int (gst_harness_push (f.h, make_sample (12)),
+      GST_FLOW_EOS);
+  GstMessage *m = pop_epoch_message (f.bus);
+  guint epochs = 0;
+  fail_unless (m != NULL);
+  gst_structure_get_uint (gst_message_get_structure (m), "epochs", &epochs);
+  fail_unless_equals_int (epochs, 1);
+  gst_message_unref (m);
+  fixture_clear (&f);
+
+  /* the default framework: the INI's 3 epochs */
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "num-training-samples", 8, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 8);
+  m = pop_epoch_message (f.bus);
+  fail_unless (m != NULL);
+  gst_structure_get_uint (gst_message_get_structure (m), "epochs", &epochs);
+  fail_unless_equals_int (epochs, 3);
+  gst_message_unref (m);
+  fixture_clear (&f);
+
+  fixture_init (&f, NULL);
+  g_object_set (f.trainer, "framework", "nntrainer", "num-training-samples",
+      8, "epochs", 0, NULL);
+  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  gchar *text = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (text, "epochs=0") && strstr (text, "nntrainer"), "%s",
+      text);
+  g_free (text);
+  fail_unless_equals_int (get_uint (f.trainer, "epochs"), 0);
+  fixture_clear (&f);
+}
+
+GST_END_TEST;
+
+/* The ranges are nnstreamer's (counts up to G_MAXINT, num-inputs and
+ * num-labels up to 256); what this element cannot do fails the start with
+ * an error naming the property and its limit. */
+GST_START_TEST (test_nns_ranges)
+{
+  Fixture f;
+  fixture_init (&f, NULL);
+  const gchar *counts[] = { "num-training-samples", "num-validation-samples",
+    "epochs"
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (counts); i++) {
+    g_object_set (f.trainer, counts[i], (guint) G_MAXINT, NULL);
+    fail_unless_equals_int (get_uint (f.trainer, counts[i]), G_MAXINT);
+    ASSERT_WARNING (g_object_set (f.trainer, counts[i],
+            (guint) G_MAXINT + 1u, NULL));
+    fail_unless_equals_int (get_uint (f.trainer, counts[i]), G_MAXINT);
+  }
+  fixture_clear (&f);
+
+  const struct
+  {
+    const gchar *prop;
+    guint value;
+    const gchar *says;
+  } refused[] = {
+    {"num-inputs", 0, "num-inputs=0: a buffer carries 1 to 15 input"},
+    {"num-inputs", 256, "num-inputs=256: a buffer carries 1 to 15 input"},
+    {"num-labels", 0, "num-labels=0"},
+    {"num-labels", 256, "num-labels=256"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++) {
+    fixture_init (&f, NULL);
+    g_object_set (f.trainer, "num-training-samples", 8, refused[i].prop,
+        refused[i].value, NULL);
+    fail_unless_equals_int (get_uint (f.trainer, refused[i].prop),
+        refused[i].value);
+    fail_unless_equals_int (gst_element_set_state (f.trainer,
+            GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+    Drained d;
+    drain_bus (f.bus, &d);
+    fail_unless_equals_int (d.errors, 1);
+    fail_unless (strstr (d.error, refused[i].says), "%s", d.error);
+    drained_clear (&d);
+    fixture_clear (&f);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- one error per failure -------------------------------------------- */
+
+/* Runs launch until it has posted expected errors (or none came for 10
+ * s), then stops it; returns how many errors tensor_trainer (named
+ * "trainer") posted in all, and the text of its first one in *text
+ * (g_free it). *total: errors from any element. */
+static guint
+trainer_errors (const gchar * launch, guint expected, guint * total,
+    gchar ** text)
+{
+  GError *perr = NULL;
+  GstElement *pipeline = gst_parse_launch (launch, &perr);
+  fail_unless (pipeline != NULL && perr == NULL, "%s", perr ?
+      perr->message : "");
+  GstBus *bus = gst_element_get_bus (pipeline);
+  guint from_trainer = 0;
+  *total = 0;
+  *text = NULL;
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  GstMessage *m;
+  gboolean stopped = FALSE;
+  /* a source posts its flow error when its push returns; stopping the
+   * pipeline sooner would make that push return flushing instead, so the
+   * expected ones are waited for, and NULL then joins the streaming
+   * threads: whatever else they post is on the bus too */
+  while ((m = stopped ? gst_bus_pop (bus) : gst_bus_timed_pop_filtered (bus,
+              10 * GST_SECOND, GST_MESSAGE_ERROR))) {
+    GError *err = NULL;
+    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
+      (*total)++;
+      gst_message_parse_error (m, &err, NULL);
+      if (g_strcmp0 (GST_OBJECT_NAME (GST_MESSAGE_SRC (m)), "trainer") == 0
+          && from_trainer++ == 0)
+        *text = g_strdup (err->message);
+      g_clear_error (&err);
+    }
+    gst_message_unref (m);
+    if (!stopped && *total == expected) {
+      gst_element_set_state (pipeline, GST_STATE_NULL);
+      stopped = TRUE;
+    }
+  }
+  fail_unless (*total > 0, "no error from %s", launch);
+  if (!stopped)
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  return from_trainer;
+}
+
+/* Caps that do not fit the model, a weights file that does not exist, a
+ * save path that cannot be written: each is one error from tensor_trainer.
+ * The caps refusal also stops the source, which posts GStreamer's generic
+ * "Internal data stream error" (not-negotiated) as every source whose
+ * push fails does: two errors on the bus, one from tensor_trainer. */
+GST_START_TEST (test_one_error_per_failure)
+{
+  gchar *dir = g_dir_make_tmp ("tt-errors-XXXXXX", NULL);
+  gchar *images = g_build_filename (dir, "im.idx", NULL);
+  gchar *labels = g_build_filename (dir, "lb.idx", NULL);
+  gchar *ini = g_build_filename (dir, "m.ini", NULL);
+  gchar *wrong = g_build_filename (dir, "wrong.ini", NULL);
+  gchar *text;
+  guint total;
+
+  write_idx (images, labels, 12);
+  fail_unless (g_file_set_contents (ini, nns_ini, -1, NULL));
+  /* the model takes 5 values, the images have 4 */
+  gchar **halves = g_strsplit (tiny_ini, "1:1:4", 2);
+  gchar *wrong_ini = g_strjoinv ("1:1:5", halves);
+  g_strfreev (halves);
+  fail_unless (g_file_set_contents (wrong, wrong_ini, -1, NULL));
+  g_free (wrong_ini);
+
+  const gchar *src = "tensor_datasrc location=%s label-location=%s "
+      "num-classes=3 epochs=2 ! ";
+  gchar *head = g_strdup_printf (src, images, labels);
+  struct
+  {
+    gchar *launch;
+    const gchar *says;
+    guint total;
+  } cases[] = {
+    {g_strdup_printf ("%stensor_trainer name=trainer model-config=%s "
+              "num-training-samples=12", head, wrong),
+        "Caps do not fit the model", 2},
+    {g_strdup_printf ("%stensor_trainer name=trainer framework=nntrainer "
+              "model-config=%s model-save-path=%s/m.bin "
+              "num-training-samples=12", head, wrong, dir),
+        "Caps do not fit the model", 2},
+    {g_strdup_printf ("%stensor_trainer name=trainer model-config=%s "
+              "model-load-path=%s/missing.bin num-training-samples=12", head,
+            ini, dir), "missing.bin", 1},
+    {g_strdup_printf ("%stensor_trainer name=trainer model-config=%s "
+              "model-save-path=%s/no-such-folder/m.bin "
+              "num-training-samples=12", head, ini, dir),
+        "no-such-folder", 1},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    fail_unless_equals_int (trainer_errors (cases[i].launch, cases[i].total,
+            &total, &text), 1);
+    fail_unless (strstr (text, cases[i].says), "%s: %s", cases[i].launch, text);
+    fail_unless_equals_int (total, cases[i].total);
+    g_free (text);
+    g_free (cases[i].launch);
+  }
+  g_free (head);
+  remove_dir (dir);
+  g_free (dir);
+  g_free (images);
+  g_free (labels);
+  g_free (ini);
+  g_free (wrong);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_trainer_suite (void)
 {
@@ -1892,6 +2414,14 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_caps_refusal_posted_once);
   tcase_add_test (tc, test_unwritable_destinations);
   tcase_add_test (tc, test_final_save_fails_model_kept);
+  tcase_add_test (tc, test_nns_set_params);
+  tcase_add_test (tc, test_nns_invalid_framework);
+  tcase_add_test (tc, test_nns_invalid_model_config);
+  tcase_add_test (tc, test_nns_model_save_path_required);
+  tcase_add_test (tc, test_nns_out_of_range_keeps_default);
+  tcase_add_test (tc, test_nns_epochs_default);
+  tcase_add_test (tc, test_nns_ranges);
+  tcase_add_test (tc, test_one_error_per_failure);
   return s;
 }
 
