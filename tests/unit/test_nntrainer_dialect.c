@@ -166,7 +166,7 @@ test_optimizer_sources (void)
   m = dialect_model ("notype.ini", MODEL ("") "[Optimizer]\nlearning_rate = "
       "0.1\n" LAYERS);
   CHECK (m && m->opt.type == TT_OPT_ADAM && m->opt.learning_rate == 0.1f &&
-      m->opt.adam_form == TT_ADAM_TORCH, "[Optimizer] without type");
+      m->opt.adam_form == TT_ADAM_NNTRAINER, "[Optimizer] without type");
   tt_model_free (m);
 
   /* torch_ref */
@@ -177,6 +177,17 @@ test_optimizer_sources (void)
   m = dialect_model ("torch0.ini", MODEL ("") "[Optimizer]\ntype = adamw\n"
       "torch_ref = false\n" LAYERS);
   CHECK (m && m->opt.adam_form == TT_ADAM_NNTRAINER, "torch_ref = false");
+  tt_model_free (m);
+  /* without it, nntrainer's default (adam.h: TorchRef false) */
+  m = dialect_model ("torchdefault.ini", MODEL ("") "[Optimizer]\ntype = "
+      "adam\n" LAYERS);
+  CHECK (m && m->opt.adam_form == TT_ADAM_NNTRAINER, "no torch_ref: "
+      "nntrainer's form");
+  tt_model_free (m);
+  m = dialect_model ("torchlegacy.ini", MODEL ("optimizer = adam\n") LAYERS);
+  CHECK (m && m->opt.type == TT_OPT_ADAM &&
+      m->opt.adam_form == TT_ADAM_NNTRAINER, "[Model] optimizer = adam: "
+      "nntrainer's form");
   tt_model_free (m);
   dialect_refused ("torchsgd.ini", MODEL ("") SGD "torch_ref = true\n" LAYERS,
       "[optimizer] torch_ref", "adam");

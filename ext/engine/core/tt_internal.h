@@ -55,10 +55,10 @@ tt_status tt_ini_strict_check (const char *text, size_t len,
 /* ---- optimizer ------------------------------------------------------- */
 
 typedef enum { TT_OPT_SGD, TT_OPT_ADAM, TT_OPT_ADAMW } tt_optimizer_type;
-/* Adam's two forms (nntrainer's [Optimizer] torch_ref): PyTorch's, epsilon
- * added to sqrt(v) / sqrt(1 - b2^t) (ours by default, and torch_ref =
- * true), and nntrainer's default, epsilon added to sqrt(v) with the step
- * scaled by sqrt(1 - b2^t) (torch_ref = false written out) */
+/* Adam's two forms (nntrainer's [Optimizer] torch_ref): nntrainer's,
+ * epsilon added to sqrt(v) with the step scaled by sqrt(1 - b2^t) (the
+ * default, as in nntrainer: torch_ref = false), and PyTorch's, epsilon
+ * added to sqrt(v) / sqrt(1 - b2^t) (torch_ref = true) */
 typedef enum { TT_ADAM_TORCH, TT_ADAM_NNTRAINER } tt_adam_form;
 typedef enum {
   TT_LR_CONSTANT, TT_LR_EXPONENTIAL, TT_LR_STEP, TT_LR_COSINE, TT_LR_LINEAR

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Optimizers (sgd with optional momentum, adam, adamw) and learning-rate
- * schedules. Adam follows the standard formula (PyTorch's): the epsilon is
- * added to the bias-corrected root of the second moment. nntrainer's
- * torch_ref = true is that form; torch_ref = false, written out, selects
- * nntrainer's default form (adam.cpp): epsilon added to the uncorrected
- * root, the step scaled by sqrt(1 - b2^t) / (1 - b1^t). Without the key
- * the form is PyTorch's (a difference from nntrainer, whose default is
- * the other: about eps / sqrt(1 - b2^t) in the denominator, visible only
- * for gradients near that size).
+ * schedules. Adam's two forms are nntrainer's [Optimizer] torch_ref
+ * (nntrainer/optimizers/adam.cpp): by default (torch_ref = false, as
+ * nntrainer) epsilon is added to the uncorrected root of the second moment
+ * and the step scaled by sqrt(1 - b2^t) / (1 - b1^t); torch_ref = true is
+ * PyTorch's form, epsilon added to the bias-corrected root. They differ
+ * by about eps / sqrt(1 - b2^t) in the denominator, visible only for
+ * gradients near that size.
  */
 #include "tt_internal.h"
 
@@ -133,12 +132,13 @@ optimizer_parse_section (tt_optimizer * o, const tt_section * s,
   o->beta2 = 0.999f;
   o->epsilon = 1e-7f;
   o->lr_type = TT_LR_CONSTANT;
+  o->adam_form = TT_ADAM_NNTRAINER;
   if (!s)
     return TT_OK;
 
   /* nntrainer's [Optimizer] without type is adam too */
   int type = TT_OPT_ADAM;
-  bool torch_ref = true;
+  bool torch_ref = false;
   if ((!legacy && (st = tt_section_check_keys (s, optimizer_keys, err))) ||
       (st = tt_section_enum (s, type_key, types, &type, err)) ||
       (st = tt_section_float (s, "learning_rate", &o->learning_rate, err)) ||
