@@ -39,7 +39,14 @@
  * It also posts an element message `tensor-trainer-epoch` (see
  * #GstTtTensorTrainer:post-messages), every #GstTtTensorTrainer:progress-interval
  * batches a `tensor-trainer-progress` message, and saves
- * #GstTtTensorTrainer:checkpoint-path.
+ * #GstTtTensorTrainer:checkpoint-path. When the INI's [Model] has
+ * nntrainer's save_best_path, each epoch with validation samples ends by
+ * saving the weights there (a BIN, as nntrainer writes it) if its
+ * validation accuracy is the best so far, or equal to the best with a
+ * lower loss; without validation samples it is never written (a warning
+ * says so at start). Its folder is checked at start, as
+ * #GstTtTensorTrainer:model-save-path's; a save that fails all the same is
+ * a warning, and training goes on.
  *
  * The model is loaded at READY->PAUSED: its files (model-config,
  * model-load-path) are read, the model is planned (or its stored plan
@@ -377,8 +384,9 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
    * loss, accuracy, validation-loss, validation-accuracy,
    * samples-per-second: training samples per second of the training
    * phase, seconds: the whole epoch, complete: false for an epoch cut
-   * short by EOS, and the plan's plan-loaded, pool-bytes, lower-bound,
-   * naive-bytes and plan-ms); "tensor-trainer-plan" once, when the model
+   * short by EOS, best-saved: true when this epoch wrote the INI's
+   * [Model] save_best_path, and the plan's plan-loaded, pool-bytes,
+   * lower-bound, naive-bytes and plan-ms); "tensor-trainer-plan" once, when the model
    * is loaded (model, plan-loaded, pool-bytes, lower-bound, naive-bytes,
    * depth-first-bytes, tensors, in-place-layers, order-exact, plan-ms,
    * batch-size); and the messages of #GstTtTensorTrainer:progress-interval.
@@ -667,6 +675,7 @@ gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
   tt_error err;
   tt_plan_info *plan = &self->plan;
   gsize widest = 0;
+  const gchar *best;
 
   /* an INI, or a bundle with its INI, plan and weights in one file;
    * model-load-path's weights (a BIN or a bundle) over either */
@@ -733,6 +742,17 @@ gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
   self->spec.label_shape = tt_model_label_shape (self->model);
   self->spec.label_count = self->label_count;
   self->spec.label_optional = FALSE;
+  best = tt_model_save_best_path (self->model);
+  if (best && *best) {
+    if (self->n_valid == 0)
+      GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+          ("[Model] save_best_path of %s (%s) will not be written: it is "
+              "saved after validation passes, and num-validation-samples "
+              "is 0.", config, best), (NULL));
+    else if (!gst_tensor_trainer_check_destination (self,
+            "[Model] save_best_path", best))
+      goto fail;
+  }
   self->n_epochs = self->want_epochs ? self->want_epochs :
       tt_model_epochs (self->model);
   if (self->n_epochs == 0)
@@ -1137,6 +1157,34 @@ gst_tensor_trainer_checkpoint_name (const gchar * pattern, guint epoch)
   return path;
 }
 
+/* [Model] save_best_path after epoch's validation pass: the engine keeps
+ * the record and writes the BIN when the pass is the best so far. Returns
+ * whether it did. */
+static gboolean
+gst_tensor_trainer_save_best (GstTtTensorTrainer * self, guint epoch,
+    gdouble loss, gdouble accuracy)
+{
+  const gchar *path = tt_model_save_best_path (self->model);
+  tt_error err;
+  bool saved = false;
+
+  if (!path || !*path)
+    return FALSE;
+  /* the model in memory is fine and model-save-path may still be
+   * written: a best model that could not be saved does not end the run */
+  if (tt_model_save_best (self->model, loss, accuracy, &saved, &err)
+      != TT_OK) {
+    GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
+        ("Could not save the best model so far after epoch %u: %s; training "
+            "goes on.", epoch, err.message), (NULL));
+    return FALSE;
+  }
+  if (saved)
+    GST_INFO_OBJECT (self, "epoch %u: best validation so far (accuracy %g, "
+        "loss %g), saved %s", epoch, accuracy, loss, path);
+  return saved;
+}
+
 /* Closes the current epoch (complete or cut short by EOS): pushes its
  * figures, posts its message, saves the checkpoint. */
 static GstFlowReturn
@@ -1158,13 +1206,17 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
     v->samples ? (gdouble) v->correct / v->samples : NAN,
   };
   const guint index = self->epochs_done;        /* 0-based */
-  gboolean post;
+  gboolean post, best_saved = FALSE;
   GstBuffer *out;
   GstFlowReturn ret;
 
   if (complete) {
     tt_model_finish_epoch (self->model);
     self->epochs_done++;
+    /* nntrainer saves its best model after validation passes only */
+    if (v->samples > 0)
+      best_saved = gst_tensor_trainer_save_best (self, index + 1, stats[2],
+          stats[3]);
   }
   gst_tensor_trainer_publish (self);
   GST_INFO_OBJECT (self, "epoch %u/%u%s: loss %g accuracy %g validation loss "
@@ -1197,6 +1249,7 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
         "samples-per-second", G_TYPE_DOUBLE, rate,
         "seconds", G_TYPE_DOUBLE, seconds,
         "complete", G_TYPE_BOOLEAN, complete,
+        "best-saved", G_TYPE_BOOLEAN, best_saved,
         "plan-loaded", G_TYPE_BOOLEAN, (gboolean) self->plan.from_stored_plan,
         "pool-bytes", G_TYPE_UINT64, (guint64) self->plan.pool_bytes,
         "lower-bound", G_TYPE_UINT64, (guint64) self->plan.lower_bound,

@@ -2376,6 +2376,161 @@ GST_START_TEST (test_one_error_per_failure)
 
 GST_END_TEST;
 
+/* ---- [Model] save_best_path ------------------------------------------ */
+
+/* tiny_ini with [Model] save_best_path = path */
+static gchar *
+ini_with_save_best (const gchar * path)
+{
+  gchar **halves = g_strsplit (tiny_ini, "loss = cross\n", 2);
+  gchar *line = g_strdup_printf ("loss = cross\nsave_best_path = %s\n", path);
+  gchar *ini = g_strjoinv (line, halves);
+  g_free (line);
+  g_strfreev (halves);
+  return ini;
+}
+
+/* The BIN at path loads into the fixture's model with these counters. */
+static void
+check_bin_counters (Fixture * f, const gchar * path, guint epoch,
+    guint iteration)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini (f->ini, &err);
+  fail_unless (m != NULL, "%s", err.message);
+  fail_unless_equals_int (tt_model_compile (m, &err), TT_OK);
+  fail_unless_equals_int (tt_model_load_bin (m, path, &err), TT_OK);
+  fail_unless_equals_int (tt_model_epoch (m), epoch);
+  fail_unless_equals_int (tt_model_iteration (m), iteration);
+  tt_model_free (m);
+}
+
+/* The best-saved field of the next epoch message. */
+static gboolean
+pop_best_saved (GstBus * bus)
+{
+  GstMessage *m = pop_epoch_message (bus);
+  gboolean saved = FALSE;
+  fail_unless (m != NULL);
+  fail_unless (gst_structure_get_boolean (gst_message_get_structure (m),
+          "best-saved", &saved));
+  gst_message_unref (m);
+  return saved;
+}
+
+/* After each epoch's validation pass the engine applies nntrainer's rule:
+ * the first pass is the best so far, so the BIN appears after epoch 1
+ * with that epoch's counters; after epoch 2 it holds epoch 2's weights
+ * exactly when the message says it was saved. */
+GST_START_TEST (test_save_best_path)
+{
+  Fixture f;
+  gchar *dir = g_dir_make_tmp ("tt-best-XXXXXX", NULL);
+  gchar *best = g_build_filename (dir, "best.bin", NULL);
+  gchar *ini = ini_with_save_best (best);
+  fixture_init (&f, ini);
+  g_object_set (f.trainer, "num-training-samples", 8,
+      "num-validation-samples", 4, "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  fail_if (g_file_test (best, G_FILE_TEST_EXISTS));
+  push_samples (f.h, 0, 12);
+  gst_buffer_unref (gst_harness_pull (f.h));
+  fail_unless (pop_best_saved (f.bus));
+  check_bin_counters (&f, best, 1, 2);
+  push_samples (f.h, 12, 12);
+  gst_buffer_unref (gst_harness_pull (f.h));
+  if (pop_best_saved (f.bus))
+    check_bin_counters (&f, best, 2, 4);
+  else
+    check_bin_counters (&f, best, 1, 2);
+  fixture_clear (&f);
+  g_unlink (best);
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (best);
+  g_free (ini);
+}
+
+GST_END_TEST;
+
+/* Without validation samples there is no validation pass: the file is
+ * never written, and a warning at start says why. */
+GST_START_TEST (test_save_best_path_needs_validation)
+{
+  Fixture f;
+  gchar *dir = g_dir_make_tmp ("tt-best-XXXXXX", NULL);
+  gchar *best = g_build_filename (dir, "best.bin", NULL);
+  gchar *ini = ini_with_save_best (best);
+  fixture_init (&f, ini);
+  g_object_set (f.trainer, "num-training-samples", 8, "epochs", 2, NULL);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, TINY_CAPS);
+  push_samples (f.h, 0, 16);
+  fail_unless (g_file_test (f.bin, G_FILE_TEST_IS_REGULAR));
+  fail_if (g_file_test (best, G_FILE_TEST_EXISTS));
+  /* one pass over the bus: popping by type would drop the other types */
+  GstMessage *m;
+  guint epochs = 0, warnings = 0;
+  while ((m = gst_bus_pop (f.bus))) {
+    const GstStructure *s = gst_message_get_structure (m);
+    GError *err = NULL;
+    gboolean saved = TRUE;
+    fail_if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR);
+    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_WARNING) {
+      gst_message_parse_warning (m, &err, NULL);
+      fail_unless (strstr (err->message, "save_best_path")
+          && strstr (err->message, best)
+          && strstr (err->message, "num-validation-samples is 0"), "%s",
+          err->message);
+      g_error_free (err);
+      warnings++;
+    } else if (s && gst_structure_has_name (s, "tensor-trainer-epoch")) {
+      fail_unless (gst_structure_get_boolean (s, "best-saved", &saved));
+      fail_if (saved);
+      epochs++;
+    }
+    gst_message_unref (m);
+  }
+  fail_unless_equals_int (warnings, 1);
+  fail_unless_equals_int (epochs, 2);
+  fixture_clear (&f);
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (best);
+  g_free (ini);
+}
+
+GST_END_TEST;
+
+/* A save_best_path that cannot be written fails the start, once, as
+ * model-save-path does. */
+GST_START_TEST (test_save_best_path_unwritable)
+{
+  Fixture f;
+  gchar *dir = g_dir_make_tmp ("tt-best-XXXXXX", NULL);
+  gchar *best = g_build_filename (dir, "no-such-folder", "best.bin", NULL);
+  gchar *ini = ini_with_save_best (best);
+  fixture_init (&f, ini);
+  g_object_set (f.trainer, "num-training-samples", 8,
+      "num-validation-samples", 4, NULL);
+  fail_unless_equals_int (gst_element_set_state (f.trainer, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  Drained d;
+  drain_bus (f.bus, &d);
+  fail_unless_equals_int (d.errors, 1);
+  fail_unless (strstr (d.error, "save_best_path") && strstr (d.error,
+          "no-such-folder"), "%s", d.error);
+  drained_clear (&d);
+  fixture_clear (&f);
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (best);
+  g_free (ini);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_trainer_suite (void)
 {
@@ -2422,6 +2577,9 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_nns_epochs_default);
   tcase_add_test (tc, test_nns_ranges);
   tcase_add_test (tc, test_one_error_per_failure);
+  tcase_add_test (tc, test_save_best_path);
+  tcase_add_test (tc, test_save_best_path_needs_validation);
+  tcase_add_test (tc, test_save_best_path_unwritable);
   return s;
 }
 
