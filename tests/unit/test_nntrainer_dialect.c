@@ -84,6 +84,9 @@ test_model_keys_accepted (void)
     "clip_grad_by_norm = 1.0\n", "clip_grad_by_norm = 0\n",
     "loss_scale = 1\n", "loss_scale = 1.0\n",
     "save_best_path = best.bin\n",
+    "tensor_type = FP16\n", "tensor_type = anything\n", "fsu = false\n",
+    "fsu_path = /no/such/dir\n", "fsu_lookahead = 3\n",
+    "fsu = false\nfsu_path = swap\nfsu_lookahead = 0\n",
     /* all of them at once (one string: parenthesized for clang) */
     ("model_tensor_type = FP32-FP32\ntensor_format = NCHW\n"
         "save_best_path = b.bin\nclip_grad_by_norm = 2\nloss_scale = 1\n"),
@@ -127,6 +130,12 @@ test_model_keys_refused (void)
       LAYERS, "[model] clip_grad_by_norm", "negative");
   dialect_refused ("clipnan.ini", MODEL ("clip_grad_by_norm = x\n") SGD
       LAYERS, "[model] clip_grad_by_norm", "not a number");
+  dialect_refused ("fsutrue.ini", MODEL ("fsu = true\n") SGD LAYERS,
+      "[model] fsu", "memory pool");
+  dialect_refused ("fsubad.ini", MODEL ("fsu = maybe\n") SGD LAYERS,
+      "[model] fsu", "boolean");
+  dialect_refused ("fsulook.ini", MODEL ("fsu_lookahead = -1\n") SGD
+      LAYERS, "[model] fsu_lookahead", NULL);
   dialect_refused ("bestempty.ini", MODEL ("save_best_path =\n") SGD LAYERS,
       "[model] save_best_path", "empty");
   /* still strict: nntrainer's "Model has unparsed properties" */
@@ -552,6 +561,12 @@ test_probes (void)
     {"save_best_path", true, NULL},
     {"tensor_format", true, NULL},
     {"torch_ref", true, NULL},
+    {"model_tensor_type_key", true, NULL},
+    {"fsu", true, NULL},
+    {"fsu_path_only", true, NULL},
+    {"bn_moving_none", true, NULL},
+    /* nntrainer swaps weights to files; here every tensor is in memory */
+    {"fsu_true", false, "[model] fsu"},
     /* nntrainer refuses it for training only; accepted here */
     {"no_optimizer", true, NULL},
     /* the data path is not read here (nntrainer: missing file) */
@@ -758,6 +773,45 @@ test_clip_large_is_identical (void)
   tt_model_free (b);
 }
 
+/* batch normalization's moving statistics with initializer none: nntrainer
+ * leaves the pool's memory as it is, and its BIN after initialize() holds
+ * zeros there (FINDINGS.md section 4); zeros here, gamma and beta as
+ * usual */
+static void
+test_bn_moving_none (void)
+{
+  tt_model *m = dialect_model ("bn_none.ini", MODEL ("") SGD
+      "[input]\ntype = input\ninput_shape = 1:1:4\n"
+      "[fc1]\ntype = fully_connected\nunit = 3\n"
+      "[bn]\ntype = batch_normalization\nmoving_mean_initializer = none\n"
+      "moving_variance_initializer = None\n"
+      "[fc2]\ntype = fully_connected\nunit = 2\n");
+  tt_error err;
+  if (!m || tt_model_init_weights (m, &err)) {
+    CHECK (false, "bn_none.ini: %s", m ? err.message : "not loaded");
+    tt_model_free (m);
+    return;
+  }
+  float w[64];
+  const size_t n = tt_model_weight_floats (m);
+  CHECK (n == 35 && tt_model_export_weights (m, w, n, &err) == TT_OK,
+      "bn_none: %zu weights", n);
+  /* BIN order: fc1 weight (12), bias (3), bn mean (3), var (3), gamma (3),
+   * beta (3), fc2 */
+  bool zeros = true, gamma_ones = true;
+  for (int i = 15; i < 21; i++)
+    zeros &= w[i] == 0.0f;
+  for (int i = 21; i < 24; i++)
+    gamma_ones &= w[i] == 1.0f;
+  CHECK (zeros && gamma_ones, "bn_none: moving statistics %s, gamma %s",
+      zeros ? "zeros" : "NOT zeros", gamma_ones ? "ones" : "NOT ones");
+  tt_model_free (m);
+  dialect_refused ("bn_bad.ini", MODEL ("") SGD
+      "[input]\ntype = input\ninput_shape = 1:1:4\n"
+      "[bn]\ntype = batch_normalization\nmoving_mean_initializer = nope\n",
+      "moving_mean_initializer", NULL);
+}
+
 /* ---- save_best_path: nntrainer's rule (tt_model_save_best) ---------- */
 
 /* the BIN tt_model_save_bin writes now, to compare the best file with */
@@ -906,5 +960,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_clip_global_norm);
   TT_TEST_RUN (test_clip_large_is_identical);
   TT_TEST_RUN (test_save_best_rule);
+  TT_TEST_RUN (test_bn_moving_none);
   return tt_test_summary ();
 }

@@ -36,14 +36,16 @@ static const char *const ini_weight_keys[] = {
   "disable_bias", "weight_decay_lambda", NULL
 };
 
-/* model_tensor_type (FP32 only), tensor_format (ignored from an INI, as
- * nntrainer does), save_best_path (kept for the callers),
- * clip_grad_by_norm, loss_scale (1 only): nntrainer's [Model] keys of
- * issue 16 */
+/* model_tensor_type (FP32 only), tensor_format and tensor_type (ignored
+ * from an INI, as nntrainer does), save_best_path (tt_model_save_best),
+ * clip_grad_by_norm, loss_scale (1 only), fsu (false only), fsu_path and
+ * fsu_lookahead (used only with fsu): nntrainer's [Model] keys of issue
+ * 16 */
 static const char *const ini_model_keys[] = {
   "type", "epochs", "batch_size", "loss", "save_path",
   "memory_optimization", "continue_train", "model_tensor_type",
-  "tensor_format", "save_best_path", "clip_grad_by_norm", "loss_scale", NULL
+  "tensor_format", "save_best_path", "clip_grad_by_norm", "loss_scale",
+  "tensor_type", "fsu", "fsu_path", "fsu_lookahead", NULL
 };
 
 /* nntrainer's older form keeps the optimizer in [Model] (its application
@@ -90,6 +92,23 @@ ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
         "(FP32-FP32 or W32A32)", tt);
   if ((st = tt_section_enum (s, "tensor_format", formats, &ignored, err)))
     return st;
+  /* tensor_type: nntrainer's INI loader drops it unread
+   * (model_loader.cpp:129-132), whatever it says; so here */
+  /* fsu: nntrainer's flash storage utilization swaps weights to files in
+   * fsu_path, loading fsu_lookahead layers ahead (neuralnet.cpp:176-190,
+   * 350-362); without it every tensor stays in memory, as here */
+  bool fsu = false;
+  uint32_t lookahead = 0;
+  if ((st = tt_section_bool (s, "fsu", &fsu, err)) ||
+      (st = tt_section_uint (s, "fsu_lookahead", 0, UINT32_MAX, &lookahead,
+              err)))
+    return st;
+  if (fsu)
+    return tt_section_error (s, "fsu", err, TT_ERR_INVALID, "true is not "
+        "supported: nntrainer's fsu swaps weights to files in fsu_path "
+        "during the run; tensor-trainer keeps every tensor in its memory "
+        "pool (fsu = false, fsu_path and fsu_lookahead are accepted and "
+        "change nothing)");
   const char *best = tt_section_string (s, "save_best_path");
   if (best) {
     if (!*best)

@@ -7,6 +7,8 @@
  */
 #include "tt_layer.h"
 
+#include <strings.h>
+
 static const char *const bn_keys[] = {
   "epsilon", "momentum", "axis", "moving_mean_initializer",
   "moving_variance_initializer", "gamma_initializer", "beta_initializer",
@@ -34,7 +36,14 @@ bn_parse (tt_layer * l, const tt_section * s, tt_error * err)
     return st;
   for (int i = 0; i < 4; i++) {
     int v = (int) l->p.bn.init[i];
-    if ((st = tt_section_enum (s, init_keys[i], tt_initializer_names, &v, err)))
+    /* nntrainer's "none" leaves the pool's memory as it is; its BIN after
+     * initialize() holds zeros there (tests/interop/nntrainer/FINDINGS.md
+     * section 4): zeros here, deterministic */
+    const char *name = tt_section_string (s, init_keys[i]);
+    if (name && !strcasecmp (name, "none"))
+      v = (int) TT_INIT_ZEROS;
+    else if ((st = tt_section_enum (s, init_keys[i], tt_initializer_names,
+                &v, err)))
       return st;
     l->p.bn.init[i] = (tt_initializer) v;
   }
