@@ -21,6 +21,105 @@ gst_tensor_datarepo_get_int (JsonObject * obj, const gchar * name,
   return TRUE;
 }
 
+/* Member name as an array of non-negative integers, each at most max:
+ * the array, or NULL with *error set. */
+static JsonArray *
+gst_tensor_datarepo_get_uint_array (JsonObject * obj, const gchar * name,
+    guint64 max, gchar ** error)
+{
+  JsonNode *node = json_object_get_member (obj, name);
+  JsonArray *array;
+  guint n;
+  if (!node || !JSON_NODE_HOLDS_ARRAY (node)) {
+    *error = g_strdup_printf ("flexible tensors need a \"%s\" array.", name);
+    return NULL;
+  }
+  array = json_node_get_array (node);
+  n = json_array_get_length (array);
+  for (guint i = 0; i < n; i++) {
+    JsonNode *e = json_array_get_element (array, i);
+    if (!JSON_NODE_HOLDS_VALUE (e)
+        || json_node_get_value_type (e) != G_TYPE_INT64
+        || json_node_get_int (e) < 0 || (guint64) json_node_get_int (e) > max) {
+      *error = g_strdup_printf ("\"%s\"[%u] is not an integer in 0..%"
+          G_GUINT64_FORMAT ".", name, i, max);
+      return NULL;
+    }
+  }
+  return array;
+}
+
+/* The sample_offset, tensor_size and tensor_count arrays of flexible
+ * tensors into info (see gsttensordatarepo.h). */
+static gboolean
+gst_tensor_datarepo_parse_flexible (JsonObject * obj, guint64 total,
+    GstTensorDataRepoInfo * info, gchar ** error)
+{
+  JsonArray *offsets, *sizes, *counts;
+  guint n_sizes;
+
+  if (!(offsets = gst_tensor_datarepo_get_uint_array (obj, "sample_offset",
+              G_MAXSIZE, error))
+      || !(sizes = gst_tensor_datarepo_get_uint_array (obj, "tensor_size",
+              G_MAXSIZE, error))
+      || !(counts = gst_tensor_datarepo_get_uint_array (obj, "tensor_count",
+              G_MAXUINT, error)))
+    return FALSE;
+  if (json_array_get_length (offsets) != total
+      || json_array_get_length (counts) != total) {
+    *error = g_strdup_printf ("\"total_samples\" is %" G_GUINT64_FORMAT
+        " but \"sample_offset\" lists %u and \"tensor_count\" %u.", total,
+        json_array_get_length (offsets), json_array_get_length (counts));
+    return FALSE;
+  }
+  n_sizes = json_array_get_length (sizes);
+  info->n_tensors = n_sizes;
+  info->sample_offsets = g_new (guint64, total);
+  info->first_tensor = g_new (guint, total + 1);
+  info->tensor_sizes = g_new (gsize, MAX (n_sizes, 1));
+  for (guint j = 0; j < n_sizes; j++) {
+    info->tensor_sizes[j] = (gsize) json_array_get_int_element (sizes, j);
+    if (info->tensor_sizes[j] <= GST_TENSOR_META_HEADER_SIZE) {
+      *error = g_strdup_printf ("\"tensor_size\"[%u] is %" G_GSIZE_FORMAT
+          " bytes, not more than the %d-byte header of a flexible tensor.",
+          j, info->tensor_sizes[j], GST_TENSOR_META_HEADER_SIZE);
+      return FALSE;
+    }
+  }
+  for (guint i = 0; i <= total; i++)
+    info->first_tensor[i] = i < total ?
+        (guint) json_array_get_int_element (counts, i) : n_sizes;
+  if (info->first_tensor[0] != 0) {
+    *error = g_strdup_printf ("\"tensor_count\"[0] is %u, not 0.",
+        info->first_tensor[0]);
+    return FALSE;
+  }
+  info->data_end = 0;
+  for (guint i = 0; i < total; i++) {
+    guint first = info->first_tensor[i], next = info->first_tensor[i + 1];
+    guint64 end;
+    if (next <= first || next - first > GST_TENSOR_MAX_TENSORS) {
+      *error = g_strdup_printf ("sample %u: \"tensor_count\" goes from %u "
+          "to %u (of %u \"tensor_size\" entries), but a sample holds 1 to "
+          "%d tensors.", i, first, next, n_sizes, GST_TENSOR_MAX_TENSORS);
+      return FALSE;
+    }
+    info->sample_offsets[i] = (guint64) json_array_get_int_element (offsets, i);
+    end = info->sample_offsets[i];
+    for (guint j = first; j < next; j++) {
+      if (info->tensor_sizes[j] > G_MAXSIZE - end) {
+        *error = g_strdup_printf ("sample %u (\"sample_offset\" %"
+            G_GUINT64_FORMAT ") ends past %" G_GSIZE_FORMAT " bytes.", i,
+            info->sample_offsets[i], G_MAXSIZE);
+        return FALSE;
+      }
+      end += info->tensor_sizes[j];
+    }
+    info->data_end = MAX (info->data_end, end);
+  }
+  return TRUE;
+}
+
 /* Tensor caps never nest lists or ranges: a caps string that does came
  * from somewhere else, and GStreamer 1.22's gst_caps_from_string both
  * leaks on deeply nested lists it refuses and backtracks through nested
@@ -115,9 +214,16 @@ gst_tensor_datarepo_parse (const gchar * text, gssize length,
     *error = g_strdup_printf ("\"gst_caps\": %s.", why);
     goto out;
   }
-  if (info->desc.format != GST_TENSOR_FORMAT_STATIC) {
-    *error = g_strdup ("flexible tensors (sample_offset, tensor_size) are "
-        "not supported; only static other/tensors.");
+  if ((guint64) total > G_MAXUINT) {
+    *error = g_strdup_printf ("\"total_samples\" %" G_GINT64_FORMAT " is too "
+        "large.", total);
+    goto out;
+  }
+  if (info->desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
+    if (!gst_tensor_datarepo_parse_flexible (obj, (guint64) total, info, error))
+      goto out;
+    info->total = (guint64) total;
+    status = GST_TENSOR_DATAREPO_OK;
     goto out;
   }
   info->sample_size = 0;
@@ -139,8 +245,7 @@ gst_tensor_datarepo_parse (const gchar * text, gssize length,
         sample_size, info->sample_size);
     goto out;
   }
-  if ((guint64) total > G_MAXUINT
-      || (guint64) total > G_MAXSIZE / info->sample_size) {
+  if ((guint64) total > G_MAXSIZE / info->sample_size) {
     *error = g_strdup_printf ("\"total_samples\" %" G_GINT64_FORMAT " is too "
         "large.", total);
     goto out;
@@ -154,4 +259,12 @@ out:
     gst_caps_unref (caps);
   g_object_unref (parser);
   return status;
+}
+
+void
+gst_tensor_datarepo_info_clear (GstTensorDataRepoInfo * info)
+{
+  g_clear_pointer (&info->sample_offsets, g_free);
+  g_clear_pointer (&info->first_tensor, g_free);
+  g_clear_pointer (&info->tensor_sizes, g_free);
 }

@@ -38,9 +38,14 @@
  * here and checked when present). Set #GstTtTensorDataSrc:json to read
  * #GstTtTensorDataSrc:location that way; a location ending in .data, .dat or
  * .raw whose JSON sits beside it (same name, .json) is recognized without
- * it. The samples go out as the caps say (static tensors; flexible ones are
- * refused), labels included, one read-only memory per tensor over the
- * mapped file (no copy). Ranges, epochs, shuffling and validation work as
+ * it. The samples go out as the caps say, labels included, one read-only
+ * memory per tensor over the mapped file (no copy). A datarepo of flexible
+ * tensors (what datareposink writes from other/tensors,format=flexible:
+ * the JSON lists `sample_offset`, `tensor_size` and `tensor_count`, and
+ * each tensor in the file is its 128-byte header, then its data) goes out
+ * as `other/tensors,format=flexible`, each memory a tensor's header and
+ * data, the bytes nnstreamer's datareposrc reads; the headers are checked
+ * at start. Ranges, epochs, shuffling and validation work as
  * for IDX files; #GstTtTensorDataSrc:validation-location with
  * #GstTtTensorDataSrc:validation-json (or a JSON beside it) names a second
  * datarepo file of the same caps. label-location, image-format,
@@ -450,6 +455,9 @@ gst_tensor_datasrc_set_clear (GstTtTensorDataSrcSet * set)
   tt_idx_clear (&set->images);
   tt_idx_clear (&set->labels);
   g_clear_pointer (&set->repo.map, g_mapped_file_unref);
+  g_free (set->repo.sample_offsets);
+  g_free (set->repo.first_tensor);
+  g_free (set->repo.tensor_sizes);
   memset (&set->repo, 0, sizeof set->repo);
   set->start = set->count = 0;
   set->total = 0;
@@ -607,6 +615,57 @@ gst_tensor_datasrc_repo_json (const gchar * location, const gchar * json)
   return NULL;
 }
 
+/* A flexible datarepo file against its JSON: the file ends where the
+ * last sample does, and every tensor's header is one nnstreamer writes
+ * and describes as many bytes as tensor_size says. FALSE after posting an
+ * error naming the file, the sample and the tensor. */
+static gboolean
+gst_tensor_datasrc_check_flexible (GstTtTensorDataSrc * self,
+    const gchar * data, const gchar * json, const GstTensorDataRepoInfo * info,
+    const GstTtTensorDataSrcRepo * repo)
+{
+  const guint8 *bytes = (const guint8 *) g_mapped_file_get_contents (repo->map);
+  const gsize length = g_mapped_file_get_length (repo->map);
+
+  if (length != info->data_end) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("%s holds %" G_GSIZE_FORMAT " bytes, but the samples %s describes "
+            "end at byte %" G_GUINT64_FORMAT ".", data, length, json,
+            info->data_end), (NULL));
+    return FALSE;
+  }
+  for (guint i = 0; i < info->total; i++) {
+    gsize at = (gsize) repo->sample_offsets[i];
+    for (guint j = repo->first_tensor[i]; j < repo->first_tensor[i + 1]; j++) {
+      GstTensorDesc t;
+      gchar *why = NULL;
+      const gsize size = repo->tensor_sizes[j];
+      if (!gst_tensor_meta_parse (bytes + at, &t, &why)) {
+        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+            ("%s: sample %u, tensor %u (byte %" G_GSIZE_FORMAT "): the "
+                "flexible tensor header is wrong: %s", data, i,
+                j - repo->first_tensor[i], at, why), (NULL));
+        g_free (why);
+        return FALSE;
+      }
+      if (gst_tensor_desc_bytes (&t) != size - GST_TENSOR_META_HEADER_SIZE) {
+        gchar *dims = gst_tensor_desc_dims_string (&t);
+        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+            ("%s: sample %u, tensor %u (byte %" G_GSIZE_FORMAT "): its "
+                "header describes %s %s, %" G_GSIZE_FORMAT " bytes, but %s "
+                "gives it %" G_GSIZE_FORMAT " bytes after the header.", data,
+                i, j - repo->first_tensor[i], at, dims,
+                gst_tensor_type_name (t.type), gst_tensor_desc_bytes (&t),
+                json, size - GST_TENSOR_META_HEADER_SIZE), (NULL));
+        g_free (dims);
+        return FALSE;
+      }
+      at += size;
+    }
+  }
+  return TRUE;
+}
+
 /* Reads a datarepo JSON and maps its data file into set; FALSE after
  * posting an error naming the file and the field. */
 static gboolean
@@ -632,6 +691,10 @@ gst_tensor_datasrc_load_repo (GstTtTensorDataSrc * self, const gchar * data,
     goto out;
   }
   status = gst_tensor_datarepo_parse (text, (gssize) text_len, &info, &why);
+  /* the set owns the flexible arrays from here, whatever happens */
+  repo->sample_offsets = g_steal_pointer (&info.sample_offsets);
+  repo->first_tensor = g_steal_pointer (&info.first_tensor);
+  repo->tensor_sizes = g_steal_pointer (&info.tensor_sizes);
   if (status == GST_TENSOR_DATAREPO_ERROR_SYNTAX) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
         ("Cannot read the datarepo JSON %s: %s", json, why), (NULL));
@@ -652,7 +715,10 @@ gst_tensor_datasrc_load_repo (GstTtTensorDataSrc * self, const gchar * data,
     goto out;
   }
   length = g_mapped_file_get_length (repo->map);
-  if (length != (gsize) info.total * repo->sample_size) {
+  if (info.desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
+    if (!gst_tensor_datasrc_check_flexible (self, data, json, &info, repo))
+      goto out;
+  } else if (length != (gsize) info.total * repo->sample_size) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("%s holds %" G_GSIZE_FORMAT " bytes, but %s describes %"
             G_GUINT64_FORMAT " samples of %" G_GSIZE_FORMAT " bytes (%"
@@ -768,6 +834,19 @@ gst_tensor_datasrc_repo_sample (const GstTtTensorDataSrcSet * set, guint index)
   gchar *data = g_mapped_file_get_contents (repo->map);
   const gsize length = g_mapped_file_get_length (repo->map);
   GstBuffer *out = gst_buffer_new ();
+  if (repo->desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
+    /* header and data of each tensor, as datareposrc reads them */
+    gsize at = (gsize) repo->sample_offsets[index];
+    for (guint j = repo->first_tensor[index];
+        j < repo->first_tensor[index + 1]; j++) {
+      gst_buffer_append_memory (out,
+          gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, data, length, at,
+              repo->tensor_sizes[j], g_mapped_file_ref (repo->map),
+              (GDestroyNotify) g_mapped_file_unref));
+      at += repo->tensor_sizes[j];
+    }
+    return out;
+  }
   for (guint i = 0; i < repo->desc.num; i++)
     gst_buffer_append_memory (out,
         gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, data, length,

@@ -26,16 +26,24 @@ typedef enum
   GST_TENSOR_DATASRC_LABEL_INDEX,
 } GstTtTensorDataSrcLabelFormat;
 
-/* A datarepo file (nnstreamer's MLOps data repository): samples back to
- * back, each the tensors of gst_caps back to back, mapped read-only.
- * Invariant once loaded: the mapping holds total * sample_size bytes and
- * sample_size is the sum of sizes[0..num-1]. */
+/* A datarepo file (nnstreamer's MLOps data repository), mapped read-only.
+ * Static tensors: samples back to back, each the tensors of gst_caps back
+ * to back; invariant once loaded: the mapping holds total * sample_size
+ * bytes and sample_size is the sum of sizes[0..num-1]. Flexible tensors
+ * (desc.format): sample i is the tensors first_tensor[i] ..
+ * first_tensor[i + 1] - 1, each header and data of tensor_sizes[j] bytes,
+ * back to back from sample_offsets[i]; invariant once loaded: every sample
+ * lies in the mapping and every tensor's header is valid and describes
+ * its size (gsttensordatarepo.h). */
 typedef struct
 {
   GMappedFile *map;
   GstTensorsDesc desc;
   gsize sample_size;
   gsize offsets[GST_TENSOR_MAX_TENSORS], sizes[GST_TENSOR_MAX_TENSORS];
+  guint64 *sample_offsets;
+  guint *first_tensor;
+  gsize *tensor_sizes;
 } GstTtTensorDataSrcRepo;
 
 /* One IDX image + label file pair, or one datarepo file, and the range of

@@ -346,6 +346,14 @@ gst_tensors_desc_to_caps (const GstTensorsDesc * desc, gint fps_n, gint fps_d)
 {
   GString *dims = g_string_new (NULL), *types = g_string_new (NULL);
   GstCaps *caps;
+  if (desc->format == GST_TENSOR_FORMAT_FLEXIBLE) {
+    g_string_free (dims, TRUE);
+    g_string_free (types, TRUE);
+    /* each memory's header describes its tensor */
+    return gst_caps_new_simple ("other/tensors",
+        "format", G_TYPE_STRING, "flexible",
+        "framerate", GST_TYPE_FRACTION, fps_n, fps_d, NULL);
+  }
   for (guint i = 0; i < desc->num; i++) {
     gchar *d = gst_tensor_desc_caps_dims_string (&desc->tensors[i]);
     g_string_append_printf (dims, "%s%s", i ? "," : "", d);

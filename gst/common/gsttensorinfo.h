@@ -111,7 +111,8 @@ gboolean gst_tensors_desc_from_caps (const GstCaps * caps,
     GstTensorsDesc * desc, gchar ** error);
 
 /* `other/tensors,format=static,...` for desc, with the given framerate;
- * dimensions as gst_tensor_desc_caps_dims_string writes them. */
+ * dimensions as gst_tensor_desc_caps_dims_string writes them. A flexible
+ * desc gives `other/tensors,format=flexible` and the framerate. */
 GstCaps *gst_tensors_desc_to_caps (const GstTensorsDesc * desc,
     gint fps_n, gint fps_d);
 

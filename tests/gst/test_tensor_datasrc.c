@@ -534,26 +534,27 @@ GST_START_TEST (test_repo_no_copy)
 
 GST_END_TEST;
 
+/* The error message of a datarepo source whose start fails; data_bytes
+ * of data_text, or of zeros when it is NULL. Exactly one error must be
+ * posted. */
 static gchar *
-repo_error (const Repo * r, const gchar * json_text, gsize data_bytes,
-    const gchar * first_prop, ...)
+repo_error_va (const Repo * r, const gchar * json_text,
+    gconstpointer data_text, gsize data_bytes, const gchar * first_prop,
+    va_list ap)
 {
   GstElement *e = gst_element_factory_make ("tensor_datasrc", NULL);
   GstBus *bus = gst_bus_new ();
-  va_list ap;
   gchar *json = g_build_filename (r->dir, "bad.json", NULL);
   gchar *data = g_build_filename (r->dir, "bad.data", NULL);
   gchar *zeros = g_malloc0 (data_bytes + 1);
   fail_unless (g_file_set_contents (json, json_text, -1, NULL));
-  fail_unless (g_file_set_contents (data, zeros, data_bytes, NULL));
+  fail_unless (g_file_set_contents (data, data_text ? data_text : zeros,
+          data_bytes, NULL));
   g_free (zeros);
   gst_element_set_bus (e, bus);
   g_object_set (e, "location", data, "json", json, NULL);
-  if (first_prop) {
-    va_start (ap, first_prop);
+  if (first_prop)
     g_object_set_valist (G_OBJECT (e), first_prop, ap);
-    va_end (ap);
-  }
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
   gchar *text = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
@@ -570,6 +571,30 @@ repo_error (const Repo * r, const gchar * json_text, gsize data_bytes,
   g_unlink (data);
   g_free (json);
   g_free (data);
+  return text;
+}
+
+static gchar *
+repo_error (const Repo * r, const gchar * json_text, gsize data_bytes,
+    const gchar * first_prop, ...)
+{
+  va_list ap;
+  va_start (ap, first_prop);
+  gchar *text = repo_error_va (r, json_text, NULL, data_bytes, first_prop,
+      ap);
+  va_end (ap);
+  return text;
+}
+
+static gchar *
+repo_error_bytes (const Repo * r, const gchar * json_text,
+    gconstpointer data, gsize data_bytes, const gchar * first_prop, ...)
+{
+  va_list ap;
+  va_start (ap, first_prop);
+  gchar *text = repo_error_va (r, json_text, data, data_bytes, first_prop,
+      ap);
+  va_end (ap);
   return text;
 }
 
@@ -594,7 +619,7 @@ GST_START_TEST (test_repo_errors)
         "\"sample_size\" is 30 bytes but the tensors of \"gst_caps\" make 22"},
     {"{" GOOD_CAPS ",\"total_samples\":3}", 50, "holds 50 bytes"},
     {"{\"gst_caps\":\"other/tensors,format=flexible\",\"total_samples\":3}",
-        66, "flexible tensors"},
+        66, "flexible tensors need a \"sample_offset\" array"},
     {"{\"gst_caps\":\"video/x-raw\",\"total_samples\":3}", 66,
         "not other/tensors"},
     {"[1, 2]", 22, "not a JSON object"},
@@ -629,6 +654,194 @@ GST_START_TEST (test_repo_errors)
 
 GST_END_TEST;
 
+/* ---- flexible datarepo files ---------------------------------------- */
+
+/* tests/gst/data/nns-flexible.{data,json}: recorded with nnstreamer 2.7's
+ * datareposink from tensor_mux of two flexible streams, a GRAY8 4x3 frame
+ * (1:4:3:1 uint8) and 4, 4, then 2 bytes of a 10-byte file
+ * (application/octet-stream, 4, 4, 2 uint8): 3 samples of 2 tensors, each
+ * tensor its 128-byte header, then its data. nnstreamer's datareposrc
+ * reads the whole file back, in order, as those 6 memories. */
+#define FLEX_DATA TT_GST_TEST_DATA "/nns-flexible.data"
+#define FLEX_JSON TT_GST_TEST_DATA "/nns-flexible.json"
+
+GST_START_TEST (test_repo_flexible)
+{
+  const gsize sizes[3][2] = { {140, 132}, {140, 132}, {140, 130} };
+  const guint32 last_dim0[3] = { 4, 4, 2 };
+  gchar *file;
+  gsize file_len, at = 0;
+  fail_unless (g_file_get_contents (FLEX_DATA, &file, &file_len, NULL));
+  /* json= set, and found beside the .data file */
+  for (guint with_json = 0; with_json < 2; with_json++) {
+    GstHarness *h = gst_harness_new ("tensor_datasrc");
+    g_object_set (h->element, "location", FLEX_DATA, NULL);
+    if (with_json)
+      g_object_set (h->element, "json", FLEX_JSON, NULL);
+    gst_harness_play (h);
+    at = 0;
+    for (guint i = 0; i < 3; i++) {
+      GstBuffer *b = gst_harness_pull (h);
+      fail_unless (b != NULL);
+      fail_unless_equals_int (gst_buffer_n_memory (b), 2);
+      for (guint j = 0; j < 2; j++) {
+        GstMemory *m = gst_buffer_peek_memory (b, j);
+        GstMapInfo mi;
+        fail_unless (gst_memory_map (m, &mi, GST_MAP_READ));
+        fail_unless_equals_int (mi.size, sizes[i][j]);
+        fail_unless (at + mi.size <= file_len
+            && memcmp (mi.data, file + at, mi.size) == 0,
+            "sample %u tensor %u: other bytes than the file's", i, j);
+        guint32 h32[4];
+        memcpy (h32, mi.data, sizeof h32);
+        fail_unless_equals_int (h32[0], 0xfeedcced);
+        fail_unless_equals_int (h32[3], j ? last_dim0[i] : 1);
+        at += mi.size;
+        gst_memory_unmap (m, &mi);
+      }
+      gst_buffer_unref (b);
+    }
+    fail_unless_equals_int (at, file_len);
+    GstCaps *caps = gst_pad_get_current_caps (h->sinkpad);
+    GstCaps *want = gst_caps_from_string ("other/tensors,format=flexible,"
+        "framerate=(fraction)0/1");
+    fail_unless (gst_caps_is_equal (caps, want), "%" GST_PTR_FORMAT, caps);
+    gst_caps_unref (caps);
+    gst_caps_unref (want);
+    gst_harness_teardown (h);
+  }
+
+  /* ranges pick samples, as for static tensors */
+  GstHarness *h = gst_harness_new ("tensor_datasrc");
+  g_object_set (h->element, "location", FLEX_DATA, "start-sample", 2,
+      "num-samples", 1, "epochs", 2, NULL);
+  gst_harness_play (h);
+  for (guint e = 0; e < 2; e++) {
+    GstBuffer *b = gst_harness_pull (h);
+    fail_unless_equals_int (gst_buffer_get_size (b), 140 + 130);
+    fail_unless (gst_buffer_memcmp (b, 0, file + 544, 270) == 0);
+    gst_buffer_unref (b);
+  }
+  gst_harness_teardown (h);
+  g_free (file);
+}
+
+GST_END_TEST;
+
+/* A flexible tensor as datareposink writes it: header and dims[0] bytes. */
+static void
+append_flex_tensor (GByteArray * a, guint32 magic, guint32 dim0, guint8 value)
+{
+  guint32 h[32] = { 0 };
+  guint8 d[64];
+  h[0] = magic;
+  h[1] = 0xDE001000;
+  h[2] = TT_NNS_UINT8;
+  h[3] = dim0;
+  h[19] = 1;
+  h[20] = 4;
+  g_byte_array_append (a, (guint8 *) h, sizeof h);
+  memset (d, value, sizeof d);
+  g_byte_array_append (a, d, dim0);
+}
+
+static gchar *
+flex_error (const Repo * r, const gchar * json, const GByteArray * data)
+{
+  return repo_error_bytes (r, json, data->data, data->len, NULL);
+}
+
+#define FLEX_CAPS "\"gst_caps\":\"other/tensors,format=flexible\""
+
+/* Each failure posts one error, naming the file and what is wrong. */
+GST_START_TEST (test_repo_flexible_errors)
+{
+  Repo r;
+  repo_init (&r);
+  /* two samples: 2 tensors (8 and 4 bytes), then 1 tensor (6 bytes) */
+  GByteArray *good = g_byte_array_new ();
+  append_flex_tensor (good, 0xfeedcced, 8, 1);
+  append_flex_tensor (good, 0xfeedcced, 4, 2);
+  append_flex_tensor (good, 0xfeedcced, 6, 3);
+  const gchar *good_json = "{" FLEX_CAPS ",\"total_samples\":2,"
+      "\"sample_offset\":[0,268],\"tensor_size\":[136,132,134],"
+      "\"tensor_count\":[0,2]}";
+  const struct
+  {
+    const gchar *json, *says;
+  } json_cases[] = {
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,268],"
+          "\"tensor_count\":[0,2]}", "need a \"tensor_size\" array"},
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,268],"
+          "\"tensor_size\":[136,132,134]}", "need a \"tensor_count\" array"},
+    {"{" FLEX_CAPS ",\"total_samples\":3,\"sample_offset\":[0,268],"
+          "\"tensor_size\":[136,132,134],\"tensor_count\":[0,2]}",
+        "\"total_samples\" is 3 but \"sample_offset\" lists 2"},
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,-1],"
+          "\"tensor_size\":[136,132,134],\"tensor_count\":[0,2]}",
+        "\"sample_offset\"[1] is not an integer"},
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,268],"
+          "\"tensor_size\":[136,128,134],\"tensor_count\":[0,2]}",
+        "\"tensor_size\"[1] is 128 bytes"},
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,268],"
+          "\"tensor_size\":[136,132,134],\"tensor_count\":[1,2]}",
+        "\"tensor_count\"[0] is 1, not 0"},
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,268],"
+          "\"tensor_size\":[136,132,134],\"tensor_count\":[0,3]}",
+        "sample 1: \"tensor_count\" goes from 3 to 3"},
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,300],"
+          "\"tensor_size\":[136,132,134],\"tensor_count\":[0,2]}",
+        "end at byte 434"},
+    /* the second tensor's header describes 4 bytes of data, the JSON 2 */
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,268],"
+          "\"tensor_size\":[136,130,134],\"tensor_count\":[0,2]}",
+        "sample 0, tensor 1 (byte 136): its header describes 4:1:1:1 uint8, "
+          "4 bytes, but"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (json_cases); i++) {
+    gchar *msg = flex_error (&r, json_cases[i].json, good);
+    fail_unless (strstr (msg, json_cases[i].says) != NULL
+        && strstr (msg, "bad."), "case %u: %s", i, msg);
+    g_free (msg);
+  }
+  /* a header nnstreamer does not write */
+  GByteArray *bad = g_byte_array_new ();
+  append_flex_tensor (bad, 0xfeedcced, 8, 1);
+  append_flex_tensor (bad, 0xdeadbeef, 4, 2);
+  append_flex_tensor (bad, 0xfeedcced, 6, 3);
+  gchar *msg = flex_error (&r, good_json, bad);
+  fail_unless (strstr (msg, "bad.data: sample 0, tensor 1 (byte 136): the "
+          "flexible tensor header is wrong: magic is 0xdeadbeef"), "%s", msg);
+  g_free (msg);
+  g_byte_array_unref (bad);
+
+  /* and the good one reads */
+  gchar *json = g_build_filename (r.dir, "good.json", NULL);
+  gchar *data = g_build_filename (r.dir, "good.data", NULL);
+  fail_unless (g_file_set_contents (json, good_json, -1, NULL));
+  fail_unless (g_file_set_contents (data, (gchar *) good->data, good->len,
+          NULL));
+  GstHarness *h = gst_harness_new ("tensor_datasrc");
+  g_object_set (h->element, "location", data, "json", json, NULL);
+  gst_harness_play (h);
+  GstBuffer *b = gst_harness_pull (h);
+  fail_unless_equals_int (gst_buffer_n_memory (b), 2);
+  gst_buffer_unref (b);
+  b = gst_harness_pull (h);
+  fail_unless_equals_int (gst_buffer_n_memory (b), 1);
+  fail_unless_equals_int (gst_buffer_get_size (b), 134);
+  gst_buffer_unref (b);
+  gst_harness_teardown (h);
+  g_unlink (json);
+  g_unlink (data);
+  g_free (json);
+  g_free (data);
+  g_byte_array_unref (good);
+  repo_clear (&r);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_datasrc_suite (void)
 {
@@ -645,6 +858,8 @@ tensor_datasrc_suite (void)
   tcase_add_test (tc, test_repo_matches_idx);
   tcase_add_test (tc, test_repo_no_copy);
   tcase_add_test (tc, test_repo_errors);
+  tcase_add_test (tc, test_repo_flexible);
+  tcase_add_test (tc, test_repo_flexible_errors);
   return s;
 }
 
