@@ -7,7 +7,8 @@
 #
 # Usage: smoke.sh SCRIPT BUILD_DIR OUT_DIR [LIMIT_SECONDS]
 #   SCRIPT: train-fashion-mnist, camera-train, camera-personalize,
-#   audio-train, plan-model, remote-train, or missing-element
+#   audio-train, plan-model, remote-train, classify-labels, or
+#   missing-element
 #   (camera-personalize given an element that does not exist: it must fail
 #   at once, naming it). BUILD_DIR: a built build folder (TT_BUILD_DIR), so
 #   the script builds nothing.
@@ -18,7 +19,7 @@ name=$1 build=$2 out=$3 limit=${4:-60}
 
 # the user's settings must not change what is tested
 unset CAMERA MIC DISPLAY SINK TRAIN VALID EPOCHS SWITCH_EVERY PUBLISH OUT \
-  PORT HOST STALL
+  PORT HOST STALL IMAGES
 export QUICK=1 CAMERA=none MIC=none TT_BUILD_DIR=$build
 
 rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
@@ -102,6 +103,16 @@ case "$name" in
     last_is '^trainer: saved remote-fmnist_mlp\.bin$'
     has_line '^trainer: epoch=1/1 samples=600\+200 loss=[0-9.]+ accuracy=[0-9.]+ val_loss=[0-9.]+ val_accuracy=[0-9.]+ '
     has_file remote-fmnist_mlp.bin ;;
+  classify-labels)
+    # nnstreamer's decoder runs where it is installed (NNSTREAMER_PREFIX
+    # or the system's plugins), and is skipped, saying so, elsewhere
+    last_is '^classified 20 test images: [0-9]+ of 20 correct; nnstreamer image_labeling: (agrees on all 20|skipped \(not installed\))$'
+    has_line '^# tensor_predictor output=text over the first 20 test images$'
+    has_file fmnist-labels.txt; has_file classify-mlp.bin
+    [ "$(wc -l < classify-predictor.txt)" -eq 20 ] ||
+      fail "classify-predictor.txt: not 20 lines"
+    grep -Pvq '^[^\t]+\t[^\t]+ \([0-9]+%\)$' classify-predictor.txt &&
+      fail "classify-predictor.txt: a line is not CLASS<tab>NAME (P%)" ;;
   *) echo "smoke.sh: no checks for $name" >&2; exit 2 ;;
 esac
 echo "ok $name in $seconds s: $last"
