@@ -378,8 +378,10 @@ gst_tensor_datasrc_class_init (GstTtTensorDataSrcClass * klass)
    * (`gst_caps`, `total_samples`, optional `sample_size`), which then
    * holds raw samples back to back: each the static tensors of the caps,
    * labels included, pushed as one read-only memory per tensor over the
-   * mapped file. Unset (the default), a location ending in .data, .dat or
-   * .raw with a .json of the same name beside it is read that way, any
+   * mapped file. For flexible tensors the JSON also lists `sample_offset`,
+   * `tensor_size` and `tensor_count`, and each memory is a tensor's
+   * header and data. Unset (the default), a location ending in .data, .dat
+   * or .raw with a .json of the same name beside it is read that way, any
    * other as IDX images.
    */
   g_object_class_install_property (gobject_class, PROP_JSON,
@@ -778,8 +780,8 @@ gst_tensor_datasrc_start_repo (GstTtTensorDataSrc * self, const gchar * loc,
         || !gst_tensor_datasrc_set_range (self, &self->valid, vloc,
             "validation", vstart, vnum))
       goto out;
-    if (memcmp (&self->valid.repo.desc, &self->train.repo.desc,
-            sizeof self->train.repo.desc) != 0) {
+    if (!gst_tensors_desc_equal (&self->valid.repo.desc,
+            &self->train.repo.desc)) {
       GST_ELEMENT_ERROR (self, STREAM, FORMAT,
           ("%s and %s describe tensors of different shapes or types.", json,
               vjson), (NULL));

@@ -101,6 +101,22 @@ gst_tensor_desc_caps_dims_string (const GstTensorDesc * desc)
   return g_string_free (s, FALSE);
 }
 
+gboolean
+gst_tensors_desc_equal (const GstTensorsDesc * a, const GstTensorsDesc * b)
+{
+  if (a->format != b->format || a->num != b->num)
+    return FALSE;
+  for (guint i = 0; i < a->num; i++) {
+    const GstTensorDesc *x = &a->tensors[i], *y = &b->tensors[i];
+    if (x->type != y->type)
+      return FALSE;
+    for (guint d = 0; d < MAX (x->rank, y->rank); d++)
+      if ((d < x->rank ? x->dims[d] : 1) != (d < y->rank ? y->dims[d] : 1))
+        return FALSE;
+  }
+  return TRUE;
+}
+
 /* Splits a tensor list on ',' or '.', trimming blanks around each item. */
 static gchar **
 gst_tensor_split_list (const gchar * s)

@@ -100,6 +100,13 @@ gchar *gst_tensor_desc_dims_string (const GstTensorDesc * desc);
  */
 gchar *gst_tensor_desc_caps_dims_string (const GstTensorDesc * desc);
 
+/* TRUE when a and b have the same format and, static, the same tensors:
+ * types equal, dimensions equal once trailing 1s are dropped (as
+ * nnstreamer's gst_tensor_dimension_is_equal compares them: "4:1:1:1",
+ * "4:1" and "4" are one tensor). */
+gboolean gst_tensors_desc_equal (const GstTensorsDesc * a,
+    const GstTensorsDesc * b);
+
 /*
  * Parses fixed `other/tensors` caps, format=static (a missing format counts
  * as static; `.` is accepted between tensors as nnstreamer does) or

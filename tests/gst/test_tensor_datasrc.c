@@ -654,6 +654,45 @@ GST_START_TEST (test_repo_errors)
 
 GST_END_TEST;
 
+/* The validation file's dimensions may be written in the other form
+ * (trailing 1s or not); other shapes are refused. */
+GST_START_TEST (test_repo_validation_forms)
+{
+  Repo r;
+  repo_init (&r);
+  gchar *text = g_strdup_printf ("{\"gst_caps\":\"other/tensors, "
+      "format=(string)static, num_tensors=(int)2, dimensions=(string)"
+      "1:3:2.4, types=(string)uint8.float32\",\"total_samples\":8}");
+  fail_unless (g_file_set_contents (r.vjson, text, -1, NULL));
+  g_free (text);
+  GstHarness *h = new_repo_src (&r, TRUE);
+  g_object_set (h->element, "num-samples", 2, "validation-location", r.vdata,
+      "validation-json", r.vjson, "validation-num-samples", 2, NULL);
+  gst_harness_play (h);
+  for (guint i = 0; i < 4; i++) {
+    GstBuffer *b = gst_harness_pull (h);
+    guint8 px0;
+    gst_buffer_extract (b, 0, &px0, 1);
+    fail_unless_equals_int (px0, i < 2 ? i : 100 + i - 2);
+    gst_buffer_unref (b);
+  }
+  gst_harness_teardown (h);
+
+  text = g_strdup_printf ("{\"gst_caps\":\"other/tensors, "
+      "format=(string)static, num_tensors=(int)2, dimensions=(string)"
+      "1:2:3.4, types=(string)uint8.float32\",\"total_samples\":8}");
+  fail_unless (g_file_set_contents (r.vjson, text, -1, NULL));
+  g_free (text);
+  gchar *msg = repo_error (&r, "{" GOOD_CAPS ",\"total_samples\":2}", 44,
+      "validation-location", r.vdata, "validation-json", r.vjson, NULL);
+  fail_unless (strstr (msg, "describe tensors of different shapes or types"),
+      "%s", msg);
+  g_free (msg);
+  repo_clear (&r);
+}
+
+GST_END_TEST;
+
 /* ---- flexible datarepo files ---------------------------------------- */
 
 /* tests/gst/data/nns-flexible.{data,json}: recorded with nnstreamer 2.7's
@@ -858,6 +897,7 @@ tensor_datasrc_suite (void)
   tcase_add_test (tc, test_repo_matches_idx);
   tcase_add_test (tc, test_repo_no_copy);
   tcase_add_test (tc, test_repo_errors);
+  tcase_add_test (tc, test_repo_validation_forms);
   tcase_add_test (tc, test_repo_flexible);
   tcase_add_test (tc, test_repo_flexible_errors);
   return s;
