@@ -142,13 +142,16 @@ check "an empty section name" fails_with "$tmp/empty.log" \
 # highest (ties: the lowest loss), and the "saved" lines must follow
 # exactly the epochs that were the best so far. The path is relative: it
 # lands in the working directory, not beside the INI.
+# (the runs below change folder: the program by an absolute path)
+case $cli in /*) abs_cli=$cli ;; *) abs_cli=$PWD/$cli ;; esac
 mkdir -p "$tmp/bestrun" "$tmp/bestini" "$tmp/bestvalid"
 # other random images: validation results that go up and down
 random_mnist_idx "$tmp/bestvalid" 24
 sed 's/^loss = cross$/loss = cross\nsave_best_path = best.bin/' "$model" \
   > "$tmp/bestini/best.ini"
 best_run () { # EPOCHS: trains from the same seed, saves eEPOCHS.bin
-  (cd "$tmp/bestrun" && "$cli" train "$tmp/bestini/best.ini" "${data[@]}" \
+  (cd "$tmp/bestrun" && "$abs_cli" train "$tmp/bestini/best.ini" \
+    "${data[@]}" \
     --valid-data "$tmp/bestvalid/images.idx" \
     --valid-labels "$tmp/bestvalid/labels.idx" --seed 7 --threads 1 \
     --epochs "$1" --save "$tmp/bestrun/e$1.bin")
@@ -177,7 +180,7 @@ check "save_best_path: the file is the best epoch's ($last) weights, moments and
 check "save_best_path: relative to the working directory, not the INI" \
   test ! -e "$tmp/bestini/best.bin"
 check "save_best_path without --valid-data: not used, and said" sh -c "cd \
-  '$tmp/bestrun' && rm -f best.bin && '$cli' train '$tmp/bestini/best.ini' \
+  '$tmp/bestrun' && rm -f best.bin && '$abs_cli' train '$tmp/bestini/best.ini' \
   --data '$tmp/images.idx' --labels '$tmp/labels.idx' --batch 8 --epochs 1 \
   2>&1 | grep -q 'save_best_path = best.bin is not used' && test ! -e best.bin"
 sed 's|^save_best_path = best.bin$|save_best_path = nope/best.bin|' \
