@@ -13,6 +13,7 @@
  */
 #include "tt_internal.h"
 #include "tt_test.h"
+#include "tt_bundle.h"
 
 #include <math.h>
 
@@ -427,6 +428,83 @@ test_backbone_inlined (void)
   }
   tt_model_free (bb);
   tt_model_free (flat);
+}
+
+/* tensor-trainer pack of an INI with backbones: the bundle holds the
+ * inlined text, so that it loads alone, moved to another folder with the
+ * backbone files gone, as the same model (layers, frozen flags, weights,
+ * the nested backbone's own trainable), and its INI names no backbone */
+static void
+test_backbone_pack_self_contained (void)
+{
+  char ini[512], bin[512], part[512], outer[512];
+  snprintf (part, sizeof part, "%s", tt_test_write_text ("pk_part.ini",
+          BB_PART));
+  snprintf (outer, sizeof outer, "%s", tt_test_write_text ("pk_outer.ini",
+          "# a comment\n[Model]\ntype = x\n[inner]\nbackbone = pk_part.ini\n"
+          "trainable = false\n[pk_extra]\ntype = fully_connected\n"
+          "unit = 4\ntrainable = false\n"));
+  snprintf (ini, sizeof ini, "%s", tt_test_write_text ("pk.ini", BB_MODEL
+          "[bb]\nbackbone = pk_outer.ini\nTrainable = true\n" BB_HEAD));
+  tt_error err;
+  tt_model *m = tt_model_load_ini (ini, &err);
+  CHECK (m && tt_model_compile (m, &err) == TT_OK &&
+      tt_model_init_weights (m, &err) == TT_OK, "pk.ini: %s", err.message);
+  if (!m)
+    return;
+  snprintf (bin, sizeof bin, "%s", tt_test_write_file ("pk.bin", "", 0));
+  CHECK (tt_model_save_bin (m, bin, &err) == TT_OK, "%s", err.message);
+  char dir[] = "/tmp/tt-pack-XXXXXX";
+  CHECK (mkdtemp (dir) != NULL, "mkdtemp");
+  char bundle[600], moved[600], text_path[600];
+  snprintf (bundle, sizeof bundle, "%s", tt_test_write_file ("pk.ttb", "", 0));
+  CHECK (tt_bundle_pack (ini, bin, bundle, 0, NULL, &err) == TT_OK, "pack: "
+      "%s", err.message);
+  snprintf (moved, sizeof moved, "%s/pk.ttb", dir);
+  CHECK (rename (bundle, moved) == 0, "move the bundle");
+  remove (part);
+  remove (outer);
+  remove (ini);
+  tt_model *b = tt_bundle_load (moved, NULL, &err);
+  CHECK (b != NULL, "the bundle alone: %s", b ? "" : err.message);
+  if (b) {
+    CHECK (b->n_layers == m->n_layers && tt_model_weight_signature (b) ==
+        tt_model_weight_signature (m), "same layers and weights: %u vs %u",
+        b->n_layers, m->n_layers);
+    /* the nested section freezes its layers; [bb]'s trainable = true
+     * overrides pk_extra's own false (nntrainer's rule) */
+    static const char *const layers[] = { "bb_fc_a", "bb_fc_b", "pk_extra" };
+    for (int i = 0; i < 3; i++) {
+      int k = tt_model_find_layer (b, layers[i]);
+      int j = tt_model_find_layer (m, layers[i]);
+      CHECK (k >= 0 && j >= 0 && b->layers[k].trainable == (i == 2) &&
+          m->layers[j].trainable == (i == 2), "%s: trainable %s in both",
+          layers[i], i == 2 ? "true" : "false");
+    }
+    const size_t n = tt_model_weight_floats (m);
+    float *wa = malloc (n * sizeof *wa), *wb = malloc (n * sizeof *wb);
+    CHECK (wa && wb && tt_model_export_weights (m, wa, n, &err) == TT_OK &&
+        tt_model_export_weights (b, wb, n, &err) == TT_OK &&
+        !memcmp (wa, wb, n * sizeof *wa), "the bundle's weights are the "
+        "BIN's");
+    free (wa);
+    free (wb);
+    tt_model_free (b);
+  }
+  snprintf (text_path, sizeof text_path, "%s/pk.ini", dir);
+  CHECK (tt_bundle_unpack (moved, text_path, NULL, &err) == TT_OK, "unpack: "
+      "%s", err.message);
+  size_t len = 0;
+  char *text = tt_test_read_file (text_path, &len);
+  CHECK (text && !strstr (text, "backbone =") &&
+      strstr (text, "[bb_fc_a]") && strstr (text, "[pk_extra]") &&
+      !strstr (text, "batch_size = 99"), "the bundle's INI is inlined: %s",
+      text ? text : "(none)");
+  free (text);
+  remove (text_path);
+  remove (moved);
+  rmdir (dir);
+  tt_model_free (m);
 }
 
 static void
@@ -953,6 +1031,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_initializer_none);
   TT_TEST_RUN (test_data_sets);
   TT_TEST_RUN (test_backbone_inlined);
+  TT_TEST_RUN (test_backbone_pack_self_contained);
   TT_TEST_RUN (test_backbone_refused);
   TT_TEST_RUN (test_fc_model_ini);
   TT_TEST_RUN (test_probes);

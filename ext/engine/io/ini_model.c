@@ -565,6 +565,234 @@ ini_read_file (const char *path, size_t *len_out, tt_error * err)
   return text;
 }
 
+/* ---- backbones inlined in the text ----------------------------------- */
+
+/* A growing string. */
+typedef struct
+{
+  char *p;
+  size_t len, cap;
+  bool oom;
+} ini_buf;
+
+static void
+ini_buf_add (ini_buf * b, const char *s, size_t n)
+{
+  if (b->oom)
+    return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = (b->len + n + 1) * 2;
+    char *grown = realloc (b->p, cap);
+    if (!grown) {
+      b->oom = true;
+      return;
+    }
+    b->p = grown;
+    b->cap = cap;
+  }
+  memcpy (b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+/* The line at *at (without its '\n') and the position after it. */
+static const char *
+ini_line (const char *text, size_t len, size_t *at, size_t *n)
+{
+  const char *line = text + *at;
+  const char *nl = memchr (line, '\n', len - *at);
+  *n = nl ? (size_t) (nl - line) : len - *at;
+  *at += *n + (nl ? 1 : 0);
+  return line;
+}
+
+/* The section name of a header line ("[name]"), else false. */
+static bool
+ini_header (const char *line, size_t n, const char **name, size_t *name_len)
+{
+  while (n && (*line == ' ' || *line == '\t')) {
+    line++;
+    n--;
+  }
+  if (!n || *line != '[')
+    return false;
+  const char *close = memchr (line, ']', n);
+  if (!close)
+    return false;
+  *name = line + 1;
+  *name_len = (size_t) (close - line - 1);
+  return true;
+}
+
+/* When the line is "key = value" for key (any case), the value, trimmed. */
+static bool
+ini_key_value (const char *line, size_t n, const char *key, const char **val,
+    size_t *val_len)
+{
+  while (n && (*line == ' ' || *line == '\t')) {
+    line++;
+    n--;
+  }
+  const size_t k = strlen (key);
+  if (n <= k || strncasecmp (line, key, k))
+    return false;
+  size_t i = k;
+  while (i < n && (line[i] == ' ' || line[i] == '\t'))
+    i++;
+  if (i >= n || line[i] != '=')
+    return false;
+  i++;
+  while (i < n && (line[i] == ' ' || line[i] == '\t'))
+    i++;
+  size_t end = n;
+  while (end > i && (line[end - 1] == ' ' || line[end - 1] == '\t' ||
+          line[end - 1] == '\r'))
+    end--;
+  *val = line + i;
+  *val_len = end - i;
+  return true;
+}
+
+static tt_status ini_inline_text (ini_buf * out, const char *text, size_t len,
+    const char *file, const char *trainable, size_t trainable_len, int depth,
+    tt_error * err);
+
+/* The layer sections of the backbone INI named in file's section, with
+ * trainable as that section says, in place of the section. */
+static tt_status
+ini_inline_backbone (ini_buf * out, const char *file, const char *name,
+    size_t name_len, const char *backbone, size_t backbone_len,
+    const char *trainable, size_t trainable_len, int depth, tt_error * err)
+{
+  if (depth > BACKBONE_DEPTH)
+    return tt_fail (err, TT_ERR_INVALID, "%s: more than %d nested "
+        "backbones", file, BACKBONE_DEPTH);
+  char path[4096];
+  const char *slash = strrchr (file, '/');
+  if (backbone[0] == '/' || !slash)
+    snprintf (path, sizeof path, "%.*s", (int) backbone_len, backbone);
+  else
+    snprintf (path, sizeof path, "%.*s/%.*s", (int) (slash - file), file,
+        (int) backbone_len, backbone);
+  size_t len, skip;
+  char *text = ini_read_file (path, &len, err);
+  if (!text)
+    return err ? err->status : TT_ERR_IO;
+  tt_status st = tt_ini_strict_check (text, len, path, &skip, err);
+  char note[512];
+  int n = snprintf (note, sizeof note, "# [%.*s]: the layer sections of "
+      "the backbone %.*s, inlined\n", (int) name_len, name,
+      (int) backbone_len, backbone);
+  ini_buf_add (out, note, (size_t) n < sizeof note ? (size_t) n :
+      sizeof note - 1);
+  if (!st)
+    st = ini_inline_text (out, text + skip, len - skip, path,
+        trainable ? trainable : "true", trainable ? trainable_len : 4,
+        depth + 1, err);
+  free (text);
+  return st;
+}
+
+/* text (of file) into out, each section naming a backbone INI replaced by
+ * that INI's layer sections. trainable NULL: the model's own file, copied
+ * as it is; else a backbone's: its non-layer sections left out and every
+ * layer given trainable = that value (nntrainer's rule, ini_backbone). */
+static tt_status
+ini_inline_text (ini_buf * out, const char *text, size_t len,
+    const char *file, const char *trainable, size_t trainable_len, int depth,
+    tt_error * err)
+{
+  size_t at = 0;
+  bool first = true;
+  while (at < len) {
+    /* one section: from its header (or the start) to the next header */
+    const size_t start = at;
+    const char *name = NULL;
+    size_t name_len = 0, n;
+    const char *line = ini_line (text, len, &at, &n);
+    bool header = ini_header (line, n, &name, &name_len);
+    if (!header && !first)
+      return tt_fail (err, TT_ERR_PARSE, "%s: cannot inline", file);
+    size_t end = header ? at : start;
+    if (!header)
+      at = start;
+    first = false;
+    const char *bb = NULL, *tr = NULL, *v;
+    size_t bb_len = 0, tr_len = 0, vl;
+    while (end < len) {
+      size_t next = end;
+      line = ini_line (text, len, &next, &n);
+      const char *nm;
+      size_t nl;
+      if (ini_header (line, n, &nm, &nl))
+        break;
+      if (header && ini_key_value (line, n, "backbone", &v, &vl)) {
+        bb = v;
+        bb_len = vl;
+      } else if (header && ini_key_value (line, n, "trainable", &v, &vl)) {
+        tr = v;
+        tr_len = vl;
+      }
+      end = next;
+    }
+    at = end;
+    tt_status st;
+    if (bb && (st = ini_inline_backbone (out, file, name, name_len, bb,
+                bb_len, tr, tr_len, depth, err)))
+      return st;
+    if (bb)
+      continue;
+    if (!trainable) {
+      ini_buf_add (out, text + start, end - start);
+      continue;
+    }
+    char lower[64];
+    size_t k = 0;
+    for (; header && k < name_len && k < sizeof lower - 1; k++)
+      lower[k] = (char) tolower ((unsigned char) name[k]);
+    lower[k] = '\0';
+    if (!header || ini_not_layer (lower))
+      continue;
+    /* the layer without its own trainable, then the backbone's */
+    size_t p = start;
+    while (p < end) {
+      size_t q = p;
+      line = ini_line (text, end, &q, &n);
+      if (!ini_key_value (line, n, "trainable", &v, &vl))
+        ini_buf_add (out, line, q - p);
+      p = q;
+    }
+    if (out->len && out->p[out->len - 1] != '\n')
+      ini_buf_add (out, "\n", 1);
+    ini_buf_add (out, "trainable = ", 12);
+    ini_buf_add (out, trainable, trainable_len);
+    ini_buf_add (out, "\n\n", 2);
+  }
+  return out->oom ? tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", file) :
+      TT_OK;
+}
+
+/* After a load that inlined backbones: the model's text becomes the
+ * inlined one, so that what is saved from it (a bundle, an optimized
+ * INI) describes the model without the backbone files. */
+static tt_status
+ini_inline_model_text (tt_model * m, tt_error * err)
+{
+  if (!m->n_backbone_dicts)
+    return TT_OK;
+  ini_buf out = { 0 };
+  tt_status st = ini_inline_text (&out, m->ini_text, m->ini_len, m->path,
+      NULL, 0, 0, err);
+  if (st) {
+    free (out.p);
+    return st;
+  }
+  free (m->ini_text);
+  m->ini_text = out.p;
+  m->ini_len = out.len;
+  return TT_OK;
+}
+
 tt_status
 tt_ini_parse_model (tt_model * m, tt_error * err)
 {
@@ -588,7 +816,8 @@ tt_ini_parse_model (tt_model * m, tt_error * err)
   m->dict = tt_ini_text_parse (text, len, m->path, err);
   if (!m->dict)
     return err ? err->status : TT_ERR_PARSE;
-  return ini_parse_dict (m, err);
+  tt_status st2 = ini_parse_dict (m, err);
+  return st2 ? st2 : ini_inline_model_text (m, err);
 }
 
 tt_status
@@ -613,7 +842,8 @@ tt_ini_parse_model_text (tt_model * m, const char *text, size_t len,
   m->dict = tt_ini_text_parse (text, len, m->path, err);
   if (!m->dict)
     return err ? err->status : TT_ERR_PARSE;
-  return ini_parse_dict (m, err);
+  tt_status st2 = ini_parse_dict (m, err);
+  return st2 ? st2 : ini_inline_model_text (m, err);
 }
 
 /* Sections of a parsed dictionary into the model. */
