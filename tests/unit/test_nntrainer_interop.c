@@ -541,6 +541,52 @@ test_save_best_path (void)
   tt_model_free (m);
 }
 
+/* f: AdamW BINs are nntrainer's (weights and counters: its save() writes
+ * the tag and moments for "adam" only), and the form with the tag and
+ * the moments, which earlier versions of ours wrote, still loads: here
+ * mlp_adam's save_path BIN (the same layers) into the AdamW model; saved
+ * again it is weights + counters, the moments kept in the model */
+static void
+test_adamw_tagged_bin_loads (void)
+{
+  tt_error err;
+  tt_model *m = interop_open ("mlp_adamw", 4, &err);
+  CHECK (m != NULL, "mlp_adamw: %s", m ? "" : err.message);
+  if (!m)
+    return;
+  const char *src = interop_path ("mlp_adam", "savepath.bin");
+  size_t n = 0;
+  char *file = tt_test_read_file (src, &n);
+  tt_status st = tt_model_load_bin (m, src, &err);
+  CHECK (st == TT_OK, "mlp_adamw: the tagged form: %s", err.message);
+  const size_t w = tt_bin_weight_bytes (m);
+  /* the first trainable weight's first moment, right after the tag */
+  bool moments = false;
+  for (uint32_t c = 0; c < m->n_layers && !moments && file; c++)
+    for (uint32_t i = 0; i < m->layers[c].n_weights && !moments; i++) {
+      const tt_weight *wt = &m->layers[c].weights[i];
+      if (!wt->trainable || wt->opt[0] < 0
+          || !strstr (m->tensors[wt->opt[0]].name, "fc1"))
+        continue;
+      moments = n > w + 4 + wt->count * 4 && !memcmp (file + w + 4,
+          m->tensors[wt->opt[0]].data, 16);
+    }
+  CHECK (moments, "mlp_adamw: the moments of the tagged file were loaded");
+  const char *dst = tt_test_write_file ("adamw.bin", "", 0);
+  st = st ? st : tt_model_save_bin (m, dst, &err);
+  size_t nb = 0;
+  char *saved = tt_test_read_file (dst, &nb);
+  CHECK (st == TT_OK && saved && nb == w + 8 && file && !memcmp (saved, file,
+          w) && !memcmp (saved + w, file + n - 8, 8), "mlp_adamw: saved "
+      "again: %zu bytes, want weights + counters (%zu)", nb, w + 8);
+  printf ("  %-22s f. mlp_adam.savepath.bin (%zu bytes, 'adam' + moments) "
+      "loaded by the AdamW model, saved as %zu bytes (weights + counters)\n",
+      "mlp_adamw", n, nb);
+  free (saved);
+  free (file);
+  tt_model_free (m);
+}
+
 #define INTEROP_CASE(name) \
   static void test_##name (void) { interop_model (#name); }
 INTEROP_CASE (branch3_fc)
@@ -549,6 +595,7 @@ INTEROP_CASE (branch3_fc)
     INTEROP_CASE (input_normalization)
     INTEROP_CASE (input_standardization)
     INTEROP_CASE (mlp_adam)
+    INTEROP_CASE (mlp_adamw)
     INTEROP_CASE (mlp_sgd)
     INTEROP_CASE (resnet_bn)
     INTEROP_CASE (sensor_conv1d)
@@ -565,6 +612,7 @@ INTEROP_CASE (branch3_fc)
   TT_TEST_RUN (test_input_normalization);
   TT_TEST_RUN (test_input_standardization);
   TT_TEST_RUN (test_mlp_adam);
+  TT_TEST_RUN (test_mlp_adamw);
   TT_TEST_RUN (test_mlp_sgd);
   TT_TEST_RUN (test_resnet_bn);
   TT_TEST_RUN (test_sensor_conv1d);
@@ -573,5 +621,6 @@ INTEROP_CASE (branch3_fc)
   TT_TEST_RUN (test_transfer_frozen);
   TT_TEST_RUN (test_bundle_of_earlier_versions);
   TT_TEST_RUN (test_save_best_path);
+  TT_TEST_RUN (test_adamw_tagged_bin_loads);
   return tt_test_summary ();
 }

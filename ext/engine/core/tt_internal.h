@@ -246,7 +246,8 @@ void tt_initializer_fill (tt_rng * rng, tt_initializer init, float *w,
 
 /* bin.c */
 size_t tt_bin_weight_bytes (const tt_model * m);
-/* true for optimizers whose moments a BIN carries (adam, adamw) */
+/* true for optimizers with moments (adam, adamw): a BIN may carry them
+ * (ours saves them for adam only, as nntrainer), a bundle does */
 bool tt_bin_has_moments (const tt_model * m);
 /* the moments a save writes (none for in-place or inference-only models) */
 bool tt_bin_saves_moments (const tt_model * m);

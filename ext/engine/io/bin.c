@@ -4,11 +4,12 @@
  * order (bin_layer_order), raw little-endian float32; for Adam the 4 bytes
  * "adam" then each trainable weight's first and second moments (none in
  * what nntrainer's save() writes after initialize() or train()); then the
- * epoch and iteration counters as uint32. A file is accepted only at one
- * of the exact sizes such a file can have for this model, and only if
- * every value is one the model can hold (state_check.c): the model is not
- * touched until the whole file checked out. A save refuses the same
- * values.
+ * epoch and iteration counters as uint32 (AdamW: no tag and no moments
+ * in what nntrainer and ours save; ours reads them when there). A file is
+ * accepted only at one of the exact sizes such a file can have for this
+ * model, and only if every value is one the model can hold
+ * (state_check.c): the model is not touched until the whole file checked
+ * out. A save refuses the same values.
  */
 #include "tt_internal.h"
 #include "atomic_file.h"
@@ -181,6 +182,17 @@ bool
 tt_bin_saves_moments (const tt_model * m)
 {
   return tt_bin_has_moments (m) && !m->moments_missing && !m->inference;
+}
+
+/* What a BIN save writes after the weights besides the counters: the tag
+ * and the moments only for adam, as nntrainer, whose save() tests the
+ * optimizer's type for exactly "adam" (neuralnet.cpp:637): an AdamW BIN
+ * is weights and counters (tests/interop/nntrainer/FINDINGS.md section
+ * 2; its moments live on in bundles only). A load takes both forms. */
+static bool
+bin_saves_tag (const tt_model * m)
+{
+  return m->opt.type == TT_OPT_ADAM && tt_bin_saves_moments (m);
 }
 
 /* The sizes do not depend on the order: no allocation, no failure. */
@@ -646,7 +658,7 @@ tt_model_save_bin (tt_model * m, const char *path, tt_error * err)
     return st;
   const uint32_t counters[2] = { m->epoch, m->iteration };
   if ((st = bin_for_each (m, false, false, bin_write_region, &f, err)) ||
-      (tt_bin_saves_moments (m) &&
+      (bin_saves_tag (m) &&
           ((st = tt_atomic_file_write (&f, BIN_TAG, BIN_TAG_LEN, err)) ||
               (st = bin_for_each (m, true, true, bin_write_region, &f,
                       err)))) ||
