@@ -452,6 +452,7 @@ gst_tensor_planner_stop (GstBaseTransform * trans)
   self->check_buffer = FALSE;
   self->n_inputs = 0;
   g_clear_pointer (&self->config_path, g_free);
+  gst_clear_caps (&self->refused_caps);
   return TRUE;
 }
 
@@ -608,15 +609,13 @@ out:
   return ok;
 }
 
+/* Checks (and with the first caps, plans) for set_caps; posts its error. */
 static gboolean
-gst_tensor_planner_set_caps (GstBaseTransform * trans, GstCaps * incaps,
-    GstCaps * outcaps)
+gst_tensor_planner_accept_caps (GstTtTensorPlanner * self, GstCaps * incaps)
 {
-  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (trans);
   GstTensorsDesc desc;
   gchar *why = NULL;
 
-  (void) outcaps;
   if (!gst_tensors_desc_from_caps (incaps, &desc, &why)) {
     gchar *have = gst_caps_to_string (incaps);
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("Caps refused: %s.", why),
@@ -637,6 +636,24 @@ gst_tensor_planner_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     return FALSE;
   }
   self->check_buffer = desc.format == GST_TENSOR_FORMAT_FLEXIBLE;
+  return TRUE;
+}
+
+static gboolean
+gst_tensor_planner_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstTtTensorPlanner *self = GST_TENSOR_PLANNER (trans);
+
+  (void) outcaps;
+  /* one error per failure: the same caps come back with the next buffer */
+  if (self->refused_caps && gst_caps_is_equal (incaps, self->refused_caps))
+    return FALSE;
+  if (!gst_tensor_planner_accept_caps (self, incaps)) {
+    gst_caps_replace (&self->refused_caps, incaps);
+    return FALSE;
+  }
+  gst_clear_caps (&self->refused_caps);
   return TRUE;
 }
 
@@ -758,5 +775,6 @@ gst_tensor_planner_finalize (GObject * object)
   g_free (self->weights_location);
   g_free (self->model_load_path);
   g_free (self->config_path);
+  gst_clear_caps (&self->refused_caps);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }

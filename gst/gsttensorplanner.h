@@ -33,6 +33,8 @@ struct _GstTtTensorPlanner
   guint n_inputs;
   tt_shape inputs[GST_TENSOR_MAX_TENSORS];
   gchar *config_path;           /* for messages */
+  GstCaps *refused_caps;        /* posted once: GstBaseTransform offers
+                                 * the same caps again at each buffer */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_planner);

@@ -418,6 +418,16 @@ GST_START_TEST (test_caps_refused)
   g_free (msg);
   fail_if (g_file_test (f.opt, G_FILE_TEST_EXISTS),
       "written for caps that do not fit");
+  /* each buffer makes GstBaseTransform offer the same caps again: still
+   * one error for the one failure */
+  GstSegment segment;
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  gst_harness_push_event (h, gst_event_new_segment (&segment));
+  for (guint k = 0; k < 3; k++)
+    fail_unless_equals_int (gst_harness_push (h, gst_buffer_new_allocate
+            (NULL, 8 * sizeof (gfloat), NULL)), GST_FLOW_NOT_NEGOTIATED);
+  fail_unless (gst_bus_pop_filtered (f.bus, GST_MESSAGE_ERROR) == NULL,
+      "the refused caps were posted again");
   gst_harness_teardown (h);
 
   /* flexible: the first buffer's headers are checked */
