@@ -98,7 +98,8 @@ gst_tensor_datarepo_parse_flexible (JsonObject * obj, guint64 total,
   for (guint i = 0; i < total; i++) {
     guint first = info->first_tensor[i], next = info->first_tensor[i + 1];
     guint64 end;
-    if (next <= first || next - first > GST_TENSOR_MAX_TENSORS) {
+    if (next <= first || next > n_sizes
+        || next - first > GST_TENSOR_MAX_TENSORS) {
       *error = g_strdup_printf ("sample %u: \"tensor_count\" goes from %u "
           "to %u (of %u \"tensor_size\" entries), but a sample holds 1 to "
           "%d tensors.", i, first, next, n_sizes, GST_TENSOR_MAX_TENSORS);

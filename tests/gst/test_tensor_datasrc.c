@@ -828,6 +828,10 @@ GST_START_TEST (test_repo_flexible_errors)
     {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,268],"
           "\"tensor_size\":[136,132,134],\"tensor_count\":[0,3]}",
         "sample 1: \"tensor_count\" goes from 3 to 3"},
+    /* past the end of tensor_size (decreasing after) */
+    {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,268],"
+          "\"tensor_size\":[136,132,134],\"tensor_count\":[0,9]}",
+        "sample 0: \"tensor_count\" goes from 0 to 9 (of 3"},
     {"{" FLEX_CAPS ",\"total_samples\":2,\"sample_offset\":[0,300],"
           "\"tensor_size\":[136,132,134],\"tensor_count\":[0,2]}",
         "end at byte 434"},
