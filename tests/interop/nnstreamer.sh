@@ -20,8 +20,10 @@
 #   unittest_trainer.*  nnstreamer's own unittest_trainer (gtest), each
 #      case in a process of its own, against our tensor_trainer
 #   subplugin-*  the nnstreamer sub-plugins of gst/nnstreamer/
-#      (framework=tensor-trainer) in nnstreamer's own tensor_trainer and
-#      tensor_filter; SKIP when they are not built
+#      (framework=tensor-trainer) in nnstreamer's own elements: row e's
+#      line and row a's training (the BIN of row a, byte for byte) in its
+#      tensor_trainer, row a's model in its tensor_filter (our
+#      tensor_predictor's outputs, bit for bit); SKIP when not built
 #
 # Usage: tests/interop/nnstreamer.sh [NNSTREAMER_BUILD_DIR [OUT_DIR]]
 #   NNSTREAMER_BUILD_DIR: nnstreamer's meson build folder (its plugins in
@@ -547,6 +549,7 @@ elif [ ! -f "$sub_trainer" ] || [ ! -f "$sub_filter" ]; then
   reason="not built: no $sub_dir/libnnstreamer_{trainer,filter}_tensor-trainer.so\
  (meson builds them when pkg-config finds nnstreamer)"
   row subplugin-trainer SKIP "$reason"
+  row subplugin-trainer-video SKIP "$reason"
   row subplugin-filter SKIP "$reason"
 else
   mkdir -p "$out/subplugin" && cd "$out/subplugin" || exit 1
@@ -573,6 +576,28 @@ else
     else
       row subplugin-trainer PASS "nnstreamer's tensor_trainer, 5 epochs,\
  model.bin $(stat -c %s model.bin) bytes, $(($(stat -c %s figures) / 32)) result buffers"
+    fi
+  fi
+  # row a's training in nnstreamer's tensor_trainer: row a's BIN
+  if [ ! -s "$out/a/pixel.bin" ]; then
+    row subplugin-trainer-video FAIL "no pixel.bin from row a"
+  else
+    pixel_src "" "" "" ""
+    launch_nns trainer-video.log "${src[@]}" ! tensor_trainer name=tt \
+      framework=tensor-trainer model-config="$pix_ini" num-inputs=1 \
+      num-labels=1 num-training-samples=200 num-validation-samples=50 \
+      epochs=10 model-save-path=pixel.bin ! filesink location=figures-video
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+      row subplugin-trainer-video FAIL "exit $rc: $(why trainer-video.log)"
+    elif [ -z "$(tt_caps trainer-video.log GstTensorTrainer)" ]; then
+      row subplugin-trainer-video FAIL "the trainer is not nnstreamer's"
+    elif cmp -s pixel.bin "$out/a/pixel.bin"; then
+      row subplugin-trainer-video PASS "row a in nnstreamer's tensor_trainer:\
+ its BIN, byte for byte"
+    else
+      row subplugin-trainer-video FAIL "pixel.bin differs from row a's:\
+ $(cmp pixel.bin "$out/a/pixel.bin" 2>&1 | head -n 1)"
     fi
   fi
   # the model of row a through tensor_filter and through our
