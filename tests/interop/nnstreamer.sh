@@ -32,7 +32,8 @@
 #   Without one the script exits 77 (a skip), saying why; with one that is
 #   not a build, 1.
 #   OUT_DIR: where the files go (default: a new folder under $TMPDIR); it
-#   is emptied first.
+#   is emptied first (when it is a former run's; any other folder that is
+#   not empty is refused).
 # Environment: TT_BUILD_DIR, this project's build folder (default: build/
 #   at the top of the tree): its gst/libgsttensortrainer.so and, when
 #   built, gst/nnstreamer/libnnstreamer_{trainer,filter}_tensor-trainer.so.
@@ -91,9 +92,16 @@ out=${2:-}
 if [ -z "$out" ]; then
   out=$(mktemp -d "${TMPDIR:-/tmp}/nnstreamer-interop.XXXXXX") || exit 1
 else
+  # (emptied only when it is empty or a former run's)
+  if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] &&
+      [ ! -e "$out/.nnstreamer-interop" ]; then
+    echo "FAIL: $out is not empty and not a former run's folder"
+    exit 1
+  fi
   rm -rf "$out" && mkdir -p "$out" || exit 1
   out=$(cd "$out" && pwd)
 fi
+: > "$out/.nnstreamer-interop"
 
 nns_src=${NNSTREAMER_SOURCE_ROOT_PATH:-}
 if [ -z "$nns_src" ] && [ -f "$nns/meson-info/meson-info.json" ]; then
@@ -103,8 +111,8 @@ print(json.load(open(sys.argv[1]))["directories"]["source"])' \
 fi
 repo=${nns_src:-/nonexistent}/tests/test_models/data/datarepo
 
-# GStreamer's own plugin folder (videotestsrc, tee, queue, videocrop,
-# filesink), and only it
+# GStreamer's own plugin folder (videotestsrc, tee, queue, filesink;
+# videocrop from gst-plugins-good), and only it
 sysdir=$(pkg-config --variable=pluginsdir gstreamer-1.0 2>/dev/null)
 if [ ! -f "$sysdir/libgstcoreelements.so" ]; then
   sysdir=
