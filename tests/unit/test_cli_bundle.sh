@@ -124,5 +124,28 @@ check "a [Model] without batch_size gets the key" sh -c "grep -v \
 check "and trains at batch 2" sh -c "'$cli' train '$tmp/b2.opt.ini' \
   --data '$tmp/images.idx' --labels '$tmp/labels.idx' --epochs 1 | \
   grep -q '^# model=.* batch=2 '"
+# issue 16: pack of an INI with a backbone stores the inlined text; the
+# bundle alone, moved away with the INIs deleted, opens and trains
+mkdir -p "$tmp/bbsrc" "$tmp/bbdst"
+printf '%s\n' '[Model]' 'type = NeuralNetwork' 'batch_size = 2' \
+  'loss = cross' '[Optimizer]' 'type = adam' '[input]' 'type = input' \
+  'input_shape = 1:28:28' '[bb]' 'backbone = part.ini' 'trainable = false' \
+  '[fc2]' 'type = fully_connected' 'unit = 10' 'activation = softmax' \
+  > "$tmp/bbsrc/top.ini"
+printf '%s\n' '[Model]' 'type = NeuralNetwork' '[a]' \
+  'type = fully_connected' 'unit = 8' 'input_layers = input' 'flatten = true' \
+  > "$tmp/bbsrc/part.ini"
+check "pack an INI with a backbone" sh -c "'$cli' pack '$tmp/bbsrc/top.ini' \
+  -o '$tmp/bbsrc/top.ttb' > /dev/null"
+mv "$tmp/bbsrc/top.ttb" "$tmp/bbdst/" && rm -f "$tmp/bbsrc/top.ini" \
+  "$tmp/bbsrc/part.ini"
+check "the bundle alone trains (layer a frozen, inlined)" sh -c "'$cli' \
+  train '$tmp/bbdst/top.ttb' --data '$tmp/images.idx' --labels \
+  '$tmp/labels.idx' --epochs 1 | grep -q '^epoch=1/1'"
+check "its INI names no backbone" sh -c "'$cli' unpack '$tmp/bbdst/top.ttb' \
+  -o '$tmp/bbdst/out' > /dev/null && ! grep -q '^backbone' \
+  '$tmp/bbdst/out/model.ini' && grep -q '^trainable = false' \
+  '$tmp/bbdst/out/model.ini'"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
