@@ -14,7 +14,10 @@
  * caps say so: the engine widens it), one tensor per input layer, of the
  * input layer's shape; the output is the model's last layer, float32.
  * nnstreamer writes dimensions innermost first: a model whose input is
- * 1:28:28 (channel:height:width) takes 28:28:1:1.
+ * 1:28:28 (channel:height:width) takes 28:28:1:1. With is-updatable=true,
+ * a new model= while the pipeline runs is loaded in place of the current
+ * one when its shapes are the same (RELOAD_MODEL), e.g. the BIN a
+ * tensor_trainer has just saved.
  */
 #define G_LOG_DOMAIN "tensor-trainer"
 
@@ -213,6 +216,8 @@ tt_nns_filter_invoke (const GstTensorFilterFramework * self,
   (void) self;
   if (!f || !prop || !input || !output)
     return -EINVAL;
+  /* (a reload swaps the model and its path under this lock) */
+  g_mutex_lock (&f->lock);
   for (guint i = 0; i < f->n_inputs; i++) {
     const tensor_type type = i < prop->input_meta.num_tensors ?
         prop->input_meta.info[i].type : _NNS_FLOAT32;
@@ -220,13 +225,13 @@ tt_nns_filter_invoke (const GstTensorFilterFramework * self,
     if (type != _NNS_FLOAT32 && type != _NNS_UINT8) {
       g_warning (TT_NNS_FRAMEWORK ": input %u is %s; the engine takes float32 "
           "or uint8.", i, tt_nns_type_name (type));
-      return -EINVAL;
+      goto out;
     }
     if (!input[i].data || input[i].size != f->in_count[i] * esize) {
       g_warning (TT_NNS_FRAMEWORK ": input %u has %" G_GSIZE_FORMAT " bytes; "
           "the model %s takes %" G_GSIZE_FORMAT ".", i, input[i].size,
           f->path, f->in_count[i] * esize);
-      return -EINVAL;
+      goto out;
     }
     inputs[i] = input[i].data;
     types[i] = type == _NNS_UINT8 ? TT_DTYPE_UINT8 : TT_DTYPE_FLOAT32;
@@ -235,10 +240,9 @@ tt_nns_filter_invoke (const GstTensorFilterFramework * self,
     g_warning (TT_NNS_FRAMEWORK ": the output buffer has %" G_GSIZE_FORMAT
         " bytes; the model %s gives %" G_GSIZE_FORMAT ".", output[0].size,
         f->path, f->out_count * sizeof (gfloat));
-    return -EINVAL;
+    goto out;
   }
   /* the model's pool holds the output until the next pass */
-  g_mutex_lock (&f->lock);
   if (tt_model_eval_batch (f->model, 1, inputs, types, NULL, NULL,
           &err) == TT_OK) {
     memcpy (output[0].data, tt_model_output (f->model), output[0].size);
@@ -246,6 +250,7 @@ tt_nns_filter_invoke (const GstTensorFilterFramework * self,
   } else {
     g_warning (TT_NNS_FRAMEWORK ": %s", err.message);
   }
+out:
   g_mutex_unlock (&f->lock);
   return ret;
 }
@@ -274,6 +279,54 @@ tt_nns_filter_get_framework_info (const GstTensorFilterFramework * self,
   return 0;
 }
 
+/* Do a and b take and give tensors of the same shapes? */
+static gboolean
+tt_nns_filter_same_shapes (const TtNnsFilter * a, const TtNnsFilter * b)
+{
+  if (a->n_inputs != b->n_inputs
+      || memcmp (&a->out_shape, &b->out_shape, sizeof a->out_shape))
+    return FALSE;
+  for (guint i = 0; i < a->n_inputs; i++)
+    if (memcmp (&a->in_shape[i], &b->in_shape[i], sizeof a->in_shape[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* RELOAD_MODEL (tensor_filter is-updatable=true, a new model= while it
+ * runs): the new files are opened beside the model in use, which serves
+ * until they have loaded; a model of other shapes is refused, as the
+ * negotiated caps could not carry it. */
+static int
+tt_nns_filter_reload (TtNnsFilter * f,
+    const GstTensorFilterFrameworkEventData * data)
+{
+  TtNnsFilter *fresh;
+  tt_model *old_model;
+  gchar *old_path;
+
+  if (!f || !data)
+    return -EINVAL;
+  fresh = tt_nns_filter_open_model (data->model_files, data->num_models);
+  if (!fresh)
+    return -EINVAL;
+  if (!tt_nns_filter_same_shapes (f, fresh)) {
+    g_warning (TT_NNS_FRAMEWORK ": cannot reload %s in place of %s: its "
+        "inputs or output have other shapes.", fresh->path, f->path);
+    tt_nns_filter_free (fresh);
+    return -EINVAL;
+  }
+  g_mutex_lock (&f->lock);
+  old_model = f->model;
+  old_path = f->path;
+  f->model = fresh->model;
+  f->path = fresh->path;
+  g_mutex_unlock (&f->lock);
+  fresh->model = old_model;
+  fresh->path = old_path;
+  tt_nns_filter_free (fresh);
+  return 0;
+}
+
 static int
 tt_nns_filter_event_handler (const GstTensorFilterFramework * self,
     const GstTensorFilterProperties * prop, void *private_data, event_ops ops,
@@ -281,9 +334,8 @@ tt_nns_filter_event_handler (const GstTensorFilterFramework * self,
 {
   (void) self;
   (void) prop;
-  (void) private_data;
-  (void) ops;
-  (void) data;
+  if (ops == RELOAD_MODEL)
+    return tt_nns_filter_reload (private_data, data);
   return -ENOENT;
 }
 

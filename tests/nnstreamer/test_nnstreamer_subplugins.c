@@ -13,7 +13,8 @@
  *             equal the engine's own training on the same batches; the
  *             element pushes its 4 figures per update
  *   filter    tensor_filter with model=bundle and model=INI,BIN: every
- *             output equals the engine's own inference at batch 1
+ *             output equals the engine's own inference at batch 1; with
+ *             is-updatable=true a new model= serves the samples after it
  *   errors    bad files, an INI without weights, samples that do not fit:
  *             an error or a refused state change, a message naming the
  *             file, no hang
@@ -100,17 +101,23 @@ make_sample (guint k, gfloat x[IN_FLOATS], gfloat y[OUT_FLOATS])
     y[i] = i == c ? 1.0f : 0.0f;
 }
 
+/* A memory owning a copy of size bytes at data. */
+static GstMemory *
+memory_copy (gconstpointer data, gsize size)
+{
+  gpointer copy = g_memdup2 (data, size);
+  return gst_memory_new_wrapped (0, copy, size, 0, size, copy, g_free);
+}
+
 static GstBuffer *
 sample_buffer (guint k, gboolean with_label)
 {
   gfloat x[IN_FLOATS], y[OUT_FLOATS];
   GstBuffer *buf = gst_buffer_new ();
   make_sample (k, x, y);
-  gst_buffer_append_memory (buf, gst_memory_new_wrapped (0,
-          g_memdup2 (x, sizeof x), sizeof x, 0, sizeof x, NULL, g_free));
+  gst_buffer_append_memory (buf, memory_copy (x, sizeof x));
   if (with_label)
-    gst_buffer_append_memory (buf, gst_memory_new_wrapped (0,
-            g_memdup2 (y, sizeof y), sizeof y, 0, sizeof y, NULL, g_free));
+    gst_buffer_append_memory (buf, memory_copy (y, sizeof y));
   return buf;
 }
 
@@ -344,7 +351,8 @@ test_trainer (void)
   files_clear (&f);
 }
 
-/* A trained model as INI + BIN and as a bundle. */
+/* A trained model as INI + BIN and as a bundle (and its initial weights
+ * as a BIN). */
 static void
 make_trained_model (const Files * f)
 {
@@ -355,6 +363,7 @@ make_trained_model (const Files * f)
   const tt_dtype types[1] = { TT_DTYPE_FLOAT32 };
 
   CHECK (m != NULL, "%s", err.message);
+  CHECK (tt_model_save_bin (m, f->init_bin, &err) == TT_OK, "%s", err.message);
   for (guint b = 0; b < 20; b++) {
     for (guint i = 0; i < 4; i++)
       make_sample (b * 4 + i, x + i * IN_FLOATS, y + i * OUT_FLOATS);
@@ -370,22 +379,50 @@ make_trained_model (const Files * f)
 
 #define N_INFER 12
 
-/* tensor_filter with model=model_spec against the engine at batch 1. */
+/* The output of sample k against the engine's model m at batch 1. */
 static void
-check_filter (const Files * f, const gchar * model_spec)
+check_output (GstSample * s, tt_model * m, guint k, const gchar * what)
+{
+  gfloat x[IN_FLOATS], y[OUT_FLOATS], got[OUT_FLOATS];
+  const void *inputs[1] = { x };
+  const tt_dtype types[1] = { TT_DTYPE_FLOAT32 };
+  tt_error err;
+  GstBuffer *b = gst_sample_get_buffer (s);
+
+  CHECK (gst_buffer_get_size (b) == sizeof got, "%zu bytes",
+      gst_buffer_get_size (b));
+  gst_buffer_extract (b, 0, got, sizeof got);
+  make_sample (k, x, y);
+  CHECK (m && tt_model_eval_batch (m, 1, inputs, types, NULL, NULL,
+          &err) == TT_OK, "%s", err.message);
+  CHECK (m && memcmp (got, tt_model_output (m), sizeof got) == 0,
+      "%s, sample %u: %g %g %g, the engine %g %g %g", what, k,
+      got[0], got[1], got[2], tt_model_output (m)[0],
+      tt_model_output (m)[1], tt_model_output (m)[2]);
+}
+
+static tt_model *
+open_for_inference (const gchar * ini, const gchar * weights)
 {
   tt_open_options o = { 0 };
   tt_error err;
   tt_model *m;
+  o.batch_size = 1;
+  o.inference = TRUE;
+  o.weights = weights;
+  m = tt_model_open (ini, &o, NULL, &err);
+  CHECK (m != NULL, "%s", err.message);
+  return m;
+}
+
+/* tensor_filter with model=model_spec against the engine at batch 1. */
+static void
+check_filter (const Files * f, const gchar * model_spec)
+{
+  tt_model *m = open_for_inference (f->ini, f->trained_bin);
   gchar *desc, *error;
   GstElement *pipeline, *src, *sink;
   guint outputs = 0;
-
-  o.batch_size = 1;
-  o.inference = TRUE;
-  o.weights = f->trained_bin;
-  m = tt_model_open (f->ini, &o, NULL, &err);
-  CHECK (m != NULL, "%s", err.message);
 
   desc = g_strdup_printf ("appsrc name=src caps=\"" INFER_CAPS "\" "
       "format=time ! tensor_filter framework=tensor-trainer model=%s ! "
@@ -403,9 +440,6 @@ check_filter (const Files * f, const gchar * model_spec)
 
   for (guint k = 0;; k++) {
     GstSample *s = NULL;
-    gfloat x[IN_FLOATS], y[OUT_FLOATS], got[OUT_FLOATS];
-    const void *inputs[1] = { x };
-    const tt_dtype types[1] = { TT_DTYPE_FLOAT32 };
     g_signal_emit_by_name (sink, "try-pull-sample", (GstClockTime) 0, &s);
     if (!s)
       break;
@@ -415,17 +449,7 @@ check_filter (const Files * f, const gchar * model_spec)
           "output caps %s", caps);
       g_free (caps);
     }
-    GstBuffer *b = gst_sample_get_buffer (s);
-    CHECK (gst_buffer_get_size (b) == sizeof got, "%zu bytes",
-        gst_buffer_get_size (b));
-    gst_buffer_extract (b, 0, got, sizeof got);
-    make_sample (k, x, y);
-    CHECK (m && tt_model_eval_batch (m, 1, inputs, types, NULL, NULL,
-            &err) == TT_OK, "%s", err.message);
-    CHECK (m && memcmp (got, tt_model_output (m), sizeof got) == 0,
-        "model=%s, sample %u: %g %g %g, the engine %g %g %g", model_spec, k,
-        got[0], got[1], got[2], tt_model_output (m)[0],
-        tt_model_output (m)[1], tt_model_output (m)[2]);
+    check_output (s, m, k, model_spec);
     outputs++;
     gst_sample_unref (s);
   }
@@ -435,6 +459,64 @@ check_filter (const Files * f, const gchar * model_spec)
   gst_object_unref (sink);
   gst_object_unref (pipeline);
   tt_model_free (m);
+}
+
+/* tensor_filter is-updatable=true: a new model= in the middle of the
+ * stream serves the samples after it. */
+static void
+check_filter_reload (const Files * f)
+{
+  tt_model *trained = open_for_inference (f->ini, f->trained_bin);
+  tt_model *initial = open_for_inference (f->ini, f->init_bin);
+  gchar *desc, *error, *pair;
+  GstElement *pipeline, *src, *sink, *filter;
+  guint k = 0;
+
+  desc = g_strdup_printf ("appsrc name=src caps=\"" INFER_CAPS "\" "
+      "format=time ! tensor_filter name=filter framework=tensor-trainer "
+      "is-updatable=true model=%s ! appsink name=sink sync=false "
+      "wait-on-eos=false", f->bundle);
+  pipeline = launch (desc);
+  g_free (desc);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  filter = gst_bin_get_by_name (GST_BIN (pipeline), "filter");
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  for (; k < N_INFER / 2; k++)
+    push (src, sample_buffer (k, FALSE));
+  for (guint i = 0; i < N_INFER / 2; i++) {
+    GstSample *s = NULL;
+    g_signal_emit_by_name (sink, "try-pull-sample", TIMEOUT, &s);
+    CHECK (s != NULL, "output %u before the reload", i);
+    if (!s)
+      break;
+    check_output (s, trained, i, "before the reload");
+    gst_sample_unref (s);
+  }
+  pair = g_strdup_printf ("%s,%s", f->ini, f->init_bin);
+  g_object_set (filter, "model", pair, NULL);
+  g_free (pair);
+  for (; k < N_INFER; k++)
+    push (src, sample_buffer (k, FALSE));
+  end_of_stream (src);
+  CHECK (wait_eos (pipeline, &error), "reload: %s", error);
+  g_free (error);
+  for (guint i = N_INFER / 2; i < N_INFER; i++) {
+    GstSample *s = NULL;
+    g_signal_emit_by_name (sink, "try-pull-sample", (GstClockTime) 0, &s);
+    CHECK (s != NULL, "output %u after the reload", i);
+    if (!s)
+      break;
+    check_output (s, initial, i, "after the reload");
+    gst_sample_unref (s);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (filter);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  tt_model_free (trained);
+  tt_model_free (initial);
 }
 
 static void
@@ -449,6 +531,7 @@ test_filter (void)
   pair = g_strdup_printf ("%s,%s", f.ini, f.trained_bin);
   check_filter (&f, pair);
   g_free (pair);
+  check_filter_reload (&f);
   files_clear (&f);
 }
 
@@ -577,6 +660,7 @@ main (int argc, char **argv)
   if (!only || !strcmp (only, "errors"))
     test_errors ();
   g_string_free (subplugin_log, TRUE);
+  gst_deinit ();
   if (failures)
     g_printerr ("%d check(s) failed\n", failures);
   else
