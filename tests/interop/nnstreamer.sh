@@ -310,6 +310,15 @@ if [ "$prereq" = ok ]; then
     row a-video-mux-train FAIL "$msg"
   fi
 
+  # tt_tensor_trainer: ours without any preload, though creating
+  # nnstreamer's elements gives nnstreamer's plugin the tensor_trainer name
+  tt_trainer=(tt_tensor_trainer "${trainer[@]:1}")
+  env "${env_ours[@]}" timeout -k 5 "$limit" gst-launch-1.0 -v \
+    "${src[@]}" ! "${tt_trainer[@]}" ! filesink location=tt-name \
+    > tt-name.log 2>&1
+  rc=$?
+  same_as_a a-tt_tensor_trainer-name tt-name.log tt-name
+
   cd "$out/b" || exit 1
   flex=other/tensors,format=flexible
   pixel_src "" "" "" "tensor_transform mode=typecast option=int32"
