@@ -24,9 +24,14 @@
  * After #GstTtTensorDataSrc:epochs epochs the element sends EOS. Buffers carry
  * no timestamps; their offset is the sample's position in the stream.
  *
- * The files are read once at start. Images sent as stored and all labels
- * are read-only memories wrapping that data (no copy per sample); the data
- * lives until the element stops and the last such buffer is freed.
+ * The files are checked at start and the samples read from them as they
+ * are pushed (a pread of one sample each), so the data set is never held
+ * in memory: shuffling permutes indices (4 bytes a sample), the IDX
+ * labels (1 byte a sample) are held. A gzipped IDX file is decompressed
+ * once, at start, into a temporary file without a name in $TMPDIR (else
+ * /tmp), which goes when the element stops or the process dies. A file
+ * truncated while the element reads it stops the stream with one error
+ * naming it (and no EOS).
  *
  * ## Datarepo files
  *
@@ -38,8 +43,8 @@
  * here and checked when present). Set #GstTtTensorDataSrc:json to read
  * #GstTtTensorDataSrc:location that way; a location ending in .data, .dat or
  * .raw whose JSON sits beside it (same name, .json) is recognized without
- * it. The samples go out as the caps say, labels included, one read-only
- * memory per tensor over the mapped file (no copy). A datarepo of flexible
+ * it. The samples go out as the caps say, labels included, one memory per
+ * tensor (sharing the one read of the sample). A datarepo of flexible
  * tensors (what datareposink writes from other/tensors,format=flexible:
  * the JSON lists `sample_offset`, `tensor_size` and `tensor_count`, and
  * each tensor in the file is its 128-byte header, then its data) goes out
@@ -64,8 +69,12 @@
 #include "gsttensordatasrc.h"
 #include "gsttensordatarepo.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_tensor_datasrc_debug);
 #define GST_CAT_DEFAULT gst_tensor_datasrc_debug
@@ -168,6 +177,7 @@ static void gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
 static GstStateChangeReturn gst_tensor_datasrc_change_state (GstElement *
     element, GstStateChange transition);
 static gboolean gst_tensor_datasrc_open (GstTtTensorDataSrc * self);
+static void gst_tensor_datasrc_set_init (GstTtTensorDataSrcSet * set);
 static gboolean gst_tensor_datasrc_stop (GstBaseSrc * src);
 static GstCaps *gst_tensor_datasrc_get_caps (GstBaseSrc * src,
     GstCaps * filter);
@@ -199,8 +209,8 @@ gst_tensor_datasrc_class_init (GstTtTensorDataSrcClass * klass)
    * (gzipped or not; uint8 or float32 elements), or the raw
    * data file of an nnstreamer datarepo (see #GstTtTensorDataSrc:json). It
    * is required: without it the element fails to go to PAUSED, with an
-   * error saying what to set. The file is read (IDX) or mapped
-   * (datarepo) once, at READY->PAUSED, and kept until the element stops.
+   * error saying what to set. The file is opened and checked at
+   * READY->PAUSED and read sample by sample until the element stops.
    */
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Images location",
@@ -337,7 +347,7 @@ gst_tensor_datasrc_class_init (GstTtTensorDataSrcClass * klass)
    * GstTtTensorDataSrc:image-format:
    *
    * The type of the image tensor of IDX files. uint8 (the default) pushes
-   * the pixels as stored, without a copy; float32 divides uint8 pixels by
+   * the pixels as stored; float32 divides uint8 pixels by
    * 255 into [0, 1]. Files of float32 images need float32, and are pushed
    * as stored. For datarepo files only the default is accepted: their
    * tensors go out as their JSON describes them.
@@ -377,8 +387,7 @@ gst_tensor_datasrc_class_init (GstTtTensorDataSrcClass * klass)
    * The nnstreamer datarepo description of #GstTtTensorDataSrc:location
    * (`gst_caps`, `total_samples`, optional `sample_size`), which then
    * holds raw samples back to back: each the static tensors of the caps,
-   * labels included, pushed as one read-only memory per tensor over the
-   * mapped file. For flexible tensors the JSON also lists `sample_offset`,
+   * labels included, pushed as one memory per tensor. For flexible tensors the JSON also lists `sample_offset`,
    * `tensor_size` and `tensor_count`, and each memory is a tensor's
    * header and data. Unset (the default), a location ending in .data, .dat
    * or .raw with a .json of the same name beside it is read that way, any
@@ -447,30 +456,39 @@ gst_tensor_datasrc_init (GstTtTensorDataSrc * self)
   self->push_list_size = DEFAULT_PUSH_LIST_SIZE;
   gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
   gst_base_src_set_live (GST_BASE_SRC (self), FALSE);
+  gst_tensor_datasrc_set_init (&self->train);
+  gst_tensor_datasrc_set_init (&self->valid);
 }
 
 /* ---- start / stop ---------------------------------------------------- */
 
+/* A set with no file open. */
+static void
+gst_tensor_datasrc_set_init (GstTtTensorDataSrcSet * set)
+{
+  memset (set, 0, sizeof *set);
+  tt_idx_file_init (&set->images);
+  set->repo.fd = -1;
+}
+
 static void
 gst_tensor_datasrc_set_clear (GstTtTensorDataSrcSet * set)
 {
-  tt_idx_clear (&set->images);
-  tt_idx_clear (&set->labels);
-  g_clear_pointer (&set->repo.map, g_mapped_file_unref);
+  tt_idx_file_close (&set->images);
+  g_free (set->labels);
+  if (set->repo.fd >= 0)
+    close (set->repo.fd);
+  g_free (set->repo.path);
   g_free (set->repo.sample_offsets);
   g_free (set->repo.first_tensor);
   g_free (set->repo.tensor_sizes);
-  memset (&set->repo, 0, sizeof set->repo);
-  set->start = set->count = 0;
-  set->total = 0;
+  gst_tensor_datasrc_set_init (set);
 }
 
 static void
 gst_tensor_datasrc_store_free (gpointer data)
 {
   GstTtTensorDataSrcStore *store = data;
-  for (guint i = 0; i < G_N_ELEMENTS (store->blocks); i++)
-    free (store->blocks[i]);    /* tt_idx_load's malloc */
   g_free (store->labels_f32);
 }
 
@@ -480,8 +498,7 @@ gst_tensor_datasrc_store_release (gpointer store)
   g_atomic_rc_box_release_full (store, gst_tensor_datasrc_store_free);
 }
 
-/* Moves the loaded data into a shared store (the sets keep pointing at
- * it) and builds the label table. */
+/* Builds the shared label table. */
 static void
 gst_tensor_datasrc_make_store (GstTtTensorDataSrc * self)
 {
@@ -489,10 +506,6 @@ gst_tensor_datasrc_make_store (GstTtTensorDataSrc * self)
       g_atomic_rc_box_new0 (GstTtTensorDataSrcStore);
   const gboolean onehot =
       self->out_label_format == GST_TENSOR_DATASRC_LABEL_ONEHOT;
-  store->blocks[0] = self->train.images.data;
-  store->blocks[1] = self->train.labels.data;
-  store->blocks[2] = self->valid.images.data;
-  store->blocks[3] = self->valid.labels.data;
   store->label_floats = onehot ? self->classes : 1;
   store->labels_f32 = g_new0 (gfloat, 256 * store->label_floats);
   for (guint v = 0; v < 256; v++) {
@@ -533,14 +546,26 @@ gst_tensor_datasrc_load_pair (GstTtTensorDataSrc * self, const gchar * images,
             "train-images-idx3-ubyte.gz).", prefix, prefix, images), (NULL));
     return FALSE;
   }
-  if (tt_idx_load (images, &set->images, err, sizeof err) != 0
-      || tt_idx_load (labels, &set->labels, err, sizeof err) != 0) {
+  /* the images stay open and are read as they are pushed; the labels,
+   * a byte a sample, are read whole */
+  tt_idx_file lf;
+  gboolean ok;
+  if (tt_idx_file_open (images, &set->images, err, sizeof err) != 0
+      || tt_idx_file_open (labels, &lf, err, sizeof err) != 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", err), (NULL));
     return FALSE;
   }
-  if (tt_idx_check_pair (&set->images, &set->labels, err, sizeof err) != 0) {
+  if (tt_idx_file_check_pair (&set->images, &lf, err, sizeof err) != 0) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s and %s: %s", images,
             labels, err), (NULL));
+    tt_idx_file_close (&lf);
+    return FALSE;
+  }
+  set->labels = g_malloc (MAX (lf.count, 1));
+  ok = tt_idx_file_read (&lf, 0, lf.count, set->labels, err, sizeof err) == 0;
+  tt_idx_file_close (&lf);
+  if (!ok) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err), (NULL));
     return FALSE;
   }
   if (set->images.ndims < 2) {
@@ -582,10 +607,10 @@ gst_tensor_datasrc_check_labels (GstTtTensorDataSrc * self,
     const GstTtTensorDataSrcSet * set, const gchar * file)
 {
   for (guint i = set->start; i < set->start + set->count; i++)
-    if (set->labels.data[i] >= self->classes) {
+    if (set->labels[i] >= self->classes) {
       GST_ELEMENT_ERROR (self, STREAM, FORMAT,
           ("%s: label %u of sample %u is not below num-classes=%u.", file,
-              set->labels.data[i], i, self->classes), (NULL));
+              set->labels[i], i, self->classes), (NULL));
       return FALSE;
     }
   return TRUE;
@@ -624,10 +649,10 @@ gst_tensor_datasrc_repo_json (const gchar * location, const gchar * json)
 static gboolean
 gst_tensor_datasrc_check_flexible (GstTtTensorDataSrc * self,
     const gchar * data, const gchar * json, const GstTensorDataRepoInfo * info,
-    const GstTtTensorDataSrcRepo * repo)
+    const GstTtTensorDataSrcRepo * repo, gsize length)
 {
-  const guint8 *bytes = (const guint8 *) g_mapped_file_get_contents (repo->map);
-  const gsize length = g_mapped_file_get_length (repo->map);
+  guint8 header[GST_TENSOR_META_HEADER_SIZE];
+  char err[1024];
 
   if (length != info->data_end) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
@@ -642,7 +667,12 @@ gst_tensor_datasrc_check_flexible (GstTtTensorDataSrc * self,
       GstTensorDesc t;
       gchar *why = NULL;
       const gsize size = repo->tensor_sizes[j];
-      if (!gst_tensor_meta_parse (bytes + at, &t, &why)) {
+      if (tt_data_read_at (repo->fd, data, at, header, sizeof header, err,
+              sizeof err) != 0) {
+        GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err), (NULL));
+        return FALSE;
+      }
+      if (!gst_tensor_meta_parse (header, &t, &why)) {
         GST_ELEMENT_ERROR (self, STREAM, FORMAT,
             ("%s: sample %u, tensor %u (byte %" G_GSIZE_FORMAT "): the "
                 "flexible tensor header is wrong: %s", data, i,
@@ -668,7 +698,7 @@ gst_tensor_datasrc_check_flexible (GstTtTensorDataSrc * self,
   return TRUE;
 }
 
-/* Reads a datarepo JSON and maps its data file into set; FALSE after
+/* Reads a datarepo JSON and opens its data file into set; FALSE after
  * posting an error naming the file and the field. */
 static gboolean
 gst_tensor_datasrc_load_repo (GstTtTensorDataSrc * self, const gchar * data,
@@ -677,6 +707,7 @@ gst_tensor_datasrc_load_repo (GstTtTensorDataSrc * self, const gchar * data,
   GError *gerr = NULL;
   gchar *text = NULL, *why = NULL;
   gsize text_len, length;
+  GStatBuf st;
   GstTensorDataRepoInfo info;
   GstTensorDataRepoStatus status;
   GstTtTensorDataSrcRepo *repo = &set->repo;
@@ -710,15 +741,22 @@ gst_tensor_datasrc_load_repo (GstTtTensorDataSrc * self, const gchar * data,
   repo->sample_size = info.sample_size;
   memcpy (repo->offsets, info.offsets, sizeof repo->offsets);
   memcpy (repo->sizes, info.sizes, sizeof repo->sizes);
-  repo->map = g_mapped_file_new (data, FALSE, &gerr);
-  if (!repo->map) {
+  repo->path = g_strdup (data);
+  repo->fd = g_open (data, O_RDONLY | O_CLOEXEC, 0);
+  if (repo->fd < 0 || fstat (repo->fd, &st) != 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("Cannot read %s: %s",
-            data, gerr->message), (NULL));
+            data, g_strerror (errno)), (NULL));
     goto out;
   }
-  length = g_mapped_file_get_length (repo->map);
+  if (!S_ISREG (st.st_mode)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("Cannot read %s: not a "
+            "regular file.", data), (NULL));
+    goto out;
+  }
+  length = (gsize) st.st_size;
   if (info.desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
-    if (!gst_tensor_datasrc_check_flexible (self, data, json, &info, repo))
+    if (!gst_tensor_datasrc_check_flexible (self, data, json, &info, repo,
+            length))
       goto out;
   } else if (length != (gsize) info.total * repo->sample_size) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
@@ -826,35 +864,58 @@ out:
   return ok;
 }
 
-/* One sample of a datarepo file: a read-only memory per tensor over the
- * mapping, which each memory keeps alive. */
+/* One sample of a datarepo file, read from it: one memory of the
+ * sample's bytes (one pread), a shared sub-memory per tensor; NULL after
+ * posting an error when the file cannot be read (it shrank under us). */
 static GstBuffer *
-gst_tensor_datasrc_repo_sample (const GstTtTensorDataSrcSet * set, guint index)
+gst_tensor_datasrc_repo_sample (GstTtTensorDataSrc * self,
+    const GstTtTensorDataSrcSet * set, guint index)
 {
   const GstTtTensorDataSrcRepo *repo = &set->repo;
-  const gsize base = (gsize) index * repo->sample_size;
-  gchar *data = g_mapped_file_get_contents (repo->map);
-  const gsize length = g_mapped_file_get_length (repo->map);
-  GstBuffer *out = gst_buffer_new ();
-  if (repo->desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
+  const gboolean flexible = repo->desc.format == GST_TENSOR_FORMAT_FLEXIBLE;
+  guint64 at;
+  gsize bytes = 0;
+  GstMemory *mem;
+  GstMapInfo map;
+  GstBuffer *out;
+  char err[1024];
+  gboolean ok;
+
+  if (flexible) {
+    at = repo->sample_offsets[index];
+    for (guint j = repo->first_tensor[index];
+        j < repo->first_tensor[index + 1]; j++)
+      bytes += repo->tensor_sizes[j];
+  } else {
+    at = (guint64) index *repo->sample_size;
+    bytes = repo->sample_size;
+  }
+  mem = gst_allocator_alloc (NULL, bytes, NULL);
+  gst_memory_map (mem, &map, GST_MAP_WRITE);
+  ok = tt_data_read_at (repo->fd, repo->path, at, map.data, bytes, err,
+      sizeof err) == 0;
+  gst_memory_unmap (mem, &map);
+  if (!ok) {
+    gst_memory_unref (mem);
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err), (NULL));
+    return NULL;
+  }
+  out = gst_buffer_new ();
+  if (flexible) {
     /* header and data of each tensor, as datareposrc reads them */
-    gsize at = (gsize) repo->sample_offsets[index];
+    gsize off = 0;
     for (guint j = repo->first_tensor[index];
         j < repo->first_tensor[index + 1]; j++) {
-      gst_buffer_append_memory (out,
-          gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, data, length, at,
-              repo->tensor_sizes[j], g_mapped_file_ref (repo->map),
-              (GDestroyNotify) g_mapped_file_unref));
-      at += repo->tensor_sizes[j];
+      gst_buffer_append_memory (out, gst_memory_share (mem, off,
+              repo->tensor_sizes[j]));
+      off += repo->tensor_sizes[j];
     }
-    return out;
+  } else {
+    for (guint i = 0; i < repo->desc.num; i++)
+      gst_buffer_append_memory (out, gst_memory_share (mem, repo->offsets[i],
+              repo->sizes[i]));
   }
-  for (guint i = 0; i < repo->desc.num; i++)
-    gst_buffer_append_memory (out,
-        gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, data, length,
-            base + repo->offsets[i], repo->sizes[i],
-            g_mapped_file_ref (repo->map),
-            (GDestroyNotify) g_mapped_file_unref));
+  gst_memory_unref (mem);
   return out;
 }
 
@@ -866,7 +927,7 @@ gst_tensor_datasrc_open (GstTtTensorDataSrc * self)
   guint start, num, vstart, vnum;
   GstTensorsDesc desc;
   GstTensorDesc *image = &desc.tensors[0], *label = &desc.tensors[1];
-  const tt_idx *im;
+  const tt_idx_file *im;
   gboolean ok = FALSE;
 
   GST_OBJECT_LOCK (self);
@@ -988,6 +1049,7 @@ gst_tensor_datasrc_open (GstTtTensorDataSrc * self)
   }
 
   gst_tensor_datasrc_make_store (self);
+  self->scratch = g_malloc (im->item_bytes);
   self->order = g_new (guint32, MAX (self->train.count, 1));
   self->order_epoch = G_MAXUINT;
   self->position = 0;
@@ -1033,12 +1095,11 @@ gst_tensor_datasrc_stop (GstBaseSrc * src)
 {
   GstTtTensorDataSrc *self = GST_TENSOR_DATASRC (src);
   if (self->store) {
-    /* the store owns the data now; buffers still out keep it alive */
-    self->train.images.data = self->train.labels.data = NULL;
-    self->valid.images.data = self->valid.labels.data = NULL;
+    /* buffers still out keep the label table alive */
     gst_tensor_datasrc_store_release (self->store);
     self->store = NULL;
   }
+  g_clear_pointer (&self->scratch, g_free);
   gst_tensor_datasrc_set_clear (&self->train);
   gst_tensor_datasrc_set_clear (&self->valid);
   g_clear_pointer (&self->order, g_free);
@@ -1108,65 +1169,64 @@ gst_tensor_datasrc_draw_order (GstTtTensorDataSrc * self, guint epoch)
   self->order_epoch = epoch;
 }
 
-/* The sample at position (which must be before the end). */
+/* The sample at position (which must be before the end), read from its
+ * file; NULL after posting an error when the file cannot be read (it was
+ * truncated under us). */
 static GstBuffer *
 gst_tensor_datasrc_make_sample (GstTtTensorDataSrc * self)
 {
   const guint64 per_epoch = (guint64) self->train.count + self->valid.count;
-  const tt_idx *images, *labels;
+  const GstTtTensorDataSrcSet *set = &self->train;
+  const tt_idx_file *images;
   GstBuffer *out;
+  GstMemory *mem;
+  GstMapInfo map;
   guint epoch, index;
   guint64 k;
-  const guint8 *pixels;
+  char err[1024];
+  gboolean ok;
 
   epoch = (guint) (self->position / per_epoch);
   k = self->position % per_epoch;
-  if (self->repo_mode) {
-    const GstTtTensorDataSrcSet *set = &self->train;
-    if (k < self->train.count) {
-      if (self->order_epoch != epoch)
-        gst_tensor_datasrc_draw_order (self, epoch);
-      index = self->train.start + self->order[k];
-    } else {
-      index = self->valid.start + (guint) (k - self->train.count);
-      if (!self->valid_shares_files)
-        set = &self->valid;
-    }
-    out = gst_tensor_datasrc_repo_sample (set, index);
-    goto done;
-  }
   if (k < self->train.count) {
     if (self->order_epoch != epoch)
       gst_tensor_datasrc_draw_order (self, epoch);
     index = self->train.start + self->order[k];
-    images = &self->train.images;
-    labels = &self->train.labels;
   } else {
     index = self->valid.start + (guint) (k - self->train.count);
-    images = self->valid_shares_files ? &self->train.images :
-        &self->valid.images;
-    labels = self->valid_shares_files ? &self->train.labels :
-        &self->valid.labels;
+    if (!self->valid_shares_files)
+      set = &self->valid;
+  }
+  if (self->repo_mode) {
+    out = gst_tensor_datasrc_repo_sample (self, set, index);
+    if (!out)
+      return NULL;
+    goto done;
   }
 
-  out = gst_buffer_new ();
-  pixels = images->data + (gsize) (index) * images->item_bytes;
+  images = &set->images;
+  mem = gst_allocator_alloc (NULL, self->image_bytes, NULL);
+  gst_memory_map (mem, &map, GST_MAP_WRITE);
   if (self->out_image_format == GST_TENSOR_DATASRC_IMAGE_FLOAT32
       && images->type == TT_IDX_UINT8) {
-    GstMemory *mem = gst_allocator_alloc (NULL, self->image_bytes, NULL);
-    GstMapInfo map;
-    gst_memory_map (mem, &map, GST_MAP_WRITE);
-    for (gsize i = 0; i < images->item_bytes; i++)
-      ((gfloat *) map.data)[i] = pixels[i] * (1.0f / 255.0f);
-    gst_memory_unmap (mem, &map);
-    gst_buffer_append_memory (out, mem);
+    ok = tt_idx_file_read (images, index, 1, self->scratch, err,
+        sizeof err) == 0;
+    for (gsize i = 0; ok && i < images->item_bytes; i++)
+      ((gfloat *) map.data)[i] = self->scratch[i] * (1.0f / 255.0f);
   } else {
-    /* as stored: no copy */
-    gst_buffer_append_memory (out, gst_tensor_datasrc_wrap (self, pixels,
-            images->item_bytes));
+    /* as stored */
+    ok = tt_idx_file_read (images, index, 1, map.data, err, sizeof err) == 0;
   }
+  gst_memory_unmap (mem, &map);
+  if (!ok) {
+    gst_memory_unref (mem);
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err), (NULL));
+    return NULL;
+  }
+  out = gst_buffer_new ();
+  gst_buffer_append_memory (out, mem);
   gst_buffer_append_memory (out, gst_tensor_datasrc_wrap (self,
-          self->store->labels_f32 + labels->data[index] *
+          self->store->labels_f32 + set->labels[index] *
           self->store->label_floats,
           self->store->label_floats * sizeof (gfloat)));
 
@@ -1176,6 +1236,14 @@ done:
   self->position++;
   return out;
 }
+
+/* What create() returns after a read error it posted: GST_FLOW_ERROR would
+ * make GstBaseSrc post a second, generic error ("Internal data stream
+ * error") after the element's own, which names the file. FLUSHING pauses
+ * the streaming task without another message and without EOS, so nothing
+ * downstream takes the cut stream for a finished one; the application
+ * stops the pipeline on the error. */
+#define GST_TENSOR_DATASRC_FLOW_READ_ERROR GST_FLOW_FLUSHING
 
 /* One sample, or up to list_size of them as a buffer list: elements that
  * take lists (tensor_trainer) then pay the per-push costs once per list,
@@ -1192,11 +1260,20 @@ gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf)
     return GST_FLOW_EOS;
   if (self->list_size <= 1 || end - self->position == 1) {
     *buf = gst_tensor_datasrc_make_sample (self);
-    return GST_FLOW_OK;
+    return *buf ? GST_FLOW_OK : GST_TENSOR_DATASRC_FLOW_READ_ERROR;
   }
   list = gst_buffer_list_new_sized (self->list_size);
-  for (guint i = 0; i < self->list_size && self->position < end; i++)
-    gst_buffer_list_add (list, gst_tensor_datasrc_make_sample (self));
+  for (guint i = 0; i < self->list_size && self->position < end; i++) {
+    GstBuffer *b = gst_tensor_datasrc_make_sample (self);
+    if (!b) {
+      /* the samples read before the error are not pushed either: the
+       * stream stops at the error */
+      gst_buffer_list_unref (list);
+      *buf = NULL;
+      return GST_TENSOR_DATASRC_FLOW_READ_ERROR;
+    }
+    gst_buffer_list_add (list, b);
+  }
   gst_base_src_submit_buffer_list (GST_BASE_SRC (src), list);
   *buf = NULL;
   return GST_FLOW_OK;

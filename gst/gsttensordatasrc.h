@@ -7,6 +7,7 @@
 
 #include "gsttensorinfo.h"
 #include "tt_idx.h"
+#include "tt_idx_file.h"
 
 G_BEGIN_DECLS
 
@@ -26,18 +27,19 @@ typedef enum
   GST_TENSOR_DATASRC_LABEL_INDEX,
 } GstTtTensorDataSrcLabelFormat;
 
-/* A datarepo file (nnstreamer's MLOps data repository), mapped read-only.
- * Static tensors: samples back to back, each the tensors of gst_caps back
- * to back; invariant once loaded: the mapping holds total * sample_size
- * bytes and sample_size is the sum of sizes[0..num-1]. Flexible tensors
- * (desc.format): sample i is the tensors first_tensor[i] ..
- * first_tensor[i + 1] - 1, each header and data of tensor_sizes[j] bytes,
- * back to back from sample_offsets[i]; invariant once loaded: every sample
- * lies in the mapping and every tensor's header is valid and describes
- * its size (gsttensordatarepo.h). */
+/* A datarepo file (nnstreamer's MLOps data repository), open for reading
+ * (pread of one sample at a time, nothing held). Static tensors: samples
+ * back to back, each the tensors of gst_caps back to back; invariant once
+ * loaded: the file holds total * sample_size bytes and sample_size is the
+ * sum of sizes[0..num-1]. Flexible tensors (desc.format): sample i is the
+ * tensors first_tensor[i] .. first_tensor[i + 1] - 1, each header and data
+ * of tensor_sizes[j] bytes, back to back from sample_offsets[i]; invariant
+ * once loaded: every sample lies in the file and every tensor's header is
+ * valid and describes its size (gsttensordatarepo.h). */
 typedef struct
 {
-  GMappedFile *map;
+  gint fd;                      /* -1 when not open */
+  gchar *path;
   GstTensorsDesc desc;
   gsize sample_size;
   gsize offsets[GST_TENSOR_MAX_TENSORS], sizes[GST_TENSOR_MAX_TENSORS];
@@ -47,23 +49,25 @@ typedef struct
 } GstTtTensorDataSrcRepo;
 
 /* One IDX image + label file pair, or one datarepo file, and the range of
- * samples taken from it. Invariant once loaded: start + count <= total
- * (IDX: total == images.count == labels.count). */
+ * samples taken from it. The images are read from their file as they are
+ * pushed (a gzipped file from its decompressed, unnamed temporary); the
+ * labels, one byte a sample, are held. Invariant once loaded: start +
+ * count <= total (IDX: total == images.count, labels holds total bytes). */
 typedef struct
 {
-  tt_idx images, labels;
+  tt_idx_file images;
+  guint8 *labels;
   GstTtTensorDataSrcRepo repo;
   gsize total;
   guint start, count;
 } GstTtTensorDataSrcSet;
 
-/* The sample data, shared with the read-only memories that wrap it (no
- * copy per sample): released by the element at stop and by each memory,
- * freed with the last reference. labels_f32 holds, per class value 0..255,
- * its output label (one-hot row or index). */
+/* The label table, shared with the read-only memories that wrap its rows
+ * (no copy per sample): released by the element at stop and by each
+ * memory, freed with the last reference. labels_f32 holds, per class
+ * value 0..255, its output label (one-hot row or index). */
 typedef struct
 {
-  guint8 *blocks[4];            /* IDX data: images, labels (x2 sets) */
   gfloat *labels_f32;
   gsize label_floats;           /* floats per label */
 } GstTtTensorDataSrcStore;
@@ -98,6 +102,7 @@ struct _GstTtTensorDataSrc
   gsize image_bytes;            /* one output image */
   GstCaps *caps;
   GstTtTensorDataSrcStore *store;
+  guint8 *scratch;              /* one stored image, for float32 output */
   guint32 *order;               /* train.count indices of this epoch */
   guint order_epoch;            /* the epoch order was drawn for */
   guint64 position;             /* samples pushed */

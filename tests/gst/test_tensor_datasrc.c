@@ -9,6 +9,7 @@
 #include <gst/check/gstharness.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "tt_gst_test.h"
 
@@ -220,6 +221,165 @@ GST_START_TEST (test_shuffle)
   g_array_unref (a);
   g_array_unref (b);
   g_array_unref (c);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
+/* The orders drawn for seed 7 (20 training samples, epochs 0 to 2) by the
+ * element when it held the data set in memory: the streaming reader
+ * permutes the same indices, so a seed gives the same run as before. */
+GST_START_TEST (test_shuffle_order_unchanged)
+{
+  static const guint want[3][20] = {
+    {4, 1, 2, 15, 16, 18, 9, 6, 13, 3, 8, 5, 19, 12, 17, 10, 11, 0, 14, 7},
+    {5, 2, 11, 18, 7, 6, 17, 19, 0, 12, 16, 10, 8, 4, 3, 1, 14, 9, 13, 15},
+    {2, 6, 16, 4, 1, 12, 15, 19, 13, 5, 17, 14, 10, 3, 9, 0, 8, 7, 11, 18},
+  };
+  Files f;
+  files_init (&f);
+  GArray *a = shuffled_run (&f, 7);
+  fail_unless_equals_int (a->len, 90);
+  for (guint e = 0; e < 3; e++)
+    for (guint i = 0; i < 20; i++)
+      fail_unless_equals_int (g_array_index (a, guint, e * 30 + i), want[e][i]);
+  g_array_unref (a);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
+static void
+gzip_file (const gchar * from, const gchar * to)
+{
+  gchar *bytes;
+  gsize len;
+  fail_unless (g_file_get_contents (from, &bytes, &len, NULL));
+  gzFile z = gzopen (to, "wb");
+  fail_unless (z != NULL);
+  fail_unless_equals_int (gzwrite (z, bytes, (unsigned) len), (int) len);
+  fail_unless_equals_int (gzclose (z), Z_OK);
+  g_free (bytes);
+}
+
+static guint
+dir_entries (const gchar * path)
+{
+  GDir *d = g_dir_open (path, 0, NULL);
+  guint n = 0;
+  fail_unless (d != NULL);
+  while (g_dir_read_name (d))
+    n++;
+  g_dir_close (d);
+  return n;
+}
+
+/* Gzipped files give the samples of the plain ones, in the same shuffled
+ * order; their decompressed temporaries leave no name in $TMPDIR while
+ * the element runs, nor after. */
+GST_START_TEST (test_gzip_temporary)
+{
+  Files f;
+  files_init (&f);
+  gchar *tmp = g_build_filename (f.dir, "tmp", NULL);
+  gchar *gz_images = g_strconcat (f.images, ".gz", NULL);
+  gchar *gz_labels = g_strconcat (f.labels, ".gz", NULL);
+  gchar *old_tmp = g_strdup (g_getenv ("TMPDIR"));
+  fail_unless (g_mkdir (tmp, 0700) == 0);
+  gzip_file (f.images, gz_images);
+  gzip_file (f.labels, gz_labels);
+  GArray *plain = shuffled_run (&f, 11);
+  g_setenv ("TMPDIR", tmp, TRUE);
+  GstHarness *h = gst_harness_new ("tensor_datasrc");
+  g_object_set (h->element, "location", gz_images, "label-location",
+      gz_labels, "num-classes", CLASSES, "num-samples", 20,
+      "validation-start-sample", 20, "validation-num-samples", 10, "epochs",
+      3, "shuffle", TRUE, "seed", (guint64) 11, "push-list-size", 1, NULL);
+  gst_harness_play (h);
+  GstBuffer *first = gst_harness_pull (h);
+  fail_unless (first != NULL);
+  fail_unless_equals_int (dir_entries (tmp), 0);
+  guint8 px;
+  gst_buffer_extract (first, 0, &px, 1);
+  fail_unless_equals_int (px, g_array_index (plain, guint, 0));
+  gst_buffer_unref (first);
+  GArray *gz = run_to_eos (h);
+  gst_harness_teardown (h);
+  fail_unless_equals_int (gz->len + 1, plain->len);
+  fail_unless (memcmp (gz->data, &g_array_index (plain, guint, 1),
+          gz->len * sizeof (guint)) == 0, "gzipped files, other samples");
+  fail_unless_equals_int (dir_entries (tmp), 0);
+  if (old_tmp)
+    g_setenv ("TMPDIR", old_tmp, TRUE);
+  else
+    g_unsetenv ("TMPDIR");
+  g_array_unref (plain);
+  g_array_unref (gz);
+  g_unlink (gz_images);
+  g_unlink (gz_labels);
+  g_rmdir (tmp);
+  g_free (tmp);
+  g_free (gz_images);
+  g_free (gz_labels);
+  g_free (old_tmp);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
+/* A source of location (with labels, or json), streaming (epochs
+ * without end), and location cut to keep bytes once the first buffer is
+ * out. Exactly one error, whose text is returned; no EOS (a trainer must
+ * not take the cut run for a whole one). */
+static gchar *
+error_after_cut (const gchar * location, const gchar * labels,
+    const gchar * json, gsize keep)
+{
+  GstHarness *h = gst_harness_new ("tensor_datasrc");
+  GstBus *bus = gst_bus_new ();
+  GError *err = NULL;
+  gst_element_set_bus (h->element, bus);
+  g_object_set (h->element, "location", location, "epochs", G_MAXUINT,
+      "push-list-size", 8, NULL);
+  if (labels)
+    g_object_set (h->element, "label-location", labels, "num-classes",
+        CLASSES, NULL);
+  if (json)
+    g_object_set (h->element, "json", json, NULL);
+  gst_harness_play (h);
+  gst_buffer_unref (gst_harness_pull (h));
+  fail_unless (truncate (location, (off_t) keep) == 0);
+  GstMessage *m = gst_bus_timed_pop_filtered (bus, 20 * GST_SECOND,
+      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  fail_unless (m != NULL);
+  fail_unless_equals_int (GST_MESSAGE_TYPE (m), GST_MESSAGE_ERROR);
+  gst_message_parse_error (m, &err, NULL);
+  gchar *text = g_strdup (err->message);
+  g_error_free (err);
+  gst_message_unref (m);
+  gst_harness_teardown (h);
+  gchar *second = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless_equals_string (second, "");
+  g_free (second);
+  m = gst_bus_pop_filtered (bus, GST_MESSAGE_EOS);
+  fail_unless (m == NULL, "EOS after a read error");
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
+  return text;
+}
+
+/* An IDX file truncated while the element streams it: one clear error
+ * naming it, not a crash or a short run ending in EOS. (The labels are
+ * held from the start: the images are cut, to 10 of their 40 samples.) */
+GST_START_TEST (test_truncated_mid_stream)
+{
+  Files f;
+  files_init (&f);
+  gchar *msg = error_after_cut (f.images, f.labels, NULL,
+      16 + 10 * ROWS * COLS);
+  fail_unless (strstr (msg, f.images) && strstr (msg, "truncated or "
+          "replaced"), "%s", msg);
+  g_free (msg);
   files_clear (&f);
 }
 
@@ -502,8 +662,9 @@ GST_START_TEST (test_repo_matches_idx)
 
 GST_END_TEST;
 
-/* The samples are memories over the mapped file: no copy. */
-GST_START_TEST (test_repo_no_copy)
+/* The samples are read from the file as they are pushed, one memory per
+ * sample shared by its tensors; the buffers outlive the element. */
+GST_START_TEST (test_repo_read_per_sample)
 {
   Repo r;
   repo_init (&r);
@@ -512,23 +673,39 @@ GST_START_TEST (test_repo_no_copy)
   gst_harness_play (h);
   GstBuffer *a = gst_harness_pull (h), *b = gst_harness_pull (h);
   guint8 px0;
+  gfloat label[CLASSES];
   fail_unless_equals_int (gst_buffer_get_size (a), 22);
   gst_buffer_extract (a, 0, &px0, 1);
   fail_unless_equals_int (px0, 3);
+  gst_buffer_extract (b, 0, &px0, 1);
+  fail_unless_equals_int (px0, 4);
+  gst_buffer_extract (b, 6, label, sizeof label);
+  fail_unless_equals_float (label[0], 1.0f);
   GstMemory *m0 = gst_buffer_peek_memory (a, 0);
-  GstMemory *m1 = gst_buffer_peek_memory (b, 0);
-  fail_unless (GST_MEMORY_IS_READONLY (m0));
-  GstMapInfo i0, i1;
-  gst_memory_map (m0, &i0, GST_MAP_READ);
-  gst_memory_map (m1, &i1, GST_MAP_READ);
-  fail_unless (i1.data == i0.data + 22, "not one mapping");
-  gst_memory_unmap (m0, &i0);
-  gst_memory_unmap (m1, &i1);
+  GstMemory *m1 = gst_buffer_peek_memory (a, 1);
+  fail_unless (gst_memory_is_span (m0, m1, NULL), "tensors of one sample "
+      "not in one memory");
   gst_harness_teardown (h);
   /* the buffers outlive the element */
   fail_unless_equals_int (gst_buffer_get_size (a), 22);
+  gst_buffer_extract (a, 0, &px0, 1);
+  fail_unless_equals_int (px0, 3);
   gst_buffer_unref (a);
   gst_buffer_unref (b);
+  repo_clear (&r);
+}
+
+GST_END_TEST;
+
+/* The same for a datarepo file cut to 10 of its 40 samples. */
+GST_START_TEST (test_repo_truncated_mid_stream)
+{
+  Repo r;
+  repo_init (&r);
+  gchar *msg = error_after_cut (r.data, NULL, r.json, 10 * 22);
+  fail_unless (strstr (msg, r.data) && strstr (msg, "truncated or "
+          "replaced"), "%s", msg);
+  g_free (msg);
   repo_clear (&r);
 }
 
@@ -894,12 +1071,16 @@ tensor_datasrc_suite (void)
   tcase_add_test (tc, test_caps);
   tcase_add_test (tc, test_range_and_epochs);
   tcase_add_test (tc, test_shuffle);
+  tcase_add_test (tc, test_shuffle_order_unchanged);
+  tcase_add_test (tc, test_gzip_temporary);
+  tcase_add_test (tc, test_truncated_mid_stream);
+  tcase_add_test (tc, test_repo_truncated_mid_stream);
   tcase_add_test (tc, test_validation_files);
   tcase_add_test (tc, test_formats);
   tcase_add_test (tc, test_errors);
   tcase_add_test (tc, test_repo_caps);
   tcase_add_test (tc, test_repo_matches_idx);
-  tcase_add_test (tc, test_repo_no_copy);
+  tcase_add_test (tc, test_repo_read_per_sample);
   tcase_add_test (tc, test_repo_errors);
   tcase_add_test (tc, test_repo_validation_forms);
   tcase_add_test (tc, test_repo_flexible);
