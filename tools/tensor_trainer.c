@@ -31,7 +31,7 @@
  */
 #include "tt_engine.h"
 #include "tt_bundle.h"
-#include "tt_idx.h"
+#include "tt_idx_file.h"
 #include "atomic_file.h"
 
 #include <ctype.h>
@@ -62,9 +62,13 @@ typedef struct
   int threads;
 } cli_options;
 
+/* A data set streamed from its IDX files: the images are read a batch at
+ * a time into batch (a gzipped file from its unnamed decompressed
+ * temporary), the labels (a byte a sample) are held. */
 typedef struct
 {
-  tt_idx images, labels;
+  tt_idx_file images;
+  uint8_t *labels, *batch;
   tt_dtype type;
   size_t sample_bytes;
   uint32_t count;
@@ -251,12 +255,25 @@ cli_load_dataset (const char *images, const char *labels, tt_model * m,
     uint32_t limit, const char *limit_option, cli_dataset * d)
 {
   char err[1024];
+  tt_idx_file lf;
   memset (d, 0, sizeof *d);
-  if (tt_idx_load (images, &d->images, err, sizeof err) != 0 ||
-      tt_idx_load (labels, &d->labels, err, sizeof err) != 0)
+  tt_idx_file_init (&d->images);
+  if (tt_idx_file_open (images, &d->images, err, sizeof err) != 0 ||
+      tt_idx_file_open (labels, &lf, err, sizeof err) != 0)
     return cli_fail ("%s", err);
-  if (tt_idx_check_pair (&d->images, &d->labels, err, sizeof err) != 0)
+  if (tt_idx_file_check_pair (&d->images, &lf, err, sizeof err) != 0) {
+    tt_idx_file_close (&lf);
     return cli_fail ("%s and %s: %s", images, labels, err);
+  }
+  d->labels = malloc (lf.count ? lf.count : 1);
+  if (!d->labels) {
+    tt_idx_file_close (&lf);
+    return cli_fail ("out of memory");
+  }
+  int rc = tt_idx_file_read (&lf, 0, lf.count, d->labels, err, sizeof err);
+  tt_idx_file_close (&lf);
+  if (rc != 0)
+    return cli_fail ("%s", err);
   tt_shape in;
   tt_model_input_shape (m, 0, &in);
   const size_t per = (size_t) in.channel * in.height * in.width;
@@ -283,17 +300,22 @@ cli_load_dataset (const char *images, const char *labels, tt_model * m,
   tt_shape ls = tt_model_label_shape (m);
   const size_t classes = (size_t) ls.channel * ls.height * ls.width;
   for (uint32_t i = 0; i < d->count; i++)
-    if (d->labels.data[i] >= classes)
+    if (d->labels[i] >= classes)
       return cli_fail ("%s: label %u of sample %u is out of range for %zu "
-          "classes", labels, d->labels.data[i], i, classes);
+          "classes", labels, d->labels[i], i, classes);
+  d->batch = malloc ((size_t) tt_model_batch_size (m) * d->sample_bytes);
+  if (!d->batch)
+    return cli_fail ("out of memory");
   return 0;
 }
 
 static void
 cli_free_dataset (cli_dataset * d)
 {
-  tt_idx_clear (&d->images);
-  tt_idx_clear (&d->labels);
+  tt_idx_file_close (&d->images);
+  free (d->labels);
+  free (d->batch);
+  d->labels = d->batch = NULL;
 }
 
 static double
@@ -319,8 +341,11 @@ cli_pass (tt_model * m, cli_dataset * d, bool train, float *onehot,
     uint32_t n = d->count - at < batch ? d->count - at : batch;
     memset (onehot, 0, (size_t) n * classes * sizeof *onehot);
     for (uint32_t i = 0; i < n; i++)
-      onehot[i * classes + d->labels.data[at + i]] = 1.0f;
-    const void *inputs[1] = { d->images.data + (size_t) at * d->sample_bytes };
+      onehot[i * classes + d->labels[at + i]] = 1.0f;
+    char rerr[1024];
+    if (tt_idx_file_read (&d->images, at, n, d->batch, rerr, sizeof rerr))
+      return cli_fail ("%s", rerr);
+    const void *inputs[1] = { d->batch };
     tt_batch_result r;
     tt_status st = train ?
         tt_model_train_batch (m, n, inputs, &d->type, onehot, &r, &err) :
@@ -444,6 +469,8 @@ cli_train (const cli_options * o, bool train)
     return 1;
   tt_error err;
   cli_dataset train_set = { 0 }, valid_set = { 0 };
+  tt_idx_file_init (&train_set.images);
+  tt_idx_file_init (&valid_set.images);
   float *onehot = NULL;
   int rc = 1;
   if (!train && !o->weights && opened.kind != TT_MODEL_FILE_BUNDLE) {

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tt_idx.h"            /* the type codes, TT_IDX_MAX_BYTES */
+
 /*
  * An open file. Invariants after a successful open: as tt_idx (1 <= ndims
  * <= 4, non-zero dims, count == dims[0], item_bytes the bytes of one
