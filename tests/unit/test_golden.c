@@ -127,10 +127,13 @@ golden_case (const char *dir)
   CHECK (m != NULL, "%s: %s", dir, err.message);
   if (!m)
     return;
-  /* gradients are inspected after the whole backward pass: no reuse */
+  /* gradients are inspected after the whole backward pass: no reuse,
+   * and whole (not updated as they are computed) */
   tt_status st = tt_model_set_batch_size (m, batch, &err);
   if (!st)
     st = tt_model_set_plan_mode (m, TT_PLAN_NAIVE, &err);
+  if (!st)
+    st = tt_model_keep_gradients (m, &err);
   if (!st)
     st = tt_model_request_input_derivative (m, &err);
   if (!st)

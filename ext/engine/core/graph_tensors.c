@@ -4,7 +4,10 @@
  * that bound its lifetime, from what each layer type really reads:
  *
  *   weights, optimizer state   every step
- *   weight gradient            calcGradient .. applyGradient of its layer
+ *   weight gradient            calcGradient .. applyGradient of its layer;
+ *                              a chunked one (update as you go: a chunk of
+ *                              rows, each applied as soon as computed)
+ *                              calcGradient alone
  *   layer output               forward of its layer .. forward of its
  *                              consumer, or later if the consumer's backward
  *                              reads its input (fully_connected, batch norm,
@@ -64,10 +67,18 @@ tensors_declare_weights (tt_model * m, tt_layer * l, int li)
     if (!wt->trainable || m->inference)
       continue;
     snprintf (suffix, sizeof suffix, "%s:grad", wt->suffix);
+    /* update as you go: the gradient is a chunk of rows, applied as soon
+     * as computed; clip_grad_by_norm needs every gradient whole first */
+    wt->chunk_rows = 0;
+    if (m->update_as_you_go && m->clip_grad_norm <= 0 &&
+        l->ops->chunked_gradient && wt->rows > 0)
+      wt->chunk_rows = tt_grad_chunk_rows (wt->rows, wt->count / wt->rows);
+    l->update_in_gradient |= wt->chunk_rows > 0;
     wt->grad = tt_tensor_declare (m, l->name, suffix, TT_TENSOR_GRADIENT,
-        wt->count);
+        wt->chunk_rows ? wt->chunk_rows * (wt->count / wt->rows) : wt->count);
     tt_tensor_use (m, wt->grad, li, TT_PHASE_GRADIENT);
-    tt_tensor_use (m, wt->grad, li, TT_PHASE_APPLY);
+    if (wt->chunk_rows == 0)
+      tt_tensor_use (m, wt->grad, li, TT_PHASE_APPLY);
     /* clip_grad_by_norm: every update waits for every gradient */
     if (m->clip_grad_norm > 0)
       tt_tensor_use (m, wt->grad, li, TT_PHASE_END);
@@ -172,11 +183,22 @@ tensors_declare_reads (tt_model * m, tt_layer * l, int li)
     }
 }
 
+uint32_t
+tt_grad_chunk_rows (uint32_t rows, size_t cols)
+{
+  const size_t q = TT_GRAD_CHUNK_QUANTUM;
+  size_t chunk = TT_GRAD_CHUNK_FLOATS / (cols ? cols : 1) / q * q;
+  if (chunk < q)
+    chunk = q;
+  return chunk < rows ? (uint32_t) chunk : 0;
+}
+
 void
 tt_graph_declare_tensors (tt_model * m)
 {
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *l = &m->layers[i];
+    l->update_in_gradient = false;
     tensors_declare_weights (m, l, (int) i);
     tensors_declare_outputs (m, l, (int) i);
     tensors_declare_reads (m, l, (int) i);

@@ -118,6 +118,16 @@ tt_model_request_input_derivative (tt_model * m, tt_error * err)
 }
 
 tt_status
+tt_model_keep_gradients (tt_model * m, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: ask for whole gradients before compiling", m->path);
+  m->keep_gradients = true;
+  return TT_OK;
+}
+
+tt_status
 tt_model_set_inference (tt_model * m, bool inference, tt_error * err)
 {
   if (m->compiled)
@@ -435,21 +445,37 @@ model_score (const tt_model * m, tt_batch_result * r)
   }
 }
 
-/* The update of l's weights from their gradients (consumed). */
+/* The update of elements [at, at + n) of w from its gradient tensor,
+ * which holds those elements from its start (consumed). */
+static void
+model_apply_weight (tt_model * m, const tt_weight * w, size_t at, size_t n)
+{
+  float *v = tt_data (m, w->value) + at, *g = tt_data (m, w->grad);
+  const float decay = w->l2 + w->decay;
+  if (decay != 0.0f)
+    for (size_t j = 0; j < n; j++)
+      g[j] += decay * v[j];
+  float *s0 = tt_data (m, w->opt[0]), *s1 = tt_data (m, w->opt[1]);
+  tt_optimizer_apply (&m->opt, m->iteration, v, g, s0 ? s0 + at : NULL,
+      s1 ? s1 + at : NULL, n);
+}
+
+/* update as you go: a layer's calc_gradient hands each chunk here */
+static void
+model_apply_chunk (const void *owner, const tt_weight * w, size_t at, size_t n)
+{
+  model_apply_weight ((tt_model *) owner, w, at, n);
+}
+
+/* The update of l's weights from their gradients (consumed); chunked
+ * ones were updated chunk by chunk in calc_gradient. */
 static void
 model_apply_layer (tt_model * m, tt_layer * l)
 {
   for (uint32_t k = 0; k < l->n_weights; k++) {
     tt_weight *w = &l->weights[k];
-    if (w->grad < 0)
-      continue;
-    float *v = tt_data (m, w->value), *g = tt_data (m, w->grad);
-    const float decay = w->l2 + w->decay;
-    if (decay != 0.0f)
-      for (size_t j = 0; j < w->count; j++)
-        g[j] += decay * v[j];
-    tt_optimizer_apply (&m->opt, m->iteration, v, g, tt_data (m, w->opt[0]),
-        tt_data (m, w->opt[1]), w->count);
+    if (w->grad >= 0 && w->chunk_rows == 0)
+      model_apply_weight (m, w, 0, w->count);
   }
 }
 
@@ -494,26 +520,34 @@ model_clip_gradients (tt_model * m)
 }
 
 /* apply: update the weights, each layer's right after its gradients
- * (their memory may then serve later layers), or, with
- * clip_grad_by_norm, all at the end (the gradients then live until it,
- * graph_tensors.c) */
+ * (their memory may then serve later layers), a chunked gradient's chunk
+ * by chunk as calc_gradient computes them (update as you go, after
+ * calc_derivative, which reads the old weights: lifetime.c numbers the
+ * steps the same way), or, with clip_grad_by_norm, all at the end (the
+ * gradients then live until it, graph_tensors.c) */
 static void
 model_backward (tt_model * m, bool apply)
 {
-  const tt_run_ctx *c = &m->run;
+  tt_run_ctx *c = &m->run;
   const bool defer = m->clip_grad_norm > 0;
+  c->apply_chunk = apply ? model_apply_chunk : NULL;
+  c->apply_owner = m;
   for (uint32_t i = m->n_layers; i-- > 0;) {
     tt_layer *l = &m->layers[m->exec[i]];
     bool trainable = false;
     for (uint32_t k = 0; k < l->n_weights; k++)
       trainable |= l->weights[k].grad >= 0;
+    const bool derive = l->needs_derivative && l->ops->calc_derivative;
+    if (derive && l->update_in_gradient)
+      l->ops->calc_derivative (c, l);
     if (trainable && l->ops->calc_gradient)
       l->ops->calc_gradient (c, l);
-    if (l->needs_derivative && l->ops->calc_derivative)
+    if (derive && !l->update_in_gradient)
       l->ops->calc_derivative (c, l);
     if (apply && !defer)
       model_apply_layer (m, l);
   }
+  c->apply_chunk = NULL;
   if (!apply || !defer)
     return;
   model_clip_gradients (m);
@@ -579,6 +613,12 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
   if (m->inference)
     return tt_fail (err, TT_ERR_STATE, "%s: cannot run a training pass: the "
         "model was compiled for inference only", m->path);
+  for (uint32_t i = 0; backward && i < m->n_layers; i++)
+    if (m->layers[i].update_in_gradient)
+      return tt_fail (err, TT_ERR_STATE, "%s: the gradient of layer %s is "
+          "planned in chunks, each applied as computed (update as you go): "
+          "call tt_model_keep_gradients before compiling to read it whole",
+          m->path, m->layers[i].name);
   tt_status st = model_feed (m, n, inputs, types, labels, err);
   if (st)
     return st;

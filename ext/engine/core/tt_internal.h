@@ -119,6 +119,13 @@ struct tt_model {
    * gradient scaled by max / (global norm + 1e-6) when that sum exceeds
    * max; gradients then live until the end of the step */
   float clip_grad_norm;
+  /* update as you go (graph_tensors.c): large gradients of layers that
+   * can (tt_layer_ops.chunked_gradient) are computed in chunks, each
+   * applied at once, so the gradient is never whole. Decided by the plan
+   * (off with clip_grad_by_norm, with tt_model_keep_gradients, and for a
+   * stored plan without [Plan] update_as_you_go) */
+  bool update_as_you_go;
+  bool keep_gradients;          /* tt_model_keep_gradients */
   /* [Model] save_best_path as written, or NULL (tt_model_save_best_path) */
   char *save_best_path;
   /* tt_model_save_best's record: the best validation accuracy and the
@@ -166,6 +173,15 @@ struct tt_model {
   uint32_t epoch, iteration;
 };
 
+/* Before compiling: plan whole gradients (no update as you go), so that
+ * tt_model_gradients can leave them readable. */
+tt_status tt_model_keep_gradients (tt_model * m, tt_error * err);
+/* Rows of a chunk of a weight gradient of rows x cols floats (update as
+ * you go): a multiple of TT_GRAD_CHUNK_QUANTUM near TT_GRAD_CHUNK_FLOATS
+ * floats, or 0 (whole) when the chunk would hold every row. */
+#define TT_GRAD_CHUNK_QUANTUM 48
+#define TT_GRAD_CHUNK_FLOATS 12288
+uint32_t tt_grad_chunk_rows (uint32_t rows, size_t cols);
 /* model.c: a training-mode forward (and, when backward, the gradients and
  * derivatives) without any update; for gradient checks and golden tests.
  * loss excludes regularization. */
@@ -189,6 +205,7 @@ void tt_inplace_decide (tt_model * m);
 
 /* lifetime.c */
 int tt_step_of (const tt_model * m, int layer, tt_phase phase);
+int tt_phase_rank (const tt_model * m, int layer, tt_phase phase);
 void tt_order_apply (tt_model * m, const int *exec);
 void tt_lifetimes_compute (tt_model * m);
 uint64_t tt_tensor_aligned_bytes (const tt_tensor * t, uint64_t align);
@@ -197,6 +214,7 @@ uint64_t tt_tensor_aligned_bytes (const tt_tensor * t, uint64_t align);
  * stored in the INI. The model picks one (model.c), so that neither
  * depends on the other's caller. */
 tt_status tt_plan_build (tt_model * m, tt_error * err);
+tt_status tt_plan_check_chunks (const tt_model * m, tt_error * err);
 void tt_plan_reset (tt_model * m);
 double tt_plan_now (void);
 uint64_t tt_plan_fingerprint (const tt_model * m);

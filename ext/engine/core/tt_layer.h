@@ -140,6 +140,13 @@ typedef struct {
   float decay;                  /* per-weight L2 decay (weight_decay key) */
   float l2;                     /* l2norm regularizer constant */
   int value, grad, opt[2];      /* tensor ids, -1 when absent */
+  /* update as you go (graph_tensors.c): a layer whose ops say
+   * chunked_gradient sets rows (its gradient is rows x count / rows, row
+   * major, each row a function of the batch alone); when the plan chunks
+   * it, chunk_rows > 0 and the gradient tensor holds chunk_rows rows:
+   * calc_gradient computes the rows a chunk at a time and hands each to
+   * tt_run_apply_chunk, which updates those elements of the weight */
+  uint32_t rows, chunk_rows;
 } tt_weight;
 
 struct tt_layer;
@@ -171,7 +178,22 @@ typedef struct {
   bool have_labels;             /* the loss's label tensor holds the batch's */
   tt_rng *rng;                  /* the model's stream (dropout masks) */
   double *loss;                 /* a loss's forward writes the batch's loss */
+  /* update as you go: applies the optimizer to elements [offset, offset +
+   * n) of w from its gradient tensor (which holds just those); set by the
+   * model (core/model.c), NULL when the step does not update */
+  void (*apply_chunk) (const void *owner, const tt_weight * w, size_t offset,
+      size_t n);
+  const void *apply_owner;
 } tt_run_ctx;
+
+/* Hands a computed gradient chunk of w to the optimizer. */
+static inline void
+tt_run_apply_chunk (const tt_run_ctx * c, const tt_weight * w, size_t offset,
+    size_t n)
+{
+  if (c->apply_chunk)
+    c->apply_chunk (c->apply_owner, w, offset, n);
+}
 
 /* A tensor's data (NULL for id -1, an absent tensor). */
 static inline float *
@@ -237,6 +259,12 @@ typedef struct tt_layer_ops {
   /* may write its output over its input (element-wise, and backward
    * needs no input); NULL: never */
   bool (*can_run_in_place) (const struct tt_layer * l);
+  /* calc_gradient honours tt_weight.chunk_rows (update as you go): the
+   * gradient of a weight with rows > 0 is computed chunk_rows rows at a
+   * time, each chunk by the same arithmetic as in the whole product, and
+   * applied (tt_run_apply_chunk) before the next; its calc_derivative
+   * then runs before calc_gradient (it reads the weights' old values) */
+  bool chunked_gradient;
 } tt_layer_ops;
 
 typedef struct {
@@ -272,6 +300,9 @@ typedef struct tt_layer {
   bool in_place;                /* output (and input derivative) share the
                                  * input's (output derivative's) memory */
   int order;                    /* position in the execution order */
+  bool update_in_gradient;      /* a weight's gradient is chunked: the
+                                 * update happens inside calc_gradient,
+                                 * which runs after calc_derivative */
 
   /* tensor ids */
   int in[TT_MAX_IO], out[TT_MAX_IO];

@@ -6,7 +6,8 @@
  * (format in docs/optimized-ini.md):
  *
  *   [Plan]          version, pool_size, alignment, batch_size, shapes,
- *                   fingerprint, and the planner's figures
+ *                   fingerprint, update_as_you_go (when gradients are
+ *                   chunked: the chunk rule), and the planner's figures
  *   [Plan.Layers]   layer = execution position [, inplace]
  *   [Plan.Tensors]  tensor = byte offset in the pool
  *
@@ -37,7 +38,7 @@ static const char *const plan_keys[] = {
   "version", "pool_size", "alignment", "batch_size", "input_shapes",
   "label_shape", "fingerprint", "lower_bound", "naive_size",
   "depth_first_pool", "tensors", "in_place_layers", "order_search", "mode",
-  NULL
+  "update_as_you_go", NULL
 };
 
 bool
@@ -171,6 +172,18 @@ plan_check_header (tt_model * m, tt_error * err)
   if (pool % align)
     return plan_error (m, err, "[Plan] pool_size: %" PRIu64 " is not a "
         "multiple of the alignment %" PRIu64, pool, align);
+  /* update as you go (graph_tensors.c): absent in plans made before it
+   * (their gradients are whole, as then); present, the chunk rule it was
+   * planned with, which must be this engine's */
+  const char *uayg = plan_get (m, "plan", "update_as_you_go");
+  char rule[32];
+  snprintf (rule, sizeof rule, "%d:%d", TT_GRAD_CHUNK_QUANTUM,
+      TT_GRAD_CHUNK_FLOATS);
+  if (uayg && strcmp (uayg, rule))
+    return plan_error (m, err, "[Plan] update_as_you_go: '%s' is not the "
+        "gradient chunk rule of this engine (%s); re-plan the model", uayg,
+        rule);
+  m->update_as_you_go = uayg != NULL;
   m->align = align;
   m->pool_bytes = pool;
   m->fingerprint = tt_plan_fingerprint (m);
@@ -300,7 +313,8 @@ tt_plan_ini_serves (const tt_model * m)
   /* a plan stored for the other mode (training vs inference only) is not
    * an error: this mode simply needs its own */
   return m->stored_plan && m->plan_mode == TT_PLAN_AUTO &&
-      tt_plan_ini_inference (m) == m->inference;
+      tt_plan_ini_inference (m) == m->inference &&
+      !(m->keep_gradients && plan_get (m, "plan", "update_as_you_go"));
 }
 
 tt_status
@@ -330,6 +344,10 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
   if (m->tensor_oom) {
     free (exec);
     return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  }
+  if ((st = tt_plan_check_chunks (m, err))) {
+    free (exec);
+    return st;
   }
   tt_order_apply (m, exec);
   free (exec);
@@ -656,6 +674,9 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
       "\nalignment = %" PRIu64 "\nbatch_size = %u\nmode = %s\n",
       PLAN_VERSION, m->pool_bytes, m->align, m->batch_size,
       m->inference ? "inference" : "training");
+  if (m->update_as_you_go)
+    plan_printf (&w, "update_as_you_go = %d:%d\n", TT_GRAD_CHUNK_QUANTUM,
+        TT_GRAD_CHUNK_FLOATS);
   plan_printf (&w, "input_shapes = ");
   for (uint32_t i = 0; i < m->n_inputs; i++) {
     tt_dims d = m->layers[m->input_layers[i]].out_dims[0];

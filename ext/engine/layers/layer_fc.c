@@ -36,6 +36,7 @@ fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
       l->weight_init, in.w, unit, true);
   w->decay = l->weight_decay;
   w->l2 = l->l2_constant;
+  w->rows = in.w;
   if (!l->disable_bias) {
     tt_weight *b = tt_layer_add_weight (l, "bias", unit, l->bias_init, in.w,
         unit, true);
@@ -68,9 +69,20 @@ fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   const int rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
   const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
   const float *dy = tt_run_data (c, l->out_deriv[0]);
-  if (l->weights[0].grad >= 0)
-    tt_gemm (true, false, k, unit, rows, 1.0f, tt_run_data (c, l->in[0]), k,
-        dy, unit, 0.0f, tt_run_data (c, l->weights[0].grad), unit);
+  const tt_weight *w = &l->weights[0];
+  /* update as you go: rows [r0, r0 + chunk) of dW = X^T dY at a time, each
+   * applied before the next. Every element is the same reduction over the
+   * batch as in the whole product, provided chunk rows start on the GEMM's
+   * own row tiles (TT_GRAD_CHUNK_QUANTUM: OpenBLAS's sgemm kernels tile M
+   * by 8, 16 or 24; the portable GEMM's elements do not depend on M) */
+  const int step = w->chunk_rows ? (int) w->chunk_rows : k;
+  for (int r0 = 0; w->grad >= 0 && r0 < k; r0 += step) {
+    const int mr = k - r0 < step ? k - r0 : step;
+    tt_gemm (true, false, mr, unit, rows, 1.0f, tt_run_data (c, l->in[0]) +
+        r0, k, dy, unit, 0.0f, tt_run_data (c, w->grad), unit);
+    if (w->chunk_rows)
+      tt_run_apply_chunk (c, w, (size_t) r0 * unit, (size_t) mr * unit);
+  }
   if (l->n_weights > 1 && l->weights[1].grad >= 0) {
     float *db = tt_run_data (c, l->weights[1].grad);
     for (int j = 0; j < unit; j++)
@@ -110,4 +122,5 @@ const tt_layer_ops tt_fc_layer_ops = {
   .calc_gradient = fc_calc_gradient,
   .calc_derivative = fc_calc_derivative,
   .backward_reads = fc_backward_reads,
+  .chunked_gradient = true,
 };

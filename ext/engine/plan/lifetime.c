@@ -3,12 +3,29 @@
  * Lifetimes from uses and an execution order. For n layers, the layer at
  * position i runs forward at step i; walking backwards, the layer at
  * position i (k = n-1-i) runs calcGradient at n+3k, calcDerivative at
- * n+3k+1 and applyGradient at n+3k+2 (nntrainer's scheme). A tensor lives
- * from its earliest use to its latest.
+ * n+3k+1 and applyGradient at n+3k+2 (nntrainer's scheme). A layer
+ * that updates as it goes (update_in_gradient: a chunked weight gradient,
+ * graph_tensors.c) runs calcDerivative at n+3k and calcGradient, with the
+ * chunks' updates, at n+3k+1, as model_backward does. A tensor lives from
+ * its earliest use to its latest.
  */
 #include "tt_internal.h"
 
 #include <string.h>
+
+/* The order of a layer's own phases: forward 0, then its backward
+ * phases 1, 2, 3 in the order they run. */
+int
+tt_phase_rank (const tt_model * m, int layer, tt_phase phase)
+{
+  if (m->layers[layer].update_in_gradient) {
+    if (phase == TT_PHASE_GRADIENT)
+      return 2;
+    if (phase == TT_PHASE_DERIVATIVE)
+      return 1;
+  }
+  return (int) phase;
+}
 
 int
 tt_step_of (const tt_model * m, int layer, tt_phase phase)
@@ -21,7 +38,7 @@ tt_step_of (const tt_model * m, int layer, tt_phase phase)
     case TT_PHASE_GRADIENT:
     case TT_PHASE_DERIVATIVE:
     case TT_PHASE_APPLY:
-      return n + 3 * (n - 1 - pos) + (int) phase - 1;
+      return n + 3 * (n - 1 - pos) + tt_phase_rank (m, layer, phase) - 1;
     case TT_PHASE_BEGIN:
       return 0;
     case TT_PHASE_ALWAYS:

@@ -70,7 +70,8 @@ order_compare (const order_ctx * c, const uint64_t * s, const tt_use * u,
   if (u->phase == TT_PHASE_END)
     return 1;
   if ((uint32_t) u->layer == l) {
-    int a = (int) u->phase, b = (int) p;
+    int a = tt_phase_rank (c->m, u->layer, u->phase);
+    int b = tt_phase_rank (c->m, (int) l, p);
     return a < b ? -1 : a > b ? 1 : 0;
   }
   bool a_fwd = u->phase == TT_PHASE_FORWARD, l_fwd = p == TT_PHASE_FORWARD;

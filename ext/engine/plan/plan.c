@@ -117,6 +117,29 @@ tt_plan_reset (tt_model * m)
   tt_order_apply (m, m->exec);
 }
 
+/* Every chunked gradient against the independent check (plan_validate.c):
+ * its tensor holds whole rows, fewer than the weight's, and each chunk
+ * starts on a GEMM row tile. */
+tt_status
+tt_plan_check_chunks (const tt_model * m, tt_error * err)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    const tt_layer *l = &m->layers[i];
+    for (uint32_t k = 0; k < l->n_weights; k++) {
+      const tt_weight *w = &l->weights[k];
+      if (w->grad < 0 || w->chunk_rows == 0)
+        continue;
+      char why[256];
+      const tt_tensor *g = &m->tensors[w->grad];
+      if (tt_plan_validate_chunk (w->count, w->rows, w->chunk_rows,
+              g->count, TT_GRAD_CHUNK_QUANTUM, g->name, why, sizeof why))
+        return tt_fail (err, TT_ERR_INVALID, "%s: gradient chunk rejected: "
+            "%s", m->path, why);
+    }
+  }
+  return TT_OK;
+}
+
 tt_status
 tt_plan_build (tt_model * m, tt_error * err)
 {
@@ -126,10 +149,15 @@ tt_plan_build (tt_model * m, tt_error * err)
 
   if (m->plan_mode != TT_PLAN_NAIVE)
     tt_inplace_decide (m);
+  /* update as you go unless every gradient must be whole at once */
+  m->update_as_you_go = !m->keep_gradients && !m->inference &&
+      m->clip_grad_norm <= 0;
   tt_graph_declare_tensors (m);
   if (m->tensor_oom)
     return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory declaring tensors",
         m->path);
+  if ((st = tt_plan_check_chunks (m, err)))
+    return st;
   for (uint32_t i = 0; i < m->n_layers; i++)
     m->plan.in_place_layers += m->layers[i].in_place;
   m->plan.tensors = 0;

@@ -248,3 +248,28 @@ out:
   free (fw.c);
   return rc;
 }
+
+int
+tt_plan_validate_chunk (uint64_t weight_floats, uint32_t rows,
+    uint32_t chunk_rows, uint64_t grad_floats, uint32_t quantum,
+    const char *name, char *err, size_t err_len)
+{
+  if (!name)
+    name = "?";
+  if (rows == 0 || weight_floats % rows)
+    return plan_validate_fail (err, err_len, "%s: %" PRIu64 " floats are "
+        "not %" PRIu32 " whole rows", name, weight_floats, rows), -1;
+  const uint64_t cols = weight_floats / rows;
+  if (chunk_rows == 0 || chunk_rows >= rows)
+    return plan_validate_fail (err, err_len, "%s: a chunk of %" PRIu32
+        " rows of %" PRIu32 " is no chunk", name, chunk_rows, rows), -1;
+  if (quantum == 0 || chunk_rows % quantum)
+    return plan_validate_fail (err, err_len, "%s: a chunk of %" PRIu32
+        " rows does not start every chunk on a multiple of %" PRIu32
+        " rows", name, chunk_rows, quantum), -1;
+  if (grad_floats != chunk_rows * cols)
+    return plan_validate_fail (err, err_len, "%s: the gradient holds %"
+        PRIu64 " floats, a chunk of %" PRIu32 " rows needs %" PRIu64, name,
+        grad_floats, chunk_rows, chunk_rows * cols), -1;
+  return 0;
+}

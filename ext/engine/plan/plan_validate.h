@@ -26,4 +26,13 @@
 int tt_plan_validate (const tt_interval * t, size_t n, uint64_t align,
     uint64_t pool_size, const char *const *names, char *err, size_t err_len);
 
+/* Checks a chunked weight gradient (update as you go): a weight of
+ * weight_floats in rows whole rows, whose gradient tensor of grad_floats
+ * holds exactly chunk_rows rows, 0 < chunk_rows < rows, chunk_rows a
+ * multiple of quantum (so every chunk starts on one). Returns 0, or -1
+ * with a message naming name in err. */
+int tt_plan_validate_chunk (uint64_t weight_floats, uint32_t rows,
+    uint32_t chunk_rows, uint64_t grad_floats, uint32_t quantum,
+    const char *name, char *err, size_t err_len);
+
 #endif
