@@ -11,6 +11,7 @@ packages=(
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good libjson-glib-dev
   gstreamer1.0-plugins-bad gnuplot-nox
+  libmosquitto-dev mosquitto
   "$@"
 )
 

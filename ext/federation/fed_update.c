@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Federated messages (an envelope around a bundle, tt_fed.h) and
+ * federated averaging.
+ */
+#include "tt_fed.h"
+#include "tt_bundle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static tt_status
+fed_fail (tt_error * err, tt_status st, const char *fmt, ...)
+{
+  if (err) {
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (err->message, sizeof err->message, fmt, ap);
+    va_end (ap);
+    err->status = st;
+  }
+  return st;
+}
+
+static uint32_t
+get32 (const unsigned char *p)
+{
+  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
+      (uint32_t) p[3] << 24;
+}
+
+static uint64_t
+get64 (const unsigned char *p)
+{
+  return (uint64_t) get32 (p) | (uint64_t) get32 (p + 4) << 32;
+}
+
+static void
+put32 (unsigned char *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char) (v >> (8 * i));
+}
+
+static void
+put64 (unsigned char *p, uint64_t v)
+{
+  put32 (p, (uint32_t) v);
+  put32 (p + 4, (uint32_t) (v >> 32));
+}
+
+static uint32_t
+crc_of (const void *data, size_t len)
+{
+  uLong c = crc32 (0L, Z_NULL, 0);
+  const unsigned char *p = data;
+  while (len > 0) {
+    uInt n = len > (1u << 30) ? (1u << 30) : (uInt) len;
+    c = crc32 (c, p, n);
+    p += n;
+    len -= n;
+  }
+  return (uint32_t) c;
+}
+
+bool
+tt_fed_client_id_valid (const char *id)
+{
+  size_t n = 0;
+  if (!id)
+    return false;
+  for (; id[n]; n++) {
+    char c = id[n];
+    if (n >= TT_FED_ID_MAX - 1)
+      return false;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+            (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+      return false;
+  }
+  return n > 0;
+}
+
+/* ---- files ----------------------------------------------------------- */
+
+tt_status
+tt_fed_write_file (const char *path, const void *data, size_t len,
+    tt_error * err)
+{
+  char tmp[4200];
+  if (snprintf (tmp, sizeof tmp, "%s.tmp-%ld-XXXXXX", path,
+          (long) getpid ()) >= (int) sizeof tmp)
+    return fed_fail (err, TT_ERR_IO, "%s: path too long", path);
+  int fd = mkstemp (tmp);
+  if (fd < 0)
+    return fed_fail (err, TT_ERR_IO, "%s: cannot create a temporary file "
+        "beside it: %s", path, strerror (errno));
+  const unsigned char *p = data;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t w = write (fd, p, left);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int e = errno;
+      close (fd);
+      unlink (tmp);
+      return fed_fail (err, TT_ERR_IO, "%s: write failed: %s", path,
+          strerror (e));
+    }
+    p += w;
+    left -= (size_t) w;
+  }
+  mode_t mask = umask (0);
+  umask (mask);
+  if (fchmod (fd, 0666 & ~mask) != 0 || fsync (fd) != 0) {
+    int e = errno;
+    close (fd);
+    unlink (tmp);
+    return fed_fail (err, TT_ERR_IO, "%s: %s", path, strerror (e));
+  }
+  close (fd);
+  if (rename (tmp, path) != 0) {
+    int e = errno;
+    unlink (tmp);
+    return fed_fail (err, TT_ERR_IO, "%s: cannot rename %s over it: %s",
+        path, tmp, strerror (e));
+  }
+  char dir[4200];
+  snprintf (dir, sizeof dir, "%s", path);
+  char *slash = strrchr (dir, '/');
+  if (slash == dir)
+    dir[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  else
+    snprintf (dir, sizeof dir, ".");
+  int dfd = open (dir, O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    fsync (dfd);
+    close (dfd);
+  }
+  return TT_OK;
+}
+
+tt_status
+tt_fed_read_file (const char *path, size_t max, void **out, size_t *len,
+    tt_error * err)
+{
+  *out = NULL;
+  *len = 0;
+  FILE *f = fopen (path, "rb");
+  if (!f)
+    return fed_fail (err, TT_ERR_IO, "%s: %s", path, strerror (errno));
+  size_t cap = max < (1 << 16) ? max + 1 : (1 << 16), n = 0;
+  unsigned char *buf = malloc (cap);
+  while (buf) {
+    if (n == cap) {
+      size_t ncap = cap > max / 2 ? max + 1 : cap * 2;
+      unsigned char *nb = ncap > cap ? realloc (buf, ncap) : NULL;
+      if (!nb) {
+        free (buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    size_t r = fread (buf + n, 1, cap - n, f);
+    n += r;
+    if (r == 0 || n > max)
+      break;
+  }
+  if (buf && n > max) {
+    free (buf);
+    fclose (f);
+    return fed_fail (err, TT_ERR_INVALID, "%s: larger than %zu bytes", path,
+        max);
+  }
+  if (!buf) {
+    fclose (f);
+    return fed_fail (err, TT_ERR_NOMEM, "%s: out of memory", path);
+  }
+  if (ferror (f)) {
+    free (buf);
+    fclose (f);
+    return fed_fail (err, TT_ERR_IO, "%s: read failed", path);
+  }
+  fclose (f);
+  *out = buf;
+  *len = n;
+  return TT_OK;
+}
+
+/* ---- messages -------------------------------------------------------- */
+
+tt_status
+tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
+    size_t *len, tt_error * err)
+{
+  *out = NULL;
+  *len = 0;
+  if (h->kind != TT_FED_UPDATE && h->kind != TT_FED_GLOBAL)
+    return fed_fail (err, TT_ERR_INVALID, "federation: message kind %u "
+        "(1 update, 2 global)", h->kind);
+  if (!tt_fed_client_id_valid (h->client_id))
+    return fed_fail (err, TT_ERR_INVALID, "federation: client id '%s': 1 to "
+        "%d characters of A-Z a-z 0-9 _ . -", h->client_id, TT_FED_ID_MAX - 1);
+  if (h->samples > TT_FED_MAX_SAMPLES)
+    return fed_fail (err, TT_ERR_INVALID, "federation: %" PRIu64
+        " samples, more than %" PRIu64, h->samples, TT_FED_MAX_SAMPLES);
+  if (tt_model_weight_floats (model) == 0)
+    return fed_fail (err, TT_ERR_STATE, "federation: the model has no "
+        "weights (not compiled?)");
+
+  /* the bundle goes through a file: tt_bundle_save writes paths */
+  const char *tmpdir = getenv ("TMPDIR");
+  char dir[4096], path[4200];
+  snprintf (dir, sizeof dir, "%s/tt-fed-XXXXXX", tmpdir
+      && *tmpdir ? tmpdir : "/tmp");
+  if (!mkdtemp (dir))
+    return fed_fail (err, TT_ERR_IO, "federation: cannot create a "
+        "temporary folder %s: %s", dir, strerror (errno));
+  snprintf (path, sizeof path, "%s/message.ttb", dir);
+  tt_status st = tt_bundle_save (model, path, NULL, err);
+  void *bundle = NULL;
+  size_t blen = 0;
+  if (st == TT_OK)
+    st = tt_fed_read_file (path, SIZE_MAX / 2, &bundle, &blen, err);
+  unlink (path);
+  rmdir (dir);
+  if (st != TT_OK)
+    return st;
+
+  unsigned char *m = malloc (TT_FED_ENVELOPE_BYTES + blen);
+  if (!m) {
+    free (bundle);
+    return fed_fail (err, TT_ERR_NOMEM, "federation: out of memory");
+  }
+  memset (m, 0, TT_FED_ENVELOPE_BYTES);
+  memcpy (m, TT_FED_MAGIC, 8);
+  put32 (m + 8, TT_FED_VERSION);
+  put32 (m + 12, TT_FED_ENVELOPE_BYTES);
+  put32 (m + 16, h->kind);
+  put32 (m + 20, h->round);
+  put64 (m + 24, h->samples);
+  put64 (m + 32, tt_model_weight_signature (model));
+  put64 (m + 40, tt_model_weight_floats (model));
+  put64 (m + 48, blen);
+  memcpy (m + 56, h->client_id, strlen (h->client_id));
+  memcpy (m + TT_FED_ENVELOPE_BYTES, bundle, blen);
+  free (bundle);
+  put32 (m + 120, crc_of (m + TT_FED_ENVELOPE_BYTES, blen));
+  put32 (m + 124, crc_of (m, 124));
+  *out = m;
+  *len = TT_FED_ENVELOPE_BYTES + blen;
+  return TT_OK;
+}
+
+tt_status
+tt_fed_peek (const void *data, size_t len, const char *name,
+    tt_fed_header * h, tt_error * err)
+{
+  const unsigned char *m = data;
+  memset (h, 0, sizeof *h);
+  if (!name)
+    name = "<message>";
+  if (!data || len < TT_FED_ENVELOPE_BYTES)
+    return fed_fail (err, TT_ERR_PARSE, "%s: %zu bytes, shorter than the "
+        "%d-byte envelope of a federation message", name, len,
+        TT_FED_ENVELOPE_BYTES);
+  if (memcmp (m, TT_FED_MAGIC, 8) != 0)
+    return fed_fail (err, TT_ERR_PARSE, "%s: not a federation message (no "
+        "%s magic)", name, TT_FED_MAGIC);
+  if (get32 (m + 8) != TT_FED_VERSION)
+    return fed_fail (err, TT_ERR_PARSE, "%s: message version %u, this "
+        "build reads %d", name, get32 (m + 8), TT_FED_VERSION);
+  if (get32 (m + 12) != TT_FED_ENVELOPE_BYTES)
+    return fed_fail (err, TT_ERR_PARSE, "%s: envelope of %u bytes, version "
+        "1 has %d", name, get32 (m + 12), TT_FED_ENVELOPE_BYTES);
+  uint32_t hcrc = crc_of (m, 124);
+  if (get32 (m + 124) != hcrc)
+    return fed_fail (err, TT_ERR_PARSE, "%s: envelope checksum 0x%08x, "
+        "computed 0x%08x: corrupted", name, get32 (m + 124), hcrc);
+  h->kind = get32 (m + 16);
+  h->round = get32 (m + 20);
+  h->samples = get64 (m + 24);
+  h->signature = get64 (m + 32);
+  h->n_floats = get64 (m + 40);
+  uint64_t blen = get64 (m + 48);
+  memcpy (h->client_id, m + 56, TT_FED_ID_MAX);
+  if (h->client_id[TT_FED_ID_MAX - 1] != '\0'
+      || !tt_fed_client_id_valid (h->client_id)) {
+    h->client_id[0] = '\0';
+    return fed_fail (err, TT_ERR_PARSE, "%s: client id field is not 1 to %d "
+        "characters of A-Z a-z 0-9 _ . -", name, TT_FED_ID_MAX - 1);
+  }
+  for (size_t i = strlen (h->client_id); i < TT_FED_ID_MAX; i++)
+    if (h->client_id[i] != '\0')
+      return fed_fail (err, TT_ERR_PARSE, "%s: client id field not "
+          "NUL-padded", name);
+  if (h->kind != TT_FED_UPDATE && h->kind != TT_FED_GLOBAL)
+    return fed_fail (err, TT_ERR_PARSE, "%s: message kind %u (1 update, 2 "
+        "global)", name, h->kind);
+  if (blen != len - TT_FED_ENVELOPE_BYTES)
+    return fed_fail (err, TT_ERR_PARSE, "%s: envelope says %" PRIu64
+        " bundle bytes, the message has %zu", name, blen,
+        len - TT_FED_ENVELOPE_BYTES);
+  if (h->samples > TT_FED_MAX_SAMPLES)
+    return fed_fail (err, TT_ERR_INVALID, "%s: %" PRIu64 " samples, more "
+        "than %" PRIu64, name, h->samples, TT_FED_MAX_SAMPLES);
+  if (h->kind == TT_FED_UPDATE && h->samples == 0)
+    return fed_fail (err, TT_ERR_INVALID, "%s: update of 0 samples", name);
+  uint32_t bcrc = crc_of (m + TT_FED_ENVELOPE_BYTES, (size_t) blen);
+  if (get32 (m + 120) != bcrc)
+    return fed_fail (err, TT_ERR_PARSE, "%s: bundle checksum 0x%08x, "
+        "computed 0x%08x: corrupted", name, get32 (m + 120), bcrc);
+  return TT_OK;
+}
+
+tt_status
+tt_fed_decode (const void *data, size_t len, const char *name,
+    uint64_t signature, size_t n_floats, tt_fed_message * msg, tt_error * err)
+{
+  memset (msg, 0, sizeof *msg);
+  if (!name)
+    name = "<message>";
+  tt_fed_header h;
+  tt_status st = tt_fed_peek (data, len, name, &h, err);
+  if (st != TT_OK)
+    return st;
+  if (h.signature != signature)
+    return fed_fail (err, TT_ERR_INVALID, "%s (client %s): weight "
+        "signature %016" PRIx64 ", the model's is %016" PRIx64 ": another "
+        "model (layer names, shapes or order differ)", name, h.client_id,
+        h.signature, signature);
+  if (h.n_floats != n_floats)
+    return fed_fail (err, TT_ERR_INVALID, "%s (client %s): %" PRIu64
+        " weight floats, the model has %zu", name, h.client_id, h.n_floats,
+        n_floats);
+
+  /* the bundle's own checks: header, index, checksums, finiteness */
+  tt_bundle_load_options o;
+  memset (&o, 0, sizeof o);
+  o.mode = TT_BUNDLE_READ;
+  o.batch_size = 1;
+  o.inference = true;
+  o.plan_mode = TT_PLAN_REPLAN; /* a stored plan is for its batch size */
+  tt_error e = { 0 };
+  tt_model *b = tt_bundle_load_memory ((const unsigned char *) data +
+      TT_FED_ENVELOPE_BYTES, len - TT_FED_ENVELOPE_BYTES, name, &o, &e);
+  if (!b)
+    return fed_fail (err, e.status ? e.status : TT_ERR_PARSE, "%s (client "
+        "%s): its bundle is refused: %s", name, h.client_id, e.message);
+  if (tt_model_weight_signature (b) != signature
+      || tt_model_weight_floats (b) != n_floats) {
+    uint64_t bs = tt_model_weight_signature (b);
+    size_t bn = tt_model_weight_floats (b);
+    tt_model_free (b);
+    return fed_fail (err, TT_ERR_INVALID, "%s (client %s): the envelope "
+        "says signature %016" PRIx64 " (%zu floats), its bundle's model "
+        "has %016" PRIx64 " (%zu floats)", name, h.client_id, h.signature,
+        n_floats, bs, bn);
+  }
+  float *w = malloc (n_floats * sizeof (float));
+  if (!w) {
+    tt_model_free (b);
+    return fed_fail (err, TT_ERR_NOMEM, "%s: out of memory", name);
+  }
+  st = tt_model_export_weights (b, w, n_floats, &e);
+  tt_model_free (b);
+  if (st != TT_OK) {
+    free (w);
+    return fed_fail (err, st, "%s (client %s): %s", name, h.client_id,
+        e.message);
+  }
+  for (size_t i = 0; i < n_floats; i++)
+    if (!isfinite (w[i])) {
+      free (w);
+      return fed_fail (err, TT_ERR_NUMERIC, "%s (client %s): weight %zu is "
+          "not finite", name, h.client_id, i);
+    }
+  msg->header = h;
+  msg->weights = w;
+  return TT_OK;
+}
+
+void
+tt_fed_message_clear (tt_fed_message * msg)
+{
+  free (msg->weights);
+  memset (msg, 0, sizeof *msg);
+}
+
+/* ---- federated averaging -------------------------------------------- */
+
+void
+tt_fed_round_init (tt_fed_round * r, uint64_t signature, size_t n_floats,
+    uint32_t round)
+{
+  memset (r, 0, sizeof *r);
+  r->signature = signature;
+  r->n_floats = n_floats;
+  r->round = round;
+}
+
+tt_status
+tt_fed_round_add (tt_fed_round * r, tt_fed_message * msg, tt_error * err)
+{
+  const tt_fed_header *h = &msg->header;
+  if (h->kind != TT_FED_UPDATE)
+    return fed_fail (err, TT_ERR_INVALID, "client %s: a global model where "
+        "an update was expected", h->client_id);
+  if (h->signature != r->signature || h->n_floats != r->n_floats
+      || !msg->weights)
+    return fed_fail (err, TT_ERR_INVALID, "client %s: another model "
+        "(signature %016" PRIx64 ", %" PRIu64 " floats)", h->client_id,
+        h->signature, h->n_floats);
+  if (h->round < r->round)
+    return fed_fail (err, TT_ERR_INVALID, "client %s: update of round %u, "
+        "stale: round %u is being collected", h->client_id, h->round, r->round);
+  if (h->round > r->round)
+    return fed_fail (err, TT_ERR_INVALID, "client %s: update of round %u, "
+        "ahead of round %u being collected", h->client_id, h->round, r->round);
+  if (h->samples == 0 || h->samples > TT_FED_MAX_SAMPLES)
+    return fed_fail (err, TT_ERR_INVALID, "client %s: %" PRIu64 " samples",
+        h->client_id, h->samples);
+  for (uint32_t i = 0; i < r->n; i++)
+    if (!strcmp (r->updates[i].header.client_id, h->client_id))
+      return fed_fail (err, TT_ERR_INVALID, "client %s: a second update in "
+          "round %u (replayed or resent): the first is kept",
+          h->client_id, r->round);
+  if (r->n == r->cap) {
+    uint32_t cap = r->cap ? r->cap * 2 : 8;
+    tt_fed_message *u = realloc (r->updates, cap * sizeof *u);
+    if (!u)
+      return fed_fail (err, TT_ERR_NOMEM, "out of memory");
+    r->updates = u;
+    r->cap = cap;
+  }
+  /* sorted by client id: the sum's order does not depend on arrivals */
+  uint32_t at = r->n;
+  while (at > 0 && strcmp (r->updates[at - 1].header.client_id,
+          h->client_id) > 0)
+    at--;
+  memmove (&r->updates[at + 1], &r->updates[at],
+      (r->n - at) * sizeof *r->updates);
+  r->updates[at] = *msg;
+  r->n++;
+  r->samples += h->samples;
+  memset (msg, 0, sizeof *msg);
+  return TT_OK;
+}
+
+tt_status
+tt_fed_round_average (const tt_fed_round * r, float *out, tt_error * err)
+{
+  if (r->n == 0 || r->samples == 0)
+    return fed_fail (err, TT_ERR_STATE, "round %u: no update to average",
+        r->round);
+  const double total = (double) r->samples;
+  for (size_t k = 0; k < r->n_floats; k++) {
+    double s = 0.0;
+    for (uint32_t i = 0; i < r->n; i++)
+      s += (double) r->updates[i].weights[k] *
+          (double) r->updates[i].header.samples;
+    out[k] = (float) (s / total);
+  }
+  return TT_OK;
+}
+
+void
+tt_fed_round_reset (tt_fed_round * r, uint32_t round)
+{
+  for (uint32_t i = 0; i < r->n; i++)
+    tt_fed_message_clear (&r->updates[i]);
+  r->n = 0;
+  r->samples = 0;
+  r->round = round;
+}
+
+void
+tt_fed_round_clear (tt_fed_round * r)
+{
+  tt_fed_round_reset (r, 0);
+  free (r->updates);
+  memset (r, 0, sizeof *r);
+}
