@@ -5,9 +5,13 @@
  * (plain IDX, or gzip bytes the fuzzer mutates directly); odd, gzipped
  * by the harness first, so mutations of the IDX structure also reach the
  * reader through zlib's inflate. A load fails with a message naming the
- * path, or holds the invariants tt_idx.h promises.
+ * path, or holds the invariants tt_idx.h promises. The streaming reader
+ * (tt_idx_file.h) must agree: it fails where the load fails, with the
+ * same message, and otherwise has the same header and reads the same
+ * samples (alone, and all in one run).
  */
 #include "tt_idx.h"
+#include "tt_idx_file.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -100,14 +104,41 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 
   tt_idx idx;
   memset (&idx, 0xa5, sizeof idx);      /* load must not need it cleared */
-  char err[512];
-  err[0] = '\0';
+  char err[512], ferr[512];
+  err[0] = ferr[0] = '\0';
+  tt_idx_file f;
+  memset (&f, 0xa5, sizeof f);  /* nor open */
+  int opened = tt_idx_file_open (path, &f, ferr, sizeof ferr);
   if (tt_idx_load (path, &idx, err, sizeof err) != 0) {
     FUZZ_CHECK (!strncmp (err, path, strlen (path)), "message '%s' does not "
         "start with the path", err);
     FUZZ_CHECK (idx.data == NULL && idx.ndims == 0 && idx.count == 0,
         "a failed load left data behind");
+    FUZZ_CHECK (opened != 0 && !strcmp (err, ferr), "load failed with '%s', "
+        "open gave %d '%s'", err, opened, ferr);
+    FUZZ_CHECK (f.fd == -1 && f.path == NULL, "a failed open left a file");
     return 0;
+  }
+  FUZZ_CHECK (opened == 0, "load worked, open failed: %s", ferr);
+  FUZZ_CHECK (f.type == idx.type && f.ndims == idx.ndims && f.count ==
+      idx.count && f.item_bytes == idx.item_bytes && !memcmp (f.dims,
+          idx.dims, sizeof f.dims), "the readers disagree on the header");
+  {
+    uint8_t *buf = malloc (idx.count * idx.item_bytes);
+    FUZZ_CHECK (buf != NULL, "out of memory");
+    for (size_t i = 0; i < idx.count; i++) {
+      FUZZ_CHECK (tt_idx_file_read (&f, i, 1, buf, ferr, sizeof ferr) == 0,
+          "sample %zu: %s", i, ferr);
+      FUZZ_CHECK (!memcmp (buf, idx.data + i * idx.item_bytes,
+              idx.item_bytes), "sample %zu differs", i);
+    }
+    FUZZ_CHECK (tt_idx_file_read (&f, 0, idx.count, buf, ferr,
+            sizeof ferr) == 0 && !memcmp (buf, idx.data,
+            idx.count * idx.item_bytes), "one run differs");
+    FUZZ_CHECK (tt_idx_file_read (&f, idx.count, 1, buf, ferr,
+            sizeof ferr) == -1, "a read past the end worked");
+    free (buf);
+    tt_idx_file_close (&f);
   }
   size_t esize = tt_idx_type_size (idx.type);
   FUZZ_CHECK (esize > 0, "type 0x%02x", idx.type);
