@@ -80,7 +80,10 @@
  * complete=false), saves what was trained and posts a warning saying how
  * many samples were seen of how many expected; an EOS before any sample
  * saves nothing, so that an untrained model never replaces a saved one.
- * Buffers after the last epoch are refused with GST_FLOW_EOS.
+ * Buffers after the last epoch are dropped (GST_FLOW_OK, as nnstreamer's
+ * tensor_trainer does): refusing them with GST_FLOW_EOS would stop the
+ * source for every branch of a tee, e.g. the live predictions next to the
+ * training.
  *
  * A #GstTtTensorPredictor in the same pipeline whose trainer property names
  * this element follows its training live: the trainer publishes a copy of
@@ -370,7 +373,7 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
    * framework=nntrainer the default is nnstreamer's: left unset, it is 1
    * (and reads as 1), and 0 fails the start. After the
    * last epoch the model is saved and EOS is sent; later buffers are
-   * refused with GST_FLOW_EOS.
+   * dropped, so that other branches of a tee upstream go on.
    */
   g_object_class_install_property (gobject_class, PROP_EPOCHS,
       g_param_spec_uint ("epochs", "Epochs",
@@ -1398,8 +1401,10 @@ gst_tensor_trainer_sample (GstTtTensorTrainer * self, GstBuffer * buf)
   GstFlowReturn ret;
   gboolean training;
 
-  if (self->finished)
-    return GST_FLOW_EOS;
+  if (self->finished) {
+    GST_LOG_OBJECT (self, "training is over: buffer dropped");
+    return GST_FLOW_OK;
+  }
   if (!self->negotiated) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("No caps were negotiated before the first buffer."), (NULL));

@@ -77,8 +77,9 @@ else
     multifilesink location=camera-personalize-%03d.png"
 fi
 # frames for the whole run: every epoch, the frames dropped at pattern
-# switches, and a margin (the run ends with the training: the trainer
-# refuses buffers after its last epoch, and the tees stop on that)
+# switches, and a margin of 300 frames that show the trained model's
+# predictions (the trainer drops the frames that come after its last
+# epoch, so the video goes on to the source's end)
 frames=$(( (train + valid) * epochs * (every + 1) / every + 300 ))
 graph="tee name=video ! queue ! \
     textoverlay name=overlay WAIT valignment=top halignment=left \
