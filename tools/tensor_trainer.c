@@ -29,6 +29,7 @@
  * files, gzipped or not. Every epoch prints one line of key=value pairs so
  * scripts can read it.
  */
+#include "aggregate.h"
 #include "tt_engine.h"
 #include "tt_bundle.h"
 #include "tt_idx_file.h"
@@ -99,6 +100,8 @@ cli_usage (FILE * out)
       "  tensor-trainer inspect MODEL.ttb\n"
       "  tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]\n"
       "      [--align N] [--format asm|c] [--symbol NAME]\n"
+      "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
+      " ...\n      (federated averaging over MQTT: aggregate --help)\n"
       "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
       "writes a bundle (INI, plan, weights, optimizer state, counters) unless\n"
       "the path ends in .bin. --checkpoint FILE saves the model the same way\n"
@@ -1162,6 +1165,8 @@ int
 main (int argc, char **argv)
 {
   cli_options o;
+  if (argc >= 2 && !strcmp (argv[1], "aggregate"))
+    return tt_cli_aggregate (argc - 1, argv + 1);       /* aggregate.c */
   if (argc >= 2 && (!strcmp (argv[1], "-h") || !strcmp (argv[1], "--help"))) {
     cli_usage (stdout);
     return 0;
