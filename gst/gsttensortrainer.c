@@ -155,6 +155,7 @@ enum
   PROP_PROGRESS_INTERVAL,
   PROP_PUBLISH_INTERVAL,
   PROP_SKIP_BAD_BATCHES,
+  PROP_FEDERATION_FIRST,        /* gsttensorfederation.c's properties */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -450,6 +451,8 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
           "ends", 0, G_MAXUINT,
           DEFAULT_PUBLISH_INTERVAL, G_PARAM_READWRITE |
           G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+  gst_tensor_federation_install_properties (gobject_class,
+      PROP_FEDERATION_FIRST);
 
   gst_element_class_set_static_metadata (element_class, "Tensor trainer",
       "Trainer/Tensor",
@@ -488,6 +491,7 @@ gst_tensor_trainer_init (GstTtTensorTrainer * self)
   self->progress_interval = DEFAULT_PROGRESS_INTERVAL;
   self->publish_interval = DEFAULT_PUBLISH_INTERVAL;
   self->skip_bad_batches = DEFAULT_SKIP_BAD_BATCHES;
+  gst_tensor_federation_config_init (&self->federation);
 }
 
 /* ---- model life: properties at READY->PAUSED, the model at the first
@@ -510,6 +514,7 @@ gst_tensor_trainer_stop (GstTtTensorTrainer * self)
   if (self->share_key)
     gst_tensor_model_share_withdraw (self->share_key);
   g_clear_pointer (&self->share_key, g_free);
+  g_clear_pointer (&self->fed, gst_tensor_federation_stop);
   self->train_batches_total = 0;
   gst_tensor_trainer_free_model (self);
   g_clear_pointer (&self->config_path, g_free);
@@ -660,7 +665,10 @@ gst_tensor_trainer_start (GstTtTensorTrainer * self)
         self->load_path ? self->load_path : "(no weights)");
   else if (!gst_tensor_trainer_load_model (self))
     goto out;
-  ok = TRUE;
+  self->fed = gst_tensor_federation_start (GST_ELEMENT (self),
+      &self->federation, &ok);
+  if (!ok)
+    goto out;
 out:
   if (!ok)
     gst_tensor_trainer_stop (self);
@@ -1023,6 +1031,8 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
   for (guint i = 0; i < self->n_inputs; i++)
     inputs[i] = self->in_batch[i];
   self->fill = 0;
+  if (training)                 /* a global model comes between batches */
+    gst_tensor_federation_before_batch (self->fed, self->model, n);
   if (training)
     st = tt_model_train_batch (self->model, n, inputs, self->in_types,
         self->label_batch, &r, &err);
@@ -1216,6 +1226,7 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
   if (complete) {
     tt_model_finish_epoch (self->model);
     self->epochs_done++;
+    gst_tensor_federation_epoch_end (self->fed, self->model);
     /* nntrainer saves its best model after validation passes only */
     if (v->samples > 0)
       best_saved = gst_tensor_trainer_save_best (self, index + 1, stats[2],
@@ -1544,6 +1555,9 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
       self->skip_bad_batches = g_value_get_boolean (value);
       break;
     default:
+      if (gst_tensor_federation_set_property (&self->federation,
+              PROP_FEDERATION_FIRST, prop_id, value))
+        break;
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
   }
@@ -1610,6 +1624,9 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
       g_value_set_boolean (value, self->skip_bad_batches);
       break;
     default:
+      if (gst_tensor_federation_get_property (&self->federation,
+              PROP_FEDERATION_FIRST, prop_id, value))
+        break;
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
   }
@@ -1627,6 +1644,7 @@ gst_tensor_trainer_finalize (GObject * object)
   g_free (self->model_load_path);
   g_free (self->model_save_path);
   g_free (self->checkpoint_path);
+  gst_tensor_federation_config_clear (&self->federation);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }

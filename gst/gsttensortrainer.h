@@ -4,6 +4,7 @@
 
 #include <gst/gst.h>
 
+#include "gsttensorfederation.h"
 #include "gsttensorsamples.h"
 #include "tt_engine.h"
 
@@ -53,6 +54,7 @@ struct _GstTtTensorTrainer
   guint progress_interval;
   guint publish_interval;       /* batches between publications; 0: epochs */
   gboolean skip_bad_batches;    /* numeric faults: warn and drop, not stop */
+  GstTensorFederationConfig federation; /* federation-* (issue 20) */
   guint64 skipped_samples;      /* in the current epoch */
 
   /* under the object lock: the chain waits on cond while the element is
@@ -104,6 +106,7 @@ struct _GstTtTensorTrainer
   gchar *share_key;                     /* published under: this
                                          * pipeline's element name */
   guint64 train_batches_total;          /* training batches of this run */
+  GstTensorFederation *fed;             /* federation-broker set */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_trainer);

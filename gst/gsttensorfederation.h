@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tensor_trainer's side of a federation (issue 20): its federation-*
+ * properties and, when federation-broker is set, a connection to the
+ * broker (ext/federation/fed_mqtt.h). Every federation-epochs-per-round
+ * epochs the trainer publishes its weights as an update of the next round
+ * on <topic>/update/<client-id>, waits up to federation-wait seconds for
+ * that round's global model on <topic>/global and continues from it;
+ * a global model that comes later is taken between two batches, never
+ * within one. Offline, training goes on locally: the update is published
+ * at the end of the first round the broker is back, and the device
+ * rejoins with the next global model.
+ *
+ * Element messages "tensor-trainer-federation" (when post-messages):
+ * event "published" (round, samples), "applied" (round), "refused"
+ * (reason).
+ */
+#ifndef __GST_TENSOR_FEDERATION_H__
+#define __GST_TENSOR_FEDERATION_H__
+
+#include <gst/gst.h>
+#include "tt_engine.h"
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  gchar *broker, *topic, *client_id, *credentials, *ca, *cert, *key;
+  guint epochs_per_round;
+  guint wait;                   /* seconds */
+} GstTensorFederationConfig;
+
+typedef struct _GstTensorFederation GstTensorFederation;
+
+/* The properties, ids first_id, first_id + 1, ... */
+void gst_tensor_federation_install_properties (GObjectClass * klass,
+    guint first_id);
+void gst_tensor_federation_config_init (GstTensorFederationConfig * c);
+void gst_tensor_federation_config_clear (GstTensorFederationConfig * c);
+/* TRUE when prop_id is one of them (then handled); call under the object
+ * lock. */
+gboolean gst_tensor_federation_set_property (GstTensorFederationConfig * c,
+    guint first_id, guint prop_id, const GValue * value);
+gboolean gst_tensor_federation_get_property (const GstTensorFederationConfig
+    * c, guint first_id, guint prop_id, GValue * value);
+
+/* At READY->PAUSED, with the element's object lock NOT held: NULL and
+ * *ok TRUE when federation-broker is empty; NULL and *ok FALSE after
+ * posting an error (bad property, no federation in this build). */
+GstTensorFederation *gst_tensor_federation_start (GstElement * element,
+    GstTensorFederationConfig * config, gboolean * ok);
+/* Before a training batch of n samples: takes a global model that came. */
+void gst_tensor_federation_before_batch (GstTensorFederation * f,
+    tt_model * model, guint n);
+/* After a complete epoch: at a round's end publishes the update and waits
+ * for the round's global model. */
+void gst_tensor_federation_epoch_end (GstTensorFederation * f,
+    tt_model * model);
+/* PAUSED->READY: waits up to 5 s for the broker to acknowledge what was
+ * published, then disconnects. */
+void gst_tensor_federation_stop (GstTensorFederation * f);
+
+G_END_DECLS
+
+#endif
