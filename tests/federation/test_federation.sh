@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Federated training against a real broker (issue 20): a mosquitto started
+# here on 127.0.0.1 at a free port (its configuration written here, killed
+# at the end), `tensor-trainer aggregate` for 3 clients and 3 rounds, and 3
+# gst-launch-1.0 tensor_datasrc ! tensor_trainer devices on disjoint slices
+# of Fashion-MNIST (800, 1000, 1200 images), one epoch per round. Before
+# the devices come, round 1 gets an update of another model (wrong weight
+# signature), one with a NaN weight (every checksum right), a stale one
+# (round 0) and one whose id is not its topic's: all refused, the round
+# completes with the 3 devices. Then check_rounds.py checks, from the
+# archived messages and with the project's bundle tools only, that each
+# round's global model is bit for bit the sample-weighted average of the
+# updates it took, and that the aggregator's --save and every device's
+# saved model hold the last global model (the devices continued from it).
+# Last, a restarted aggregator resumes from its --save: round 3 done.
+#
+# Usage: test_federation.sh TENSOR_TRAINER FED_TOOL GST_PLUGIN_DIR SRCDIR
+# Exit 77 (skipped) when mosquitto, gst-launch-1.0 or the data set is
+# missing (scripts/ensure-deps.sh installs them).
+set -uo pipefail
+tt=$1 fed_tool=$2 plugin_dir=$3 src=$4
+data=/usr/share/datasets/fashion-mnist
+mosquitto=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+[ -x "$mosquitto" ] || { echo "SKIP: mosquitto is not installed (Debian: mosquitto)"; exit 77; }
+command -v gst-launch-1.0 >/dev/null || { echo "SKIP: no gst-launch-1.0 (gstreamer1.0-tools)"; exit 77; }
+[ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no $data (dataset-fashion-mnist)"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+
+work=$(mktemp -d /tmp/tt-federation-XXXXXX)
+pids=()
+cleanup () {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail () { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > "$work/mosquitto.conf" <<CONF
+listener $port 127.0.0.1
+allow_anonymous true
+persistence false
+CONF
+"$mosquitto" -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
+pids+=($!)
+broker=mqtt://127.0.0.1:$port
+for _ in $(seq 50); do
+  grep -q "running" "$work/mosquitto.log" 2>/dev/null && break
+  python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
+  sleep 0.1
+done
+
+model=$src/tests/models/fmnist_mlp.ini
+topic=tt-test
+rounds=3
+"$tt" aggregate "$model" --broker "$broker" --topic $topic --clients 3 \
+  --rounds $rounds --round-timeout 40 --save "$work/global.ttb" \
+  --archive "$work/archive" > "$work/aggregate.log" 2>&1 &
+agg=$!
+pids+=($agg)
+for _ in $(seq 100); do
+  grep -q "round 0: global model published" "$work/aggregate.log" && break
+  sleep 0.1
+done
+grep -q "round 0: global model published" "$work/aggregate.log" ||
+  fail "the aggregator did not publish round 0"
+
+# poisoned updates for round 1, before any device's
+sed 's/unit = 128/unit = 64/' "$model" > "$work/other.ini"
+"$fed_tool" encode "$work/other.ini" 1 500 intruder "$work/other.msg" &&
+"$fed_tool" encode "$model" 1 500 poisoned "$work/nan.msg" nan &&
+"$fed_tool" encode "$model" 0 500 late "$work/stale.msg" &&
+"$fed_tool" encode "$model" 1 500 dev0 "$work/spoof.msg" ||
+  fail "fed_tool encode"
+"$fed_tool" publish "$broker" $topic/update/intruder "$work/other.msg" &&
+"$fed_tool" publish "$broker" $topic/update/poisoned "$work/nan.msg" &&
+"$fed_tool" publish "$broker" $topic/update/late "$work/stale.msg" &&
+"$fed_tool" publish "$broker" $topic/update/mallory "$work/spoof.msg" ||
+  fail "fed_tool publish"
+
+start=(0 800 1800)
+count=(800 1000 1200)
+devices=()
+for i in 0 1 2; do
+  GST_PLUGIN_PATH=$plugin_dir gst-launch-1.0 -m \
+    tensor_datasrc location="$data/train-images-idx3-ubyte.gz" \
+      label-location="$data/train-labels-idx1-ubyte.gz" \
+      start-sample=${start[$i]} num-samples=${count[$i]} shuffle=true \
+      seed=$i epochs=$rounds ! \
+    tensor_trainer model-config="$model" \
+      num-training-samples=${count[$i]} epochs=$rounds \
+      model-save-path="$work/dev$i.ttb" federation-broker="$broker" \
+      federation-topic=$topic federation-client-id=dev$i \
+      federation-wait=40 ! \
+    fakesink > "$work/dev$i.log" 2>&1 &
+  devices+=($!)
+  pids+=($!)
+done
+for i in 0 1 2; do
+  wait "${devices[$i]}" || fail "device dev$i failed"
+done
+wait $agg || fail "the aggregator failed"
+cat "$work/aggregate.log"
+
+for why in "intruder.*signature" "poisoned.*non-finite" "late.*stale" \
+    "mallory.*says client dev0"; do
+  grep -q "round 1: refused .*$why" "$work/aggregate.log" ||
+    fail "no refusal matching '$why'"
+done
+grep -q "^done: $rounds rounds" "$work/aggregate.log" || fail "not done"
+for i in 0 1 2; do
+  for r in $(seq 0 $rounds); do
+    grep -q "event=(string)applied, client-id=(string)dev$i, round=(gint64)$r," \
+      "$work/dev$i.log" || fail "dev$i did not apply round $r"
+  done
+  for r in $(seq 1 $rounds); do
+    grep -q "event=(string)published, client-id=(string)dev$i, round=(gint64)$r," \
+      "$work/dev$i.log" || fail "dev$i did not publish round $r"
+  done
+done
+
+python3 "$src/tests/federation/check_rounds.py" "$tt" "$work/archive" \
+  $rounds 3 "$work/global.ttb" "$work/dev0.ttb" "$work/dev1.ttb" \
+  "$work/dev2.ttb" || fail "check_rounds.py"
+
+# a restarted aggregator resumes at its last saved round
+"$tt" aggregate "$model" --broker "$broker" --topic $topic --clients 3 \
+  --rounds $rounds --save "$work/global.ttb" > "$work/restart.log" 2>&1 ||
+  fail "the restarted aggregator failed"
+grep -q "resumed from .*global.ttb.state: round $rounds done" \
+  "$work/restart.log" || fail "the restarted aggregator did not resume"
+echo "PASS: 3 devices, $rounds rounds, 4 poisoned updates refused"
