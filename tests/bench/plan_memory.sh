@@ -5,12 +5,19 @@
 # the lower bound, planning time, and the time to load the optimized INI
 # (validation only) against planning from scratch.
 #
-# Usage: tests/bench/plan_memory.sh
+# Usage: [BUILD=DIR] [BATCH=N] [CLI=tensor-trainer] tests/bench/plan_memory.sh
+#   BATCH: plan every model for that batch instead of its INI's
+#   CLI: a tensor-trainer to measure (another build, e.g. an older
+#        commit's, for before/after figures); nothing is built then
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-"$top/scripts/ensure-deps.sh"
-"$top/scripts/build.sh" "${BUILD:-$top/build}"
-cli=${BUILD:-$top/build}/tools/tensor-trainer
+if [ -z "${CLI:-}" ]; then
+  "$top/scripts/ensure-deps.sh"
+  "$top/scripts/build.sh" "${BUILD:-$top/build}"
+fi
+cli=${CLI:-${BUILD:-$top/build}/tools/tensor-trainer}
+batch=()
+[ -n "${BATCH:-}" ] && batch=(--batch "$BATCH")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -20,7 +27,7 @@ printf '%-22s %12s %12s %12s %12s %7s %10s %10s\n' model naive depth-first \
 shopt -s nullglob
 for ini in "$top"/tests/models/*.ini "$top"/../shared/models/*.ini; do
   name=$(basename "$ini" .ini)
-  out=$("$cli" plan "$ini" -o "$tmp/$name.opt.ini")
+  out=$("$cli" plan "$ini" -o "$tmp/$name.opt.ini" "${batch[@]}")
   naive=$(echo "$out" | awk '/^naive/ {print $4}')
   dfs=$(echo "$out" | awk '/^depth-first/ {print $3}')
   pool=$(echo "$out" | awk '/^planned pool/ {print $3}')
