@@ -2,8 +2,9 @@
 /*
  * What test_federation.sh needs besides the aggregator and the trainers:
  *
- *   fed_tool encode MODEL ROUND SAMPLES ID OUT [nan]
- *       MODEL's initial weights as an update message; with "nan" one
+ *   fed_tool encode MODEL ROUND SAMPLES ID OUT [nan|""] [SEED]
+ *       MODEL's initial weights (of SEED) as an update message; with
+ *       "nan" one
  *       weight made NaN and every checksum (envelope and bundle) made
  *       right again, so that only the finiteness check can refuse it
  *   fed_tool publish URL TOPIC FILE...
@@ -79,6 +80,10 @@ encode (char **argv)
   oo.inference = true;
   oo.batch_size = 1;
   oo.plan_mode = TT_PLAN_REPLAN;
+  if (argv[5] && argv[6]) {
+    oo.has_seed = true;
+    oo.seed = strtoull (argv[6], NULL, 10);
+  }
   tt_error err = { 0 };
   tt_model *m = tt_model_open (argv[0], &oo, NULL, &err);
   if (!m) {
@@ -149,7 +154,8 @@ main (int argc, char **argv)
     return encode (argv + 2);
   if (argc >= 5 && !strcmp (argv[1], "publish"))
     return publish (argc - 2, argv + 2);
-  fprintf (stderr, "usage: fed_tool encode MODEL ROUND SAMPLES ID OUT [nan]"
+  fprintf (stderr,
+      "usage: fed_tool encode MODEL ROUND SAMPLES ID OUT [nan|\"\"] [SEED]"
       "\n       fed_tool publish URL TOPIC FILE...\n");
   return 2;
 }

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tensor-trainer aggregate against a real mosquitto (127.0.0.1, a free
+# port, a configuration written here, killed at the end), its devices
+# played by fed_tool (no GStreamer: this test runs under the sanitizers
+# too). 3 clients, quorum 2, a 2 s round timeout:
+#   round 1: a and b send updates, a sends its again (refused as a
+#            replay); the round closes with the quorum after the timeout
+#   round 2: the same with c and a
+#   then the aggregator is killed (SIGKILL) after publishing round 2,
+#   round 3's updates are sent while it is down (the broker keeps them
+#   for its persistent session), and a restarted aggregator resumes at
+#   round 2 done, takes them and closes round 3
+# check_rounds.py then checks every round's global model against the
+# sample-weighted average of the updates it took, bit for bit.
+#
+# Usage: test_aggregate.sh TENSOR_TRAINER FED_TOOL SRCDIR
+set -uo pipefail
+tt=$1 fed_tool=$2 src=$3
+mosquitto=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+[ -x "$mosquitto" ] || { echo "SKIP: mosquitto is not installed (Debian: mosquitto)"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+
+work=$(mktemp -d /tmp/tt-aggregate-XXXXXX)
+pids=()
+cleanup () {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail () { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
+wait_for () {   # PATTERN FILE: up to 30 s
+  for _ in $(seq 300); do
+    grep -q "$1" "$2" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "no '$1' in $2"
+}
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > "$work/mosquitto.conf" <<CONF
+listener $port 127.0.0.1
+allow_anonymous true
+persistence false
+CONF
+"$mosquitto" -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
+pids+=($!)
+broker=mqtt://127.0.0.1:$port
+sleep 0.3
+
+# a small model: this is about the protocol, not learning
+cat > "$work/model.ini" <<'INI'
+[Model]
+type = NeuralNetwork
+batch_size = 4
+loss = cross
+[Optimizer]
+type = sgd
+learning_rate = 0.1
+[input]
+type = input
+input_shape = 1:1:16
+[h]
+type = fully_connected
+unit = 8
+activation = relu
+[out]
+type = fully_connected
+unit = 3
+activation = softmax
+INI
+model=$work/model.ini
+send () {       # ROUND SAMPLES ID SEED
+  "$fed_tool" encode "$model" "$1" "$2" "$3" "$work/u-$1-$3.msg" "" \
+    "${4:-0}" &&
+  "$fed_tool" publish "$broker" tt/update/"$3" "$work/u-$1-$3.msg" ||
+    fail "fed_tool: round $1 $3"
+}
+
+aggregate () {  # ROUNDS LOG
+  "$tt" aggregate "$model" --broker "$broker" --topic tt --clients 3 \
+    --quorum 2 --round-timeout 2 --rounds "$1" --save "$work/global.ttb" \
+    --archive "$work/archive" > "$work/$2" 2>&1 &
+  agg=$!
+  pids+=($agg)
+}
+
+aggregate 2 aggregate1.log
+wait_for "round 0: global model published" "$work/aggregate1.log"
+send 1 100 a 1
+send 1 300 b 2
+send 1 100 a 3
+wait_for "round 1: global model published" "$work/aggregate1.log"
+send 2 50 c 4
+send 2 70 a 5
+wait $agg || fail "the aggregator failed"
+for want in "round 1: refused tt/update/a: client a: a second update in round 1" \
+    "round 1: closed after .* with 2 of 3 updates (quorum 2)" \
+    "round 2: closed after .* with 2 of 3 updates (quorum 2)" \
+    "^done: 2 rounds"; do
+  grep -q "$want" "$work/aggregate1.log" || fail "no '$want'"
+done
+
+# killed and restarted
+aggregate 3 aggregate2.log
+wait_for "round 2: global model published" "$work/aggregate2.log"
+grep -q "resumed from .*global.ttb.state: round 2 done" \
+  "$work/aggregate2.log" || fail "no resume at round 2"
+kill -KILL $agg
+wait $agg 2>/dev/null
+send 3 10 b 6
+send 3 20 c 7
+aggregate 3 aggregate3.log
+wait $agg || fail "the restarted aggregator failed"
+grep -q "resumed from .*global.ttb.state: round 2 done" \
+  "$work/aggregate3.log" || fail "no resume at round 2 after the kill"
+grep -q "^done: 3 rounds" "$work/aggregate3.log" || fail "round 3 not done"
+cat "$work"/aggregate*.log
+python3 "$src/tests/federation/check_rounds.py" "$tt" "$work/archive" 3 2 \
+  "$work/global.ttb" || fail "check_rounds.py"
+echo "PASS: quorum after the timeout, a replay refused, a killed aggregator resumed without losing the updates sent while it was down"
