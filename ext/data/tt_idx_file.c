@@ -147,10 +147,14 @@ tt_data_read_at (int fd, const char *path, uint64_t offset, void *dst,
       return -1;
     }
     if (n == 0) {
+      struct stat st;
+      uint64_t end = offset + got;
+      if (fstat (fd, &st) == 0 && (uint64_t) st.st_size < end)
+        end = (uint64_t) st.st_size;
       set_err (err, err_len, "%s: cannot read %zu bytes at byte %llu: the "
           "file ends at byte %llu (truncated or replaced since it was "
           "opened)", path, len, (unsigned long long) offset,
-          (unsigned long long) (offset + got));
+          (unsigned long long) end);
       return -1;
     }
     got += (size_t) n;

@@ -281,6 +281,9 @@ test_truncated_while_open (void)
   CHECK (tt_idx_file_read (&f, 99, 1, got, err, sizeof err) == -1,
       "past the cut fails");
   CHECK (strstr (err, p) && strstr (err, "truncated or replaced"), "[%s]", err);
+  char ends[64];
+  snprintf (ends, sizeof ends, "the file ends at byte %zu ", n / 2);
+  CHECK (strstr (err, ends) != NULL, "its new end: [%s]", err);
   tt_idx_file_close (&f);
 }
 
