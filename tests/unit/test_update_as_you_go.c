@@ -7,7 +7,8 @@
  * (tt_model_keep_gradients): weights and optimizer state after a few
  * steps compared with memcmp, for every model of tests/models, at the
  * INI's batch and at batch 32, and for the optimizers and regularizers
- * that touch the update. Also: clip_grad_by_norm keeps gradients whole,
+ * that touch the update. Also: clip_grad_by_norm and OpenBLAS on several
+ * threads keep gradients whole,
  * tt_model_gradients refuses a chunked model, stored plans (with, without
  * and with a foreign chunk rule) and the chunk validator.
  *
@@ -239,6 +240,22 @@ test_clip_keeps_whole (void)
           "clip_grad_by_norm=0.5\n"), 0, 0);
 }
 
+/* OpenBLAS on several threads splits dW's rows between them, so chunks
+ * would not be bit-identical: the planner keeps gradients whole then.
+ * The portable GEMM is one thread whatever is asked. */
+static void
+test_blas_threads (void)
+{
+  tt_set_num_threads (2);
+  const bool threaded = tt_blas_thread_count () > 1;
+  compare ("two_threads", "two_threads", SMALL ("type=adam\n"
+          "learning_rate=0.01", ""), 0, threaded ? 0 : 1);
+  tt_set_num_threads (1);
+  CHECK (tt_blas_thread_count () == 1, "%d", tt_blas_thread_count ());
+  compare ("one_thread", "one_thread", SMALL ("type=adam\n"
+          "learning_rate=0.01", ""), 0, 1);
+}
+
 /* tt_model_gradients reads gradients: refused on a chunked plan, with a
  * message naming the way out; fine with tt_model_keep_gradients. */
 static void
@@ -399,10 +416,13 @@ int
 main (int argc, char **argv)
 {
   snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
+  /* whatever OPENBLAS_NUM_THREADS says: chunks need one thread */
+  tt_set_num_threads (1);
   TT_TEST_RUN (test_validator);
   TT_TEST_RUN (test_mlp_figures);
   TT_TEST_RUN (test_optimizers);
   TT_TEST_RUN (test_clip_keeps_whole);
+  TT_TEST_RUN (test_blas_threads);
   TT_TEST_RUN (test_gradients_refused);
   TT_TEST_RUN (test_stored_plans);
   TT_TEST_RUN (test_models);

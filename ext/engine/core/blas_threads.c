@@ -21,6 +21,7 @@
 
 #ifdef TT_HAVE_OPENBLAS
 extern void openblas_set_num_threads (int);
+extern int openblas_get_num_threads (void);
 #endif
 
 /* set once the thread count is decided, by the user or by default */
@@ -55,5 +56,17 @@ tt_blas_threads_default (void)
     return;
 #ifdef TT_HAVE_OPENBLAS
   openblas_set_num_threads (1);
+#endif
+}
+
+/* The threads a GEMM call may use now: OpenBLAS's setting, or 1 (the
+ * portable GEMM runs on its caller's thread). */
+int
+tt_blas_thread_count (void)
+{
+#ifdef TT_HAVE_OPENBLAS
+  return openblas_get_num_threads ();
+#else
+  return 1;
 #endif
 }

@@ -257,6 +257,7 @@ tt_data (const tt_model * m, int id)
 
 /* blas_threads.c: OpenBLAS on one thread unless the user chose */
 void tt_blas_threads_default (void);
+int tt_blas_thread_count (void);
 
 /* init.c */
 void tt_initializer_fill (tt_rng * rng, tt_initializer init, float *w,
