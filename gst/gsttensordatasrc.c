@@ -1049,7 +1049,7 @@ gst_tensor_datasrc_open (GstTtTensorDataSrc * self)
   }
 
   gst_tensor_datasrc_make_store (self);
-  self->scratch = g_malloc (im->item_bytes);
+  self->scratch = g_malloc ((gsize) MAX (self->list_size, 1) * im->item_bytes);
   self->order = g_new (guint32, MAX (self->train.count, 1));
   self->order_epoch = G_MAXUINT;
   self->position = 0;
@@ -1169,72 +1169,113 @@ gst_tensor_datasrc_draw_order (GstTtTensorDataSrc * self, guint epoch)
   self->order_epoch = epoch;
 }
 
-/* The sample at position (which must be before the end), read from its
- * file; NULL after posting an error when the file cannot be read (it was
- * truncated under us). */
-static GstBuffer *
-gst_tensor_datasrc_make_sample (GstTtTensorDataSrc * self)
+/* The samples from position on that lie one after the other in one file
+ * and one range (training or validation) of one epoch, up to max (>= 1,
+ * not past the end): read with one pread into one memory they share, each
+ * a buffer in out. The shuffled training range mostly gives runs of 1,
+ * file order runs of max. Returns how many, 0 after posting an error
+ * when the file cannot be read (it was truncated under us). */
+static guint
+gst_tensor_datasrc_make_samples (GstTtTensorDataSrc * self, guint max,
+    GstBuffer ** out)
 {
   const guint64 per_epoch = (guint64) self->train.count + self->valid.count;
+  const guint epoch = (guint) (self->position / per_epoch);
+  const guint64 k = self->position % per_epoch;
   const GstTtTensorDataSrcSet *set = &self->train;
-  const tt_idx_file *images;
-  GstBuffer *out;
+  const tt_idx_file *images = NULL;
+  const gboolean to_float = !self->repo_mode
+      && self->out_image_format == GST_TENSOR_DATASRC_IMAGE_FLOAT32
+      && set->images.type == TT_IDX_UINT8;
   GstMemory *mem;
   GstMapInfo map;
-  guint epoch, index;
-  guint64 k;
+  guint index, run = 1;
+  gsize item;
   char err[1024];
   gboolean ok;
 
-  epoch = (guint) (self->position / per_epoch);
-  k = self->position % per_epoch;
   if (k < self->train.count) {
     if (self->order_epoch != epoch)
       gst_tensor_datasrc_draw_order (self, epoch);
     index = self->train.start + self->order[k];
+    while (run < max && k + run < self->train.count
+        && self->order[k + run] == self->order[k] + run)
+      run++;
   } else {
     index = self->valid.start + (guint) (k - self->train.count);
     if (!self->valid_shares_files)
       set = &self->valid;
+    run = (guint) MIN ((guint64) max, per_epoch - k);
   }
-  if (self->repo_mode) {
-    out = gst_tensor_datasrc_repo_sample (self, set, index);
-    if (!out)
-      return NULL;
+  if (self->repo_mode && set->repo.desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
+    /* samples of flexible tensors need not lie back to back */
+    out[0] = gst_tensor_datasrc_repo_sample (self, set, index);
+    if (!out[0])
+      return 0;
+    run = 1;
     goto done;
   }
 
-  images = &set->images;
-  mem = gst_allocator_alloc (NULL, self->image_bytes, NULL);
-  gst_memory_map (mem, &map, GST_MAP_WRITE);
-  if (self->out_image_format == GST_TENSOR_DATASRC_IMAGE_FLOAT32
-      && images->type == TT_IDX_UINT8) {
-    ok = tt_idx_file_read (images, index, 1, self->scratch, err,
+  item = self->repo_mode ? set->repo.sample_size : set->images.item_bytes;
+  if (!self->repo_mode)
+    images = &set->images;
+  /* uint8 images to float32 are read into scratch, the others into the
+   * memory the samples share */
+  mem = to_float ? NULL : gst_allocator_alloc (NULL, (gsize) run * item, NULL);
+  if (mem)
+    gst_memory_map (mem, &map, GST_MAP_WRITE);
+  if (self->repo_mode)
+    ok = tt_data_read_at (set->repo.fd, set->repo.path,
+        (guint64) index * item, map.data, (gsize) run * item, err,
         sizeof err) == 0;
-    for (gsize i = 0; ok && i < images->item_bytes; i++)
-      ((gfloat *) map.data)[i] = self->scratch[i] * (1.0f / 255.0f);
-  } else {
-    /* as stored */
-    ok = tt_idx_file_read (images, index, 1, map.data, err, sizeof err) == 0;
-  }
-  gst_memory_unmap (mem, &map);
+  else
+    ok = tt_idx_file_read (images, index, run, mem ? map.data :
+        self->scratch, err, sizeof err) == 0;
+  if (mem)
+    gst_memory_unmap (mem, &map);
   if (!ok) {
-    gst_memory_unref (mem);
+    if (mem)
+      gst_memory_unref (mem);
     GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err), (NULL));
-    return NULL;
+    return 0;
   }
-  out = gst_buffer_new ();
-  gst_buffer_append_memory (out, mem);
-  gst_buffer_append_memory (out, gst_tensor_datasrc_wrap (self,
-          self->store->labels_f32 + set->labels[index] *
-          self->store->label_floats,
-          self->store->label_floats * sizeof (gfloat)));
+  for (guint r = 0; r < run; r++) {
+    out[r] = gst_buffer_new ();
+    if (self->repo_mode) {
+      for (guint i = 0; i < set->repo.desc.num; i++)
+        gst_buffer_append_memory (out[r], gst_memory_share (mem,
+                (gssize) (r * item + set->repo.offsets[i]),
+                (gssize) set->repo.sizes[i]));
+      continue;
+    }
+    if (to_float) {
+      GstMemory *f = gst_allocator_alloc (NULL, self->image_bytes, NULL);
+      const guint8 *px = self->scratch + (gsize) r * item;
+      gst_memory_map (f, &map, GST_MAP_WRITE);
+      for (gsize i = 0; i < item; i++)
+        ((gfloat *) map.data)[i] = px[i] * (1.0f / 255.0f);
+      gst_memory_unmap (f, &map);
+      gst_buffer_append_memory (out[r], f);
+    } else {
+      /* as stored */
+      gst_buffer_append_memory (out[r], run == 1 ? gst_memory_ref (mem) :
+          gst_memory_share (mem, (gssize) (r * item), (gssize) item));
+    }
+    gst_buffer_append_memory (out[r], gst_tensor_datasrc_wrap (self,
+            self->store->labels_f32 + set->labels[index + r] *
+            self->store->label_floats,
+            self->store->label_floats * sizeof (gfloat)));
+  }
+  if (mem)
+    gst_memory_unref (mem);
 
 done:
-  GST_BUFFER_OFFSET (out) = self->position;
-  GST_BUFFER_OFFSET_END (out) = self->position + 1;
-  self->position++;
-  return out;
+  for (guint r = 0; r < run; r++) {
+    GST_BUFFER_OFFSET (out[r]) = self->position;
+    GST_BUFFER_OFFSET_END (out[r]) = self->position + 1;
+    self->position++;
+  }
+  return run;
 }
 
 /* What create() returns after a read error it posted: GST_FLOW_ERROR would
@@ -1259,20 +1300,25 @@ gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf)
   if (self->position >= end)
     return GST_FLOW_EOS;
   if (self->list_size <= 1 || end - self->position == 1) {
-    *buf = gst_tensor_datasrc_make_sample (self);
-    return *buf ? GST_FLOW_OK : GST_TENSOR_DATASRC_FLOW_READ_ERROR;
+    return gst_tensor_datasrc_make_samples (self, 1, buf) ?
+        GST_FLOW_OK : GST_TENSOR_DATASRC_FLOW_READ_ERROR;
   }
   list = gst_buffer_list_new_sized (self->list_size);
-  for (guint i = 0; i < self->list_size && self->position < end; i++) {
-    GstBuffer *b = gst_tensor_datasrc_make_sample (self);
-    if (!b) {
+  while (gst_buffer_list_length (list) < self->list_size
+      && self->position < end) {
+    GstBuffer *made[1024];
+    guint n = (guint) MIN ((guint64) (self->list_size -
+            gst_buffer_list_length (list)), end - self->position);
+    n = gst_tensor_datasrc_make_samples (self, n, made);
+    if (!n) {
       /* the samples read before the error are not pushed either: the
        * stream stops at the error */
       gst_buffer_list_unref (list);
       *buf = NULL;
       return GST_TENSOR_DATASRC_FLOW_READ_ERROR;
     }
-    gst_buffer_list_add (list, b);
+    for (guint i = 0; i < n; i++)
+      gst_buffer_list_add (list, made[i]);
   }
   gst_base_src_submit_buffer_list (GST_BASE_SRC (src), list);
   *buf = NULL;

@@ -102,7 +102,7 @@ struct _GstTtTensorDataSrc
   gsize image_bytes;            /* one output image */
   GstCaps *caps;
   GstTtTensorDataSrcStore *store;
-  guint8 *scratch;              /* one stored image, for float32 output */
+  guint8 *scratch;              /* list_size stored images, for float32 */
   guint32 *order;               /* train.count indices of this epoch */
   guint order_epoch;            /* the epoch order was drawn for */
   guint64 position;             /* samples pushed */

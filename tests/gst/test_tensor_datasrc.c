@@ -385,6 +385,59 @@ GST_START_TEST (test_truncated_mid_stream)
 
 GST_END_TEST;
 
+/* In file order the samples of a list are read at once: their images are
+ * pieces of one memory; float32 images of a list are each converted. */
+GST_START_TEST (test_list_reads_runs)
+{
+  Files f;
+  files_init (&f);
+  GstHarness *h = new_src (&f);
+  g_object_set (h->element, "start-sample", 5, "num-samples", 10,
+      "push-list-size", 4, NULL);
+  gst_harness_play (h);
+  GstBuffer *b[10];
+  for (guint i = 0; i < 10; i++) {
+    guint8 px;
+    b[i] = gst_harness_pull (h);
+    gst_buffer_extract (b[i], 0, &px, 1);
+    fail_unless_equals_int (px, 5 + i);
+  }
+  /* lists of 4, 4 and 2 */
+  fail_unless (gst_memory_is_span (gst_buffer_peek_memory (b[0], 0),
+          gst_buffer_peek_memory (b[1], 0), NULL));
+  fail_unless (gst_memory_is_span (gst_buffer_peek_memory (b[2], 0),
+          gst_buffer_peek_memory (b[3], 0), NULL));
+  fail_if (gst_memory_is_span (gst_buffer_peek_memory (b[3], 0),
+          gst_buffer_peek_memory (b[4], 0), NULL));
+  fail_unless (gst_memory_is_span (gst_buffer_peek_memory (b[8], 0),
+          gst_buffer_peek_memory (b[9], 0), NULL));
+  gst_harness_teardown (h);
+  for (guint i = 0; i < 10; i++) {
+    /* the buffers outlive the element */
+    guint8 px[ROWS * COLS];
+    gst_buffer_extract (b[i], 0, px, sizeof px);
+    fail_unless_equals_int (px[ROWS * COLS - 1], 5 + i);
+    gst_buffer_unref (b[i]);
+  }
+
+  h = new_src (&f);
+  g_object_set (h->element, "start-sample", 5, "num-samples", 10,
+      "push-list-size", 4, "image-format", 1 /* float32 */ , NULL);
+  gst_harness_play (h);
+  for (guint i = 0; i < 10; i++) {
+    GstBuffer *fb = gst_harness_pull (h);
+    gfloat px[ROWS * COLS];
+    gst_buffer_extract (fb, 0, px, sizeof px);
+    fail_unless_equals_float (px[0], (5 + i) / 255.0f);
+    fail_unless_equals_float (px[ROWS * COLS - 1], (5 + i) / 255.0f);
+    gst_buffer_unref (fb);
+  }
+  gst_harness_teardown (h);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_validation_files)
 {
   Files f;
@@ -662,8 +715,9 @@ GST_START_TEST (test_repo_matches_idx)
 
 GST_END_TEST;
 
-/* The samples are read from the file as they are pushed, one memory per
- * sample shared by its tensors; the buffers outlive the element. */
+/* The samples are read from the file as they are pushed: the tensors of
+ * a sample share one memory, and so do the samples of a list in file
+ * order; the buffers outlive the element. */
 GST_START_TEST (test_repo_read_per_sample)
 {
   Repo r;
@@ -685,6 +739,9 @@ GST_START_TEST (test_repo_read_per_sample)
   GstMemory *m1 = gst_buffer_peek_memory (a, 1);
   fail_unless (gst_memory_is_span (m0, m1, NULL), "tensors of one sample "
       "not in one memory");
+  /* in file order the samples of a list are read at once */
+  fail_unless (gst_memory_is_span (m1, gst_buffer_peek_memory (b, 0), NULL),
+      "two samples of a list not read at once");
   gst_harness_teardown (h);
   /* the buffers outlive the element */
   fail_unless_equals_int (gst_buffer_get_size (a), 22);
@@ -1074,6 +1131,7 @@ tensor_datasrc_suite (void)
   tcase_add_test (tc, test_shuffle_order_unchanged);
   tcase_add_test (tc, test_gzip_temporary);
   tcase_add_test (tc, test_truncated_mid_stream);
+  tcase_add_test (tc, test_list_reads_runs);
   tcase_add_test (tc, test_repo_truncated_mid_stream);
   tcase_add_test (tc, test_validation_files);
   tcase_add_test (tc, test_formats);
