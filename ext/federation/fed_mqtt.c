@@ -131,6 +131,9 @@ on_connect (struct mosquitto *mosq, void *user, int rc)
     m->refused = true;
     snprintf (m->error, sizeof m->error, "the broker refused the "
         "connection: %s", mosquitto_connack_string (rc));
+    size_t n = strlen (m->error);
+    if (n > 0 && m->error[n - 1] == '.')
+      m->error[n - 1] = '\0';
   }
   pthread_cond_broadcast (&m->cond);
   pthread_mutex_unlock (&m->lock);
@@ -149,6 +152,24 @@ on_disconnect (struct mosquitto *mosq, void *user, int rc)
   /* unacknowledged QoS 1 messages are resent by the library on the next
    * connection of a persistent session; the owner decides for the rest */
   pthread_cond_broadcast (&m->cond);
+  pthread_mutex_unlock (&m->lock);
+}
+
+/* the library's own errors (a TLS handshake failing in the network
+ * thread, a refused socket) say why no connection came */
+static void
+on_log (struct mosquitto *mosq, void *user, int level, const char *text)
+{
+  (void) mosq;
+  tt_fed_mqtt *m = user;
+  if (level != MOSQ_LOG_ERR || !text)
+    return;
+  pthread_mutex_lock (&m->lock);
+  if (!m->connected && !m->refused)
+    snprintf (m->error, sizeof m->error, "%s%s", text, strstr (text, "SSL")
+        || strstr (text, "TLS") || strstr (text, "certificate") ? " (the "
+        "TLS handshake failed: is the broker's certificate signed by the "
+        "CA given and made out to the broker's host name?)" : "");
   pthread_mutex_unlock (&m->lock);
 }
 
@@ -287,6 +308,7 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
   mosquitto_disconnect_callback_set (m->mosq, on_disconnect);
   mosquitto_publish_callback_set (m->mosq, on_publish);
   mosquitto_message_callback_set (m->mosq, on_message);
+  mosquitto_log_callback_set (m->mosq, on_log);
   mosquitto_reconnect_delay_set (m->mosq, 1, 10, true);
   /* messages are whole models: no limit of the library's own */
   mosquitto_max_inflight_messages_set (m->mosq, 0);
@@ -324,6 +346,14 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
   /* a broker that is down now is retried by the network thread */
   rc = mosquitto_connect_async (m->mosq, host, port,
       o->keepalive > 0 ? o->keepalive : 30);
+  if (rc == MOSQ_ERR_TLS) {
+    mqtt_fail (err, TT_ERR_IO, "federation broker %s: the TLS handshake "
+        "failed: its certificate is not signed by the CA trusted (%s) or "
+        "not made out to %s, or it refused the client certificate", o->url,
+        o->ca && *o->ca ? o->ca : "/etc/ssl/certs", host);
+    tt_fed_mqtt_free (m);
+    return NULL;
+  }
   if (rc != MOSQ_ERR_SUCCESS && rc != MOSQ_ERR_ERRNO) {
     mqtt_fail (err, TT_ERR_IO, "federation broker %s: %s", o->url,
         mosquitto_strerror (rc));

@@ -9,7 +9,9 @@
  *       right again, so that only the finiteness check can refuse it
  *   fed_tool publish URL TOPIC FILE...
  *       publishes the files (QoS 1) and waits for the broker's
- *       acknowledgements
+ *       acknowledgements; the environment's FED_TOOL_ID (MQTT client id),
+ *       FED_TOOL_CREDENTIALS, FED_TOOL_CA, FED_TOOL_CERT, FED_TOOL_KEY
+ *       are tt_fed_mqtt_options' fields
  */
 #include "fed_mqtt.h"
 #include "tt_bundle.h"
@@ -119,7 +121,13 @@ publish (int argc, char **argv)
   tt_fed_mqtt_options o;
   memset (&o, 0, sizeof o);
   o.url = argv[0];
-  o.client_id = "fed-tool";
+  /* a device of the secure test: FED_TOOL_ID, _CREDENTIALS, _CA, _CERT,
+   * _KEY */
+  o.client_id = getenv ("FED_TOOL_ID") ? getenv ("FED_TOOL_ID") : "fed-tool";
+  o.credentials = getenv ("FED_TOOL_CREDENTIALS");
+  o.ca = getenv ("FED_TOOL_CA");
+  o.cert = getenv ("FED_TOOL_CERT");
+  o.key = getenv ("FED_TOOL_KEY");
   tt_error err = { 0 };
   tt_fed_mqtt *m = tt_fed_mqtt_new (&o, NULL, &err);
   if (!m || tt_fed_mqtt_wait_connected (m, 5000, &err) != TT_OK) {

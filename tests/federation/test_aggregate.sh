@@ -49,28 +49,7 @@ pids+=($!)
 broker=mqtt://127.0.0.1:$port
 sleep 0.3
 
-# a small model: this is about the protocol, not learning
-cat > "$work/model.ini" <<'INI'
-[Model]
-type = NeuralNetwork
-batch_size = 4
-loss = cross
-[Optimizer]
-type = sgd
-learning_rate = 0.1
-[input]
-type = input
-input_shape = 1:1:16
-[h]
-type = fully_connected
-unit = 8
-activation = relu
-[out]
-type = fully_connected
-unit = 3
-activation = softmax
-INI
-model=$work/model.ini
+model=$src/tests/federation/tiny.ini
 send () {       # ROUND SAMPLES ID SEED
   "$fed_tool" encode "$model" "$1" "$2" "$3" "$work/u-$1-$3.msg" "" \
     "${4:-0}" &&
