@@ -36,7 +36,7 @@ typedef struct
   const char *model, *broker, *topic, *client_id, *save, *archive;
   const char *credentials, *ca, *cert, *key;
   uint64_t clients, rounds, quorum, seed;
-  double timeout;
+  double timeout, max_norm_ratio;
   bool has_seed;
 } agg_options;
 
@@ -76,19 +76,22 @@ agg_usage (FILE * out)
       "--rounds R\n"
       "    [--quorum K] [--round-timeout S] [--save GLOBAL.ttb]\n"
       "    [--topic PREFIX] [--client-id ID] [--credentials FILE]\n"
-      "    [--ca FILE] [--cert FILE --key FILE] [--archive DIR] "
-      "[--seed S]\n"
-      "Federated averaging over MQTT: publishes the global model retained "
-      "on\nPREFIX/global (default prefix tensor-trainer), takes one update "
-      "per device\nand round from PREFIX/update/<client-id>, closes a round "
-      "when N came, or\nK (default N) once S seconds (default 0: none) have "
-      "passed, averages them\nweighted by their samples and publishes the "
-      "result as the next round's\nglobal model. --save writes it each round "
-      "(GLOBAL.ttb, a bundle, and\nGLOBAL.ttb.state, the message it "
-      "resumes from when restarted). --archive\nkeeps every accepted update "
-      "and every global message in DIR.\nURL: mqtt://HOST[:PORT] or "
-      "mqtts://HOST[:PORT] (TLS, --ca, --cert/--key);\nFILE of --credentials:"
-      " one line USER:PASSWORD.\n", out);
+      "    [--ca FILE] [--cert FILE --key FILE] [--archive DIR] [--seed S]\n"
+      "    [--max-norm-ratio F]\n"
+      "Federated averaging over MQTT: publishes the global model retained on\n"
+      "PREFIX/global (default prefix tensor-trainer), takes one update per\n"
+      "device and round from PREFIX/update/<client-id>, closes a round when N\n"
+      "came, or K (default N) once S seconds (default 0: none) have passed,\n"
+      "averages them weighted by their samples and publishes the result as\n"
+      "the next round's global model. When a round would close with 3\n"
+      "updates or more, those that moved from the global model more than F\n"
+      "times (default 10; 0: no check) the round's median move (L2 norm) are\n"
+      "rejected. --save writes the global model each round (GLOBAL.ttb, a\n"
+      "bundle, and GLOBAL.ttb.state, the message a restart resumes from).\n"
+      "--archive keeps every update taken (rejected-*: rejected ones) and\n"
+      "every global message in DIR.\n"
+      "URL: mqtt://HOST[:PORT] or mqtts://HOST[:PORT] (TLS, --ca,\n"
+      "--cert/--key); FILE of --credentials: one line USER:PASSWORD.\n", out);
 }
 
 static bool
@@ -111,6 +114,7 @@ agg_parse (int argc, char **argv, agg_options * o)
   memset (o, 0, sizeof *o);
   o->topic = "tensor-trainer";
   o->client_id = "aggregator";
+  o->max_norm_ratio = 10.0;
   if (argc < 2 || argv[1][0] == '-')
     return -1;
   o->model = argv[1];
@@ -147,6 +151,16 @@ agg_parse (int argc, char **argv, agg_options * o)
       num = &o->seed;
       max = UINT64_MAX;
       o->has_seed = true;
+    } else if (!strcmp (a, "--max-norm-ratio")) {
+      char *end;
+      errno = 0;
+      double t = v ? strtod (v, &end) : -1.0;
+      if (!v || errno || *end || !(t >= 0.0 && t <= 1e12))
+        return agg_fail ("--max-norm-ratio: '%s' is not a ratio (0: no "
+            "check)", v ? v : "");
+      o->max_norm_ratio = t;
+      i++;
+      continue;
     } else if (!strcmp (a, "--round-timeout")) {
       char *end;
       errno = 0;
@@ -280,6 +294,30 @@ agg_publish_global (agg_state * s, uint32_t round, uint64_t samples, bool save)
   return 0;
 }
 
+typedef struct
+{
+  agg_state *s;
+  uint32_t round;
+} agg_reject_ctx;
+
+/* An update rejected at the round's close: said, and its archived copy
+ * renamed rejected-* (the round's average does not include it). */
+static void
+agg_on_reject (void *user, const char *client_id, const char *reason)
+{
+  agg_reject_ctx *c = user;
+  printf ("round %u: rejected the update of %s: %s\n", c->round, client_id,
+      reason);
+  if (c->s->o->archive) {
+    char from[4200], to[4200];
+    snprintf (from, sizeof from, "%s/update-%06u-%s.msg", c->s->o->archive,
+        c->round, client_id);
+    snprintf (to, sizeof to, "%s/rejected-%06u-%s.msg", c->s->o->archive,
+        c->round, client_id);
+    rename (from, to);
+  }
+}
+
 /* One received message of round r: taken into it or refused (a line
  * saying why; the round goes on). */
 static void
@@ -313,7 +351,7 @@ agg_take (agg_state * s, tt_fed_round * r, const char *topic,
   }
   agg_archive (s, name, data, len);
   printf ("round %u: update from %s (%" PRIu64 " samples), %u of %" PRIu64
-      "\n", r->round, id, samples, r->n, s->o->clients);
+      "\n", r->round, id, samples, tt_fed_round_accepted (r), s->o->clients);
   fflush (stdout);
 }
 
@@ -425,20 +463,26 @@ agg_run (agg_options * o)
     double start = agg_now ();
     bool late = false;
     while (!agg_stop) {
-      if (round.n >= o->clients)
-        break;
       double waited = agg_now () - start;
-      if (o->timeout > 0 && waited >= o->timeout) {
-        if (round.n >= o->quorum) {
+      bool timed_out = o->timeout > 0 && waited >= o->timeout;
+      uint32_t n = tt_fed_round_accepted (&round);
+      if (n >= o->clients || (timed_out && n >= o->quorum)) {
+        /* the round would close: updates far from the others' first */
+        agg_reject_ctx ctx = { &s, round.round };
+        if (tt_fed_round_screen (&round, s.weights, o->max_norm_ratio,
+                agg_on_reject, &ctx) > 0)
+          continue;
+        if (n < o->clients)
           printf ("round %u: closed after %.1f s with %u of %" PRIu64
-              " updates (quorum %" PRIu64 ")\n", round.round, waited,
-              round.n, o->clients, o->quorum);
-          break;
-        }
+              " updates (quorum %" PRIu64 ")\n", round.round, waited, n,
+              o->clients, o->quorum);
+        break;
+      }
+      if (timed_out) {
         if (!late)
           printf ("round %u: %.1f s passed with %u of %" PRIu64 " updates, "
               "below the quorum %" PRIu64 ": waiting on\n", round.round,
-              waited, round.n, o->clients, o->quorum);
+              waited, n, o->clients, o->quorum);
         late = true;
       }
       char *topic;
@@ -457,7 +501,7 @@ agg_run (agg_options * o)
       goto done;
     }
     printf ("round %u: averaged %u updates of %" PRIu64 " samples\n",
-        round.round, round.n, round.samples);
+        round.round, tt_fed_round_accepted (&round), round.samples);
     if (agg_publish_global (&s, round.round, round.samples, true))
       goto done;
     tt_fed_round_reset (&round, round.round + 1);

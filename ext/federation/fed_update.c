@@ -461,18 +461,81 @@ tt_fed_round_add (tt_fed_round * r, tt_fed_message * msg, tt_error * err)
   return TT_OK;
 }
 
+static int
+fed_cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+uint32_t
+tt_fed_round_accepted (const tt_fed_round * r)
+{
+  return r->n - r->n_rejected;
+}
+
+uint32_t
+tt_fed_round_screen (tt_fed_round * r, const float *global, double max_ratio,
+    void (*on_reject) (void *user, const char *client_id, const char *reason),
+    void *user)
+{
+  uint32_t live = tt_fed_round_accepted (r), rejected = 0;
+  if (live < 3 || !(max_ratio > 0.0))
+    return 0;
+  double *d = malloc (r->n * sizeof *d), *sorted = malloc (live * sizeof *d);
+  if (!d || !sorted) {
+    free (d);
+    free (sorted);
+    return 0;
+  }
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < r->n; i++) {
+    d[i] = 0.0;
+    if (!r->updates[i].weights)
+      continue;
+    for (size_t j = 0; j < r->n_floats; j++) {
+      double e = (double) r->updates[i].weights[j] - (double) global[j];
+      d[i] += e * e;
+    }
+    d[i] = sqrt (d[i]);
+    sorted[k++] = d[i];
+  }
+  qsort (sorted, live, sizeof *sorted, fed_cmp_double);
+  double median = live % 2 ? sorted[live / 2] :
+      0.5 * (sorted[live / 2 - 1] + sorted[live / 2]);
+  for (uint32_t i = 0; i < r->n; i++) {
+    if (!r->updates[i].weights || !(d[i] > max_ratio * median))
+      continue;
+    char why[256];
+    snprintf (why, sizeof why, "moved %.4g from the global model, more "
+        "than %g times the round's median %.4g: rejected", d[i], max_ratio,
+        median);
+    free (r->updates[i].weights);
+    r->updates[i].weights = NULL;
+    r->samples -= r->updates[i].header.samples;
+    r->n_rejected++;
+    rejected++;
+    if (on_reject)
+      on_reject (user, r->updates[i].header.client_id, why);
+  }
+  free (d);
+  free (sorted);
+  return rejected;
+}
+
 tt_status
 tt_fed_round_average (const tt_fed_round * r, float *out, tt_error * err)
 {
-  if (r->n == 0 || r->samples == 0)
+  if (tt_fed_round_accepted (r) == 0 || r->samples == 0)
     return fed_fail (err, TT_ERR_STATE, "round %u: no update to average",
         r->round);
   const double total = (double) r->samples;
   for (size_t k = 0; k < r->n_floats; k++) {
     double s = 0.0;
     for (uint32_t i = 0; i < r->n; i++)
-      s += (double) r->updates[i].weights[k] *
-          (double) r->updates[i].header.samples;
+      if (r->updates[i].weights)
+        s += (double) r->updates[i].weights[k] *
+            (double) r->updates[i].header.samples;
     out[k] = (float) (s / total);
   }
   return TT_OK;
@@ -484,6 +547,7 @@ tt_fed_round_reset (tt_fed_round * r, uint32_t round)
   for (uint32_t i = 0; i < r->n; i++)
     tt_fed_message_clear (&r->updates[i]);
   r->n = 0;
+  r->n_rejected = 0;
   r->samples = 0;
   r->round = round;
 }

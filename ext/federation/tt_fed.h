@@ -108,8 +108,10 @@ typedef struct
   size_t n_floats;
   uint32_t round;               /* the round being collected */
   uint32_t n, cap;
-  tt_fed_message *updates;
-  uint64_t samples;             /* their sum */
+  tt_fed_message *updates;      /* a rejected one keeps its header (its id
+                                 * counts for replays), weights NULL */
+  uint32_t n_rejected;          /* by tt_fed_round_screen */
+  uint64_t samples;             /* the sum of the others' */
 } tt_fed_round;
 
 void tt_fed_round_init (tt_fed_round * r, uint64_t signature,
@@ -120,6 +122,17 @@ void tt_fed_round_init (tt_fed_round * r, uint64_t signature,
  * already counted), another signature or size. */
 tt_status tt_fed_round_add (tt_fed_round * r, tt_fed_message * msg,
     tt_error * err);
+/* Rejects the updates that moved far from the global model they were
+ * trained from: distance d_i = ||w_i - global|| (L2); an update is
+ * rejected when d_i > max_ratio * median(d) of the round's updates not
+ * rejected yet. Needs 3 of them (with 2, neither can be told the
+ * outlier): else nothing is done. on_reject (may be NULL) gets each
+ * rejected client's id and the reason. Returns how many were rejected. */
+uint32_t tt_fed_round_screen (tt_fed_round * r, const float *global,
+    double max_ratio, void (*on_reject) (void *user, const char *client_id,
+        const char *reason), void *user);
+/* Updates taken and not rejected. */
+uint32_t tt_fed_round_accepted (const tt_fed_round * r);
 /* The weighted average into out (n_floats). TT_ERR_STATE when no update
  * was taken. */
 tt_status tt_fed_round_average (const tt_fed_round * r, float *out,

@@ -2,11 +2,12 @@
 /*
  * What test_federation.sh needs besides the aggregator and the trainers:
  *
- *   fed_tool encode MODEL ROUND SAMPLES ID OUT [nan|""] [SEED]
+ *   fed_tool encode MODEL ROUND SAMPLES ID OUT [nan|huge|""] [SEED]
  *       MODEL's initial weights (of SEED) as an update message; with
  *       "nan" one
  *       weight made NaN and every checksum (envelope and bundle) made
- *       right again, so that only the finiteness check can refuse it
+ *       right again, so that only the finiteness check can refuse it;
+ *       with "huge" the weights times 1000
  *   fed_tool publish URL TOPIC FILE...
  *       publishes the files (QoS 1) and waits for the broker's
  *       acknowledgements; the environment's FED_TOOL_ID (MQTT client id),
@@ -101,6 +102,16 @@ encode (char **argv)
   void *msg;
   size_t len;
   int rc = 1;
+  if (argv[5] && !strcmp (argv[5], "huge")) {
+    size_t n = tt_model_weight_floats (m);
+    float *w = malloc (n * sizeof (float));
+    if (!w || tt_model_export_weights (m, w, n, &err) != TT_OK)
+      return 1;
+    for (size_t i = 0; i < n; i++)
+      w[i] *= 1000.0f;
+    tt_model_import_weights (m, w, n, &err);
+    free (w);
+  }
   if (tt_fed_encode (m, &h, &msg, &len, &err) != TT_OK)
     fprintf (stderr, "fed_tool: %s\n", err.message);
   else {
@@ -163,7 +174,7 @@ main (int argc, char **argv)
   if (argc >= 5 && !strcmp (argv[1], "publish"))
     return publish (argc - 2, argv + 2);
   fprintf (stderr,
-      "usage: fed_tool encode MODEL ROUND SAMPLES ID OUT [nan|\"\"] [SEED]"
-      "\n       fed_tool publish URL TOPIC FILE...\n");
+      "usage: fed_tool encode MODEL ROUND SAMPLES ID OUT "
+      "[nan|huge|\"\"] [SEED]" "\n       fed_tool publish URL TOPIC FILE...\n");
   return 2;
 }

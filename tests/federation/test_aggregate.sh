@@ -3,9 +3,11 @@
 # tensor-trainer aggregate against a real mosquitto (127.0.0.1, a free
 # port, a configuration written here, killed at the end), its devices
 # played by fed_tool (no GStreamer: this test runs under the sanitizers
-# too). 3 clients, quorum 2, a 2 s round timeout:
+# too). 3 clients, quorum 2, a 4 s round timeout:
 #   round 1: a and b send updates, a sends its again (refused as a
-#            replay); the round closes with the quorum after the timeout
+#            replay), h one 1000 times too large (rejected: it moved far
+#            more than the others); the round closes with the quorum
+#            after the timeout
 #   round 2: the same with c and a
 #   then the aggregator is killed (SIGKILL) after publishing round 2,
 #   round 3's updates are sent while it is down (the broker keeps them
@@ -50,8 +52,8 @@ broker=mqtt://127.0.0.1:$port
 sleep 0.3
 
 model=$src/tests/federation/tiny.ini
-send () {       # ROUND SAMPLES ID SEED
-  "$fed_tool" encode "$model" "$1" "$2" "$3" "$work/u-$1-$3.msg" "" \
+send () {       # ROUND SAMPLES ID SEED [huge]
+  "$fed_tool" encode "$model" "$1" "$2" "$3" "$work/u-$1-$3.msg" "${5:-}" \
     "${4:-0}" &&
   "$fed_tool" publish "$broker" tt/update/"$3" "$work/u-$1-$3.msg" ||
     fail "fed_tool: round $1 $3"
@@ -59,7 +61,7 @@ send () {       # ROUND SAMPLES ID SEED
 
 aggregate () {  # ROUNDS LOG
   "$tt" aggregate "$model" --broker "$broker" --topic tt --clients 3 \
-    --quorum 2 --round-timeout 2 --rounds "$1" --save "$work/global.ttb" \
+    --quorum 2 --round-timeout 4 --rounds "$1" --save "$work/global.ttb" \
     --archive "$work/archive" > "$work/$2" 2>&1 &
   agg=$!
   pids+=($agg)
@@ -70,11 +72,13 @@ wait_for "round 0: global model published" "$work/aggregate1.log"
 send 1 100 a 1
 send 1 300 b 2
 send 1 100 a 3
+send 1 200 h 8 huge
 wait_for "round 1: global model published" "$work/aggregate1.log"
 send 2 50 c 4
 send 2 70 a 5
 wait $agg || fail "the aggregator failed"
 for want in "round 1: refused tt/update/a: client a: a second update in round 1" \
+    "round 1: rejected the update of h: moved .* more than 10 times the round's median" \
     "round 1: closed after .* with 2 of 3 updates (quorum 2)" \
     "round 2: closed after .* with 2 of 3 updates (quorum 2)" \
     "^done: 2 rounds"; do

@@ -353,6 +353,55 @@ test_round (void)
   }
 }
 
+/* an update far from the others is rejected at the close, its id still
+ * counted (a resend is a replay); with two updates nothing is rejected */
+static void
+test_screen (void)
+{
+  enum
+  { N = 4 };
+  const float global[N] = { 0, 0, 0, 0 };
+  const float w[4][N] = {
+    {1, 0, 0, 0}, {0, 1.5f, 0, 0}, {0, 0, 0.8f, 0}, {500, 0, 0, 0},
+  };
+  const char *ids[4] = { "a", "b", "c", "huge" };
+  tt_error err = { 0 };
+  tt_fed_round r;
+  tt_fed_round_init (&r, 9, N, 1);
+  for (int i = 0; i < 2; i++) {
+    tt_fed_message m = update_of (w[i == 1 ? 3 : 0], N, 9, 1, 10, ids[i ==
+            1 ? 3 : 0]);
+    tt_fed_round_add (&r, &m, &err);
+  }
+  CHECK (tt_fed_round_screen (&r, global, 10.0, NULL, NULL) == 0,
+      "two updates: no outlier can be told");
+  tt_fed_round_clear (&r);
+
+  tt_fed_round_init (&r, 9, N, 1);
+  for (int i = 0; i < 4; i++) {
+    tt_fed_message m = update_of (w[i], N, 9, 1, 10 * (i + 1), ids[i]);
+    CHECK (tt_fed_round_add (&r, &m, &err) == TT_OK, "add %s", ids[i]);
+  }
+  CHECK (tt_fed_round_screen (&r, global, 10.0, NULL, NULL) == 1,
+      "the huge one rejected");
+  CHECK (tt_fed_round_accepted (&r) == 3 && r.samples == 60,
+      "3 left, 60 samples");
+  CHECK (tt_fed_round_screen (&r, global, 10.0, NULL, NULL) == 0,
+      "nothing more");
+  tt_fed_message m = update_of (w[0], N, 9, 1, 10, "huge");
+  CHECK (tt_fed_round_add (&r, &m, &err) == TT_ERR_INVALID
+      && strstr (err.message, "replayed"), "a rejected client's resend: %s",
+      err.message);
+  tt_fed_message_clear (&m);
+  float avg[N];
+  CHECK (tt_fed_round_average (&r, avg, &err) == TT_OK, "average");
+  CHECK (avg[0] == (float) (10.0 / 60) && avg[1] == (float) (1.5 * 20 / 60)
+      && avg[2] == (float) (0.8f * 30.0 / 60) && avg[3] == 0.0f,
+      "the average leaves the rejected out: %g %g %g %g", avg[0], avg[1],
+      avg[2], avg[3]);
+  tt_fed_round_clear (&r);
+}
+
 static void
 test_files (void)
 {
@@ -380,6 +429,7 @@ main (void)
   TT_TEST_RUN (test_round_trip);
   TT_TEST_RUN (test_corrupted);
   TT_TEST_RUN (test_round);
+  TT_TEST_RUN (test_screen);
   TT_TEST_RUN (test_files);
   return tt_test_summary ();
 }
