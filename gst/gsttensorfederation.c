@@ -183,6 +183,9 @@ struct _GstTensorFederation
   gint64 published_round;       /* the last update published; -1 */
   guint64 samples;              /* trained since base_round's global */
   guint epochs;                 /* in this round */
+  void *pending;                /* the update of published_round, until its
+                                 * global model comes */
+  size_t pending_len;
   gboolean warned_offline;
 };
 
@@ -335,6 +338,7 @@ fed_take_global (GstTensorFederation * f, tt_model * model, gint64 want,
           G_GUINT64_FORMAT " samples)", m.header.round, m.header.samples);
       f->base_round = m.header.round;
       f->samples = 0;
+      g_clear_pointer (&f->pending, free);
       fed_post (f, "applied", f->base_round, m.header.samples, NULL);
     }
     tt_fed_message_clear (&m);
@@ -390,11 +394,17 @@ gst_tensor_federation_epoch_end (GstTensorFederation * f, tt_model * model)
     return;
   f->epochs = 0;
   const gint64 round = MAX (f->base_round, 0) + 1;
-  if (f->published_round >= round) {
-    /* the global model of our last update has not come: no second update
-     * of that round (the aggregator keeps the first), train on */
-    GST_INFO_OBJECT (f->element, "round %" G_GINT64_FORMAT " already "
-        "published, its global model not come yet", round);
+  if (f->published_round >= round && f->pending) {
+    /* the global model of our last update has not come: that update is
+     * sent again, the same bytes (an aggregator restarted meanwhile lost
+     * it; one that has it refuses the second as a replay), and training
+     * goes on */
+    tt_error err = { 0 };
+    GST_INFO_OBJECT (f->element, "round %" G_GINT64_FORMAT " published, its "
+        "global model not come yet: the update is sent again", round);
+    if (tt_fed_mqtt_publish (f->mqtt, f->update_topic, f->pending,
+            f->pending_len, FALSE, &err) == TT_OK)
+      fed_post (f, "resent", round, f->samples, NULL);
     fed_take_global (f, model, round, 0);
     return;
   }
@@ -425,7 +435,12 @@ gst_tensor_federation_epoch_end (GstTensorFederation * f, tt_model * model)
   }
   tt_status st = tt_fed_mqtt_publish (f->mqtt, f->update_topic, msg, len,
       FALSE, &err);
-  free (msg);
+  if (st == TT_OK) {
+    free (f->pending);
+    f->pending = msg;
+    f->pending_len = len;
+  } else
+    free (msg);
   if (st != TT_OK) {
     if (!f->warned_offline)
       GST_ELEMENT_WARNING (f->element, RESOURCE, WRITE,
@@ -456,6 +471,7 @@ gst_tensor_federation_stop (GstTensorFederation * f)
   }
   if (f->carrier)
     tt_model_free (f->carrier);
+  free (f->pending);
   gst_tensor_federation_config_clear (&f->config);
   g_free (f->client_id);
   g_free (f->update_topic);

@@ -11,9 +11,13 @@
  * at the end of the first round the broker is back, and the device
  * rejoins with the next global model.
  *
- * Element messages "tensor-trainer-federation" (when post-messages):
- * event "published" (round, samples), "applied" (round), "refused"
- * (reason).
+ * An update whose global model has not come by the end of the next round
+ * is sent again (the same bytes): an aggregator restarted meanwhile takes
+ * it, one that has it refuses the copy as a replay.
+ *
+ * Element messages "tensor-trainer-federation": event "published"
+ * (round, samples), "resent", "applied" (round), "refused" (reason),
+ * "offline" (reason).
  */
 #ifndef __GST_TENSOR_FEDERATION_H__
 #define __GST_TENSOR_FEDERATION_H__

@@ -212,6 +212,9 @@ typedef struct
   size_t n_floats;
   float *weights;
   tt_fed_mqtt *mqtt;
+  unsigned connections;         /* when the last global was published */
+  void *global_msg;             /* it, for a broker that lost it */
+  size_t global_len;
   char global_topic[512], update_prefix[512];
 } agg_state;
 
@@ -239,6 +242,25 @@ agg_archive (agg_state * s, const char *name, const void *data, size_t len)
   if (tt_fed_write_file (path, data, len, &err) != TT_OK)
     return agg_fail ("--archive: %s", err.message);
   return 0;
+}
+
+/* Publishes the last global message, retained, until the broker takes
+ * it. */
+static void
+agg_send_global (agg_state * s)
+{
+  tt_error err = { 0 };
+  for (;;) {
+    unsigned c = tt_fed_mqtt_connections (s->mqtt);
+    tt_status st = tt_fed_mqtt_publish (s->mqtt, s->global_topic,
+        s->global_msg, s->global_len, true, &err);
+    if (st == TT_OK || agg_stop) {
+      s->connections = c;
+      break;
+    }
+    fprintf (stderr, "tensor-trainer aggregate: %s; retrying\n", err.message);
+    tt_fed_mqtt_wait_connected (s->mqtt, 2000, NULL);
+  }
 }
 
 /* The global message of round (s->weights), saved and published. */
@@ -279,15 +301,10 @@ agg_publish_global (agg_state * s, uint32_t round, uint64_t samples, bool save)
   }
   /* retained: a device that connects later gets it at once; a broker
    * that is away now gets it when the connection is back */
-  for (;;) {
-    tt_status st = tt_fed_mqtt_publish (s->mqtt, s->global_topic, msg, len,
-        true, &err);
-    if (st == TT_OK || agg_stop)
-      break;
-    fprintf (stderr, "tensor-trainer aggregate: %s; retrying\n", err.message);
-    tt_fed_mqtt_wait_connected (s->mqtt, 2000, NULL);
-  }
-  free (msg);
+  free (s->global_msg);
+  s->global_msg = msg;
+  s->global_len = len;
+  agg_send_global (s);
   printf ("round %u: global model published on %s (%zu bytes)\n", round,
       s->global_topic, len);
   fflush (stdout);
@@ -488,6 +505,15 @@ agg_run (agg_options * o)
       char *topic;
       void *data;
       size_t len;
+      if (tt_fed_mqtt_connections (s.mqtt) != s.connections
+          && tt_fed_mqtt_connected (s.mqtt)) {
+        /* connected again: the broker may have restarted and lost the
+         * retained global model (and our persistent session) */
+        printf ("round %u: connected again to %s: global model of round %u "
+            "published again\n", round.round, o->broker, round.round - 1);
+        fflush (stdout);
+        agg_send_global (&s);
+      }
       if (tt_fed_mqtt_next (s.mqtt, 200, &topic, &data, &len)) {
         agg_take (&s, &round, topic, data, len);
         free (topic);
@@ -522,6 +548,7 @@ done:
   fflush (stdout);
   tt_fed_round_clear (&round);
   tt_fed_mqtt_free (s.mqtt);
+  free (s.global_msg);
   free (s.weights);
   tt_model_free (s.carrier);
   tt_model_free (s.model);

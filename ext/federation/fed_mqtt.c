@@ -425,6 +425,15 @@ tt_fed_mqtt_connected (tt_fed_mqtt * m)
   return c;
 }
 
+unsigned
+tt_fed_mqtt_connections (tt_fed_mqtt * m)
+{
+  pthread_mutex_lock (&m->lock);
+  unsigned c = m->connections;
+  pthread_mutex_unlock (&m->lock);
+  return c;
+}
+
 tt_status
 tt_fed_mqtt_publish (tt_fed_mqtt * m, const char *topic, const void *data,
     size_t len, bool retain, tt_error * err)

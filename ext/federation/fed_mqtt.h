@@ -52,6 +52,10 @@ void tt_fed_mqtt_free (tt_fed_mqtt * m);
 tt_status tt_fed_mqtt_wait_connected (tt_fed_mqtt * m, int timeout_ms,
     tt_error * err);
 bool tt_fed_mqtt_connected (tt_fed_mqtt * m);
+/* Connections made so far: a change means the connection was lost and
+ * made again (a broker restarted without persistence has lost the
+ * retained messages). */
+unsigned tt_fed_mqtt_connections (tt_fed_mqtt * m);
 
 /* Queues a message for the broker (QoS 1). TT_ERR_IO when it cannot be
  * queued now (not connected): the caller publishes it again later. */

@@ -9,6 +9,10 @@
 #            more than the others); the round closes with the quorum
 #            after the timeout
 #   round 2: the same with c and a
+#   round 4: the broker is restarted (no persistence) while the
+#            aggregator waits: it connects again, publishes the global
+#            model of round 3 again (the broker lost the retained one) and
+#            closes round 4 with the updates sent after the restart
 #   then the aggregator is killed (SIGKILL) after publishing round 2,
 #   round 3's updates are sent while it is down (the broker keeps them
 #   for its persistent session), and a restarted aggregator resumes at
@@ -47,7 +51,8 @@ allow_anonymous true
 persistence false
 CONF
 "$mosquitto" -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
-pids+=($!)
+broker_pid=$!
+pids+=($broker_pid)
 broker=mqtt://127.0.0.1:$port
 sleep 0.3
 
@@ -99,7 +104,24 @@ wait $agg || fail "the restarted aggregator failed"
 grep -q "resumed from .*global.ttb.state: round 2 done" \
   "$work/aggregate3.log" || fail "no resume at round 2 after the kill"
 grep -q "^done: 3 rounds" "$work/aggregate3.log" || fail "round 3 not done"
+
+# the broker restarted (no persistence: sessions and the retained global
+# model lost) while the aggregator waits for round 4
+aggregate 4 aggregate4.log
+wait_for "round 3: global model published" "$work/aggregate4.log"
+kill $broker_pid
+wait $broker_pid 2>/dev/null
+sleep 0.5
+"$mosquitto" -c "$work/mosquitto.conf" >> "$work/mosquitto.log" 2>&1 &
+broker_pid=$!
+pids+=($broker_pid)
+wait_for "round 4: connected again to .*: global model of round 3 published again" \
+  "$work/aggregate4.log"
+send 4 40 a 9
+send 4 60 b 10
+wait $agg || fail "the aggregator failed after the broker's restart"
+grep -q "^done: 4 rounds" "$work/aggregate4.log" || fail "round 4 not done"
 cat "$work"/aggregate*.log
-python3 "$src/tests/federation/check_rounds.py" "$tt" "$work/archive" 3 2 \
+python3 "$src/tests/federation/check_rounds.py" "$tt" "$work/archive" 4 2 \
   "$work/global.ttb" || fail "check_rounds.py"
-echo "PASS: quorum after the timeout, a replay refused, a killed aggregator resumed without losing the updates sent while it was down"
+echo "PASS: quorum after the timeout, a replay and an outlier refused, a killed aggregator resumed without losing the updates sent while it was down, a broker restart survived"
