@@ -15,9 +15,12 @@ target_exe () {
     printf '%s\n' "$1"
     return
   fi
-  local wrapped
+  local wrapped program
+  # absolute, so that the wrapper runs from any folder
+  case $1 in /*) program=$1 ;; *) program=$PWD/$1 ;; esac
   wrapped=$2/$(basename "$1").target
-  printf '#!/bin/sh\nexec %s %q "$@"\n' "$MESON_EXE_WRAPPER" "$1" > "$wrapped"
+  printf '#!/bin/sh\nexec %s %q "$@"\n' "$MESON_EXE_WRAPPER" "$program" \
+    > "$wrapped"
   chmod +x "$wrapped"
   printf '%s\n' "$wrapped"
 }
