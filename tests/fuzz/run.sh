@@ -114,7 +114,7 @@ done
   echo "  command = $cc -fsanitize=fuzzer $san \$in \$libs -o \$out"
   objs=""
   for src in "$root"/ext/engine/*/*.c "$root"/ext/data/tt_idx.c \
-      "$root"/ext/data/tt_idx_file.c; do
+      "$root"/ext/data/tt_idx_file.c "$root"/ext/data/tt_idx_format.c; do
     obj="obj/$(basename "$src" .c).o"
     objs="$objs $obj"
     echo "build $obj: cc $src"
@@ -145,7 +145,7 @@ done
       *) echo "  extra = -fsanitize=fuzzer-no-link" ;;
     esac
     if [ "$t" = idx ]; then
-      echo "build fuzz_$t: link obj/fuzz_$t.o obj/tt_idx.o obj/tt_idx_file.o"
+      echo "build fuzz_$t: link obj/fuzz_$t.o obj/tt_idx.o obj/tt_idx_file.o obj/tt_idx_format.o"
       echo "  libs = -lz"
     elif [ "$t" = datarepo ]; then
       echo "build fuzz_$t: link obj/fuzz_$t.o obj/gsttensordatarepo.o" \
