@@ -482,9 +482,13 @@ tt_fed_mqtt_next (tt_fed_mqtt * m, int timeout_ms, char **topic, void **data,
   struct timespec ts;
   deadline_after (&ts, timeout_ms > 0 ? timeout_ms : 0);
   pthread_mutex_lock (&m->lock);
-  while (!m->head)
+  bool was_connected = m->connected;
+  while (!m->head) {
     if (!wait_until (m, timeout_ms, &ts))
       break;
+    if (was_connected && !m->connected)
+      break;                    /* nothing comes while offline */
+  }
   fed_item *it = m->head;
   if (it) {
     m->head = it->next;

@@ -66,8 +66,9 @@ tt_status tt_fed_mqtt_publish (tt_fed_mqtt * m, const char *topic,
 bool tt_fed_mqtt_flush (tt_fed_mqtt * m, int timeout_ms);
 
 /* Takes the oldest received message, waiting up to timeout_ms (0: not at
- * all, -1: forever): true with *topic and *data malloc'ed (the caller
- * frees them), false when none came. */
+ * all, -1: forever; a connection lost meanwhile ends the wait): true with
+ * *topic and *data malloc'ed (the caller frees them), false when none
+ * came. */
 bool tt_fed_mqtt_next (tt_fed_mqtt * m, int timeout_ms, char **topic,
     void **data, size_t *len);
 
