@@ -22,6 +22,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_tensor_federation_debug);
 #define DEFAULT_TOPIC "tensor-trainer"
 #define DEFAULT_EPOCHS_PER_ROUND 1
 #define DEFAULT_WAIT 60
+/* while waiting for a round's global model, the update is sent again this
+ * often (microseconds) */
+#define FED_RESEND_US (3 * G_USEC_PER_SEC)
 
 enum
 {
@@ -293,17 +296,34 @@ fed_take_global (GstTensorFederation * f, tt_model * model, gint64 want,
     gint timeout_ms)
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  gint64 resend_at = g_get_monotonic_time () + FED_RESEND_US;
   for (;;) {
     gint left = 0;
-    if (timeout_ms > 0 && f->base_round < want) {
-      gint64 us = deadline - g_get_monotonic_time ();
-      left = us > 0 ? (gint) (us / 1000) + 1 : 0;
+    gint64 now = g_get_monotonic_time ();
+    gboolean waiting = timeout_ms > 0 && f->base_round < want && now < deadline;
+    if (waiting) {
+      gint64 us = MIN (deadline - now, FED_RESEND_US);
+      left = (gint) (us / 1000) + 1;
     }
     char *topic;
     void *data;
     size_t len;
-    if (!tt_fed_mqtt_next (f->mqtt, left, &topic, &data, &len))
-      return;
+    if (!tt_fed_mqtt_next (f->mqtt, left, &topic, &data, &len)) {
+      if (!waiting)
+        return;
+      /* still no global model: the update again, every few seconds (an
+       * aggregator that was not subscribed when it went out, after a
+       * broker restart, never got it; one that has it refuses copies) */
+      now = g_get_monotonic_time ();
+      if (f->pending && now >= resend_at && tt_fed_mqtt_connected (f->mqtt)) {
+        tt_error err = { 0 };
+        if (tt_fed_mqtt_publish (f->mqtt, f->update_topic, f->pending,
+                f->pending_len, FALSE, &err) == TT_OK)
+          fed_post (f, "resent", f->published_round, f->samples, NULL);
+        resend_at = now + FED_RESEND_US;
+      }
+      continue;
+    }
     tt_fed_message m;
     tt_error err = { 0 };
     tt_status st = tt_fed_decode (data, len, topic, f->signature,
@@ -385,14 +405,20 @@ gst_tensor_federation_before_batch (GstTensorFederation * f,
 }
 
 void
-gst_tensor_federation_epoch_end (GstTensorFederation * f, tt_model * model)
+gst_tensor_federation_epoch_end (GstTensorFederation * f, tt_model * model,
+    gboolean final)
 {
   if (!f || !model)
     return;
   fed_check_model (f, model);
-  if (++f->epochs < f->config.epochs_per_round)
+  if (++f->epochs < f->config.epochs_per_round && !final)
     return;
   f->epochs = 0;
+  if (final && f->config.wait > 0 && !tt_fed_mqtt_connected (f->mqtt)) {
+    GST_INFO_OBJECT (f->element, "last epoch: waiting up to %u s for the "
+        "broker", f->config.wait);
+    tt_fed_mqtt_wait_connected (f->mqtt, (gint) f->config.wait * 1000, NULL);
+  }
   const gint64 round = MAX (f->base_round, 0) + 1;
   if (f->published_round >= round && f->pending) {
     /* the global model of our last update has not come: that update is
@@ -405,7 +431,8 @@ gst_tensor_federation_epoch_end (GstTensorFederation * f, tt_model * model)
     if (tt_fed_mqtt_publish (f->mqtt, f->update_topic, f->pending,
             f->pending_len, FALSE, &err) == TT_OK)
       fed_post (f, "resent", round, f->samples, NULL);
-    fed_take_global (f, model, round, 0);
+    fed_take_global (f, model, round, final
+        && tt_fed_mqtt_connected (f->mqtt) ? (gint) f->config.wait * 1000 : 0);
     return;
   }
   if (f->samples == 0)
@@ -512,10 +539,12 @@ gst_tensor_federation_before_batch (GstTensorFederation * f,
 }
 
 void
-gst_tensor_federation_epoch_end (GstTensorFederation * f, tt_model * model)
+gst_tensor_federation_epoch_end (GstTensorFederation * f, tt_model * model,
+    gboolean final)
 {
   (void) f;
   (void) model;
+  (void) final;
 }
 
 void

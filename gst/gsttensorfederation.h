@@ -11,9 +11,11 @@
  * at the end of the first round the broker is back, and the device
  * rejoins with the next global model.
  *
- * An update whose global model has not come by the end of the next round
- * is sent again (the same bytes): an aggregator restarted meanwhile takes
- * it, one that has it refuses the copy as a replay.
+ * An update whose global model has not come is sent again (the same
+ * bytes) every 3 s while the device waits for it, and at the end of the
+ * next round: an aggregator that missed it (restarted, or not subscribed
+ * yet after a broker restart) takes it, one that has it refuses the copy
+ * as a replay.
  *
  * Element messages "tensor-trainer-federation": event "published"
  * (round, samples), "resent", "applied" (round), "refused" (reason),
@@ -57,9 +59,12 @@ GstTensorFederation *gst_tensor_federation_start (GstElement * element,
 void gst_tensor_federation_before_batch (GstTensorFederation * f,
     tt_model * model, guint n);
 /* After a complete epoch: at a round's end publishes the update and waits
- * for the round's global model. */
+ * for the round's global model. After the last epoch (final) it also
+ * waits up to federation-wait seconds for a broker that is away, so that
+ * a device that trained offline still sends its update and takes the
+ * global model before it stops. */
 void gst_tensor_federation_epoch_end (GstTensorFederation * f,
-    tt_model * model);
+    tt_model * model, gboolean final);
 /* PAUSED->READY: waits up to 5 s for the broker to acknowledge what was
  * published, then disconnects. */
 void gst_tensor_federation_stop (GstTensorFederation * f);

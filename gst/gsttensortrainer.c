@@ -1226,7 +1226,8 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
   if (complete) {
     tt_model_finish_epoch (self->model);
     self->epochs_done++;
-    gst_tensor_federation_epoch_end (self->fed, self->model);
+    gst_tensor_federation_epoch_end (self->fed, self->model,
+        self->epochs_done >= self->n_epochs);
     /* nntrainer saves its best model after validation passes only */
     if (v->samples > 0)
       best_saved = gst_tensor_trainer_save_best (self, index + 1, stats[2],

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The broker restarted mid-run, with real devices (issue 20 item 4): a
+# mosquitto started here on 127.0.0.1 at a free port (no persistence: a
+# restart loses sessions, queued messages and the retained global model),
+# `tensor-trainer aggregate` for 2 clients and 2 rounds, 2 gst-launch-1.0
+# tensor_datasrc ! tensor_trainer devices (3,000 Fashion-MNIST images
+# each, 4 epochs, one per round). As soon as round 1's global model is
+# out, the broker is killed and started again 3 s later. Whatever the
+# devices were doing then (publishing, training offline, done), round 2
+# must complete with both devices, counted once each (a device sends its
+# update again when the global model does not come; the aggregator keeps
+# the first copy), its global model bit for bit the weighted average of
+# the two updates, and both devices apply it. (The devices train 4 epochs
+# for the aggregator's 2 rounds: an outage can merge two rounds of a
+# device into one update; a device waits federation-wait=5 s for a global
+# model that no longer comes after round 2.)
+#
+# Usage: test_faults.sh TENSOR_TRAINER GST_PLUGIN_DIR SRCDIR
+set -uo pipefail
+tt=$1 plugin_dir=$2 src=$3
+data=/usr/share/datasets/fashion-mnist
+mosquitto=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+[ -x "$mosquitto" ] || { echo "SKIP: mosquitto is not installed (Debian: mosquitto)"; exit 77; }
+command -v gst-launch-1.0 >/dev/null || { echo "SKIP: no gst-launch-1.0 (gstreamer1.0-tools)"; exit 77; }
+[ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no $data (dataset-fashion-mnist)"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+
+work=$(mktemp -d /tmp/tt-faults-XXXXXX)
+pids=()
+cleanup () {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail () { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > "$work/mosquitto.conf" <<CONF
+user $(id -un)
+listener $port 127.0.0.1
+allow_anonymous true
+persistence false
+CONF
+"$mosquitto" -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
+broker_pid=$!
+pids+=($broker_pid)
+broker=mqtt://127.0.0.1:$port
+sleep 0.5
+
+model=$src/tests/models/fmnist_mlp.ini
+"$tt" aggregate "$model" --broker "$broker" --topic faults --clients 2 \
+  --rounds 2 --round-timeout 60 --save "$work/global.ttb" \
+  --archive "$work/archive" > "$work/aggregate.log" 2>&1 &
+agg=$!
+pids+=($agg)
+sleep 1
+devices=()
+for i in 0 1; do
+  GST_PLUGIN_PATH=$plugin_dir gst-launch-1.0 -m \
+    tensor_datasrc location="$data/train-images-idx3-ubyte.gz" \
+      label-location="$data/train-labels-idx1-ubyte.gz" \
+      start-sample=$((i * 3000)) num-samples=3000 epochs=4 ! \
+    tensor_trainer model-config="$model" num-training-samples=3000 \
+      epochs=4 model-save-path="$work/dev$i.ttb" \
+      federation-broker="$broker" federation-topic=faults \
+      federation-client-id=dev$i federation-wait=5 ! \
+    fakesink > "$work/dev$i.log" 2>&1 &
+  devices+=($!)
+  pids+=($!)
+done
+for _ in $(seq 600); do
+  grep -q "round 1: global model published" "$work/aggregate.log" && break
+  sleep 0.05
+done
+kill $broker_pid
+wait $broker_pid 2>/dev/null
+echo "broker killed after round 1's global model; started again in 3 s"
+sleep 3
+"$mosquitto" -c "$work/mosquitto.conf" >> "$work/mosquitto.log" 2>&1 &
+broker_pid=$!
+pids+=($broker_pid)
+for i in 0 1; do
+  wait "${devices[$i]}" || fail "device dev$i failed"
+done
+wait $agg || fail "the aggregator failed"
+cat "$work/aggregate.log"
+grep -ho "event=(string)[a-z]*, client-id=(string)dev[01], round=(gint64)[0-9]*" \
+  "$work/dev0.log" "$work/dev1.log"
+grep -q "^done: 2 rounds" "$work/aggregate.log" || fail "round 2 not done"
+for i in 0 1; do
+  grep -q "event=(string)applied, client-id=(string)dev$i, round=(gint64)2," \
+    "$work/dev$i.log" || fail "dev$i did not apply round 2"
+done
+python3 "$src/tests/federation/check_rounds.py" "$tt" "$work/archive" 2 2 \
+  "$work/global.ttb" || fail "check_rounds.py"
+echo "PASS: the broker restarted mid-run; round 2 completed with both devices counted once"
