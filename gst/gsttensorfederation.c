@@ -190,6 +190,7 @@ struct _GstTensorFederation
                                  * global model comes */
   size_t pending_len;
   gboolean warned_offline;
+  gboolean started;             /* a batch was trained */
 };
 
 static void
@@ -400,7 +401,12 @@ gst_tensor_federation_before_batch (GstTensorFederation * f,
   if (!f || !model)
     return;
   fed_check_model (f, model);
-  fed_take_global (f, model, 0, 0);
+  /* the first batch starts from the federation's model: up to
+   * federation-wait for it (when the broker is there) */
+  gboolean first = !f->started;
+  f->started = TRUE;
+  fed_take_global (f, model, 0, first && tt_fed_mqtt_connected (f->mqtt) ?
+      (gint) f->config.wait * 1000 : 0);
   f->samples += n;
 }
 

@@ -2,7 +2,9 @@
 /*
  * tensor_trainer's side of a federation (issue 20): its federation-*
  * properties and, when federation-broker is set, a connection to the
- * broker (ext/federation/fed_mqtt.h). Every federation-epochs-per-round
+ * broker (ext/federation/fed_mqtt.h). The first batch waits up to
+ * federation-wait seconds for the global model (retained on the broker)
+ * and starts from it. Every federation-epochs-per-round
  * epochs the trainer publishes its weights as an update of the next round
  * on <topic>/update/<client-id>, waits up to federation-wait seconds for
  * that round's global model on <topic>/global and continues from it;
