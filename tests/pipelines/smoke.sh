@@ -7,8 +7,8 @@
 #
 # Usage: smoke.sh SCRIPT BUILD_DIR OUT_DIR [LIMIT_SECONDS]
 #   SCRIPT: train-fashion-mnist, camera-train, camera-personalize,
-#   audio-train, plan-model, remote-train, classify-labels, or
-#   missing-element
+#   audio-train, plan-model, remote-train, classify-labels,
+#   federated-train, or missing-element
 #   (camera-personalize given an element that does not exist: it must fail
 #   at once, naming it). BUILD_DIR: a built build folder (TT_BUILD_DIR), so
 #   the script builds nothing.
@@ -19,7 +19,7 @@ name=$1 build=$2 out=$3 limit=${4:-60}
 
 # the user's settings must not change what is tested
 unset CAMERA MIC DISPLAY SINK TRAIN VALID EPOCHS SWITCH_EVERY PUBLISH OUT \
-  PORT HOST STALL IMAGES
+  PORT HOST STALL IMAGES ROUNDS
 export QUICK=1 CAMERA=none MIC=none TT_BUILD_DIR=$build
 
 rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
@@ -119,6 +119,11 @@ case "$name" in
       fail "classify-predictor.txt: not 20 lines"
     grep -Pvq '^[^\t]+\t[^\t]+ \([0-9]+%\)$' classify-predictor.txt &&
       fail "classify-predictor.txt: a line is not CLASS<tab>NAME (P%)" ;;
+  federated-train)
+    # QUICK=1: 2 rounds of 3 devices on 1,000 class-skewed images each
+    last_is '^final: global val_accuracy=0\.[0-9]+ after 2 rounds \(3 clients\)$'
+    has_line '^round 1: global val_accuracy=0\.[0-9]+ '
+    has_line '^round 2: global val_accuracy=0\.[0-9]+ ' ;;
   *) echo "smoke.sh: no checks for $name" >&2; exit 2 ;;
 esac
 echo "ok $name in $seconds s: $last"
