@@ -13,6 +13,7 @@
  * model.
  */
 #include "aggregate.h"
+#include "cli_number.h"
 
 #ifdef TT_HAVE_FEDERATION
 
@@ -94,20 +95,6 @@ agg_usage (FILE * out)
       "--cert/--key); FILE of --credentials: one line USER:PASSWORD.\n", out);
 }
 
-static bool
-agg_uint (const char *s, uint64_t max, uint64_t * out)
-{
-  char *end;
-  errno = 0;
-  if (!s || *s == '-' || *s == '\0')
-    return false;
-  unsigned long long v = strtoull (s, &end, 10);
-  if (errno || *end || v > max)
-    return false;
-  *out = v;
-  return true;
-}
-
 static int
 agg_parse (int argc, char **argv, agg_options * o)
 {
@@ -177,7 +164,7 @@ agg_parse (int argc, char **argv, agg_options * o)
       return agg_fail ("%s needs a value", a);
     if (str)
       *str = v;
-    else if (!agg_uint (v, max, num))
+    else if (!tt_cli_uint (v, max, num))
       return agg_fail ("%s: '%s' is not a whole number up to %" PRIu64, a, v,
           max);
     i++;

@@ -30,6 +30,7 @@
  * scripts can read it.
  */
 #include "aggregate.h"
+#include "cli_number.h"
 #include "tt_engine.h"
 #include "tt_bundle.h"
 #include "tt_idx_file.h"
@@ -139,20 +140,6 @@ cli_fail (const char *fmt, ...)
   return 1;
 }
 
-static bool
-cli_uint (const char *s, uint64_t max, uint64_t * out)
-{
-  char *end;
-  errno = 0;
-  if (!s || *s == '-' || *s == '\0')
-    return false;
-  unsigned long long v = strtoull (s, &end, 10);
-  if (errno || *end || v > max)
-    return false;
-  *out = v;
-  return true;
-}
-
 static int
 cli_parse (int argc, char **argv, cli_options * o)
 {
@@ -226,13 +213,13 @@ cli_parse (int argc, char **argv, cli_options * o)
     else if (!strcmp (a, "--valid-samples"))
       num = &o->valid_samples;
     else if (!strcmp (a, "--seed")) {
-      if (!cli_uint (v, UINT64_MAX, &o->seed))
+      if (!tt_cli_uint (v, UINT64_MAX, &o->seed))
         return cli_fail ("--seed needs a non-negative integer"), -2;
       o->has_seed = true;
       i++;
       continue;
     } else if (!strcmp (a, "--threads")) {
-      if (!cli_uint (v, 1024, &n) || n == 0)
+      if (!tt_cli_uint (v, 1024, &n) || n == 0)
         return cli_fail ("--threads needs an integer in [1, 1024]"), -2;
       o->threads = (int) n;
       i++;
@@ -244,7 +231,7 @@ cli_parse (int argc, char **argv, cli_options * o)
       return cli_fail ("%s needs a value", a), -2;
     if (str)
       *str = v;
-    else if (!cli_uint (v, UINT32_MAX, &n) || n == 0)
+    else if (!tt_cli_uint (v, UINT32_MAX, &n) || n == 0)
       return cli_fail ("%s needs a positive integer, got '%s'", a, v), -2;
     else
       *num = (uint32_t) n;

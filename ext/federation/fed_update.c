@@ -4,6 +4,7 @@
  * federated averaging.
  */
 #include "tt_fed.h"
+#include "tt_le.h"
 #include "tt_bundle.h"
 
 #include <errno.h>
@@ -30,33 +31,6 @@ fed_fail (tt_error * err, tt_status st, const char *fmt, ...)
     err->status = st;
   }
   return st;
-}
-
-static uint32_t
-get32 (const unsigned char *p)
-{
-  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-      (uint32_t) p[3] << 24;
-}
-
-static uint64_t
-get64 (const unsigned char *p)
-{
-  return (uint64_t) get32 (p) | (uint64_t) get32 (p + 4) << 32;
-}
-
-static void
-put32 (unsigned char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++)
-    p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  put32 (p, (uint32_t) v);
-  put32 (p + 4, (uint32_t) (v >> 32));
 }
 
 static uint32_t
@@ -248,19 +222,19 @@ tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
   }
   memset (m, 0, TT_FED_ENVELOPE_BYTES);
   memcpy (m, TT_FED_MAGIC, 8);
-  put32 (m + 8, TT_FED_VERSION);
-  put32 (m + 12, TT_FED_ENVELOPE_BYTES);
-  put32 (m + 16, h->kind);
-  put32 (m + 20, h->round);
-  put64 (m + 24, h->samples);
-  put64 (m + 32, tt_model_weight_signature (model));
-  put64 (m + 40, tt_model_weight_floats (model));
-  put64 (m + 48, blen);
+  tt_le_put32 (m + 8, TT_FED_VERSION);
+  tt_le_put32 (m + 12, TT_FED_ENVELOPE_BYTES);
+  tt_le_put32 (m + 16, h->kind);
+  tt_le_put32 (m + 20, h->round);
+  tt_le_put64 (m + 24, h->samples);
+  tt_le_put64 (m + 32, tt_model_weight_signature (model));
+  tt_le_put64 (m + 40, tt_model_weight_floats (model));
+  tt_le_put64 (m + 48, blen);
   memcpy (m + 56, h->client_id, strlen (h->client_id));
   memcpy (m + TT_FED_ENVELOPE_BYTES, bundle, blen);
   free (bundle);
-  put32 (m + 120, crc_of (m + TT_FED_ENVELOPE_BYTES, blen));
-  put32 (m + 124, crc_of (m, 124));
+  tt_le_put32 (m + 120, crc_of (m + TT_FED_ENVELOPE_BYTES, blen));
+  tt_le_put32 (m + 124, crc_of (m, 124));
   *out = m;
   *len = TT_FED_ENVELOPE_BYTES + blen;
   return TT_OK;
@@ -281,22 +255,22 @@ tt_fed_peek (const void *data, size_t len, const char *name,
   if (memcmp (m, TT_FED_MAGIC, 8) != 0)
     return fed_fail (err, TT_ERR_PARSE, "%s: not a federation message (no "
         "%s magic)", name, TT_FED_MAGIC);
-  if (get32 (m + 8) != TT_FED_VERSION)
+  if (tt_le_get32 (m + 8) != TT_FED_VERSION)
     return fed_fail (err, TT_ERR_PARSE, "%s: message version %u, this "
-        "build reads %d", name, get32 (m + 8), TT_FED_VERSION);
-  if (get32 (m + 12) != TT_FED_ENVELOPE_BYTES)
+        "build reads %d", name, tt_le_get32 (m + 8), TT_FED_VERSION);
+  if (tt_le_get32 (m + 12) != TT_FED_ENVELOPE_BYTES)
     return fed_fail (err, TT_ERR_PARSE, "%s: envelope of %u bytes, version "
-        "1 has %d", name, get32 (m + 12), TT_FED_ENVELOPE_BYTES);
+        "1 has %d", name, tt_le_get32 (m + 12), TT_FED_ENVELOPE_BYTES);
   uint32_t hcrc = crc_of (m, 124);
-  if (get32 (m + 124) != hcrc)
+  if (tt_le_get32 (m + 124) != hcrc)
     return fed_fail (err, TT_ERR_PARSE, "%s: envelope checksum 0x%08x, "
-        "computed 0x%08x: corrupted", name, get32 (m + 124), hcrc);
-  h->kind = get32 (m + 16);
-  h->round = get32 (m + 20);
-  h->samples = get64 (m + 24);
-  h->signature = get64 (m + 32);
-  h->n_floats = get64 (m + 40);
-  uint64_t blen = get64 (m + 48);
+        "computed 0x%08x: corrupted", name, tt_le_get32 (m + 124), hcrc);
+  h->kind = tt_le_get32 (m + 16);
+  h->round = tt_le_get32 (m + 20);
+  h->samples = tt_le_get64 (m + 24);
+  h->signature = tt_le_get64 (m + 32);
+  h->n_floats = tt_le_get64 (m + 40);
+  uint64_t blen = tt_le_get64 (m + 48);
   memcpy (h->client_id, m + 56, TT_FED_ID_MAX);
   if (h->client_id[TT_FED_ID_MAX - 1] != '\0'
       || !tt_fed_client_id_valid (h->client_id)) {
@@ -321,9 +295,9 @@ tt_fed_peek (const void *data, size_t len, const char *name,
   if (h->kind == TT_FED_UPDATE && h->samples == 0)
     return fed_fail (err, TT_ERR_INVALID, "%s: update of 0 samples", name);
   uint32_t bcrc = crc_of (m + TT_FED_ENVELOPE_BYTES, (size_t) blen);
-  if (get32 (m + 120) != bcrc)
+  if (tt_le_get32 (m + 120) != bcrc)
     return fed_fail (err, TT_ERR_PARSE, "%s: bundle checksum 0x%08x, "
-        "computed 0x%08x: corrupted", name, get32 (m + 120), bcrc);
+        "computed 0x%08x: corrupted", name, tt_le_get32 (m + 120), bcrc);
   return TT_OK;
 }
 

@@ -22,6 +22,7 @@
  */
 #define ZLIB_CONST
 #include "tt_internal.h"
+#include "tt_le.h"
 #include "tt_bundle.h"
 #include "atomic_file.h"
 
@@ -60,34 +61,7 @@ static const unsigned char bundle_magic[8] = {
 #define B_WF_COUNTERS 2u
 #define B_CHUNK (1u << 20)
 
-/* ---- little-endian fields ------------------------------------------- */
-
-static uint32_t
-get32 (const unsigned char *p)
-{
-  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-      (uint32_t) p[3] << 24;
-}
-
-static uint64_t
-get64 (const unsigned char *p)
-{
-  return (uint64_t) get32 (p) | (uint64_t) get32 (p + 4) << 32;
-}
-
-static void
-put32 (unsigned char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++)
-    p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  put32 (p, (uint32_t) v);
-  put32 (p + 4, (uint32_t) (v >> 32));
-}
+/* (little-endian fields: tt_le.h) */
 
 static uint64_t
 align_up (uint64_t x, uint64_t a)
@@ -269,13 +243,13 @@ bundle_parse_header (bundle * b, tt_error * err)
         "less than the %d-byte preamble of a bundle", n, b->size, B_PREAMBLE);
   if ((st = bundle_read (b, 0, pre, B_PREAMBLE, err)))
     return st;
-  b->version = get32 (pre + 8);
-  b->header_len = get32 (pre + 12);
-  b->header_crc = get32 (pre + 16);
+  b->version = tt_le_get32 (pre + 8);
+  b->header_len = tt_le_get32 (pre + 12);
+  b->header_crc = tt_le_get32 (pre + 16);
   if (b->version != TT_BUNDLE_VERSION)
     return tt_fail (err, TT_ERR_PARSE, "%s: format version %u is not one "
         "this engine reads (%d)", n, b->version, TT_BUNDLE_VERSION);
-  if (get32 (pre + 20) != 0)
+  if (tt_le_get32 (pre + 20) != 0)
     return tt_fail (err, TT_ERR_PARSE, "%s: preamble bytes 20..23 are "
         "reserved and must be zero", n);
   if (b->header_len > b->size - B_PREAMBLE)
@@ -295,15 +269,15 @@ bundle_parse_header (bundle * b, tt_error * err)
         "(stored %08x, computed %08x): the bundle is damaged", n,
         b->header_crc, crc);
 
-  b->file_size = get64 (h);
-  b->alignment = get32 (h + 8);
-  b->n_sections = get32 (h + 12);
-  b->flags = get32 (h + 16);
-  b->batch_size = get32 (h + 20);
-  b->wflags = get32 (h + 24);
-  b->epoch = get32 (h + 28);
-  b->iteration = get32 (h + 32);
-  b->n_tensors = get32 (h + 36);
+  b->file_size = tt_le_get64 (h);
+  b->alignment = tt_le_get32 (h + 8);
+  b->n_sections = tt_le_get32 (h + 12);
+  b->flags = tt_le_get32 (h + 16);
+  b->batch_size = tt_le_get32 (h + 20);
+  b->wflags = tt_le_get32 (h + 24);
+  b->epoch = tt_le_get32 (h + 28);
+  b->iteration = tt_le_get32 (h + 32);
+  b->n_tensors = tt_le_get32 (h + 36);
   if (b->n_sections != B_SECTIONS)
     return tt_fail (err, TT_ERR_PARSE, "%s: the header lists %u sections; "
         "version %d has exactly %d (ini, index, weights)", n, b->n_sections,
@@ -340,12 +314,12 @@ bundle_parse_header (bundle * b, tt_error * err)
   for (uint32_t i = 0; i < B_SECTIONS; i++) {
     const unsigned char *e = h + B_HEADER_FIXED + i * B_SECTION_ENTRY;
     b_section *s = &b->sec[i];
-    s->type = get32 (e);
-    s->flags = get32 (e + 4);
-    s->offset = get64 (e + 8);
-    s->length = get64 (e + 16);
-    s->raw_length = get64 (e + 24);
-    s->crc = get32 (e + 32);
+    s->type = tt_le_get32 (e);
+    s->flags = tt_le_get32 (e + 4);
+    s->offset = tt_le_get64 (e + 8);
+    s->length = tt_le_get64 (e + 16);
+    s->raw_length = tt_le_get64 (e + 24);
+    s->crc = tt_le_get32 (e + 32);
     b_section **slot = s->type == TT_BUNDLE_SECTION_INI ? &b->ini :
         s->type == TT_BUNDLE_SECTION_INDEX ? &b->index :
         s->type == TT_BUNDLE_SECTION_WEIGHTS ? &b->weights : NULL;
@@ -356,7 +330,7 @@ bundle_parse_header (bundle * b, tt_error * err)
     if (*slot)
       return tt_fail (err, TT_ERR_PARSE, "%s: two %s sections", n, sn);
     *slot = s;
-    if (get32 (e + 36) != 0)
+    if (tt_le_get32 (e + 36) != 0)
       return tt_fail (err, TT_ERR_PARSE, "%s: section %s: reserved field "
           "is not zero", n, sn);
     if (s->flags & ~TT_BUNDLE_SECTION_ZLIB)
@@ -476,12 +450,12 @@ bundle_parse_index (bundle * b, tt_error * err)
   for (uint32_t i = 0; i < b->n_tensors; i++) {
     const unsigned char *e = b->index_data + (uint64_t) i * B_INDEX_ENTRY;
     b_tensor *t = &b->tensors[i];
-    t->offset = get64 (e);
-    t->bytes = get64 (e + 8);
-    uint32_t name_off = get32 (e + 16);
-    t->name_len = get32 (e + 20);
-    t->kind = get32 (e + 24);
-    if (get32 (e + 28) != 0)
+    t->offset = tt_le_get64 (e);
+    t->bytes = tt_le_get64 (e + 8);
+    uint32_t name_off = tt_le_get32 (e + 16);
+    t->name_len = tt_le_get32 (e + 20);
+    t->kind = tt_le_get32 (e + 24);
+    if (tt_le_get32 (e + 28) != 0)
       return tt_fail (err, TT_ERR_PARSE, "%s: section index: entry %u: "
           "reserved field is not zero", n, i);
     if (t->name_len < 1 || t->name_len > B_MAX_NAME ||
@@ -1399,11 +1373,11 @@ bundle_write (tt_model * m, const char *path, const char *text,
     unsigned char *e = index + (size_t) i * B_INDEX_ENTRY;
     const size_t nl = strlen (t->name);
     raw = align_up (raw, align);
-    put64 (e, raw);
-    put64 (e + 8, (uint64_t) t->count * sizeof (float));
-    put32 (e + 16, (uint32_t) name_at);
-    put32 (e + 20, (uint32_t) nl);
-    put32 (e + 24, i < weights ? 0 : 1 + (i - weights) % 2);
+    tt_le_put64 (e, raw);
+    tt_le_put64 (e + 8, (uint64_t) t->count * sizeof (float));
+    tt_le_put32 (e + 16, (uint32_t) name_at);
+    tt_le_put32 (e + 20, (uint32_t) nl);
+    tt_le_put32 (e + 24, i < weights ? 0 : 1 + (i - weights) % 2);
     memcpy (index + (size_t) n * B_INDEX_ENTRY + name_at, t->name, nl);
     name_at += nl;
     raw += (uint64_t) t->count * sizeof (float);
@@ -1452,15 +1426,15 @@ bundle_write (tt_model * m, const char *path, const char *text,
   unsigned char h[B_PREAMBLE + B_HEADER_BYTES];
   memset (h, 0, sizeof h);
   unsigned char *hd = h + B_PREAMBLE;
-  put64 (hd, weights_off + w.stored);
-  put32 (hd + 8, align);
-  put32 (hd + 12, B_SECTIONS);
-  put32 (hd + 20, m->batch_size);
-  put32 (hd + 24, (moments ? B_WF_MOMENTS : 0) |
+  tt_le_put64 (hd, weights_off + w.stored);
+  tt_le_put32 (hd + 8, align);
+  tt_le_put32 (hd + 12, B_SECTIONS);
+  tt_le_put32 (hd + 20, m->batch_size);
+  tt_le_put32 (hd + 24, (moments ? B_WF_MOMENTS : 0) |
       (counters ? B_WF_COUNTERS : 0));
-  put32 (hd + 28, counters ? m->epoch : 0);
-  put32 (hd + 32, counters ? m->iteration : 0);
-  put32 (hd + 36, n);
+  tt_le_put32 (hd + 28, counters ? m->epoch : 0);
+  tt_le_put32 (hd + 32, counters ? m->iteration : 0);
+  tt_le_put32 (hd + 36, n);
   const struct
   {
     uint32_t type, flags;
@@ -1476,17 +1450,17 @@ bundle_write (tt_model * m, const char *path, const char *text,
   };
   for (int i = 0; i < B_SECTIONS; i++) {
     unsigned char *e = hd + B_HEADER_FIXED + i * B_SECTION_ENTRY;
-    put32 (e, table[i].type);
-    put32 (e + 4, table[i].flags);
-    put64 (e + 8, table[i].offset);
-    put64 (e + 16, table[i].length);
-    put64 (e + 24, table[i].raw);
-    put32 (e + 32, table[i].crc);
+    tt_le_put32 (e, table[i].type);
+    tt_le_put32 (e + 4, table[i].flags);
+    tt_le_put64 (e + 8, table[i].offset);
+    tt_le_put64 (e + 16, table[i].length);
+    tt_le_put64 (e + 24, table[i].raw);
+    tt_le_put32 (e + 32, table[i].crc);
   }
   memcpy (h, bundle_magic, sizeof bundle_magic);
-  put32 (h + 8, TT_BUNDLE_VERSION);
-  put32 (h + 12, B_HEADER_BYTES);
-  put32 (h + 16, crc_of (0, hd, B_HEADER_BYTES));
+  tt_le_put32 (h + 8, TT_BUNDLE_VERSION);
+  tt_le_put32 (h + 12, B_HEADER_BYTES);
+  tt_le_put32 (h + 16, crc_of (0, hd, B_HEADER_BYTES));
   st = tt_atomic_file_pwrite (&f, 0, h, sizeof h, err);
 out:
   if (w.z_ready)
@@ -1700,8 +1674,8 @@ tt_bundle_unpack (const char *bundle_path, const char *ini_path,
     st = stream_fail (&w, st, err);
   if (!st && fb_open && (b.wflags & B_WF_COUNTERS)) {
     unsigned char c[8];
-    put32 (c, b.epoch);
-    put32 (c + 4, b.iteration);
+    tt_le_put32 (c, b.epoch);
+    tt_le_put32 (c + 4, b.iteration);
     st = tt_atomic_file_write (&fb, c, sizeof c, err);
   }
   if (!st && ini_path) {
