@@ -4,8 +4,13 @@
  * gradient is computed a chunk of rows at a time, each chunk applied as
  * soon as it is computed, so the gradient is never whole in the pool.
  * Training must be bit-identical to the whole-gradient path
- * (tt_model_keep_gradients): weights and optimizer state after a few
- * steps compared with memcmp, for every model of tests/models, at the
+ * (tt_model_keep_gradients) with the portable kernels, whose elements do
+ * not depend on the rows of a product: weights and optimizer state after
+ * a few steps compared with memcmp. OpenBLAS picks its kernels and tiles
+ * by shape and by machine (OPENBLAS_CORETYPE), so a chunk of rows may
+ * round its last bits differently there: within a tight tolerance (and
+ * the count of elements that differ at all is printed). For every model
+ * of tests/models, at the
  * INI's batch and at batch 32, and for the optimizers and regularizers
  * that touch the update. Also: clip_grad_by_norm and OpenBLAS on several
  * threads keep gradients whole,
@@ -19,6 +24,7 @@
 #include "tt_test.h"
 
 #include <inttypes.h>
+#include <math.h>
 
 static char root[1024];
 
@@ -90,10 +96,23 @@ train_steps (tt_model * m, const char *name, int steps)
   free (t);
 }
 
-/* Weights and optimizer state of a and b, byte for byte. */
+/* x and y as one result: the same bytes, or with OpenBLAS within its
+ * rounding of a differently shaped product */
+static bool
+same_value (float x, float y)
+{
+#ifdef TT_HAVE_CBLAS
+  return x == y || fabsf (x - y) <= 1e-6f + 1e-5f * fabsf (x);
+#else
+  return !memcmp (&x, &y, sizeof x);
+#endif
+}
+
+/* Weights and optimizer state of a and b (same_value). */
 static bool
 same_state (tt_model * a, tt_model * b, const char *name)
 {
+  size_t differ = 0;
   uint32_t na, nb;
   int *ia = tt_bin_regions (a, true, &na), *ib = tt_bin_regions (b, true, &nb);
   bool same = ia && ib && na == nb && na > 0;
@@ -103,15 +122,19 @@ same_state (tt_model * a, tt_model * b, const char *name)
     if (ia[i] < 0)
       continue;
     const tt_tensor *x = &a->tensors[ia[i]], *y = &b->tensors[ib[i]];
-    same = x->count == y->count && !strcmp (x->name, y->name) &&
-        !memcmp (x->data, y->data, x->count * sizeof (float));
-    for (size_t j = 0; !same && j < x->count && j < y->count; j++)
-      if (memcmp (&x->data[j], &y->data[j], sizeof (float))) {
+    same = x->count == y->count && !strcmp (x->name, y->name);
+    for (size_t j = 0; same && j < x->count; j++) {
+      differ += memcmp (&x->data[j], &y->data[j], sizeof (float)) != 0;
+      if (!same_value (x->data[j], y->data[j])) {
         printf ("%s: %s differs at %zu: %.9g %.9g\n", name, x->name, j,
             (double) x->data[j], (double) y->data[j]);
-        break;
+        same = false;
       }
+    }
   }
+  if (differ)
+    printf ("%s: %zu values not bit-identical (within rounding)\n", name,
+        differ);
   free (ia);
   free (ib);
   return same;
@@ -152,8 +175,8 @@ compare (const char *name, const char *path, const char *text,
           PRIu64, name, pa.pool_bytes, pb.pool_bytes);
     train_steps (a, name, 3);
     train_steps (b, name, 3);
-    CHECK (same_state (a, b, name), "%s: update as you go is not "
-        "bit-identical to whole gradients", name);
+    CHECK (same_state (a, b, name), "%s: update as you go does not "
+        "train as whole gradients do", name);
   }
   tt_model_free (a);
   tt_model_free (b);
