@@ -23,28 +23,9 @@
 # Usage: test_aggregate.sh TENSOR_TRAINER FED_TOOL SRCDIR
 set -uo pipefail
 tt=$1 fed_tool=$2 src=$3
-mosquitto=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-[ -x "$mosquitto" ] || { echo "SKIP: mosquitto is not installed (Debian: mosquitto)"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+. "$(dirname "$0")/broker_lib.sh"
+fed_test_setup aggregate
 
-work=$(mktemp -d /tmp/tt-aggregate-XXXXXX)
-pids=()
-cleanup () {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail () { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
-wait_for () {   # PATTERN FILE: up to 30 s
-  for _ in $(seq 300); do
-    grep -q "$1" "$2" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  fail "no '$1' in $2"
-}
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat > "$work/mosquitto.conf" <<CONF
 listener $port 127.0.0.1
 allow_anonymous true

@@ -20,23 +20,11 @@
 set -uo pipefail
 tt=$1 plugin_dir=$2 src=$3
 data=/usr/share/datasets/fashion-mnist
-mosquitto=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-[ -x "$mosquitto" ] || { echo "SKIP: mosquitto is not installed (Debian: mosquitto)"; exit 77; }
+. "$(dirname "$0")/broker_lib.sh"
+fed_test_setup faults
 command -v gst-launch-1.0 >/dev/null || { echo "SKIP: no gst-launch-1.0 (gstreamer1.0-tools)"; exit 77; }
 [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no $data (dataset-fashion-mnist)"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 
-work=$(mktemp -d /tmp/tt-faults-XXXXXX)
-pids=()
-cleanup () {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail () { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat > "$work/mosquitto.conf" <<CONF
 user $(id -un)
 listener $port 127.0.0.1

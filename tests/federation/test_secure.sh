@@ -20,28 +20,12 @@
 set -uo pipefail
 tt=$(realpath "$1") fed_tool=$(realpath "$2") src=$(realpath "$3")
 plugin_dir=${4:-}
-mosquitto=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-[ -x "$mosquitto" ] || { echo "SKIP: mosquitto is not installed (Debian: mosquitto)"; exit 77; }
-for c in mosquitto_passwd openssl python3; do
+. "$(dirname "$0")/broker_lib.sh"
+fed_test_setup secure
+for c in mosquitto_passwd openssl; do
   command -v $c >/dev/null || { echo "SKIP: no $c"; exit 77; }
 done
 
-work=$(mktemp -d /tmp/tt-secure-XXXXXX)
-pids=()
-cleanup () {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail () { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
-wait_for () {   # PATTERN FILE: up to 30 s
-  for _ in $(seq 300); do
-    grep -q "$1" "$2" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  fail "no '$1' in $2"
-}
 cd "$work" || exit 1
 
 # certificates: a CA and the broker's, for 127.0.0.1
@@ -72,7 +56,6 @@ pattern read tt/global
 ACL
 chmod 600 acl
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # (user: mosquitto started as root would read the files below as user
 # mosquitto, which cannot enter this folder)
 cat > mosquitto.conf <<CONF
