@@ -474,8 +474,10 @@ agg_run (agg_options * o)
         /* the round would close: updates far from the others' first */
         agg_reject_ctx ctx = { &s, round.round };
         if (tt_fed_round_screen (&round, s.weights, o->max_norm_ratio,
-                agg_on_reject, &ctx) > 0)
+                agg_on_reject, &ctx) > 0) {
+          fflush (stdout);
           continue;
+        }
         if (n < o->clients)
           printf ("round %u: closed after %.1f s with %u of %" PRIu64
               " updates (quorum %" PRIu64 ")\n", round.round, waited, n,
@@ -505,6 +507,8 @@ agg_run (agg_options * o)
         agg_take (&s, &round, topic, data, len);
         free (topic);
         free (data);
+        /* what was taken or refused is seen at once by whoever watches */
+        fflush (stdout);
       }
     }
     if (agg_stop)

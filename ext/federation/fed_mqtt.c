@@ -31,7 +31,7 @@ struct tt_fed_mqtt
   pthread_cond_t cond;
   char **topics;                /* subscribed at each connection */
   fed_item *head, *tail;
-  bool connected, refused, started;
+  bool connected, refused, started, tls;
   unsigned connections;
   int in_flight;                /* published, not yet acknowledged */
   char error[512];
@@ -116,6 +116,19 @@ tt_fed_mqtt_parse_url (const char *url, char *host, size_t cap, int *port,
   return TT_OK;
 }
 
+/* A TLS broker that requires a client certificate (mosquitto's
+ * require_certificate) and gets none or an untrusted one closes the
+ * connection after the handshake: the client only sees it closed before
+ * the broker's answer to CONNECT. */
+static const char *
+tls_hint (const tt_fed_mqtt * m)
+{
+  return m->tls && m->connections == 0 ? " (closed by the broker before it "
+      "accepted the connection: does it require a client certificate signed "
+      "by its CA? federation-cert and federation-key, or --cert and --key)" :
+      "";
+}
+
 static void
 on_connect (struct mosquitto *mosq, void *user, int rc)
 {
@@ -147,8 +160,8 @@ on_disconnect (struct mosquitto *mosq, void *user, int rc)
   pthread_mutex_lock (&m->lock);
   m->connected = false;
   if (rc != 0 && !m->refused)
-    snprintf (m->error, sizeof m->error, "connection lost: %s",
-        mosquitto_strerror (rc));
+    snprintf (m->error, sizeof m->error, "connection lost: %s%s",
+        mosquitto_strerror (rc), tls_hint (m));
   /* unacknowledged QoS 1 messages are resent by the library on the next
    * connection of a persistent session; the owner decides for the rest */
   pthread_cond_broadcast (&m->cond);
@@ -297,6 +310,7 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
   m->topics = calloc (nt + 1, sizeof *m->topics);
   for (size_t i = 0; m->topics && i < nt; i++)
     m->topics[i] = strdup (subscribe[i]);
+  m->tls = tls;
   m->mosq = mosquitto_new (o->client_id, !o->persistent, m);
   if (!m->topics || !m->mosq) {
     mqtt_fail (err, TT_ERR_NOMEM, "federation: cannot create the MQTT "
@@ -361,8 +375,8 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
     return NULL;
   }
   if (rc == MOSQ_ERR_ERRNO)
-    snprintf (m->error, sizeof m->error, "cannot connect: %s",
-        strerror (errno));
+    snprintf (m->error, sizeof m->error, "cannot connect: %s%s",
+        strerror (errno), tls_hint (m));
   rc = mosquitto_loop_start (m->mosq);
   if (rc != MOSQ_ERR_SUCCESS) {
     mqtt_fail (err, TT_ERR_IO, "federation: cannot start the MQTT thread: "

@@ -12,7 +12,8 @@
  *       publishes the files (QoS 1) and waits for the broker's
  *       acknowledgements; the environment's FED_TOOL_ID (MQTT client id),
  *       FED_TOOL_CREDENTIALS, FED_TOOL_CA, FED_TOOL_CERT, FED_TOOL_KEY
- *       are tt_fed_mqtt_options' fields
+ *       are tt_fed_mqtt_options' fields; FED_TOOL_WAIT_MS: how long to
+ *       wait for the connection (default 5000)
  */
 #include "fed_mqtt.h"
 #include "tt_bundle.h"
@@ -141,7 +142,9 @@ publish (int argc, char **argv)
   o.key = getenv ("FED_TOOL_KEY");
   tt_error err = { 0 };
   tt_fed_mqtt *m = tt_fed_mqtt_new (&o, NULL, &err);
-  if (!m || tt_fed_mqtt_wait_connected (m, 5000, &err) != TT_OK) {
+  const char *wait = getenv ("FED_TOOL_WAIT_MS");
+  if (!m || tt_fed_mqtt_wait_connected (m, wait ? atoi (wait) : 5000,
+          &err) != TT_OK) {
     fprintf (stderr, "fed_tool: %s\n", err.message);
     tt_fed_mqtt_free (m);
     return 1;

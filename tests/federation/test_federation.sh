@@ -8,7 +8,15 @@
 # the devices come, round 1 gets an update of another model (wrong weight
 # signature), one with a NaN weight (every checksum right), a stale one
 # (round 0) and one whose id is not its topic's: all refused, the round
-# completes with the 3 devices. Then check_rounds.py checks, from the
+# completes with the 3 devices. Two poisoned tensor_trainer devices come
+# before the honest ones, through real gst-launch-1.0 pipelines: "huge"
+# (the same model with Adam's learning rate 1 instead of 0.001: every
+# weight it trains moves about 1 a step, its update far outside the
+# others') and "wrongshape" (a 64-unit hidden layer: another weight
+# signature). The aggregator refuses wrongshape's at once and counts
+# huge's until the round would close: the norm rule then rejects it
+# (huge's is in first, so the check runs with it and 2 honest updates),
+# and the round waits for the third honest device. Then check_rounds.py checks, from the
 # archived messages and with the project's bundle tools only, that each
 # round's global model is bit for bit the sample-weighted average of the
 # updates it took, and that the aggregator's --save and every device's
@@ -68,6 +76,27 @@ sed 's/unit = 128/unit = 64/' "$model" > "$work/other.ini"
 "$fed_tool" publish "$broker" $topic/update/mallory "$work/spoof.msg" ||
   fail "fed_tool publish"
 
+# the poisoned devices, one after the other before the honest ones: huge
+# is in the round before any honest update (deterministic: the norm rule
+# must reject it)
+sed 's/learning_rate = 0.001/learning_rate = 1/' "$model" > "$work/huge.ini"
+grep -q "learning_rate = 1$" "$work/huge.ini" || fail "huge.ini: no learning rate"
+poisoned_device () {    # ID INI
+  GST_PLUGIN_PATH=$plugin_dir gst-launch-1.0 -m \
+    tensor_datasrc location="$data/train-images-idx3-ubyte.gz" \
+      label-location="$data/train-labels-idx1-ubyte.gz" \
+      start-sample=5000 num-samples=256 epochs=1 ! \
+    tensor_trainer model-config="$2" num-training-samples=256 epochs=1 \
+      federation-broker="$broker" federation-topic=$topic \
+      federation-client-id=$1 federation-wait=1 ! \
+    fakesink > "$work/$1.log" 2>&1 || fail "device $1 failed"
+}
+poisoned_device wrongshape "$work/other.ini"
+wait_for "round 1: refused $topic/update/wrongshape: .*signature" \
+  "$work/aggregate.log"
+poisoned_device huge "$work/huge.ini"
+wait_for "round 1: update from huge" "$work/aggregate.log"
+
 start=(0 800 1800)
 count=(800 1000 1200)
 devices=()
@@ -97,6 +126,10 @@ for why in "intruder.*signature" "poisoned.*non-finite" "late.*stale" \
   grep -q "round 1: refused .*$why" "$work/aggregate.log" ||
     fail "no refusal matching '$why'"
 done
+grep -q "round 1: rejected the update of huge: moved .* more than 10 times the round's median" \
+  "$work/aggregate.log" || fail "huge's update was not rejected"
+[ -f "$work/archive/rejected-000001-huge.msg" ] ||
+  fail "huge's update not archived as rejected"
 grep -q "^done: $rounds rounds" "$work/aggregate.log" || fail "not done"
 for i in 0 1 2; do
   for r in $(seq 0 $rounds); do
@@ -119,4 +152,4 @@ python3 "$src/tests/federation/check_rounds.py" "$tt" "$work/archive" \
   fail "the restarted aggregator failed"
 grep -q "resumed from .*global.ttb.state: round $rounds done" \
   "$work/restart.log" || fail "the restarted aggregator did not resume"
-echo "PASS: 3 devices, $rounds rounds, 4 poisoned updates refused"
+echo "PASS: 3 devices, $rounds rounds, 4 poisoned messages and 2 poisoned tensor_trainer devices refused"
