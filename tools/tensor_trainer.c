@@ -59,7 +59,7 @@ typedef struct
   const char *c_out, *section, *format, *symbol, *mode;
   uint32_t epochs, batch, samples, valid_samples, align;
   bool replan, naive, compress, trust, resume, inference;
-  uint64_t seed;
+  uint64_t seed, memory_limit;
   bool has_seed;
   int threads;
 } cli_options;
@@ -85,13 +85,14 @@ cli_usage (FILE * out)
       "      [--batch N] [--samples N] [--valid-samples N]\n"
       "      [--load WEIGHTS] [--save FILE] [--compress] [--seed S]\n"
       "      [--checkpoint FILE] [--resume]\n"
-      "      [--threads T]\n"
+      "      [--threads T] [--memory-limit BYTES]\n"
       "  tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES\n"
       "      --labels LABELS [--batch N] [--samples N] [--mode M] "
       "[--inference]\n"
       "  tensor-trainer info MODEL [--batch N] [--mode M] [--inference]\n"
       "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
       "[--align N] [--inference]\n"
+      "      [--memory-limit BYTES]\n"
       "  tensor-trainer check MODEL.opt.ini|MODEL.ttb [--inference]\n"
       "  tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]\n"
       "      [--align N] [--batch N] [--seed S]\n"
@@ -127,6 +128,8 @@ cli_usage (FILE * out)
       "--weights a bundle's weights as a BIN; it never writes over its input.\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
+
+static void cli_print_memory (const tt_model * m, const tt_plan_info * p);
 
 static int
 cli_fail (const char *fmt, ...)
@@ -216,6 +219,12 @@ cli_parse (int argc, char **argv, cli_options * o)
       if (!tt_cli_uint (v, UINT64_MAX, &o->seed))
         return cli_fail ("--seed needs a non-negative integer"), -2;
       o->has_seed = true;
+      i++;
+      continue;
+    } else if (!strcmp (a, "--memory-limit")) {
+      if (!tt_cli_bytes (v, UINT64_MAX, &o->memory_limit) || !o->memory_limit)
+        return cli_fail ("--memory-limit needs a positive byte count (K, M "
+            "or G: times 1024, 1024^2, 1024^3), got '%s'", v ? v : ""), -2;
       i++;
       continue;
     } else if (!strcmp (a, "--threads")) {
@@ -400,6 +409,7 @@ cli_open_model (const cli_options * o, tt_open_info * info, double *seconds)
   oo.plan_mode = o->naive ? TT_PLAN_NAIVE : o->replan ? TT_PLAN_REPLAN :
       TT_PLAN_AUTO;
   oo.inference = o->inference;
+  oo.memory_limit = o->memory_limit;
   oo.has_seed = o->has_seed;
   oo.seed = o->seed;
   oo.trust = o->trust;
@@ -457,6 +467,12 @@ cli_train (const cli_options * o, bool train)
   tt_model *m = cli_open_model (o, &opened, NULL);
   if (!m)
     return 1;
+  if (o->memory_limit) {
+    tt_plan_info p;
+    tt_model_plan_info (m, &p);
+    printf ("%-22s %14" PRIu64 "\n", "pool", p.pool_bytes);
+    cli_print_memory (m, &p);
+  }
   tt_error err;
   cli_dataset train_set = { 0 }, valid_set = { 0 };
   tt_idx_file_init (&train_set.images);
@@ -562,6 +578,26 @@ out:
   return rc;
 }
 
+/* Under a memory limit: the limit, what the pool would be without it,
+ * and the activations dropped, each rebuilt during backward. */
+static void
+cli_print_memory (const tt_model * m, const tt_plan_info * p)
+{
+  if (!p->memory_limit)
+    return;
+  printf ("%-22s %14" PRIu64 "\n", "memory limit", p->memory_limit);
+  if (p->unlimited_pool_bytes)
+    printf ("%-22s %14" PRIu64 "\n", "pool without limit",
+        p->unlimited_pool_bytes);
+  printf ("recomputed=%u (%" PRIu64 " bytes) swapped=%u (%" PRIu64
+      " bytes)\n", p->recomputed, p->recomputed_bytes, p->swapped,
+      p->swapped_bytes);
+  bool swapped;
+  const char *name;
+  for (uint32_t i = 0; (name = tt_model_plan_dropped (m, i, &swapped)); i++)
+    printf ("  %s %s\n", swapped ? "swap     " : "recompute", name);
+}
+
 static void
 cli_print_plan (const tt_plan_info * p)
 {
@@ -609,6 +645,7 @@ cli_plan (const cli_options * o)
     printf ("model=%s batch=%u -> %s%s\n", o->model, tt_model_batch_size (m),
         o->output, ini ? "" : " (bundle, initialized weights)");
     cli_print_plan (&p);
+    cli_print_memory (m, &p);
   }
   tt_model_free (m);
   return rc;
@@ -637,6 +674,7 @@ cli_check (const cli_options * o)
   else {
     printf ("%s: plan valid\n", o->model);
     cli_print_plan (&p);
+    cli_print_memory (m, &p);
   }
   tt_model_free (m);
   return rc;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define TT_DEFAULT_SEED 0x5eedULL
 
@@ -36,6 +37,7 @@ model_new (const char *path, tt_error * err)
   m->seed = TT_DEFAULT_SEED;
   m->loss_layer = -1;
   m->align = 64;
+  m->swap_fd = -1;
   return m;
 }
 
@@ -77,6 +79,10 @@ tt_model_free (tt_model * m)
   free (m->uses);
   free (m->ini_text);
   free (m->save_best_path);
+  free (m->memory_swap_path);
+  free (m->remat);
+  if (m->swap_fd >= 0)
+    close (m->swap_fd);
   for (uint32_t i = 0; i < m->n_backbone_dicts; i++)
     iniparser_freedict (m->backbone_dicts[i]);
   free (m->backbone_dicts);
@@ -134,6 +140,16 @@ tt_model_set_inference (tt_model * m, bool inference, tt_error * err)
     return tt_fail (err, TT_ERR_STATE,
         "%s: choose inference-only before compiling", m->path);
   m->inference = inference;
+  return TT_OK;
+}
+
+tt_status
+tt_model_set_memory_limit (tt_model * m, uint64_t bytes, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: set the memory limit before compiling", m->path);
+  m->memory_limit = bytes;
   return TT_OK;
 }
 
@@ -519,14 +535,69 @@ model_clip_gradients (tt_model * m)
   }
 }
 
+/* Points a root and its views at data. */
+static void
+model_bind_root (tt_model * m, int root, float *data)
+{
+  for (uint32_t i = 0; i < m->n_tensors; i++) {
+    int r = (int) i;
+    while (m->tensors[r].alias_of >= 0)
+      r = m->tensors[r].alias_of;
+    if (r == root)
+      m->tensors[i].data = data;
+  }
+}
+
+/* Before the backward phases of layer: the dropped activations it is the
+ * trigger of (plan/remat.c), in execution order, rebuilt in their second
+ * instances, which they and their views now point at. */
+static tt_status
+model_rebuild (tt_model * m, int layer, tt_error * err)
+{
+  (void) err;
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    const tt_remat *G = &m->remat[g];
+    if (G->mode == TT_REMAT_KEEP || G->trigger != layer)
+      continue;
+    for (uint32_t k = 0; k < G->n_tensors; k++)
+      if (G->twins[k] >= 0)
+        model_bind_root (m, G->tensors[k], m->tensors[G->twins[k]].data);
+    if (G->mode == TT_REMAT_RECOMPUTE) {
+      m->run.recompute = true;
+      for (uint32_t w = 0; w < G->n_writers; w++) {
+        tt_layer *l = &m->layers[G->writers[w]];
+        l->ops->forward (&m->run, l);
+      }
+      m->run.recompute = false;
+    }
+  }
+  return TT_OK;
+}
+
+/* After backward: the dropped activations back at their first instances,
+ * where the next forward writes them. */
+static void
+model_unbind_dropped (tt_model * m)
+{
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    const tt_remat *G = &m->remat[g];
+    if (G->mode == TT_REMAT_KEEP)
+      continue;
+    for (uint32_t k = 0; k < G->n_tensors; k++)
+      if (G->twins[k] >= 0)
+        model_bind_root (m, G->tensors[k], (float *) ((char *) m->pool +
+                m->tensors[G->tensors[k]].offset));
+  }
+}
+
 /* apply: update the weights, each layer's right after its gradients
  * (their memory may then serve later layers), a chunked gradient's chunk
  * by chunk as calc_gradient computes them (update as you go, after
  * calc_derivative, which reads the old weights: lifetime.c numbers the
  * steps the same way), or, with clip_grad_by_norm, all at the end (the
  * gradients then live until it, graph_tensors.c) */
-static void
-model_backward (tt_model * m, bool apply)
+static tt_status
+model_backward (tt_model * m, bool apply, tt_error * err)
 {
   tt_run_ctx *c = &m->run;
   const bool defer = m->clip_grad_norm > 0;
@@ -534,6 +605,14 @@ model_backward (tt_model * m, bool apply)
   c->apply_owner = m;
   for (uint32_t i = m->n_layers; i-- > 0;) {
     tt_layer *l = &m->layers[m->exec[i]];
+    if (m->n_dropped) {
+      tt_status st = model_rebuild (m, m->exec[i], err);
+      if (st) {
+        c->apply_chunk = NULL;
+        model_unbind_dropped (m);
+        return st;
+      }
+    }
     bool trainable = false;
     for (uint32_t k = 0; k < l->n_weights; k++)
       trainable |= l->weights[k].grad >= 0;
@@ -548,11 +627,14 @@ model_backward (tt_model * m, bool apply)
       model_apply_layer (m, l);
   }
   c->apply_chunk = NULL;
+  if (m->n_dropped)
+    model_unbind_dropped (m);
   if (!apply || !defer)
-    return;
+    return TT_OK;
   model_clip_gradients (m);
   for (uint32_t i = m->n_layers; i-- > 0;)
     model_apply_layer (m, &m->layers[m->exec[i]]);
+  return TT_OK;
 }
 
 tt_status
@@ -582,7 +664,8 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
     return tt_fail (err, TT_ERR_NUMERIC,
         "%s: the loss became %g at iteration %u (epoch %u); this batch was "
         "not applied", m->path, r.loss, m->iteration, m->epoch);
-  model_backward (m, true);
+  if ((st = model_backward (m, true, err)))
+    return st;
   m->iteration++;
   if (result)
     *result = r;
@@ -625,7 +708,7 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
   model_forward (m, true);
   *loss = m->loss_value;
   if (backward)
-    model_backward (m, false);
+    return model_backward (m, false, err);
   return TT_OK;
 }
 

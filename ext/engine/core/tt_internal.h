@@ -88,6 +88,41 @@ void tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,
     float *restrict w, float *restrict g, float *restrict s0,
     float *restrict s1, size_t n);
 
+/* ---- training under a memory limit (plan/remat.c) -------------------- */
+
+#define TT_REMAT_WRITERS 8
+#define TT_REMAT_TENSORS 12
+#define TT_REMAT_INPUTS TT_MAX_IO
+
+typedef enum { TT_REMAT_KEEP = 0, TT_REMAT_RECOMPUTE, TT_REMAT_SWAP
+} tt_remat_mode;
+
+/* An activation root and what writes it in forward: its layer and the
+ * in-place layers after it (writers, in execution order), with the scratch
+ * their forward touches (tensors[0] is the root). Dropped (mode not KEEP),
+ * every tensor of the group has a first instance that lives over the
+ * forward uses only and a second one (twins[k], "<name>:recomputed" or
+ * ":swapped") from the trigger (before the backward phases of layer
+ * trigger) to its last backward use; the runner points the tensor and its
+ * views at the second instance and rebuilds it there: writers' forward
+ * again from the inputs (recompute), or read back from the swap file. */
+typedef struct {
+  int root;
+  uint32_t n_writers, n_tensors, n_inputs;
+  int writers[TT_REMAT_WRITERS];
+  int tensors[TT_REMAT_TENSORS];
+  int inputs[TT_REMAT_INPUTS];  /* roots the writers read, not their own */
+  const char *not_recomputable; /* why, or NULL */
+  bool swappable;
+  bool backward_use;            /* some tensor is read in backward */
+  bool tried;                   /* planning: already tried keeping again */
+  uint64_t cost;                /* forward work of the writers (estimate) */
+  tt_remat_mode mode;
+  int trigger, trigger_step;    /* layer index and its first backward step */
+  int twins[TT_REMAT_TENSORS];  /* -1: none (swap: forward-only scratch) */
+  uint64_t swap_offset;         /* in the swap file, of each twin in turn */
+} tt_remat;
+
 /* ---- model ----------------------------------------------------------- */
 
 typedef enum { TT_LOSS_NONE, TT_LOSS_MSE, TT_LOSS_CROSS,
@@ -146,6 +181,17 @@ struct tt_model {
 
   tt_tensor *tensors;
   uint32_t n_tensors, cap_tensors;
+  /* memory limit (plan/remat.c): 0 none; [Model] memory_swap and
+   * memory_swap_path (nntrainer's keys); the groups of droppable
+   * activations (empty without a limit and without stored decisions),
+   * in execution order of their first writer; tensors from n_base_tensors
+   * on are second instances */
+  uint64_t memory_limit;
+  bool memory_swap;
+  char *memory_swap_path;
+  tt_remat *remat;
+  uint32_t n_remat, n_dropped, n_base_tensors;
+  int swap_fd;                  /* the unlinked swap file, or -1 */
   tt_use *uses;
   uint32_t n_uses, cap_uses;
   void *pool;
@@ -202,6 +248,21 @@ void tt_graph_declare_tensors (tt_model * m);
 bool tt_inplace_eligible (const tt_model * m, const tt_layer * l,
     const char **why);
 void tt_inplace_decide (tt_model * m);
+
+/* remat.c */
+/* The groups of m (m->remat) for the order in m->exec, all kept. */
+tt_status tt_remat_groups (tt_model * m, tt_error * err);
+/* Declares the second instances of the dropped groups (after their
+ * modes are set); lifetimes then follow the decisions. */
+tt_status tt_remat_materialize (tt_model * m, tt_error * err);
+/* Lifetimes of the tensors under the decisions (tt_lifetimes_compute). */
+void tt_remat_lifetimes (tt_model * m);
+/* After planning: drops activations until the pool fits m->memory_limit;
+ * an error naming the smallest feasible limit when none does. */
+tt_status tt_remat_plan (tt_model * m, tt_error * err);
+/* The group whose root is tensor id, or -1. */
+int tt_remat_find (const tt_model * m, int id);
+const char *tt_remat_mode_name (tt_remat_mode mode);
 
 /* lifetime.c */
 int tt_step_of (const tt_model * m, int layer, tt_phase phase);

@@ -175,6 +175,10 @@ typedef struct {
   uint32_t batch;               /* samples in this batch, <= batch_size */
   uint32_t batch_size;          /* samples the pool holds (scratch layout) */
   bool training;                /* forward: batch statistics, dropout */
+  /* forward runs again during backward to rebuild a dropped activation
+   * (plan/remat.c): same outputs bit for bit, no side effects (batch
+   * norm leaves its moving statistics alone) */
+  bool recompute;
   bool have_labels;             /* the loss's label tensor holds the batch's */
   tt_rng *rng;                  /* the model's stream (dropout masks) */
   double *loss;                 /* a loss's forward writes the batch's loss */
@@ -265,6 +269,9 @@ typedef struct tt_layer_ops {
    * applied (tt_run_apply_chunk) before the next; its calc_derivative
    * then runs before calc_gradient (it reads the weights' old values) */
   bool chunked_gradient;
+  /* forward draws from the model's random stream (dropout): it is never
+   * run twice in a step, so its output is never recomputed (plan/remat.c) */
+  bool draws_random;
 } tt_layer_ops;
 
 typedef struct {

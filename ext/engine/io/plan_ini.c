@@ -10,6 +10,7 @@
  *                   chunked: the chunk rule), and the planner's figures
  *   [Plan.Layers]   layer = execution position [, inplace]
  *   [Plan.Tensors]  tensor = byte offset in the pool
+ *   [Plan.Memory]   under a memory limit: activation = recompute | swap
  *
  * Loading one never trusts it: the graph is rebuilt from the model text,
  * the fingerprint compared, the order checked to be a topological
@@ -38,14 +39,14 @@ static const char *const plan_keys[] = {
   "version", "pool_size", "alignment", "batch_size", "input_shapes",
   "label_shape", "fingerprint", "lower_bound", "naive_size",
   "depth_first_pool", "tensors", "in_place_layers", "order_search", "mode",
-  "update_as_you_go", NULL
+  "update_as_you_go", "memory_limit", "unlimited_pool", NULL
 };
 
 bool
 tt_plan_section_name (const char *section)
 {
   return !strcmp (section, "plan") || !strcmp (section, "plan.layers") ||
-      !strcmp (section, "plan.tensors");
+      !strcmp (section, "plan.tensors") || !strcmp (section, "plan.memory");
 }
 
 static tt_status
@@ -274,6 +275,58 @@ plan_read_layers (tt_model * m, int *exec, tt_error * err)
   return TT_OK;
 }
 
+/* [Plan.Memory]: the activations dropped under the memory limit, each
+ * checked as the planner would have chosen it (remat.c), then given its
+ * second instance; their offsets follow in [Plan.Tensors]. */
+static tt_status
+plan_read_memory (tt_model * m, tt_error * err)
+{
+  int nk;
+  const char **keys = plan_keys_of (m, "plan.memory", &nk);
+  if (nk <= 0)
+    return TT_OK;
+  if (!keys)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  tt_status st = tt_remat_groups (m, err);
+  for (int k = 0; k < nk && st == TT_OK; k++) {
+    const char *name = keys[k] + strlen ("plan.memory:");
+    const char *v = plan_get (m, "plan.memory", name);
+    int id = -1;
+    for (uint32_t i = 0; i < m->n_tensors && id < 0; i++)
+      if (m->tensors[i].alias_of < 0 && !strcmp (m->tensors[i].name, name))
+        id = (int) i;
+    const int g = id < 0 ? -1 : tt_remat_find (m, id);
+    tt_remat *G = g < 0 ? NULL : &m->remat[g];
+    const bool swap = v && !strcasecmp (v, "swap");
+    if (id < 0)
+      st = plan_error (m, err, "[Plan.Memory] %s: no tensor of that name "
+          "has memory of its own in this model", name);
+    else if (!G)
+      st = plan_error (m, err, "[Plan.Memory] %s: not an activation a "
+          "layer writes in forward; only those can be dropped", name);
+    else if (!v || (!swap && strcasecmp (v, "recompute")))
+      st = plan_error (m, err, "[Plan.Memory] %s: '%s' is neither "
+          "recompute nor swap", name, v ? v : "");
+    else if (!G->backward_use)
+      st = plan_error (m, err, "[Plan.Memory] %s: no backward phase reads "
+          "it, so there is nothing to rebuild", name);
+    else if (!swap && G->not_recomputable)
+      st = plan_error (m, err, "[Plan.Memory] %s: cannot be recomputed: "
+          "%s", name, G->not_recomputable);
+    else if (swap && !G->swappable)
+      st = plan_error (m, err, "[Plan.Memory] %s: cannot be swapped", name);
+    else if (swap && !m->memory_swap)
+      st = plan_error (m, err, "[Plan.Memory] %s: swap needs [Model] "
+          "memory_swap = true", name);
+    else
+      G->mode = swap ? TT_REMAT_SWAP : TT_REMAT_RECOMPUTE;
+  }
+  free (keys);
+  if (st == TT_OK)
+    st = tt_remat_materialize (m, err);
+  return st;
+}
+
 static tt_status
 plan_read_offsets (tt_model * m, tt_error * err)
 {
@@ -312,9 +365,13 @@ tt_plan_ini_serves (const tt_model * m)
 {
   /* a plan stored for the other mode (training vs inference only) is not
    * an error: this mode simply needs its own */
+  uint64_t pool = 0;
+  plan_u64 (plan_get (m, "plan", "pool_size"), UINT64_MAX, &pool);
+  /* a plan over the limit asked for is planned afresh under it */
   return m->stored_plan && m->plan_mode == TT_PLAN_AUTO &&
       tt_plan_ini_inference (m) == m->inference &&
-      !(m->keep_gradients && plan_get (m, "plan", "update_as_you_go"));
+      !(m->keep_gradients && plan_get (m, "plan", "update_as_you_go")) &&
+      !(m->memory_limit && pool > m->memory_limit);
 }
 
 tt_status
@@ -351,7 +408,11 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
   }
   tt_order_apply (m, exec);
   free (exec);
+  if ((st = plan_read_memory (m, err)))
+    return st;
   tt_lifetimes_compute (m);
+  if (m->n_dropped)
+    tt_remat_lifetimes (m);
   if ((st = plan_read_offsets (m, err)))
     return st;
 
@@ -388,6 +449,20 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
     st = plan_error (m, err, "[Plan] pool_size: %" PRIu64 " bytes is more "
         "than the %" PRIu64 " of the naive layout (every tensor its own "
         "bytes)", m->pool_bytes, m->plan.naive_bytes);
+  /* planned under a limit: the pool fits it */
+  const char *limit = plan_get (m, "plan", "memory_limit");
+  if (limit && st == TT_OK) {
+    if (!plan_u64 (limit, UINT64_MAX, &figure))
+      st = plan_error (m, err, "[Plan] memory_limit: '%s' is not an "
+          "integer", limit);
+    else if (m->pool_bytes > figure)
+      st = plan_error (m, err, "[Plan] pool_size: %" PRIu64 " bytes is "
+          "more than the memory_limit of %" PRIu64, m->pool_bytes, figure);
+    else
+      m->plan.memory_limit = figure;
+  }
+  if (plan_u64 (plan_get (m, "plan", "unlimited_pool"), UINT64_MAX, &figure))
+    m->plan.unlimited_pool_bytes = figure;
   m->plan.tensors = (uint32_t) n;
   for (uint32_t i = 0; i < m->n_layers; i++)
     m->plan.in_place_layers += m->layers[i].in_place;
@@ -526,6 +601,7 @@ plan_entry (const char *key)
   size_t n = colon ? (size_t) (colon - key) : strlen (key);
   return (n == 4 && !strncmp (key, "plan", 4)) ||
       (n == 11 && !strncmp (key, "plan.layers", 11)) ||
+      (n == 11 && !strncmp (key, "plan.memory", 11)) ||
       (n == 12 && !strncmp (key, "plan.tensors", 12));
 }
 
@@ -690,6 +766,9 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
       "\norder_search = %s\n", m->plan.lower_bound, m->plan.naive_bytes,
       m->plan.dfs_pool_bytes, m->plan.tensors, m->plan.in_place_layers,
       m->plan.order_exact ? "exact" : "greedy");
+  if (m->plan.memory_limit)
+    plan_printf (&w, "memory_limit = %" PRIu64 "\nunlimited_pool = %" PRIu64
+        "\n", m->plan.memory_limit, m->plan.unlimited_pool_bytes);
   plan_printf (&w, "\n[Plan.Layers]\n# layer = execution position "
       "[, inplace]\n");
   for (uint32_t pos = 0; pos < m->n_layers; pos++) {
@@ -706,6 +785,15 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
     plan_printf (&w, "%s = %" PRIu64 "   # %zu bytes, steps %d..%d\n",
         t->name, (uint64_t) t->offset, t->count * sizeof (float),
         t->first_use, t->last_use);
+  }
+  if (m->n_dropped)
+    plan_printf (&w, "\n[Plan.Memory]\n# activation = recompute | swap   "
+        "# rebuilt before the backward of\n");
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    const tt_remat *G = &m->remat[g];
+    if (G->mode != TT_REMAT_KEEP)
+      plan_printf (&w, "%s = %s   # %s\n", m->tensors[G->root].name,
+          tt_remat_mode_name (G->mode), m->layers[G->trigger].name);
   }
   if (w.st) {
     free (w.buf);

@@ -111,9 +111,12 @@ bn_forward (const tt_run_ctx * c, tt_layer * l)
   const float *beta = tt_run_data (c, l->weights[3].value);
   float *mean = tt_run_data (c, l->weights[0].value);
   float *var = tt_run_data (c, l->weights[1].value);
+  /* a recompute (plan/remat.c) rebuilds y and the batch statistics; the
+   * moving ones were updated once, by the step's first forward */
   if (c->training)
-    tt_batchnorm_forward_train (outer, f, inner, x, y, gamma, beta, mean,
-        var, l->p.bn.momentum, l->p.bn.epsilon, stats, stats + f);
+    tt_batchnorm_forward_train (outer, f, inner, x, y, gamma, beta,
+        c->recompute ? NULL : mean, c->recompute ? NULL : var,
+        l->p.bn.momentum, l->p.bn.epsilon, stats, stats + f);
   else
     tt_batchnorm_forward_eval (outer, f, inner, x, y, gamma, beta, mean, var,
         l->p.bn.epsilon);

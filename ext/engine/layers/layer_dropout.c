@@ -91,4 +91,5 @@ const tt_layer_ops tt_dropout_layer_ops = {
   .forward = dropout_forward,
   .calc_derivative = dropout_calc_derivative,
   .can_run_in_place = dropout_can_run_in_place,
+  .draws_random = true,
 };

@@ -14,6 +14,7 @@
 #include "plan_offsets.h"
 #include "plan_validate.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,10 @@ plan_layout (tt_model * m, uint64_t * pool, uint64_t * bound,
     uint64_t * naive, tt_error * err)
 {
   tt_lifetimes_compute (m);
+  /* dropped activations (remat.c): forward-only first instances, second
+   * ones from their trigger */
+  if (m->n_dropped)
+    tt_remat_lifetimes (m);
   uint32_t *map;
   size_t n;
   tt_interval *t = tt_plan_intervals (m, &map, &n);
@@ -112,6 +117,9 @@ void
 tt_plan_reset (tt_model * m)
 {
   memset (&m->plan, 0, sizeof m->plan);
+  free (m->remat);
+  m->remat = NULL;
+  m->n_remat = m->n_dropped = 0;
   for (uint32_t i = 0; i < m->n_layers; i++)
     m->exec[i] = (int) i;
   tt_order_apply (m, m->exec);
@@ -170,6 +178,9 @@ tt_plan_build (tt_model * m, tt_error * err)
     m->plan.tensors += m->tensors[i].alias_of < 0;
 
   if (m->plan_mode == TT_PLAN_NAIVE) {
+    if (m->memory_limit)
+      return tt_fail (err, TT_ERR_INVALID, "%s: a naive layout (no reuse) "
+          "cannot be planned under a memory limit", m->path);
     st = plan_naive (m, err);
     m->plan.plan_seconds = tt_plan_now () - t0;
     return st;
@@ -240,6 +251,21 @@ tt_plan_build (tt_model * m, tt_error * err)
   m->plan.pool_bytes = best_pool;
   m->plan.lower_bound = bound;
   m->plan.naive_bytes = naive;
+  /* over the memory limit: activations dropped and rebuilt in backward
+   * (remat.c), laid out again with their second instances */
+  if ((st = tt_remat_plan (m, err)))
+    return st;
+  if (m->n_dropped) {
+    if ((st = plan_layout (m, &best_pool, &bound, &naive, err)))
+      return st;
+    if (best_pool > m->memory_limit)
+      return tt_fail (err, TT_ERR_INVALID, "%s: the plan under the memory "
+          "limit of %" PRIu64 " bytes came out at %" PRIu64 " bytes",
+          m->path, m->memory_limit, best_pool);
+    m->pool_bytes = m->plan.pool_bytes = best_pool;
+    m->plan.lower_bound = bound;
+    m->plan.naive_bytes = naive;
+  }
   m->plan.plan_seconds = tt_plan_now () - t0;
   return TT_OK;
 }

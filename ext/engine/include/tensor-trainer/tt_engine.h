@@ -121,6 +121,16 @@ typedef struct {
   double plan_seconds;        /* planning, or validating a stored plan */
   bool order_exact;           /* the order search was exhaustive */
   bool from_stored_plan;      /* loaded from an optimized INI */
+  /* training under a memory limit (tt_model_set_memory_limit) */
+  uint64_t memory_limit;      /* 0: none */
+  uint64_t unlimited_pool_bytes;  /* the pool the plan would have without
+                                   * dropping anything (0: not planned) */
+  uint64_t min_pool_bytes;    /* the smallest pool the planner can reach
+                               * by dropping activations (0: not searched) */
+  uint32_t recomputed;        /* activations recomputed during backward */
+  uint32_t swapped;           /* activations spilled to the swap file */
+  uint64_t recomputed_bytes;  /* their bytes (with their layers' scratch) */
+  uint64_t swapped_bytes;     /* written and read back each step */
 } tt_plan_info;
 
 /* Memory figures of a compiled model, in bytes. */
@@ -163,6 +173,8 @@ typedef struct {
   tt_plan_mode plan_mode;
   uint32_t alignment;           /* INI only (a bundle's plan brings its
                                  * own): tt_model_set_alignment; 0: 64 */
+  uint64_t memory_limit;        /* INI only: tt_model_set_memory_limit;
+                                 * 0: none */
   bool has_seed;                /* else the engine's default seed */
   uint64_t seed;
   tt_bundle_mode mode;          /* bundle only (an INI refuses another
@@ -241,6 +253,22 @@ TT_API tt_status tt_model_set_alignment (tt_model * model, uint32_t alignment,
     tt_error * err);
 /* true when the INI holds a stored plan ([Plan] sections). */
 TT_API bool tt_model_has_stored_plan (const tt_model * model);
+
+/* Before compile: the most bytes the pool may take (0, the default: no
+ * limit). When the plan exceeds it, activations are dropped after their
+ * last forward use and rebuilt during backward, by running their layers'
+ * forward again (recomputation) or, with [Model] memory_swap = true, by
+ * reading them back from a file in memory_swap_path; training stays bit
+ * for bit what it is without the limit. Compiling fails, naming the
+ * smallest feasible limit, when no schedule the planner builds fits. A
+ * stored plan serves only when its pool fits the limit. */
+TT_API tt_status tt_model_set_memory_limit (tt_model * model, uint64_t bytes,
+    tt_error * err);
+/* The index-th activation the plan drops (0 .. recomputed + swapped - 1,
+ * in execution order): its tensor's name, *swapped whether it goes to the
+ * swap file (else it is recomputed); NULL past the end. */
+TT_API const char *tt_model_plan_dropped (const tt_model * model,
+    uint32_t index, bool *swapped);
 
 TT_API tt_status tt_model_compile (tt_model * model, tt_error * err);
 TT_API void tt_model_plan_info (const tt_model * model, tt_plan_info * info);

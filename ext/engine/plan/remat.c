@@ -1,0 +1,721 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Training under a memory limit. When the planned pool exceeds
+ * m->memory_limit, activations are dropped after their last forward use
+ * and rebuilt during backward, just before the first backward phase that
+ * reads them: by running the forward of the layers that wrote them again
+ * (recomputation), or, with [Model] memory_swap, by reading them back
+ * from a file written after forward (swap).
+ *
+ * The unit is a group (tt_remat, tt_internal.h): an activation root, the
+ * layers that write it in forward (its layer and in-place layers after
+ * it) and the scratch their forward touches. A dropped group's tensors
+ * get a second instance ("<name>:recomputed" / ":swapped") living from
+ * the trigger, the first backward step of the layer whose backward reads
+ * the group first, to their last backward use; the first instance keeps
+ * only the forward uses. Recomputing reads the writers' inputs at the
+ * trigger: a kept input lives until then, a dropped one is rebuilt at the
+ * same trigger or before (triggers propagate from consumers to inputs).
+ * No new step numbers: a trigger is the first step of a backward layer,
+ * and the runner rebuilds before that layer's phases, so the lifetimes
+ * above are what the offset planner and the validator see, and plans
+ * without dropped groups are exactly those of before.
+ *
+ * Choosing: greedy on the live-bytes profile. While some step holds more
+ * than the target, drop the group (or swap it, when allowed) that removes
+ * the most bytes above the target, summed over steps, per unit of forward
+ * work it costs; then lay out the offsets, and lower the target by what
+ * the pool exceeds the limit if it does. Recomputation runs first, swap
+ * only when recomputation cannot reach the limit.
+ */
+#include "tt_internal.h"
+#include "plan_offsets.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* a byte read back from the swap file costs about this many multiply-adds
+ * of recomputation (two copies through the page cache) */
+#define REMAT_SWAP_COST_PER_BYTE 16
+#define REMAT_ROUNDS 64
+
+const char *
+tt_remat_mode_name (tt_remat_mode mode)
+{
+  return mode == TT_REMAT_SWAP ? "swap" : mode == TT_REMAT_RECOMPUTE ?
+      "recompute" : "keep";
+}
+
+static int
+remat_root (const tt_model * m, int id)
+{
+  while (id >= 0 && m->tensors[id].alias_of >= 0)
+    id = m->tensors[id].alias_of;
+  return id;
+}
+
+static bool
+remat_backward_phase (tt_phase p)
+{
+  return p == TT_PHASE_GRADIENT || p == TT_PHASE_DERIVATIVE ||
+      p == TT_PHASE_APPLY || p == TT_PHASE_END;
+}
+
+/* Steps of a root's uses: all of them, the last forward one, the
+ * backward ones (-1: none). */
+typedef struct
+{
+  int first, last, fwd_last, bwd_first, bwd_last;
+} remat_span;
+
+static void
+remat_spans (const tt_model * m, remat_span * sp)
+{
+  const int end = 4 * (int) m->n_layers - 1;
+  for (uint32_t i = 0; i < m->n_base_tensors; i++)
+    sp[i] = (remat_span) {
+    -1, -1, -1, -1, -1};
+  for (uint32_t u = 0; u < m->n_uses; u++) {
+    const tt_use *use = &m->uses[u];
+    if ((uint32_t) use->tensor >= m->n_base_tensors)
+      continue;
+    remat_span *s = &sp[use->tensor];
+    const int step = tt_step_of (m, use->layer, use->phase);
+    const int first = use->phase == TT_PHASE_ALWAYS ? 0 : step;
+    if (s->first < 0 || first < s->first)
+      s->first = first;
+    if (step > s->last)
+      s->last = step;
+    if (remat_backward_phase (use->phase)) {
+      if (s->bwd_first < 0 || step < s->bwd_first)
+        s->bwd_first = step;
+      if (step > s->bwd_last)
+        s->bwd_last = step;
+    } else if (step > s->fwd_last) {
+      s->fwd_last = step;
+    }
+  }
+  for (uint32_t i = 0; i < m->n_base_tensors; i++)
+    if (sp[i].first < 0) {
+      sp[i].first = 0;
+      sp[i].last = end;
+    }
+}
+
+/* A second instance for tensor k of a dropped group: every tensor when
+ * recomputed (the writers' forward writes them all), the root and what
+ * backward reads when swapped. */
+static bool
+remat_needs_twin (const tt_remat * g, uint32_t k, const remat_span * sp)
+{
+  return g->mode == TT_REMAT_RECOMPUTE || k == 0 ||
+      sp[g->tensors[k]].bwd_first >= 0;
+}
+
+int
+tt_remat_find (const tt_model * m, int id)
+{
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    if (m->remat[g].root == id)
+      return (int) g;
+  return -1;
+}
+
+/* Forward work of a layer, in multiply-adds (an estimate: the outputs,
+ * plus each weight once per output position). */
+static uint64_t
+remat_cost (const tt_model * m, const tt_layer * l)
+{
+  const tt_dims d = l->out_dims[0];
+  const uint64_t per = d.c > 1 ? (uint64_t) d.h * d.w : 1;
+  uint64_t c = (uint64_t) m->batch_size * tt_dims_count (d);
+  for (uint32_t w = 0; w < l->n_weights; w++)
+    c += (uint64_t) m->batch_size * l->weights[w].count * per;
+  return c + 1;
+}
+
+static void
+remat_add (int *list, uint32_t * n, uint32_t cap, int v, bool *full)
+{
+  for (uint32_t i = 0; i < *n; i++)
+    if (list[i] == v)
+      return;
+  if (*n == cap) {
+    *full = true;
+    return;
+  }
+  list[(*n)++] = v;
+}
+
+tt_status
+tt_remat_groups (tt_model * m, tt_error * err)
+{
+  free (m->remat);
+  m->remat = NULL;
+  m->n_remat = m->n_dropped = 0;
+  m->n_base_tensors = m->n_tensors;
+  int *group_of = malloc ((m->n_tensors + 1) * sizeof *group_of);
+  int *writer_group = malloc ((m->n_layers + 1) * sizeof *writer_group);
+  m->remat = calloc (m->n_tensors + 1, sizeof *m->remat);
+  if (!group_of || !writer_group || !m->remat) {
+    free (group_of);
+    free (writer_group);
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  }
+  for (uint32_t i = 0; i < m->n_tensors; i++)
+    group_of[i] = -1;
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    writer_group[i] = -1;
+  for (uint32_t pos = 0; pos < m->n_layers; pos++) {
+    const int li = m->exec[pos];
+    const tt_layer *l = &m->layers[li];
+    if (l->ops->role == TT_ROLE_INPUT ||
+        (l->ops->output_is_view && !l->in_place))
+      continue;
+    for (uint32_t o = 0; o < l->n_outputs; o++) {
+      const int r = remat_root (m, l->out[o]);
+      if (r < 0 || m->tensors[r].kind != TT_TENSOR_ACTIVATION)
+        continue;
+      if (group_of[r] < 0) {
+        tt_remat *g = &m->remat[m->n_remat];
+        group_of[r] = (int) m->n_remat++;
+        g->root = r;
+        g->tensors[0] = r;
+        g->n_tensors = 1;
+        g->swappable = true;
+        g->trigger = g->trigger_step = -1;
+        for (int k = 0; k < TT_REMAT_TENSORS; k++)
+          g->twins[k] = -1;
+      }
+      tt_remat *g = &m->remat[group_of[r]];
+      bool full = false;
+      remat_add (g->writers, &g->n_writers, TT_REMAT_WRITERS, li, &full);
+      for (uint32_t k = 0; k < l->n_inputs; k++) {
+        const int in = remat_root (m, l->in[k]);
+        if (in >= 0 && in != r)
+          remat_add (g->inputs, &g->n_inputs, TT_REMAT_INPUTS, in, &full);
+      }
+      g->cost += remat_cost (m, l);
+      if (full)
+        g->not_recomputable = "its group of layers is too large", g->swappable
+            = false;
+      else if (l->ops->role == TT_ROLE_LOSS)
+        g->not_recomputable = "it is the loss's output", g->swappable = false;
+      else if (l->ops->draws_random)
+        g->not_recomputable = "a layer writing it draws random numbers "
+            "(dropout)";
+      else if (l->n_outputs > 1)
+        g->not_recomputable = "a layer writing it has several outputs";
+      if (writer_group[li] < 0)
+        writer_group[li] = group_of[r];
+    }
+  }
+  /* the scratch each writer's forward touches joins its group */
+  for (uint32_t u = 0; u < m->n_uses; u++) {
+    const tt_use *use = &m->uses[u];
+    if (use->phase != TT_PHASE_FORWARD ||
+        m->tensors[use->tensor].kind != TT_TENSOR_SCRATCH ||
+        writer_group[use->layer] < 0)
+      continue;
+    tt_remat *g = &m->remat[writer_group[use->layer]];
+    bool full = false;
+    remat_add (g->tensors, &g->n_tensors, TT_REMAT_TENSORS, use->tensor, &full);
+    if (full)
+      g->not_recomputable = "its layers have too much scratch",
+          g->swappable = false;
+  }
+  /* whether backward reads the group: else dropping it saves nothing */
+  for (uint32_t u = 0; u < m->n_uses; u++)
+    if (remat_backward_phase (m->uses[u].phase))
+      group_of[m->uses[u].tensor] = -2;
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    for (uint32_t k = 0; k < m->remat[g].n_tensors; k++)
+      m->remat[g].backward_use |= group_of[m->remat[g].tensors[k]] == -2;
+  free (group_of);
+  free (writer_group);
+  return TT_OK;
+}
+
+/* ---- lifetimes under decisions --------------------------------------- */
+
+typedef struct
+{
+  tt_model *m;
+  remat_span *sp;               /* per base tensor */
+  int *group_of;                /* per base tensor: the group it roots */
+  int *first, *last;            /* per base tensor */
+  int *tfirst, *tlast;          /* per group and tensor slot; -1: none */
+  uint64_t *abytes;             /* aligned bytes per base tensor */
+  int64_t *live;                /* per step */
+  int steps;
+  tt_interval *iv;
+  uint32_t *iv_slot;            /* interval i: base tensor, or n_base +
+                                 * g * TT_REMAT_TENSORS + k */
+  uint64_t pool;                /* the last remat_offsets */
+} remat_ctx;
+
+/* first/last of every base tensor and second instance for the modes in
+ * m->remat; sets the triggers. */
+static void
+remat_layout (remat_ctx * c)
+{
+  tt_model *m = c->m;
+  const int n = (int) m->n_layers;
+  for (uint32_t i = 0; i < m->n_base_tensors; i++) {
+    c->first[i] = c->sp[i].first;
+    c->last[i] = c->sp[i].last;
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    m->remat[g].trigger_step = INT_MAX;
+  /* consumers before their inputs: a dropped input must be back by the
+   * trigger of a recomputed group that reads it */
+  for (uint32_t g = m->n_remat; g-- > 0;) {
+    tt_remat *G = &m->remat[g];
+    if (G->mode == TT_REMAT_KEEP)
+      continue;
+    int t = G->trigger_step;
+    for (uint32_t k = 0; k < G->n_tensors; k++) {
+      const int b = c->sp[G->tensors[k]].bwd_first;
+      if (b >= 0 && b < t)
+        t = b;
+    }
+    if (t == INT_MAX || t > 4 * n - 1)
+      t = 4 * n - 1;
+    if (t < n)
+      t = n;
+    const int back = (t - n) / 3;
+    G->trigger = m->exec[n - 1 - back];
+    G->trigger_step = n + 3 * back;
+    if (G->mode != TT_REMAT_RECOMPUTE)
+      continue;
+    for (uint32_t i = 0; i < G->n_inputs; i++) {
+      const int h = c->group_of[G->inputs[i]];
+      if (h >= 0 && m->remat[h].mode != TT_REMAT_KEEP &&
+          G->trigger_step < m->remat[h].trigger_step)
+        m->remat[h].trigger_step = G->trigger_step;
+    }
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    tt_remat *G = &m->remat[g];
+    for (uint32_t k = 0; k < TT_REMAT_TENSORS; k++)
+      c->tfirst[g * TT_REMAT_TENSORS + k] = c->tlast[g * TT_REMAT_TENSORS +
+          k] = -1;
+    if (G->mode == TT_REMAT_KEEP)
+      continue;
+    for (uint32_t k = 0; k < G->n_tensors; k++) {
+      const int id = G->tensors[k];
+      c->last[id] = c->sp[id].fwd_last >= c->first[id] ? c->sp[id].fwd_last :
+          c->first[id];
+      if (!remat_needs_twin (G, k, c->sp))
+        continue;
+      const int s = (int) (g * TT_REMAT_TENSORS + k);
+      c->tfirst[s] = G->trigger_step;
+      c->tlast[s] = c->sp[id].bwd_last > G->trigger_step ?
+          c->sp[id].bwd_last : G->trigger_step;
+    }
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    const tt_remat *G = &m->remat[g];
+    if (G->mode != TT_REMAT_RECOMPUTE)
+      continue;
+    for (uint32_t i = 0; i < G->n_inputs; i++) {
+      const int in = G->inputs[i], h = c->group_of[in];
+      int *last = h >= 0 && m->remat[h].mode != TT_REMAT_KEEP ?
+          &c->tlast[h * TT_REMAT_TENSORS] : &c->last[in];
+      if (*last < G->trigger_step)
+        *last = G->trigger_step;
+    }
+  }
+}
+
+/* Bytes live at each step; returns the peak, *excess the bytes above
+ * target summed over steps. */
+static uint64_t
+remat_profile (remat_ctx * c, uint64_t target, int64_t * excess)
+{
+  const tt_model *m = c->m;
+  memset (c->live, 0, (size_t) (c->steps + 1) * sizeof *c->live);
+  for (uint32_t i = 0; i < m->n_base_tensors; i++) {
+    if (m->tensors[i].alias_of >= 0)
+      continue;
+    c->live[c->first[i]] += (int64_t) c->abytes[i];
+    c->live[c->last[i] + 1] -= (int64_t) c->abytes[i];
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    const tt_remat *G = &m->remat[g];
+    if (G->mode == TT_REMAT_KEEP)
+      continue;
+    for (uint32_t k = 0; k < G->n_tensors; k++) {
+      const int s = (int) (g * TT_REMAT_TENSORS + k);
+      if (c->tfirst[s] < 0)
+        continue;
+      c->live[c->tfirst[s]] += (int64_t) c->abytes[G->tensors[k]];
+      c->live[c->tlast[s] + 1] -= (int64_t) c->abytes[G->tensors[k]];
+    }
+  }
+  int64_t run = 0, peak = 0, over = 0;
+  for (int t = 0; t < c->steps; t++) {
+    run += c->live[t];
+    if (run > peak)
+      peak = run;
+    if (run > (int64_t) target)
+      over += run - (int64_t) target;
+  }
+  *excess = over;
+  return (uint64_t) peak;
+}
+
+static uint64_t
+remat_evaluate (remat_ctx * c, uint64_t target, int64_t * excess)
+{
+  remat_layout (c);
+  return remat_profile (c, target, excess);
+}
+
+/* The pool of the offset planner for the current decisions. */
+static uint64_t
+remat_offsets (remat_ctx * c)
+{
+  tt_model *m = c->m;
+  remat_layout (c);
+  size_t n = 0;
+  for (uint32_t i = 0; i < m->n_base_tensors; i++) {
+    if (m->tensors[i].alias_of >= 0)
+      continue;
+    c->iv[n] = (tt_interval) {
+    (uint64_t) m->tensors[i].count * sizeof (float), c->first[i],
+          c->last[i], 0};
+    c->iv_slot[n++] = i;
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
+      const uint32_t s = g * TT_REMAT_TENSORS + k;
+      if (c->tfirst[s] < 0)
+        continue;
+      c->iv[n] = (tt_interval) {
+      (uint64_t) m->tensors[m->remat[g].tensors[k]].count * sizeof (float),
+            c->tfirst[s], c->tlast[s], 0};
+      c->iv_slot[n++] = m->n_base_tensors + s;
+    }
+  c->pool = tt_plan_assign_offsets (c->iv, n, m->align);
+  return c->pool;
+}
+
+static uint64_t
+remat_cost_of (const tt_model * m, const tt_remat * g, tt_remat_mode mode)
+{
+  if (mode == TT_REMAT_RECOMPUTE)
+    return g->cost;
+  uint64_t bytes = 0;
+  for (uint32_t k = 0; k < g->n_tensors; k++)
+    bytes += (uint64_t) m->tensors[g->tensors[k]].count * sizeof (float);
+  return bytes * REMAT_SWAP_COST_PER_BYTE + 1;
+}
+
+/* Drops groups until no step holds more than target, or none helps. */
+static void
+remat_greedy (remat_ctx * c, uint64_t target, bool allow_swap)
+{
+  tt_model *m = c->m;
+  for (;;) {
+    int64_t excess;
+    remat_evaluate (c, target, &excess);
+    if (excess == 0)
+      return;
+    int best = -1;
+    tt_remat_mode best_mode = TT_REMAT_KEEP;
+    double best_score = 0;
+    for (uint32_t g = 0; g < m->n_remat; g++) {
+      tt_remat *G = &m->remat[g];
+      if (G->mode != TT_REMAT_KEEP || !G->backward_use)
+        continue;
+      for (int mode = TT_REMAT_RECOMPUTE; mode <= TT_REMAT_SWAP; mode++) {
+        if (mode == TT_REMAT_RECOMPUTE && G->not_recomputable)
+          continue;
+        if (mode == TT_REMAT_SWAP && (!allow_swap || !G->swappable))
+          continue;
+        int64_t ex;
+        G->mode = (tt_remat_mode) mode;
+        remat_evaluate (c, target, &ex);
+        G->mode = TT_REMAT_KEEP;
+        if (ex >= excess)
+          continue;
+        const double score = (double) (excess - ex) /
+            (double) remat_cost_of (m, G, (tt_remat_mode) mode);
+        if (score > best_score) {
+          best_score = score;
+          best = (int) g;
+          best_mode = (tt_remat_mode) mode;
+        }
+      }
+    }
+    if (best < 0)
+      return;
+    m->remat[best].mode = best_mode;
+  }
+}
+
+static void
+remat_reset (tt_model * m)
+{
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    m->remat[g].mode = TT_REMAT_KEEP;
+}
+
+/* Decisions whose pool fits limit, from none: true when found. */
+static bool
+remat_search (remat_ctx * c, uint64_t limit, bool allow_swap)
+{
+  remat_reset (c->m);
+  uint64_t target = limit;
+  for (int round = 0; round < REMAT_ROUNDS; round++) {
+    remat_greedy (c, target, allow_swap);
+    int64_t excess;
+    const uint64_t peak = remat_evaluate (c, target, &excess);
+    const uint64_t pool = remat_offsets (c);
+    if (pool == UINT64_MAX)
+      return false;
+    if (pool <= limit)
+      return true;
+    if (peak > target)
+      return false;
+    const uint64_t over = pool - limit;
+    target = target > over ? target - over : 0;
+  }
+  return false;
+}
+
+/* After a search met limit: groups kept again, the costliest first,
+ * while the pool still fits (the greedy may overshoot). */
+static void
+remat_prune (remat_ctx * c, uint64_t limit)
+{
+  tt_model *m = c->m;
+  for (;;) {
+    int undo = -1;
+    for (uint32_t g = 0; g < m->n_remat; g++) {
+      tt_remat *G = &m->remat[g];
+      if (G->mode == TT_REMAT_KEEP || G->tried)
+        continue;
+      if (undo < 0 || remat_cost_of (m, G, G->mode) >
+          remat_cost_of (m, &m->remat[undo], m->remat[undo].mode))
+        undo = (int) g;
+    }
+    if (undo < 0)
+      break;
+    tt_remat *G = &m->remat[undo];
+    const tt_remat_mode was = G->mode;
+    G->tried = true;
+    G->mode = TT_REMAT_KEEP;
+    int64_t excess;
+    if (remat_evaluate (c, limit, &excess) > limit || remat_offsets (c) > limit)
+      G->mode = was;
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    m->remat[g].tried = false;
+}
+
+/* The smallest pool reachable by remat_search, whose result is not
+ * monotonic in the limit: bisection over limits, keeping the best
+ * decisions found in m->remat. */
+static uint64_t
+remat_smallest (remat_ctx * c, uint64_t unlimited, bool allow_swap)
+{
+  tt_model *m = c->m;
+  tt_remat_mode *best = malloc ((m->n_remat + 1) * sizeof *best);
+  uint64_t best_pool = unlimited, lo = 0, hi = unlimited;
+  for (uint32_t g = 0; best && g < m->n_remat; g++)
+    best[g] = TT_REMAT_KEEP;
+  while (best && lo + m->align < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (remat_search (c, mid, false) || (allow_swap &&
+            remat_search (c, mid, true))) {
+      if (c->pool < best_pool) {
+        best_pool = c->pool;
+        for (uint32_t g = 0; g < m->n_remat; g++)
+          best[g] = m->remat[g].mode;
+      }
+      hi = c->pool < mid ? c->pool : mid;
+    } else {
+      lo = mid;
+    }
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    m->remat[g].mode = best ? best[g] : TT_REMAT_KEEP;
+  free (best);
+  return best_pool;
+}
+
+static void
+remat_ctx_free (remat_ctx * c)
+{
+  free (c->sp);
+  free (c->group_of);
+  free (c->first);
+  free (c->last);
+  free (c->tfirst);
+  free (c->tlast);
+  free (c->abytes);
+  free (c->live);
+  free (c->iv);
+  free (c->iv_slot);
+}
+
+static tt_status
+remat_ctx_init (remat_ctx * c, tt_model * m, tt_error * err)
+{
+  memset (c, 0, sizeof *c);
+  c->m = m;
+  const size_t nb = m->n_base_tensors + 1, ng = m->n_remat + 1;
+  c->steps = 4 * (int) m->n_layers;
+  c->sp = malloc (nb * sizeof *c->sp);
+  c->group_of = malloc (nb * sizeof *c->group_of);
+  c->first = malloc (nb * sizeof *c->first);
+  c->last = malloc (nb * sizeof *c->last);
+  c->tfirst = malloc (ng * TT_REMAT_TENSORS * sizeof *c->tfirst);
+  c->tlast = malloc (ng * TT_REMAT_TENSORS * sizeof *c->tlast);
+  c->abytes = malloc (nb * sizeof *c->abytes);
+  c->live = malloc ((size_t) (c->steps + 2) * sizeof *c->live);
+  c->iv = malloc ((nb + ng * TT_REMAT_TENSORS) * sizeof *c->iv);
+  c->iv_slot = malloc ((nb + ng * TT_REMAT_TENSORS) * sizeof *c->iv_slot);
+  if (!c->sp || !c->group_of || !c->first || !c->last || !c->tfirst ||
+      !c->tlast || !c->abytes || !c->live || !c->iv || !c->iv_slot) {
+    remat_ctx_free (c);
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  }
+  remat_spans (m, c->sp);
+  for (uint32_t i = 0; i < m->n_base_tensors; i++) {
+    c->group_of[i] = -1;
+    c->abytes[i] = tt_tensor_aligned_bytes (&m->tensors[i], m->align);
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    tt_remat *G = &m->remat[g];
+    c->group_of[G->root] = (int) g;
+  }
+  return TT_OK;
+}
+
+tt_status
+tt_remat_materialize (tt_model * m, tt_error * err)
+{
+  remat_ctx c;
+  tt_status st = remat_ctx_init (&c, m, err);
+  if (st)
+    return st;
+  uint64_t swap_at = 0;
+  m->n_dropped = 0;
+  m->plan.recomputed = m->plan.swapped = 0;
+  m->plan.recomputed_bytes = m->plan.swapped_bytes = 0;
+  for (uint32_t g = 0; g < m->n_remat && !m->tensor_oom; g++) {
+    tt_remat *G = &m->remat[g];
+    if (G->mode == TT_REMAT_KEEP)
+      continue;
+    const bool swap = G->mode == TT_REMAT_SWAP;
+    m->n_dropped++;
+    G->swap_offset = swap_at;
+    for (uint32_t k = 0; k < G->n_tensors; k++) {
+      const int id = G->tensors[k];
+      G->twins[k] = -1;
+      if (!remat_needs_twin (G, k, c.sp))
+        continue;
+      char name[TT_TENSOR_NAME_MAX];
+      snprintf (name, sizeof name, "%s", m->tensors[id].name);
+      G->twins[k] = tt_tensor_declare (m, name, swap ? "swapped" :
+          "recomputed", m->tensors[id].kind, m->tensors[id].count);
+      const uint64_t bytes = (uint64_t) m->tensors[id].count * sizeof (float);
+      if (swap) {
+        swap_at += bytes;
+        m->plan.swapped_bytes += bytes;
+      } else {
+        m->plan.recomputed_bytes += bytes;
+      }
+    }
+    m->plan.recomputed += !swap;
+    m->plan.swapped += swap;
+  }
+  remat_ctx_free (&c);
+  if (m->tensor_oom)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
+  return TT_OK;
+}
+
+void
+tt_remat_lifetimes (tt_model * m)
+{
+  remat_ctx c;
+  if (remat_ctx_init (&c, m, NULL))
+    return;                     /* out of memory: the validator refuses */
+  remat_layout (&c);
+  for (uint32_t i = 0; i < m->n_base_tensors; i++) {
+    m->tensors[i].first_use = c.first[i];
+    m->tensors[i].last_use = c.last[i];
+  }
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
+      const int t = m->remat[g].twins[k];
+      if (t < 0)
+        continue;
+      m->tensors[t].first_use = c.tfirst[g * TT_REMAT_TENSORS + k];
+      m->tensors[t].last_use = c.tlast[g * TT_REMAT_TENSORS + k];
+    }
+  remat_ctx_free (&c);
+}
+
+tt_status
+tt_remat_plan (tt_model * m, tt_error * err)
+{
+  const uint64_t limit = m->memory_limit, unlimited = m->pool_bytes;
+  m->plan.memory_limit = limit;
+  m->plan.unlimited_pool_bytes = unlimited;
+  if (!limit || unlimited <= limit)
+    return TT_OK;
+  tt_status st = tt_remat_groups (m, err);
+  remat_ctx c;
+  if (st || (st = remat_ctx_init (&c, m, err)))
+    return st;
+  bool found = !m->inference && (remat_search (&c, limit, false) ||
+      (m->memory_swap && remat_search (&c, limit, true)));
+  if (found)
+    remat_prune (&c, limit);
+  if (!found) {
+    const uint64_t smallest = m->inference ? unlimited :
+        remat_smallest (&c, unlimited, m->memory_swap);
+    m->plan.min_pool_bytes = smallest;
+    found = smallest <= limit;
+    if (!found) {
+      bool could_swap = false;
+      for (uint32_t g = 0; g < m->n_remat; g++)
+        could_swap |= m->remat[g].swappable && m->remat[g].backward_use;
+      remat_ctx_free (&c);
+      return tt_fail (err, TT_ERR_INVALID, "%s: a memory limit of %" PRIu64
+          " bytes cannot be met: the smallest feasible limit is %" PRIu64
+          " bytes (the pool is %" PRIu64 " bytes without a limit%s)",
+          m->path, limit, smallest, unlimited, m->inference ?
+          "; an inference-only model has no backward pass to rebuild "
+          "activations in" : !m->memory_swap && could_swap ?
+          "; [Model] memory_swap = true may go lower" : "");
+    }
+  }
+  remat_ctx_free (&c);
+  if ((st = tt_remat_materialize (m, err)))
+    return st;
+  return TT_OK;
+}
+
+const char *
+tt_model_plan_dropped (const tt_model * m, uint32_t index, bool *swapped)
+{
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    if (m->remat[g].mode == TT_REMAT_KEEP)
+      continue;
+    if (index-- == 0) {
+      if (swapped)
+        *swapped = m->remat[g].mode == TT_REMAT_SWAP;
+      return m->tensors[m->remat[g].root].name;
+    }
+  }
+  return NULL;
+}

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Training under a memory limit (issue 18, item 3; plan/remat.c): a plan
+ * over the limit drops activations and rebuilds them during backward.
+ * Checked here, for CNNs with batch normalization (resnet_bn, inception,
+ * fmnist_cnn) and one with dropout, at small batches:
+ * - the pool fits the limit and something was dropped;
+ * - training is bit-identical to the unlimited plan's (same build, same
+ *   thread count, same kernels on the same shapes): weights, moving
+ *   statistics and optimizer state after a few steps compared with memcmp;
+ * - the stored plan (optimized INI) loads, is validated and trains the
+ *   same; tampered decisions are refused naming [Plan.Memory] or the
+ *   tensor; an infeasible limit is refused naming the smallest feasible,
+ *   which then compiles; a limit the plan already fits changes nothing.
+ *
+ * Usage: test_memory_limit SOURCE_ROOT
+ */
+#include "tt_internal.h"
+#include "tt_test.h"
+
+#include <inttypes.h>
+
+static char root[1024];
+
+/* conv, batch norm, relu, dropout in place on the relu, pooling, fc */
+static const char dropout_cnn[] =
+    "[Model]\nbatch_size = 4\nloss = cross\n"
+    "[Optimizer]\ntype = adam\nlearning_rate = 0.001\n"
+    "[input]\ntype = input\ninput_shape = 1:12:12\n"
+    "[conv1]\ntype = conv2d\nfilters = 6\nkernel_size = 3,3\npadding = same\n"
+    "[bn1]\ntype = batch_normalization\nactivation = relu\n"
+    "[drop1]\ntype = dropout\ndropout_rate = 0.3\n"
+    "[conv2]\ntype = conv2d\nfilters = 8\nkernel_size = 3,3\npadding = same\n"
+    "[bn2]\ntype = batch_normalization\nactivation = relu\n"
+    "[pool]\ntype = pooling2d\npooling = max\npool_size = 2,2\nstride = 2,2\n"
+    "[drop2]\ntype = dropout\ndropout_rate = 0.2\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
+static tt_model *
+open_model (const char *path, const char *text, uint32_t batch,
+    uint64_t limit, tt_error * err)
+{
+  tt_model *m = text ? tt_model_load_ini_text (text, strlen (text), path,
+      err) : tt_model_load_ini (path, err);
+  if (!m)
+    return NULL;
+  if ((batch && tt_model_set_batch_size (m, batch, err)) ||
+      tt_model_set_memory_limit (m, limit, err) || tt_model_compile (m, err)) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+static void
+train_steps (tt_model * m, const char *name, int steps)
+{
+  const uint32_t batch = tt_model_batch_size (m);
+  const tt_shape lb = tt_model_label_shape (m);
+  const size_t nl = (size_t) lb.channel * lb.height * lb.width;
+  const void *inputs[8] = { NULL };
+  float *x[8] = { NULL };
+  for (uint32_t i = 0; i < tt_model_num_inputs (m) && i < 8; i++) {
+    tt_shape in;
+    tt_model_input_shape (m, i, &in);
+    const size_t nx = (size_t) batch * in.channel * in.height * in.width;
+    x[i] = malloc (nx * sizeof (float));
+    for (size_t j = 0; j < nx; j++)
+      x[i][j] = (float) ((j * 7919 + i * 31) % 255) / 255.0f;
+    inputs[i] = x[i];
+  }
+  float *t = calloc ((size_t) batch * nl, sizeof *t);
+  for (uint32_t b = 0; b < batch; b++)
+    t[b * nl + (b * 7u) % nl] = 1;
+  for (int s = 0; s < steps; s++) {
+    tt_error err;
+    tt_batch_result r;
+    /* the last batch a sample short: a partial batch is recomputed too */
+    const uint32_t n = s == steps - 1 && batch > 1 ? batch - 1 : batch;
+    CHECK (tt_model_train_batch (m, n, inputs, NULL, t, &r, &err) == TT_OK,
+        "%s: %s", name, err.message);
+  }
+  for (int i = 0; i < 8; i++)
+    free (x[i]);
+  free (t);
+}
+
+/* Weights (moving statistics included) and optimizer state, bytes. */
+static bool
+same_state (tt_model * a, tt_model * b, const char *name)
+{
+  uint32_t na, nb;
+  int *ia = tt_bin_regions (a, true, &na), *ib = tt_bin_regions (b, true, &nb);
+  bool same = ia && ib && na == nb && na > 0;
+  for (uint32_t i = 0; same && i < na; i++) {
+    same = (ia[i] < 0) == (ib[i] < 0);
+    if (ia[i] < 0)
+      continue;
+    const tt_tensor *x = &a->tensors[ia[i]], *y = &b->tensors[ib[i]];
+    same = x->count == y->count && !strcmp (x->name, y->name) &&
+        !memcmp (x->data, y->data, x->count * sizeof (float));
+    if (!same)
+      printf ("%s: %s differs\n", name, x->name);
+  }
+  free (ia);
+  free (ib);
+  return same;
+}
+
+/* The smallest feasible limit named by an infeasible one's message. */
+static uint64_t
+smallest_feasible (const char *path, const char *text, uint32_t batch)
+{
+  tt_error err;
+  tt_model *m = open_model (path, text, batch, 4096, &err);
+  CHECK (m == NULL, "%s: a 4096-byte limit was met", path);
+  tt_model_free (m);
+  const char *p = strstr (err.message, "smallest feasible limit is ");
+  CHECK (p != NULL, "%s: the refusal does not name the smallest feasible "
+      "limit: %s", path, err.message);
+  return p ? strtoull (p + strlen ("smallest feasible limit is "), NULL,
+      10) : 0;
+}
+
+/* Unlimited against limited (a fraction of the unlimited pool, or the
+ * smallest feasible when that is higher), then the stored plan. */
+static void
+compare (const char *name, const char *path, const char *text,
+    uint32_t batch, double fraction)
+{
+  tt_error err;
+  tt_model *a = open_model (path, text, batch, 0, &err);
+  CHECK (a != NULL, "%s: %s", name, a ? "" : err.message);
+  if (!a)
+    return;
+  tt_plan_info pa, pb;
+  tt_model_plan_info (a, &pa);
+  const uint64_t smallest = smallest_feasible (path, text, batch);
+  uint64_t limit = (uint64_t) ((double) pa.pool_bytes * fraction);
+  if (limit < smallest)
+    limit = smallest;
+  tt_model *b = open_model (path, text, batch, limit, &err);
+  CHECK (b != NULL, "%s: limit %" PRIu64 " (smallest feasible %" PRIu64
+      "): %s", name, limit, smallest, b ? "" : err.message);
+  if (!b) {
+    tt_model_free (a);
+    return;
+  }
+  tt_model_plan_info (b, &pb);
+  printf ("%-16s batch %2u  pool %10" PRIu64 " -> %10" PRIu64 " (limit %10"
+      PRIu64 ", smallest %10" PRIu64 ")  recomputed %u swapped %u\n", name,
+      tt_model_batch_size (b), pa.pool_bytes, pb.pool_bytes, limit, smallest,
+      pb.recomputed, pb.swapped);
+  CHECK (pb.pool_bytes <= limit, "%s: pool %" PRIu64 " over the limit %"
+      PRIu64, name, pb.pool_bytes, limit);
+  /* fmnist_cnn at batch 32 peaks in pool1's backward on derivatives,
+   * which nothing rebuilds: its smallest feasible pool is its own */
+  if (smallest < pa.pool_bytes)
+    CHECK (pb.recomputed + pb.swapped > 0, "%s: nothing dropped", name);
+  else
+    printf ("%s: nothing to drop at batch %u: the peak is not made of "
+        "activations\n", name, tt_model_batch_size (b));
+  CHECK (pb.unlimited_pool_bytes == pa.pool_bytes, "%s: unlimited pool %"
+      PRIu64 ", planned without a limit %" PRIu64, name,
+      pb.unlimited_pool_bytes, pa.pool_bytes);
+  CHECK (pb.memory_limit == limit, "%s: limit %" PRIu64, name, pb.memory_limit);
+
+  /* the stored plan, loaded without a limit: validated, the same */
+  char *opt = NULL;
+  size_t len = 0;
+  CHECK (tt_plan_ini_text (b, &opt, &len, &err) == TT_OK, "%s: %s", name,
+      err.message);
+  char *z = malloc (len + 1);
+  memcpy (z, opt, len);
+  z[len] = '\0';
+  tt_model *c = open_model (path, z, 0, 0, &err);
+  CHECK (c != NULL, "%s: stored plan: %s", name, c ? "" : err.message);
+  if (c) {
+    tt_plan_info pc;
+    tt_model_plan_info (c, &pc);
+    CHECK (pc.from_stored_plan && pc.pool_bytes == pb.pool_bytes &&
+        pc.recomputed == pb.recomputed && pc.swapped == pb.swapped,
+        "%s: stored plan: pool %" PRIu64 " recomputed %u", name,
+        pc.pool_bytes, pc.recomputed);
+  }
+
+  train_steps (a, name, 3);
+  train_steps (b, name, 3);
+  CHECK (same_state (a, b, name), "%s: training under the limit differs "
+      "from training without it", name);
+  if (c) {
+    train_steps (c, name, 3);
+    CHECK (same_state (a, c, name), "%s: the stored plan trains "
+        "differently", name);
+    /* evaluation after training runs on the first instances */
+    tt_batch_result ra, rc;
+    const void *in[1];
+    tt_shape s;
+    tt_model_input_shape (a, 0, &s);
+    float *x = calloc ((size_t) tt_model_batch_size (a) * s.channel *
+        s.height * s.width, sizeof *x);
+    in[0] = x;
+    tt_model_eval_batch (a, 1, in, NULL, NULL, &ra, &err);
+    tt_model_eval_batch (c, 1, in, NULL, NULL, &rc, &err);
+    tt_shape o = tt_model_output_shape (a);
+    CHECK (!memcmp (tt_model_output (a), tt_model_output (c), (size_t)
+            o.channel * o.height * o.width * sizeof (float)),
+        "%s: evaluation differs", name);
+    free (x);
+  }
+  free (z);
+  free (opt);
+  tt_model_free (a);
+  tt_model_free (b);
+  tt_model_free (c);
+}
+
+static void
+test_bit_identical (void)
+{
+  /* fmnist_cnn's dense weights make its pool at small batches */
+  static const char *const models[] = { "resnet_bn.ini", "inception.ini",
+    "fmnist_cnn.ini", NULL
+  };
+  static const uint32_t batches[] = { 4, 4, 32 };
+  for (int i = 0; models[i]; i++) {
+    char path[2048];
+    snprintf (path, sizeof path, "%s/tests/models/%s", root, models[i]);
+    compare (models[i], path, NULL, batches[i], 0.75);
+    compare (models[i], path, NULL, batches[i], 0.5);
+  }
+  compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.7);
+  compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.3);
+}
+
+/* A limit the plan fits: the same plan as without one. */
+static void
+test_fitting_limit (void)
+{
+  char path[2048];
+  snprintf (path, sizeof path, "%s/tests/models/resnet_bn.ini", root);
+  tt_error err;
+  tt_model *a = open_model (path, NULL, 4, 0, &err);
+  CHECK (a != NULL, "%s", a ? "" : err.message);
+  if (!a)
+    return;
+  tt_model *b = open_model (path, NULL, 4, a->pool_bytes, &err);
+  CHECK (b != NULL, "%s", b ? "" : err.message);
+  if (b) {
+    bool same = a->n_tensors == b->n_tensors && a->pool_bytes ==
+        b->pool_bytes && b->n_dropped == 0;
+    for (uint32_t i = 0; same && i < a->n_tensors; i++)
+      same = a->tensors[i].offset == b->tensors[i].offset;
+    CHECK (same, "a limit equal to the pool changed the plan");
+  }
+  tt_model_free (a);
+  tt_model_free (b);
+}
+
+/* text with the first occurrence of from replaced by to */
+static char *
+replace (const char *text, const char *from, const char *to)
+{
+  const char *at = strstr (text, from);
+  if (!at)
+    return NULL;
+  size_t n = strlen (text) - strlen (from) + strlen (to);
+  char *out = malloc (n + 1);
+  size_t head = (size_t) (at - text);
+  memcpy (out, text, head);
+  strcpy (out + head, to);
+  strcat (out, at + strlen (from));
+  return out;
+}
+
+static void
+expect_refused (const char *name, const char *text, const char *words)
+{
+  tt_error err;
+  tt_model *m = text ? open_model ("tampered.ini", text, 0, 0, &err) : NULL;
+  CHECK (text && m == NULL, "%s: a tampered plan loaded", name);
+  if (text && !m)
+    CHECK (strstr (err.message, words) != NULL, "%s: '%s' not in: %s", name,
+        words, err.message);
+  tt_model_free (m);
+}
+
+static void
+test_tampered (void)
+{
+  tt_error err;
+  tt_model *b = open_model ("dropout_cnn.ini", dropout_cnn, 0, 1, &err);
+  CHECK (b == NULL, "a 1-byte limit was met");
+  tt_model_free (b);
+  const uint64_t smallest = smallest_feasible ("dropout_cnn.ini",
+      dropout_cnn, 0);
+  b = open_model ("dropout_cnn.ini", dropout_cnn, 0, smallest, &err);
+  CHECK (b != NULL, "the smallest feasible limit %" PRIu64 ": %s", smallest,
+      b ? "" : err.message);
+  if (!b)
+    return;
+  CHECK (b->pool_bytes <= smallest, "pool %" PRIu64, b->pool_bytes);
+  char *opt;
+  size_t len;
+  CHECK (tt_plan_ini_text (b, &opt, &len, &err) == TT_OK, "%s", err.message);
+  char *z = malloc (len + 1);
+  memcpy (z, opt, len);
+  z[len] = '\0';
+  const char *d = strstr (z, "[Plan.Memory]");
+  CHECK (d != NULL, "no [Plan.Memory] in the stored plan");
+  /* the first decision: "name = recompute" */
+  char first[256] = "";
+  if (d) {
+    const char *line = strchr (d, '\n') + 1;
+    while (*line == '#')
+      line = strchr (line, '\n') + 1;
+    sscanf (line, "%255s", first);
+  }
+  char from[300], to[300];
+  snprintf (from, sizeof from, "%s = recompute", first);
+  snprintf (to, sizeof to, "%s = swap", first);
+  char *t = replace (z, from, to);
+  expect_refused ("swap without memory_swap", t, "[Plan.Memory]");
+  free (t);
+  snprintf (to, sizeof to, "%s = maybe", first);
+  t = replace (z, from, to);
+  expect_refused ("unknown decision", t, "neither recompute nor swap");
+  free (t);
+  snprintf (to, sizeof to, "conv1:filter = recompute");
+  t = replace (z, from, to);
+  expect_refused ("a weight", t, "[Plan.Memory] conv1:filter");
+  free (t);
+  /* a decision left out: its second instance has no tensor any more */
+  t = replace (z, from, "");
+  expect_refused ("a decision removed", t, ":recomputed");
+  free (t);
+  /* dropout's output (drop1 runs in place on bn1's relu) */
+  t = replace (z, from, "bn1:out = recompute");
+  if (t && !strstr (z, "bn1:out = "))
+    expect_refused ("dropout recomputed", t, "random");
+  free (t);
+  t = replace (z, "memory_limit = ", "memory_limit = 1 # ");
+  expect_refused ("a limit the pool exceeds", t, "memory_limit");
+  free (t);
+  free (z);
+  free (opt);
+  tt_model_free (b);
+}
+
+int
+main (int argc, char **argv)
+{
+  snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
+  TT_TEST_RUN (test_bit_identical);
+  TT_TEST_RUN (test_fitting_limit);
+  TT_TEST_RUN (test_tampered);
+  return tt_test_summary ();
+}
