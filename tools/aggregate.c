@@ -34,7 +34,7 @@
 
 typedef struct
 {
-  const char *model, *broker, *topic, *client_id, *save, *archive;
+  const char *model, *broker, *topic, *client_id, *save, *archive, *spill;
   const char *credentials, *ca, *cert, *key;
   uint64_t clients, rounds, quorum, seed;
   double timeout, max_norm_ratio;
@@ -78,7 +78,7 @@ agg_usage (FILE * out)
       "    [--quorum K] [--round-timeout S] [--save GLOBAL.ttb]\n"
       "    [--topic PREFIX] [--client-id ID] [--credentials FILE]\n"
       "    [--ca FILE] [--cert FILE --key FILE] [--archive DIR] [--seed S]\n"
-      "    [--max-norm-ratio F]\n"
+      "    [--max-norm-ratio F] [--spill-dir DIR]\n"
       "Federated averaging over MQTT: publishes the global model retained on\n"
       "PREFIX/global (default prefix tensor-trainer), takes one update per\n"
       "device and round from PREFIX/update/<client-id>, closes a round when N\n"
@@ -90,7 +90,9 @@ agg_usage (FILE * out)
       "rejected. --save writes the global model each round (GLOBAL.ttb, a\n"
       "bundle, and GLOBAL.ttb.state, the message a restart resumes from).\n"
       "--archive keeps every update taken (rejected-*: rejected ones) and\n"
-      "every global message in DIR.\n"
+      "every global message in DIR. A round's updates wait for its close\n"
+      "in an unlinked file in --spill-dir (default: the folder of --save,\n"
+      "else $TMPDIR or /tmp), not in memory.\n"
       "URL: mqtt://HOST[:PORT] or mqtts://HOST[:PORT] (TLS, --ca,\n"
       "--cert/--key); FILE of --credentials: one line USER:PASSWORD.\n", out);
 }
@@ -120,6 +122,8 @@ agg_parse (int argc, char **argv, agg_options * o)
       str = &o->save;
     else if (!strcmp (a, "--archive"))
       str = &o->archive;
+    else if (!strcmp (a, "--spill-dir"))
+      str = &o->spill;
     else if (!strcmp (a, "--credentials"))
       str = &o->credentials;
     else if (!strcmp (a, "--ca"))
@@ -429,6 +433,31 @@ agg_run (agg_options * o)
     }
   }
 
+  /* a round's updates wait on disk, not in memory: O(model) whatever
+   * the client count (tt_fed.h) */
+  tt_fed_round_init (&round, s.signature, s.n_floats, done_round + 1);
+  {
+    char dir[4096];
+    const char *tmp = getenv ("TMPDIR");
+    if (o->spill)
+      snprintf (dir, sizeof dir, "%s", o->spill);
+    else if (o->save) {
+      snprintf (dir, sizeof dir, "%s", o->save);
+      char *slash = strrchr (dir, '/');
+      if (!slash)
+        snprintf (dir, sizeof dir, ".");
+      else if (slash == dir)
+        dir[1] = '\0';
+      else
+        *slash = '\0';
+    } else
+      snprintf (dir, sizeof dir, "%s", tmp && *tmp ? tmp : "/tmp");
+    if (tt_fed_round_spill (&round, dir, &err) != TT_OK) {
+      agg_fail ("--spill-dir: %s", err.message);
+      goto done;
+    }
+  }
+
   snprintf (s.global_topic, sizeof s.global_topic, "%s/global", o->topic);
   snprintf (s.update_prefix, sizeof s.update_prefix, "%s/update/", o->topic);
   char sub[600];
@@ -444,6 +473,9 @@ agg_run (agg_options * o)
   mo.key = o->key;
   /* the broker keeps updates sent while the aggregator is away */
   mo.persistent = true;
+  /* a few updates wait in memory; when all devices send at once, the
+   * others wait in the broker */
+  mo.max_queued = 2 * s.n_floats * sizeof (float) + ((size_t) 1 << 20);
   s.mqtt = tt_fed_mqtt_new (&mo, topics, &err);
   if (!s.mqtt) {
     agg_fail ("%s", err.message);
@@ -462,7 +494,6 @@ agg_run (agg_options * o)
   if (agg_publish_global (&s, done_round, done_samples, done_round == 0))
     goto done;
 
-  tt_fed_round_init (&round, s.signature, s.n_floats, done_round + 1);
   while (round.round <= o->rounds && !agg_stop) {
     double start = agg_now ();
     bool late = false;

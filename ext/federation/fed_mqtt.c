@@ -32,6 +32,8 @@ struct tt_fed_mqtt
   char **topics;                /* subscribed at each connection */
   fed_item *head, *tail;
   bool connected, refused, started, tls;
+  bool closing, flushing;       /* the network thread must not wait */
+  size_t queued, max_queued;    /* bytes in the queue, its bound */
   unsigned connections;
   int in_flight;                /* published, not yet acknowledged */
   char error[512];
@@ -205,11 +207,20 @@ on_message (struct mosquitto *mosq, void *user,
 {
   (void) mosq;
   tt_fed_mqtt *m = user;
+  size_t len = msg->payloadlen > 0 ? (size_t) msg->payloadlen : 0;
+  /* a bounded queue: memory stays a few messages whatever arrives at
+   * once; not while the owner waits for acknowledgements (which this
+   * thread brings) or closes */
+  pthread_mutex_lock (&m->lock);
+  while (m->max_queued && m->head && m->queued + len > m->max_queued
+      && !m->closing && !m->flushing)
+    pthread_cond_wait (&m->cond, &m->lock);
+  pthread_mutex_unlock (&m->lock);
   fed_item *it = calloc (1, sizeof *it);
   if (!it)
     return;
   it->topic = strdup (msg->topic ? msg->topic : "");
-  it->len = msg->payloadlen > 0 ? (size_t) msg->payloadlen : 0;
+  it->len = len;
   it->data = malloc (it->len ? it->len : 1);
   if (!it->topic || !it->data) {
     free (it->topic);
@@ -225,6 +236,7 @@ on_message (struct mosquitto *mosq, void *user,
   else
     m->head = it;
   m->tail = it;
+  m->queued += it->len;
   pthread_cond_broadcast (&m->cond);
   pthread_mutex_unlock (&m->lock);
 }
@@ -311,6 +323,7 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
   for (size_t i = 0; m->topics && i < nt; i++)
     m->topics[i] = strdup (subscribe[i]);
   m->tls = tls;
+  m->max_queued = o->max_queued;
   m->mosq = mosquitto_new (o->client_id, !o->persistent, m);
   if (!m->topics || !m->mosq) {
     mqtt_fail (err, TT_ERR_NOMEM, "federation: cannot create the MQTT "
@@ -393,6 +406,10 @@ tt_fed_mqtt_free (tt_fed_mqtt * m)
 {
   if (!m)
     return;
+  pthread_mutex_lock (&m->lock);
+  m->closing = true;
+  pthread_cond_broadcast (&m->cond);
+  pthread_mutex_unlock (&m->lock);
   if (m->mosq) {
     mosquitto_disconnect (m->mosq);
     if (m->started)
@@ -481,9 +498,12 @@ tt_fed_mqtt_flush (tt_fed_mqtt * m, int timeout_ms)
   struct timespec ts;
   deadline_after (&ts, timeout_ms > 0 ? timeout_ms : 0);
   pthread_mutex_lock (&m->lock);
+  m->flushing = true;
+  pthread_cond_broadcast (&m->cond);
   while (m->in_flight > 0)
     if (!wait_until (m, timeout_ms, &ts))
       break;
+  m->flushing = false;
   bool done = m->in_flight <= 0;
   pthread_mutex_unlock (&m->lock);
   return done;
@@ -508,6 +528,8 @@ tt_fed_mqtt_next (tt_fed_mqtt * m, int timeout_ms, char **topic, void **data,
     m->head = it->next;
     if (!m->head)
       m->tail = NULL;
+    m->queued -= it->len;
+    pthread_cond_broadcast (&m->cond);
   }
   pthread_mutex_unlock (&m->lock);
   if (!it)

@@ -32,6 +32,12 @@ typedef struct
                                  * false): the broker keeps QoS 1 messages
                                  * for us while we are away */
   int keepalive;                /* seconds; 0: 30 */
+  size_t max_queued;            /* bytes of received messages the queue
+                                 * holds before the network thread waits
+                                 * for the owner to take some (the broker
+                                 * and TCP hold the rest); a message is
+                                 * always taken into an empty queue.
+                                 * 0: no limit */
 } tt_fed_mqtt_options;
 
 /* Parses url into host and port (host at most cap bytes). */

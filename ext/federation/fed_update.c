@@ -385,6 +385,75 @@ tt_fed_round_init (tt_fed_round * r, uint64_t signature, size_t n_floats,
   r->signature = signature;
   r->n_floats = n_floats;
   r->round = round;
+  r->spill_fd = -1;
+}
+
+tt_status
+tt_fed_round_spill (tt_fed_round * r, const char *dir, tt_error * err)
+{
+  if (r->spilling)
+    return TT_OK;
+  int fd = -1;
+#ifdef O_TMPFILE
+  fd = open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+  if (fd < 0) {
+    /* no O_TMPFILE here (or not on this file system): named, unlinked */
+    size_t n = strlen (dir) + 32;
+    char *tmpl = malloc (n);
+    if (!tmpl)
+      return fed_fail (err, TT_ERR_NOMEM, "out of memory");
+    snprintf (tmpl, n, "%s/tt-fed-spill-XXXXXX", dir);
+    fd = mkstemp (tmpl);
+    if (fd >= 0)
+      unlink (tmpl);
+    free (tmpl);
+  }
+  if (fd < 0)
+    return fed_fail (err, TT_ERR_IO, "cannot make a spill file for the "
+        "round's updates in %s: %s", dir, strerror (errno));
+  r->spill_fd = fd;
+  r->spilling = true;
+  r->spill_slots = 0;
+  return TT_OK;
+}
+
+static tt_status
+fed_spill_io (const tt_fed_round * r, bool write, uint64_t slot, float *w,
+    tt_error * err)
+{
+  const size_t bytes = r->n_floats * sizeof (float);
+  const off_t at = (off_t) (slot * bytes);
+  size_t done = 0;
+  while (done < bytes) {
+    ssize_t k = write ? pwrite (r->spill_fd, (char *) w + done, bytes - done,
+        at + (off_t) done) : pread (r->spill_fd, (char *) w + done,
+        bytes - done, at + (off_t) done);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return fed_fail (err, TT_ERR_IO, "round %u: cannot %s the spill file "
+          "of its updates: %s", r->round, write ? "write" : "read back",
+          k < 0 ? strerror (errno) : "short");
+    done += (size_t) k;
+  }
+  return TT_OK;
+}
+
+/* update i's weights: its own in memory, or read back into buf */
+static const float *
+fed_entry_weights (const tt_fed_round * r, uint32_t i, float *buf,
+    tt_error * err)
+{
+  const tt_fed_entry *e = &r->updates[i];
+  if (e->weights)
+    return e->weights;
+  if (!r->spilling || e->rejected) {
+    fed_fail (err, TT_ERR_STATE, "round %u: client %s has no weights",
+        r->round, e->header.client_id);
+    return NULL;
+  }
+  return fed_spill_io (r, false, e->slot, buf, err) == TT_OK ? buf : NULL;
 }
 
 tt_status
@@ -415,23 +484,37 @@ tt_fed_round_add (tt_fed_round * r, tt_fed_message * msg, tt_error * err)
           h->client_id, r->round);
   if (r->n == r->cap) {
     uint32_t cap = r->cap ? r->cap * 2 : 8;
-    tt_fed_message *u = realloc (r->updates, cap * sizeof *u);
+    tt_fed_entry *u = realloc (r->updates, cap * sizeof *u);
     if (!u)
       return fed_fail (err, TT_ERR_NOMEM, "out of memory");
     r->updates = u;
     r->cap = cap;
   }
+  tt_fed_entry e;
+  memset (&e, 0, sizeof e);
+  e.header = *h;
+  e.distance = -1.0;
+  if (r->spilling) {
+    e.slot = r->spill_slots;
+    tt_status st = fed_spill_io (r, true, e.slot, msg->weights, err);
+    if (st != TT_OK)
+      return st;
+    r->spill_slots++;
+    tt_fed_message_clear (msg);
+  } else {
+    e.weights = msg->weights;
+    memset (msg, 0, sizeof *msg);
+  }
   /* sorted by client id: the sum's order does not depend on arrivals */
   uint32_t at = r->n;
   while (at > 0 && strcmp (r->updates[at - 1].header.client_id,
-          h->client_id) > 0)
+          e.header.client_id) > 0)
     at--;
   memmove (&r->updates[at + 1], &r->updates[at],
       (r->n - at) * sizeof *r->updates);
-  r->updates[at] = *msg;
+  r->updates[at] = e;
   r->n++;
-  r->samples += h->samples;
-  memset (msg, 0, sizeof *msg);
+  r->samples += e.header.samples;
   return TT_OK;
 }
 
@@ -456,44 +539,58 @@ tt_fed_round_screen (tt_fed_round * r, const float *global, double max_ratio,
   uint32_t live = tt_fed_round_accepted (r), rejected = 0;
   if (live < 3 || !(max_ratio > 0.0))
     return 0;
-  double *d = malloc (r->n * sizeof *d), *sorted = malloc (live * sizeof *d);
-  if (!d || !sorted) {
-    free (d);
+  double *sorted = malloc (live * sizeof *sorted);
+  float *buf = r->spilling ? malloc (r->n_floats * sizeof *buf) : NULL;
+  if (!sorted || (r->spilling && !buf)) {
     free (sorted);
+    free (buf);
     return 0;
   }
+  /* the global model is the same all round: a distance is computed once */
   uint32_t k = 0;
   for (uint32_t i = 0; i < r->n; i++) {
-    d[i] = 0.0;
-    if (!r->updates[i].weights)
+    tt_fed_entry *e = &r->updates[i];
+    if (e->rejected)
       continue;
-    for (size_t j = 0; j < r->n_floats; j++) {
-      double e = (double) r->updates[i].weights[j] - (double) global[j];
-      d[i] += e * e;
+    if (e->distance < 0.0) {
+      tt_error err = { 0 };
+      const float *w = fed_entry_weights (r, i, buf, &err);
+      if (!w) {
+        free (sorted);
+        free (buf);
+        return 0;
+      }
+      double d = 0.0;
+      for (size_t j = 0; j < r->n_floats; j++) {
+        double x = (double) w[j] - (double) global[j];
+        d += x * x;
+      }
+      e->distance = sqrt (d);
     }
-    d[i] = sqrt (d[i]);
-    sorted[k++] = d[i];
+    sorted[k++] = e->distance;
   }
+  free (buf);
   qsort (sorted, live, sizeof *sorted, fed_cmp_double);
   double median = live % 2 ? sorted[live / 2] :
       0.5 * (sorted[live / 2 - 1] + sorted[live / 2]);
+  free (sorted);
   for (uint32_t i = 0; i < r->n; i++) {
-    if (!r->updates[i].weights || !(d[i] > max_ratio * median))
+    tt_fed_entry *e = &r->updates[i];
+    if (e->rejected || !(e->distance > max_ratio * median))
       continue;
     char why[256];
     snprintf (why, sizeof why, "moved %.4g from the global model, more "
-        "than %g times the round's median %.4g: rejected", d[i], max_ratio,
-        median);
-    free (r->updates[i].weights);
-    r->updates[i].weights = NULL;
-    r->samples -= r->updates[i].header.samples;
+        "than %g times the round's median %.4g: rejected", e->distance,
+        max_ratio, median);
+    free (e->weights);
+    e->weights = NULL;
+    e->rejected = true;
+    r->samples -= e->header.samples;
     r->n_rejected++;
     rejected++;
     if (on_reject)
-      on_reject (user, r->updates[i].header.client_id, why);
+      on_reject (user, e->header.client_id, why);
   }
-  free (d);
-  free (sorted);
   return rejected;
 }
 
@@ -503,15 +600,34 @@ tt_fed_round_average (const tt_fed_round * r, float *out, tt_error * err)
   if (tt_fed_round_accepted (r) == 0 || r->samples == 0)
     return fed_fail (err, TT_ERR_STATE, "round %u: no update to average",
         r->round);
-  const double total = (double) r->samples;
-  for (size_t k = 0; k < r->n_floats; k++) {
-    double s = 0.0;
-    for (uint32_t i = 0; i < r->n; i++)
-      if (r->updates[i].weights)
-        s += (double) r->updates[i].weights[k] *
-            (double) r->updates[i].header.samples;
-    out[k] = (float) (s / total);
+  /* one update at a time into the accumulator, in client-id order: for
+   * each weight the same additions in the same order as summing it over
+   * the updates at once */
+  double *acc = calloc (r->n_floats ? r->n_floats : 1, sizeof *acc);
+  float *buf = r->spilling ? malloc (r->n_floats * sizeof *buf) : NULL;
+  if (!acc || (r->spilling && !buf)) {
+    free (acc);
+    free (buf);
+    return fed_fail (err, TT_ERR_NOMEM, "round %u: out of memory", r->round);
   }
+  for (uint32_t i = 0; i < r->n; i++) {
+    if (r->updates[i].rejected)
+      continue;
+    const float *w = fed_entry_weights (r, i, buf, err);
+    if (!w) {
+      free (acc);
+      free (buf);
+      return err ? err->status : TT_ERR_IO;
+    }
+    const double samples = (double) r->updates[i].header.samples;
+    for (size_t k = 0; k < r->n_floats; k++)
+      acc[k] += (double) w[k] * samples;
+  }
+  const double total = (double) r->samples;
+  for (size_t k = 0; k < r->n_floats; k++)
+    out[k] = (float) (acc[k] / total);
+  free (acc);
+  free (buf);
   return TT_OK;
 }
 
@@ -519,17 +635,27 @@ void
 tt_fed_round_reset (tt_fed_round * r, uint32_t round)
 {
   for (uint32_t i = 0; i < r->n; i++)
-    tt_fed_message_clear (&r->updates[i]);
+    free (r->updates[i].weights);
   r->n = 0;
   r->n_rejected = 0;
   r->samples = 0;
   r->round = round;
+  if (r->spilling) {
+    /* the file's blocks go back; the next round writes from slot 0 */
+    if (ftruncate (r->spill_fd, 0) != 0) {
+      /* nothing is lost: later slots overwrite what was there */
+    }
+    r->spill_slots = 0;
+  }
 }
 
 void
 tt_fed_round_clear (tt_fed_round * r)
 {
   tt_fed_round_reset (r, 0);
+  if (r->spilling)
+    close (r->spill_fd);
   free (r->updates);
   memset (r, 0, sizeof *r);
+  r->spill_fd = -1;
 }

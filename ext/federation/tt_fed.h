@@ -98,28 +98,53 @@ tt_status tt_fed_peek (const void *data, size_t len, const char *name,
 
 /* ---- federated averaging -------------------------------------------- */
 
-/* The updates of one round, kept until it closes: the average is
+/* The updates of one round, until it closes: the average is
  * sum(samples_i * w_i) / sum(samples_i), in double, summed in the order of
  * the client ids (so the result does not depend on arrival order), then
- * rounded to float. */
+ * rounded to float.
+ *
+ * Spilled (tt_fed_round_spill), each update's weights go to an unlinked
+ * file as they come and memory holds only their headers and distances:
+ * the round's memory is O(model) whatever the client count. The close
+ * reads them back twice at most (the norm screen: one pass, each update's
+ * distance kept once computed; the average: one pass in client-id order
+ * into a double accumulator), so the results are bit for bit those of
+ * updates kept in memory. */
+typedef struct
+{
+  tt_fed_header header;
+  float *weights;               /* in memory; NULL when spilled or rejected */
+  uint64_t slot;                /* spilled: its place in the file */
+  double distance;              /* ||w - global||; < 0: not computed yet */
+  bool rejected;                /* by tt_fed_round_screen: its id still
+                                 * counts for replays */
+} tt_fed_entry;
+
 typedef struct
 {
   uint64_t signature;
   size_t n_floats;
   uint32_t round;               /* the round being collected */
   uint32_t n, cap;
-  tt_fed_message *updates;      /* a rejected one keeps its header (its id
-                                 * counts for replays), weights NULL */
+  tt_fed_entry *updates;        /* sorted by client id */
   uint32_t n_rejected;          /* by tt_fed_round_screen */
   uint64_t samples;             /* the sum of the others' */
+  bool spilling;
+  int spill_fd;                 /* when spilling */
+  uint64_t spill_slots;         /* written this round */
 } tt_fed_round;
 
 void tt_fed_round_init (tt_fed_round * r, uint64_t signature,
     size_t n_floats, uint32_t round);
+/* From now on (this round and the next ones) the updates' weights are
+ * written to an unlinked temporary file in dir as they are taken. */
+tt_status tt_fed_round_spill (tt_fed_round * r, const char *dir,
+    tt_error * err);
 /* Takes msg's weights (msg is emptied) when it is an update of this round
  * from a client not yet counted in it; else refuses it, msg untouched:
  * another kind, a stale round (below), a round ahead, a replay (a client
- * already counted), another signature or size. */
+ * already counted), another signature or size, a spill file that cannot
+ * be written (TT_ERR_IO). */
 tt_status tt_fed_round_add (tt_fed_round * r, tt_fed_message * msg,
     tt_error * err);
 /* Rejects the updates that moved far from the global model they were
@@ -134,7 +159,7 @@ uint32_t tt_fed_round_screen (tt_fed_round * r, const float *global,
 /* Updates taken and not rejected. */
 uint32_t tt_fed_round_accepted (const tt_fed_round * r);
 /* The weighted average into out (n_floats). TT_ERR_STATE when no update
- * was taken. */
+ * was taken, TT_ERR_IO when a spilled one cannot be read back. */
 tt_status tt_fed_round_average (const tt_fed_round * r, float *out,
     tt_error * err);
 /* Drops the round's updates and starts collecting round. */

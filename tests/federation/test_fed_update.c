@@ -12,6 +12,7 @@
 #include "tt_bundle.h"
 #include "../unit/tt_test.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <zlib.h>
@@ -402,6 +403,85 @@ test_screen (void)
   tt_fed_round_clear (&r);
 }
 
+/* spilled updates (written to a file as they come, read back at the
+ * close) give the same decisions and bit for bit the same average as
+ * updates kept in memory, round after round; the file leaves no name */
+static void
+test_spill (void)
+{
+  enum
+  { N = 1000, C = 7 };
+  static float w[C][N], global[N];
+  uint32_t x = 12345;
+  for (int k = 0; k < N; k++) {
+    x = x * 1664525u + 1013904223u;
+    global[k] = (float) (x >> 8) / (float) (1u << 24) - 0.5f;
+  }
+  for (int i = 0; i < C; i++)
+    for (int k = 0; k < N; k++) {
+      x = x * 1664525u + 1013904223u;
+      float step = ((float) (x >> 8) / (float) (1u << 24) - 0.5f) * 0.01f;
+      w[i][k] = global[k] + (i == 4 ? 300.0f * step : step);
+    }
+  const char *ids[C] = { "g", "b", "e", "a", "huge", "c", "f" };
+  char dir[512];
+  snprintf (dir, sizeof dir, "%s", tt_test_write_text ("mark", "x"));
+  *strrchr (dir, '/') = '\0';
+  float avg[2][2][N];
+  uint32_t rejected[2][2], accepted[2][2];
+  uint64_t samples[2][2];
+  tt_error err = { 0 };
+  for (int spill = 0; spill < 2; spill++) {
+    tt_fed_round r;
+    tt_fed_round_init (&r, 7, N, 1);
+    if (spill)
+      CHECK (tt_fed_round_spill (&r, dir, &err) == TT_OK, "spill: %s",
+          err.message);
+    for (int round = 0; round < 2; round++) {
+      /* round 2: the clients in another order, one fewer */
+      for (int j = 0; j < C - round; j++) {
+        int i = round ? C - 1 - j : j;
+        tt_fed_message m = update_of (w[i], N, 7, (uint32_t) round + 1,
+            (uint64_t) (37 * i + 5), ids[i]);
+        CHECK (tt_fed_round_add (&r, &m, &err) == TT_OK, "add: %s",
+            err.message);
+        CHECK (m.weights == NULL, "taken");
+      }
+      rejected[spill][round] = tt_fed_round_screen (&r, global, 10.0, NULL,
+          NULL);
+      accepted[spill][round] = tt_fed_round_accepted (&r);
+      samples[spill][round] = r.samples;
+      CHECK (tt_fed_round_average (&r, avg[spill][round], &err) == TT_OK,
+          "average: %s", err.message);
+      tt_fed_round_reset (&r, (uint32_t) round + 2);
+    }
+    tt_fed_round_clear (&r);
+  }
+  for (int round = 0; round < 2; round++) {
+    CHECK (rejected[0][round] == 1 && rejected[1][round] == 1,
+        "round %d: the huge one rejected (%u, %u)", round + 1,
+        rejected[0][round], rejected[1][round]);
+    CHECK (accepted[0][round] == accepted[1][round]
+        && samples[0][round] == samples[1][round], "same updates kept");
+    CHECK (!memcmp (avg[0][round], avg[1][round], sizeof avg[0][round]),
+        "round %d: the spilled average is the in-memory one, bit for bit",
+        round + 1);
+  }
+  DIR *d = opendir (dir);
+  int names = 0;
+  for (struct dirent * de; d && (de = readdir (d));)
+    names += !!strstr (de->d_name, "tt-fed-spill");
+  if (d)
+    closedir (d);
+  CHECK (names == 0, "no spill file left in %s (%d)", dir, names);
+  tt_fed_round r;
+  tt_fed_round_init (&r, 7, N, 1);
+  CHECK (tt_fed_round_spill (&r, "/nonexistent-dir", &err) == TT_ERR_IO
+      && strstr (err.message, "/nonexistent-dir"), "no folder: %s",
+      err.message);
+  tt_fed_round_clear (&r);
+}
+
 static void
 test_files (void)
 {
@@ -430,6 +510,7 @@ main (void)
   TT_TEST_RUN (test_corrupted);
   TT_TEST_RUN (test_round);
   TT_TEST_RUN (test_screen);
+  TT_TEST_RUN (test_spill);
   TT_TEST_RUN (test_files);
   return tt_test_summary ();
 }
