@@ -18,6 +18,7 @@
 #include "tt_internal.h"
 #include "tt_test.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 
 static char root[1024];
@@ -127,7 +128,7 @@ smallest_feasible (const char *path, const char *text, uint32_t batch)
  * smallest feasible when that is higher), then the stored plan. */
 static void
 compare (const char *name, const char *path, const char *text,
-    uint32_t batch, double fraction)
+    uint32_t batch, double fraction, bool expect_swap)
 {
   tt_error err;
   tt_model *a = open_model (path, text, batch, 0, &err);
@@ -165,6 +166,8 @@ compare (const char *name, const char *path, const char *text,
       PRIu64 ", planned without a limit %" PRIu64, name,
       pb.unlimited_pool_bytes, pa.pool_bytes);
   CHECK (pb.memory_limit == limit, "%s: limit %" PRIu64, name, pb.memory_limit);
+  if (expect_swap)
+    CHECK (pb.swapped > 0 && b->swap_fd >= 0, "%s: nothing swapped", name);
 
   /* the stored plan, loaded without a limit: validated, the same */
   char *opt = NULL;
@@ -227,11 +230,117 @@ test_bit_identical (void)
   for (int i = 0; models[i]; i++) {
     char path[2048];
     snprintf (path, sizeof path, "%s/tests/models/%s", root, models[i]);
-    compare (models[i], path, NULL, batches[i], 0.75);
-    compare (models[i], path, NULL, batches[i], 0.5);
+    compare (models[i], path, NULL, batches[i], 0.75, false);
+    compare (models[i], path, NULL, batches[i], 0.5, false);
   }
-  compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.7);
-  compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.3);
+  compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.7, false);
+  compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.3, false);
+}
+
+/* text with [Model] memory_swap = true and memory_swap_path = dir */
+static char *
+with_swap (const char *text, const char *dir)
+{
+  const char *at = strstr (text, "[Model]\n");
+  if (!at)
+    return NULL;
+  at += strlen ("[Model]\n");
+  char *out = malloc (strlen (text) + strlen (dir) + 100);
+  sprintf (out, "%.*smemory_swap = true\nmemory_swap_path = %s\n%s",
+      (int) (at - text), text, dir, at);
+  return out;
+}
+
+static char swap_dir[512];
+
+/* Swap: below what recomputation reaches, bit-identical too. */
+static void
+test_swap (void)
+{
+  char path[2048];
+  snprintf (path, sizeof path, "%s/tests/models/resnet_bn.ini", root);
+  char *resnet = tt_test_read_file (path, NULL);
+  snprintf (swap_dir, sizeof swap_dir, "%s", tt_test_write_text ("x", ""));
+  *strrchr (swap_dir, '/') = '\0';
+  char *text = resnet ? with_swap (resnet, swap_dir) : NULL;
+  char *drop = with_swap (dropout_cnn, swap_dir);
+  CHECK (text && drop, "no [Model] in the models");
+  if (text && drop) {
+    compare ("resnet_bn swap", "resnet_swap.ini", text, 4, 0.0, true);
+    compare ("dropout_cnn swap", "dropout_swap.ini", drop, 0, 0.0, true);
+  }
+  free (resnet);
+  free (text);
+  free (drop);
+}
+
+/* I/O errors: clear, and never a half-applied step taken for a whole */
+static void
+test_swap_errors (void)
+{
+  char *text = with_swap (dropout_cnn, "/nonexistent/swap/dir");
+  tt_error err;
+  const uint64_t smallest = smallest_feasible ("dropout_swap.ini", text, 0);
+  tt_model *m = open_model ("dropout_swap.ini", text, 0, smallest, &err);
+  CHECK (m == NULL && strstr (err.message, "/nonexistent/swap/dir") &&
+      strstr (err.message, "memory_swap_path"), "an unusable swap folder: "
+      "%s", m ? "accepted" : err.message);
+  tt_model_free (m);
+  free (text);
+
+  text = with_swap (dropout_cnn, swap_dir);
+  m = open_model ("dropout_swap.ini", text, 0, smallest, &err);
+  CHECK (m != NULL && m->plan.swapped > 0, "%s", m ? "nothing swapped" :
+      err.message);
+  if (m) {
+    /* writes fail: the step fails before any update (batch norm's moving
+     * statistics aside, as for a loss that is not finite) */
+    const tt_layer *out = &m->layers[tt_model_find_layer (m, "out")];
+    const tt_tensor *w = &m->tensors[out->weights[0].value];
+    const size_t nw = w->count;
+    float *before = malloc (nw * sizeof *before);
+    float *after = malloc (nw * sizeof *after);
+    memcpy (before, w->data, nw * sizeof *before);
+    const int fd = m->swap_fd;
+    m->swap_fd = open ("/dev/null", O_RDONLY);
+    tt_shape s;
+    tt_model_input_shape (m, 0, &s);
+    const uint32_t batch = tt_model_batch_size (m);
+    float *x = calloc ((size_t) batch * s.channel * s.height * s.width,
+        sizeof *x);
+    float *t = calloc ((size_t) batch * 10, sizeof *t);
+    const void *in[1] = { x };
+    tt_batch_result r;
+    CHECK (tt_model_train_batch (m, batch, in, NULL, t, &r, &err) ==
+        TT_ERR_IO && strstr (err.message, "writing") &&
+        strstr (err.message, "not applied"), "a failed write: %s", err.message);
+    memcpy (after, w->data, nw * sizeof *after);
+    CHECK (!memcmp (before, after, nw * sizeof *after), "a failed write "
+        "changed the weights");
+    close (m->swap_fd);
+    /* reads fail: the model refuses to go on or be saved */
+    char tmp[600];
+    snprintf (tmp, sizeof tmp, "%s/wo", swap_dir);
+    m->swap_fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK (tt_model_train_batch (m, batch, in, NULL, t, &r, &err) ==
+        TT_ERR_IO && strstr (err.message, "reading back"), "a failed read: "
+        "%s", err.message);
+    CHECK (tt_model_train_batch (m, batch, in, NULL, t, &r, &err) ==
+        TT_ERR_STATE, "trained on after a failed read");
+    snprintf (tmp, sizeof tmp, "%s/after.bin", swap_dir);
+    CHECK (tt_model_save_bin (m, tmp, &err) != TT_OK && access (tmp, F_OK),
+        "saved after a failed read");
+    close (m->swap_fd);
+    m->swap_fd = fd;
+    snprintf (tmp, sizeof tmp, "%s/wo", swap_dir);
+    unlink (tmp);
+    free (x);
+    free (t);
+    free (before);
+    free (after);
+  }
+  tt_model_free (m);
+  free (text);
 }
 
 /* A limit the plan fits: the same plan as without one. */
@@ -354,6 +463,8 @@ main (int argc, char **argv)
   snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
   TT_TEST_RUN (test_bit_identical);
   TT_TEST_RUN (test_fitting_limit);
+  TT_TEST_RUN (test_swap);
+  TT_TEST_RUN (test_swap_errors);
   TT_TEST_RUN (test_tampered);
   return tt_test_summary ();
 }

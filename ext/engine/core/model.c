@@ -219,7 +219,7 @@ tt_model_compile (tt_model * m, tt_error * err)
   m->fingerprint = tt_plan_fingerprint (m);
   st = tt_plan_ini_serves (m) ? tt_plan_ini_use (m, err) :
       tt_plan_build (m, err);
-  if (st || (st = tt_tensors_bind (m, err)))
+  if (st || (st = tt_tensors_bind (m, err)) || (st = tt_swap_open (m, err)))
     return st;
   tt_rng_seed (&m->rng, m->seed);
   m->compiled = true;
@@ -406,15 +406,22 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
   return TT_OK;
 }
 
-static void
-model_forward (tt_model * m, bool training)
+/* training: the swapped activations (plan/remat.c) go to the swap file
+ * as their writers complete them */
+static tt_status
+model_forward (tt_model * m, bool training, tt_error * err)
 {
   m->run.training = training;
   const tt_run_ctx *c = &m->run;
+  const bool swap = training && m->plan.swapped;
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *l = &m->layers[m->exec[i]];
     l->ops->forward (c, l);
+    tt_status st;
+    if (swap && (st = tt_swap_out (m, m->exec[i], err)))
+      return st;
   }
+  return TT_OK;
 }
 
 static double
@@ -554,7 +561,6 @@ model_bind_root (tt_model * m, int root, float *data)
 static tt_status
 model_rebuild (tt_model * m, int layer, tt_error * err)
 {
-  (void) err;
   for (uint32_t g = 0; g < m->n_remat; g++) {
     const tt_remat *G = &m->remat[g];
     if (G->mode == TT_REMAT_KEEP || G->trigger != layer)
@@ -562,6 +568,9 @@ model_rebuild (tt_model * m, int layer, tt_error * err)
     for (uint32_t k = 0; k < G->n_tensors; k++)
       if (G->twins[k] >= 0)
         model_bind_root (m, G->tensors[k], m->tensors[G->twins[k]].data);
+    tt_status st;
+    if (G->mode == TT_REMAT_SWAP && (st = tt_swap_in (m, G, err)))
+      return st;
     if (G->mode == TT_REMAT_RECOMPUTE) {
       m->run.recompute = true;
       for (uint32_t w = 0; w < G->n_writers; w++) {
@@ -650,14 +659,16 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
         m->path);
   if (!labels)
     return tt_fail (err, TT_ERR_INVALID, "%s: training needs labels", m->path);
+  if (m->swap_failed)
+    return tt_fail (err, TT_ERR_STATE, "%s: a read from the swap file failed "
+        "during a step, after part of its update: reload the model", m->path);
   /* wrapping would restart adam's bias correction and the schedule */
   if (m->iteration == UINT32_MAX)
     return tt_fail (err, TT_ERR_STATE, "%s: the iteration counter is at "
         "%u, its limit: another step would overflow it", m->path, m->iteration);
   tt_status st = model_feed (m, n, inputs, types, labels, err);
-  if (st)
+  if (st || (st = model_forward (m, true, err)))
     return st;
-  model_forward (m, true);
   tt_batch_result r;
   model_score (m, &r);
   if (!isfinite (r.loss))
@@ -678,9 +689,8 @@ tt_model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
     tt_error * err)
 {
   tt_status st = model_feed (m, n, inputs, types, labels, err);
-  if (st)
+  if (st || (st = model_forward (m, false, err)))
     return st;
-  model_forward (m, false);
   model_score (m, result);
   return TT_OK;
 }
@@ -703,9 +713,8 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
           "call tt_model_keep_gradients before compiling to read it whole",
           m->path, m->layers[i].name);
   tt_status st = model_feed (m, n, inputs, types, labels, err);
-  if (st)
+  if (st || (st = model_forward (m, true, err)))
     return st;
-  model_forward (m, true);
   *loss = m->loss_value;
   if (backward)
     return model_backward (m, false, err);

@@ -120,6 +120,7 @@ typedef struct {
   tt_remat_mode mode;
   int trigger, trigger_step;    /* layer index and its first backward step */
   int twins[TT_REMAT_TENSORS];  /* -1: none (swap: forward-only scratch) */
+  int owner[TT_REMAT_TENSORS];  /* the writer whose forward completes it */
   uint64_t swap_offset;         /* in the swap file, of each twin in turn */
 } tt_remat;
 
@@ -192,6 +193,7 @@ struct tt_model {
   tt_remat *remat;
   uint32_t n_remat, n_dropped, n_base_tensors;
   int swap_fd;                  /* the unlinked swap file, or -1 */
+  bool swap_failed;             /* a read failed mid-step (swap.c) */
   tt_use *uses;
   uint32_t n_uses, cap_uses;
   void *pool;
@@ -263,6 +265,13 @@ tt_status tt_remat_plan (tt_model * m, tt_error * err);
 /* The group whose root is tensor id, or -1. */
 int tt_remat_find (const tt_model * m, int id);
 const char *tt_remat_mode_name (tt_remat_mode mode);
+
+/* swap.c: the swap file of the swapped groups */
+tt_status tt_swap_open (tt_model * m, tt_error * err);
+/* after layer's forward: what it completed of the swapped groups */
+tt_status tt_swap_out (tt_model * m, int layer, tt_error * err);
+/* group g back into its second instances */
+tt_status tt_swap_in (tt_model * m, const tt_remat * g, tt_error * err);
 
 /* lifetime.c */
 int tt_step_of (const tt_model * m, int layer, tt_phase phase);

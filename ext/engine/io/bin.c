@@ -305,6 +305,10 @@ tt_bin_region_names (const tt_model * m, bool moments, uint32_t * n)
 tt_status
 tt_state_check_saveable (tt_model * m, const char *path, tt_error * err)
 {
+  if (m->swap_failed)
+    return tt_fail (err, TT_ERR_STATE, "%s: not saved: a read from the swap "
+        "file failed during a step of %s, after part of its update", path,
+        m->path);
   const bool moments = tt_bin_saves_moments (m);
   uint32_t n, nw;
   int *ids = tt_bin_regions (m, moments, &n);

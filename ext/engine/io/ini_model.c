@@ -45,7 +45,8 @@ static const char *const ini_model_keys[] = {
   "type", "epochs", "batch_size", "loss", "save_path",
   "memory_optimization", "continue_train", "model_tensor_type",
   "tensor_format", "save_best_path", "clip_grad_by_norm", "loss_scale",
-  "tensor_type", "fsu", "fsu_path", "fsu_lookahead", NULL
+  "tensor_type", "fsu", "fsu_path", "fsu_lookahead", "memory_swap",
+  "memory_swap_path", "memory_swap_lookahead", NULL
 };
 
 /* nntrainer's older form keeps the optimizer in [Model] (its application
@@ -109,6 +110,26 @@ ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
         "during the run; tensor-trainer keeps every tensor in its memory "
         "pool (fsu = false, fsu_path and fsu_lookahead are accepted and "
         "change nothing)");
+  /* memory_swap (default false), memory_swap_path (default ".") and
+   * memory_swap_lookahead: nntrainer's keys before they became fsu
+   * (nntrainer 9c6723f2c, nntrainer/models/model_common_properties.h:
+   * 133-180). Here swapping serves a memory limit only (plan/remat.c):
+   * activations go to a file in memory_swap_path when recomputing them
+   * cannot meet the limit; they are read back exactly when backward needs
+   * them, so the lookahead is accepted and changes nothing */
+  const char *swap_path = tt_section_string (s, "memory_swap_path");
+  if ((st = tt_section_bool (s, "memory_swap", &m->memory_swap, err)) ||
+      (st = tt_section_uint (s, "memory_swap_lookahead", 0, UINT32_MAX,
+              &lookahead, err)))
+    return st;
+  if (swap_path) {
+    if (!*swap_path)
+      return tt_section_error (s, "memory_swap_path", err, TT_ERR_INVALID,
+          "empty path");
+    free (m->memory_swap_path);
+    if (!(m->memory_swap_path = strdup (swap_path)))
+      return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", s->file);
+  }
   const char *best = tt_section_string (s, "save_best_path");
   if (best) {
     if (!*best)

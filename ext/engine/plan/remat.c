@@ -222,11 +222,16 @@ tt_remat_groups (tt_model * m, tt_error * err)
       continue;
     tt_remat *g = &m->remat[writer_group[use->layer]];
     bool full = false;
+    const uint32_t before = g->n_tensors;
     remat_add (g->tensors, &g->n_tensors, TT_REMAT_TENSORS, use->tensor, &full);
+    if (g->n_tensors > before && before < TT_REMAT_TENSORS)
+      g->owner[before] = use->layer;
     if (full)
       g->not_recomputable = "its layers have too much scratch",
           g->swappable = false;
   }
+  for (uint32_t g = 0; g < m->n_remat; g++)
+    m->remat[g].owner[0] = m->remat[g].writers[m->remat[g].n_writers - 1];
   /* whether backward reads the group: else dropping it saves nothing */
   for (uint32_t u = 0; u < m->n_uses; u++)
     if (remat_backward_phase (m->uses[u].phase))
