@@ -81,6 +81,7 @@ enum
   PROP_MODEL_LOAD_PATH,
   PROP_BATCH_SIZE,
   PROP_ALIGNMENT,
+  PROP_MEMORY_LIMIT,
 };
 
 #define GST_TENSOR_PLANNER_CAPS \
@@ -218,6 +219,21 @@ gst_tensor_planner_class_init (GstTtTensorPlannerClass * klass)
       g_param_spec_uint ("alignment", "Alignment",
           "Byte alignment of every tensor in the pool; 0: the default (64)",
           0, 4096, DEFAULT_ALIGNMENT, rw));
+  /**
+   * GstTtTensorPlanner:memory-limit:
+   *
+   * The most bytes the planned pool may take (0, the default: no limit).
+   * Over it, the plan drops activations after forward and rebuilds them
+   * during backward (recomputation, or the INI's [Model] memory_swap
+   * file): the decisions are stored with the plan ([Plan.Memory]) and
+   * training with it is bit-identical. A limit no schedule meets fails
+   * planning with an error naming the smallest feasible one.
+   */
+  g_object_class_install_property (gobject_class, PROP_MEMORY_LIMIT,
+      g_param_spec_uint64 ("memory-limit", "Memory limit",
+          "Most bytes of the planned pool: activations are recomputed (or "
+          "swapped, with [Model] memory_swap) during backward to fit; 0: no "
+          "limit", 0, G_MAXUINT64, 0, rw));
 
   gst_element_class_set_static_metadata (element_class, "Tensor planner",
       "Filter/Tensor",
@@ -255,6 +271,7 @@ typedef struct
 {
   gchar *config, *location, *weights, *load_path;
   guint batch, alignment;
+  guint64 memory_limit;
 } GstTtTensorPlannerSettings;
 
 static void
@@ -268,6 +285,7 @@ gst_tensor_planner_settings_read (GstTtTensorPlanner * self,
   s->load_path = g_strdup (self->model_load_path);
   s->batch = self->batch_size;
   s->alignment = self->alignment;
+  s->memory_limit = self->memory_limit;
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -535,6 +553,7 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
   open_opts.batch_size = batch;
   open_opts.plan_mode = TT_PLAN_REPLAN;
   open_opts.alignment = alignment;
+  open_opts.memory_limit = set.memory_limit;
   if (!(model = gst_tensor_planner_open (self, config, &open_opts)))
     goto out;
   self->n_inputs = MIN (tt_model_num_inputs (model), GST_TENSOR_MAX_TENSORS);
@@ -600,6 +619,9 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
               "tensors", G_TYPE_UINT, plan.tensors,
               "in-place-layers", G_TYPE_UINT, plan.in_place_layers,
               "order-exact", G_TYPE_BOOLEAN, (gboolean) plan.order_exact,
+              "memory-limit", G_TYPE_UINT64, (guint64) plan.memory_limit,
+              "recomputed", G_TYPE_UINT, plan.recomputed,
+              "swapped", G_TYPE_UINT, plan.swapped,
               "plan-ms", G_TYPE_DOUBLE, plan.plan_seconds * 1e3, NULL)));
   self->planned = TRUE;
   ok = TRUE;
@@ -721,6 +743,9 @@ gst_tensor_planner_set_property (GObject * object, guint prop_id,
     case PROP_ALIGNMENT:
       self->alignment = g_value_get_uint (value);
       break;
+    case PROP_MEMORY_LIMIT:
+      self->memory_limit = g_value_get_uint64 (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -757,6 +782,9 @@ gst_tensor_planner_get_property (GObject * object, guint prop_id,
       break;
     case PROP_ALIGNMENT:
       g_value_set_uint (value, self->alignment);
+      break;
+    case PROP_MEMORY_LIMIT:
+      g_value_set_uint64 (value, self->memory_limit);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

@@ -25,6 +25,7 @@ struct _GstTtTensorPlanner
   gchar *model_load_path;
   guint batch_size;
   guint alignment;
+  guint64 memory_limit;         /* pool bytes at most; 0: none */
 
   /* streaming state, between start and stop. Invariant: planned implies
    * n_inputs and inputs[] describe the model that was written. */

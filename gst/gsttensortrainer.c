@@ -155,6 +155,7 @@ enum
   PROP_PROGRESS_INTERVAL,
   PROP_PUBLISH_INTERVAL,
   PROP_SKIP_BAD_BATCHES,
+  PROP_MEMORY_LIMIT,
   PROP_FEDERATION_FIRST,        /* gsttensorfederation.c's properties */
 };
 
@@ -451,6 +452,22 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
           "ends", 0, G_MAXUINT,
           DEFAULT_PUBLISH_INTERVAL, G_PARAM_READWRITE |
           G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstTtTensorTrainer:memory-limit:
+   *
+   * The most bytes the model's memory pool may take (0, the default: no
+   * limit). Over it, the plan drops activations after forward and
+   * rebuilds them during backward (recomputation, or the INI's [Model]
+   * memory_swap file); training is bit-identical. A limit no schedule
+   * meets is an error naming the smallest feasible one. INI models only;
+   * read when the model is loaded.
+   */
+  g_object_class_install_property (gobject_class, PROP_MEMORY_LIMIT,
+      g_param_spec_uint64 ("memory-limit", "Memory limit",
+          "Most bytes of the memory pool: activations are recomputed (or "
+          "swapped, with [Model] memory_swap) during backward to fit; 0: no "
+          "limit", 0, G_MAXUINT64, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   gst_tensor_federation_install_properties (gobject_class,
       PROP_FEDERATION_FIRST);
 
@@ -693,6 +710,9 @@ gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
   tt_open_options open_opts = { 0 };
   tt_open_info opened;
   open_opts.weights = self->load_path;
+  GST_OBJECT_LOCK (self);
+  open_opts.memory_limit = self->memory_limit;
+  GST_OBJECT_UNLOCK (self);
   self->model = tt_model_open (config, &open_opts, &opened, &err);
   if (!self->model) {
     if (opened.failed_step == TT_OPEN_WEIGHTS)
@@ -1555,6 +1575,9 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
     case PROP_SKIP_BAD_BATCHES:
       self->skip_bad_batches = g_value_get_boolean (value);
       break;
+    case PROP_MEMORY_LIMIT:
+      self->memory_limit = g_value_get_uint64 (value);
+      break;
     default:
       if (gst_tensor_federation_set_property (&self->federation,
               PROP_FEDERATION_FIRST, prop_id, value))
@@ -1623,6 +1646,9 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
       break;
     case PROP_SKIP_BAD_BATCHES:
       g_value_set_boolean (value, self->skip_bad_batches);
+      break;
+    case PROP_MEMORY_LIMIT:
+      g_value_set_uint64 (value, self->memory_limit);
       break;
     default:
       if (gst_tensor_federation_get_property (&self->federation,

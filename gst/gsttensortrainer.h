@@ -54,6 +54,7 @@ struct _GstTtTensorTrainer
   guint progress_interval;
   guint publish_interval;       /* batches between publications; 0: epochs */
   gboolean skip_bad_batches;    /* numeric faults: warn and drop, not stop */
+  guint64 memory_limit;         /* pool bytes at most; 0: none */
   GstTensorFederationConfig federation; /* federation-* (issue 20) */
   guint64 skipped_samples;      /* in the current epoch */
 

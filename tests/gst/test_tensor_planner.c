@@ -547,6 +547,90 @@ GST_START_TEST (test_errors)
 
 GST_END_TEST;
 
+/* tiny_ini with three sigmoid layers of 64: some activations can be
+ * recomputed during backward */
+static const gchar *deep_ini =
+    "[Model]\ntype = NeuralNetwork\nepochs = 1\nbatch_size = 4\n"
+    "loss = cross\n[Optimizer]\ntype = sgd\nlearning_rate = 0.05\n"
+    "[input]\ntype = input\ninput_shape = 1:1:4\n"
+    "[h1]\ntype = fully_connected\nunit = 64\nactivation = sigmoid\n"
+    "[h2]\ntype = fully_connected\nunit = 64\nactivation = sigmoid\n"
+    "[h3]\ntype = fully_connected\nunit = 64\nactivation = sigmoid\n"
+    "[output]\ntype = fully_connected\nunit = 3\nactivation = softmax\n";
+
+/* memory-limit on both elements: a limit no plan meets is an error naming
+ * the smallest feasible one; that one plans, the decisions go into the
+ * optimized INI, and tensor_trainer trains from it without planning. */
+GST_START_TEST (test_memory_limit)
+{
+  Files f;
+  files_init (&f);
+  fail_unless (g_file_set_contents (f.ini, deep_ini, -1, NULL));
+  GstElement *e = gst_element_factory_make ("tensor_trainer", NULL);
+  guint64 limit = 1;
+  g_object_get (e, "memory-limit", &limit, NULL);
+  fail_unless (limit == 0, "default memory-limit %" G_GUINT64_FORMAT, limit);
+  gst_element_set_bus (e, f.bus);
+  g_object_set (e, "model-config", f.ini, "memory-limit", (guint64) 100,
+      "num-inputs", 1, "num-labels", 1, "num-training-samples", 4, NULL);
+  g_object_get (e, "memory-limit", &limit, NULL);
+  fail_unless (limit == 100);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  gchar *msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
+  const gchar *at = strstr (msg, "smallest feasible limit is ");
+  fail_unless (at != NULL, "%s", msg);
+  const guint64 smallest = g_ascii_strtoull (at + 27, NULL, 10);
+  g_free (msg);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+
+  GstHarness *h = new_planner (&f, "model-config", f.ini, "location", f.opt,
+      "memory-limit", (guint64) 100, NULL);
+  gst_harness_play (h);
+  gst_harness_set_src_caps_str (h, TINY_CAPS);
+  msg = tt_gst_pop_text (f.bus, GST_MESSAGE_ERROR);
+  fail_unless (msg && strstr (msg, "smallest feasible limit is"), "%s", msg);
+  g_free (msg);
+  gst_harness_teardown (h);
+
+  gchar *props = g_strdup_printf ("memory-limit=%" G_GUINT64_FORMAT,
+      smallest);
+  h = new_pipeline (&f, props, "num-training-samples=8 epochs=1");
+  gst_harness_set_src_caps_str (h, TINY_CAPS);
+  GstMessage *pm = tt_gst_pop_named (f.bus, "tensor-planner-plan");
+  fail_unless (pm != NULL);
+  const GstStructure *ps = gst_message_get_structure (pm);
+  guint64 pool = 0, stored = 0;
+  guint recomputed = 0;
+  fail_unless (gst_structure_get_uint64 (ps, "pool-bytes", &pool) &&
+      gst_structure_get_uint64 (ps, "memory-limit", &stored) &&
+      gst_structure_get_uint (ps, "recomputed", &recomputed));
+  fail_unless (pool <= smallest && stored == smallest && recomputed > 0,
+      "pool %" G_GUINT64_FORMAT " limit %" G_GUINT64_FORMAT " recomputed %u",
+      pool, stored, recomputed);
+  gst_message_unref (pm);
+  GstMessage *tm = tt_gst_pop_named (f.bus, "tensor-trainer-plan");
+  fail_unless (tm != NULL);
+  fail_unless (field_bool (tm, "plan-loaded"));
+  gst_message_unref (tm);
+  gchar *text;
+  fail_unless (g_file_get_contents (f.opt, &text, NULL, NULL));
+  fail_unless (strstr (text, "[Plan.Memory]") && strstr (text, "= recompute"),
+      "%s", text);
+  g_free (text);
+  for (guint k = 0; k < 8; k++)
+    fail_unless_equals_int (gst_harness_push (h, make_sample (k)), GST_FLOW_OK);
+  GstBuffer *b = gst_harness_pull (h);
+  gst_buffer_unref (b);
+  fail_unless (gst_bus_pop_filtered (f.bus, GST_MESSAGE_ERROR) == NULL);
+  gst_harness_teardown (h);
+  g_free (props);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
 /* tensor_trainer reads a file that tensor_planner writes when the caps
  * come (it asks upstream at its start), once: weights that do not fit the
  * model are one error, not one per retried caps event. */
@@ -602,6 +686,7 @@ tensor_planner_suite (void)
   tcase_add_test (tc, test_caps_refused);
   tcase_add_test (tc, test_errors);
   tcase_add_test (tc, test_trainer_error_once_after_planner);
+  tcase_add_test (tc, test_memory_limit);
   return s;
 }
 
