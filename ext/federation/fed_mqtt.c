@@ -6,6 +6,7 @@
  */
 #include "fed_mqtt.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -15,6 +16,68 @@
 #include <time.h>
 
 #include <mosquitto.h>
+
+/* libmosquitto is opened when a federation is joined, not linked: every
+ * user of the plugin would otherwise pay its pages and those of libssl
+ * and libcrypto it pulls in (1.75 MB of RSS, docs/federation.md). Its
+ * header still gives the types. */
+#define FED_MOSQ_LIB "libmosquitto.so.1"
+#define FED_MOSQ_FUNCS(X) \
+  X (connack_string) \
+  X (connect_async) \
+  X (connect_callback_set) \
+  X (destroy) \
+  X (disconnect) \
+  X (disconnect_callback_set) \
+  X (lib_init) \
+  X (log_callback_set) \
+  X (loop_start) \
+  X (loop_stop) \
+  X (max_inflight_messages_set) \
+  X (message_callback_set) \
+  X (new) \
+  X (publish) \
+  X (publish_callback_set) \
+  X (reconnect_delay_set) \
+  X (strerror) \
+  X (subscribe) \
+  X (tls_set) \
+  X (username_pw_set)
+
+#define FED_MOSQ_FIELD(name) __typeof__ (mosquitto_##name) *name;
+static struct
+{
+FED_MOSQ_FUNCS (FED_MOSQ_FIELD)} mq;
+static char mq_error[512];
+
+static void
+lib_init (void)
+{
+  /* TT_FED_LIBMOSQUITTO: another file (tests: one that is missing) */
+  const char *name = getenv ("TT_FED_LIBMOSQUITTO");
+  if (!name || !*name)
+    name = FED_MOSQ_LIB;
+  void *h = dlopen (name, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf (mq_error, sizeof mq_error, "cannot load %s (Debian: "
+        "libmosquitto1): %s", name, dlerror ());
+    return;
+  }
+  /* POSIX: a function pointer is copied from dlsym's void * */
+#define FED_MOSQ_LOAD(fn) \
+  if (!mq_error[0]) { \
+    void *sym = dlsym (h, "mosquitto_" #fn); \
+    if (sym) \
+      memcpy (&mq.fn, &sym, sizeof sym); \
+    else \
+      snprintf (mq_error, sizeof mq_error, "%s has no mosquitto_" #fn, name); \
+  }
+  FED_MOSQ_FUNCS (FED_MOSQ_LOAD);
+#undef FED_MOSQ_LOAD
+  if (mq_error[0])
+    return;
+  mq.lib_init ();
+}
 
 typedef struct fed_item
 {
@@ -137,7 +200,7 @@ on_connect (struct mosquitto *mosq, void *user, int rc)
   tt_fed_mqtt *m = user;
   if (rc == 0)
     for (char **t = m->topics; t && *t; t++)
-      mosquitto_subscribe (mosq, NULL, *t, 1);
+      mq.subscribe (mosq, NULL, *t, 1);
   pthread_mutex_lock (&m->lock);
   if (rc == 0) {
     m->connected = true;
@@ -145,7 +208,7 @@ on_connect (struct mosquitto *mosq, void *user, int rc)
   } else {
     m->refused = true;
     snprintf (m->error, sizeof m->error, "the broker refused the "
-        "connection: %s", mosquitto_connack_string (rc));
+        "connection: %s", mq.connack_string (rc));
     size_t n = strlen (m->error);
     if (n > 0 && m->error[n - 1] == '.')
       m->error[n - 1] = '\0';
@@ -163,7 +226,7 @@ on_disconnect (struct mosquitto *mosq, void *user, int rc)
   m->connected = false;
   if (rc != 0 && !m->refused)
     snprintf (m->error, sizeof m->error, "connection lost: %s%s",
-        mosquitto_strerror (rc), tls_hint (m));
+        mq.strerror (rc), tls_hint (m));
   /* unacknowledged QoS 1 messages are resent by the library on the next
    * connection of a persistent session; the owner decides for the rest */
   pthread_cond_broadcast (&m->cond);
@@ -272,11 +335,6 @@ read_credentials (const char *path, char *user, size_t ucap, char *pass,
 
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 
-static void
-lib_init (void)
-{
-  mosquitto_lib_init ();
-}
 
 tt_fed_mqtt *
 tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
@@ -305,6 +363,10 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
     return NULL;
   }
   pthread_once (&lib_once, lib_init);
+  if (mq_error[0]) {
+    mqtt_fail (err, TT_ERR_IO, "federation: %s", mq_error);
+    return NULL;
+  }
   tt_fed_mqtt *m = calloc (1, sizeof *m);
   if (!m) {
     mqtt_fail (err, TT_ERR_NOMEM, "out of memory");
@@ -324,21 +386,21 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
     m->topics[i] = strdup (subscribe[i]);
   m->tls = tls;
   m->max_queued = o->max_queued;
-  m->mosq = mosquitto_new (o->client_id, !o->persistent, m);
+  m->mosq = mq.new (o->client_id, !o->persistent, m);
   if (!m->topics || !m->mosq) {
     mqtt_fail (err, TT_ERR_NOMEM, "federation: cannot create the MQTT "
         "client: %s", strerror (errno));
     tt_fed_mqtt_free (m);
     return NULL;
   }
-  mosquitto_connect_callback_set (m->mosq, on_connect);
-  mosquitto_disconnect_callback_set (m->mosq, on_disconnect);
-  mosquitto_publish_callback_set (m->mosq, on_publish);
-  mosquitto_message_callback_set (m->mosq, on_message);
-  mosquitto_log_callback_set (m->mosq, on_log);
-  mosquitto_reconnect_delay_set (m->mosq, 1, 10, true);
+  mq.connect_callback_set (m->mosq, on_connect);
+  mq.disconnect_callback_set (m->mosq, on_disconnect);
+  mq.publish_callback_set (m->mosq, on_publish);
+  mq.message_callback_set (m->mosq, on_message);
+  mq.log_callback_set (m->mosq, on_log);
+  mq.reconnect_delay_set (m->mosq, 1, 10, true);
   /* messages are whole models: no limit of the library's own */
-  mosquitto_max_inflight_messages_set (m->mosq, 0);
+  mq.max_inflight_messages_set (m->mosq, 0);
   int rc;
   if (o->credentials && *o->credentials) {
     char user[256], pass[512];
@@ -347,31 +409,30 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
       tt_fed_mqtt_free (m);
       return NULL;
     }
-    rc = mosquitto_username_pw_set (m->mosq, user, pass);
+    rc = mq.username_pw_set (m->mosq, user, pass);
     memset (pass, 0, sizeof pass);
     if (rc != MOSQ_ERR_SUCCESS) {
       mqtt_fail (err, TT_ERR_INVALID, "federation credentials %s: %s",
-          o->credentials, mosquitto_strerror (rc));
+          o->credentials, mq.strerror (rc));
       tt_fed_mqtt_free (m);
       return NULL;
     }
   }
   if (tls) {
     const char *cafile = o->ca && *o->ca ? o->ca : NULL;
-    rc = mosquitto_tls_set (m->mosq, cafile, cafile ? NULL : "/etc/ssl/certs",
+    rc = mq.tls_set (m->mosq, cafile, cafile ? NULL : "/etc/ssl/certs",
         has_cert ? o->cert : NULL, has_key ? o->key : NULL, NULL);
     if (rc != MOSQ_ERR_SUCCESS) {
       mqtt_fail (err, TT_ERR_INVALID, "federation TLS (CA '%s', cert '%s', "
           "key '%s'): %s", cafile ? cafile : "/etc/ssl/certs",
           has_cert ? o->cert : "", has_key ? o->key : "",
-          rc == MOSQ_ERR_INVAL ? "a file cannot be read" :
-          mosquitto_strerror (rc));
+          rc == MOSQ_ERR_INVAL ? "a file cannot be read" : mq.strerror (rc));
       tt_fed_mqtt_free (m);
       return NULL;
     }
   }
   /* a broker that is down now is retried by the network thread */
-  rc = mosquitto_connect_async (m->mosq, host, port,
+  rc = mq.connect_async (m->mosq, host, port,
       o->keepalive > 0 ? o->keepalive : 30);
   if (rc == MOSQ_ERR_TLS) {
     mqtt_fail (err, TT_ERR_IO, "federation broker %s: the TLS handshake "
@@ -383,17 +444,17 @@ tt_fed_mqtt_new (const tt_fed_mqtt_options * o, const char *const *subscribe,
   }
   if (rc != MOSQ_ERR_SUCCESS && rc != MOSQ_ERR_ERRNO) {
     mqtt_fail (err, TT_ERR_IO, "federation broker %s: %s", o->url,
-        mosquitto_strerror (rc));
+        mq.strerror (rc));
     tt_fed_mqtt_free (m);
     return NULL;
   }
   if (rc == MOSQ_ERR_ERRNO)
     snprintf (m->error, sizeof m->error, "cannot connect: %s%s",
         strerror (errno), tls_hint (m));
-  rc = mosquitto_loop_start (m->mosq);
+  rc = mq.loop_start (m->mosq);
   if (rc != MOSQ_ERR_SUCCESS) {
     mqtt_fail (err, TT_ERR_IO, "federation: cannot start the MQTT thread: "
-        "%s", mosquitto_strerror (rc));
+        "%s", mq.strerror (rc));
     tt_fed_mqtt_free (m);
     return NULL;
   }
@@ -411,10 +472,10 @@ tt_fed_mqtt_free (tt_fed_mqtt * m)
   pthread_cond_broadcast (&m->cond);
   pthread_mutex_unlock (&m->lock);
   if (m->mosq) {
-    mosquitto_disconnect (m->mosq);
+    mq.disconnect (m->mosq);
     if (m->started)
-      mosquitto_loop_stop (m->mosq, true);
-    mosquitto_destroy (m->mosq);
+      mq.loop_stop (m->mosq, true);
+    mq.destroy (m->mosq);
   }
   for (fed_item * it = m->head, *next; it; it = next) {
     next = it->next;
@@ -480,14 +541,14 @@ tt_fed_mqtt_publish (tt_fed_mqtt * m, const char *topic, const void *data,
   if (!connected)
     return mqtt_fail (err, TT_ERR_IO, "federation: %s not published: not "
         "connected to the broker", topic);
-  int rc = mosquitto_publish (m->mosq, NULL, topic, (int) len, data, 1,
+  int rc = mq.publish (m->mosq, NULL, topic, (int) len, data, 1,
       retain);
   if (rc != MOSQ_ERR_SUCCESS) {
     pthread_mutex_lock (&m->lock);
     m->in_flight--;
     pthread_mutex_unlock (&m->lock);
     return mqtt_fail (err, TT_ERR_IO, "federation: %s not published: %s",
-        topic, mosquitto_strerror (rc));
+        topic, mq.strerror (rc));
   }
   return TT_OK;
 }

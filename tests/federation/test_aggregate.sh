@@ -3,7 +3,8 @@
 # tensor-trainer aggregate against a real mosquitto (127.0.0.1, a free
 # port, a configuration written here, killed at the end), its devices
 # played by fed_tool (no GStreamer: this test runs under the sanitizers
-# too). 3 clients, quorum 2, a 4 s round timeout:
+# too). First, with a libmosquitto that cannot be loaded, a clear error.
+# Then 3 clients, quorum 2, a 4 s round timeout:
 #   round 1: a and b send updates, a sends its again (refused as a
 #            replay), h one 1000 times too large (rejected: it moved far
 #            more than the others); the round closes with the quorum
@@ -52,6 +53,14 @@ aggregate () {  # ROUNDS LOG
   agg=$!
   pids+=($agg)
 }
+
+# libmosquitto is opened when needed: a missing one is said, not a crash
+TT_FED_LIBMOSQUITTO=libmosquitto-missing.so.1 "$tt" aggregate "$model" \
+  --broker "$broker" --clients 1 --rounds 1 > "$work/nolib.log" 2>&1 &&
+  fail "the aggregator ran without libmosquitto"
+grep -q "cannot load libmosquitto-missing.so.1 (Debian: libmosquitto1)" \
+  "$work/nolib.log" || fail "no clear error without libmosquitto: $(cat "$work/nolib.log")"
+echo "without libmosquitto: $(cat "$work/nolib.log")"
 
 aggregate 2 aggregate1.log
 wait_for "round 0: global model published" "$work/aggregate1.log"
