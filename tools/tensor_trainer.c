@@ -228,8 +228,8 @@ cli_parse (int argc, char **argv, cli_options * o)
       i++;
       continue;
     } else if (!strcmp (a, "--threads")) {
-      if (!tt_cli_uint (v, 1024, &n) || n == 0)
-        return cli_fail ("--threads needs an integer in [1, 1024]"), -2;
+      if (!tt_cli_uint (v, 64, &n) || n == 0)
+        return cli_fail ("--threads needs an integer in [1, 64]"), -2;
       o->threads = (int) n;
       i++;
       continue;
@@ -461,6 +461,7 @@ cli_train (const cli_options * o, bool train)
   if (train && ((o->save && tt_model_check_save_path (o->save, &perr)) ||
           (o->checkpoint && tt_model_check_save_path (o->checkpoint, &perr))))
     return cli_fail ("%s", perr.message);
+  /* the engine's threads (the GEMM library stays on one) */
   if (o->threads)
     tt_set_num_threads (o->threads);
   tt_open_info opened;

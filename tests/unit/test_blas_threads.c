@@ -3,7 +3,8 @@
  * OpenBLAS's thread count after a model is compiled (blas_threads.c):
  *   test_blas_threads default   no thread variable set: one thread
  *   test_blas_threads env N     OPENBLAS_NUM_THREADS=N set: left at N
- *   test_blas_threads call N    tt_set_num_threads (N) first: left at N
+ *   test_blas_threads call N    tt_set_num_threads (N) first: one thread
+ *                               (N is the models' engine threads now)
  * One mode per process: OpenBLAS reads the environment when it loads, and
  * the engine decides once per process. Exits 77 (skipped) without
  * OpenBLAS.
@@ -26,6 +27,8 @@ static const char model[] =
     "[in]\ntype=input\ninput_shape=1:1:8\n"
     "[fc]\ntype=fully_connected\nunit=3\n";
 
+static unsigned want_engine = 1;
+
 static void
 compile_one (void)
 {
@@ -35,6 +38,9 @@ compile_one (void)
   CHECK (m != NULL, "%s", err.message);
   if (m)
     CHECK (tt_model_compile (m, &err) == TT_OK, "%s", err.message);
+  if (m)
+    CHECK (tt_model_threads (m) == want_engine, "engine threads %u, "
+        "expected %u", tt_model_threads (m), want_engine);
   tt_model_free (m);
 }
 
@@ -71,6 +77,8 @@ static void
 test_call (void)
 {
   tt_set_num_threads (want);
+  want_engine = (unsigned) want;
+  want = 1;
   check_threads ();
 }
 #endif

@@ -269,11 +269,11 @@ test_clip_keeps_whole (void)
 static void
 test_blas_threads (void)
 {
-  tt_set_num_threads (2);
+  tt_blas_set_threads (2);
   const bool threaded = tt_blas_thread_count () > 1;
   compare ("two_threads", "two_threads", SMALL ("type=adam\n"
           "learning_rate=0.01", ""), 0, threaded ? 0 : 1);
-  tt_set_num_threads (1);
+  tt_blas_set_threads (1);
   CHECK (tt_blas_thread_count () == 1, "%d", tt_blas_thread_count ());
   compare ("one_thread", "one_thread", SMALL ("type=adam\n"
           "learning_rate=0.01", ""), 0, 1);

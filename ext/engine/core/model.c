@@ -87,6 +87,7 @@ tt_model_free (tt_model * m)
     iniparser_freedict (m->backbone_dicts[i]);
   free (m->backbone_dicts);
   free (m->canonical);
+  tt_threads_free (m->thread_pool);
   free (m->pool);
   if (m->map)
     munmap (m->map, m->map_len);
@@ -111,6 +112,38 @@ tt_model_set_seed (tt_model * m, uint64_t seed)
 {
   m->seed = seed;
   tt_rng_seed (&m->rng, seed);
+}
+
+/* (Re)makes the pool for the count asked; one thread: none. */
+static tt_status
+model_make_threads (tt_model * m, tt_error * err)
+{
+  const unsigned n = tt_model_threads (m);
+  if (tt_threads_count (m->thread_pool) == n)
+    return TT_OK;
+  tt_threads_free (m->thread_pool);
+  m->thread_pool = m->run.threads = NULL;
+  if (tt_threads_new (n, &m->thread_pool))
+    return tt_fail (err, TT_ERR_NOMEM, "%s: could not start %u threads",
+        m->path, n - 1);
+  m->run.threads = m->thread_pool;
+  return TT_OK;
+}
+
+tt_status
+tt_model_set_threads (tt_model * m, unsigned n, tt_error * err)
+{
+  if (n > TT_THREADS_MAX)
+    return tt_fail (err, TT_ERR_INVALID, "%s: %u threads asked; the engine "
+        "runs 1 to %u (0: the default)", m->path, n, TT_THREADS_MAX);
+  m->threads = n;
+  return m->compiled ? model_make_threads (m, err) : TT_OK;
+}
+
+unsigned
+tt_model_threads (const tt_model * m)
+{
+  return m->threads ? m->threads : tt_engine_threads_default ();
 }
 
 tt_status
@@ -219,7 +252,8 @@ tt_model_compile (tt_model * m, tt_error * err)
   m->fingerprint = tt_plan_fingerprint (m);
   st = tt_plan_ini_serves (m) ? tt_plan_ini_use (m, err) :
       tt_plan_build (m, err);
-  if (st || (st = tt_tensors_bind (m, err)) || (st = tt_swap_open (m, err)))
+  if (st || (st = tt_tensors_bind (m, err)) || (st = tt_swap_open (m, err))
+      || (st = model_make_threads (m, err)))
     return st;
   tt_rng_seed (&m->rng, m->seed);
   m->compiled = true;

@@ -217,6 +217,11 @@ struct tt_model {
   /* what the layers are given during a step: the batch being processed
    * (run.batch samples), whether labels came with it, ... (model_feed) */
   tt_run_ctx run;
+  /* tt_model_set_threads: the threads asked for (0: the process default,
+   * tt_set_num_threads) and the pool compile made for them (NULL: one;
+   * run.threads points to it) */
+  unsigned threads;
+  tt_threads *thread_pool;
   double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
 };
@@ -325,9 +330,13 @@ tt_data (const tt_model * m, int id)
   return id < 0 ? NULL : m->tensors[id].data;
 }
 
-/* blas_threads.c: OpenBLAS on one thread unless the user chose */
+/* blas_threads.c: OpenBLAS on one thread unless the environment chose;
+ * the engine threads of a model not told its own (tt_set_num_threads) */
 void tt_blas_threads_default (void);
 int tt_blas_thread_count (void);
+/* OpenBLAS's threads, process-wide (tests: a threaded GEMM's plans) */
+void tt_blas_set_threads (int threads);
+unsigned tt_engine_threads_default (void);
 
 /* init.c */
 void tt_initializer_fill (tt_rng * rng, tt_initializer init, float *w,

@@ -25,7 +25,7 @@
  * registers and fused multiply-adds of the machine it runs on. (Clones
  * named "avx2" and "avx512f" got no FMA: AVX2 does not imply it.) */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
-    && !defined(__SANITIZE_ADDRESS__)
+    && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define TT_VECTOR_CLONES __attribute__ ((target_clones ("default", \
             "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
@@ -188,6 +188,9 @@ typedef struct {
   void (*apply_chunk) (const void *owner, const tt_weight * w, size_t offset,
       size_t n);
   const void *apply_owner;
+  /* the model's thread pool (tt_threads.h), NULL for one thread: kernels
+   * split their work over it */
+  tt_threads *threads;
 } tt_run_ctx;
 
 /* Hands a computed gradient chunk of w to the optimizer. */

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tt_threads.h"
+
 /* C = alpha * op(A) * op(B) + beta * C, row-major; op(A) is M x K, op(B) is
  * K x N. cblas_sgemm when built with BLAS, a portable blocked loop
  * otherwise. */

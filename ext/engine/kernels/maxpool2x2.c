@@ -52,7 +52,7 @@ pool_select (uint32_t m, float a, float b)
 #undef PV_NAME
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
-    && !defined(__SANITIZE_ADDRESS__)
+    && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define POOL_HAVE_WIDE 1
 #pragma GCC push_options
 #pragma GCC target ("avx2")

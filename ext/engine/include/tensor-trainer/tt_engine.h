@@ -34,9 +34,10 @@
  * loaded, compiled, trained and saved at the same time in different
  * threads (the GStreamer elements do: INI files are parsed without
  * iniparser's process-wide error callback, and the engine keeps no other
- * global state). The exception is tt_set_num_threads(): the GEMM
- * library's thread count is one setting for the whole process, shared by
- * every model; set it before models run. tt_status_name() and
+ * global state). The exception is tt_set_num_threads(): the default
+ * engine thread count is one setting for the whole process; set it
+ * before models are compiled. A model's own threads (tt_model_set_threads)
+ * work only inside its calls: they sleep between them. tt_status_name() and
  * tt_version() may be called from any thread.
  *
  * Pointers. The engine copies what it is given (paths, names, options,
@@ -235,6 +236,17 @@ TT_API tt_status tt_model_set_batch_size (tt_model * model, uint32_t batch_size,
 /* Seeds weight initialization, dropout masks and anything else random. */
 TT_API void tt_model_set_seed (tt_model * model, uint64_t seed);
 
+/* The threads the model's kernels run on, the caller's included: n in
+ * [1, 64], or 0 for the process default (tt_set_num_threads, else 1).
+ * Before or after compile (the pool is made, or remade, then; its
+ * threads sleep between steps). Results are deterministic for a given
+ * count; across counts they agree within rounding (docs/architecture.md,
+ * "Threads"). */
+TT_API tt_status tt_model_set_threads (tt_model * model, unsigned n,
+    tt_error * err);
+/* The threads the compiled model runs on (before compile: those it will). */
+TT_API unsigned tt_model_threads (const tt_model * model);
+
 /* Before compile: inference only. The model then keeps no gradients,
  * derivatives or optimizer state, tensors live only as long as the
  * forward pass needs them (a much smaller pool), and train_batch fails.
@@ -390,10 +402,12 @@ TT_API uint32_t tt_model_epoch (const tt_model * model);
 TT_API uint32_t tt_model_iteration (const tt_model * model);
 TT_API void tt_model_finish_epoch (tt_model * model);
 
-/* Threads used by the GEMM library (no-op without one; process-wide).
- * Without this call or OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or
- * OMP_NUM_THREADS in the environment, the first model compiled sets one
- * (blas_threads.c says why). */
+/* The engine threads of every model compiled after this call that was
+ * not given its own (tt_model_set_threads); process-wide, default 1.
+ * The GEMM library stays on one thread (the engine splits the work
+ * itself) unless OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or
+ * OMP_NUM_THREADS is set (blas_threads.c says why). Before this release
+ * it set the GEMM library's threads. */
 TT_API void tt_set_num_threads (int threads);
 
 #ifdef __cplusplus

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The engine's thread pool (tt_threads.h says how kernels use it).
+ *
+ * One word, state, holds the job's generation (32 bits), its number of
+ * parts n and the next part to claim k (16 bits each); a thread claims
+ * part k of generation g by a compare-and-swap of (g, n, k) to
+ * (g, n, k + 1) when k < n, so a thread that woke late, after its job
+ * ended and the next began, can never claim a part of the wrong job: the
+ * swap fails on the generation. n is in the word, not beside it: a late
+ * thread that read the next job's part count while its fields were being
+ * written would otherwise claim part n of an ended job (seen under
+ * ThreadSanitizer's scheduling: a part run twice). The job's fn and arg
+ * are written before the generation is published and rewritten only
+ * after every part of the previous job is done, so a successful claim
+ * always pairs with the fields it read; they are atomics because a late
+ * thread may read them while they change (it then fails its claim and
+ * discards them).
+ *
+ * Sleeping: a worker spins about TT_THREADS_SPIN_NS for the next job,
+ * then waits on wake; the caller, having no part left, spins as long for
+ * the workers' parts, then waits on done_cv. Each side signals only when
+ * the other announced it sleeps (sleepers, caller_sleeping): both flags
+ * and the words they guard are sequentially consistent, so of "I sleep"
+ * and "there is news" one side always sees the other's store (no lost
+ * wake-up), and a job whose workers are spinning costs no system call.
+ */
+#include "tt_threads.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Long enough to bridge the gap between two layers' jobs (a few
+ * microseconds of serial work), short enough that a pool between steps
+ * or batches gives its cores back at once. */
+#define TT_THREADS_SPIN_NS 50000
+
+struct tt_threads
+{
+  unsigned n;                   /* threads, the caller included */
+  unsigned started;             /* workers running */
+  pthread_t workers[TT_THREADS_MAX];
+  pthread_mutex_t lock;
+  pthread_cond_t wake;          /* workers: a new job or quit */
+  pthread_cond_t done_cv;       /* caller: the last part is done */
+  _Atomic uint64_t state;       /* generation << 32 | parts << 16 | next */
+  _Atomic tt_threads_fn fn;
+  void *_Atomic arg;
+  atomic_uint done;             /* parts of this generation finished */
+  atomic_uint sleepers;         /* workers waiting on wake */
+  atomic_int caller_sleeping;
+  atomic_int busy;              /* a job is running: nested runs inline */
+  atomic_int quit;
+};
+
+static inline void
+threads_pause (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
+
+static uint64_t
+threads_now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* Claims and runs parts of the job state s belongs to until none is
+ * left (or the job is another one's). */
+static void
+threads_work (tt_threads * p, uint64_t s)
+{
+  for (;;) {
+    const unsigned k = (unsigned) (s & 0xffff), n = (unsigned) (s >> 16 &
+        0xffff);
+    if (k >= n)
+      return;
+    tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
+    void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
+    if (!atomic_compare_exchange_weak_explicit (&p->state, &s, s + 1,
+            memory_order_acq_rel, memory_order_acquire))
+      continue;                 /* s now holds the current state */
+    fn (arg, k, n);
+    if (atomic_fetch_add (&p->done, 1) + 1 == n &&
+        atomic_load (&p->caller_sleeping)) {
+      pthread_mutex_lock (&p->lock);
+      pthread_cond_signal (&p->done_cv);
+      pthread_mutex_unlock (&p->lock);
+    }
+    s = atomic_load_explicit (&p->state, memory_order_acquire);
+  }
+}
+
+static void *
+threads_worker (void *arg)
+{
+  tt_threads *p = arg;
+  uint32_t seen = 0;            /* the generation last worked on */
+  for (;;) {
+    uint64_t s = atomic_load_explicit (&p->state, memory_order_acquire);
+    const uint64_t t0 = threads_now_ns ();
+    for (unsigned i = 1; (uint32_t) (s >> 32) == seen &&
+        !atomic_load_explicit (&p->quit, memory_order_relaxed); i++) {
+      threads_pause ();
+      if (i % 64 == 0 && threads_now_ns () - t0 > TT_THREADS_SPIN_NS)
+        break;
+      s = atomic_load_explicit (&p->state, memory_order_acquire);
+    }
+    if ((uint32_t) (s >> 32) == seen) {
+      pthread_mutex_lock (&p->lock);
+      atomic_fetch_add (&p->sleepers, 1);
+      while ((uint32_t) ((s = atomic_load (&p->state)) >> 32) == seen &&
+          !atomic_load (&p->quit))
+        pthread_cond_wait (&p->wake, &p->lock);
+      atomic_fetch_sub (&p->sleepers, 1);
+      pthread_mutex_unlock (&p->lock);
+    }
+    if (atomic_load (&p->quit))
+      return NULL;
+    seen = (uint32_t) (s >> 32);
+    threads_work (p, s);
+  }
+}
+
+int
+tt_threads_new (unsigned n, tt_threads ** out)
+{
+  *out = NULL;
+  if (n <= 1)
+    return 0;
+  if (n > TT_THREADS_MAX)
+    n = TT_THREADS_MAX;
+  tt_threads *p = calloc (1, sizeof *p);
+  if (!p)
+    return -1;
+  p->n = n;
+  pthread_mutex_init (&p->lock, NULL);
+  pthread_cond_init (&p->wake, NULL);
+  pthread_cond_init (&p->done_cv, NULL);
+  for (unsigned i = 0; i + 1 < n; i++) {
+    if (pthread_create (&p->workers[i], NULL, threads_worker, p)) {
+      tt_threads_free (p);
+      return -1;
+    }
+    p->started++;
+  }
+  *out = p;
+  return 0;
+}
+
+void
+tt_threads_free (tt_threads * p)
+{
+  if (!p)
+    return;
+  pthread_mutex_lock (&p->lock);
+  atomic_store (&p->quit, 1);
+  pthread_cond_broadcast (&p->wake);
+  pthread_mutex_unlock (&p->lock);
+  for (unsigned i = 0; i < p->started; i++)
+    pthread_join (p->workers[i], NULL);
+  pthread_cond_destroy (&p->done_cv);
+  pthread_cond_destroy (&p->wake);
+  pthread_mutex_destroy (&p->lock);
+  free (p);
+}
+
+unsigned
+tt_threads_count (const tt_threads * p)
+{
+  return p ? p->n : 1;
+}
+
+void
+tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
+{
+  if (!p || n_parts <= 1 || n_parts > TT_THREADS_MAX_PARTS ||
+      atomic_exchange (&p->busy, 1)) {
+    for (unsigned k = 0; k < n_parts; k++)
+      fn (arg, k, n_parts);
+    return;
+  }
+  atomic_store_explicit (&p->fn, fn, memory_order_relaxed);
+  atomic_store_explicit (&p->arg, arg, memory_order_relaxed);
+  atomic_store_explicit (&p->done, 0, memory_order_relaxed);
+  const uint64_t gen = (atomic_load_explicit (&p->state,
+          memory_order_relaxed) >> 32) + 1;
+  const uint64_t s = (gen & 0xffffffffu) << 32 | (uint64_t) n_parts << 16;
+  atomic_store (&p->state, s);
+  if (atomic_load (&p->sleepers)) {
+    pthread_mutex_lock (&p->lock);
+    pthread_cond_broadcast (&p->wake);
+    pthread_mutex_unlock (&p->lock);
+  }
+  threads_work (p, s);
+  const uint64_t t0 = threads_now_ns ();
+  for (unsigned i = 1; atomic_load_explicit (&p->done,
+          memory_order_acquire) != n_parts; i++) {
+    threads_pause ();
+    if (i % 64 == 0 && threads_now_ns () - t0 > TT_THREADS_SPIN_NS) {
+      pthread_mutex_lock (&p->lock);
+      atomic_store (&p->caller_sleeping, 1);
+      while (atomic_load (&p->done) != n_parts)
+        pthread_cond_wait (&p->done_cv, &p->lock);
+      atomic_store (&p->caller_sleeping, 0);
+      pthread_mutex_unlock (&p->lock);
+      break;
+    }
+  }
+  atomic_store (&p->busy, 0);
+}
+
+unsigned
+tt_threads_parts (const tt_threads * p, size_t units, unsigned per_thread)
+{
+  const size_t want = (size_t) tt_threads_count (p) *
+      (per_thread ? per_thread : 1);
+  const size_t parts = units < want ? units : want;
+  return parts ? (unsigned) parts : 1;
+}
+
+void
+tt_threads_range (size_t total, size_t quantum, unsigned part,
+    unsigned n_parts, size_t *begin, size_t *end)
+{
+  if (!quantum)
+    quantum = 1;
+  if (!n_parts)
+    n_parts = 1;
+  const size_t units = (total + quantum - 1) / quantum;
+  const size_t per = units / n_parts, rem = units % n_parts;
+  const size_t b = part * per + (part < rem ? part : rem);
+  const size_t e = b + per + (part < rem);
+  *begin = b * quantum < total ? b * quantum : total;
+  *end = e * quantum < total ? e * quantum : total;
+}

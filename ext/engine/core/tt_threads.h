@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The engine's thread pool: one per model, made when the model is
+ * compiled (tt_model_set_threads), used by the kernels through
+ * tt_run_ctx.threads.
+ *
+ * A pool of n threads is n - 1 workers plus the caller. A job is
+ * fn (arg, part, n_parts) for every part in [0, n_parts): the caller and
+ * the workers claim parts one at a time (whoever is free takes the next),
+ * and tt_threads_run returns when every part is done. Which thread runs a
+ * part is left to timing, so a part must depend on nothing but its
+ * number: results are deterministic when n_parts and each part's range
+ * are functions of the problem and the thread count (tt_threads_parts,
+ * tt_threads_range), never of timing. Parts write disjoint outputs; a
+ * reduction gives each part its own partial and combines them in part
+ * order after the run.
+ *
+ * A NULL pool (or one thread, or n_parts 1) runs every part inline on the
+ * caller, in order, with no synchronization at all: kernels take the
+ * pool as an argument and need no serial twin.
+ *
+ * Cost: nothing is allocated and no thread is created per job. Between
+ * jobs workers spin for a few microseconds (the next layer's job usually
+ * comes sooner) and then sleep on a condition variable, so an idle pool
+ * takes no core from a pipeline's other threads; the caller likewise
+ * sleeps when it has no part left and a worker is still busy.
+ *
+ * Rules for kernels:
+ *  - run jobs only from the thread that owns the model (a pool runs one
+ *    job at a time); a part that calls a kernel passes it NULL, and a
+ *    nested tt_threads_run on a busy pool runs inline anyway;
+ *  - parts must not allocate or take locks of their own;
+ *  - a GEMM inside a part runs on OpenBLAS's threads, which the engine
+ *    keeps at one (core/blas_threads.c): the engine's pool, not the BLAS
+ *    library, splits the work.
+ */
+#ifndef TT_THREADS_H
+#define TT_THREADS_H
+
+#include <stddef.h>
+
+#define TT_THREADS_MAX 64
+/* parts of one job (more run inline, on the caller alone) */
+#define TT_THREADS_MAX_PARTS 65535
+
+typedef struct tt_threads tt_threads;
+typedef void (*tt_threads_fn) (void *arg, unsigned part, unsigned n_parts);
+
+/* A pool of n threads (the caller and n - 1 workers); *out = NULL for
+ * n <= 1 (run inline). Returns 0, or -1 when a thread could not be
+ * started (nothing is left running then). */
+int tt_threads_new (unsigned n, tt_threads ** out);
+void tt_threads_free (tt_threads * pool);
+/* Threads of the pool: 1 for NULL. */
+unsigned tt_threads_count (const tt_threads * pool);
+/* fn (arg, part, n_parts) for each part; returns when all are done. */
+void tt_threads_run (tt_threads * pool, tt_threads_fn fn, void *arg,
+    unsigned n_parts);
+/* Parts to split units of work into: min (units, threads * per_thread),
+ * at least 1. per_thread > 1 lets a free thread take over parts of one
+ * that lost its core (a pipeline's other elements, a CPU hog); 1 when
+ * each part costs a reduction partial or a GEMM's efficiency. */
+unsigned tt_threads_parts (const tt_threads * pool, size_t units,
+    unsigned per_thread);
+/* Part's range [*begin, *end) of [0, total): contiguous, in part order,
+ * boundaries at multiples of quantum (a SIMD width, a tile, a block of
+ * samples) but for total itself, sizes differing by at most one
+ * quantum. */
+void tt_threads_range (size_t total, size_t quantum, unsigned part,
+    unsigned n_parts, size_t * begin, size_t * end);
+
+#endif
