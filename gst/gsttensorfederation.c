@@ -374,7 +374,8 @@ fed_check_model (GstTensorFederation * f, tt_model * model)
   f->signature = tt_model_weight_signature (model);
   f->n_floats = tt_model_weight_floats (model);
   f->checked = TRUE;
-  /* an inference copy carries the weights alone */
+  /* an inference copy carries the weights alone; kept, it is compiled
+   * once instead of at every update */
   const char *path = tt_model_path (model);
   if (path && *path) {
     tt_open_options oo;
@@ -388,8 +389,8 @@ fed_check_model (GstTensorFederation * f, tt_model * model)
             || tt_model_weight_floats (f->carrier) != f->n_floats))
       g_clear_pointer (&f->carrier, tt_model_free);
     if (!f->carrier)
-      GST_DEBUG_OBJECT (f->element, "updates carry the optimizer state too: "
-          "%s", err.message);
+      GST_DEBUG_OBJECT (f->element, "no inference copy of %s kept (%s): "
+          "each update makes its own (tt_fed_encode)", path, err.message);
   }
   return TRUE;
 }

@@ -177,6 +177,46 @@ tt_fed_read_file (const char *path, size_t max, void **out, size_t *len,
 
 /* ---- messages -------------------------------------------------------- */
 
+/* An inference model of model's INI text (its plan taken out: the copy is
+ * planned for batch 1) holding model's weights. */
+static tt_model *
+fed_inference_copy (tt_model * model, tt_error * err)
+{
+  char *text = NULL, *plain = NULL;
+  size_t len = 0, plain_len = 0;
+  tt_model *copy = NULL;
+  size_t n = tt_model_weight_floats (model);
+  float *w = malloc (n * sizeof (float));
+  if (!w) {
+    fed_fail (err, TT_ERR_NOMEM, "federation: out of memory");
+    return NULL;
+  }
+  if (tt_plan_ini_text (model, &text, &len, err) == TT_OK
+      && tt_ini_strip_plan (text, len, &plain, &plain_len, err) == TT_OK
+      && (copy = tt_model_load_ini_text (plain, plain_len, "federation "
+              "message", err)) != NULL) {
+    if (tt_model_set_inference (copy, true, err) != TT_OK
+        || tt_model_set_batch_size (copy, 1, err) != TT_OK
+        || tt_model_set_plan_mode (copy, TT_PLAN_REPLAN, err) != TT_OK
+        || tt_model_compile (copy, err) != TT_OK
+        || tt_model_export_weights (model, w, n, err) != TT_OK
+        || tt_model_import_weights (copy, w, n, err) != TT_OK) {
+      tt_model_free (copy);
+      copy = NULL;
+    } else if (tt_model_weight_signature (copy) !=
+        tt_model_weight_signature (model)) {
+      fed_fail (err, TT_ERR_STATE, "federation: the inference copy of the "
+          "model has another weight signature");
+      tt_model_free (copy);
+      copy = NULL;
+    }
+  }
+  free (text);
+  free (plain);
+  free (w);
+  return copy;
+}
+
 tt_status
 tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
     size_t *len, tt_error * err)
@@ -195,6 +235,17 @@ tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
   if (tt_model_weight_floats (model) == 0)
     return fed_fail (err, TT_ERR_STATE, "federation: the model has no "
         "weights (not compiled?)");
+  if (!tt_model_is_inference (model)) {
+    /* a training model's bundle would carry the optimizer's state (Adam's
+     * two moments: three times the weights) the other side never uses:
+     * the message is made from an inference copy of it */
+    tt_model *copy = fed_inference_copy (model, err);
+    if (!copy)
+      return err ? err->status : TT_ERR_STATE;
+    tt_status st = tt_fed_encode (copy, h, out, len, err);
+    tt_model_free (copy);
+    return st;
+  }
 
   /* the bundle goes through a file: tt_bundle_save writes paths */
   const char *tmpdir = getenv ("TMPDIR");

@@ -78,8 +78,9 @@ bool tt_fed_client_id_valid (const char *id);
 
 /* The message for model's current weights: header's signature and
  * n_floats are taken from the model (header's own are ignored). The model
- * is saved as a bundle (a compiled inference model saves its weights
- * only: the smallest message). *out is malloc'ed, *len its bytes. */
+ * is saved as a bundle of its weights only: a training model through an
+ * inference copy (compiled here each time: keep one to avoid it), so that
+ * no optimizer state travels. *out is malloc'ed, *len its bytes. */
 tt_status tt_fed_encode (tt_model * model, const tt_fed_header * header,
     void **out, size_t *len, tt_error * err);
 
