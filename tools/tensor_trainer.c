@@ -593,10 +593,9 @@ cli_print_memory (const tt_model * m, const tt_plan_info * p)
   printf ("recomputed=%u (%" PRIu64 " bytes) swapped=%u (%" PRIu64
       " bytes)\n", p->recomputed, p->recomputed_bytes, p->swapped,
       p->swapped_bytes);
-  bool swapped;
-  const char *name;
-  for (uint32_t i = 0; (name = tt_model_plan_dropped (m, i, &swapped)); i++)
-    printf ("  %s %s\n", swapped ? "swap     " : "recompute", name);
+  const char *name, *how;
+  for (uint32_t i = 0; (name = tt_model_plan_dropped (m, i, &how)); i++)
+    printf ("  %-16s %s\n", how, name);
 }
 
 static void

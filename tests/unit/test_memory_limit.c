@@ -457,6 +457,52 @@ test_tampered (void)
   tt_model_free (b);
 }
 
+/* rerun decisions (inception at batch 4, at its smallest feasible
+ * limit, reruns a convolution to rebuild its im2col): tampered, refused */
+static void
+test_rerun_tampered (void)
+{
+  char path[2048];
+  snprintf (path, sizeof path, "%s/tests/models/inception.ini", root);
+  const uint64_t smallest = smallest_feasible (path, NULL, 4);
+  tt_error err;
+  tt_model *b = open_model (path, NULL, 4, smallest, &err);
+  CHECK (b != NULL, "%s", b ? "" : err.message);
+  if (!b)
+    return;
+  char *opt, *z;
+  size_t len;
+  CHECK (tt_plan_ini_text (b, &opt, &len, &err) == TT_OK, "%s", err.message);
+  z = malloc (len + 1);
+  memcpy (z, opt, len);
+  z[len] = '\0';
+  tt_model_free (b);
+  free (opt);
+  if (!strstr (z, ", rerun   #")) {
+    printf ("inception: no rerun chosen at %" PRIu64 " bytes: rerun "
+        "tampering not checked\n", smallest);
+    free (z);
+    return;
+  }
+  char *t = replace (z, ", rerun   #", ", rerun twice   #");
+  expect_refused ("rerun misspelt", t, "neither recompute nor swap");
+  free (t);
+  t = replace (z, "= keep, rerun", "= keep");
+  if (t)
+    expect_refused ("keep alone", t, "neither recompute nor swap");
+  free (t);
+  /* a rerun dropped: its instances have no tensor any more */
+  t = replace (z, ", rerun   #", "   #");
+  expect_refused ("rerun removed", t, "[Plan.");
+  free (t);
+  /* batch norm's scratch is read by its backward; the loss's is not */
+  t = replace (z, "[Plan.Memory]\n", "[Plan.Memory]\noutput/loss:out = "
+      "keep, rerun\n");
+  expect_refused ("rerun of nothing", t, "[Plan.Memory] output");
+  free (t);
+  free (z);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -466,5 +512,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_swap);
   TT_TEST_RUN (test_swap_errors);
   TT_TEST_RUN (test_tampered);
+  TT_TEST_RUN (test_rerun_tampered);
   return tt_test_summary ();
 }

@@ -121,6 +121,15 @@ typedef struct {
   int trigger, trigger_step;    /* layer index and its first backward step */
   int twins[TT_REMAT_TENSORS];  /* -1: none (swap: forward-only scratch) */
   int owner[TT_REMAT_TENSORS];  /* the writer whose forward completes it */
+  /* rerun: the first writer's forward runs again before its own backward
+   * phases, so the scratch its backward reads (im2col ...) is rebuilt
+   * there (late_twins, "<name>:rerun") instead of living from forward or
+   * from the trigger; the root and other tensors it writes then get a
+   * scrap instance for that step. Independent of mode. */
+  bool late, late_ok, tried_late;
+  int late_twins[TT_REMAT_TENSORS];
+  uint32_t rerun_keep;          /* bit k: late_twins[k] is read afterwards */
+  uint64_t cost_first;          /* forward work of the first writer */
   uint64_t swap_offset;         /* in the swap file, of each twin in turn */
 } tt_remat;
 
@@ -269,7 +278,8 @@ void tt_remat_lifetimes (tt_model * m);
 tt_status tt_remat_plan (tt_model * m, tt_error * err);
 /* The group whose root is tensor id, or -1. */
 int tt_remat_find (const tt_model * m, int id);
-const char *tt_remat_mode_name (tt_remat_mode mode);
+/* g's decision as [Plan.Memory] stores it ("recompute, rerun", ...) */
+const char *tt_remat_decision (const tt_remat * g);
 
 /* swap.c: the swap file of the swapped groups */
 tt_status tt_swap_open (tt_model * m, tt_error * err);

@@ -297,16 +297,37 @@ plan_read_memory (tt_model * m, tt_error * err)
         id = (int) i;
     const int g = id < 0 ? -1 : tt_remat_find (m, id);
     tt_remat *G = g < 0 ? NULL : &m->remat[g];
-    const bool swap = v && !strcasecmp (v, "swap");
+    /* "mode" or "mode, rerun" */
+    char word[32] = "", flag[32] = "";
+    const char *comma = v ? strchr (v, ',') : NULL;
+    if (v)
+      snprintf (word, sizeof word, "%.*s", comma ? (int) (comma - v) :
+          (int) strlen (v), v);
+    if (comma)
+      snprintf (flag, sizeof flag, "%s", comma + 1);
+    const char *mode = tt_ini_text_strip (word);
+    const char *what = tt_ini_text_strip (flag);
+    tt_ini_text_lower (word);
+    tt_ini_text_lower (flag);
+    const bool swap = !strcmp (mode, "swap"), keep = !strcmp (mode, "keep");
+    const bool rerun = !strcmp (what, "rerun");
     if (id < 0)
       st = plan_error (m, err, "[Plan.Memory] %s: no tensor of that name "
           "has memory of its own in this model", name);
     else if (!G)
       st = plan_error (m, err, "[Plan.Memory] %s: not an activation a "
           "layer writes in forward; only those can be dropped", name);
-    else if (!v || (!swap && strcasecmp (v, "recompute")))
+    else if ((!swap && !keep && strcmp (mode, "recompute")) ||
+        (comma && !rerun) || (keep && !rerun))
       st = plan_error (m, err, "[Plan.Memory] %s: '%s' is neither "
-          "recompute nor swap", name, v ? v : "");
+          "recompute nor swap, optionally followed by ', rerun' (or 'keep, "
+          "rerun')", name, v ? v : "");
+    else if (rerun && !G->late_ok)
+      st = plan_error (m, err, "[Plan.Memory] %s: rerun: its first layer "
+          "%s keeps no scratch for its backward, or cannot run twice", name,
+          m->layers[G->writers[0]].name);
+    else if (keep)
+      G->late = true;
     else if (!G->backward_use)
       st = plan_error (m, err, "[Plan.Memory] %s: no backward phase reads "
           "it, so there is nothing to rebuild", name);
@@ -318,8 +339,10 @@ plan_read_memory (tt_model * m, tt_error * err)
     else if (swap && !m->memory_swap)
       st = plan_error (m, err, "[Plan.Memory] %s: swap needs [Model] "
           "memory_swap = true", name);
-    else
+    else {
       G->mode = swap ? TT_REMAT_SWAP : TT_REMAT_RECOMPUTE;
+      G->late = rerun;
+    }
   }
   free (keys);
   if (st == TT_OK)
@@ -788,12 +811,15 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
   }
   if (m->n_dropped)
     plan_printf (&w, "\n[Plan.Memory]\n# activation = recompute | swap   "
-        "# rebuilt before the backward of\n");
+        "[, rerun]   # rebuilt before the backward of\n");
   for (uint32_t g = 0; g < m->n_remat; g++) {
     const tt_remat *G = &m->remat[g];
-    if (G->mode != TT_REMAT_KEEP)
-      plan_printf (&w, "%s = %s   # %s\n", m->tensors[G->root].name,
-          tt_remat_mode_name (G->mode), m->layers[G->trigger].name);
+    if (G->mode != TT_REMAT_KEEP || G->late)
+      plan_printf (&w, "%s = %s   # %s%s%s\n", m->tensors[G->root].name,
+          tt_remat_decision (G),
+          G->mode != TT_REMAT_KEEP ? m->layers[G->trigger].name : "",
+          G->mode != TT_REMAT_KEEP && G->late ? "; rerun: " : G->late ?
+          "rerun: " : "", G->late ? m->layers[G->writers[0]].name : "");
   }
   if (w.st) {
     free (w.buf);

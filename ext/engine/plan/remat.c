@@ -42,13 +42,6 @@
 #define REMAT_SWAP_COST_PER_BYTE 16
 #define REMAT_ROUNDS 64
 
-const char *
-tt_remat_mode_name (tt_remat_mode mode)
-{
-  return mode == TT_REMAT_SWAP ? "swap" : mode == TT_REMAT_RECOMPUTE ?
-      "recompute" : "keep";
-}
-
 static int
 remat_root (const tt_model * m, int id)
 {
@@ -108,11 +101,47 @@ remat_spans (const tt_model * m, remat_span * sp)
 /* A second instance for tensor k of a dropped group: every tensor when
  * recomputed (the writers' forward writes them all), the root and what
  * backward reads when swapped. */
+#define REMAT_SLOTS (2 * TT_REMAT_TENSORS)
+
+/* The slot of tensor k of group g: its second instance, or (late) its
+ * instance when the first writer runs again. */
+static int
+remat_slot (uint32_t g, uint32_t k, bool late)
+{
+  return (int) (g * REMAT_SLOTS + (late ? TT_REMAT_TENSORS : 0) + k);
+}
+
+/* Scratch of the first writer that its backward reads: rebuilt by the
+ * rerun, read from that instance afterwards. */
+static bool
+remat_late_scratch (const tt_remat * g, uint32_t k, const remat_span * sp)
+{
+  return g->late && k > 0 && g->owner[k] == g->writers[0] &&
+      sp[g->tensors[k]].bwd_first >= 0;
+}
+
+/* Written by the rerun of the first writer. */
+static bool
+remat_in_rerun (const tt_remat * g, uint32_t k)
+{
+  return g->late && (k == 0 || g->owner[k] == g->writers[0]);
+}
+
+/* The first backward step of the first writer: where it reruns. */
+static int
+remat_rerun_step (const tt_model * m, const tt_remat * g)
+{
+  const int n = (int) m->n_layers;
+  return n + 3 * (n - 1 - m->layers[g->writers[0]].order);
+}
+
 static bool
 remat_needs_twin (const tt_remat * g, uint32_t k, const remat_span * sp)
 {
+  if (g->mode == TT_REMAT_KEEP)
+    return false;
   return g->mode == TT_REMAT_RECOMPUTE || k == 0 ||
-      sp[g->tensors[k]].bwd_first >= 0;
+      (sp[g->tensors[k]].bwd_first >= 0 && !remat_late_scratch (g, k, sp));
 }
 
 int
@@ -188,7 +217,8 @@ tt_remat_groups (tt_model * m, tt_error * err)
         g->swappable = true;
         g->trigger = g->trigger_step = -1;
         for (int k = 0; k < TT_REMAT_TENSORS; k++)
-          g->twins[k] = -1;
+          g->twins[k] = g->late_twins[k] = -1;
+        g->cost_first = remat_cost (m, l);
       }
       tt_remat *g = &m->remat[group_of[r]];
       bool full = false;
@@ -236,9 +266,15 @@ tt_remat_groups (tt_model * m, tt_error * err)
   for (uint32_t u = 0; u < m->n_uses; u++)
     if (remat_backward_phase (m->uses[u].phase))
       group_of[m->uses[u].tensor] = -2;
-  for (uint32_t g = 0; g < m->n_remat; g++)
-    for (uint32_t k = 0; k < m->remat[g].n_tensors; k++)
-      m->remat[g].backward_use |= group_of[m->remat[g].tensors[k]] == -2;
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    tt_remat *G = &m->remat[g];
+    for (uint32_t k = 0; k < G->n_tensors; k++) {
+      const bool bwd = group_of[G->tensors[k]] == -2;
+      G->backward_use |= bwd;
+      G->late_ok |= k > 0 && bwd && G->owner[k] == G->writers[0] &&
+          !G->not_recomputable;
+    }
+  }
   free (group_of);
   free (writer_group);
   return TT_OK;
@@ -262,7 +298,31 @@ typedef struct
   uint64_t pool;                /* the last remat_offsets */
 } remat_ctx;
 
-/* first/last of every base tensor and second instance for the modes in
+/* The instance of input in that holds it at step: its group's second
+ * instance when dropped, else its own; lives until step at least. */
+static void
+remat_extend (remat_ctx * c, int in, int step)
+{
+  const int h = c->group_of[in];
+  int *last = h >= 0 && c->m->remat[h].mode != TT_REMAT_KEEP ?
+      &c->tlast[remat_slot ((uint32_t) h, 0, false)] : &c->last[in];
+  if (*last < step)
+    *last = step;
+}
+
+/* A dropped input must be back by step: its trigger no later. */
+static void
+remat_need_by (remat_ctx * c, const tt_remat * G, int step)
+{
+  for (uint32_t i = 0; i < G->n_inputs; i++) {
+    const int h = c->group_of[G->inputs[i]];
+    if (h >= 0 && c->m->remat[h].mode != TT_REMAT_KEEP &&
+        step < c->m->remat[h].trigger_step)
+      c->m->remat[h].trigger_step = step;
+  }
+}
+
+/* first/last of every base tensor and instance for the decisions in
  * m->remat; sets the triggers. */
 static void
 remat_layout (remat_ctx * c)
@@ -276,62 +336,59 @@ remat_layout (remat_ctx * c)
   for (uint32_t g = 0; g < m->n_remat; g++)
     m->remat[g].trigger_step = INT_MAX;
   /* consumers before their inputs: a dropped input must be back by the
-   * trigger of a recomputed group that reads it */
+   * trigger of a recomputed group, or the rerun of a writer, reading it */
   for (uint32_t g = m->n_remat; g-- > 0;) {
     tt_remat *G = &m->remat[g];
-    if (G->mode == TT_REMAT_KEEP)
-      continue;
-    int t = G->trigger_step;
-    for (uint32_t k = 0; k < G->n_tensors; k++) {
-      const int b = c->sp[G->tensors[k]].bwd_first;
-      if (b >= 0 && b < t)
-        t = b;
+    if (G->mode != TT_REMAT_KEEP) {
+      int t = G->trigger_step;
+      for (uint32_t k = 0; k < G->n_tensors; k++) {
+        const int b = c->sp[G->tensors[k]].bwd_first;
+        if (b >= 0 && b < t && !remat_late_scratch (G, k, c->sp))
+          t = b;
+      }
+      if (t == INT_MAX || t > 4 * n - 1)
+        t = 4 * n - 1;
+      if (t < n)
+        t = n;
+      const int back = (t - n) / 3;
+      G->trigger = m->exec[n - 1 - back];
+      G->trigger_step = n + 3 * back;
+      if (G->mode == TT_REMAT_RECOMPUTE)
+        remat_need_by (c, G, G->trigger_step);
     }
-    if (t == INT_MAX || t > 4 * n - 1)
-      t = 4 * n - 1;
-    if (t < n)
-      t = n;
-    const int back = (t - n) / 3;
-    G->trigger = m->exec[n - 1 - back];
-    G->trigger_step = n + 3 * back;
-    if (G->mode != TT_REMAT_RECOMPUTE)
-      continue;
-    for (uint32_t i = 0; i < G->n_inputs; i++) {
-      const int h = c->group_of[G->inputs[i]];
-      if (h >= 0 && m->remat[h].mode != TT_REMAT_KEEP &&
-          G->trigger_step < m->remat[h].trigger_step)
-        m->remat[h].trigger_step = G->trigger_step;
-    }
+    if (G->late)
+      remat_need_by (c, G, remat_rerun_step (m, G));
   }
   for (uint32_t g = 0; g < m->n_remat; g++) {
     tt_remat *G = &m->remat[g];
-    for (uint32_t k = 0; k < TT_REMAT_TENSORS; k++)
-      c->tfirst[g * TT_REMAT_TENSORS + k] = c->tlast[g * TT_REMAT_TENSORS +
-          k] = -1;
-    if (G->mode == TT_REMAT_KEEP)
-      continue;
+    for (uint32_t k = 0; k < REMAT_SLOTS; k++)
+      c->tfirst[g * REMAT_SLOTS + k] = c->tlast[g * REMAT_SLOTS + k] = -1;
+    const int t1 = G->trigger_step, t2 = G->late ? remat_rerun_step (m, G) : -1;
     for (uint32_t k = 0; k < G->n_tensors; k++) {
       const int id = G->tensors[k];
-      c->last[id] = c->sp[id].fwd_last >= c->first[id] ? c->sp[id].fwd_last :
-          c->first[id];
-      if (!remat_needs_twin (G, k, c->sp))
-        continue;
-      const int s = (int) (g * TT_REMAT_TENSORS + k);
-      c->tfirst[s] = G->trigger_step;
-      c->tlast[s] = c->sp[id].bwd_last > G->trigger_step ?
-          c->sp[id].bwd_last : G->trigger_step;
+      const bool late = remat_late_scratch (G, k, c->sp);
+      if (G->mode != TT_REMAT_KEEP || late)
+        c->last[id] = c->sp[id].fwd_last >= c->first[id] ?
+            c->sp[id].fwd_last : c->first[id];
+      if (remat_needs_twin (G, k, c->sp)) {
+        const int s = remat_slot (g, k, false);
+        c->tfirst[s] = t1;
+        c->tlast[s] = late || c->sp[id].bwd_last < t1 ? t1 : c->sp[id].bwd_last;
+      }
+      if (remat_in_rerun (G, k)) {
+        const int s = remat_slot (g, k, true);
+        c->tfirst[s] = t2;
+        c->tlast[s] = late && c->sp[id].bwd_last > t2 ? c->sp[id].bwd_last : t2;
+      }
     }
   }
   for (uint32_t g = 0; g < m->n_remat; g++) {
     const tt_remat *G = &m->remat[g];
-    if (G->mode != TT_REMAT_RECOMPUTE)
-      continue;
     for (uint32_t i = 0; i < G->n_inputs; i++) {
-      const int in = G->inputs[i], h = c->group_of[in];
-      int *last = h >= 0 && m->remat[h].mode != TT_REMAT_KEEP ?
-          &c->tlast[h * TT_REMAT_TENSORS] : &c->last[in];
-      if (*last < G->trigger_step)
-        *last = G->trigger_step;
+      if (G->mode == TT_REMAT_RECOMPUTE)
+        remat_extend (c, G->inputs[i], G->trigger_step);
+      if (G->late)
+        remat_extend (c, G->inputs[i], remat_rerun_step (m, G));
     }
   }
 }
@@ -351,15 +408,16 @@ remat_profile (remat_ctx * c, uint64_t target, int64_t * excess)
   }
   for (uint32_t g = 0; g < m->n_remat; g++) {
     const tt_remat *G = &m->remat[g];
-    if (G->mode == TT_REMAT_KEEP)
+    if (G->mode == TT_REMAT_KEEP && !G->late)
       continue;
-    for (uint32_t k = 0; k < G->n_tensors; k++) {
-      const int s = (int) (g * TT_REMAT_TENSORS + k);
-      if (c->tfirst[s] < 0)
-        continue;
-      c->live[c->tfirst[s]] += (int64_t) c->abytes[G->tensors[k]];
-      c->live[c->tlast[s] + 1] -= (int64_t) c->abytes[G->tensors[k]];
-    }
+    for (int late = 0; late < 2; late++)
+      for (uint32_t k = 0; k < G->n_tensors; k++) {
+        const int s = remat_slot (g, k, late);
+        if (c->tfirst[s] < 0)
+          continue;
+        c->live[c->tfirst[s]] += (int64_t) c->abytes[G->tensors[k]];
+        c->live[c->tlast[s] + 1] -= (int64_t) c->abytes[G->tensors[k]];
+      }
   }
   int64_t run = 0, peak = 0, over = 0;
   for (int t = 0; t < c->steps; t++) {
@@ -380,7 +438,9 @@ remat_evaluate (remat_ctx * c, uint64_t target, int64_t * excess)
   return remat_profile (c, target, excess);
 }
 
-/* The pool of the offset planner for the current decisions. */
+/* The pool of the offset planner for the current decisions: the base
+ * tensors in id order, then each group's instances in slot order, as
+ * tt_remat_materialize declares them. */
 static uint64_t
 remat_offsets (remat_ctx * c)
 {
@@ -396,28 +456,43 @@ remat_offsets (remat_ctx * c)
     c->iv_slot[n++] = i;
   }
   for (uint32_t g = 0; g < m->n_remat; g++)
-    for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
-      const uint32_t s = g * TT_REMAT_TENSORS + k;
-      if (c->tfirst[s] < 0)
-        continue;
-      c->iv[n] = (tt_interval) {
-      (uint64_t) m->tensors[m->remat[g].tensors[k]].count * sizeof (float),
-            c->tfirst[s], c->tlast[s], 0};
-      c->iv_slot[n++] = m->n_base_tensors + s;
-    }
+    for (int late = 0; late < 2; late++)
+      for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
+        const int s = remat_slot (g, k, late);
+        if (c->tfirst[s] < 0)
+          continue;
+        c->iv[n] = (tt_interval) {
+        (uint64_t) m->tensors[m->remat[g].tensors[k]].count *
+              sizeof (float), c->tfirst[s], c->tlast[s], 0};
+        c->iv_slot[n++] = m->n_base_tensors + (uint32_t) s;
+      }
   c->pool = tt_plan_assign_offsets (c->iv, n, m->align);
   return c->pool;
 }
 
+/* what a decision costs: mode, or (mode KEEP) the rerun */
 static uint64_t
 remat_cost_of (const tt_model * m, const tt_remat * g, tt_remat_mode mode)
 {
+  if (mode == TT_REMAT_KEEP)
+    return g->cost_first;
   if (mode == TT_REMAT_RECOMPUTE)
     return g->cost;
   uint64_t bytes = 0;
   for (uint32_t k = 0; k < g->n_tensors; k++)
     bytes += (uint64_t) m->tensors[g->tensors[k]].count * sizeof (float);
   return bytes * REMAT_SWAP_COST_PER_BYTE + 1;
+}
+
+/* Decision opt of group G (1 recompute, 2 swap, 3 rerun) made (on) or
+ * unmade. */
+static void
+remat_set (tt_remat * G, int opt, bool on)
+{
+  if (opt == 3)
+    G->late = on;
+  else
+    G->mode = on ? (tt_remat_mode) opt : TT_REMAT_KEEP;
 }
 
 /* Drops groups until no step holds more than target, or none helps. */
@@ -430,44 +505,48 @@ remat_greedy (remat_ctx * c, uint64_t target, bool allow_swap)
     remat_evaluate (c, target, &excess);
     if (excess == 0)
       return;
-    int best = -1;
-    tt_remat_mode best_mode = TT_REMAT_KEEP;
+    int best = -1, best_opt = 0;
     double best_score = 0;
     for (uint32_t g = 0; g < m->n_remat; g++) {
       tt_remat *G = &m->remat[g];
-      if (G->mode != TT_REMAT_KEEP || !G->backward_use)
-        continue;
-      for (int mode = TT_REMAT_RECOMPUTE; mode <= TT_REMAT_SWAP; mode++) {
-        if (mode == TT_REMAT_RECOMPUTE && G->not_recomputable)
+      for (int opt = 1; opt <= 3; opt++) {
+        if (opt < 3 && (G->mode != TT_REMAT_KEEP || !G->backward_use))
           continue;
-        if (mode == TT_REMAT_SWAP && (!allow_swap || !G->swappable))
+        if (opt == 1 && G->not_recomputable)
+          continue;
+        if (opt == 2 && (!allow_swap || !G->swappable))
+          continue;
+        if (opt == 3 && (G->late || !G->late_ok))
           continue;
         int64_t ex;
-        G->mode = (tt_remat_mode) mode;
+        remat_set (G, opt, true);
         remat_evaluate (c, target, &ex);
-        G->mode = TT_REMAT_KEEP;
+        remat_set (G, opt, false);
         if (ex >= excess)
           continue;
         const double score = (double) (excess - ex) /
-            (double) remat_cost_of (m, G, (tt_remat_mode) mode);
+            (double) remat_cost_of (m, G, opt == 3 ? TT_REMAT_KEEP :
+            (tt_remat_mode) opt);
         if (score > best_score) {
           best_score = score;
           best = (int) g;
-          best_mode = (tt_remat_mode) mode;
+          best_opt = opt;
         }
       }
     }
     if (best < 0)
       return;
-    m->remat[best].mode = best_mode;
+    remat_set (&m->remat[best], best_opt, true);
   }
 }
 
 static void
 remat_reset (tt_model * m)
 {
-  for (uint32_t g = 0; g < m->n_remat; g++)
+  for (uint32_t g = 0; g < m->n_remat; g++) {
     m->remat[g].mode = TT_REMAT_KEEP;
+    m->remat[g].late = false;
+  }
 }
 
 /* Decisions whose pool fits limit, from none: true when found. */
@@ -493,34 +572,44 @@ remat_search (remat_ctx * c, uint64_t limit, bool allow_swap)
   return false;
 }
 
-/* After a search met limit: groups kept again, the costliest first,
- * while the pool still fits (the greedy may overshoot). */
+/* After a search met limit: decisions undone, the costliest first, while
+ * the pool still fits (the greedy may overshoot). */
 static void
 remat_prune (remat_ctx * c, uint64_t limit)
 {
   tt_model *m = c->m;
   for (;;) {
-    int undo = -1;
+    int undo = -1, undo_opt = 0;
+    uint64_t undo_cost = 0;
     for (uint32_t g = 0; g < m->n_remat; g++) {
       tt_remat *G = &m->remat[g];
-      if (G->mode == TT_REMAT_KEEP || G->tried)
-        continue;
-      if (undo < 0 || remat_cost_of (m, G, G->mode) >
-          remat_cost_of (m, &m->remat[undo], m->remat[undo].mode))
+      if (G->mode != TT_REMAT_KEEP && !G->tried &&
+          (undo < 0 || remat_cost_of (m, G, G->mode) > undo_cost)) {
         undo = (int) g;
+        undo_opt = (int) G->mode;
+        undo_cost = remat_cost_of (m, G, G->mode);
+      }
+      if (G->late && !G->tried_late &&
+          (undo < 0 || remat_cost_of (m, G, TT_REMAT_KEEP) > undo_cost)) {
+        undo = (int) g;
+        undo_opt = 3;
+        undo_cost = remat_cost_of (m, G, TT_REMAT_KEEP);
+      }
     }
     if (undo < 0)
       break;
     tt_remat *G = &m->remat[undo];
-    const tt_remat_mode was = G->mode;
-    G->tried = true;
-    G->mode = TT_REMAT_KEEP;
+    if (undo_opt == 3)
+      G->tried_late = true;
+    else
+      G->tried = true;
+    remat_set (G, undo_opt, false);
     int64_t excess;
     if (remat_evaluate (c, limit, &excess) > limit || remat_offsets (c) > limit)
-      G->mode = was;
+      remat_set (G, undo_opt, true);
   }
   for (uint32_t g = 0; g < m->n_remat; g++)
-    m->remat[g].tried = false;
+    m->remat[g].tried = m->remat[g].tried_late = false;
 }
 
 /* The smallest pool reachable by remat_search, whose result is not
@@ -530,7 +619,7 @@ static uint64_t
 remat_smallest (remat_ctx * c, uint64_t unlimited, bool allow_swap)
 {
   tt_model *m = c->m;
-  tt_remat_mode *best = malloc ((m->n_remat + 1) * sizeof *best);
+  int *best = malloc ((m->n_remat + 1) * sizeof *best);
   uint64_t best_pool = unlimited, lo = 0, hi = unlimited;
   for (uint32_t g = 0; best && g < m->n_remat; g++)
     best[g] = TT_REMAT_KEEP;
@@ -541,15 +630,17 @@ remat_smallest (remat_ctx * c, uint64_t unlimited, bool allow_swap)
       if (c->pool < best_pool) {
         best_pool = c->pool;
         for (uint32_t g = 0; g < m->n_remat; g++)
-          best[g] = m->remat[g].mode;
+          best[g] = (int) m->remat[g].mode | (m->remat[g].late ? 16 : 0);
       }
       hi = c->pool < mid ? c->pool : mid;
     } else {
       lo = mid;
     }
   }
-  for (uint32_t g = 0; g < m->n_remat; g++)
-    m->remat[g].mode = best ? best[g] : TT_REMAT_KEEP;
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    m->remat[g].mode = best ? (tt_remat_mode) (best[g] & 15) : TT_REMAT_KEEP;
+    m->remat[g].late = best && (best[g] & 16);
+  }
   free (best);
   return best_pool;
 }
@@ -580,12 +671,12 @@ remat_ctx_init (remat_ctx * c, tt_model * m, tt_error * err)
   c->group_of = malloc (nb * sizeof *c->group_of);
   c->first = malloc (nb * sizeof *c->first);
   c->last = malloc (nb * sizeof *c->last);
-  c->tfirst = malloc (ng * TT_REMAT_TENSORS * sizeof *c->tfirst);
-  c->tlast = malloc (ng * TT_REMAT_TENSORS * sizeof *c->tlast);
+  c->tfirst = malloc (ng * REMAT_SLOTS * sizeof *c->tfirst);
+  c->tlast = malloc (ng * REMAT_SLOTS * sizeof *c->tlast);
   c->abytes = malloc (nb * sizeof *c->abytes);
   c->live = malloc ((size_t) (c->steps + 2) * sizeof *c->live);
-  c->iv = malloc ((nb + ng * TT_REMAT_TENSORS) * sizeof *c->iv);
-  c->iv_slot = malloc ((nb + ng * TT_REMAT_TENSORS) * sizeof *c->iv_slot);
+  c->iv = malloc ((nb + ng * REMAT_SLOTS) * sizeof *c->iv);
+  c->iv_slot = malloc ((nb + ng * REMAT_SLOTS) * sizeof *c->iv_slot);
   if (!c->sp || !c->group_of || !c->first || !c->last || !c->tfirst ||
       !c->tlast || !c->abytes || !c->live || !c->iv || !c->iv_slot) {
     remat_ctx_free (c);
@@ -616,28 +707,42 @@ tt_remat_materialize (tt_model * m, tt_error * err)
   m->plan.recomputed_bytes = m->plan.swapped_bytes = 0;
   for (uint32_t g = 0; g < m->n_remat && !m->tensor_oom; g++) {
     tt_remat *G = &m->remat[g];
-    if (G->mode == TT_REMAT_KEEP)
+    for (uint32_t k = 0; k < TT_REMAT_TENSORS; k++)
+      G->twins[k] = G->late_twins[k] = -1;
+    G->rerun_keep = 0;
+    if (G->mode == TT_REMAT_KEEP && !G->late)
       continue;
     const bool swap = G->mode == TT_REMAT_SWAP;
     m->n_dropped++;
     G->swap_offset = swap_at;
-    for (uint32_t k = 0; k < G->n_tensors; k++) {
-      const int id = G->tensors[k];
-      G->twins[k] = -1;
-      if (!remat_needs_twin (G, k, c.sp))
-        continue;
-      char name[TT_TENSOR_NAME_MAX];
-      snprintf (name, sizeof name, "%s", m->tensors[id].name);
-      G->twins[k] = tt_tensor_declare (m, name, swap ? "swapped" :
-          "recomputed", m->tensors[id].kind, m->tensors[id].count);
-      const uint64_t bytes = (uint64_t) m->tensors[id].count * sizeof (float);
-      if (swap) {
-        swap_at += bytes;
-        m->plan.swapped_bytes += bytes;
-      } else {
-        m->plan.recomputed_bytes += bytes;
+    /* in slot order, as remat_offsets lays them out */
+    for (int late = 0; late < 2; late++)
+      for (uint32_t k = 0; k < G->n_tensors; k++) {
+        const int id = G->tensors[k];
+        if (late ? !remat_in_rerun (G, k) : !remat_needs_twin (G, k, c.sp))
+          continue;
+        char name[TT_TENSOR_NAME_MAX];
+        snprintf (name, sizeof name, "%s", m->tensors[id].name);
+        const int t = tt_tensor_declare (m, name, late ? "rerun" : swap ?
+            "swapped" : "recomputed", m->tensors[id].kind,
+            m->tensors[id].count);
+        const uint64_t bytes = (uint64_t) m->tensors[id].count * sizeof (float);
+        if (late) {
+          G->late_twins[k] = t;
+          if (remat_late_scratch (G, k, c.sp)) {
+            G->rerun_keep |= 1u << k;
+            m->plan.recomputed_bytes += bytes;
+          }
+        } else {
+          G->twins[k] = t;
+          if (swap) {
+            swap_at += bytes;
+            m->plan.swapped_bytes += bytes;
+          } else {
+            m->plan.recomputed_bytes += bytes;
+          }
+        }
       }
-    }
     m->plan.recomputed += !swap;
     m->plan.swapped += swap;
   }
@@ -659,13 +764,14 @@ tt_remat_lifetimes (tt_model * m)
     m->tensors[i].last_use = c.last[i];
   }
   for (uint32_t g = 0; g < m->n_remat; g++)
-    for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
-      const int t = m->remat[g].twins[k];
-      if (t < 0)
-        continue;
-      m->tensors[t].first_use = c.tfirst[g * TT_REMAT_TENSORS + k];
-      m->tensors[t].last_use = c.tlast[g * TT_REMAT_TENSORS + k];
-    }
+    for (int late = 0; late < 2; late++)
+      for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
+        const int t = late ? m->remat[g].late_twins[k] : m->remat[g].twins[k];
+        if (t < 0)
+          continue;
+        m->tensors[t].first_use = c.tfirst[remat_slot (g, k, late)];
+        m->tensors[t].last_use = c.tlast[remat_slot (g, k, late)];
+      }
   remat_ctx_free (&c);
 }
 
@@ -711,14 +817,24 @@ tt_remat_plan (tt_model * m, tt_error * err)
 }
 
 const char *
-tt_model_plan_dropped (const tt_model * m, uint32_t index, bool *swapped)
+tt_remat_decision (const tt_remat * g)
+{
+  static const char *const how[3][2] = {
+    {"keep", "keep, rerun"}, {"recompute", "recompute, rerun"},
+    {"swap", "swap, rerun"}
+  };
+  return how[g->mode][g->late];
+}
+
+const char *
+tt_model_plan_dropped (const tt_model * m, uint32_t index, const char **how)
 {
   for (uint32_t g = 0; g < m->n_remat; g++) {
-    if (m->remat[g].mode == TT_REMAT_KEEP)
+    if (m->remat[g].mode == TT_REMAT_KEEP && !m->remat[g].late)
       continue;
     if (index-- == 0) {
-      if (swapped)
-        *swapped = m->remat[g].mode == TT_REMAT_SWAP;
+      if (how)
+        *how = tt_remat_decision (&m->remat[g]);
       return m->tensors[m->remat[g].root].name;
     }
   }

@@ -276,11 +276,14 @@ TT_API bool tt_model_has_stored_plan (const tt_model * model);
  * stored plan serves only when its pool fits the limit. */
 TT_API tt_status tt_model_set_memory_limit (tt_model * model, uint64_t bytes,
     tt_error * err);
-/* The index-th activation the plan drops (0 .. recomputed + swapped - 1,
- * in execution order): its tensor's name, *swapped whether it goes to the
- * swap file (else it is recomputed); NULL past the end. */
+/* The index-th activation the plan rebuilds during backward (0 ..
+ * recomputed + swapped - 1, in execution order): its tensor's name, and in
+ * *how (may be NULL) the decision as the optimized INI stores it:
+ * "recompute", "swap", either followed by ", rerun" (its first layer's
+ * forward also runs again before its own backward, to rebuild the scratch
+ * that backward reads), or "keep, rerun" (only that); NULL past the end. */
 TT_API const char *tt_model_plan_dropped (const tt_model * model,
-    uint32_t index, bool *swapped);
+    uint32_t index, const char **how);
 
 TT_API tt_status tt_model_compile (tt_model * model, tt_error * err);
 TT_API void tt_model_plan_info (const tt_model * model, tt_plan_info * info);
