@@ -612,34 +612,61 @@ remat_prune (remat_ctx * c, uint64_t limit)
     m->remat[g].tried = m->remat[g].tried_late = false;
 }
 
-/* The smallest pool reachable by remat_search, whose result is not
- * monotonic in the limit: bisection over limits, keeping the best
- * decisions found in m->remat. */
+/* The forward work the decisions cost. */
 static uint64_t
-remat_smallest (remat_ctx * c, uint64_t unlimited, bool allow_swap)
+remat_total_cost (const tt_model * m)
+{
+  uint64_t sum = 0;
+  for (uint32_t g = 0; g < m->n_remat; g++) {
+    const tt_remat *G = &m->remat[g];
+    if (G->mode != TT_REMAT_KEEP)
+      sum += remat_cost_of (m, G, G->mode);
+    if (G->late)
+      sum += remat_cost_of (m, G, TT_REMAT_KEEP);
+  }
+  return sum;
+}
+
+/* The smallest pool reachable by remat_search, whose result is not
+ * monotonic in the limit: bisection over limits. Leaves in m->remat the
+ * cheapest decisions found whose pool fits limit, else those of the
+ * smallest pool. */
+static uint64_t
+remat_smallest (remat_ctx * c, uint64_t unlimited, bool allow_swap,
+    uint64_t limit)
 {
   tt_model *m = c->m;
-  int *best = malloc ((m->n_remat + 1) * sizeof *best);
-  uint64_t best_pool = unlimited, lo = 0, hi = unlimited;
+  int *best = malloc (2 * (m->n_remat + 1) * sizeof *best);
+  int *cheap = best ? best + m->n_remat + 1 : NULL;
+  uint64_t best_pool = unlimited, cheap_cost = UINT64_MAX, lo = 0;
+  uint64_t hi = unlimited;
   for (uint32_t g = 0; best && g < m->n_remat; g++)
     best[g] = TT_REMAT_KEEP;
   while (best && lo + m->align < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
     if (remat_search (c, mid, false) || (allow_swap &&
             remat_search (c, mid, true))) {
-      if (c->pool < best_pool) {
+      const uint64_t cost = remat_total_cost (m);
+      if (c->pool < best_pool)
         best_pool = c->pool;
-        for (uint32_t g = 0; g < m->n_remat; g++)
-          best[g] = (int) m->remat[g].mode | (m->remat[g].late ? 16 : 0);
+      for (uint32_t g = 0; g < m->n_remat; g++) {
+        const int d = (int) m->remat[g].mode | (m->remat[g].late ? 16 : 0);
+        if (c->pool == best_pool)
+          best[g] = d;
+        if (c->pool <= limit && cost < cheap_cost)
+          cheap[g] = d;
       }
+      if (c->pool <= limit && cost < cheap_cost)
+        cheap_cost = cost;
       hi = c->pool < mid ? c->pool : mid;
     } else {
       lo = mid;
     }
   }
+  const int *keep = cheap_cost < UINT64_MAX ? cheap : best;
   for (uint32_t g = 0; g < m->n_remat; g++) {
-    m->remat[g].mode = best ? (tt_remat_mode) (best[g] & 15) : TT_REMAT_KEEP;
-    m->remat[g].late = best && (best[g] & 16);
+    m->remat[g].mode = keep ? (tt_remat_mode) (keep[g] & 15) : TT_REMAT_KEEP;
+    m->remat[g].late = keep && (keep[g] & 16);
   }
   free (best);
   return best_pool;
@@ -793,9 +820,11 @@ tt_remat_plan (tt_model * m, tt_error * err)
     remat_prune (&c, limit);
   if (!found) {
     const uint64_t smallest = m->inference ? unlimited :
-        remat_smallest (&c, unlimited, m->memory_swap);
+        remat_smallest (&c, unlimited, m->memory_swap, limit);
     m->plan.min_pool_bytes = smallest;
     found = smallest <= limit;
+    if (found)
+      remat_prune (&c, limit);
     if (!found) {
       bool could_swap = false;
       for (uint32_t g = 0; g < m->n_remat; g++)
