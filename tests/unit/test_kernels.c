@@ -522,8 +522,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
 
   /* Forward. y starts as NaN: without bias the GEMM runs with beta = 0. */
   test_fill_nan (y, ny);
-  tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL, y,
-      col, out, true);
+  tt_conv2d_batch_forward (NULL, &g, nf, nb, planned, x, w, tc->bias ? b : NULL,
+      y, col, out, true);
   test_ref_conv_fwd (&g, nf, nb, xd, wd, tc->bias ? bd : NULL, ry, sy);
   snprintf (what, sizeof what, "conv %s%s forward", tc->name, tag);
   test_check_close (what, y, ry, sy, ny);
@@ -536,12 +536,13 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     float *cfo = nfo ? test_falloc (nfo) : NULL;
     float *ofo = nout ? test_falloc (nout) : NULL, *yfo = test_falloc (ny);
     test_fill_nan (yfo, ny);
-    tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL,
-        yfo, cfo, ofo, false);
-    snprintf (what, sizeof what, "conv %s%s forward-only (%zu of %zu column "
-        "floats) bit-identical", tc->name, tag, nfo, ncol);
-    test_report (memcmp (yfo, y, ny * sizeof *y) == 0 && nfo <= ncol, "%s",
-        what);
+    tt_conv2d_batch_forward (NULL, &g, nf, nb, planned, x, w,
+        tc->bias ? b : NULL, yfo, cfo, ofo, false);
+    snprintf (what, sizeof what,
+        "conv %s%s forward-only (%zu of %zu column " "floats) bit-identical",
+        tc->name, tag, nfo, ncol);
+    test_report (memcmp (yfo, y, ny * sizeof *y) == 0
+        && nfo <= ncol, "%s", what);
     free (cfo);
     free (ofo);
     free (yfo);
@@ -573,7 +574,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
         }
   test_fill_nan (dw, nw);
   test_fill_nan (db, nf);
-  tt_conv2d_batch_backward_weight (&g, nf, nb, planned, dy, dw, db, col,
+  tt_conv2d_batch_backward_weight (NULL, &g, nf, nb, planned, dy, dw, db, col,
       grouped);
   snprintf (what, sizeof what, "conv %s%s backward_weight dw", tc->name, tag);
   test_check_close (what, dw, rdw, sdw, nw);
@@ -602,8 +603,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
               }
         }
   test_fill_nan (dx, nx);
-  tt_conv2d_batch_backward_input (&g, nf, nb, planned, w, dy, dx, col, grouped,
-      true);
+  tt_conv2d_batch_backward_input (NULL, &g, nf, nb, planned, w, dy, dx, col,
+      grouped, true);
   snprintf (what, sizeof what, "conv %s%s backward_input", tc->name, tag);
   test_check_close (what, dx, rdx, sdx, nx);
 
@@ -616,15 +617,15 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     test_fill_nan (dx2, nx);
     test_fill_nan (dw2, nw);
     test_fill_nan (db2, nf);
-    tt_conv2d_batch_forward (&g, nf, nb, planned, x, w, tc->bias ? b : NULL,
-        y2, col2, out, true);
-    tt_conv2d_batch_backward (&g, nf, nb, planned, w, dy, dw2, db2, dx2, col2,
-        g2);
+    tt_conv2d_batch_forward (NULL, &g, nf, nb, planned, x, w,
+        tc->bias ? b : NULL, y2, col2, out, true);
+    tt_conv2d_batch_backward (NULL, &g, nf, nb, planned, w, dy, dw2, db2, dx2,
+        col2, g2);
     snprintf (what, sizeof what, "conv %s%s fused backward bit-identical",
         tc->name, tag);
-    test_report (memcmp (dx2, dx, nx * sizeof *dx) == 0 &&
-        memcmp (dw2, dw, nw * sizeof *dw) == 0 &&
-        memcmp (db2, db, nf * sizeof *db) == 0, "%s", what);
+    test_report (memcmp (dx2, dx, nx * sizeof *dx) == 0
+        && memcmp (dw2, dw, nw * sizeof *dw) == 0
+        && memcmp (db2, db, nf * sizeof *db) == 0, "%s", what);
     free (col2);
     free (g2);
     free (y2);
@@ -987,12 +988,12 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
     bool same = true;
     for (size_t i = 0; i < ny; i++)
       arg[i] = -7;
-    tt_maxpool_forward (&g, nb, x, y, arg);
+    tt_maxpool_forward (NULL, &g, nb, x, y, arg);
     for (size_t i = 0; i < ny; i++)
       same = same && arg[i] == rarg[i];
     test_report (same, "maxpool %s argmax matches reference", tc->name);
   } else {
-    tt_avgpool_forward (&g, nb, x, y);
+    tt_avgpool_forward (NULL, &g, nb, x, y);
   }
   snprintf (what, sizeof what, "%s %s forward", kind, tc->name);
   test_check_close (what, y, ry, sy, ny);
@@ -1023,9 +1024,9 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
       }
   test_fill_nan (dx, nx);
   if (is_max)
-    tt_maxpool_backward (&g, nb, dy, rarg, dx);
+    tt_maxpool_backward (NULL, &g, nb, dy, rarg, dx);
   else
-    tt_avgpool_backward (&g, nb, dy, dx);
+    tt_avgpool_backward (NULL, &g, nb, dy, dx);
   snprintf (what, sizeof what, "%s %s backward", kind, tc->name);
   test_check_close (what, dx, rdx, sdx, nx);
 
@@ -1063,7 +1064,7 @@ test_pool_special (void)
   int32_t a[2];
 
   tt_window_geom_init (&g);
-  tt_maxpool_forward (&g, 1, x, y, a);
+  tt_maxpool_forward (NULL, &g, 1, x, y, a);
   test_report (y[0] == -INFINITY && a[0] == 0 && isnan (y[1]) && a[1] == 3,
       "maxpool all -inf window keeps an argmax; NaN propagates "
       "(y=%g,%g argmax=%d,%d)", y[0], y[1], a[0], a[1]);
@@ -1101,7 +1102,7 @@ test_pool_nan_blocked (tt_window_geom g, const char *name)
       x[i * g.in_w + j] = -INFINITY;
   xd = test_to_double (x, nx);
   test_ref_pool (&g, 1, xd, true, ry, NULL, ra);
-  tt_maxpool_forward (&g, 1, x, y, a);
+  tt_maxpool_forward (NULL, &g, 1, x, y, a);
   for (size_t i = 0; i < ny; i++) {
     bool same = isnan (ry[i]) ? isnan (y[i]) : (double) y[i] == ry[i];
     ok = ok && same && a[i] == ra[i];
@@ -1263,7 +1264,7 @@ test_bn_case_run (const test_bn_case * tc)
 
   /* ---- forward, training mode */
   test_fill_nan (y, nx);
-  tt_batchnorm_forward_train (outer, nf, inner, x, y, gamma, beta, mm, mv,
+  tt_batchnorm_forward_train (NULL, outer, nf, inner, x, y, gamma, beta, mm, mv,
       momentum, eps, mean, invstd);
   test_ref_bn (outer, nf, inner, xd, gd, bd, eps, rmean, rvar, ry);
   for (int f = 0; f < nf; f++) {
@@ -1324,13 +1325,13 @@ test_bn_case_run (const test_bn_case * tc)
       }
   }
   test_fill_nan (y, nx);
-  tt_batchnorm_forward_eval (outer, nf, inner, x, y, gamma, beta, mm0, mv0,
-      eps);
+  tt_batchnorm_forward_eval (NULL, outer, nf, inner, x, y, gamma, beta, mm0,
+      mv0, eps);
   snprintf (what, sizeof what, "batchnorm %s eval y", tc->name);
   test_check_close (what, y, ry, sy, nx);
   memcpy (y, x, sizeof (float) * nx);
-  tt_batchnorm_forward_eval (outer, nf, inner, y, y, gamma, beta, mm0, mv0,
-      eps);
+  tt_batchnorm_forward_eval (NULL, outer, nf, inner, y, y, gamma, beta, mm0,
+      mv0, eps);
   snprintf (what, sizeof what, "batchnorm %s eval y in place", tc->name);
   test_check_close (what, y, ry, sy, nx);
 
@@ -1363,7 +1364,7 @@ test_bn_case_run (const test_bn_case * tc)
   test_fill_nan (dx, nx);
   test_fill_nan (dgamma, nf);
   test_fill_nan (dbeta, nf);
-  tt_batchnorm_backward (outer, nf, inner, x, dy, gamma, mean, invstd, dx,
+  tt_batchnorm_backward (NULL, outer, nf, inner, x, dy, gamma, mean, invstd, dx,
       dgamma, dbeta);
   snprintf (what, sizeof what, "batchnorm %s backward dx", tc->name);
   test_check_close (what, dx, rdx, sdx, nx);
@@ -1386,8 +1387,8 @@ test_bn_case_run (const test_bn_case * tc)
 
   /* NULL outputs are skipped; the others are unaffected. */
   test_fill_nan (dbeta, nf);
-  tt_batchnorm_backward (outer, nf, inner, x, dy, gamma, mean, invstd, NULL,
-      NULL, dbeta);
+  tt_batchnorm_backward (NULL, outer, nf, inner, x, dy, gamma, mean, invstd,
+      NULL, NULL, dbeta);
   snprintf (what, sizeof what, "batchnorm %s backward dx=dgamma=NULL",
       tc->name);
   test_check_close (what, dbeta, rb, sb, nf);

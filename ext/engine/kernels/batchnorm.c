@@ -320,7 +320,7 @@ typedef struct
 } bn_chunk;
 
 static bn_chunk
-bn_chunk_at (int outer, int features, int inner, int f0)
+bn_chunk_at (int outer, int features, int inner, int f0, int f_end)
 {
   bn_chunk c;
   int step;
@@ -332,7 +332,7 @@ bn_chunk_at (int outer, int features, int inner, int f0)
   /* Short runs: as many features as fill BN_CHUNK elements (at least 8,
    * since inner < BN_LONG_RUN). */
   step = c.long_runs ? BN_CHUNK : BN_CHUNK / inner;
-  c.nf = features - f0 < step ? features - f0 : step;
+  c.nf = f_end - f0 < step ? f_end - f0 : step;
   return c;
 }
 
@@ -450,27 +450,29 @@ bn_grad (const bn_chunk * c, const float *x, const float *dy, float *dx,
 
 /* ---- entry points ----------------------------------------------------- */
 
-void
-tt_batchnorm_forward_train (int outer, int features, int inner,
-    const float *x, float *y, const float *gamma, const float *beta,
-    float *moving_mean, float *moving_var, float momentum, float epsilon,
-    float *mean, float *invstd)
+/* The arguments of an entry point, for its parts (features [fa, fb) each:
+ * a feature's arithmetic never depends on the others', so any split
+ * gives one thread's results). */
+typedef struct
 {
+  int outer, features, inner;
+  const float *x, *dy, *gamma, *beta, *mean_in, *var_in, *invstd_in;
+  float *y, *moving_mean, *moving_var, *mean, *invstd, *dgamma, *dbeta;
+  float momentum, epsilon;
+} bn_args;
+
+static void
+bn_forward_train_range (const bn_args * a, int fa, int fb)
+{
+  const int outer = a->outer, features = a->features, inner = a->inner;
+  const float *x = a->x, *gamma = a->gamma, *beta = a->beta;
+  float *y = a->y, *moving_mean = a->moving_mean, *moving_var =
+      a->moving_var, *mean = a->mean, *invstd = a->invstd;
+  const float momentum = a->momentum, epsilon = a->epsilon;
   const double n = (double) outer * inner;
 
-  if (features <= 0)
-    return;
-  if (outer <= 0 || inner <= 0) {
-    /* No values: report zero statistics and leave the moving ones. */
-    for (int f = 0; f < features; f++) {
-      mean[f] = 0.0f;
-      invstd[f] = (float) (1.0 / sqrt ((double) epsilon));
-    }
-    return;
-  }
-
-  for (int f0 = 0, nf; f0 < features; f0 += nf) {
-    const bn_chunk c = bn_chunk_at (outer, features, inner, f0);
+  for (int f0 = fa, nf; f0 < fb; f0 += nf) {
+    const bn_chunk c = bn_chunk_at (outer, features, inner, f0, fb);
     const size_t off = (size_t) f0 * inner;
     double s1[BN_CHUNK], s2[BN_CHUNK];
     float k[BN_CHUNK], sc[BN_CHUNK];
@@ -507,16 +509,17 @@ tt_batchnorm_forward_train (int outer, int features, int inner,
   }
 }
 
-void
-tt_batchnorm_forward_eval (int outer, int features, int inner,
-    const float *x, float *y, const float *gamma, const float *beta,
-    const float *moving_mean, const float *moving_var, float epsilon)
+static void
+bn_forward_eval_range (const bn_args * a, int fa, int fb)
 {
-  if (features <= 0 || outer <= 0 || inner <= 0)
-    return;
+  const int outer = a->outer, features = a->features, inner = a->inner;
+  const float *x = a->x, *gamma = a->gamma, *beta = a->beta,
+      *moving_mean = a->mean_in, *moving_var = a->var_in;
+  float *y = a->y;
+  const float epsilon = a->epsilon;
 
-  for (int f0 = 0, nf; f0 < features; f0 += nf) {
-    const bn_chunk c = bn_chunk_at (outer, features, inner, f0);
+  for (int f0 = fa, nf; f0 < fb; f0 += nf) {
+    const bn_chunk c = bn_chunk_at (outer, features, inner, f0, fb);
     const size_t off = (size_t) f0 * inner;
     float sc[BN_CHUNK];
 
@@ -529,27 +532,17 @@ tt_batchnorm_forward_eval (int outer, int features, int inner,
   }
 }
 
-void
-tt_batchnorm_backward (int outer, int features, int inner,
-    const float *x, const float *dy, const float *gamma, const float *mean,
-    const float *invstd, float *dx, float *dgamma, float *dbeta)
+static void
+bn_backward_range (const bn_args * a, int fa, int fb)
 {
+  const int outer = a->outer, features = a->features, inner = a->inner;
+  const float *x = a->x, *dy = a->dy, *gamma = a->gamma,
+      *mean = a->mean_in, *invstd = a->invstd_in;
+  float *dx = a->y, *dgamma = a->dgamma, *dbeta = a->dbeta;
   const double n = (double) outer * inner;
 
-  if (features <= 0)
-    return;
-  if (outer <= 0 || inner <= 0) {
-    for (int f = 0; f < features; f++) {
-      if (dgamma != NULL)
-        dgamma[f] = 0.0f;
-      if (dbeta != NULL)
-        dbeta[f] = 0.0f;
-    }
-    return;
-  }
-
-  for (int f0 = 0, nf; f0 < features; f0 += nf) {
-    const bn_chunk c = bn_chunk_at (outer, features, inner, f0);
+  for (int f0 = fa, nf; f0 < fb; f0 += nf) {
+    const bn_chunk c = bn_chunk_at (outer, features, inner, f0, fb);
     const size_t off = (size_t) f0 * inner;
     double sdy[BN_CHUNK], sdx[BN_CHUNK];
     float k1[BN_CHUNK], cx[BN_CHUNK], c0[BN_CHUNK];
@@ -577,4 +570,103 @@ tt_batchnorm_backward (int outer, int features, int inner,
     if (dx != NULL)
       bn_grad (&c, x + off, dy + off, dx + off, mean + f0, k1, cx, c0);
   }
+}
+
+/* ---- split over the engine's threads ----------------------------------- */
+
+/* Below this many values a split costs more than it saves. */
+#define BN_SPLIT_MIN 16384
+
+typedef struct
+{
+  const bn_args *a;
+  void (*range) (const bn_args * a, int fa, int fb);
+  size_t quantum;
+} bn_job;
+
+static void
+bn_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const bn_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range ((size_t) j->a->features, j->quantum, part, n_parts, &lo,
+      &hi);
+  if (lo < hi)
+    j->range (j->a, (int) lo, (int) hi);
+}
+
+/* Features split in parts; short runs in blocks of 8 features, which
+ * keeps the per-element vectors of a chunk (bn_chunk_at) full. */
+static void
+bn_run (tt_threads * pool, const bn_args * a,
+    void (*range) (const bn_args * a, int fa, int fb))
+{
+  bn_job j = { a, range, a->inner >= BN_LONG_RUN ? 1 : 8 };
+  const size_t units = ((size_t) a->features + j.quantum - 1) / j.quantum;
+  const bool big = (double) a->outer * a->features * a->inner >= BN_SPLIT_MIN;
+  tt_threads_run (pool, bn_part, &j, big ? tt_threads_parts (pool, units,
+          2) : 1);
+}
+
+void
+tt_batchnorm_forward_train (tt_threads * pool, int outer, int features,
+    int inner, const float *x, float *y, const float *gamma,
+    const float *beta, float *moving_mean, float *moving_var, float momentum,
+    float epsilon, float *mean, float *invstd)
+{
+  if (features <= 0)
+    return;
+  if (outer <= 0 || inner <= 0) {
+    /* No values: report zero statistics and leave the moving ones. */
+    for (int f = 0; f < features; f++) {
+      mean[f] = 0.0f;
+      invstd[f] = (float) (1.0 / sqrt ((double) epsilon));
+    }
+    return;
+  }
+  const bn_args a = {.outer = outer,.features = features,.inner = inner,
+    .x = x,.gamma = gamma,.beta = beta,.y = y,.moving_mean = moving_mean,
+    .moving_var = moving_var,.mean = mean,.invstd = invstd,
+    .momentum = momentum,.epsilon = epsilon
+  };
+  bn_run (pool, &a, bn_forward_train_range);
+}
+
+void
+tt_batchnorm_forward_eval (tt_threads * pool, int outer, int features,
+    int inner, const float *x, float *y, const float *gamma,
+    const float *beta, const float *moving_mean, const float *moving_var,
+    float epsilon)
+{
+  if (features <= 0 || outer <= 0 || inner <= 0)
+    return;
+  const bn_args a = {.outer = outer,.features = features,.inner = inner,
+    .x = x,.gamma = gamma,.beta = beta,.mean_in = moving_mean,
+    .var_in = moving_var,.y = y,.epsilon = epsilon
+  };
+  bn_run (pool, &a, bn_forward_eval_range);
+}
+
+void
+tt_batchnorm_backward (tt_threads * pool, int outer, int features,
+    int inner, const float *x, const float *dy, const float *gamma,
+    const float *mean, const float *invstd, float *dx, float *dgamma,
+    float *dbeta)
+{
+  if (features <= 0)
+    return;
+  if (outer <= 0 || inner <= 0) {
+    for (int f = 0; f < features; f++) {
+      if (dgamma != NULL)
+        dgamma[f] = 0.0f;
+      if (dbeta != NULL)
+        dbeta[f] = 0.0f;
+    }
+    return;
+  }
+  const bn_args a = {.outer = outer,.features = features,.inner = inner,
+    .x = x,.dy = dy,.gamma = gamma,.mean_in = mean,.invstd_in = invstd,
+    .y = dx,.dgamma = dgamma,.dbeta = dbeta
+  };
+  bn_run (pool, &a, bn_backward_range);
 }

@@ -204,10 +204,130 @@ tt_col2im (const tt_window_geom * g, const float *col, size_t ld, float *img)
   }
 }
 
+/* ---- the im2col path on several threads --------------------------------
+ *
+ * A part takes a range of samples. Forward: each sample's columns, then
+ * its own GEMM straight into y (the chunked GEMM's result buffer is one
+ * chunk's, for one thread); the columns go where the whole batch's are
+ * kept (keep) or, forward only, in the part's one-sample slice of the
+ * chunk buffer. Input gradient: one GEMM over the part's samples'
+ * columns, then their col2im. Weight gradient: blocks of dW's rows
+ * (tt_gemm_split), the bias gradient by filter. */
+typedef struct
+{
+  const tt_window_geom *g;
+  int filters, batch;
+  size_t ld;                    /* kept columns: batch * ohw; else ohw */
+  const float *x, *w, *bias, *dyg;
+  float *y, *col, *dx, *dbias;
+  bool keep;
+} conv2d_job;
+
+static void
+conv2d_forward_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const conv2d_job *j = arg;
+  const tt_window_geom *g = j->g;
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
+  const int ckk = g->channels * g->kernel_h * g->kernel_w;
+  size_t lo, hi;
+  tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
+  for (size_t b = lo; b < hi; b++) {
+    float *cc = j->keep ? j->col + b * ohw : j->col + part * ckk * ohw;
+    tt_im2col (g, j->x + b * in_sample, cc, j->ld);
+    float *dst = j->y + b * j->filters * ohw;
+    tt_gemm (false, false, j->filters, (int) ohw, ckk, 1.0f, j->w, ckk, cc,
+        (int) j->ld, 0.0f, dst, (int) ohw);
+    if (j->bias)
+      for (int f = 0; f < j->filters; f++)
+        for (size_t p = 0; p < ohw; p++)
+          dst[f * ohw + p] += j->bias[f];
+  }
+}
+
+static void
+conv2d_backward_input_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const conv2d_job *j = arg;
+  const tt_window_geom *g = j->g;
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
+  const int ckk = g->channels * g->kernel_h * g->kernel_w;
+  const int chunk = conv2d_chunk (g);
+  size_t lo, hi;
+  tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
+  memset (j->dx + lo * in_sample, 0, (hi - lo) * in_sample * sizeof *j->dx);
+  for (size_t b0 = lo; b0 < hi; b0 += chunk) {
+    const size_t n = hi - b0 < (size_t) chunk ? hi - b0 : (size_t) chunk;
+    tt_gemm (true, false, ckk, (int) (n * ohw), j->filters, 1.0f, j->w, ckk,
+        j->dyg + b0 * ohw, (int) j->ld, 0.0f, j->col + b0 * ohw, (int) j->ld);
+    for (size_t b = b0; b < b0 + n; b++)
+      tt_col2im (g, j->col + b * ohw, j->ld, j->dx + b * in_sample);
+  }
+}
+
+/* dy [batch][filters][ohw] -> [filters][batch][ohw], samples [b0, b1) */
+static void
+conv2d_regroup_range (const tt_window_geom * g, int filters, int batch,
+    size_t b0, size_t b1, const float *dy, float *out)
+{
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  const size_t ld = (size_t) batch * ohw;
+  for (size_t b = b0; b < b1; b++)
+    for (int f = 0; f < filters; f++)
+      memcpy (out + (size_t) f * ld + b * ohw,
+          dy + ((size_t) b * filters + f) * ohw, ohw * sizeof *out);
+}
+
+static void
+conv2d_regroup_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const conv2d_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
+  conv2d_regroup_range (j->g, j->filters, j->batch, lo, hi, j->x,
+      (float *) j->dyg);
+}
+
+/* dbias[f] of filters [f0, f1) from the regrouped dy, in the one thread's
+ * order */
+static void
+conv2d_bias_range (const conv2d_job * j, size_t f0, size_t f1)
+{
+  for (size_t f = f0; f < f1; f++) {
+    const float *row = j->dyg + f * j->ld;
+    float s = 0.0f;
+    for (size_t p = 0; p < j->ld; p++)
+      s += row[p];
+    j->dbias[f] = s;
+  }
+}
+
+static void
+conv2d_bias_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const conv2d_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range ((size_t) j->filters, 1, part, n_parts, &lo, &hi);
+  conv2d_bias_range (j, lo, hi);
+}
+
+static void
+conv2d_regroup_dy (tt_threads * pool, const tt_window_geom * g, int filters,
+    int batch, const float *dy, float *out)
+{
+  conv2d_job j = {.g = g,.filters = filters,.batch = batch,.x = dy,
+    .dyg = out
+  };
+  tt_threads_run (pool, conv2d_regroup_part, &j, tt_threads_parts (pool,
+          (size_t) batch, 1));
+}
+
 void
-tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
-    int planned, const float *x, const float *w, const float *bias, float *y,
-    float *col, float *out, bool keep)
+tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, int planned, const float *x, const float *w,
+    const float *bias, float *y, float *col, float *out, bool keep)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
@@ -218,12 +338,26 @@ tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
     /* the input is all backward_weight needs: keep it in the columns */
     if (keep)
       memcpy (col, x, (size_t) batch * in_sample * sizeof *col);
-    tt_conv2d_direct_forward (g, filters, batch, x, w, bias, y);
+    tt_conv2d_direct_forward (pool, g, filters, batch, x, w, bias, y);
     return;
   }
   if (tt_conv2d_winograd_applies (g, planned)) {
-    tt_conv2d_winograd_forward (g, filters, batch, x, w, bias, y, col, out,
-        keep);
+    tt_conv2d_winograd_forward (pool, g, filters, batch, x, w, bias, y, col,
+        out, keep);
+    return;
+  }
+  /* forward only, the chunk buffer holds conv2d_chunk_of samples'
+   * columns: at most that many parts */
+  const size_t slots = keep ? (size_t) batch :
+      (size_t) conv2d_chunk_of (g, planned);
+  const unsigned parts = tt_threads_parts (pool, (size_t) batch <
+      slots ? (size_t) batch : slots, 1);
+  if (parts > 1) {
+    conv2d_job j = {.g = g,.filters = filters,.batch = batch,
+      .ld = keep ? (size_t) batch * ohw : ohw,.x = x,.w = w,.bias = bias,
+      .y = y,.col = col,.keep = keep
+    };
+    tt_threads_run (pool, conv2d_forward_part, &j, parts);
     return;
   }
   for (int b0 = 0; b0 < batch; b0 += chunk) {
@@ -265,74 +399,57 @@ tt_conv2d_batch_forward (const tt_window_geom * g, int filters, int batch,
   }
 }
 
-/* dy [batch][filters][ohw] -> [filters][batch][ohw] */
-static void
-conv2d_regroup_dy (const tt_window_geom * g, int filters, int batch,
-    const float *dy, float *out)
-{
-  const size_t ohw = (size_t) g->out_h * g->out_w;
-  const size_t ld = (size_t) batch * ohw;
-  for (int b = 0; b < batch; b++)
-    for (int f = 0; f < filters; f++)
-      memcpy (out + (size_t) f * ld + b * ohw,
-          dy + ((size_t) b * filters + f) * ohw, ohw * sizeof *out);
-}
-
 void
-tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
-    int batch, int planned, const float *dy, float *dw, float *dbias,
-    const float *col, float *dyg)
+tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, int planned, const float *dy, float *dw,
+    float *dbias, const float *col, float *dyg)
 {
   const size_t ld = (size_t) batch * g->out_h * g->out_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   if (tt_conv2d_direct_applies (g)) {
     /* forward kept the input in col */
-    tt_conv2d_direct_backward_weight (g, filters, batch, col, dy, dw, dbias);
+    tt_conv2d_direct_backward_weight (pool, g, filters, batch, col, dy, dw,
+        dbias);
     return;
   }
   if (tt_conv2d_winograd_applies (g, planned)) {
-    tt_conv2d_winograd_backward_weight (g, filters, batch, dy, dw, dbias, col,
-        dyg);
+    tt_conv2d_winograd_backward_weight (pool, g, filters, batch, dy, dw,
+        dbias, col, dyg);
     return;
   }
-  conv2d_regroup_dy (g, filters, batch, dy, dyg);
-  tt_gemm (false, true, filters, ckk, (int) ld, 1.0f, dyg, (int) ld, col,
-      (int) ld, 0.0f, dw, ckk);
-  if (dbias)
-    for (int f = 0; f < filters; f++) {
-      const float *row = dyg + (size_t) f * ld;
-      float s = 0.0f;
-      for (size_t p = 0; p < ld; p++)
-        s += row[p];
-      dbias[f] = s;
-    }
+  conv2d_regroup_dy (pool, g, filters, batch, dy, dyg);
+  tt_gemm_split (pool, false, true, filters, ckk, (int) ld, 1.0f, dyg,
+      (int) ld, col, (int) ld, 0.0f, dw, ckk);
+  if (dbias) {
+    conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ld,
+      .dyg = dyg,.dbias = dbias
+    };
+    tt_threads_run (pool, conv2d_bias_part, &j, tt_threads_parts (pool,
+            (size_t) filters, 1));
+  }
 }
 
 void
-tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
-    int batch, int planned, const float *w, const float *dy, float *dx,
-    float *col, float *dyg, bool dy_grouped)
+tt_conv2d_batch_backward_input (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, int planned, const float *w, const float *dy,
+    float *dx, float *col, float *dyg, bool dy_grouped)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t ld = (size_t) batch * ohw;
-  const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
-  const int ckk = g->channels * g->kernel_h * g->kernel_w;
-  const int chunk = conv2d_chunk (g);
   if (tt_conv2d_winograd_applies (g, planned)) {
-    tt_conv2d_winograd_backward_input (g, filters, batch, w, dy, dx, col, dyg);
+    tt_conv2d_winograd_backward_input (pool, g, filters, batch, w, dy, dx,
+        col, dyg);
     return;
   }
   /* the direct backward_weight reads dy as it is */
   if (!dy_grouped || tt_conv2d_direct_applies (g))
-    conv2d_regroup_dy (g, filters, batch, dy, dyg);
-  memset (dx, 0, (size_t) batch * in_sample * sizeof *dx);
-  for (int b0 = 0; b0 < batch; b0 += chunk) {
-    const int n = batch - b0 < chunk ? batch - b0 : chunk;
-    tt_gemm (true, false, ckk, (int) (n * ohw), filters, 1.0f, w, ckk,
-        dyg + b0 * ohw, (int) ld, 0.0f, col + b0 * ohw, (int) ld);
-    for (int b = b0; b < b0 + n; b++)
-      tt_col2im (g, col + b * ohw, ld, dx + b * in_sample);
-  }
+    conv2d_regroup_dy (pool, g, filters, batch, dy, dyg);
+  /* one part: the one thread's chunks (the same loop) */
+  conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ld,.w = w,
+    .dyg = dyg,.col = col,.dx = dx
+  };
+  tt_threads_run (pool, conv2d_backward_input_part, &j,
+      tt_threads_parts (pool, (size_t) batch, 1));
 }
 
 bool
@@ -343,11 +460,11 @@ tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned)
 }
 
 void
-tt_conv2d_batch_backward (const tt_window_geom * g, int filters, int batch,
-    int planned, const float *w, const float *dy, float *dw, float *dbias,
-    float *dx, float *col, float *dyg)
+tt_conv2d_batch_backward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, int planned, const float *w, const float *dy,
+    float *dw, float *dbias, float *dx, float *col, float *dyg)
 {
   (void) planned;
-  tt_conv2d_winograd_backward (g, filters, batch, w, dy, dw, dbias, dx, col,
-      dyg);
+  tt_conv2d_winograd_backward (pool, g, filters, batch, w, dy, dw, dbias, dx,
+      col, dyg);
 }

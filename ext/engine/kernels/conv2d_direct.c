@@ -189,8 +189,8 @@ direct_k3_forward_sample (const tt_window_geom * g, int filters,
  * a row: the whole ones, then the overlapping last one with the lanes
  * already counted masked out. */
 static TT_VECTOR_CLONES void
-direct_k3_backward_weight (const tt_window_geom * g, int filters, int batch,
-    const float *x, const float *dy, float *dw, float *dbias)
+direct_k3_backward_weight (const tt_window_geom * g, int filters, int f0,
+    int f1, int batch, const float *x, const float *dy, float *dw, float *dbias)
 {
   const int iw = g->in_w, oh = g->out_h, ow = g->out_w, whole = ow / DV;
   const size_t in_sample = (size_t) g->in_h * iw, ohw = (size_t) (oh) * ow;
@@ -198,7 +198,7 @@ direct_k3_backward_weight (const tt_window_geom * g, int filters, int batch,
   for (int l = 0; l < DV; l++)
     mask[l] = ow - DV + l >= whole * DV ? 1.0f : 0.0f;
 
-  for (int f = 0; f < filters; f++) {
+  for (int f = f0; f < f1; f++) {
     dvec a0 = DV_SPLAT (0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
     dvec a6 = a0, a7 = a0, a8 = a0, ab = a0;
     for (int b = 0; b < batch; b++) {
@@ -234,14 +234,15 @@ direct_k3_backward_weight (const tt_window_geom * g, int filters, int batch,
   }
 }
 
-TT_VECTOR_CLONES void
-tt_conv2d_direct_forward (const tt_window_geom * g, int filters, int batch,
+/* Samples [b0, b1) */
+static TT_VECTOR_CLONES void
+direct_forward_range (const tt_window_geom * g, int filters, int b0, int b1,
     const float *x, const float *w, const float *bias, float *y)
 {
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const size_t out_sample = (size_t) filters * g->out_h * g->out_w;
   const bool k133 = g->channels == 1 && g->kernel_h == 3 && g->kernel_w == 3;
-  for (int b = 0; b < batch; b++) {
+  for (int b = b0; b < b1; b++) {
     const float *xb = x + b * in_sample;
     float *yb = y + b * out_sample;
     if (k133)
@@ -250,6 +251,39 @@ tt_conv2d_direct_forward (const tt_window_geom * g, int filters, int batch,
       direct_forward_sample (g, g->channels, g->kernel_h, g->kernel_w,
           filters, xb, w, bias, yb);
   }
+}
+
+/* Split over the engine's threads: forward by samples, the weight
+ * gradient by filters (each filter's sums run over the whole batch in
+ * the one thread's order), so results equal one thread's bit for bit. */
+typedef struct
+{
+  const tt_window_geom *g;
+  int filters, batch;
+  const float *x, *w, *bias, *dy;
+  float *y, *dw, *dbias;
+} direct_job;
+
+static void
+direct_forward_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const direct_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
+  direct_forward_range (j->g, j->filters, (int) lo, (int) hi, j->x, j->w,
+      j->bias, j->y);
+}
+
+void
+tt_conv2d_direct_forward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, const float *x, const float *w,
+    const float *bias, float *y)
+{
+  direct_job j = {.g = g,.filters = filters,.batch = batch,.x = x,.w = w,
+    .bias = bias,.y = y
+  };
+  tt_threads_run (pool, direct_forward_part, &j,
+      tt_threads_parts (pool, (size_t) batch, 2));
 }
 
 /* acc[t] += sum over one (b, f) output plane of dy * the input under tap
@@ -289,16 +323,16 @@ direct_weight_plane (const tt_window_geom * g, int channels, int kh, int kw,
 
 /* Per filter, the per-lane partial sums of dw and dbias over the whole
  * batch, reduced once at the end. */
-TT_VECTOR_CLONES void
-tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *x, const float *dy, float *dw, float *dbias)
+static TT_VECTOR_CLONES void
+direct_backward_weight_range (const tt_window_geom * g, int filters, int f0,
+    int f1, int batch, const float *x, const float *dy, float *dw, float *dbias)
 {
   const int taps = g->channels * g->kernel_h * g->kernel_w;
   const int ow = g->out_w;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const size_t ohw = (size_t) g->out_h * ow;
   if (g->channels == 1 && g->kernel_h == 3 && g->kernel_w == 3) {
-    direct_k3_backward_weight (g, filters, batch, x, dy, dw, dbias);
+    direct_k3_backward_weight (g, filters, f0, f1, batch, x, dy, dw, dbias);
     return;
   }
   /* lanes of the overlapping last block not counted by the one before */
@@ -309,7 +343,7 @@ tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
   /* Filters outermost: per filter, the accumulators live across the whole
    * batch, each input sample (a few KiB) comes from cache, and each
    * output derivative plane is read once. */
-  for (int f = 0; f < filters; f++) {
+  for (int f = f0; f < f1; f++) {
     dvec acc[DIRECT_MAX_TAPS], accb = DV_SPLAT (0.0f);
     for (int t = 0; t < taps; t++)
       acc[t] = DV_SPLAT (0.0f);
@@ -324,4 +358,26 @@ tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
     if (dbias)
       dbias[f] = dv_sum (&accb);
   }
+}
+
+static void
+direct_backward_weight_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const direct_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range ((size_t) j->filters, 1, part, n_parts, &lo, &hi);
+  direct_backward_weight_range (j->g, j->filters, (int) lo, (int) hi,
+      j->batch, j->x, j->dy, j->dw, j->dbias);
+}
+
+void
+tt_conv2d_direct_backward_weight (tt_threads * pool,
+    const tt_window_geom * g, int filters, int batch, const float *x,
+    const float *dy, float *dw, float *dbias)
+{
+  direct_job j = {.g = g,.filters = filters,.batch = batch,.x = x,.dy = dy,
+    .dw = dw,.dbias = dbias
+  };
+  tt_threads_run (pool, direct_backward_weight_part, &j,
+      tt_threads_parts (pool, (size_t) filters, 2));
 }

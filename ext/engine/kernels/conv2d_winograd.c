@@ -770,151 +770,237 @@ wino_zero_padding (const wino_shape * s, const wino_chunk * ch, int rows,
             sizeof (float) * (ch->ld - ch->nt));
 }
 
-/* V of a chunk from x */
+/* dbias[f] = the sum of dy over the batch's plane f. */
 TT_ALWAYS_INLINE void
-wino_chunk_input (const tt_window_geom * g, const wino_shape * s,
-    const wino_chunk * ch, int batch, const float *x, float *pad, float *v)
+wino_bias_gradient (const tt_window_geom * g, int filters, int batch, int f,
+    const float *restrict dy, float *restrict dbias)
 {
-  for (int k = ch->k0; k < ch->k1; k++)
-    for (int c = 0; c < g->channels; c++) {
-      wino_gather_plane (g, s, x, k * WB, wino_block_samples (batch, k), c,
-          pad);
-      wino_input_transform (s, pad, v + (size_t) c * ch->ld +
-          (size_t) (k - ch->k0) * s->bcols, ch->xs);
-    }
-  wino_zero_padding (s, ch, g->channels, v, ch->xs);
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  /* WB partial sums (a plain running sum is one long chain of
+   * dependent adds, which cannot be vectorized) */
+  float part[WB] = { 0 };
+  for (int b = 0; b < batch; b++) {
+    const float *q = dy + ((size_t) b * filters + f) * ohw;
+    size_t k = 0;
+    for (; k + WB <= ohw; k += WB)
+      for (int l = 0; l < WB; l++)
+        part[l] += q[k + l];
+    for (; k < ohw; k++)
+      part[k % WB] += q[k];
+  }
+  float sum = 0.0f;
+  for (int l = 0; l < WB; l++)
+    sum += part[l];
+  dbias[f] = sum;
 }
 
-/* dM of a chunk from dy */
-TT_ALWAYS_INLINE void
-wino_chunk_output_gradient (const tt_window_geom * g, const wino_shape * s,
-    const wino_chunk * ch, int filters, int batch, const float *dy,
-    float *tile, float *dm)
+/* ---- split over the engine's threads ----------------------------------
+ *
+ * Each chunk's passes are split where their units are independent: the
+ * input transform and the input gradient by (block, channel), the output
+ * transform and the output gradient by (filter, block), the n^2 GEMMs by
+ * xi, the bias gradient by filter. Every unit's arithmetic, GEMM shapes
+ * included, is the one thread's, so results equal it bit for bit. A part
+ * keeps its padded plane (or output tiles) on its stack when it fits in
+ * WINO_STACK_FLOATS; larger planes run on one thread with the scratch's. */
+#define WINO_STACK_FLOATS 8192
+
+typedef enum
 {
-  for (int f = 0; f < filters; f++)
-    for (int k = ch->k0; k < ch->k1; k++)
-      wino_output_gradient (g, s, filters, dy, k * WB,
-          wino_block_samples (batch, k), f, tile, dm + (size_t) f * ch->ld +
-          (size_t) (k - ch->k0) * s->bcols, ch->ms);
-  wino_zero_padding (s, ch, filters, dm, ch->ms);
+  WINO_INPUT,                   /* V of the chunk from x */
+  WINO_OUTPUT,                  /* y from M */
+  WINO_OUTPUT_GRADIENT,         /* dM of the chunk from dy */
+  WINO_INPUT_GRADIENT,          /* dx from dV */
+  WINO_GEMM_M,                  /* M[xi] = U[xi] V[xi] */
+  WINO_GEMM_DU,                 /* dU[xi] (+)= dM[xi] V[xi]^T */
+  WINO_GEMM_DV,                 /* dV[xi] = U^T[xi] dM[xi] */
+  WINO_GEMM_BOTH,               /* dU[xi], then dV[xi] over V[xi] */
+  WINO_BIAS,                    /* dbias by filter */
+} wino_stage;
+
+typedef struct
+{
+  wino_stage stage;
+  const tt_window_geom *g;
+  const wino_shape *s;
+  const wino_chunk *ch;
+  int filters, batch;
+  const float *x, *bias, *u, *ut;
+  float *v, *m, *y, *du, *pad;
+  size_t fc;
+  bool accumulate;              /* dU: add to the earlier chunks' */
+  size_t units;
+} wino_job;
+
+static TT_VECTOR_CLONES void
+wino_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const wino_job *j = arg;
+  const tt_window_geom *g = j->g;
+  const wino_shape *s = j->s;
+  const wino_chunk *ch = j->ch;
+  const int c_n = g->channels, filters = j->filters;
+  size_t lo, hi;
+  tt_threads_range (j->units, 1, part, n_parts, &lo, &hi);
+  _Alignas (64) float stack[WINO_STACK_FLOATS];
+  float *pad = n_parts > 1 ? stack : j->pad;
+  const int kn = ch ? ch->k1 - ch->k0 : 1;
+  for (size_t i = lo; i < hi; i++)
+    switch (j->stage) {
+      case WINO_INPUT:{
+        const int k = ch->k0 + (int) (i / c_n), c = (int) (i % c_n);
+        wino_gather_plane (g, s, j->x, k * WB, wino_block_samples (j->batch,
+                k), c, pad);
+        wino_input_transform (s, pad, j->v + (size_t) c * ch->ld +
+            (size_t) (k - ch->k0) * s->bcols, ch->xs);
+        break;
+      }
+      case WINO_OUTPUT:{
+        const int f = (int) (i / kn), k = ch->k0 + (int) (i % kn);
+        wino_output_transform (g, s, filters, j->m + (size_t) f * ch->ld +
+            (size_t) (k - ch->k0) * s->bcols, ch->ms, k * WB,
+            wino_block_samples (j->batch, k), f, j->bias ? j->bias[f] : 0.0f,
+            pad, j->y);
+        break;
+      }
+      case WINO_OUTPUT_GRADIENT:{
+        const int f = (int) (i / kn), k = ch->k0 + (int) (i % kn);
+        wino_output_gradient (g, s, filters, j->x, k * WB,
+            wino_block_samples (j->batch, k), f, pad, j->m + (size_t) f *
+            ch->ld + (size_t) (k - ch->k0) * s->bcols, ch->ms);
+        break;
+      }
+      case WINO_INPUT_GRADIENT:{
+        const int k = ch->k0 + (int) (i / c_n), c = (int) (i % c_n);
+        memset (pad, 0, sizeof (float) * s->ph * s->pw * WB);
+        wino_input_gradient (s, j->v + (size_t) c * ch->ld +
+            (size_t) (k - ch->k0) * s->bcols, ch->xs, pad);
+        wino_scatter_plane (g, s, pad, k * WB, wino_block_samples (j->batch,
+                k), c, j->y);
+        break;
+      }
+      case WINO_GEMM_M:
+        tt_gemm (false, false, filters, (int) ch->ld, c_n, 1.0f,
+            j->u + i * j->fc, c_n, j->v + i * ch->xs, (int) ch->ld, 0.0f,
+            j->m + i * ch->ms, (int) ch->ld);
+        break;
+      case WINO_GEMM_DU:
+      case WINO_GEMM_BOTH:
+        tt_gemm (false, true, filters, c_n, (int) ch->nt, 1.0f,
+            j->m + i * ch->ms, (int) ch->ld, j->v + i * ch->xs, (int) ch->ld,
+            j->accumulate ? 1.0f : 0.0f, j->du + i * j->fc, c_n);
+        if (j->stage == WINO_GEMM_DU)
+          break;
+        /* V[xi] is done with: dV[xi] over it */
+        /* fall through */
+      case WINO_GEMM_DV:
+        tt_gemm (false, false, c_n, (int) ch->ld, filters, 1.0f,
+            j->ut + i * j->fc, filters, j->m + i * ch->ms, (int) ch->ld,
+            0.0f, j->v + i * ch->xs, (int) ch->ld);
+        break;
+      case WINO_BIAS:
+        wino_bias_gradient (g, filters, j->batch, (int) i, j->x, j->y);
+        break;
+    }
 }
 
-/* dx of a chunk's samples from its dV */
-TT_ALWAYS_INLINE void
-wino_chunk_input_gradient (const tt_window_geom * g, const wino_shape * s,
-    const wino_chunk * ch, int batch, const float *dv, float *pad, float *dx)
+/* Runs stage over its units: one part when the plane would not fit on a
+ * part's stack, a few per thread otherwise. */
+static void
+wino_run (tt_threads * pool, wino_job * j, wino_stage stage, size_t units)
 {
-  for (int k = ch->k0; k < ch->k1; k++)
-    for (int c = 0; c < g->channels; c++) {
-      memset (pad, 0, sizeof (float) * s->ph * s->pw * WB);
-      wino_input_gradient (s, dv + (size_t) c * ch->ld +
-          (size_t) (k - ch->k0) * s->bcols, ch->xs, pad);
-      wino_scatter_plane (g, s, pad, k * WB, wino_block_samples (batch, k),
-          c, dx);
-    }
+  j->stage = stage;
+  j->units = units;
+  const bool fits = (size_t) j->s->ph * j->s->pw * WB <= WINO_STACK_FLOATS;
+  tt_threads_run (pool, wino_part, j, fits ? tt_threads_parts (pool, units,
+          2) : 1);
 }
 
 TT_VECTOR_CLONES void
-tt_conv2d_winograd_forward (const tt_window_geom * g, int filters, int batch,
-    const float *x, const float *w, const float *bias, float *y, float *col,
-    float *out, bool keep)
+tt_conv2d_winograd_forward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, const float *x, const float *w, const float *bias,
+    float *y, float *col, float *out, bool keep)
 {
   const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  const size_t fc = (size_t) filters * c_n;
+  wino_job j = {.g = g,.s = &s,.filters = filters,.batch = batch,.x = x,
+    .bias = bias,.u = sc.u,.m = sc.m,.y = y,.pad = sc.pad,
+    .fc = (size_t) filters * c_n
+  };
 
   wino_filter_transform (&s, filters, c_n, w, sc.u, false);
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
-    float *v = keep ? wino_chunk_of (g, &s, col, k0) : col;
-    wino_chunk_input (g, &s, &ch, batch, x, sc.pad, v);
-    for (int xi = 0; xi < s.xn; xi++)
-      tt_gemm (false, false, filters, (int) ch.ld, c_n, 1.0f,
-          sc.u + xi * fc, c_n, v + xi * ch.xs, (int) ch.ld, 0.0f,
-          sc.m + xi * ch.ms, (int) ch.ld);
-    for (int f = 0; f < filters; f++)
-      for (int k = k0; k < ch.k1; k++)
-        wino_output_transform (g, &s, filters, sc.m + (size_t) f * ch.ld +
-            (size_t) (k - k0) * s.bcols, ch.ms, k * WB,
-            wino_block_samples (batch, k), f, bias ? bias[f] : 0.0f, sc.pad, y);
+    j.ch = &ch;
+    j.v = keep ? wino_chunk_of (g, &s, col, k0) : col;
+    wino_run (pool, &j, WINO_INPUT, (size_t) (ch.k1 - k0) * c_n);
+    wino_zero_padding (&s, &ch, c_n, j.v, ch.xs);
+    wino_run (pool, &j, WINO_GEMM_M, (size_t) s.xn);
+    wino_run (pool, &j, WINO_OUTPUT, (size_t) filters * (ch.k1 - k0));
   }
 }
 
-/* dbias[f] = the sum of dy over the batch's plane f. */
-TT_ALWAYS_INLINE void
-wino_bias_gradient (const tt_window_geom * g, int filters, int batch,
-    const float *restrict dy, float *restrict dbias)
+/* dM of a chunk (into j->m) from dy (j->x) */
+static void
+wino_run_output_gradient (tt_threads * pool, wino_job * j)
 {
-  const size_t ohw = (size_t) g->out_h * g->out_w;
-  for (int f = 0; f < filters; f++) {
-    /* WB partial sums (a plain running sum is one long chain of
-     * dependent adds, which cannot be vectorized) */
-    float part[WB] = { 0 };
-    for (int b = 0; b < batch; b++) {
-      const float *q = dy + ((size_t) b * filters + f) * ohw;
-      size_t k = 0;
-      for (; k + WB <= ohw; k += WB)
-        for (int l = 0; l < WB; l++)
-          part[l] += q[k + l];
-      for (; k < ohw; k++)
-        part[k % WB] += q[k];
-    }
-    float sum = 0.0f;
-    for (int l = 0; l < WB; l++)
-      sum += part[l];
-    dbias[f] = sum;
-  }
+  wino_run (pool, j, WINO_OUTPUT_GRADIENT, (size_t) j->filters *
+      (j->ch->k1 - j->ch->k0));
+  wino_zero_padding (j->s, j->ch, j->filters, j->m, j->ch->ms);
 }
-
 
 TT_VECTOR_CLONES void
-tt_conv2d_winograd_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *dy, float *dw, float *dbias, const float *col,
-    float *out)
+tt_conv2d_winograd_backward_weight (tt_threads * pool,
+    const tt_window_geom * g, int filters, int batch, const float *dy,
+    float *dw, float *dbias, const float *col, float *out)
 {
   const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  const size_t fc = (size_t) filters * c_n;
+  wino_job j = {.g = g,.s = &s,.filters = filters,.batch = batch,.x = dy,
+    .m = sc.m,.du = sc.u,.pad = sc.pad,.fc = (size_t) filters * c_n
+  };
 
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
-    const float *v = wino_chunk_of (g, &s, (float *) col, k0);
-    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad, sc.m);
-    for (int xi = 0; xi < s.xn; xi++)
-      tt_gemm (false, true, filters, c_n, (int) ch.nt, 1.0f,
-          sc.m + xi * ch.ms, (int) ch.ld, v + xi * ch.xs, (int) ch.ld,
-          k0 ? 1.0f : 0.0f, sc.u + xi * fc, c_n);
+    j.ch = &ch;
+    j.v = wino_chunk_of (g, &s, (float *) col, k0);
+    j.accumulate = k0 > 0;
+    wino_run_output_gradient (pool, &j);
+    wino_run (pool, &j, WINO_GEMM_DU, (size_t) s.xn);
   }
   wino_filter_gradient (&s, filters, c_n, sc.u, dw);
-  if (dbias)
-    wino_bias_gradient (g, filters, batch, dy, dbias);
+  if (dbias) {
+    j.ch = NULL;
+    j.y = dbias;
+    wino_run (pool, &j, WINO_BIAS, (size_t) filters);
+  }
 }
 
 TT_VECTOR_CLONES void
-tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dx, float *col,
-    float *out)
+tt_conv2d_winograd_backward_input (tt_threads * pool,
+    const tt_window_geom * g, int filters, int batch, const float *w,
+    const float *dy, float *dx, float *col, float *out)
 {
   const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  const size_t fc = (size_t) filters * c_n;
+  wino_job j = {.g = g,.s = &s,.filters = filters,.batch = batch,.x = dy,
+    .ut = sc.u,.m = sc.m,.y = dx,.pad = sc.pad,.fc = (size_t) filters * c_n
+  };
 
   /* U^T stored as such: dV = U^T dM is then a plain product, which
    * OpenBLAS runs without packing U */
   wino_filter_transform (&s, filters, c_n, w, sc.u, true);
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
-    float *dv = wino_chunk_of (g, &s, col, k0);
-    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad, sc.m);
+    j.ch = &ch;
+    j.v = wino_chunk_of (g, &s, col, k0);
+    wino_run_output_gradient (pool, &j);
     /* dV over V's columns (backward_weight is done with them) */
-    for (int xi = 0; xi < s.xn; xi++)
-      tt_gemm (false, false, c_n, (int) ch.ld, filters, 1.0f,
-          sc.u + xi * fc, filters, sc.m + xi * ch.ms, (int) ch.ld, 0.0f,
-          dv + xi * ch.xs, (int) ch.ld);
-    wino_chunk_input_gradient (g, &s, &ch, batch, dv, sc.pad, dx);
+    wino_run (pool, &j, WINO_GEMM_DV, (size_t) s.xn);
+    wino_run (pool, &j, WINO_INPUT_GRADIENT, (size_t) (ch.k1 - k0) * c_n);
   }
 }
 
@@ -923,32 +1009,32 @@ tt_conv2d_winograd_backward_input (const tt_window_geom * g, int filters,
  * each pass, and V is read for dU right before dV overwrites it. The same
  * arithmetic as the two passes. out sized with both (U^T apart from dU). */
 TT_VECTOR_CLONES void
-tt_conv2d_winograd_backward (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dw, float *dbias,
-    float *dx, float *col, float *out)
+tt_conv2d_winograd_backward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, const float *w, const float *dy, float *dw,
+    float *dbias, float *dx, float *col, float *out)
 {
   const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
   const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  const size_t fc = (size_t) filters * c_n;
+  wino_job j = {.g = g,.s = &s,.filters = filters,.batch = batch,.x = dy,
+    .ut = sc.ut,.du = sc.u,.m = sc.m,.y = dx,.pad = sc.pad,
+    .fc = (size_t) filters * c_n
+  };
 
   wino_filter_transform (&s, filters, c_n, w, sc.ut, true);
   for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
     const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
-    float *v = wino_chunk_of (g, &s, col, k0);
-    wino_chunk_output_gradient (g, &s, &ch, filters, batch, dy, sc.pad, sc.m);
-    for (int xi = 0; xi < s.xn; xi++) {
-      tt_gemm (false, true, filters, c_n, (int) ch.nt, 1.0f,
-          sc.m + xi * ch.ms, (int) ch.ld, v + xi * ch.xs, (int) ch.ld,
-          k0 ? 1.0f : 0.0f, sc.u + xi * fc, c_n);
-      /* V[xi] is done with: dV[xi] over it */
-      tt_gemm (false, false, c_n, (int) ch.ld, filters, 1.0f,
-          sc.ut + xi * fc, filters, sc.m + xi * ch.ms, (int) ch.ld, 0.0f,
-          v + xi * ch.xs, (int) ch.ld);
-    }
-    wino_chunk_input_gradient (g, &s, &ch, batch, v, sc.pad, dx);
+    j.ch = &ch;
+    j.v = wino_chunk_of (g, &s, col, k0);
+    j.accumulate = k0 > 0;
+    wino_run_output_gradient (pool, &j);
+    wino_run (pool, &j, WINO_GEMM_BOTH, (size_t) s.xn);
+    wino_run (pool, &j, WINO_INPUT_GRADIENT, (size_t) (ch.k1 - k0) * c_n);
   }
   wino_filter_gradient (&s, filters, c_n, sc.u, dw);
-  if (dbias)
-    wino_bias_gradient (g, filters, batch, dy, dbias);
+  if (dbias) {
+    j.ch = NULL;
+    j.y = dbias;
+    wino_run (pool, &j, WINO_BIAS, (size_t) filters);
+  }
 }

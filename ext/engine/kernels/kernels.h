@@ -22,6 +22,13 @@
 void tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     const float *a, int lda, const float *b, int ldb, float beta, float *c,
     int ldc);
+/* The same product split over pool's threads (gemm_split.c): blocks of
+ * rows (or of columns) of C, each a one-thread tt_gemm with the whole K;
+ * one tt_gemm for a NULL pool or a small product. Deterministic for a
+ * thread count. */
+void tt_gemm_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
+    int n, int k, float alpha, const float *a, int lda, const float *b,
+    int ldb, float beta, float *c, int ldc);
 
 /* Geometry of a 2-D window sweep (convolution or pooling) over one sample.
  * Invariant after tt_window_geom_init returned 0: out_h, out_w >= 1. */
@@ -67,22 +74,31 @@ void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
  * out and grouped for the algorithm the geometry and planned batch get
  * (out or grouped may be 0 floats, and NULL); gradient, derivative:
  * whether backward_weight, backward_input will run.
- * All outputs are overwritten, not accumulated. */
+ * All outputs are overwritten, not accumulated.
+ * pool: the work split over its threads (NULL: one thread). Direct and
+ * Winograd convolutions split units whose arithmetic does not depend on
+ * the split (samples, filters, tiles, the n^2 GEMMs): results equal one
+ * thread's bit for bit. The im2col path runs, on several threads, one
+ * GEMM per sample (forward), blocks of samples (input gradient) and
+ * blocks of dW's rows: deterministic for a thread count, equal to one
+ * thread's within rounding (other GEMM shapes). */
 size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
     bool gradient, bool derivative);
 size_t tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
     int planned);
 size_t tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
     int planned, bool gradient, bool derivative);
-void tt_conv2d_batch_forward (const tt_window_geom * g, int filters,
-    int batch, int planned, const float *x, const float *w, const float *bias,
-    float *y, float *col, float *out, bool keep);
-void tt_conv2d_batch_backward_weight (const tt_window_geom * g, int filters,
-    int batch, int planned, const float *dy, float *dw, float *dbias,
-    const float *col, float *grouped);
-void tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
-    int batch, int planned, const float *w, const float *dy, float *dx,
-    float *col, float *grouped, bool dy_grouped);
+void tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, int planned, const float *x, const float *w,
+    const float *bias, float *y, float *col, float *out, bool keep);
+void tt_conv2d_batch_backward_weight (tt_threads * pool,
+    const tt_window_geom * g, int filters, int batch, int planned,
+    const float *dy, float *dw, float *dbias, const float *col,
+    float *grouped);
+void tt_conv2d_batch_backward_input (tt_threads * pool,
+    const tt_window_geom * g, int filters, int batch, int planned,
+    const float *w, const float *dy, float *dx, float *col, float *grouped,
+    bool dy_grouped);
 /* Whether the algorithm runs both backward passes in one sweep
  * (tt_conv2d_batch_backward, instead of backward_weight then
  * backward_input; dx is then written while the weight gradient is: the
@@ -90,19 +106,21 @@ void tt_conv2d_batch_backward_input (const tt_window_geom * g, int filters,
  * derivative is transformed once for both. grouped sized with gradient
  * and derivative true. */
 bool tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned);
-void tt_conv2d_batch_backward (const tt_window_geom * g, int filters,
-    int batch, int planned, const float *w, const float *dy, float *dw,
-    float *dbias, float *dx, float *col, float *grouped);
+void tt_conv2d_batch_backward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, int planned, const float *w, const float *dy,
+    float *dw, float *dbias, float *dx, float *col, float *grouped);
 
 /* Direct convolution (conv2d_direct.c), which the batched functions above
  * use when it applies (few taps: C*kh*kw <= 32; no padding, stride and
  * dilation 1; out_w >= 8); forward then keeps a copy of x in col for
  * backward_weight, which reads nothing else (none when keep is false). */
 bool tt_conv2d_direct_applies (const tt_window_geom * g);
-void tt_conv2d_direct_forward (const tt_window_geom * g, int filters,
-    int batch, const float *x, const float *w, const float *bias, float *y);
-void tt_conv2d_direct_backward_weight (const tt_window_geom * g, int filters,
-    int batch, const float *x, const float *dy, float *dw, float *dbias);
+void tt_conv2d_direct_forward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, const float *x, const float *w,
+    const float *bias, float *y);
+void tt_conv2d_direct_backward_weight (tt_threads * pool,
+    const tt_window_geom * g, int filters, int batch, const float *x,
+    const float *dy, float *dw, float *dbias);
 
 /* Winograd convolution, F(2x2, 3x3) or F(4x4, 3x3), whichever needs
  * fewer products for the layer's output size (conv2d_winograd.c,
@@ -116,54 +134,59 @@ size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
     bool keep);
 size_t tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
     int batch, bool both);
-void tt_conv2d_winograd_forward (const tt_window_geom * g, int filters,
-    int batch, const float *x, const float *w, const float *bias, float *y,
-    float *col, float *out, bool keep);
-void tt_conv2d_winograd_backward_weight (const tt_window_geom * g,
-    int filters, int batch, const float *dy, float *dw, float *dbias,
-    const float *col, float *out);
-void tt_conv2d_winograd_backward_input (const tt_window_geom * g,
-    int filters, int batch, const float *w, const float *dy, float *dx,
-    float *col, float *out);
+void tt_conv2d_winograd_forward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, const float *x, const float *w,
+    const float *bias, float *y, float *col, float *out, bool keep);
+void tt_conv2d_winograd_backward_weight (tt_threads * pool,
+    const tt_window_geom * g, int filters, int batch, const float *dy,
+    float *dw, float *dbias, const float *col, float *out);
+void tt_conv2d_winograd_backward_input (tt_threads * pool,
+    const tt_window_geom * g, int filters, int batch, const float *w,
+    const float *dy, float *dx, float *col, float *out);
 /* Both backward passes in one sweep (out sized with both true). */
-void tt_conv2d_winograd_backward (const tt_window_geom * g, int filters,
-    int batch, const float *w, const float *dy, float *dw, float *dbias,
-    float *dx, float *col, float *out);
+void tt_conv2d_winograd_backward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int batch, const float *w, const float *dy, float *dw,
+    float *dbias, float *dx, float *col, float *out);
 
 /* Pooling over a batch; x [batch][C][H][W], y [batch][C][out_h][out_w].
  * Padding never wins a max and counts as 0 in an average (the divisor is
  * always kernel_h*kernel_w, PyTorch's count_include_pad=True).
  * argmax: scratch of batch*C*out_h*out_w int32, index within the sample's
- * channel plane (-1 when the window held only padding). */
-void tt_maxpool_forward (const tt_window_geom * g, int batch, const float *x,
-    float *y, int32_t * argmax);
-void tt_maxpool_backward (const tt_window_geom * g, int batch,
-    const float *dy, const int32_t * argmax, float *dx);
+ * channel plane (-1 when the window held only padding). pool: planes split
+ * over its threads, each plane's arithmetic the same (NULL: one thread). */
+void tt_maxpool_forward (tt_threads * pool, const tt_window_geom * g,
+    int batch, const float *x, float *y, int32_t * argmax);
+void tt_maxpool_backward (tt_threads * pool, const tt_window_geom * g,
+    int batch, const float *dy, const int32_t * argmax, float *dx);
 /* The 2x2, stride 2, unpadded case (maxpool2x2.c), which the two above
  * hand over to (tt_layer.h declares its test and forward). */
 void tt_maxpool2x2_backward (const tt_window_geom * g, int batch,
     const float *dy, const int32_t * argmax, float *dx);
-void tt_avgpool_forward (const tt_window_geom * g, int batch, const float *x,
-    float *y);
-void tt_avgpool_backward (const tt_window_geom * g, int batch,
-    const float *dy, float *dx);
+void tt_avgpool_forward (tt_threads * pool, const tt_window_geom * g,
+    int batch, const float *x, float *y);
+void tt_avgpool_backward (tt_threads * pool, const tt_window_geom * g,
+    int batch, const float *dy, float *dx);
 
 /* Batch normalization of x viewed as [outer][features][inner]; statistics
  * per feature over outer*inner values, biased variance.
  * Training: y = gamma * xhat + beta with batch statistics; the moving
  * statistics become momentum * moving + (1 - momentum) * batch (nntrainer's
  * convention); mean and invstd [features] are saved for backward. */
-void tt_batchnorm_forward_train (int outer, int features, int inner,
-    const float *x, float *y, const float *gamma, const float *beta,
-    float *moving_mean, float *moving_var, float momentum, float epsilon,
-    float *mean, float *invstd);
-void tt_batchnorm_forward_eval (int outer, int features, int inner,
-    const float *x, float *y, const float *gamma, const float *beta,
-    const float *moving_mean, const float *moving_var, float epsilon);
+void tt_batchnorm_forward_train (tt_threads * pool, int outer, int features,
+    int inner, const float *x, float *y, const float *gamma,
+    const float *beta, float *moving_mean, float *moving_var, float momentum,
+    float epsilon, float *mean, float *invstd);
+void tt_batchnorm_forward_eval (tt_threads * pool, int outer, int features,
+    int inner, const float *x, float *y, const float *gamma,
+    const float *beta, const float *moving_mean, const float *moving_var,
+    float epsilon);
 /* dgamma, dbeta overwritten (skipped when NULL); dx overwritten (skipped
- * when NULL). x is the forward input. */
-void tt_batchnorm_backward (int outer, int features, int inner,
-    const float *x, const float *dy, const float *gamma, const float *mean,
-    const float *invstd, float *dx, float *dgamma, float *dbeta);
+ * when NULL). x is the forward input. pool: features split over its
+ * threads; each feature's reduction is the same whatever the split, so
+ * results equal one thread's bit for bit (NULL: one thread). */
+void tt_batchnorm_backward (tt_threads * pool, int outer, int features,
+    int inner, const float *x, const float *dy, const float *gamma,
+    const float *mean, const float *invstd, float *dx, float *dgamma,
+    float *dbeta);
 
 #endif

@@ -262,9 +262,9 @@ pooling_tap_index (const tt_window_geom * g, int iy0, int i, int j, int bx)
   return (iy0 + i * g->dilation_h) * g->in_w + ix;
 }
 
-void
-tt_maxpool_forward (const tt_window_geom * g, int batch, const float *x,
-    float *y, int32_t * argmax)
+static void
+pooling_serial_maxpool_forward (const tt_window_geom * g, int batch,
+    const float *x, float *y, int32_t * argmax)
 {
   const int ow = g->out_w, sw = g->stride_w, iw = g->in_w,
       dh = g->dilation_h, dw = g->dilation_w;
@@ -325,9 +325,9 @@ tt_maxpool_forward (const tt_window_geom * g, int batch, const float *x,
   }
 }
 
-void
-tt_maxpool_backward (const tt_window_geom * g, int batch, const float *dy,
-    const int32_t * argmax, float *dx)
+static void
+pooling_serial_maxpool_backward (const tt_window_geom * g, int batch,
+    const float *dy, const int32_t * argmax, float *dx)
 {
   const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * g->out_w;
@@ -359,9 +359,9 @@ pooling_is_global (const tt_window_geom * g)
       g->pad_bottom == 0 && g->pad_right == 0;
 }
 
-void
-tt_avgpool_forward (const tt_window_geom * g, int batch, const float *x,
-    float *y)
+static void
+pooling_serial_avgpool_forward (const tt_window_geom * g, int batch,
+    const float *x, float *y)
 {
   if (pooling_is_global (g)) {
     /* the window scan's order (row by row), without its per-tap calls */
@@ -416,9 +416,9 @@ tt_avgpool_forward (const tt_window_geom * g, int batch, const float *x,
   }
 }
 
-void
-tt_avgpool_backward (const tt_window_geom * g, int batch, const float *dy,
-    float *dx)
+static void
+pooling_serial_avgpool_backward (const tt_window_geom * g, int batch,
+    const float *dy, float *dx)
 {
   if (pooling_is_global (g)) {
     const size_t n = (size_t) g->in_h * g->in_w;
@@ -468,4 +468,92 @@ tt_avgpool_backward (const tt_window_geom * g, int batch, const float *dy,
       }
     }
   }
+}
+
+/* ---- split over the engine's threads ---------------------------------- */
+
+/* Every kernel above treats the batch's batch * channels planes alike and
+ * apart: a part takes a range of planes, as a "batch" of one-channel
+ * samples, so each plane gets the same arithmetic whatever the thread
+ * count (results identical to one thread's). */
+typedef struct
+{
+  int kind;                     /* 0 max forward, 1 max backward, 2 avg
+                                 * forward, 3 avg backward */
+  const tt_window_geom *g;
+  size_t planes;
+  const float *in;
+  float *out;
+  int32_t *argmax;
+} pooling_job;
+
+static void
+pooling_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const pooling_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range (j->planes, 1, part, n_parts, &lo, &hi);
+  if (lo >= hi)
+    return;
+  tt_window_geom g = *j->g;
+  g.channels = 1;
+  const size_t in_plane = (size_t) g.in_h * g.in_w;
+  const size_t out_plane = (size_t) g.out_h * g.out_w;
+  const int n = (int) (hi - lo);
+  switch (j->kind) {
+    case 0:
+      pooling_serial_maxpool_forward (&g, n, j->in + lo * in_plane,
+          j->out + lo * out_plane, j->argmax + lo * out_plane);
+      break;
+    case 1:
+      pooling_serial_maxpool_backward (&g, n, j->in + lo * out_plane,
+          j->argmax + lo * out_plane, j->out + lo * in_plane);
+      break;
+    case 2:
+      pooling_serial_avgpool_forward (&g, n, j->in + lo * in_plane,
+          j->out + lo * out_plane);
+      break;
+    default:
+      pooling_serial_avgpool_backward (&g, n, j->in + lo * out_plane,
+          j->out + lo * in_plane);
+      break;
+  }
+}
+
+static void
+pooling_run (tt_threads * pool, int kind, const tt_window_geom * g,
+    int batch, const float *in, float *out, int32_t * argmax)
+{
+  pooling_job j = { kind, g, (size_t) batch * g->channels, in, out, argmax };
+  /* two parts per thread: a thread that lost its core leaves its second
+   * to the others */
+  tt_threads_run (pool, pooling_part, &j, tt_threads_parts (pool, j.planes, 2));
+}
+
+void
+tt_maxpool_forward (tt_threads * pool, const tt_window_geom * g, int batch,
+    const float *x, float *y, int32_t * argmax)
+{
+  pooling_run (pool, 0, g, batch, x, y, argmax);
+}
+
+void
+tt_maxpool_backward (tt_threads * pool, const tt_window_geom * g, int batch,
+    const float *dy, const int32_t * argmax, float *dx)
+{
+  pooling_run (pool, 1, g, batch, dy, dx, (int32_t *) argmax);
+}
+
+void
+tt_avgpool_forward (tt_threads * pool, const tt_window_geom * g, int batch,
+    const float *x, float *y)
+{
+  pooling_run (pool, 2, g, batch, x, y, NULL);
+}
+
+void
+tt_avgpool_backward (tt_threads * pool, const tt_window_geom * g, int batch,
+    const float *dy, float *dx)
+{
+  pooling_run (pool, 3, g, batch, dy, dx, NULL);
 }

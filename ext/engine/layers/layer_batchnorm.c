@@ -114,12 +114,12 @@ bn_forward (const tt_run_ctx * c, tt_layer * l)
   /* a recompute (plan/remat.c) rebuilds y and the batch statistics; the
    * moving ones were updated once, by the step's first forward */
   if (c->training)
-    tt_batchnorm_forward_train (outer, f, inner, x, y, gamma, beta,
+    tt_batchnorm_forward_train (c->threads, outer, f, inner, x, y, gamma, beta,
         c->recompute ? NULL : mean, c->recompute ? NULL : var,
         l->p.bn.momentum, l->p.bn.epsilon, stats, stats + f);
   else
-    tt_batchnorm_forward_eval (outer, f, inner, x, y, gamma, beta, mean, var,
-        l->p.bn.epsilon);
+    tt_batchnorm_forward_eval (c->threads, outer, f, inner, x, y, gamma, beta,
+        mean, var, l->p.bn.epsilon);
 }
 
 static void
@@ -128,7 +128,7 @@ bn_backward (const tt_run_ctx * c, tt_layer * l, bool derivative)
   const int outer = (int) (c->batch * l->p.bn.outer);
   const int f = (int) l->p.bn.features, inner = (int) l->p.bn.inner;
   const float *stats = tt_run_data (c, l->scratch[0]);
-  tt_batchnorm_backward (outer, f, inner, tt_run_data (c, l->in[0]),
+  tt_batchnorm_backward (c->threads, outer, f, inner, tt_run_data (c, l->in[0]),
       tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->weights[2].value),
       stats, stats + f, derivative ? tt_run_data (c, l->in_deriv[0]) : NULL,
       derivative ? NULL : tt_run_data (c, l->weights[2].grad),

@@ -164,7 +164,7 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
 static void
 conv_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  tt_conv2d_batch_forward (&l->p.conv.geom, (int) l->p.conv.filters,
+  tt_conv2d_batch_forward (c->threads, &l->p.conv.geom, (int) l->p.conv.filters,
       (int) c->batch, (int) c->batch_size, tt_run_data (c, l->in[0]),
       tt_run_data (c, l->weights[0].value),
       l->n_weights > 1 ? tt_run_data (c, l->weights[1].value) : NULL,
@@ -181,18 +181,17 @@ conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   if (l->needs_derivative
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom,
           (int) c->batch_size)) {
-    tt_conv2d_batch_backward (&l->p.conv.geom, (int) l->p.conv.filters,
-        (int) c->batch, (int) c->batch_size,
-        tt_run_data (c, l->weights[0].value),
-        tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->weights[0].grad),
-        l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL,
-        tt_run_data (c, l->in_deriv[0]), tt_run_data (c, l->p.conv.col),
-        tt_run_data (c, l->p.conv.dy_grouped));
+    tt_conv2d_batch_backward (c->threads, &l->p.conv.geom,
+        (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
+        tt_run_data (c, l->weights[0].value), tt_run_data (c, l->out_deriv[0]),
+        tt_run_data (c, l->weights[0].grad), l->n_weights > 1 ? tt_run_data (c,
+            l->weights[1].grad) : NULL, tt_run_data (c, l->in_deriv[0]),
+        tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped));
     return;
   }
-  tt_conv2d_batch_backward_weight (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) c->batch, (int) c->batch_size, tt_run_data (c, l->out_deriv[0]),
-      tt_run_data (c, l->weights[0].grad),
+  tt_conv2d_batch_backward_weight (c->threads, &l->p.conv.geom,
+      (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
+      tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->weights[0].grad),
       l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL,
       tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped));
 }
@@ -204,12 +203,11 @@ conv_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   if (l->weights[0].grad >= 0
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom, (int) c->batch_size))
     return;
-  tt_conv2d_batch_backward_input (&l->p.conv.geom, (int) l->p.conv.filters,
-      (int) c->batch, (int) c->batch_size,
-      tt_run_data (c, l->weights[0].value),
-      tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->in_deriv[0]),
-      tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped),
-      l->weights[0].grad >= 0);
+  tt_conv2d_batch_backward_input (c->threads, &l->p.conv.geom,
+      (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
+      tt_run_data (c, l->weights[0].value), tt_run_data (c, l->out_deriv[0]),
+      tt_run_data (c, l->in_deriv[0]), tt_run_data (c, l->p.conv.col),
+      tt_run_data (c, l->p.conv.dy_grouped), l->weights[0].grad >= 0);
 }
 
 const tt_layer_ops tt_conv2d_layer_ops = {

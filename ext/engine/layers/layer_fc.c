@@ -59,8 +59,9 @@ fc_forward (const tt_run_ctx * c, tt_layer * l)
         y[(size_t) r * unit + j] = bias[j];
     beta = 1.0f;
   }
-  tt_gemm (false, false, rows, unit, k, 1.0f, tt_run_data (c, l->in[0]), k,
-      tt_run_data (c, l->weights[0].value), unit, beta, y, unit);
+  tt_gemm_split (c->threads, false, false, rows, unit, k, 1.0f,
+      tt_run_data (c, l->in[0]), k, tt_run_data (c, l->weights[0].value),
+      unit, beta, y, unit);
 }
 
 static void
@@ -78,8 +79,9 @@ fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   const int step = w->chunk_rows ? (int) w->chunk_rows : k;
   for (int r0 = 0; w->grad >= 0 && r0 < k; r0 += step) {
     const int mr = k - r0 < step ? k - r0 : step;
-    tt_gemm (true, false, mr, unit, rows, 1.0f, tt_run_data (c, l->in[0]) +
-        r0, k, dy, unit, 0.0f, tt_run_data (c, w->grad), unit);
+    tt_gemm_split (c->threads, true, false, mr, unit, rows, 1.0f,
+        tt_run_data (c, l->in[0]) + r0, k, dy, unit, 0.0f,
+        tt_run_data (c, w->grad), unit);
     if (w->chunk_rows)
       tt_run_apply_chunk (c, w, (size_t) r0 * unit, (size_t) mr * unit);
   }
@@ -98,8 +100,9 @@ fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   const int rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
   const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
-  tt_gemm (false, true, rows, k, unit, 1.0f, tt_run_data (c, l->out_deriv[0]),
-      unit, tt_run_data (c, l->weights[0].value), unit, 0.0f,
+  tt_gemm_split (c->threads, false, true, rows, k, unit, 1.0f,
+      tt_run_data (c, l->out_deriv[0]), unit,
+      tt_run_data (c, l->weights[0].value), unit, 0.0f,
       tt_run_data (c, l->in_deriv[0]), k);
 }
 

@@ -88,10 +88,10 @@ pool_forward (const tt_run_ctx * c, tt_layer * l)
   const float *x = tt_run_data (c, l->in[0]);
   float *y = tt_run_data (c, l->out[0]);
   if (pool_is_max (l))
-    tt_maxpool_forward (&l->p.pool.geom, (int) c->batch, x, y,
+    tt_maxpool_forward (c->threads, &l->p.pool.geom, (int) c->batch, x, y,
         (int32_t *) tt_run_data (c, l->scratch[0]));
   else
-    tt_avgpool_forward (&l->p.pool.geom, (int) c->batch, x, y);
+    tt_avgpool_forward (c->threads, &l->p.pool.geom, (int) c->batch, x, y);
 }
 
 static void
@@ -100,10 +100,10 @@ pool_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   const float *dy = tt_run_data (c, l->out_deriv[0]);
   float *dx = tt_run_data (c, l->in_deriv[0]);
   if (pool_is_max (l))
-    tt_maxpool_backward (&l->p.pool.geom, (int) c->batch, dy,
+    tt_maxpool_backward (c->threads, &l->p.pool.geom, (int) c->batch, dy,
         (const int32_t *) tt_run_data (c, l->scratch[0]), dx);
   else
-    tt_avgpool_backward (&l->p.pool.geom, (int) c->batch, dy, dx);
+    tt_avgpool_backward (c->threads, &l->p.pool.geom, (int) c->batch, dy, dx);
 }
 
 const tt_layer_ops tt_pooling2d_layer_ops = {

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tt_gemm_split: one product split over the engine's threads by blocks of
+ * rows or of columns of C, each block a one-thread tt_gemm with the whole
+ * K. No partial sums: every element of C is the same reduction over K as
+ * in a GEMM of its block's shape, so results are deterministic for a
+ * thread count. Whether they equal the unsplit product's bit for bit is
+ * the GEMM's business: the portable GEMM's elements depend on neither M
+ * nor N (blocked over K alone); OpenBLAS's on the kernels its tiles pick
+ * (it tiles M by 8, 16 or 24 by machine), equal within rounding.
+ */
+#include "kernels.h"
+
+/* Rows of a block of C: 8, fine enough to balance a batch of 32 over 4
+ * threads (48, a multiple of every row tile, left 2 threads 96 and 32
+ * rows of a batch of 128). */
+#define TT_GEMM_ROW_QUANTUM 8
+/* Columns of a block: whole 16-float vectors. */
+#define TT_GEMM_COL_QUANTUM 16
+/* Below this many multiply-adds a split costs more than it saves (a job
+ * is a few microseconds of synchronization). */
+#define TT_GEMM_SPLIT_MIN (64 * 1024)
+
+typedef struct
+{
+  bool trans_a, trans_b, by_rows;
+  int m, n, k;
+  float alpha, beta;
+  const float *a, *b;
+  int lda, ldb, ldc;
+  float *c;
+  size_t quantum;
+} gemm_job;
+
+static void
+gemm_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const gemm_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range (j->by_rows ? (size_t) j->m : (size_t) j->n, j->quantum,
+      part, n_parts, &lo, &hi);
+  if (lo >= hi)
+    return;
+  if (j->by_rows) {
+    const float *a = j->trans_a ? j->a + lo : j->a + lo * (size_t) j->lda;
+    tt_gemm (j->trans_a, j->trans_b, (int) (hi - lo), j->n, j->k, j->alpha,
+        a, j->lda, j->b, j->ldb, j->beta, j->c + lo * (size_t) j->ldc, j->ldc);
+  } else {
+    const float *b = j->trans_b ? j->b + lo * (size_t) j->ldb : j->b + lo;
+    tt_gemm (j->trans_a, j->trans_b, j->m, (int) (hi - lo), j->k, j->alpha,
+        j->a, j->lda, b, j->ldb, j->beta, j->c + lo, j->ldc);
+  }
+}
+
+void
+tt_gemm_split (tt_threads * pool, bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  gemm_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
+    ldc, c, TT_GEMM_ROW_QUANTUM
+  };
+  unsigned parts = 1;
+  if (pool && (double) m * n * k >= TT_GEMM_SPLIT_MIN) {
+    const size_t row_units = ((size_t) m + TT_GEMM_ROW_QUANTUM - 1) /
+        TT_GEMM_ROW_QUANTUM;
+    const size_t col_units = ((size_t) n + TT_GEMM_COL_QUANTUM - 1) /
+        TT_GEMM_COL_QUANTUM;
+    const unsigned threads = tt_threads_count (pool);
+    /* rows when they make a part per thread, else the dimension that
+     * makes more parts */
+    j.by_rows = row_units >= threads || row_units >= col_units;
+    if (!j.by_rows)
+      j.quantum = TT_GEMM_COL_QUANTUM;
+    parts = tt_threads_parts (pool, j.by_rows ? row_units : col_units, 1);
+  }
+  tt_threads_run (pool, gemm_part, &j, parts);
+}
