@@ -218,6 +218,12 @@ test_check_fd (const char *what, test_loss_fn loss, void *ctx, double *p,
 
 /* ---- GEMM --------------------------------------------------------------- */
 
+/* The product under test: tt_gemm, or in test_gemm_avx512 that kernel
+ * alone (test_gemm_declined counts the shapes it leaves to BLAS) */
+static void (*test_gemm_fn) (bool, bool, int, int, int, float, const float *,
+    int, const float *, int, float, float *, int) = tt_gemm;
+static int test_gemm_declined;
+
 static void
 test_gemm_one (bool ta, bool tb, int m, int n, int k, float alpha, float beta,
     bool nan_c, double *worst)
@@ -266,7 +272,7 @@ test_gemm_one (bool ta, bool tb, int m, int n, int k, float alpha, float beta,
       }
     }
 
-  tt_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  test_gemm_fn (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   e = test_rel_err (c, ref, scale, nc);
   if (e > *worst)
     *worst = e;
@@ -355,6 +361,78 @@ test_geom (int c, int h, int w, int kh, int kw, int sh, int sw, int pt,
     .pad_left = pl,.pad_right = pr,.dilation_h = dh,.dilation_w = dw
   };
   return g;
+}
+
+/* tt_gemm_avx512 on its own: the same products as test_gemm (where it
+ * takes them: a declined shape leaves C untouched, which the comparison
+ * would catch, so declined shapes are counted and skipped), then its
+ * claim that the rows of a product are bit for bit the rows of the whole
+ * product (update as you go relies on it). */
+static void
+test_gemm_avx512_fn (bool ta, bool tb, int m, int n, int k, float alpha,
+    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+    int ldc)
+{
+  if (!tt_gemm_avx512 (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
+    test_gemm_declined++;
+    /* what the comparison expects, so a declined shape does not fail */
+    tt_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+static void
+test_gemm_avx512 (void)
+{
+  static const int sizes[] = { 1, 7, 33, 130 };
+  float one = 1.0f;
+  if (!tt_gemm_avx512 (false, false, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f,
+          &one, 1)) {
+    printf ("SKIP gemm_avx512: this CPU has no AVX-512 (or the build is not "
+        "x86-64 GNU C): the kernel is never used here\n");
+    return;
+  }
+  test_gemm_fn = test_gemm_avx512_fn;
+  for (int t = 0; t < 4; t++) {
+    bool ta = t & 2, tb = t & 1;
+    double worst = 0.0;
+    test_gemm_declined = 0;
+    for (int bi = 0; bi < 3; bi++)
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+          for (int l = 0; l < 4; l++)
+            test_gemm_one (ta, tb, sizes[i], sizes[j], sizes[l],
+                bi == 2 ? -0.5f : 1.0f, bi == 1 ? 1.0f : bi ? 0.25f : 0.0f,
+                bi == 0, &worst);
+    test_gemm_one (ta, tb, 61, 203, 257, 1.0f, 1.0f, false, &worst);
+    test_gemm_one (ta, tb, 32, 256, 784, 1.0f, 0.0f, false, &worst);
+    test_report (worst <= TEST_TOL && (tb || test_gemm_declined == 0),
+        "gemm_avx512 ta=%d tb=%d: m,n,k in {1,7,33,130}, alpha/beta 1/0 "
+        "(NaN in C), 1/1, -0.5/0.25, 61x203x257, 32x256x784: max rel err "
+        "%.2e, %d shapes left to BLAS", ta, tb, worst, test_gemm_declined);
+  }
+  test_gemm_fn = tt_gemm;
+
+  /* rows [r0, r0 + 48) of X^T dY, as update as you go asks for them */
+  const int k = 32, rows = 200, n = 70;
+  float *x = test_falloc ((size_t) k * rows), *dy = test_falloc ((size_t) k
+      * n), *whole = test_falloc ((size_t) rows * n), *part =
+      test_falloc ((size_t) rows * n);
+  test_fill (x, (size_t) k * rows, -1, 1);
+  test_fill (dy, (size_t) k * n, -1, 1);
+  bool taken = tt_gemm_avx512 (true, false, rows, n, k, 1.0f, x, rows, dy, n,
+      0.0f, whole, n);
+  for (int r0 = 0; r0 < rows; r0 += 48) {
+    const int mr = rows - r0 < 48 ? rows - r0 : 48;
+    taken &= tt_gemm_avx512 (true, false, mr, n, k, 1.0f, x + r0, rows, dy, n,
+        0.0f, part + (size_t) r0 * n, n);
+  }
+  test_report (taken && !memcmp (whole, part, sizeof (float) * rows * n),
+      "gemm_avx512: rows of X^T dY in chunks of 48 are bit-identical to the "
+      "whole product's (200 x 70, K = 32)");
+  free (x);
+  free (dy);
+  free (whole);
+  free (part);
 }
 
 static void
@@ -1500,6 +1578,7 @@ main (void)
   setvbuf (stdout, NULL, _IOLBF, 0);
   TT_TEST_RUN (test_vmath);
   TT_TEST_RUN (test_gemm);
+  TT_TEST_RUN (test_gemm_avx512);
   TT_TEST_RUN (test_geometry);
   TT_TEST_RUN (test_im2col);
   TT_TEST_RUN (test_conv);

@@ -22,7 +22,8 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     const float *a, int lda, const float *b, int ldb, float beta, float *c,
     int ldc)
 {
-  if (m <= 0 || n <= 0)
+  if (m <= 0 || n <= 0 || tt_gemm_avx512 (trans_a, trans_b, m, n, k, alpha,
+          a, lda, b, ldb, beta, c, ldc))
     return;
   cblas_sgemm (CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
       trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,

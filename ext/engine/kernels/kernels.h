@@ -30,6 +30,13 @@ void tt_gemm_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
     int n, int k, float alpha, const float *a, int lda, const float *b,
     int ldb, float beta, float *c, int ldc);
 
+/* The same product with 512-bit vectors (gemm_avx512.c), when the CPU has
+ * them and the shape is one it serves (small K and M * K); false, having
+ * done nothing, otherwise. tt_gemm tries it first. */
+bool tt_gemm_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc);
+
 /* Geometry of a 2-D window sweep (convolution or pooling) over one sample.
  * Invariant after tt_window_geom_init returned 0: out_h, out_w >= 1. */
 typedef struct {

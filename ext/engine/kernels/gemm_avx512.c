@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tt_gemm_avx512: the products of small layers (fully_connected at the
+ * batches devices train with, small convolutions) on CPUs with AVX-512.
+ *
+ * OpenBLAS picks its kernels by OPENBLAS_CORETYPE, which our environments
+ * pin (Haswell: 256-bit), so on a CPU with full-width 512-bit units (Zen
+ * 5, Intel server cores) half of the arithmetic goes unused: measured on
+ * the MLP's shapes (32 x 256 x 784 and the like) this kernel runs
+ * 2.1-2.5x OpenBLAS's single-thread speed. A CPU without AVX-512 never
+ * runs it (tt_gemm falls back to BLAS).
+ *
+ * Layout: C is cut into MR x NR tiles (8 rows, two 16-float vectors), each
+ * accumulated in 16 registers over the whole of K and stored once. op(A)
+ * is read in place, one broadcast scalar at a time (any transpose, through
+ * a row and a column stride). op(B) is read in place when it is not
+ * transposed (a row of B is a row of the tile); transposed, it is
+ * transposed 16 x 16 at a time into a K x NR panel on the stack.
+ *
+ * Every element of C is one chain of fused multiply-adds over p = 0..K-1
+ * in order, whatever M, N or the tile it falls in: so a product of some
+ * rows of A gives bit for bit the rows of the whole product (update as
+ * you go computes the weight gradient a chunk of rows at a time).
+ */
+#include "kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define MR 8
+#define NR 32
+/* Largest K with a transposed B: its panel, K x NR floats, is on the
+ * stack (32 KiB) */
+#define KT 256
+/* Largest K and M * K taken at all: beyond them a tile's A rows and B
+ * panel outgrow the caches that this unblocked loop relies on, and
+ * OpenBLAS's packing pays off */
+#define KMAX 1024
+#define MKMAX (1 << 18)
+
+#define T512 __attribute__ ((target ("avx512f")))
+/* (a macro, which indent reads as one word) */
+#define T512_INLINE static inline \
+  __attribute__ ((always_inline, target ("avx512f")))
+
+/* lanes [0, n) of a vector of 16 */
+T512 static inline __mmask16
+gemm_mask (int n)
+{
+  return n >= 16 ? (__mmask16) 0xffff : n <= 0 ? 0 :
+      (__mmask16) ((1u << n) - 1);
+}
+
+T512_INLINE void
+gemm_store_row (float *d, __m512 x0, __m512 x1, __mmask16 m0,
+    __mmask16 m1, float alpha, float beta)
+{
+  if (alpha != 1.0f) {
+    x0 = _mm512_mul_ps (x0, _mm512_set1_ps (alpha));
+    x1 = _mm512_mul_ps (x1, _mm512_set1_ps (alpha));
+  }
+  /* beta == 0 must not read C: it may hold NaN or garbage, as BLAS
+   * allows */
+  if (beta != 0.0f) {
+    x0 = _mm512_fmadd_ps (_mm512_set1_ps (beta),
+        _mm512_maskz_loadu_ps (m0, d), x0);
+    x1 = _mm512_fmadd_ps (_mm512_set1_ps (beta),
+        _mm512_maskz_loadu_ps (m1, d + 16), x1);
+  }
+  _mm512_mask_storeu_ps (d, m0, x0);
+  _mm512_mask_storeu_ps (d + 16, m1, x1);
+}
+
+/* Named accumulators, not an array: GCC keeps an array of vectors in
+ * memory and the kernel then runs at a third of its speed. */
+#define GEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define GEMM_DECL(r) __m512 c##r##0 = _mm512_setzero_ps (), \
+    c##r##1 = _mm512_setzero_ps ();
+#define GEMM_FMA(r) { const __m512 av = _mm512_set1_ps (ap[r * rs]);  \
+    c##r##0 = _mm512_fmadd_ps (av, b0, c##r##0);                     \
+    c##r##1 = _mm512_fmadd_ps (av, b1, c##r##1); }
+#define GEMM_STORE(r) gemm_store_row (c + r * ldc, c##r##0, c##r##1, m0, \
+    m1, alpha, beta);
+
+/* An MR-row tile, nr <= NR columns: op(A)[r][p] = a[r * rs + p * ps],
+ * op(B)[p][j] = b[p * ldb + j] */
+T512 static void
+gemm_tile8 (int nr, int k, const float *a, ptrdiff_t rs, ptrdiff_t ps,
+    const float *b, ptrdiff_t ldb, float alpha, float beta, float *c,
+    ptrdiff_t ldc)
+{
+  const __mmask16 m0 = gemm_mask (nr), m1 = gemm_mask (nr - 16);
+  GEMM_ROWS (GEMM_DECL);
+  if (nr == NR) {
+    for (int p = 0; p < k; p++) {
+      const __m512 b0 = _mm512_loadu_ps (b + p * ldb);
+      const __m512 b1 = _mm512_loadu_ps (b + p * ldb + 16);
+      const float *ap = a + p * ps;
+      GEMM_ROWS (GEMM_FMA);
+    }
+  } else {
+    for (int p = 0; p < k; p++) {
+      const __m512 b0 = _mm512_maskz_loadu_ps (m0, b + p * ldb);
+      const __m512 b1 = _mm512_maskz_loadu_ps (m1, b + p * ldb + 16);
+      const float *ap = a + p * ps;
+      GEMM_ROWS (GEMM_FMA);
+    }
+  }
+  GEMM_ROWS (GEMM_STORE);
+}
+
+/* One row of the last, ragged rows (fewer than MR) */
+T512 static void
+gemm_tile1 (int nr, int k, const float *a, ptrdiff_t ps, const float *b,
+    ptrdiff_t ldb, float alpha, float beta, float *c)
+{
+  const __mmask16 m0 = gemm_mask (nr), m1 = gemm_mask (nr - 16);
+  const ptrdiff_t rs = 0, ldc = 0;
+  GEMM_DECL (0);
+  for (int p = 0; p < k; p++) {
+    const __m512 b0 = _mm512_maskz_loadu_ps (m0, b + p * ldb);
+    const __m512 b1 = _mm512_maskz_loadu_ps (m1, b + p * ldb + 16);
+    const float *ap = a + p * ps;
+    GEMM_FMA (0);
+  }
+  GEMM_STORE (0);
+}
+
+/* 16 x 16 in-register transpose: r[i] lane j becomes r[j] lane i */
+T512_INLINE void
+gemm_transpose16 (__m512 r[16])
+{
+  __m512 t[16];
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps (r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps (r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[4 * i] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0xee);
+    r[4 * i + 2] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0xee);
+  }
+  for (int i = 0; i < 2; i++)
+    for (int q = 0; q < 4; q++) {
+      t[8 * i + q] = _mm512_shuffle_f32x4 (r[8 * i + q], r[8 * i + 4 + q],
+          0x88);
+      t[8 * i + 4 + q] = _mm512_shuffle_f32x4 (r[8 * i + q],
+          r[8 * i + 4 + q], 0xdd);
+    }
+  for (int q = 0; q < 8; q++) {
+    r[q] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0x88);
+    r[q + 8] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0xdd);
+  }
+}
+
+/* bp[p * NR + j] = op(B)[p][j] = b[j * ldb + p] for p < k, j < nr; zero
+ * for nr <= j < NR */
+T512 static void
+gemm_pack_bt (int nr, int k, const float *b, ptrdiff_t ldb, float *bp)
+{
+  for (int h = 0; h < NR; h += 16)
+    for (int p0 = 0; p0 < k; p0 += 16) {
+      const __mmask16 mp = gemm_mask (k - p0);
+      __m512 r[16];
+      for (int j = 0; j < 16; j++)
+        r[j] = h + j < nr ? _mm512_maskz_loadu_ps (mp,
+            b + (h + j) * ldb + p0) : _mm512_setzero_ps ();
+      gemm_transpose16 (r);
+      for (int p = 0; p < 16 && p0 + p < k; p++)
+        _mm512_storeu_ps (bp + (p0 + p) * NR + h, r[p]);
+    }
+}
+
+T512 static void
+gemm_run (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+    int ldc)
+{
+  _Alignas (64) float bp[KT * NR];
+  const ptrdiff_t rs = trans_a ? 1 : lda, ps = trans_a ? lda : 1;
+  for (int j0 = 0; j0 < n; j0 += NR) {
+    const int nr = n - j0 < NR ? n - j0 : NR;
+    const float *bj = b + j0;
+    ptrdiff_t ldbj = ldb;
+    if (trans_b) {
+      gemm_pack_bt (nr, k, b + (size_t) j0 * ldb, ldb, bp);
+      bj = bp;
+      ldbj = NR;
+    }
+    int i0 = 0;
+    for (; i0 + MR <= m; i0 += MR)
+      gemm_tile8 (nr, k, a + i0 * rs, rs, ps, bj, ldbj, alpha, beta,
+          c + (size_t) i0 * ldc + j0, ldc);
+    for (; i0 < m; i0++)
+      gemm_tile1 (nr, k, a + i0 * rs, ps, bj, ldbj, alpha, beta,
+          c + (size_t) i0 * ldc + j0);
+  }
+}
+
+bool
+tt_gemm_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  /* (reads what libgcc's constructor found: no race between threads) */
+  if (!__builtin_cpu_supports ("avx512f") || m <= 0 || n <= 0 || k <= 0
+      || alpha == 0.0f || k > KMAX || (size_t) m * k > MKMAX || (trans_b
+          && k > KT))
+    return false;
+  gemm_run (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return true;
+}
+
+#else /* no x86-64 or no GNU C: never taken */
+
+bool
+tt_gemm_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  (void) trans_a, (void) trans_b, (void) m, (void) n, (void) k;
+  (void) alpha, (void) a, (void) lda, (void) b, (void) ldb, (void) beta;
+  (void) c, (void) ldc;
+  return false;
+}
+
+#endif
