@@ -21,6 +21,7 @@
 #include "tt_layer.h"
 
 #include <math.h>
+#include <string.h>
 
 static const char *const input_keys[] = {
   "normalization", "standardization", NULL
@@ -47,14 +48,37 @@ input_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   return TT_OK;
 }
 
-/* min-max over all n values (the whole batch) */
-static void
+/* min-max over all n values (the whole batch); (clones: 5% of the MLP's
+ * step at batch 32 in baseline SSE2) */
+TT_VECTOR_CLONES static void
 input_normalize (float *x, size_t n)
 {
   if (n == 0)
     return;
   float lo = x[0], hi = x[0];
-  for (size_t i = 1; i < n; i++) {
+  size_t i = 0;
+#if defined(__GNUC__)
+  /* 16 running minima and maxima in vectors: a scalar min reduction does
+   * not vectorize (the compiler may not reorder it), and GNU C has no
+   * vector ?: (so a select by mask). x holds no NaN (model_feed). */
+  typedef float v16 __attribute__((vector_size (64)));
+  typedef int32_t v16i __attribute__((vector_size (64)));
+  v16 vlo, vhi;
+  for (int j = 0; j < 16; j++)
+    vlo[j] = vhi[j] = x[0];
+  for (; i + 16 <= n; i += 16) {
+    v16 v;
+    memcpy (&v, x + i, sizeof v);
+    v16i lt = v < vlo, gt = v > vhi;
+    vlo = (v16) ((lt & (v16i) v) | (~lt & (v16i) vlo));
+    vhi = (v16) ((gt & (v16i) v) | (~gt & (v16i) vhi));
+  }
+  for (int j = 0; j < 16; j++) {
+    lo = vlo[j] < lo ? vlo[j] : lo;
+    hi = vhi[j] > hi ? vhi[j] : hi;
+  }
+#endif
+  for (; i < n; i++) {
     lo = x[i] < lo ? x[i] : lo;
     hi = x[i] > hi ? x[i] : hi;
   }
@@ -70,7 +94,7 @@ input_normalize (float *x, size_t n)
 }
 
 /* (x - mean) / (||x - mean|| / n) over one sample's n values */
-static void
+TT_VECTOR_CLONES static void
 input_standardize (float *x, size_t n)
 {
   double sum = 0, sq = 0;
