@@ -176,7 +176,7 @@ struct _GstTensorFederation
   GstElement *element;
   GstTensorFederationConfig config;     /* a copy taken at start */
   gchar *client_id;
-  gchar *update_topic, *global_topic;
+  gchar *update_topic, *global_topic, *end_topic;
   tt_fed_mqtt *mqtt;
   tt_model *carrier;            /* inference copy: the smallest message */
   gboolean checked;             /* signature taken from the model */
@@ -191,6 +191,10 @@ struct _GstTensorFederation
   size_t pending_len;
   gboolean warned_offline;
   gboolean started;             /* a batch was trained */
+  float *last_global;           /* the weights of base_round's global model:
+                                 * what the device ends with */
+  gboolean ended;               /* the aggregator's end-of-run marker came */
+  gint64 end_round;             /* its last round */
 };
 
 static void
@@ -250,7 +254,10 @@ gst_tensor_federation_start (GstElement * element,
   }
   f->update_topic = g_strdup_printf ("%s/update/%s", topic, f->client_id);
   f->global_topic = g_strdup_printf ("%s/global", topic);
-  const char *subscribe[] = { f->global_topic, NULL };
+  f->end_topic = g_strdup_printf ("%s/end", topic);
+  /* in this order: a device that joins after the end gets the last global
+   * model before the marker */
+  const char *subscribe[] = { f->global_topic, f->end_topic, NULL };
   tt_fed_mqtt_options mo;
   memset (&mo, 0, sizeof mo);
   mo.url = f->config.broker;
@@ -289,6 +296,40 @@ fail:
   return NULL;
 }
 
+/* The aggregator's end-of-run marker (an empty message: a marker
+ * cleared by a new run). TRUE when it is this federation's. */
+static gboolean
+fed_take_end (GstTensorFederation * f, const char *topic, const void *data,
+    size_t len)
+{
+  if (len == 0 || f->ended)
+    return FALSE;
+  tt_fed_header h;
+  tt_error err = { 0 };
+  if (tt_fed_peek (data, len, topic, &h, &err) == TT_OK
+      && (h.kind != TT_FED_END || h.signature != f->signature
+          || h.n_floats != f->n_floats)) {
+    g_snprintf (err.message, sizeof err.message, "%s: not an end-of-run "
+        "marker of this model (kind %u, signature %016" G_GINT64_MODIFIER
+        "x)", topic, h.kind, h.signature);
+    err.status = TT_ERR_INVALID;
+  }
+  if (err.status != TT_OK) {
+    GST_ELEMENT_WARNING (f->element, STREAM, DECODE,
+        ("Refused an end-of-run marker of the federation: %s.", err.message),
+        (NULL));
+    fed_post (f, "refused", -1, 0, err.message);
+    return FALSE;
+  }
+  f->ended = TRUE;
+  f->end_round = h.round;
+  g_clear_pointer (&f->pending, free);
+  GST_INFO_OBJECT (f->element, "the federation's run ended after round %u",
+      h.round);
+  fed_post (f, "ended", f->end_round, h.samples, NULL);
+  return TRUE;
+}
+
 /* Takes the newest global model among those that came, if it is newer
  * than the one trained from; waits up to timeout_ms for one of round
  * at least want (0: takes what is there). */
@@ -323,6 +364,21 @@ fed_take_global (GstTensorFederation * f, tt_model * model, gint64 want,
           fed_post (f, "resent", f->published_round, f->samples, NULL);
         resend_at = now + FED_RESEND_US;
       }
+      continue;
+    }
+    if (!strcmp (topic, f->end_topic)) {
+      if (fed_take_end (f, topic, data, len)) {
+        /* no later global model comes; the last one, when it is not here
+         * yet, is waited for up to federation-wait */
+        want = f->end_round;
+        if (f->base_round < f->end_round && f->config.wait > 0) {
+          timeout_ms = (gint) f->config.wait * 1000;
+          deadline = g_get_monotonic_time () +
+              (gint64) f->config.wait * G_USEC_PER_SEC;
+        }
+      }
+      free (topic);
+      free (data);
       continue;
     }
     tt_fed_message m;
@@ -360,6 +416,9 @@ fed_take_global (GstTensorFederation * f, tt_model * model, gint64 want,
       f->base_round = m.header.round;
       f->samples = 0;
       g_clear_pointer (&f->pending, free);
+      free (f->last_global);
+      f->last_global = m.weights;
+      m.weights = NULL;
       fed_post (f, "applied", f->base_round, m.header.samples, NULL);
     }
     tt_fed_message_clear (&m);
@@ -395,27 +454,45 @@ fed_check_model (GstTensorFederation * f, tt_model * model)
   return TRUE;
 }
 
-void
+gboolean
 gst_tensor_federation_before_batch (GstTensorFederation * f,
     tt_model * model, guint n)
 {
   if (!f || !model)
-    return;
+    return FALSE;
   fed_check_model (f, model);
   /* the first batch starts from the federation's model: up to
    * federation-wait for it (when the broker is there) */
   gboolean first = !f->started;
   f->started = TRUE;
-  fed_take_global (f, model, 0, first && tt_fed_mqtt_connected (f->mqtt) ?
-      (gint) f->config.wait * 1000 : 0);
+  if (!f->ended)
+    fed_take_global (f, model, 0, first && tt_fed_mqtt_connected (f->mqtt) ?
+        (gint) f->config.wait * 1000 : 0);
+  if (f->ended) {
+    /* batches trained since the last global model are dropped: the
+     * device ends with the federation's model */
+    tt_error err = { 0 };
+    if (f->samples > 0 && f->last_global && f->base_round == f->end_round
+        && tt_model_import_weights (model, f->last_global, f->n_floats,
+            &err) == TT_OK)
+      f->samples = 0;
+    if (f->base_round < f->end_round)
+      GST_ELEMENT_WARNING (f->element, STREAM, FAILED,
+          ("The federation's run ended after round %" G_GINT64_FORMAT
+              " but its global model did not come: this device ends with "
+              "the model of round %" G_GINT64_FORMAT " and its own "
+              "training since.", f->end_round, f->base_round), (NULL));
+    return TRUE;
+  }
   f->samples += n;
+  return FALSE;
 }
 
 void
 gst_tensor_federation_epoch_end (GstTensorFederation * f, tt_model * model,
     gboolean final)
 {
-  if (!f || !model)
+  if (!f || !model || f->ended)
     return;
   fed_check_model (f, model);
   if (++f->epochs < f->config.epochs_per_round && !final)
@@ -506,10 +583,12 @@ gst_tensor_federation_stop (GstTensorFederation * f)
   if (f->carrier)
     tt_model_free (f->carrier);
   free (f->pending);
+  free (f->last_global);
   gst_tensor_federation_config_clear (&f->config);
   g_free (f->client_id);
   g_free (f->update_topic);
   g_free (f->global_topic);
+  g_free (f->end_topic);
   g_free (f);
 }
 
@@ -536,13 +615,14 @@ gst_tensor_federation_start (GstElement * element,
   return NULL;
 }
 
-void
+gboolean
 gst_tensor_federation_before_batch (GstTensorFederation * f,
     tt_model * model, guint n)
 {
   (void) f;
   (void) model;
   (void) n;
+  return FALSE;
 }
 
 void

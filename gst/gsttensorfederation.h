@@ -19,9 +19,14 @@
  * yet after a broker restart) takes it, one that has it refuses the copy
  * as a replay.
  *
+ * The aggregator's end-of-run marker (retained on <topic>/end, after the
+ * last round's global model) ends training at the next batch: the
+ * trainer saves the last global model and sends EOS (a device that joins
+ * after the end gets both at once and ends at its first batch).
+ *
  * Element messages "tensor-trainer-federation": event "published"
  * (round, samples), "resent", "applied" (round), "refused" (reason),
- * "offline" (reason).
+ * "offline" (reason), "ended" (round: the last one).
  */
 #ifndef __GST_TENSOR_FEDERATION_H__
 #define __GST_TENSOR_FEDERATION_H__
@@ -57,8 +62,11 @@ gboolean gst_tensor_federation_get_property (const GstTensorFederationConfig
  * posting an error (bad property, no federation in this build). */
 GstTensorFederation *gst_tensor_federation_start (GstElement * element,
     GstTensorFederationConfig * config, gboolean * ok);
-/* Before a training batch of n samples: takes a global model that came. */
-void gst_tensor_federation_before_batch (GstTensorFederation * f,
+/* Before a training batch of n samples: takes a global model that came.
+ * TRUE when the aggregator's end-of-run marker came: the batch is not to
+ * be trained, training is over (the model then holds the last global
+ * model: batches trained since it are undone). */
+gboolean gst_tensor_federation_before_batch (GstTensorFederation * f,
     tt_model * model, guint n);
 /* After a complete epoch: at a round's end publishes the update and waits
  * for the round's global model. After the last epoch (final) it also

@@ -544,6 +544,7 @@ gst_tensor_trainer_stop (GstTtTensorTrainer * self)
   self->plan_posted = FALSE;
   self->src_caps_sent = FALSE;
   self->finished = FALSE;
+  self->fed_ended = FALSE;
   self->flexible = FALSE;
   self->fill = 0;
   self->epoch_pos = 0;
@@ -1051,8 +1052,13 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
   for (guint i = 0; i < self->n_inputs; i++)
     inputs[i] = self->in_batch[i];
   self->fill = 0;
-  if (training)                 /* a global model comes between batches */
-    gst_tensor_federation_before_batch (self->fed, self->model, n);
+  /* a global model comes between batches; the federation's end of the
+   * run, too: then this batch is not trained (the caller finishes) */
+  if (training && gst_tensor_federation_before_batch (self->fed, self->model,
+          n)) {
+    self->fed_ended = TRUE;
+    return GST_FLOW_OK;
+  }
   if (training)
     st = tt_model_train_batch (self->model, n, inputs, self->in_types,
         self->label_batch, &r, &err);
@@ -1360,7 +1366,11 @@ gst_tensor_trainer_finish (GstTtTensorTrainer * self)
     }
     GST_INFO_OBJECT (self, "saved %s", self->save_path);
   }
-  if (self->samples_seen < expected)
+  if (self->fed_ended)
+    GST_INFO_OBJECT (self, "the federation's run ended after %"
+        G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " samples",
+        self->samples_seen, expected);
+  else if (self->samples_seen < expected)
     GST_ELEMENT_WARNING (self, STREAM, FAILED,
         ("EOS after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " expected "
             "samples (%u epochs of %u training + %u validation samples)%s.",
@@ -1462,6 +1472,8 @@ gst_tensor_trainer_sample (GstTtTensorTrainer * self, GstBuffer * buf)
     ret = gst_tensor_trainer_run_batch (self, training);
     if (ret != GST_FLOW_OK)
       return ret;
+    if (self->fed_ended)
+      return gst_tensor_trainer_finish (self);
   }
   if (self->epoch_pos == self->n_train)
     self->train_end_us = g_get_monotonic_time ();

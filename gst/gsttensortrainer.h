@@ -96,6 +96,7 @@ struct _GstTtTensorTrainer
   gboolean plan_posted;
   gboolean src_caps_sent;
   gboolean finished;                    /* EOS sent downstream */
+  gboolean fed_ended;                   /* the federation's run is over */
   guint fill;                           /* samples waiting in the batch */
   guint64 epoch_pos;                    /* samples seen this epoch */
   guint epochs_done;                    /* epochs completed in this run */

@@ -84,7 +84,9 @@ agg_usage (FILE * out)
       "device and round from PREFIX/update/<client-id>, closes a round when N\n"
       "came, or K (default N) once S seconds (default 0: none) have passed,\n"
       "averages them weighted by their samples and publishes the result as\n"
-      "the next round's global model. When a round would close with 3\n"
+      "the next round's global model; after the last round, an end-of-run\n"
+      "marker retained on PREFIX/end (devices stop with the last global\n"
+      "model). When a round would close with 3\n"
       "updates or more, those that moved from the global model more than F\n"
       "times (default 10; 0: no check) the round's median move (L2 norm) are\n"
       "rejected. --save writes the global model each round (GLOBAL.ttb, a\n"
@@ -206,7 +208,7 @@ typedef struct
   unsigned connections;         /* when the last global was published */
   void *global_msg;             /* it, for a broker that lost it */
   size_t global_len;
-  char global_topic[512], update_prefix[512];
+  char global_topic[512], update_prefix[512], end_topic[512];
 } agg_state;
 
 static tt_model *
@@ -298,6 +300,42 @@ agg_publish_global (agg_state * s, uint32_t round, uint64_t samples, bool save)
   agg_send_global (s);
   printf ("round %u: global model published on %s (%zu bytes)\n", round,
       s->global_topic, len);
+  fflush (stdout);
+  return 0;
+}
+
+/* The end of the run, retained on PREFIX/end (docs/federation.md):
+ * devices that get it stop with the last global model. When a run starts
+ * (or resumes before its last round), a marker left by a previous run
+ * is cleared first (an empty retained message deletes it). */
+static int
+agg_publish_end (agg_state * s, uint32_t round, uint64_t samples, bool end)
+{
+  tt_error err = { 0 };
+  void *msg = NULL;
+  size_t len = 0;
+  if (end) {
+    tt_fed_header h;
+    memset (&h, 0, sizeof h);
+    h.round = round;
+    h.samples = samples;
+    h.signature = s->signature;
+    h.n_floats = s->n_floats;
+    snprintf (h.client_id, sizeof h.client_id, "%s", s->o->client_id);
+    if (tt_fed_encode_end (&h, &msg, &len, &err) != TT_OK)
+      return agg_fail ("%s", err.message);
+  }
+  for (;;) {
+    tt_status st = tt_fed_mqtt_publish (s->mqtt, s->end_topic, msg, len,
+        true, &err);
+    if (st == TT_OK || agg_stop)
+      break;
+    fprintf (stderr, "tensor-trainer aggregate: %s; retrying\n", err.message);
+    tt_fed_mqtt_wait_connected (s->mqtt, 2000, NULL);
+  }
+  free (msg);
+  if (end)
+    printf ("round %u: end of the run published on %s\n", round, s->end_topic);
   fflush (stdout);
   return 0;
 }
@@ -460,6 +498,7 @@ agg_run (agg_options * o)
 
   snprintf (s.global_topic, sizeof s.global_topic, "%s/global", o->topic);
   snprintf (s.update_prefix, sizeof s.update_prefix, "%s/update/", o->topic);
+  snprintf (s.end_topic, sizeof s.end_topic, "%s/end", o->topic);
   char sub[600];
   snprintf (sub, sizeof sub, "%s/update/+", o->topic);
   const char *topics[] = { sub, NULL };
@@ -491,6 +530,10 @@ agg_run (agg_options * o)
       ", %" PRIu64 " clients, quorum %" PRIu64 ", %" PRIu64 " rounds\n",
       o->broker, o->model, s.n_floats, s.signature, o->clients, o->quorum,
       o->rounds);
+  /* a run that goes on: no end marker of an earlier one may stop its
+   * devices (cleared before its global model comes) */
+  if (done_round < o->rounds && agg_publish_end (&s, done_round, 0, false))
+    goto done;
   if (agg_publish_global (&s, done_round, done_samples, done_round == 0))
     goto done;
 
@@ -552,6 +595,7 @@ agg_run (agg_options * o)
         round.round, tt_fed_round_accepted (&round), round.samples);
     if (agg_publish_global (&s, round.round, round.samples, true))
       goto done;
+    done_samples = round.samples;
     tt_fed_round_reset (&round, round.round + 1);
   }
   if (agg_stop) {
@@ -559,6 +603,9 @@ agg_run (agg_options * o)
         "\n", round.round);
     rc = 1;
   } else {
+    /* after the last global model: a device that has it ends with it */
+    if (agg_publish_end (&s, round.round - 1, done_samples, true))
+      goto done;
     printf ("done: %" PRIu64 " rounds\n", o->rounds);
     rc = 0;
   }

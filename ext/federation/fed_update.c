@@ -177,6 +177,26 @@ tt_fed_read_file (const char *path, size_t max, void **out, size_t *len,
 
 /* ---- messages -------------------------------------------------------- */
 
+/* Writes the envelope of m (its bundle, blen bytes, already after it) */
+static void
+fed_seal (unsigned char *m, const tt_fed_header * h, uint64_t signature,
+    uint64_t n_floats, size_t blen)
+{
+  memset (m, 0, TT_FED_ENVELOPE_BYTES);
+  memcpy (m, TT_FED_MAGIC, 8);
+  tt_le_put32 (m + 8, TT_FED_VERSION);
+  tt_le_put32 (m + 12, TT_FED_ENVELOPE_BYTES);
+  tt_le_put32 (m + 16, h->kind);
+  tt_le_put32 (m + 20, h->round);
+  tt_le_put64 (m + 24, h->samples);
+  tt_le_put64 (m + 32, signature);
+  tt_le_put64 (m + 40, n_floats);
+  tt_le_put64 (m + 48, blen);
+  memcpy (m + 56, h->client_id, strlen (h->client_id));
+  tt_le_put32 (m + 120, crc_of (m + TT_FED_ENVELOPE_BYTES, blen));
+  tt_le_put32 (m + 124, crc_of (m, 124));
+}
+
 /* An inference model of model's INI text (its plan taken out: the copy is
  * planned for batch 1) holding model's weights. */
 static tt_model *
@@ -271,23 +291,35 @@ tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
     free (bundle);
     return fed_fail (err, TT_ERR_NOMEM, "federation: out of memory");
   }
-  memset (m, 0, TT_FED_ENVELOPE_BYTES);
-  memcpy (m, TT_FED_MAGIC, 8);
-  tt_le_put32 (m + 8, TT_FED_VERSION);
-  tt_le_put32 (m + 12, TT_FED_ENVELOPE_BYTES);
-  tt_le_put32 (m + 16, h->kind);
-  tt_le_put32 (m + 20, h->round);
-  tt_le_put64 (m + 24, h->samples);
-  tt_le_put64 (m + 32, tt_model_weight_signature (model));
-  tt_le_put64 (m + 40, tt_model_weight_floats (model));
-  tt_le_put64 (m + 48, blen);
-  memcpy (m + 56, h->client_id, strlen (h->client_id));
   memcpy (m + TT_FED_ENVELOPE_BYTES, bundle, blen);
   free (bundle);
-  tt_le_put32 (m + 120, crc_of (m + TT_FED_ENVELOPE_BYTES, blen));
-  tt_le_put32 (m + 124, crc_of (m, 124));
+  fed_seal (m, h, tt_model_weight_signature (model),
+      tt_model_weight_floats (model), blen);
   *out = m;
   *len = TT_FED_ENVELOPE_BYTES + blen;
+  return TT_OK;
+}
+
+tt_status
+tt_fed_encode_end (const tt_fed_header * h, void **out, size_t *len,
+    tt_error * err)
+{
+  *out = NULL;
+  *len = 0;
+  if (!tt_fed_client_id_valid (h->client_id))
+    return fed_fail (err, TT_ERR_INVALID, "federation: client id '%s': 1 to "
+        "%d characters of A-Z a-z 0-9 _ . -", h->client_id, TT_FED_ID_MAX - 1);
+  if (h->samples > TT_FED_MAX_SAMPLES)
+    return fed_fail (err, TT_ERR_INVALID, "federation: %" PRIu64
+        " samples, more than %" PRIu64, h->samples, TT_FED_MAX_SAMPLES);
+  unsigned char *m = malloc (TT_FED_ENVELOPE_BYTES);
+  if (!m)
+    return fed_fail (err, TT_ERR_NOMEM, "federation: out of memory");
+  tt_fed_header e = *h;
+  e.kind = TT_FED_END;
+  fed_seal (m, &e, h->signature, h->n_floats, 0);
+  *out = m;
+  *len = TT_FED_ENVELOPE_BYTES;
   return TT_OK;
 }
 
@@ -333,9 +365,13 @@ tt_fed_peek (const void *data, size_t len, const char *name,
     if (h->client_id[i] != '\0')
       return fed_fail (err, TT_ERR_PARSE, "%s: client id field not "
           "NUL-padded", name);
-  if (h->kind != TT_FED_UPDATE && h->kind != TT_FED_GLOBAL)
+  if (h->kind != TT_FED_UPDATE && h->kind != TT_FED_GLOBAL
+      && h->kind != TT_FED_END)
     return fed_fail (err, TT_ERR_PARSE, "%s: message kind %u (1 update, 2 "
-        "global)", name, h->kind);
+        "global, 3 end of the run)", name, h->kind);
+  if (h->kind == TT_FED_END && blen != 0)
+    return fed_fail (err, TT_ERR_PARSE, "%s: an end-of-run marker with a "
+        "%" PRIu64 "-byte bundle (it has none)", name, blen);
   if (blen != len - TT_FED_ENVELOPE_BYTES)
     return fed_fail (err, TT_ERR_PARSE, "%s: envelope says %" PRIu64
         " bundle bytes, the message has %zu", name, blen,
@@ -363,6 +399,9 @@ tt_fed_decode (const void *data, size_t len, const char *name,
   tt_status st = tt_fed_peek (data, len, name, &h, err);
   if (st != TT_OK)
     return st;
+  if (h.kind == TT_FED_END)
+    return fed_fail (err, TT_ERR_INVALID, "%s (client %s): an end-of-run "
+        "marker, not a model", name, h.client_id);
   if (h.signature != signature)
     return fed_fail (err, TT_ERR_INVALID, "%s (client %s): weight "
         "signature %016" PRIx64 ", the model's is %016" PRIx64 ": another "

@@ -11,7 +11,8 @@
  *        0      8  magic "TTFEDMSG"
  *        8      4  version (1)
  *       12      4  envelope bytes (128)
- *       16      4  kind: 1 a device's update, 2 the global model
+ *       16      4  kind: 1 a device's update, 2 the global model, 3 the
+ *                  end of the run (the envelope alone)
  *       20      4  round: an update of round r was trained from the
  *                  global model of round r - 1; the global model of round
  *                  r averages the updates of round r (round 0: the
@@ -54,6 +55,10 @@ typedef enum
 {
   TT_FED_UPDATE = 1,
   TT_FED_GLOBAL = 2,
+  TT_FED_END = 3,               /* the run is over: the envelope alone (no
+                                 * bundle), round: the last one, samples:
+                                 * its global model's, signature and
+                                 * n_floats: the model's */
 } tt_fed_kind;
 
 typedef struct
@@ -83,6 +88,12 @@ bool tt_fed_client_id_valid (const char *id);
  * no optimizer state travels. *out is malloc'ed, *len its bytes. */
 tt_status tt_fed_encode (tt_model * model, const tt_fed_header * header,
     void **out, size_t *len, tt_error * err);
+
+/* The end-of-run marker: header's kind is ignored (TT_FED_END), its
+ * signature and n_floats are written as given. *out is malloc'ed (128
+ * bytes). */
+tt_status tt_fed_encode_end (const tt_fed_header * header, void **out,
+    size_t *len, tt_error * err);
 
 /* Parses and checks a message (name stands for it in messages: the topic)
  * against the receiving model's signature and weight floats. On TT_OK

@@ -500,6 +500,39 @@ test_spill (void)
   tt_fed_round_clear (&r);
 }
 
+/* the end-of-run marker: the envelope alone, read by peek, refused by
+ * decode (it is no model), damage caught by its checksum */
+static void
+test_end_marker (void)
+{
+  tt_fed_header h;
+  memset (&h, 0, sizeof h);
+  h.kind = TT_FED_UPDATE;       /* ignored */
+  h.round = 7;
+  h.samples = 4321;
+  h.signature = 0x1234;
+  h.n_floats = 99;
+  snprintf (h.client_id, sizeof h.client_id, "aggregator");
+  void *m;
+  size_t len;
+  tt_error err = { 0 };
+  CHECK (tt_fed_encode_end (&h, &m, &len, &err) == TT_OK && len == 128,
+      "encode: %s", err.message);
+  tt_fed_header p;
+  CHECK (tt_fed_peek (m, len, "t/end", &p, &err) == TT_OK
+      && p.kind == TT_FED_END && p.round == 7 && p.samples == 4321
+      && p.signature == 0x1234 && p.n_floats == 99
+      && !strcmp (p.client_id, "aggregator"), "peek: %s", err.message);
+  tt_fed_message d;
+  CHECK (tt_fed_decode (m, len, "t/end", 0x1234, 99, &d, &err)
+      == TT_ERR_INVALID && strstr (err.message, "end-of-run marker"),
+      "decode refuses it: %s", err.message);
+  ((unsigned char *) m)[20] ^= 1;
+  CHECK (tt_fed_peek (m, len, "t/end", &p, &err) == TT_ERR_PARSE
+      && strstr (err.message, "envelope checksum"), "damaged: %s", err.message);
+  free (m);
+}
+
 static void
 test_files (void)
 {
@@ -529,6 +562,7 @@ main (void)
   TT_TEST_RUN (test_round);
   TT_TEST_RUN (test_screen);
   TT_TEST_RUN (test_spill);
+  TT_TEST_RUN (test_end_marker);
   TT_TEST_RUN (test_files);
   return tt_test_summary ();
 }

@@ -63,9 +63,11 @@ cat > acl <<'ACL'
 user aggregator
 topic read tt/update/+
 topic readwrite tt/global
+topic readwrite tt/end
 
 pattern write tt/update/%u
 pattern read tt/global
+pattern read tt/end
 ACL
 chmod 600 acl
 
