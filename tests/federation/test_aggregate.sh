@@ -39,12 +39,28 @@ broker=mqtt://127.0.0.1:$port
 sleep 0.3
 
 model=$src/tests/federation/tiny.ini
+# every update is encoded before the aggregator starts: its rounds time
+# out after 4 s, and encoding is the slow part of a send (seconds under
+# the sanitizers on a loaded machine)
+encode () {     # ROUND SAMPLES ID SEED [huge]
+  "$fed_tool" encode "$model" "$1" "$2" "$3" "$work/u-$1-$3-$4.msg" \
+    "${5:-}" "$4" || fail "fed_tool encode: round $1 $3"
+}
 send () {       # ROUND SAMPLES ID SEED [huge]
-  "$fed_tool" encode "$model" "$1" "$2" "$3" "$work/u-$1-$3.msg" "${5:-}" \
-    "${4:-0}" &&
-  "$fed_tool" publish "$broker" tt/update/"$3" "$work/u-$1-$3.msg" ||
+  [ -f "$work/u-$1-$3-$4.msg" ] || fail "not encoded: $*"
+  "$fed_tool" publish "$broker" tt/update/"$3" "$work/u-$1-$3-$4.msg" ||
     fail "fed_tool: round $1 $3"
 }
+encode 1 100 a 1
+encode 1 300 b 2
+encode 1 100 a 3
+encode 1 200 h 8 huge
+encode 2 50 c 4
+encode 2 70 a 5
+encode 3 10 b 6
+encode 3 20 c 7
+encode 4 40 a 9
+encode 4 60 b 10
 
 aggregate () {  # ROUNDS LOG
   "$tt" aggregate "$model" --broker "$broker" --topic tt --clients 3 \
