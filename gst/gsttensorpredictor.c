@@ -70,6 +70,7 @@
 #include "gsttensorpredictor.h"
 #include "gsttensorflexsample.h"
 #include "gsttensormodelshare.h"
+#include "gstttthreads.h"
 #include "tt_bundle.h"
 
 #include <errno.h>
@@ -102,6 +103,7 @@ enum
   PROP_ACCURACY,
   PROP_WEIGHTS_VERSION,
   PROP_POOL_BYTES,
+  PROP_THREADS,
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -314,6 +316,18 @@ gst_tensor_predictor_class_init (GstTtTensorPredictorClass * klass)
           "Post tensor-predictor-plan, -weights and -summary messages",
           DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
           | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstTtTensorPredictor:threads:
+   *
+   * Threads the engine's kernels run on, the streaming thread included
+   * (0, the default: min (cores, 2); gst/common/gstttthreads.h says why).
+   * Read at start (READY->PAUSED). A batch of one sample has little to
+   * split: its convolutions and products then run on one thread.
+   */
+  g_object_class_install_property (gobject_class, PROP_THREADS,
+      g_param_spec_uint ("threads", "Threads",
+          "Engine threads, the streaming thread included; 0: min (cores, 2)",
+          0, GST_TT_MAX_THREADS, 0, rw));
   /**
    * GstTtTensorPredictor:samples:
    *
@@ -552,6 +566,7 @@ gst_tensor_predictor_start (GstTtTensorPredictor * self)
   self->samples = self->labelled = self->correct = 0;
   self->weights_version = 0;
   self->pool_bytes = 0;
+  const guint threads = gst_tt_threads_resolve (self->threads);
   GST_OBJECT_UNLOCK (self);
 
   if ((!config || !*config) && self->trainer_name) {
@@ -574,6 +589,11 @@ gst_tensor_predictor_start (GstTtTensorPredictor * self)
   open_opts.inference = TRUE;
   open_opts.batch_size = self->batch;
   self->model = tt_model_open (config, &open_opts, &opened, &err);
+  if (self->model && tt_model_set_threads (self->model, threads, &err)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("%s", err.message),
+        ("starting %u engine threads", threads));
+    goto fail;
+  }
   if (!self->model) {
     if (opened.failed_step == TT_OPEN_SETTINGS
         || opened.failed_step == TT_OPEN_COMPILE)
@@ -1171,6 +1191,9 @@ gst_tensor_predictor_set_property (GObject * object, guint prop_id,
     case PROP_POST_MESSAGES:
       self->post_messages = g_value_get_boolean (value);
       break;
+    case PROP_THREADS:
+      self->threads = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1229,6 +1252,9 @@ gst_tensor_predictor_get_property (GObject * object, guint prop_id,
       break;
     case PROP_POOL_BYTES:
       g_value_set_uint64 (value, self->pool_bytes);
+      break;
+    case PROP_THREADS:
+      g_value_set_uint (value, self->threads);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

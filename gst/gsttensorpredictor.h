@@ -45,6 +45,7 @@ struct _GstTtTensorPredictor
   GstTtTensorPredictorOutput output;
   gchar *labels_path;
   gboolean post_messages;
+  guint threads;                /* engine threads; 0: automatic */
 
   /* read-only figures, under the object lock */
   guint64 samples, labelled, correct;

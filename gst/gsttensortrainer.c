@@ -110,6 +110,7 @@
 #include "gsttensortrainer.h"
 #include "gsttensorflexsample.h"
 #include "gsttensormodelshare.h"
+#include "gstttthreads.h"
 #include "tt_bundle.h"
 
 #include <math.h>
@@ -156,6 +157,7 @@ enum
   PROP_PUBLISH_INTERVAL,
   PROP_SKIP_BAD_BATCHES,
   PROP_MEMORY_LIMIT,
+  PROP_THREADS,
   PROP_FEDERATION_FIRST,        /* gsttensorfederation.c's properties */
 };
 
@@ -468,6 +470,19 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
           "swapped, with [Model] memory_swap) during backward to fit; 0: no "
           "limit", 0, G_MAXUINT64, 0,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /**
+   * GstTtTensorTrainer:threads:
+   *
+   * Threads the engine's kernels run on, the streaming thread included
+   * (0, the default: min (cores, 2); gst/common/gstttthreads.h says why).
+   * Read when the model is loaded. Results are the same run to run for a
+   * given count and agree across counts within rounding.
+   */
+  g_object_class_install_property (gobject_class, PROP_THREADS,
+      g_param_spec_uint ("threads", "Threads",
+          "Engine threads, the streaming thread included; 0: min (cores, 2)",
+          0, GST_TT_MAX_THREADS, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   gst_tensor_federation_install_properties (gobject_class,
       PROP_FEDERATION_FIRST);
 
@@ -713,8 +728,14 @@ gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
   open_opts.weights = self->load_path;
   GST_OBJECT_LOCK (self);
   open_opts.memory_limit = self->memory_limit;
+  const guint threads = gst_tt_threads_resolve (self->threads);
   GST_OBJECT_UNLOCK (self);
   self->model = tt_model_open (config, &open_opts, &opened, &err);
+  if (self->model && tt_model_set_threads (self->model, threads, &err)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("%s", err.message),
+        ("starting %u engine threads", threads));
+    goto fail;
+  }
   if (!self->model) {
     if (opened.failed_step == TT_OPEN_WEIGHTS)
       GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s", err.message),
@@ -1587,6 +1608,9 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
     case PROP_SKIP_BAD_BATCHES:
       self->skip_bad_batches = g_value_get_boolean (value);
       break;
+    case PROP_THREADS:
+      self->threads = g_value_get_uint (value);
+      break;
     case PROP_MEMORY_LIMIT:
       self->memory_limit = g_value_get_uint64 (value);
       break;
@@ -1658,6 +1682,9 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
       break;
     case PROP_SKIP_BAD_BATCHES:
       g_value_set_boolean (value, self->skip_bad_batches);
+      break;
+    case PROP_THREADS:
+      g_value_set_uint (value, self->threads);
       break;
     case PROP_MEMORY_LIMIT:
       g_value_set_uint64 (value, self->memory_limit);

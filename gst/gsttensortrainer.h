@@ -55,6 +55,7 @@ struct _GstTtTensorTrainer
   guint publish_interval;       /* batches between publications; 0: epochs */
   gboolean skip_bad_batches;    /* numeric faults: warn and drop, not stop */
   guint64 memory_limit;         /* pool bytes at most; 0: none */
+  guint threads;                /* engine threads; 0: automatic */
   GstTensorFederationConfig federation; /* federation-* (issue 20) */
   guint64 skipped_samples;      /* in the current epoch */
 

@@ -712,6 +712,87 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     free (db2);
   }
 
+  /* On 2 to 4 engine threads (issue 19): direct and Winograd split only
+   * units whose arithmetic does not depend on the split, so their results
+   * are one thread's bit for bit; the im2col path's GEMMs (and the direct
+   * convolution's dx, which is the im2col path's) get other shapes:
+   * within the reference's tolerance with OpenBLAS, bit-identical with
+   * the portable GEMM, whose elements depend on neither M nor N. Fused
+   * backward where it applies, else the two passes. */
+  for (unsigned threads = 2; threads <= 4; threads++) {
+    tt_threads *pool;
+    if (tt_threads_new (threads, &pool) != 0) {
+      test_report (false, "conv %s%s: %u threads not started", tc->name, tag,
+          threads);
+      break;
+    }
+    float *col2 = test_falloc (ncol), *g2 = test_falloc (ngrouped);
+    float *o2 = nout ? test_falloc (nout) : NULL;
+    float *y2 = test_falloc (ny), *dx2 = test_falloc (nx);
+    float *dw2 = test_falloc (nw), *db2 = test_falloc (nf);
+    const bool fused = tt_conv2d_batch_fuses_backward (&g, planned);
+    test_fill_nan (y2, ny);
+    test_fill_nan (dx2, nx);
+    test_fill_nan (dw2, nw);
+    test_fill_nan (db2, nf);
+    tt_conv2d_batch_forward (pool, &g, nf, nb, planned, x, w,
+        tc->bias ? b : NULL, y2, col2, o2, true);
+    if (fused) {
+      tt_conv2d_batch_backward (pool, &g, nf, nb, planned, w, dy, dw2, db2,
+          dx2, col2, g2);
+    } else {
+      tt_conv2d_batch_backward_weight (pool, &g, nf, nb, planned, dy, dw2,
+          db2, col2, g2);
+      tt_conv2d_batch_backward_input (pool, &g, nf, nb, planned, w, dy, dx2,
+          col2, g2, true);
+    }
+    /* direct: its own forward and dw, the im2col path's dx */
+    const bool wino = tt_conv2d_winograd_applies (&g, planned);
+#ifndef TT_HAVE_CBLAS
+    const bool exact = true, exact_dx = true;
+    (void) wino;
+#else
+    const bool exact = wino || tt_conv2d_direct_applies (&g), exact_dx = wino;
+#endif
+    snprintf (what, sizeof what, "conv %s%s on %u threads: forward, dw, "
+        "dbias %s", tc->name, tag, threads, exact ? "bit-identical" :
+        "within tolerance");
+    if (exact)
+      test_report (memcmp (y2, y, ny * sizeof *y) == 0
+          && memcmp (dw2, dw, nw * sizeof *dw) == 0
+          && memcmp (db2, db, nf * sizeof *db) == 0, "%s", what);
+    else {
+      test_check_close (what, y2, ry, sy, ny);
+      test_check_close (what, dw2, rdw, sdw, nw);
+      test_check_close (what, db2, rdb, sdb, nf);
+    }
+    snprintf (what, sizeof what, "conv %s%s on %u threads: dx %s", tc->name,
+        tag, threads, exact_dx ? "bit-identical" : "within tolerance");
+    if (exact_dx)
+      test_report (memcmp (dx2, dx, nx * sizeof *dx) == 0, "%s", what);
+    else
+      test_check_close (what, dx2, rdx, sdx, nx);
+    /* forward only: at most a part per sample the chunk buffer holds */
+    const size_t nfo = tt_conv2d_batch_col_floats (&g, planned, false, false);
+    float *cfo = nfo ? test_falloc (nfo) : NULL, *yfo = test_falloc (ny);
+    test_fill_nan (yfo, ny);
+    tt_conv2d_batch_forward (pool, &g, nf, nb, planned, x, w,
+        tc->bias ? b : NULL, yfo, cfo, o2, false);
+    snprintf (what, sizeof what, "conv %s%s forward-only on %u threads = "
+        "training forward on them", tc->name, tag, threads);
+    test_report (memcmp (yfo, y2, ny * sizeof *y) == 0, "%s", what);
+    free (cfo);
+    free (yfo);
+    free (col2);
+    free (g2);
+    free (o2);
+    free (y2);
+    free (dx2);
+    free (dw2);
+    free (db2);
+    tt_threads_free (pool);
+  }
+
   /* Finite differences of L = sum(conv(x, w, b) * r), r = dy. */
   {
     test_conv_ctx ctx = { &g, nf, nb, xd, wd, bd, r, yscratch, ny };

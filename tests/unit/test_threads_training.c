@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Training on the engine's threads (issue 19): the MLP, the CNN (direct
+ * and Winograd convolutions, max pooling) and resnet_bn (im2col
+ * convolutions, batch norm, global pooling) train a few steps on 1 to 4
+ * threads from the same weights and data:
+ *  - the same thread count twice gives the same weights bit for bit (the
+ *    partition is fixed, whatever thread runs a part);
+ *  - every count's weights agree with one thread's: bit for bit with the
+ *    portable GEMM (whose elements depend on neither M nor N), within
+ *    rounding with OpenBLAS (split GEMMs have other shapes, so a few last
+ *    bits differ, which batch norm amplifies): 1e-3 of the largest weight
+ *    change (moving statistics included). The models train with SGD here: Adam
+ *    turns a rounding difference in a gradient near 0 into a whole
+ *    step's difference (its step is about lr * sign (g)).
+ * Argument: the source root (for tests/models).
+ */
+#include "tt_engine.h"
+#include "tt_test.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#define STEPS 3
+#define BATCH 16
+
+static const char *root = ".";
+
+/* The weights after STEPS steps on threads threads; NULL on failure.
+ * *before gets the initial ones (when not NULL). */
+static float *
+train (const char *model, unsigned threads, size_t *floats, float **before)
+{
+  char path[4096], text[16384];
+  snprintf (path, sizeof path, "%s/tests/models/%s.ini", root, model);
+  FILE *f = fopen (path, "r");
+  CHECK (f != NULL, "%s: cannot open", path);
+  if (!f)
+    return NULL;
+  size_t len = fread (text, 1, sizeof text - 1, f);
+  fclose (f);
+  text[len] = 0;
+  char *adam = strstr (text, "type = adam");
+  CHECK (adam != NULL, "%s: no 'type = adam'", path);
+  if (adam)
+    memcpy (adam, "type = sgd ", 11);
+  /* Adam's keys become comments */
+  for (char *k = text; (k = strstr (k, "torch_ref"));)
+    *k = '#';
+  tt_error err;
+  tt_model *m = tt_model_load_ini_text (text, len, path, &err);
+  CHECK (m != NULL, "%s", err.message);
+  if (!m)
+    return NULL;
+  tt_model_set_seed (m, 7);
+  CHECK (tt_model_set_batch_size (m, BATCH, &err) == TT_OK, "%s", err.message);
+  CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s", err.message);
+  if (tt_model_compile (m, &err) != TT_OK) {
+    CHECK (0, "%s: %s", model, err.message);
+    tt_model_free (m);
+    return NULL;
+  }
+  CHECK (tt_model_threads (m) == threads, "%u", tt_model_threads (m));
+  tt_shape in, lab = tt_model_label_shape (m);
+  tt_model_input_shape (m, 0, &in);
+  const size_t ni = (size_t) in.channel * in.height * in.width,
+      nl = (size_t) lab.channel * lab.height * lab.width;
+  float *x = malloc (BATCH * ni * sizeof *x);
+  float *t = calloc (BATCH * nl, sizeof *t);
+  *floats = tt_model_weight_floats (m);
+  float *w = malloc (*floats * sizeof *w);
+  uint64_t r = 12345;
+  for (size_t i = 0; i < BATCH * ni; i++) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (float) (r >> 40) / (float) (1u << 24) * 255.0f;
+  }
+  for (size_t b = 0; b < BATCH; b++)
+    t[b * nl + b % nl] = 1.0f;
+  if (before) {
+    *before = malloc (*floats * sizeof **before);
+    tt_model_export_weights (m, *before, *floats, &err);
+  }
+  const void *inputs[1] = { x };
+  for (int s = 0; s < STEPS; s++) {
+    tt_batch_result res;
+    tt_status st = tt_model_train_batch (m, BATCH, inputs, NULL, t, &res,
+        &err);
+    CHECK (st == TT_OK, "%s on %u threads, step %d: %s", model, threads, s,
+        err.message);
+  }
+  CHECK (tt_model_export_weights (m, w, *floats, &err) == TT_OK, "%s",
+      err.message);
+  free (x);
+  free (t);
+  tt_model_free (m);
+  return w;
+}
+
+static void
+compare_counts (const char *model)
+{
+  size_t n = 0, n2 = 0;
+  float *w0 = NULL;
+  float *one = train (model, 1, &n, &w0);
+  if (!one)
+    return;
+  double change = 0;
+  for (size_t i = 0; i < n; i++)
+    change = fmax (change, fabs ((double) one[i] - w0[i]));
+  CHECK (change > 0, "%s: training changed no weight", model);
+  for (unsigned threads = 2; threads <= 4; threads++) {
+    float *a = train (model, threads, &n2, NULL);
+    float *b = train (model, threads, &n2, NULL);
+    if (a && b) {
+      CHECK (memcmp (a, b, n * sizeof *a) == 0, "%s: %u threads twice gave "
+          "different weights", model, threads);
+      double worst = 0;
+      size_t at = 0;
+      for (size_t i = 0; i < n; i++) {
+        const double d = fabs ((double) a[i] - one[i]);
+        if (d > worst) {
+          worst = d;
+          at = i;
+        }
+      }
+#ifdef TT_HAVE_CBLAS
+      const double tolerance = 1e-3 * change;
+#else
+      const double tolerance = 0;
+#endif
+      CHECK (worst <= tolerance, "%s: %u threads: weight %zu is %g, one "
+          "thread's %g (largest change %g)", model, threads, at,
+          (double) a[at], (double) one[at], change);
+      printf ("%s: %u threads: largest difference from 1 thread %.3g "
+          "(largest weight change %.3g)\n", model, threads, worst, change);
+    }
+    free (a);
+    free (b);
+  }
+  free (one);
+  free (w0);
+}
+
+static void
+test_mlp (void)
+{
+  compare_counts ("fmnist_mlp");
+}
+
+static void
+test_cnn (void)
+{
+  compare_counts ("fmnist_cnn");
+}
+
+static void
+test_resnet_bn (void)
+{
+  compare_counts ("resnet_bn");
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc > 1)
+    root = argv[1];
+  TT_TEST_RUN (test_mlp);
+  TT_TEST_RUN (test_cnn);
+  TT_TEST_RUN (test_resnet_bn);
+  return tt_test_summary ();
+}
