@@ -4,6 +4,7 @@
  * After compile, a training step touches only the pool: no allocation.
  */
 #include "tt_internal.h"
+#include "tt_split.h"
 
 #include <iniparser/iniparser.h>
 #include <libgen.h>
@@ -502,19 +503,45 @@ model_score (const tt_model * m, tt_batch_result * r)
   }
 }
 
-/* The update of elements [at, at + n) of w from its gradient tensor,
- * which holds those elements from its start (consumed). */
-static void
-model_apply_weight (tt_model * m, const tt_weight * w, size_t at, size_t n)
+/* Below this many elements an update runs on the calling thread alone:
+ * waking the pool costs more than it saves (measured: see TT_SPLIT_*) */
+#define MODEL_APPLY_SPLIT_MIN 8192
+
+typedef struct
 {
-  float *v = tt_data (m, w->value) + at, *g = tt_data (m, w->grad);
+  tt_model *m;
+  const tt_weight *w;
+  size_t at;
+} model_apply_job;
+
+/* elements [at + begin, at + end) of the job's weight; element-wise, so
+ * any split gives the serial update bit for bit */
+static void
+model_apply_range (void *arg, size_t begin, size_t end)
+{
+  const model_apply_job *j = arg;
+  tt_model *m = j->m;
+  const tt_weight *w = j->w;
+  const size_t n = end - begin, at = j->at + begin;
+  float *v = tt_data (m, w->value) + at, *g = tt_data (m, w->grad) + begin;
   const float decay = w->l2 + w->decay;
   if (decay != 0.0f)
-    for (size_t j = 0; j < n; j++)
-      g[j] += decay * v[j];
+    for (size_t k = 0; k < n; k++)
+      g[k] += decay * v[k];
   float *s0 = tt_data (m, w->opt[0]), *s1 = tt_data (m, w->opt[1]);
   tt_optimizer_apply (&m->opt, m->iteration, v, g, s0 ? s0 + at : NULL,
       s1 ? s1 + at : NULL, n);
+}
+
+/* The update of elements [at, at + n) of w from its gradient tensor,
+ * which holds those elements from its start (consumed), split over the
+ * model's threads by fixed ranges (whole cache lines). */
+static void
+model_apply_weight (tt_model * m, const tt_weight * w, size_t at, size_t n)
+{
+  model_apply_job j = { m, w, at };
+  tt_split (m->run.threads, n, 16, MODEL_APPLY_SPLIT_MIN, model_apply_range,
+      &j);
 }
 
 /* update as you go: a layer's calc_gradient hands each chunk here */

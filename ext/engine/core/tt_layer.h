@@ -477,6 +477,15 @@ void tt_activation_forward (tt_activation fn, size_t rows, size_t width,
 /* dx = f'(x) * dy, given x and y = f(x); dx may equal dy. */
 void tt_activation_backward (tt_activation fn, size_t rows, size_t width,
     const float *x, const float *y, const float *dy, float *dx);
+/* The same, split over pool's threads (NULL: inline) when large enough
+ * to pay (TT_ACTIVATION_SPLIT_MIN elements): results are the serial
+ * ones bit for bit (element-wise, softmax by whole rows). */
+#define TT_ACTIVATION_SPLIT_MIN 16384
+void tt_activation_forward_split (tt_threads * pool, tt_activation fn,
+    size_t rows, size_t width, const float *x, float *y);
+void tt_activation_backward_split (tt_threads * pool, tt_activation fn,
+    size_t rows, size_t width, const float *x, const float *y,
+    const float *dy, float *dx);
 
 /* lstm.c: nntrainer's LSTM over a batch-major sequence x [B][T][F].
  * Gates are laid out i, f, g, o along 4U; w_ih is [F][4U], w_hh [U][4U];

@@ -7,6 +7,7 @@
  */
 #include "tt_layer.h"
 #include "vmath.h"
+#include "tt_split.h"
 
 #include <math.h>
 
@@ -134,4 +135,60 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
         dx[i] = y[i] > 0.0f ? dy[i] : dy[i] * (y[i] + 1.0f);
       break;
   }
+}
+
+typedef struct
+{
+  tt_activation fn;
+  size_t width;
+  const float *x, *y, *dy;
+  float *out;
+} activation_job;
+
+/* elements [begin, end): whole rows for softmax (a row is its unit),
+ * else any run of elements as one row */
+static void
+activation_range (void *arg, size_t begin, size_t end, bool backward)
+{
+  const activation_job *j = arg;
+  const bool rows = j->fn == TT_ACT_SOFTMAX;
+  const size_t n = end - begin;
+  const size_t r = rows ? n / j->width : 1, w = rows ? j->width : n;
+  if (backward)
+    tt_activation_backward (j->fn, r, w, j->x ? j->x + begin : NULL,
+        j->y + begin, j->dy + begin, j->out + begin);
+  else
+    tt_activation_forward (j->fn, r, w, j->x + begin, j->out + begin);
+}
+
+static void
+activation_forward_range (void *arg, size_t begin, size_t end)
+{
+  activation_range (arg, begin, end, false);
+}
+
+static void
+activation_backward_range (void *arg, size_t begin, size_t end)
+{
+  activation_range (arg, begin, end, true);
+}
+
+void
+tt_activation_forward_split (tt_threads * pool, tt_activation fn,
+    size_t rows, size_t width, const float *x, float *y)
+{
+  activation_job j = { fn, width, x, NULL, NULL, y };
+  /* 64 floats: whole cache lines and vectors for each part */
+  tt_split (pool, rows * width, fn == TT_ACT_SOFTMAX ? width : 64,
+      TT_ACTIVATION_SPLIT_MIN, activation_forward_range, &j);
+}
+
+void
+tt_activation_backward_split (tt_threads * pool, tt_activation fn,
+    size_t rows, size_t width, const float *x, const float *y,
+    const float *dy, float *dx)
+{
+  activation_job j = { fn, width, x, y, dy, dx };
+  tt_split (pool, rows * width, fn == TT_ACT_SOFTMAX ? width : 64,
+      TT_ACTIVATION_SPLIT_MIN, activation_backward_range, &j);
 }

@@ -40,17 +40,18 @@ static void
 activation_forward (const tt_run_ctx * c, tt_layer * l)
 {
   const tt_dims d = l->in_dims[0];
-  tt_activation_forward (l->p.act.fn, (size_t) c->batch * d.c * d.h, d.w,
-      tt_run_data (c, l->in[0]), tt_run_data (c, l->out[0]));
+  tt_activation_forward_split (c->threads, l->p.act.fn, (size_t) c->batch *
+      d.c * d.h, d.w, tt_run_data (c, l->in[0]), tt_run_data (c, l->out[0]));
 }
 
 static void
 activation_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   const tt_dims d = l->in_dims[0];
-  tt_activation_backward (l->p.act.fn, (size_t) c->batch * d.c * d.h,
-      d.w, tt_run_data (c, l->in[0]), tt_run_data (c, l->out[0]),
-      tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->in_deriv[0]));
+  tt_activation_backward_split (c->threads, l->p.act.fn,
+      (size_t) c->batch * d.c * d.h, d.w, tt_run_data (c, l->in[0]),
+      tt_run_data (c, l->out[0]), tt_run_data (c, l->out_deriv[0]),
+      tt_run_data (c, l->in_deriv[0]));
 }
 
 /* swish and gelu differentiate from x; the others from y = f(x) */

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Element-wise work split over the engine's threads (core/split.c) gives
+ * the serial result bit for bit, for 1 to 4 threads: every activation
+ * forward and backward (softmax by whole rows), the optimizers' update
+ * split by fixed ranges as model.c splits it, sizes on both sides of the
+ * split threshold and ragged against the split quantum. Then training:
+ * the MLP and the sensor LSTM and GRU (widened so that their kernels do
+ * split) on 2 to 4 threads stay within a tight tolerance of one thread
+ * (GEMMs split by rows or columns may round differently with OpenBLAS).
+ *
+ * Usage: test_split SOURCE_ROOT
+ */
+#include "tt_internal.h"
+#include "tt_split.h"
+#include "tt_test.h"
+
+#include <math.h>
+
+static char root[1024];
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static float
+rnd (void)
+{
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return (float) ((rng * 0x2545F4914F6CDD1Dull) >> 40) / (float) (1 << 23)
+      - 1.0f;
+}
+
+static float *
+rnd_array (size_t n, float scale)
+{
+  float *p = malloc (n * sizeof *p);
+  if (!p)
+    exit (2);
+  for (size_t i = 0; i < n; i++)
+    p[i] = scale * rnd ();
+  return p;
+}
+
+static void
+test_activations (void)
+{
+  /* below the threshold, just above it ragged, and well above */
+  static const size_t shapes[][2] = { {10, 100}, {167, 99}, {700, 64} };
+  for (int fn = TT_ACT_NONE; fn <= TT_ACT_ELU; fn++)
+    for (size_t s = 0; s < 3; s++) {
+      const size_t rows = shapes[s][0], width = shapes[s][1];
+      const size_t n = rows * width;
+      float *x = rnd_array (n, 4.0f), *dy = rnd_array (n, 1.0f);
+      float *y1 = malloc (n * 4), *dx1 = malloc (n * 4);
+      float *y = malloc (n * 4), *dx = malloc (n * 4);
+      tt_activation_forward ((tt_activation) fn, rows, width, x, y1);
+      tt_activation_backward ((tt_activation) fn, rows, width, x, y1, dy, dx1);
+      for (unsigned t = 1; t <= 4; t++) {
+        tt_threads *pool = NULL;
+        CHECK (tt_threads_new (t, &pool) == 0, "pool of %u", t);
+        memset (y, 0xff, n * 4);
+        memset (dx, 0xff, n * 4);
+        tt_activation_forward_split (pool, (tt_activation) fn, rows, width,
+            x, y);
+        tt_activation_backward_split (pool, (tt_activation) fn, rows, width,
+            x, y, dy, dx);
+        CHECK (!memcmp (y, y1, n * 4) && !memcmp (dx, dx1, n * 4),
+            "activation %s, %zu x %zu, %u threads: forward %s, backward %s",
+            tt_activation_names[fn], rows, width, t,
+            memcmp (y, y1, n * 4) ? "differs" : "identical",
+            memcmp (dx, dx1, n * 4) ? "differs" : "identical");
+        tt_threads_free (pool);
+      }
+      free (x);
+      free (dy);
+      free (y1);
+      free (dx1);
+      free (y);
+      free (dx);
+    }
+}
+
+typedef struct
+{
+  const tt_optimizer *o;
+  float *w, *g, *s0, *s1;
+} opt_job;
+
+static void
+opt_range (void *arg, size_t begin, size_t end)
+{
+  const opt_job *j = arg;
+  tt_optimizer_apply (j->o, 7, j->w + begin, j->g + begin, j->s0 ? j->s0 +
+      begin : NULL, j->s1 ? j->s1 + begin : NULL, end - begin);
+}
+
+static void
+test_optimizer (void)
+{
+  static const size_t sizes[] = { 1000, 8192 + 37, 100003 };
+  for (int type = TT_OPT_SGD; type <= TT_OPT_ADAMW; type++)
+    for (size_t s = 0; s < 3; s++) {
+      const size_t n = sizes[s];
+      tt_optimizer o = { 0 };
+      o.type = (tt_optimizer_type) type;
+      o.adam_form = TT_ADAM_TORCH;
+      o.learning_rate = 1e-3f;
+      o.beta1 = 0.9f;
+      o.beta2 = 0.999f;
+      o.epsilon = 1e-7f;
+      o.weight_decay = type == TT_OPT_ADAMW ? 0.01f : 0.0f;
+      o.momentum = type == TT_OPT_SGD ? 0.9f : 0.0f;
+      float *w0 = rnd_array (n, 1), *g0 = rnd_array (n, 0.1f);
+      float *m0 = rnd_array (n, 0.01f), *v0 = rnd_array (n, 0.01f);
+      for (size_t i = 0; i < n; i++)
+        v0[i] = fabsf (v0[i]);
+      float *ref[4], *got[4];
+      for (int a = 0; a < 4; a++) {
+        ref[a] = malloc (n * 4);
+        got[a] = malloc (n * 4);
+      }
+      const float *init[4] = { w0, g0, m0, v0 };
+      for (int a = 0; a < 4; a++)
+        memcpy (ref[a], init[a], n * 4);
+      opt_job j = { &o, ref[0], ref[1], ref[2], type == TT_OPT_SGD ? NULL :
+            ref[3]
+      };
+      opt_range (&j, 0, n);
+      for (unsigned t = 1; t <= 4; t++) {
+        tt_threads *pool = NULL;
+        CHECK (tt_threads_new (t, &pool) == 0, "pool of %u", t);
+        for (int a = 0; a < 4; a++)
+          memcpy (got[a], init[a], n * 4);
+        opt_job k = { &o, got[0], got[1], got[2], type == TT_OPT_SGD ? NULL :
+              got[3]
+        };
+        tt_split (pool, n, 16, 8192, opt_range, &k);
+        bool same = true;
+        for (int a = 0; a < 4; a++)
+          same &= !memcmp (got[a], ref[a], n * 4);
+        CHECK (same, "optimizer %d over %zu weights, %u threads: not the "
+            "serial update bit for bit", type, n, t);
+        tt_threads_free (pool);
+      }
+      for (int a = 0; a < 4; a++) {
+        free (ref[a]);
+        free (got[a]);
+      }
+      free (w0);
+      free (g0);
+      free (m0);
+      free (v0);
+    }
+}
+
+/* weights after steps training steps of model text at batch, on threads */
+static float *
+train (const char *name, const char *text, uint32_t batch, unsigned threads,
+    int steps, size_t *n_weights)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini_text (text, strlen (text), name, &err);
+  if (!m || tt_model_set_batch_size (m, batch, &err) ||
+      tt_model_set_threads (m, threads, &err) || tt_model_compile (m, &err)) {
+    printf ("FAIL %s: %s\n", name, err.message);
+    tt_test_failed++;
+    tt_model_free (m);
+    return NULL;
+  }
+  tt_shape in, lb = tt_model_label_shape (m);
+  tt_model_input_shape (m, 0, &in);
+  const size_t nx = (size_t) batch * in.channel * in.height * in.width;
+  const size_t nl = (size_t) lb.channel * lb.height * lb.width;
+  float *x = malloc (nx * 4), *labels = calloc ((size_t) batch * nl, 4);
+  uint64_t keep = rng;
+  rng = 12345;
+  for (int s = 0; s < steps; s++) {
+    for (size_t i = 0; i < nx; i++)
+      x[i] = rnd ();
+    memset (labels, 0, (size_t) batch * nl * 4);
+    for (uint32_t b = 0; b < batch; b++)
+      labels[b * nl + (size_t) (b * 7 + s) % nl] = 1.0f;
+    const void *inputs[1] = { x };
+    tt_batch_result r;
+    if (tt_model_train_batch (m, batch, inputs, NULL, labels, &r, &err)) {
+      printf ("FAIL %s: %s\n", name, err.message);
+      tt_test_failed++;
+      break;
+    }
+  }
+  rng = keep;
+  *n_weights = tt_model_weight_floats (m);
+  float *w = malloc (*n_weights * 4);
+  tt_model_export_weights (m, w, *n_weights, &err);
+  free (x);
+  free (labels);
+  tt_model_free (m);
+  return w;
+}
+
+static char *
+read_model (const char *file)
+{
+  char path[1200];
+  snprintf (path, sizeof path, "%s/tests/models/%s", root, file);
+  FILE *f = fopen (path, "rb");
+  if (!f) {
+    perror (path);
+    exit (2);
+  }
+  static char buf[65536];
+  size_t len = fread (buf, 1, sizeof buf - 1, f);
+  fclose (f);
+  buf[len] = '\0';
+  return strdup (buf);
+}
+
+/* text (consumed) with every "from" replaced by "to" */
+static char *
+replace (char *text, const char *from, const char *to)
+{
+  char *at = strstr (text, from);
+  if (!at)
+    return text;
+  size_t len = strlen (text) + strlen (to) + 1;
+  char *out = malloc (len);
+  snprintf (out, len, "%.*s%s%s", (int) (at - text), text, to,
+      at + strlen (from));
+  free (text);
+  return replace (out, from, to);
+}
+
+static void
+test_training (const char *file, const char *from1, const char *to1,
+    const char *from2, const char *to2, uint32_t batch)
+{
+  char *text = read_model (file);
+  if (from1)
+    text = replace (text, from1, to1);
+  if (from2)
+    text = replace (text, from2, to2);
+  size_t n1 = 0, n = 0;
+  float *w1 = train (file, text, batch, 1, 3, &n1);
+  for (unsigned t = 2; w1 && t <= 4; t++) {
+    float *w = train (file, text, batch, t, 3, &n);
+    if (!w)
+      break;
+    double worst = 0;
+    size_t differ = 0;
+    for (size_t i = 0; i < n && n == n1; i++) {
+      const double d = fabs ((double) w[i] - w1[i]);
+      differ += d != 0;
+      const double rel = d / (1e-6 + 1e-5 * fabs (w1[i]));
+      worst = rel > worst ? rel : worst;
+    }
+    CHECK (n == n1 && worst <= 1.0, "%s%s%s at batch %u, %u threads: "
+        "weights after 3 steps within 1e-6 + 1e-5 relative of one "
+        "thread's (worst %.3g of that, %zu of %zu differ at all)", file,
+        from1 ? " with " : "", from1 ? to1 : "", batch, t, worst, differ, n);
+    printf ("%s%s: %u threads, %zu of %zu weights differ from one "
+        "thread's\n", file, from1 ? " (widened)" : "", t, differ, n);
+    free (w);
+  }
+  free (w1);
+  free (text);
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc < 2) {
+    fprintf (stderr, "usage: %s SOURCE_ROOT\n", argv[0]);
+    return 2;
+  }
+  snprintf (root, sizeof root, "%s", argv[1]);
+  TT_TEST_RUN (test_activations);
+  TT_TEST_RUN (test_optimizer);
+  test_training ("fmnist_mlp.ini", NULL, NULL, NULL, NULL, 32);
+  test_training ("sensor_lstm.ini", NULL, NULL, NULL, NULL, 8);
+  test_training ("sensor_gru.ini", NULL, NULL, NULL, NULL, 8);
+  /* wide enough for the cells, activations and updates to split */
+  test_training ("sensor_lstm.ini", "unit = 12", "unit = 96", "unit = 8",
+      "unit = 64", 64);
+  test_training ("sensor_gru.ini", "unit = 12", "unit = 96", "unit = 8",
+      "unit = 64", 64);
+  return tt_test_summary ();
+}
