@@ -826,17 +826,21 @@ tt_remat_plan (tt_model * m, tt_error * err)
     if (found)
       remat_prune (&c, limit);
     if (!found) {
-      bool could_swap = false;
-      for (uint32_t g = 0; g < m->n_remat; g++)
-        could_swap |= m->remat[g].swappable && m->remat[g].backward_use;
+      /* what swapping would reach, when it is off */
+      const uint64_t swapped = m->inference || m->memory_swap ? smallest :
+          remat_smallest (&c, unlimited, true, limit);
+      char hint[160] = "";
+      if (m->inference)
+        snprintf (hint, sizeof hint, "; an inference-only model has no "
+            "backward pass to rebuild activations in");
+      else if (swapped < smallest)
+        snprintf (hint, sizeof hint, "; with [Model] memory_swap = true, %"
+            PRIu64 " bytes", swapped);
       remat_ctx_free (&c);
       return tt_fail (err, TT_ERR_INVALID, "%s: a memory limit of %" PRIu64
           " bytes cannot be met: the smallest feasible limit is %" PRIu64
           " bytes (the pool is %" PRIu64 " bytes without a limit%s)",
-          m->path, limit, smallest, unlimited, m->inference ?
-          "; an inference-only model has no backward pass to rebuild "
-          "activations in" : !m->memory_swap && could_swap ?
-          "; [Model] memory_swap = true may go lower" : "");
+          m->path, limit, smallest, unlimited, hint);
     }
   }
   remat_ctx_free (&c);
