@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The engine's thread pool (issue 19), measured side by side in one run:
+# training samples/s on 1 and 2 engine threads and their ratio for the
+# CNN and the MLP at batch 32 and 128, first on a quiet machine, then with
+# a CPU hog (`yes > /dev/null`, pinned to the last core with taskset when
+# there is one) taking a core as a pipeline's other elements would; then
+# inference (tensor-trainer eval --inference, and tensor_predictor in a
+# pipeline when GStreamer is there) at batch 1 and 32 on 1 and 2 threads.
+# Every figure is the median of RUNS runs, the 1- and 2-thread runs
+# alternating so that drifting load hits both alike.
+#
+# Usage: tests/bench/thread_speed.sh
+# Env:   RUNS (3), CNN_SAMPLES (3200), MLP_SAMPLES (20000), EVAL_SAMPLES
+#        (2000), HOG (1: the hog rows; 0: none)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+"$top/scripts/build.sh" "$top/build"
+
+runs=${RUNS:-3}
+data=/usr/share/datasets/fashion-mnist
+cli=$top/build/tools/tensor-trainer
+export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+work=$(mktemp -d)
+hog=
+cleanup () {
+  if [ -n "$hog" ]; then kill "$hog" 2> /dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+field () { tr ' ,;' '\n\n\n' | sed -n "s/^$1=\(([a-z0-9]*)\)\{0,1\}//p" | tail -1; }
+median () { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# samples/s of the last of 2 epochs (the first warms caches)
+train_rate () {
+  local model=$1 batch=$2 threads=$3 samples=$4
+  "$cli" train "$top/tests/models/fmnist_$model.ini" \
+    --data "$data/train-images-idx3-ubyte.gz" \
+    --labels "$data/train-labels-idx1-ubyte.gz" --samples "$samples" \
+    --batch "$batch" --epochs 2 --threads "$threads" | field samples_per_s
+}
+
+train_table () {
+  printf '%-5s %6s %12s %12s %6s\n' model batch "1 thread/s" "2 threads/s" \
+    "2/1"
+  for model in cnn mlp; do
+    if [ $model = cnn ]; then samples=${CNN_SAMPLES:-3200}; else samples=${MLP_SAMPLES:-20000}; fi
+    for batch in 32 128; do
+      : > "$work/r1"; : > "$work/r2"
+      for _ in $(seq "$runs"); do
+        train_rate $model $batch 1 "$samples" >> "$work/r1"
+        train_rate $model $batch 2 "$samples" >> "$work/r2"
+      done
+      one=$(median < "$work/r1"); two=$(median < "$work/r2")
+      printf '%-5s %6s %12.0f %12.0f %5sx\n' $model $batch "$one" "$two" \
+        "$(ratio "$two" "$one")"
+    done
+  done
+}
+
+echo "== training, quiet (median of $runs) =="
+train_table
+
+if [ "${HOG:-1}" != 0 ]; then
+  cores=$(nproc)
+  if command -v taskset > /dev/null && [ "$cores" -gt 1 ]; then
+    taskset -c $((cores - 1)) yes > /dev/null &
+    where="pinned to core $((cores - 1))"
+  else
+    yes > /dev/null &
+    where="not pinned"
+  fi
+  hog=$!
+  echo
+  echo "== training, a CPU hog on one core ($where) =="
+  train_table
+  kill "$hog"; wait "$hog" 2> /dev/null || true; hog=
+fi
+
+echo
+echo "== inference, CNN (median of $runs) =="
+"$cli" train "$top/tests/models/fmnist_cnn.ini" \
+  --data "$data/train-images-idx3-ubyte.gz" \
+  --labels "$data/train-labels-idx1-ubyte.gz" --samples 640 --epochs 1 \
+  --threads 1 --save "$work/w.bin" > /dev/null
+eval_rate () {
+  "$cli" eval "$top/tests/models/fmnist_cnn.ini" --weights "$work/w.bin" \
+    --inference --batch "$1" --threads "$2" \
+    --samples "${EVAL_SAMPLES:-2000}" \
+    --data "$data/t10k-images-idx3-ubyte.gz" \
+    --labels "$data/t10k-labels-idx1-ubyte.gz" | field samples_per_s
+}
+have_gst=0
+if command -v gst-launch-1.0 > /dev/null &&
+  gst-inspect-1.0 tensor_predictor > /dev/null 2>&1; then
+  have_gst=1
+fi
+# tensor_predictor's own summary: engine latency per batch
+predictor_latency () {
+  gst-launch-1.0 -m tensor_datasrc \
+      location="$data/t10k-images-idx3-ubyte.gz" \
+      label-location="$data/t10k-labels-idx1-ubyte.gz" \
+      num-samples="${EVAL_SAMPLES:-2000}" ! \
+    tensor_predictor model-config="$top/tests/models/fmnist_cnn.ini" \
+      model-load-path="$work/w.bin" batch-size="$1" threads="$2" ! \
+    fakesink 2>&1 | grep tensor-predictor-summary | field mean-latency-us
+}
+printf '%-28s %6s %12s %12s %6s\n' "" batch "1 thread" "2 threads" "2/1"
+for batch in 1 32; do
+  : > "$work/e1"; : > "$work/e2"; : > "$work/p1"; : > "$work/p2"
+  for _ in $(seq "$runs"); do
+    eval_rate $batch 1 >> "$work/e1"
+    eval_rate $batch 2 >> "$work/e2"
+    if [ $have_gst = 1 ]; then
+      predictor_latency $batch 1 >> "$work/p1"
+      predictor_latency $batch 2 >> "$work/p2"
+    fi
+  done
+  one=$(median < "$work/e1"); two=$(median < "$work/e2")
+  printf '%-28s %6s %12.0f %12.0f %5sx\n' "eval samples/s" $batch "$one" \
+    "$two" "$(ratio "$two" "$one")"
+  if [ $have_gst = 1 ] && [ -s "$work/p1" ] && [ -s "$work/p2" ]; then
+    one=$(median < "$work/p1"); two=$(median < "$work/p2")
+    printf '%-28s %6s %12.1f %12.1f %5sx\n' "tensor_predictor us/batch" \
+      $batch "$one" "$two" "$(ratio "$one" "$two")"
+  fi
+done
+if [ $have_gst = 0 ]; then
+  echo "(tensor_predictor rows skipped: no gst-launch-1.0 or plugin)"
+fi
