@@ -22,6 +22,7 @@
 #include <inttypes.h>
 
 static char root[1024];
+static unsigned threads;        /* the models' own threads (0: default) */
 
 /* conv, batch norm, relu, dropout in place on the relu, pooling, fc */
 static const char dropout_cnn[] =
@@ -47,6 +48,7 @@ open_model (const char *path, const char *text, uint32_t batch,
   if (!m)
     return NULL;
   if ((batch && tt_model_set_batch_size (m, batch, err)) ||
+      tt_model_set_threads (m, threads, err) ||
       tt_model_set_memory_limit (m, limit, err) || tt_model_compile (m, err)) {
     tt_model_free (m);
     return NULL;
@@ -234,6 +236,14 @@ test_bit_identical (void)
     compare (models[i], path, NULL, batches[i], 0.75, false);
     compare (models[i], path, NULL, batches[i], 0.5, false);
   }
+  /* the kernels split over two threads, both plans alike */
+  threads = 2;
+  char path[2048];
+  snprintf (path, sizeof path, "%s/tests/models/resnet_bn.ini", root);
+  compare ("resnet_bn 2 threads", path, NULL, 8, 0.6, false);
+  snprintf (path, sizeof path, "%s/tests/models/inception.ini", root);
+  compare ("inception 2 threads", path, NULL, 8, 0.6, false);
+  threads = 0;
   compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.7, false);
   compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.3, false);
 }
