@@ -499,6 +499,9 @@ typedef struct {
   const float *bias[2];         /* added to every step's gates; NULL: none */
   float *gates, *cell, *hidden;
   int h_ld, h_step;
+  /* the model's pool: GEMMs split by tt_gemm_split, each step's cells by
+   * samples (bit-identical; NULL: one thread) */
+  tt_threads *threads;
 } tt_lstm;
 
 void tt_lstm_forward (const tt_lstm * s, const float *x);
@@ -530,6 +533,7 @@ typedef struct {
   const float *bias_ih, *bias_hh;
   float *gates, *hidden;
   int h_ld, h_step;
+  tt_threads *threads;          /* as tt_lstm's */
 } tt_gru;
 
 void tt_gru_forward (const tt_gru * s, const float *x);

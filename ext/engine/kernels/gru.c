@@ -24,6 +24,7 @@
  * caller's (pool scratch).
  */
 #include "gate_act.h"
+#include "tt_split.h"
 
 #include <math.h>
 #include <string.h>
@@ -169,11 +170,11 @@ gru_fill_bias (const tt_gru * s, int rows)
  * (reset_after) or z, r and r * h; pass 1 (without reset_after, after
  * the second GEMM): g and h. */
 TT_ALWAYS_INLINE void
-gru_forward_cells (const tt_gru * s, int t, int pass)
+gru_forward_cells (const tt_gru * s, int t, int pass, int b0, int b1)
 {
-  const int B = s->batch, T = s->steps, U = s->unit, g_ld = T * 4 * U;
+  const int T = s->steps, U = s->unit, g_ld = T * 4 * U;
   const bool dflt = gru_defaults (s);
-  for (int b = 0; b < B; b++) {
+  for (int b = b0; b < b1; b++) {
     float *g = s->gates + (size_t) b * g_ld + (size_t) t * 4 * U;
     float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
     /* h_{-1} = 0: the hidden row itself, zeroed, read before written */
@@ -204,13 +205,13 @@ gru_forward_cells (const tt_gru * s, int t, int pass)
  * (without reset_after, t > 0, after drh = dg W_hg^T): dr. dh: [B][U]. */
 TT_ALWAYS_INLINE void
 gru_backward_cells (const tt_gru * s, int t, int pass, float *dh,
-    const float *drh)
+    const float *drh, int b0, int b1)
 {
-  const int B = s->batch, T = s->steps, U = s->unit, g_ld = T * 4 * U;
+  const int T = s->steps, U = s->unit, g_ld = T * 4 * U;
   const bool dflt = gru_defaults (s);
   /* h_{-1} = 0: keep 0, hp any finite row (h_0) */
   const float keep = t > 0 ? 1.0f : 0.0f;
-  for (int b = 0; b < B; b++) {
+  for (int b = b0; b < b1; b++) {
     float *g = s->gates + (size_t) b * g_ld + (size_t) t * 4 * U;
     const float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
     const float *hp = t > 0 ? h - s->h_step : h;
@@ -242,64 +243,102 @@ gru_backward_cells (const tt_gru * s, int t, int pass, float *dh,
  * runs at half the speed of AVX-512's. Units of 16 and more take the
  * clones. */
 static void
-gru_forward_narrow (const tt_gru * s, int t, int pass)
+gru_forward_narrow (const tt_gru * s, int t, int pass, int b0, int b1)
 {
-  gru_forward_cells (s, t, pass);
+  gru_forward_cells (s, t, pass, b0, b1);
 }
 
 TT_VECTOR_CLONES static void
-gru_forward_wide (const tt_gru * s, int t, int pass)
+gru_forward_wide (const tt_gru * s, int t, int pass, int b0, int b1)
 {
-  gru_forward_cells (s, t, pass);
+  gru_forward_cells (s, t, pass, b0, b1);
 }
 
 static void
 gru_backward_narrow (const tt_gru * s, int t, int pass, float *dh,
-    const float *drh)
+    const float *drh, int b0, int b1)
 {
-  gru_backward_cells (s, t, pass, dh, drh);
+  gru_backward_cells (s, t, pass, dh, drh, b0, b1);
 }
 
 TT_VECTOR_CLONES static void
 gru_backward_wide (const tt_gru * s, int t, int pass, float *dh,
-    const float *drh)
+    const float *drh, int b0, int b1)
 {
-  gru_backward_cells (s, t, pass, dh, drh);
+  gru_backward_cells (s, t, pass, dh, drh, b0, b1);
 }
 
 #define GRU_WIDE_UNIT 16
+
+/* A step's cells split by samples when there is enough of them (each
+ * sample's row is computed alone, so any split is bit-identical) */
+#define GRU_SPLIT_MIN 8192
+
+typedef struct
+{
+  const tt_gru *s;
+  int t, pass;
+  bool backward;
+  float *dh;
+  const float *drh;
+} gru_cells_job;
+
+static void
+gru_cells_range (void *arg, size_t b0, size_t b1)
+{
+  const gru_cells_job *j = arg;
+  const bool wide = j->s->unit >= GRU_WIDE_UNIT;
+  if (!j->backward && wide)
+    gru_forward_wide (j->s, j->t, j->pass, (int) b0, (int) b1);
+  else if (!j->backward)
+    gru_forward_narrow (j->s, j->t, j->pass, (int) b0, (int) b1);
+  else if (wide)
+    gru_backward_wide (j->s, j->t, j->pass, j->dh, j->drh, (int) b0, (int) b1);
+  else
+    gru_backward_narrow (j->s, j->t, j->pass, j->dh, j->drh, (int) b0,
+        (int) b1);
+}
+
+static void
+gru_cells (const tt_gru * s, int t, int pass, bool backward, float *dh,
+    const float *drh)
+{
+  gru_cells_job j = { s, t, pass, backward, dh, drh };
+  const size_t B = (size_t) s->batch;
+  tt_split (s->threads, B, 1, B * 4 * s->unit >= GRU_SPLIT_MIN ? 2 : B + 1,
+      gru_cells_range, &j);
+}
 
 void
 tt_gru_forward (const tt_gru * s, const float *x)
 {
   const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
   const int G = 4 * U, g_ld = T * G;
-  void (*cells) (const tt_gru *, int, int) = U >= GRU_WIDE_UNIT ?
-      gru_forward_wide : gru_forward_narrow;
   gru_fill_bias (s, B * T);
   if (s->reset_after) {
-    tt_gemm (false, false, B * T, 2 * U, F, 1.0f, x, F, s->w_ih, 3 * U,
-        1.0f, s->gates, G);
-    tt_gemm (false, false, B * T, U, F, 1.0f, x, F, s->w_ih + 2 * U, 3 * U,
-        1.0f, s->gates + 3 * U, G);
+    tt_gemm_split (s->threads, false, false, B * T, 2 * U, F, 1.0f, x, F,
+        s->w_ih, 3 * U, 1.0f, s->gates, G);
+    tt_gemm_split (s->threads, false, false, B * T, U, F, 1.0f, x, F,
+        s->w_ih + 2 * U, 3 * U, 1.0f, s->gates + 3 * U, G);
   } else {
-    tt_gemm (false, false, B * T, 3 * U, F, 1.0f, x, F, s->w_ih, 3 * U,
-        1.0f, s->gates, G);
+    tt_gemm_split (s->threads, false, false, B * T, 3 * U, F, 1.0f, x, F,
+        s->w_ih, 3 * U, 1.0f, s->gates, G);
   }
   for (int t = 0; t < T; t++) {
     float *gt = s->gates + (size_t) t * G;
     if (t > 0)
-      tt_gemm (false, false, B, s->reset_after ? 3 * U : 2 * U, U, 1.0f,
+      tt_gemm_split (s->threads, false, false, B,
+          s->reset_after ? 3 * U : 2 * U, U, 1.0f,
           s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld, s->w_hh, 3 * U,
           1.0f, gt, g_ld);
-    cells (s, t, 0);
+    gru_cells (s, t, 0, false, NULL, NULL);
     if (s->reset_after)
       continue;
     /* g += (r * h_{t-1}) W_hg; r * h_{-1} = 0 */
     if (t > 0)
-      tt_gemm (false, false, B, U, U, 1.0f, gt + 3 * U, g_ld,
+      tt_gemm_split (s->threads, false, false, B, U, U, 1.0f, gt + 3 * U, g_ld,
           s->w_hh + 2 * U, 3 * U, 1.0f, gt + 2 * U, g_ld);
-    cells (s, t, 1);
+    gru_cells (s, t, 1, false, NULL, NULL);
   }
 }
 
@@ -308,8 +347,6 @@ tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences, float *carry)
 {
   const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
   const int g_ld = T * G;
-  void (*cells) (const tt_gru *, int, int, float *, const float *) =
-      U >= GRU_WIDE_UNIT ? gru_backward_wide : gru_backward_narrow;
   float *dh = carry, *drh = carry + (size_t) B * U;
   for (int t = T - 1; t >= 0; t--) {
     float *gt = s->gates + (size_t) t * G;
@@ -320,8 +357,9 @@ tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences, float *carry)
         memcpy (dh + (size_t) b * U, dy + (sequences ? ((size_t) b * T + t)
                 * U : (size_t) b * U), (size_t) U * sizeof *dh);
     } else {
-      tt_gemm (false, true, B, U, s->reset_after ? 3 * U : 2 * U, 1.0f,
-          gt + G, g_ld, s->w_hh, 3 * U, 1.0f, dh, U);
+      tt_gemm_split (s->threads, false, true, B, U,
+          s->reset_after ? 3 * U : 2 * U, 1.0f, gt + G, g_ld, s->w_hh, 3 * U,
+          1.0f, dh, U);
       if (sequences)
         for (int b = 0; b < B; b++) {
           float *row = dh + (size_t) b * U;
@@ -330,7 +368,7 @@ tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences, float *carry)
             row[j] += d[j];
         }
     }
-    cells (s, t, 0, dh, drh);
+    gru_cells (s, t, 0, true, dh, drh);
     if (s->reset_after)
       continue;
     if (t == 0) {
@@ -340,9 +378,9 @@ tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences, float *carry)
       continue;
     }
     /* d(r * h_{t-1}) = dg W_hg^T */
-    tt_gemm (false, true, B, U, U, 1.0f, gt + 2 * U, g_ld, s->w_hh + 2 * U,
-        3 * U, 0.0f, drh, U);
-    cells (s, t, 1, dh, drh);
+    tt_gemm_split (s->threads, false, true, B, U, U, 1.0f, gt + 2 * U, g_ld,
+        s->w_hh + 2 * U, 3 * U, 0.0f, drh, U);
+    gru_cells (s, t, 1, true, dh, drh);
   }
 }
 
@@ -353,26 +391,26 @@ tt_gru_weight_grads (const tt_gru * s, const float *x, float *dw_ih,
   const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
   const int G = 4 * U, N = B * T, og = gru_g (s);
   if (s->reset_after) {
-    tt_gemm (true, false, F, 2 * U, N, 1.0f, x, F, s->gates, G, 0.0f,
-        dw_ih, 3 * U);
-    tt_gemm (true, false, F, U, N, 1.0f, x, F, s->gates + 3 * U, G, 0.0f,
-        dw_ih + 2 * U, 3 * U);
+    tt_gemm_split (s->threads, true, false, F, 2 * U, N, 1.0f, x, F, s->gates,
+        G, 0.0f, dw_ih, 3 * U);
+    tt_gemm_split (s->threads, true, false, F, U, N, 1.0f, x, F,
+        s->gates + 3 * U, G, 0.0f, dw_ih + 2 * U, 3 * U);
   } else {
-    tt_gemm (true, false, F, 3 * U, N, 1.0f, x, F, s->gates, G, 0.0f,
-        dw_ih, 3 * U);
+    tt_gemm_split (s->threads, true, false, F, 3 * U, N, 1.0f, x, F, s->gates,
+        G, 0.0f, dw_ih, 3 * U);
   }
   /* dW_hh: sum over t >= 1 of h_{t-1}^T times step t's z, r and hn (or
    * z, r) derivatives, one GEMM per step as in forward */
   if (T == 1)
     memset (dw_hh, 0, (size_t) U * 3 * U * sizeof *dw_hh);
   for (int t = 1; t < T; t++)
-    tt_gemm (true, false, U, s->reset_after ? 3 * U : 2 * U, B, 1.0f,
-        s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
+    tt_gemm_split (s->threads, true, false, U, s->reset_after ? 3 * U : 2 * U,
+        B, 1.0f, s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
         s->gates + (size_t) t * G, T * G, t == 1 ? 0.0f : 1.0f, dw_hh, 3 * U);
   /* without reset_after, dW_hg = (r * h)^T dg over all steps at once
    * (r * h_{-1} = 0) */
   if (!s->reset_after)
-    tt_gemm (true, false, U, U, N, 1.0f, s->gates + 3 * U, G,
+    tt_gemm_split (s->threads, true, false, U, U, N, 1.0f, s->gates + 3 * U, G,
         s->gates + 2 * U, G, 0.0f, dw_hh + 2 * U, 3 * U);
   if (!db_ih)
     return;
@@ -401,12 +439,12 @@ tt_gru_input_grad (const tt_gru * s, float *dx)
   const int F = s->features, U = s->unit, G = 4 * U;
   const int N = s->batch * s->steps;
   if (s->reset_after) {
-    tt_gemm (false, true, N, F, 2 * U, 1.0f, s->gates, G, s->w_ih, 3 * U,
-        0.0f, dx, F);
-    tt_gemm (false, true, N, F, U, 1.0f, s->gates + 3 * U, G,
+    tt_gemm_split (s->threads, false, true, N, F, 2 * U, 1.0f, s->gates, G,
+        s->w_ih, 3 * U, 0.0f, dx, F);
+    tt_gemm_split (s->threads, false, true, N, F, U, 1.0f, s->gates + 3 * U, G,
         s->w_ih + 2 * U, 3 * U, 1.0f, dx, F);
   } else {
-    tt_gemm (false, true, N, F, 3 * U, 1.0f, s->gates, G, s->w_ih, 3 * U,
-        0.0f, dx, F);
+    tt_gemm_split (s->threads, false, true, N, F, 3 * U, 1.0f, s->gates, G,
+        s->w_ih, 3 * U, 0.0f, dx, F);
   }
 }

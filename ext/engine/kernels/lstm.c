@@ -15,6 +15,7 @@
  * all steps. Every buffer is the caller's (pool scratch).
  */
 #include "gate_act.h"
+#include "tt_split.h"
 
 #include <math.h>
 #include <string.h>
@@ -89,13 +90,13 @@ lstm_fill_bias (const tt_lstm * s, int rows, float *g, int ld)
 
 /* Step t's cells, every sample: activations, c_t and h_t. */
 TT_ALWAYS_INLINE void
-lstm_forward_cells (const tt_lstm * s, int t)
+lstm_forward_cells (const tt_lstm * s, int t, int b0, int b1)
 {
-  const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
+  const int T = s->steps, U = s->unit, G = 4 * U;
   const int g_ld = T * G, c_ld = T * U;
   const bool dflt = lstm_defaults (s);
   float *gt = s->gates + (size_t) t * G;
-  for (int b = 0; b < B; b++) {
+  for (int b = b0; b < b1; b++) {
     float *g = gt + (size_t) b * g_ld;
     float *c = s->cell + (size_t) b * c_ld + (size_t) t * U;
     float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
@@ -115,13 +116,14 @@ lstm_forward_cells (const tt_lstm * s, int t)
 /* Step t's cells backward, every sample: the gate derivatives over the
  * gates, dc carried to step t - 1. */
 TT_ALWAYS_INLINE void
-lstm_backward_cells (const tt_lstm * s, int t, const float *dh, float *dc)
+lstm_backward_cells (const tt_lstm * s, int t, const float *dh, float *dc,
+    int b0, int b1)
 {
-  const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
+  const int T = s->steps, U = s->unit, G = 4 * U;
   const bool dflt = lstm_defaults (s);
   /* c_{-1} = 0: keep 0, cp any finite row (c_0) */
   const float keep = t > 0 ? 1.0f : 0.0f;
-  for (int b = 0; b < B; b++) {
+  for (int b = b0; b < b1; b++) {
     float *g = s->gates + ((size_t) b * T + t) * G;
     const float *c = s->cell + ((size_t) b * T + t) * U;
     const float *cp = t > 0 ? c - U : c;
@@ -142,27 +144,65 @@ lstm_backward_cells (const tt_lstm * s, int t, const float *dh, float *dc)
 #define LSTM_WIDE_UNIT 16
 
 static void
-lstm_forward_narrow (const tt_lstm * s, int t)
+lstm_forward_narrow (const tt_lstm * s, int t, int b0, int b1)
 {
-  lstm_forward_cells (s, t);
+  lstm_forward_cells (s, t, b0, b1);
 }
 
 TT_VECTOR_CLONES static void
-lstm_forward_wide (const tt_lstm * s, int t)
+lstm_forward_wide (const tt_lstm * s, int t, int b0, int b1)
 {
-  lstm_forward_cells (s, t);
+  lstm_forward_cells (s, t, b0, b1);
 }
 
 static void
-lstm_backward_narrow (const tt_lstm * s, int t, const float *dh, float *dc)
+lstm_backward_narrow (const tt_lstm * s, int t, const float *dh, float *dc,
+    int b0, int b1)
 {
-  lstm_backward_cells (s, t, dh, dc);
+  lstm_backward_cells (s, t, dh, dc, b0, b1);
 }
 
 TT_VECTOR_CLONES static void
-lstm_backward_wide (const tt_lstm * s, int t, const float *dh, float *dc)
+lstm_backward_wide (const tt_lstm * s, int t, const float *dh, float *dc,
+    int b0, int b1)
 {
-  lstm_backward_cells (s, t, dh, dc);
+  lstm_backward_cells (s, t, dh, dc, b0, b1);
+}
+
+/* A step's cells split by samples when there is enough of them (each
+ * sample's row is computed alone, so any split is bit-identical) */
+#define LSTM_SPLIT_MIN 8192
+
+typedef struct
+{
+  const tt_lstm *s;
+  int t;
+  const float *dh;
+  float *dc;                    /* NULL: forward */
+} lstm_cells_job;
+
+static void
+lstm_cells_range (void *arg, size_t b0, size_t b1)
+{
+  const lstm_cells_job *j = arg;
+  const bool wide = j->s->unit >= LSTM_WIDE_UNIT;
+  if (!j->dc && wide)
+    lstm_forward_wide (j->s, j->t, (int) b0, (int) b1);
+  else if (!j->dc)
+    lstm_forward_narrow (j->s, j->t, (int) b0, (int) b1);
+  else if (wide)
+    lstm_backward_wide (j->s, j->t, j->dh, j->dc, (int) b0, (int) b1);
+  else
+    lstm_backward_narrow (j->s, j->t, j->dh, j->dc, (int) b0, (int) b1);
+}
+
+static void
+lstm_cells (const tt_lstm * s, int t, const float *dh, float *dc)
+{
+  lstm_cells_job j = { s, t, dh, dc };
+  const size_t B = (size_t) s->batch;
+  tt_split (s->threads, B, 1, B * 4 * s->unit >= LSTM_SPLIT_MIN ? 2 : B + 1,
+      lstm_cells_range, &j);
 }
 
 void
@@ -173,18 +213,15 @@ tt_lstm_forward (const tt_lstm * s, const float *x)
   /* gates of step t of sample b: gates + b * g_ld + t * G */
   const int g_ld = T * G;
   lstm_fill_bias (s, B * T, s->gates, G);
-  tt_gemm (false, false, B * T, G, F, 1.0f, x, F, s->w_ih, G, 1.0f,
-      s->gates, G);
+  tt_gemm_split (s->threads, false, false, B * T, G, F, 1.0f, x, F, s->w_ih, G,
+      1.0f, s->gates, G);
   for (int t = 0; t < T; t++) {
     float *gt = s->gates + (size_t) t * G;
     if (t > 0)
-      tt_gemm (false, false, B, G, U, 1.0f,
+      tt_gemm_split (s->threads, false, false, B, G, U, 1.0f,
           s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld, s->w_hh, G,
           1.0f, gt, g_ld);
-    if (U >= LSTM_WIDE_UNIT)
-      lstm_forward_wide (s, t);
-    else
-      lstm_forward_narrow (s, t);
+    lstm_cells (s, t, NULL, NULL);
   }
 }
 
@@ -206,12 +243,9 @@ tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences, float *carry)
         memset (row, 0, (size_t) U * sizeof *row);
     }
     if (t < T - 1)
-      tt_gemm (false, true, B, U, G, 1.0f, s->gates + (size_t) (t + 1) * G,
-          T * G, s->w_hh, G, 1.0f, dh, U);
-    if (U >= LSTM_WIDE_UNIT)
-      lstm_backward_wide (s, t, dh, dc);
-    else
-      lstm_backward_narrow (s, t, dh, dc);
+      tt_gemm_split (s->threads, false, true, B, U, G, 1.0f,
+          s->gates + (size_t) (t + 1) * G, T * G, s->w_hh, G, 1.0f, dh, U);
+    lstm_cells (s, t, dh, dc);
   }
 }
 
@@ -221,13 +255,14 @@ tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
 {
   const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
   const int G = 4 * U;
-  tt_gemm (true, false, F, G, B * T, 1.0f, x, F, s->gates, G, 0.0f, dw_ih, G);
+  tt_gemm_split (s->threads, true, false, F, G, B * T, 1.0f, x, F, s->gates, G,
+      0.0f, dw_ih, G);
   /* dW_hh = sum over t >= 1 of h_{t-1}^T dG_t, one GEMM per step as in
    * forward */
   if (T == 1)
     memset (dw_hh, 0, (size_t) U * G * sizeof *dw_hh);
   for (int t = 1; t < T; t++)
-    tt_gemm (true, false, U, G, B, 1.0f,
+    tt_gemm_split (s->threads, true, false, U, G, B, 1.0f,
         s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
         s->gates + (size_t) t * G, T * G, t == 1 ? 0.0f : 1.0f, dw_hh, G);
   if (db) {
@@ -244,6 +279,6 @@ void
 tt_lstm_input_grad (const tt_lstm * s, float *dx)
 {
   const int F = s->features, G = 4 * s->unit;
-  tt_gemm (false, true, s->batch * s->steps, F, G, 1.0f, s->gates, G,
-      s->w_ih, G, 0.0f, dx, F);
+  tt_gemm_split (s->threads, false, true, s->batch * s->steps, F, G, 1.0f,
+      s->gates, G, s->w_ih, G, 0.0f, dx, F);
 }

@@ -103,6 +103,7 @@ gru_setup (const tt_run_ctx * c, const tt_layer * l)
     .bias_ih = l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
     .bias_hh = l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL,
     .gates = tt_run_data (c, l->p.gru.gates),
+    .threads = c->threads,
   };
   tt_recurrent_hidden (c, l, &l->p.gru.rec, l->p.gru.hidden, &s.hidden,
       &s.h_ld, &s.h_step);

@@ -121,6 +121,7 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l)
         l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
     .gates = tt_run_data (c, l->p.lstm.gates),
     .cell = tt_run_data (c, l->p.lstm.cell),
+    .threads = c->threads,
   };
   tt_recurrent_hidden (c, l, &l->p.lstm.rec, l->p.lstm.hidden, &s.hidden,
       &s.h_ld, &s.h_step);
