@@ -18,7 +18,10 @@
 #     certificate another CA signed, are refused; dev1 sends its update
 #     of the round through it with its certificate
 #   - with GST_PLUGIN_DIR: tensor_trainer with a wrong
-#     federation-credentials fails at start with the broker's refusal
+#     federation-credentials fails at start with the broker's refusal;
+#     one with dev1's client certificate (federation-cert, -key) receives
+#     the global model and publishes its update through the listener
+#     that requires it
 #
 # Usage: test_secure.sh TENSOR_TRAINER FED_TOOL SRCDIR [GST_PLUGIN_DIR]
 set -uo pipefail
@@ -166,7 +169,7 @@ if [ -n "$plugin_dir" ] && command -v gst-launch-1.0 >/dev/null &&
     tensor_datasrc location=$data/t10k-images-idx3-ubyte.gz \
       label-location=$data/t10k-labels-idx1-ubyte.gz num-samples=64 \
       epochs=1 ! \
-    tensor_trainer model-config="$src/tests/models/fmnist_mlp.ini" \
+    tensor_trainer model-config="$model" \
       num-training-samples=64 \
       epochs=1 federation-broker="$broker" federation-topic=tt \
       federation-client-id=dev0 federation-ca="$work/ca.crt" \
@@ -175,5 +178,24 @@ if [ -n "$plugin_dir" ] && command -v gst-launch-1.0 >/dev/null &&
   grep -q "refused this device.*not authori" gst.log ||
     fail "tensor_trainer: no refusal in $(cat gst.log)"
   echo "refused as expected: tensor_trainer: $(grep -o 'The federation broker.*' gst.log | head -n 1)"
+  # with dev1's client certificate through the listener that requires
+  # one: connected, it gets the retained global model of the run (of the
+  # tiny model: refused by this MLP, which shows it came) and publishes
+  # its update
+  GST_PLUGIN_PATH=$plugin_dir timeout 60 gst-launch-1.0 -m \
+    tensor_datasrc location=$data/t10k-images-idx3-ubyte.gz \
+      label-location=$data/t10k-labels-idx1-ubyte.gz num-samples=64 \
+      epochs=1 ! \
+    tensor_trainer model-config="$src/tests/models/fmnist_mlp.ini" \
+      num-training-samples=64 epochs=1 federation-broker="$cert_broker" \
+      federation-topic=tt federation-client-id=dev1 \
+      federation-ca="$work/ca.crt" federation-cert="$work/dev1.crt" \
+      federation-key="$work/dev1.key" \
+      federation-credentials="$work/dev1.cred" federation-wait=1 ! \
+    fakesink > gst-cert.log 2>&1 || fail "tensor_trainer with its certificate"
+  grep -q "Refused a global model of the federation: tt/global" gst-cert.log &&
+    grep -q "event=(string)published, client-id=(string)dev1, round=(gint64)1," \
+      gst-cert.log || fail "tensor_trainer with its certificate got nothing"
+  echo "tensor_trainer with its client certificate received the global model and published its update"
 fi
 echo "PASS: TLS, passwords and the ACL hold; 2 devices completed a round over mqtts://"
