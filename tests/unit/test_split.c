@@ -6,8 +6,9 @@
  * split by fixed ranges as model.c splits it, sizes on both sides of the
  * split threshold and ragged against the split quantum. Then training:
  * the MLP and the sensor LSTM and GRU (widened so that their kernels do
- * split) on 2 to 4 threads stay within a tight tolerance of one thread
- * (GEMMs split by rows or columns may round differently with OpenBLAS).
+ * split) and a model of large activations, addition and dropout on 2 to
+ * 4 threads stay within a tight tolerance of one thread (GEMMs split by
+ * rows or columns may round differently with OpenBLAS).
  *
  * Usage: test_split SOURCE_ROOT
  */
@@ -231,11 +232,24 @@ replace (char *text, const char *from, const char *to)
   return replace (out, from, to);
 }
 
+static const char elementwise_ini[] =
+    "[Model]\nbatch_size = 16\nloss = cross\n"
+    "[Optimizer]\ntype = adam\n"
+    "[in]\ntype = input\ninput_shape = 1:64:64\n"
+    "[a]\ntype = activation\nactivation = tanh\ninput_layers = in\n"
+    "[b]\ntype = activation\nactivation = sigmoid\ninput_layers = in\n"
+    "[sum]\ntype = addition\ninput_layers = a, b\n"
+    "[drop]\ntype = dropout\ndropout_rate = 0.25\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 4\nactivation = softmax\n";
+
 static void
 test_training (const char *file, const char *from1, const char *to1,
     const char *from2, const char *to2, uint32_t batch)
 {
-  char *text = read_model (file);
+  char *text = file ? read_model (file) : strdup (elementwise_ini);
+  if (!file)
+    file = "element-wise model";
   if (from1)
     text = replace (text, from1, to1);
   if (from2)
@@ -279,6 +293,9 @@ main (int argc, char **argv)
   test_training ("fmnist_mlp.ini", NULL, NULL, NULL, NULL, 32);
   test_training ("sensor_lstm.ini", NULL, NULL, NULL, NULL, 8);
   test_training ("sensor_gru.ini", NULL, NULL, NULL, NULL, 8);
+  /* addition, dropout and activations large enough to split (16 x 4096
+   * elements), with nothing else but element-wise work and the FC */
+  test_training (NULL, NULL, NULL, NULL, NULL, 16);
   /* wide enough for the cells, activations and updates to split */
   test_training ("sensor_lstm.ini", "unit = 12", "unit = 96", "unit = 8",
       "unit = 64", 64);

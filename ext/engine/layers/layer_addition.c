@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* addition: element-wise sum of inputs of one shape. */
 #include "tt_layer.h"
+#include "tt_split.h"
 
 #include <string.h>
 
@@ -20,27 +21,55 @@ addition_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   return TT_OK;
 }
 
-static void
-addition_forward (const tt_run_ctx * c, tt_layer * l)
+/* Split over the model's threads by element ranges from this many
+ * elements: each element sums its inputs in input order either way */
+#define ADDITION_SPLIT_MIN 16384
+
+typedef struct
 {
-  const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
-  float *y = tt_run_data (c, l->out[0]);
-  memcpy (y, tt_run_data (c, l->in[0]), n * sizeof *y);
-  for (uint32_t k = 1; k < l->n_inputs; k++) {
-    const float *x = tt_run_data (c, l->in[k]);
+  const tt_run_ctx *c;
+  const tt_layer *l;
+} addition_job;
+
+static void
+addition_forward_range (void *arg, size_t begin, size_t end)
+{
+  const addition_job *j = arg;
+  float *y = tt_run_data (j->c, j->l->out[0]) + begin;
+  const size_t n = end - begin;
+  memcpy (y, tt_run_data (j->c, j->l->in[0]) + begin, n * sizeof *y);
+  for (uint32_t k = 1; k < j->l->n_inputs; k++) {
+    const float *x = tt_run_data (j->c, j->l->in[k]) + begin;
     for (size_t i = 0; i < n; i++)
       y[i] += x[i];
   }
 }
 
 static void
+addition_forward (const tt_run_ctx * c, tt_layer * l)
+{
+  addition_job j = { c, l };
+  tt_split (c->threads, c->batch * tt_dims_count (l->in_dims[0]), 16,
+      ADDITION_SPLIT_MIN, addition_forward_range, &j);
+}
+
+static void
+addition_backward_range (void *arg, size_t begin, size_t end)
+{
+  const addition_job *j = arg;
+  const float *dy = tt_run_data (j->c, j->l->out_deriv[0]) + begin;
+  for (uint32_t k = 0; k < j->l->n_inputs; k++)
+    if (j->l->in_deriv[k] >= 0)
+      memcpy (tt_run_data (j->c, j->l->in_deriv[k]) + begin, dy,
+          (end - begin) * sizeof *dy);
+}
+
+static void
 addition_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
-  const float *dy = tt_run_data (c, l->out_deriv[0]);
-  for (uint32_t k = 0; k < l->n_inputs; k++)
-    if (l->in_deriv[k] >= 0)
-      memcpy (tt_run_data (c, l->in_deriv[k]), dy, n * sizeof *dy);
+  addition_job j = { c, l };
+  tt_split (c->threads, c->batch * tt_dims_count (l->in_dims[0]), 16,
+      ADDITION_SPLIT_MIN, addition_backward_range, &j);
 }
 
 const tt_layer_ops tt_addition_layer_ops = {

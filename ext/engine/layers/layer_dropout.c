@@ -6,6 +6,7 @@
  * generator.
  */
 #include "tt_layer.h"
+#include "tt_split.h"
 
 #include <string.h>
 
@@ -40,6 +41,25 @@ dropout_declare (tt_init_ctx * c, tt_layer * l)
       c->batch_size * tt_dims_count (l->in_dims[0]));
 }
 
+/* Split over the model's threads by element ranges from this many
+ * elements (the mask is still drawn in order, on the caller: the random
+ * stream must not depend on the thread count) */
+#define DROPOUT_SPLIT_MIN 16384
+
+typedef struct
+{
+  const float *x, *mask;
+  float *y;
+} dropout_job;
+
+static void
+dropout_multiply (void *arg, size_t begin, size_t end)
+{
+  const dropout_job *j = arg;
+  for (size_t i = begin; i < end; i++)
+    j->y[i] = j->x[i] * j->mask[i];
+}
+
 static void
 dropout_forward (const tt_run_ctx * c, tt_layer * l)
 {
@@ -56,10 +76,17 @@ dropout_forward (const tt_run_ctx * c, tt_layer * l)
     return;
   }
   const float keep = 1.0f / (1.0f - rate);
-  for (size_t i = 0; i < n; i++) {
-    mask[i] = tt_rng_uniform (c->rng) < rate ? 0.0f : keep;
-    y[i] = x[i] * mask[i];
+  if (!c->threads || n < DROPOUT_SPLIT_MIN) {
+    for (size_t i = 0; i < n; i++) {
+      mask[i] = tt_rng_uniform (c->rng) < rate ? 0.0f : keep;
+      y[i] = x[i] * mask[i];
+    }
+    return;
   }
+  for (size_t i = 0; i < n; i++)
+    mask[i] = tt_rng_uniform (c->rng) < rate ? 0.0f : keep;
+  dropout_job j = { x, mask, y };
+  tt_split (c->threads, n, 16, DROPOUT_SPLIT_MIN, dropout_multiply, &j);
 }
 
 static void
@@ -69,8 +96,8 @@ dropout_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   const float *dy = tt_run_data (c, l->out_deriv[0]);
   const float *mask = tt_run_data (c, l->scratch[0]);
   float *dx = tt_run_data (c, l->in_deriv[0]);
-  for (size_t i = 0; i < n; i++)
-    dx[i] = dy[i] * mask[i];
+  dropout_job j = { dy, mask, dx };
+  tt_split (c->threads, n, 16, DROPOUT_SPLIT_MIN, dropout_multiply, &j);
 }
 
 static bool
