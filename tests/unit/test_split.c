@@ -243,13 +243,33 @@ static const char elementwise_ini[] =
     "[flat]\ntype = flatten\n"
     "[out]\ntype = fully_connected\nunit = 4\nactivation = softmax\n";
 
+/* losses over 16 x 2048 values (split), with %s the loss and %s the
+ * output's activation */
+static const char wide_loss_ini[] =
+    "[Model]\nbatch_size = 16\nloss = %s\n"
+    "[Optimizer]\ntype = adam\n"
+    "[in]\ntype = input\ninput_shape = 1:1:64\n"
+    "[out]\ntype = fully_connected\nunit = 2048\nactivation = %s\n";
+
 static void
 test_training (const char *file, const char *from1, const char *to1,
     const char *from2, const char *to2, uint32_t batch)
 {
-  char *text = file ? read_model (file) : strdup (elementwise_ini);
-  if (!file)
+  char *text = NULL;
+  if (file && strstr (file, ".ini"))
+    text = read_model (file);
+  else if (file) {
+    /* "LOSS ACTIVATION" */
+    char loss[32], act[32];
+    if (sscanf (file, "%31s %31s", loss, act) != 2)
+      exit (2);
+    size_t len = sizeof wide_loss_ini + 64;
+    text = malloc (len);
+    snprintf (text, len, wide_loss_ini, loss, act);
+  } else {
+    text = strdup (elementwise_ini);
     file = "element-wise model";
+  }
   if (from1)
     text = replace (text, from1, to1);
   if (from2)
@@ -296,6 +316,9 @@ main (int argc, char **argv)
   /* addition, dropout and activations large enough to split (16 x 4096
    * elements), with nothing else but element-wise work and the FC */
   test_training (NULL, NULL, NULL, NULL, NULL, 16);
+  test_training ("mse none", NULL, NULL, NULL, NULL, 16);
+  test_training ("cross sigmoid", NULL, NULL, NULL, NULL, 16);
+  test_training ("cross softmax", NULL, NULL, NULL, NULL, 16);
   /* wide enough for the cells, activations and updates to split */
   test_training ("sensor_lstm.ini", "unit = 12", "unit = 96", "unit = 8",
       "unit = 64", 64);

@@ -25,4 +25,12 @@ typedef void (*tt_split_fn) (void *arg, size_t begin, size_t end);
 void tt_split (tt_threads * pool, size_t total, size_t quantum,
     size_t min_total, tt_split_fn fn, void *arg);
 
+/* A sum the same way: fn returns its range's partial, and the partials
+ * are added in part order. Deterministic for a thread count; across
+ * thread counts equal within rounding (the serial sum's order differs). */
+typedef double (*tt_split_sum_fn) (void *arg, size_t begin, size_t end);
+
+double tt_split_sum (tt_threads * pool, size_t total, size_t quantum,
+    size_t min_total, tt_split_sum_fn fn, void *arg);
+
 #endif

@@ -10,6 +10,7 @@
  * its input through as a view).
  */
 #include "tt_layer.h"
+#include "tt_split.h"
 
 #include <math.h>
 
@@ -31,6 +32,48 @@ loss_sizes (const tt_run_ctx * c, const tt_layer * l, size_t *rows,
   *width = d.w;
 }
 
+/* Split over the model's threads from this many values: the derivatives
+ * by element ranges (softmax's by rows), bit-identical; the loss sums by
+ * the same ranges, partials added in part order (within rounding of one
+ * thread's sum) */
+#define LOSS_SPLIT_MIN 16384
+
+typedef struct
+{
+  const float *x, *y, *t;
+  float *dx;
+  size_t width;
+  float scale;
+} loss_job;
+
+/* (min_total of tt_split: units is rows for row-wise work) */
+static size_t
+loss_split_min (size_t units, size_t values)
+{
+  return values >= LOSS_SPLIT_MIN ? 2 : units + 1;
+}
+
+static double
+mse_range (void *arg, size_t begin, size_t end)
+{
+  const loss_job *j = arg;
+  double sum = 0;
+  for (size_t i = begin; i < end; i++) {
+    double d = (double) j->y[i] - j->t[i];
+    sum += d * d;
+  }
+  return sum;
+}
+
+/* dx = scale * (y - t): mse's (2 / n) and cross_sigmoid's (1 / n) */
+static void
+difference_range (void *arg, size_t begin, size_t end)
+{
+  const loss_job *j = arg;
+  for (size_t i = begin; i < end; i++)
+    j->dx[i] = j->scale * (j->y[i] - j->t[i]);
+}
+
 static void
 mse_forward (const tt_run_ctx * c, tt_layer * l)
 {
@@ -39,14 +82,11 @@ mse_forward (const tt_run_ctx * c, tt_layer * l)
   if (!c->have_labels)
     return;
   const size_t n = rows * width;
-  const float *y = tt_run_data (c, l->out[0]);
-  const float *t = tt_run_data (c, l->p.loss.label);
-  double sum = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = (double) y[i] - t[i];
-    sum += d * d;
-  }
-  *c->loss = sum / (double) n;
+  loss_job j = { NULL, tt_run_data (c, l->out[0]),
+    tt_run_data (c, l->p.loss.label), NULL, width, 0.0f
+  };
+  *c->loss = tt_split_sum (c->threads, n, 16, LOSS_SPLIT_MIN, mse_range,
+      &j) / (double) n;
 }
 
 static void
@@ -55,28 +95,22 @@ mse_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   size_t rows, width;
   loss_sizes (c, l, &rows, &width);
   const size_t n = rows * width;
-  const float *y = tt_run_data (c, l->out[0]);
-  const float *t = tt_run_data (c, l->p.loss.label);
-  float *dx = tt_run_data (c, l->in_deriv[0]);
-  const float scale = 2.0f / (float) n;
-  for (size_t i = 0; i < n; i++)
-    dx[i] = scale * (y[i] - t[i]);
+  loss_job j = { NULL, tt_run_data (c, l->out[0]),
+    tt_run_data (c, l->p.loss.label), tt_run_data (c, l->in_deriv[0]),
+    width, 2.0f / (float) n
+  };
+  tt_split (c->threads, n, 16, LOSS_SPLIT_MIN, difference_range, &j);
 }
 
-static void
-cross_softmax_forward (const tt_run_ctx * c, tt_layer * l)
+/* rows [begin, end) */
+static double
+cross_softmax_range (void *arg, size_t begin, size_t end)
 {
-  size_t rows, width;
-  loss_sizes (c, l, &rows, &width);
-  const float *x = tt_run_data (c, l->in[0]);
-  float *p = tt_run_data (c, l->out[0]);
-  tt_activation_forward (TT_ACT_SOFTMAX, rows, width, x, p);
-  if (!c->have_labels)
-    return;
-  const float *t = tt_run_data (c, l->p.loss.label);
+  const loss_job *j = arg;
+  const size_t width = j->width;
   double sum = 0;
-  for (size_t r = 0; r < rows; r++) {
-    const float *xr = x + r * width, *tr = t + r * width;
+  for (size_t r = begin; r < end; r++) {
+    const float *xr = j->x + r * width, *tr = j->t + r * width;
     float mx = xr[0];
     for (size_t i = 1; i < width; i++)
       mx = xr[i] > mx ? xr[i] : mx;
@@ -88,7 +122,40 @@ cross_softmax_forward (const tt_run_ctx * c, tt_layer * l)
       if (tr[i] != 0.0f)
         sum -= tr[i] * ((double) xr[i] - lse);
   }
-  *c->loss = sum / c->batch;
+  return sum;
+}
+
+static void
+cross_softmax_forward (const tt_run_ctx * c, tt_layer * l)
+{
+  size_t rows, width;
+  loss_sizes (c, l, &rows, &width);
+  const float *x = tt_run_data (c, l->in[0]);
+  float *p = tt_run_data (c, l->out[0]);
+  tt_activation_forward_split (c->threads, TT_ACT_SOFTMAX, rows, width, x, p);
+  if (!c->have_labels)
+    return;
+  loss_job j = { x, p, tt_run_data (c, l->p.loss.label), NULL, width, 0 };
+  *c->loss = tt_split_sum (c->threads, rows, 1, loss_split_min (rows,
+          rows * width), cross_softmax_range, &j) / c->batch;
+}
+
+/* rows [begin, end): d/dx of -sum t log softmax(x) is p * sum(t) - t;
+ * sum(t) is 1 for a one-hot label but is kept general for soft labels */
+static void
+cross_softmax_derivative_range (void *arg, size_t begin, size_t end)
+{
+  const loss_job *j = arg;
+  const size_t width = j->width;
+  for (size_t r = begin; r < end; r++) {
+    const float *p = j->y + r * width, *t = j->t + r * width;
+    float *dx = j->dx + r * width;
+    float ts = 0;
+    for (size_t i = 0; i < width; i++)
+      ts += t[i];
+    for (size_t i = 0; i < width; i++)
+      dx[i] = j->scale * (p[i] * ts - t[i]);
+  }
 }
 
 static void
@@ -96,21 +163,24 @@ cross_softmax_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   size_t rows, width;
   loss_sizes (c, l, &rows, &width);
-  const size_t n = rows * width;
-  const float *p = tt_run_data (c, l->out[0]);
-  const float *t = tt_run_data (c, l->p.loss.label);
-  float *dx = tt_run_data (c, l->in_deriv[0]);
-  const float scale = 1.0f / (float) c->batch;
-  /* d/dx of -sum t log softmax(x) is p * sum(t) - t; sum(t) is 1 for a
-   * one-hot label but is kept general for soft labels */
-  for (size_t r = 0; r < rows; r++) {
-    float ts = 0;
-    for (size_t i = 0; i < width; i++)
-      ts += t[r * width + i];
-    for (size_t i = 0; i < width; i++)
-      dx[r * width + i] = scale * (p[r * width + i] * ts - t[r * width + i]);
+  loss_job j = { NULL, tt_run_data (c, l->out[0]),
+    tt_run_data (c, l->p.loss.label), tt_run_data (c, l->in_deriv[0]),
+    width, 1.0f / (float) c->batch
+  };
+  tt_split (c->threads, rows, 1, loss_split_min (rows, rows * width),
+      cross_softmax_derivative_range, &j);
+}
+
+static double
+cross_sigmoid_range (void *arg, size_t begin, size_t end)
+{
+  const loss_job *j = arg;
+  double sum = 0;
+  for (size_t i = begin; i < end; i++) {
+    double xi = j->x[i];
+    sum += (xi > 0 ? xi : 0) - xi * j->t[i] + log1p (exp (-fabs (xi)));
   }
-  (void) n;
+  return sum;
 }
 
 static void
@@ -121,16 +191,12 @@ cross_sigmoid_forward (const tt_run_ctx * c, tt_layer * l)
   const size_t n = rows * width;
   const float *x = tt_run_data (c, l->in[0]);
   float *p = tt_run_data (c, l->out[0]);
-  tt_activation_forward (TT_ACT_SIGMOID, rows, width, x, p);
+  tt_activation_forward_split (c->threads, TT_ACT_SIGMOID, rows, width, x, p);
   if (!c->have_labels)
     return;
-  const float *t = tt_run_data (c, l->p.loss.label);
-  double sum = 0;
-  for (size_t i = 0; i < n; i++) {
-    double xi = x[i];
-    sum += (xi > 0 ? xi : 0) - xi * t[i] + log1p (exp (-fabs (xi)));
-  }
-  *c->loss = sum / (double) n;
+  loss_job j = { x, p, tt_run_data (c, l->p.loss.label), NULL, width, 0 };
+  *c->loss = tt_split_sum (c->threads, n, 16, LOSS_SPLIT_MIN,
+      cross_sigmoid_range, &j) / (double) n;
 }
 
 static void
@@ -139,12 +205,11 @@ cross_sigmoid_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   size_t rows, width;
   loss_sizes (c, l, &rows, &width);
   const size_t n = rows * width;
-  const float *p = tt_run_data (c, l->out[0]);
-  const float *t = tt_run_data (c, l->p.loss.label);
-  float *dx = tt_run_data (c, l->in_deriv[0]);
-  const float scale = 1.0f / (float) n;
-  for (size_t i = 0; i < n; i++)
-    dx[i] = scale * (p[i] - t[i]);
+  loss_job j = { NULL, tt_run_data (c, l->out[0]),
+    tt_run_data (c, l->p.loss.label), tt_run_data (c, l->in_deriv[0]),
+    width, 1.0f / (float) n
+  };
+  tt_split (c->threads, n, 16, LOSS_SPLIT_MIN, difference_range, &j);
 }
 
 /* every loss derives from its prediction (mse's is a view of its input) */
