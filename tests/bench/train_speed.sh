@@ -17,7 +17,9 @@ threads=${1:-1}
 epochs=${EPOCHS:-2}
 data=/usr/share/datasets/fashion-mnist
 cli=$top/build/tools/tensor-trainer
-export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+# ours: THREADS engine threads (--threads), OpenBLAS on one inside them;
+# PyTorch: THREADS OpenMP threads
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=$threads
 # PyTorch's OpenMP threads spin-wait; on a busy 2-core machine that costs
 # it dearly, so let them sleep (fair to it, changes nothing for us)
 export OMP_WAIT_POLICY=passive
