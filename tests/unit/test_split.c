@@ -6,9 +6,10 @@
  * split by fixed ranges as model.c splits it, sizes on both sides of the
  * split threshold and ragged against the split quantum. Then training:
  * the MLP and the sensor LSTM and GRU (widened so that their kernels do
- * split) and a model of large activations, addition and dropout on 2 to
- * 4 threads stay within a tight tolerance of one thread (GEMMs split by
- * rows or columns may round differently with OpenBLAS).
+ * split), a model of large activations, addition, concat and dropout and
+ * the three losses over wide outputs, on 2 to 4 threads, stay within a
+ * tight tolerance of one thread (GEMMs split by rows or columns may round
+ * differently with OpenBLAS).
  *
  * Usage: test_split SOURCE_ROOT
  */
@@ -239,6 +240,7 @@ static const char elementwise_ini[] =
     "[a]\ntype = activation\nactivation = tanh\ninput_layers = in\n"
     "[b]\ntype = activation\nactivation = sigmoid\ninput_layers = in\n"
     "[sum]\ntype = addition\ninput_layers = a, b\n"
+    "[cat]\ntype = concat\ninput_layers = sum, b\n"
     "[drop]\ntype = dropout\ndropout_rate = 0.25\n"
     "[flat]\ntype = flatten\n"
     "[out]\ntype = fully_connected\nunit = 4\nactivation = softmax\n";
@@ -313,8 +315,8 @@ main (int argc, char **argv)
   test_training ("fmnist_mlp.ini", NULL, NULL, NULL, NULL, 32);
   test_training ("sensor_lstm.ini", NULL, NULL, NULL, NULL, 8);
   test_training ("sensor_gru.ini", NULL, NULL, NULL, NULL, 8);
-  /* addition, dropout and activations large enough to split (16 x 4096
-   * elements), with nothing else but element-wise work and the FC */
+  /* addition, concat, dropout and activations large enough to split (16 x
+   * 4096 elements), with nothing else but element-wise work and the FC */
   test_training (NULL, NULL, NULL, NULL, NULL, 16);
   test_training ("mse none", NULL, NULL, NULL, NULL, 16);
   test_training ("cross sigmoid", NULL, NULL, NULL, NULL, 16);

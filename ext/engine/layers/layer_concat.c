@@ -5,6 +5,7 @@
  * contributes a contiguous run of axis_i * inner values per outer index.
  */
 #include "tt_layer.h"
+#include "tt_split.h"
 
 #include <string.h>
 
@@ -65,30 +66,54 @@ concat_geometry (const tt_layer * l, size_t *outer, size_t *inner)
   *inner = axis == 1 ? (size_t) d.h * d.w : axis == 2 ? d.w : 1;
 }
 
-/* Copies between the output and the inputs; to_output picks the way. */
-static void
-concat_move (const tt_run_ctx * c, tt_layer * l, bool forward)
+/* Split over the model's threads by outer rows from this many values
+ * (copies: identical either way) */
+#define CONCAT_SPLIT_MIN 16384
+
+typedef struct
 {
-  size_t outer, inner;
-  concat_geometry (l, &outer, &inner);
-  outer *= c->batch;
+  const tt_run_ctx *c;
+  const tt_layer *l;
+  size_t inner;
+  bool forward;
+} concat_job;
+
+/* Copies rows [o0, o1) between the output and the inputs; forward picks
+ * the way. */
+static void
+concat_move_rows (void *arg, size_t o0, size_t o1)
+{
+  const concat_job *j = arg;
+  const tt_layer *l = j->l;
   const size_t out_run = concat_axis_len (l->out_dims[0], l->p.concat.axis)
-      * inner;
-  float *y = tt_run_data (c, forward ? l->out[0] : l->out_deriv[0]);
+      * j->inner;
+  float *y = tt_run_data (j->c, j->forward ? l->out[0] : l->out_deriv[0]);
   size_t at = 0;
   for (uint32_t k = 0; k < l->n_inputs; k++) {
     const size_t run = concat_axis_len (l->in_dims[k], l->p.concat.axis) *
-        inner;
-    float *x = tt_run_data (c, forward ? l->in[k] : l->in_deriv[k]);
+        j->inner;
+    float *x = tt_run_data (j->c, j->forward ? l->in[k] : l->in_deriv[k]);
     if (x)
-      for (size_t o = 0; o < outer; o++) {
-        if (forward)
+      for (size_t o = o0; o < o1; o++) {
+        if (j->forward)
           memcpy (y + o * out_run + at, x + o * run, run * sizeof *x);
         else
           memcpy (x + o * run, y + o * out_run + at, run * sizeof *x);
       }
     at += run;
   }
+}
+
+static void
+concat_move (const tt_run_ctx * c, tt_layer * l, bool forward)
+{
+  size_t outer, inner;
+  concat_geometry (l, &outer, &inner);
+  outer *= c->batch;
+  concat_job j = { c, l, inner, forward };
+  const size_t values = c->batch * tt_dims_count (l->out_dims[0]);
+  tt_split (c->threads, outer, 1, values >= CONCAT_SPLIT_MIN ? 2 : outer + 1,
+      concat_move_rows, &j);
 }
 
 static void
