@@ -70,7 +70,7 @@ free (void *p)
 }
 
 static void
-no_alloc_model (const char *root, const char *name)
+no_alloc_model (const char *root, const char *name, unsigned threads)
 {
   char path[1024];
   tt_error err;
@@ -79,6 +79,10 @@ no_alloc_model (const char *root, const char *name)
   CHECK (m != NULL, "%s", err.message);
   if (!m)
     return;
+  /* engine threads: their jobs must allocate nothing either (the
+   * workers start at compile) */
+  CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s",
+      err.message);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {
@@ -106,9 +110,10 @@ no_alloc_model (const char *root, const char *name)
     tt_model_eval_batch (m, batch, in, &u8, t, &r, &err);
   }
   counting = 0;
-  CHECK (allocations == 0, "%s: %ld heap allocations in 60 steps", name,
+  CHECK (allocations == 0, "%s on %u threads: %ld heap allocations in 60 "
+      "steps", name, threads, allocations);
+  printf ("%s on %u threads: %ld allocations in 60 steps\n", name, threads,
       allocations);
-  printf ("%s: %ld allocations in 60 steps\n", name, allocations);
   __libc_free (x);
   __libc_free (t);
   tt_model_free (m);
@@ -132,25 +137,27 @@ test_counter_sees_allocations (void)
 static void
 test_mlp (void)
 {
-  no_alloc_model (na_root, "fmnist_mlp.ini");
+  no_alloc_model (na_root, "fmnist_mlp.ini", 1);
+  no_alloc_model (na_root, "fmnist_mlp.ini", 2);
 }
 
 static void
 test_cnn (void)
 {
-  no_alloc_model (na_root, "fmnist_cnn.ini");
+  no_alloc_model (na_root, "fmnist_cnn.ini", 1);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 2);
 }
 
 static void
 test_lstm (void)
 {
-  no_alloc_model (na_root, "sensor_lstm.ini");
+  no_alloc_model (na_root, "sensor_lstm.ini", 1);
 }
 
 static void
 test_gru (void)
 {
-  no_alloc_model (na_root, "sensor_gru.ini");
+  no_alloc_model (na_root, "sensor_gru.ini", 1);
 }
 
 int
