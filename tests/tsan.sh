@@ -3,7 +3,8 @@
 # Data races in the engine's thread pool and the kernels split over it
 # (issue 19): a ThreadSanitizer build (build-tsan/, the portable GEMM so
 # that every access is instrumented; OpenBLAS's own are not) runs the pool
-# test, the split kernels against one thread, the convolution cases on 2-4
+# test, the split kernels against one thread (test_threads_kernels and
+# test_split), the convolution cases on 2-4
 # threads and training of the MLP, CNN and resnet_bn on 1-4 threads. Any
 # report fails the run (halt_on_error). Prints its wall time.
 #
@@ -24,6 +25,8 @@ cd "$dir"
 run tests/test_threads
 run tests/test_threads_kernels
 run tests/test_threads_training "$top"
+# element-wise kernels, losses, optimizer, LSTM/GRU cells (core/split.c)
+run tests/test_split "$top"
 # the convolution cases (their threaded runs included), without the other
 # kernels' cases, and few finite-difference probes (their threaded
 # runs are what matters here)
