@@ -12,7 +12,7 @@
 #
 # Usage: tests/bench/thread_speed.sh
 # Env:   RUNS (3), CNN_SAMPLES (3200), MLP_SAMPLES (20000), EVAL_SAMPLES
-#        (2000), HOG (1: the hog rows; 0: none)
+#        (10000: shorter runs measure start-up), HOG (1: the hog rows; 0: none)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 "$top/scripts/build.sh" "$top/build"
@@ -88,7 +88,7 @@ echo "== inference, CNN (median of $runs) =="
 eval_rate () {
   "$cli" eval "$top/tests/models/fmnist_cnn.ini" --weights "$work/w.bin" \
     --inference --batch "$1" --threads "$2" \
-    --samples "${EVAL_SAMPLES:-2000}" \
+    --samples "${EVAL_SAMPLES:-10000}" \
     --data "$data/t10k-images-idx3-ubyte.gz" \
     --labels "$data/t10k-labels-idx1-ubyte.gz" | field samples_per_s
 }
@@ -102,7 +102,7 @@ predictor_latency () {
   gst-launch-1.0 -m tensor_datasrc \
       location="$data/t10k-images-idx3-ubyte.gz" \
       label-location="$data/t10k-labels-idx1-ubyte.gz" \
-      num-samples="${EVAL_SAMPLES:-2000}" ! \
+      num-samples="${EVAL_SAMPLES:-10000}" ! \
     tensor_predictor model-config="$top/tests/models/fmnist_cnn.ini" \
       model-load-path="$work/w.bin" batch-size="$1" threads="$2" ! \
     fakesink 2>&1 | grep tensor-predictor-summary | field mean-latency-us

@@ -81,8 +81,7 @@ no_alloc_model (const char *root, const char *name, unsigned threads)
     return;
   /* engine threads: their jobs must allocate nothing either (the
    * workers start at compile) */
-  CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s",
-      err.message);
+  CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s", err.message);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {

@@ -476,6 +476,11 @@ pooling_serial_avgpool_backward (const tt_window_geom * g, int batch,
  * apart: a part takes a range of planes, as a "batch" of one-channel
  * samples, so each plane gets the same arithmetic whatever the thread
  * count (results identical to one thread's). */
+/* Input values below which pooling runs on one thread: the CNN's first
+ * pooling at batch 1 (21,632) made tensor_predictor slower on 2 threads
+ * (527 against 490 us a frame, under load). */
+#define POOLING_SPLIT_MIN 65536
+
 typedef struct
 {
   int kind;                     /* 0 max forward, 1 max backward, 2 avg
@@ -526,8 +531,11 @@ pooling_run (tt_threads * pool, int kind, const tt_window_geom * g,
 {
   pooling_job j = { kind, g, (size_t) batch * g->channels, in, out, argmax };
   /* two parts per thread: a thread that lost its core leaves its second
-   * to the others */
-  tt_threads_run (pool, pooling_part, &j, tt_threads_parts (pool, j.planes, 2));
+   * to the others; one below POOLING_SPLIT_MIN input values, where the
+   * job's synchronization costs more than it saves */
+  const bool big = (double) j.planes * g->in_h * g->in_w >= POOLING_SPLIT_MIN;
+  tt_threads_run (pool, pooling_part, &j, big ? tt_threads_parts (pool,
+          j.planes, 2) : 1);
 }
 
 void
