@@ -3,13 +3,16 @@
  * The engine threads of tensor_trainer and tensor_predictor (their
  * threads property): 0, the default, is min (cores, GST_TT_AUTO_THREADS).
  *
- * Why 2: on the 2-core test machine two threads trained the CNN and the
- * MLP at batch 128 about 1.8-1.9x as fast as one, and with a CPU hog on
- * one core still no slower than one (tests/bench/thread_speed.sh): parts
- * are claimed one at a time, so the thread that keeps its core takes
- * over the other's, and idle threads sleep rather than spin. More than 2
- * is left to the user: a pipeline's other elements (decoders,
- * converters, sinks) want cores too.
+ * Why 2: on the 2-core test machine (tests/bench/thread_speed.sh, figures
+ * in docs/benchmarks.md, taken while other work loaded it) two threads
+ * trained the CNN and the MLP 1.25-1.95x as fast as one, and with a CPU
+ * hog pinned to one core 1.23-1.67x, except the MLP at batch 32 (0.87x):
+ * parts are claimed one at a time, so the thread that keeps its core
+ * takes over the other's, and idle threads sleep rather than spin.
+ * Batches of one sample stay on the streaming thread (their products and
+ * pooling are below the kernels' split thresholds), so the predictor's
+ * default costs nothing there. More than 2 is left to the user: a
+ * pipeline's other elements (decoders, converters, sinks) want cores too.
  */
 #ifndef GST_TT_THREADS_H
 #define GST_TT_THREADS_H
