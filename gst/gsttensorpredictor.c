@@ -320,13 +320,13 @@ gst_tensor_predictor_class_init (GstTtTensorPredictorClass * klass)
    * GstTtTensorPredictor:threads:
    *
    * Threads the engine's kernels run on, the streaming thread included
-   * (0, the default: min (cores, 2); gst/common/gstttthreads.h says why).
+   * (0, the default: 1; gst/common/gstttthreads.h says why).
    * Read at start (READY->PAUSED). A batch of one sample has little to
    * split: its convolutions and products then run on one thread.
    */
   g_object_class_install_property (gobject_class, PROP_THREADS,
       g_param_spec_uint ("threads", "Threads",
-          "Engine threads, the streaming thread included; 0: min (cores, 2)",
+          "Engine threads, the streaming thread included; 0: the default, 1",
           0, GST_TT_MAX_THREADS, 0, rw));
   /**
    * GstTtTensorPredictor:samples:

@@ -474,13 +474,13 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
    * GstTtTensorTrainer:threads:
    *
    * Threads the engine's kernels run on, the streaming thread included
-   * (0, the default: min (cores, 2); gst/common/gstttthreads.h says why).
+   * (0, the default: 1; gst/common/gstttthreads.h says why).
    * Read when the model is loaded. Results are the same run to run for a
    * given count and agree across counts within rounding.
    */
   g_object_class_install_property (gobject_class, PROP_THREADS,
       g_param_spec_uint ("threads", "Threads",
-          "Engine threads, the streaming thread included; 0: min (cores, 2)",
+          "Engine threads, the streaming thread included; 0: the default, 1",
           0, GST_TT_MAX_THREADS, 0,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   gst_tensor_federation_install_properties (gobject_class,

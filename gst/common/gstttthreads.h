@@ -1,25 +1,24 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The engine threads of tensor_trainer and tensor_predictor (their
- * threads property): 0, the default, is min (cores, GST_TT_AUTO_THREADS).
+ * threads property): 0, the default, is GST_TT_AUTO_THREADS, capped at
+ * the cores.
  *
- * Why 2: on the 2-core test machine (tests/bench/thread_speed.sh, figures
- * in docs/benchmarks.md, taken while other work loaded it) two threads
- * trained the CNN and the MLP 1.25-1.95x as fast as one, and with a CPU
- * hog pinned to one core 1.23-1.67x, except the MLP at batch 32 (0.87x):
- * parts are claimed one at a time, so the thread that keeps its core
- * takes over the other's, and idle threads sleep rather than spin.
- * Batches of one sample stay on the streaming thread (their products and
- * pooling are below the kernels' split thresholds), so the predictor's
- * default costs nothing there. More than 2 is left to the user: a
- * pipeline's other elements (decoders, converters, sinks) want cores too.
+ * Why 1: measured with tests/bench/thread_speed.sh on the 2-core test
+ * machine (docs/benchmarks.md), two threads were faster than one while
+ * other work loaded the machine (CNN 1.25-1.95x, MLP 1.60-1.83x), but on
+ * the near-quiet machine at the end slower (CNN batch 32 about 10,000
+ * against 13,000 samples/s, MLP 0.71-0.84x), and with a CPU hog pinned
+ * to one core slower too (0.55-0.88x). Until that is understood a
+ * pipeline gets the one-thread speed it had; threads=2 (or more) asks
+ * for the pool, whose results are deterministic for its count.
  */
 #ifndef GST_TT_THREADS_H
 #define GST_TT_THREADS_H
 
 #include <glib.h>
 
-#define GST_TT_AUTO_THREADS 2
+#define GST_TT_AUTO_THREADS 1
 #define GST_TT_MAX_THREADS 64
 
 static inline guint

@@ -39,6 +39,20 @@
  * or batches gives its cores back at once. */
 #define TT_THREADS_SPIN_NS 50000
 
+/* Falling back to the caller alone. When another process takes a core, a
+ * worker loses it for whole time slices (milliseconds) while it holds a
+ * part, and the caller, done with its own, waits: on the 2-core machine
+ * with a CPU hog two threads trained at 0.55-0.88 of one thread's speed.
+ * So the caller times its jobs: when over a window of TT_THREADS_WINDOW
+ * jobs it spent more than half their time waiting for the workers, the
+ * next jobs run inline for a while (TT_THREADS_BACKOFF_NS, doubling up to
+ * TT_THREADS_BACKOFF_MAX_NS while windows stay bad), then the workers are
+ * tried again. Inline runs the same parts in order, so results do not
+ * depend on it. */
+#define TT_THREADS_WINDOW 32
+#define TT_THREADS_BACKOFF_NS 20000000u
+#define TT_THREADS_BACKOFF_MAX_NS 640000000u
+
 struct tt_threads
 {
   unsigned n;                   /* threads, the caller included */
@@ -55,6 +69,10 @@ struct tt_threads
   atomic_int caller_sleeping;
   atomic_int busy;              /* a job is running: nested runs inline */
   atomic_int quit;
+  /* the caller's alone (tt_threads_run): its fallback to inline runs */
+  unsigned window_jobs;
+  uint64_t window_ns, window_wait_ns;
+  uint64_t inline_until, backoff_ns;
 };
 
 static inline void
@@ -181,6 +199,29 @@ tt_threads_count (const tt_threads * p)
   return p ? p->n : 1;
 }
 
+/* A job that began at start and whose caller waited from wait_from (0:
+ * not at all) to now: the fallback's bookkeeping. */
+static void
+threads_account (tt_threads * p, uint64_t start, uint64_t wait_from)
+{
+  const uint64_t end = threads_now_ns ();
+  p->window_ns += end - start;
+  if (wait_from)
+    p->window_wait_ns += end - wait_from;
+  if (++p->window_jobs < TT_THREADS_WINDOW)
+    return;
+  if (p->window_wait_ns * 2 > p->window_ns) {
+    p->backoff_ns = p->backoff_ns ? p->backoff_ns * 2 : TT_THREADS_BACKOFF_NS;
+    if (p->backoff_ns > TT_THREADS_BACKOFF_MAX_NS)
+      p->backoff_ns = TT_THREADS_BACKOFF_MAX_NS;
+    p->inline_until = end + p->backoff_ns;
+  } else {
+    p->backoff_ns = 0;
+  }
+  p->window_jobs = 0;
+  p->window_ns = p->window_wait_ns = 0;
+}
+
 void
 tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
 {
@@ -188,6 +229,13 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
       atomic_exchange (&p->busy, 1)) {
     for (unsigned k = 0; k < n_parts; k++)
       fn (arg, k, n_parts);
+    return;
+  }
+  const uint64_t start = threads_now_ns ();
+  if (start < p->inline_until) {
+    for (unsigned k = 0; k < n_parts; k++)
+      fn (arg, k, n_parts);
+    atomic_store (&p->busy, 0);
     return;
   }
   atomic_store_explicit (&p->fn, fn, memory_order_relaxed);
@@ -204,6 +252,7 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
   }
   threads_work (p, s);
   const uint64_t t0 = threads_now_ns ();
+  bool waited = false;
   for (unsigned i = 1; atomic_load_explicit (&p->done,
           memory_order_acquire) != n_parts; i++) {
     threads_pause ();
@@ -216,7 +265,9 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
       pthread_mutex_unlock (&p->lock);
       break;
     }
+    waited = true;
   }
+  threads_account (p, start, waited ? t0 : 0);
   atomic_store (&p->busy, 0);
 }
 
