@@ -110,9 +110,31 @@ def build_model(name):
     return model
 
 
-def make_optimizer(model):
+def make_optimizer(model, foreach=None):
     return torch.optim.Adam(model.parameters(), lr=0.001,
-                            betas=(0.9, 0.999), eps=1e-7)
+                            betas=(0.9, 0.999), eps=1e-7, foreach=foreach)
+
+
+def fastest_adam(model, loss_fn, batches, warmup, make=None):
+    """PyTorch's best Adam here: its multi-tensor (foreach) form or the
+    per-tensor loop, whichever trains the warm-up batches faster on a copy.
+    On PyTorch 1.13's CPU build the default is the loop, and for the MLP
+    at batch 32 the foreach form measured 1.2 ms a step against 8 ms, so
+    leaving the default would understate PyTorch several times over."""
+    b = batches[0][0].shape[0]
+    n = max(1, min(warmup, len(batches) * b) // b)
+    best, best_seconds = None, None
+    for foreach in (False, True):
+        trial = copy.deepcopy(model)
+        trial.train()
+        opt = (make or make_optimizer)(trial, foreach)
+        train_epoch(trial, opt, loss_fn, batches[:n])  # allocations primed
+        t0 = time.perf_counter()
+        train_epoch(trial, opt, loss_fn, batches[:n])
+        seconds = time.perf_counter() - t0
+        if best_seconds is None or seconds < best_seconds:
+            best, best_seconds = foreach, seconds
+    return best
 
 
 def train_epoch(model, opt, loss_fn, batches, outputs=None):
@@ -193,6 +215,9 @@ def main():
                  "no full batch to train on")
 
     torch.set_num_threads(args.threads)
+    # denormals take a slow path in the CPU's arithmetic; flushing them is
+    # PyTorch's own switch for speed (6.6 against 8.0 ms an MLP step here)
+    torch.set_flush_denormal(True)
     torch.manual_seed(0)
     print(backends_line(), flush=True)
 
@@ -223,8 +248,12 @@ def main():
               f"seconds={seconds:.3f} samples_per_s={done / seconds:.1f}")
         return
 
-    epochs = timed_training(model, make_optimizer, loss_fn, batches,
-                            args.epochs, WARMUP_SAMPLES)
+    foreach = fastest_adam(model, loss_fn, batches, WARMUP_SAMPLES)
+    print(f"# adam foreach={foreach} (the faster of the two forms here)",
+          flush=True)
+    epochs = timed_training(model,
+                            lambda m: make_optimizer(m, foreach), loss_fn,
+                            batches, args.epochs, WARMUP_SAMPLES)
     seconds, loss, correct = epochs[-1]
     trained = n_batches * b
     accuracy = correct / trained
