@@ -3,7 +3,10 @@
 # (exit 77, a skip, when it or python3 is missing), makes the work folder
 # /tmp/tt-NAME-XXXXXX, kills what was started (pids) and removes the
 # folder at exit, picks a free port on 127.0.0.1 (port), and defines
-# fail (prints every log of the folder) and wait_for PATTERN FILE.
+# fail (prints every log of the folder) and wait_for PATTERN FILE;
+# fed_need_gst_data skips without gst-launch-1.0 or Fashion-MNIST ($data),
+# fed_plain_broker starts an anonymous broker (broker, broker_pid) and
+# fed_start_broker starts mosquitto.conf's broker (again).
 
 fed_test_setup () {
   mosquitto=$(command -v mosquitto || echo /usr/sbin/mosquitto)
@@ -34,4 +37,39 @@ wait_for () {   # PATTERN FILE: up to 30 s
     sleep 0.1
   done
   fail "no '$1' in $2"
+}
+
+fed_need_gst_data () {
+  command -v gst-launch-1.0 >/dev/null ||
+    { echo "SKIP: no gst-launch-1.0 (gstreamer1.0-tools)"; exit 77; }
+  [ -f "$data/train-images-idx3-ubyte.gz" ] ||
+    { echo "SKIP: no $data (dataset-fashion-mnist)"; exit 77; }
+}
+
+# An anonymous broker on 127.0.0.1:$port, no persistence, accepting
+# connections when this returns ("user" keeps a root test root: mosquitto
+# would otherwise switch to its own user)
+fed_plain_broker () {
+  cat > "$work/mosquitto.conf" <<CONF
+user $(id -un)
+listener $port 127.0.0.1
+allow_anonymous true
+persistence false
+CONF
+  fed_start_broker
+  broker=mqtt://127.0.0.1:$port
+  for _ in $(seq 100); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" \
+      2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "the broker does not accept connections on port $port"
+}
+
+# $work/mosquitto.conf's broker, its log appended to mosquitto.log (a
+# restart does not wait: the clients' reconnecting is what is tested)
+fed_start_broker () {
+  "$mosquitto" -c "$work/mosquitto.conf" >> "$work/mosquitto.log" 2>&1 &
+  broker_pid=$!
+  pids+=($broker_pid)
 }

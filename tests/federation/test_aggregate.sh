@@ -27,16 +27,7 @@ tt=$1 fed_tool=$2 src=$3
 . "$(dirname "$0")/broker_lib.sh"
 fed_test_setup aggregate
 
-cat > "$work/mosquitto.conf" <<CONF
-listener $port 127.0.0.1
-allow_anonymous true
-persistence false
-CONF
-"$mosquitto" -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
-broker_pid=$!
-pids+=($broker_pid)
-broker=mqtt://127.0.0.1:$port
-sleep 0.3
+fed_plain_broker
 
 model=$src/tests/federation/tiny.ini
 # every update is encoded before the aggregator starts: its rounds time
@@ -118,9 +109,7 @@ wait_for "round 3: global model published" "$work/aggregate4.log"
 kill $broker_pid
 wait $broker_pid 2>/dev/null
 sleep 0.5
-"$mosquitto" -c "$work/mosquitto.conf" >> "$work/mosquitto.log" 2>&1 &
-broker_pid=$!
-pids+=($broker_pid)
+fed_start_broker
 wait_for "round 4: connected again to .*: global model of round 3 published again" \
   "$work/aggregate4.log"
 send 4 40 a 9

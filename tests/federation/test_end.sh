@@ -20,19 +20,9 @@ tt=$1 plugin_dir=$2 src=$3
 data=/usr/share/datasets/fashion-mnist
 . "$(dirname "$0")/broker_lib.sh"
 fed_test_setup end
-command -v gst-launch-1.0 >/dev/null || { echo "SKIP: no gst-launch-1.0 (gstreamer1.0-tools)"; exit 77; }
-[ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no $data (dataset-fashion-mnist)"; exit 77; }
+fed_need_gst_data
 
-cat > "$work/mosquitto.conf" <<CONF
-user $(id -un)
-listener $port 127.0.0.1
-allow_anonymous true
-persistence false
-CONF
-"$mosquitto" -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
-pids+=($!)
-broker=mqtt://127.0.0.1:$port
-wait_for "running" "$work/mosquitto.log"
+fed_plain_broker
 
 model=$src/tests/models/fmnist_mlp.ini
 device () {     # ID START EPOCHS

@@ -22,20 +22,9 @@ tt=$1 plugin_dir=$2 src=$3
 data=/usr/share/datasets/fashion-mnist
 . "$(dirname "$0")/broker_lib.sh"
 fed_test_setup faults
-command -v gst-launch-1.0 >/dev/null || { echo "SKIP: no gst-launch-1.0 (gstreamer1.0-tools)"; exit 77; }
-[ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no $data (dataset-fashion-mnist)"; exit 77; }
+fed_need_gst_data
 
-cat > "$work/mosquitto.conf" <<CONF
-user $(id -un)
-listener $port 127.0.0.1
-allow_anonymous true
-persistence false
-CONF
-"$mosquitto" -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
-broker_pid=$!
-pids+=($broker_pid)
-broker=mqtt://127.0.0.1:$port
-sleep 0.5
+fed_plain_broker
 
 model=$src/tests/models/fmnist_mlp.ini
 "$tt" aggregate "$model" --broker "$broker" --topic faults --clients 2 \
@@ -66,9 +55,7 @@ kill $broker_pid
 wait $broker_pid 2>/dev/null
 echo "broker killed after round 1's global model; started again in 3 s"
 sleep 3
-"$mosquitto" -c "$work/mosquitto.conf" >> "$work/mosquitto.log" 2>&1 &
-broker_pid=$!
-pids+=($broker_pid)
+fed_start_broker
 for i in 0 1; do
   wait "${devices[$i]}" || fail "device dev$i failed"
 done

@@ -31,22 +31,9 @@ tt=$1 fed_tool=$2 plugin_dir=$3 src=$4
 data=/usr/share/datasets/fashion-mnist
 . "$(dirname "$0")/broker_lib.sh"
 fed_test_setup federation
-command -v gst-launch-1.0 >/dev/null || { echo "SKIP: no gst-launch-1.0 (gstreamer1.0-tools)"; exit 77; }
-[ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no $data (dataset-fashion-mnist)"; exit 77; }
+fed_need_gst_data
 
-cat > "$work/mosquitto.conf" <<CONF
-listener $port 127.0.0.1
-allow_anonymous true
-persistence false
-CONF
-"$mosquitto" -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
-pids+=($!)
-broker=mqtt://127.0.0.1:$port
-for _ in $(seq 50); do
-  grep -q "running" "$work/mosquitto.log" 2>/dev/null && break
-  python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
-  sleep 0.1
-done
+fed_plain_broker
 
 model=$src/tests/models/fmnist_mlp.ini
 topic=tt-test
