@@ -22,6 +22,7 @@
 #include "tt_internal.h"
 #include "plan_validate.h"
 #include "tt_test.h"
+#include "train_steps.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -67,33 +68,7 @@ chunked_weights (const tt_model * m)
 static void
 train_steps (tt_model * m, const char *name, int steps)
 {
-  const uint32_t batch = tt_model_batch_size (m);
-  const tt_shape lb = tt_model_label_shape (m);
-  const size_t nl = (size_t) lb.channel * lb.height * lb.width;
-  const void *inputs[8] = { NULL };
-  float *x[8] = { NULL };
-  for (uint32_t i = 0; i < tt_model_num_inputs (m) && i < 8; i++) {
-    tt_shape in;
-    tt_model_input_shape (m, i, &in);
-    const size_t nx = (size_t) batch * in.channel * in.height * in.width;
-    x[i] = malloc (nx * sizeof (float));
-    for (size_t j = 0; j < nx; j++)
-      x[i][j] = (float) ((j * 7919 + i * 31) % 255);
-    inputs[i] = x[i];
-  }
-  float *t = calloc ((size_t) batch * nl, sizeof *t);
-  for (uint32_t b = 0; b < batch; b++)
-    t[b * nl + (b * 7u) % nl] = 1;
-  for (int s = 0; s < steps; s++) {
-    tt_error err;
-    tt_batch_result r;
-    const uint32_t n = s == steps - 1 && batch > 1 ? batch - 1 : batch;
-    CHECK (tt_model_train_batch (m, n, inputs, NULL, t, &r, &err) == TT_OK,
-        "%s: %s", name, err.message);
-  }
-  for (int i = 0; i < 8; i++)
-    free (x[i]);
-  free (t);
+  tt_test_train_steps (m, name, steps, 1.0f);
 }
 
 /* x and y as one result: the same bytes, or with OpenBLAS within its
