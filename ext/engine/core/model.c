@@ -732,8 +732,8 @@ model_backward (tt_model * m, bool apply, tt_error * err)
   return TT_OK;
 }
 
-tt_status
-tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
+static tt_status
+model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, tt_batch_result * result,
     tt_error * err)
 {
@@ -769,8 +769,21 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
   return TT_OK;
 }
 
+/* A step: the pool's workers stay awake between its jobs. */
 tt_status
-tt_model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
+tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
+    const tt_dtype * types, const float *labels, tt_batch_result * result,
+    tt_error * err)
+{
+  tt_threads_begin (m->thread_pool);
+  const tt_status st =
+      model_train_batch (m, n, inputs, types, labels, result, err);
+  tt_threads_end (m->thread_pool);
+  return st;
+}
+
+static tt_status
+model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, tt_batch_result * result,
     tt_error * err)
 {
@@ -782,7 +795,19 @@ tt_model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
 }
 
 tt_status
-tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
+tt_model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
+    const tt_dtype * types, const float *labels, tt_batch_result * result,
+    tt_error * err)
+{
+  tt_threads_begin (m->thread_pool);
+  const tt_status st =
+      model_eval_batch (m, n, inputs, types, labels, result, err);
+  tt_threads_end (m->thread_pool);
+  return st;
+}
+
+static tt_status
+model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, bool backward, double *loss,
     tt_error * err)
 {
@@ -805,6 +830,18 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
   if (backward)
     return model_backward (m, false, err);
   return TT_OK;
+}
+
+tt_status
+tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
+    const tt_dtype * types, const float *labels, bool backward, double *loss,
+    tt_error * err)
+{
+  tt_threads_begin (m->thread_pool);
+  const tt_status st =
+      model_gradients (m, n, inputs, types, labels, backward, loss, err);
+  tt_threads_end (m->thread_pool);
+  return st;
 }
 
 const char *

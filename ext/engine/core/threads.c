@@ -38,17 +38,26 @@
  * microseconds of serial work), short enough that a pool between steps
  * or batches gives its cores back at once. */
 #define TT_THREADS_SPIN_NS 50000
+/* Inside a step (tt_threads_begin .. tt_threads_end) workers spin this
+ * long after their last part before sleeping: a step's jobs come
+ * microseconds apart (the MLP at batch 32: 41 jobs a step, most under
+ * 16 us), and on the 2-core virtual machine waking a sleeper on a
+ * condition variable took 8 us (median; 16 us at p90, 84 at p99, under
+ * load) against 0.5 us for a spinning one. Bounded so that a step with
+ * long serial stretches still gives the core back. */
+#define TT_THREADS_STEP_SPIN_NS 2000000
 
 /* Falling back to the caller alone. When another process takes a core, a
  * worker loses it for whole time slices (milliseconds) while it holds a
  * part, and the caller, done with its own, waits: on the 2-core machine
  * with a CPU hog two threads trained at 0.55-0.88 of one thread's speed.
- * So the caller times its jobs: when over a window of TT_THREADS_WINDOW
- * jobs it spent more than half their time waiting for the workers, the
- * next jobs run inline for a while (TT_THREADS_BACKOFF_NS, doubling up to
- * TT_THREADS_BACKOFF_MAX_NS while windows stay bad), then the workers are
- * tried again. Inline runs the same parts in order, so results do not
- * depend on it. */
+ * So the caller times its jobs and its own parts: a job whose caller ran
+ * own of n parts in t would have taken about t * n / own inline. When
+ * over a window of TT_THREADS_WINDOW jobs the split ones saved less than
+ * a tenth of that, the next jobs run inline for a while
+ * (TT_THREADS_BACKOFF_NS, doubling up to TT_THREADS_BACKOFF_MAX_NS while
+ * windows stay bad), workers sleeping, then the workers are tried again.
+ * Inline runs the same parts in order, so results do not depend on it. */
 #define TT_THREADS_WINDOW 32
 #define TT_THREADS_BACKOFF_NS 20000000u
 #define TT_THREADS_BACKOFF_MAX_NS 640000000u
@@ -69,9 +78,11 @@ struct tt_threads
   atomic_int caller_sleeping;
   atomic_int busy;              /* a job is running: nested runs inline */
   atomic_int quit;
+  atomic_int in_step;           /* between tt_threads_begin and _end */
+  atomic_uint step_seq;         /* tt_threads_begin calls: wakes sleepers */
   /* the caller's alone (tt_threads_run): its fallback to inline runs */
   unsigned window_jobs;
-  uint64_t window_ns, window_wait_ns;
+  uint64_t window_ns, window_inline_ns;
   uint64_t inline_until, backoff_ns;
 };
 
@@ -94,15 +105,15 @@ threads_now_ns (void)
 }
 
 /* Claims and runs parts of the job state s belongs to until none is
- * left (or the job is another one's). */
-static void
+ * left (or the job is another one's); returns how many it ran. */
+static unsigned
 threads_work (tt_threads * p, uint64_t s)
 {
-  for (;;) {
+  for (unsigned ran = 0;; ran++) {
     const unsigned k = (unsigned) (s & 0xffff), n = (unsigned) (s >> 16 &
         0xffff);
     if (k >= n)
-      return;
+      return ran;
     tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
     void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
     if (!atomic_compare_exchange_weak_explicit (&p->state, &s, s + 1,
@@ -130,24 +141,55 @@ threads_worker (void *arg)
     for (unsigned i = 1; (uint32_t) (s >> 32) == seen &&
         !atomic_load_explicit (&p->quit, memory_order_relaxed); i++) {
       threads_pause ();
-      if (i % 64 == 0 && threads_now_ns () - t0 > TT_THREADS_SPIN_NS)
-        break;
+      if (i % 64 == 0) {
+        const uint64_t spin = atomic_load_explicit (&p->in_step,
+            memory_order_relaxed) ? TT_THREADS_STEP_SPIN_NS :
+            TT_THREADS_SPIN_NS;
+        if (threads_now_ns () - t0 > spin)
+          break;
+      }
       s = atomic_load_explicit (&p->state, memory_order_acquire);
     }
     if ((uint32_t) (s >> 32) == seen) {
       pthread_mutex_lock (&p->lock);
       atomic_fetch_add (&p->sleepers, 1);
+      const unsigned step = atomic_load (&p->step_seq);
       while ((uint32_t) ((s = atomic_load (&p->state)) >> 32) == seen &&
-          !atomic_load (&p->quit))
+          !atomic_load (&p->quit) && atomic_load (&p->step_seq) == step)
         pthread_cond_wait (&p->wake, &p->lock);
       atomic_fetch_sub (&p->sleepers, 1);
       pthread_mutex_unlock (&p->lock);
     }
     if (atomic_load (&p->quit))
       return NULL;
+    if ((uint32_t) (s >> 32) == seen)
+      continue;                 /* a step began: spin for its first job */
     seen = (uint32_t) (s >> 32);
     threads_work (p, s);
   }
+}
+
+void
+tt_threads_begin (tt_threads * p)
+{
+  /* while the caller runs alone (the fallback), workers sleep: they
+   * would spin against whatever took their core */
+  if (!p || threads_now_ns () < p->inline_until)
+    return;
+  atomic_store (&p->in_step, 1);
+  atomic_fetch_add (&p->step_seq, 1);
+  if (atomic_load (&p->sleepers)) {
+    pthread_mutex_lock (&p->lock);
+    pthread_cond_broadcast (&p->wake);
+    pthread_mutex_unlock (&p->lock);
+  }
+}
+
+void
+tt_threads_end (tt_threads * p)
+{
+  if (p)
+    atomic_store (&p->in_step, 0);
 }
 
 int
@@ -199,27 +241,29 @@ tt_threads_count (const tt_threads * p)
   return p ? p->n : 1;
 }
 
-/* A job that began at start and whose caller waited from wait_from (0:
- * not at all) to now: the fallback's bookkeeping. */
+/* A job that began at start and would have taken about inline_ns on the
+ * caller alone: the fallback's bookkeeping. */
 static void
-threads_account (tt_threads * p, uint64_t start, uint64_t wait_from)
+threads_account (tt_threads * p, uint64_t start, uint64_t inline_ns)
 {
   const uint64_t end = threads_now_ns ();
   p->window_ns += end - start;
-  if (wait_from)
-    p->window_wait_ns += end - wait_from;
+  p->window_inline_ns += inline_ns ? inline_ns : end - start;
   if (++p->window_jobs < TT_THREADS_WINDOW)
     return;
-  if (p->window_wait_ns * 2 > p->window_ns) {
+  /* split jobs that saved under a tenth of their inline time cost more
+   * than they save: the wake-ups, the spinning worker's core */
+  if (p->window_ns * 10 > p->window_inline_ns * 9) {
     p->backoff_ns = p->backoff_ns ? p->backoff_ns * 2 : TT_THREADS_BACKOFF_NS;
     if (p->backoff_ns > TT_THREADS_BACKOFF_MAX_NS)
       p->backoff_ns = TT_THREADS_BACKOFF_MAX_NS;
     p->inline_until = end + p->backoff_ns;
+    atomic_store (&p->in_step, 0);
   } else {
     p->backoff_ns = 0;
   }
   p->window_jobs = 0;
-  p->window_ns = p->window_wait_ns = 0;
+  p->window_ns = p->window_inline_ns = 0;
 }
 
 void
@@ -250,9 +294,9 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
     pthread_cond_broadcast (&p->wake);
     pthread_mutex_unlock (&p->lock);
   }
-  threads_work (p, s);
+  const uint64_t w0 = threads_now_ns ();
+  const unsigned own = threads_work (p, s);
   const uint64_t t0 = threads_now_ns ();
-  bool waited = false;
   for (unsigned i = 1; atomic_load_explicit (&p->done,
           memory_order_acquire) != n_parts; i++) {
     threads_pause ();
@@ -265,9 +309,10 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
       pthread_mutex_unlock (&p->lock);
       break;
     }
-    waited = true;
   }
-  threads_account (p, start, waited ? t0 : 0);
+  /* the caller's parts took t0 - w0: all n_parts would have taken about
+   * n_parts / own times that on the caller alone */
+  threads_account (p, start, own ? (t0 - w0) * n_parts / own : 0);
   atomic_store (&p->busy, 0);
 }
 
