@@ -79,7 +79,6 @@ struct tt_threads
   atomic_int busy;              /* a job is running: nested runs inline */
   atomic_int quit;
   atomic_int in_step;           /* between tt_threads_begin and _end */
-  atomic_uint step_seq;         /* tt_threads_begin calls: wakes sleepers */
   /* the caller's alone (tt_threads_run): its fallback to inline runs */
   unsigned window_jobs;
   uint64_t window_ns, window_inline_ns;
@@ -153,17 +152,14 @@ threads_worker (void *arg)
     if ((uint32_t) (s >> 32) == seen) {
       pthread_mutex_lock (&p->lock);
       atomic_fetch_add (&p->sleepers, 1);
-      const unsigned step = atomic_load (&p->step_seq);
       while ((uint32_t) ((s = atomic_load (&p->state)) >> 32) == seen &&
-          !atomic_load (&p->quit) && atomic_load (&p->step_seq) == step)
+          !atomic_load (&p->quit))
         pthread_cond_wait (&p->wake, &p->lock);
       atomic_fetch_sub (&p->sleepers, 1);
       pthread_mutex_unlock (&p->lock);
     }
     if (atomic_load (&p->quit))
       return NULL;
-    if ((uint32_t) (s >> 32) == seen)
-      continue;                 /* a step began: spin for its first job */
     seen = (uint32_t) (s >> 32);
     threads_work (p, s);
   }
@@ -177,12 +173,6 @@ tt_threads_begin (tt_threads * p)
   if (!p || threads_now_ns () < p->inline_until)
     return;
   atomic_store (&p->in_step, 1);
-  atomic_fetch_add (&p->step_seq, 1);
-  if (atomic_load (&p->sleepers)) {
-    pthread_mutex_lock (&p->lock);
-    pthread_cond_broadcast (&p->wake);
-    pthread_mutex_unlock (&p->lock);
-  }
 }
 
 void

@@ -58,10 +58,10 @@ void tt_threads_run (tt_threads * pool, tt_threads_fn fn, void *arg,
     unsigned n_parts);
 /* A step (a batch's forward and backward) begins or ends: inside one,
  * idle workers spin up to TT_THREADS_STEP_SPIN_NS for the next job
- * rather than sleeping after a few microseconds, and begin wakes
- * sleeping workers so they are spinning by the first job. Outside,
- * workers sleep once they found no job for a few microseconds. NULL:
- * nothing. */
+ * rather than sleeping after a few microseconds. Begin wakes nobody (a
+ * step with no split job, as inference at batch 1, then costs nothing);
+ * the step's first job does. Outside, workers sleep once they found no
+ * job for a few microseconds. NULL: nothing. */
 void tt_threads_begin (tt_threads * pool);
 void tt_threads_end (tt_threads * pool);
 /* Parts to split units of work into: min (units, threads * per_thread),
