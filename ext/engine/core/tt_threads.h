@@ -20,9 +20,9 @@
  * pool as an argument and need no serial twin.
  *
  * Cost: nothing is allocated and no thread is created per job. Between
- * jobs workers spin for a few microseconds (the next layer's job usually
- * comes sooner) and then sleep on a condition variable, so an idle pool
- * takes no core from a pipeline's other threads; the caller likewise
+ * jobs workers spin (up to 2 ms inside a step, tt_threads_begin, else a
+ * few microseconds) and then sleep on a condition variable, so an idle
+ * pool takes no core from a pipeline's other threads; the caller likewise
  * sleeps when it has no part left and a worker is still busy.
  *
  * Rules for kernels:
