@@ -237,6 +237,20 @@ fed_inference_copy (tt_model * model, tt_error * err)
   return copy;
 }
 
+/* What every message's header says of its sender: a valid client id and
+ * a sample count in range. */
+static tt_status
+fed_check_sender (const tt_fed_header * h, tt_error * err)
+{
+  if (!tt_fed_client_id_valid (h->client_id))
+    return fed_fail (err, TT_ERR_INVALID, "federation: client id '%s': 1 to "
+        "%d characters of A-Z a-z 0-9 _ . -", h->client_id, TT_FED_ID_MAX - 1);
+  if (h->samples > TT_FED_MAX_SAMPLES)
+    return fed_fail (err, TT_ERR_INVALID, "federation: %" PRIu64
+        " samples, more than %" PRIu64, h->samples, TT_FED_MAX_SAMPLES);
+  return TT_OK;
+}
+
 tt_status
 tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
     size_t *len, tt_error * err)
@@ -246,12 +260,9 @@ tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
   if (h->kind != TT_FED_UPDATE && h->kind != TT_FED_GLOBAL)
     return fed_fail (err, TT_ERR_INVALID, "federation: message kind %u "
         "(1 update, 2 global)", h->kind);
-  if (!tt_fed_client_id_valid (h->client_id))
-    return fed_fail (err, TT_ERR_INVALID, "federation: client id '%s': 1 to "
-        "%d characters of A-Z a-z 0-9 _ . -", h->client_id, TT_FED_ID_MAX - 1);
-  if (h->samples > TT_FED_MAX_SAMPLES)
-    return fed_fail (err, TT_ERR_INVALID, "federation: %" PRIu64
-        " samples, more than %" PRIu64, h->samples, TT_FED_MAX_SAMPLES);
+  tt_status st = fed_check_sender (h, err);
+  if (st)
+    return st;
   if (tt_model_weight_floats (model) == 0)
     return fed_fail (err, TT_ERR_STATE, "federation: the model has no "
         "weights (not compiled?)");
@@ -262,7 +273,7 @@ tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
     tt_model *copy = fed_inference_copy (model, err);
     if (!copy)
       return err ? err->status : TT_ERR_STATE;
-    tt_status st = tt_fed_encode (copy, h, out, len, err);
+    st = tt_fed_encode (copy, h, out, len, err);
     tt_model_free (copy);
     return st;
   }
@@ -276,7 +287,7 @@ tt_fed_encode (tt_model * model, const tt_fed_header * h, void **out,
     return fed_fail (err, TT_ERR_IO, "federation: cannot create a "
         "temporary folder %s: %s", dir, strerror (errno));
   snprintf (path, sizeof path, "%s/message.ttb", dir);
-  tt_status st = tt_bundle_save (model, path, NULL, err);
+  st = tt_bundle_save (model, path, NULL, err);
   void *bundle = NULL;
   size_t blen = 0;
   if (st == TT_OK)
@@ -306,12 +317,9 @@ tt_fed_encode_end (const tt_fed_header * h, void **out, size_t *len,
 {
   *out = NULL;
   *len = 0;
-  if (!tt_fed_client_id_valid (h->client_id))
-    return fed_fail (err, TT_ERR_INVALID, "federation: client id '%s': 1 to "
-        "%d characters of A-Z a-z 0-9 _ . -", h->client_id, TT_FED_ID_MAX - 1);
-  if (h->samples > TT_FED_MAX_SAMPLES)
-    return fed_fail (err, TT_ERR_INVALID, "federation: %" PRIu64
-        " samples, more than %" PRIu64, h->samples, TT_FED_MAX_SAMPLES);
+  tt_status st = fed_check_sender (h, err);
+  if (st)
+    return st;
   unsigned char *m = malloc (TT_FED_ENVELOPE_BYTES);
   if (!m)
     return fed_fail (err, TT_ERR_NOMEM, "federation: out of memory");
