@@ -22,7 +22,7 @@ run () {
   if ! "$@" | tail -3; then status=1; fi
 }
 cd "$dir"
-run tests/test_threads
+run tests/test_threads "$top"
 run tests/test_threads_kernels
 run tests/test_threads_training "$top"
 # element-wise kernels, losses, optimizer, LSTM/GRU cells (core/split.c)

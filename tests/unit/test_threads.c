@@ -4,13 +4,19 @@
  * exactly once, with the partition it was given; many short jobs in a
  * row (a late worker must never run a part of the wrong job); nested
  * runs go inline; a pool per model, remade by tt_model_set_threads.
+ * Owned jobs run part i on thread i, the same thread job after job,
+ * between dynamic jobs; a model's large fully connected weights are
+ * owned on several threads, with a worker scratch for their products.
  */
 #include "tt_internal.h"
 #include "tt_test.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #define PARTS_MAX 64
+
+static char root[900] = ".";
 
 typedef struct
 {
@@ -142,6 +148,87 @@ test_ranges (void)
   tt_threads_free (pool);
 }
 
+typedef struct
+{
+  unsigned job;
+  atomic_uint runs[PARTS_MAX];
+  pthread_t thread[PARTS_MAX];  /* who ran each part of the last job */
+  unsigned seen_parts[PARTS_MAX];
+} owned_state;
+
+static void
+owned_part (void *arg, unsigned part, unsigned n_parts)
+{
+  owned_state *s = arg;
+  atomic_fetch_add (&s->runs[part], 1);
+  s->thread[part] = pthread_self ();
+  s->seen_parts[part] = n_parts;
+}
+
+/* owned jobs among dynamic ones: one part a thread, each once, part 0 on
+ * the caller and part i on the same worker every time; or all inline on
+ * the caller (the pool's fallback) */
+static void
+test_owned (void)
+{
+  for (unsigned n = 1; n <= 4; n++) {
+    tt_threads *pool;
+    CHECK (tt_threads_new (n, &pool) == 0, "%u threads", n);
+    static owned_state s;
+    static job_state d;
+    pthread_t first[PARTS_MAX];
+    bool have_first = false;
+    int bad = 0, moved = 0, inline_jobs = 0, owned_jobs = 0;
+    for (unsigned job = 1; job <= 20000; job++) {
+      if (job % 3) {
+        const unsigned parts = 1 + job % PARTS_MAX;
+        d.job = job;
+        for (unsigned k = 0; k < parts; k++)
+          atomic_store (&d.runs[k], 0);
+        tt_threads_run (pool, count_part, &d, parts);
+        for (unsigned k = 0; k < parts; k++)
+          bad += atomic_load (&d.runs[k]) != 1 || d.seen_job[k] != job;
+        continue;
+      }
+      for (unsigned k = 0; k < n; k++)
+        atomic_store (&s.runs[k], 0);
+      tt_threads_run_owned (pool, owned_part, &s);
+      owned_jobs++;
+      bool all_caller = true;
+      for (unsigned k = 0; k < n; k++) {
+        bad += atomic_load (&s.runs[k]) != 1 || s.seen_parts[k] != n;
+        all_caller &= pthread_equal (s.thread[k], pthread_self ()) != 0;
+      }
+      bad += !pthread_equal (s.thread[0], pthread_self ());
+      if (all_caller && n > 1) {
+        inline_jobs++;
+        continue;
+      }
+      for (unsigned k = 1; k < n; k++)
+        for (unsigned i = 0; i < k; i++)
+          bad += pthread_equal (s.thread[k], s.thread[i]) != 0;
+      if (!have_first) {
+        memcpy (first, s.thread, n * sizeof *first);
+        have_first = true;
+      }
+      for (unsigned k = 0; k < n; k++)
+        moved += !pthread_equal (first[k], s.thread[k]);
+    }
+    CHECK (bad == 0, "%u threads: %d parts ran wrongly", n, bad);
+    CHECK (moved == 0, "%u threads: %d owned parts ran on another thread "
+        "than the first time", n, moved);
+    CHECK (n == 1 || inline_jobs < owned_jobs, "%u threads: every owned job "
+        "ran inline", n);
+    tt_threads_free (pool);
+  }
+  /* no pool: part 0 of 1, inline */
+  static owned_state s;
+  atomic_store (&s.runs[0], 0);
+  tt_threads_run_owned (NULL, owned_part, &s);
+  CHECK (atomic_load (&s.runs[0]) == 1 && s.seen_parts[0] == 1, "no pool: "
+      "%u runs of %u parts", atomic_load (&s.runs[0]), s.seen_parts[0]);
+}
+
 static const char model[] =
     "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=mse\n"
     "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
@@ -172,12 +259,67 @@ test_model_threads (void)
   tt_model_free (m);
 }
 
-int
-main (void)
+/* fmnist_mlp at batch 32: hidden1 (784 x 256) and hidden2 (256 x 128)
+ * are owned on 2 to 4 threads (rows enough for 48 a thread), the output
+ * layer's 128 x 10 is too small a product; a worker's scratch holds the
+ * larger of its partial products (32 x 256) and its gradient chunks
+ * (hidden1's 48 rows of 256 with update as you go); one thread: none */
+static void
+test_owned_weights (void)
 {
+  char path[1024];
+  snprintf (path, sizeof path, "%s/tests/models/fmnist_mlp.ini", root);
+  for (unsigned n = 1; n <= 4; n++) {
+    tt_error err;
+    tt_model *m = tt_model_load_ini (path, &err);
+    CHECK (m != NULL, "%s", err.message);
+    if (!m)
+      return;
+    CHECK (tt_model_set_batch_size (m, 32, &err) == TT_OK, "%s", err.message);
+    CHECK (tt_model_set_threads (m, n, &err) == TT_OK, "%s", err.message);
+    CHECK (tt_model_compile (m, &err) == TT_OK, "%s", err.message);
+    unsigned owned = 0, weights = 0;
+    size_t need = 0;
+    for (uint32_t i = 0; i < m->n_layers; i++)
+      for (uint32_t k = 0; k < m->layers[i].n_weights; k++) {
+        const tt_weight *w = &m->layers[i].weights[k];
+        owned += w->owned;
+        weights++;
+        if (w->owned) {
+          const size_t rows = w->chunk_rows > 32 ? w->chunk_rows : 32;
+          need = rows * (w->count / w->rows) > need ? rows * (w->count /
+              w->rows) : need;
+          size_t r0, r1, covered = 0;
+          for (unsigned t = 0; t < n; t++) {
+            tt_weight_owned_rows (w, t, n, &r0, &r1);
+            CHECK (r0 == covered && r1 > r0 && r0 % TT_GRAD_CHUNK_QUANTUM ==
+                0, "%s: thread %u owns rows [%zu, %zu)", m->layers[i].name,
+                t, r0, r1);
+            covered = r1;
+          }
+          CHECK (covered == w->rows, "%s: %zu of %u rows owned",
+              m->layers[i].name, covered, w->rows);
+        }
+      }
+    CHECK (owned == (n > 1 ? 2u : 0u), "%u threads: %u of %u weights owned",
+        n, owned, weights);
+    CHECK ((m->run.worker_scratch != NULL) == (n > 1) &&
+        m->run.worker_floats == need, "%u threads: "
+        "%zu floats a worker", n, m->run.worker_floats);
+    tt_model_free (m);
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc > 1)
+    snprintf (root, sizeof root, "%s", argv[1]);
   TT_TEST_RUN (test_every_part_once);
   TT_TEST_RUN (test_after_sleep);
   TT_TEST_RUN (test_ranges);
   TT_TEST_RUN (test_model_threads);
+  TT_TEST_RUN (test_owned);
+  TT_TEST_RUN (test_owned_weights);
   return tt_test_summary ();
 }

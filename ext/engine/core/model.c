@@ -89,6 +89,7 @@ tt_model_free (tt_model * m)
   free (m->backbone_dicts);
   free (m->canonical);
   tt_threads_free (m->thread_pool);
+  free (m->worker_scratch);
   free (m->pool);
   if (m->map)
     munmap (m->map, m->map_len);
@@ -115,19 +116,67 @@ tt_model_set_seed (tt_model * m, uint64_t seed)
   tt_rng_seed (&m->rng, seed);
 }
 
-/* (Re)makes the pool for the count asked; one thread: none. */
+/* Which weights n threads split by rows (tt_weight.owned): those with
+ * rows (fully connected), at least a chunk (or a GEMM row tile) a thread,
+ * whose products at the planned batch are worth splitting; and the
+ * scratch each worker then needs: its partial product in forward, its
+ * gradient chunk in backward. Returns the floats a worker needs. */
+static size_t
+model_own_weights (tt_model * m, unsigned n)
+{
+  size_t need = 0;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *l = &m->layers[i];
+    for (uint32_t k = 0; k < l->n_weights; k++) {
+      tt_weight *w = &l->weights[k];
+      w->owned = false;
+      if (n < 2 || w->rows == 0)
+        continue;
+      const size_t cols = w->count / w->rows;
+      /* rows of the product: samples times the input's rows per sample */
+      const size_t out = (size_t) m->batch_size * l->in_dims[0].c *
+          l->in_dims[0].h;
+      if (w->rows < n * TT_GRAD_CHUNK_QUANTUM
+          || (double) out * w->count < TT_GEMM_SPLIT_MIN)
+        continue;
+      w->owned = true;
+      const size_t floats = cols * (out > w->chunk_rows ? out : w->chunk_rows);
+      need = floats > need ? floats : need;
+    }
+  }
+  return need;
+}
+
+/* (Re)makes the pool for the count asked (one thread: none) and the
+ * workers' scratch. */
 static tt_status
 model_make_threads (tt_model * m, tt_error * err)
 {
   const unsigned n = tt_model_threads (m);
-  if (tt_threads_count (m->thread_pool) == n)
-    return TT_OK;
-  tt_threads_free (m->thread_pool);
-  m->thread_pool = m->run.threads = NULL;
-  if (tt_threads_new (n, &m->thread_pool))
-    return tt_fail (err, TT_ERR_NOMEM, "%s: could not start %u threads",
-        m->path, n - 1);
-  m->run.threads = m->thread_pool;
+  if (tt_threads_count (m->thread_pool) != n) {
+    tt_threads_free (m->thread_pool);
+    m->thread_pool = m->run.threads = NULL;
+    if (tt_threads_new (n, &m->thread_pool))
+      return tt_fail (err, TT_ERR_NOMEM, "%s: could not start %u threads",
+          m->path, n - 1);
+    m->run.threads = m->thread_pool;
+  }
+  free (m->worker_scratch);
+  m->worker_scratch = m->run.worker_scratch = NULL;
+  m->run.worker_floats = 0;
+  const unsigned have = tt_threads_count (m->thread_pool);
+  const size_t floats = model_own_weights (m, have);
+  if (floats) {
+    /* whole cache lines a worker: no line shared between two */
+    const size_t per = (floats + 15) / 16 * 16;
+    if (posix_memalign ((void **) &m->worker_scratch, 64,
+            (have - 1) * per * sizeof (float)))
+      return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory for the "
+          "threads' scratch (%zu bytes)", m->path, (have - 1) * per *
+          sizeof (float));
+    m->run.worker_scratch = m->worker_scratch;
+    m->run.worker_floats = per;
+  }
   return TT_OK;
 }
 
@@ -512,6 +561,7 @@ typedef struct
   tt_model *m;
   const tt_weight *w;
   size_t at;
+  const float *grad;            /* elements [at, ...) of the gradient */
 } model_apply_job;
 
 /* elements [at + begin, at + end) of the job's weight; element-wise, so
@@ -523,7 +573,7 @@ model_apply_range (void *arg, size_t begin, size_t end)
   tt_model *m = j->m;
   const tt_weight *w = j->w;
   const size_t n = end - begin, at = j->at + begin;
-  float *v = tt_data (m, w->value) + at, *g = tt_data (m, w->grad) + begin;
+  float *v = tt_data (m, w->value) + at, *g = (float *) j->grad + begin;
   const float decay = w->l2 + w->decay;
   if (decay != 0.0f)
     for (size_t k = 0; k < n; k++)
@@ -533,22 +583,37 @@ model_apply_range (void *arg, size_t begin, size_t end)
       s1 ? s1 + at : NULL, n);
 }
 
-/* The update of elements [at, at + n) of w from its gradient tensor,
- * which holds those elements from its start (consumed), split over the
- * model's threads by fixed ranges (whole cache lines). */
+/* The update of elements [at, at + n) of w from grad, which holds those
+ * elements (consumed), split over the model's threads by fixed ranges
+ * (whole cache lines); inline when called from a part of a job (the
+ * pool is busy then). */
 static void
-model_apply_weight (tt_model * m, const tt_weight * w, size_t at, size_t n)
+model_apply_weight (tt_model * m, const tt_weight * w, size_t at, size_t n,
+    const float *grad)
 {
-  model_apply_job j = { m, w, at };
+  model_apply_job j = { m, w, at, grad };
   tt_split (m->run.threads, n, 16, MODEL_APPLY_SPLIT_MIN, model_apply_range,
       &j);
 }
 
 /* update as you go: a layer's calc_gradient hands each chunk here */
 static void
-model_apply_chunk (const void *owner, const tt_weight * w, size_t at, size_t n)
+model_apply_chunk (const void *owner, const tt_weight * w, size_t at, size_t n,
+    const float *grad)
 {
-  model_apply_weight ((tt_model *) owner, w, at, n);
+  model_apply_weight ((tt_model *) owner, w, at, n, grad);
+}
+
+/* An owned weight's update: each thread its own rows. */
+static void
+model_apply_owned_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const model_apply_job *j = arg;
+  size_t r0, r1;
+  tt_weight_owned_rows (j->w, part, n_parts, &r0, &r1);
+  const size_t cols = j->w->count / j->w->rows;
+  if (r0 < r1)
+    model_apply_range ((void *) arg, r0 * cols, r1 * cols);
 }
 
 /* The update of l's weights from their gradients (consumed); chunked
@@ -558,8 +623,14 @@ model_apply_layer (tt_model * m, tt_layer * l)
 {
   for (uint32_t k = 0; k < l->n_weights; k++) {
     tt_weight *w = &l->weights[k];
-    if (w->grad >= 0 && w->chunk_rows == 0)
-      model_apply_weight (m, w, 0, w->count);
+    if (w->grad < 0 || w->chunk_rows)
+      continue;
+    if (w->owned) {
+      model_apply_job j = { m, w, 0, tt_data (m, w->grad) };
+      tt_threads_run_owned (m->run.threads, model_apply_owned_part, &j);
+    } else {
+      model_apply_weight (m, w, 0, w->count, tt_data (m, w->grad));
+    }
   }
 }
 

@@ -15,7 +15,8 @@
  * after every part of the previous job is done, so a successful claim
  * always pairs with the fields it read; they are atomics because a late
  * thread may read them while they change (it then fails its claim and
- * discards them).
+ * discards them). An owned job (tt_threads_run_owned) has no claims: its
+ * next-part field holds THREADS_OWNED, and worker i runs part i.
  *
  * Sleeping: a worker spins about TT_THREADS_SPIN_NS for the next job,
  * then waits on wake; the caller, having no part left, spins as long for
@@ -62,11 +63,21 @@
 #define TT_THREADS_BACKOFF_NS 20000000u
 #define TT_THREADS_BACKOFF_MAX_NS 640000000u
 
+struct tt_threads;
+/* what a worker is started with: its pool and its index (1 .. n - 1; the
+ * caller is 0), the part it runs of a tt_threads_run_owned job */
+typedef struct
+{
+  struct tt_threads *pool;
+  unsigned index;
+} threads_worker_arg;
+
 struct tt_threads
 {
   unsigned n;                   /* threads, the caller included */
   unsigned started;             /* workers running */
   pthread_t workers[TT_THREADS_MAX];
+  threads_worker_arg worker_args[TT_THREADS_MAX];
   pthread_mutex_t lock;
   pthread_cond_t wake;          /* workers: a new job or quit */
   pthread_cond_t done_cv;       /* caller: the last part is done */
@@ -103,6 +114,18 @@ threads_now_ns (void)
   return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+/* A part counted done, the caller woken if it waits for the last. */
+static void
+threads_part_done (tt_threads * p, unsigned n)
+{
+  if (atomic_fetch_add (&p->done, 1) + 1 == n &&
+      atomic_load (&p->caller_sleeping)) {
+    pthread_mutex_lock (&p->lock);
+    pthread_cond_signal (&p->done_cv);
+    pthread_mutex_unlock (&p->lock);
+  }
+}
+
 /* Claims and runs parts of the job state s belongs to until none is
  * left (or the job is another one's); returns how many it ran. */
 static unsigned
@@ -119,20 +142,38 @@ threads_work (tt_threads * p, uint64_t s)
             memory_order_acq_rel, memory_order_acquire))
       continue;                 /* s now holds the current state */
     fn (arg, k, n);
-    if (atomic_fetch_add (&p->done, 1) + 1 == n &&
-        atomic_load (&p->caller_sleeping)) {
-      pthread_mutex_lock (&p->lock);
-      pthread_cond_signal (&p->done_cv);
-      pthread_mutex_unlock (&p->lock);
-    }
+    threads_part_done (p, n);
     s = atomic_load_explicit (&p->state, memory_order_acquire);
   }
+}
+
+/* The next part of an owned job (tt_threads_run_owned): beyond every
+ * part, so that nobody claims one (a dynamic job has at most
+ * TT_THREADS_MAX_PARTS, one less), and the mark of such a job in the
+ * state word, which a worker reads with the generation: a worker late
+ * from a dynamic job can never take the next, owned one for its own. */
+#define THREADS_OWNED 0xffffu
+
+/* Thread index's part of an owned job of state s (tt_threads_run_owned):
+ * nobody else can run it, so no claim; fn and arg are those of s's
+ * generation, as they are rewritten only once its every part is done. */
+static void
+threads_work_owned (tt_threads * p, uint64_t s, unsigned index)
+{
+  const unsigned n = (unsigned) (s >> 16 & 0xffff);
+  if (index >= n)
+    return;
+  tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
+  void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
+  fn (arg, index, n);
+  threads_part_done (p, n);
 }
 
 static void *
 threads_worker (void *arg)
 {
-  tt_threads *p = arg;
+  const threads_worker_arg *self = arg;
+  tt_threads *p = self->pool;
   uint32_t seen = 0;            /* the generation last worked on */
   for (;;) {
     uint64_t s = atomic_load_explicit (&p->state, memory_order_acquire);
@@ -161,7 +202,10 @@ threads_worker (void *arg)
     if (atomic_load (&p->quit))
       return NULL;
     seen = (uint32_t) (s >> 32);
-    threads_work (p, s);
+    if ((s & 0xffff) == THREADS_OWNED)
+      threads_work_owned (p, s, self->index);
+    else
+      threads_work (p, s);
   }
 }
 
@@ -198,7 +242,10 @@ tt_threads_new (unsigned n, tt_threads ** out)
   pthread_cond_init (&p->wake, NULL);
   pthread_cond_init (&p->done_cv, NULL);
   for (unsigned i = 0; i + 1 < n; i++) {
-    if (pthread_create (&p->workers[i], NULL, threads_worker, p)) {
+    p->worker_args[i] = (threads_worker_arg) {
+    p, i + 1};
+    if (pthread_create (&p->workers[i], NULL, threads_worker,
+            &p->worker_args[i])) {
       tt_threads_free (p);
       return -1;
     }
@@ -256,8 +303,11 @@ threads_account (tt_threads * p, uint64_t start, uint64_t inline_ns)
   p->window_ns = p->window_inline_ns = 0;
 }
 
-void
-tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
+/* Runs a job of n_parts on the pool; owned: part i on thread i (n_parts
+ * is then the thread count), else parts claimed by whoever is free. */
+static void
+threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
+    bool owned)
 {
   if (!p || n_parts <= 1 || n_parts > TT_THREADS_MAX_PARTS ||
       atomic_exchange (&p->busy, 1)) {
@@ -277,7 +327,8 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
   atomic_store_explicit (&p->done, 0, memory_order_relaxed);
   const uint64_t gen = (atomic_load_explicit (&p->state,
           memory_order_relaxed) >> 32) + 1;
-  const uint64_t s = (gen & 0xffffffffu) << 32 | (uint64_t) n_parts << 16;
+  const uint64_t s = (gen & 0xffffffffu) << 32 | (uint64_t) n_parts << 16 |
+      (owned ? THREADS_OWNED : 0);
   atomic_store (&p->state, s);
   if (atomic_load (&p->sleepers)) {
     pthread_mutex_lock (&p->lock);
@@ -285,7 +336,11 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
     pthread_mutex_unlock (&p->lock);
   }
   const uint64_t w0 = threads_now_ns ();
-  const unsigned own = threads_work (p, s);
+  unsigned own = 1;
+  if (owned)
+    threads_work_owned (p, s, 0);
+  else
+    own = threads_work (p, s);
   const uint64_t t0 = threads_now_ns ();
   for (unsigned i = 1; atomic_load_explicit (&p->done,
           memory_order_acquire) != n_parts; i++) {
@@ -304,6 +359,18 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
    * n_parts / own times that on the caller alone */
   threads_account (p, start, own ? (t0 - w0) * n_parts / own : 0);
   atomic_store (&p->busy, 0);
+}
+
+void
+tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
+{
+  threads_job (p, fn, arg, n_parts, false);
+}
+
+void
+tt_threads_run_owned (tt_threads * p, tt_threads_fn fn, void *arg)
+{
+  threads_job (p, fn, arg, tt_threads_count (p), true);
 }
 
 unsigned

@@ -231,6 +231,7 @@ struct tt_model {
    * run.threads points to it) */
   unsigned threads;
   tt_threads *thread_pool;
+  float *worker_scratch;        /* run.worker_scratch's memory */
   double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
 };
@@ -239,9 +240,9 @@ struct tt_model {
  * tt_model_gradients can leave them readable. */
 tt_status tt_model_keep_gradients (tt_model * m, tt_error * err);
 /* Rows of a chunk of a weight gradient of rows x cols floats (update as
- * you go): a multiple of TT_GRAD_CHUNK_QUANTUM near TT_GRAD_CHUNK_FLOATS
- * floats, or 0 (whole) when the chunk would hold every row. */
-#define TT_GRAD_CHUNK_QUANTUM 48
+ * you go): a multiple of TT_GRAD_CHUNK_QUANTUM (tt_layer.h) near
+ * TT_GRAD_CHUNK_FLOATS floats, or 0 (whole) when the chunk would hold
+ * every row. */
 #define TT_GRAD_CHUNK_FLOATS 12288
 uint32_t tt_grad_chunk_rows (uint32_t rows, size_t cols);
 /* model.c: a training-mode forward (and, when backward, the gradients and

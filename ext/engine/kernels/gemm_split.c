@@ -17,13 +17,6 @@
 #define TT_GEMM_ROW_QUANTUM 8
 /* Columns of a block: whole 16-float vectors. */
 #define TT_GEMM_COL_QUANTUM 16
-/* Below this many multiply-adds a split costs more than it saves: a job
- * is a few microseconds of synchronization, 256k multiply-adds some 10 to
- * 30 on one core. A batch of one sample's dense layers (the CNN's 1600 x
- * 128: 205k) then run on one thread: tensor_predictor at batch 1 took
- * 200 us a frame on 2 threads against 146 on one with the split at 64k
- * (under load). */
-#define TT_GEMM_SPLIT_MIN (256 * 1024)
 
 typedef struct
 {

@@ -22,6 +22,14 @@
 void tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     const float *a, int lda, const float *b, int ldb, float beta, float *c,
     int ldc);
+/* Below this many multiply-adds a split costs more than it saves: a job
+ * is a few microseconds of synchronization, 256k multiply-adds some 10 to
+ * 30 on one core. A batch of one sample's dense layers (the CNN's 1600 x
+ * 128: 205k) then run on one thread: tensor_predictor at batch 1 took
+ * 200 us a frame on 2 threads against 146 on one with the split at 64k
+ * (under load). */
+#define TT_GEMM_SPLIT_MIN (256 * 1024)
+
 /* The same product split over pool's threads (gemm_split.c): blocks of
  * rows (or of columns) of C, each a one-thread tt_gemm with the whole K;
  * one tt_gemm for a NULL pool or a small product. Deterministic for a

@@ -5,6 +5,7 @@
  * as in nntrainer's BIN.
  */
 #include "tt_layer.h"
+#include "tt_split.h"
 
 static const char *const fc_keys[] = { "unit", NULL };
 
@@ -45,65 +46,191 @@ fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   return TT_OK;
 }
 
+/* Below this many elements of y the workers' partial products are added
+ * on the caller alone (as tt_activation's split) */
+#define FC_SUM_SPLIT_MIN 16384
+
+/* What a split product of an owned weight (tt_weight.owned) shares
+ * between its parts. */
+typedef struct
+{
+  const tt_run_ctx *c;
+  const tt_layer *l;
+  int rows, k, unit;            /* x is rows x k, W k x unit */
+  float beta;                   /* forward: y holds the bias */
+} fc_job;
+
+static void
+fc_job_init (fc_job * j, const tt_run_ctx * c, const tt_layer * l)
+{
+  j->c = c;
+  j->l = l;
+  j->rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
+  j->k = (int) l->in_dims[0].w;
+  j->unit = (int) l->p.fc.unit;
+  j->beta = 0.0f;
+}
+
+/* forward, owned: thread part's rows r of W give x[:, r] W[r, :], thread
+ * 0's over the bias in y, the others' in their own scratch */
+static void
+fc_forward_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const fc_job *j = arg;
+  const tt_weight *w = &j->l->weights[0];
+  size_t r0, r1;
+  tt_weight_owned_rows (w, part, n_parts, &r0, &r1);
+  float *out = part ? tt_run_worker_scratch (j->c, part) :
+      tt_run_data (j->c, j->l->out[0]);
+  tt_gemm (false, false, j->rows, j->unit, (int) (r1 - r0), 1.0f,
+      tt_run_data (j->c, j->l->in[0]) + r0, j->k,
+      tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit,
+      part ? 0.0f : j->beta, out, j->unit);
+}
+
+/* forward, owned: the workers' partial products added to y in thread
+ * order, by ranges of y */
+static void
+fc_sum_partials (void *arg, size_t begin, size_t end)
+{
+  const fc_job *j = arg;
+  float *y = tt_run_data (j->c, j->l->out[0]);
+  const unsigned n = tt_threads_count (j->c->threads);
+  for (unsigned t = 1; t < n; t++) {
+    const float *p = tt_run_worker_scratch (j->c, t);
+    for (size_t i = begin; i < end; i++)
+      y[i] += p[i];
+  }
+}
+
 static void
 fc_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  const int rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
-  const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
+  fc_job j;
+  fc_job_init (&j, c, l);
+  const int rows = j.rows, k = j.k, unit = j.unit;
   float *y = tt_run_data (c, l->out[0]);
-  float beta = 0.0f;
   if (l->n_weights > 1) {
     const float *bias = tt_run_data (c, l->weights[1].value);
     for (int r = 0; r < rows; r++)
-      for (int j = 0; j < unit; j++)
-        y[(size_t) r * unit + j] = bias[j];
-    beta = 1.0f;
+      for (int i = 0; i < unit; i++)
+        y[(size_t) r * unit + i] = bias[i];
+    j.beta = 1.0f;
+  }
+  if (l->weights[0].owned && c->worker_scratch) {
+    tt_threads_run_owned (c->threads, fc_forward_part, &j);
+    tt_split (c->threads, (size_t) rows * unit, 16, FC_SUM_SPLIT_MIN,
+        fc_sum_partials, &j);
+    return;
   }
   tt_gemm_split (c->threads, false, false, rows, unit, k, 1.0f,
       tt_run_data (c, l->in[0]), k, tt_run_data (c, l->weights[0].value),
-      unit, beta, y, unit);
+      unit, j.beta, y, unit);
+}
+
+/* dW's rows [r0, r1) = x[:, r0:r1]^T dy, chunk_rows at a time when the
+ * gradient is chunked (update as you go), each chunk written to buf and
+ * applied before the next; else into the gradient tensor's rows */
+static void
+fc_weight_gradient_rows (const fc_job * j, size_t r0, size_t r1, float *buf)
+{
+  const tt_run_ctx *c = j->c;
+  const tt_weight *w = &j->l->weights[0];
+  const float *x = tt_run_data (c, j->l->in[0]);
+  const float *dy = tt_run_data (c, j->l->out_deriv[0]);
+  const size_t unit = (size_t) j->unit;
+  if (!w->chunk_rows) {
+    tt_gemm (true, false, (int) (r1 - r0), j->unit, j->rows, 1.0f, x + r0,
+        j->k, dy, j->unit, 0.0f, tt_run_data (c, w->grad) + r0 * unit, j->unit);
+    return;
+  }
+  for (size_t r = r0; r < r1; r += w->chunk_rows) {
+    const size_t mr = r1 - r < w->chunk_rows ? r1 - r : w->chunk_rows;
+    tt_gemm (true, false, (int) mr, j->unit, j->rows, 1.0f, x + r, j->k, dy,
+        j->unit, 0.0f, buf, j->unit);
+    tt_run_apply_chunk (c, w, r * unit, mr * unit, buf);
+  }
+}
+
+/* backward, owned: thread part's rows of dW, its chunks in its own
+ * scratch (thread 0's in the gradient tensor), applied by the thread */
+static void
+fc_gradient_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const fc_job *j = arg;
+  size_t r0, r1;
+  tt_weight_owned_rows (&j->l->weights[0], part, n_parts, &r0, &r1);
+  fc_weight_gradient_rows (j, r0, r1, part ?
+      tt_run_worker_scratch (j->c, part) :
+      tt_run_data (j->c, j->l->weights[0].grad));
 }
 
 static void
 fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
-  const int rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
-  const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
+  fc_job j;
+  fc_job_init (&j, c, l);
+  const int rows = j.rows, k = j.k, unit = j.unit;
   const float *dy = tt_run_data (c, l->out_deriv[0]);
   const tt_weight *w = &l->weights[0];
-  /* update as you go: rows [r0, r0 + chunk) of dW = X^T dY at a time, each
-   * applied before the next. Every element is the same reduction over the
-   * batch as in the whole product, provided chunk rows start on the GEMM's
-   * own row tiles (TT_GRAD_CHUNK_QUANTUM: OpenBLAS's sgemm kernels tile M
-   * by 8, 16 or 24; the portable GEMM's elements do not depend on M) */
-  const int step = w->chunk_rows ? (int) w->chunk_rows : k;
-  for (int r0 = 0; w->grad >= 0 && r0 < k; r0 += step) {
-    const int mr = k - r0 < step ? k - r0 : step;
-    tt_gemm_split (c->threads, true, false, mr, unit, rows, 1.0f,
-        tt_run_data (c, l->in[0]) + r0, k, dy, unit, 0.0f,
+  if (w->grad >= 0 && w->owned && c->worker_scratch) {
+    tt_threads_run_owned (c->threads, fc_gradient_part, &j);
+  } else if (!w->chunk_rows) {
+    tt_gemm_split (c->threads, true, false, k, unit, rows, 1.0f,
+        tt_run_data (c, l->in[0]), k, dy, unit, 0.0f,
         tt_run_data (c, w->grad), unit);
-    if (w->chunk_rows)
-      tt_run_apply_chunk (c, w, (size_t) r0 * unit, (size_t) mr * unit);
+  } else {
+    /* update as you go: rows [r0, r0 + chunk) of dW = X^T dY at a time,
+     * each applied before the next. Every element is the same reduction
+     * over the batch as in the whole product, provided chunk rows start
+     * on the GEMM's own row tiles (TT_GRAD_CHUNK_QUANTUM) */
+    float *g = tt_run_data (c, w->grad);
+    for (int r0 = 0; w->grad >= 0 && r0 < k; r0 += (int) w->chunk_rows) {
+      const int left = k - r0, mr = left < (int) w->chunk_rows ? left :
+          (int) w->chunk_rows;
+      tt_gemm_split (c->threads, true, false, mr, unit, rows, 1.0f,
+          tt_run_data (c, l->in[0]) + r0, k, dy, unit, 0.0f, g, unit);
+      tt_run_apply_chunk (c, w, (size_t) r0 * unit, (size_t) mr * unit, g);
+    }
   }
   if (l->n_weights > 1 && l->weights[1].grad >= 0) {
     float *db = tt_run_data (c, l->weights[1].grad);
-    for (int j = 0; j < unit; j++)
-      db[j] = 0.0f;
+    for (int i = 0; i < unit; i++)
+      db[i] = 0.0f;
     for (int r = 0; r < rows; r++)
-      for (int j = 0; j < unit; j++)
-        db[j] += dy[(size_t) r * unit + j];
+      for (int i = 0; i < unit; i++)
+        db[i] += dy[(size_t) r * unit + i];
   }
+}
+
+/* backward, owned: thread part's columns of dx = dy W^T, from its rows
+ * of W */
+static void
+fc_derivative_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const fc_job *j = arg;
+  const tt_weight *w = &j->l->weights[0];
+  size_t r0, r1;
+  tt_weight_owned_rows (w, part, n_parts, &r0, &r1);
+  tt_gemm (false, true, j->rows, (int) (r1 - r0), j->unit, 1.0f,
+      tt_run_data (j->c, j->l->out_deriv[0]), j->unit,
+      tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit, 0.0f,
+      tt_run_data (j->c, j->l->in_deriv[0]) + r0, j->k);
 }
 
 static void
 fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const int rows = (int) (c->batch * l->in_dims[0].c * l->in_dims[0].h);
-  const int k = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
-  tt_gemm_split (c->threads, false, true, rows, k, unit, 1.0f,
-      tt_run_data (c, l->out_deriv[0]), unit,
-      tt_run_data (c, l->weights[0].value), unit, 0.0f,
-      tt_run_data (c, l->in_deriv[0]), k);
+  fc_job j;
+  fc_job_init (&j, c, l);
+  if (l->weights[0].owned && c->worker_scratch) {
+    tt_threads_run_owned (c->threads, fc_derivative_part, &j);
+    return;
+  }
+  tt_gemm_split (c->threads, false, true, j.rows, j.k, j.unit, 1.0f,
+      tt_run_data (c, l->out_deriv[0]), j.unit,
+      tt_run_data (c, l->weights[0].value), j.unit, 0.0f,
+      tt_run_data (c, l->in_deriv[0]), j.k);
 }
 
 static unsigned
