@@ -3,12 +3,15 @@
 # The whole test suite, as CI runs it: installs what is missing, then
 # builds and tests three configurations:
 #   build/           OpenBLAS GEMM (the default)
-#   build-portable/  -Dblas=disabled: the portable C kernels
+#   build-portable/  -Dblas=disabled: the portable C kernels (the fuzz
+#                    targets, clang's and the same for every build, run
+#                    in build/ alone)
 #   build-asan/      AddressSanitizer + UndefinedBehaviorSanitizer
 #   build-arm64/     64-bit ARM: cross-built (scripts/cross/), portable
 #                    kernels, engine and CLI (arm64 GStreamer's -dev
 #                    packages cannot sit beside the host's), tests in
-#                    qemu-aarch64-static except the 'learning' suite
+#                    qemu-aarch64-static except the 'learning' and
+#                    'arch_neutral' suites
 # and ends with one line "N passed, M failed, K skipped" over all of them,
 # after each configuration's wall time.
 set -uo pipefail
@@ -50,7 +53,8 @@ run_config () {
 
 # every build is warning-free (-Werror), with GCC here and with clang below
 run_config build -Dblas=enabled -Dwerror=true
-run_config build-portable -Dblas=disabled -Dwerror=true
+# the fuzz targets (clang's, the same for every build) run in build/ alone
+run_config build-portable -Dblas=disabled -Dwerror=true -Dfuzz=disabled
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_config build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
   -Dwerror=true
@@ -62,9 +66,11 @@ if [ "$(uname -m)" = aarch64 ]; then
   echo "=== build-arm64: skipped, this machine is arm64 (the builds above are)"
   skipped=$((skipped + 1))
 elif scripts/ensure-arm64.sh; then
-  # emulation is 5-20x slower: the learning tests stay on the host, and
-  # the time limits stretch
-  test_args=(--no-suite learning --timeout-multiplier 4)
+  # emulation is 5-20x slower: the learning tests and those in which
+  # nothing depends on the architecture (tests/meson.build's
+  # arch_neutral) stay on the host, and the time limits stretch
+  test_args=(--no-suite learning --no-suite arch_neutral
+    --timeout-multiplier 4)
   run_config build-arm64 --cross-file scripts/cross/aarch64-linux-gnu.ini \
     -Dblas=disabled -Dwerror=true
   test_args=()
