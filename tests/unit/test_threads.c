@@ -6,12 +6,14 @@
  * runs go inline; a pool per model, remade by tt_model_set_threads.
  * Owned jobs run part i on thread i, the same thread job after job,
  * between dynamic jobs; a model's large fully connected weights are
- * owned on several threads, with a worker scratch for their products.
+ * owned on several threads, with a worker scratch for their products;
+ * a step keeps the worker off the caller's CPU.
  */
 #include "tt_internal.h"
 #include "tt_test.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #define PARTS_MAX 64
@@ -229,6 +231,44 @@ test_owned (void)
       "%u runs of %u parts", atomic_load (&s.runs[0]), s.seen_parts[0]);
 }
 
+#ifdef __linux__
+static void
+cpu_part (void *arg, unsigned part, unsigned n_parts)
+{
+  (void) n_parts;
+  ((int *) arg)[part] = sched_getcpu ();
+}
+
+/* On a machine of 2 CPUs or more, a step (tt_threads_begin) puts the
+ * worker on another CPU than the caller's (threads_place): nearly every
+ * step's owned job runs on two CPUs (the caller may move between the
+ * step's start and its job, rarely) */
+static void
+test_placement (void)
+{
+  cpu_set_t allowed;
+  if (sched_getaffinity (0, sizeof allowed, &allowed) != 0 ||
+      CPU_COUNT (&allowed) < 2) {
+    printf ("skip placement: fewer than 2 CPUs\n");
+    return;
+  }
+  tt_threads *pool;
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  int apart = 0;
+  for (int step = 0; step < 20; step++) {
+    int cpu[2] = { -1, -1 };
+    tt_threads_begin (pool);
+    tt_threads_run_owned (pool, cpu_part, cpu);
+    tt_threads_end (pool);
+    apart += cpu[0] >= 0 && cpu[1] >= 0 && cpu[0] != cpu[1];
+    usleep (1000);
+  }
+  CHECK (apart >= 15, "the worker ran on the caller's CPU in %d of 20 "
+      "steps", 20 - apart);
+  tt_threads_free (pool);
+}
+#endif
+
 static const char model[] =
     "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=mse\n"
     "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
@@ -320,6 +360,9 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_ranges);
   TT_TEST_RUN (test_model_threads);
   TT_TEST_RUN (test_owned);
+#ifdef __linux__
+  TT_TEST_RUN (test_placement);
+#endif
   TT_TEST_RUN (test_owned_weights);
   return tt_test_summary ();
 }

@@ -72,7 +72,9 @@ void tt_threads_run_owned (tt_threads * pool, tt_threads_fn fn, void *arg);
  * idle workers spin up to TT_THREADS_STEP_SPIN_NS for the next job
  * rather than sleeping after a few microseconds. Begin wakes nobody (a
  * step with no split job, as inference at batch 1, then costs nothing);
- * the step's first job does. Outside, workers sleep once they found no
+ * the step's first job does. Begin also pins the workers to other CPUs
+ * than the caller's when it moved (Linux; a pool of no more threads than
+ * CPUs), as a kernel may otherwise run them on one. Outside, workers sleep once they found no
  * job for a few microseconds. NULL: nothing. */
 void tt_threads_begin (tt_threads * pool);
 void tt_threads_end (tt_threads * pool);
