@@ -15,8 +15,11 @@
  * after every part of the previous job is done, so a successful claim
  * always pairs with the fields it read; they are atomics because a late
  * thread may read them while they change (it then fails its claim and
- * discards them). An owned job (tt_threads_run_owned) has no claims: its
- * next-part field holds THREADS_OWNED, and worker i runs part i.
+ * discards them). An owned job (tt_threads_run_owned) marks its
+ * next-part field THREADS_OWNED; worker i claims its part i in
+ * owned_claims, a bit per part beside the job's generation, and the
+ * caller, done with part 0, claims and runs those no worker has started
+ * (a worker that lost its core to another process).
  *
  * Sleeping: a worker spins about TT_THREADS_SPIN_NS for the next job,
  * then waits on wake; the caller, having no part left, spins as long for
@@ -83,6 +86,8 @@ struct tt_threads
   pthread_cond_t wake;          /* workers: a new job or quit */
   pthread_cond_t done_cv;       /* caller: the last part is done */
   _Atomic uint64_t state;       /* generation << 32 | parts << 16 | next */
+  /* an owned job's: generation << 32 | a bit per part claimed */
+  _Atomic uint64_t owned_claims;
   _Atomic tt_threads_fn fn;
   void *_Atomic arg;
   atomic_uint done;             /* parts of this generation finished */
@@ -160,15 +165,34 @@ threads_work (tt_threads * p, uint64_t s)
  * state word, which a worker reads with the generation: a worker late
  * from a dynamic job can never take the next, owned one for its own. */
 #define THREADS_OWNED 0xffffu
+/* threads of a pool whose owned jobs keep part i on thread i (the low 32
+ * bits of owned_claims) */
+#define THREADS_OWNED_MAX 32
 
-/* Thread index's part of an owned job of state s (tt_threads_run_owned):
- * nobody else can run it, so no claim; fn and arg are those of s's
- * generation, as they are rewritten only once its every part is done. */
+/* Claims part index of the owned job of state s, unless it was claimed
+ * or the job is over (another generation's claims). */
+static bool
+threads_claim_owned (tt_threads * p, uint64_t s, unsigned index)
+{
+  const uint64_t gen = s >> 32, bit = (uint64_t) 1 << index;
+  uint64_t c = atomic_load_explicit (&p->owned_claims, memory_order_acquire);
+  for (;;) {
+    if (c >> 32 != gen || (c & bit))
+      return false;
+    if (atomic_compare_exchange_weak_explicit (&p->owned_claims, &c, c | bit,
+            memory_order_acq_rel, memory_order_acquire))
+      return true;
+  }
+}
+
+/* Part index of the owned job of state s, when this thread claims it:
+ * fn and arg are those of s's generation, as they are rewritten only
+ * once its every part is done. */
 static void
 threads_work_owned (tt_threads * p, uint64_t s, unsigned index)
 {
   const unsigned n = (unsigned) (s >> 16 & 0xffff);
-  if (index >= n)
+  if (index >= n || !threads_claim_owned (p, s, index))
     return;
   tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
   void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
@@ -386,6 +410,8 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
           memory_order_relaxed) >> 32) + 1;
   const uint64_t s = (gen & 0xffffffffu) << 32 | (uint64_t) n_parts << 16 |
       (owned ? THREADS_OWNED : 0);
+  if (owned)
+    atomic_store (&p->owned_claims, (gen & 0xffffffffu) << 32);
   atomic_store (&p->state, s);
   if (atomic_load (&p->sleepers)) {
     pthread_mutex_lock (&p->lock);
@@ -394,10 +420,17 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
   }
   const uint64_t w0 = threads_now_ns ();
   unsigned own = 1;
-  if (owned)
-    threads_work_owned (p, s, 0);
-  else
+  if (owned) {
+    /* its own part, then any no worker has started */
+    for (unsigned i = 0; i < n_parts; i++)
+      if (threads_claim_owned (p, s, i)) {
+        fn (arg, i, n_parts);
+        threads_part_done (p, n_parts);
+        own += i > 0;
+      }
+  } else {
     own = threads_work (p, s);
+  }
   const uint64_t t0 = threads_now_ns ();
   for (unsigned i = 1; atomic_load_explicit (&p->done,
           memory_order_acquire) != n_parts; i++) {
@@ -427,7 +460,10 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
 void
 tt_threads_run_owned (tt_threads * p, tt_threads_fn fn, void *arg)
 {
-  threads_job (p, fn, arg, tt_threads_count (p), true);
+  /* a claim bit a part (owned_claims): beyond, parts are claimed by
+   * whoever is free, as in any job */
+  const unsigned n = tt_threads_count (p);
+  threads_job (p, fn, arg, n, n <= THREADS_OWNED_MAX);
 }
 
 unsigned

@@ -61,12 +61,14 @@ unsigned tt_threads_count (const tt_threads * pool);
 /* fn (arg, part, n_parts) for each part; returns when all are done. */
 void tt_threads_run (tt_threads * pool, tt_threads_fn fn, void *arg,
     unsigned n_parts);
-/* fn (arg, i, n) on thread i for each of the pool's n threads (the
- * caller is 0); returns when all are done. For work whose data should
- * stay in one core's caches from job to job: a weight's rows that one
- * thread updates and then reads in the next step's forward (part i of
- * every such job touches the same rows). Inline, in order, like any
- * job, when the pool is busy or falling back. */
+/* fn (arg, i, n) for each of the pool's n threads, part i on thread i
+ * (the caller is 0); returns when all are done. For work whose data
+ * should stay in one core's caches from job to job: a weight's rows that
+ * one thread updates and then reads in the next step's forward (part i
+ * of every such job touches the same rows). The caller, done with part
+ * 0, runs the parts no worker has started yet (one that lost its core
+ * to another process). Inline, in order, like any job, when the pool is
+ * busy or falling back; pools of over 32 threads run it as any job. */
 void tt_threads_run_owned (tt_threads * pool, tt_threads_fn fn, void *arg);
 /* A step (a batch's forward and backward) begins or ends: inside one,
  * idle workers spin up to TT_THREADS_STEP_SPIN_NS for the next job
