@@ -60,6 +60,23 @@ nested_part (void *arg, unsigned part, unsigned n_parts)
   s->seen_parts[part] = n_parts;
 }
 
+/* Job number job, of 1 + job % PARTS_MAX parts; the parts that did not
+ * run exactly once, with the job's number and part count */
+static int
+run_counted (tt_threads * pool, job_state * s, unsigned job)
+{
+  const unsigned parts = 1 + job % PARTS_MAX;
+  s->job = job;
+  for (unsigned k = 0; k < parts; k++)
+    atomic_store (&s->runs[k], 0);
+  tt_threads_run (pool, count_part, s, parts);
+  int bad = 0;
+  for (unsigned k = 0; k < parts; k++)
+    bad += atomic_load (&s->runs[k]) != 1 || s->seen_job[k] != job ||
+        s->seen_parts[k] != parts;
+  return bad;
+}
+
 static void
 test_every_part_once (void)
 {
@@ -71,16 +88,8 @@ test_every_part_once (void)
     static job_state s;
     int bad = 0;
     /* many short jobs back to back, part counts varying */
-    for (unsigned job = 1; job <= 20000; job++) {
-      const unsigned parts = 1 + job % PARTS_MAX;
-      s.job = job;
-      for (unsigned k = 0; k < parts; k++)
-        atomic_store (&s.runs[k], 0);
-      tt_threads_run (pool, count_part, &s, parts);
-      for (unsigned k = 0; k < parts; k++)
-        bad += atomic_load (&s.runs[k]) != 1 || s.seen_job[k] != job ||
-            s.seen_parts[k] != parts;
-    }
+    for (unsigned job = 1; job <= 20000; job++)
+      bad += run_counted (pool, &s, job);
     CHECK (bad == 0, "%u threads: %d parts ran wrongly", n, bad);
     /* nested: inline */
     s.pool = pool;
@@ -199,13 +208,7 @@ test_owned (void)
     int bad = 0, moved = 0, on_workers = 0;
     for (unsigned job = 1; job <= 6000; job++) {
       if (job % 3) {
-        const unsigned parts = 1 + job % PARTS_MAX;
-        d.job = job;
-        for (unsigned k = 0; k < parts; k++)
-          atomic_store (&d.runs[k], 0);
-        tt_threads_run (pool, count_part, &d, parts);
-        for (unsigned k = 0; k < parts; k++)
-          bad += atomic_load (&d.runs[k]) != 1 || d.seen_job[k] != job;
+        bad += run_counted (pool, &d, job);
         continue;
       }
       for (unsigned k = 0; k < n; k++)
