@@ -371,9 +371,9 @@ test_owned_weights (void)
       }
     CHECK (owned == (n > 1 ? 2u : 0u), "%u threads: %u of %u weights owned",
         n, owned, weights);
-    CHECK ((m->run.worker_scratch != NULL) == (n > 1) &&
-        m->run.worker_floats == need, "%u threads: "
-        "%zu floats a worker", n, m->run.worker_floats);
+    const size_t floats = tt_threads_scratch_floats (m->run.threads);
+    CHECK ((tt_threads_scratch (m->run.threads, 1) != NULL) == (n > 1) &&
+        floats == need, "%u threads: %zu floats a worker", n, floats);
     tt_model_free (m);
   }
 }

@@ -117,10 +117,10 @@ tt_model_set_seed (tt_model * m, uint64_t seed)
 }
 
 /* Which weights n threads split by rows (tt_weight.owned): those with
- * rows (fully connected), at least a chunk (or a GEMM row tile) a thread,
- * whose products at the planned batch are worth splitting; and the
- * scratch each worker then needs: its partial product in forward, its
- * gradient chunk in backward. Returns the floats a worker needs. */
+ * rows (fully connected), at least a GEMM row tile a thread, whose
+ * products at the planned batch are worth splitting; and the scratch
+ * each worker then needs: its partial product in forward, its gradient
+ * chunk in backward. Returns the floats a worker needs. */
 static size_t
 model_own_weights (tt_model * m, unsigned n)
 {
@@ -161,9 +161,9 @@ model_make_threads (tt_model * m, tt_error * err)
           m->path, n - 1);
     m->run.threads = m->thread_pool;
   }
+  tt_threads_set_scratch (m->thread_pool, NULL, 0);
   free (m->worker_scratch);
-  m->worker_scratch = m->run.worker_scratch = NULL;
-  m->run.worker_floats = 0;
+  m->worker_scratch = NULL;
   const unsigned have = tt_threads_count (m->thread_pool);
   const size_t floats = model_own_weights (m, have);
   if (floats) {
@@ -174,8 +174,7 @@ model_make_threads (tt_model * m, tt_error * err)
       return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory for the "
           "threads' scratch (%zu bytes)", m->path, (have - 1) * per *
           sizeof (float));
-    m->run.worker_scratch = m->worker_scratch;
-    m->run.worker_floats = per;
+    tt_threads_set_scratch (m->thread_pool, m->worker_scratch, per);
   }
   return TT_OK;
 }

@@ -96,6 +96,9 @@ struct tt_threads
   atomic_int busy;              /* a job is running: nested runs inline */
   atomic_int quit;
   atomic_int in_step;           /* between tt_threads_begin and _end */
+  /* each worker's scratch (tt_threads_set_scratch), the owner's memory */
+  float *scratch;
+  size_t scratch_floats;
   /* where the workers run (threads_place): the CPUs the pool may use,
    * the caller's CPU last seen and each worker's (-1: not pinned) */
   int cpus[TT_THREADS_MAX];
@@ -464,6 +467,29 @@ tt_threads_run_owned (tt_threads * p, tt_threads_fn fn, void *arg)
    * whoever is free, as in any job */
   const unsigned n = tt_threads_count (p);
   threads_job (p, fn, arg, n, n <= THREADS_OWNED_MAX);
+}
+
+void
+tt_threads_set_scratch (tt_threads * p, float *base, size_t floats)
+{
+  if (!p)
+    return;
+  p->scratch = floats ? base : NULL;
+  p->scratch_floats = base ? floats : 0;
+}
+
+float *
+tt_threads_scratch (const tt_threads * p, unsigned part)
+{
+  if (!p || !p->scratch || part == 0 || part >= p->n)
+    return NULL;
+  return p->scratch + (size_t) (part - 1) * p->scratch_floats;
+}
+
+size_t
+tt_threads_scratch_floats (const tt_threads * p)
+{
+  return p ? p->scratch_floats : 0;
 }
 
 unsigned

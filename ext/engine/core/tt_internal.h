@@ -231,7 +231,7 @@ struct tt_model {
    * run.threads points to it) */
   unsigned threads;
   tt_threads *thread_pool;
-  float *worker_scratch;        /* run.worker_scratch's memory */
+  float *worker_scratch;        /* the pool's (tt_threads_set_scratch) */
   double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
 };

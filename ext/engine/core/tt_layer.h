@@ -218,11 +218,6 @@ typedef struct {
   /* the model's thread pool (tt_threads.h), NULL for one thread: kernels
    * split their work over it */
   tt_threads *threads;
-  /* each worker's own scratch, made with the pool for the layers whose
-   * weights are owned (a partial product, a gradient chunk): thread i >= 1
-   * has worker_floats floats at worker_scratch + (i - 1) * worker_floats */
-  float *worker_scratch;
-  size_t worker_floats;
 } tt_run_ctx;
 
 /* Hands a computed gradient chunk of w, held in grad, to the optimizer. */
@@ -234,12 +229,6 @@ tt_run_apply_chunk (const tt_run_ctx * c, const tt_weight * w, size_t offset,
     c->apply_chunk (c->apply_owner, w, offset, n, grad);
 }
 
-/* Thread part's own scratch (part >= 1, tt_run_ctx.worker_scratch). */
-static inline float *
-tt_run_worker_scratch (const tt_run_ctx * c, unsigned part)
-{
-  return c->worker_scratch + (size_t) (part - 1) * c->worker_floats;
-}
 
 /* A tensor's data (NULL for id -1, an absent tensor). */
 static inline float *

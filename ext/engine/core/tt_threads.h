@@ -80,6 +80,17 @@ void tt_threads_run_owned (tt_threads * pool, tt_threads_fn fn, void *arg);
  * job for a few microseconds. NULL: nothing. */
 void tt_threads_begin (tt_threads * pool);
 void tt_threads_end (tt_threads * pool);
+/* Each worker's own scratch, for the parts of owned jobs that need more
+ * than their stack (a dense layer's partial product or gradient chunk):
+ * worker i >= 1 has floats floats at base + (i - 1) *
+ * floats (whole cache lines when floats is a multiple of 16); the
+ * owner (the model, core/model.c) allocates and frees it. NULL base: none. */
+void tt_threads_set_scratch (tt_threads * pool, float *base, size_t floats);
+/* Part's scratch in an owned job (part >= 1, its worker's); NULL for
+ * part 0 (the caller uses the layer's own memory), no pool or none set. */
+float *tt_threads_scratch (const tt_threads * pool, unsigned part);
+/* floats of each worker's scratch: 0 without */
+size_t tt_threads_scratch_floats (const tt_threads * pool);
 /* Parts to split units of work into: min (units, threads * per_thread),
  * at least 1. per_thread > 1 lets a free thread take over parts of one
  * that lost its core (a pipeline's other elements, a CPU hog); 1 when

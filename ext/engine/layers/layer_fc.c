@@ -80,7 +80,7 @@ fc_forward_part (void *arg, unsigned part, unsigned n_parts)
   const tt_weight *w = &j->l->weights[0];
   size_t r0, r1;
   tt_weight_owned_rows (w, part, n_parts, &r0, &r1);
-  float *out = part ? tt_run_worker_scratch (j->c, part) :
+  float *out = part ? tt_threads_scratch (j->c->threads, part) :
       tt_run_data (j->c, j->l->out[0]);
   tt_gemm (false, false, j->rows, j->unit, (int) (r1 - r0), 1.0f,
       tt_run_data (j->c, j->l->in[0]) + r0, j->k,
@@ -97,7 +97,7 @@ fc_sum_partials (void *arg, size_t begin, size_t end)
   float *y = tt_run_data (j->c, j->l->out[0]);
   const unsigned n = tt_threads_count (j->c->threads);
   for (unsigned t = 1; t < n; t++) {
-    const float *p = tt_run_worker_scratch (j->c, t);
+    const float *p = tt_threads_scratch (j->c->threads, t);
     for (size_t i = begin; i < end; i++)
       y[i] += p[i];
   }
@@ -117,7 +117,7 @@ fc_forward (const tt_run_ctx * c, tt_layer * l)
         y[(size_t) r * unit + i] = bias[i];
     j.beta = 1.0f;
   }
-  if (l->weights[0].owned && c->worker_scratch) {
+  if (l->weights[0].owned && tt_threads_scratch_floats (c->threads)) {
     tt_threads_run_owned (c->threads, fc_forward_part, &j);
     tt_split (c->threads, (size_t) rows * unit, 16, FC_SUM_SPLIT_MIN,
         fc_sum_partials, &j);
@@ -161,7 +161,7 @@ fc_gradient_part (void *arg, unsigned part, unsigned n_parts)
   size_t r0, r1;
   tt_weight_owned_rows (&j->l->weights[0], part, n_parts, &r0, &r1);
   fc_weight_gradient_rows (j, r0, r1, part ?
-      tt_run_worker_scratch (j->c, part) :
+      tt_threads_scratch (j->c->threads, part) :
       tt_run_data (j->c, j->l->weights[0].grad));
 }
 
@@ -173,7 +173,7 @@ fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   const int rows = j.rows, k = j.k, unit = j.unit;
   const float *dy = tt_run_data (c, l->out_deriv[0]);
   const tt_weight *w = &l->weights[0];
-  if (w->grad >= 0 && w->owned && c->worker_scratch) {
+  if (w->grad >= 0 && w->owned && tt_threads_scratch_floats (c->threads)) {
     tt_threads_run_owned (c->threads, fc_gradient_part, &j);
   } else if (!w->chunk_rows) {
     tt_gemm_split (c->threads, true, false, k, unit, rows, 1.0f,
@@ -223,7 +223,7 @@ fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   fc_job j;
   fc_job_init (&j, c, l);
-  if (l->weights[0].owned && c->worker_scratch) {
+  if (l->weights[0].owned && tt_threads_scratch_floats (c->threads)) {
     tt_threads_run_owned (c->threads, fc_derivative_part, &j);
     return;
   }
