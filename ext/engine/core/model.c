@@ -560,7 +560,7 @@ typedef struct
   tt_model *m;
   const tt_weight *w;
   size_t at;
-  const float *grad;            /* elements [at, ...) of the gradient */
+  float *grad;                  /* elements [at, ...) of the gradient */
 } model_apply_job;
 
 /* elements [at + begin, at + end) of the job's weight; element-wise, so
@@ -572,7 +572,7 @@ model_apply_range (void *arg, size_t begin, size_t end)
   tt_model *m = j->m;
   const tt_weight *w = j->w;
   const size_t n = end - begin, at = j->at + begin;
-  float *v = tt_data (m, w->value) + at, *g = (float *) j->grad + begin;
+  float *v = tt_data (m, w->value) + at, *g = j->grad + begin;
   const float decay = w->l2 + w->decay;
   if (decay != 0.0f)
     for (size_t k = 0; k < n; k++)
@@ -588,7 +588,7 @@ model_apply_range (void *arg, size_t begin, size_t end)
  * pool is busy then). */
 static void
 model_apply_weight (tt_model * m, const tt_weight * w, size_t at, size_t n,
-    const float *grad)
+    float *grad)
 {
   model_apply_job j = { m, w, at, grad };
   tt_split (m->run.threads, n, 16, MODEL_APPLY_SPLIT_MIN, model_apply_range,
@@ -598,7 +598,7 @@ model_apply_weight (tt_model * m, const tt_weight * w, size_t at, size_t n,
 /* update as you go: a layer's calc_gradient hands each chunk here */
 static void
 model_apply_chunk (const void *owner, const tt_weight * w, size_t at, size_t n,
-    const float *grad)
+    float *grad)
 {
   model_apply_weight ((tt_model *) owner, w, at, n, grad);
 }

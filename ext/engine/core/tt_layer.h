@@ -213,7 +213,7 @@ typedef struct {
    * step does not update; callable from any thread of the pool, for
    * disjoint elements */
   void (*apply_chunk) (const void *owner, const tt_weight * w, size_t offset,
-      size_t n, const float *grad);
+      size_t n, float *grad);
   const void *apply_owner;
   /* the model's thread pool (tt_threads.h), NULL for one thread: kernels
    * split their work over it */
@@ -223,7 +223,7 @@ typedef struct {
 /* Hands a computed gradient chunk of w, held in grad, to the optimizer. */
 static inline void
 tt_run_apply_chunk (const tt_run_ctx * c, const tt_weight * w, size_t offset,
-    size_t n, const float *grad)
+    size_t n, float *grad)
 {
   if (c->apply_chunk)
     c->apply_chunk (c->apply_owner, w, offset, n, grad);
