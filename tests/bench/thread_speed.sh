@@ -8,7 +8,9 @@
 # inference (tensor-trainer eval --inference, and tensor_predictor in a
 # pipeline when GStreamer is there) at batch 1 and 32 on 1 and 2 threads.
 # Every figure is the median of RUNS runs, the 1- and 2-thread runs
-# alternating so that drifting load hits both alike.
+# alternating so that drifting load hits both alike; before and after the
+# tables, parallel-probe (tests/bench/parallel_probe.c) prints what two
+# threads give on two independent products at that moment.
 #
 # Usage: tests/bench/thread_speed.sh
 # Env:   RUNS (3), CNN_SAMPLES (3200), MLP_SAMPLES (20000), EVAL_SAMPLES
@@ -60,8 +62,14 @@ train_table () {
   done
 }
 
+# what two threads can give right now, whatever our kernels do (the
+# development machine swings between ~1.9x and ~1x: docs/benchmarks.md)
+probe () { "$top/build/tests/parallel-probe" 200 || echo "(parallel probe failed)"; }
+
 echo "== training, quiet (median of $runs) =="
+probe
 train_table
+probe
 
 if [ "${HOG:-1}" != 0 ]; then
   cores=$(nproc)
@@ -75,6 +83,7 @@ if [ "${HOG:-1}" != 0 ]; then
   hog=$!
   echo
   echo "== training, a CPU hog on one core ($where) =="
+  probe
   train_table
   kill "$hog"; wait "$hog" 2> /dev/null || true; hog=
 fi
@@ -107,6 +116,7 @@ predictor_latency () {
       model-load-path="$work/w.bin" batch-size="$1" threads="$2" ! \
     fakesink 2>&1 | grep tensor-predictor-summary | field mean-latency-us
 }
+probe
 printf '%-28s %6s %12s %12s %6s\n' "" batch "1 thread" "2 threads" "2/1"
 for batch in 1 32; do
   : > "$work/e1"; : > "$work/e2"; : > "$work/p1"; : > "$work/p2"
