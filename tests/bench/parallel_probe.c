@@ -22,9 +22,12 @@
 #define PROBE_N 256
 #define PROBE_K 784
 
+/* sets 0 and 1: the two threads' (part i's set i); 2 and 3: the one
+ * thread's, so that no round moves a set between cores */
 typedef struct
 {
-  float *a[2], *b[2], *c[2];
+  float *a[4], *b[4], *c[4];
+  unsigned first;               /* part i uses set first + i */
 } probe_job;
 
 static double
@@ -42,10 +45,11 @@ probe_part (void *arg, unsigned part, unsigned n_parts)
 {
   (void) n_parts;
   probe_job *j = arg;
+  const unsigned set = j->first + part;
   for (size_t i = 0; i < (size_t) PROBE_M * PROBE_K; i++)
-    j->a[part][i] += 1e-7f;
-  tt_gemm (false, false, PROBE_M, PROBE_N, PROBE_K, 1.0f, j->a[part],
-      PROBE_K, j->b[part], PROBE_N, 0.0f, j->c[part], PROBE_N);
+    j->a[set][i] += 1e-7f;
+  tt_gemm (false, false, PROBE_M, PROBE_N, PROBE_K, 1.0f, j->a[set],
+      PROBE_K, j->b[set], PROBE_N, 0.0f, j->c[set], PROBE_N);
 }
 
 static int
@@ -65,7 +69,7 @@ main (int argc, char **argv)
   }
   tt_blas_threads_default ();
   probe_job j;
-  for (int t = 0; t < 2; t++) {
+  for (int t = 0; t < 4; t++) {
     j.a[t] = calloc ((size_t) PROBE_M * PROBE_K, sizeof (float));
     j.b[t] = calloc ((size_t) PROBE_K * PROBE_N, sizeof (float));
     j.c[t] = calloc ((size_t) PROBE_M * PROBE_N, sizeof (float));
@@ -78,9 +82,11 @@ main (int argc, char **argv)
   if (!one || !two || tt_threads_new (2, &pool) || !pool)
     return 1;
   for (int r = -10; r < rounds; r++) {
+    j.first = 2;
     double t0 = probe_now_us ();
     probe_part (&j, 0, 2);
     probe_part (&j, 1, 2);
+    j.first = 0;
     const double alone = probe_now_us () - t0;
     tt_threads_begin (pool);
     t0 = probe_now_us ();
@@ -99,7 +105,7 @@ main (int argc, char **argv)
       "%.0f us, 2 threads %.0f us: %.2fx\n", PROBE_M, PROBE_N, PROBE_K, a, b,
       a / b);
   tt_threads_free (pool);
-  for (int t = 0; t < 2; t++) {
+  for (int t = 0; t < 4; t++) {
     free (j.a[t]);
     free (j.b[t]);
     free (j.c[t]);
