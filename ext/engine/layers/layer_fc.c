@@ -50,6 +50,13 @@ fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
  * on the caller alone (as tt_activation's split) */
 #define FC_SUM_SPLIT_MIN 16384
 
+/* Whether l's weight is split by its rows over the threads (owned) */
+static bool
+fc_owned (const tt_run_ctx * c, const tt_layer * l)
+{
+  return l->weights[0].owned && tt_threads_scratch_floats (c->threads);
+}
+
 /* What a split product of an owned weight (tt_weight.owned) shares
  * between its parts. */
 typedef struct
@@ -117,7 +124,7 @@ fc_forward (const tt_run_ctx * c, tt_layer * l)
         y[(size_t) r * unit + i] = bias[i];
     j.beta = 1.0f;
   }
-  if (l->weights[0].owned && tt_threads_scratch_floats (c->threads)) {
+  if (fc_owned (c, l)) {
     tt_threads_run_owned (c->threads, fc_forward_part, &j);
     tt_split (c->threads, (size_t) rows * unit, 16, FC_SUM_SPLIT_MIN,
         fc_sum_partials, &j);
@@ -128,11 +135,15 @@ fc_forward (const tt_run_ctx * c, tt_layer * l)
       unit, j.beta, y, unit);
 }
 
-/* dW's rows [r0, r1) = x[:, r0:r1]^T dy, chunk_rows at a time when the
- * gradient is chunked (update as you go), each chunk written to buf and
- * applied before the next; else into the gradient tensor's rows */
+/* dW's rows [r0, r1) = x[:, r0:r1]^T dy, each product split over pool
+ * (NULL inside a part). Update as you go: chunk_rows at a time, each
+ * chunk written to buf and applied before the next; every element is
+ * the same reduction over the batch as in the whole product, as chunks
+ * start on the GEMM's own row tiles (TT_GRAD_CHUNK_QUANTUM). Else into
+ * the gradient tensor's rows. */
 static void
-fc_weight_gradient_rows (const fc_job * j, size_t r0, size_t r1, float *buf)
+fc_weight_gradient_rows (const fc_job * j, tt_threads * pool, size_t r0,
+    size_t r1, float *buf)
 {
   const tt_run_ctx *c = j->c;
   const tt_weight *w = &j->l->weights[0];
@@ -140,14 +151,15 @@ fc_weight_gradient_rows (const fc_job * j, size_t r0, size_t r1, float *buf)
   const float *dy = tt_run_data (c, j->l->out_deriv[0]);
   const size_t unit = (size_t) j->unit;
   if (!w->chunk_rows) {
-    tt_gemm (true, false, (int) (r1 - r0), j->unit, j->rows, 1.0f, x + r0,
-        j->k, dy, j->unit, 0.0f, tt_run_data (c, w->grad) + r0 * unit, j->unit);
+    tt_gemm_split (pool, true, false, (int) (r1 - r0), j->unit, j->rows,
+        1.0f, x + r0, j->k, dy, j->unit, 0.0f,
+        tt_run_data (c, w->grad) + r0 * unit, j->unit);
     return;
   }
   for (size_t r = r0; r < r1; r += w->chunk_rows) {
     const size_t mr = r1 - r < w->chunk_rows ? r1 - r : w->chunk_rows;
-    tt_gemm (true, false, (int) mr, j->unit, j->rows, 1.0f, x + r, j->k, dy,
-        j->unit, 0.0f, buf, j->unit);
+    tt_gemm_split (pool, true, false, (int) mr, j->unit, j->rows, 1.0f,
+        x + r, j->k, dy, j->unit, 0.0f, buf, j->unit);
     tt_run_apply_chunk (c, w, r * unit, mr * unit, buf);
   }
 }
@@ -160,7 +172,7 @@ fc_gradient_part (void *arg, unsigned part, unsigned n_parts)
   const fc_job *j = arg;
   size_t r0, r1;
   tt_weight_owned_rows (&j->l->weights[0], part, n_parts, &r0, &r1);
-  fc_weight_gradient_rows (j, r0, r1, part ?
+  fc_weight_gradient_rows (j, NULL, r0, r1, part ?
       tt_threads_scratch (j->c->threads, part) :
       tt_run_data (j->c, j->l->weights[0].grad));
 }
@@ -173,26 +185,11 @@ fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   const int rows = j.rows, k = j.k, unit = j.unit;
   const float *dy = tt_run_data (c, l->out_deriv[0]);
   const tt_weight *w = &l->weights[0];
-  if (w->grad >= 0 && w->owned && tt_threads_scratch_floats (c->threads)) {
+  if (w->grad >= 0 && fc_owned (c, l))
     tt_threads_run_owned (c->threads, fc_gradient_part, &j);
-  } else if (!w->chunk_rows) {
-    tt_gemm_split (c->threads, true, false, k, unit, rows, 1.0f,
-        tt_run_data (c, l->in[0]), k, dy, unit, 0.0f,
-        tt_run_data (c, w->grad), unit);
-  } else {
-    /* update as you go: rows [r0, r0 + chunk) of dW = X^T dY at a time,
-     * each applied before the next. Every element is the same reduction
-     * over the batch as in the whole product, provided chunk rows start
-     * on the GEMM's own row tiles (TT_GRAD_CHUNK_QUANTUM) */
-    float *g = tt_run_data (c, w->grad);
-    for (int r0 = 0; w->grad >= 0 && r0 < k; r0 += (int) w->chunk_rows) {
-      const int left = k - r0, mr = left < (int) w->chunk_rows ? left :
-          (int) w->chunk_rows;
-      tt_gemm_split (c->threads, true, false, mr, unit, rows, 1.0f,
-          tt_run_data (c, l->in[0]) + r0, k, dy, unit, 0.0f, g, unit);
-      tt_run_apply_chunk (c, w, (size_t) r0 * unit, (size_t) mr * unit, g);
-    }
-  }
+  else if (w->grad >= 0)
+    fc_weight_gradient_rows (&j, c->threads, 0, (size_t) k,
+        tt_run_data (c, w->grad));
   if (l->n_weights > 1 && l->weights[1].grad >= 0) {
     float *db = tt_run_data (c, l->weights[1].grad);
     for (int i = 0; i < unit; i++)
@@ -223,7 +220,7 @@ fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   fc_job j;
   fc_job_init (&j, c, l);
-  if (l->weights[0].owned && tt_threads_scratch_floats (c->threads)) {
+  if (fc_owned (c, l)) {
     tt_threads_run_owned (c->threads, fc_derivative_part, &j);
     return;
   }
