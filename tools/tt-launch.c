@@ -29,7 +29,9 @@
  * no frame carries a stale label. The tool prints the element messages of
  * tensor_trainer and tensor_planner, warnings and errors as key=value lines,
  * turns Ctrl-C into EOS (the trainer saves its model before the pipeline
- * ends; a second Ctrl-C stops at once), and exits 0 after EOS, 1 after an
+ * ends; a second Ctrl-C stops at once), and exits 0 after EOS (once every
+ * branch has had its EOS, so that what elements post at their EOS is
+ * printed; "eos" is the last line), 1 after an
  * error or a stall, 2 when the description does not parse (an element
  * that is not installed, a link that cannot be made: the parse error is
  * printed, never run as a partial pipeline).
@@ -45,6 +47,14 @@
  * the process exits anyway: a streaming thread stuck in an element would
  * otherwise keep the state change to NULL (and the process) waiting */
 #define TEARDOWN_SECONDS 3
+/* The pipeline's EOS comes when its sinks have it; a branch that ends in
+ * another element's sink pad (tensor_predictor into textoverlay's text
+ * pad) may still be working then, and the message it posts at its own EOS
+ * (tensor-predictor-summary) would be lost if the process ended at once.
+ * After the pipeline's EOS, wait this long at most for every linked sink
+ * pad to have its EOS too. */
+#define EOS_SETTLE_SECONDS 5
+#define EOS_SETTLE_POLL_MS 10
 
 /* The data seen by one pad, counted in its streaming thread; the watchdog
  * (main loop) only reads the counters, so the per-buffer cost is one
@@ -77,6 +87,7 @@ typedef struct
   gint64 tick_us;
   gint64 progress;              /* monotonic us of the last progress */
   gboolean playing;             /* the pipeline reached PLAYING */
+  gint64 eos_at;                /* monotonic us of the pipeline's EOS, or 0 */
 } Runner;
 
 static GQuark watch_quark;
@@ -509,6 +520,56 @@ print_structure (const GstStructure * s)
   g_free (text);
 }
 
+/* Whether every linked sink pad of the pipeline has had its EOS. */
+static gboolean
+all_sink_pads_eos (Runner * r)
+{
+  GList *elements = pipeline_elements (r);
+  gboolean eos = TRUE;
+
+  for (GList * l = elements; l && eos; l = l->next) {
+    GstElement *e = l->data;
+    GST_OBJECT_LOCK (e);
+    for (GList * p = e->sinkpads; p && eos; p = p->next)
+      eos = !gst_pad_is_linked (p->data) || GST_PAD_IS_EOS (p->data);
+    GST_OBJECT_UNLOCK (e);
+  }
+  g_list_free_full (elements, gst_object_unref);
+  return eos;
+}
+
+static gboolean on_message (GstBus * bus, GstMessage * m, gpointer data);
+
+/* After the pipeline's EOS: ends the run once the late branches have
+ * their EOS, with the messages they posted on the way printed first. */
+static gboolean
+on_eos_settle (gpointer data)
+{
+  Runner *r = data;
+  GstBus *bus;
+  GstMessage *m;
+
+  if (!all_sink_pads_eos (r)) {
+    if (g_get_monotonic_time () - r->eos_at <
+        EOS_SETTLE_SECONDS * G_USEC_PER_SEC)
+      return G_SOURCE_CONTINUE;
+    g_printerr ("tt-launch: warning: %d s after the pipeline's EOS, a "
+        "branch has not had its EOS yet; its last messages may be "
+        "missing\n", EOS_SETTLE_SECONDS);
+  }
+  /* posted before the pad's EOS, so on the bus by now */
+  bus = gst_element_get_bus (r->pipeline);
+  while (r->status == 0 && (m = gst_bus_pop (bus))) {
+    on_message (bus, m, r);
+    gst_message_unref (m);
+  }
+  gst_object_unref (bus);
+  if (r->status == 0)
+    g_print ("eos\n");
+  g_main_loop_quit (r->loop);
+  return G_SOURCE_REMOVE;
+}
+
 static gboolean
 on_message (GstBus * bus, GstMessage * m, gpointer data)
 {
@@ -546,8 +607,11 @@ on_message (GstBus * bus, GstMessage * m, gpointer data)
       break;
     }
     case GST_MESSAGE_EOS:
-      g_print ("eos\n");
-      g_main_loop_quit (r->loop);
+      if (!r->eos_at) {
+        r->eos_at = g_get_monotonic_time ();
+        if (on_eos_settle (r) == G_SOURCE_CONTINUE)
+          g_timeout_add (EOS_SETTLE_POLL_MS, on_eos_settle, r);
+      }
       break;
     default:
       break;

@@ -20,6 +20,12 @@
 #                    8 s (1 s limit, 3 s bound on the teardown), naming it
 #   ok               a pipeline that ends: exit 0 and "eos"; the watchdog
 #                    must not get in the way
+#   late-branch      a branch that ends in an element which is not a sink
+#                    (tee) is still working when the pipeline's EOS comes
+#                    (3 buffers, 0.4 s each): tt-launch must wait for its
+#                    EOS (at least 1.2 s) before it prints "eos" and exits
+#                    0, as it must for tensor_predictor's summary in
+#                    camera-personalize.sh
 set -uo pipefail
 tt_launch=$1 case=$2
 tmp=$(mktemp -d)
@@ -90,6 +96,13 @@ case "$case" in
     run 5 0 --stall-timeout 1 fakesrc num-buffers=50 ! identity ! fakesink
     grep -qx eos "$tmp/out" || fail "no eos line"
     [ ! -s "$tmp/err" ] || fail "it wrote errors" ;;
+  late-branch)
+    run 5 0 --stall-timeout 2 fakesrc num-buffers=3 ! tee name=t ! queue ! \
+      fakesink t. ! queue ! identity sleep-time=400000 ! \
+      tee allow-not-linked=true
+    [ "$(tail -n 1 "$tmp/out")" = eos ] || fail "eos is not its last line"
+    awk -v s="$seconds" 'BEGIN { exit !(s >= 1.2) }' ||
+      fail "ended after $seconds s, before the late branch had its EOS" ;;
   *) echo "tt_launch_errors.sh: no case $case" >&2; exit 2 ;;
 esac
 echo "ok $case in $seconds s:"
