@@ -325,6 +325,23 @@ cli_now (void)
   return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* With threads: the steps split and run on one thread since the last
+ * call ("split_steps=S inline_steps=I": the pool keeps whichever way is
+ * faster at the time). */
+static void
+cli_print_thread_steps (const tt_model * m, uint64_t * split_seen,
+    uint64_t * inline_seen)
+{
+  uint64_t split, inline_steps;
+  if (tt_model_threads (m) < 2)
+    return;
+  tt_model_thread_steps (m, &split, &inline_steps);
+  printf (" split_steps=%" PRIu64 " inline_steps=%" PRIu64,
+      split - *split_seen, inline_steps - *inline_seen);
+  *split_seen = split;
+  *inline_seen = inline_steps;
+}
+
 /* Runs one pass over d; trains when train, else evaluates. */
 static int
 cli_pass (tt_model * m, cli_dataset * d, bool train, float *onehot,
@@ -479,6 +496,7 @@ cli_train (const cli_options * o, bool train)
   tt_idx_file_init (&train_set.images);
   tt_idx_file_init (&valid_set.images);
   float *onehot = NULL;
+  uint64_t steps_split = 0, steps_inline = 0;
   int rc = 1;
   if (!train && !o->weights && opened.kind != TT_MODEL_FILE_BUNDLE) {
     cli_fail ("eval needs --weights FILE.bin (or a bundle as model)");
@@ -507,8 +525,10 @@ cli_train (const cli_options * o, bool train)
     double loss, acc, sec;
     if (cli_pass (m, &train_set, false, onehot, &loss, &acc, &sec))
       goto out;
-    printf ("eval samples=%u loss=%.6f accuracy=%.4f samples_per_s=%.1f\n",
+    printf ("eval samples=%u loss=%.6f accuracy=%.4f samples_per_s=%.1f",
         train_set.count, loss, acc, train_set.count / sec);
+    cli_print_thread_steps (m, &steps_split, &steps_inline);
+    printf ("\n");
     rc = 0;
     goto out;
   }
@@ -544,8 +564,10 @@ cli_train (const cli_options * o, bool train)
       goto out;
     tt_model_finish_epoch (m);
     printf ("epoch=%u/%u loss=%.6f accuracy=%.4f val_loss=%.6f "
-        "val_accuracy=%.4f samples_per_s=%.1f seconds=%.3f\n", e + 1, epochs,
+        "val_accuracy=%.4f samples_per_s=%.1f seconds=%.3f", e + 1, epochs,
         loss, acc, vloss, vacc, train_set.count / sec, sec);
+    cli_print_thread_steps (m, &steps_split, &steps_inline);
+    printf ("\n");
     bool saved = false;
     if (o->valid_data && tt_model_save_best (m, vloss, vacc, &saved, &err)) {
       cli_fail ("%s", err.message);

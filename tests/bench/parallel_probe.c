@@ -88,7 +88,7 @@ main (int argc, char **argv)
     probe_part (&j, 1, 2);
     j.first = 0;
     const double alone = probe_now_us () - t0;
-    tt_threads_begin (pool);
+    tt_threads_begin (pool, TT_THREADS_ALWAYS_SPLIT);
     t0 = probe_now_us ();
     tt_threads_run_owned (pool, probe_part, &j);
     const double split = probe_now_us () - t0;

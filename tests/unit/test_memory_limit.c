@@ -210,7 +210,8 @@ test_bit_identical (void)
     compare (models[i], path, NULL, batches[i], 0.75, false);
     compare (models[i], path, NULL, batches[i], 0.5, false);
   }
-  /* the kernels split over two threads, both plans alike */
+  /* the kernels split over two threads (every step), both plans alike */
+  setenv ("TT_THREADS_STEPS", "split", 1);
   threads = 2;
   char path[2048];
   snprintf (path, sizeof path, "%s/tests/models/resnet_bn.ini", root);

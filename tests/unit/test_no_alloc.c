@@ -165,6 +165,8 @@ main (int argc, char **argv)
   if (argc > 1)
     na_root = argv[1];
   tt_set_num_threads (1);
+  /* the workers' parts must allocate nothing: every step split */
+  setenv ("TT_THREADS_STEPS", "split", 1);
   TT_TEST_RUN (test_counter_sees_allocations);
   TT_TEST_RUN (test_mlp);
   TT_TEST_RUN (test_cnn);

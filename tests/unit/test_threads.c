@@ -15,7 +15,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PARTS_MAX 64
 
@@ -282,7 +284,7 @@ test_placement (void)
   int worked = 0, apart = 0;
   for (int step = 0; step < 400 && worked < 20; step++) {
     cpu_state c = {.cpu = {-1, -1} };
-    tt_threads_begin (pool);
+    tt_threads_begin (pool, TT_THREADS_ALWAYS_SPLIT);
     tt_threads_run_owned (pool, cpu_part, &c);
     tt_threads_end (pool);
     if (pthread_equal (c.thread[1], pthread_self ()))
@@ -296,6 +298,91 @@ test_placement (void)
   tt_threads_free (pool);
 }
 #endif
+
+/* The pool's choice between its workers and the caller alone, step by
+ * step (tt_threads_begin with a kind). */
+typedef struct
+{
+  pthread_t caller;
+  int sleep_us;                 /* each part sleeps this long */
+  int worker_sleep_us;          /* a part a worker runs sleeps this long */
+  int on_worker[2];             /* parts a worker ran */
+} choice_step;
+
+static void
+choice_part (void *arg, unsigned part, unsigned n_parts)
+{
+  (void) n_parts;
+  choice_step *c = arg;
+  const bool worker = !pthread_equal (pthread_self (), c->caller);
+  c->on_worker[part] += worker;
+  if (c->sleep_us)
+    usleep ((useconds_t) c->sleep_us);
+  if (worker && c->worker_sleep_us)
+    usleep ((useconds_t) c->worker_sleep_us);
+}
+
+/* steps of kind 1 with one owned job each; returns the steps of the last
+ * held that a worker had a part of */
+static int
+choice_steps (tt_threads * pool, choice_step * c, int steps, int held)
+{
+  int on_worker = 0;
+  for (int i = 0; i < steps; i++) {
+    const int before = c->on_worker[1];
+    tt_threads_begin (pool, 1);
+    tt_threads_run_owned (pool, choice_part, c);
+    tt_threads_end (pool);
+    if (i >= steps - held)
+      on_worker += c->on_worker[1] != before;
+  }
+  return on_worker;
+}
+
+/* The pool splits its first 16 steps, then tries 5 inline (the first
+ * not timed) and holds the faster way for the next 16 or more. Parts
+ * that sleep 2 ms run side by side on any machine, however loaded: a
+ * split step takes about half an inline one, so the pool keeps
+ * splitting. A part that sleeps 3 ms when a worker runs it (a worker that
+ * lost its core) makes split steps slower than inline ones: the pool
+ * then runs the steps on the caller alone. TT_THREADS_STEPS overrides
+ * both. */
+static void
+test_step_choice (void)
+{
+  tt_threads *pool;
+  choice_step fast = {.caller = pthread_self (),.sleep_us = 2000 };
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  int on_worker = choice_steps (pool, &fast, 16 + 5 + 16, 16);
+  CHECK (on_worker >= 12, "split steps were twice as fast, yet the worker "
+      "ran a part in only %d of the 16 steps after the trial", on_worker);
+  tt_threads_free (pool);
+
+  choice_step slow = {.caller = pthread_self (),.worker_sleep_us = 3000 };
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  on_worker = choice_steps (pool, &slow, 16 + 5 + 16, 16);
+  CHECK (on_worker == 0, "split steps were slower, yet the worker ran a "
+      "part in %d of the 16 steps after the trial", on_worker);
+  tt_threads_free (pool);
+
+  setenv ("TT_THREADS_STEPS", "split", 1);
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  /* split steps take 5 ms, inline ones 4: the choice would be inline */
+  slow = (choice_step) {
+  .caller = pthread_self (),.sleep_us = 2000,.worker_sleep_us = 3000};
+  on_worker = choice_steps (pool, &slow, 24, 16);
+  CHECK (on_worker >= 12, "TT_THREADS_STEPS=split, yet the worker ran a "
+      "part in only %d of 16 steps", on_worker);
+  tt_threads_free (pool);
+
+  setenv ("TT_THREADS_STEPS", "inline", 1);
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  on_worker = choice_steps (pool, &fast, 24, 24);
+  CHECK (on_worker == 0, "TT_THREADS_STEPS=inline, yet the worker ran a "
+      "part in %d steps", on_worker);
+  tt_threads_free (pool);
+  unsetenv ("TT_THREADS_STEPS");
+}
 
 static const char model[] =
     "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=mse\n"
@@ -392,5 +479,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_placement);
 #endif
   TT_TEST_RUN (test_owned_weights);
+  TT_TEST_RUN (test_step_choice);
   return tt_test_summary ();
 }

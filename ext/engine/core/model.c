@@ -195,6 +195,13 @@ tt_model_threads (const tt_model * m)
   return m->threads ? m->threads : tt_engine_threads_default ();
 }
 
+void
+tt_model_thread_steps (const tt_model * m, uint64_t * split,
+    uint64_t * inline_steps)
+{
+  tt_threads_step_counts (m->thread_pool, split, inline_steps);
+}
+
 tt_status
 tt_model_request_input_derivative (tt_model * m, tt_error * err)
 {
@@ -839,13 +846,24 @@ model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
   return TT_OK;
 }
 
+/* The pool's kinds of steps (tt_threads_begin): each is timed apart,
+ * its split and inline runs compared among themselves. */
+enum
+{
+  MODEL_STEP_TRAIN = 1,
+  MODEL_STEP_EVAL,
+  MODEL_STEP_GRADIENTS,
+};
+_Static_assert (MODEL_STEP_GRADIENTS < TT_THREADS_STEP_KINDS,
+    "a kind of step the pool does not time");
+
 /* A step: the pool's workers stay awake between its jobs. */
 tt_status
 tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, tt_batch_result * result,
     tt_error * err)
 {
-  tt_threads_begin (m->thread_pool);
+  tt_threads_begin (m->thread_pool, MODEL_STEP_TRAIN);
   const tt_status st =
       model_train_batch (m, n, inputs, types, labels, result, err);
   tt_threads_end (m->thread_pool);
@@ -869,7 +887,7 @@ tt_model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, tt_batch_result * result,
     tt_error * err)
 {
-  tt_threads_begin (m->thread_pool);
+  tt_threads_begin (m->thread_pool, MODEL_STEP_EVAL);
   const tt_status st =
       model_eval_batch (m, n, inputs, types, labels, result, err);
   tt_threads_end (m->thread_pool);
@@ -907,7 +925,7 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, bool backward, double *loss,
     tt_error * err)
 {
-  tt_threads_begin (m->thread_pool);
+  tt_threads_begin (m->thread_pool, MODEL_STEP_GRADIENTS);
   const tt_status st =
       model_gradients (m, n, inputs, types, labels, backward, loss, err);
   tt_threads_end (m->thread_pool);

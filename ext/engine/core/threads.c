@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Long enough to bridge the gap between two layers' jobs (a few
@@ -52,20 +53,42 @@
  * long serial stretches still gives the core back. */
 #define TT_THREADS_STEP_SPIN_NS 2000000
 
-/* Falling back to the caller alone. When another process takes a core, a
- * worker loses it for whole time slices (milliseconds) while it holds a
- * part, and the caller, done with its own, waits: on the 2-core machine
- * with a CPU hog two threads trained at 0.55-0.88 of one thread's speed.
- * So the caller times its jobs and its own parts: a job whose caller ran
- * own of n parts in t would have taken about t * n / own inline. When
- * over a window of TT_THREADS_WINDOW jobs the split ones saved less than
- * a tenth of that, the next jobs run inline for a while
- * (TT_THREADS_BACKOFF_NS, doubling up to TT_THREADS_BACKOFF_MAX_NS while
- * windows stay bad), workers sleeping, then the workers are tried again.
- * Inline runs the same parts in order, so results do not depend on it. */
-#define TT_THREADS_WINDOW 32
-#define TT_THREADS_BACKOFF_NS 20000000u
-#define TT_THREADS_BACKOFF_MAX_NS 640000000u
+/* Choosing, step by step, between the workers and the caller alone.
+ * When another process takes a core, a worker loses it for whole time
+ * slices (milliseconds) while it holds a part, and the caller, done with
+ * its own, waits: on the 2-core machine with a CPU hog two threads
+ * trained at 0.55-0.88 of one thread's speed; and this virtual machine
+ * has stretches in which two threads gain nothing whatever they do. So
+ * the pool times whole steps (tt_threads_begin .. _end), what the user
+ * waits for, each kind of step apart. It holds a choice (split or
+ * inline) for a number of steps, timing the last TT_THREADS_TRIAL of
+ * them; then a trial runs as many steps the other way, after one it does
+ * not time (the first step after a change pays for moving the data
+ * between the cores' caches: an owned weight's rows that the caller
+ * updated inline), and the faster median wins. Split wins only when it
+ * takes under TT_THREADS_SPLIT_GAIN of inline (spinning workers cost a
+ * pipeline's other threads a core: a tie goes to the caller alone). A
+ * choice holds for TT_THREADS_HOLD_MIN steps, four times longer each
+ * time a trial confirms it, up to TT_THREADS_HOLD_MAX, so trials take
+ * under 1% of the steps once settled (3 trials in the first 350 steps). The first hold splits. Inline runs the same
+ * parts in order, so results do not depend on the choice. */
+#define TT_THREADS_TRIAL 4
+#define TT_THREADS_SPLIT_GAIN 0.97
+#define TT_THREADS_HOLD_MIN 16u
+#define TT_THREADS_HOLD_MAX 1024u
+
+/* one kind of step's choice */
+typedef struct
+{
+  bool split;                   /* the choice held */
+  bool trial;                   /* a trial (of !split) runs */
+  unsigned hold;                /* the choice's length; 0: none made yet */
+  unsigned left;                /* steps left of the choice */
+  unsigned step;                /* trial: steps run of it */
+  unsigned held_steps;          /* steps timed of the choice */
+  uint64_t held_ns[TT_THREADS_TRIAL];   /* its last steps' times (a ring) */
+  uint64_t trial_ns[TT_THREADS_TRIAL];
+} threads_choice;
 
 struct tt_threads;
 /* what a worker is started with: its pool and its index (1 .. n - 1; the
@@ -105,10 +128,17 @@ struct tt_threads
   unsigned n_cpus;
   int caller_cpu;
   int worker_cpu[TT_THREADS_MAX];
-  /* the caller's alone (tt_threads_run): its fallback to inline runs */
-  unsigned window_jobs;
-  uint64_t window_ns, window_inline_ns;
-  uint64_t inline_until, backoff_ns;
+  /* the caller's alone: the choice of each kind of step, the step that
+   * runs (its kind, its start, whether it splits) */
+  threads_choice choice[TT_THREADS_STEP_KINDS];
+  int forced;                   /* TT_THREADS_STEPS: 1 split, -1 inline */
+  unsigned step_kind;
+  uint64_t step_start;
+  bool step_inline;             /* jobs run on the caller alone */
+  bool step_split;              /* a split step: timed for its trial */
+  bool step_had_job;            /* the last split step ran a split job */
+  atomic_uint step_seq;         /* a split step began: workers wake */
+  uint64_t steps_split, steps_inline;   /* steps begun each way */
 };
 
 static inline void
@@ -142,15 +172,15 @@ threads_part_done (tt_threads * p, unsigned n)
 }
 
 /* Claims and runs parts of the job state s belongs to until none is
- * left (or the job is another one's); returns how many it ran. */
-static unsigned
+ * left (or the job is another one's). */
+static void
 threads_work (tt_threads * p, uint64_t s)
 {
-  for (unsigned ran = 0;; ran++) {
+  for (;;) {
     const unsigned k = (unsigned) (s & 0xffff), n = (unsigned) (s >> 16 &
         0xffff);
     if (k >= n)
-      return ran;
+      return;
     tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
     void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
     if (!atomic_compare_exchange_weak_explicit (&p->state, &s, s + 1,
@@ -210,6 +240,7 @@ threads_worker (void *arg)
   tt_threads *p = self->pool;
   uint32_t seen = 0;            /* the generation last worked on */
   for (;;) {
+    const unsigned step_seq = atomic_load (&p->step_seq);
     uint64_t s = atomic_load_explicit (&p->state, memory_order_acquire);
     const uint64_t t0 = threads_now_ns ();
     for (unsigned i = 1; (uint32_t) (s >> 32) == seen &&
@@ -228,10 +259,13 @@ threads_worker (void *arg)
       pthread_mutex_lock (&p->lock);
       atomic_fetch_add (&p->sleepers, 1);
       while ((uint32_t) ((s = atomic_load (&p->state)) >> 32) == seen &&
-          !atomic_load (&p->quit))
+          !atomic_load (&p->quit) && atomic_load (&p->step_seq) == step_seq)
         pthread_cond_wait (&p->wake, &p->lock);
       atomic_fetch_sub (&p->sleepers, 1);
       pthread_mutex_unlock (&p->lock);
+      /* woken by a step's start: spin for its first job */
+      if ((uint32_t) (s >> 32) == seen && !atomic_load (&p->quit))
+        continue;
     }
     if (atomic_load (&p->quit))
       return NULL;
@@ -282,22 +316,126 @@ threads_place (tt_threads * p)
 #endif
 }
 
-void
-tt_threads_begin (tt_threads * p)
+/* Whether this step of choice c splits: the choice held, or, when its
+ * steps are used up, the other way for a trial. */
+static bool
+threads_choose (threads_choice * c)
 {
-  /* while the caller runs alone (the fallback), workers sleep: they
-   * would spin against whatever took their core */
-  if (!p || threads_now_ns () < p->inline_until)
+  if (!c->hold) {
+    c->split = true;
+    c->hold = c->left = TT_THREADS_HOLD_MIN;
+  }
+  if (!c->trial && c->left == 0) {
+    c->trial = true;
+    c->step = 0;
+  }
+  if (c->trial)
+    return !c->split;
+  c->left--;
+  return c->split;
+}
+
+static int
+threads_compare_ns (const void *a, const void *b)
+{
+  const uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+threads_median (const uint64_t * ns, unsigned n)
+{
+  uint64_t sorted[TT_THREADS_TRIAL];
+  for (unsigned i = 0; i < n; i++)
+    sorted[i] = ns[i];
+  qsort (sorted, n, sizeof *sorted, threads_compare_ns);
+  return n % 2 ? (double) sorted[n / 2] :
+      ((double) sorted[n / 2 - 1] + (double) sorted[n / 2]) / 2;
+}
+
+/* A step of choice c took ns: timed, and at a trial's end, the choice. */
+static void
+threads_step_timed (threads_choice * c, uint64_t ns)
+{
+  if (!c->trial) {
+    c->held_ns[c->held_steps++ % TT_THREADS_TRIAL] = ns;
     return;
+  }
+  if (c->step++ == 0)
+    return;                     /* the change's step: caches refill */
+  c->trial_ns[c->step - 2] = ns;
+  if (c->step < TT_THREADS_TRIAL + 1)
+    return;
+  const unsigned held = c->held_steps < TT_THREADS_TRIAL ? c->held_steps :
+      TT_THREADS_TRIAL;
+  const double held_median = held ? threads_median (c->held_ns, held) : 0;
+  const double trial_median = threads_median (c->trial_ns, TT_THREADS_TRIAL);
+  const double split_ns = c->split ? held_median : trial_median;
+  const double inline_ns = c->split ? trial_median : held_median;
+  const bool split = held && split_ns < TT_THREADS_SPLIT_GAIN * inline_ns;
+  if (split == c->split) {
+    c->hold = c->hold * 4 < TT_THREADS_HOLD_MAX ? c->hold * 4 :
+        TT_THREADS_HOLD_MAX;
+  } else {
+    c->hold = TT_THREADS_HOLD_MIN;
+    c->held_steps = 0;
+  }
+  c->split = split;
+  c->left = c->hold;
+  c->trial = false;
+}
+
+void
+tt_threads_begin (tt_threads * p, unsigned kind)
+{
+  if (!p)
+    return;
+  p->step_start = threads_now_ns ();
+  p->step_kind = kind < TT_THREADS_STEP_KINDS ? kind : 0;
+  p->step_split = kind == TT_THREADS_ALWAYS_SPLIT || p->forced > 0 ||
+      (!p->forced && threads_choose (&p->choice[p->step_kind]));
+  p->step_inline = !p->step_split;
+  if (!p->step_split) {
+    p->steps_inline++;
+    return;                     /* the workers sleep: nothing to wake */
+  }
+  p->steps_split++;
   threads_place (p);
   atomic_store (&p->in_step, 1);
+  /* sleeping workers start spinning now, while the caller does the
+   * step's serial start, so that its first job does not wait for the
+   * wake-up (8 us here); not when the last split step had no job for
+   * them (inference at batch 1) */
+  if (p->step_had_job) {
+    atomic_fetch_add (&p->step_seq, 1);
+    if (atomic_load (&p->sleepers)) {
+      pthread_mutex_lock (&p->lock);
+      pthread_cond_broadcast (&p->wake);
+      pthread_mutex_unlock (&p->lock);
+    }
+  }
+  p->step_had_job = false;
+}
+
+void
+tt_threads_step_counts (const tt_threads * p, uint64_t * split,
+    uint64_t * inline_steps)
+{
+  *split = p ? p->steps_split : 0;
+  *inline_steps = p ? p->steps_inline : 0;
 }
 
 void
 tt_threads_end (tt_threads * p)
 {
-  if (p)
-    atomic_store (&p->in_step, 0);
+  if (!p)
+    return;
+  const uint64_t end = threads_now_ns ();
+  atomic_store (&p->in_step, 0);
+  threads_choice *c = &p->choice[p->step_kind];
+  if (p->step_kind != TT_THREADS_ALWAYS_SPLIT && !p->forced)
+    threads_step_timed (c, end - p->step_start);
+  p->step_inline = false;
 }
 
 int
@@ -313,6 +451,9 @@ tt_threads_new (unsigned n, tt_threads ** out)
     return -1;
   p->n = n;
   p->caller_cpu = -1;
+  const char *steps = getenv ("TT_THREADS_STEPS");
+  p->forced = !steps ? 0 : !strcmp (steps, "split") ? 1 :
+      !strcmp (steps, "inline") ? -1 : 0;
   for (unsigned i = 0; i < TT_THREADS_MAX; i++)
     p->worker_cpu[i] = -1;
 #ifdef __linux__
@@ -362,31 +503,6 @@ tt_threads_count (const tt_threads * p)
   return p ? p->n : 1;
 }
 
-/* A job that began at start and would have taken about inline_ns on the
- * caller alone: the fallback's bookkeeping. */
-static void
-threads_account (tt_threads * p, uint64_t start, uint64_t inline_ns)
-{
-  const uint64_t end = threads_now_ns ();
-  p->window_ns += end - start;
-  p->window_inline_ns += inline_ns ? inline_ns : end - start;
-  if (++p->window_jobs < TT_THREADS_WINDOW)
-    return;
-  /* split jobs that saved under a tenth of their inline time cost more
-   * than they save: the wake-ups, the spinning worker's core */
-  if (p->window_ns * 10 > p->window_inline_ns * 9) {
-    p->backoff_ns = p->backoff_ns ? p->backoff_ns * 2 : TT_THREADS_BACKOFF_NS;
-    if (p->backoff_ns > TT_THREADS_BACKOFF_MAX_NS)
-      p->backoff_ns = TT_THREADS_BACKOFF_MAX_NS;
-    p->inline_until = end + p->backoff_ns;
-    atomic_store (&p->in_step, 0);
-  } else {
-    p->backoff_ns = 0;
-  }
-  p->window_jobs = 0;
-  p->window_ns = p->window_inline_ns = 0;
-}
-
 /* Runs a job of n_parts on the pool; owned: part i on thread i (n_parts
  * is then the thread count), else parts claimed by whoever is free. */
 static void
@@ -399,13 +515,13 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
       fn (arg, k, n_parts);
     return;
   }
-  const uint64_t start = threads_now_ns ();
-  if (start < p->inline_until) {
+  if (p->step_inline) {
     for (unsigned k = 0; k < n_parts; k++)
       fn (arg, k, n_parts);
     atomic_store (&p->busy, 0);
     return;
   }
+  p->step_had_job = true;
   atomic_store_explicit (&p->fn, fn, memory_order_relaxed);
   atomic_store_explicit (&p->arg, arg, memory_order_relaxed);
   atomic_store_explicit (&p->done, 0, memory_order_relaxed);
@@ -421,18 +537,15 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
     pthread_cond_broadcast (&p->wake);
     pthread_mutex_unlock (&p->lock);
   }
-  const uint64_t w0 = threads_now_ns ();
-  unsigned own = 1;
   if (owned) {
     /* its own part, then any no worker has started */
     for (unsigned i = 0; i < n_parts; i++)
       if (threads_claim_owned (p, s, i)) {
         fn (arg, i, n_parts);
         threads_part_done (p, n_parts);
-        own += i > 0;
       }
   } else {
-    own = threads_work (p, s);
+    threads_work (p, s);
   }
   const uint64_t t0 = threads_now_ns ();
   for (unsigned i = 1; atomic_load_explicit (&p->done,
@@ -448,9 +561,6 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
       break;
     }
   }
-  /* the caller's parts took t0 - w0: all n_parts would have taken about
-   * n_parts / own times that on the caller alone */
-  threads_account (p, start, own ? (t0 - w0) * n_parts / own : 0);
   atomic_store (&p->busy, 0);
 }
 

@@ -43,6 +43,7 @@
 #define TT_THREADS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define TT_THREADS_MAX 64
 /* parts of one job (more run inline, on the caller alone) */
@@ -68,17 +69,35 @@ void tt_threads_run (tt_threads * pool, tt_threads_fn fn, void *arg,
  * of every such job touches the same rows). The caller, done with part
  * 0, runs the parts no worker has started yet (one that lost its core
  * to another process). Inline, in order, like any job, when the pool is
- * busy or falling back; pools of over 32 threads run it as any job. */
+ * busy or in a step run inline (tt_threads_begin); pools of over 32 threads run it as any job. */
 void tt_threads_run_owned (tt_threads * pool, tt_threads_fn fn, void *arg);
-/* A step (a batch's forward and backward) begins or ends: inside one,
- * idle workers spin up to TT_THREADS_STEP_SPIN_NS for the next job
- * rather than sleeping after a few microseconds. Begin wakes nobody (a
- * step with no split job, as inference at batch 1, then costs nothing);
- * the step's first job does. Begin also pins the workers to other CPUs
- * than the caller's when it moved (Linux; a pool of no more threads than
- * CPUs), as a kernel may otherwise run them on one. Outside, workers sleep once they found no
- * job for a few microseconds. NULL: nothing. */
-void tt_threads_begin (tt_threads * pool);
+/* Kinds of steps (tt_threads_begin): a kind's steps are timed apart. */
+#define TT_THREADS_STEP_KINDS 4
+/* a step that always uses the workers, never timed (probes, tests) */
+#define TT_THREADS_ALWAYS_SPLIT 0
+/* A step (a batch's forward and backward) of the given kind (1 ..
+ * TT_THREADS_STEP_KINDS - 1, one per sort of step the owner runs, as
+ * training and evaluation; TT_THREADS_ALWAYS_SPLIT) begins or ends.
+ * Steps of a kind are timed: the pool tries them split and inline in
+ * turn from time to time, and splits the next ones only when that was
+ * faster (a core lost to another process, a machine where two threads
+ * gain nothing): the workers then sleep, and every job of the step runs
+ * inline, with the same results. Inside a split step, idle workers spin
+ * up to TT_THREADS_STEP_SPIN_NS for the next job rather than sleeping
+ * after a few microseconds; begin wakes sleeping workers when the last
+ * split step had a job for them (not for steps with no split job, as
+ * inference at batch 1). Begin also pins the workers to other CPUs than
+ * the caller's when it moved (Linux; a pool of no more threads than
+ * CPUs), as a kernel may otherwise run them on one. Outside a step, jobs
+ * are split and workers sleep once they found no job for a few
+ * microseconds. NULL: nothing. The environment variable
+ * TT_THREADS_STEPS, read when the pool is made, overrides the choice:
+ * "split" splits every step (the tests of split results, benchmarks of
+ * what splitting gives), "inline" none. */
+void tt_threads_begin (tt_threads * pool, unsigned kind);
+/* Steps begun split and inline so far (0 and 0 for NULL). */
+void tt_threads_step_counts (const tt_threads * pool, uint64_t * split,
+    uint64_t * inline_steps);
 void tt_threads_end (tt_threads * pool);
 /* Each worker's own scratch, for the parts of owned jobs that need more
  * than their stack (a dense layer's partial product or gradient chunk):

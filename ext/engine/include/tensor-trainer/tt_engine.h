@@ -246,6 +246,12 @@ TT_API tt_status tt_model_set_threads (tt_model * model, unsigned n,
     tt_error * err);
 /* The threads the compiled model runs on (before compile: those it will). */
 TT_API unsigned tt_model_threads (const tt_model * model);
+/* Steps (batches trained, evaluated or differentiated) the model's pool
+ * ran split over its threads and on the calling thread alone so far: the
+ * pool times steps both ways now and then and keeps the faster
+ * (docs/architecture.md, "Split or inline"). 0 and 0 on one thread. */
+TT_API void tt_model_thread_steps (const tt_model * model, uint64_t * split,
+    uint64_t * inline_steps);
 
 /* Before compile: inference only. The model then keeps no gradients,
  * derivatives or optimizer state, tensors live only as long as the
