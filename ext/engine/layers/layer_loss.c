@@ -102,7 +102,11 @@ mse_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   tt_split (c->threads, n, 16, LOSS_SPLIT_MIN, difference_range, &j);
 }
 
-/* rows [begin, end) */
+/* rows [begin, end), from the logits x and their softmax y: a row's
+ * log-sum-exp is max x - log p at the max, where p = 1 / sum exp (x -
+ * max) is at least 1 / width (never underflows): one log a row, not an
+ * exp per value (which took 15 us of the MLP's 500 us step at batch
+ * 128), within float rounding of the sum itself */
 static double
 cross_softmax_range (void *arg, size_t begin, size_t end)
 {
@@ -111,13 +115,10 @@ cross_softmax_range (void *arg, size_t begin, size_t end)
   double sum = 0;
   for (size_t r = begin; r < end; r++) {
     const float *xr = j->x + r * width, *tr = j->t + r * width;
-    float mx = xr[0];
+    size_t at = 0;
     for (size_t i = 1; i < width; i++)
-      mx = xr[i] > mx ? xr[i] : mx;
-    double se = 0;
-    for (size_t i = 0; i < width; i++)
-      se += exp ((double) xr[i] - mx);
-    double lse = mx + log (se);
+      at = xr[i] > xr[at] ? i : at;
+    const double lse = (double) xr[at] - log ((double) j->y[r * width + at]);
     for (size_t i = 0; i < width; i++)
       if (tr[i] != 0.0f)
         sum -= tr[i] * ((double) xr[i] - lse);
