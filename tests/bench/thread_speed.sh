@@ -10,10 +10,13 @@
 # Every figure is the median of RUNS runs, the 1- and 2-thread runs
 # alternating so that drifting load hits both alike; before and after the
 # tables, parallel-probe (tests/bench/parallel_probe.c) prints what two
-# threads give on two independent products at that moment.
+# threads give on two independent products at that moment. The pool
+# chooses split or inline steps by timing both (core/threads.c): each
+# row also says how many steps of the timed epoch it split, per run;
+# TT_THREADS_STEPS=split in the environment measures splitting alone.
 #
 # Usage: tests/bench/thread_speed.sh
-# Env:   RUNS (3), CNN_SAMPLES (3200), MLP_SAMPLES (20000), EVAL_SAMPLES
+# Env:   RUNS (3), CNN_SAMPLES (200 batches), MLP_SAMPLES (60000), EVAL_SAMPLES
 #        (10000: shorter runs measure start-up), HOG (1: the hog rows; 0: none)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,29 +38,42 @@ field () { tr ' ,;' '\n\n\n' | sed -n "s/^$1=\(([a-z0-9]*)\)\{0,1\}//p" | tail -
 median () { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-# samples/s of the last of 2 epochs (the first warms caches)
+# samples/s of the last of 3 epochs (the first warms caches, and the
+# pool settles its choice between split and inline steps); on more
+# than one thread, the steps of that epoch the pool split go to
+# $work/split, one "split/all" line a run
 train_rate () {
-  local model=$1 batch=$2 threads=$3 samples=$4
-  "$cli" train "$top/tests/models/fmnist_$model.ini" \
+  local model=$1 batch=$2 threads=$3 samples=$4 line
+  line=$("$cli" train "$top/tests/models/fmnist_$model.ini" \
     --data "$data/train-images-idx3-ubyte.gz" \
     --labels "$data/train-labels-idx1-ubyte.gz" --samples "$samples" \
-    --batch "$batch" --epochs 2 --threads "$threads" | field samples_per_s
+    --batch "$batch" --epochs 3 --threads "$threads" | tail -n 1)
+  if [ "$threads" -gt 1 ]; then
+    echo "$line" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "=")
+      v[kv[1]] = kv[2] } print v["split_steps"] "/" v["split_steps"] + v["inline_steps"] }' \
+      >> "$work/split"
+  fi
+  echo "$line" | field samples_per_s
 }
 
 train_table () {
-  printf '%-5s %6s %12s %12s %6s\n' model batch "1 thread/s" "2 threads/s" \
-    "2/1"
+  printf '%-5s %6s %12s %12s %6s  %s\n' model batch "1 thread/s" \
+    "2 threads/s" "2/1" "steps split (each run)"
   for model in cnn mlp; do
-    if [ $model = cnn ]; then samples=${CNN_SAMPLES:-3200}; else samples=${MLP_SAMPLES:-20000}; fi
     for batch in 32 128; do
-      : > "$work/r1"; : > "$work/r2"
+      # 200 steps an epoch or more: the pool's trials of the way it does
+      # not hold (a few percent of the steps once settled) take a fifth
+      # of the first steps
+      if [ $model = cnn ]; then samples=${CNN_SAMPLES:-$((200 * batch))}
+      else samples=${MLP_SAMPLES:-60000}; fi
+      : > "$work/r1"; : > "$work/r2"; : > "$work/split"
       for _ in $(seq "$runs"); do
         train_rate $model $batch 1 "$samples" >> "$work/r1"
         train_rate $model $batch 2 "$samples" >> "$work/r2"
       done
       one=$(median < "$work/r1"); two=$(median < "$work/r2")
-      printf '%-5s %6s %12.0f %12.0f %5sx\n' $model $batch "$one" "$two" \
-        "$(ratio "$two" "$one")"
+      printf '%-5s %6s %12.0f %12.0f %5sx  %s\n' $model $batch "$one" "$two" \
+        "$(ratio "$two" "$one")" "$(tr '\n' ' ' < "$work/split")"
     done
   done
 }

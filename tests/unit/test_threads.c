@@ -339,28 +339,31 @@ choice_steps (tt_threads * pool, choice_step * c, int steps, int held)
   return on_worker;
 }
 
-/* The pool splits its first 16 steps, then tries 5 inline (the first
- * not timed) and holds the faster way for the next 16 or more. Parts
- * that sleep 2 ms run side by side on any machine, however loaded: a
- * split step takes about half an inline one, so the pool keeps
- * splitting. A part that sleeps 3 ms when a worker runs it (a worker that
- * lost its core) makes split steps slower than inline ones: the pool
- * then runs the steps on the caller alone. TT_THREADS_STEPS overrides
- * both. */
+/* The pool splits its first steps (120 ms or 256 steps of them), then
+ * tries the other way for at least 4 timed steps and 30 ms (or 64
+ * steps), and holds the faster way for 64 steps or more (16 after a
+ * change), again at least 120 ms or 256 steps. Parts that sleep 2 ms run
+ * side by side on any machine, however loaded: a split step takes about
+ * half an inline one, so the pool keeps splitting (steps 70 to 133 or
+ * so; the test looks at 94 to 109). A part that sleeps 3 ms when a
+ * worker runs it (a worker that lost its core) makes split steps slower
+ * than inline ones, which take microseconds: the pool runs steps 106 to
+ * 362 or so on the caller alone (the test looks at 184 to 199).
+ * TT_THREADS_STEPS overrides both. */
 static void
 test_step_choice (void)
 {
   tt_threads *pool;
   choice_step fast = {.caller = pthread_self (),.sleep_us = 2000 };
   CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
-  int on_worker = choice_steps (pool, &fast, 16 + 5 + 16, 16);
+  int on_worker = choice_steps (pool, &fast, 110, 16);
   CHECK (on_worker >= 12, "split steps were twice as fast, yet the worker "
       "ran a part in only %d of the 16 steps after the trial", on_worker);
   tt_threads_free (pool);
 
   choice_step slow = {.caller = pthread_self (),.worker_sleep_us = 3000 };
   CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
-  on_worker = choice_steps (pool, &slow, 16 + 5 + 16, 16);
+  on_worker = choice_steps (pool, &slow, 200, 16);
   CHECK (on_worker == 0, "split steps were slower, yet the worker ran a "
       "part in %d of the 16 steps after the trial", on_worker);
   tt_threads_free (pool);

@@ -61,33 +61,44 @@
  * has stretches in which two threads gain nothing whatever they do. So
  * the pool times whole steps (tt_threads_begin .. _end), what the user
  * waits for, each kind of step apart. It holds a choice (split or
- * inline) for a number of steps, timing the last TT_THREADS_TRIAL of
- * them; then a trial runs as many steps the other way, after one it does
- * not time (the first step after a change pays for moving the data
- * between the cores' caches: an owned weight's rows that the caller
- * updated inline), and the faster median wins. Split wins only when it
- * takes under TT_THREADS_SPLIT_GAIN of inline (spinning workers cost a
- * pipeline's other threads a core: a tie goes to the caller alone). A
- * choice holds for TT_THREADS_HOLD_MIN steps, four times longer each
- * time a trial confirms it, up to TT_THREADS_HOLD_MAX, so trials take
- * under 1% of the steps once settled (3 trials in the first 350 steps). The first hold splits. Inline runs the same
- * parts in order, so results do not depend on the choice. */
-#define TT_THREADS_TRIAL 4
+ * inline) for a number of steps, then tries the other way for a few
+ * (after one it does not time: the first step after a change pays for
+ * moving data between the cores' caches, an owned weight's rows that the
+ * caller updated inline), and keeps the way whose steps took less on
+ * average. Averages, not medians: a worker that shares its core with a
+ * hog runs for a few milliseconds and then waits as long, so split steps
+ * are fast or slow in turns, and only the mean over several turns says
+ * what splitting gives; each side is therefore timed over at least
+ * TT_THREADS_PHASE_NS (or TT_THREADS_PHASE_MAX steps) and
+ * TT_THREADS_PHASE_MIN steps. Split wins only when it takes under
+ * TT_THREADS_SPLIT_GAIN of inline (spinning workers cost a pipeline's
+ * other threads a core: a tie goes to the caller alone). A choice holds
+ * for TT_THREADS_HOLD_MIN steps and at least TT_THREADS_HOLD_PHASES
+ * trials' worth of time (a trial then costs at most a fifth of the time
+ * at first), four times longer each time a trial confirms it, up to
+ * TT_THREADS_HOLD_MAX_NS of steps, so that trials take a few percent of
+ * the time once settled. The first hold splits. Inline
+ * runs the same parts in order, so results do not depend on the
+ * choice. */
+#define TT_THREADS_PHASE_MIN 4u
+#define TT_THREADS_PHASE_MAX 64u
+#define TT_THREADS_PHASE_NS 30000000u
 #define TT_THREADS_SPLIT_GAIN 0.97
 #define TT_THREADS_HOLD_MIN 16u
-#define TT_THREADS_HOLD_MAX 1024u
+#define TT_THREADS_HOLD_PHASES 4u
+#define TT_THREADS_HOLD_MAX_NS 2000000000u
 
 /* one kind of step's choice */
 typedef struct
 {
   bool split;                   /* the choice held */
   bool trial;                   /* a trial (of !split) runs */
+  bool changed;                 /* the next step is the first of a way */
   unsigned hold;                /* the choice's length; 0: none made yet */
-  unsigned left;                /* steps left of the choice */
-  unsigned step;                /* trial: steps run of it */
-  unsigned held_steps;          /* steps timed of the choice */
-  uint64_t held_ns[TT_THREADS_TRIAL];   /* its last steps' times (a ring) */
-  uint64_t trial_ns[TT_THREADS_TRIAL];
+  unsigned ran;                 /* steps run of the hold or the trial */
+  unsigned timed;               /* of which timed */
+  uint64_t timed_ns;            /* their time */
+  double held_mean_ns;          /* the hold's mean step, for its trial */
 } threads_choice;
 
 struct tt_threads;
@@ -316,73 +327,66 @@ threads_place (tt_threads * p)
 #endif
 }
 
-/* Whether this step of choice c splits: the choice held, or, when its
- * steps are used up, the other way for a trial. */
+/* Whether this step of choice c splits: the choice held, or the other
+ * way during a trial. */
 static bool
 threads_choose (threads_choice * c)
 {
   if (!c->hold) {
-    c->split = true;
-    c->hold = c->left = TT_THREADS_HOLD_MIN;
+    c->split = c->changed = true;
+    c->hold = TT_THREADS_HOLD_MIN;
   }
-  if (!c->trial && c->left == 0) {
-    c->trial = true;
-    c->step = 0;
-  }
-  if (c->trial)
-    return !c->split;
-  c->left--;
-  return c->split;
+  return c->trial ? !c->split : c->split;
 }
 
-static int
-threads_compare_ns (const void *a, const void *b)
+/* Whether the steps timed so far of a trial (times 1) or a hold (times
+ * TT_THREADS_HOLD_PHASES) are enough. */
+static bool
+threads_phase_timed (const threads_choice * c, unsigned times)
 {
-  const uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-  return x < y ? -1 : x > y;
+  return c->timed >= times * TT_THREADS_PHASE_MIN &&
+      (c->timed_ns >= (uint64_t) times * TT_THREADS_PHASE_NS ||
+      c->timed >= times * TT_THREADS_PHASE_MAX);
 }
 
-static double
-threads_median (const uint64_t * ns, unsigned n)
-{
-  uint64_t sorted[TT_THREADS_TRIAL];
-  for (unsigned i = 0; i < n; i++)
-    sorted[i] = ns[i];
-  qsort (sorted, n, sizeof *sorted, threads_compare_ns);
-  return n % 2 ? (double) sorted[n / 2] :
-      ((double) sorted[n / 2 - 1] + (double) sorted[n / 2]) / 2;
-}
-
-/* A step of choice c took ns: timed, and at a trial's end, the choice. */
+/* A step of choice c took ns: the hold ends, or the trial decides. */
 static void
 threads_step_timed (threads_choice * c, uint64_t ns)
 {
+  c->ran++;
+  if (c->changed)
+    c->changed = false;         /* caches refill: not timed */
+  else {
+    c->timed++;
+    c->timed_ns += ns;
+  }
+  const double mean = c->timed ? (double) c->timed_ns / c->timed : 0;
   if (!c->trial) {
-    c->held_ns[c->held_steps++ % TT_THREADS_TRIAL] = ns;
-    return;
-  }
-  if (c->step++ == 0)
-    return;                     /* the change's step: caches refill */
-  c->trial_ns[c->step - 2] = ns;
-  if (c->step < TT_THREADS_TRIAL + 1)
-    return;
-  const unsigned held = c->held_steps < TT_THREADS_TRIAL ? c->held_steps :
-      TT_THREADS_TRIAL;
-  const double held_median = held ? threads_median (c->held_ns, held) : 0;
-  const double trial_median = threads_median (c->trial_ns, TT_THREADS_TRIAL);
-  const double split_ns = c->split ? held_median : trial_median;
-  const double inline_ns = c->split ? trial_median : held_median;
-  const bool split = held && split_ns < TT_THREADS_SPLIT_GAIN * inline_ns;
-  if (split == c->split) {
-    c->hold = c->hold * 4 < TT_THREADS_HOLD_MAX ? c->hold * 4 :
-        TT_THREADS_HOLD_MAX;
+    if (c->ran < c->hold || !threads_phase_timed (c, TT_THREADS_HOLD_PHASES))
+      return;
+    c->held_mean_ns = mean;
+    c->trial = c->changed = true;
   } else {
-    c->hold = TT_THREADS_HOLD_MIN;
-    c->held_steps = 0;
+    if (!threads_phase_timed (c, 1))
+      return;
+    const double split_ns = c->split ? c->held_mean_ns : mean;
+    const double inline_ns = c->split ? mean : c->held_mean_ns;
+    const bool split = split_ns < TT_THREADS_SPLIT_GAIN * inline_ns;
+    if (split == c->split) {
+      /* four times longer, up to TT_THREADS_HOLD_MAX_NS of its steps */
+      const double most = TT_THREADS_HOLD_MAX_NS / (c->held_mean_ns > 1 ?
+          c->held_mean_ns : 1);
+      c->hold = (double) c->hold * 4 < most ? c->hold * 4 :
+          most > TT_THREADS_HOLD_MIN ? (unsigned) most : TT_THREADS_HOLD_MIN;
+    } else {
+      c->hold = TT_THREADS_HOLD_MIN;
+    }
+    c->split = split;
+    c->trial = false;
+    c->changed = true;
   }
-  c->split = split;
-  c->left = c->hold;
-  c->trial = false;
+  c->ran = c->timed = 0;
+  c->timed_ns = 0;
 }
 
 void
