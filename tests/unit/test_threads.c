@@ -339,24 +339,24 @@ choice_steps (tt_threads * pool, choice_step * c, int steps, int held)
   return on_worker;
 }
 
-/* The pool splits its first steps (120 ms or 256 steps of them), then
- * tries the other way for at least 4 timed steps and 30 ms (or 64
- * steps), and holds the faster way for 64 steps or more (16 after a
- * change), again at least 120 ms or 256 steps. Parts that sleep 2 ms run
- * side by side on any machine, however loaded: a split step takes about
- * half an inline one, so the pool keeps splitting (steps 70 to 133 or
- * so; the test looks at 94 to 109). A part that sleeps 3 ms when a
- * worker runs it (a worker that lost its core) makes split steps slower
- * than inline ones, which take microseconds: the pool runs steps 106 to
- * 362 or so on the caller alone (the test looks at 184 to 199).
- * TT_THREADS_STEPS overrides both. */
+/* The pool splits its first 16 steps (and 30 ms or 64 steps), tries the
+ * other way for at least 4 timed steps and 30 ms (or 64 steps), then
+ * holds the faster way for 64 steps or more (16 after a change), and at
+ * least 120 ms or 256 steps. Parts that sleep 2 ms run side by side on
+ * any machine, however loaded: a split step takes about half an inline
+ * one, so the pool keeps splitting (steps 26 to 89 or so; the test looks
+ * at 50 to 65). A part that sleeps 3 ms when a worker runs it (a worker
+ * that lost its core) makes split steps slower than inline ones, which
+ * take microseconds: the pool runs steps 81 to 337 or so on the caller
+ * alone (the test looks at 184 to 199). TT_THREADS_STEPS overrides
+ * both. */
 static void
 test_step_choice (void)
 {
   tt_threads *pool;
   choice_step fast = {.caller = pthread_self (),.sleep_us = 2000 };
   CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
-  int on_worker = choice_steps (pool, &fast, 110, 16);
+  int on_worker = choice_steps (pool, &fast, 66, 16);
   CHECK (on_worker >= 12, "split steps were twice as fast, yet the worker "
       "ran a part in only %d of the 16 steps after the trial", on_worker);
   tt_threads_free (pool);

@@ -72,14 +72,14 @@
  * TT_THREADS_PHASE_NS (or TT_THREADS_PHASE_MAX steps) and
  * TT_THREADS_PHASE_MIN steps. Split wins only when it takes under
  * TT_THREADS_SPLIT_GAIN of inline (spinning workers cost a pipeline's
- * other threads a core: a tie goes to the caller alone). A choice holds
- * for TT_THREADS_HOLD_MIN steps and at least TT_THREADS_HOLD_PHASES
+ * other threads a core: a tie goes to the caller alone). The first
+ * hold splits, as long as a trial. Then a choice holds for
+ * TT_THREADS_HOLD_MIN steps and at least TT_THREADS_HOLD_PHASES
  * trials' worth of time (a trial then costs at most a fifth of the time
  * at first), four times longer each time a trial confirms it, up to
  * TT_THREADS_HOLD_MAX_NS of steps, so that trials take a few percent of
- * the time once settled. The first hold splits. Inline
- * runs the same parts in order, so results do not depend on the
- * choice. */
+ * the time once settled. Inline runs the same parts in order, so results
+ * do not depend on the choice. */
 #define TT_THREADS_PHASE_MIN 4u
 #define TT_THREADS_PHASE_MAX 64u
 #define TT_THREADS_PHASE_NS 30000000u
@@ -94,6 +94,7 @@ typedef struct
   bool split;                   /* the choice held */
   bool trial;                   /* a trial (of !split) runs */
   bool changed;                 /* the next step is the first of a way */
+  bool decided;                 /* a trial has decided once */
   unsigned hold;                /* the choice's length; 0: none made yet */
   unsigned ran;                 /* steps run of the hold or the trial */
   unsigned timed;               /* of which timed */
@@ -362,7 +363,11 @@ threads_step_timed (threads_choice * c, uint64_t ns)
   }
   const double mean = c->timed ? (double) c->timed_ns / c->timed : 0;
   if (!c->trial) {
-    if (c->ran < c->hold || !threads_phase_timed (c, TT_THREADS_HOLD_PHASES))
+    /* the first hold, split before anything is known, is as short as a
+     * trial: a short run (an evaluation pass) should not spend its
+     * time split where splitting does not pay */
+    if (c->ran < c->hold || !threads_phase_timed (c, c->decided ?
+            TT_THREADS_HOLD_PHASES : 1))
       return;
     c->held_mean_ns = mean;
     c->trial = c->changed = true;
@@ -383,7 +388,7 @@ threads_step_timed (threads_choice * c, uint64_t ns)
     }
     c->split = split;
     c->trial = false;
-    c->changed = true;
+    c->changed = c->decided = true;
   }
   c->ran = c->timed = 0;
   c->timed_ns = 0;
