@@ -10,10 +10,18 @@
  * 1x (docs/benchmarks.md, Threads): tests/bench/thread_speed.sh prints
  * it beside its tables so that each says which state it was taken in.
  *
+ * Then what data crossing between the cores costs: the worker reads 1 MB
+ * that the caller has just written, against 1 MB it wrote itself (the
+ * time of the worker's read alone, median of the rounds in which the
+ * worker, not the caller, ran it). The engine's layers that split along
+ * different axes move their activations between the cores each step.
+ *
  *   parallel-probe [ROUNDS]
  */
 #include "tt_internal.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -50,6 +58,70 @@ probe_part (void *arg, unsigned part, unsigned n_parts)
     j->a[set][i] += 1e-7f;
   tt_gemm (false, false, PROBE_M, PROBE_N, PROBE_K, 1.0f, j->a[set],
       PROBE_K, j->b[set], PROBE_N, 0.0f, j->c[set], PROBE_N);
+}
+
+static int probe_compare (const void *x, const void *y);
+
+#define CROSS_FLOATS (1u << 18)    /* 1 MB */
+
+/* the cross-core rounds: part 0 (the caller) or part 1 (the worker)
+ * writes buffer write_set (when write_by is its part), then part 1 reads
+ * buffer read_set when read is set, timing it */
+typedef struct
+{
+  float *buf[2];
+  int write_by, write_set, read_set;
+  pthread_t caller;
+  double read_us;               /* < 0: the caller ran the read */
+  volatile float sink;
+} cross_job;
+
+static void
+cross_part (void *arg, unsigned part, unsigned n_parts)
+{
+  (void) n_parts;
+  cross_job *j = arg;
+  if (j->write_by == (int) part) {
+    float *b = j->buf[j->write_set];
+    for (unsigned i = 0; i < CROSS_FLOATS; i++)
+      b[i] += 1.0f;
+  }
+  if (part == 1 && j->read_set >= 0) {
+    const float *b = j->buf[j->read_set];
+    const double t0 = probe_now_us ();
+    float s = 0;
+    for (unsigned i = 0; i < CROSS_FLOATS; i += 16)
+      s += b[i];
+    j->sink = s;
+    j->read_us = pthread_equal (pthread_self (), j->caller) ? -1 :
+        probe_now_us () - t0;
+  }
+}
+
+/* median read time of the worker over rounds: buffer 0 written by the
+ * caller (other) or buffer 1 by the worker itself (own) just before */
+static double
+cross_read_us (tt_threads * pool, cross_job * j, bool other, int rounds,
+    double *times)
+{
+  int n = 0;
+  for (int r = -10; r < rounds; r++) {
+    j->write_by = other ? 0 : 1;
+    j->write_set = other ? 0 : 1;
+    j->read_set = -1;
+    tt_threads_begin (pool, TT_THREADS_ALWAYS_SPLIT);
+    tt_threads_run_owned (pool, cross_part, j);
+    j->write_by = -1;
+    j->read_set = other ? 0 : 1;
+    tt_threads_run_owned (pool, cross_part, j);
+    tt_threads_end (pool);
+    if (r >= 0 && j->read_us >= 0)
+      times[n++] = j->read_us;
+  }
+  if (!n)
+    return -1;
+  qsort (times, n, sizeof *times, probe_compare);
+  return times[n / 2];
 }
 
 static int
@@ -104,6 +176,22 @@ main (int argc, char **argv)
   printf ("parallel probe: two independent %dx%dx%d products, 1 thread "
       "%.0f us, 2 threads %.0f us: %.2fx\n", PROBE_M, PROBE_N, PROBE_K, a, b,
       a / b);
+  cross_job cj = {.caller = pthread_self () };
+  cj.buf[0] = calloc (CROSS_FLOATS, sizeof (float));
+  cj.buf[1] = calloc (CROSS_FLOATS, sizeof (float));
+  if (!cj.buf[0] || !cj.buf[1])
+    return 1;
+  const double other = cross_read_us (pool, &cj, true, rounds, one);
+  const double own = cross_read_us (pool, &cj, false, rounds, two);
+  if (other > 0 && own > 0)
+    printf ("cross-core: the worker reads 1 MB the caller just wrote in "
+        "%.1f us, 1 MB it wrote itself in %.1f us: %.1fx\n", other, own,
+        other / own);
+  else
+    printf ("cross-core: the caller ran every read (no worker got a "
+        "core)\n");
+  free (cj.buf[0]);
+  free (cj.buf[1]);
   tt_threads_free (pool);
   for (int t = 0; t < 4; t++) {
     free (j.a[t]);
