@@ -62,7 +62,7 @@ probe_part (void *arg, unsigned part, unsigned n_parts)
 
 static int probe_compare (const void *x, const void *y);
 
-#define CROSS_FLOATS (1u << 18)    /* 1 MB */
+#define CROSS_FLOATS (1u << 18) /* 1 MB */
 
 /* the cross-core rounds: part 0 (the caller) or part 1 (the worker)
  * writes buffer write_set (when write_by is its part), then part 1 reads
