@@ -8,7 +8,9 @@
  * Then small cases computed by hand: normalization takes one min and max
  * over the whole batch (not per sample), standardization divides by
  * ||x - mean|| / N per sample, both together run normalization first, and
- * inputs without range give zeros (not NaN).
+ * inputs without range give zeros (not NaN). Bytes (uint8 inputs), which
+ * the engine normalizes while converting them, give the very floats that
+ * the same values given as floats do.
  *
  * The weights are read from the recorded BIN as its first W floats and
  * imported (tt_model_import_weights): what is tested here is the
@@ -20,6 +22,7 @@
 #include "tt_test.h"
 
 #include <math.h>
+#include <string.h>
 
 static const char *source_root = ".";
 
@@ -277,6 +280,52 @@ test_both (void)
   expect ("normalization = true\nstandardization = true", 2, in, want, "both");
 }
 
+/* bytes and the same values as floats: the same output, bit for bit */
+static void
+bytes_as_floats (const char *keys, uint32_t n, const uint8_t * bytes,
+    const char *what)
+{
+  tt_model *m = open_identity (keys, n);
+  if (!m)
+    return;
+  float values[6], from_floats[6];
+  for (uint32_t i = 0; i < n * 3; i++)
+    values[i] = bytes[i];
+  tt_error err;
+  tt_batch_result r;
+  const tt_dtype as_floats = TT_DTYPE_FLOAT32, as_bytes = TT_DTYPE_UINT8;
+  const void *in_floats[1] = { values }, *in_bytes[1] = { bytes };
+  tt_status st = tt_model_eval_batch (m, n, in_floats, &as_floats, NULL, &r,
+      &err);
+  CHECK (st == TT_OK, "%s: %s", what, err.message);
+  memcpy (from_floats, tt_model_output (m), n * 3 * sizeof (float));
+  st = tt_model_eval_batch (m, n, in_bytes, &as_bytes, NULL, &r, &err);
+  CHECK (st == TT_OK, "%s: %s", what, err.message);
+  const float *out = tt_model_output (m);
+  for (uint32_t i = 0; i < n * 3; i++)
+    CHECK (!memcmp (&out[i], &from_floats[i], sizeof (float)),
+        "%s: value %u is %.9g from bytes, %.9g from floats", what, i,
+        out[i], from_floats[i]);
+  tt_model_free (m);
+}
+
+static void
+test_bytes (void)
+{
+  const uint8_t spread[6] = { 7, 200, 13, 255, 0, 90 };
+  const uint8_t narrow[6] = { 101, 102, 103, 104, 105, 106 };
+  const uint8_t constant[6] = { 9, 9, 9, 9, 9, 9 };
+  const char *keys[] = { "normalization = true", "standardization = true",
+    "normalization = true\nstandardization = true", ""
+  };
+  for (int k = 0; k < 4; k++) {
+    bytes_as_floats (keys[k], 2, spread, keys[k]);
+    bytes_as_floats (keys[k], 2, narrow, keys[k]);
+    bytes_as_floats (keys[k], 2, constant, keys[k]);
+    bytes_as_floats (keys[k], 1, spread + 3, keys[k]);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -289,5 +338,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_standardization_per_sample);
   TT_TEST_RUN (test_standardization_constant);
   TT_TEST_RUN (test_both);
+  TT_TEST_RUN (test_bytes);
   return tt_test_summary ();
 }

@@ -462,7 +462,11 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
     if (!inputs[i])
       return tt_fail (err, TT_ERR_INVALID, "%s: input %u (%s) has no data",
           m->path, i, l->name);
-    if (type == TT_DTYPE_UINT8) {
+    l->p.input.normalized_at_feed = type == TT_DTYPE_UINT8 &&
+        l->p.input.normalization;
+    if (l->p.input.normalized_at_feed) {
+      tt_feed_bytes_normalized (inputs[i], count, dst);
+    } else if (type == TT_DTYPE_UINT8) {
       const uint8_t *src = inputs[i];
       for (size_t k = 0; k < count; k++)
         dst[k] = (float) src[k];

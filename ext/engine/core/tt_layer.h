@@ -366,6 +366,9 @@ typedef struct tt_layer {
   union {
     struct {
       bool normalization, standardization;
+      /* this batch's normalization was done by model_feed, converting
+       * bytes (tt_feed_bytes_normalized): the layer's forward skips it */
+      bool normalized_at_feed;
     } input;
     struct {
       uint32_t unit;
@@ -490,6 +493,11 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
+/* model_feed's conversion of an input layer's bytes when the layer
+ * normalizes (layers/layer_input.c): n bytes to n floats in [0, 1], the
+ * batch's minimum to 0 and maximum to 1, as the layer's forward would. */
+void tt_feed_bytes_normalized (const uint8_t * src, size_t n, float *dst);
+
 extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_conv2d_layer_ops, tt_conv1d_layer_ops, tt_pooling2d_layer_ops,
     tt_flatten_layer_ops,

@@ -117,14 +117,43 @@ input_standardize (float *x, size_t n)
     x[i] = (x[i] - mean) / s;
 }
 
+/* Bytes to floats normalized as input_normalize would normalize their
+ * float values, in one pass over the floats: the minimum and maximum
+ * are found among the bytes (a quarter of the data), and the floats
+ * written once (converting, then normalizing in place took 35 us of the
+ * MLP's step at batch 128 on 2 threads). Bit-identical: the same float
+ * operations on the same values. */
+TT_VECTOR_CLONES void
+tt_feed_bytes_normalized (const uint8_t * src, size_t n, float *dst)
+{
+  if (n == 0)
+    return;
+  uint8_t lo = src[0], hi = src[0];
+  for (size_t i = 0; i < n; i++) {
+    lo = src[i] < lo ? src[i] : lo;
+    hi = src[i] > hi ? src[i] : hi;
+  }
+  if (hi == lo) {
+    /* no range: all zeros, as nntrainer */
+    for (size_t i = 0; i < n; i++)
+      dst[i] = 0.0f;
+    return;
+  }
+  const float low = (float) lo, range = (float) hi - low;
+  for (size_t i = 0; i < n; i++)
+    dst[i] = ((float) src[i] - low) / range;
+}
+
 static void
 input_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  if (!l->p.input.normalization && !l->p.input.standardization)
+  const bool normalize = l->p.input.normalization &&
+      !l->p.input.normalized_at_feed;
+  if (!normalize && !l->p.input.standardization)
     return;
   float *x = tt_run_data (c, l->out[0]);
   const size_t per = tt_dims_count (l->out_dims[0]);
-  if (l->p.input.normalization)
+  if (normalize)
     input_normalize (x, per * c->batch);
   if (l->p.input.standardization)
     for (uint32_t b = 0; b < c->batch; b++)
