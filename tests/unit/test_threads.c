@@ -103,6 +103,45 @@ test_every_part_once (void)
   }
 }
 
+/* Up to 32 parts a job goes by blocks: on 2 threads, parts 0 and 1 of 4
+ * on the caller, 2 and 3 on the worker, when the worker is there to take
+ * them (parts that sleep 2 ms let both run on a loaded machine); the
+ * caller takes the worker's parts only when it is late, from the last. */
+typedef struct
+{
+  pthread_t caller;
+  int on_caller[4];
+} block_state;
+
+static void
+block_part (void *arg, unsigned part, unsigned n_parts)
+{
+  (void) n_parts;
+  block_state *b = arg;
+  b->on_caller[part] = pthread_equal (pthread_self (), b->caller);
+  usleep (2000);
+}
+
+static void
+test_blocks (void)
+{
+  tt_threads *pool;
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  int by_blocks = 0, caller_own = 0;
+  for (int round = 0; round < 20; round++) {
+    block_state b = {.caller = pthread_self () };
+    tt_threads_begin (pool, TT_THREADS_ALWAYS_SPLIT);
+    tt_threads_run (pool, block_part, &b, 4);
+    tt_threads_end (pool);
+    caller_own += b.on_caller[0] && b.on_caller[1];
+    by_blocks += b.on_caller[0] && b.on_caller[1] && !b.on_caller[2] &&
+        !b.on_caller[3];
+  }
+  CHECK (by_blocks >= 10, "the parts went by blocks in %d of 20 rounds "
+      "(the caller ran its own block in %d)", by_blocks, caller_own);
+  tt_threads_free (pool);
+}
+
 /* a job after the workers went to sleep (past their spin) still runs */
 static void
 test_after_sleep (void)
@@ -475,6 +514,7 @@ main (int argc, char **argv)
     snprintf (root, sizeof root, "%s", argv[1]);
   TT_TEST_RUN (test_every_part_once);
   TT_TEST_RUN (test_after_sleep);
+  TT_TEST_RUN (test_blocks);
   TT_TEST_RUN (test_ranges);
   TT_TEST_RUN (test_model_threads);
   TT_TEST_RUN (test_owned);

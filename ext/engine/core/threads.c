@@ -15,7 +15,10 @@
  * after every part of the previous job is done, so a successful claim
  * always pairs with the fields it read; they are atomics because a late
  * thread may read them while they change (it then fails its claim and
- * discards them). An owned job (tt_threads_run_owned) marks its
+ * discards them). A job of up to 32 parts is affine: its next-part
+ * field holds THREADS_AFFINE, its parts are claimed by bits in
+ * owned_claims, and thread t takes those of its own block first. An
+ * owned job (tt_threads_run_owned) marks its
  * next-part field THREADS_OWNED; worker i claims its part i in
  * owned_claims, a bit per part beside the job's generation, and the
  * caller, done with part 0, claims and runs those no worker has started
@@ -206,12 +209,16 @@ threads_work (tt_threads * p, uint64_t s)
 
 /* The next part of an owned job (tt_threads_run_owned): beyond every
  * part, so that nobody claims one (a dynamic job has at most
- * TT_THREADS_MAX_PARTS, one less), and the mark of such a job in the
+ * TT_THREADS_MAX_PARTS, two less), and the mark of such a job in the
  * state word, which a worker reads with the generation: a worker late
  * from a dynamic job can never take the next, owned one for its own. */
 #define THREADS_OWNED 0xffffu
-/* threads of a pool whose owned jobs keep part i on thread i (the low 32
- * bits of owned_claims) */
+/* the mark of an affine job: parts claimed by bits as an owned job's,
+ * thread t first taking those of its own block (threads_block), then any
+ * left, from the last */
+#define THREADS_AFFINE 0xfffeu
+/* parts of a job claimed by bits (the low 32 bits of owned_claims): of
+ * an owned job, threads of the pool; of an affine job, parts */
 #define THREADS_OWNED_MAX 32
 
 /* Claims part index of the owned job of state s, unless it was claimed
@@ -228,6 +235,41 @@ threads_claim_owned (tt_threads * p, uint64_t s, unsigned index)
             memory_order_acq_rel, memory_order_acquire))
       return true;
   }
+}
+
+/* Thread t's block of an affine job's n parts, [*lo, *hi): contiguous,
+ * in thread order, as tt_threads_range splits them. */
+static void
+threads_block (unsigned t, unsigned threads, unsigned n, unsigned *lo,
+    unsigned *hi)
+{
+  size_t b, e;
+  tt_threads_range (n, 1, t, threads, &b, &e);
+  *lo = (unsigned) b;
+  *hi = (unsigned) e;
+}
+
+/* The parts of the affine job of state s that thread t claims: those of
+ * its block in order, then, when it is done, those of the others' that
+ * nobody has started, from the last (the one its owner reaches last). */
+static void
+threads_work_affine (tt_threads * p, uint64_t s, unsigned t)
+{
+  const unsigned n = (unsigned) (s >> 16 & 0xffff);
+  unsigned lo, hi;
+  threads_block (t, p->n, n, &lo, &hi);
+  tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
+  void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
+  for (unsigned k = lo; k < hi; k++)
+    if (threads_claim_owned (p, s, k)) {
+      fn (arg, k, n);
+      threads_part_done (p, n);
+    }
+  for (unsigned k = n; k-- > 0;)
+    if ((k < lo || k >= hi) && threads_claim_owned (p, s, k)) {
+      fn (arg, k, n);
+      threads_part_done (p, n);
+    }
 }
 
 /* Part index of the owned job of state s, when this thread claims it:
@@ -284,6 +326,8 @@ threads_worker (void *arg)
     seen = (uint32_t) (s >> 32);
     if ((s & 0xffff) == THREADS_OWNED)
       threads_work_owned (p, s, self->index);
+    else if ((s & 0xffff) == THREADS_AFFINE)
+      threads_work_affine (p, s, self->index);
     else
       threads_work (p, s);
   }
@@ -512,12 +556,21 @@ tt_threads_count (const tt_threads * p)
   return p ? p->n : 1;
 }
 
+/* How a job's parts go to threads */
+typedef enum
+{
+  THREADS_JOB_DYNAMIC,          /* claimed in order by whoever is free */
+  THREADS_JOB_AFFINE,           /* each thread its block first */
+  THREADS_JOB_OWNED,            /* part i on thread i, or the caller */
+} threads_job_kind;
+
 /* Runs a job of n_parts on the pool; owned: part i on thread i (n_parts
- * is then the thread count), else parts claimed by whoever is free. */
+ * is then the thread count). */
 static void
 threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
-    bool owned)
+    threads_job_kind kind)
 {
+  const bool owned = kind == THREADS_JOB_OWNED;
   if (!p || n_parts <= 1 || n_parts > TT_THREADS_MAX_PARTS ||
       atomic_exchange (&p->busy, 1)) {
     for (unsigned k = 0; k < n_parts; k++)
@@ -536,9 +589,11 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
   atomic_store_explicit (&p->done, 0, memory_order_relaxed);
   const uint64_t gen = (atomic_load_explicit (&p->state,
           memory_order_relaxed) >> 32) + 1;
+  const unsigned mark = owned ? THREADS_OWNED :
+      kind == THREADS_JOB_AFFINE ? THREADS_AFFINE : 0;
   const uint64_t s = (gen & 0xffffffffu) << 32 | (uint64_t) n_parts << 16 |
-      (owned ? THREADS_OWNED : 0);
-  if (owned)
+      mark;
+  if (kind != THREADS_JOB_DYNAMIC)
     atomic_store (&p->owned_claims, (gen & 0xffffffffu) << 32);
   atomic_store (&p->state, s);
   if (atomic_load (&p->sleepers)) {
@@ -553,6 +608,8 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
         fn (arg, i, n_parts);
         threads_part_done (p, n_parts);
       }
+  } else if (kind == THREADS_JOB_AFFINE) {
+    threads_work_affine (p, s, 0);
   } else {
     threads_work (p, s);
   }
@@ -576,7 +633,12 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
 void
 tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
 {
-  threads_job (p, fn, arg, n_parts, false);
+  /* by blocks when a bit a part fits: a layer's consecutive jobs split
+   * the same way (its samples, its planes) then keep each block's data on
+   * one core; on the 2-core machine in its slow state the CNN at batch 32
+   * trained 5-10% faster on 2 threads (4 alternating rounds) */
+  threads_job (p, fn, arg, n_parts, n_parts <= THREADS_OWNED_MAX ?
+      THREADS_JOB_AFFINE : THREADS_JOB_DYNAMIC);
 }
 
 void
@@ -585,7 +647,8 @@ tt_threads_run_owned (tt_threads * p, tt_threads_fn fn, void *arg)
   /* a claim bit a part (owned_claims): beyond, parts are claimed by
    * whoever is free, as in any job */
   const unsigned n = tt_threads_count (p);
-  threads_job (p, fn, arg, n, n <= THREADS_OWNED_MAX);
+  threads_job (p, fn, arg, n, n <= THREADS_OWNED_MAX ? THREADS_JOB_OWNED :
+      THREADS_JOB_DYNAMIC);
 }
 
 void

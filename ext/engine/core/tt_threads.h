@@ -6,8 +6,13 @@
  *
  * A pool of n threads is n - 1 workers plus the caller. A job is
  * fn (arg, part, n_parts) for every part in [0, n_parts): the caller and
- * the workers claim parts one at a time (whoever is free takes the next),
- * and tt_threads_run returns when every part is done. Which thread runs a
+ * the workers claim parts one at a time, and tt_threads_run returns when
+ * every part is done. Up to 32 parts, thread t first takes the parts of
+ * its own block (the t-th of n contiguous blocks, as tt_threads_range
+ * cuts them), then, done with those, the ones nobody has started, from
+ * the last: consecutive jobs split the same way keep each block's data
+ * in one core's cache, and a thread that lost its core leaves its parts
+ * to the others. Beyond 32, whoever is free takes the next part. Which thread runs a
  * part is left to timing, so a part must depend on nothing but its
  * number: results are deterministic when n_parts and each part's range
  * are functions of the problem and the thread count (tt_threads_parts,
@@ -47,7 +52,7 @@
 
 #define TT_THREADS_MAX 64
 /* parts of one job (more run inline, on the caller alone) */
-#define TT_THREADS_MAX_PARTS 65534
+#define TT_THREADS_MAX_PARTS 65533
 
 typedef struct tt_threads tt_threads;
 typedef void (*tt_threads_fn) (void *arg, unsigned part, unsigned n_parts);
