@@ -636,7 +636,7 @@ tt_threads_run (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts)
   /* by blocks when a bit a part fits: a layer's consecutive jobs split
    * the same way (its samples, its planes) then keep each block's data on
    * one core; on the 2-core machine in its slow state the CNN at batch 32
-   * trained 5-10% faster on 2 threads (4 alternating rounds) */
+   * trained 2-13% faster on 2 threads (each of 8 alternating rounds) */
   threads_job (p, fn, arg, n_parts, n_parts <= THREADS_OWNED_MAX ?
       THREADS_JOB_AFFINE : THREADS_JOB_DYNAMIC);
 }
