@@ -103,25 +103,34 @@ test_every_part_once (void)
   }
 }
 
+/* Parts that count where they ran (test_blocks, test_step_choice): each
+ * sleeps sleep_us, and worker_sleep_us more when a worker runs it;
+ * on_worker counts each part's runs on a worker. */
+typedef struct
+{
+  pthread_t caller;
+  int sleep_us;
+  int worker_sleep_us;
+  int on_worker[4];
+} choice_step;
+
+static void
+choice_part (void *arg, unsigned part, unsigned n_parts)
+{
+  (void) n_parts;
+  choice_step *c = arg;
+  const bool worker = !pthread_equal (pthread_self (), c->caller);
+  c->on_worker[part] += worker;
+  if (c->sleep_us)
+    usleep ((useconds_t) c->sleep_us);
+  if (worker && c->worker_sleep_us)
+    usleep ((useconds_t) c->worker_sleep_us);
+}
+
 /* Up to 32 parts a job goes by blocks: on 2 threads, parts 0 and 1 of 4
  * on the caller, 2 and 3 on the worker, when the worker is there to take
  * them (parts that sleep 2 ms let both run on a loaded machine); the
  * caller takes the worker's parts only when it is late, from the last. */
-typedef struct
-{
-  pthread_t caller;
-  int on_caller[4];
-} block_state;
-
-static void
-block_part (void *arg, unsigned part, unsigned n_parts)
-{
-  (void) n_parts;
-  block_state *b = arg;
-  b->on_caller[part] = pthread_equal (pthread_self (), b->caller);
-  usleep (2000);
-}
-
 static void
 test_blocks (void)
 {
@@ -129,13 +138,13 @@ test_blocks (void)
   CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
   int by_blocks = 0, caller_own = 0;
   for (int round = 0; round < 20; round++) {
-    block_state b = {.caller = pthread_self () };
+    choice_step c = {.caller = pthread_self (),.sleep_us = 2000 };
     tt_threads_begin (pool, TT_THREADS_ALWAYS_SPLIT);
-    tt_threads_run (pool, block_part, &b, 4);
+    tt_threads_run (pool, choice_part, &c, 4);
     tt_threads_end (pool);
-    caller_own += b.on_caller[0] && b.on_caller[1];
-    by_blocks += b.on_caller[0] && b.on_caller[1] && !b.on_caller[2] &&
-        !b.on_caller[3];
+    const bool own = !c.on_worker[0] && !c.on_worker[1];
+    caller_own += own;
+    by_blocks += own && c.on_worker[2] && c.on_worker[3];
   }
   CHECK (by_blocks >= 10, "the parts went by blocks in %d of 20 rounds "
       "(the caller ran its own block in %d)", by_blocks, caller_own);
@@ -339,28 +348,7 @@ test_placement (void)
 #endif
 
 /* The pool's choice between its workers and the caller alone, step by
- * step (tt_threads_begin with a kind). */
-typedef struct
-{
-  pthread_t caller;
-  int sleep_us;                 /* each part sleeps this long */
-  int worker_sleep_us;          /* a part a worker runs sleeps this long */
-  int on_worker[2];             /* parts a worker ran */
-} choice_step;
-
-static void
-choice_part (void *arg, unsigned part, unsigned n_parts)
-{
-  (void) n_parts;
-  choice_step *c = arg;
-  const bool worker = !pthread_equal (pthread_self (), c->caller);
-  c->on_worker[part] += worker;
-  if (c->sleep_us)
-    usleep ((useconds_t) c->sleep_us);
-  if (worker && c->worker_sleep_us)
-    usleep ((useconds_t) c->worker_sleep_us);
-}
-
+ * step (tt_threads_begin with a kind), with choice_part's parts. */
 /* steps of kind 1 with one owned job each; returns the steps of the last
  * held that a worker had a part of */
 static int

@@ -150,7 +150,6 @@ struct tt_threads
   unsigned step_kind;
   uint64_t step_start;
   bool step_inline;             /* jobs run on the caller alone */
-  bool step_split;              /* a split step: timed for its trial */
   bool step_had_job;            /* the last split step ran a split job */
   atomic_uint step_seq;         /* a split step began: workers wake */
   uint64_t steps_split, steps_inline;   /* steps begun each way */
@@ -237,6 +236,18 @@ threads_claim_owned (tt_threads * p, uint64_t s, unsigned index)
   }
 }
 
+/* Part k of the job of state s (fn, arg, n parts), if this thread
+ * claims it. */
+static void
+threads_run_claimed (tt_threads * p, uint64_t s, unsigned k,
+    tt_threads_fn fn, void *arg, unsigned n)
+{
+  if (threads_claim_owned (p, s, k)) {
+    fn (arg, k, n);
+    threads_part_done (p, n);
+  }
+}
+
 /* Thread t's block of an affine job's n parts, [*lo, *hi): contiguous,
  * in thread order, as tt_threads_range splits them. */
 static void
@@ -251,7 +262,9 @@ threads_block (unsigned t, unsigned threads, unsigned n, unsigned *lo,
 
 /* The parts of the affine job of state s that thread t claims: those of
  * its block in order, then, when it is done, those of the others' that
- * nobody has started, from the last (the one its owner reaches last). */
+ * nobody has started, from the last (the one its owner reaches last).
+ * The caller of an owned job (n parts for n threads) runs it too: its
+ * part 0, then those no worker has started. */
 static void
 threads_work_affine (tt_threads * p, uint64_t s, unsigned t)
 {
@@ -261,15 +274,10 @@ threads_work_affine (tt_threads * p, uint64_t s, unsigned t)
   tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
   void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
   for (unsigned k = lo; k < hi; k++)
-    if (threads_claim_owned (p, s, k)) {
-      fn (arg, k, n);
-      threads_part_done (p, n);
-    }
+    threads_run_claimed (p, s, k, fn, arg, n);
   for (unsigned k = n; k-- > 0;)
-    if ((k < lo || k >= hi) && threads_claim_owned (p, s, k)) {
-      fn (arg, k, n);
-      threads_part_done (p, n);
-    }
+    if (k < lo || k >= hi)
+      threads_run_claimed (p, s, k, fn, arg, n);
 }
 
 /* Part index of the owned job of state s, when this thread claims it:
@@ -279,12 +287,10 @@ static void
 threads_work_owned (tt_threads * p, uint64_t s, unsigned index)
 {
   const unsigned n = (unsigned) (s >> 16 & 0xffff);
-  if (index >= n || !threads_claim_owned (p, s, index))
-    return;
-  tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
-  void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
-  fn (arg, index, n);
-  threads_part_done (p, n);
+  if (index < n)
+    threads_run_claimed (p, s, index, atomic_load_explicit (&p->fn,
+            memory_order_relaxed), atomic_load_explicit (&p->arg,
+            memory_order_relaxed), n);
 }
 
 static void *
@@ -444,11 +450,16 @@ tt_threads_begin (tt_threads * p, unsigned kind)
   if (!p)
     return;
   p->step_start = threads_now_ns ();
-  p->step_kind = kind < TT_THREADS_STEP_KINDS ? kind : 0;
-  p->step_split = kind == TT_THREADS_ALWAYS_SPLIT || p->forced > 0 ||
-      (!p->forced && threads_choose (&p->choice[p->step_kind]));
-  p->step_inline = !p->step_split;
-  if (!p->step_split) {
+  p->step_kind = kind < TT_THREADS_STEP_KINDS ? kind : TT_THREADS_ALWAYS_SPLIT;
+  bool split;
+  if (p->step_kind == TT_THREADS_ALWAYS_SPLIT || p->forced > 0)
+    split = true;
+  else if (p->forced < 0)
+    split = false;
+  else
+    split = threads_choose (&p->choice[p->step_kind]);
+  p->step_inline = !split;
+  if (p->step_inline) {
     p->steps_inline++;
     return;                     /* the workers sleep: nothing to wake */
   }
@@ -570,7 +581,6 @@ static void
 threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
     threads_job_kind kind)
 {
-  const bool owned = kind == THREADS_JOB_OWNED;
   if (!p || n_parts <= 1 || n_parts > TT_THREADS_MAX_PARTS ||
       atomic_exchange (&p->busy, 1)) {
     for (unsigned k = 0; k < n_parts; k++)
@@ -589,7 +599,7 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
   atomic_store_explicit (&p->done, 0, memory_order_relaxed);
   const uint64_t gen = (atomic_load_explicit (&p->state,
           memory_order_relaxed) >> 32) + 1;
-  const unsigned mark = owned ? THREADS_OWNED :
+  const unsigned mark = kind == THREADS_JOB_OWNED ? THREADS_OWNED :
       kind == THREADS_JOB_AFFINE ? THREADS_AFFINE : 0;
   const uint64_t s = (gen & 0xffffffffu) << 32 | (uint64_t) n_parts << 16 |
       mark;
@@ -601,18 +611,10 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
     pthread_cond_broadcast (&p->wake);
     pthread_mutex_unlock (&p->lock);
   }
-  if (owned) {
-    /* its own part, then any no worker has started */
-    for (unsigned i = 0; i < n_parts; i++)
-      if (threads_claim_owned (p, s, i)) {
-        fn (arg, i, n_parts);
-        threads_part_done (p, n_parts);
-      }
-  } else if (kind == THREADS_JOB_AFFINE) {
-    threads_work_affine (p, s, 0);
-  } else {
+  if (kind == THREADS_JOB_DYNAMIC)
     threads_work (p, s);
-  }
+  else
+    threads_work_affine (p, s, 0);
   const uint64_t t0 = threads_now_ns ();
   for (unsigned i = 1; atomic_load_explicit (&p->done,
           memory_order_acquire) != n_parts; i++) {
