@@ -60,13 +60,26 @@ probe_part (void *arg, unsigned part, unsigned n_parts)
       PROBE_K, j->b[set], PROBE_N, 0.0f, j->c[set], PROBE_N);
 }
 
-static int probe_compare (const void *x, const void *y);
+static int
+probe_compare (const void *x, const void *y)
+{
+  const double a = *(const double *) x, b = *(const double *) y;
+  return a < b ? -1 : a > b;
+}
+
+/* the median of n times (sorted in place) */
+static double
+probe_median (double *times, int n)
+{
+  qsort (times, n, sizeof *times, probe_compare);
+  return times[n / 2];
+}
 
 #define CROSS_FLOATS (1u << 18) /* 1 MB */
 
-/* the cross-core rounds: part 0 (the caller) or part 1 (the worker)
- * writes buffer write_set (when write_by is its part), then part 1 reads
- * buffer read_set when read is set, timing it */
+/* the cross-core rounds: part write_by (0 the caller, 1 the worker; -1
+ * none) writes buffer write_set, then part 1 reads buffer read_set (-1:
+ * none), timing it */
 typedef struct
 {
   float *buf[2];
@@ -120,16 +133,9 @@ cross_read_us (tt_threads * pool, cross_job * j, bool other, int rounds,
   }
   if (!n)
     return -1;
-  qsort (times, n, sizeof *times, probe_compare);
-  return times[n / 2];
+  return probe_median (times, n);
 }
 
-static int
-probe_compare (const void *x, const void *y)
-{
-  const double a = *(const double *) x, b = *(const double *) y;
-  return a < b ? -1 : a > b;
-}
 
 int
 main (int argc, char **argv)
@@ -170,9 +176,7 @@ main (int argc, char **argv)
       two[r] = split;
     }
   }
-  qsort (one, rounds, sizeof *one, probe_compare);
-  qsort (two, rounds, sizeof *two, probe_compare);
-  const double a = one[rounds / 2], b = two[rounds / 2];
+  const double a = probe_median (one, rounds), b = probe_median (two, rounds);
   printf ("parallel probe: two independent %dx%dx%d products, 1 thread "
       "%.0f us, 2 threads %.0f us: %.2fx\n", PROBE_M, PROBE_N, PROBE_K, a, b,
       a / b);
