@@ -3,7 +3,8 @@
  * A training step makes no heap allocation: every tensor lives in the pool
  * allocated by compile. This program replaces malloc and friends with
  * counting wrappers around glibc's own allocator and asserts that N
- * training and evaluation steps of the MLP and the CNN allocate nothing.
+ * training and evaluation steps of the MLP and the CNN allocate nothing,
+ * profiled (tt_model_set_profiling) or not.
  * (Not built with sanitizers, which own malloc themselves.)
  *
  * usage: test_no_alloc SOURCE_ROOT
@@ -70,7 +71,8 @@ free (void *p)
 }
 
 static void
-no_alloc_model (const char *root, const char *name, unsigned threads)
+no_alloc_model (const char *root, const char *name, unsigned threads,
+    bool profile)
 {
   char path[1024];
   tt_error err;
@@ -82,6 +84,8 @@ no_alloc_model (const char *root, const char *name, unsigned threads)
   /* engine threads: their jobs must allocate nothing either (the
    * workers start at compile) */
   CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s", err.message);
+  /* the counters are made at compile, not at a step */
+  CHECK (tt_model_set_profiling (m, profile, &err) == TT_OK, "%s", err.message);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {
@@ -109,10 +113,11 @@ no_alloc_model (const char *root, const char *name, unsigned threads)
     tt_model_eval_batch (m, batch, in, &u8, t, &r, &err);
   }
   counting = 0;
-  CHECK (allocations == 0, "%s on %u threads: %ld heap allocations in 60 "
-      "steps", name, threads, allocations);
-  printf ("%s on %u threads: %ld allocations in 60 steps\n", name, threads,
-      allocations);
+  const char *how = profile ? ", profiled" : "";
+  CHECK (allocations == 0, "%s on %u threads%s: %ld heap allocations in 60 "
+      "steps", name, threads, how, allocations);
+  printf ("%s on %u threads%s: %ld allocations in 60 steps\n", name, threads,
+      how, allocations);
   __libc_free (x);
   __libc_free (t);
   tt_model_free (m);
@@ -136,27 +141,34 @@ test_counter_sees_allocations (void)
 static void
 test_mlp (void)
 {
-  no_alloc_model (na_root, "fmnist_mlp.ini", 1);
-  no_alloc_model (na_root, "fmnist_mlp.ini", 2);
+  no_alloc_model (na_root, "fmnist_mlp.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_mlp.ini", 2, false);
 }
 
 static void
 test_cnn (void)
 {
-  no_alloc_model (na_root, "fmnist_cnn.ini", 1);
-  no_alloc_model (na_root, "fmnist_cnn.ini", 2);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
 }
 
 static void
 test_lstm (void)
 {
-  no_alloc_model (na_root, "sensor_lstm.ini", 1);
+  no_alloc_model (na_root, "sensor_lstm.ini", 1, false);
 }
 
 static void
 test_gru (void)
 {
-  no_alloc_model (na_root, "sensor_gru.ini", 1);
+  no_alloc_model (na_root, "sensor_gru.ini", 1, false);
+}
+
+static void
+test_profiled (void)
+{
+  no_alloc_model (na_root, "fmnist_cnn.ini", 1, true);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 2, true);
 }
 
 int
@@ -172,5 +184,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_cnn);
   TT_TEST_RUN (test_lstm);
   TT_TEST_RUN (test_gru);
+  TT_TEST_RUN (test_profiled);
   return tt_test_summary ();
 }

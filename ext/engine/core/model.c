@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TT_DEFAULT_SEED 0x5eedULL
@@ -82,6 +83,7 @@ tt_model_free (tt_model * m)
   free (m->save_best_path);
   free (m->memory_swap_path);
   free (m->remat);
+  free (m->profile);
   if (m->swap_fd >= 0)
     close (m->swap_fd);
   for (uint32_t i = 0; i < m->n_backbone_dicts; i++)
@@ -281,6 +283,132 @@ tt_model_has_stored_plan (const tt_model * m)
   return m->stored_plan;
 }
 
+/* ---- profiling -------------------------------------------------------- */
+
+static uint64_t
+model_now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* Zeroes the counters; once the graph is built (the layer count final),
+ * allocates them first: compile calls it when profiling was asked for
+ * before, so no step ever allocates. */
+static tt_status
+model_profile_reset (tt_model * m, tt_error * err)
+{
+  m->profile_steps = m->profile_step_ns = 0;
+  if (!m->profile && !(m->profile = calloc (m->n_layers, sizeof *m->profile)))
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory for the profile "
+        "of %u layers", m->path, m->n_layers);
+  memset (m->profile, 0, m->n_layers * sizeof *m->profile);
+  return TT_OK;
+}
+
+tt_status
+tt_model_set_profiling (tt_model * m, bool on, tt_error * err)
+{
+  if (on && m->compiled) {
+    tt_status st = model_profile_reset (m, err);
+    if (st)
+      return st;
+  } else if (on) {
+    m->profile_steps = m->profile_step_ns = 0;
+  }
+  m->profiling = on;
+  return TT_OK;
+}
+
+uint32_t
+tt_model_num_layers (const tt_model * m)
+{
+  return m->compiled ? m->n_layers : 0;
+}
+
+/* the counters exist: compiled, and profiling turned on since */
+static tt_status
+model_profile_readable (const tt_model * m)
+{
+  if (!m->compiled)
+    return TT_ERR_INVALID;
+  return m->profile ? TT_OK : TT_ERR_STATE;
+}
+
+tt_status
+tt_model_layer_profile (const tt_model * m, uint32_t index,
+    tt_layer_profile * out)
+{
+  memset (out, 0, sizeof *out);
+  tt_status st = model_profile_readable (m);
+  if (!st && index >= m->n_layers)
+    st = TT_ERR_INVALID;
+  if (st)
+    return st;
+  const int id = m->exec[index];
+  const tt_layer *l = &m->layers[id];
+  const tt_layer_time *t = &m->profile[id];
+  out->name = l->name;
+  out->type = l->ops->type;
+  out->calls = t->calls;
+  out->forward_ns = t->forward_ns;
+  out->backward_ns = t->backward_ns;
+  out->update_ns = t->update_ns;
+  return TT_OK;
+}
+
+tt_status
+tt_model_profile (const tt_model * m, tt_profile * out)
+{
+  memset (out, 0, sizeof *out);
+  tt_status st = model_profile_readable (m);
+  if (st)
+    return st;
+  out->steps = m->profile_steps;
+  out->step_ns = m->profile_step_ns;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    const tt_layer_time *t = &m->profile[i];
+    out->layer_ns += t->forward_ns + t->backward_ns + t->update_ns;
+  }
+  /* the layers' times lie inside the steps', but each is read off the
+   * clock apart: never let rounding make the rest negative */
+  out->other_ns = out->step_ns > out->layer_ns ?
+      out->step_ns - out->layer_ns : 0;
+  return TT_OK;
+}
+
+/* A public step's start: its time counts when its forward pass began
+ * (model_profile_end), so the steps and the layers' calls agree. */
+typedef struct
+{
+  uint64_t t0, steps;
+} model_profile_mark;
+
+static model_profile_mark
+model_profile_begin (const tt_model * m)
+{
+  model_profile_mark k = { 0, m->profile_steps };
+  if (m->profiling)
+    k.t0 = model_now_ns ();
+  return k;
+}
+
+static void
+model_profile_end (tt_model * m, model_profile_mark k)
+{
+  if (m->profiling && m->profile_steps != k.steps)
+    m->profile_step_ns += model_now_ns () - k.t0;
+}
+
+static uint64_t
+model_forward_timed (const tt_run_ctx * c, tt_layer * l)
+{
+  const uint64_t t0 = model_now_ns ();
+  l->ops->forward (c, l);
+  return model_now_ns () - t0;
+}
+
 static int
 model_by_creation (const void *a, const void *b, void *layers)
 {
@@ -310,6 +438,8 @@ tt_model_compile (tt_model * m, tt_error * err)
       tt_plan_build (m, err);
   if (st || (st = tt_tensors_bind (m, err)) || (st = tt_swap_open (m, err))
       || (st = model_make_threads (m, err)))
+    return st;
+  if (m->profiling && (st = model_profile_reset (m, err)))
     return st;
   tt_rng_seed (&m->rng, m->seed);
   m->compiled = true;
@@ -508,9 +638,17 @@ model_forward (tt_model * m, bool training, tt_error * err)
   m->run.training = training;
   const tt_run_ctx *c = &m->run;
   const bool swap = training && m->plan.swapped;
+  tt_layer_time *const prof = m->profiling ? m->profile : NULL;
+  if (prof)
+    m->profile_steps++;
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *l = &m->layers[m->exec[i]];
-    l->ops->forward (c, l);
+    if (prof) {
+      prof[m->exec[i]].forward_ns += model_forward_timed (c, l);
+      prof[m->exec[i]].calls++;
+    } else {
+      l->ops->forward (c, l);
+    }
     tt_status st;
     if (swap && (st = tt_swap_out (m, m->exec[i], err)))
       return st;
@@ -707,13 +845,19 @@ model_instance (tt_model * m, const tt_remat * g, uint32_t k, bool after)
       (float *) ((char *) m->pool + m->tensors[t].offset);
 }
 
+/* Profiled, a rerun is its layer's forward time (it is forward work,
+ * whatever phase asks for it), not a call: calls count steps. */
 static void
 model_rerun_forward (tt_model * m, const tt_remat * g, uint32_t writers)
 {
+  tt_layer_time *const prof = m->profiling ? m->profile : NULL;
   m->run.recompute = true;
   for (uint32_t w = 0; w < writers; w++) {
     tt_layer *l = &m->layers[g->writers[w]];
-    l->ops->forward (&m->run, l);
+    if (prof)
+      prof[g->writers[w]].forward_ns += model_forward_timed (&m->run, l);
+    else
+      l->ops->forward (&m->run, l);
   }
   m->run.recompute = false;
 }
@@ -766,6 +910,51 @@ model_unbind_dropped (tt_model * m)
   }
 }
 
+/* l's backward phases in nntrainer's order (calc_gradient, then
+ * calc_derivative), but with update as you go calc_derivative first: it
+ * reads the weights, which that calc_gradient updates */
+static void
+model_layer_backward (const tt_run_ctx * c, tt_layer * l)
+{
+  bool trainable = false;
+  for (uint32_t k = 0; k < l->n_weights; k++)
+    trainable |= l->weights[k].grad >= 0;
+  const bool derive = l->needs_derivative && l->ops->calc_derivative;
+  if (derive && l->update_in_gradient)
+    l->ops->calc_derivative (c, l);
+  if (trainable && l->ops->calc_gradient)
+    l->ops->calc_gradient (c, l);
+  if (derive && !l->update_in_gradient)
+    l->ops->calc_derivative (c, l);
+}
+
+/* A layer with nothing to update (no weights, frozen, or every gradient
+ * applied chunk by chunk in calc_gradient) reads no clock: its update
+ * time stays 0 rather than the clock's own cost. */
+static void
+model_apply_layer_timed (tt_model * m, tt_layer * l, tt_layer_time * t)
+{
+  bool any = false;
+  for (uint32_t k = 0; k < l->n_weights; k++)
+    any |= l->weights[k].grad >= 0 && !l->weights[k].chunk_rows;
+  if (!any)
+    return;
+  const uint64_t t0 = model_now_ns ();
+  model_apply_layer (m, l);
+  t->update_ns += model_now_ns () - t0;
+}
+
+static void
+model_layer_backward_timed (tt_model * m, tt_layer * l, bool update,
+    tt_layer_time * t)
+{
+  const uint64_t t0 = model_now_ns ();
+  model_layer_backward (&m->run, l);
+  t->backward_ns += model_now_ns () - t0;
+  if (update)
+    model_apply_layer_timed (m, l, t);
+}
+
 /* apply: update the weights, each layer's right after its gradients
  * (their memory may then serve later layers), a chunked gradient's chunk
  * by chunk as calc_gradient computes them (update as you go, after
@@ -777,6 +966,7 @@ model_backward (tt_model * m, bool apply, tt_error * err)
 {
   tt_run_ctx *c = &m->run;
   const bool defer = m->clip_grad_norm > 0;
+  tt_layer_time *const prof = m->profiling ? m->profile : NULL;
   c->apply_chunk = apply ? model_apply_chunk : NULL;
   c->apply_owner = m;
   for (uint32_t i = m->n_layers; i-- > 0;) {
@@ -789,18 +979,13 @@ model_backward (tt_model * m, bool apply, tt_error * err)
         return st;
       }
     }
-    bool trainable = false;
-    for (uint32_t k = 0; k < l->n_weights; k++)
-      trainable |= l->weights[k].grad >= 0;
-    const bool derive = l->needs_derivative && l->ops->calc_derivative;
-    if (derive && l->update_in_gradient)
-      l->ops->calc_derivative (c, l);
-    if (trainable && l->ops->calc_gradient)
-      l->ops->calc_gradient (c, l);
-    if (derive && !l->update_in_gradient)
-      l->ops->calc_derivative (c, l);
-    if (apply && !defer)
-      model_apply_layer (m, l);
+    if (prof) {
+      model_layer_backward_timed (m, l, apply && !defer, &prof[m->exec[i]]);
+    } else {
+      model_layer_backward (c, l);
+      if (apply && !defer)
+        model_apply_layer (m, l);
+    }
   }
   c->apply_chunk = NULL;
   if (m->n_dropped)
@@ -808,8 +993,13 @@ model_backward (tt_model * m, bool apply, tt_error * err)
   if (!apply || !defer)
     return TT_OK;
   model_clip_gradients (m);
-  for (uint32_t i = m->n_layers; i-- > 0;)
-    model_apply_layer (m, &m->layers[m->exec[i]]);
+  for (uint32_t i = m->n_layers; i-- > 0;) {
+    tt_layer *l = &m->layers[m->exec[i]];
+    if (prof)
+      model_apply_layer_timed (m, l, &prof[m->exec[i]]);
+    else
+      model_apply_layer (m, l);
+  }
   return TT_OK;
 }
 
@@ -867,10 +1057,12 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, tt_batch_result * result,
     tt_error * err)
 {
+  const model_profile_mark k = model_profile_begin (m);
   tt_threads_begin (m->thread_pool, MODEL_STEP_TRAIN);
   const tt_status st =
       model_train_batch (m, n, inputs, types, labels, result, err);
   tt_threads_end (m->thread_pool);
+  model_profile_end (m, k);
   return st;
 }
 
@@ -891,10 +1083,12 @@ tt_model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, tt_batch_result * result,
     tt_error * err)
 {
+  const model_profile_mark k = model_profile_begin (m);
   tt_threads_begin (m->thread_pool, MODEL_STEP_EVAL);
   const tt_status st =
       model_eval_batch (m, n, inputs, types, labels, result, err);
   tt_threads_end (m->thread_pool);
+  model_profile_end (m, k);
   return st;
 }
 
@@ -929,10 +1123,12 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
     const tt_dtype * types, const float *labels, bool backward, double *loss,
     tt_error * err)
 {
+  const model_profile_mark k = model_profile_begin (m);
   tt_threads_begin (m->thread_pool, MODEL_STEP_GRADIENTS);
   const tt_status st =
       model_gradients (m, n, inputs, types, labels, backward, loss, err);
   tt_threads_end (m->thread_pool);
+  model_profile_end (m, k);
   return st;
 }
 

@@ -135,6 +135,12 @@ typedef struct {
 
 /* ---- model ----------------------------------------------------------- */
 
+/* One layer's counters while profiling (tt_model_set_profiling): what
+ * tt_layer_profile reports */
+typedef struct {
+  uint64_t calls, forward_ns, backward_ns, update_ns;
+} tt_layer_time;
+
 typedef enum { TT_LOSS_NONE, TT_LOSS_MSE, TT_LOSS_CROSS,
   TT_LOSS_CROSS_SOFTMAX, TT_LOSS_CROSS_SIGMOID
 } tt_loss_type;
@@ -234,6 +240,15 @@ struct tt_model {
   float *worker_scratch;        /* the pool's (tt_threads_set_scratch) */
   double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
+  /* tt_model_set_profiling: profile holds a counter set per layer (by
+   * index in layers), made when profiling is turned on after compile or
+   * at compile when it was turned on before, and kept when it is turned
+   * off (the counters stay readable); while profiling, compiled implies
+   * profile != NULL. profile_steps counts the steps whose forward pass
+   * began, profile_step_ns their time from call to return. */
+  bool profiling;
+  tt_layer_time *profile;
+  uint64_t profile_steps, profile_step_ns;
 };
 
 /* Before compiling: plan whole gradients (no update as you go), so that

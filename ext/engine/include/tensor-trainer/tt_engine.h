@@ -15,6 +15,8 @@
  *   tt_model_init_weights() / tt_model_load_bin()
  *   then:
  *   tt_model_train_batch() / tt_model_eval_batch()   no heap allocation
+ *                            (tt_model_set_profiling: their time, layer
+ *                            by layer)
  *   tt_model_save_bin()      atomic (write, fsync, rename)
  *   tt_model_save()          a bundle (tt_bundle.h) or, for .bin, a BIN
  *                            (tt_model_check_save_path() before training;
@@ -51,6 +53,7 @@
  *                            before compile
  *   tt_model_path()          the model's own copy of its path (or name):
  *                            valid until tt_model_free()
+ *   tt_layer_profile.name, .type   the model's: valid until tt_model_free()
  *   tt_error.message         the caller's buffer, written only when a call
  *                            fails (read it only then)
  *   tt_status_name(), tt_version()   static strings
@@ -405,6 +408,65 @@ TT_API tt_status tt_model_export_weights (tt_model * model, float *dst,
     size_t floats, tt_error * err);
 TT_API tt_status tt_model_import_weights (tt_model * model, const float *src,
     size_t floats, tt_error * err);
+
+/* ---- profiling: where the time of a step goes ------------------------ */
+
+/* A layer's share of the steps (tt_model_train_batch, tt_model_eval_batch)
+ * run since profiling was last turned on: wall time on the calling
+ * thread, CLOCK_MONOTONIC, in nanoseconds; with threads
+ * (tt_model_set_threads) a layer's time is that of its whole split work,
+ * waiting for the slowest thread included. */
+typedef struct {
+  const char *name;             /* the layer's name: its INI section, or
+                                 * for a layer the graph added, its
+                                 * parent's with a suffix ("conv1/
+                                 * activation", "output/loss") */
+  const char *type;             /* its INI type ("conv2d", "activation") */
+  uint64_t calls;               /* steps whose forward pass ran it */
+  uint64_t forward_ns;          /* its forward, and its forward run again
+                                 * during backward to rebuild a dropped
+                                 * activation (tt_model_set_memory_limit) */
+  uint64_t backward_ns;         /* calc_derivative and calc_gradient; a
+                                 * gradient updated chunk by chunk as it is
+                                 * computed (update as you go,
+                                 * docs/architecture.md) has its update
+                                 * here */
+  uint64_t update_ns;           /* the optimizer's update of its weights
+                                 * (0 for a layer with none to update) */
+} tt_layer_profile;
+
+/* The steps as a whole, over the same span. */
+typedef struct {
+  uint64_t steps;               /* train and eval batches whose forward
+                                 * pass began */
+  uint64_t step_ns;             /* their time, from call to return */
+  uint64_t layer_ns;            /* the layers' forward, backward and update
+                                 * times summed */
+  uint64_t other_ns;            /* step_ns - layer_ns: feeding the batch,
+                                 * scoring it, regularization, gradient
+                                 * clipping, swap file reads and writes,
+                                 * waking the model's threads */
+} tt_profile;
+
+/* Turns profiling on or off, before or after compile. Turning it on
+ * resets every counter to zero (and after compile allocates them, one
+ * set a layer: the only allocation; steps allocate nothing either way);
+ * turning it off stops counting and keeps the counters readable. Off (the
+ * default), a step reads no clock: it costs one branch a layer. */
+TT_API tt_status tt_model_set_profiling (tt_model * model, bool on,
+    tt_error * err);
+/* The layers of the compiled model, those the graph added (implicit
+ * activations, flattens, multiouts, the loss) included; 0 before
+ * compile. */
+TT_API uint32_t tt_model_num_layers (const tt_model * model);
+/* The index-th layer in execution order (0 is the layer whose forward
+ * runs first, the order of tt_model_num_layers' count): TT_ERR_INVALID before compile or past
+ * the end, TT_ERR_STATE when profiling was never turned on since compile
+ * (no counters); then *out is all zeros (name and type NULL). */
+TT_API tt_status tt_model_layer_profile (const tt_model * model,
+    uint32_t index, tt_layer_profile * out);
+/* The totals, failing as tt_model_layer_profile does (index aside). */
+TT_API tt_status tt_model_profile (const tt_model * model, tt_profile * out);
 
 /* Counters stored in the BIN. */
 TT_API uint32_t tt_model_epoch (const tt_model * model);
