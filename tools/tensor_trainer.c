@@ -7,9 +7,10 @@
  *       [--valid-data IMAGES --valid-labels LABELS] [--epochs N]
  *       [--batch N] [--samples N] [--valid-samples N] [--load WEIGHTS]
  *       [--save FILE] [--compress] [--seed S] [--checkpoint FILE]
- *       [--resume] [--threads T]
+ *       [--resume] [--threads T] [--profile]
  *   tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES
  *       --labels LABELS [--batch N] [--samples N] [--mode M] [--inference]
+ *       [--profile]
  *   tensor-trainer info MODEL [--batch N] [--mode M] [--inference]
  *   tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] [--align N]
  *       [--inference]
@@ -27,7 +28,8 @@
  * name); WEIGHTS a BIN or a bundle. --save and --checkpoint write a bundle
  * unless the path ends in .bin (tt_model_save). Data are MNIST-format IDX
  * files, gzipped or not. Every epoch prints one line of key=value pairs so
- * scripts can read it.
+ * scripts can read it; --profile adds a table of the time each layer took
+ * on standard error, leaving standard output as it is.
  */
 #include "aggregate.h"
 #include "cli_number.h"
@@ -58,7 +60,7 @@ typedef struct
   const char *load, *save, *weights, *output, *checkpoint;
   const char *c_out, *section, *format, *symbol, *mode;
   uint32_t epochs, batch, samples, valid_samples, align;
-  bool replan, naive, compress, trust, resume, inference;
+  bool replan, naive, compress, trust, resume, inference, profile;
   uint64_t seed, memory_limit;
   bool has_seed;
   int threads;
@@ -85,10 +87,11 @@ cli_usage (FILE * out)
       "      [--batch N] [--samples N] [--valid-samples N]\n"
       "      [--load WEIGHTS] [--save FILE] [--compress] [--seed S]\n"
       "      [--checkpoint FILE] [--resume]\n"
-      "      [--threads T] [--memory-limit BYTES]\n"
+      "      [--threads T] [--memory-limit BYTES] [--profile]\n"
       "  tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES\n"
       "      --labels LABELS [--batch N] [--samples N] [--mode M] "
       "[--inference]\n"
+      "      [--profile]\n"
       "  tensor-trainer info MODEL [--batch N] [--mode M] [--inference]\n"
       "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
       "[--align N] [--inference]\n"
@@ -123,6 +126,9 @@ cli_usage (FILE * out)
       "(no memory reuse). --inference compiles the model for inference only\n"
       "(forward lifetimes, no gradients or optimizer state: a smaller pool);\n"
       "plan --inference stores such a plan, which tensor_predictor loads.\n"
+      "train and eval --profile print, after the run, the time each layer\n"
+      "took (forward, backward, weight update, in execution order) and the\n"
+      "time a step took to standard error.\n"
       "strip writes the plain INI nntrainer reads (no [Plan] sections, the\n"
       "INI's own batch_size) from an optimized INI or a bundle, and with\n"
       "--weights a bundle's weights as a BIN; it never writes over its input.\n"
@@ -204,6 +210,9 @@ cli_parse (int argc, char **argv, cli_options * o)
       continue;
     } else if (!strcmp (a, "--inference")) {
       o->inference = true;
+      continue;
+    } else if (!strcmp (a, "--profile")) {
+      o->profile = true;
       continue;
     } else if (!strcmp (a, "--checkpoint"))
       str = &o->checkpoint;
@@ -340,6 +349,49 @@ cli_print_thread_steps (const tt_model * m, uint64_t * split_seen,
       split - *split_seen, inline_steps - *inline_seen);
   *split_seen = split;
   *inline_seen = inline_steps;
+}
+
+/* --profile: a line a layer in execution order, its times over the whole
+ * run and its share of the steps' time; then the steps' time outside the
+ * layers (feeding, scoring, waking threads) and the totals. To stderr:
+ * stdout's lines are what scripts read. */
+static void
+cli_print_profile (const tt_model * m)
+{
+  tt_profile p;
+  tt_layer_profile l;
+  if (tt_model_profile (m, &p) != TT_OK)
+    return;
+  const uint32_t n = tt_model_num_layers (m);
+  int name_w = (int) strlen ("layer"), type_w = (int) strlen ("type");
+  for (uint32_t i = 0; i < n && !tt_model_layer_profile (m, i, &l); i++) {
+    name_w = (int) strlen (l.name) > name_w ? (int) strlen (l.name) : name_w;
+    type_w = (int) strlen (l.type) > type_w ? (int) strlen (l.type) : type_w;
+  }
+  const double all = p.step_ns ? (double) p.step_ns : 1;
+  /* stdout's lines first, where both go to one terminal or file */
+  fflush (stdout);
+  fprintf (stderr, "profile: %" PRIu64 " steps, %.3f ms a step\n", p.steps,
+      p.steps ? p.step_ns / 1e6 / p.steps : 0.0);
+  fprintf (stderr, "%-*s  %-*s %11s %11s %11s %11s %7s\n", name_w, "layer",
+      type_w, "type", "forward_ms", "backward_ms", "update_ms", "total_ms",
+      "share%");
+  uint64_t f = 0, b = 0, u = 0;
+  for (uint32_t i = 0; i < n && !tt_model_layer_profile (m, i, &l); i++) {
+    const uint64_t t = l.forward_ns + l.backward_ns + l.update_ns;
+    fprintf (stderr, "%-*s  %-*s %11.3f %11.3f %11.3f %11.3f %7.1f\n",
+        name_w, l.name, type_w, l.type, l.forward_ns / 1e6,
+        l.backward_ns / 1e6, l.update_ns / 1e6, t / 1e6, 100 * t / all);
+    f += l.forward_ns;
+    b += l.backward_ns;
+    u += l.update_ns;
+  }
+  fprintf (stderr, "%-*s  %-*s %11s %11s %11s %11.3f %7.1f\n", name_w,
+      "(other)", type_w, "", "", "", "", p.other_ns / 1e6,
+      100 * p.other_ns / all);
+  fprintf (stderr, "%-*s  %-*s %11.3f %11.3f %11.3f %11.3f %7.1f\n", name_w,
+      "total", type_w, "", f / 1e6, b / 1e6, u / 1e6, p.step_ns / 1e6,
+      p.step_ns ? 100.0 : 0.0);
 }
 
 /* Runs one pass over d; trains when train, else evaluates. */
@@ -520,6 +572,12 @@ cli_train (const cli_options * o, bool train)
     cli_fail ("out of memory");
     goto out;
   }
+  /* turned on here, so that the profile holds the passes and nothing
+   * before them */
+  if (o->profile && tt_model_set_profiling (m, true, &err)) {
+    cli_fail ("%s", err.message);
+    goto out;
+  }
 
   if (!train) {
     double loss, acc, sec;
@@ -529,6 +587,8 @@ cli_train (const cli_options * o, bool train)
         train_set.count, loss, acc, train_set.count / sec);
     cli_print_thread_steps (m, &steps_split, &steps_inline);
     printf ("\n");
+    if (o->profile)
+      cli_print_profile (m);
     rc = 0;
     goto out;
   }
@@ -581,6 +641,8 @@ cli_train (const cli_options * o, bool train)
       goto out;
     }
   }
+  if (o->profile)
+    cli_print_profile (m);
   if (o->save) {
     tt_bundle_options bo = { 0 };
     bo.compress = o->compress;
