@@ -122,7 +122,8 @@ tt_model_set_seed (tt_model * m, uint64_t seed)
  * rows (fully connected), at least a GEMM row tile a thread, whose
  * products at the planned batch are worth splitting; and the scratch
  * each worker then needs: its partial product in forward, its gradient
- * chunk in backward. Returns the floats a worker needs. */
+ * chunk in backward, and what layers split by samples need
+ * (tt_layer_ops.worker_floats). Returns the floats a worker needs. */
 static size_t
 model_own_weights (tt_model * m, unsigned n)
 {
@@ -143,6 +144,10 @@ model_own_weights (tt_model * m, unsigned n)
         continue;
       w->owned = true;
       const size_t floats = cols * (out > w->chunk_rows ? out : w->chunk_rows);
+      need = floats > need ? floats : need;
+    }
+    if (n >= 2 && l->ops->worker_floats) {
+      const size_t floats = l->ops->worker_floats (l, m->batch_size);
       need = floats > need ? floats : need;
     }
   }

@@ -303,6 +303,9 @@ typedef struct tt_layer_ops {
   /* forward draws from the model's random stream (dropout): it is never
    * run twice in a step, so its output is never recomputed (plan/remat.c) */
   bool draws_random;
+  /* floats each worker of a pool of threads (>= 2) needs in its scratch
+   * (tt_threads_scratch) for the layer's passes at batch_size; NULL: none */
+  size_t (*worker_floats) (const struct tt_layer * l, uint32_t batch_size);
 } tt_layer_ops;
 
 typedef struct {

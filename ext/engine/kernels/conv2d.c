@@ -452,6 +452,18 @@ tt_conv2d_batch_backward_input (tt_threads * pool, const tt_window_geom * g,
       tt_threads_parts (pool, (size_t) batch, 1));
 }
 
+size_t
+tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
+    int planned, bool gradient, bool derivative)
+{
+  if (tt_conv2d_direct_applies (g))
+    return tt_conv2d_direct_worker_floats (g, filters, gradient);
+  if (tt_conv2d_winograd_applies (g, planned))
+    return tt_conv2d_winograd_worker_floats (g, filters, planned,
+        gradient || derivative, gradient);
+  return 0;
+}
+
 bool
 tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned)
 {

@@ -189,8 +189,8 @@ direct_k3_forward_sample (const tt_window_geom * g, int filters,
  * a row: the whole ones, then the overlapping last one with the lanes
  * already counted masked out. */
 static TT_VECTOR_CLONES void
-direct_k3_backward_weight (const tt_window_geom * g, int filters, int f0,
-    int f1, int batch, const float *x, const float *dy, float *dw, float *dbias)
+direct_k3_backward_weight (const tt_window_geom * g, int filters, int b0,
+    int b1, const float *x, const float *dy, float *dw, float *dbias)
 {
   const int iw = g->in_w, oh = g->out_h, ow = g->out_w, whole = ow / DV;
   const size_t in_sample = (size_t) g->in_h * iw, ohw = (size_t) (oh) * ow;
@@ -198,10 +198,10 @@ direct_k3_backward_weight (const tt_window_geom * g, int filters, int f0,
   for (int l = 0; l < DV; l++)
     mask[l] = ow - DV + l >= whole * DV ? 1.0f : 0.0f;
 
-  for (int f = f0; f < f1; f++) {
+  for (int f = 0; f < filters; f++) {
     dvec a0 = DV_SPLAT (0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
     dvec a6 = a0, a7 = a0, a8 = a0, ab = a0;
-    for (int b = 0; b < batch; b++) {
+    for (int b = b0; b < b1; b++) {
       const float *xb = x + b * in_sample;
       const float *dyp = dy + ((size_t) b * filters + f) * ohw;
       for (int oy = 0; oy < oh; oy++) {
@@ -253,11 +253,11 @@ direct_forward_range (const tt_window_geom * g, int filters, int b0, int b1,
   }
 }
 
-/* Split over the engine's threads: forward by samples, the weight
- * gradient by filters (each filter's sums run over the whole batch in
- * the one thread's order), so results equal one thread's bit for bit. */
+/* Split over the engine's threads by samples: forward's outputs are one
+ * thread's bit for bit; the weight gradient's partials, below. */
 typedef struct
 {
+  tt_threads *pool;
   const tt_window_geom *g;
   int filters, batch;
   const float *x, *w, *bias, *dy;
@@ -321,18 +321,18 @@ direct_weight_plane (const tt_window_geom * g, int channels, int kh, int kw,
   *accb = ab;
 }
 
-/* Per filter, the per-lane partial sums of dw and dbias over the whole
- * batch, reduced once at the end. */
+/* dw and dbias over samples [b0, b1): per filter, per-lane partial sums
+ * reduced once at the end. */
 static TT_VECTOR_CLONES void
-direct_backward_weight_range (const tt_window_geom * g, int filters, int f0,
-    int f1, int batch, const float *x, const float *dy, float *dw, float *dbias)
+direct_backward_weight_range (const tt_window_geom * g, int filters, int b0,
+    int b1, const float *x, const float *dy, float *dw, float *dbias)
 {
   const int taps = g->channels * g->kernel_h * g->kernel_w;
   const int ow = g->out_w;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
   const size_t ohw = (size_t) g->out_h * ow;
   if (g->channels == 1 && g->kernel_h == 3 && g->kernel_w == 3) {
-    direct_k3_backward_weight (g, filters, f0, f1, batch, x, dy, dw, dbias);
+    direct_k3_backward_weight (g, filters, b0, b1, x, dy, dw, dbias);
     return;
   }
   /* lanes of the overlapping last block not counted by the one before */
@@ -340,14 +340,14 @@ direct_backward_weight_range (const tt_window_geom * g, int filters, int f0,
   for (int l = 0; l < DV; l++)
     tail_mask[l] = ow - DV + l >= (ow / DV) * DV ? 1.0f : 0.0f;
 
-  /* Filters outermost: per filter, the accumulators live across the whole
-   * batch, each input sample (a few KiB) comes from cache, and each
+  /* Filters outermost: per filter, the accumulators live across the
+   * samples, each input sample (a few KiB) comes from cache, and each
    * output derivative plane is read once. */
-  for (int f = f0; f < f1; f++) {
+  for (int f = 0; f < filters; f++) {
     dvec acc[DIRECT_MAX_TAPS], accb = DV_SPLAT (0.0f);
     for (int t = 0; t < taps; t++)
       acc[t] = DV_SPLAT (0.0f);
-    for (int b = 0; b < batch; b++) {
+    for (int b = b0; b < b1; b++) {
       const float *xb = x + b * in_sample;
       const float *dyp = dy + ((size_t) b * filters + f) * ohw;
       direct_weight_plane (g, g->channels, g->kernel_h, g->kernel_w, xb, dyp,
@@ -360,14 +360,43 @@ direct_backward_weight_range (const tt_window_geom * g, int filters, int f0,
   }
 }
 
+/* The weight gradient by samples, as forward: thread i of the pool sums
+ * over the i-th contiguous range of the batch (tt_threads_run_owned), the
+ * samples whose output derivative the layer after it (pooling, by planes)
+ * wrote on that core, into its own partial (part 0: dw and dbias, part i:
+ * its worker's scratch); the partials are added in part order after the
+ * job. By filters instead, each thread read every sample's derivative,
+ * half of them from the other core's cache. Deterministic for a thread
+ * count, within rounding of one thread's; a pool without the scratch
+ * (tt_conv2d_direct_worker_floats) runs it on the caller alone. */
+/* A part's partial: dw in whole cache lines, then dbias. */
+static size_t
+direct_dbias_at (const tt_window_geom * g, int filters)
+{
+  const size_t n = (size_t) filters * g->channels * g->kernel_h * g->kernel_w;
+  return (n + 15) & ~(size_t) 15;
+}
+
+size_t
+tt_conv2d_direct_worker_floats (const tt_window_geom * g, int filters,
+    bool gradient)
+{
+  return gradient ? direct_dbias_at (g, filters) + (size_t) filters : 0;
+}
+
 static void
 direct_backward_weight_part (void *arg, unsigned part, unsigned n_parts)
 {
   const direct_job *j = arg;
   size_t lo, hi;
-  tt_threads_range ((size_t) j->filters, 1, part, n_parts, &lo, &hi);
-  direct_backward_weight_range (j->g, j->filters, (int) lo, (int) hi,
-      j->batch, j->x, j->dy, j->dw, j->dbias);
+  tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
+  float *dw = j->dw, *dbias = j->dbias;
+  if (part > 0) {
+    dw = tt_threads_scratch (j->pool, part);
+    dbias = dbias ? dw + direct_dbias_at (j->g, j->filters) : NULL;
+  }
+  direct_backward_weight_range (j->g, j->filters, (int) lo, (int) hi, j->x,
+      j->dy, dw, dbias);
 }
 
 void
@@ -375,9 +404,23 @@ tt_conv2d_direct_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, const float *x,
     const float *dy, float *dw, float *dbias)
 {
-  direct_job j = {.g = g,.filters = filters,.batch = batch,.x = x,.dy = dy,
-    .dw = dw,.dbias = dbias
+  direct_job j = {.pool = pool,.g = g,.filters = filters,.batch = batch,
+    .x = x,.dy = dy,.dw = dw,.dbias = dbias
   };
-  tt_threads_run (pool, direct_backward_weight_part, &j,
-      tt_threads_parts (pool, (size_t) filters, 2));
+  const unsigned n = tt_threads_count (pool);
+  if (n < 2 || tt_threads_scratch_floats (pool) <
+      tt_conv2d_direct_worker_floats (g, filters, true)) {
+    direct_backward_weight_part (&j, 0, 1);
+    return;
+  }
+  tt_threads_run_owned (pool, direct_backward_weight_part, &j);
+  const size_t nw = (size_t) filters * g->channels * g->kernel_h * g->kernel_w;
+  for (unsigned part = 1; part < n; part++) {
+    const float *p = tt_threads_scratch (pool, part);
+    for (size_t i = 0; i < nw; i++)
+      dw[i] += p[i];
+    if (dbias)
+      for (int f = 0; f < filters; f++)
+        dbias[f] += p[direct_dbias_at (g, filters) + f];
+  }
 }

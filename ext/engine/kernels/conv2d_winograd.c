@@ -770,16 +770,16 @@ wino_zero_padding (const wino_shape * s, const wino_chunk * ch, int rows,
             sizeof (float) * (ch->ld - ch->nt));
 }
 
-/* dbias[f] = the sum of dy over the batch's plane f. */
+/* dbias[f] = the sum of dy over samples [b0, b1) of plane f. */
 TT_ALWAYS_INLINE void
-wino_bias_gradient (const tt_window_geom * g, int filters, int batch, int f,
-    const float *restrict dy, float *restrict dbias)
+wino_bias_gradient (const tt_window_geom * g, int filters, int b0, int b1,
+    int f, const float *restrict dy, float *restrict dbias)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   /* WB partial sums (a plain running sum is one long chain of
    * dependent adds, which cannot be vectorized) */
   float part[WB] = { 0 };
-  for (int b = 0; b < batch; b++) {
+  for (int b = b0; b < b1; b++) {
     const float *q = dy + ((size_t) b * filters + f) * ohw;
     size_t k = 0;
     for (; k + WB <= ohw; k += WB)
@@ -794,43 +794,174 @@ wino_bias_gradient (const tt_window_geom * g, int filters, int batch, int f,
   dbias[f] = sum;
 }
 
-/* ---- split over the engine's threads ----------------------------------
+/* ---- the passes, by samples over the engine's threads -----------------
  *
- * Each chunk's passes are split where their units are independent: the
- * input transform and the input gradient by (block, channel), the output
- * transform and the output gradient by (filter, block), the n^2 GEMMs by
- * xi, the bias gradient by filter. Every unit's arithmetic, GEMM shapes
- * included, is the one thread's, so results equal it bit for bit. A part
- * keeps its padded plane (or output tiles) on its stack when it fits in
- * WINO_STACK_FLOATS; larger planes run on one thread with the scratch's. */
-#define WINO_STACK_FLOATS 8192
+ * Thread i of the pool takes the i-th contiguous range of chunks
+ * (tt_threads_run_owned, tt_threads_range) and runs every stage of each:
+ * its samples' planes, transforms, products and outputs stay in its
+ * core's caches, and the layers before and after, split by samples the
+ * same way (pooling by planes, the direct convolution by samples), hand
+ * it data its own core wrote. Split by stage instead (transforms by
+ * block, GEMMs by xi, outputs by filter), the CNN's second layer moved
+ * its activations between the two cores of the test machine three times
+ * a pass and took 15% longer than on one thread when reading what the
+ * other core wrote cost 3-4 times reading one's own (parallel-probe).
+ *
+ * Each part has its own M (or dM), padded plane, V in a forward-only
+ * layer (whose col holds one chunk), and partials of dU and dbias:
+ * part 0 the layer's scratch, part i its worker's
+ * (tt_threads_scratch, tt_conv2d_winograd_worker_floats). A pool
+ * without that scratch runs every chunk as one part, on the caller.
+ * The output and dx of a chunk are the same arithmetic whatever the
+ * split (one thread's bit for bit); dU and dbias are each part's sums
+ * over its chunks, added in part order after the job: deterministic
+ * for a thread count, within rounding of one thread's. */
 
 typedef enum
 {
-  WINO_INPUT,                   /* V of the chunk from x */
-  WINO_OUTPUT,                  /* y from M */
-  WINO_OUTPUT_GRADIENT,         /* dM of the chunk from dy */
-  WINO_INPUT_GRADIENT,          /* dx from dV */
-  WINO_GEMM_M,                  /* M[xi] = U[xi] V[xi] */
-  WINO_GEMM_DU,                 /* dU[xi] (+)= dM[xi] V[xi]^T */
-  WINO_GEMM_DV,                 /* dV[xi] = U^T[xi] dM[xi] */
-  WINO_GEMM_BOTH,               /* dU[xi], then dV[xi] over V[xi] */
-  WINO_BIAS,                    /* dbias by filter */
-} wino_stage;
+  WINO_FORWARD,
+  WINO_BACKWARD_WEIGHT,         /* dU, dbias */
+  WINO_BACKWARD_INPUT,          /* dx */
+  WINO_BACKWARD_BOTH,           /* dU, dbias, then dx over V */
+} wino_pass;
 
 typedef struct
 {
-  wino_stage stage;
+  wino_pass pass;
+  tt_threads *pool;
   const tt_window_geom *g;
   const wino_shape *s;
-  const wino_chunk *ch;
   int filters, batch;
-  const float *x, *bias, *u, *ut;
-  float *v, *m, *y, *du, *pad;
-  size_t fc;
-  bool accumulate;              /* dU: add to the earlier chunks' */
-  size_t units;
+  const float *x;               /* input, or dy */
+  const float *bias;
+  const float *u;               /* U (forward), or U^T */
+  float *col;                   /* V of every chunk, or of one (!keep) */
+  float *y;                     /* output, or dx */
+  float *dbias;                 /* NULL: no bias gradient */
+  wino_scratch sc;              /* part 0's */
+  bool keep;
 } wino_job;
+
+/* A part's own buffers. */
+typedef struct
+{
+  float *m, *pad, *v, *du, *dbias;
+} wino_part_buffers;
+
+static inline size_t
+wino_lines (size_t floats)
+{
+  return (floats + 15) & ~(size_t) 15;
+}
+
+/* Floats a worker's scratch needs (wino_part_buffers): M, the padded
+ * plane, V when col holds one chunk, dU and dbias with a gradient. */
+static size_t
+wino_part_floats (const tt_window_geom * g, const wino_shape * s, int filters,
+    bool keep, bool gradient)
+{
+  size_t n = wino_lines (wino_chunk_floats (s, filters)) +
+      wino_lines ((size_t) s->ph * s->pw * WB);
+  if (!keep)
+    n += wino_lines (wino_chunk_floats (s, g->channels));
+  if (gradient)
+    n += wino_lines ((size_t) s->xn * filters * g->channels) +
+        wino_lines ((size_t) filters);
+  return n;
+}
+
+size_t
+tt_conv2d_winograd_worker_floats (const tt_window_geom * g, int filters,
+    int planned, bool keep, bool gradient)
+{
+  const wino_shape s = wino_shape_of (g, planned);
+  return wino_part_floats (g, &s, filters, keep, gradient);
+}
+
+static wino_part_buffers
+wino_part_buffers_of (const wino_job * j, unsigned part, float *dbias)
+{
+  wino_part_buffers b;
+  if (part == 0) {
+    b.m = j->sc.m;
+    b.pad = j->sc.pad;
+    b.v = j->col;
+    b.du = j->sc.u;
+    b.dbias = dbias;
+    return b;
+  }
+  float *p = tt_threads_scratch (j->pool, part);
+  b.m = p;
+  p += wino_lines (wino_chunk_floats (j->s, j->filters));
+  b.pad = p;
+  p += wino_lines ((size_t) j->s->ph * j->s->pw * WB);
+  b.v = NULL;
+  if (!j->keep) {
+    b.v = p;
+    p += wino_lines (wino_chunk_floats (j->s, j->g->channels));
+  }
+  b.du = p;
+  b.dbias = p + wino_lines ((size_t) j->s->xn * j->filters * j->g->channels);
+  return b;
+}
+
+/* V of the chunk at k0 from x. */
+TT_ALWAYS_INLINE void
+wino_chunk_input (const wino_job * j, const wino_chunk * ch, float *v,
+    float *pad)
+{
+  const wino_shape *s = j->s;
+  for (int k = ch->k0; k < ch->k1; k++)
+    for (int c = 0; c < j->g->channels; c++) {
+      wino_gather_plane (j->g, s, j->x, k * WB, wino_block_samples (j->batch,
+              k), c, pad);
+      wino_input_transform (s, pad, v + (size_t) c * ch->ld +
+          (size_t) (k - ch->k0) * s->bcols, ch->xs);
+    }
+  wino_zero_padding (s, ch, j->g->channels, v, ch->xs);
+}
+
+/* y from the chunk's M */
+TT_ALWAYS_INLINE void
+wino_chunk_output (const wino_job * j, const wino_chunk * ch, const float *m,
+    float *pad)
+{
+  for (int f = 0; f < j->filters; f++)
+    for (int k = ch->k0; k < ch->k1; k++)
+      wino_output_transform (j->g, j->s, j->filters, m + (size_t) f * ch->ld +
+          (size_t) (k - ch->k0) * j->s->bcols, ch->ms, k * WB,
+          wino_block_samples (j->batch, k), f, j->bias ? j->bias[f] : 0.0f,
+          pad, j->y);
+}
+
+/* dM of the chunk from dy */
+TT_ALWAYS_INLINE void
+wino_chunk_output_gradient (const wino_job * j, const wino_chunk * ch,
+    float *dm, float *pad)
+{
+  for (int f = 0; f < j->filters; f++)
+    for (int k = ch->k0; k < ch->k1; k++)
+      wino_output_gradient (j->g, j->s, j->filters, j->x, k * WB,
+          wino_block_samples (j->batch, k), f, pad, dm + (size_t) f *
+          ch->ld + (size_t) (k - ch->k0) * j->s->bcols, ch->ms);
+  wino_zero_padding (j->s, ch, j->filters, dm, ch->ms);
+}
+
+/* dx of the chunk's samples from its dV */
+TT_ALWAYS_INLINE void
+wino_chunk_input_gradient (const wino_job * j, const wino_chunk * ch,
+    const float *dv, float *pad)
+{
+  const wino_shape *s = j->s;
+  for (int k = ch->k0; k < ch->k1; k++)
+    for (int c = 0; c < j->g->channels; c++) {
+      memset (pad, 0, sizeof (float) * s->ph * s->pw * WB);
+      wino_input_gradient (s, dv + (size_t) c * ch->ld +
+          (size_t) (k - ch->k0) * s->bcols, ch->xs, pad);
+      wino_scatter_plane (j->g, s, pad, k * WB, wino_block_samples (j->batch,
+              k), c, j->y);
+    }
+}
 
 static TT_VECTOR_CLONES void
 wino_part (void *arg, unsigned part, unsigned n_parts)
@@ -838,82 +969,80 @@ wino_part (void *arg, unsigned part, unsigned n_parts)
   const wino_job *j = arg;
   const tt_window_geom *g = j->g;
   const wino_shape *s = j->s;
-  const wino_chunk *ch = j->ch;
   const int c_n = g->channels, filters = j->filters;
+  const size_t fc = (size_t) filters * c_n;
+  const size_t chunks = (size_t) (s->blocks + s->chunk - 1) / s->chunk;
   size_t lo, hi;
-  tt_threads_range (j->units, 1, part, n_parts, &lo, &hi);
-  _Alignas (64) float stack[WINO_STACK_FLOATS];
-  float *pad = n_parts > 1 ? stack : j->pad;
-  const int kn = ch ? ch->k1 - ch->k0 : 1;
-  for (size_t i = lo; i < hi; i++)
-    switch (j->stage) {
-      case WINO_INPUT:{
-        const int k = ch->k0 + (int) (i / c_n), c = (int) (i % c_n);
-        wino_gather_plane (g, s, j->x, k * WB, wino_block_samples (j->batch,
-                k), c, pad);
-        wino_input_transform (s, pad, j->v + (size_t) c * ch->ld +
-            (size_t) (k - ch->k0) * s->bcols, ch->xs);
-        break;
-      }
-      case WINO_OUTPUT:{
-        const int f = (int) (i / kn), k = ch->k0 + (int) (i % kn);
-        wino_output_transform (g, s, filters, j->m + (size_t) f * ch->ld +
-            (size_t) (k - ch->k0) * s->bcols, ch->ms, k * WB,
-            wino_block_samples (j->batch, k), f, j->bias ? j->bias[f] : 0.0f,
-            pad, j->y);
-        break;
-      }
-      case WINO_OUTPUT_GRADIENT:{
-        const int f = (int) (i / kn), k = ch->k0 + (int) (i % kn);
-        wino_output_gradient (g, s, filters, j->x, k * WB,
-            wino_block_samples (j->batch, k), f, pad, j->m + (size_t) f *
-            ch->ld + (size_t) (k - ch->k0) * s->bcols, ch->ms);
-        break;
-      }
-      case WINO_INPUT_GRADIENT:{
-        const int k = ch->k0 + (int) (i / c_n), c = (int) (i % c_n);
-        memset (pad, 0, sizeof (float) * s->ph * s->pw * WB);
-        wino_input_gradient (s, j->v + (size_t) c * ch->ld +
-            (size_t) (k - ch->k0) * s->bcols, ch->xs, pad);
-        wino_scatter_plane (g, s, pad, k * WB, wino_block_samples (j->batch,
-                k), c, j->y);
-        break;
-      }
-      case WINO_GEMM_M:
-        tt_gemm (false, false, filters, (int) ch->ld, c_n, 1.0f,
-            j->u + i * j->fc, c_n, j->v + i * ch->xs, (int) ch->ld, 0.0f,
-            j->m + i * ch->ms, (int) ch->ld);
-        break;
-      case WINO_GEMM_DU:
-      case WINO_GEMM_BOTH:
-        tt_gemm (false, true, filters, c_n, (int) ch->nt, 1.0f,
-            j->m + i * ch->ms, (int) ch->ld, j->v + i * ch->xs, (int) ch->ld,
-            j->accumulate ? 1.0f : 0.0f, j->du + i * j->fc, c_n);
-        if (j->stage == WINO_GEMM_DU)
-          break;
-        /* V[xi] is done with: dV[xi] over it */
-        /* fall through */
-      case WINO_GEMM_DV:
-        tt_gemm (false, false, c_n, (int) ch->ld, filters, 1.0f,
-            j->ut + i * j->fc, filters, j->m + i * ch->ms, (int) ch->ld,
-            0.0f, j->v + i * ch->xs, (int) ch->ld);
-        break;
-      case WINO_BIAS:
-        wino_bias_gradient (g, filters, j->batch, (int) i, j->x, j->y);
-        break;
+  tt_threads_range (chunks, 1, part, n_parts, &lo, &hi);
+  const bool weight = j->pass == WINO_BACKWARD_WEIGHT ||
+      j->pass == WINO_BACKWARD_BOTH;
+  const wino_part_buffers b = wino_part_buffers_of (j, part, j->dbias);
+  if (weight && lo == hi)
+    memset (b.du, 0, (size_t) s->xn * fc * sizeof *b.du);
+  for (size_t q = lo; q < hi; q++) {
+    const int k0 = (int) q * s->chunk;
+    const wino_chunk ch = wino_chunk_at (g, s, filters, k0);
+    float *v = j->keep ? wino_chunk_of (g, s, j->col, k0) : b.v;
+    if (j->pass == WINO_FORWARD) {
+      wino_chunk_input (j, &ch, v, b.pad);
+      for (int xi = 0; xi < s->xn; xi++)
+        tt_gemm (false, false, filters, (int) ch.ld, c_n, 1.0f,
+            j->u + xi * fc, c_n, v + xi * ch.xs, (int) ch.ld, 0.0f,
+            b.m + xi * ch.ms, (int) ch.ld);
+      wino_chunk_output (j, &ch, b.m, b.pad);
+      continue;
     }
+    wino_chunk_output_gradient (j, &ch, b.m, b.pad);
+    for (int xi = 0; xi < s->xn; xi++) {
+      if (weight)
+        tt_gemm (false, true, filters, c_n, (int) ch.nt, 1.0f,
+            b.m + xi * ch.ms, (int) ch.ld, v + xi * ch.xs, (int) ch.ld,
+            q > lo ? 1.0f : 0.0f, b.du + xi * fc, c_n);
+      /* V[xi] is done with: dV[xi] over it */
+      if (j->pass != WINO_BACKWARD_WEIGHT)
+        tt_gemm (false, false, c_n, (int) ch.ld, filters, 1.0f,
+            j->u + xi * fc, filters, b.m + xi * ch.ms, (int) ch.ld, 0.0f,
+            v + xi * ch.xs, (int) ch.ld);
+    }
+    if (j->pass != WINO_BACKWARD_WEIGHT)
+      wino_chunk_input_gradient (j, &ch, v, b.pad);
+  }
+  if (weight && j->dbias) {
+    /* the part's samples: whole blocks of its chunks */
+    const size_t per = (size_t) s->chunk * WB;
+    const int b0 = (int) (lo * per), b1 = (int) (hi * per);
+    for (int f = 0; f < filters; f++)
+      wino_bias_gradient (g, filters, b0 < j->batch ? b0 : j->batch,
+          b1 < j->batch ? b1 : j->batch, f, j->x, b.dbias);
+  }
 }
 
-/* Runs stage over its units: one part when the plane would not fit on a
- * part's stack, a few per thread otherwise. */
+/* Runs the pass by chunks; with the weight gradient, adds the parts'
+ * dU and dbias to part 0's in part order. */
 static void
-wino_run (tt_threads * pool, wino_job * j, wino_stage stage, size_t units)
+wino_run (wino_job * j)
 {
-  j->stage = stage;
-  j->units = units;
-  const bool fits = (size_t) j->s->ph * j->s->pw * WB <= WINO_STACK_FLOATS;
-  tt_threads_run (pool, wino_part, j, fits ? tt_threads_parts (pool, units,
-          2) : 1);
+  const bool weight = j->pass == WINO_BACKWARD_WEIGHT ||
+      j->pass == WINO_BACKWARD_BOTH;
+  const unsigned n = tt_threads_count (j->pool);
+  const bool split = n > 1 && tt_threads_scratch_floats (j->pool) >=
+      wino_part_floats (j->g, j->s, j->filters, j->keep, weight);
+  if (!split) {
+    wino_part (j, 0, 1);
+    return;
+  }
+  tt_threads_run_owned (j->pool, wino_part, j);
+  if (!weight)
+    return;
+  const size_t fc = (size_t) j->filters * j->g->channels;
+  for (unsigned part = 1; part < n; part++) {
+    const wino_part_buffers b = wino_part_buffers_of (j, part, NULL);
+    for (size_t i = 0; i < (size_t) j->s->xn * fc; i++)
+      j->sc.u[i] += b.du[i];
+    if (j->dbias)
+      for (int f = 0; f < j->filters; f++)
+        j->dbias[f] += b.dbias[f];
+  }
 }
 
 TT_VECTOR_CLONES void
@@ -921,33 +1050,14 @@ tt_conv2d_winograd_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, const float *x, const float *w, const float *bias,
     float *y, float *col, float *out, bool keep)
 {
-  const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
-  const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  wino_job j = {.g = g,.s = &s,.filters = filters,.batch = batch,.x = x,
-    .bias = bias,.u = sc.u,.m = sc.m,.y = y,.pad = sc.pad,
-    .fc = (size_t) filters * c_n
+  wino_job j = {.pass = WINO_FORWARD,.pool = pool,.g = g,.s = &s,
+    .filters = filters,.batch = batch,.x = x,.bias = bias,.col = col,.y = y,
+    .sc = wino_scratch_of (g, &s, filters, out),.keep = keep
   };
-
-  wino_filter_transform (&s, filters, c_n, w, sc.u, false);
-  for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
-    const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
-    j.ch = &ch;
-    j.v = keep ? wino_chunk_of (g, &s, col, k0) : col;
-    wino_run (pool, &j, WINO_INPUT, (size_t) (ch.k1 - k0) * c_n);
-    wino_zero_padding (&s, &ch, c_n, j.v, ch.xs);
-    wino_run (pool, &j, WINO_GEMM_M, (size_t) s.xn);
-    wino_run (pool, &j, WINO_OUTPUT, (size_t) filters * (ch.k1 - k0));
-  }
-}
-
-/* dM of a chunk (into j->m) from dy (j->x) */
-static void
-wino_run_output_gradient (tt_threads * pool, wino_job * j)
-{
-  wino_run (pool, j, WINO_OUTPUT_GRADIENT, (size_t) j->filters *
-      (j->ch->k1 - j->ch->k0));
-  wino_zero_padding (j->s, j->ch, j->filters, j->m, j->ch->ms);
+  j.u = j.sc.u;
+  wino_filter_transform (&s, filters, g->channels, w, j.sc.u, false);
+  wino_run (&j);
 }
 
 TT_VECTOR_CLONES void
@@ -955,27 +1065,13 @@ tt_conv2d_winograd_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, const float *dy,
     float *dw, float *dbias, const float *col, float *out)
 {
-  const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
-  const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  wino_job j = {.g = g,.s = &s,.filters = filters,.batch = batch,.x = dy,
-    .m = sc.m,.du = sc.u,.pad = sc.pad,.fc = (size_t) filters * c_n
+  wino_job j = {.pass = WINO_BACKWARD_WEIGHT,.pool = pool,.g = g,.s = &s,
+    .filters = filters,.batch = batch,.x = dy,.col = (float *) col,
+    .sc = wino_scratch_of (g, &s, filters, out),.keep = true,.dbias = dbias
   };
-
-  for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
-    const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
-    j.ch = &ch;
-    j.v = wino_chunk_of (g, &s, (float *) col, k0);
-    j.accumulate = k0 > 0;
-    wino_run_output_gradient (pool, &j);
-    wino_run (pool, &j, WINO_GEMM_DU, (size_t) s.xn);
-  }
-  wino_filter_gradient (&s, filters, c_n, sc.u, dw);
-  if (dbias) {
-    j.ch = NULL;
-    j.y = dbias;
-    wino_run (pool, &j, WINO_BIAS, (size_t) filters);
-  }
+  wino_run (&j);
+  wino_filter_gradient (&s, filters, g->channels, j.sc.u, dw);
 }
 
 TT_VECTOR_CLONES void
@@ -983,25 +1079,16 @@ tt_conv2d_winograd_backward_input (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, const float *w,
     const float *dy, float *dx, float *col, float *out)
 {
-  const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
-  const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  wino_job j = {.g = g,.s = &s,.filters = filters,.batch = batch,.x = dy,
-    .ut = sc.u,.m = sc.m,.y = dx,.pad = sc.pad,.fc = (size_t) filters * c_n
+  wino_job j = {.pass = WINO_BACKWARD_INPUT,.pool = pool,.g = g,.s = &s,
+    .filters = filters,.batch = batch,.x = dy,.col = col,.y = dx,
+    .sc = wino_scratch_of (g, &s, filters, out),.keep = true
   };
-
   /* U^T stored as such: dV = U^T dM is then a plain product, which
    * OpenBLAS runs without packing U */
-  wino_filter_transform (&s, filters, c_n, w, sc.u, true);
-  for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
-    const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
-    j.ch = &ch;
-    j.v = wino_chunk_of (g, &s, col, k0);
-    wino_run_output_gradient (pool, &j);
-    /* dV over V's columns (backward_weight is done with them) */
-    wino_run (pool, &j, WINO_GEMM_DV, (size_t) s.xn);
-    wino_run (pool, &j, WINO_INPUT_GRADIENT, (size_t) (ch.k1 - k0) * c_n);
-  }
+  j.u = j.sc.u;
+  wino_filter_transform (&s, filters, g->channels, w, j.sc.u, true);
+  wino_run (&j);
 }
 
 /* Both backward passes in one sweep (the layer runs them back to back):
@@ -1013,28 +1100,13 @@ tt_conv2d_winograd_backward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, const float *w, const float *dy, float *dw,
     float *dbias, float *dx, float *col, float *out)
 {
-  const int c_n = g->channels;
   const wino_shape s = wino_shape_of (g, batch);
-  const wino_scratch sc = wino_scratch_of (g, &s, filters, out);
-  wino_job j = {.g = g,.s = &s,.filters = filters,.batch = batch,.x = dy,
-    .ut = sc.ut,.du = sc.u,.m = sc.m,.y = dx,.pad = sc.pad,
-    .fc = (size_t) filters * c_n
+  wino_job j = {.pass = WINO_BACKWARD_BOTH,.pool = pool,.g = g,.s = &s,
+    .filters = filters,.batch = batch,.x = dy,.col = col,.y = dx,
+    .sc = wino_scratch_of (g, &s, filters, out),.keep = true,.dbias = dbias
   };
-
-  wino_filter_transform (&s, filters, c_n, w, sc.ut, true);
-  for (int k0 = 0; k0 < s.blocks; k0 += s.chunk) {
-    const wino_chunk ch = wino_chunk_at (g, &s, filters, k0);
-    j.ch = &ch;
-    j.v = wino_chunk_of (g, &s, col, k0);
-    j.accumulate = k0 > 0;
-    wino_run_output_gradient (pool, &j);
-    wino_run (pool, &j, WINO_GEMM_BOTH, (size_t) s.xn);
-    wino_run (pool, &j, WINO_INPUT_GRADIENT, (size_t) (ch.k1 - k0) * c_n);
-  }
-  wino_filter_gradient (&s, filters, c_n, sc.u, dw);
-  if (dbias) {
-    j.ch = NULL;
-    j.y = dbias;
-    wino_run (pool, &j, WINO_BIAS, (size_t) filters);
-  }
+  j.u = j.sc.ut;
+  wino_filter_transform (&s, filters, g->channels, w, j.sc.ut, true);
+  wino_run (&j);
+  wino_filter_gradient (&s, filters, g->channels, j.sc.u, dw);
 }

@@ -91,9 +91,11 @@ void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
  * whether backward_weight, backward_input will run.
  * All outputs are overwritten, not accumulated.
  * pool: the work split over its threads (NULL: one thread). Direct and
- * Winograd convolutions split units whose arithmetic does not depend on
- * the split (samples, filters, tiles, the n^2 GEMMs): results equal one
- * thread's bit for bit. The im2col path runs, on several threads, one
+ * Winograd convolutions split by samples (with the workers' scratch,
+ * tt_conv2d_batch_worker_floats): output and dx equal one thread's bit
+ * for bit; dw and dbias add each thread's partial in a fixed order,
+ * deterministic for a thread count and within rounding of one thread's.
+ * The im2col path runs, on several threads, one
  * GEMM per sample (forward), blocks of samples (input gradient) and
  * blocks of dW's rows: deterministic for a thread count, equal to one
  * thread's within rounding (other GEMM shapes). */
@@ -121,6 +123,12 @@ void tt_conv2d_batch_backward_input (tt_threads * pool,
  * derivative is transformed once for both. grouped sized with gradient
  * and derivative true. */
 bool tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned);
+/* Floats each worker of the pool needs in its scratch
+ * (tt_threads_set_scratch) for the layer's passes to split by samples
+ * (the direct and Winograd convolutions; 0 for the im2col path, which
+ * needs none); with less, those passes run on the caller alone. */
+size_t tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
+    int planned, bool gradient, bool derivative);
 void tt_conv2d_batch_backward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *w, const float *dy,
     float *dw, float *dbias, float *dx, float *col, float *grouped);
@@ -136,6 +144,8 @@ void tt_conv2d_direct_forward (tt_threads * pool, const tt_window_geom * g,
 void tt_conv2d_direct_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, const float *x,
     const float *dy, float *dw, float *dbias);
+size_t tt_conv2d_direct_worker_floats (const tt_window_geom * g, int filters,
+    bool gradient);
 
 /* Winograd convolution, F(2x2, 3x3) or F(4x4, 3x3), whichever needs
  * fewer products for the layer's output size (conv2d_winograd.c,
@@ -149,6 +159,8 @@ size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
     bool keep);
 size_t tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
     int batch, bool both);
+size_t tt_conv2d_winograd_worker_floats (const tt_window_geom * g,
+    int filters, int planned, bool keep, bool gradient);
 void tt_conv2d_winograd_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, const float *x, const float *w,
     const float *bias, float *y, float *col, float *out, bool keep);

@@ -210,6 +210,14 @@ conv_calc_derivative (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->p.conv.dy_grouped), l->weights[0].grad >= 0);
 }
 
+static size_t
+conv_worker_floats (const tt_layer * l, uint32_t batch_size)
+{
+  return tt_conv2d_batch_worker_floats (&l->p.conv.geom,
+      (int) l->p.conv.filters, (int) batch_size, l->weights[0].grad >= 0,
+      l->needs_derivative);
+}
+
 const tt_layer_ops tt_conv2d_layer_ops = {
   .type = "conv2d",
   .role = TT_ROLE_COMPUTE,
@@ -222,6 +230,7 @@ const tt_layer_ops tt_conv2d_layer_ops = {
   .forward = conv_forward,
   .calc_gradient = conv_calc_gradient,
   .calc_derivative = conv_calc_derivative,
+  .worker_floats = conv_worker_floats,
 };
 
 const tt_layer_ops tt_conv1d_layer_ops = {
@@ -236,4 +245,5 @@ const tt_layer_ops tt_conv1d_layer_ops = {
   .forward = conv_forward,
   .calc_gradient = conv_calc_gradient,
   .calc_derivative = conv_calc_derivative,
+  .worker_floats = conv_worker_floats,
 };
