@@ -16,11 +16,19 @@
  * worker, not the caller, ran it). The engine's layers that split along
  * different axes move their activations between the cores each step.
  *
+ * Last, each CPU alone: the one thread pinned to it in turn, the mean
+ * and median of one product. Two threads splitting a step in equal
+ * parts go at the pace of the slower CPU: on the development machine
+ * one virtual CPU ran the same work 1.3-1.7 times slower on average
+ * than the other (its median close to the other's: it loses its core
+ * in bursts).
+ *
  *   parallel-probe [ROUNDS]
  */
 #include "tt_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +144,45 @@ cross_read_us (tt_threads * pool, cross_job * j, bool other, int rounds,
   return probe_median (times, n);
 }
 
+/* The mean and median of one product on the caller pinned to each CPU
+ * it may run on, in turn; its affinity restored after. */
+static void
+probe_cpus (probe_job * j, int rounds, double *times)
+{
+  cpu_set_t allowed;
+  if (pthread_getaffinity_np (pthread_self (), sizeof allowed, &allowed))
+    return;
+  double slowest = 0, fastest = 0;
+  printf ("cpus alone:");
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (!CPU_ISSET (cpu, &allowed))
+      continue;
+    cpu_set_t one;
+    CPU_ZERO (&one);
+    CPU_SET (cpu, &one);
+    if (pthread_setaffinity_np (pthread_self (), sizeof one, &one))
+      continue;
+    double sum = 0;
+    j->first = 2;
+    for (int r = -10; r < rounds; r++) {
+      const double t0 = probe_now_us ();
+      probe_part (j, 0, 1);
+      const double t = probe_now_us () - t0;
+      if (r >= 0) {
+        times[r] = t;
+        sum += t;
+      }
+    }
+    const double mean = sum / rounds;
+    printf (" cpu %d mean %.0f us (median %.0f);", cpu, mean,
+        probe_median (times, rounds));
+    slowest = mean > slowest ? mean : slowest;
+    fastest = fastest == 0 || mean < fastest ? mean : fastest;
+  }
+  pthread_setaffinity_np (pthread_self (), sizeof allowed, &allowed);
+  printf (" slowest mean / fastest %.2f\n", fastest > 0 ? slowest / fastest :
+      0.0);
+}
 
 int
 main (int argc, char **argv)
@@ -197,6 +244,7 @@ main (int argc, char **argv)
   free (cj.buf[0]);
   free (cj.buf[1]);
   tt_threads_free (pool);
+  probe_cpus (&j, rounds, one);
   for (int t = 0; t < 4; t++) {
     free (j.a[t]);
     free (j.b[t]);
