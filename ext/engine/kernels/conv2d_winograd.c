@@ -384,12 +384,14 @@ wino2_output_gradient_tiles (const wino_shape * s, const float *restrict tile,
  * U[xi][c][f] when transposed. */
 TT_ALWAYS_INLINE void
 wino_filter_transform (const wino_shape * s, int filters, int channels,
-    const float *restrict w, float *restrict u, bool transposed)
+    const float *restrict w, float *restrict u, bool transposed,
+    size_t o_begin, size_t o_end)
 {
   const size_t fc = (size_t) filters * channels;
-  int f = 0, c = 0;             /* of the next pair, transposed */
-  for (size_t o0 = 0; o0 < fc; o0 += WINO_FB) {
-    const int nl = fc - o0 < WINO_FB ? (int) (fc - o0) : WINO_FB;
+  /* of the next pair, transposed */
+  int f = (int) (o_begin % filters), c = (int) (o_begin / filters);
+  for (size_t o0 = o_begin; o0 < o_end; o0 += WINO_FB) {
+    const int nl = o_end - o0 < WINO_FB ? (int) (o_end - o0) : WINO_FB;
     float gl[9][WINO_FB], r[36][WINO_FB];
     if (nl < WINO_FB)
       memset (gl, 0, sizeof gl);
@@ -429,20 +431,26 @@ wino_filter_transform (const wino_shape * s, int filters, int channels,
  * transposed). */
 TT_ALWAYS_INLINE void
 wino_filter_gradient (const wino_shape * s, int filters, int channels,
-    const float *restrict du, float *restrict dw)
+    const float *const *du, unsigned n_du, float *restrict dw,
+    size_t o_begin, size_t o_end)
 {
   const size_t fc = (size_t) filters * channels;
-  for (size_t o0 = 0; o0 < fc; o0 += WINO_FB) {
-    const int nl = fc - o0 < WINO_FB ? (int) (fc - o0) : WINO_FB;
+  for (size_t o0 = o_begin; o0 < o_end; o0 += WINO_FB) {
+    const int nl = o_end - o0 < WINO_FB ? (int) (o_end - o0) : WINO_FB;
     float d[36][WINO_FB], r[9][WINO_FB];
     if (nl < WINO_FB)
       memset (d, 0, sizeof d);
     if (nl == WINO_FB)
       for (int xi = 0; xi < s->xn; xi++)
-        memcpy (d[xi], du + xi * fc + o0, sizeof d[xi]);
+        memcpy (d[xi], du[0] + xi * fc + o0, sizeof d[xi]);
     else
       for (int xi = 0; xi < s->xn; xi++)
-        memcpy (d[xi], du + xi * fc + o0, sizeof (float) * nl);
+        memcpy (d[xi], du[0] + xi * fc + o0, sizeof (float) * nl);
+    /* the other parts' partials, in part order */
+    for (unsigned q = 1; q < n_du; q++)
+      for (int xi = 0; xi < s->xn; xi++)
+        for (int l = 0; l < nl; l++)
+          d[xi][l] += du[q][xi * fc + o0 + l];
     for (int h = 0; h < WINO_FB; h += WB) {
       wvec dv[36], rv[9];
       for (int xi = 0; xi < s->xn; xi++)
@@ -977,8 +985,8 @@ wino_part (void *arg, unsigned part, unsigned n_parts)
   const bool weight = j->pass == WINO_BACKWARD_WEIGHT ||
       j->pass == WINO_BACKWARD_BOTH;
   const wino_part_buffers b = wino_part_buffers_of (j, part, j->dbias);
-  if (weight && lo == hi)
-    memset (b.du, 0, (size_t) s->xn * fc * sizeof *b.du);
+  /* (part 0 always has chunks; the others' partials are added only
+   * when they have, wino_run) */
   for (size_t q = lo; q < hi; q++) {
     const int k0 = (int) q * s->chunk;
     const wino_chunk ch = wino_chunk_at (g, s, filters, k0);
@@ -1017,32 +1025,95 @@ wino_part (void *arg, unsigned part, unsigned n_parts)
   }
 }
 
-/* Runs the pass by chunks; with the weight gradient, adds the parts'
- * dU and dbias to part 0's in part order. */
+/* The filters' transforms split by ranges of (filter, channel) pairs,
+ * whole WINO_FB lanes a part: they took 6% of the CNN's second layer's
+ * forward on one thread, and a pass of a split layer waited for them on
+ * the caller alone. The transform of U (or U^T) from w; or dw from the
+ * parts' dU partials, added in part order pair by pair. */
+#define WINO_FILTER_SPLIT_MIN 1024      /* pairs */
+
+typedef struct
+{
+  const wino_shape *s;
+  int filters, channels;
+  const float *w;
+  float *u;
+  bool transposed;
+  const float *du[TT_THREADS_MAX];
+  unsigned n_du;
+  float *dw;
+} wino_filter_job;
+
+static TT_VECTOR_CLONES void
+wino_filter_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const wino_filter_job *f = arg;
+  size_t lo, hi;
+  tt_threads_range ((size_t) f->filters * f->channels, WINO_FB, part,
+      n_parts, &lo, &hi);
+  if (f->dw)
+    wino_filter_gradient (f->s, f->filters, f->channels, f->du, f->n_du,
+        f->dw, lo, hi);
+  else
+    wino_filter_transform (f->s, f->filters, f->channels, f->w, f->u,
+        f->transposed, lo, hi);
+}
+
 static void
-wino_run (wino_job * j)
+wino_filter_run (tt_threads * pool, wino_filter_job * f)
+{
+  const size_t pairs = (size_t) f->filters * f->channels;
+  tt_threads_run (pool, wino_filter_part, f, pairs < WINO_FILTER_SPLIT_MIN ?
+      1 : tt_threads_parts (pool, (pairs + WINO_FB - 1) / WINO_FB, 2));
+}
+
+/* U (transposed: U^T) of w into u */
+static void
+wino_run_filter_transform (wino_job * j, const float *w, float *u,
+    bool transposed)
+{
+  wino_filter_job f = {.s = j->s,.filters = j->filters,
+    .channels = j->g->channels,.w = w,.u = u,.transposed = transposed
+  };
+  wino_filter_run (j->pool, &f);
+  j->u = u;
+}
+
+/* Runs the pass by chunks; with the weight gradient, dw from the parts'
+ * dU (part 0's in the layer's scratch) and dbias, each added in part
+ * order. */
+static void
+wino_run (wino_job * j, float *dw)
 {
   const bool weight = j->pass == WINO_BACKWARD_WEIGHT ||
       j->pass == WINO_BACKWARD_BOTH;
   const unsigned n = tt_threads_count (j->pool);
   const bool split = n > 1 && tt_threads_scratch_floats (j->pool) >=
       wino_part_floats (j->g, j->s, j->filters, j->keep, weight);
-  if (!split) {
+  if (split)
+    tt_threads_run_owned (j->pool, wino_part, j);
+  else
     wino_part (j, 0, 1);
-    return;
-  }
-  tt_threads_run_owned (j->pool, wino_part, j);
   if (!weight)
     return;
-  const size_t fc = (size_t) j->filters * j->g->channels;
-  for (unsigned part = 1; part < n; part++) {
-    const wino_part_buffers b = wino_part_buffers_of (j, part, NULL);
-    for (size_t i = 0; i < (size_t) j->s->xn * fc; i++)
-      j->sc.u[i] += b.du[i];
-    if (j->dbias)
-      for (int f = 0; f < j->filters; f++)
-        j->dbias[f] += b.dbias[f];
+  wino_filter_job f = {.s = j->s,.filters = j->filters,
+    .channels = j->g->channels,.dw = dw
+  };
+  const size_t chunks = (size_t) (j->s->blocks + j->s->chunk - 1) /
+      j->s->chunk;
+  const unsigned parts = split ? n : 1;
+  for (unsigned part = 0; part < parts; part++) {
+    size_t lo, hi;
+    tt_threads_range (chunks, 1, part, parts, &lo, &hi);
+    if (lo == hi)
+      break;
+    const wino_part_buffers b = wino_part_buffers_of (j, part, j->dbias);
+    f.du[f.n_du++] = b.du;
+    if (part > 0 && j->dbias)
+      for (int k = 0; k < j->filters; k++)
+        j->dbias[k] += b.dbias[k];
   }
+  wino_filter_run (j->pool, &f);
 }
 
 TT_VECTOR_CLONES void
@@ -1055,9 +1126,8 @@ tt_conv2d_winograd_forward (tt_threads * pool, const tt_window_geom * g,
     .filters = filters,.batch = batch,.x = x,.bias = bias,.col = col,.y = y,
     .sc = wino_scratch_of (g, &s, filters, out),.keep = keep
   };
-  j.u = j.sc.u;
-  wino_filter_transform (&s, filters, g->channels, w, j.sc.u, false);
-  wino_run (&j);
+  wino_run_filter_transform (&j, w, j.sc.u, false);
+  wino_run (&j, NULL);
 }
 
 TT_VECTOR_CLONES void
@@ -1070,8 +1140,7 @@ tt_conv2d_winograd_backward_weight (tt_threads * pool,
     .filters = filters,.batch = batch,.x = dy,.col = (float *) col,
     .sc = wino_scratch_of (g, &s, filters, out),.keep = true,.dbias = dbias
   };
-  wino_run (&j);
-  wino_filter_gradient (&s, filters, g->channels, j.sc.u, dw);
+  wino_run (&j, dw);
 }
 
 TT_VECTOR_CLONES void
@@ -1086,9 +1155,8 @@ tt_conv2d_winograd_backward_input (tt_threads * pool,
   };
   /* U^T stored as such: dV = U^T dM is then a plain product, which
    * OpenBLAS runs without packing U */
-  j.u = j.sc.u;
-  wino_filter_transform (&s, filters, g->channels, w, j.sc.u, true);
-  wino_run (&j);
+  wino_run_filter_transform (&j, w, j.sc.u, true);
+  wino_run (&j, NULL);
 }
 
 /* Both backward passes in one sweep (the layer runs them back to back):
@@ -1105,8 +1173,6 @@ tt_conv2d_winograd_backward (tt_threads * pool, const tt_window_geom * g,
     .filters = filters,.batch = batch,.x = dy,.col = col,.y = dx,
     .sc = wino_scratch_of (g, &s, filters, out),.keep = true,.dbias = dbias
   };
-  j.u = j.sc.ut;
-  wino_filter_transform (&s, filters, g->channels, w, j.sc.ut, true);
-  wino_run (&j);
-  wino_filter_gradient (&s, filters, g->channels, j.sc.u, dw);
+  wino_run_filter_transform (&j, w, j.sc.ut, true);
+  wino_run (&j, dw);
 }
