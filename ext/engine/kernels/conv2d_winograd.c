@@ -913,6 +913,13 @@ wino_part_buffers_of (const wino_job * j, unsigned part, float *dbias)
   return b;
 }
 
+/* Chunks of the batch */
+static inline size_t
+wino_chunks (const wino_shape * s)
+{
+  return (size_t) (s->blocks + s->chunk - 1) / s->chunk;
+}
+
 /* V of the chunk at k0 from x. */
 TT_ALWAYS_INLINE void
 wino_chunk_input (const wino_job * j, const wino_chunk * ch, float *v,
@@ -979,7 +986,7 @@ wino_part (void *arg, unsigned part, unsigned n_parts)
   const wino_shape *s = j->s;
   const int c_n = g->channels, filters = j->filters;
   const size_t fc = (size_t) filters * c_n;
-  const size_t chunks = (size_t) (s->blocks + s->chunk - 1) / s->chunk;
+  const size_t chunks = wino_chunks (s);
   size_t lo, hi;
   tt_threads_range (chunks, 1, part, n_parts, &lo, &hi);
   const bool weight = j->pass == WINO_BACKWARD_WEIGHT ||
@@ -1099,8 +1106,7 @@ wino_run (wino_job * j, float *dw)
   wino_filter_job f = {.s = j->s,.filters = j->filters,
     .channels = j->g->channels,.dw = dw
   };
-  const size_t chunks = (size_t) (j->s->blocks + j->s->chunk - 1) /
-      j->s->chunk;
+  const size_t chunks = wino_chunks (j->s);
   const unsigned parts = split ? n : 1;
   for (unsigned part = 0; part < parts; part++) {
     size_t lo, hi;
