@@ -326,6 +326,51 @@ test_bytes (void)
   }
 }
 
+/* A batch large enough for the byte feed's conversion to be split over
+ * 2 threads (layer_input.c): bytes and floats give the same output, bit
+ * for bit. The fully connected layer, the same in both, is too small to
+ * be split itself. */
+static void
+test_bytes_threads (void)
+{
+  enum
+  { BATCH = 64, PER = 28 * 28 };
+  const char *text = "[Model]\ntype = NeuralNetwork\nbatch_size = 64\n"
+      "loss = mse\n[Optimizer]\ntype = sgd\nlearning_rate = 0.1\n"
+      "[in]\ntype = input\ninput_shape = 1:28:28\nnormalization = true\n"
+      "[fc]\ntype = fully_connected\nunit = 3\n";
+  tt_error err;
+  tt_model *m = tt_model_load_ini_text (text, strlen (text), "bytes", &err);
+  CHECK (m != NULL, "%s", err.message);
+  if (!m)
+    return;
+  tt_status st = tt_model_set_threads (m, 2, &err);
+  if (!st)
+    st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "%s", err.message);
+  static uint8_t bytes[BATCH * PER];
+  static float values[BATCH * PER], from_floats[BATCH * 3];
+  for (size_t i = 0; i < BATCH * PER; i++) {
+    bytes[i] = (uint8_t) ((i * 2654435761u) >> 24);
+    values[i] = bytes[i];
+  }
+  const tt_dtype as_floats = TT_DTYPE_FLOAT32, as_bytes = TT_DTYPE_UINT8;
+  const void *in_floats[1] = { values }, *in_bytes[1] = { bytes };
+  tt_batch_result r;
+  for (int round = 0; !st && round < 3; round++) {
+    st = tt_model_eval_batch (m, BATCH, in_floats, &as_floats, NULL, &r, &err);
+    CHECK (st == TT_OK, "%s", err.message);
+    memcpy (from_floats, tt_model_output (m), sizeof from_floats);
+    if (!st)
+      st = tt_model_eval_batch (m, BATCH, in_bytes, &as_bytes, NULL, &r, &err);
+    CHECK (st == TT_OK, "%s", err.message);
+    if (!st)
+      CHECK (!memcmp (tt_model_output (m), from_floats, sizeof from_floats),
+          "round %d: 2 threads, bytes and floats differ", round);
+  }
+  tt_model_free (m);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -339,5 +384,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_standardization_constant);
   TT_TEST_RUN (test_both);
   TT_TEST_RUN (test_bytes);
+  TT_TEST_RUN (test_bytes_threads);
   return tt_test_summary ();
 }

@@ -600,7 +600,7 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
     l->p.input.normalized_at_feed = type == TT_DTYPE_UINT8 &&
         l->p.input.normalization;
     if (l->p.input.normalized_at_feed) {
-      tt_feed_bytes_normalized (inputs[i], count, dst);
+      tt_feed_bytes_normalized (m->thread_pool, inputs[i], count, dst);
     } else if (type == TT_DTYPE_UINT8) {
       const uint8_t *src = inputs[i];
       for (size_t k = 0; k < count; k++)

@@ -498,8 +498,10 @@ const tt_layer_ops *tt_layer_ops_find (const char *type);
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
 /* model_feed's conversion of an input layer's bytes when the layer
  * normalizes (layers/layer_input.c): n bytes to n floats in [0, 1], the
- * batch's minimum to 0 and maximum to 1, as the layer's forward would. */
-void tt_feed_bytes_normalized (const uint8_t * src, size_t n, float *dst);
+ * batch's minimum to 0 and maximum to 1, as the layer's forward would;
+ * the conversion split over pool's threads (NULL: the caller alone). */
+void tt_feed_bytes_normalized (tt_threads * pool, const uint8_t * src,
+    size_t n, float *dst);
 
 extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_conv2d_layer_ops, tt_conv1d_layer_ops, tt_pooling2d_layer_ops,
