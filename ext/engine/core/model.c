@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TT_DEFAULT_SEED 0x5eedULL
@@ -290,14 +289,6 @@ tt_model_has_stored_plan (const tt_model * m)
 
 /* ---- profiling -------------------------------------------------------- */
 
-static uint64_t
-model_now_ns (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 /* Zeroes the counters; once the graph is built (the layer count final),
  * allocates them first: compile calls it when profiling was asked for
  * before, so no step ever allocates. */
@@ -395,7 +386,7 @@ model_profile_begin (const tt_model * m)
 {
   model_profile_mark k = { 0, m->profile_steps };
   if (m->profiling)
-    k.t0 = model_now_ns ();
+    k.t0 = tt_threads_now_ns ();
   return k;
 }
 
@@ -403,15 +394,15 @@ static void
 model_profile_end (tt_model * m, model_profile_mark k)
 {
   if (m->profiling && m->profile_steps != k.steps)
-    m->profile_step_ns += model_now_ns () - k.t0;
+    m->profile_step_ns += tt_threads_now_ns () - k.t0;
 }
 
 static uint64_t
 model_forward_timed (const tt_run_ctx * c, tt_layer * l)
 {
-  const uint64_t t0 = model_now_ns ();
+  const uint64_t t0 = tt_threads_now_ns ();
   l->ops->forward (c, l);
-  return model_now_ns () - t0;
+  return tt_threads_now_ns () - t0;
 }
 
 static int
@@ -944,18 +935,18 @@ model_apply_layer_timed (tt_model * m, tt_layer * l, tt_layer_time * t)
     any |= l->weights[k].grad >= 0 && !l->weights[k].chunk_rows;
   if (!any)
     return;
-  const uint64_t t0 = model_now_ns ();
+  const uint64_t t0 = tt_threads_now_ns ();
   model_apply_layer (m, l);
-  t->update_ns += model_now_ns () - t0;
+  t->update_ns += tt_threads_now_ns () - t0;
 }
 
 static void
 model_layer_backward_timed (tt_model * m, tt_layer * l, bool update,
     tt_layer_time * t)
 {
-  const uint64_t t0 = model_now_ns ();
+  const uint64_t t0 = tt_threads_now_ns ();
   model_layer_backward (&m->run, l);
-  t->backward_ns += model_now_ns () - t0;
+  t->backward_ns += tt_threads_now_ns () - t0;
   if (update)
     model_apply_layer_timed (m, l, t);
 }

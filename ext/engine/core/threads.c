@@ -165,8 +165,8 @@ threads_pause (void)
 #endif
 }
 
-static uint64_t
-threads_now_ns (void)
+uint64_t
+tt_threads_now_ns (void)
 {
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
@@ -302,7 +302,7 @@ threads_worker (void *arg)
   for (;;) {
     const unsigned step_seq = atomic_load (&p->step_seq);
     uint64_t s = atomic_load_explicit (&p->state, memory_order_acquire);
-    const uint64_t t0 = threads_now_ns ();
+    const uint64_t t0 = tt_threads_now_ns ();
     for (unsigned i = 1; (uint32_t) (s >> 32) == seen &&
         !atomic_load_explicit (&p->quit, memory_order_relaxed); i++) {
       threads_pause ();
@@ -310,7 +310,7 @@ threads_worker (void *arg)
         const uint64_t spin = atomic_load_explicit (&p->in_step,
             memory_order_relaxed) ? TT_THREADS_STEP_SPIN_NS :
             TT_THREADS_SPIN_NS;
-        if (threads_now_ns () - t0 > spin)
+        if (tt_threads_now_ns () - t0 > spin)
           break;
       }
       s = atomic_load_explicit (&p->state, memory_order_acquire);
@@ -449,7 +449,7 @@ tt_threads_begin (tt_threads * p, unsigned kind)
 {
   if (!p)
     return;
-  p->step_start = threads_now_ns ();
+  p->step_start = tt_threads_now_ns ();
   p->step_kind = kind < TT_THREADS_STEP_KINDS ? kind : TT_THREADS_ALWAYS_SPLIT;
   bool split;
   if (p->step_kind == TT_THREADS_ALWAYS_SPLIT || p->forced > 0)
@@ -494,7 +494,7 @@ tt_threads_end (tt_threads * p)
 {
   if (!p)
     return;
-  const uint64_t end = threads_now_ns ();
+  const uint64_t end = tt_threads_now_ns ();
   atomic_store (&p->in_step, 0);
   threads_choice *c = &p->choice[p->step_kind];
   if (p->step_kind != TT_THREADS_ALWAYS_SPLIT && !p->forced)
@@ -615,11 +615,11 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
     threads_work (p, s);
   else
     threads_work_affine (p, s, 0);
-  const uint64_t t0 = threads_now_ns ();
+  const uint64_t t0 = tt_threads_now_ns ();
   for (unsigned i = 1; atomic_load_explicit (&p->done,
           memory_order_acquire) != n_parts; i++) {
     threads_pause ();
-    if (i % 64 == 0 && threads_now_ns () - t0 > TT_THREADS_SPIN_NS) {
+    if (i % 64 == 0 && tt_threads_now_ns () - t0 > TT_THREADS_SPIN_NS) {
       pthread_mutex_lock (&p->lock);
       atomic_store (&p->caller_sleeping, 1);
       while (atomic_load (&p->done) != n_parts)

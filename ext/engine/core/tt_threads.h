@@ -115,6 +115,9 @@ void tt_threads_set_scratch (tt_threads * pool, float *base, size_t floats);
 float *tt_threads_scratch (const tt_threads * pool, unsigned part);
 /* floats of each worker's scratch: 0 without */
 size_t tt_threads_scratch_floats (const tt_threads * pool);
+/* The monotonic clock in nanoseconds (the pool's timing of steps, the
+ * model's profile). */
+uint64_t tt_threads_now_ns (void);
 /* Parts to split units of work into: min (units, threads * per_thread),
  * at least 1. per_thread > 1 lets a free thread take over parts of one
  * that lost its core (a pipeline's other elements, a CPU hog); 1 when
