@@ -19,9 +19,9 @@
  * Last, each CPU alone: the one thread pinned to it in turn, the mean
  * and median of one product. Two threads splitting a step in equal
  * parts go at the pace of the slower CPU: on the development machine
- * one virtual CPU ran the same work 1.3-1.7 times slower on average
- * than the other (its median close to the other's: it loses its core
- * in bursts).
+ * the slower virtual CPU's mean ran from 1.0 to 1.7 times the other's
+ * over a day, its median close to the other's (it loses its core in
+ * bursts), and about 2 times with a CPU hog on it.
  *
  *   parallel-probe [ROUNDS]
  */
