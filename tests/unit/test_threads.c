@@ -294,6 +294,57 @@ test_owned (void)
       "%u runs of %u parts", atomic_load (&s.runs[0]), s.seen_parts[0]);
 }
 
+/* A reduction by parts: part p writes p + 1 and (p + 1) * 10 into its
+ * partial, part 0 into sum itself */
+typedef struct
+{
+  tt_threads *pool;
+  float sum[2];
+  unsigned parts_seen;
+} partial_state;
+
+static void
+partial_part (void *arg, unsigned part, unsigned n_parts)
+{
+  partial_state *s = arg;
+  float *out = part ? tt_threads_scratch (s->pool, part) : s->sum;
+  out[0] = (float) (part + 1);
+  out[1] = (float) (part + 1) * 10;
+  if (part == 0)
+    s->parts_seen = n_parts;
+}
+
+/* tt_threads_run_partials on the workers when their scratch holds the
+ * partial, else on the caller alone; tt_threads_add_partials adds the
+ * workers' partials to part 0's */
+static void
+test_partials (void)
+{
+  for (unsigned n = 1; n <= 4; n++) {
+    tt_threads *pool;
+    CHECK (tt_threads_new (n, &pool) == 0, "%u threads", n);
+    static float scratch[3 * 16];
+    for (int with = 0; with < 2; with++) {
+      tt_threads_set_scratch (pool, with ? scratch : NULL, with ? 16 : 0);
+      partial_state s = {.pool = pool };
+      const unsigned parts = tt_threads_run_partials (pool, 2, partial_part,
+          &s);
+      const unsigned want = with ? n : 1;
+      CHECK (parts == want && s.parts_seen == want, "%u threads, scratch "
+          "%d: %u parts run, part 0 saw %u, want %u", n, with, parts,
+          s.parts_seen, want);
+      tt_threads_add_partials (pool, parts, 1, s.sum + 1, 1);
+      tt_threads_add_partials (pool, parts, 0, s.sum, 1);
+      const float total = (float) (want * (want + 1) / 2);
+      CHECK (s.sum[0] == total && s.sum[1] == total * 10, "%u threads, "
+          "scratch %d: sums %g and %g, want %g and %g", n, with,
+          (double) s.sum[0], (double) s.sum[1], (double) total,
+          (double) total * 10);
+    }
+    tt_threads_free (pool);
+  }
+}
+
 #ifdef __linux__
 typedef struct
 {
@@ -506,6 +557,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_ranges);
   TT_TEST_RUN (test_model_threads);
   TT_TEST_RUN (test_owned);
+  TT_TEST_RUN (test_partials);
 #ifdef __linux__
   TT_TEST_RUN (test_placement);
 #endif

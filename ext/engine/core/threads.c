@@ -677,6 +677,30 @@ tt_threads_scratch_floats (const tt_threads * p)
 }
 
 unsigned
+tt_threads_run_partials (tt_threads * p, size_t floats, tt_threads_fn fn,
+    void *arg)
+{
+  const unsigned n = tt_threads_count (p);
+  if (n < 2 || tt_threads_scratch_floats (p) < floats) {
+    fn (arg, 0, 1);
+    return 1;
+  }
+  tt_threads_run_owned (p, fn, arg);
+  return n;
+}
+
+void
+tt_threads_add_partials (const tt_threads * p, unsigned parts, size_t offset,
+    float *dst, size_t count)
+{
+  for (unsigned part = 1; part < parts; part++) {
+    const float *q = tt_threads_scratch (p, part) + offset;
+    for (size_t i = 0; i < count; i++)
+      dst[i] += q[i];
+  }
+}
+
+unsigned
 tt_threads_parts (const tt_threads * p, size_t units, unsigned per_thread)
 {
   const size_t want = (size_t) tt_threads_count (p) *

@@ -115,6 +115,17 @@ void tt_threads_set_scratch (tt_threads * pool, float *base, size_t floats);
 float *tt_threads_scratch (const tt_threads * pool, unsigned part);
 /* floats of each worker's scratch: 0 without */
 size_t tt_threads_scratch_floats (const tt_threads * pool);
+/* A reduction by parts: an owned job whose part i >= 1 keeps its partial
+ * in its worker's scratch (floats of it), part 0 in the caller's own
+ * memory. Runs on the pool's threads when the workers have that much
+ * scratch, else as fn (arg, 0, 1) on the caller (a pool of one thread,
+ * one made outside a model). Returns the parts run. */
+unsigned tt_threads_run_partials (tt_threads * pool, size_t floats,
+    tt_threads_fn fn, void *arg);
+/* dst[i] += the partial at offset in the scratch of parts 1 .. parts - 1,
+ * for i < count, in part order (deterministic for a thread count). */
+void tt_threads_add_partials (const tt_threads * pool, unsigned parts,
+    size_t offset, float *dst, size_t count);
 /* The monotonic clock in nanoseconds (the pool's timing of steps, the
  * model's profile). */
 uint64_t tt_threads_now_ns (void);

@@ -407,20 +407,12 @@ tt_conv2d_direct_backward_weight (tt_threads * pool,
   direct_job j = {.pool = pool,.g = g,.filters = filters,.batch = batch,
     .x = x,.dy = dy,.dw = dw,.dbias = dbias
   };
-  const unsigned n = tt_threads_count (pool);
-  if (n < 2 || tt_threads_scratch_floats (pool) <
-      tt_conv2d_direct_worker_floats (g, filters, true)) {
-    direct_backward_weight_part (&j, 0, 1);
-    return;
-  }
-  tt_threads_run_owned (pool, direct_backward_weight_part, &j);
+  const unsigned parts = tt_threads_run_partials (pool,
+      tt_conv2d_direct_worker_floats (g, filters, true),
+      direct_backward_weight_part, &j);
   const size_t nw = (size_t) filters * g->channels * g->kernel_h * g->kernel_w;
-  for (unsigned part = 1; part < n; part++) {
-    const float *p = tt_threads_scratch (pool, part);
-    for (size_t i = 0; i < nw; i++)
-      dw[i] += p[i];
-    if (dbias)
-      for (int f = 0; f < filters; f++)
-        dbias[f] += p[direct_dbias_at (g, filters) + f];
-  }
+  tt_threads_add_partials (pool, parts, 0, dw, nw);
+  if (dbias)
+    tt_threads_add_partials (pool, parts, direct_dbias_at (g, filters), dbias,
+        (size_t) filters);
 }

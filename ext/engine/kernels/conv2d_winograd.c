@@ -862,20 +862,27 @@ wino_lines (size_t floats)
   return (floats + 15) & ~(size_t) 15;
 }
 
-/* Floats a worker's scratch needs (wino_part_buffers): M, the padded
- * plane, V when col holds one chunk, dU and dbias with a gradient. */
-static size_t
-wino_part_floats (const tt_window_geom * g, const wino_shape * s, int filters,
-    bool keep, bool gradient)
+/* Where a part's buffers lie in its worker's scratch, in whole cache
+ * lines: M, the padded plane, V when col holds one chunk (!keep), dU and
+ * dbias with a gradient; total, the floats it needs. */
+typedef struct
 {
-  size_t n = wino_lines (wino_chunk_floats (s, filters)) +
-      wino_lines ((size_t) s->ph * s->pw * WB);
-  if (!keep)
-    n += wino_lines (wino_chunk_floats (s, g->channels));
-  if (gradient)
-    n += wino_lines ((size_t) s->xn * filters * g->channels) +
-        wino_lines ((size_t) filters);
-  return n;
+  size_t m, pad, v, du, dbias, total;
+} wino_part_layout;
+
+static wino_part_layout
+wino_part_layout_of (const tt_window_geom * g, const wino_shape * s,
+    int filters, bool keep, bool gradient)
+{
+  wino_part_layout o;
+  o.m = 0;
+  o.pad = o.m + wino_lines (wino_chunk_floats (s, filters));
+  o.v = o.pad + wino_lines ((size_t) s->ph * s->pw * WB);
+  o.du = o.v + (keep ? 0 : wino_lines (wino_chunk_floats (s, g->channels)));
+  o.dbias = o.du + (gradient ?
+      wino_lines ((size_t) s->xn * filters * g->channels) : 0);
+  o.total = o.dbias + (gradient ? wino_lines ((size_t) filters) : 0);
+  return o;
 }
 
 size_t
@@ -883,34 +890,26 @@ tt_conv2d_winograd_worker_floats (const tt_window_geom * g, int filters,
     int planned, bool keep, bool gradient)
 {
   const wino_shape s = wino_shape_of (g, planned);
-  return wino_part_floats (g, &s, filters, keep, gradient);
+  return wino_part_layout_of (g, &s, filters, keep, gradient).total;
+}
+
+static bool
+wino_pass_has_gradient (const wino_job * j)
+{
+  return j->pass == WINO_BACKWARD_WEIGHT || j->pass == WINO_BACKWARD_BOTH;
 }
 
 static wino_part_buffers
-wino_part_buffers_of (const wino_job * j, unsigned part, float *dbias)
+wino_part_buffers_of (const wino_job * j, unsigned part)
 {
-  wino_part_buffers b;
-  if (part == 0) {
-    b.m = j->sc.m;
-    b.pad = j->sc.pad;
-    b.v = j->col;
-    b.du = j->sc.u;
-    b.dbias = dbias;
-    return b;
-  }
+  if (part == 0)
+    return (wino_part_buffers) {
+    j->sc.m, j->sc.pad, j->col, j->sc.u, j->dbias};
+  const wino_part_layout o = wino_part_layout_of (j->g, j->s, j->filters,
+      j->keep, wino_pass_has_gradient (j));
   float *p = tt_threads_scratch (j->pool, part);
-  b.m = p;
-  p += wino_lines (wino_chunk_floats (j->s, j->filters));
-  b.pad = p;
-  p += wino_lines ((size_t) j->s->ph * j->s->pw * WB);
-  b.v = NULL;
-  if (!j->keep) {
-    b.v = p;
-    p += wino_lines (wino_chunk_floats (j->s, j->g->channels));
-  }
-  b.du = p;
-  b.dbias = p + wino_lines ((size_t) j->s->xn * j->filters * j->g->channels);
-  return b;
+  return (wino_part_buffers) {
+  p + o.m, p + o.pad, j->keep ? NULL : p + o.v, p + o.du, p + o.dbias};
 }
 
 /* Chunks of the batch */
@@ -989,9 +988,8 @@ wino_part (void *arg, unsigned part, unsigned n_parts)
   const size_t chunks = wino_chunks (s);
   size_t lo, hi;
   tt_threads_range (chunks, 1, part, n_parts, &lo, &hi);
-  const bool weight = j->pass == WINO_BACKWARD_WEIGHT ||
-      j->pass == WINO_BACKWARD_BOTH;
-  const wino_part_buffers b = wino_part_buffers_of (j, part, j->dbias);
+  const bool weight = wino_pass_has_gradient (j);
+  const wino_part_buffers b = wino_part_buffers_of (j, part);
   /* (part 0 always has chunks; the others' partials are added only
    * when they have, wino_run) */
   for (size_t q = lo; q < hi; q++) {
@@ -1088,37 +1086,26 @@ wino_run_filter_transform (wino_job * j, const float *w, float *u,
 
 /* Runs the pass by chunks; with the weight gradient, dw from the parts'
  * dU (part 0's in the layer's scratch) and dbias, each added in part
- * order. */
+ * order: those of the parts that had chunks, the first ones. */
 static void
 wino_run (wino_job * j, float *dw)
 {
-  const bool weight = j->pass == WINO_BACKWARD_WEIGHT ||
-      j->pass == WINO_BACKWARD_BOTH;
-  const unsigned n = tt_threads_count (j->pool);
-  const bool split = n > 1 && tt_threads_scratch_floats (j->pool) >=
-      wino_part_floats (j->g, j->s, j->filters, j->keep, weight);
-  if (split)
-    tt_threads_run_owned (j->pool, wino_part, j);
-  else
-    wino_part (j, 0, 1);
+  const bool weight = wino_pass_has_gradient (j);
+  const unsigned parts = tt_threads_run_partials (j->pool,
+      wino_part_layout_of (j->g, j->s, j->filters, j->keep, weight).total,
+      wino_part, j);
   if (!weight)
     return;
-  wino_filter_job f = {.s = j->s,.filters = j->filters,
-    .channels = j->g->channels,.dw = dw
-  };
   const size_t chunks = wino_chunks (j->s);
-  const unsigned parts = split ? n : 1;
-  for (unsigned part = 0; part < parts; part++) {
-    size_t lo, hi;
-    tt_threads_range (chunks, 1, part, parts, &lo, &hi);
-    if (lo == hi)
-      break;
-    const wino_part_buffers b = wino_part_buffers_of (j, part, j->dbias);
-    f.du[f.n_du++] = b.du;
-    if (part > 0 && j->dbias)
-      for (int k = 0; k < j->filters; k++)
-        j->dbias[k] += b.dbias[k];
-  }
+  const unsigned used = parts < chunks ? parts : (unsigned) chunks;
+  wino_filter_job f = {.s = j->s,.filters = j->filters,
+    .channels = j->g->channels,.dw = dw,.n_du = used
+  };
+  for (unsigned part = 0; part < used; part++)
+    f.du[part] = wino_part_buffers_of (j, part).du;
+  if (j->dbias)
+    tt_threads_add_partials (j->pool, used, wino_part_layout_of (j->g, j->s,
+            j->filters, j->keep, true).dbias, j->dbias, (size_t) j->filters);
   wino_filter_run (j->pool, &f);
 }
 
