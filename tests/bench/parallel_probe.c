@@ -23,7 +23,24 @@
  * over a day, its median close to the other's (it loses its core in
  * bursts), and about 2 times with a CPU hog on it.
  *
+ * And first of all, how many cores the two threads really have: two
+ * threads pinned to two CPUs, each running arithmetic on registers
+ * alone (no memory, so no cache or bandwidth shared), against one of
+ * them alone; then the same with each streaming over 8 MB of its own
+ * (what the cores share: the last-level cache, memory). Two whole cores
+ * give about 2x on registers; two virtual CPUs that the host runs on
+ * one core (two hardware threads of one core, or time slices of one)
+ * give about 1x, and then nothing a kernel does can make two threads
+ * faster on compute. On the development machine the registers read
+ * 0.93-0.95x and 1.8-2.0x within half an hour (2026-12-02), the
+ * streaming 1.3-2.4x from one minute to the next; thread_speed.sh
+ * takes the line before and after each pair of its runs. It did not
+ * predict the CNN's ratio there (1.1-1.3x at every reading from 1.26x
+ * to 1.98x): the one-thread runs themselves drifted by a third.
+ *
  *   parallel-probe [ROUNDS]
+ *   parallel-probe --cores     (that first line alone; its last figure
+ *                               is the lower of the two ratios)
  */
 #include "tt_internal.h"
 
@@ -32,6 +49,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define PROBE_M 128
@@ -184,9 +202,186 @@ probe_cpus (probe_job * j, int rounds, double *times)
       0.0);
 }
 
+/* ---- cores: arithmetic on registers, one thread against two -------- */
+
+/* 12 independent chains of a multiply and an add on 4-float vectors:
+ * enough to keep every floating-point pipe of a core busy (a chain's
+ * latency is hidden by the others), few enough to stay in the 16
+ * vector registers of x86-64's and arm64's baselines. */
+typedef float cores_vec __attribute__((vector_size (16)));
+#define CORES_CHAINS 12
+
+/* floats each thread streams over in the memory round: 8 MB, more than
+ * a core's own caches hold, so that it runs on what the cores share
+ * (the last-level cache, memory) */
+#define CORES_STREAM_FLOATS (1u << 21)
+
+typedef struct
+{
+  int cpu;                      /* -1: not pinned */
+  float *stream;                /* NULL: the register round */
+  long iterations;
+  pthread_barrier_t *start;
+  double seconds;
+  float sink;
+} cores_arg;
+
+static double
+cores_spin (long iterations, float *sink)
+{
+  cores_vec a[CORES_CHAINS];
+  const cores_vec m = { 0.9999f, 0.9999f, 0.9999f, 0.9999f };
+  const cores_vec c = { 1e-4f, 1e-4f, 1e-4f, 1e-4f };
+  const cores_vec base = { 0, 1, 2, 3 };
+  for (int i = 0; i < CORES_CHAINS; i++)
+    a[i] = base + i * 1e-3f;
+  const double t0 = probe_now_us ();
+  for (long k = 0; k < iterations; k++)
+    for (int i = 0; i < CORES_CHAINS; i++)
+      a[i] = a[i] * m + c;
+  const double t = probe_now_us () - t0;
+  float s = 0;
+  for (int i = 0; i < CORES_CHAINS; i++)
+    s += a[i][0] + a[i][3];
+  *sink = s;
+  return t / 1e6;
+}
+
+static inline unsigned
+k_sink (long iterations)
+{
+  return (unsigned) iterations % CORES_STREAM_FLOATS;
+}
+
+static void *
+cores_thread (void *p)
+{
+  cores_arg *a = p;
+  if (a->cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO (&one);
+    CPU_SET (a->cpu, &one);
+    pthread_setaffinity_np (pthread_self (), sizeof one, &one);
+  }
+  if (a->start)
+    pthread_barrier_wait (a->start);
+  if (a->stream) {
+    const double t0 = probe_now_us ();
+    for (long k = 0; k < a->iterations; k++)
+      for (unsigned i = 0; i < CORES_STREAM_FLOATS; i++)
+        a->stream[i] = a->stream[i] * 0.5f + 1.0f;
+    a->seconds = (probe_now_us () - t0) / 1e6;
+    a->sink = a->stream[k_sink (a->iterations)];
+  } else
+    a->seconds = cores_spin (a->iterations, &a->sink);
+  return NULL;
+}
+
+/* runs n (1 or 2) threads on cpus[], together, streaming over
+ * stream[i] when given; 0 or -1 on failure */
+static int
+cores_run (int n, const int *cpus, float *const *stream, long iterations,
+    double *seconds)
+{
+  pthread_barrier_t start;
+  pthread_t t[2];
+  cores_arg a[2];
+  if (pthread_barrier_init (&start, NULL, (unsigned) n))
+    return -1;
+  for (int i = 0; i < n; i++) {
+    const cores_arg one = {.cpu = cpus[i],.stream = stream ? stream[i] :
+          NULL,.iterations = iterations,.start = &start
+    };
+    a[i] = one;
+    if (pthread_create (&t[i], NULL, cores_thread, &a[i])) {
+      /* the ones started wait at the barrier forever: give up */
+      fprintf (stderr, "parallel-probe: no thread\n");
+      exit (1);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    pthread_join (t[i], NULL);
+    seconds[i] = a[i].seconds;
+  }
+  pthread_barrier_destroy (&start);
+  return 0;
+}
+
+/* The first two CPUs the process may run on (-1 when there is no
+ * second). */
+static void
+cores_cpus (int cpus[2])
+{
+  cpus[0] = cpus[1] = -1;
+  cpu_set_t allowed;
+  if (sched_getaffinity (0, sizeof allowed, &allowed))
+    return;
+  for (int cpu = 0, k = 0; cpu < CPU_SETSIZE && k < 2; cpu++)
+    if (CPU_ISSET (cpu, &allowed))
+      cpus[k++] = cpu;
+}
+
+/* One round: each CPU alone, then both together, about 30 ms each;
+ * the ratio is the work two threads did in the time of the slower,
+ * over the work of the faster CPU alone in its time. */
+static double
+cores_round (const int cpus[2], float *const *stream, long per_unit)
+{
+  long iterations = 1;
+  double t[2];
+  for (;;) {
+    cores_run (1, cpus, stream, iterations * per_unit, t);
+    if (t[0] > 0.005 || iterations > (1L << 40) / per_unit)
+      break;
+    iterations *= 4;
+  }
+  iterations = (long) (iterations * (0.03 / t[0])) + 1;
+  double alone[2];
+  cores_run (1, &cpus[0], stream, iterations * per_unit, &alone[0]);
+  cores_run (1, &cpus[1], stream ? stream + 1 : NULL, iterations * per_unit,
+      &alone[1]);
+  cores_run (2, cpus, stream, iterations * per_unit, t);
+  const double fast = alone[0] < alone[1] ? alone[0] : alone[1];
+  return 2 * fast / (t[0] > t[1] ? t[0] : t[1]);
+}
+
+/* Prints the cores line: register arithmetic, then streaming over
+ * memory, and the lower of the two ratios last (what
+ * thread_speed.sh reads). */
+static void
+probe_cores (void)
+{
+  int cpus[2];
+  cores_cpus (cpus);
+  if (cpus[1] < 0) {
+    printf ("cores: one CPU only\n");
+    return;
+  }
+  const double compute = cores_round (cpus, NULL, 1 << 16);
+  float *stream[2];
+  for (int i = 0; i < 2; i++) {
+    stream[i] = calloc (CORES_STREAM_FLOATS, sizeof (float));
+    if (!stream[i]) {
+      fprintf (stderr, "parallel-probe: out of memory\n");
+      exit (1);
+    }
+  }
+  const double memory = cores_round (cpus, stream, 1);
+  free (stream[0]);
+  free (stream[1]);
+  printf ("cores: cpus %d and %d together against one, register arithmetic "
+      "%.2fx, streaming 8 MB each %.2fx: %.2fx\n", cpus[0], cpus[1], compute,
+      memory, compute < memory ? compute : memory);
+}
+
 int
 main (int argc, char **argv)
 {
+  if (argc > 1 && !strcmp (argv[1], "--cores")) {
+    probe_cores ();
+    return 0;
+  }
+  probe_cores ();
   const int rounds = argc > 1 ? atoi (argv[1]) : 200;
   if (rounds < 1 || rounds > 100000) {
     fprintf (stderr, "usage: parallel-probe [ROUNDS (1-100000)]\n");

@@ -15,6 +15,15 @@
 # row also says how many steps of the timed epoch it split, per run;
 # TT_THREADS_STEPS=split in the environment measures splitting alone.
 #
+# The development machine's two virtual CPUs are two whole cores at
+# some times and one core at others (parallel-probe's cores line: two
+# threads of register arithmetic 1.6-2.0x one, then 0.93x, within half
+# an hour; streaming over memory 1.3-2.4x from one minute to the next).
+# So around each pair of runs (one thread, then two) the script reads
+# that line before and after: the row's "cores" column gives the lower
+# reading of each pair, "each pair" that pair's own ratio. "2/1", over
+# every run, is the ratio of the two medians.
+#
 # Usage: tests/bench/thread_speed.sh
 # Env:   RUNS (3), CNN_SAMPLES (200 batches), MLP_SAMPLES (60000), EVAL_SAMPLES
 #        (10000: shorter runs measure start-up), HOG (1: the hog rows; 0: none)
@@ -56,9 +65,15 @@ train_rate () {
   echo "$line" | field samples_per_s
 }
 
+# parallel-probe's cores ratio right now
+cores_now () {
+  "$top/build/tests/parallel-probe" --cores | sed -n 's/.*: \([0-9.]*\)x$/\1/p'
+}
+
 train_table () {
-  printf '%-5s %6s %12s %12s %6s  %s\n' model batch "1 thread/s" \
-    "2 threads/s" "2/1" "steps split (each run)"
+  printf '%-5s %6s %12s %12s %6s  %-16s %-16s  %s\n' model batch \
+    "1 thread/s" "2 threads/s" "2/1" "each pair" "cores" \
+    "steps split (each run)"
   for model in cnn mlp; do
     for batch in 32 128; do
       # 200 steps an epoch or more: the pool's trials of the way it does
@@ -66,14 +81,21 @@ train_table () {
       # of the first steps
       if [ $model = cnn ]; then samples=${CNN_SAMPLES:-$((200 * batch))}
       else samples=${MLP_SAMPLES:-60000}; fi
-      : > "$work/r1"; : > "$work/r2"; : > "$work/split"
+      : > "$work/r1"; : > "$work/r2"; : > "$work/split"; : > "$work/pairs"
       for _ in $(seq "$runs"); do
-        train_rate $model $batch 1 "$samples" >> "$work/r1"
-        train_rate $model $batch 2 "$samples" >> "$work/r2"
+        before=$(cores_now)
+        a=$(train_rate $model $batch 1 "$samples")
+        b=$(train_rate $model $batch 2 "$samples")
+        after=$(cores_now)
+        echo "$a" >> "$work/r1"; echo "$b" >> "$work/r2"
+        echo "$before $after $a $b" >> "$work/pairs"
       done
       one=$(median < "$work/r1"); two=$(median < "$work/r2")
-      printf '%-5s %6s %12.0f %12.0f %5sx  %s\n' $model $batch "$one" "$two" \
-        "$(ratio "$two" "$one")" "$(tr '\n' ' ' < "$work/split")"
+      pairs=$(awk '{ printf "%.2f ", $4 / $3 }' "$work/pairs")
+      seen=$(awk '{ printf "%.2f ", $1 < $2 ? $1 : $2 }' "$work/pairs")
+      printf '%-5s %6s %12.0f %12.0f %5sx  %-16s %-16s  %s\n' $model $batch \
+        "$one" "$two" "$(ratio "$two" "$one")" "$pairs" "$seen" \
+        "$(tr '\n' ' ' < "$work/split")"
     done
   done
 }
