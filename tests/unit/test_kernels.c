@@ -405,10 +405,14 @@ test_gemm_avx512 (void)
                 bi == 0, &worst);
     test_gemm_one (ta, tb, 61, 203, 257, 1.0f, 1.0f, false, &worst);
     test_gemm_one (ta, tb, 32, 256, 784, 1.0f, 0.0f, false, &worst);
+    /* the CNN's dense layer, and K and M * K near the bounds */
+    test_gemm_one (ta, tb, 32, 128, 1600, 1.0f, 0.0f, false, &worst);
+    test_gemm_one (ta, tb, 250, 19, 4000, 1.0f, 1.0f, false, &worst);
     test_report (worst <= TEST_TOL && (tb || test_gemm_declined == 0),
         "gemm_avx512 ta=%d tb=%d: m,n,k in {1,7,33,130}, alpha/beta 1/0 "
-        "(NaN in C), 1/1, -0.5/0.25, 61x203x257, 32x256x784: max rel err "
-        "%.2e, %d shapes left to BLAS", ta, tb, worst, test_gemm_declined);
+        "(NaN in C), 1/1, -0.5/0.25, 61x203x257, 32x256x784, 32x128x1600, "
+        "250x19x4000: max rel err %.2e, %d shapes left to BLAS", ta, tb,
+        worst, test_gemm_declined);
   }
   test_gemm_fn = tt_gemm;
 
