@@ -12,6 +12,7 @@
 #include "tt_internal.h"
 #include "tt_test.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -465,6 +466,30 @@ test_step_choice (void)
   unsetenv ("TT_THREADS_STEPS");
 }
 
+/* A trial that has lost twice over ends after 2 timed steps. Parts of
+ * 200 us, the worker's 3 ms longer (the caller's lasts long enough
+ * for the worker to take its own): a split step takes 3.2 ms, an
+ * inline one 0.4. The first 16 steps split (51 ms, a trial's length),
+ * 65 inline ones decide for inline, which holds for 257; the split
+ * trial then (step 339 on) gives up after its untimed step and 2 timed
+ * ones, where it ran 11 (30 ms) before. Of 400 steps, 19 split. */
+static void
+test_trial_gives_up (void)
+{
+  tt_threads *pool;
+  choice_step slow = {.caller = pthread_self (),.sleep_us = 200,
+    .worker_sleep_us = 3000
+  };
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  choice_steps (pool, &slow, 400, 0);
+  uint64_t split, inline_steps;
+  tt_threads_step_counts (pool, &split, &inline_steps);
+  CHECK (split >= 17 && split <= 21 && split + inline_steps == 400,
+      "split steps %" PRIu64 " of %" PRIu64 ", expected 16 and a trial of "
+      "3", split, split + inline_steps);
+  tt_threads_free (pool);
+}
+
 static const char model[] =
     "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=mse\n"
     "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
@@ -563,5 +588,6 @@ main (int argc, char **argv)
 #endif
   TT_TEST_RUN (test_owned_weights);
   TT_TEST_RUN (test_step_choice);
+  TT_TEST_RUN (test_trial_gives_up);
   return tt_test_summary ();
 }

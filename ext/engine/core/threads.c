@@ -81,8 +81,13 @@
  * trials' worth of time (a trial then costs at most a fifth of the time
  * at first), four times longer each time a trial confirms it, up to
  * TT_THREADS_HOLD_MAX_NS of steps, so that trials take a few percent of
- * the time once settled. Inline runs the same parts in order, so results
- * do not depend on the choice. */
+ * the time once settled. A trial whose timed steps (at least
+ * TT_THREADS_GIVE_UP_STEPS) already average over TT_THREADS_GIVE_UP times
+ * the held way's mean step ends there, as lost, whatever its next steps
+ * would do: with a CPU hog on the worker's core a split step took
+ * several inline ones, and the trials' 8-10 split steps an epoch made
+ * the CNN at batch 32 train at 0.91x of one thread. Inline runs the
+ * same parts in order, so results do not depend on the choice. */
 #define TT_THREADS_PHASE_MIN 4u
 #define TT_THREADS_PHASE_MAX 64u
 #define TT_THREADS_PHASE_NS 30000000u
@@ -90,6 +95,8 @@
 #define TT_THREADS_HOLD_MIN 16u
 #define TT_THREADS_HOLD_PHASES 4u
 #define TT_THREADS_HOLD_MAX_NS 2000000000u
+#define TT_THREADS_GIVE_UP_STEPS 2u
+#define TT_THREADS_GIVE_UP 2.0
 
 /* one kind of step's choice */
 typedef struct
@@ -422,7 +429,9 @@ threads_step_timed (threads_choice * c, uint64_t ns)
     c->held_mean_ns = mean;
     c->trial = c->changed = true;
   } else {
-    if (!threads_phase_timed (c, 1))
+    const bool lost = c->timed >= TT_THREADS_GIVE_UP_STEPS &&
+        mean > TT_THREADS_GIVE_UP * c->held_mean_ns;
+    if (!lost && !threads_phase_timed (c, 1))
       return;
     const double split_ns = c->split ? c->held_mean_ns : mean;
     const double inline_ns = c->split ? mean : c->held_mean_ns;
