@@ -662,6 +662,12 @@ tt_threads_run_owned (tt_threads * p, tt_threads_fn fn, void *arg)
       THREADS_JOB_DYNAMIC);
 }
 
+bool
+tt_threads_step_inline (const tt_threads * p)
+{
+  return !p || p->n < 2 || p->step_inline;
+}
+
 void
 tt_threads_set_scratch (tt_threads * p, float *base, size_t floats)
 {

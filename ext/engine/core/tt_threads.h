@@ -47,6 +47,7 @@
 #ifndef TT_THREADS_H
 #define TT_THREADS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,6 +101,12 @@ void tt_threads_run_owned (tt_threads * pool, tt_threads_fn fn, void *arg);
  * "split" splits every step (the tests of split results, benchmarks of
  * what splitting gives), "inline" none. */
 void tt_threads_begin (tt_threads * pool, unsigned kind);
+/* Whether the jobs of the step under way run inline, in part order on
+ * the caller (an inline step; NULL or one thread): the parts may then
+ * share scratch that each rewrites before reading it, and stay in one
+ * core's caches; what they add up (partials) stays apart, so that the
+ * results are a split step's. */
+bool tt_threads_step_inline (const tt_threads * pool);
 /* Steps begun split and inline so far (0 and 0 for NULL). */
 void tt_threads_step_counts (const tt_threads * pool, uint64_t * split,
     uint64_t * inline_steps);

@@ -908,8 +908,19 @@ wino_part_buffers_of (const wino_job * j, unsigned part)
   const wino_part_layout o = wino_part_layout_of (j->g, j->s, j->filters,
       j->keep, wino_pass_has_gradient (j));
   float *p = tt_threads_scratch (j->pool, part);
-  return (wino_part_buffers) {
+  wino_part_buffers b = {
   p + o.m, p + o.pad, j->keep ? NULL : p + o.v, p + o.du, p + o.dbias};
+  if (tt_threads_step_inline (j->pool)) {
+    /* the parts run one after the other on the caller: M, the padded
+     * plane and a forward-only V are each chunk's scratch, rewritten
+     * before they are read, so part 0's serve, still in this core's
+     * caches (its partials stay apart: they are added after) */
+    b.m = j->sc.m;
+    b.pad = j->sc.pad;
+    if (!j->keep)
+      b.v = j->col;
+  }
+  return b;
 }
 
 /* Chunks of the batch */
