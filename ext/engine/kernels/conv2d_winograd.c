@@ -909,7 +909,8 @@ wino_part_buffers_of (const wino_job * j, unsigned part)
       j->keep, wino_pass_has_gradient (j));
   float *p = tt_threads_scratch (j->pool, part);
   wino_part_buffers b = {
-  p + o.m, p + o.pad, j->keep ? NULL : p + o.v, p + o.du, p + o.dbias};
+    p + o.m, p + o.pad, j->keep ? NULL : p + o.v, p + o.du, p + o.dbias
+  };
   if (tt_threads_step_inline (j->pool)) {
     /* the parts run one after the other on the caller: M, the padded
      * plane and a forward-only V are each chunk's scratch, rewritten
