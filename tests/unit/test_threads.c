@@ -106,12 +106,15 @@ test_every_part_once (void)
 
 /* Parts that count where they ran (test_blocks, test_step_choice): each
  * sleeps sleep_us, and worker_sleep_us more when a worker runs it;
- * on_worker counts each part's runs on a worker. */
+ * part 0 of a split step of pool sleeps split_sleep_us more, whoever
+ * runs it; on_worker counts each part's runs on a worker. */
 typedef struct
 {
   pthread_t caller;
   int sleep_us;
   int worker_sleep_us;
+  const tt_threads *pool;
+  int split_sleep_us;
   int on_worker[4];
 } choice_step;
 
@@ -126,6 +129,8 @@ choice_part (void *arg, unsigned part, unsigned n_parts)
     usleep ((useconds_t) c->sleep_us);
   if (worker && c->worker_sleep_us)
     usleep ((useconds_t) c->worker_sleep_us);
+  if (part == 0 && c->split_sleep_us && !tt_threads_step_inline (c->pool))
+    usleep ((useconds_t) c->split_sleep_us);
 }
 
 /* Up to 32 parts a job goes by blocks: on 2 threads, parts 0 and 1 of 4
@@ -466,21 +471,20 @@ test_step_choice (void)
   unsetenv ("TT_THREADS_STEPS");
 }
 
-/* A trial that has lost twice over ends after 2 timed steps. Parts of
- * 200 us, the worker's 3 ms longer (the caller's lasts long enough
- * for the worker to take its own): a split step takes 3.2 ms, an
- * inline one 0.4. The first 16 steps split (51 ms, a trial's length),
- * 65 inline ones decide for inline, which holds for 257; the split
- * trial then (step 339 on) gives up after its untimed step and 2 timed
- * ones, where it ran 11 (30 ms) before. Of 400 steps, 19 split. */
+/* A trial that has lost twice over ends after 2 timed steps. Split
+ * steps take 3 ms (part 0 sleeps, whichever thread runs it), inline ones
+ * microseconds: the first 16 steps split (48 ms, a trial's length), 65
+ * inline ones decide for inline, which holds for 257; the split trial
+ * then (step 339 on) gives up after its untimed step and 2 timed ones,
+ * where it ran 11 (30 ms) before. Of 400 steps, 19 split. */
 static void
 test_trial_gives_up (void)
 {
   tt_threads *pool;
-  choice_step slow = {.caller = pthread_self (),.sleep_us = 200,
-    .worker_sleep_us = 3000
-  };
   CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  choice_step slow = {.caller = pthread_self (),.pool = pool,
+    .split_sleep_us = 3000
+  };
   choice_steps (pool, &slow, 400, 0);
   uint64_t split, inline_steps;
   tt_threads_step_counts (pool, &split, &inline_steps);
