@@ -218,7 +218,7 @@ typedef float cores_vec __attribute__((vector_size (16)));
 
 typedef struct
 {
-  int cpu;                      /* -1: not pinned */
+  int cpu;                      /* pinned to */
   float *stream;                /* NULL: the register round */
   long iterations;
   pthread_barrier_t *start;
@@ -247,47 +247,40 @@ cores_spin (long iterations, float *sink)
   return t / 1e6;
 }
 
-static inline unsigned
-k_sink (long iterations)
-{
-  return (unsigned) iterations % CORES_STREAM_FLOATS;
-}
-
 static void *
 cores_thread (void *p)
 {
   cores_arg *a = p;
-  if (a->cpu >= 0) {
-    cpu_set_t one;
-    CPU_ZERO (&one);
-    CPU_SET (a->cpu, &one);
-    pthread_setaffinity_np (pthread_self (), sizeof one, &one);
-  }
-  if (a->start)
-    pthread_barrier_wait (a->start);
+  cpu_set_t one;
+  CPU_ZERO (&one);
+  CPU_SET (a->cpu, &one);
+  pthread_setaffinity_np (pthread_self (), sizeof one, &one);
+  pthread_barrier_wait (a->start);
   if (a->stream) {
     const double t0 = probe_now_us ();
     for (long k = 0; k < a->iterations; k++)
       for (unsigned i = 0; i < CORES_STREAM_FLOATS; i++)
         a->stream[i] = a->stream[i] * 0.5f + 1.0f;
     a->seconds = (probe_now_us () - t0) / 1e6;
-    a->sink = a->stream[k_sink (a->iterations)];
+    a->sink = a->stream[0];
   } else
     a->seconds = cores_spin (a->iterations, &a->sink);
   return NULL;
 }
 
 /* runs n (1 or 2) threads on cpus[], together, streaming over
- * stream[i] when given; 0 or -1 on failure */
-static int
+ * stream[i] when given */
+static void
 cores_run (int n, const int *cpus, float *const *stream, long iterations,
     double *seconds)
 {
   pthread_barrier_t start;
   pthread_t t[2];
   cores_arg a[2];
-  if (pthread_barrier_init (&start, NULL, (unsigned) n))
-    return -1;
+  if (pthread_barrier_init (&start, NULL, (unsigned) n)) {
+    fprintf (stderr, "parallel-probe: no barrier\n");
+    exit (1);
+  }
   for (int i = 0; i < n; i++) {
     const cores_arg one = {.cpu = cpus[i],.stream = stream ? stream[i] :
           NULL,.iterations = iterations,.start = &start
@@ -304,7 +297,6 @@ cores_run (int n, const int *cpus, float *const *stream, long iterations,
     seconds[i] = a[i].seconds;
   }
   pthread_barrier_destroy (&start);
-  return 0;
 }
 
 /* The first two CPUs the process may run on (-1 when there is no

@@ -5,7 +5,9 @@
  * convolutions, batch norm, global pooling) train a few steps on 1 to 4
  * threads from the same weights and data:
  *  - the same thread count twice gives the same weights bit for bit (the
- *    partition is fixed, whatever thread runs a part);
+ *    partition is fixed, whatever thread runs a part), and so do its
+ *    steps run inline (TT_THREADS_STEPS=inline: the same parts on the
+ *    caller alone);
  *  - every count's weights agree with one thread's within rounding, 1e-3
  *    of the largest weight change (moving statistics included): split
  *    GEMMs have other shapes, so with OpenBLAS a few last bits differ,
@@ -129,6 +131,15 @@ compare_counts (const char *model)
   for (unsigned threads = 2; threads <= 4; threads++) {
     float *a = train (model, threads, &n2, NULL);
     float *b = train (model, threads, &n2, NULL);
+    /* every step inline: the same parts in order on the caller, sharing
+     * what scratch they may (tt_threads_step_inline), the same weights */
+    setenv ("TT_THREADS_STEPS", "inline", 1);
+    float *c = train (model, threads, &n2, NULL);
+    setenv ("TT_THREADS_STEPS", "split", 1);
+    if (a && c)
+      CHECK (memcmp (a, c, n * sizeof *a) == 0, "%s: %u threads, inline "
+          "steps gave other weights than split ones", model, threads);
+    free (c);
     if (a && b) {
       CHECK (memcmp (a, b, n * sizeof *a) == 0, "%s: %u threads twice gave "
           "different weights", model, threads);

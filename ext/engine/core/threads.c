@@ -85,10 +85,10 @@
  * TT_THREADS_GIVE_UP_STEPS) already average over TT_THREADS_GIVE_UP times
  * the held way's mean step ends there, as lost, whatever its next steps
  * would do: with a CPU hog on the worker's core a split step took
- * several inline ones, and a trial ran 8-10 of them an epoch of the CNN
- * at batch 32 (3 now; the hog's share of the time then is the workers',
- * a pipeline's other threads'). Inline runs the same parts in order, so
- * results do not depend on the choice. */
+ * several inline ones, and a trial of the CNN at batch 32 ran 8-10 of
+ * them an epoch (3 now), each keeping a worker busy on the core that
+ * the hog, or a pipeline's other threads, wanted. Inline runs the same
+ * parts in order, so results do not depend on the choice. */
 #define TT_THREADS_PHASE_MIN 4u
 #define TT_THREADS_PHASE_MAX 64u
 #define TT_THREADS_PHASE_NS 30000000u

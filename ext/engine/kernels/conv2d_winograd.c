@@ -1103,8 +1103,9 @@ static void
 wino_run (wino_job * j, float *dw)
 {
   const bool weight = wino_pass_has_gradient (j);
-  const unsigned parts = tt_threads_run_partials (j->pool,
-      wino_part_layout_of (j->g, j->s, j->filters, j->keep, weight).total,
+  const wino_part_layout o = wino_part_layout_of (j->g, j->s, j->filters,
+      j->keep, weight);
+  const unsigned parts = tt_threads_run_partials (j->pool, o.total,
       wino_part, j);
   if (!weight)
     return;
@@ -1116,8 +1117,8 @@ wino_run (wino_job * j, float *dw)
   for (unsigned part = 0; part < used; part++)
     f.du[part] = wino_part_buffers_of (j, part).du;
   if (j->dbias)
-    tt_threads_add_partials (j->pool, used, wino_part_layout_of (j->g, j->s,
-            j->filters, j->keep, true).dbias, j->dbias, (size_t) j->filters);
+    tt_threads_add_partials (j->pool, used, o.dbias, j->dbias,
+        (size_t) j->filters);
   wino_filter_run (j->pool, &f);
 }
 
