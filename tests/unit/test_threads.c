@@ -216,6 +216,40 @@ test_ranges (void)
   tt_threads_free (pool);
 }
 
+/* An owned weight's rows (tt_weight_owned_start): contiguous, on row
+ * tiles, none empty, each start within half a tile of t * rows / n (so
+ * each part within a tile of rows / n), for every weight with a tile a
+ * thread (model.c owns no smaller one). */
+static void
+test_owned_rows (void)
+{
+  const size_t q = TT_GRAD_CHUNK_QUANTUM;
+  int bad = 0, tried = 0;
+  for (unsigned n = 1; n <= 8; n++)
+    for (size_t rows = n * q; rows <= 5000; rows += rows < 600 ? 1 : 7) {
+      size_t at = 0;
+      for (unsigned t = 0; t < n; t++) {
+        const size_t b = tt_weight_owned_start (rows, t, n);
+        const size_t e = tt_weight_owned_start (rows, t + 1, n);
+        const double share = (double) rows / n, size = (double) (e - b);
+        const double off = (double) b - share * t;
+        bad += b != at || e <= b || b % q || (e != rows && e % q) ||
+            size > share + q || size < share - q || off > q / 2.0 ||
+            off < -(q / 2.0);
+        at = e;
+      }
+      bad += at != rows;
+      tried++;
+    }
+  CHECK (bad == 0, "%d bad parts in %d partitions", bad, tried);
+  CHECK (tt_weight_owned_start (256, 1, 2) == 144 &&
+      tt_weight_owned_start (1600, 1, 2) == 816 &&
+      tt_weight_owned_start (784, 1, 4) == 192 &&
+      tt_weight_owned_start (784, 3, 4) == 576, "%zu %zu %zu %zu",
+      tt_weight_owned_start (256, 1, 2), tt_weight_owned_start (1600, 1, 2),
+      tt_weight_owned_start (784, 1, 4), tt_weight_owned_start (784, 3, 4));
+}
+
 typedef struct
 {
   unsigned job;
@@ -564,6 +598,12 @@ test_owned_weights (void)
           }
           CHECK (covered == w->rows, "%s: %zu of %u rows owned",
               m->layers[i].name, covered, w->rows);
+          if (n == 2 && w->rows == 784) {
+            /* the first layer: 384 / 400, not 432 / 352 */
+            tt_weight_owned_rows (w, 0, n, &r0, &r1);
+            CHECK (r1 == 384, "%s: the caller owns %zu rows of 784",
+                m->layers[i].name, r1);
+          }
         }
       }
     CHECK (owned == (n > 1 ? 2u : 0u), "%u threads: %u of %u weights owned",
@@ -590,6 +630,7 @@ main (int argc, char **argv)
 #ifdef __linux__
   TT_TEST_RUN (test_placement);
 #endif
+  TT_TEST_RUN (test_owned_rows);
   TT_TEST_RUN (test_owned_weights);
   TT_TEST_RUN (test_step_choice);
   TT_TEST_RUN (test_trial_gives_up);
