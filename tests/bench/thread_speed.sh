@@ -22,7 +22,8 @@
 # So around each pair of runs (one thread, then two) the script reads
 # that line before and after: the row's "cores" column gives the lower
 # reading of each pair, "each pair" that pair's own ratio. "2/1", over
-# every run, is the ratio of the two medians.
+# every run, is the ratio of the two medians. "1+1" is the ceiling: two
+# 1-thread runs at once against one (two_at_once), measured in each pair.
 #
 # Usage: tests/bench/thread_speed.sh
 # Env:   RUNS (3), CNN_SAMPLES (200 batches), MLP_SAMPLES (60000), EVAL_SAMPLES
@@ -65,14 +66,41 @@ train_rate () {
   echo "$line" | field samples_per_s
 }
 
+# What the machine gives two independent workers on this very job, the
+# ceiling of any threading: two 1-thread runs at once, their samples/s
+# added. Each runs 4 epochs and counts the middle two, which the other
+# run surely overlaps (they start together; a run's last epoch alone
+# would count a core it did not share). The "1+1" column is its median
+# over the one thread's median: no data shared between cores, no
+# synchronization, only what the cores contend for (memory, the caches
+# they share, the host's other load) and, with the hog, the hog's core.
+middle_rate () {
+  "$cli" train "$top/tests/models/fmnist_$1.ini" \
+    --data "$data/train-images-idx3-ubyte.gz" \
+    --labels "$data/train-labels-idx1-ubyte.gz" --samples "$3" \
+    --batch "$2" --epochs 4 --threads 1 |
+    awk -v n="$3" '/^epoch=[23]\// { for (i = 1; i <= NF; i++)
+      if ($i ~ /^seconds=/) { sub(/^seconds=/, "", $i); s += $i } }
+      END { printf "%.1f\n", 2 * n / s }'
+}
+two_at_once () {
+  local p q
+  middle_rate "$@" > "$work/once_a" &
+  p=$!
+  middle_rate "$@" > "$work/once_b" &
+  q=$!
+  wait $p; wait $q
+  awk '{ s += $1 } END { print s }' "$work/once_a" "$work/once_b"
+}
+
 # parallel-probe's cores ratio right now
 cores_now () {
   "$top/build/tests/parallel-probe" --cores | sed -n 's/.*: \([0-9.]*\)x$/\1/p'
 }
 
 train_table () {
-  printf '%-5s %6s %12s %12s %6s  %-16s %-16s  %s\n' model batch \
-    "1 thread/s" "2 threads/s" "2/1" "each pair" "cores" \
+  printf '%-5s %6s %12s %12s %6s  %-16s %-16s %6s  %s\n' model batch \
+    "1 thread/s" "2 threads/s" "2/1" "each pair" "cores" "1+1" \
     "steps split (each run)"
   for model in cnn mlp; do
     for batch in 32 128; do
@@ -82,20 +110,23 @@ train_table () {
       if [ $model = cnn ]; then samples=${CNN_SAMPLES:-$((200 * batch))}
       else samples=${MLP_SAMPLES:-60000}; fi
       : > "$work/r1"; : > "$work/r2"; : > "$work/split"; : > "$work/pairs"
+      : > "$work/both"
       for _ in $(seq "$runs"); do
         before=$(cores_now)
         a=$(train_rate $model $batch 1 "$samples")
         b=$(train_rate $model $batch 2 "$samples")
+        two_at_once $model $batch "$samples" >> "$work/both"
         after=$(cores_now)
         echo "$a" >> "$work/r1"; echo "$b" >> "$work/r2"
         echo "$before $after $a $b" >> "$work/pairs"
       done
       one=$(median < "$work/r1"); two=$(median < "$work/r2")
+      both=$(median < "$work/both")
       pairs=$(awk '{ printf "%.2f ", $4 / $3 }' "$work/pairs")
       seen=$(awk '{ printf "%.2f ", $1 < $2 ? $1 : $2 }' "$work/pairs")
-      printf '%-5s %6s %12.0f %12.0f %5sx  %-16s %-16s  %s\n' $model $batch \
-        "$one" "$two" "$(ratio "$two" "$one")" "$pairs" "$seen" \
-        "$(tr '\n' ' ' < "$work/split")"
+      printf '%-5s %6s %12.0f %12.0f %5sx  %-16s %-16s %5sx  %s\n' $model \
+        $batch "$one" "$two" "$(ratio "$two" "$one")" "$pairs" "$seen" \
+        "$(ratio "$both" "$one")" "$(tr '\n' ' ' < "$work/split")"
     done
   done
 }
