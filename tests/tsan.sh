@@ -25,6 +25,8 @@ cd "$dir"
 run tests/test_threads "$top"
 run tests/test_threads_kernels
 run tests/test_threads_training "$top"
+# the pool's timing of the workers' parts, which profiling turns on
+run tests/test_model_profile "$top"
 # element-wise kernels, losses, optimizer, LSTM/GRU cells (core/split.c)
 run tests/test_split "$top"
 # the convolution cases (their threaded runs included), without the other

@@ -353,8 +353,10 @@ cli_print_thread_steps (const tt_model * m, uint64_t * split_seen,
 
 /* --profile: a line a layer in execution order, its times over the whole
  * run and its share of the steps' time; then the steps' time outside the
- * layers (feeding, scoring, waking threads) and the totals. To stderr:
- * stdout's lines are what scripts read. */
+ * layers (feeding, scoring, waking threads) and the totals. On several
+ * threads two columns more: the calling thread's wait for the others'
+ * parts (inside total_ms) and the other threads' time in the layer's
+ * parts. To stderr: stdout's lines are what scripts read. */
 static void
 cli_print_profile (const tt_model * m)
 {
@@ -369,19 +371,28 @@ cli_print_profile (const tt_model * m)
     type_w = (int) strlen (l.type) > type_w ? (int) strlen (l.type) : type_w;
   }
   const double all = p.step_ns ? (double) p.step_ns : 1;
+  const bool threads = tt_model_threads (m) > 1;
   /* stdout's lines first, where both go to one terminal or file */
   fflush (stdout);
   fprintf (stderr, "profile: %" PRIu64 " steps, %.3f ms a step\n", p.steps,
       p.steps ? p.step_ns / 1e6 / p.steps : 0.0);
-  fprintf (stderr, "%-*s  %-*s %11s %11s %11s %11s %7s\n", name_w, "layer",
+  fprintf (stderr, "%-*s  %-*s %11s %11s %11s %11s %7s", name_w, "layer",
       type_w, "type", "forward_ms", "backward_ms", "update_ms", "total_ms",
       "share%");
-  uint64_t f = 0, b = 0, u = 0;
+  fprintf (stderr, threads ? " %11s %11s\n" : "\n", "wait_ms", "workers_ms");
+  uint64_t f = 0, b = 0, u = 0, wait = 0, workers = 0;
   for (uint32_t i = 0; i < n && !tt_model_layer_profile (m, i, &l); i++) {
     const uint64_t t = l.forward_ns + l.backward_ns + l.update_ns;
-    fprintf (stderr, "%-*s  %-*s %11.3f %11.3f %11.3f %11.3f %7.1f\n",
+    fprintf (stderr, "%-*s  %-*s %11.3f %11.3f %11.3f %11.3f %7.1f",
         name_w, l.name, type_w, l.type, l.forward_ns / 1e6,
         l.backward_ns / 1e6, l.update_ns / 1e6, t / 1e6, 100 * t / all);
+    tt_layer_threads_profile lt;
+    if (threads && !tt_model_layer_threads_profile (m, i, &lt)) {
+      fprintf (stderr, " %11.3f %11.3f", lt.wait_ns / 1e6, lt.workers_ns / 1e6);
+      wait += lt.wait_ns;
+      workers += lt.workers_ns;
+    }
+    fputc ('\n', stderr);
     f += l.forward_ns;
     b += l.backward_ns;
     u += l.update_ns;
@@ -389,9 +400,12 @@ cli_print_profile (const tt_model * m)
   fprintf (stderr, "%-*s  %-*s %11s %11s %11s %11.3f %7.1f\n", name_w,
       "(other)", type_w, "", "", "", "", p.other_ns / 1e6,
       100 * p.other_ns / all);
-  fprintf (stderr, "%-*s  %-*s %11.3f %11.3f %11.3f %11.3f %7.1f\n", name_w,
+  fprintf (stderr, "%-*s  %-*s %11.3f %11.3f %11.3f %11.3f %7.1f", name_w,
       "total", type_w, "", f / 1e6, b / 1e6, u / 1e6, p.step_ns / 1e6,
       p.step_ns ? 100.0 : 0.0);
+  if (threads)
+    fprintf (stderr, " %11.3f %11.3f", wait / 1e6, workers / 1e6);
+  fputc ('\n', stderr);
 }
 
 /* Runs one pass over d; trains when train, else evaluates. */

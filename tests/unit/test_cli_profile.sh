@@ -74,6 +74,26 @@ check "... forward only" sh -c "sed -n '/^layer /,/^(other) /p' \
   '$tmp/eval.err' | sed '1d;\$d' | awk '{ n++ } \$4 != \"0.000\" || \
   \$5 != \"0.000\" { bad = 1 } END { exit bad || n < 8 }'"
 
+# on two threads (every step split), two columns more: the caller's
+# wait for the other thread's parts and that thread's time in them
+check "train --threads 2 --profile" sh -c "TT_THREADS_STEPS=split '$cli' \
+  train '$model' ${data[*]} --epochs 1 --seed 3 --threads 2 --profile \
+  > '$tmp/t2.out' 2> '$tmp/t2.err'"
+sed -n '/^layer  *type .* share%  *wait_ms  *workers_ms$/,/^total /p' \
+  "$tmp/t2.err" > "$tmp/t2table"
+check "... a header with wait_ms and workers_ms, and a total line" sh -c \
+  "head -1 '$tmp/t2table' | grep -q '^layer ' && tail -1 '$tmp/t2table' | \
+  grep -q '^total '"
+sed '1d;$d' "$tmp/t2table" | grep -v '^(other) ' > "$tmp/t2layers"
+check "... every layer line holds its times, share, wait and workers' time" \
+  sh -c "[ -s '$tmp/t2layers' ] && ! grep -v -E \
+  '^[^ ]+ +[a-z_0-9]+( +[0-9]+\.[0-9]{3}){4} +[0-9]+\.[0-9]( +[0-9]+\.[0-9]{3}){2}$' \
+  '$tmp/t2layers'"
+check "... conv2's parts ran on the other thread too" awk \
+  '$1 == "conv2" && $9 > 0 { ok = 1 } END { exit !ok }' "$tmp/t2layers"
+check "... one thread: no such columns" sh -c "grep -q \
+  '^layer  *type .* share%$' '$tmp/prof.err'"
+
 check "--help names --profile" sh -c "'$cli' --help | grep -q -- '--profile'"
 
 echo "$passed passed, $failed failed"

@@ -20,6 +20,7 @@
 #include "train_steps.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdint.h>
 
 /* conv (trainable) below a frozen fc: the frozen layer's backward runs
@@ -342,6 +343,95 @@ test_recompute (void)
   tt_model_free (m);
 }
 
+/* The CNN on threads threads, split steps when split, profiled over 3
+ * training steps. */
+static tt_model *
+pr_threaded_cnn (unsigned threads, bool split)
+{
+  char path[1024];
+  snprintf (path, sizeof path, "%s/tests/models/fmnist_cnn.ini", pr_root);
+  tt_error err;
+  tt_model *m = tt_model_load_ini (path, &err);
+  CHECK (m != NULL, "%s", err.message);
+  if (!m)
+    return NULL;
+  /* the pool reads the choice when compile makes it */
+  if (split)
+    setenv ("TT_THREADS_STEPS", "split", 1);
+  const bool ok = tt_model_set_batch_size (m, 32, &err) == TT_OK &&
+      tt_model_set_threads (m, threads, &err) == TT_OK &&
+      tt_model_set_profiling (m, true, &err) == TT_OK &&
+      tt_model_compile (m, &err) == TT_OK;
+  unsetenv ("TT_THREADS_STEPS");
+  CHECK (ok, "%u threads: %s", threads, err.message);
+  if (!ok) {
+    tt_model_free (m);
+    return NULL;
+  }
+  tt_test_train_steps (m, "threads profile", 3, 255.0f);
+  return m;
+}
+
+/* tt_model_layer_threads_profile: on 2 threads in split steps, the
+ * workers' time in the convolutions' parts, and the caller's wait inside
+ * each layer's own time; zeros on one thread, in inline steps and for a
+ * layer with no job; the errors of tt_model_layer_profile. */
+static void
+test_threads (void)
+{
+  tt_model *m = pr_threaded_cnn (2, true);
+  if (!m)
+    return;
+  tt_layer_threads_profile t;
+  const uint32_t n = tt_model_num_layers (m);
+  uint64_t workers = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    tt_layer_profile p;
+    CHECK (tt_model_layer_profile (m, i, &p) == TT_OK &&
+        tt_model_layer_threads_profile (m, i, &t) == TT_OK, "layer %u", i);
+    const uint64_t own = p.forward_ns + p.backward_ns + p.update_ns;
+    CHECK (t.wait_ns <= own, "%s: waited %" PRIu64 " ns of its %" PRIu64,
+        p.name, t.wait_ns, own);
+    if (!strcmp (p.name, "conv1") || !strcmp (p.name, "conv2"))
+      CHECK (t.workers_ns > 0, "%s: no time in the worker's parts", p.name);
+    if (!strcmp (p.name, "flat"))
+      CHECK (!t.wait_ns && !t.workers_ns, "flat: no job, yet %" PRIu64
+          " and %" PRIu64 " ns", t.wait_ns, t.workers_ns);
+    workers += t.workers_ns;
+  }
+  CHECK (workers > 0, "no worker time at all");
+  CHECK (tt_model_layer_threads_profile (m, n, &t) == TT_ERR_INVALID &&
+      !t.wait_ns && !t.workers_ns, "past the last layer");
+  tt_error err;
+  CHECK (tt_model_set_profiling (m, true, &err) == TT_OK, "%s", err.message);
+  for (uint32_t i = 0; i < n; i++)
+    CHECK (tt_model_layer_threads_profile (m, i, &t) == TT_OK &&
+        !t.wait_ns && !t.workers_ns, "layer %u after the reset", i);
+  tt_model_free (m);
+
+  for (unsigned threads = 1; threads <= 2; threads++) {
+    /* one thread; two in inline steps (TT_THREADS_STEPS=inline) */
+    if (threads == 2)
+      setenv ("TT_THREADS_STEPS", "inline", 1);
+    m = pr_threaded_cnn (threads, false);
+    unsetenv ("TT_THREADS_STEPS");
+    if (!m)
+      return;
+    for (uint32_t i = 0; i < tt_model_num_layers (m); i++)
+      CHECK (tt_model_layer_threads_profile (m, i, &t) == TT_OK &&
+          !t.wait_ns && !t.workers_ns, "%u threads%s: layer %u: %" PRIu64
+          " and %" PRIu64 " ns", threads, threads > 1 ? " inline" : "", i,
+          t.wait_ns, t.workers_ns);
+    tt_model_free (m);
+  }
+
+  m = tt_model_load_ini_text (pr_ini, strlen (pr_ini), "pr.ini", &err);
+  CHECK (m && tt_model_compile (m, &err) == TT_OK, "%s", err.message);
+  CHECK (tt_model_layer_threads_profile (m, 0, &t) == TT_ERR_STATE,
+      "never profiling");
+  tt_model_free (m);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -354,5 +444,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_off_keeps);
   TT_TEST_RUN (test_after_compile);
   TT_TEST_RUN (test_recompute);
+  TT_TEST_RUN (test_threads);
   return tt_test_summary ();
 }

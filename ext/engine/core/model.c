@@ -166,6 +166,7 @@ model_make_threads (tt_model * m, tt_error * err)
       return tt_fail (err, TT_ERR_NOMEM, "%s: could not start %u threads",
           m->path, n - 1);
     m->run.threads = m->thread_pool;
+    tt_threads_set_timing (m->thread_pool, m->profiling);
   }
   tt_threads_set_scratch (m->thread_pool, NULL, 0);
   free (m->worker_scratch);
@@ -314,6 +315,7 @@ tt_model_set_profiling (tt_model * m, bool on, tt_error * err)
     m->profile_steps = m->profile_step_ns = 0;
   }
   m->profiling = on;
+  tt_threads_set_timing (m->thread_pool, on);
   return TT_OK;
 }
 
@@ -351,6 +353,22 @@ tt_model_layer_profile (const tt_model * m, uint32_t index,
   out->forward_ns = t->forward_ns;
   out->backward_ns = t->backward_ns;
   out->update_ns = t->update_ns;
+  return TT_OK;
+}
+
+tt_status
+tt_model_layer_threads_profile (const tt_model * m, uint32_t index,
+    tt_layer_threads_profile * out)
+{
+  memset (out, 0, sizeof *out);
+  tt_status st = model_profile_readable (m);
+  if (!st && index >= m->n_layers)
+    st = TT_ERR_INVALID;
+  if (st)
+    return st;
+  const tt_layer_time *t = &m->profile[m->exec[index]];
+  out->wait_ns = t->wait_ns;
+  out->workers_ns = t->workers_ns;
   return TT_OK;
 }
 
@@ -397,12 +415,40 @@ model_profile_end (tt_model * m, model_profile_mark k)
     m->profile_step_ns += tt_threads_now_ns () - k.t0;
 }
 
-static uint64_t
-model_forward_timed (const tt_run_ctx * c, tt_layer * l)
+/* A profiled stretch of a layer (its forward, backward or update): its
+ * start on the clock and the pool's sums (tt_threads_times). */
+typedef struct
 {
-  const uint64_t t0 = tt_threads_now_ns ();
-  l->ops->forward (c, l);
-  return tt_threads_now_ns () - t0;
+  uint64_t t0, wait_ns, workers_ns;
+} model_timer;
+
+static model_timer
+model_timer_start (const tt_model * m)
+{
+  model_timer k;
+  tt_threads_times (m->thread_pool, &k.wait_ns, &k.workers_ns);
+  k.t0 = tt_threads_now_ns ();
+  return k;
+}
+
+/* The stretch's time; the pool's share of it added to t. */
+static uint64_t
+model_timer_stop (const tt_model * m, model_timer k, tt_layer_time * t)
+{
+  const uint64_t ns = tt_threads_now_ns () - k.t0;
+  uint64_t wait, workers;
+  tt_threads_times (m->thread_pool, &wait, &workers);
+  t->wait_ns += wait - k.wait_ns;
+  t->workers_ns += workers - k.workers_ns;
+  return ns;
+}
+
+static void
+model_forward_timed (tt_model * m, tt_layer * l, tt_layer_time * t)
+{
+  const model_timer k = model_timer_start (m);
+  l->ops->forward (&m->run, l);
+  t->forward_ns += model_timer_stop (m, k, t);
 }
 
 static int
@@ -640,7 +686,7 @@ model_forward (tt_model * m, bool training, tt_error * err)
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *l = &m->layers[m->exec[i]];
     if (prof) {
-      prof[m->exec[i]].forward_ns += model_forward_timed (c, l);
+      model_forward_timed (m, l, &prof[m->exec[i]]);
       prof[m->exec[i]].calls++;
     } else {
       l->ops->forward (c, l);
@@ -851,7 +897,7 @@ model_rerun_forward (tt_model * m, const tt_remat * g, uint32_t writers)
   for (uint32_t w = 0; w < writers; w++) {
     tt_layer *l = &m->layers[g->writers[w]];
     if (prof)
-      prof[g->writers[w]].forward_ns += model_forward_timed (&m->run, l);
+      model_forward_timed (m, l, &prof[g->writers[w]]);
     else
       l->ops->forward (&m->run, l);
   }
@@ -935,18 +981,18 @@ model_apply_layer_timed (tt_model * m, tt_layer * l, tt_layer_time * t)
     any |= l->weights[k].grad >= 0 && !l->weights[k].chunk_rows;
   if (!any)
     return;
-  const uint64_t t0 = tt_threads_now_ns ();
+  const model_timer k = model_timer_start (m);
   model_apply_layer (m, l);
-  t->update_ns += tt_threads_now_ns () - t0;
+  t->update_ns += model_timer_stop (m, k, t);
 }
 
 static void
 model_layer_backward_timed (tt_model * m, tt_layer * l, bool update,
     tt_layer_time * t)
 {
-  const uint64_t t0 = tt_threads_now_ns ();
+  const model_timer k = model_timer_start (m);
   model_layer_backward (&m->run, l);
-  t->backward_ns += tt_threads_now_ns () - t0;
+  t->backward_ns += model_timer_stop (m, k, t);
   if (update)
     model_apply_layer_timed (m, l, t);
 }

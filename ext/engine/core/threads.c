@@ -113,6 +113,14 @@ typedef struct
   double held_mean_ns;          /* the hold's mean step, for its trial */
 } threads_choice;
 
+/* a worker's time in parts (tt_threads_set_timing), a cache line each */
+typedef struct
+{
+  atomic_uint_least64_t ns;
+  char line[56];                /* the rest of a 64-byte line */
+} threads_part_time;
+_Static_assert (sizeof (threads_part_time) == 64, "a line each");
+
 struct tt_threads;
 /* what a worker is started with: its pool and its index (1 .. n - 1; the
  * caller is 0), the part it runs of a tt_threads_run_owned job */
@@ -161,6 +169,12 @@ struct tt_threads
   bool step_had_job;            /* the last split step ran a split job */
   atomic_uint step_seq;         /* a split step began: workers wake */
   uint64_t steps_split, steps_inline;   /* steps begun each way */
+  /* tt_threads_set_timing: the caller's waits (its own), each worker's
+   * time in parts (written by it alone, read once a job is done; a line
+   * each, not to slow the others' writes) */
+  atomic_bool timing;
+  uint64_t wait_ns;
+  threads_part_time part_ns[TT_THREADS_MAX];
 };
 
 static inline void
@@ -193,10 +207,26 @@ threads_part_done (tt_threads * p, unsigned n)
   }
 }
 
-/* Claims and runs parts of the job state s belongs to until none is
- * left (or the job is another one's). */
+/* Part k of fn on thread t: a worker's time in it counted when
+ * timing. */
+static inline void
+threads_run_part (tt_threads * p, unsigned t, tt_threads_fn fn, void *arg,
+    unsigned k, unsigned n)
+{
+  if (!t || !atomic_load_explicit (&p->timing, memory_order_relaxed)) {
+    fn (arg, k, n);
+    return;
+  }
+  const uint64_t t0 = tt_threads_now_ns ();
+  fn (arg, k, n);
+  atomic_fetch_add_explicit (&p->part_ns[t].ns, tt_threads_now_ns () - t0,
+      memory_order_relaxed);
+}
+
+/* Claims and runs parts of the job state s belongs to, on thread t,
+ * until none is left (or the job is another one's). */
 static void
-threads_work (tt_threads * p, uint64_t s)
+threads_work (tt_threads * p, uint64_t s, unsigned t)
 {
   for (;;) {
     const unsigned k = (unsigned) (s & 0xffff), n = (unsigned) (s >> 16 &
@@ -208,7 +238,7 @@ threads_work (tt_threads * p, uint64_t s)
     if (!atomic_compare_exchange_weak_explicit (&p->state, &s, s + 1,
             memory_order_acq_rel, memory_order_acquire))
       continue;                 /* s now holds the current state */
-    fn (arg, k, n);
+    threads_run_part (p, t, fn, arg, k, n);
     threads_part_done (p, n);
     s = atomic_load_explicit (&p->state, memory_order_acquire);
   }
@@ -244,14 +274,14 @@ threads_claim_owned (tt_threads * p, uint64_t s, unsigned index)
   }
 }
 
-/* Part k of the job of state s (fn, arg, n parts), if this thread
- * claims it. */
+/* Part k of the job of state s (fn, arg, n parts), if thread t claims
+ * it. */
 static void
-threads_run_claimed (tt_threads * p, uint64_t s, unsigned k,
+threads_run_claimed (tt_threads * p, uint64_t s, unsigned t, unsigned k,
     tt_threads_fn fn, void *arg, unsigned n)
 {
   if (threads_claim_owned (p, s, k)) {
-    fn (arg, k, n);
+    threads_run_part (p, t, fn, arg, k, n);
     threads_part_done (p, n);
   }
 }
@@ -282,10 +312,10 @@ threads_work_affine (tt_threads * p, uint64_t s, unsigned t)
   tt_threads_fn fn = atomic_load_explicit (&p->fn, memory_order_relaxed);
   void *arg = atomic_load_explicit (&p->arg, memory_order_relaxed);
   for (unsigned k = lo; k < hi; k++)
-    threads_run_claimed (p, s, k, fn, arg, n);
+    threads_run_claimed (p, s, t, k, fn, arg, n);
   for (unsigned k = n; k-- > 0;)
     if (k < lo || k >= hi)
-      threads_run_claimed (p, s, k, fn, arg, n);
+      threads_run_claimed (p, s, t, k, fn, arg, n);
 }
 
 /* Part index of the owned job of state s, when this thread claims it:
@@ -296,7 +326,7 @@ threads_work_owned (tt_threads * p, uint64_t s, unsigned index)
 {
   const unsigned n = (unsigned) (s >> 16 & 0xffff);
   if (index < n)
-    threads_run_claimed (p, s, index, atomic_load_explicit (&p->fn,
+    threads_run_claimed (p, s, index, index, atomic_load_explicit (&p->fn,
             memory_order_relaxed), atomic_load_explicit (&p->arg,
             memory_order_relaxed), n);
 }
@@ -343,7 +373,7 @@ threads_worker (void *arg)
     else if ((s & 0xffff) == THREADS_AFFINE)
       threads_work_affine (p, s, self->index);
     else
-      threads_work (p, s);
+      threads_work (p, s, self->index);
   }
 }
 
@@ -622,7 +652,7 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
     pthread_mutex_unlock (&p->lock);
   }
   if (kind == THREADS_JOB_DYNAMIC)
-    threads_work (p, s);
+    threads_work (p, s, 0);
   else
     threads_work_affine (p, s, 0);
   const uint64_t t0 = tt_threads_now_ns ();
@@ -639,6 +669,8 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
       break;
     }
   }
+  if (atomic_load_explicit (&p->timing, memory_order_relaxed))
+    p->wait_ns += tt_threads_now_ns () - t0;
   atomic_store (&p->busy, 0);
 }
 
@@ -661,6 +693,26 @@ tt_threads_run_owned (tt_threads * p, tt_threads_fn fn, void *arg)
   const unsigned n = tt_threads_count (p);
   threads_job (p, fn, arg, n, n <= THREADS_OWNED_MAX ? THREADS_JOB_OWNED :
       THREADS_JOB_DYNAMIC);
+}
+
+void
+tt_threads_set_timing (tt_threads * p, bool on)
+{
+  if (p)
+    atomic_store (&p->timing, on);
+}
+
+void
+tt_threads_times (const tt_threads * p, uint64_t * caller_wait_ns,
+    uint64_t * workers_ns)
+{
+  *caller_wait_ns = *workers_ns = 0;
+  if (!p)
+    return;
+  *caller_wait_ns = p->wait_ns;
+  for (unsigned i = 1; i < p->n; i++)
+    *workers_ns += atomic_load_explicit (&p->part_ns[i].ns,
+        memory_order_relaxed);
 }
 
 bool

@@ -136,9 +136,10 @@ typedef struct {
 /* ---- model ----------------------------------------------------------- */
 
 /* One layer's counters while profiling (tt_model_set_profiling): what
- * tt_layer_profile reports */
+ * tt_layer_profile and tt_layer_threads_profile report */
 typedef struct {
   uint64_t calls, forward_ns, backward_ns, update_ns;
+  uint64_t wait_ns, workers_ns;
 } tt_layer_time;
 
 typedef enum { TT_LOSS_NONE, TT_LOSS_MSE, TT_LOSS_CROSS,

@@ -111,6 +111,16 @@ bool tt_threads_step_inline (const tt_threads * pool);
 void tt_threads_step_counts (const tt_threads * pool, uint64_t * split,
     uint64_t * inline_steps);
 void tt_threads_end (tt_threads * pool);
+/* Time accounting, for profiles: while on, the caller's time waiting,
+ * its own parts done, for the workers' parts of split jobs, and the
+ * workers' time running parts, each summed from the pool's start (a
+ * clock read around each worker's part, and one at each job's end). Off
+ * by default. NULL: nothing. */
+void tt_threads_set_timing (tt_threads * pool, bool on);
+/* The sums so far (0 for NULL or one thread); read by the caller between
+ * jobs. */
+void tt_threads_times (const tt_threads * pool, uint64_t * caller_wait_ns,
+    uint64_t * workers_ns);
 /* Each worker's own scratch, for the parts of owned jobs that need more
  * than their stack (a dense layer's partial product or gradient chunk):
  * worker i >= 1 has floats floats at base + (i - 1) *

@@ -468,6 +468,26 @@ TT_API tt_status tt_model_layer_profile (const tt_model * model,
 /* The totals, failing as tt_model_layer_profile does (index aside). */
 TT_API tt_status tt_model_profile (const tt_model * model, tt_profile * out);
 
+/* The same layer's split jobs on a model of several threads (over the
+ * same span; zeros on one thread and in steps the pool ran inline, as
+ * docs/architecture.md says): where a layer split over 2 threads takes
+ * more than half its one-thread time, a large wait_ns says the threads'
+ * parts were uneven (or a thread lost its core), a workers_ns near the
+ * layer's own time with little wait that each part ran slower than on
+ * its own. */
+typedef struct {
+  uint64_t wait_ns;             /* the calling thread's time, inside the
+                                 * layer's forward_ns, backward_ns and
+                                 * update_ns, waiting for the other
+                                 * threads' parts once its own were done */
+  uint64_t workers_ns;          /* the other threads' time running the
+                                 * layer's parts, all of them added */
+} tt_layer_threads_profile;
+
+/* The index-th layer's (as tt_model_layer_profile), failing as it does. */
+TT_API tt_status tt_model_layer_threads_profile (const tt_model * model,
+    uint32_t index, tt_layer_threads_profile * out);
+
 /* Counters stored in the BIN. */
 TT_API uint32_t tt_model_epoch (const tt_model * model);
 TT_API uint32_t tt_model_iteration (const tt_model * model);
