@@ -334,19 +334,26 @@ model_profile_readable (const tt_model * m)
   return m->profile ? TT_OK : TT_ERR_STATE;
 }
 
+/* The index-th layer's counters (execution order), or NULL and why. */
+static const tt_layer_time *
+model_layer_time (const tt_model * m, uint32_t index, tt_status * st)
+{
+  *st = model_profile_readable (m);
+  if (!*st && index >= m->n_layers)
+    *st = TT_ERR_INVALID;
+  return *st ? NULL : &m->profile[m->exec[index]];
+}
+
 tt_status
 tt_model_layer_profile (const tt_model * m, uint32_t index,
     tt_layer_profile * out)
 {
   memset (out, 0, sizeof *out);
-  tt_status st = model_profile_readable (m);
-  if (!st && index >= m->n_layers)
-    st = TT_ERR_INVALID;
-  if (st)
+  tt_status st;
+  const tt_layer_time *t = model_layer_time (m, index, &st);
+  if (!t)
     return st;
-  const int id = m->exec[index];
-  const tt_layer *l = &m->layers[id];
-  const tt_layer_time *t = &m->profile[id];
+  const tt_layer *l = &m->layers[m->exec[index]];
   out->name = l->name;
   out->type = l->ops->type;
   out->calls = t->calls;
@@ -361,12 +368,10 @@ tt_model_layer_threads_profile (const tt_model * m, uint32_t index,
     tt_layer_threads_profile * out)
 {
   memset (out, 0, sizeof *out);
-  tt_status st = model_profile_readable (m);
-  if (!st && index >= m->n_layers)
-    st = TT_ERR_INVALID;
-  if (st)
+  tt_status st;
+  const tt_layer_time *t = model_layer_time (m, index, &st);
+  if (!t)
     return st;
-  const tt_layer_time *t = &m->profile[m->exec[index]];
   out->wait_ns = t->wait_ns;
   out->workers_ns = t->workers_ns;
   return TT_OK;
