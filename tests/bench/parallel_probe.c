@@ -162,6 +162,16 @@ cross_read_us (tt_threads * pool, cross_job * j, bool other, int rounds,
   return probe_median (times, n);
 }
 
+/* Pins the calling thread to cpu: 0, or an error number. */
+static int
+probe_pin (int cpu)
+{
+  cpu_set_t one;
+  CPU_ZERO (&one);
+  CPU_SET (cpu, &one);
+  return pthread_setaffinity_np (pthread_self (), sizeof one, &one);
+}
+
 /* The mean and median of one product on the caller pinned to each CPU
  * it may run on, in turn; its affinity restored after. */
 static void
@@ -173,12 +183,7 @@ probe_cpus (probe_job * j, int rounds, double *times)
   double slowest = 0, fastest = 0;
   printf ("cpus alone:");
   for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-    if (!CPU_ISSET (cpu, &allowed))
-      continue;
-    cpu_set_t one;
-    CPU_ZERO (&one);
-    CPU_SET (cpu, &one);
-    if (pthread_setaffinity_np (pthread_self (), sizeof one, &one))
+    if (!CPU_ISSET (cpu, &allowed) || probe_pin (cpu))
       continue;
     double sum = 0;
     j->first = 2;
@@ -251,10 +256,7 @@ static void *
 cores_thread (void *p)
 {
   cores_arg *a = p;
-  cpu_set_t one;
-  CPU_ZERO (&one);
-  CPU_SET (a->cpu, &one);
-  pthread_setaffinity_np (pthread_self (), sizeof one, &one);
+  probe_pin (a->cpu);
   pthread_barrier_wait (a->start);
   if (a->stream) {
     const double t0 = probe_now_us ();

@@ -52,12 +52,16 @@ ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 # pool settles its choice between split and inline steps); on more
 # than one thread, the steps of that epoch the pool split go to
 # $work/split, one "split/all" line a run
+# the command line's epoch lines: train_run MODEL BATCH THREADS SAMPLES EPOCHS
+train_run () {
+  "$cli" train "$top/tests/models/fmnist_$1.ini" \
+    --data "$data/train-images-idx3-ubyte.gz" \
+    --labels "$data/train-labels-idx1-ubyte.gz" --samples "$4" \
+    --batch "$2" --epochs "$5" --threads "$3"
+}
 train_rate () {
   local model=$1 batch=$2 threads=$3 samples=$4 line
-  line=$("$cli" train "$top/tests/models/fmnist_$model.ini" \
-    --data "$data/train-images-idx3-ubyte.gz" \
-    --labels "$data/train-labels-idx1-ubyte.gz" --samples "$samples" \
-    --batch "$batch" --epochs 3 --threads "$threads" | tail -n 1)
+  line=$(train_run "$model" "$batch" "$threads" "$samples" 3 | tail -n 1)
   if [ "$threads" -gt 1 ]; then
     echo "$line" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "=")
       v[kv[1]] = kv[2] } print v["split_steps"] "/" v["split_steps"] + v["inline_steps"] }' \
@@ -75,10 +79,7 @@ train_rate () {
 # synchronization, only what the cores contend for (memory, the caches
 # they share, the host's other load) and, with the hog, the hog's core.
 middle_rate () {
-  "$cli" train "$top/tests/models/fmnist_$1.ini" \
-    --data "$data/train-images-idx3-ubyte.gz" \
-    --labels "$data/train-labels-idx1-ubyte.gz" --samples "$3" \
-    --batch "$2" --epochs 4 --threads 1 |
+  train_run "$1" "$2" 1 "$3" 4 |
     awk -v n="$3" '/^epoch=[23]\// { for (i = 1; i <= NF; i++)
       if ($i ~ /^seconds=/) { sub(/^seconds=/, "", $i); s += $i } }
       END { printf "%.1f\n", 2 * n / s }'

@@ -169,8 +169,10 @@ typedef struct {
  * with the first parts taking the extra one: the MLP's first layer (784
  * rows, 16 tiles and a third) split 432 / 352, and the caller, doing
  * the bigger part of every owned job, took 1.2-1.3 times the worker's
- * time on each (384 / 400 now). Rows of at least n tiles (model.c)
- * leave no part empty. */
+ * time on each (384 / 400 now). Not tt_threads_range's rule changed for
+ * every job: its callers may rely on the empty parts being the last
+ * ones (the Winograd layer adds the partials of the first parts that had
+ * chunks); rows of at least n tiles (model.c) leave no part empty. */
 static inline size_t
 tt_weight_owned_start (size_t rows, unsigned part, unsigned n)
 {
