@@ -4,7 +4,9 @@
  * the serial result bit for bit, for 1 to 4 threads: every activation
  * forward and backward (softmax by whole rows), the optimizers' update
  * split by fixed ranges as model.c splits it, sizes on both sides of the
- * split threshold and ragged against the split quantum. Then training:
+ * split threshold and ragged against the split quantum, and the feeding
+ * of a batch (tt_feed) by ranges and by thread blocks, with its
+ * refusal of non-finite inputs. Then training:
  * the MLP and the sensor LSTM and GRU (widened so that their kernels do
  * split), a model of large activations, addition, concat and dropout and
  * the three losses over wide outputs, on 2 to 4 threads, stay within a
@@ -83,6 +85,86 @@ test_activations (void)
       free (y);
       free (dx);
     }
+}
+
+/* Where tt_feed puts element (r, c) of rows of width: by thread blocks
+ * on threads threads when blocked, else row-major */
+static size_t
+feed_at (size_t rows, size_t width, bool blocked, unsigned threads,
+    size_t r, size_t c)
+{
+  if (!blocked)
+    return r * width + c;
+  unsigned t = 0;
+  while (c >= tt_weight_owned_start (width, t + 1, threads))
+    t++;
+  const size_t c0 = tt_weight_owned_start (width, t, threads);
+  const size_t c1 = tt_weight_owned_start (width, t + 1, threads);
+  return rows * c0 + r * (c1 - c0) + (c - c0);
+}
+
+/* tt_feed: each kind, by ranges and by thread blocks, on 1 to 4 threads,
+ * converts every value as the serial loop does, to its place; and finds
+ * the first non-finite float in row-major order wherever it lies */
+static void
+test_feed (void)
+{
+  /* the MLP's input at batch 128 and 3 (below the split threshold), and
+   * rows narrower than two row tiles */
+  static const size_t shapes[][2] = { {128, 784}, {3, 784}, {200, 90} };
+  for (size_t s = 0; s < 3; s++)
+    for (int kind = TT_FEED_FLOATS; kind <= TT_FEED_BYTES_NORMALIZED; kind++)
+      for (unsigned t = 1; t <= 4; t++)
+        for (int blocked = 0; blocked < 2; blocked++) {
+          const size_t rows = shapes[s][0], width = shapes[s][1];
+          const size_t n = rows * width;
+          uint8_t *bytes = malloc (n);
+          float *floats = malloc (n * 4), *ref = malloc (n * 4);
+          float *got = malloc (n * 4);
+          for (size_t i = 0; i < n; i++) {
+            bytes[i] = (uint8_t) (7 + (i * 2654435761u >> 7) % 200);
+            floats[i] = rnd ();
+          }
+          bytes[n / 3] = 7;     /* the range the reference divides by */
+          bytes[n / 2] = 206;
+          for (size_t i = 0; i < n; i++)
+            ref[i] = kind == TT_FEED_FLOATS ? floats[i] : kind ==
+                TT_FEED_BYTES ? (float) bytes[i] : ((float) bytes[i] -
+                7.0f) / 199.0f;
+          tt_threads *pool = NULL;
+          CHECK (tt_threads_new (t, &pool) == 0, "pool of %u", t);
+          const unsigned threads = tt_threads_count (pool);
+          memset (got, 0xff, n * 4);
+          const size_t bad = tt_feed (pool, (tt_feed_kind) kind,
+              kind == TT_FEED_FLOATS ? (const void *) floats : bytes, n,
+              blocked ? width : 0, got);
+          size_t wrong = 0;
+          for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < width; c++)
+              wrong += memcmp (&got[feed_at (rows, width, blocked &&
+                          threads > 1, threads, r, c)], &ref[r * width + c],
+                  4) != 0;
+          CHECK (bad == n && !wrong, "feed kind %d, %zu x %zu, %u threads, "
+              "%s: %zu of %zu values not the serial conversion in place "
+              "(non-finite reported at %zu)", kind, rows, width, t,
+              blocked ? "by blocks" : "by ranges", wrong, n, bad);
+          if (kind == TT_FEED_FLOATS) {
+            /* a later row in the first block, an earlier one in the last */
+            floats[(rows - 1) * width + 1] = NAN;
+            floats[(rows / 2) * width + width - 1] = INFINITY;
+            const size_t first = tt_feed (pool, TT_FEED_FLOATS, floats, n,
+                blocked ? width : 0, got);
+            CHECK (first == (rows / 2) * width + width - 1, "feed %zu x %zu, "
+                "%u threads, %s: first non-finite at %zu, reported %zu",
+                rows, width, t, blocked ? "by blocks" : "by ranges",
+                (rows / 2) * width + width - 1, first);
+          }
+          tt_threads_free (pool);
+          free (bytes);
+          free (floats);
+          free (ref);
+          free (got);
+        }
 }
 
 typedef struct
@@ -328,6 +410,31 @@ test_training (const char *file, const char *from1, const char *to1,
   free (text);
 }
 
+/* A non-finite input in the worker's block of the MLP's input (fed by
+ * thread blocks on 2 threads) is refused, named by its sample and
+ * element. */
+static void
+test_feed_refusal (void)
+{
+  char *text = read_model ("fmnist_mlp.ini");
+  tt_error err;
+  tt_model *m = tt_model_load_ini_text (text, strlen (text), "mlp", &err);
+  CHECK (m && !tt_model_set_batch_size (m, 4, &err) &&
+      !tt_model_set_threads (m, 2, &err) && !tt_model_compile (m, &err),
+      "%s", err.message);
+  float *x = calloc (4 * 784, 4), labels[40] = { 0 };
+  x[3 * 784 + 10] = NAN;
+  x[2 * 784 + 500] = -INFINITY;
+  const void *inputs[1] = { x };
+  tt_batch_result r;
+  CHECK (m && tt_model_train_batch (m, 4, inputs, NULL, labels, &r, &err) ==
+      TT_ERR_NUMERIC && strstr (err.message, "sample 2 holds -inf at "
+          "element 500"), "%s", m ? err.message : "no model");
+  free (x);
+  free (text);
+  tt_model_free (m);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -340,6 +447,8 @@ main (int argc, char **argv)
   setenv ("TT_THREADS_STEPS", "split", 1);
   TT_TEST_RUN (test_activations);
   TT_TEST_RUN (test_optimizer);
+  TT_TEST_RUN (test_feed);
+  TT_TEST_RUN (test_feed_refusal);
   test_training ("fmnist_mlp.ini", NULL, NULL, NULL, NULL, 32);
   test_training ("sensor_lstm.ini", NULL, NULL, NULL, NULL, 8);
   test_training ("sensor_gru.ini", NULL, NULL, NULL, NULL, 8);

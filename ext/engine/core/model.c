@@ -153,6 +153,40 @@ model_own_weights (tt_model * m, unsigned n)
   return need;
 }
 
+/* tt_layer.out_thread_blocks and in_thread_blocks: on each dense layer
+ * whose owned weight (split with scratch for its parts) reads a model
+ * input, through views that nothing else reads, and on that input, unless
+ * it needs a derivative or standardizes by samples. */
+static void
+model_thread_blocks (tt_model * m)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    m->layers[i].out_thread_blocks = 0;
+    m->layers[i].in_thread_blocks = false;
+  }
+  if (!tt_threads_scratch_floats (m->thread_pool))
+    return;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *l = &m->layers[i];
+    if (!l->n_weights || !l->weights[0].owned || l->n_inputs != 1 ||
+        l->needs_derivative)
+      continue;
+    const tt_link *in = &l->inputs[0];
+    tt_layer *p = &m->layers[in->layer];
+    while (in->index == 0 && p->consumers[0] == 1 && p->n_inputs == 1 &&
+        p->ops->output_is_view && p->ops->role != TT_ROLE_MULTIOUT) {
+      in = &p->inputs[0];
+      p = &m->layers[in->layer];
+    }
+    if (in->index != 0 || p->consumers[0] != 1 ||
+        p->ops->role != TT_ROLE_INPUT || p->p.input.standardization ||
+        tt_dims_count (p->out_dims[0]) % l->weights[0].rows)
+      continue;
+    p->out_thread_blocks = l->weights[0].rows;
+    l->in_thread_blocks = true;
+  }
+}
+
 /* (Re)makes the pool for the count asked (one thread: none) and the
  * workers' scratch. */
 static tt_status
@@ -183,6 +217,7 @@ model_make_threads (tt_model * m, tt_error * err)
           sizeof (float));
     tt_threads_set_scratch (m->thread_pool, m->worker_scratch, per);
   }
+  model_thread_blocks (m);
   return TT_OK;
 }
 
@@ -641,25 +676,20 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
           m->path, i, l->name);
     l->p.input.normalized_at_feed = type == TT_DTYPE_UINT8 &&
         l->p.input.normalization;
-    if (l->p.input.normalized_at_feed) {
-      tt_feed_bytes_normalized (m->thread_pool, inputs[i], count, dst);
-    } else if (type == TT_DTYPE_UINT8) {
-      const uint8_t *src = inputs[i];
-      for (size_t k = 0; k < count; k++)
-        dst[k] = (float) src[k];
-    } else if (type == TT_DTYPE_FLOAT32) {
-      memcpy (dst, inputs[i], count * sizeof *dst);
-      /* a NaN would reach batch-norm statistics before the loss shows it */
-      const size_t per = tt_dims_count (l->out_dims[0]);
-      for (size_t k = 0; k < count; k++)
-        if (!isfinite (dst[k]))
-          return tt_fail (err, TT_ERR_NUMERIC,
-              "%s: input %u (%s), sample %zu holds %g at element %zu; this "
-              "batch was not applied", m->path, i, l->name, k / per,
-              (double) dst[k], k % per);
-    } else {
+    if (type != TT_DTYPE_UINT8 && type != TT_DTYPE_FLOAT32)
       return tt_fail (err, TT_ERR_INVALID, "%s: input %u: unknown data type "
           "%d", m->path, i, (int) type);
+    const tt_feed_kind kind = type == TT_DTYPE_FLOAT32 ? TT_FEED_FLOATS :
+        l->p.input.normalized_at_feed ? TT_FEED_BYTES_NORMALIZED :
+        TT_FEED_BYTES;
+    const size_t bad = tt_feed (m->thread_pool, kind, inputs[i], count,
+        l->out_thread_blocks, dst);
+    if (bad < count) {
+      const size_t per = tt_dims_count (l->out_dims[0]);
+      return tt_fail (err, TT_ERR_NUMERIC,
+          "%s: input %u (%s), sample %zu holds %g at element %zu; this "
+          "batch was not applied", m->path, i, l->name, bad / per,
+          (double) ((const float *) inputs[i])[bad], bad % per);
     }
   }
   if (labels) {

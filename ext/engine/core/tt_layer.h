@@ -365,6 +365,16 @@ typedef struct tt_layer {
   bool update_in_gradient;      /* a weight's gradient is chunked: the
                                  * update happens inside calc_gradient,
                                  * which runs after calc_derivative */
+  /* Set with the pool (core/model.c) on a model input read (through
+   * views) by a dense layer alone whose weight the threads own by rows
+   * (tt_weight.owned), and on that layer: the input tensor then holds,
+   * instead of rows of out_thread_blocks values, each thread's columns
+   * (its rows of the weight, tt_weight_owned_start) as a block of its
+   * own, rows x its columns at rows x its first column, in thread
+   * order; each thread feeds its block (tt_feed) and the dense layer's
+   * parts read them, so that no core writes what another reads. */
+  uint32_t out_thread_blocks;
+  bool in_thread_blocks;
 
   /* tensor ids */
   int in[TT_MAX_IO], out[TT_MAX_IO];
@@ -517,12 +527,21 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
-/* model_feed's conversion of an input layer's bytes when the layer
- * normalizes (layers/layer_input.c): n bytes to n floats in [0, 1], the
- * batch's minimum to 0 and maximum to 1, as the layer's forward would;
- * the conversion split over pool's threads (NULL: the caller alone). */
-void tt_feed_bytes_normalized (tt_threads * pool, const uint8_t * src,
-    size_t n, float *dst);
+/* How model_feed converts an input layer's batch (layers/input_feed.c) */
+typedef enum {
+  TT_FEED_FLOATS,               /* copied, non-finite values found */
+  TT_FEED_BYTES,                /* bytes to floats */
+  /* bytes to floats in [0, 1], the batch's minimum to 0 and maximum to
+   * 1, as the layer's forward would normalize their float values */
+  TT_FEED_BYTES_NORMALIZED,
+} tt_feed_kind;
+
+/* n values of src converted into dst, split over pool's threads (NULL:
+ * the caller alone); with blocks_width (tt_layer.out_thread_blocks), as
+ * each thread's block of the columns of rows of that width. Returns the
+ * (row-major) index of the first non-finite float, or n. */
+size_t tt_feed (tt_threads * pool, tt_feed_kind kind, const void *src,
+    size_t n, size_t blocks_width, float *dst);
 
 extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_conv2d_layer_ops, tt_conv1d_layer_ops, tt_pooling2d_layer_ops,

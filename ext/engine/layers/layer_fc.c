@@ -78,6 +78,21 @@ fc_job_init (fc_job * j, const tt_run_ctx * c, const tt_layer * l)
   j->beta = 0.0f;
 }
 
+/* x's columns from c on, of a part owning W's rows [r0, r1), and their
+ * row stride: in x's rows, or in the part's own block of them
+ * (tt_layer.in_thread_blocks) */
+static const float *
+fc_input_columns (const fc_job * j, size_t r0, size_t r1, size_t c, int *ld)
+{
+  const float *x = tt_run_data (j->c, j->l->in[0]);
+  if (!j->l->in_thread_blocks) {
+    *ld = j->k;
+    return x + c;
+  }
+  *ld = (int) (r1 - r0);
+  return x + (size_t) j->rows * r0 + (c - r0);
+}
+
 /* forward, owned: thread part's rows r of W give x[:, r] W[r, :], thread
  * 0's over the bias in y, the others' in their own scratch */
 static void
@@ -89,8 +104,9 @@ fc_forward_part (void *arg, unsigned part, unsigned n_parts)
   tt_weight_owned_rows (w, part, n_parts, &r0, &r1);
   float *out = part ? tt_threads_scratch (j->c->threads, part) :
       tt_run_data (j->c, j->l->out[0]);
-  tt_gemm (false, false, j->rows, j->unit, (int) (r1 - r0), 1.0f,
-      tt_run_data (j->c, j->l->in[0]) + r0, j->k,
+  int ld;
+  const float *x = fc_input_columns (j, r0, r1, r0, &ld);
+  tt_gemm (false, false, j->rows, j->unit, (int) (r1 - r0), 1.0f, x, ld,
       tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit,
       part ? 0.0f : j->beta, out, j->unit);
 }
@@ -147,19 +163,21 @@ fc_weight_gradient_rows (const fc_job * j, tt_threads * pool, size_t r0,
 {
   const tt_run_ctx *c = j->c;
   const tt_weight *w = &j->l->weights[0];
-  const float *x = tt_run_data (c, j->l->in[0]);
   const float *dy = tt_run_data (c, j->l->out_deriv[0]);
   const size_t unit = (size_t) j->unit;
+  int ld;
   if (!w->chunk_rows) {
+    const float *x = fc_input_columns (j, r0, r1, r0, &ld);
     tt_gemm_split (pool, true, false, (int) (r1 - r0), j->unit, j->rows,
-        1.0f, x + r0, j->k, dy, j->unit, 0.0f,
+        1.0f, x, ld, dy, j->unit, 0.0f,
         tt_run_data (c, w->grad) + r0 * unit, j->unit);
     return;
   }
   for (size_t r = r0; r < r1; r += w->chunk_rows) {
     const size_t mr = r1 - r < w->chunk_rows ? r1 - r : w->chunk_rows;
+    const float *x = fc_input_columns (j, r0, r1, r, &ld);
     tt_gemm_split (pool, true, false, (int) mr, j->unit, j->rows, 1.0f,
-        x + r, j->k, dy, j->unit, 0.0f, buf, j->unit);
+        x, ld, dy, j->unit, 0.0f, buf, j->unit);
     tt_run_apply_chunk (c, w, r * unit, mr * unit, buf);
   }
 }

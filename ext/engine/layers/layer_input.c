@@ -118,57 +118,6 @@ input_standardize (float *x, size_t n)
     x[i] = (x[i] - mean) / s;
 }
 
-/* Bytes to floats normalized as input_normalize would normalize their
- * float values, in one pass over the floats: the minimum and maximum
- * are found among the bytes (a quarter of the data), and the floats
- * written once (converting, then normalizing in place took 35 us of the
- * MLP's step at batch 128 on 2 threads). Bit-identical: the same float
- * operations on the same values. The pass over the floats, a division
- * each, is split over the model's threads (it ran on the caller alone,
- * 3% of the MLP's samples at batch 128 on 2 threads, the worker
- * waiting). */
-typedef struct
-{
-  const uint8_t *src;
-  float *dst;
-  float low, range;
-} feed_job;
-
-static TT_VECTOR_CLONES void
-feed_range (void *arg, size_t begin, size_t end)
-{
-  const feed_job *j = arg;
-  const uint8_t *restrict src = j->src;
-  float *restrict dst = j->dst;
-  for (size_t i = begin; i < end; i++)
-    dst[i] = ((float) src[i] - j->low) / j->range;
-}
-
-/* as the element-wise layers (activation.c): below, a job costs more
- * than it saves */
-#define FEED_SPLIT_MIN 16384
-
-TT_VECTOR_CLONES void
-tt_feed_bytes_normalized (tt_threads * pool, const uint8_t * src, size_t n,
-    float *dst)
-{
-  if (n == 0)
-    return;
-  uint8_t lo = src[0], hi = src[0];
-  for (size_t i = 0; i < n; i++) {
-    lo = src[i] < lo ? src[i] : lo;
-    hi = src[i] > hi ? src[i] : hi;
-  }
-  if (hi == lo) {
-    /* no range: all zeros, as nntrainer */
-    for (size_t i = 0; i < n; i++)
-      dst[i] = 0.0f;
-    return;
-  }
-  feed_job j = { src, dst, (float) lo, (float) hi - (float) lo };
-  tt_split (pool, n, 16, FEED_SPLIT_MIN, feed_range, &j);
-}
-
 static void
 input_forward (const tt_run_ctx * c, tt_layer * l)
 {
