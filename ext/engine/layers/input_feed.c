@@ -44,8 +44,7 @@ typedef struct
 /* count values from src[from] to dst; the first non-finite float's
  * offset, or count */
 static TT_VECTOR_CLONES size_t
-feed_values (const feed_job * j, size_t from, size_t count,
-    float *restrict dst)
+feed_values (const feed_job * j, size_t from, size_t count, float *restrict dst)
 {
   if (j->kind == TT_FEED_FLOATS) {
     const float *restrict src = (const float *) j->src + from;
