@@ -38,7 +38,7 @@ typedef struct
   float *dst;
   size_t n, width;              /* width: of the rows, when by blocks */
   float low, range;             /* TT_FEED_BYTES_NORMALIZED */
-  size_t bad[TT_THREADS_MAX];   /* each part's first non-finite index */
+  size_t bad[2 * TT_THREADS_MAX];       /* each part's first non-finite */
 } feed_job;
 
 /* count values from src[from] to dst; the first non-finite float's
@@ -121,14 +121,18 @@ tt_feed (tt_threads * pool, tt_feed_kind kind, const void *src, size_t n,
     j.low = (float) lo;
     j.range = (float) hi - (float) lo;
   }
-  /* by blocks whatever the size: the layer reads them so */
-  const unsigned parts = !pool || (!blocks_width && n < FEED_SPLIT_MIN) ?
-      1 : tt_threads_count (pool);
-  if (parts == 1) {
+  /* by blocks whatever the size (the layer reads them so), a block a
+   * thread; by ranges as tt_split, two a thread */
+  unsigned parts = 1;
+  if (pool && blocks_width) {
+    parts = tt_threads_count (pool);
+    tt_threads_run_owned (pool, feed_part, &j);
+  } else if (pool && n >= FEED_SPLIT_MIN) {
+    parts = tt_threads_parts (pool, (n + 15) / 16, 2);
+    tt_threads_run (pool, feed_part, &j, parts);
+  } else {
     j.width = 0;                /* one block of every column: the rows */
     feed_part (&j, 0, 1);
-  } else {
-    tt_threads_run_owned (pool, feed_part, &j);
   }
   size_t bad = n;
   for (unsigned p = 0; p < parts; p++)
