@@ -528,6 +528,70 @@ test_trial_gives_up (void)
   tt_threads_free (pool);
 }
 
+/* Steps whose part 1, run by a worker, sleeps worker_sleep_us (a worker
+ * that lost its core mid-part) after both parts sleep sleep_us; part 0
+ * of a split step first waits (up to 100 ms) for a worker to start part
+ * 1, so that the caller never takes it over. */
+typedef struct
+{
+  tt_threads *pool;
+  pthread_t caller;
+  atomic_int started;
+  int sleep_us, worker_sleep_us;
+} stall_step;
+
+static void
+stall_part (void *arg, unsigned part, unsigned n_parts)
+{
+  (void) n_parts;
+  stall_step *s = arg;
+  if (part == 1) {
+    atomic_store (&s->started, 1);
+    if (s->sleep_us)
+      usleep ((useconds_t) s->sleep_us);
+    if (s->worker_sleep_us && !pthread_equal (pthread_self (), s->caller))
+      usleep ((useconds_t) s->worker_sleep_us);
+    return;
+  }
+  for (int i = 0; i < 100000 && !tt_threads_step_inline (s->pool) &&
+      !atomic_load (&s->started); i++)
+    usleep (1);
+  if (s->sleep_us)
+    usleep ((useconds_t) s->sleep_us);
+}
+
+static void
+stall_steps (stall_step * s, int steps)
+{
+  for (int i = 0; i < steps; i++) {
+    atomic_store (&s->started, 0);
+    tt_threads_begin (s->pool, 1);
+    tt_threads_run_owned (s->pool, stall_part, s);
+    tt_threads_end (s->pool);
+  }
+}
+
+/* A trial of splitting whose step stalls (its caller waited for a
+ * worker's part most of the step) is lost at once. Steps whose worker
+ * part sleeps 3 ms, inline ones taking microseconds: the first hold
+ * splits 16 steps, the inline trial takes 65, its hold 257, and the
+ * trial of splitting at step 339 ends after its first step, where the
+ * rule of means alone ran an untimed step and 2 timed ones
+ * (test_trial_gives_up): 17 split steps of 400, not 19. */
+static void
+test_stalled_worker (void)
+{
+  stall_step s = {.caller = pthread_self (),.worker_sleep_us = 3000 };
+  CHECK (tt_threads_new (2, &s.pool) == 0, "2 threads");
+  stall_steps (&s, 400);
+  uint64_t split, inline_steps;
+  tt_threads_step_counts (s.pool, &split, &inline_steps);
+  CHECK (split == 17 && inline_steps == 383, "split steps %" PRIu64 " of %"
+      PRIu64 " with a stalled worker, expected 16 and a trial's first",
+      split, split + inline_steps);
+  tt_threads_free (s.pool);
+}
+
 static const char model[] =
     "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=mse\n"
     "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
@@ -634,5 +698,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_owned_weights);
   TT_TEST_RUN (test_step_choice);
   TT_TEST_RUN (test_trial_gives_up);
+  TT_TEST_RUN (test_stalled_worker);
   return tt_test_summary ();
 }

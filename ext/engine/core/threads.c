@@ -169,6 +169,9 @@ struct tt_threads
   bool step_had_job;            /* the last split step ran a split job */
   atomic_uint step_seq;         /* a split step began: workers wake */
   uint64_t steps_split, steps_inline;   /* steps begun each way */
+  /* this step's waits for workers' parts that outlasted the caller's
+   * spin (threads_job): the whole wait of each */
+  uint64_t step_slept_ns;
   /* tt_threads_set_timing: the caller's waits (its own), each worker's
    * time in parts (written by it alone, read once a job is done; a line
    * each, not to slow the others' writes) */
@@ -438,9 +441,17 @@ threads_phase_timed (const threads_choice * c, unsigned times)
       c->timed >= times * TT_THREADS_PHASE_MAX);
 }
 
-/* A step of choice c took ns: the hold ends, or the trial decides. */
+/* A step of choice c took ns: the hold ends, or the trial decides.
+ * stalled: the step split and its caller spent most of it waiting for
+ * a worker's part (threads_job), the sign of a worker that lost its
+ * core to another process mid-part: a trial of splitting is lost at
+ * once, without the steps a mean needs (with a CPU hog on the worker's
+ * core, split steps took 1.3-1.7 times an inline one on average, under
+ * the give-up ratio, so each trial ran its 30 ms, and the trials cost
+ * the CNN 3-4% of its inline speed). Not a split hold: one stalled step
+ * there may be a hiccup of the host, and the hold's end weighs it. */
 static void
-threads_step_timed (threads_choice * c, uint64_t ns)
+threads_step_timed (threads_choice * c, uint64_t ns, bool stalled)
 {
   c->ran++;
   if (c->changed)
@@ -460,13 +471,15 @@ threads_step_timed (threads_choice * c, uint64_t ns)
     c->held_mean_ns = mean;
     c->trial = c->changed = true;
   } else {
-    const bool lost = c->timed >= TT_THREADS_GIVE_UP_STEPS &&
-        mean > TT_THREADS_GIVE_UP * c->held_mean_ns;
+    const bool stalled_trial = stalled && !c->split;
+    const bool lost = stalled_trial || (c->timed >= TT_THREADS_GIVE_UP_STEPS
+        && mean > TT_THREADS_GIVE_UP * c->held_mean_ns);
     if (!lost && !threads_phase_timed (c, 1))
       return;
     const double split_ns = c->split ? c->held_mean_ns : mean;
     const double inline_ns = c->split ? mean : c->held_mean_ns;
-    const bool split = split_ns < TT_THREADS_SPLIT_GAIN * inline_ns;
+    const bool split = stalled_trial ? false :
+        split_ns < TT_THREADS_SPLIT_GAIN * inline_ns;
     if (split == c->split) {
       /* four times longer, up to TT_THREADS_HOLD_MAX_NS of its steps */
       const double most = TT_THREADS_HOLD_MAX_NS / (c->held_mean_ns > 1 ?
@@ -504,6 +517,7 @@ tt_threads_begin (tt_threads * p, unsigned kind)
     return;                     /* the workers sleep: nothing to wake */
   }
   p->steps_split++;
+  p->step_slept_ns = 0;
   threads_place (p);
   atomic_store (&p->in_step, 1);
   /* sleeping workers start spinning now, while the caller does the
@@ -538,7 +552,8 @@ tt_threads_end (tt_threads * p)
   atomic_store (&p->in_step, 0);
   threads_choice *c = &p->choice[p->step_kind];
   if (p->step_kind != TT_THREADS_ALWAYS_SPLIT && !p->forced)
-    threads_step_timed (c, end - p->step_start);
+    threads_step_timed (c, end - p->step_start, !p->step_inline &&
+        p->step_slept_ns * 2 > end - p->step_start);
   p->step_inline = false;
 }
 
@@ -666,6 +681,7 @@ threads_job (tt_threads * p, tt_threads_fn fn, void *arg, unsigned n_parts,
         pthread_cond_wait (&p->done_cv, &p->lock);
       atomic_store (&p->caller_sleeping, 0);
       pthread_mutex_unlock (&p->lock);
+      p->step_slept_ns += tt_threads_now_ns () - t0;
       break;
     }
   }
