@@ -2533,6 +2533,114 @@ GST_START_TEST (test_save_best_path_unwritable)
 
 GST_END_TEST;
 
+/* input 1:1:128 -> fully_connected 64 (relu) -> fully_connected 3
+ * (softmax), batch 32: the first layer's weight is split by rows over 2
+ * threads (owned: 64 rows a thread, a product of 32 x 128 x 64), and
+ * its input is then fed by thread blocks */
+static const gchar *wide_ini =
+    "[Model]\n"
+    "type = NeuralNetwork\n"
+    "batch_size = 32\n"
+    "loss = cross\n"
+    "[Optimizer]\n"
+    "type = sgd\n"
+    "learning_rate = 0.05\n"
+    "[input]\n"
+    "type = input\n"
+    "input_shape = 1:1:128\n"
+    "[hidden]\n"
+    "type = fully_connected\n"
+    "unit = 64\n"
+    "activation = relu\n"
+    "[output]\n"
+    "type = fully_connected\n" "unit = 3\n" "activation = softmax\n";
+
+#define WIDE_CAPS "other/tensors,format=static,num_tensors=2," \
+  "dimensions=(string)\"128:1:1:1,3:1:1:1\",types=(string)\"float32,float32\"," \
+  "framerate=(fraction)0/1"
+
+/* Sample k of 128 inputs: class k % 3 lights its third of them. */
+static GstBuffer *
+make_wide_sample (guint k)
+{
+  gfloat x[128], y[3] = { 0, 0, 0 };
+  const guint c = k % 3;
+  guint32 r = k * 2654435761u;
+  for (guint i = 0; i < 128; i++) {
+    r = r * 1664525u + 1013904223u;
+    x[i] = (gfloat) (r >> 8) / (gfloat) (1 << 24) - 0.5f + (i / 43 == c);
+  }
+  y[c] = 1.0f;
+  GstBuffer *b = gst_buffer_new ();
+  gpointer px = g_memdup2 (x, sizeof x), py = g_memdup2 (y, sizeof y);
+  gst_buffer_append_memory (b, gst_memory_new_wrapped (0, px, sizeof x, 0,
+          sizeof x, px, g_free));
+  gst_buffer_append_memory (b, gst_memory_new_wrapped (0, py, sizeof y, 0,
+          sizeof y, py, g_free));
+  return b;
+}
+
+/* The weights the element saved after 2 epochs of 96 samples on threads
+ * engine threads (every step split), and their count. */
+static gfloat *
+train_wide (guint threads, gsize * n)
+{
+  Fixture f;
+  fixture_init (&f, wide_ini);
+  g_object_set (f.trainer, "num-training-samples", 96, "epochs", 2,
+      "threads", threads, NULL);
+  guint got = 0;
+  g_object_get (f.trainer, "threads", &got, NULL);
+  fail_unless_equals_int (got, threads);
+  fixture_start (&f);
+  gst_harness_set_src_caps_str (f.h, WIDE_CAPS);
+  for (guint e = 0; e < 2; e++) {
+    for (guint k = 0; k < 96; k++)
+      fail_unless_equals_int (gst_harness_push (f.h, make_wide_sample (k)),
+          GST_FLOW_OK);
+    gst_buffer_unref (gst_harness_pull (f.h));
+  }
+  gchar *data = NULL;
+  gsize len = 0;
+  fail_unless (g_file_get_contents (f.bin, &data, &len, NULL),
+      "no weights saved");
+  *n = len / sizeof (gfloat);
+  fixture_clear (&f);
+  return (gfloat *) data;
+}
+
+/* threads=2 trains what threads=1 does, within rounding (the split dense
+ * layer adds its threads' partial products), through the element: the
+ * property reaches the engine, and the input fed by thread blocks reaches
+ * the dense layer's parts in their place (read as rows, the weights
+ * differed up to 1.4e3 times the tolerance in test_split). */
+GST_START_TEST (test_threads_train_alike)
+{
+  g_setenv ("TT_THREADS_STEPS", "split", TRUE);
+  gsize n1, n2;
+  gfloat *w1 = train_wide (1, &n1), *w2 = train_wide (2, &n2);
+  g_unsetenv ("TT_THREADS_STEPS");
+  fail_unless_equals_uint64 (n1, n2);
+  fail_unless (n1 >= 128 * 64 + 64 * 3, "%" G_GSIZE_FORMAT " floats", n1);
+  gdouble worst = 0;
+  gsize differ = 0;
+  for (gsize i = 0; i < n1; i++) {
+    const gdouble d = fabs ((gdouble) w1[i] - w2[i]);
+    differ += d != 0;
+    const gdouble rel = d / (1e-6 + 1e-5 * fabs (w1[i]));
+    worst = rel > worst ? rel : worst;
+  }
+  GST_INFO ("threads 2 against 1: %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT
+      " weights differ, worst %g of the tolerance", differ, n1, worst);
+  fail_unless (worst <= 1.0, "weights after 6 steps: worst %g of 1e-6 + "
+      "1e-5 relative (%" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT " differ)",
+      worst, differ, n1);
+  g_free (w1);
+  g_free (w2);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_trainer_suite (void)
 {
@@ -2545,6 +2653,7 @@ tensor_trainer_suite (void)
   tcase_add_test (tc, test_sample_split_across_memories);
   tcase_add_test (tc, test_single_memory_accepted);
   tcase_add_test (tc, test_loss_falls);
+  tcase_add_test (tc, test_threads_train_alike);
   tcase_add_test (tc, test_validation_figures);
   tcase_add_test (tc, test_partial_batch);
   tcase_add_test (tc, test_eos_after_model_saved);
