@@ -13,7 +13,7 @@
  *       [--profile]
  *   tensor-trainer info MODEL [--batch N] [--mode M] [--inference]
  *   tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] [--align N]
- *       [--inference]
+ *       [--inference] [--memory-limit BYTES] [--threads T]
  *   tensor-trainer check MODEL.opt.ini|MODEL.ttb [--inference]
  *   tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]
  *       [--align N] [--batch N] [--seed S]
@@ -95,7 +95,7 @@ cli_usage (FILE * out)
       "  tensor-trainer info MODEL [--batch N] [--mode M] [--inference]\n"
       "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
       "[--align N] [--inference]\n"
-      "      [--memory-limit BYTES]\n"
+      "      [--memory-limit BYTES] [--threads T]\n"
       "  tensor-trainer check MODEL.opt.ini|MODEL.ttb [--inference]\n"
       "  tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]\n"
       "      [--align N] [--batch N] [--seed S]\n"
@@ -496,6 +496,7 @@ cli_open_model (const cli_options * o, tt_open_info * info, double *seconds)
   oo.has_seed = o->has_seed;
   oo.seed = o->seed;
   oo.trust = o->trust;
+  oo.threads = (unsigned) o->threads;
   const double t0 = cli_now ();
   tt_model *m = tt_model_open (o->model, &oo, info, &err);
   if (!m) {
@@ -709,6 +710,9 @@ cli_print_plan (const tt_plan_info * p)
   printf ("tensors=%u in_place_layers=%u order_search=%s %s=%.3f ms\n",
       p->tensors, p->in_place_layers, p->order_exact ? "exact" : "greedy",
       p->from_stored_plan ? "validation" : "planning", p->plan_seconds * 1e3);
+  if (p->laid_out_threads == 2)
+    printf ("laid out for 2 threads' halves (for any count: %" PRIu64
+        " bytes)\n", p->one_thread_pool_bytes);
 }
 
 static int

@@ -516,6 +516,12 @@ tt_model_compile (tt_model * m, tt_error * err)
   qsort_r (m->canonical, m->n_layers, sizeof *m->canonical,
       model_by_creation, m->layers);
   m->fingerprint = tt_plan_fingerprint (m);
+  /* laid out by halves for two threads (plan_halves.h): training's
+   * layers write their big tensors by samples, inference's (far shorter
+   * lifetimes) were not measured; under a memory limit the pool must be
+   * the smallest */
+  m->plan_halves = tt_model_threads (m) == 2 && !m->inference &&
+      !m->memory_limit;
   st = tt_plan_ini_serves (m) ? tt_plan_ini_use (m, err) :
       tt_plan_build (m, err);
   if (st || (st = tt_tensors_bind (m, err)) || (st = tt_swap_open (m, err))

@@ -28,6 +28,8 @@ tensors_push (tt_model * m, const char *layer, const char *suffix,
   memset (t, 0, sizeof *t);
   snprintf (t->name, sizeof t->name, "%s:%s", layer, suffix);
   t->kind = kind;
+  t->by_samples = kind == TT_TENSOR_INPUT || kind == TT_TENSOR_LABEL ||
+      kind == TT_TENSOR_ACTIVATION || kind == TT_TENSOR_DERIVATIVE;
   t->count = count;
   t->alias_of = alias_of;
   t->first_use = -1;
@@ -86,6 +88,15 @@ tt_init_scratch (tt_init_ctx * c, const char *suffix, size_t count)
   tt_model *m = c->owner->model;
   return tt_tensor_declare (m, m->layers[c->owner->layer].name, suffix,
       TT_TENSOR_SCRATCH, count);
+}
+
+int
+tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix, size_t count)
+{
+  const int id = tt_init_scratch (c, suffix, count);
+  if (id >= 0)
+    c->owner->model->tensors[id].by_samples = true;
+  return id;
 }
 
 void

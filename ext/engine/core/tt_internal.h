@@ -154,6 +154,8 @@ struct tt_model {
   size_t ini_len;
   bool stored_plan;             /* the INI has [Plan] sections */
   tt_plan_mode plan_mode;
+  /* plan for two threads' halves (plan_halves.h): set by compile */
+  bool plan_halves;
   uint64_t align;
   tt_plan_info plan;
   uint64_t fingerprint;

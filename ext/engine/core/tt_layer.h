@@ -71,6 +71,12 @@ typedef enum {
 typedef struct {
   char name[TT_TENSOR_NAME_MAX];
   tt_tensor_kind kind;
+  /* laid out sample after sample and, on several threads, written by
+   * contiguous blocks of samples: inputs, labels, activations, their
+   * derivatives, and scratch declared so (tt_init_scratch_by_samples);
+   * the pool's layout for two threads keeps such tensors' halves apart
+   * (plan_halves.h) */
+  bool by_samples;
   size_t count;
   int alias_of;
   int first_use, last_use;
@@ -211,6 +217,10 @@ typedef struct {
 
 /* declare: a scratch tensor "<layer>:<suffix>" of count floats; its id */
 int tt_init_scratch (tt_init_ctx * c, const char *suffix, size_t count);
+/* Scratch laid out sample after sample, which the layer's kernels write
+ * by contiguous blocks of samples on several threads (tt_tensor.by_samples) */
+int tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix,
+    size_t count);
 /* declare: the layer touches tensor id in that phase (its lifetime) */
 void tt_init_use (tt_init_ctx * c, int id, tt_phase phase);
 

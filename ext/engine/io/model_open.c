@@ -84,6 +84,8 @@ model_open_settings (tt_model * m, const tt_open_options * o, tt_error * err)
   if (o->memory_limit &&
       (st = tt_model_set_memory_limit (m, o->memory_limit, err)))
     return st;
+  if (o->threads && (st = tt_model_set_threads (m, o->threads, err)))
+    return st;
   return TT_OK;
 }
 
@@ -109,6 +111,9 @@ tt_model_open (const char *path, const tt_open_options * options,
           && o->kind == TT_MODEL_FILE_BUNDLE)) {
     if (!(m = model_open_bundle (path, o, err)))
       return NULL;
+    info->failed_step = TT_OPEN_SETTINGS;
+    if (o->threads && tt_model_set_threads (m, o->threads, err))
+      goto fail;
   } else {
     if (!(m = tt_model_load_ini (path, err)))
       return NULL;

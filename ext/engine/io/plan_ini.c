@@ -39,7 +39,8 @@ static const char *const plan_keys[] = {
   "version", "pool_size", "alignment", "batch_size", "input_shapes",
   "label_shape", "fingerprint", "lower_bound", "naive_size",
   "depth_first_pool", "tensors", "in_place_layers", "order_search", "mode",
-  "update_as_you_go", "memory_limit", "unlimited_pool", NULL
+  "update_as_you_go", "memory_limit", "unlimited_pool", "threads",
+  "one_thread_pool", NULL
 };
 
 bool
@@ -486,6 +487,20 @@ tt_plan_ini_apply (tt_model * m, tt_error * err)
   }
   if (plan_u64 (plan_get (m, "plan", "unlimited_pool"), UINT64_MAX, &figure))
     m->plan.unlimited_pool_bytes = figure;
+  /* laid out for two threads (plan_halves.h): any layout the check above
+   * passed serves every thread count, so this only reports it */
+  const char *threads = plan_get (m, "plan", "threads");
+  m->plan.laid_out_threads = 1;
+  m->plan.one_thread_pool_bytes = m->pool_bytes;
+  if (threads && st == TT_OK) {
+    if (!plan_u64 (threads, 2, &figure) || figure < 1)
+      st = plan_error (m, err, "[Plan] threads: '%s' is not 1 or 2 (the "
+          "thread count the pool was laid out for)", threads);
+    else
+      m->plan.laid_out_threads = (uint32_t) figure;
+  }
+  if (plan_u64 (plan_get (m, "plan", "one_thread_pool"), UINT64_MAX, &figure))
+    m->plan.one_thread_pool_bytes = figure;
   m->plan.tensors = (uint32_t) n;
   for (uint32_t i = 0; i < m->n_layers; i++)
     m->plan.in_place_layers += m->layers[i].in_place;
@@ -792,6 +807,9 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
   if (m->plan.memory_limit)
     plan_printf (&w, "memory_limit = %" PRIu64 "\nunlimited_pool = %" PRIu64
         "\n", m->plan.memory_limit, m->plan.unlimited_pool_bytes);
+  if (m->plan.laid_out_threads == 2)
+    plan_printf (&w, "threads = 2\none_thread_pool = %" PRIu64 "\n",
+        m->plan.one_thread_pool_bytes);
   plan_printf (&w, "\n[Plan.Layers]\n# layer = execution position "
       "[, inplace]\n");
   for (uint32_t pos = 0; pos < m->n_layers; pos++) {

@@ -61,6 +61,14 @@ tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
   return ckk_ohw * (keep ? batch : conv2d_chunk_of (g, planned));
 }
 
+bool
+tt_conv2d_batch_col_by_samples (const tt_window_geom * g, int planned,
+    bool gradient, bool derivative)
+{
+  return (gradient || derivative) && !tt_conv2d_direct_applies (g) &&
+      tt_conv2d_winograd_applies (g, planned);
+}
+
 size_t
 tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters, int planned)
 {

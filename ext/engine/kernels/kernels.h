@@ -101,6 +101,10 @@ void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
  * thread's within rounding (other GEMM shapes). */
 size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
     bool gradient, bool derivative);
+/* Whether those columns lie sample after sample, each thread writing its
+ * own samples' (Winograd's, kept for backward): tt_tensor.by_samples */
+bool tt_conv2d_batch_col_by_samples (const tt_window_geom * g, int planned,
+    bool gradient, bool derivative);
 size_t tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
     int planned);
 size_t tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,

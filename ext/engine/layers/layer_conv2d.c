@@ -138,7 +138,9 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
   l->p.conv.gemm_out = -1;
   l->p.conv.dy_grouped = -1;
   if (ncol) {
-    l->p.conv.col = tt_init_scratch (c, "im2col", ncol);
+    l->p.conv.col = tt_conv2d_batch_col_by_samples (g, batch, grad, deriv) ?
+        tt_init_scratch_by_samples (c, "im2col", ncol) :
+        tt_init_scratch (c, "im2col", ncol);
     tt_init_use (c, l->p.conv.col, TT_PHASE_FORWARD);
     if (grad)
       tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);

@@ -78,7 +78,7 @@ static void
 pool_declare (tt_init_ctx * c, tt_layer * l)
 {
   if (pool_is_max (l))
-    l->scratch[0] = tt_init_scratch (c, "argmax",
+    l->scratch[0] = tt_init_scratch_by_samples (c, "argmax",
         c->batch_size * tt_dims_count (l->out_dims[0]));
 }
 

@@ -11,6 +11,7 @@
  */
 #include "tt_internal.h"
 #include "order_search.h"
+#include "plan_halves.h"
 #include "plan_offsets.h"
 #include "plan_validate.h"
 
@@ -51,6 +52,7 @@ tt_plan_intervals (const tt_model * m, uint32_t ** map_out, size_t *n_out)
     t[k].first = x->first_use;
     t[k].last = x->last_use;
     t[k].offset = x->offset;
+    t[k].halves = x->by_samples;
     map[k++] = i;
   }
   *map_out = map;
@@ -79,6 +81,19 @@ plan_layout (tt_model * m, uint64_t * pool, uint64_t * bound,
   if (*pool != UINT64_MAX)
     for (size_t i = 0; i < n; i++)
       m->tensors[map[i]].offset = t[i].offset;
+  m->plan.one_thread_pool_bytes = *pool;
+  m->plan.laid_out_threads = 1;
+  /* two threads: by halves (plan_halves.h), unless that takes more than
+   * half again the bytes */
+  if (m->plan_halves && *pool != UINT64_MAX) {
+    const uint64_t halves = tt_plan_assign_offsets_halves (t, n, m->align);
+    if (halves != UINT64_MAX && halves - *pool <= *pool / 2) {
+      for (size_t i = 0; i < n; i++)
+        m->tensors[map[i]].offset = t[i].offset;
+      *pool = halves;
+      m->plan.laid_out_threads = 2;
+    }
+  }
   free (t);
   free (map);
   if (*pool == UINT64_MAX || *bound == UINT64_MAX)
@@ -108,6 +123,8 @@ plan_naive (tt_model * m, tt_error * err)
   }
   m->pool_bytes = offset;
   m->plan.pool_bytes = m->plan.naive_bytes = offset;
+  m->plan.one_thread_pool_bytes = offset;
+  m->plan.laid_out_threads = 1;
   return TT_OK;
 }
 
@@ -212,6 +229,8 @@ tt_plan_build (tt_model * m, tt_error * err)
   }
   int best = -1;
   uint64_t pool_of[3] = { 0 }, bound_of[3] = { 0 }, naive = 0;
+  uint64_t one_thread_pool_of[3] = { 0 };
+  uint32_t threads_of[3] = { 0 };
   for (int c = 0; c < 3; c++) {
     if (!order[c])
       continue;
@@ -222,6 +241,8 @@ tt_plan_build (tt_model * m, tt_error * err)
     if (same >= 0) {
       pool_of[c] = pool_of[same];
       bound_of[c] = bound_of[same];
+      one_thread_pool_of[c] = one_thread_pool_of[same];
+      threads_of[c] = threads_of[same];
       continue;
     }
     tt_order_apply (m, order[c]);
@@ -230,6 +251,8 @@ tt_plan_build (tt_model * m, tt_error * err)
       free (best_offsets);
       return st;
     }
+    one_thread_pool_of[c] = m->plan.one_thread_pool_bytes;
+    threads_of[c] = m->plan.laid_out_threads;
     if (best < 0 || pool_of[c] < pool_of[best]) {
       best = c;
       for (uint32_t i = 0; i < m->n_tensors; i++)
@@ -251,6 +274,8 @@ tt_plan_build (tt_model * m, tt_error * err)
   m->plan.pool_bytes = best_pool;
   m->plan.lower_bound = bound;
   m->plan.naive_bytes = naive;
+  m->plan.one_thread_pool_bytes = one_thread_pool_of[best];
+  m->plan.laid_out_threads = threads_of[best];
   /* over the memory limit: activations dropped and rebuilt in backward
    * (remat.c), laid out again with their second instances */
   if ((st = tt_remat_plan (m, err)))

@@ -12,6 +12,7 @@
 #ifndef TT_PLAN_OFFSETS_H
 #define TT_PLAN_OFFSETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,11 +22,14 @@
 /* One tensor to place. Input: size (bytes; 0 is allowed and consumes
  * nothing) and the inclusive lifetime [first, last] in execution steps,
  * 0 <= first <= last. Output: offset, a multiple of the alignment.
- * Two tensors conflict when their lifetimes share at least one step. */
+ * Two tensors conflict when their lifetimes share at least one step.
+ * halves: written by two threads by halves (plan_halves.h); the other
+ * planners ignore it. */
 typedef struct {
   uint64_t size;
   int32_t first, last;
   uint64_t offset;
+  bool halves;
 } tt_interval;
 
 /* In all three functions, align is a power of two (0 means

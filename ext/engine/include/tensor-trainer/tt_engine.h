@@ -125,6 +125,11 @@ typedef struct {
   double plan_seconds;        /* planning, or validating a stored plan */
   bool order_exact;           /* the order search was exhaustive */
   bool from_stored_plan;      /* loaded from an optimized INI */
+  /* 2: laid out for two threads, each tensor written by samples sharing
+   * bytes only with tensors whose halves meet at the same address
+   * (docs/architecture.md, "Threads"); 1: for any count */
+  uint32_t laid_out_threads;
+  uint64_t one_thread_pool_bytes;  /* the pool laid out for any count */
   /* training under a memory limit (tt_model_set_memory_limit) */
   uint64_t memory_limit;      /* 0: none */
   uint64_t unlimited_pool_bytes;  /* the pool the plan would have without
@@ -188,6 +193,9 @@ typedef struct {
                                  * (tt_model_load_weights); NULL or "":
                                  * none (a bundle has its own, an INI's are
                                  * initialized) */
+  unsigned threads;             /* tt_model_set_threads, before an INI is
+                                 * compiled: its pool is then laid out for
+                                 * that count; 0: the process default */
 } tt_open_options;
 
 /* The steps of tt_model_open in order: where it stopped. */
