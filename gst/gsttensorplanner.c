@@ -58,6 +58,7 @@
  */
 #include "gsttensorplanner.h"
 #include "gsttensormodelshare.h"
+#include "gstttthreads.h"
 #include "tt_bundle.h"
 
 #include <string.h>
@@ -82,6 +83,7 @@ enum
   PROP_BATCH_SIZE,
   PROP_ALIGNMENT,
   PROP_MEMORY_LIMIT,
+  PROP_THREADS,
 };
 
 #define GST_TENSOR_PLANNER_CAPS \
@@ -234,6 +236,18 @@ gst_tensor_planner_class_init (GstTtTensorPlannerClass * klass)
           "Most bytes of the planned pool: activations are recomputed (or "
           "swapped, with [Model] memory_swap) during backward to fit; 0: no "
           "limit", 0, G_MAXUINT64, 0, rw));
+  /**
+   * GstTtTensorPlanner:threads:
+   *
+   * The engine threads of the tensor_trainer that will load the plan (0,
+   * the default: the process default, 1). For 2 the pool is laid out by
+   * halves, each thread writing the same bytes every step (the optimized
+   * INI's `threads = 2`); any plan serves any count.
+   */
+  g_object_class_install_property (gobject_class, PROP_THREADS,
+      g_param_spec_uint ("threads", "Threads",
+          "Engine threads of the trainer the pool is laid out for (2: by "
+          "halves); 0: the default, 1", 0, GST_TT_MAX_THREADS, 0, rw));
 
   gst_element_class_set_static_metadata (element_class, "Tensor planner",
       "Filter/Tensor",
@@ -270,7 +284,7 @@ gst_tensor_planner_init (GstTtTensorPlanner * self)
 typedef struct
 {
   gchar *config, *location, *weights, *load_path;
-  guint batch, alignment;
+  guint batch, alignment, threads;
   guint64 memory_limit;
 } GstTtTensorPlannerSettings;
 
@@ -286,6 +300,7 @@ gst_tensor_planner_settings_read (GstTtTensorPlanner * self,
   s->batch = self->batch_size;
   s->alignment = self->alignment;
   s->memory_limit = self->memory_limit;
+  s->threads = gst_tt_threads_resolve (self->threads);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -554,6 +569,7 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
   open_opts.plan_mode = TT_PLAN_REPLAN;
   open_opts.alignment = alignment;
   open_opts.memory_limit = set.memory_limit;
+  open_opts.threads = set.threads;
   if (!(model = gst_tensor_planner_open (self, config, &open_opts)))
     goto out;
   self->n_inputs = MIN (tt_model_num_inputs (model), GST_TENSOR_MAX_TENSORS);
@@ -620,6 +636,7 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
               "in-place-layers", G_TYPE_UINT, plan.in_place_layers,
               "order-exact", G_TYPE_BOOLEAN, (gboolean) plan.order_exact,
               "memory-limit", G_TYPE_UINT64, (guint64) plan.memory_limit,
+              "laid-out-threads", G_TYPE_UINT, plan.laid_out_threads,
               "recomputed", G_TYPE_UINT, plan.recomputed,
               "swapped", G_TYPE_UINT, plan.swapped,
               "plan-ms", G_TYPE_DOUBLE, plan.plan_seconds * 1e3, NULL)));
@@ -746,6 +763,9 @@ gst_tensor_planner_set_property (GObject * object, guint prop_id,
     case PROP_MEMORY_LIMIT:
       self->memory_limit = g_value_get_uint64 (value);
       break;
+    case PROP_THREADS:
+      self->threads = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -785,6 +805,9 @@ gst_tensor_planner_get_property (GObject * object, guint prop_id,
       break;
     case PROP_MEMORY_LIMIT:
       g_value_set_uint64 (value, self->memory_limit);
+      break;
+    case PROP_THREADS:
+      g_value_set_uint (value, self->threads);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

@@ -26,6 +26,8 @@ struct _GstTtTensorPlanner
   guint batch_size;
   guint alignment;
   guint64 memory_limit;         /* pool bytes at most; 0: none */
+  guint threads;                /* the trainer's threads the pool is laid
+                                 * out for; 0: the default, 1 */
 
   /* streaming state, between start and stop. Invariant: planned implies
    * n_inputs and inputs[] describe the model that was written. */

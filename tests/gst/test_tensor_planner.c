@@ -631,6 +631,52 @@ GST_START_TEST (test_memory_limit)
 
 GST_END_TEST;
 
+/* input 1:1:4 -> fully_connected 8192 (128 KB of activations at batch
+ * 4: laid out by halves on two threads) -> fully_connected 3 */
+static const gchar *wide_ini =
+    "[Model]\ntype = NeuralNetwork\nepochs = 1\nbatch_size = 4\n"
+    "loss = cross\n[Optimizer]\ntype = sgd\nlearning_rate = 0.01\n"
+    "[input]\ntype = input\ninput_shape = 1:1:4\n"
+    "[h]\ntype = fully_connected\nunit = 8192\nactivation = relu\n"
+    "[output]\ntype = fully_connected\nunit = 3\nactivation = softmax\n";
+
+/* threads: 0 by default; threads=2 lays the pool out by halves (the
+ * message's laid-out-threads, the optimized INI's threads = 2), 1 not */
+GST_START_TEST (test_threads)
+{
+  Files f;
+  files_init (&f);
+  fail_unless (g_file_set_contents (f.ini, wide_ini, -1, NULL));
+  GstElement *e = gst_element_factory_make ("tensor_planner", NULL);
+  guint threads = 7;
+  g_object_get (e, "threads", &threads, NULL);
+  fail_unless_equals_int (threads, 0);
+  gst_object_unref (e);
+  for (guint n = 1; n <= 2; n++) {
+    GstHarness *h = new_planner (&f, "model-config", f.ini, "location", f.opt,
+        "threads", n, NULL);
+    gst_harness_play (h);
+    gst_harness_set_src_caps_str (h, TINY_CAPS);
+    GstMessage *pm = tt_gst_pop_named (f.bus, "tensor-planner-plan");
+    fail_unless (pm != NULL);
+    guint laid = 0;
+    fail_unless (gst_structure_get_uint (gst_message_get_structure (pm),
+            "laid-out-threads", &laid));
+    fail_unless_equals_int (laid, n);
+    gst_message_unref (pm);
+    gchar *text;
+    fail_unless (g_file_get_contents (f.opt, &text, NULL, NULL));
+    fail_unless ((strstr (text, "\nthreads = 2\n") != NULL) == (n == 2),
+        "threads=%u: %s", n, text);
+    g_free (text);
+    fail_unless (gst_bus_pop_filtered (f.bus, GST_MESSAGE_ERROR) == NULL);
+    gst_harness_teardown (h);
+  }
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
 /* tensor_trainer reads a file that tensor_planner writes when the caps
  * come (it asks upstream at its start), once: weights that do not fit the
  * model are one error, not one per retried caps event. */
@@ -687,6 +733,7 @@ tensor_planner_suite (void)
   tcase_add_test (tc, test_errors);
   tcase_add_test (tc, test_trainer_error_once_after_planner);
   tcase_add_test (tc, test_memory_limit);
+  tcase_add_test (tc, test_threads);
   return s;
 }
 

@@ -86,8 +86,7 @@ live_together (const tt_interval * a, const tt_interval * b)
 /* The layout's promises, pair by pair. Returns false at the first broken
  * one (with a CHECK naming it). */
 static bool
-check_layout (const char *what, const tt_interval * t, size_t n,
-    uint64_t pool)
+check_layout (const char *what, const tt_interval * t, size_t n, uint64_t pool)
 {
   uint64_t naive = 0, end = 0;
   for (size_t i = 0; i < n; i++) {
@@ -281,8 +280,7 @@ test_models (void)
 
     /* inference and a memory limit keep the smallest layout */
     tt_model *inf = open_model (path, NULL, 2, true, 0, &err);
-    CHECK (inf != NULL, "%s inference: %s", names[k], inf ? "" :
-        err.message);
+    CHECK (inf != NULL, "%s inference: %s", names[k], inf ? "" : err.message);
     if (inf) {
       tt_model_plan_info (inf, &p2);
       CHECK (p2.laid_out_threads == 1, "%s: inference laid out by halves",
