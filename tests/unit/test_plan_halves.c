@@ -327,8 +327,7 @@ plan_text (tt_model * m)
   char *text = NULL, *z = NULL;
   size_t len = 0;
   tt_error err;
-  CHECK (tt_plan_ini_text (m, &text, &len, &err) == TT_OK, "%s",
-      err.message);
+  CHECK (tt_plan_ini_text (m, &text, &len, &err) == TT_OK, "%s", err.message);
   if (text && (z = malloc (len + 1))) {
     memcpy (z, text, len);
     z[len] = '\0';
