@@ -452,7 +452,7 @@ remat_offsets (remat_ctx * c)
       continue;
     c->iv[n] = (tt_interval) {
     (uint64_t) m->tensors[i].count * sizeof (float), c->first[i],
-          c->last[i], 0};
+          c->last[i], 0, false};
     c->iv_slot[n++] = i;
   }
   for (uint32_t g = 0; g < m->n_remat; g++)
@@ -463,7 +463,7 @@ remat_offsets (remat_ctx * c)
           continue;
         c->iv[n] = (tt_interval) {
         (uint64_t) m->tensors[m->remat[g].tensors[k]].count *
-              sizeof (float), c->tfirst[s], c->tlast[s], 0};
+              sizeof (float), c->tfirst[s], c->tlast[s], 0, false};
         c->iv_slot[n++] = m->n_base_tensors + (uint32_t) s;
       }
   c->pool = tt_plan_assign_offsets (c->iv, n, m->align);
