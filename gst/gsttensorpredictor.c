@@ -588,6 +588,8 @@ gst_tensor_predictor_start (GstTtTensorPredictor * self)
   /* an INI or a bundle (with its weights), compiled for inference */
   open_opts.inference = TRUE;
   open_opts.batch_size = self->batch;
+  /* before compiling: on two threads the pool is laid out for them */
+  open_opts.threads = threads;
   self->model = tt_model_open (config, &open_opts, &opened, &err);
   if (self->model && tt_model_set_threads (self->model, threads, &err)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("%s", err.message),

@@ -7,9 +7,9 @@
  *   written by halves sharing bytes only with such tensors centred on the
  *   same address, and with others only below its middle; deterministic;
  *   invalid input refused; an input past the work budget given up.
- * - Models: compiled for two threads, training models are laid out so
- *   (at most half again the bytes), one thread, inference and a memory
- *   limit are not; the optimized INI says so and loads again; a bad
+ * - Models: compiled for two threads, training and inference at batch 16
+ *   are laid out so (at most half again the bytes), one thread, a batch
+ *   of one and a memory limit are not; the optimized INI says so and loads again; a bad
  *   [Plan] threads is refused by name; training on two threads in that
  *   layout gives the weights of the same training in the layout for any
  *   count, bit for bit (the layout moves bytes, not arithmetic).
@@ -235,6 +235,20 @@ open_model (const char *path, const char *text, unsigned threads,
   return m;
 }
 
+/* inference on two threads at the given batch */
+static tt_model *
+open_inference (const char *path, uint32_t batch, tt_error * err)
+{
+  tt_model *m = tt_model_load_ini (path, err);
+  if (m && (tt_model_set_batch_size (m, batch, err) ||
+          tt_model_set_threads (m, 2, err) ||
+          tt_model_set_inference (m, true, err) || tt_model_compile (m, err))) {
+    tt_model_free (m);
+    m = NULL;
+  }
+  return m;
+}
+
 static void
 test_models (void)
 {
@@ -278,15 +292,29 @@ test_models (void)
     tt_model_free (one);
     tt_model_free (two);
 
-    /* inference and a memory limit keep the smallest layout */
-    tt_model *inf = open_model (path, NULL, 2, true, 0, &err);
-    CHECK (inf != NULL, "%s inference: %s", names[k], inf ? "" : err.message);
-    if (inf) {
-      tt_model_plan_info (inf, &p2);
-      CHECK (p2.laid_out_threads == 1, "%s: inference laid out by halves",
-          names[k]);
+    /* inference by halves too (the CNN's at batch 16), but not at batch
+     * 1 (not split by samples) */
+    for (uint32_t batch = 1; batch <= 16; batch += 15) {
+      tt_model *inf = open_inference (path, batch, &err);
+      CHECK (inf != NULL, "%s inference: %s", names[k], inf ? "" : err.message);
+      if (!inf)
+        continue;
+      tt_plan_info pi;
+      tt_model_plan_info (inf, &pi);
+      if (batch == 1)
+        CHECK (pi.laid_out_threads == 1, "%s: inference at batch 1 laid out "
+            "by halves", names[k]);
+      else if (pi.laid_out_threads == 2)
+        CHECK (pi.pool_bytes - pi.one_thread_pool_bytes <=
+            pi.one_thread_pool_bytes / 2, "%s: inference by halves %" PRIu64
+            " against %" PRIu64, names[k], pi.pool_bytes,
+            pi.one_thread_pool_bytes);
+      if (!strcmp (names[k], "fmnist_cnn.ini"))
+        CHECK ((pi.laid_out_threads == 2) == (batch > 1), "the CNN's "
+            "inference at batch %u laid out for %u", batch,
+            pi.laid_out_threads);
+      tt_model_free (inf);
     }
-    tt_model_free (inf);
     tt_model *lim = open_model (path, NULL, 2, false, p1.pool_bytes, &err);
     CHECK (lim != NULL, "%s limited: %s", names[k], lim ? "" : err.message);
     if (lim) {

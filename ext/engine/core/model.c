@@ -516,11 +516,10 @@ tt_model_compile (tt_model * m, tt_error * err)
   qsort_r (m->canonical, m->n_layers, sizeof *m->canonical,
       model_by_creation, m->layers);
   m->fingerprint = tt_plan_fingerprint (m);
-  /* laid out by halves for two threads (plan_halves.h): training's
-   * layers write their big tensors by samples, inference's (far shorter
-   * lifetimes) were not measured; under a memory limit the pool must be
-   * the smallest */
-  m->plan_halves = tt_model_threads (m) == 2 && !m->inference &&
+  /* laid out by halves for two threads (plan_halves.h), when the layers
+   * split by samples (a batch of one splits otherwise); under a memory
+   * limit the pool must be the smallest */
+  m->plan_halves = tt_model_threads (m) == 2 && m->batch_size >= 2 &&
       !m->memory_limit;
   st = tt_plan_ini_serves (m) ? tt_plan_ini_use (m, err) :
       tt_plan_build (m, err);

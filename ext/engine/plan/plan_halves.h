@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Offsets for a pool that two threads write by halves (plan_halves.c):
- * on two engine threads most big tensors of a training step (activations,
+ * on two engine threads most big tensors of a step (activations,
  * their derivatives, pooling's indices, Winograd's columns) are written
  * by samples, the caller the first half and the worker the second, while
  * the rest (gradients, the caller's own scratch) is written by the caller
@@ -19,7 +19,7 @@
  * lower halves where they are free, else above the columns. The pool is
  * larger than tt_plan_assign_offsets's (the CNN: 11.0 MB against 9.2 at
  * batch 32, 28.1 against 24.4 at batch 128), so it is used for two
- * threads only (plan.c).
+ * threads and batches of two or more only (core/model.c).
  */
 #ifndef TT_PLAN_HALVES_H
 #define TT_PLAN_HALVES_H
