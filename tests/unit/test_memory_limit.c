@@ -63,28 +63,6 @@ train_steps (tt_model * m, const char *name, int steps)
   tt_test_train_steps (m, name, steps, 255.0f);
 }
 
-/* Weights (moving statistics included) and optimizer state, bytes. */
-static bool
-same_state (tt_model * a, tt_model * b, const char *name)
-{
-  uint32_t na, nb;
-  int *ia = tt_bin_regions (a, true, &na), *ib = tt_bin_regions (b, true, &nb);
-  bool same = ia && ib && na == nb && na > 0;
-  for (uint32_t i = 0; same && i < na; i++) {
-    same = (ia[i] < 0) == (ib[i] < 0);
-    if (ia[i] < 0)
-      continue;
-    const tt_tensor *x = &a->tensors[ia[i]], *y = &b->tensors[ib[i]];
-    same = x->count == y->count && !strcmp (x->name, y->name) &&
-        !memcmp (x->data, y->data, x->count * sizeof (float));
-    if (!same)
-      printf ("%s: %s differs\n", name, x->name);
-  }
-  free (ia);
-  free (ib);
-  return same;
-}
-
 /* The smallest feasible limit named by an infeasible one's message. */
 static uint64_t
 smallest_feasible (const char *path, const char *text, uint32_t batch)
@@ -172,11 +150,11 @@ compare (const char *name, const char *path, const char *text,
 
   train_steps (a, name, 3);
   train_steps (b, name, 3);
-  CHECK (same_state (a, b, name), "%s: training under the limit differs "
-      "from training without it", name);
+  CHECK (tt_test_same_state (a, b, name),
+      "%s: training under the limit differs from training without it", name);
   if (c) {
     train_steps (c, name, 3);
-    CHECK (same_state (a, c, name), "%s: the stored plan trains "
+    CHECK (tt_test_same_state (a, c, name), "%s: the stored plan trains "
         "differently", name);
     /* evaluation after training runs on the first instances */
     tt_batch_result ra, rc;

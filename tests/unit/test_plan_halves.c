@@ -326,28 +326,6 @@ test_models (void)
   }
 }
 
-/* Weights and optimizer state, bytes */
-static bool
-same_state (tt_model * a, tt_model * b)
-{
-  uint32_t na, nb;
-  int *ia = tt_bin_regions (a, true, &na), *ib = tt_bin_regions (b, true, &nb);
-  bool same = ia && ib && na == nb && na > 0;
-  for (uint32_t i = 0; same && i < na; i++) {
-    same = (ia[i] < 0) == (ib[i] < 0);
-    if (ia[i] < 0)
-      continue;
-    const tt_tensor *x = &a->tensors[ia[i]], *y = &b->tensors[ib[i]];
-    same = x->count == y->count && !memcmp (x->data, y->data,
-        x->count * sizeof (float));
-    if (!same)
-      printf ("%s differs\n", x->name);
-  }
-  free (ia);
-  free (ib);
-  return same;
-}
-
 /* The optimized INI's text, NUL-terminated (NULL: a CHECK failed) */
 static char *
 plan_text (tt_model * m)
@@ -407,8 +385,8 @@ test_stored_and_trained (void)
     CHECK (pa.pool_bytes != pb.pool_bytes, "the two layouts are one");
     tt_test_train_steps (a, "by halves", 4, 255.0f);
     tt_test_train_steps (b, "for any count", 4, 255.0f);
-    CHECK (same_state (a, b), "two threads trained other weights by halves "
-        "than in the layout for any count");
+    CHECK (tt_test_same_state (a, b, "by halves"),
+        "two threads trained other weights by halves than for any count");
   }
   tt_model_free (a);
   tt_model_free (b);

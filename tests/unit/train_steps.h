@@ -4,7 +4,8 @@
  * models the same way and compare them (update as you go, memory limits):
  * every input value ((j * 7919 + i * 31) % 255) / divisor, sample b's label
  * class (b * 7) % classes, and the last batch one sample short, so a
- * partial batch is covered too. Include after tt_test.h.
+ * partial batch is covered too; and a byte-for-byte comparison of two
+ * models' state. Include after tt_test.h.
  */
 #ifndef TT_TRAIN_STEPS_H
 #define TT_TRAIN_STEPS_H
@@ -42,5 +43,31 @@ tt_test_train_steps (tt_model * m, const char *name, int steps, float divisor)
     free (x[i]);
   free (t);
 }
+
+#ifdef TT_INTERNAL_H
+/* Weights (moving statistics included) and optimizer state of a and b,
+ * byte for byte (for tests that include tt_internal.h first); names the
+ * first that differs. */
+static inline bool
+tt_test_same_state (tt_model * a, tt_model * b, const char *name)
+{
+  uint32_t na, nb;
+  int *ia = tt_bin_regions (a, true, &na), *ib = tt_bin_regions (b, true, &nb);
+  bool same = ia && ib && na == nb && na > 0;
+  for (uint32_t i = 0; same && i < na; i++) {
+    same = (ia[i] < 0) == (ib[i] < 0);
+    if (ia[i] < 0)
+      continue;
+    const tt_tensor *x = &a->tensors[ia[i]], *y = &b->tensors[ib[i]];
+    same = x->count == y->count && !strcmp (x->name, y->name) &&
+        !memcmp (x->data, y->data, x->count * sizeof (float));
+    if (!same)
+      printf ("%s: %s differs\n", name, x->name);
+  }
+  free (ia);
+  free (ib);
+  return same;
+}
+#endif
 
 #endif
