@@ -240,7 +240,7 @@ gst_tensor_planner_class_init (GstTtTensorPlannerClass * klass)
    * GstTtTensorPlanner:threads:
    *
    * The engine threads of the tensor_trainer that will load the plan (0,
-   * the default: the process default, 1). For 2 the pool is laid out by
+   * the default, means 1). For 2 the pool is laid out by
    * halves, each thread writing the same bytes every step (the optimized
    * INI's `threads = 2`); any plan serves any count.
    */

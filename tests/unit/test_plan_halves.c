@@ -48,7 +48,7 @@ aligned (uint64_t size)
 static bool
 in_columns (const tt_interval * t)
 {
-  return t->halves && aligned (t->size) >= TT_PLAN_HALVES_MIN_BYTES;
+  return tt_plan_halves_in_column (t, ALIGN);
 }
 
 /* A training step's shapes: weights live throughout, activations from

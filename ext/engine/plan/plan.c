@@ -83,15 +83,15 @@ plan_layout (tt_model * m, uint64_t * pool, uint64_t * bound,
       m->tensors[map[i]].offset = t[i].offset;
   m->plan.one_thread_pool_bytes = *pool;
   m->plan.laid_out_threads = 1;
-  /* two threads: by halves (plan_halves.h), unless no tensor written by
-   * halves is big enough for a column or that takes more than half again
-   * the bytes */
+  /* two threads: by halves (plan_halves.h), unless no tensor is big
+   * enough for a column or that takes more than half again the bytes */
   bool columns = false;
-  for (size_t i = 0; i < n; i++)
-    columns |= t[i].halves && t[i].size >= TT_PLAN_HALVES_MIN_BYTES;
-  if (m->plan_halves && columns && *pool != UINT64_MAX) {
+  for (size_t i = 0; i < n && !columns; i++)
+    columns = tt_plan_halves_in_column (&t[i], m->align);
+  if (m->plan_halves && columns && *pool != UINT64_MAX &&
+      *pool <= UINT64_MAX / 2) {
     const uint64_t halves = tt_plan_assign_offsets_halves (t, n, m->align);
-    if (halves != UINT64_MAX && halves - *pool <= *pool / 2) {
+    if (halves <= *pool + *pool / 2) {
       for (size_t i = 0; i < n; i++)
         m->tensors[map[i]].offset = t[i].offset;
       *pool = halves;

@@ -126,6 +126,12 @@ halves_fit (halves_ctx * x, const halves_item * it, uint64_t lo, uint64_t hi)
   return o;
 }
 
+bool
+tt_plan_halves_in_column (const tt_interval * t, uint64_t align)
+{
+  return t->halves && t->size >= TT_PLAN_HALVES_MIN_BYTES - (align - 1);
+}
+
 uint64_t
 tt_plan_assign_offsets_halves (tt_interval * t, size_t n, uint64_t align)
 {
@@ -155,7 +161,7 @@ tt_plan_assign_offsets_halves (tt_interval * t, size_t n, uint64_t align)
 
   /* 1. the columns */
   for (uint32_t i = 0; i < x.m; i++)
-    if (t[i].halves && x.items[i].asize >= TT_PLAN_HALVES_MIN_BYTES)
+    if (tt_plan_halves_in_column (&t[i], align))
       order[n_order++] = &x.items[i];
   qsort (order, n_order, sizeof *order, halves_cmp);
   for (uint32_t k = 0; k < n_order; k++) {

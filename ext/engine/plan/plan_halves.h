@@ -30,6 +30,11 @@
  * what they would cost in columns is more than their lines are worth. */
 #define TT_PLAN_HALVES_MIN_BYTES 65536u
 
+/* Whether the layout centres t in a column: written by halves and, its
+ * size rounded up to align (a power of two up to 65536), at least
+ * TT_PLAN_HALVES_MIN_BYTES. */
+bool tt_plan_halves_in_column (const tt_interval * t, uint64_t align);
+
 /* Writes t[i].offset for every tensor, as tt_plan_assign_offsets, and
  * returns the pool size; UINT64_MAX on invalid input, overflow or
  * allocation failure, and when the work it would take exceeds its
