@@ -162,6 +162,35 @@ cross_read_us (tt_threads * pool, cross_job * j, bool other, int rounds,
   return probe_median (times, n);
 }
 
+/* an owned job with nothing to do: what a fork and join alone cost */
+static void
+empty_part (void *arg, unsigned part, unsigned n_parts)
+{
+  (void) arg;
+  (void) part;
+  (void) n_parts;
+}
+
+#define JOBS_A_ROUND 100
+
+/* median time of one empty owned job inside a step, over rounds of
+ * JOBS_A_ROUND jobs back to back (as a step's layers run them) */
+static double
+job_round_trip_us (tt_threads * pool, int rounds, double *times)
+{
+  for (int r = -10; r < rounds; r++) {
+    tt_threads_begin (pool, TT_THREADS_ALWAYS_SPLIT);
+    const double t0 = probe_now_us ();
+    for (int i = 0; i < JOBS_A_ROUND; i++)
+      tt_threads_run_owned (pool, empty_part, NULL);
+    const double t = (probe_now_us () - t0) / JOBS_A_ROUND;
+    tt_threads_end (pool);
+    if (r >= 0)
+      times[r] = t;
+  }
+  return probe_median (times, rounds);
+}
+
 /* Pins the calling thread to cpu: 0, or an error number. */
 static int
 probe_pin (int cpu)
@@ -432,6 +461,8 @@ main (int argc, char **argv)
         "core)\n");
   free (cj.buf[0]);
   free (cj.buf[1]);
+  printf ("round trip: an empty job on both threads inside a step, "
+      "%.2f us\n", job_round_trip_us (pool, rounds, one));
   tt_threads_free (pool);
   probe_cpus (&j, rounds, one);
   for (int t = 0; t < 4; t++) {

@@ -25,9 +25,18 @@
 # every run, is the ratio of the two medians. "1+1" is the ceiling: two
 # 1-thread runs at once against one (two_at_once), measured in each pair.
 #
+# After the quiet table, PyTorch (Debian's python3-torch, the reference
+# of tests/bench/train_speed.sh) trains the same models on 1 and 2
+# threads in the same way, alternating, medians of RUNS: what the
+# machine's state lets a reference system's threads give in the same
+# minutes (with OMP_WAIT_POLICY=passive, its faster policy here: on 2
+# threads its default, active, trained the MLP at batch 128 at a quarter
+# of its 1-thread speed on 2026-12-03).
+#
 # Usage: tests/bench/thread_speed.sh
 # Env:   RUNS (3), CNN_SAMPLES (200 batches), MLP_SAMPLES (60000), EVAL_SAMPLES
-#        (10000: shorter runs measure start-up), HOG (1: the hog rows; 0: none)
+#        (10000: shorter runs measure start-up), HOG (1: the hog rows; 0: none),
+#        TORCH (1: the PyTorch rows; 0: none)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 "$top/scripts/build.sh" "$top/build"
@@ -140,6 +149,35 @@ echo "== training, quiet (median of $runs) =="
 probe
 train_table
 probe
+
+# PyTorch's samples/s of the last of 2 epochs after its warm-up
+torch_rate () {
+  OMP_WAIT_POLICY=passive /usr/bin/python3 "$top/tests/bench/torch_fmnist.py" \
+    --model "$1" --batch "$2" --threads "$3" --samples "$4" --epochs 2 |
+    tail -n 1 | field samples_per_s
+}
+if [ "${TORCH:-1}" != 0 ]; then
+  "$top/scripts/ensure-deps.sh" python3-torch python3-numpy
+  echo
+  echo "== PyTorch, the same models, quiet (median of $runs) =="
+  printf '%-5s %6s %12s %12s %6s\n' model batch "1 thread/s" "2 threads/s" \
+    "2/1"
+  for model in cnn mlp; do
+    for batch in 32 128; do
+      if [ $model = cnn ]; then samples=${CNN_SAMPLES:-$((200 * batch))}
+      else samples=${MLP_SAMPLES:-60000}; fi
+      : > "$work/t1"; : > "$work/t2"
+      for _ in $(seq "$runs"); do
+        torch_rate $model $batch 1 "$samples" >> "$work/t1"
+        torch_rate $model $batch 2 "$samples" >> "$work/t2"
+      done
+      one=$(median < "$work/t1"); two=$(median < "$work/t2")
+      printf '%-5s %6s %12.0f %12.0f %5sx\n' $model $batch "$one" "$two" \
+        "$(ratio "$two" "$one")"
+    done
+  done
+  probe
+fi
 
 if [ "${HOG:-1}" != 0 ]; then
   cores=$(nproc)
