@@ -13,11 +13,18 @@
  *   [Plan] threads is refused by name; training on two threads in that
  *   layout gives the weights of the same training in the layout for any
  *   count, bit for bit (the layout moves bytes, not arithmetic).
+ * - The second layout (core/layout_switch.c): a model laid out by halves
+ *   keeps one for one thread, for its inline steps; training always in
+ *   one, always in the other, and switching at every step give the same
+ *   weights, optimizer state and moving statistics bit for bit, and the
+ *   optimized INI still gives the halves after steps in the other; one
+ *   thread and a memory limit have no second layout.
  *
  * usage: test_plan_halves SOURCE_ROOT
  */
 #include "tt_internal.h"
 #include "plan_halves.h"
+#include "tt_test_hooks.h"
 #include "tt_test.h"
 #include "train_steps.h"
 
@@ -409,6 +416,94 @@ test_stored_and_trained (void)
   free (any_text);
 }
 
+/* m trained 4 single steps, the layout forced to force[s] before step s
+ * (0: the pool's choice) */
+static void
+train_forced (tt_model * m, const char *name, const int force[4])
+{
+  bool two;
+  for (int s = 0; s < 4; s++) {
+    tt_model_force_layout (m, force[s], &two);
+    tt_test_train_steps (m, name, 1, 255.0f);
+  }
+}
+
+static void
+test_layout_switch (void)
+{
+  static const char *names[] = { "fmnist_cnn.ini", "resnet_bn.ini", NULL };
+  static const int halves[4] = { 2, 2, 2, 2 }, single[4] = { 1, 1, 1, 1 },
+      flip[4] = { 1, 2, 1, 2 };
+  for (int k = 0; names[k]; k++) {
+    char path[1200];
+    snprintf (path, sizeof path, "%s/tests/models/%s", root, names[k]);
+    tt_error err;
+    tt_model *a = open_model (path, NULL, 2, false, 0, &err);
+    tt_model *b = open_model (path, NULL, 2, false, 0, &err);
+    tt_model *c = open_model (path, NULL, 2, false, 0, &err);
+    tt_model *fresh = open_model (path, NULL, 2, false, 0, &err);
+    CHECK (a && b && c && fresh, "%s: %s", names[k], err.message);
+    if (!a || !b || !c || !fresh)
+      goto next;
+    bool two;
+    tt_model_force_layout (a, 0, &two);
+    tt_plan_info p;
+    tt_model_plan_info (a, &p);
+    printf ("%-16s two layouts: %s\n", names[k], two ? "yes" : "no");
+    CHECK (two == (p.laid_out_threads == 2), "%s: a second layout %s a "
+        "pool laid out for %u", names[k], two ? "with" : "without",
+        p.laid_out_threads);
+    if (!strcmp (names[k], "fmnist_cnn.ini"))
+      CHECK (two, "the CNN on two threads has no second layout");
+    if (!two)
+      goto next;
+    train_forced (a, "halves", halves);
+    train_forced (b, "one thread's", single);
+    train_forced (c, "switching", flip);
+    CHECK (tt_model_force_layout (a, 0, &two) == 0, "%s: forced to the "
+        "halves, the layout changed", names[k]);
+    CHECK (tt_model_force_layout (b, 0, &two) == 1, "%s: forced to one "
+        "thread's layout, it changed other than once", names[k]);
+    CHECK (tt_model_force_layout (c, 0, &two) == 4, "%s: switched %" PRIu64
+        " times in 4 steps", names[k], tt_model_force_layout (c, 0, &two));
+    CHECK (tt_test_same_state (a, b, names[k]), "%s: other state in one "
+        "thread's layout than by halves", names[k]);
+    CHECK (tt_test_same_state (a, c, names[k]), "%s: other state switching "
+        "layouts at every step", names[k]);
+    /* b ended in one thread's layout: its plan is still the halves' */
+    char *tb = plan_text (b), *tf = plan_text (fresh);
+    CHECK (tb && tf && !strcmp (tb, tf), "%s: the optimized INI after steps "
+        "in one thread's layout is not the plan by halves", names[k]);
+    free (tb);
+    free (tf);
+  next:
+    tt_model_free (a);
+    tt_model_free (b);
+    tt_model_free (c);
+    tt_model_free (fresh);
+  }
+  char path[1200];
+  snprintf (path, sizeof path, "%s/tests/models/fmnist_cnn.ini", root);
+  tt_error err;
+  tt_model *one = open_model (path, NULL, 1, false, 0, &err);
+  CHECK (one != NULL, "%s", err.message);
+  if (one) {
+    bool two = true;
+    tt_model_force_layout (one, 0, &two);
+    CHECK (!two, "one thread has a second layout");
+    tt_plan_info p;
+    tt_model_plan_info (one, &p);
+    tt_model *lim = open_model (path, NULL, 2, false, p.pool_bytes, &err);
+    CHECK (lim != NULL, "limited: %s", lim ? "" : err.message);
+    if (lim) {
+      tt_model_force_layout (lim, 0, &two);
+      CHECK (!two, "a memory limit has a second layout");
+    }
+    tt_model_free (lim);
+  }
+  tt_model_free (one);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -418,5 +513,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_refusals);
   TT_TEST_RUN (test_models);
   TT_TEST_RUN (test_stored_and_trained);
+  TT_TEST_RUN (test_layout_switch);
   return tt_test_summary ();
 }

@@ -91,6 +91,7 @@ tt_model_free (tt_model * m)
   free (m->canonical);
   tt_threads_free (m->thread_pool);
   free (m->worker_scratch);
+  tt_layout_free (m);
   free (m->pool);
   if (m->map)
     munmap (m->map, m->map_len);
@@ -524,7 +525,8 @@ tt_model_compile (tt_model * m, tt_error * err)
   st = tt_plan_ini_serves (m) ? tt_plan_ini_use (m, err) :
       tt_plan_build (m, err);
   if (st || (st = tt_tensors_bind (m, err)) || (st = tt_swap_open (m, err))
-      || (st = model_make_threads (m, err)))
+      || (st = tt_layout_prepare (m, err)) || (st = model_make_threads (m,
+              err)))
     return st;
   if (m->profiling && (st = model_profile_reset (m, err)))
     return st;
@@ -1122,16 +1124,17 @@ model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
   return TT_OK;
 }
 
-/* The pool's kinds of steps (tt_threads_begin): each is timed apart,
- * its split and inline runs compared among themselves. */
-enum
-{
-  MODEL_STEP_TRAIN = 1,
-  MODEL_STEP_EVAL,
-  MODEL_STEP_GRADIENTS,
-};
-_Static_assert (MODEL_STEP_GRADIENTS < TT_THREADS_STEP_KINDS,
+_Static_assert (TT_MODEL_STEP_GRADIENTS < TT_THREADS_STEP_KINDS,
     "a kind of step the pool does not time");
+
+/* A step of kind begins: the pool chooses split or inline, then the pool
+ * takes the layout that fits (layout_switch.c). */
+static void
+model_step_begin (tt_model * m, unsigned kind)
+{
+  tt_threads_begin (m->thread_pool, kind);
+  tt_layout_fit (m, kind);
+}
 
 /* A step: the pool's workers stay awake between its jobs. */
 tt_status
@@ -1140,7 +1143,7 @@ tt_model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
     tt_error * err)
 {
   const model_profile_mark k = model_profile_begin (m);
-  tt_threads_begin (m->thread_pool, MODEL_STEP_TRAIN);
+  model_step_begin (m, TT_MODEL_STEP_TRAIN);
   const tt_status st =
       model_train_batch (m, n, inputs, types, labels, result, err);
   tt_threads_end (m->thread_pool);
@@ -1166,7 +1169,7 @@ tt_model_eval_batch (tt_model * m, uint32_t n, const void *const *inputs,
     tt_error * err)
 {
   const model_profile_mark k = model_profile_begin (m);
-  tt_threads_begin (m->thread_pool, MODEL_STEP_EVAL);
+  model_step_begin (m, TT_MODEL_STEP_EVAL);
   const tt_status st =
       model_eval_batch (m, n, inputs, types, labels, result, err);
   tt_threads_end (m->thread_pool);
@@ -1206,7 +1209,7 @@ tt_model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
     tt_error * err)
 {
   const model_profile_mark k = model_profile_begin (m);
-  tt_threads_begin (m->thread_pool, MODEL_STEP_GRADIENTS);
+  model_step_begin (m, TT_MODEL_STEP_GRADIENTS);
   const tt_status st =
       model_gradients (m, n, inputs, types, labels, backward, loss, err);
   tt_threads_end (m->thread_pool);

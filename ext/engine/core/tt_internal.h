@@ -216,6 +216,14 @@ struct tt_model {
   uint32_t n_uses, cap_uses;
   void *pool;
   uint64_t pool_bytes;
+  /* two layouts of the pool (layout_switch.c): every tensor's offset by
+   * halves, as planned, and for one thread; NULL when the model has one;
+   * laid_inline: the second is in use; layout_force (tests): 0 the
+   * pool's choice, 1 the second always, 2 the first always */
+  uint64_t *layout_offsets[2];
+  bool laid_inline;
+  int layout_force;
+  uint64_t layout_switches;
 
   bool tensor_oom;              /* a declaration failed: compile fails */
   int *canonical;               /* layer indices in INI order: BIN layout */
@@ -352,6 +360,22 @@ void tt_tensor_use (tt_model * m, int id, int layer, tt_phase phase);
 /* Allocates the pool of m->pool_bytes and binds every tensor at its
  * offset (views at their root's). */
 tt_status tt_tensors_bind (tt_model * m, tt_error * err);
+
+/* The kinds of steps the model times apart (tt_threads_begin) */
+enum
+{
+  TT_MODEL_STEP_TRAIN = 1,
+  TT_MODEL_STEP_EVAL,
+  TT_MODEL_STEP_GRADIENTS,
+};
+
+/* layout_switch.c: after the plan, the second layout of a pool laid out
+ * by halves; at a step's start, the layout that fits how it runs; the
+ * planned (by halves) offset of tensor i, for the optimized INI */
+tt_status tt_layout_prepare (tt_model * m, tt_error * err);
+void tt_layout_fit (tt_model * m, unsigned kind);
+uint64_t tt_layout_planned_offset (const tt_model * m, uint32_t i);
+void tt_layout_free (tt_model * m);
 
 static inline float *
 tt_data (const tt_model * m, int id)

@@ -15,4 +15,12 @@
  * test_golden). Defined in core/model.c. */
 tt_status tt_model_request_input_derivative (tt_model * model, tt_error * err);
 
+/* A model laid out by halves for two threads keeps a second layout for
+ * the steps it runs inline (core/layout_switch.c). which: 0 the pool's
+ * choice (the default), 1 the one-thread layout for every step, 2 the
+ * halves for every step. Returns how many times the layout changed so
+ * far, and whether the model has two (*has_two). Defined in
+ * core/layout_switch.c. */
+uint64_t tt_model_force_layout (tt_model * model, int which, bool *has_two);
+
 #endif

@@ -824,7 +824,7 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
     if (t->alias_of >= 0)
       continue;
     plan_printf (&w, "%s = %" PRIu64 "   # %zu bytes, steps %d..%d\n",
-        t->name, (uint64_t) t->offset, t->count * sizeof (float),
+        t->name, tt_layout_planned_offset (m, i), t->count * sizeof (float),
         t->first_use, t->last_use);
   }
   if (m->n_dropped)
