@@ -5,7 +5,8 @@
 # that every access is instrumented; OpenBLAS's own are not) runs the pool
 # test, the split kernels against one thread (test_threads_kernels and
 # test_split), the convolution cases on 2-4
-# threads and training of the MLP, CNN and resnet_bn on 1-4 threads. Any
+# threads, training of the MLP, CNN and resnet_bn on 1-4 threads, and
+# the two layouts of a pool laid out by halves. Any
 # report fails the run (halt_on_error). Prints its wall time.
 #
 # Usage: tests/tsan.sh [BUILD_DIR]   (default build-tsan)
@@ -27,6 +28,9 @@ run tests/test_threads_kernels
 run tests/test_threads_training "$top"
 # the pool's timing of the workers' parts, which profiling turns on
 run tests/test_model_profile "$top"
+# the pool laid out by halves, and its second layout switched between
+# steps (core/layout_switch.c)
+run tests/test_plan_halves "$top"
 # element-wise kernels, losses, optimizer, LSTM/GRU cells (core/split.c)
 run tests/test_split "$top"
 # the convolution cases (their threaded runs included), without the other
