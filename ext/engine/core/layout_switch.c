@@ -9,26 +9,28 @@
  * than on its own 24.4 MB one (docs/benchmarks.md, Threads). So compile
  * also lays the same order's tensors out as for one thread, in the same
  * pool, and each step of the model's main kind (training steps, or
- * evaluation for an inference model) first moves to the layout that
- * fits how the step runs: the tensors that live from step to step
- * (weights, optimizer state, moving statistics: the roots live over the
- * whole step) are copied to their other offsets, the rest are rewritten
- * by the step anyway. A switch follows each change of the pool's choice,
- * which the pool makes rarely (its holds grow to seconds), and the step
- * it happens in is one the pool does not time. The results are the same
- * in either layout, bit for bit: only addresses change.
+ * evaluation for an inference model) first takes the layout that fits
+ * how the step runs. The tensors that live from step to step (weights,
+ * optimizer state, moving statistics: the roots that live over the
+ * whole step) stay where the halves put them, in both layouts, so a
+ * switch copies nothing: the others, which each step rewrites, are laid
+ * out for one thread below the lowest of them (the halves put them at
+ * the top, above the columns). A switch follows each change of the
+ * pool's choice, rare once settled, in a step the pool does not time.
+ * The results are the same in either layout, bit for bit: only
+ * addresses change.
  *
  * Not for weights in a read-only blob (bundle.c), for dropped
  * activations (remat.c: their twins have offsets of their own), nor when
- * the one-thread layout would need a larger pool. The optimized INI and
- * the plan's queries give the layout by halves whichever one is in use.
+ * the one-thread layout does not fit under the tensors that stay. The
+ * optimized INI and the plan's queries give the layout by halves
+ * whichever one is in use.
  */
 #include "tt_internal.h"
 #include "tt_threads.h"
 #include "tt_test_hooks.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Whether root t keeps data from one step to the next: it lives over the
  * whole step (TT_PHASE_ALWAYS), as every tensor that does must. */
@@ -48,6 +50,41 @@ tt_layout_free (tt_model * m)
   m->laid_inline = false;
 }
 
+/* The second layout's offsets into single: the roots that live from
+ * step to step where the halves put them, the others laid out for one
+ * thread below the lowest of those. false when they do not fit there. */
+static bool
+layout_single (tt_model * m, const tt_interval * t, const uint32_t * map,
+    size_t n, tt_interval * rest, uint64_t * single)
+{
+  uint64_t floor = m->pool_bytes;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const tt_tensor *x = &m->tensors[map[i]];
+    if (layout_persistent (m, x))
+      floor = x->offset < floor ? x->offset : floor;
+    else
+      rest[k++] = t[i];
+  }
+  const uint64_t below = k ? tt_plan_assign_offsets (rest, k, m->align) : 0;
+  if (below == UINT64_MAX || below > floor)
+    return false;
+  for (uint32_t i = 0; i < m->n_tensors; i++)
+    single[i] = m->tensors[i].offset;
+  k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!layout_persistent (m, &m->tensors[map[i]]))
+      single[map[i]] = rest[k++].offset;
+  /* views at their root's offset (tt_tensors_bind) */
+  for (uint32_t i = 0; i < m->n_tensors; i++) {
+    int r = (int) i;
+    while (m->tensors[r].alias_of >= 0)
+      r = m->tensors[r].alias_of;
+    single[i] = single[r];
+  }
+  return true;
+}
+
 tt_status
 tt_layout_prepare (tt_model * m, tt_error * err)
 {
@@ -56,83 +93,43 @@ tt_layout_prepare (tt_model * m, tt_error * err)
       m->pool_bytes == 0)
     return TT_OK;
   tt_lifetimes_compute (m);
-  uint32_t *map;
-  size_t n;
+  uint32_t *map = NULL;
+  size_t n = 0;
   tt_interval *t = tt_plan_intervals (m, &map, &n);
+  tt_interval *rest = t ? malloc ((n + 1) * sizeof *rest) : NULL;
   uint64_t *halves = malloc (m->n_tensors * sizeof *halves);
   uint64_t *single = malloc (m->n_tensors * sizeof *single);
-  if (!t || !halves || !single) {
-    free (t);
-    free (map);
-    free (halves);
-    free (single);
-    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory planning",
-        m->path);
+  tt_status st = TT_OK;
+  if (!t || !rest || !halves || !single)
+    st = tt_fail (err, TT_ERR_NOMEM, "%s: out of memory planning", m->path);
+  else if (layout_single (m, t, map, n, rest, single)) {
+    for (uint32_t i = 0; i < m->n_tensors; i++)
+      halves[i] = m->tensors[i].offset;
+    m->layout_offsets[0] = halves;
+    m->layout_offsets[1] = single;
+    halves = single = NULL;
   }
-  const uint64_t pool = tt_plan_assign_offsets (t, n, m->align);
-  for (uint32_t i = 0; i < m->n_tensors; i++)
-    halves[i] = single[i] = m->tensors[i].offset;
-  for (size_t i = 0; i < n; i++)
-    single[map[i]] = t[i].offset;
   free (t);
   free (map);
-  if (pool == UINT64_MAX || pool > m->pool_bytes) {
-    free (halves);
-    free (single);
-    return TT_OK;               /* the halves' pool cannot hold it */
-  }
-  /* views at their root's offset (tt_tensors_bind) */
-  for (uint32_t i = 0; i < m->n_tensors; i++) {
-    int r = (int) i;
-    while (m->tensors[r].alias_of >= 0)
-      r = m->tensors[r].alias_of;
-    single[i] = single[r];
-  }
-  m->layout_offsets[0] = halves;
-  m->layout_offsets[1] = single;
-  return TT_OK;
+  free (rest);
+  free (halves);
+  free (single);
+  return st;
 }
 
-/* Moves every tensor to layout `to` (0 by halves, 1 for one thread),
- * the persistent ones' data with them; false (nothing moved) when the
- * copy's buffer cannot be had. */
-static bool
+/* Points every tensor at its offset in layout `to` (0 by halves, 1 for
+ * one thread): the roots that keep data have the same in both. */
+static void
 layout_move (tt_model * m, int to)
 {
   const uint64_t *dst = m->layout_offsets[to];
-  size_t bytes = 0;
-  for (uint32_t i = 0; i < m->n_tensors; i++)
-    if (layout_persistent (m, &m->tensors[i]))
-      bytes += m->tensors[i].count * sizeof (float);
-  /* through a buffer: a tensor's new bytes may be another's old ones */
-  char *keep = bytes ? malloc (bytes) : NULL;
-  if (bytes && !keep)
-    return false;
-  size_t at = 0;
-  for (uint32_t i = 0; i < m->n_tensors; i++) {
-    const tt_tensor *t = &m->tensors[i];
-    if (!layout_persistent (m, t))
-      continue;
-    memcpy (keep + at, t->data, t->count * sizeof (float));
-    at += t->count * sizeof (float);
-  }
   for (uint32_t i = 0; i < m->n_tensors; i++) {
     tt_tensor *t = &m->tensors[i];
     t->offset = dst[i];
     t->data = (float *) ((char *) m->pool + dst[i]);
   }
-  at = 0;
-  for (uint32_t i = 0; i < m->n_tensors; i++) {
-    tt_tensor *t = &m->tensors[i];
-    if (!layout_persistent (m, t))
-      continue;
-    memcpy (t->data, keep + at, t->count * sizeof (float));
-    at += t->count * sizeof (float);
-  }
-  free (keep);
   m->laid_inline = to == 1;
   m->layout_switches++;
-  return true;
 }
 
 void
@@ -151,8 +148,7 @@ tt_layout_fit (tt_model * m, unsigned kind)
 uint64_t
 tt_layout_planned_offset (const tt_model * m, uint32_t i)
 {
-  return m->layout_offsets[0] ? m->layout_offsets[0][i] :
-      m->tensors[i].offset;
+  return m->layout_offsets[0] ? m->layout_offsets[0][i] : m->tensors[i].offset;
 }
 
 uint64_t
