@@ -1127,8 +1127,8 @@ model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
 _Static_assert (TT_MODEL_STEP_GRADIENTS < TT_THREADS_STEP_KINDS,
     "a kind of step the pool does not time");
 
-/* A step of kind begins: the pool chooses split or inline, then the pool
- * takes the layout that fits (layout_switch.c). */
+/* A step of kind begins: the pool chooses split or inline, then the
+ * model takes the layout that fits (layout_switch.c). */
 static void
 model_step_begin (tt_model * m, unsigned kind)
 {

@@ -361,7 +361,8 @@ void tt_tensor_use (tt_model * m, int id, int layer, tt_phase phase);
  * offset (views at their root's). */
 tt_status tt_tensors_bind (tt_model * m, tt_error * err);
 
-/* The kinds of steps the model times apart (tt_threads_begin) */
+/* The model's kinds of steps (tt_threads_begin): the pool times each
+ * kind apart, comparing its split and inline runs among themselves */
 enum
 {
   TT_MODEL_STEP_TRAIN = 1,
