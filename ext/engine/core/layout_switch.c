@@ -38,7 +38,7 @@ static bool
 layout_persistent (const tt_model * m, const tt_tensor * t)
 {
   return t->alias_of < 0 && t->first_use == 0 &&
-      t->last_use == 4 * (int) m->n_layers - 1;
+      t->last_use == tt_step_of (m, 0, TT_PHASE_END);
 }
 
 void
@@ -76,12 +76,8 @@ layout_single (tt_model * m, const tt_interval * t, const uint32_t * map,
     if (!layout_persistent (m, &m->tensors[map[i]]))
       single[map[i]] = rest[k++].offset;
   /* views at their root's offset (tt_tensors_bind) */
-  for (uint32_t i = 0; i < m->n_tensors; i++) {
-    int r = (int) i;
-    while (m->tensors[r].alias_of >= 0)
-      r = m->tensors[r].alias_of;
-    single[i] = single[r];
-  }
+  for (uint32_t i = 0; i < m->n_tensors; i++)
+    single[i] = single[tt_tensor_root (m, (int) i)];
   return true;
 }
 
@@ -92,7 +88,7 @@ tt_layout_prepare (tt_model * m, tt_error * err)
   if (m->plan.laid_out_threads != 2 || m->n_dropped || m->n_remat ||
       m->pool_bytes == 0)
     return TT_OK;
-  tt_lifetimes_compute (m);
+  /* the lifetimes are those of the plan's order (plan.c, plan_ini.c) */
   uint32_t *map = NULL;
   size_t n = 0;
   tt_interval *t = tt_plan_intervals (m, &map, &n);

@@ -44,8 +44,8 @@ tt_tensor_declare (tt_model * m, const char *layer, const char *suffix,
   return tensors_push (m, layer, suffix, kind, count, -1);
 }
 
-static int
-tensors_root (const tt_model * m, int id)
+int
+tt_tensor_root (const tt_model * m, int id)
 {
   while (id >= 0 && m->tensors[id].alias_of >= 0)
     id = m->tensors[id].alias_of;
@@ -55,7 +55,7 @@ tensors_root (const tt_model * m, int id)
 int
 tt_tensor_view (tt_model * m, const char *layer, const char *suffix, int root)
 {
-  int r = tensors_root (m, root);
+  int r = tt_tensor_root (m, root);
   if (r < 0)
     return -1;
   return tensors_push (m, layer, suffix, m->tensors[r].kind,
@@ -65,7 +65,7 @@ tt_tensor_view (tt_model * m, const char *layer, const char *suffix, int root)
 void
 tt_tensor_use (tt_model * m, int id, int layer, tt_phase phase)
 {
-  int root = tensors_root (m, id);
+  int root = tt_tensor_root (m, id);
   if (root < 0)
     return;
   if (m->n_uses == m->cap_uses) {
@@ -123,7 +123,7 @@ tt_tensors_bind (tt_model * m, tt_error * err)
     memset (m->pool, 0, bytes);
   for (uint32_t i = 0; i < m->n_tensors; i++) {
     tt_tensor *t = &m->tensors[i];
-    int r = tensors_root (m, (int) i);
+    int r = tt_tensor_root (m, (int) i);
     t->offset = m->tensors[r].offset;
     t->data = (float *) ((char *) m->pool + t->offset);
     /* weights used in place (bundle.c): evaluation touches only inputs,

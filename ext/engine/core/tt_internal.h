@@ -354,6 +354,9 @@ struct tt_init_owner {
 };
 int tt_tensor_declare (tt_model * m, const char *layer, const char *suffix,
     tt_tensor_kind kind, size_t count);
+/* The root tensor id's view chain ends at (id itself for a root; -1 for
+ * -1) */
+int tt_tensor_root (const tt_model * m, int id);
 int tt_tensor_view (tt_model * m, const char *layer, const char *suffix,
     int root);
 void tt_tensor_use (tt_model * m, int id, int layer, tt_phase phase);
