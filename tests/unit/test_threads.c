@@ -7,7 +7,9 @@
  * Owned jobs run part i on thread i, the same thread job after job,
  * between dynamic jobs; a model's large fully connected weights are
  * owned on several threads, with a worker scratch for their products;
- * a step keeps the worker off the caller's CPU.
+ * a step keeps the worker off the caller's CPU. Steps are split or run
+ * on the caller alone as timing says, and not tried split while the
+ * other CPUs are busy; the kernel's count of idle time is read.
  */
 #include "tt_internal.h"
 #include "tt_test.h"
@@ -505,6 +507,18 @@ test_step_choice (void)
   unsetenv ("TT_THREADS_STEPS");
 }
 
+/* An idle source for tests (tt_threads_set_idle_source): the CPUs
+ * together idle *free_cores of a core all along, however loaded the
+ * machine that runs the test. */
+static int
+fake_idle (void *ctx, const int *cpus, unsigned n, uint64_t * idle_ns)
+{
+  (void) cpus;
+  (void) n;
+  *idle_ns = (uint64_t) (*(const double *) ctx * (double) tt_threads_now_ns ());
+  return 0;
+}
+
 /* A trial that has lost twice over ends after 2 timed steps. Split
  * steps take 3 ms (part 0 sleeps, whichever thread runs it), inline ones
  * microseconds: the first 16 steps split (48 ms, a trial's length), 65
@@ -516,6 +530,8 @@ test_trial_gives_up (void)
 {
   tt_threads *pool;
   CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  static double free_cores = 1;
+  tt_threads_set_idle_source (pool, fake_idle, &free_cores);
   choice_step slow = {.caller = pthread_self (),.pool = pool,
     .split_sleep_us = 3000
   };
@@ -583,6 +599,8 @@ test_stalled_worker (void)
 {
   stall_step s = {.caller = pthread_self (),.worker_sleep_us = 3000 };
   CHECK (tt_threads_new (2, &s.pool) == 0, "2 threads");
+  static double free_cores = 1;
+  tt_threads_set_idle_source (s.pool, fake_idle, &free_cores);
   stall_steps (&s, 400);
   uint64_t split, inline_steps;
   tt_threads_step_counts (s.pool, &split, &inline_steps);
@@ -590,6 +608,67 @@ test_stalled_worker (void)
       PRIu64 " with a stalled worker, expected 16 and a trial's first",
       split, split + inline_steps);
   tt_threads_free (s.pool);
+}
+
+/* test_trial_gives_up's steps (split ones 3 ms, inline ones
+ * microseconds) with the CPUs idle free_cores of a core, or an idle
+ * source that never knows (free_cores < 0): the split steps of 400. */
+static uint64_t
+split_steps_when_idle (double free_cores)
+{
+  tt_threads *pool;
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  static double free;
+  free = free_cores;
+  tt_threads_set_idle_source (pool, free_cores < 0 ? NULL : fake_idle, &free);
+  choice_step slow = {.caller = pthread_self (),.pool = pool,
+    .split_sleep_us = 3000
+  };
+  choice_steps (pool, &slow, 400, 0);
+  uint64_t split, inline_steps;
+  tt_threads_step_counts (pool, &split, &inline_steps);
+  tt_threads_free (pool);
+  return split;
+}
+
+/* After a hold of inline steps, the pool tries splitting only if its
+ * CPUs were idle half a core or more for its worker meanwhile. Idle
+ * 0.1 of a core (another process has the worker's CPU): the first hold's
+ * 16 split steps, then inline holds with no trial, not the trial's 3
+ * more of test_trial_gives_up; idle 0.6 of a core, or no idle count at
+ * all: the trial runs. The kernel's own count (/proc/stat) reads for
+ * the CPUs this test may use, never goes back, and is unknown for a CPU
+ * that does not exist. */
+static void
+test_cores_taken (void)
+{
+  uint64_t split = split_steps_when_idle (0.1);
+  CHECK (split == 16, "the other CPU was busy, yet %" PRIu64 " steps split "
+      "(16 expected: the first hold's, no trial)", split);
+  split = split_steps_when_idle (0.6);
+  CHECK (split >= 17 && split <= 21, "the other CPU was idle 0.6 of the "
+      "time, yet %" PRIu64 " steps split (16 and a trial's 3 expected)", split);
+  split = split_steps_when_idle (-1);
+  CHECK (split >= 17 && split <= 21, "with no idle count, %" PRIu64
+      " steps split (16 and a trial's 3 expected)", split);
+#ifdef __linux__
+  cpu_set_t allowed;
+  int cpus[TT_THREADS_MAX];
+  unsigned n = 0;
+  CHECK (sched_getaffinity (0, sizeof allowed, &allowed) == 0, "affinity");
+  for (int c = 0; c < CPU_SETSIZE && n < TT_THREADS_MAX; c++)
+    if (CPU_ISSET (c, &allowed))
+      cpus[n++] = c;
+  uint64_t before = 0, after = 0;
+  CHECK (tt_cpu_idle_ns (NULL, cpus, n, &before) == 0, "/proc/stat has no "
+      "idle count for this test's %u CPUs", n);
+  usleep (30000);
+  CHECK (tt_cpu_idle_ns (NULL, cpus, n, &after) == 0 && after >= before,
+      "the idle count went from %" PRIu64 " to %" PRIu64 " ns", before, after);
+  const int no_such_cpu = CPU_SETSIZE + 7;
+  CHECK (tt_cpu_idle_ns (NULL, &no_such_cpu, 1, &after) == -1, "an idle "
+      "count for CPU %d", no_such_cpu);
+#endif
 }
 
 static const char model[] =
@@ -699,5 +778,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_step_choice);
   TT_TEST_RUN (test_trial_gives_up);
   TT_TEST_RUN (test_stalled_worker);
+  TT_TEST_RUN (test_cores_taken);
   return tt_test_summary ();
 }

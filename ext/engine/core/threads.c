@@ -98,6 +98,17 @@
 #define TT_THREADS_HOLD_MAX_NS 2000000000u
 #define TT_THREADS_GIVE_UP_STEPS 2u
 #define TT_THREADS_GIVE_UP 2.0
+/* A trial of splitting needs cores to split on. When the CPUs the pool
+ * may use were idle, over a hold of inline steps, for less than
+ * TT_THREADS_FREE_CORE of a core per worker (their kernel's own count,
+ * tt_threads_set_idle_source), another process or a pipeline's other
+ * threads had them, and the hold goes on without a trial, as long again:
+ * with a CPU hog on the other core of the 2-core machine, the CNN at
+ * batch 32 split 2-5 steps of each 200-step epoch in trials (a worker
+ * that has slept gets its core back at once, so a trial's first steps
+ * often passed, and a lucky one began a hold of split steps), and ran
+ * at 0.97-0.99 of 2 threads forced inline. */
+#define TT_THREADS_FREE_CORE 0.5
 
 /* one kind of step's choice */
 typedef struct
@@ -111,6 +122,10 @@ typedef struct
   unsigned timed;               /* of which timed */
   uint64_t timed_ns;            /* their time */
   double held_mean_ns;          /* the hold's mean step, for its trial */
+  /* at an inline hold's start: the CPUs' idle time, when known, and the
+   * clock */
+  bool idle_known;
+  uint64_t idle_ns, idle_at_ns;
 } threads_choice;
 
 /* a worker's time in parts (tt_threads_set_timing), a cache line each */
@@ -162,6 +177,9 @@ struct tt_threads
   /* the caller's alone: the choice of each kind of step, the step that
    * runs (its kind, its start, whether it splits) */
   threads_choice choice[TT_THREADS_STEP_KINDS];
+  /* where the CPUs' idle time comes from (tt_threads_set_idle_source) */
+  tt_threads_idle_fn idle_fn;
+  void *idle_ctx;
   int forced;                   /* TT_THREADS_STEPS: 1 split, -1 inline */
   unsigned step_kind;
   uint64_t step_start;
@@ -441,6 +459,31 @@ threads_phase_timed (const threads_choice * c, unsigned times)
       c->timed >= times * TT_THREADS_PHASE_MAX);
 }
 
+/* An inline hold of c begins: the pool's CPUs' idle time so far. */
+static void
+threads_idle_mark (const tt_threads * p, threads_choice * c)
+{
+  c->idle_known = p->idle_fn && p->n_cpus < TT_THREADS_MAX &&
+      p->idle_fn (p->idle_ctx, p->cpus, p->n_cpus, &c->idle_ns) == 0;
+  c->idle_at_ns = tt_threads_now_ns ();
+}
+
+/* Whether, over the inline hold of c now ending, the pool's CPUs were
+ * idle for less than TT_THREADS_FREE_CORE of a core per worker: no core
+ * to split on. False when unknown (no count, none to compare with, a
+ * count that went back). */
+static bool
+threads_cores_taken (const tt_threads * p, const threads_choice * c)
+{
+  uint64_t idle_ns;
+  if (!c->idle_known || p->idle_fn (p->idle_ctx, p->cpus, p->n_cpus,
+          &idle_ns) != 0 || idle_ns < c->idle_ns)
+    return false;
+  const uint64_t wall_ns = tt_threads_now_ns () - c->idle_at_ns;
+  return (double) (idle_ns - c->idle_ns) <
+      TT_THREADS_FREE_CORE * (p->n - 1) * (double) wall_ns;
+}
+
 /* A step of choice c took ns: the hold ends, or the trial decides.
  * stalled: the step split and its caller spent most of it waiting for
  * a worker's part (threads_job), the sign of a worker that lost its
@@ -451,7 +494,8 @@ threads_phase_timed (const threads_choice * c, unsigned times)
  * the CNN 3-4% of its inline speed). Not a split hold: one stalled step
  * there may be a hiccup of the host, and the hold's end weighs it. */
 static void
-threads_step_timed (threads_choice * c, uint64_t ns, bool stalled)
+threads_step_timed (const tt_threads * p, threads_choice * c, uint64_t ns,
+    bool stalled)
 {
   c->ran++;
   if (c->changed)
@@ -468,6 +512,12 @@ threads_step_timed (threads_choice * c, uint64_t ns, bool stalled)
     if (c->ran < c->hold || !threads_phase_timed (c, c->decided ?
             TT_THREADS_HOLD_PHASES : 1))
       return;
+    if (!c->split && threads_cores_taken (p, c)) {
+      c->ran = c->timed = 0;    /* hold on, no trial */
+      c->timed_ns = 0;
+      threads_idle_mark (p, c);
+      return;
+    }
     c->held_mean_ns = mean;
     c->trial = c->changed = true;
   } else {
@@ -495,6 +545,8 @@ threads_step_timed (threads_choice * c, uint64_t ns, bool stalled)
   }
   c->ran = c->timed = 0;
   c->timed_ns = 0;
+  if (!c->trial && !c->split)
+    threads_idle_mark (p, c);
 }
 
 void
@@ -552,7 +604,7 @@ tt_threads_end (tt_threads * p)
   atomic_store (&p->in_step, 0);
   threads_choice *c = &p->choice[p->step_kind];
   if (p->step_kind != TT_THREADS_ALWAYS_SPLIT && !p->forced)
-    threads_step_timed (c, end - p->step_start, !p->step_inline &&
+    threads_step_timed (p, c, end - p->step_start, !p->step_inline &&
         p->step_slept_ns * 2 > end - p->step_start);
   p->step_inline = false;
 }
@@ -570,6 +622,7 @@ tt_threads_new (unsigned n, tt_threads ** out)
     return -1;
   p->n = n;
   p->caller_cpu = -1;
+  p->idle_fn = tt_cpu_idle_ns;
   const char *steps = getenv ("TT_THREADS_STEPS");
   p->forced = !steps ? 0 : !strcmp (steps, "split") ? 1 :
       !strcmp (steps, "inline") ? -1 : 0;
@@ -709,6 +762,17 @@ tt_threads_run_owned (tt_threads * p, tt_threads_fn fn, void *arg)
   const unsigned n = tt_threads_count (p);
   threads_job (p, fn, arg, n, n <= THREADS_OWNED_MAX ? THREADS_JOB_OWNED :
       THREADS_JOB_DYNAMIC);
+}
+
+void
+tt_threads_set_idle_source (tt_threads * p, tt_threads_idle_fn fn, void *ctx)
+{
+  if (!p)
+    return;
+  p->idle_fn = fn;
+  p->idle_ctx = ctx;
+  for (unsigned k = 0; k < TT_THREADS_STEP_KINDS; k++)
+    p->choice[k].idle_known = false;
 }
 
 void

@@ -101,6 +101,22 @@ void tt_threads_run_owned (tt_threads * pool, tt_threads_fn fn, void *arg);
  * "split" splits every step (the tests of split results, benchmarks of
  * what splitting gives), "inline" none. */
 void tt_threads_begin (tt_threads * pool, unsigned kind);
+/* Where the pool learns how long CPUs were idle: fn (ctx, cpus, n,
+ * &idle_ns) sets idle_ns to the idle time so far of the n CPUs listed,
+ * summed, in nanoseconds, and returns 0, or -1 when it cannot tell.
+ * Before it tries splitting after a hold of inline steps, the pool asks
+ * whether the CPUs it may use were idle, over the hold, for at least
+ * half a core per worker; when they were not (a CPU hog, a pipeline's
+ * other threads), it holds on without trying (core/threads.c). The
+ * default, tt_cpu_idle_ns, reads Linux's /proc/stat (-1 elsewhere);
+ * tests set their own; NULL fn: never known, every trial runs. */
+typedef int (*tt_threads_idle_fn) (void *ctx, const int *cpus, unsigned n,
+    uint64_t * idle_ns);
+void tt_threads_set_idle_source (tt_threads * pool, tt_threads_idle_fn fn,
+    void *ctx);
+/* The default idle source (core/cpu_idle.c). */
+int tt_cpu_idle_ns (void *ctx, const int *cpus, unsigned n,
+    uint64_t * idle_ns);
 /* Whether the jobs of the step under way run inline, in part order on
  * the caller (an inline step; NULL or one thread): the parts may then
  * share scratch that each rewrites before reading it, and stay in one
