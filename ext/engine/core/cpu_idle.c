@@ -92,7 +92,8 @@ tt_cpu_idle_ns (void *ctx, const int *cpus, unsigned n, uint64_t * idle_ns)
   }
   if (found != n)
     return -1;
-  *idle_ns = (uint64_t) ticks_sum * (1000000000u / (uint64_t) hz);
+  const uint64_t ns_per_tick = 1000000000u / (uint64_t) hz;
+  *idle_ns = ticks_sum * ns_per_tick;
   return 0;
 #else
   (void) cpus;

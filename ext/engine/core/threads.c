@@ -104,10 +104,12 @@
  * tt_threads_set_idle_source), another process or a pipeline's other
  * threads had them, and the hold goes on without a trial, as long again:
  * with a CPU hog on the other core of the 2-core machine, the CNN at
- * batch 32 split 2-5 steps of each 200-step epoch in trials (a worker
+ * batch 32 split 1-8 steps of each 200-step epoch in trials (a worker
  * that has slept gets its core back at once, so a trial's first steps
  * often passed, and a lucky one began a hold of split steps), and ran
- * at 0.97-0.99 of 2 threads forced inline. */
+ * at 0.97 of one thread's speed, against 0.99 with every step inline
+ * (medians of 6 alternating rounds). The pool's CPUs are those it may
+ * run on, the caller's included: its own inline steps keep one busy. */
 #define TT_THREADS_FREE_CORE 0.5
 
 /* one kind of step's choice */
@@ -463,7 +465,7 @@ threads_phase_timed (const threads_choice * c, unsigned times)
 static void
 threads_idle_mark (const tt_threads * p, threads_choice * c)
 {
-  c->idle_known = p->idle_fn && p->n_cpus < TT_THREADS_MAX &&
+  c->idle_known = p->idle_fn && p->n_cpus > 0 && p->n_cpus < TT_THREADS_MAX &&
       p->idle_fn (p->idle_ctx, p->cpus, p->n_cpus, &c->idle_ns) == 0;
   c->idle_at_ns = tt_threads_now_ns ();
 }
