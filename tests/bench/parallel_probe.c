@@ -41,6 +41,11 @@
  *   parallel-probe [ROUNDS]
  *   parallel-probe --cores     (that first line alone; its last figure
  *                               is the lower of the two ratios)
+ *   parallel-probe --cross     (the cross-core line alone, 300 rounds:
+ *                               with 30, a fresh pool read 30-40 us
+ *                               where the whole probe read 11; its
+ *                               first figure tells the machine's state:
+ *                               11-16 us fast, 30-40 slow)
  */
 #include "tt_internal.h"
 
@@ -397,12 +402,49 @@ probe_cores (void)
       memory, compute < memory ? compute : memory);
 }
 
+/* Prints the cross-core line (rounds of each read; one and two hold
+ * rounds doubles), or returns -1 when out of memory. */
+static int
+probe_cross (tt_threads * pool, int rounds, double *one, double *two)
+{
+  cross_job cj = {.caller = pthread_self () };
+  cj.buf[0] = calloc (CROSS_FLOATS, sizeof (float));
+  cj.buf[1] = calloc (CROSS_FLOATS, sizeof (float));
+  if (!cj.buf[0] || !cj.buf[1]) {
+    free (cj.buf[0]);
+    free (cj.buf[1]);
+    return -1;
+  }
+  const double other = cross_read_us (pool, &cj, true, rounds, one);
+  const double own = cross_read_us (pool, &cj, false, rounds, two);
+  if (other > 0 && own > 0)
+    printf ("cross-core: the worker reads 1 MB the caller just wrote in "
+        "%.1f us, 1 MB it wrote itself in %.1f us: %.1fx\n", other, own,
+        other / own);
+  else
+    printf ("cross-core: the caller ran every read (no worker got a "
+        "core)\n");
+  free (cj.buf[0]);
+  free (cj.buf[1]);
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
   if (argc > 1 && !strcmp (argv[1], "--cores")) {
     probe_cores ();
     return 0;
+  }
+  if (argc > 1 && !strcmp (argv[1], "--cross")) {
+    tt_threads *pool;
+    double one[300], two[300];  /* rounds of each read */
+    tt_blas_threads_default ();
+    if (tt_threads_new (2, &pool) || !pool)
+      return 1;
+    const int status = probe_cross (pool, 300, one, two);
+    tt_threads_free (pool);
+    return status ? 1 : 0;
   }
   probe_cores ();
   const int rounds = argc > 1 ? atoi (argv[1]) : 200;
@@ -445,22 +487,8 @@ main (int argc, char **argv)
   printf ("parallel probe: two independent %dx%dx%d products, 1 thread "
       "%.0f us, 2 threads %.0f us: %.2fx\n", PROBE_M, PROBE_N, PROBE_K, a, b,
       a / b);
-  cross_job cj = {.caller = pthread_self () };
-  cj.buf[0] = calloc (CROSS_FLOATS, sizeof (float));
-  cj.buf[1] = calloc (CROSS_FLOATS, sizeof (float));
-  if (!cj.buf[0] || !cj.buf[1])
+  if (probe_cross (pool, rounds, one, two))
     return 1;
-  const double other = cross_read_us (pool, &cj, true, rounds, one);
-  const double own = cross_read_us (pool, &cj, false, rounds, two);
-  if (other > 0 && own > 0)
-    printf ("cross-core: the worker reads 1 MB the caller just wrote in "
-        "%.1f us, 1 MB it wrote itself in %.1f us: %.1fx\n", other, own,
-        other / own);
-  else
-    printf ("cross-core: the caller ran every read (no worker got a "
-        "core)\n");
-  free (cj.buf[0]);
-  free (cj.buf[1]);
   printf ("round trip: an empty job on both threads inside a step, "
       "%.2f us\n", job_round_trip_us (pool, rounds, one));
   tt_threads_free (pool);
