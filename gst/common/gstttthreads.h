@@ -4,14 +4,20 @@
  * threads property): 0, the default, is GST_TT_AUTO_THREADS, capped at
  * the cores.
  *
- * Why 1: measured with tests/bench/thread_speed.sh on the 2-core test
- * machine (docs/benchmarks.md), two threads were faster than one while
- * other work loaded the machine (CNN 1.25-1.95x, MLP 1.60-1.83x), but on
- * the near-quiet machine at the end slower (CNN batch 32 about 10,000
- * against 13,000 samples/s, MLP 0.71-0.84x), and with a CPU hog pinned
- * to one core slower too (0.55-0.88x). Until that is understood a
- * pipeline gets the one-thread speed it had; threads=2 (or more) asks
- * for the pool, whose results are deterministic for its count.
+ * Why 1. Measured with tests/bench/thread_speed.sh on the 2-core test
+ * machine (docs/benchmarks.md): early on, two threads were slower than
+ * one on the near-quiet machine (CNN batch 32 about 10,000 against
+ * 13,000 samples/s) and with a CPU hog pinned to one core (0.55-0.88x).
+ * Since the pool times split and inline steps and keeps the faster, and
+ * tries splitting only when its CPUs were idle (2026-12-03): quiet,
+ * 1.57-1.90x in the machine's fast state and 1.23-1.92x in its slow one;
+ * with the hog, 0.97-1.01x. The default stays 1 all the same: the pool
+ * weighs only its own steps, so a worker splitting them takes a core
+ * that a pipeline's other elements may have wanted; a pool for two
+ * threads is laid out by halves, a larger pool (the CNN at batch 128:
+ * 28.1 MB against 24.4); and results differ across thread counts within
+ * rounding, so a pipeline keeps the results it had. threads=2 (or more)
+ * asks for the pool, whose results are deterministic for its count.
  */
 #ifndef GST_TT_THREADS_H
 #define GST_TT_THREADS_H
