@@ -507,6 +507,40 @@ test_step_choice (void)
   unsetenv ("TT_THREADS_STEPS");
 }
 
+/* A clock for tests (tt_threads_set_clock): the time is what the test
+ * says. */
+static uint64_t
+fake_now (void *ctx)
+{
+  return *(const uint64_t *) ctx;
+}
+
+/* A trial of inline steps while splitting holds is lost after 2 timed
+ * steps when they take over 1.5 times the split ones. Steps of 2 ms
+ * split and 3.4 inline (1.7 times as long), by the pool's clock, 120 of
+ * them: the first hold splits 16, the trial of inline runs 3 (one
+ * untimed), the split hold 64, the next trial 3: 6 inline steps, where
+ * the rule for trials of splitting (twice the held way) would run each
+ * trial its 30 ms, 10 steps: 20. */
+static void
+test_inline_trial_gives_up (void)
+{
+  tt_threads *pool;
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  static uint64_t now = 1000000000u;
+  tt_threads_set_clock (pool, fake_now, &now);
+  for (int i = 0; i < 120; i++) {
+    tt_threads_begin (pool, 1);
+    now += tt_threads_step_inline (pool) ? 3400000u : 2000000u;
+    tt_threads_end (pool);
+  }
+  uint64_t split, inline_steps;
+  tt_threads_step_counts (pool, &split, &inline_steps);
+  CHECK (inline_steps == 6, "%" PRIu64 " inline steps of 120, expected 6: "
+      "two trials of 3", inline_steps);
+  tt_threads_free (pool);
+}
+
 /* An idle source for tests (tt_threads_set_idle_source): the CPUs
  * together idle *free_cores of a core all along, however loaded the
  * machine that runs the test. */
@@ -779,5 +813,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_trial_gives_up);
   TT_TEST_RUN (test_stalled_worker);
   TT_TEST_RUN (test_cores_taken);
+  TT_TEST_RUN (test_inline_trial_gives_up);
   return tt_test_summary ();
 }

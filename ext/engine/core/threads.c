@@ -98,6 +98,15 @@
 #define TT_THREADS_HOLD_MAX_NS 2000000000u
 #define TT_THREADS_GIVE_UP_STEPS 2u
 #define TT_THREADS_GIVE_UP 2.0
+/* The same for a trial of inline steps while splitting holds, sooner:
+ * inline steps run on the caller alone, with nobody to wait for, so
+ * their time is steady and two of them tell. On the 2-core machine in
+ * its fast state the CNN at batch 32 ran inline steps 1.8 times as long
+ * as split ones, under TT_THREADS_GIVE_UP, so each trial of them ran its
+ * 30 ms: 15 inline steps of each 200-step epoch at first, 7% of the
+ * epoch's time (1.75-1.85x one thread, against 1.93x with every step
+ * split). */
+#define TT_THREADS_GIVE_UP_INLINE 1.5
 /* A trial of splitting needs cores to split on. When the CPUs the pool
  * may use were idle, over a hold of inline steps, for less than
  * TT_THREADS_FREE_CORE of a core per worker (their kernel's own count,
@@ -182,6 +191,9 @@ struct tt_threads
   /* where the CPUs' idle time comes from (tt_threads_set_idle_source) */
   tt_threads_idle_fn idle_fn;
   void *idle_ctx;
+  /* the clock of steps (tt_threads_set_clock; NULL: the monotonic one) */
+  tt_threads_clock_fn clock_fn;
+  void *clock_ctx;
   int forced;                   /* TT_THREADS_STEPS: 1 split, -1 inline */
   unsigned step_kind;
   uint64_t step_start;
@@ -216,6 +228,13 @@ tt_threads_now_ns (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* The time, in ns, by the clock that times the pool's steps. */
+static uint64_t
+threads_clock (const tt_threads * p)
+{
+  return p->clock_fn ? p->clock_fn (p->clock_ctx) : tt_threads_now_ns ();
 }
 
 /* A part counted done, the caller woken if it waits for the last. */
@@ -467,7 +486,7 @@ threads_idle_mark (const tt_threads * p, threads_choice * c)
 {
   c->idle_known = p->idle_fn && p->n_cpus > 0 && p->n_cpus < TT_THREADS_MAX &&
       p->idle_fn (p->idle_ctx, p->cpus, p->n_cpus, &c->idle_ns) == 0;
-  c->idle_at_ns = tt_threads_now_ns ();
+  c->idle_at_ns = threads_clock (p);
 }
 
 /* Whether, over the inline hold of c now ending, the pool's CPUs were
@@ -481,7 +500,7 @@ threads_cores_taken (const tt_threads * p, const threads_choice * c)
   if (!c->idle_known || p->idle_fn (p->idle_ctx, p->cpus, p->n_cpus,
           &idle_ns) != 0 || idle_ns < c->idle_ns)
     return false;
-  const uint64_t wall_ns = tt_threads_now_ns () - c->idle_at_ns;
+  const uint64_t wall_ns = threads_clock (p) - c->idle_at_ns;
   return (double) (idle_ns - c->idle_ns) <
       TT_THREADS_FREE_CORE * (p->n - 1) * (double) wall_ns;
 }
@@ -524,8 +543,10 @@ threads_step_timed (const tt_threads * p, threads_choice * c, uint64_t ns,
     c->trial = c->changed = true;
   } else {
     const bool stalled_trial = stalled && !c->split;
+    const double give_up = c->split ? TT_THREADS_GIVE_UP_INLINE :
+        TT_THREADS_GIVE_UP;
     const bool lost = stalled_trial || (c->timed >= TT_THREADS_GIVE_UP_STEPS
-        && mean > TT_THREADS_GIVE_UP * c->held_mean_ns);
+        && mean > give_up * c->held_mean_ns);
     if (!lost && !threads_phase_timed (c, 1))
       return;
     const double split_ns = c->split ? c->held_mean_ns : mean;
@@ -556,7 +577,7 @@ tt_threads_begin (tt_threads * p, unsigned kind)
 {
   if (!p)
     return;
-  p->step_start = tt_threads_now_ns ();
+  p->step_start = threads_clock (p);
   p->step_kind = kind < TT_THREADS_STEP_KINDS ? kind : TT_THREADS_ALWAYS_SPLIT;
   bool split;
   if (p->step_kind == TT_THREADS_ALWAYS_SPLIT || p->forced > 0)
@@ -602,7 +623,7 @@ tt_threads_end (tt_threads * p)
 {
   if (!p)
     return;
-  const uint64_t end = tt_threads_now_ns ();
+  const uint64_t end = threads_clock (p);
   atomic_store (&p->in_step, 0);
   threads_choice *c = &p->choice[p->step_kind];
   if (p->step_kind != TT_THREADS_ALWAYS_SPLIT && !p->forced)
@@ -775,6 +796,15 @@ tt_threads_set_idle_source (tt_threads * p, tt_threads_idle_fn fn, void *ctx)
   p->idle_ctx = ctx;
   for (unsigned k = 0; k < TT_THREADS_STEP_KINDS; k++)
     p->choice[k].idle_known = false;
+}
+
+void
+tt_threads_set_clock (tt_threads * p, tt_threads_clock_fn fn, void *ctx)
+{
+  if (!p)
+    return;
+  p->clock_fn = fn;
+  p->clock_ctx = ctx;
 }
 
 void

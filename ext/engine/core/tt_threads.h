@@ -114,6 +114,13 @@ typedef int (*tt_threads_idle_fn) (void *ctx, const int *cpus, unsigned n,
     uint64_t * idle_ns);
 void tt_threads_set_idle_source (tt_threads * pool, tt_threads_idle_fn fn,
     void *ctx);
+/* Where the pool reads the time of its steps (tt_threads_begin .. _end)
+ * and of its holds, for tests that play steps of given lengths whatever
+ * the machine's load: fn (ctx) in nanoseconds. NULL fn: the monotonic
+ * clock (tt_threads_now_ns), the default. */
+typedef uint64_t (*tt_threads_clock_fn) (void *ctx);
+void tt_threads_set_clock (tt_threads * pool, tt_threads_clock_fn fn,
+    void *ctx);
 /* The default idle source (core/cpu_idle.c). */
 int tt_cpu_idle_ns (void *ctx, const int *cpus, unsigned n,
     uint64_t * idle_ns);
