@@ -507,75 +507,89 @@ test_step_choice (void)
   unsetenv ("TT_THREADS_STEPS");
 }
 
-/* A clock for tests (tt_threads_set_clock): the time is what the test
- * says. */
+/* A clock and an idle count for tests (tt_threads_set_clock,
+ * tt_threads_set_idle_source): the time is what the test says, and the
+ * pool's CPUs were idle free_cores of a core all along by that clock,
+ * however loaded the machine that runs the test. */
+typedef struct
+{
+  uint64_t now;
+  double free_cores;
+} fake_time;
+
 static uint64_t
 fake_now (void *ctx)
 {
-  return *(const uint64_t *) ctx;
+  return ((const fake_time *) ctx)->now;
 }
 
-/* A trial of inline steps while splitting holds is lost after 2 timed
- * steps when they take over 1.5 times the split ones. Steps of 2 ms
- * split and 3.4 inline (1.7 times as long), by the pool's clock, 120 of
- * them: the first hold splits 16, the trial of inline runs 3 (one
- * untimed), the split hold 64, the next trial 3: 6 inline steps, where
- * the rule for trials of splitting (twice the held way) would run each
- * trial its 30 ms, 10 steps: 20. */
-static void
-test_inline_trial_gives_up (void)
-{
-  tt_threads *pool;
-  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
-  static uint64_t now = 1000000000u;
-  tt_threads_set_clock (pool, fake_now, &now);
-  for (int i = 0; i < 120; i++) {
-    tt_threads_begin (pool, 1);
-    now += tt_threads_step_inline (pool) ? 3400000u : 2000000u;
-    tt_threads_end (pool);
-  }
-  uint64_t split, inline_steps;
-  tt_threads_step_counts (pool, &split, &inline_steps);
-  CHECK (inline_steps == 6, "%" PRIu64 " inline steps of 120, expected 6: "
-      "two trials of 3", inline_steps);
-  tt_threads_free (pool);
-}
-
-/* An idle source for tests (tt_threads_set_idle_source): the CPUs
- * together idle *free_cores of a core all along, however loaded the
- * machine that runs the test. */
 static int
 fake_idle (void *ctx, const int *cpus, unsigned n, uint64_t * idle_ns)
 {
   (void) cpus;
   (void) n;
-  *idle_ns = (uint64_t) (*(const double *) ctx * (double) tt_threads_now_ns ());
+  const fake_time *t = ctx;
+  *idle_ns = (uint64_t) (t->free_cores * (double) t->now);
   return 0;
 }
 
+/* Steps of kind 1 on a new pool of 2 threads, by the fake clock: a split
+ * step takes split_ns, an inline one inline_ns; the CPUs idle free_cores
+ * of a core, or no idle count at all (free_cores < 0). Returns the
+ * steps split; *inline_steps, the others. */
+static uint64_t
+played_split_steps (int steps, uint64_t split_ns, uint64_t inline_ns,
+    double free_cores, uint64_t * inline_steps)
+{
+  tt_threads *pool;
+  *inline_steps = 0;
+  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+  if (!pool)
+    return 0;
+  fake_time t = { 1000000000u, free_cores };
+  tt_threads_set_clock (pool, fake_now, &t);
+  tt_threads_set_idle_source (pool, free_cores < 0 ? NULL : fake_idle, &t);
+  for (int i = 0; i < steps; i++) {
+    tt_threads_begin (pool, 1);
+    t.now += tt_threads_step_inline (pool) ? inline_ns : split_ns;
+    tt_threads_end (pool);
+  }
+  uint64_t split;
+  tt_threads_step_counts (pool, &split, inline_steps);
+  tt_threads_free (pool);
+  return split;
+}
+
 /* A trial that has lost twice over ends after 2 timed steps. Split
- * steps take 3 ms (part 0 sleeps, whichever thread runs it), inline ones
- * microseconds: the first 16 steps split (48 ms, a trial's length), 65
- * inline ones decide for inline, which holds for 257; the split trial
- * then (step 339 on) gives up after its untimed step and 2 timed ones,
- * where it ran 11 (30 ms) before. Of 400 steps, 19 split. */
+ * steps take 3 ms, inline ones 10 us, by the pool's clock: the first 16
+ * steps split (45 ms timed, a trial's length), 65 inline ones decide
+ * for inline, which holds for 257; the split trial then (step 339 on)
+ * gives up after its untimed step and 2 timed ones, where it ran 11
+ * (30 ms) before. Of 400 steps, 19 split. */
 static void
 test_trial_gives_up (void)
 {
-  tt_threads *pool;
-  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
-  static double free_cores = 1;
-  tt_threads_set_idle_source (pool, fake_idle, &free_cores);
-  choice_step slow = {.caller = pthread_self (),.pool = pool,
-    .split_sleep_us = 3000
-  };
-  choice_steps (pool, &slow, 400, 0);
-  uint64_t split, inline_steps;
-  tt_threads_step_counts (pool, &split, &inline_steps);
-  CHECK (split >= 17 && split <= 21 && split + inline_steps == 400,
-      "split steps %" PRIu64 " of %" PRIu64 ", expected 16 and a trial of "
-      "3", split, split + inline_steps);
-  tt_threads_free (pool);
+  uint64_t inline_steps;
+  const uint64_t split = played_split_steps (400, 3000000u, 10000u, -1,
+      &inline_steps);
+  CHECK (split == 19 && inline_steps == 381, "split steps %" PRIu64 " of %"
+      PRIu64 ", expected 16 and a trial of 3", split, split + inline_steps);
+}
+
+/* A trial of inline steps while splitting holds is lost after 2 timed
+ * steps when they take over 1.5 times the split ones. Steps of 2 ms
+ * split and 3.4 inline (1.7 times as long), 120 of them: the first hold
+ * splits 16, the trial of inline runs 3 (one untimed), the split hold
+ * 64, the next trial 3: 6 inline steps, where the rule for trials of
+ * splitting (twice the held way) would run each trial its 30 ms, 10
+ * steps: 20. */
+static void
+test_inline_trial_gives_up (void)
+{
+  uint64_t inline_steps;
+  played_split_steps (120, 2000000u, 3400000u, -1, &inline_steps);
+  CHECK (inline_steps == 6, "%" PRIu64 " inline steps of 120, expected 6: "
+      "two trials of 3", inline_steps);
 }
 
 /* Steps whose part 1, run by a worker, sleeps worker_sleep_us (a worker
@@ -633,8 +647,8 @@ test_stalled_worker (void)
 {
   stall_step s = {.caller = pthread_self (),.worker_sleep_us = 3000 };
   CHECK (tt_threads_new (2, &s.pool) == 0, "2 threads");
-  static double free_cores = 1;
-  tt_threads_set_idle_source (s.pool, fake_idle, &free_cores);
+  /* no idle count: the trial runs, however loaded the machine */
+  tt_threads_set_idle_source (s.pool, NULL, NULL);
   stall_steps (&s, 400);
   uint64_t split, inline_steps;
   tt_threads_step_counts (s.pool, &split, &inline_steps);
@@ -642,27 +656,6 @@ test_stalled_worker (void)
       PRIu64 " with a stalled worker, expected 16 and a trial's first",
       split, split + inline_steps);
   tt_threads_free (s.pool);
-}
-
-/* test_trial_gives_up's steps (split ones 3 ms, inline ones
- * microseconds) with the CPUs idle free_cores of a core, or an idle
- * source that never knows (free_cores < 0): the split steps of 400. */
-static uint64_t
-split_steps_when_idle (double free_cores)
-{
-  tt_threads *pool;
-  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
-  static double free;
-  free = free_cores;
-  tt_threads_set_idle_source (pool, free_cores < 0 ? NULL : fake_idle, &free);
-  choice_step slow = {.caller = pthread_self (),.pool = pool,
-    .split_sleep_us = 3000
-  };
-  choice_steps (pool, &slow, 400, 0);
-  uint64_t split, inline_steps;
-  tt_threads_step_counts (pool, &split, &inline_steps);
-  tt_threads_free (pool);
-  return split;
 }
 
 /* After a hold of inline steps, the pool tries splitting only if its
@@ -676,14 +669,16 @@ split_steps_when_idle (double free_cores)
 static void
 test_cores_taken (void)
 {
-  uint64_t split = split_steps_when_idle (0.1);
+  uint64_t inline_steps;
+  uint64_t split = played_split_steps (400, 3000000u, 10000u, 0.1,
+      &inline_steps);
   CHECK (split == 16, "the other CPU was busy, yet %" PRIu64 " steps split "
       "(16 expected: the first hold's, no trial)", split);
-  split = split_steps_when_idle (0.6);
-  CHECK (split >= 17 && split <= 21, "the other CPU was idle 0.6 of the "
+  split = played_split_steps (400, 3000000u, 10000u, 0.6, &inline_steps);
+  CHECK (split == 19, "the other CPU was idle 0.6 of the "
       "time, yet %" PRIu64 " steps split (16 and a trial's 3 expected)", split);
-  split = split_steps_when_idle (-1);
-  CHECK (split >= 17 && split <= 21, "with no idle count, %" PRIu64
+  split = played_split_steps (400, 3000000u, 10000u, -1, &inline_steps);
+  CHECK (split == 19, "with no idle count, %" PRIu64
       " steps split (16 and a trial's 3 expected)", split);
 #ifdef __linux__
   cpu_set_t allowed;
