@@ -10,8 +10,10 @@
  * 13,000 samples/s) and with a CPU hog pinned to one core (0.55-0.88x).
  * Since the pool times split and inline steps and keeps the faster, and
  * tries splitting only when its CPUs were idle (2026-12-03): quiet,
- * 1.57-1.90x in the machine's fast state and 1.23-1.92x in its slow one;
- * with the hog, 0.97-1.01x. The default stays 1 all the same: the pool
+ * 1.57-1.90x in the machine's fast state and 1.23-1.95x in its slow one;
+ * with the hog, 0.89-1.01x with no step split (the lowest where the
+ * machine's state changed between the two runs of a pair). The default
+ * stays 1 all the same: the pool
  * weighs only its own steps, so a worker splitting them takes a core
  * that a pipeline's other elements may have wanted; a pool for two
  * threads is laid out by halves, a larger pool (the CNN at batch 128:
