@@ -595,13 +595,19 @@ test_inline_trial_gives_up (void)
 /* Steps whose part 1, run by a worker, sleeps worker_sleep_us (a worker
  * that lost its core mid-part) after both parts sleep sleep_us; part 0
  * of a split step first waits (up to 100 ms) for a worker to start part
- * 1, so that the caller never takes it over. */
+ * 1, so that the caller never takes it over. By the pool's clock (t), a
+ * split step takes split_ns and an inline one inline_ns: the time the
+ * worker took to wake, which a loaded machine stretches to milliseconds,
+ * does not count, while the caller's wait for the worker's part, which
+ * the pool reads from the real clock, is the part's sleep at least. */
 typedef struct
 {
   tt_threads *pool;
   pthread_t caller;
   atomic_int started;
   int sleep_us, worker_sleep_us;
+  fake_time t;
+  uint64_t split_ns, inline_ns;
 } stall_step;
 
 static void
@@ -631,13 +637,16 @@ stall_steps (stall_step * s, int steps)
     atomic_store (&s->started, 0);
     tt_threads_begin (s->pool, 1);
     tt_threads_run_owned (s->pool, stall_part, s);
+    s->t.now += tt_threads_step_inline (s->pool) ? s->inline_ns : s->split_ns;
     tt_threads_end (s->pool);
   }
 }
 
 /* A trial of splitting whose step stalls (its caller waited for a
  * worker's part most of the step) is lost at once. Steps whose worker
- * part sleeps 3 ms, inline ones taking microseconds: the first hold
+ * part sleeps 20 ms (21 ms split steps by the pool's clock: a caller
+ * that a loaded machine keeps off its core for a few milliseconds still
+ * waits), inline ones taking 10 us: the first hold
  * splits 16 steps, the inline trial takes 65, its hold 257, and the
  * trial of splitting at step 339 ends after its first step, where the
  * rule of means alone ran an untimed step and 2 timed ones
@@ -645,8 +654,11 @@ stall_steps (stall_step * s, int steps)
 static void
 test_stalled_worker (void)
 {
-  stall_step s = {.caller = pthread_self (),.worker_sleep_us = 3000 };
+  stall_step s = {.caller = pthread_self (),.worker_sleep_us = 20000,
+    .t = {1000000000u, -1},.split_ns = 21000000u,.inline_ns = 10000u
+  };
   CHECK (tt_threads_new (2, &s.pool) == 0, "2 threads");
+  tt_threads_set_clock (s.pool, fake_now, &s.t);
   /* no idle count: the trial runs, however loaded the machine */
   tt_threads_set_idle_source (s.pool, NULL, NULL);
   stall_steps (&s, 400);
