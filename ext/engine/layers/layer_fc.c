@@ -65,6 +65,7 @@ typedef struct
   const tt_layer *l;
   int rows, k, unit;            /* x is rows x k, W k x unit */
   float beta;                   /* forward: y holds the bias */
+  const float *bias;            /* forward, owned: added with the partials */
 } fc_job;
 
 static void
@@ -76,6 +77,7 @@ fc_job_init (fc_job * j, const tt_run_ctx * c, const tt_layer * l)
   j->k = (int) l->in_dims[0].w;
   j->unit = (int) l->p.fc.unit;
   j->beta = 0.0f;
+  j->bias = NULL;
 }
 
 /* x's columns from c on, of a part owning W's rows [r0, r1), and their
@@ -111,15 +113,34 @@ fc_forward_part (void *arg, unsigned part, unsigned n_parts)
       part ? 0.0f : j->beta, out, j->unit);
 }
 
-/* forward, owned: the workers' partial products added to y in thread
- * order, by ranges of y */
+/* forward, owned: the bias and the workers' partial products added to
+ * y in thread order, by ranges of y. The bias comes first, as when y
+ * held it before thread 0's product (y = x W + b, the same sums bit for
+ * bit): added here, in the pass that reads y anyway, rather than
+ * written by the caller alone before the product, the caller skips a
+ * pass over y whose lines the workers' last writes (the step before)
+ * left in their caches: on the 2-core machine that pass took the MLP's
+ * first layer at batch 128 12 us a step on 2 threads (4 on one), and
+ * without it the MLP trained 1-4% faster on 2 threads (12 pairs). */
 static void
 fc_sum_partials (void *arg, size_t begin, size_t end)
 {
   const fc_job *j = arg;
   float *y = tt_run_data (j->c, j->l->out[0]);
   const unsigned n = tt_threads_count (j->c->threads);
-  for (unsigned t = 1; t < n; t++) {
+  unsigned t = 1;
+  if (j->bias) {
+    const size_t unit = (size_t) j->unit;
+    const float *p = tt_threads_scratch (j->c->threads, 1);
+    for (size_t row = begin - begin % unit; row < end; row += unit) {
+      const size_t lo = row > begin ? row : begin;
+      const size_t hi = row + unit < end ? row + unit : end;
+      for (size_t i = lo; i < hi; i++)
+        y[i] = (y[i] + j->bias[i - row]) + p[i];
+    }
+    t = 2;
+  }
+  for (; t < n; t++) {
     const float *p = tt_threads_scratch (j->c->threads, t);
     for (size_t i = begin; i < end; i++)
       y[i] += p[i];
@@ -133,14 +154,17 @@ fc_forward (const tt_run_ctx * c, tt_layer * l)
   fc_job_init (&j, c, l);
   const int rows = j.rows, k = j.k, unit = j.unit;
   float *y = tt_run_data (c, l->out[0]);
-  if (l->n_weights > 1) {
+  const bool owned = fc_owned (c, l);
+  if (owned && l->n_weights > 1)
+    j.bias = tt_run_data (c, l->weights[1].value);
+  else if (l->n_weights > 1) {
     const float *bias = tt_run_data (c, l->weights[1].value);
     for (int r = 0; r < rows; r++)
       for (int i = 0; i < unit; i++)
         y[(size_t) r * unit + i] = bias[i];
     j.beta = 1.0f;
   }
-  if (fc_owned (c, l)) {
+  if (owned) {
     tt_threads_run_owned (c->threads, fc_forward_part, &j);
     tt_split (c->threads, (size_t) rows * unit, 16, FC_SUM_SPLIT_MIN,
         fc_sum_partials, &j);
