@@ -811,7 +811,7 @@ model_apply_range (void *arg, size_t begin, size_t end)
     for (size_t k = 0; k < n; k++)
       g[k] += decay * v[k];
   float *s0 = tt_data (m, w->opt[0]), *s1 = tt_data (m, w->opt[1]);
-  tt_optimizer_apply (&m->opt, m->iteration, v, g, s0 ? s0 + at : NULL,
+  tt_optimizer_apply_step (&m->opt_step, v, g, s0 ? s0 + at : NULL,
       s1 ? s1 + at : NULL, n);
 }
 
@@ -1053,6 +1053,8 @@ model_backward (tt_model * m, bool apply, tt_error * err)
   tt_layer_time *const prof = m->profiling ? m->profile : NULL;
   c->apply_chunk = apply ? model_apply_chunk : NULL;
   c->apply_owner = m;
+  if (apply)
+    tt_optimizer_step_at (&m->opt, m->iteration, &m->opt_step);
   for (uint32_t i = m->n_layers; i-- > 0;) {
     tt_layer *l = &m->layers[m->exec[i]];
     if (m->n_dropped) {

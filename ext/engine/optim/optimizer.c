@@ -247,19 +247,54 @@ tt_optimizer_learning_rate (const tt_optimizer * o, uint32_t iteration)
   return o->learning_rate;
 }
 
+void
+tt_optimizer_step_at (const tt_optimizer * o, uint32_t iteration,
+    tt_optimizer_step * s)
+{
+  const float lr = tt_optimizer_learning_rate (o, iteration);
+  memset (s, 0, sizeof *s);
+  s->type = o->type;
+  s->lr = lr;
+  s->wd = o->weight_decay;
+  s->momentum = o->momentum;
+  s->beta1 = o->beta1;
+  s->beta2 = o->beta2;
+  s->epsilon = o->epsilon;
+  if (o->type == TT_OPT_SGD)
+    return;
+  const double t = (double) iteration + 1.0;
+  const double b1 = o->beta1, b2 = o->beta2;
+  const bool torch = o->adam_form == TT_ADAM_TORCH;
+  /* torch: lr / (1 - b1^t) * m / (sqrt (v) / sqrt (1 - b2^t) + eps);
+   * nntrainer: lr * sqrt (1 - b2^t) / (1 - b1^t) * m / (sqrt (v) + eps) */
+  s->step = (float) (torch ? lr / (1.0 - pow (b1, t)) :
+      lr * sqrt (1.0 - pow (b2, t)) / (1.0 - pow (b1, t)));
+  s->inv_bc2 = (float) (torch ? 1.0 / sqrt (1.0 - pow (b2, t)) : 1.0);
+  /* adam folds the decay into the gradient (L2); adamw decouples it */
+  s->l2 = o->type == TT_OPT_ADAM ? o->weight_decay : 0.0f;
+  s->decoupled = o->type == TT_OPT_ADAMW ? 1.0f - lr * o->weight_decay : 1.0f;
+}
+
 /* One update of n values of a weight w with gradient g (g is consumed).
  * s0, s1: optimizer state (momentum buffer, or adam's moments). */
-TT_VECTOR_CLONES void
+void
 tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,
     float *restrict w, float *restrict g, float *restrict s0,
     float *restrict s1, size_t n)
 {
-  const float lr = tt_optimizer_learning_rate (o, iteration);
-  const float wd = o->weight_decay;
+  tt_optimizer_step s;
+  tt_optimizer_step_at (o, iteration, &s);
+  tt_optimizer_apply_step (&s, w, g, s0, s1, n);
+}
 
-  if (o->type == TT_OPT_SGD) {
+TT_VECTOR_CLONES void
+tt_optimizer_apply_step (const tt_optimizer_step * s, float *restrict w,
+    float *restrict g, float *restrict s0, float *restrict s1, size_t n)
+{
+  const float lr = s->lr, wd = s->wd;
+  if (s->type == TT_OPT_SGD) {
     if (s0) {
-      const float mu = o->momentum;
+      const float mu = s->momentum;
       for (size_t i = 0; i < n; i++) {
         float gi = g[i] + wd * w[i];
         s0[i] = mu * s0[i] + gi;
@@ -271,19 +306,9 @@ tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,
     }
     return;
   }
-
-  const double t = (double) iteration + 1.0;
-  const float b1 = o->beta1, b2 = o->beta2, eps = o->epsilon;
-  const bool torch = o->adam_form == TT_ADAM_TORCH;
-  /* torch: lr / (1 - b1^t) * m / (sqrt (v) / sqrt (1 - b2^t) + eps);
-   * nntrainer: lr * sqrt (1 - b2^t) / (1 - b1^t) * m / (sqrt (v) + eps) */
-  const float step = (float) (torch ? lr / (1.0 - pow (b1, t)) :
-      lr * sqrt (1.0 - pow (b2, t)) / (1.0 - pow (b1, t)));
-  const double bc2 = torch ? 1.0 / sqrt (1.0 - pow (b2, t)) : 1.0;
-  const float inv_bc2 = (float) bc2;
-  /* adam folds the decay into the gradient (L2); adamw decouples it */
-  const float l2 = o->type == TT_OPT_ADAM ? wd : 0.0f;
-  const float decoupled = o->type == TT_OPT_ADAMW ? 1.0f - lr * wd : 1.0f;
+  const float b1 = s->beta1, b2 = s->beta2, eps = s->epsilon;
+  const float step = s->step, inv_bc2 = s->inv_bc2, l2 = s->l2;
+  const float decoupled = s->decoupled;
   for (size_t i = 0; i < n; i++) {
     float gi = g[i] + l2 * w[i];
     float m = b1 * s0[i] + (1.0f - b1) * gi;
