@@ -10,7 +10,7 @@
  * 13,000 samples/s) and with a CPU hog pinned to one core (0.55-0.88x).
  * Since the pool times split and inline steps and keeps the faster, and
  * tries splitting only when its CPUs were idle (2026-12-03): quiet,
- * 1.57-1.90x in the machine's fast state and 1.23-1.95x in its slow one;
+ * 1.57-1.94x in the machine's fast state and 1.23-1.95x in its slow one;
  * with the hog, 0.89-1.05x with no step split (medians of 3 pairs; the
  * lowest where the machine's state changed between the two runs of a
  * pair, or the MLP, whose inline steps cost it 1-3%). The default
