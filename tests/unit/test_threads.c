@@ -108,15 +108,12 @@ test_every_part_once (void)
 
 /* Parts that count where they ran (test_blocks, test_step_choice): each
  * sleeps sleep_us, and worker_sleep_us more when a worker runs it;
- * part 0 of a split step of pool sleeps split_sleep_us more, whoever
- * runs it; on_worker counts each part's runs on a worker. */
+ * on_worker counts each part's runs on a worker. */
 typedef struct
 {
   pthread_t caller;
   int sleep_us;
   int worker_sleep_us;
-  const tt_threads *pool;
-  int split_sleep_us;
   int on_worker[4];
 } choice_step;
 
@@ -131,8 +128,6 @@ choice_part (void *arg, unsigned part, unsigned n_parts)
     usleep ((useconds_t) c->sleep_us);
   if (worker && c->worker_sleep_us)
     usleep ((useconds_t) c->worker_sleep_us);
-  if (part == 0 && c->split_sleep_us && !tt_threads_step_inline (c->pool))
-    usleep ((useconds_t) c->split_sleep_us);
 }
 
 /* Up to 32 parts a job goes by blocks: on 2 threads, parts 0 and 1 of 4
