@@ -91,7 +91,7 @@ void tt_optimizer_apply (const tt_optimizer * o, uint32_t iteration,
  * Adam's bias corrections), for tt_optimizer_apply_step: a step updates
  * its weights in many calls (a chunk of a gradient at a time, each split
  * over the threads: the MLP at batch 32, 24 calls a step on one thread,
- * 79 on two), and computing them in each call put pow () at 1.1% of a
+ * 79 on two), and computing them in each call put pow () at about 1% of a
  * 2-thread run's samples. */
 typedef struct {
   tt_optimizer_type type;
