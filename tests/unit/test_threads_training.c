@@ -22,6 +22,7 @@
  */
 #include "tt_engine.h"
 #include "tt_test.h"
+#include "tt_test_hooks.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -32,6 +33,10 @@
 static const char *root = ".";
 /* a line added to the model's [Model] section (NULL: none) */
 static const char *model_extra;
+/* whether dense layers do the relus between them (tt_model_set_relu_fusion),
+ * and the relu passes the last model compiled fused */
+static bool relu_fusion = true;
+static unsigned relu_fusions;
 
 /* The weights after STEPS steps on threads threads; NULL on failure.
  * *before gets the initial ones (when not NULL). */
@@ -70,11 +75,13 @@ train (const char *model, unsigned threads, size_t *floats, float **before)
   tt_model_set_seed (m, 7);
   CHECK (tt_model_set_batch_size (m, BATCH, &err) == TT_OK, "%s", err.message);
   CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s", err.message);
+  tt_model_set_relu_fusion (m, relu_fusion);
   if (tt_model_compile (m, &err) != TT_OK) {
     CHECK (0, "%s: %s", model, err.message);
     tt_model_free (m);
     return NULL;
   }
+  relu_fusions = tt_model_relu_fusions (m);
   CHECK (tt_model_threads (m) == threads, "%u", tt_model_threads (m));
   tt_shape in, lab = tt_model_label_shape (m);
   tt_model_input_shape (m, 0, &in);
@@ -182,6 +189,36 @@ test_mlp_clipped (void)
   model_extra = NULL;
 }
 
+/* The relus between the MLP's dense layers, done by those layers on 2
+ * to 4 threads (core/relu_fusion.c): the forward of both (the first and
+ * second layers' weights are split by rows at this batch) and the
+ * backward of the first (the output layer's is not split): the same
+ * weights bit for bit as with the relu layers' own passes; on one
+ * thread, none. */
+static void
+test_mlp_relu_fusion (void)
+{
+  size_t n = 0;
+  float *one = train ("fmnist_mlp", 1, &n, NULL);
+  CHECK (relu_fusions == 0, "1 thread: %u relu passes fused", relu_fusions);
+  free (one);
+  for (unsigned threads = 2; threads <= 4; threads++) {
+    float *fused = train ("fmnist_mlp", threads, &n, NULL);
+    CHECK (relu_fusions == 3, "%u threads: %u relu passes fused, not 3",
+        threads, relu_fusions);
+    relu_fusion = false;
+    float *apart = train ("fmnist_mlp", threads, &n, NULL);
+    CHECK (relu_fusions == 0, "%u threads, fusion off: %u relu passes fused",
+        threads, relu_fusions);
+    relu_fusion = true;
+    if (fused && apart)
+      CHECK (memcmp (fused, apart, n * sizeof *fused) == 0, "%u threads: "
+          "the fused relus gave other weights than the relu layers", threads);
+    free (fused);
+    free (apart);
+  }
+}
+
 static void
 test_cnn (void)
 {
@@ -205,6 +242,7 @@ main (int argc, char **argv)
   setenv ("TT_THREADS_STEPS", "split", 1);
   TT_TEST_RUN (test_mlp);
   TT_TEST_RUN (test_mlp_clipped);
+  TT_TEST_RUN (test_mlp_relu_fusion);
   TT_TEST_RUN (test_cnn);
   TT_TEST_RUN (test_resnet_bn);
   return tt_test_summary ();

@@ -219,6 +219,7 @@ model_make_threads (tt_model * m, tt_error * err)
     tt_threads_set_scratch (m->thread_pool, m->worker_scratch, per);
   }
   model_thread_blocks (m);
+  tt_relu_fuse (m);
   return TT_OK;
 }
 

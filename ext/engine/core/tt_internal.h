@@ -268,6 +268,7 @@ struct tt_model {
   unsigned threads;
   tt_threads *thread_pool;
   float *worker_scratch;        /* the pool's (tt_threads_set_scratch) */
+  bool no_fusion;               /* tests: tt_model_set_fusion */
   double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
   /* tt_model_set_profiling: profile holds a counter set per layer (by
@@ -399,6 +400,12 @@ tt_status tt_layout_prepare (tt_model * m, tt_error * err);
 void tt_layout_fit (tt_model * m, unsigned kind);
 uint64_t tt_layout_planned_offset (const tt_model * m, uint32_t i);
 void tt_layout_free (tt_model * m);
+
+/* relu_fusion.c: with the pool, which relus their dense neighbours do
+ * (tt_layer.relu_in_sum, relu_mask_in, relu_fused); none without
+ * scratch for the threads, or when activations are dropped or swapped.
+ * Returns the relu passes fused. */
+unsigned tt_relu_fuse (tt_model * m);
 
 static inline float *
 tt_data (const tt_model * m, int id)

@@ -23,4 +23,12 @@ tt_status tt_model_request_input_derivative (tt_model * model, tt_error * err);
  * core/layout_switch.c. */
 uint64_t tt_model_force_layout (tt_model * model, int which, bool *has_two);
 
+/* Before compile: whether dense layers do the relus between them
+ * (core/relu_fusion.c; on by default), so that a test can compare the
+ * fused passes with the relu layers' own. After compile: the relu
+ * passes fused (forward and backward each count). Defined in
+ * core/relu_fusion.c. */
+void tt_model_set_relu_fusion (tt_model * model, bool on);
+unsigned tt_model_relu_fusions (const tt_model * model);
+
 #endif

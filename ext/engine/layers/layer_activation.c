@@ -39,6 +39,8 @@ activation_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 static void
 activation_forward (const tt_run_ctx * c, tt_layer * l)
 {
+  if (l->relu_fused & TT_FUSED_FORWARD)
+    return;
   const tt_dims d = l->in_dims[0];
   tt_activation_forward_split (c->threads, l->p.act.fn, (size_t) c->batch *
       d.c * d.h, d.w, tt_run_data (c, l->in[0]), tt_run_data (c, l->out[0]));
@@ -47,6 +49,8 @@ activation_forward (const tt_run_ctx * c, tt_layer * l)
 static void
 activation_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
+  if (l->relu_fused & TT_FUSED_BACKWARD)
+    return;
   const tt_dims d = l->in_dims[0];
   tt_activation_backward_split (c->threads, l->p.act.fn,
       (size_t) c->batch * d.c * d.h, d.w, tt_run_data (c, l->in[0]),

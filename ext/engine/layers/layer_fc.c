@@ -131,22 +131,39 @@ fc_sum_partials (void *arg, size_t begin, size_t end)
   const fc_job *j = arg;
   float *y = tt_run_data (j->c, j->l->out[0]);
   const unsigned n = tt_threads_count (j->c->threads);
+  /* the relu (tt_layer.relu_in_sum) in the last addition, as
+   * tt_activation_forward takes it */
+  const bool relu = j->l->relu_in_sum;
   unsigned t = 1;
   if (j->bias) {
     const size_t unit = (size_t) j->unit;
     const float *p = tt_threads_scratch (j->c->threads, 1);
+    const bool last = n == 2 && relu;
     for (size_t row = begin - begin % unit; row < end; row += unit) {
       const size_t lo = row > begin ? row : begin;
       const size_t hi = row + unit < end ? row + unit : end;
-      for (size_t i = lo; i < hi; i++)
-        y[i] = (y[i] + j->bias[i - row]) + p[i];
+      const float *b = j->bias;
+      if (last)
+        for (size_t i = lo; i < hi; i++) {
+          const float v = (y[i] + b[i - row]) + p[i];
+          y[i] = v > 0.0f ? v : 0.0f;
+      } else
+        for (size_t i = lo; i < hi; i++)
+          y[i] = (y[i] + b[i - row]) + p[i];
     }
+    if (last)
+      return;
     t = 2;
   }
   for (; t < n; t++) {
     const float *p = tt_threads_scratch (j->c->threads, t);
-    for (size_t i = begin; i < end; i++)
-      y[i] += p[i];
+    if (relu && t == n - 1)
+      for (size_t i = begin; i < end; i++) {
+        const float v = y[i] + p[i];
+        y[i] = v > 0.0f ? v : 0.0f;
+    } else
+      for (size_t i = begin; i < end; i++)
+        y[i] += p[i];
   }
 }
 
@@ -264,7 +281,9 @@ fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 }
 
 /* backward, owned: thread part's columns of dx = dy W^T, from its rows
- * of W */
+ * of W; then, for the relu before (tt_layer.relu_mask_in), zeroed where
+ * the input (the relu's output) is not positive, as
+ * tt_activation_backward does */
 static void
 fc_derivative_part (void *arg, unsigned part, unsigned n_parts)
 {
@@ -272,10 +291,21 @@ fc_derivative_part (void *arg, unsigned part, unsigned n_parts)
   const tt_weight *w = &j->l->weights[0];
   size_t r0, r1;
   tt_weight_owned_rows (w, part, n_parts, &r0, &r1);
+  float *dx = tt_run_data (j->c, j->l->in_deriv[0]);
   tt_gemm (false, true, j->rows, (int) (r1 - r0), j->unit, 1.0f,
       tt_run_data (j->c, j->l->out_deriv[0]), j->unit,
       tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit, 0.0f,
-      tt_run_data (j->c, j->l->in_deriv[0]) + r0, j->k);
+      dx + r0, j->k);
+  if (!j->l->relu_mask_in)
+    return;
+  const float *x = tt_run_data (j->c, j->l->in[0]);
+  for (size_t r = 0; r < (size_t) j->rows; r++) {
+    const size_t at = r * (size_t) j->k;
+    for (size_t i = at + r0; i < at + r1; i++) {
+      const float g = dx[i];
+      dx[i] = x[i] > 0.0f ? g : 0.0f;
+    }
+  }
 }
 
 static void
