@@ -47,6 +47,18 @@ fusion_owned_dense (const tt_layer * l)
       l->weights[0].owned;
 }
 
+/* a dense layer whose input derivative is one product on the caller
+ * (too small to split: tt_gemm_split), so that a mask after it runs
+ * there on what the caller just wrote */
+static bool
+fusion_small_dense (const tt_model * m, const tt_layer * l)
+{
+  const tt_dims in = l->in_dims[0];
+  return l->ops == &tt_fc_layer_ops && l->n_weights > 0 &&
+      !l->weights[0].owned && (double) m->batch_size * in.c * in.h * in.w *
+      l->p.fc.unit < TT_GEMM_SPLIT_MIN;
+}
+
 unsigned
 tt_relu_fuse (tt_model * m)
 {
@@ -73,7 +85,8 @@ tt_relu_fuse (tt_model * m)
     }
     tt_layer *after = fusion_sole_consumer (m, (int) i);
     if (after && r->needs_derivative && after->needs_derivative &&
-        fusion_owned_dense (after) && !after->in_thread_blocks) {
+        (fusion_owned_dense (after) || fusion_small_dense (m, after)) &&
+        !after->in_thread_blocks) {
       after->relu_mask_in = true;
       r->relu_fused |= TT_FUSED_BACKWARD;
       fused++;

@@ -280,10 +280,25 @@ fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
     fc_bias_gradient (&j, 0, (size_t) j.unit);
 }
 
-/* backward, owned: thread part's columns of dx = dy W^T, from its rows
- * of W; then, for the relu before (tt_layer.relu_mask_in), zeroed where
- * the input (the relu's output) is not positive, as
+/* For the relu before (tt_layer.relu_mask_in): dx's columns [c0, c1)
+ * zeroed where the input (the relu's output) is not positive, as
  * tt_activation_backward does */
+static void
+fc_relu_mask (const fc_job * j, size_t c0, size_t c1)
+{
+  const float *x = tt_run_data (j->c, j->l->in[0]);
+  float *dx = tt_run_data (j->c, j->l->in_deriv[0]);
+  for (size_t r = 0; r < (size_t) j->rows; r++) {
+    const size_t at = r * (size_t) j->k;
+    for (size_t i = at + c0; i < at + c1; i++) {
+      const float g = dx[i];
+      dx[i] = x[i] > 0.0f ? g : 0.0f;
+    }
+  }
+}
+
+/* backward, owned: thread part's columns of dx = dy W^T, from its rows
+ * of W, masked for the relu before */
 static void
 fc_derivative_part (void *arg, unsigned part, unsigned n_parts)
 {
@@ -296,16 +311,8 @@ fc_derivative_part (void *arg, unsigned part, unsigned n_parts)
       tt_run_data (j->c, j->l->out_deriv[0]), j->unit,
       tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit, 0.0f,
       dx + r0, j->k);
-  if (!j->l->relu_mask_in)
-    return;
-  const float *x = tt_run_data (j->c, j->l->in[0]);
-  for (size_t r = 0; r < (size_t) j->rows; r++) {
-    const size_t at = r * (size_t) j->k;
-    for (size_t i = at + r0; i < at + r1; i++) {
-      const float g = dx[i];
-      dx[i] = x[i] > 0.0f ? g : 0.0f;
-    }
-  }
+  if (j->l->relu_mask_in)
+    fc_relu_mask (j, r0, r1);
 }
 
 static void
@@ -321,6 +328,8 @@ fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->out_deriv[0]), j.unit,
       tt_run_data (c, l->weights[0].value), j.unit, 0.0f,
       tt_run_data (c, l->in_deriv[0]), j.k);
+  if (l->relu_mask_in)
+    fc_relu_mask (&j, 0, (size_t) j.k);
 }
 
 static unsigned
