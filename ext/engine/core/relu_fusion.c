@@ -43,8 +43,7 @@ fusion_sole_consumer (tt_model * m, int index)
 static bool
 fusion_owned_dense (const tt_layer * l)
 {
-  return l->ops == &tt_fc_layer_ops && l->n_weights > 0 &&
-      l->weights[0].owned;
+  return l->ops == &tt_fc_layer_ops && l->n_weights > 0 && l->weights[0].owned;
 }
 
 /* a dense layer whose input derivative is one product on the caller
