@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A relu between two dense layers whose weights the threads own by rows
- * (tt_weight.owned), done by those layers (tt_layer.relu_in_sum,
- * relu_mask_in). On its own, the relu is a job of its own each way, split
- * by ranges of the batch, while the dense layers split by their weight's
- * rows: each relu part reads what the other core wrote, and the job's
- * hand-off costs more than its arithmetic. On the 2-core machine the
- * MLP's relus took 11 ms of its 282 on 2 threads at batch 128 (600
- * steps), against 3 of 400 on one. Fused, the forward is a last step of
- * the pass that adds the threads' partial products, on the lines that
- * pass writes; the backward, of each thread's part of the next layer's
- * input derivative, on the columns the thread just wrote.
+ * A relu after a dense layer whose weight the threads own by rows
+ * (tt_weight.owned), or before one, done by those layers
+ * (tt_layer.relu_in_sum, relu_mask_in). On its own, the relu is a job of
+ * its own each way, split by ranges of the batch, while the dense layers
+ * split by their weight's rows: each relu part reads what the other core
+ * wrote, and the job's hand-off costs more than its arithmetic. On the
+ * 2-core machine the MLP's relus took 11 ms of its 282 on 2 threads at
+ * batch 128 (600 steps), against 3 of 400 on one. Fused, the forward is
+ * a last step of the pass that adds the threads' partial products, on
+ * the lines that pass writes; the backward, of each thread's part of the
+ * next layer's input derivative, on the columns the thread just wrote,
+ * or, when that layer's input derivative is one product too small to
+ * split (the MLP's output layer), of that product, on the caller.
  *
  * The plan is the same: the relu runs in place, so its output is the
  * dense layer's, and its input derivative its output derivative; the
