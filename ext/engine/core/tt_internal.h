@@ -268,7 +268,7 @@ struct tt_model {
   unsigned threads;
   tt_threads *thread_pool;
   float *worker_scratch;        /* the pool's (tt_threads_set_scratch) */
-  bool no_fusion;               /* tests: tt_model_set_fusion */
+  bool no_fusion;               /* tests: tt_model_set_relu_fusion */
   double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
   /* tt_model_set_profiling: profile holds a counter set per layer (by

@@ -390,14 +390,15 @@ typedef struct tt_layer {
   uint32_t out_thread_blocks;
   bool in_thread_blocks;
   /* Set with the pool (core/relu_fusion.c): a relu that runs in place
-   * between two dense layers whose weights the threads own by rows is
-   * done by them, in passes they make anyway over its data, on the
-   * cores that hold it: relu_in_sum, on the dense layer before, takes
+   * next to dense layers whose weights the threads own by rows is done
+   * by them, in passes they make anyway over its data, on the cores
+   * that hold it: relu_in_sum, on the owned dense layer before, takes
    * relu of its sum of the threads' partial products (the relu's
-   * forward); relu_mask_in, on the one after, zeroes the input
-   * derivative its threads wrote where its input is not positive (the
-   * relu's backward). relu_fused, on the relu, says which of its passes
-   * its neighbours make (TT_FUSED_FORWARD, TT_FUSED_BACKWARD). The same
+   * forward); relu_mask_in, on the dense layer after (owned, or whose
+   * input derivative is one product on the caller), zeroes the input
+   * derivative it wrote where its input is not positive (the relu's
+   * backward). relu_fused, on the relu, says which of its passes its
+   * neighbours make (TT_FUSED_FORWARD, TT_FUSED_BACKWARD). The same
    * arithmetic, bit for bit. */
   bool relu_in_sum, relu_mask_in;
   unsigned relu_fused;
