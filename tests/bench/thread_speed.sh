@@ -12,9 +12,10 @@
 # tables, parallel-probe (tests/bench/parallel_probe.c) prints what two
 # threads give on two independent products at that moment, and around
 # each pair of runs its cross-core reading says which state the machine
-# was in: "pairs fast / slow" gives the median pair ratio over the pairs
-# run in the fast state and over those run in the slow one (issue 19's
-# goals are met in the first and not in the second). The pool
+# was in: "pairs fast / slow / 1 core" gives the median pair ratio over
+# the pairs run in the fast state, over those run in the slow one (issue
+# 19's goals are met in the first and not in the second), and over those
+# whose cores readings say the two CPUs shared one core. The pool
 # chooses split or inline steps by timing both (core/threads.c): each
 # row also says how many steps of the timed epoch it split, per run;
 # TT_THREADS_STEPS=split in the environment measures splitting alone.
@@ -124,13 +125,18 @@ cross_now () {
   echo "${us:--}"
 }
 # the pairs' ratios (2 threads over 1) by the state around them, from
-# lines "crossing_before crossing_after one two": the median over pairs
-# whose two readings were both fast (under 16 us), and over those whose
-# readings were both 16 us or more, with their counts; "-" for none
+# lines "crossing_before crossing_after one two cores_before
+# cores_after": the median over pairs whose cores readings were both
+# under 1.3 (the two CPUs on one core: then the crossing reads fast too,
+# 1 MB the other CPU wrote as fast as one's own, and two threads gave
+# the CNN 1.05-1.10x on 2026-12-03), over the others whose two crossing
+# readings were both fast (under 16 us), and over those whose readings
+# were both 16 us or more, with their counts; "-" for none
 by_state () {
   awk '$1 != "-" && $2 != "-" {
       r = $4 / $3
-      if ($1 < 16 && $2 < 16) f[nf++] = r
+      if ($5 != "" && $6 != "" && $5 < 1.3 && $6 < 1.3) o[no++] = r
+      else if ($1 < 16 && $2 < 16) f[nf++] = r
       else if ($1 >= 16 && $2 >= 16) s[ns++] = r
     }
     function med(v, n,   i, j, t) {
@@ -139,13 +145,15 @@ by_state () {
         if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
       return sprintf("%.2f", v[int((n - 1) / 2)])
     }
-    END { printf "%s (%d) / %s (%d)", med(f, nf), nf, med(s, ns), ns }' "$1"
+    END { printf "%s (%d) / %s (%d) / %s (%d)", med(f, nf), nf, med(s, ns),
+      ns, med(o, no), no }' "$1"
 }
 
 train_table () {
-  printf '%-5s %6s %12s %12s %6s  %-16s %-16s %6s  %-24s %-20s %s\n' model \
+  printf '%-5s %6s %12s %12s %6s  %-16s %-16s %6s  %-24s %-30s %s\n' model \
     batch "1 thread/s" "2 threads/s" "2/1" "each pair" "cores" "1+1" \
-    "crossing us (each pair)" "pairs fast / slow" "steps split (each run)"
+    "crossing us (each pair)" "pairs fast / slow / 1 core" \
+    "steps split (each run)"
   for model in cnn mlp; do
     for batch in 32 128; do
       # 200 steps an epoch or more: the pool's trials of the way it does
@@ -173,14 +181,14 @@ train_table () {
         cross_after=$(cross_now)
         echo "$a" >> "$work/r1"; echo "$b" >> "$work/r2"
         echo "$before $after $a $b" >> "$work/pairs"
-        echo "$cross_before $cross_after $a $b" >> "$work/cross"
+        echo "$cross_before $cross_after $a $b $before $after" >> "$work/cross"
       done
       one=$(median < "$work/r1"); two=$(median < "$work/r2")
       both=$(median < "$work/both")
       pairs=$(awk '{ printf "%.2f ", $4 / $3 }' "$work/pairs")
       seen=$(awk '{ printf "%.2f ", $1 < $2 ? $1 : $2 }' "$work/pairs")
       crossing=$(awk '{ printf "%s/%s ", $1, $2 }' "$work/cross")
-      printf '%-5s %6s %12.0f %12.0f %5sx  %-16s %-16s %5sx  %-24s %-20s %s\n' \
+      printf '%-5s %6s %12.0f %12.0f %5sx  %-16s %-16s %5sx  %-24s %-30s %s\n' \
         $model $batch "$one" "$two" "$(ratio "$two" "$one")" "$pairs" \
         "$seen" "$(ratio "$both" "$one")" "$crossing" \
         "$(by_state "$work/cross")" "$(tr '\n' ' ' < "$work/split")"
