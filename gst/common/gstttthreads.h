@@ -11,9 +11,10 @@
  * Since the pool times split and inline steps and keeps the faster, and
  * tries splitting only when its CPUs were idle (2026-12-03): quiet,
  * 1.57-1.94x in the machine's fast state and 1.23-1.95x in its slow one;
- * with the hog, 0.89-1.05x with no step split (medians of 3 pairs; the
+ * with the hog, 0.89-1.06x with no step split (medians of 3 pairs; the
  * lowest where the machine's state changed between the two runs of a
- * pair, or the MLP, whose inline steps cost it 1-3%). The default
+ * pair, or the MLP, whose inline steps cost it 1-3% until their passes
+ * were vectorized). The default
  * stays 1 all the same: the pool
  * weighs only its own steps, so a worker splitting them takes a core
  * that a pipeline's other elements may have wanted; a pool for two

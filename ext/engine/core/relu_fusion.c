@@ -60,7 +60,7 @@ fusion_small_dense (const tt_model * m, const tt_layer * l)
       l->p.fc.unit < TT_GEMM_SPLIT_MIN;
 }
 
-unsigned
+void
 tt_relu_fuse (tt_model * m)
 {
   for (uint32_t i = 0; i < m->n_layers; i++) {
@@ -70,8 +70,7 @@ tt_relu_fuse (tt_model * m)
   }
   if (m->no_fusion || !tt_threads_scratch_floats (m->thread_pool) ||
       m->n_dropped || m->plan.swapped)
-    return 0;
-  unsigned fused = 0;
+    return;
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *r = &m->layers[i];
     if (r->ops != &tt_activation_layer_ops || r->p.act.fn != TT_ACT_RELU ||
@@ -82,7 +81,6 @@ tt_relu_fuse (tt_model * m)
         fusion_sole_consumer (m, r->inputs[0].layer) == r) {
       before->relu_in_sum = true;
       r->relu_fused |= TT_FUSED_FORWARD;
-      fused++;
     }
     tt_layer *after = fusion_sole_consumer (m, (int) i);
     if (after && r->needs_derivative && after->needs_derivative &&
@@ -90,10 +88,8 @@ tt_relu_fuse (tt_model * m)
         !after->in_thread_blocks) {
       after->relu_mask_in = true;
       r->relu_fused |= TT_FUSED_BACKWARD;
-      fused++;
     }
   }
-  return fused;
 }
 
 void

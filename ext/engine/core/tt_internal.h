@@ -403,9 +403,8 @@ void tt_layout_free (tt_model * m);
 
 /* relu_fusion.c: with the pool, which relus their dense neighbours do
  * (tt_layer.relu_in_sum, relu_mask_in, relu_fused); none without
- * scratch for the threads, or when activations are dropped or swapped.
- * Returns the relu passes fused. */
-unsigned tt_relu_fuse (tt_model * m);
+ * scratch for the threads, or when activations are dropped or swapped. */
+void tt_relu_fuse (tt_model * m);
 
 static inline float *
 tt_data (const tt_model * m, int id)

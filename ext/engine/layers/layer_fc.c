@@ -115,13 +115,6 @@ fc_forward_part (void *arg, unsigned part, unsigned n_parts)
       part ? 0.0f : j->beta, out, j->unit);
 }
 
-/* The three element-wise passes of an owned dense layer (this sum, the
- * bias gradient's columns, the relu mask) are compiled for the wide
- * registers too (TT_VECTOR_CLONES; additions and selects, so the same
- * results): on the baseline's SSE2 they took 2-3 times the relu
- * layers' own passes: the dense layers' own functions took 866 of 34.6k
- * perf samples of the MLP's steps at batch 32 run inline on 2 threads,
- * 350 after. */
 /* forward, owned: the bias and the workers' partial products added to
  * y in thread order, by ranges of y. The bias comes first, as when y
  * held it before thread 0's product (y = x W + b, the same sums bit for
@@ -131,46 +124,44 @@ fc_forward_part (void *arg, unsigned part, unsigned n_parts)
  * left in their caches: on the 2-core machine that pass took the MLP's
  * first layer at batch 128 12 us a step on 2 threads (4 on one), and
  * without it the MLP trained 2-4% faster on 2 threads (medians of 8 and
- * 4 pairs). */
+ * 4 pairs). The relu after (tt_layer.relu_in_sum) is taken in the last
+ * addition, as tt_activation_forward takes it. Compiled for the wide
+ * registers too (TT_VECTOR_CLONES; additions and selects, the same
+ * results), as is the bias gradient below: on the baseline's SSE2 the
+ * dense layer's own functions took 866 of 34.6k perf samples of the
+ * MLP's steps at batch 32 run inline on 2 threads, 350 after. */
+static inline float
+fc_relu_if (float v, bool relu)
+{
+  return relu && !(v > 0.0f) ? 0.0f : v;
+}
+
 static TT_VECTOR_CLONES void
 fc_sum_partials (void *arg, size_t begin, size_t end)
 {
   const fc_job *j = arg;
   float *restrict y = tt_run_data (j->c, j->l->out[0]);
   const unsigned n = tt_threads_count (j->c->threads);
-  /* the relu (tt_layer.relu_in_sum) in the last addition, as
-   * tt_activation_forward takes it */
   const bool relu = j->l->relu_in_sum;
   unsigned t = 1;
   if (j->bias) {
     const size_t unit = (size_t) j->unit;
     const float *restrict p = tt_threads_scratch (j->c->threads, 1);
-    const bool last = n == 2 && relu;
+    const float *restrict b = j->bias;
+    const bool last = relu && n == 2;
     for (size_t row = begin - begin % unit; row < end; row += unit) {
       const size_t lo = row > begin ? row : begin;
       const size_t hi = row + unit < end ? row + unit : end;
-      const float *restrict b = j->bias;
-      if (last)
-        for (size_t i = lo; i < hi; i++) {
-          const float v = (y[i] + b[i - row]) + p[i];
-          y[i] = v > 0.0f ? v : 0.0f;
-      } else
-        for (size_t i = lo; i < hi; i++)
-          y[i] = (y[i] + b[i - row]) + p[i];
+      for (size_t i = lo; i < hi; i++)
+        y[i] = fc_relu_if ((y[i] + b[i - row]) + p[i], last);
     }
-    if (last)
-      return;
     t = 2;
   }
   for (; t < n; t++) {
     const float *restrict p = tt_threads_scratch (j->c->threads, t);
-    if (relu && t == n - 1)
-      for (size_t i = begin; i < end; i++) {
-        const float v = y[i] + p[i];
-        y[i] = v > 0.0f ? v : 0.0f;
-    } else
-      for (size_t i = begin; i < end; i++)
-        y[i] += p[i];
+    const bool last = relu && t == n - 1;
+    for (size_t i = begin; i < end; i++)
+      y[i] = fc_relu_if (y[i] + p[i], last);
   }
 }
 
@@ -288,21 +279,23 @@ fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
     fc_bias_gradient (&j, 0, (size_t) j.unit);
 }
 
-/* For the relu before (tt_layer.relu_mask_in): dx's columns [c0, c1)
- * zeroed where the input (the relu's output) is not positive, as
- * tt_activation_backward does */
-static TT_VECTOR_CLONES void
+/* For the relu before (tt_layer.relu_mask_in): dx's columns [c0, c1),
+ * row by row, through the relu's own backward (y: this layer's input,
+ * the relu's output) */
+static void
 fc_relu_mask (const fc_job * j, size_t c0, size_t c1)
 {
-  const float *restrict x = tt_run_data (j->c, j->l->in[0]);
-  float *restrict dx = tt_run_data (j->c, j->l->in_deriv[0]);
-  for (size_t r = 0; r < (size_t) j->rows; r++) {
-    const size_t at = r * (size_t) j->k;
-    for (size_t i = at + c0; i < at + c1; i++) {
-      const float g = dx[i];
-      dx[i] = x[i] > 0.0f ? g : 0.0f;
-    }
+  const float *x = tt_run_data (j->c, j->l->in[0]);
+  float *dx = tt_run_data (j->c, j->l->in_deriv[0]);
+  const size_t k = (size_t) j->k;
+  if (c0 == 0 && c1 == k) {
+    tt_activation_backward (TT_ACT_RELU, 1, (size_t) j->rows * k, NULL, x,
+        dx, dx);
+    return;
   }
+  for (size_t r = 0; r < (size_t) j->rows; r++)
+    tt_activation_backward (TT_ACT_RELU, 1, c1 - c0, NULL, x + r * k + c0,
+        dx + r * k + c0, dx + r * k + c0);
 }
 
 /* backward, owned: thread part's columns of dx = dy W^T, from its rows
