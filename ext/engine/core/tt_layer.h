@@ -173,30 +173,43 @@ typedef struct {
  * elements are those of the whole product. */
 #define TT_GRAD_CHUNK_QUANTUM 48
 
+/* Where thread parts' rows of an owned weight begin: on multiples of
+ * this. Not of TT_GRAD_CHUNK_QUANTUM: the MLP's second layer (256 rows)
+ * then split 144 / 112, and its backward took 48-51 ms of 600 steps at
+ * batch 128 on 2 threads against 45.5-48 by 128 / 128 (slow state; fast:
+ * 36.0-37.7 against 31.6-32.5); by 24s, 120 / 136, 50.5-52.8. The
+ * products kernels/gemm_avx512.c takes give the same elements whatever
+ * their rows; OpenBLAS's Haswell kernels tile rows by 24 (a 256-row
+ * product split at 128 rounds some elements otherwise, at 24, 48 or 120
+ * not), so there a part's gradient rows may differ from one thread's in
+ * rounding, as its forward does anyway (partial sums). */
+#define TT_OWNED_ROW_QUANTUM 16
+
 /* Where thread part's rows of an owned weight of rows rows begin among n
- * threads: part * rows / n rounded to the nearest GEMM row tile (rows
- * itself for part n). Rounded to the nearest, not by whole tiles a part
- * with the first parts taking the extra one: the MLP's first layer (784
- * rows, 16 tiles and a third) split 432 / 352, and the caller, doing
- * the bigger part of every owned job, took 1.2-1.3 times the worker's
- * time on each (384 / 400 now). Not tt_threads_range's rule changed for
- * every job: its callers may rely on the empty parts being the last
- * ones (the Winograd layer adds the partials of the first parts that had
- * chunks); rows of at least n tiles (model.c) leave no part empty. */
+ * threads: part * rows / n rounded to the nearest TT_OWNED_ROW_QUANTUM,
+ * a tie down (rows itself for part n). Rounded to the nearest, not by
+ * whole tiles a part with the first parts taking the extra one: the
+ * MLP's first layer split 432 / 352 so, and the caller, doing the bigger
+ * part of every owned job, took 1.2-1.3 times the worker's time on each
+ * (384 / 400 now; a tie, as the caller's parts take longer than the
+ * workers' alike ones). Not tt_threads_range's rule changed for every
+ * job: its callers may rely on the empty parts being the last ones (the
+ * Winograd layer adds the partials of the first parts that had chunks);
+ * rows of at least n * TT_GRAD_CHUNK_QUANTUM (model.c) leave no part
+ * empty. */
 static inline size_t
 tt_weight_owned_start (size_t rows, unsigned part, unsigned n)
 {
   if (part >= n)
     return rows;
-  const size_t q = TT_GRAD_CHUNK_QUANTUM;
-  const size_t tiles = (rows * part + (size_t) n * q / 2) / ((size_t) n * q);
+  const size_t q = TT_OWNED_ROW_QUANTUM;
+  const size_t tiles = (rows * part + (size_t) n * q / 2 - 1) /
+      ((size_t) n * q);
   return tiles * q < rows ? tiles * q : rows;
 }
 
 /* The rows [*r0, *r1) of w that thread part of n owns (tt_weight.owned):
- * contiguous, starting on GEMM row tiles, so that the gradient rows a
- * thread computes (its chunks, update as you go) are those of the whole
- * product bit for bit. */
+ * contiguous, starting on GEMM row tiles (TT_OWNED_ROW_QUANTUM). */
 static inline void
 tt_weight_owned_rows (const tt_weight * w, unsigned part, unsigned n,
     size_t *r0, size_t *r1)
