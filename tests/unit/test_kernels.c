@@ -408,35 +408,44 @@ test_gemm_avx512 (void)
     /* the CNN's dense layer, and K and M * K near the bounds */
     test_gemm_one (ta, tb, 32, 128, 1600, 1.0f, 0.0f, false, &worst);
     test_gemm_one (ta, tb, 250, 19, 4000, 1.0f, 1.0f, false, &worst);
+    /* 16-row tiles of up to 16 columns, then an 8-row one and ragged
+     * rows (a dense layer before 10 classes) */
+    test_gemm_one (ta, tb, 139, 10, 128, 1.0f, 0.0f, true, &worst);
+    test_gemm_one (ta, tb, 139, 16, 33, -0.5f, 0.25f, false, &worst);
     test_report (worst <= TEST_TOL && (tb || test_gemm_declined == 0),
         "gemm_avx512 ta=%d tb=%d: m,n,k in {1,7,33,130}, alpha/beta 1/0 "
         "(NaN in C), 1/1, -0.5/0.25, 61x203x257, 32x256x784, 32x128x1600, "
-        "250x19x4000: max rel err %.2e, %d shapes left to BLAS", ta, tb,
-        worst, test_gemm_declined);
+        "250x19x4000, 139x10x128, 139x16x33: max rel err %.2e, %d shapes "
+        "left to BLAS", ta, tb, worst, test_gemm_declined);
   }
   test_gemm_fn = tt_gemm;
 
-  /* rows [r0, r0 + 48) of X^T dY, as update as you go asks for them */
-  const int k = 32, rows = 200, n = 70;
-  float *x = test_falloc ((size_t) k * rows), *dy = test_falloc ((size_t) k
-      * n), *whole = test_falloc ((size_t) rows * n), *part =
-      test_falloc ((size_t) rows * n);
-  test_fill (x, (size_t) k * rows, -1, 1);
-  test_fill (dy, (size_t) k * n, -1, 1);
-  bool taken = tt_gemm_avx512 (true, false, rows, n, k, 1.0f, x, rows, dy, n,
-      0.0f, whole, n);
-  for (int r0 = 0; r0 < rows; r0 += 48) {
-    const int mr = rows - r0 < 48 ? rows - r0 : 48;
-    taken &= tt_gemm_avx512 (true, false, mr, n, k, 1.0f, x + r0, rows, dy, n,
-        0.0f, part + (size_t) r0 * n, n);
+  /* rows [r0, r0 + 48) of X^T dY, as update as you go asks for them;
+   * with 10 columns the whole product takes 16-row tiles and an 8-row
+   * one, its chunks' rows fall in other tiles */
+  static const int widths[] = { 70, 10 };
+  for (int w = 0; w < 2; w++) {
+    const int k = 32, rows = 200, n = widths[w];
+    float *x = test_falloc ((size_t) k * rows), *dy = test_falloc ((size_t)
+        k * n), *whole = test_falloc ((size_t) rows * n), *part =
+        test_falloc ((size_t) rows * n);
+    test_fill (x, (size_t) k * rows, -1, 1);
+    test_fill (dy, (size_t) k * n, -1, 1);
+    bool taken = tt_gemm_avx512 (true, false, rows, n, k, 1.0f, x, rows, dy,
+        n, 0.0f, whole, n);
+    for (int r0 = 0; r0 < rows; r0 += 48) {
+      const int mr = rows - r0 < 48 ? rows - r0 : 48;
+      taken &= tt_gemm_avx512 (true, false, mr, n, k, 1.0f, x + r0, rows, dy,
+          n, 0.0f, part + (size_t) r0 * n, n);
+    }
+    test_report (taken && !memcmp (whole, part, sizeof (float) * rows * n),
+        "gemm_avx512: rows of X^T dY in chunks of 48 are bit-identical to "
+        "the whole product's (200 x %d, K = 32)", n);
+    free (x);
+    free (dy);
+    free (whole);
+    free (part);
   }
-  test_report (taken && !memcmp (whole, part, sizeof (float) * rows * n),
-      "gemm_avx512: rows of X^T dY in chunks of 48 are bit-identical to the "
-      "whole product's (200 x 70, K = 32)");
-  free (x);
-  free (dy);
-  free (whole);
-  free (part);
 }
 
 static void
