@@ -12,21 +12,33 @@
 #include <math.h>
 
 
-static void
+/* Row by row, the maxima subtracted; then e^ over the whole block at
+ * once, so that rows narrower than a vector (10 classes) still fill
+ * them; then each row scaled by its sum. tt_vexpf, not libm's expf one
+ * value at a time: the MLP's loss at batch 128 took 9 us a step. */
+static TT_VECTOR_CLONES void
 softmax_rows (size_t rows, size_t width, const float *x, float *y)
 {
-  for (size_t r = 0; r < rows; r++, x += width, y += width) {
-    float mx = x[0];
+  for (size_t r = 0; r < rows; r++) {
+    const float *xr = x + r * width;
+    float *yr = y + r * width;
+    float mx = xr[0];
     for (size_t i = 1; i < width; i++)
-      mx = x[i] > mx ? x[i] : mx;
-    float sum = 0;
-    for (size_t i = 0; i < width; i++) {
-      y[i] = expf (x[i] - mx);
-      sum += y[i];
-    }
-    float inv = 1.0f / sum;
+      mx = xr[i] > mx ? xr[i] : mx;
     for (size_t i = 0; i < width; i++)
-      y[i] *= inv;
+      yr[i] = xr[i] - mx;
+  }
+  const size_t n = rows * width;
+  for (size_t i = 0; i < n; i++)
+    y[i] = tt_vexpf (y[i]);
+  for (size_t r = 0; r < rows; r++) {
+    float *yr = y + r * width;
+    float sum = 0;
+    for (size_t i = 0; i < width; i++)
+      sum += yr[i];
+    const float inv = 1.0f / sum;
+    for (size_t i = 0; i < width; i++)
+      yr[i] *= inv;
   }
 }
 

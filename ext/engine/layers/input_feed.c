@@ -97,6 +97,22 @@ feed_part (void *arg, unsigned part, unsigned n_parts)
   }
 }
 
+/* the least and the greatest of n > 0 bytes: on the caller alone,
+ * before the parts convert, so in the wide registers too (16 bytes a
+ * step on the baseline: 4 us of the MLP's step at batch 128) */
+static TT_VECTOR_CLONES void
+feed_byte_range (const uint8_t * restrict bytes, size_t n, uint8_t * lo_out,
+    uint8_t * hi_out)
+{
+  uint8_t lo = bytes[0], hi = bytes[0];
+  for (size_t i = 0; i < n; i++) {
+    lo = bytes[i] < lo ? bytes[i] : lo;
+    hi = bytes[i] > hi ? bytes[i] : hi;
+  }
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
 size_t
 tt_feed (tt_threads * pool, tt_feed_kind kind, const void *src, size_t n,
     size_t blocks_width, float *dst)
@@ -106,12 +122,8 @@ tt_feed (tt_threads * pool, tt_feed_kind kind, const void *src, size_t n,
   feed_job j = { kind, src, dst, n, blocks_width, 0.0f, 1.0f, {0}
   };
   if (kind == TT_FEED_BYTES_NORMALIZED) {
-    const uint8_t *bytes = src;
-    uint8_t lo = bytes[0], hi = bytes[0];
-    for (size_t i = 0; i < n; i++) {
-      lo = bytes[i] < lo ? bytes[i] : lo;
-      hi = bytes[i] > hi ? bytes[i] : hi;
-    }
+    uint8_t lo, hi;
+    feed_byte_range (src, n, &lo, &hi);
     if (hi == lo) {
       /* no range: all zeros, as nntrainer (in any layout) */
       for (size_t i = 0; i < n; i++)
