@@ -36,7 +36,7 @@ static const char *model_extra;
 /* whether dense layers do the relus between them (tt_model_set_relu_fusion),
  * and the relu passes the last model compiled fused */
 static bool relu_fusion = true;
-static unsigned relu_fusions;
+static unsigned relu_fusions, deriv_copies;
 
 /* The weights after STEPS steps on threads threads; NULL on failure.
  * *before gets the initial ones (when not NULL). */
@@ -82,6 +82,7 @@ train (const char *model, unsigned threads, size_t *floats, float **before)
     return NULL;
   }
   relu_fusions = tt_model_relu_fusions (m);
+  deriv_copies = tt_model_deriv_copies (m);
   CHECK (tt_model_threads (m) == threads, "%u", tt_model_threads (m));
   tt_shape in, lab = tt_model_label_shape (m);
   tt_model_input_shape (m, 0, &in);
@@ -193,23 +194,28 @@ test_mlp_clipped (void)
  * to 4 threads (core/relu_fusion.c): the forward of both (the first and
  * second layers' weights are split by rows at this batch), and the
  * backward of both (in the second layer's parts, and after the output
- * layer's product, which runs on the caller): the same weights bit for
- * bit as with the relu layers' own passes; on one thread, none. */
+ * layer's product, which runs on the caller); and that product made by
+ * every thread for the second layer's parts (core/deriv_copies.c): the
+ * same weights bit for bit as with the relu layers' own passes and one
+ * product; on one thread, none. */
 static void
 test_mlp_relu_fusion (void)
 {
   size_t n = 0;
   float *one = train ("fmnist_mlp", 1, &n, NULL);
-  CHECK (relu_fusions == 0, "1 thread: %u relu passes fused", relu_fusions);
+  CHECK (relu_fusions == 0 && deriv_copies == 0, "1 thread: %u relu passes "
+      "fused, %u derivatives copied", relu_fusions, deriv_copies);
   free (one);
   for (unsigned threads = 2; threads <= 4; threads++) {
     float *fused = train ("fmnist_mlp", threads, &n, NULL);
-    CHECK (relu_fusions == 4, "%u threads: %u relu passes fused, not 4",
-        threads, relu_fusions);
+    CHECK (relu_fusions == 4 && deriv_copies == 1, "%u threads: %u relu "
+        "passes fused, not 4; %u derivatives copied, not 1", threads,
+        relu_fusions, deriv_copies);
     relu_fusion = false;
     float *apart = train ("fmnist_mlp", threads, &n, NULL);
-    CHECK (relu_fusions == 0, "%u threads, fusion off: %u relu passes fused",
-        threads, relu_fusions);
+    CHECK (relu_fusions == 0 && deriv_copies == 0, "%u threads, fusion "
+        "off: %u relu passes fused, %u derivatives copied", threads,
+        relu_fusions, deriv_copies);
     relu_fusion = true;
     if (fused && apart)
       CHECK (memcmp (fused, apart, n * sizeof *fused) == 0, "%u threads: "

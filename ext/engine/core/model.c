@@ -188,6 +188,25 @@ model_thread_blocks (tt_model * m)
   }
 }
 
+/* Each of the have - 1 workers' scratch, per floats (none when 0) */
+static tt_status
+model_worker_scratch (tt_model * m, unsigned have, size_t per,
+    tt_error * err)
+{
+  tt_threads_set_scratch (m->thread_pool, NULL, 0);
+  free (m->worker_scratch);
+  m->worker_scratch = NULL;
+  if (!per || have < 2)
+    return TT_OK;
+  if (posix_memalign ((void **) &m->worker_scratch, 64,
+          (have - 1) * per * sizeof (float)))
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory for the "
+        "threads' scratch (%zu bytes)", m->path, (have - 1) * per *
+        sizeof (float));
+  tt_threads_set_scratch (m->thread_pool, m->worker_scratch, per);
+  return TT_OK;
+}
+
 /* (Re)makes the pool for the count asked (one thread: none) and the
  * workers' scratch. */
 static tt_status
@@ -203,23 +222,19 @@ model_make_threads (tt_model * m, tt_error * err)
     m->run.threads = m->thread_pool;
     tt_threads_set_timing (m->thread_pool, m->profiling);
   }
-  tt_threads_set_scratch (m->thread_pool, NULL, 0);
-  free (m->worker_scratch);
-  m->worker_scratch = NULL;
   const unsigned have = tt_threads_count (m->thread_pool);
   const size_t floats = model_own_weights (m, have);
-  if (floats) {
-    /* whole cache lines a worker: no line shared between two */
-    const size_t per = (floats + 15) / 16 * 16;
-    if (posix_memalign ((void **) &m->worker_scratch, 64,
-            (have - 1) * per * sizeof (float)))
-      return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory for the "
-          "threads' scratch (%zu bytes)", m->path, (have - 1) * per *
-          sizeof (float));
-    tt_threads_set_scratch (m->thread_pool, m->worker_scratch, per);
-  }
+  /* whole cache lines a worker: no line shared between two */
+  const size_t per = (floats + 15) / 16 * 16;
+  tt_status st = model_worker_scratch (m, have, per, err);
+  if (st)
+    return st;
   model_thread_blocks (m);
   tt_relu_fuse (m);
+  /* the derivative copies (which need the fusions decided) after */
+  const size_t copies = tt_deriv_copies (m, per);
+  if (copies && (st = model_worker_scratch (m, have, per + copies, err)))
+    return st;
   return TT_OK;
 }
 

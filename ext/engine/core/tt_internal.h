@@ -406,6 +406,13 @@ void tt_layout_free (tt_model * m);
  * scratch for the threads, or when activations are dropped or swapped. */
 void tt_relu_fuse (tt_model * m);
 
+/* deriv_copies.c: with the pool, after tt_relu_fuse, which small dense
+ * layers' input derivatives every thread makes for the owned dense layer
+ * reading them (tt_layer.in_deriv_copies, out_deriv_copies), each copy
+ * at deriv_copy_at floats into the workers' scratch, from at on; returns
+ * the floats the copies need after at (0: none). */
+size_t tt_deriv_copies (tt_model * m, size_t at);
+
 static inline float *
 tt_data (const tt_model * m, int id)
 {

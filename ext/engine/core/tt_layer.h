@@ -415,6 +415,14 @@ typedef struct tt_layer {
    * arithmetic, bit for bit. */
   bool relu_in_sum, relu_mask_in;
   unsigned relu_fused;
+  /* Set with the pool (core/deriv_copies.c): in_deriv_copies on a dense
+   * layer whose input derivative is one product on the caller and is
+   * read whole by an owned dense layer's parts (out_deriv_copies, its
+   * output derivative): in split steps each worker makes that product
+   * too, into its scratch at deriv_copy_at floats, and the owned layer's
+   * parts read their worker's copy. The same values, bit for bit. */
+  bool in_deriv_copies, out_deriv_copies;
+  size_t deriv_copy_at;
 
   /* tensor ids */
   int in[TT_MAX_IO], out[TT_MAX_IO];

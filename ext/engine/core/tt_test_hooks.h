@@ -30,5 +30,8 @@ uint64_t tt_model_force_layout (tt_model * model, int which, bool *has_two);
  * core/relu_fusion.c. */
 void tt_model_set_relu_fusion (tt_model * model, bool on);
 unsigned tt_model_relu_fusions (const tt_model * model);
+/* After compile: the dense layers whose input derivative every thread
+ * makes (core/deriv_copies.c; off with the relu fusion). */
+unsigned tt_model_deriv_copies (const tt_model * model);
 
 #endif

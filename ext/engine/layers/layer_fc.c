@@ -97,6 +97,17 @@ fc_input_columns (const fc_job * j, size_t r0, size_t r1, size_t c, int *ld)
   return x + (size_t) j->rows * r0 + (c - r0);
 }
 
+/* dy as part reads it: its worker's copy (tt_layer.out_deriv_copies,
+ * core/deriv_copies.c) in a split step, else the tensor */
+static const float *
+fc_out_deriv (const fc_job * j, unsigned part)
+{
+  if (part && j->l->out_deriv_copies &&
+      !tt_threads_step_inline (j->c->threads))
+    return tt_threads_scratch (j->c->threads, part) + j->l->deriv_copy_at;
+  return tt_run_data (j->c, j->l->out_deriv[0]);
+}
+
 /* forward, owned: thread part's rows r of W give x[:, r] W[r, :], thread
  * 0's over the bias in y, the others' in their own scratch */
 static void
@@ -200,12 +211,11 @@ fc_forward (const tt_run_ctx * c, tt_layer * l)
  * start on the GEMM's own row tiles (TT_GRAD_CHUNK_QUANTUM). Else into
  * the gradient tensor's rows. */
 static void
-fc_weight_gradient_rows (const fc_job * j, tt_threads * pool, size_t r0,
-    size_t r1, float *buf)
+fc_weight_gradient_rows (const fc_job * j, tt_threads * pool,
+    const float *dy, size_t r0, size_t r1, float *buf)
 {
   const tt_run_ctx *c = j->c;
   const tt_weight *w = &j->l->weights[0];
-  const float *dy = tt_run_data (c, j->l->out_deriv[0]);
   const size_t unit = (size_t) j->unit;
   int ld;
   if (!w->chunk_rows) {
@@ -227,9 +237,9 @@ fc_weight_gradient_rows (const fc_job * j, tt_threads * pool, size_t r0,
 /* db's columns [c0, c1): dy's column sums, row by row in order (the
  * same sums whatever the columns' split) */
 static TT_VECTOR_CLONES void
-fc_bias_gradient (const fc_job * j, size_t c0, size_t c1)
+fc_bias_gradient (const fc_job * j, const float *restrict dy, size_t c0,
+    size_t c1)
 {
-  const float *restrict dy = tt_run_data (j->c, j->l->out_deriv[0]);
   float *restrict db = j->db;
   const size_t unit = (size_t) j->unit;
   for (size_t i = c0; i < c1; i++)
@@ -250,13 +260,14 @@ fc_gradient_part (void *arg, unsigned part, unsigned n_parts)
   const fc_job *j = arg;
   size_t r0, r1;
   tt_weight_owned_rows (&j->l->weights[0], part, n_parts, &r0, &r1);
-  fc_weight_gradient_rows (j, NULL, r0, r1, part ?
+  const float *dy = fc_out_deriv (j, part);
+  fc_weight_gradient_rows (j, NULL, dy, r0, r1, part ?
       tt_threads_scratch (j->c->threads, part) :
       tt_run_data (j->c, j->l->weights[0].grad));
   if (j->db) {
     size_t c0, c1;
     tt_threads_range ((size_t) j->unit, 16, part, n_parts, &c0, &c1);
-    fc_bias_gradient (j, c0, c1);
+    fc_bias_gradient (j, dy, c0, c1);
   }
 }
 
@@ -272,21 +283,21 @@ fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
     tt_threads_run_owned (c->threads, fc_gradient_part, &j);
     return;
   }
+  const float *dy = tt_run_data (c, l->out_deriv[0]);
   if (w->grad >= 0)
-    fc_weight_gradient_rows (&j, c->threads, 0, (size_t) j.k,
+    fc_weight_gradient_rows (&j, c->threads, dy, 0, (size_t) j.k,
         tt_run_data (c, w->grad));
   if (j.db)
-    fc_bias_gradient (&j, 0, (size_t) j.unit);
+    fc_bias_gradient (&j, dy, 0, (size_t) j.unit);
 }
 
 /* For the relu before (tt_layer.relu_mask_in): dx's columns [c0, c1),
  * row by row, through the relu's own backward (y: this layer's input,
  * the relu's output) */
 static void
-fc_relu_mask (const fc_job * j, size_t c0, size_t c1)
+fc_relu_mask (const fc_job * j, float *dx, size_t c0, size_t c1)
 {
   const float *x = tt_run_data (j->c, j->l->in[0]);
-  float *dx = tt_run_data (j->c, j->l->in_deriv[0]);
   const size_t k = (size_t) j->k;
   if (c0 == 0 && c1 == k) {
     tt_activation_backward (TT_ACT_RELU, 1, (size_t) j->rows * k, NULL, x,
@@ -309,11 +320,29 @@ fc_derivative_part (void *arg, unsigned part, unsigned n_parts)
   tt_weight_owned_rows (w, part, n_parts, &r0, &r1);
   float *dx = tt_run_data (j->c, j->l->in_deriv[0]);
   tt_gemm (false, true, j->rows, (int) (r1 - r0), j->unit, 1.0f,
-      tt_run_data (j->c, j->l->out_deriv[0]), j->unit,
+      fc_out_deriv (j, part), j->unit,
       tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit, 0.0f,
       dx + r0, j->k);
   if (j->l->relu_mask_in)
-    fc_relu_mask (j, r0, r1);
+    fc_relu_mask (j, dx, r0, r1);
+}
+
+/* backward, a product too small to split whose result an owned layer's
+ * parts read whole (tt_layer.in_deriv_copies): dx = dy W^T, masked for
+ * the relu before, by the caller into the tensor and by each worker into
+ * its copy */
+static void
+fc_derivative_copy_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const fc_job *j = arg;
+  (void) n_parts;
+  float *dx = part ? tt_threads_scratch (j->c->threads, part) +
+      j->l->deriv_copy_at : tt_run_data (j->c, j->l->in_deriv[0]);
+  tt_gemm (false, true, j->rows, j->k, j->unit, 1.0f,
+      tt_run_data (j->c, j->l->out_deriv[0]), j->unit,
+      tt_run_data (j->c, j->l->weights[0].value), j->unit, 0.0f, dx, j->k);
+  if (j->l->relu_mask_in)
+    fc_relu_mask (j, dx, 0, (size_t) j->k);
 }
 
 static void
@@ -325,12 +354,16 @@ fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
     tt_threads_run_owned (c->threads, fc_derivative_part, &j);
     return;
   }
+  if (l->in_deriv_copies && !tt_threads_step_inline (c->threads)) {
+    tt_threads_run_owned (c->threads, fc_derivative_copy_part, &j);
+    return;
+  }
   tt_gemm_split (c->threads, false, true, j.rows, j.k, j.unit, 1.0f,
       tt_run_data (c, l->out_deriv[0]), j.unit,
       tt_run_data (c, l->weights[0].value), j.unit, 0.0f,
       tt_run_data (c, l->in_deriv[0]), j.k);
   if (l->relu_mask_in)
-    fc_relu_mask (&j, 0, (size_t) j.k);
+    fc_relu_mask (&j, tt_run_data (c, l->in_deriv[0]), 0, (size_t) j.k);
 }
 
 static unsigned
