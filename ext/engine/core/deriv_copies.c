@@ -29,22 +29,6 @@
 #include "tt_threads.h"
 #include "tt_test_hooks.h"
 
-/* the one layer reading output 0 of layer index through its only input,
- * or NULL */
-static tt_layer *
-copies_sole_consumer (tt_model * m, int index)
-{
-  if (m->layers[index].consumers[0] != 1)
-    return NULL;
-  for (uint32_t i = 0; i < m->n_layers; i++) {
-    tt_layer *l = &m->layers[i];
-    for (uint32_t k = 0; k < l->n_inputs; k++)
-      if (l->inputs[k].layer == index && l->inputs[k].index == 0)
-        return l->n_inputs == 1 ? l : NULL;
-  }
-  return NULL;
-}
-
 static bool
 copies_dense (const tt_layer * l)
 {
@@ -69,10 +53,10 @@ tt_deriv_copies (tt_model * m, size_t at)
       continue;
     /* the small layer reads the owned one's output, or the relu's in
      * place over it, whose input derivative is then its output's */
-    tt_layer *next = copies_sole_consumer (m, (int) i);
+    tt_layer *next = tt_model_sole_consumer (m, (int) i);
     if (next && next->ops == &tt_activation_layer_ops && next->in_place &&
         (next->relu_fused & TT_FUSED_BACKWARD))
-      next = copies_sole_consumer (m, (int) (next - m->layers));
+      next = tt_model_sole_consumer (m, (int) (next - m->layers));
     if (!next || !copies_dense (next) || next->weights[0].owned ||
         !next->needs_derivative || next->in_thread_blocks ||
         next->in_deriv[0] < 0)

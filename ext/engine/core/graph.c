@@ -67,6 +67,20 @@ tt_model_find_layer (const tt_model * m, const char *name)
   return -1;
 }
 
+tt_layer *
+tt_model_sole_consumer (tt_model * m, int index)
+{
+  if (m->layers[index].consumers[0] != 1)
+    return NULL;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    tt_layer *l = &m->layers[i];
+    for (uint32_t k = 0; k < l->n_inputs; k++)
+      if (l->inputs[k].layer == index && l->inputs[k].index == 0)
+        return l->n_inputs == 1 ? l : NULL;
+  }
+  return NULL;
+}
+
 /* ---- 1. implicit layers ---------------------------------------------- */
 
 /* Appends a one-input layer fed by the layer currently at index prev. */

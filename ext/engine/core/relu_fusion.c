@@ -26,21 +26,6 @@
 #include "tt_threads.h"
 #include "tt_test_hooks.h"
 
-/* the one layer reading output 0 of layer index, or NULL */
-static tt_layer *
-fusion_sole_consumer (tt_model * m, int index)
-{
-  if (m->layers[index].consumers[0] != 1)
-    return NULL;
-  for (uint32_t i = 0; i < m->n_layers; i++) {
-    tt_layer *l = &m->layers[i];
-    for (uint32_t k = 0; k < l->n_inputs; k++)
-      if (l->inputs[k].layer == index && l->inputs[k].index == 0)
-        return l->n_inputs == 1 ? l : NULL;
-  }
-  return NULL;
-}
-
 /* a dense layer whose threads own its weight's rows */
 static bool
 fusion_owned_dense (const tt_layer * l)
@@ -78,11 +63,11 @@ tt_relu_fuse (tt_model * m)
       continue;
     tt_layer *before = &m->layers[r->inputs[0].layer];
     if (fusion_owned_dense (before) &&
-        fusion_sole_consumer (m, r->inputs[0].layer) == r) {
+        tt_model_sole_consumer (m, r->inputs[0].layer) == r) {
       before->relu_in_sum = true;
       r->relu_fused |= TT_FUSED_FORWARD;
     }
-    tt_layer *after = fusion_sole_consumer (m, (int) i);
+    tt_layer *after = tt_model_sole_consumer (m, (int) i);
     if (after && r->needs_derivative && after->needs_derivative &&
         (fusion_owned_dense (after) || fusion_small_dense (m, after)) &&
         !after->in_thread_blocks) {

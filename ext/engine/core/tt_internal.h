@@ -303,6 +303,9 @@ tt_status tt_graph_build (tt_model * m, tt_error * err);
 tt_layer *tt_model_add_layer (tt_model * m, const char *name,
     const char *section, const tt_layer_ops * ops, tt_error * err);
 int tt_model_find_layer (const tt_model * m, const char *name);
+/* the one layer reading output 0 of layer index, when that is its only
+ * input; else (other readers, other inputs) NULL */
+tt_layer *tt_model_sole_consumer (tt_model * m, int index);
 
 /* graph_tensors.c: declares tensors and their uses (after shapes) */
 void tt_graph_declare_tensors (tt_model * m);
