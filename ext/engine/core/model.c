@@ -190,8 +190,7 @@ model_thread_blocks (tt_model * m)
 
 /* Each of the have - 1 workers' scratch, per floats (none when 0) */
 static tt_status
-model_worker_scratch (tt_model * m, unsigned have, size_t per,
-    tt_error * err)
+model_worker_scratch (tt_model * m, unsigned have, size_t per, tt_error * err)
 {
   tt_threads_set_scratch (m->thread_pool, NULL, 0);
   free (m->worker_scratch);

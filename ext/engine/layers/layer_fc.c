@@ -102,8 +102,7 @@ fc_input_columns (const fc_job * j, size_t r0, size_t r1, size_t c, int *ld)
 static const float *
 fc_out_deriv (const fc_job * j, unsigned part)
 {
-  if (part && j->l->out_deriv_copies &&
-      !tt_threads_step_inline (j->c->threads))
+  if (part && j->l->out_deriv_copies && !tt_threads_step_inline (j->c->threads))
     return tt_threads_scratch (j->c->threads, part) + j->l->deriv_copy_at;
   return tt_run_data (j->c, j->l->out_deriv[0]);
 }
