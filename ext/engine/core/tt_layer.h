@@ -175,8 +175,8 @@ typedef struct {
 
 /* Where thread parts' rows of an owned weight begin: on multiples of
  * this. Not of TT_GRAD_CHUNK_QUANTUM: the MLP's second layer (256 rows)
- * then split 144 / 112, and its backward took 48-51 ms of 600 steps at
- * batch 128 on 2 threads against 45.5-48 by 128 / 128 (slow state; fast:
+ * then split 144 / 112, and its backward took 47.9-51.2 ms of 600 steps
+ * at batch 128 on 2 threads against 45.5-48.1 by 128 / 128 (slow; fast:
  * 36.0-37.7 against 31.6-32.5); by 24s, 120 / 136, 50.5-52.8. The
  * products kernels/gemm_avx512.c takes give the same elements whatever
  * their rows; OpenBLAS's Haswell kernels tile rows by 24 (a 256-row

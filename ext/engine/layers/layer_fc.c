@@ -207,8 +207,9 @@ fc_forward (const tt_run_ctx * c, tt_layer * l)
  * (NULL inside a part). Update as you go: chunk_rows at a time, each
  * chunk written to buf and applied before the next; every element is
  * the same reduction over the batch as in the whole product, as chunks
- * start on the GEMM's own row tiles (TT_GRAD_CHUNK_QUANTUM). Else into
- * the gradient tensor's rows. */
+ * start on the GEMM's own row tiles (TT_GRAD_CHUNK_QUANTUM from r0: an
+ * owned part's r0 is on TT_OWNED_ROW_QUANTUM's, which OpenBLAS's 24-row
+ * tiles may round otherwise). Else into the gradient tensor's rows. */
 static void
 fc_weight_gradient_rows (const fc_job * j, tt_threads * pool,
     const float *dy, size_t r0, size_t r1, float *buf)
