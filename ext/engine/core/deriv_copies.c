@@ -10,9 +10,10 @@
  * columns of dx = dy W^T. So every step the caller wrote lines that the
  * worker had read in the step before, and the worker read them from the
  * caller's cache. On the 2-core machine, two CPUs on two dies (slow
- * state), that product took 8.9 us a step on 2 threads against 2.5 on
- * one, and the worker's parts of the owned layer's backward 10-20% longer
- * than the caller's. The product costs 2 us; each worker, waiting for
+ * state), that product took 8.6-9.1 us a step on 2 threads against
+ * 2.4-2.7 on one, and the worker's parts of the owned layer's backward
+ * up to 29% longer than the caller's in 3 of 4 runs. The product costs
+ * 2 us; each worker, waiting for
  * the caller's serial passes (the loss, the output layer) anyway, makes
  * its own copy in its scratch (tt_threads_scratch, at deriv_copy_at)
  * with the caller's, and the owned layer's parts read their thread's:

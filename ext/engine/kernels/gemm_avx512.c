@@ -58,24 +58,26 @@ gemm_mask (int n)
       (__mmask16) ((1u << n) - 1);
 }
 
+/* lanes m of alpha x (+ beta d) to d */
+T512_INLINE void
+gemm_store (float *d, __m512 x, __mmask16 m, float alpha, float beta)
+{
+  if (alpha != 1.0f)
+    x = _mm512_mul_ps (x, _mm512_set1_ps (alpha));
+  /* beta == 0 must not read C: it may hold NaN or garbage, as BLAS
+   * allows */
+  if (beta != 0.0f)
+    x = _mm512_fmadd_ps (_mm512_set1_ps (beta), _mm512_maskz_loadu_ps (m,
+            d), x);
+  _mm512_mask_storeu_ps (d, m, x);
+}
+
 T512_INLINE void
 gemm_store_row (float *d, __m512 x0, __m512 x1, __mmask16 m0,
     __mmask16 m1, float alpha, float beta)
 {
-  if (alpha != 1.0f) {
-    x0 = _mm512_mul_ps (x0, _mm512_set1_ps (alpha));
-    x1 = _mm512_mul_ps (x1, _mm512_set1_ps (alpha));
-  }
-  /* beta == 0 must not read C: it may hold NaN or garbage, as BLAS
-   * allows */
-  if (beta != 0.0f) {
-    x0 = _mm512_fmadd_ps (_mm512_set1_ps (beta),
-        _mm512_maskz_loadu_ps (m0, d), x0);
-    x1 = _mm512_fmadd_ps (_mm512_set1_ps (beta),
-        _mm512_maskz_loadu_ps (m1, d + 16), x1);
-  }
-  _mm512_mask_storeu_ps (d, m0, x0);
-  _mm512_mask_storeu_ps (d + 16, m1, x1);
+  gemm_store (d, x0, m0, alpha, beta);
+  gemm_store (d + 16, x1, m1, alpha, beta);
 }
 
 /* Named accumulators, not an array: GCC keeps an array of vectors in
@@ -120,14 +122,14 @@ gemm_tile8 (int nr, int k, const float *a, ptrdiff_t rs, ptrdiff_t ps,
  * spends half its multiply-adds on a second vector of zeros there, and
  * the dense layer before a handful of classes has 10 columns in forward
  * and in its weight gradient (the MLP's output layer at batch 128:
- * 5.5 and 5.0 us a product here, 3.3 and 3.4 with this tile) */
+ * 4.7 us a product each with 8-row tiles, 3.2-3.3 and 3.4 with this
+ * one; the two kernels side by side, best of 7 x 1000 calls) */
 #define GEMM_ROWS16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) \
     X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define GEMM_DECL1(r) __m512 c##r = _mm512_setzero_ps ();
 #define GEMM_FMA1(r) c##r = _mm512_fmadd_ps (_mm512_set1_ps (ap[r * rs]), \
     b0, c##r);
-#define GEMM_STORE1(r) gemm_store_row (c + r * ldc, c##r, c##r, m0, 0, \
-    alpha, beta);
+#define GEMM_STORE1(r) gemm_store (c + r * ldc, c##r, m0, alpha, beta);
 
 T512 static void
 gemm_tile16x16 (int nr, int k, const float *a, ptrdiff_t rs, ptrdiff_t ps,
