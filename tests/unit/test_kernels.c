@@ -451,6 +451,113 @@ test_gemm_avx512 (void)
   }
 }
 
+/* C's m x n block (rows ldc apart) zeroed where keep (rows ldk apart)
+ * is not positive, as the relu's backward does it, in doubles' terms */
+static void
+test_mask_ref (int m, int n, const float *keep, int ldk, float *c, int ldc)
+{
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++)
+      if (!(keep[(size_t) i * ldk + j] > 0.0f))
+        c[(size_t) i * ldc + j] = 0.0f;
+}
+
+/* tt_gemm_relu_masked and tt_gemm_split_relu_masked: bit for bit the
+ * product (tt_gemm, tt_gemm_split: the same kernels) and then the mask,
+ * for keep values positive, zero, negative, -0 and NaN, with C's and
+ * keep's rows longer than N, and C's padding left alone; tt_relu_mask
+ * alone against the same rule. */
+static void
+test_gemm_relu_masked (void)
+{
+  static const struct
+  {
+    bool ta, tb;
+    int m, n, k;
+    float beta;
+  } shapes[] = {
+    /* the MLP's second layer's input derivative, a thread's columns and
+     * the whole, then its output layer's (10 classes, K 10) */
+    {false, true, 128, 128, 128, 0.0f}, {false, true, 128, 256, 128, 0.0f},
+    {false, true, 128, 128, 10, 0.0f}, {false, false, 139, 10, 33, 0.25f},
+    {true, false, 61, 203, 257, 1.0f}, {true, true, 7, 33, 130, 0.0f},
+    {false, false, 1, 1, 1, 0.0f}, {false, true, 33, 47, 300, 0.0f},
+  };
+  const int n_shapes = (int) (sizeof shapes / sizeof shapes[0]);
+  tt_threads *pools[4] = { NULL };
+  for (unsigned t = 2; t <= 4; t++)
+    if (tt_threads_new (t, &pools[t - 1]) != 0) {
+      test_report (false, "gemm relu masked: %u threads not started", t);
+      return;
+    }
+  int bad = 0, masked = 0, kept = 0;
+  for (int si = 0; si < n_shapes; si++) {
+    const bool ta = shapes[si].ta, tb = shapes[si].tb;
+    const int m = shapes[si].m, n = shapes[si].n, k = shapes[si].k;
+    const int lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 3;
+    const int ldc = n + 7, ldk = n + 16;
+    const size_t na = (size_t) (ta ? k : m) * lda;
+    const size_t nb = (size_t) (tb ? n : k) * ldb;
+    const size_t nc = (size_t) m * ldc, nk = (size_t) m * ldk;
+    float *a = test_falloc (na), *b = test_falloc (nb);
+    float *keep = test_falloc (nk), *c0 = test_falloc (nc);
+    float *want = test_falloc (nc), *got = test_falloc (nc);
+    test_fill (a, na, -1, 1);
+    test_fill (b, nb, -1, 1);
+    test_fill (c0, nc, -1, 1);
+    test_fill (keep, nk, -1, 1);
+    for (size_t i = 0; i < nk; i += 7)
+      keep[i] = i % 21 == 0 ? 0.0f : i % 14 == 0 ? -0.0f : NAN;
+    for (unsigned t = 1; t <= 4; t++) {
+      memcpy (want, c0, sizeof (float) * nc);
+      memcpy (got, c0, sizeof (float) * nc);
+      if (t == 1) {
+        tt_gemm (ta, tb, m, n, k, 0.5f, a, lda, b, ldb, shapes[si].beta,
+            want, ldc);
+        tt_gemm_relu_masked (ta, tb, m, n, k, 0.5f, a, lda, b, ldb,
+            shapes[si].beta, got, ldc, keep, ldk);
+      } else {
+        tt_gemm_split (pools[t - 1], ta, tb, m, n, k, 0.5f, a, lda, b, ldb,
+            shapes[si].beta, want, ldc);
+        tt_gemm_split_relu_masked (pools[t - 1], ta, tb, m, n, k, 0.5f, a,
+            lda, b, ldb, shapes[si].beta, got, ldc, keep, ldk);
+      }
+      test_mask_ref (m, n, keep, ldk, want, ldc);
+      if (memcmp (want, got, sizeof (float) * nc))
+        bad++;
+      for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+          const float v = got[(size_t) i * ldc + j];
+          if (v == 0.0f && !signbit (v))
+            masked++;
+          else
+            kept++;
+        }
+    }
+    /* the mask alone, in place */
+    memcpy (want, c0, sizeof (float) * nc);
+    memcpy (got, c0, sizeof (float) * nc);
+    test_mask_ref (m, n, keep, ldk, want, ldc);
+    tt_relu_mask ((size_t) m, (size_t) n, keep, (size_t) ldk, got,
+        (size_t) ldc);
+    if (memcmp (want, got, sizeof (float) * nc))
+      bad++;
+    free (a);
+    free (b);
+    free (keep);
+    free (c0);
+    free (want);
+    free (got);
+  }
+  for (unsigned t = 2; t <= 4; t++)
+    tt_threads_free (pools[t - 1]);
+  test_report (bad == 0 && masked > 0 && kept > 0,
+      "gemm relu masked: %d shapes (MLP 128x128x128 and 128x256x128 "
+      "transposed, 10 classes, ragged, beta 0/0.25/1), 1-4 threads, keep "
+      "with 0, -0, NaN: %d results differ from the product then the mask "
+      "(%d elements zeroed, %d kept)", n_shapes, bad, masked, kept);
+}
+
 static void
 test_geometry (void)
 {
@@ -1698,6 +1805,7 @@ main (void)
   TT_TEST_RUN (test_vmath);
   TT_TEST_RUN (test_gemm);
   TT_TEST_RUN (test_gemm_avx512);
+  TT_TEST_RUN (test_gemm_relu_masked);
   TT_TEST_RUN (test_geometry);
   TT_TEST_RUN (test_im2col);
   TT_TEST_RUN (test_conv);

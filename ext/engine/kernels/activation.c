@@ -87,6 +87,19 @@ tt_activation_forward (tt_activation fn, size_t rows, size_t width,
   }
 }
 
+/* (kernels.h) */
+TT_VECTOR_CLONES void
+tt_relu_mask (size_t rows, size_t cols, const float *keep, size_t ldk,
+    float *c, size_t ldc)
+{
+  for (size_t r = 0; r < rows; r++) {
+    const float *restrict kr = keep + r * ldk;
+    float *restrict cr = c + r * ldc;
+    for (size_t j = 0; j < cols; j++)
+      cr[j] = kr[j] > 0.0f ? cr[j] : 0.0f;
+  }
+}
+
 TT_VECTOR_CLONES void
 tt_activation_backward (tt_activation fn, size_t rows, size_t width,
     const float *x, const float *y, const float *dy, float *dx)

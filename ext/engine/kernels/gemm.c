@@ -309,3 +309,24 @@ tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 }
 
 #endif /* TT_HAVE_CBLAS */
+
+/* (both builds') */
+void
+tt_gemm_relu_masked (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc, const float *keep, int ldk)
+{
+  if (m <= 0 || n <= 0)
+    return;
+  if (!keep) {
+    tt_gemm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#ifdef TT_HAVE_CBLAS
+  if (tt_gemm_avx512_relu_masked (trans_a, trans_b, m, n, k, alpha, a, lda,
+          b, ldb, beta, c, ldc, keep, ldk))
+    return;
+#endif
+  tt_gemm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  tt_relu_mask ((size_t) m, (size_t) n, keep, (size_t) ldk, c, (size_t) ldc);
+}

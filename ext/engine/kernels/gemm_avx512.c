@@ -58,9 +58,11 @@ gemm_mask (int n)
       (__mmask16) ((1u << n) - 1);
 }
 
-/* lanes m of alpha x (+ beta d) to d */
+/* lanes m of alpha x (+ beta d) to d, zero where keep (when not NULL)
+ * is not positive */
 T512_INLINE void
-gemm_store (float *d, __m512 x, __mmask16 m, float alpha, float beta)
+gemm_store (float *d, __m512 x, __mmask16 m, float alpha, float beta,
+    const float *keep)
 {
   if (alpha != 1.0f)
     x = _mm512_mul_ps (x, _mm512_set1_ps (alpha));
@@ -69,16 +71,24 @@ gemm_store (float *d, __m512 x, __mmask16 m, float alpha, float beta)
   if (beta != 0.0f)
     x = _mm512_fmadd_ps (_mm512_set1_ps (beta), _mm512_maskz_loadu_ps (m,
             d), x);
+  /* ordered: NaN is not positive, as in the relu's own backward */
+  if (keep)
+    x = _mm512_maskz_mov_ps (_mm512_mask_cmp_ps_mask (m,
+            _mm512_maskz_loadu_ps (m, keep), _mm512_setzero_ps (),
+            _CMP_GT_OQ), x);
   _mm512_mask_storeu_ps (d, m, x);
 }
 
 T512_INLINE void
 gemm_store_row (float *d, __m512 x0, __m512 x1, __mmask16 m0,
-    __mmask16 m1, float alpha, float beta)
+    __mmask16 m1, float alpha, float beta, const float *keep)
 {
-  gemm_store (d, x0, m0, alpha, beta);
-  gemm_store (d + 16, x1, m1, alpha, beta);
+  gemm_store (d, x0, m0, alpha, beta, keep);
+  gemm_store (d + 16, x1, m1, alpha, beta, keep ? keep + 16 : NULL);
 }
+
+/* row r of a tile's keep rows (NULL: none) */
+#define GEMM_KEEP(r) (keep ? keep + r * ldk : NULL)
 
 /* Named accumulators, not an array: GCC keeps an array of vectors in
  * memory and the kernel then runs at a third of its speed. */
@@ -89,14 +99,15 @@ gemm_store_row (float *d, __m512 x0, __m512 x1, __mmask16 m0,
     c##r##0 = _mm512_fmadd_ps (av, b0, c##r##0);                     \
     c##r##1 = _mm512_fmadd_ps (av, b1, c##r##1); }
 #define GEMM_STORE(r) gemm_store_row (c + r * ldc, c##r##0, c##r##1, m0, \
-    m1, alpha, beta);
+    m1, alpha, beta, GEMM_KEEP (r));
 
 /* An MR-row tile, nr <= NR columns: op(A)[r][p] = a[r * rs + p * ps],
- * op(B)[p][j] = b[p * ldb + j] */
+ * op(B)[p][j] = b[p * ldb + j]; keep (or NULL) the relu's output over C,
+ * rows ldk apart (tt_gemm_relu_masked) */
 T512 static void
 gemm_tile8 (int nr, int k, const float *a, ptrdiff_t rs, ptrdiff_t ps,
     const float *b, ptrdiff_t ldb, float alpha, float beta, float *c,
-    ptrdiff_t ldc)
+    ptrdiff_t ldc, const float *keep, ptrdiff_t ldk)
 {
   const __mmask16 m0 = gemm_mask (nr), m1 = gemm_mask (nr - 16);
   GEMM_ROWS (GEMM_DECL);
@@ -129,12 +140,13 @@ gemm_tile8 (int nr, int k, const float *a, ptrdiff_t rs, ptrdiff_t ps,
 #define GEMM_DECL1(r) __m512 c##r = _mm512_setzero_ps ();
 #define GEMM_FMA1(r) c##r = _mm512_fmadd_ps (_mm512_set1_ps (ap[r * rs]), \
     b0, c##r);
-#define GEMM_STORE1(r) gemm_store (c + r * ldc, c##r, m0, alpha, beta);
+#define GEMM_STORE1(r) gemm_store (c + r * ldc, c##r, m0, alpha, beta, \
+    GEMM_KEEP (r));
 
 T512 static void
 gemm_tile16x16 (int nr, int k, const float *a, ptrdiff_t rs, ptrdiff_t ps,
     const float *b, ptrdiff_t ldb, float alpha, float beta, float *c,
-    ptrdiff_t ldc)
+    ptrdiff_t ldc, const float *keep, ptrdiff_t ldk)
 {
   const __mmask16 m0 = gemm_mask (nr);
   GEMM_ROWS16 (GEMM_DECL1);
@@ -149,10 +161,10 @@ gemm_tile16x16 (int nr, int k, const float *a, ptrdiff_t rs, ptrdiff_t ps,
 /* One row of the last, ragged rows (fewer than MR) */
 T512 static void
 gemm_tile1 (int nr, int k, const float *a, ptrdiff_t ps, const float *b,
-    ptrdiff_t ldb, float alpha, float beta, float *c)
+    ptrdiff_t ldb, float alpha, float beta, float *c, const float *keep)
 {
   const __mmask16 m0 = gemm_mask (nr), m1 = gemm_mask (nr - 16);
-  const ptrdiff_t rs = 0, ldc = 0;
+  const ptrdiff_t rs = 0, ldc = 0, ldk = 0;
   GEMM_DECL (0);
   for (int p = 0; p < k; p++) {
     const __m512 b0 = _mm512_maskz_loadu_ps (m0, b + p * ldb);
@@ -212,7 +224,7 @@ gemm_pack_bt (int nr, int k, const float *b, ptrdiff_t ldb, float *bp)
 T512 static void
 gemm_run (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     const float *a, int lda, const float *b, int ldb, float beta, float *c,
-    int ldc)
+    int ldc, const float *keep, int ldk)
 {
   _Alignas (64) float bp[KT * NR];
   const ptrdiff_t rs = trans_a ? 1 : lda, ps = trans_a ? lda : 1;
@@ -226,17 +238,35 @@ gemm_run (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
       ldbj = NR;
     }
     int i0 = 0;
+    /* the tile's keep rows */
+#define GEMM_KEEP_AT(i) (keep ? keep + (size_t) (i) * ldk + j0 : NULL)
     if (nr <= 16)
       for (; i0 + 16 <= m; i0 += 16)
         gemm_tile16x16 (nr, k, a + i0 * rs, rs, ps, bj, ldbj, alpha, beta,
-            c + (size_t) i0 * ldc + j0, ldc);
+            c + (size_t) i0 * ldc + j0, ldc, GEMM_KEEP_AT (i0), ldk);
     for (; i0 + MR <= m; i0 += MR)
       gemm_tile8 (nr, k, a + i0 * rs, rs, ps, bj, ldbj, alpha, beta,
-          c + (size_t) i0 * ldc + j0, ldc);
+          c + (size_t) i0 * ldc + j0, ldc, GEMM_KEEP_AT (i0), ldk);
     for (; i0 < m; i0++)
       gemm_tile1 (nr, k, a + i0 * rs, ps, bj, ldbj, alpha, beta,
-          c + (size_t) i0 * ldc + j0);
+          c + (size_t) i0 * ldc + j0, GEMM_KEEP_AT (i0));
+#undef GEMM_KEEP_AT
   }
+}
+
+bool
+tt_gemm_avx512_relu_masked (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc, const float *keep, int ldk)
+{
+  /* (reads what libgcc's constructor found: no race between threads) */
+  if (!__builtin_cpu_supports ("avx512f") || m <= 0 || n <= 0 || k <= 0
+      || alpha == 0.0f || k > KMAX || (size_t) m * k > MKMAX || (trans_b
+          && k > KT))
+    return false;
+  gemm_run (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+      keep, ldk);
+  return true;
 }
 
 bool
@@ -244,16 +274,22 @@ tt_gemm_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
     float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *c, int ldc)
 {
-  /* (reads what libgcc's constructor found: no race between threads) */
-  if (!__builtin_cpu_supports ("avx512f") || m <= 0 || n <= 0 || k <= 0
-      || alpha == 0.0f || k > KMAX || (size_t) m * k > MKMAX || (trans_b
-          && k > KT))
-    return false;
-  gemm_run (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  return true;
+  return tt_gemm_avx512_relu_masked (trans_a, trans_b, m, n, k, alpha, a,
+      lda, b, ldb, beta, c, ldc, NULL, 0);
 }
 
 #else /* no x86-64 or no GNU C: never taken */
+
+bool
+tt_gemm_avx512_relu_masked (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc, const float *keep, int ldk)
+{
+  (void) trans_a, (void) trans_b, (void) m, (void) n, (void) k;
+  (void) alpha, (void) a, (void) lda, (void) b, (void) ldb, (void) beta;
+  (void) c, (void) ldc, (void) keep, (void) ldk;
+  return false;
+}
 
 bool
 tt_gemm_avx512 (bool trans_a, bool trans_b, int m, int n, int k,

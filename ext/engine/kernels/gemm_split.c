@@ -27,6 +27,8 @@ typedef struct
   int lda, ldb, ldc;
   float *c;
   size_t quantum;
+  const float *keep;            /* tt_gemm_split_relu_masked's, or NULL */
+  int ldk;
 } gemm_job;
 
 static void
@@ -38,14 +40,18 @@ gemm_part (void *arg, unsigned part, unsigned n_parts)
       part, n_parts, &lo, &hi);
   if (lo >= hi)
     return;
+  const size_t row = j->by_rows ? lo : 0, col = j->by_rows ? 0 : lo;
+  const float *keep = j->keep ? j->keep + row * (size_t) j->ldk + col : NULL;
   if (j->by_rows) {
     const float *a = j->trans_a ? j->a + lo : j->a + lo * (size_t) j->lda;
-    tt_gemm (j->trans_a, j->trans_b, (int) (hi - lo), j->n, j->k, j->alpha,
-        a, j->lda, j->b, j->ldb, j->beta, j->c + lo * (size_t) j->ldc, j->ldc);
+    tt_gemm_relu_masked (j->trans_a, j->trans_b, (int) (hi - lo), j->n, j->k,
+        j->alpha, a, j->lda, j->b, j->ldb, j->beta,
+        j->c + lo * (size_t) j->ldc, j->ldc, keep, j->ldk);
   } else {
     const float *b = j->trans_b ? j->b + lo * (size_t) j->ldb : j->b + lo;
-    tt_gemm (j->trans_a, j->trans_b, j->m, (int) (hi - lo), j->k, j->alpha,
-        j->a, j->lda, b, j->ldb, j->beta, j->c + lo, j->ldc);
+    tt_gemm_relu_masked (j->trans_a, j->trans_b, j->m, (int) (hi - lo), j->k,
+        j->alpha, j->a, j->lda, b, j->ldb, j->beta, j->c + lo, j->ldc, keep,
+        j->ldk);
   }
 }
 
@@ -54,8 +60,18 @@ tt_gemm_split (tt_threads * pool, bool trans_a, bool trans_b, int m, int n,
     int k, float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *c, int ldc)
 {
+  tt_gemm_split_relu_masked (pool, trans_a, trans_b, m, n, k, alpha, a, lda,
+      b, ldb, beta, c, ldc, NULL, 0);
+}
+
+void
+tt_gemm_split_relu_masked (tt_threads * pool, bool trans_a, bool trans_b,
+    int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc,
+    const float *keep, int ldk)
+{
   gemm_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
-    ldc, c, TT_GEMM_ROW_QUANTUM
+    ldc, c, TT_GEMM_ROW_QUANTUM, keep, ldk
   };
   unsigned parts = 1;
   if (pool && (double) m * n * k >= TT_GEMM_SPLIT_MIN) {

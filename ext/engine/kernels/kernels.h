@@ -45,6 +45,32 @@ bool tt_gemm_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
     float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *c, int ldc);
 
+/* tt_gemm, then C's elements zeroed wherever keep's (M x N, rows ldk
+ * apart) is not positive: the product's result through a relu's
+ * backward, keep being the relu's output (a dense layer's input
+ * derivative through the relu before it). The same elements bit for bit
+ * as the product and then tt_relu_mask; in the product's own stores when
+ * gemm_avx512 takes it: on two threads each masking its own columns of
+ * the MLP's 128 x 256 input derivative in a pass of its own, the pass
+ * took 12-17 us a step on each thread against about 1.2 alone (the
+ * other core writes the neighbouring columns of the same rows). */
+void tt_gemm_relu_masked (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc, const float *keep, int ldk);
+/* tt_gemm_split's product through the relu's backward (as above) */
+void tt_gemm_split_relu_masked (tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc,
+    const float *keep, int ldk);
+/* c[r * ldc + j] = 0 where keep[r * ldk + j] is not positive, for r <
+ * rows, j < cols (the relu's backward in place) */
+void tt_relu_mask (size_t rows, size_t cols, const float *keep, size_t ldk,
+    float *c, size_t ldc);
+/* tt_gemm_avx512 with the mask of tt_gemm_relu_masked (NULL keep: none) */
+bool tt_gemm_avx512_relu_masked (bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc, const float *keep, int ldk);
+
 /* Geometry of a 2-D window sweep (convolution or pooling) over one sample.
  * Invariant after tt_window_geom_init returned 0: out_h, out_w >= 1. */
 typedef struct {
