@@ -498,7 +498,8 @@ test_gemm_relu_masked (void)
     const int ldc = n + 7, ldk = n + 16;
     const size_t na = (size_t) (ta ? k : m) * lda;
     const size_t nb = (size_t) (tb ? n : k) * ldb;
-    const size_t nc = (size_t) m * ldc, nk = (size_t) m * ldk;
+    const size_t nc = (size_t) m * ldc;
+    const size_t nk = (size_t) ldk * m;
     float *a = test_falloc (na), *b = test_falloc (nb);
     float *keep = test_falloc (nk), *c0 = test_falloc (nc);
     float *want = test_falloc (nc), *got = test_falloc (nc);
