@@ -52,8 +52,9 @@ bool tt_gemm_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
  * as the product and then tt_relu_mask; in the product's own stores when
  * gemm_avx512 takes it: on two threads each masking its own columns of
  * the MLP's 128 x 256 input derivative in a pass of its own, the pass
- * took 12-17 us a step on each thread against about 1.2 alone (the
- * other core writes the neighbouring columns of the same rows). */
+ * took 12-17 us a step on each thread against 1.2-1.9 on the caller
+ * alone after the job (the other core writes the neighbouring columns
+ * of the same rows). */
 void tt_gemm_relu_masked (bool trans_a, bool trans_b, int m, int n, int k,
     float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *c, int ldc, const float *keep, int ldk);
