@@ -9,10 +9,11 @@
  * 2-core machine the MLP's relus took 11 ms of its 282 on 2 threads at
  * batch 128 (600 steps), against 3 of 400 on one. Fused, the forward is
  * a last step of the pass that adds the threads' partial products, on
- * the lines that pass writes; the backward, of each thread's part of the
- * next layer's input derivative, on the columns the thread just wrote,
- * or, when that layer's input derivative is one product too small to
- * split (the MLP's output layer), of that product, on the caller.
+ * the lines that pass writes; the backward, in the stores of the
+ * product that makes the next layer's input derivative
+ * (tt_gemm_relu_masked), each thread's part of it, or, when it is one
+ * product too small to split (the MLP's output layer), that product, on
+ * the caller.
  *
  * The plan is the same: the relu runs in place, so its output is the
  * dense layer's, and its input derivative its output derivative; the
@@ -34,8 +35,8 @@ fusion_owned_dense (const tt_layer * l)
 }
 
 /* a dense layer whose input derivative is one product on the caller
- * (too small to split: tt_gemm_split), so that a mask after it runs
- * there on what the caller just wrote */
+ * (too small to split: tt_gemm_split), so that the mask runs there, in
+ * that product's stores */
 static bool
 fusion_small_dense (const tt_model * m, const tt_layer * l)
 {

@@ -87,19 +87,6 @@ tt_activation_forward (tt_activation fn, size_t rows, size_t width,
   }
 }
 
-/* (kernels.h) */
-TT_VECTOR_CLONES void
-tt_relu_mask (size_t rows, size_t cols, const float *keep, size_t ldk,
-    float *c, size_t ldc)
-{
-  for (size_t r = 0; r < rows; r++) {
-    const float *restrict kr = keep + r * ldk;
-    float *restrict cr = c + r * ldc;
-    for (size_t j = 0; j < cols; j++)
-      cr[j] = kr[j] > 0.0f ? cr[j] : 0.0f;
-  }
-}
-
 TT_VECTOR_CLONES void
 tt_activation_backward (tt_activation fn, size_t rows, size_t width,
     const float *x, const float *y, const float *dy, float *dx)
@@ -160,6 +147,20 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
         dx[i] = y[i] > 0.0f ? dy[i] : dy[i] * (y[i] + 1.0f);
       break;
   }
+}
+
+/* (kernels.h) the relu's backward above, row by row, in place */
+void
+tt_relu_mask (size_t rows, size_t cols, const float *keep, size_t ldk,
+    float *c, size_t ldc)
+{
+  if (ldk == cols && ldc == cols) {
+    tt_activation_backward (TT_ACT_RELU, 1, rows * cols, NULL, keep, c, c);
+    return;
+  }
+  for (size_t r = 0; r < rows; r++)
+    tt_activation_backward (TT_ACT_RELU, 1, cols, NULL, keep + r * ldk,
+        c + r * ldc, c + r * ldc);
 }
 
 typedef struct
