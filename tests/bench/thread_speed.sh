@@ -42,12 +42,23 @@
 # Usage: tests/bench/thread_speed.sh
 # Env:   RUNS (3), CNN_SAMPLES (200 batches), MLP_SAMPLES (60000), EVAL_SAMPLES
 #        (10000: shorter runs measure start-up), HOG (1: the hog rows; 0: none),
-#        TORCH (1: the PyTorch rows; 0: none)
+#        TORCH (1: the PyTorch rows; 0: none), INFERENCE (1: the inference
+#        rows; 0: none), ROWS (the training rows, in order: "cnn:32 cnn:128
+#        mlp:32 mlp:128"; fewer, or another order, to catch a state of the
+#        machine that lasts a few minutes)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 "$top/scripts/build.sh" "$top/build"
 
 runs=${RUNS:-3}
+rows=${ROWS:-cnn:32 cnn:128 mlp:32 mlp:128}
+for row in $rows; do
+  case $row in
+    cnn:[0-9]*|mlp:[0-9]*) ;;
+    *) echo "thread_speed.sh: ROWS: \"$row\" is not cnn:BATCH or mlp:BATCH" >&2
+       exit 2 ;;
+  esac
+done
 data=/usr/share/datasets/fashion-mnist
 cli=$top/build/tools/tensor-trainer
 export GST_PLUGIN_PATH="$top/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
@@ -156,45 +167,44 @@ train_table () {
     batch "1 thread/s" "2 threads/s" "2/1" "each pair" "cores" "1+1" \
     "crossing us (each pair)" "pairs fast / slow / 1 core" \
     "steps split (each run)"
-  for model in cnn mlp; do
-    for batch in 32 128; do
-      # 200 steps an epoch or more: the pool's trials of the way it does
-      # not hold (a few percent of the steps once settled) take a fifth
-      # of the first steps
-      if [ $model = cnn ]; then samples=${CNN_SAMPLES:-$((200 * batch))}
-      else samples=${MLP_SAMPLES:-60000}; fi
-      : > "$work/r1"; : > "$work/r2"; : > "$work/split"; : > "$work/pairs"
-      : > "$work/both"; : > "$work/cross"
-      for i in $(seq "$runs"); do
-        cross_before=$(cross_now)
-        before=$(cores_now)
-        # each count first in turn: with a hog, pairs that always ran one
-        # thread first gave 2 threads 0.982 of it (the MLP at batch 128,
-        # median of 6), alternating 0.996 (of 8)
-        if [ $((i % 2)) = 1 ]; then
-          a=$(train_rate $model $batch 1 "$samples")
-          b=$(train_rate $model $batch 2 "$samples")
-        else
-          b=$(train_rate $model $batch 2 "$samples")
-          a=$(train_rate $model $batch 1 "$samples")
-        fi
-        two_at_once $model $batch "$samples" >> "$work/both"
-        after=$(cores_now)
-        cross_after=$(cross_now)
-        echo "$a" >> "$work/r1"; echo "$b" >> "$work/r2"
-        echo "$before $after $a $b" >> "$work/pairs"
-        echo "$cross_before $cross_after $a $b $before $after" >> "$work/cross"
-      done
-      one=$(median < "$work/r1"); two=$(median < "$work/r2")
-      both=$(median < "$work/both")
-      pairs=$(awk '{ printf "%.2f ", $4 / $3 }' "$work/pairs")
-      seen=$(awk '{ printf "%.2f ", $1 < $2 ? $1 : $2 }' "$work/pairs")
-      crossing=$(awk '{ printf "%s/%s ", $1, $2 }' "$work/cross")
-      printf '%-5s %6s %12.0f %12.0f %5sx  %-16s %-16s %5sx  %-24s %-30s %s\n' \
-        $model $batch "$one" "$two" "$(ratio "$two" "$one")" "$pairs" \
-        "$seen" "$(ratio "$both" "$one")" "$crossing" \
-        "$(by_state "$work/cross")" "$(tr '\n' ' ' < "$work/split")"
+  for row in $rows; do
+    model=${row%:*} batch=${row#*:}
+    # 200 steps an epoch or more: the pool's trials of the way it does
+    # not hold (a few percent of the steps once settled) take a fifth
+    # of the first steps
+    if [ $model = cnn ]; then samples=${CNN_SAMPLES:-$((200 * batch))}
+    else samples=${MLP_SAMPLES:-60000}; fi
+    : > "$work/r1"; : > "$work/r2"; : > "$work/split"; : > "$work/pairs"
+    : > "$work/both"; : > "$work/cross"
+    for i in $(seq "$runs"); do
+      cross_before=$(cross_now)
+      before=$(cores_now)
+      # each count first in turn: with a hog, pairs that always ran one
+      # thread first gave 2 threads 0.982 of it (the MLP at batch 128,
+      # median of 6), alternating 0.996 (of 8)
+      if [ $((i % 2)) = 1 ]; then
+        a=$(train_rate $model $batch 1 "$samples")
+        b=$(train_rate $model $batch 2 "$samples")
+      else
+        b=$(train_rate $model $batch 2 "$samples")
+        a=$(train_rate $model $batch 1 "$samples")
+      fi
+      two_at_once $model $batch "$samples" >> "$work/both"
+      after=$(cores_now)
+      cross_after=$(cross_now)
+      echo "$a" >> "$work/r1"; echo "$b" >> "$work/r2"
+      echo "$before $after $a $b" >> "$work/pairs"
+      echo "$cross_before $cross_after $a $b $before $after" >> "$work/cross"
     done
+    one=$(median < "$work/r1"); two=$(median < "$work/r2")
+    both=$(median < "$work/both")
+    pairs=$(awk '{ printf "%.2f ", $4 / $3 }' "$work/pairs")
+    seen=$(awk '{ printf "%.2f ", $1 < $2 ? $1 : $2 }' "$work/pairs")
+    crossing=$(awk '{ printf "%s/%s ", $1, $2 }' "$work/cross")
+    printf '%-5s %6s %12.0f %12.0f %5sx  %-16s %-16s %5sx  %-24s %-30s %s\n' \
+      $model $batch "$one" "$two" "$(ratio "$two" "$one")" "$pairs" \
+      "$seen" "$(ratio "$both" "$one")" "$crossing" \
+      "$(by_state "$work/cross")" "$(tr '\n' ' ' < "$work/split")"
   done
 }
 
@@ -219,24 +229,23 @@ if [ "${TORCH:-1}" != 0 ]; then
   echo "== PyTorch, the same models, quiet (median of $runs) =="
   printf '%-5s %6s %12s %12s %6s\n' model batch "1 thread/s" "2 threads/s" \
     "2/1"
-  for model in cnn mlp; do
-    for batch in 32 128; do
-      if [ $model = cnn ]; then samples=${CNN_SAMPLES:-$((200 * batch))}
-      else samples=${MLP_SAMPLES:-60000}; fi
-      : > "$work/t1"; : > "$work/t2"
-      for i in $(seq "$runs"); do
-        if [ $((i % 2)) = 1 ]; then
-          torch_rate $model $batch 1 "$samples" >> "$work/t1"
-          torch_rate $model $batch 2 "$samples" >> "$work/t2"
-        else
-          torch_rate $model $batch 2 "$samples" >> "$work/t2"
-          torch_rate $model $batch 1 "$samples" >> "$work/t1"
-        fi
-      done
-      one=$(median < "$work/t1"); two=$(median < "$work/t2")
-      printf '%-5s %6s %12.0f %12.0f %5sx\n' $model $batch "$one" "$two" \
-        "$(ratio "$two" "$one")"
+  for row in $rows; do
+    model=${row%:*} batch=${row#*:}
+    if [ $model = cnn ]; then samples=${CNN_SAMPLES:-$((200 * batch))}
+    else samples=${MLP_SAMPLES:-60000}; fi
+    : > "$work/t1"; : > "$work/t2"
+    for i in $(seq "$runs"); do
+      if [ $((i % 2)) = 1 ]; then
+        torch_rate $model $batch 1 "$samples" >> "$work/t1"
+        torch_rate $model $batch 2 "$samples" >> "$work/t2"
+      else
+        torch_rate $model $batch 2 "$samples" >> "$work/t2"
+        torch_rate $model $batch 1 "$samples" >> "$work/t1"
+      fi
     done
+    one=$(median < "$work/t1"); two=$(median < "$work/t2")
+    printf '%-5s %6s %12.0f %12.0f %5sx\n' $model $batch "$one" "$two" \
+      "$(ratio "$two" "$one")"
   done
   probe
 fi
@@ -258,6 +267,7 @@ if [ "${HOG:-1}" != 0 ]; then
   kill "$hog"; wait "$hog" 2> /dev/null || true; hog=
 fi
 
+[ "${INFERENCE:-1}" != 0 ] || exit 0
 echo
 echo "== inference, CNN (median of $runs) =="
 "$cli" train "$top/tests/models/fmnist_cnn.ini" \
