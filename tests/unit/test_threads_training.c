@@ -8,6 +8,11 @@
  *    partition is fixed, whatever thread runs a part), and so do its
  *    steps run inline (TT_THREADS_STEPS=inline: the same parts on the
  *    caller alone);
+ *  - the last step trains a part of a batch, and an evaluation of a whole
+ *    batch follows: every step's loss and the evaluation's loss and
+ *    count of correct answers agree with one thread's within rounding
+ *    (losses are sums of the threads' partials: the MLP's output layer
+ *    and its loss run by rows on every thread, core/loss_tail.c);
  *  - every count's weights agree with one thread's within rounding, 1e-3
  *    of the largest weight change (moving statistics included): split
  *    GEMMs have other shapes, so with OpenBLAS a few last bits differ,
@@ -29,6 +34,8 @@
 
 #define STEPS 3
 #define BATCH 16
+/* the last training step's samples: a part of a batch */
+#define LAST_BATCH (BATCH - 5)
 
 static const char *root = ".";
 /* a line added to the model's [Model] section (NULL: none) */
@@ -36,7 +43,10 @@ static const char *model_extra;
 /* whether dense layers do the relus between them (tt_model_set_relu_fusion),
  * and the relu passes the last model compiled fused */
 static bool relu_fusion = true;
-static unsigned relu_fusions, deriv_copies;
+static unsigned relu_fusions, deriv_copies, loss_tails;
+/* the losses of the last model trained: its steps, then an evaluation */
+static double losses[STEPS + 1];
+static uint32_t eval_correct;
 
 /* The weights after STEPS steps on threads threads; NULL on failure.
  * *before gets the initial ones (when not NULL). */
@@ -83,6 +93,7 @@ train (const char *model, unsigned threads, size_t *floats, float **before)
   }
   relu_fusions = tt_model_relu_fusions (m);
   deriv_copies = tt_model_deriv_copies (m);
+  loss_tails = tt_model_loss_tails (m);
   CHECK (tt_model_threads (m) == threads, "%u", tt_model_threads (m));
   tt_shape in, lab = tt_model_label_shape (m);
   tt_model_input_shape (m, 0, &in);
@@ -105,12 +116,18 @@ train (const char *model, unsigned threads, size_t *floats, float **before)
   }
   const void *inputs[1] = { x };
   for (int s = 0; s < STEPS; s++) {
-    tt_batch_result res;
-    tt_status st = tt_model_train_batch (m, BATCH, inputs, NULL, t, &res,
-        &err);
+    tt_batch_result res = { 0 };
+    tt_status st = tt_model_train_batch (m, s == STEPS - 1 ? LAST_BATCH :
+        BATCH, inputs, NULL, t, &res, &err);
     CHECK (st == TT_OK, "%s on %u threads, step %d: %s", model, threads, s,
         err.message);
+    losses[s] = res.loss;
   }
+  tt_batch_result res = { 0 };
+  CHECK (tt_model_eval_batch (m, BATCH, inputs, NULL, t, &res, &err) ==
+      TT_OK, "%s on %u threads, evaluation: %s", model, threads, err.message);
+  losses[STEPS] = res.loss;
+  eval_correct = res.correct;
   CHECK (tt_model_export_weights (m, w, *floats, &err) == TT_OK, "%s",
       err.message);
   free (x);
@@ -136,8 +153,18 @@ compare_counts (const char *model)
       change = d;
   }
   CHECK (change > 0, "%s: training changed no weight", model);
+  double one_losses[STEPS + 1];
+  memcpy (one_losses, losses, sizeof losses);
+  const uint32_t one_correct = eval_correct;
   for (unsigned threads = 2; threads <= 4; threads++) {
     float *a = train (model, threads, &n2, NULL);
+    for (int s = 0; s <= STEPS; s++)
+      CHECK (fabs (losses[s] - one_losses[s]) <= 1e-5 * fabs (one_losses[s]),
+          "%s: %u threads: %s %d's loss %.9g, one thread's %.9g", model,
+          threads, s < STEPS ? "step" : "evaluation", s, losses[s],
+          one_losses[s]);
+    CHECK (eval_correct == one_correct, "%s: %u threads: %u correct in the "
+        "evaluation, one thread %u", model, threads, eval_correct, one_correct);
     float *b = train (model, threads, &n2, NULL);
     /* every step inline: the same parts in order on the caller, sharing
      * what scratch they may (tt_threads_step_inline), the same weights */
@@ -194,28 +221,33 @@ test_mlp_clipped (void)
  * to 4 threads (core/relu_fusion.c): the forward of both (the first and
  * second layers' weights are split by rows at this batch), and the
  * backward of both (in the second layer's parts, and after the output
- * layer's product, which runs on the caller); and that product made by
- * every thread for the second layer's parts (core/deriv_copies.c): the
- * same weights bit for bit as with the relu layers' own passes and one
- * product; on one thread, none. */
+ * layer's product, which runs on the caller); that product made by
+ * every thread for the second layer's parts (core/deriv_copies.c); and
+ * the output layer and the loss by rows on every thread
+ * (core/loss_tail.c): the same weights bit for bit as with the relu
+ * layers' own passes, one product and the loss on the caller; on one
+ * thread, none. */
 static void
 test_mlp_relu_fusion (void)
 {
   size_t n = 0;
   float *one = train ("fmnist_mlp", 1, &n, NULL);
-  CHECK (relu_fusions == 0 && deriv_copies == 0, "1 thread: %u relu passes "
-      "fused, %u derivatives copied", relu_fusions, deriv_copies);
+  CHECK (relu_fusions == 0 && deriv_copies == 0 && loss_tails == 0,
+      "1 thread: %u relu passes fused, %u derivatives copied, %u losses "
+      "in a dense layer", relu_fusions, deriv_copies, loss_tails);
   free (one);
   for (unsigned threads = 2; threads <= 4; threads++) {
     float *fused = train ("fmnist_mlp", threads, &n, NULL);
-    CHECK (relu_fusions == 4 && deriv_copies == 1, "%u threads: %u relu "
-        "passes fused, not 4; %u derivatives copied, not 1", threads,
-        relu_fusions, deriv_copies);
+    CHECK (relu_fusions == 4 && deriv_copies == 1 && loss_tails == 1,
+        "%u threads: %u relu passes fused, not 4; %u derivatives copied, "
+        "not 1; %u losses in a dense layer, not 1", threads, relu_fusions,
+        deriv_copies, loss_tails);
     relu_fusion = false;
     float *apart = train ("fmnist_mlp", threads, &n, NULL);
-    CHECK (relu_fusions == 0 && deriv_copies == 0, "%u threads, fusion "
-        "off: %u relu passes fused, %u derivatives copied", threads,
-        relu_fusions, deriv_copies);
+    CHECK (relu_fusions == 0 && deriv_copies == 0 && loss_tails == 0,
+        "%u threads, fusion off: %u relu passes fused, %u derivatives "
+        "copied, %u losses in a dense layer", threads, relu_fusions,
+        deriv_copies, loss_tails);
     relu_fusion = true;
     if (fused && apart)
       CHECK (memcmp (fused, apart, n * sizeof *fused) == 0, "%u threads: "

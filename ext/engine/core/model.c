@@ -91,6 +91,7 @@ tt_model_free (tt_model * m)
   free (m->canonical);
   tt_threads_free (m->thread_pool);
   free (m->worker_scratch);
+  free (m->loss_tail_dy);
   tt_layout_free (m);
   free (m->pool);
   if (m->map)
@@ -234,7 +235,7 @@ model_make_threads (tt_model * m, tt_error * err)
   const size_t copies = tt_deriv_copies (m, per);
   if (copies && (st = model_worker_scratch (m, have, per + copies, err)))
     return st;
-  return TT_OK;
+  return tt_loss_tail (m, err);
 }
 
 tt_status

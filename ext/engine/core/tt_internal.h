@@ -268,6 +268,7 @@ struct tt_model {
   unsigned threads;
   tt_threads *thread_pool;
   float *worker_scratch;        /* the pool's (tt_threads_set_scratch) */
+  float *loss_tail_dy;          /* tt_layer.tail_dy (core/loss_tail.c) */
   bool no_fusion;               /* tests: tt_model_set_relu_fusion */
   double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
@@ -415,6 +416,11 @@ void tt_relu_fuse (tt_model * m);
  * at deriv_copy_at floats into the workers' scratch, from at on; returns
  * the floats the copies need after at (0: none). */
 size_t tt_deriv_copies (tt_model * m, size_t at);
+
+/* loss_tail.c: after tt_deriv_copies, which dense layer does the softmax
+ * cross-entropy loss after it (tt_layer.loss_tail, loss_in_tail), with
+ * the buffer for the loss's derivative (tt_model.loss_tail_dy). */
+tt_status tt_loss_tail (tt_model * m, tt_error * err);
 
 static inline float *
 tt_data (const tt_model * m, int id)

@@ -423,6 +423,19 @@ typedef struct tt_layer {
    * parts read their worker's copy. The same values, bit for bit. */
   bool in_deriv_copies, out_deriv_copies;
   size_t deriv_copy_at;
+  /* Set with the pool (core/loss_tail.c): loss_tail on such a dense
+   * layer (in_deriv_copies) whose output a softmax cross-entropy loss
+   * alone reads, loss_in_tail on that loss. The dense layer then does
+   * the loss's work in its own jobs, by rows of the batch on every
+   * thread (layers/fc_loss_tail.c): its product, the softmax, the loss
+   * and the loss's derivative in forward, into tail_dy (rows x unit
+   * floats the model holds, outside the pool, where each thread reads it
+   * whole in backward), and its gradients with its derivative copies in
+   * backward; the loss's own passes do nothing. tail_prob and
+   * tail_label are the loss's output and label tensors. */
+  bool loss_tail, loss_in_tail;
+  int tail_prob, tail_label;
+  float *tail_dy;
 
   /* tensor ids */
   int in[TT_MAX_IO], out[TT_MAX_IO];
@@ -598,6 +611,24 @@ extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_dropout_layer_ops, tt_addition_layer_ops, tt_concat_layer_ops,
     tt_multiout_layer_ops, tt_mse_layer_ops, tt_cross_softmax_layer_ops,
     tt_cross_sigmoid_layer_ops, tt_lstm_layer_ops, tt_gru_layer_ops;
+
+/* layer_loss.c: softmax cross-entropy over rows of width values, from
+ * the logits x and their softmax p: the sum over rows of -sum t log p,
+ * and its derivative dx = scale * (p sum (t) - t) */
+double tt_cross_softmax_loss_rows (const float *x, const float *p,
+    const float *t, size_t rows, size_t width);
+void tt_cross_softmax_derivative_rows (const float *p, const float *t,
+    float *dx, size_t rows, size_t width, float scale);
+
+/* layer_fc.c: db[i] for columns [c0, c1) of dy's rows x width, summed
+ * row by row in order (the same sums whatever the columns' split) */
+void tt_fc_bias_gradient (const float *dy, size_t rows, size_t width,
+    size_t c0, size_t c1, float *db);
+
+/* fc_loss_tail.c: a dense layer's forward and backward with its loss
+ * (tt_layer.loss_tail) */
+void tt_fc_loss_tail_forward (const tt_run_ctx * c, const tt_layer * l);
+void tt_fc_loss_tail_backward (const tt_run_ctx * c, const tt_layer * l);
 
 /* activation.c */
 #define TT_LEAKY_RELU_SLOPE 0.01f

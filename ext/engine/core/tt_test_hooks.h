@@ -33,5 +33,8 @@ unsigned tt_model_relu_fusions (const tt_model * model);
 /* After compile: the dense layers whose input derivative every thread
  * makes (core/deriv_copies.c; off with the relu fusion). */
 unsigned tt_model_deriv_copies (const tt_model * model);
+/* Dense layers that do the loss after them on every thread
+ * (core/loss_tail.c; off with the relu fusion). */
+unsigned tt_model_loss_tails (const tt_model * model);
 
 #endif

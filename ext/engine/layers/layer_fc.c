@@ -178,6 +178,10 @@ fc_sum_partials (void *arg, size_t begin, size_t end)
 static void
 fc_forward (const tt_run_ctx * c, tt_layer * l)
 {
+  if (l->loss_tail) {
+    tt_fc_loss_tail_forward (c, l);
+    return;
+  }
   fc_job j;
   fc_job_init (&j, c, l);
   const int rows = j.rows, k = j.k, unit = j.unit;
@@ -234,19 +238,22 @@ fc_weight_gradient_rows (const fc_job * j, tt_threads * pool,
   }
 }
 
-/* db's columns [c0, c1): dy's column sums, row by row in order (the
- * same sums whatever the columns' split) */
-static TT_VECTOR_CLONES void
-fc_bias_gradient (const fc_job * j, const float *restrict dy, size_t c0,
-    size_t c1)
+TT_VECTOR_CLONES void
+tt_fc_bias_gradient (const float *restrict dy, size_t rows, size_t width,
+    size_t c0, size_t c1, float *restrict db)
 {
-  float *restrict db = j->db;
-  const size_t unit = (size_t) j->unit;
   for (size_t i = c0; i < c1; i++)
     db[i] = 0.0f;
-  for (size_t r = 0; r < (size_t) j->rows; r++)
+  for (size_t r = 0; r < rows; r++)
     for (size_t i = c0; i < c1; i++)
-      db[i] += dy[r * unit + i];
+      db[i] += dy[r * width + i];
+}
+
+/* db's columns [c0, c1) */
+static void
+fc_bias_gradient (const fc_job * j, const float *dy, size_t c0, size_t c1)
+{
+  tt_fc_bias_gradient (dy, (size_t) j->rows, (size_t) j->unit, c0, c1, j->db);
 }
 
 /* backward, owned: thread part's rows of dW, its chunks in its own
@@ -274,6 +281,10 @@ fc_gradient_part (void *arg, unsigned part, unsigned n_parts)
 static void
 fc_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
+  /* with the loss: made with the input derivative, in one job
+   * (tt_fc_loss_tail_backward) */
+  if (l->loss_tail)
+    return;
   fc_job j;
   fc_job_init (&j, c, l);
   const tt_weight *w = &l->weights[0];
@@ -344,6 +355,10 @@ fc_derivative_copy_part (void *arg, unsigned part, unsigned n_parts)
 static void
 fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
+  if (l->loss_tail) {
+    tt_fc_loss_tail_backward (c, l);
+    return;
+  }
   fc_job j;
   fc_job_init (&j, c, l);
   if (fc_owned (c, l)) {

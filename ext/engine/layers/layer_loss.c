@@ -102,23 +102,21 @@ mse_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   tt_split (c->threads, n, 16, LOSS_SPLIT_MIN, difference_range, &j);
 }
 
-/* rows [begin, end), from the logits x and their softmax y: a row's
- * log-sum-exp is max x - log p at the max, where p = 1 / sum exp (x -
- * max) is at least 1 / width (never underflows): one log a row, not an
- * exp per value (which took 15 us of the MLP's 500 us step at batch
- * 128), within float rounding of the sum itself */
-static double
-cross_softmax_range (void *arg, size_t begin, size_t end)
+/* A row's log-sum-exp is max x - log p at the max, where p = 1 / sum
+ * exp (x - max) is at least 1 / width (never underflows): one log a row,
+ * not an exp per value (which took 15 us of the MLP's 500 us step at
+ * batch 128), within float rounding of the sum itself. */
+double
+tt_cross_softmax_loss_rows (const float *x, const float *p, const float *t,
+    size_t rows, size_t width)
 {
-  const loss_job *j = arg;
-  const size_t width = j->width;
   double sum = 0;
-  for (size_t r = begin; r < end; r++) {
-    const float *xr = j->x + r * width, *tr = j->t + r * width;
+  for (size_t r = 0; r < rows; r++) {
+    const float *xr = x + r * width, *tr = t + r * width;
     size_t at = 0;
     for (size_t i = 1; i < width; i++)
       at = xr[i] > xr[at] ? i : at;
-    const double lse = (double) xr[at] - log ((double) j->y[r * width + at]);
+    const double lse = (double) xr[at] - log ((double) p[r * width + at]);
     for (size_t i = 0; i < width; i++)
       if (tr[i] != 0.0f)
         sum -= tr[i] * ((double) xr[i] - lse);
@@ -126,10 +124,22 @@ cross_softmax_range (void *arg, size_t begin, size_t end)
   return sum;
 }
 
+/* rows [begin, end), from the logits x and their softmax y */
+static double
+cross_softmax_range (void *arg, size_t begin, size_t end)
+{
+  const loss_job *j = arg;
+  const size_t at = begin * j->width;
+  return tt_cross_softmax_loss_rows (j->x + at, j->y + at, j->t + at,
+      end - begin, j->width);
+}
+
 static void
 cross_softmax_forward (const tt_run_ctx * c, tt_layer * l)
 {
   size_t rows, width;
+  if (l->loss_in_tail)
+    return;
   loss_sizes (c, l, &rows, &width);
   const float *x = tt_run_data (c, l->in[0]);
   float *p = tt_run_data (c, l->out[0]);
@@ -141,27 +151,38 @@ cross_softmax_forward (const tt_run_ctx * c, tt_layer * l)
           rows * width), cross_softmax_range, &j) / c->batch;
 }
 
-/* rows [begin, end): d/dx of -sum t log softmax(x) is p * sum(t) - t;
- * sum(t) is 1 for a one-hot label but is kept general for soft labels */
+/* d/dx of -sum t log softmax(x) is p * sum(t) - t; sum(t) is 1 for a
+ * one-hot label but is kept general for soft labels */
+void
+tt_cross_softmax_derivative_rows (const float *p, const float *t, float *dx,
+    size_t rows, size_t width, float scale)
+{
+  for (size_t r = 0; r < rows; r++) {
+    const float *pr = p + r * width, *tr = t + r * width;
+    float *dr = dx + r * width;
+    float ts = 0;
+    for (size_t i = 0; i < width; i++)
+      ts += tr[i];
+    for (size_t i = 0; i < width; i++)
+      dr[i] = scale * (pr[i] * ts - tr[i]);
+  }
+}
+
+/* rows [begin, end) */
 static void
 cross_softmax_derivative_range (void *arg, size_t begin, size_t end)
 {
   const loss_job *j = arg;
-  const size_t width = j->width;
-  for (size_t r = begin; r < end; r++) {
-    const float *p = j->y + r * width, *t = j->t + r * width;
-    float *dx = j->dx + r * width;
-    float ts = 0;
-    for (size_t i = 0; i < width; i++)
-      ts += t[i];
-    for (size_t i = 0; i < width; i++)
-      dx[i] = j->scale * (p[i] * ts - t[i]);
-  }
+  const size_t at = begin * j->width;
+  tt_cross_softmax_derivative_rows (j->y + at, j->t + at, j->dx + at,
+      end - begin, j->width, j->scale);
 }
 
 static void
 cross_softmax_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
+  if (l->loss_in_tail)
+    return;
   size_t rows, width;
   loss_sizes (c, l, &rows, &width);
   loss_job j = { NULL, tt_run_data (c, l->out[0]),
