@@ -8,6 +8,16 @@
  * whose weight and bias train, whole (no update as you go, which needs
  * the derivative before the gradient), and not with activations dropped
  * or swapped (as the copies).
+ *
+ * The plan stays the loss's own (plan/lifetime.c): the dense layer
+ * writes the loss's output one step before the loss would, at its own
+ * forward, and a tensor live then but not at the loss's forward would
+ * have its last use there: one of the dense layer's operands, but its
+ * input is read again in backward, its output is the loss's input and
+ * its weights live always; so none shares bytes with the loss's output.
+ * It writes its weight gradients
+ * in its derivative step, between their gradient and update steps; and
+ * the loss's derivative outside the pool.
  */
 #include "tt_internal.h"
 #include "tt_test_hooks.h"
