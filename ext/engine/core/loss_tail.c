@@ -15,9 +15,8 @@
  * have its last use there: one of the dense layer's operands, but its
  * input is read again in backward, its output is the loss's input and
  * its weights live always; so none shares bytes with the loss's output.
- * It writes its weight gradients
- * in its derivative step, between their gradient and update steps; and
- * the loss's derivative outside the pool.
+ * It writes its weight gradients in its derivative step, between their
+ * gradient and update steps, and the loss's derivative outside the pool.
  */
 #include "tt_internal.h"
 #include "tt_test_hooks.h"
