@@ -68,11 +68,9 @@ tt_loss_tail (tt_model * m, tt_error * err)
   return TT_OK;
 }
 
+/* one at most: the buffer is there when there is one */
 unsigned
 tt_model_loss_tails (const tt_model * m)
 {
-  unsigned n = 0;
-  for (uint32_t i = 0; i < m->n_layers; i++)
-    n += m->layers[i].loss_tail;
-  return n;
+  return m->loss_tail_dy != NULL;
 }
