@@ -33,9 +33,11 @@
 #include <stdint.h>
 
 #define STEPS 3
-#define BATCH 16
+/* samples a batch: 16, and 64 where the MLP's output layer splits its
+ * forward (layers/fc_loss_tail.c) */
+static uint32_t batch = 16;
 /* the last training step's samples: a part of a batch */
-#define LAST_BATCH (BATCH - 5)
+#define LAST_BATCH (batch - 5)
 
 static const char *root = ".";
 /* a line added to the model's [Model] section (NULL: none) */
@@ -83,7 +85,7 @@ train (const char *model, unsigned threads, size_t *floats, float **before)
   if (!m)
     return NULL;
   tt_model_set_seed (m, 7);
-  CHECK (tt_model_set_batch_size (m, BATCH, &err) == TT_OK, "%s", err.message);
+  CHECK (tt_model_set_batch_size (m, batch, &err) == TT_OK, "%s", err.message);
   CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s", err.message);
   tt_model_set_relu_fusion (m, relu_fusion);
   if (tt_model_compile (m, &err) != TT_OK) {
@@ -99,16 +101,16 @@ train (const char *model, unsigned threads, size_t *floats, float **before)
   tt_model_input_shape (m, 0, &in);
   const size_t ni = (size_t) in.channel * in.height * in.width,
       nl = (size_t) lab.channel * lab.height * lab.width;
-  float *x = malloc (BATCH * ni * sizeof *x);
-  float *t = calloc (BATCH * nl, sizeof *t);
+  float *x = malloc (batch * ni * sizeof *x);
+  float *t = calloc (batch * nl, sizeof *t);
   *floats = tt_model_weight_floats (m);
   float *w = malloc (*floats * sizeof *w);
   uint64_t r = 12345;
-  for (size_t i = 0; i < BATCH * ni; i++) {
+  for (size_t i = 0; i < batch * ni; i++) {
     r = r * 6364136223846793005ull + 1442695040888963407ull;
     x[i] = (float) (r >> 40) / (float) (1u << 24) * 255.0f;
   }
-  for (size_t b = 0; b < BATCH; b++)
+  for (size_t b = 0; b < batch; b++)
     t[b * nl + b % nl] = 1.0f;
   if (before) {
     *before = malloc (*floats * sizeof **before);
@@ -118,13 +120,13 @@ train (const char *model, unsigned threads, size_t *floats, float **before)
   for (int s = 0; s < STEPS; s++) {
     tt_batch_result res = { 0 };
     tt_status st = tt_model_train_batch (m, s == STEPS - 1 ? LAST_BATCH :
-        BATCH, inputs, NULL, t, &res, &err);
+        batch, inputs, NULL, t, &res, &err);
     CHECK (st == TT_OK, "%s on %u threads, step %d: %s", model, threads, s,
         err.message);
     losses[s] = res.loss;
   }
   tt_batch_result res = { 0 };
-  CHECK (tt_model_eval_batch (m, BATCH, inputs, NULL, t, &res, &err) ==
+  CHECK (tt_model_eval_batch (m, batch, inputs, NULL, t, &res, &err) ==
       TT_OK, "%s on %u threads, evaluation: %s", model, threads, err.message);
   losses[STEPS] = res.loss;
   eval_correct = res.correct;
@@ -257,6 +259,17 @@ test_mlp_relu_fusion (void)
   }
 }
 
+/* At batch 64 the output layer's forward is split by rows over the
+ * threads (below, at 16, it runs on the caller): the same checks */
+static void
+test_mlp_batch64 (void)
+{
+  batch = 64;
+  compare_counts ("fmnist_mlp");
+  test_mlp_relu_fusion ();
+  batch = 16;
+}
+
 static void
 test_cnn (void)
 {
@@ -281,6 +294,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_mlp);
   TT_TEST_RUN (test_mlp_clipped);
   TT_TEST_RUN (test_mlp_relu_fusion);
+  TT_TEST_RUN (test_mlp_batch64);
   TT_TEST_RUN (test_cnn);
   TT_TEST_RUN (test_resnet_bn);
   return tt_test_summary ();

@@ -26,15 +26,26 @@
  * reported loss (not the weights) differs from one thread's in rounding.
  * In an inline step the parts run in order on the caller, and the
  * workers' copies are not made (the owned layer reads the tensor then).
+ *
+ * A forward below TAIL_FORWARD_SPLIT_MIN runs as one part, on the caller
+ * alone: the hand-off and the rows the worker then reads from the other
+ * core cost more than half of it saves.
  */
 #include "tt_layer.h"
+
+/* Multiply-adds of the forward's product from which its rows are split
+ * over the threads. On the 2-core machine in the slow state, the MLP on
+ * 2 threads against its build before, every step split, medians of 68
+ * interleaved runs: at batch 128 (163,840) split 1.014, on the caller
+ * 1.006; at batch 32 (40,960) split 0.987, on the caller 1.001. */
+#define TAIL_FORWARD_SPLIT_MIN 65536
 
 typedef struct
 {
   const tt_run_ctx *c;
   const tt_layer *l;
   size_t rows, k, unit;
-  double loss[TT_THREADS_MAX];
+  double loss[TT_THREADS_MAX];  /* the forward's parts' */
 } tail_job;
 
 static void
@@ -99,11 +110,16 @@ tt_fc_loss_tail_forward (const tt_run_ctx * c, const tt_layer * l)
 {
   tail_job j;
   tail_job_init (&j, c, l);
-  tt_threads_run_owned (c->threads, tail_forward_part, &j);
+  unsigned parts = 1;
+  if ((double) j.rows * j.k * j.unit >= TAIL_FORWARD_SPLIT_MIN) {
+    parts = tt_threads_count (c->threads);
+    tt_threads_run_owned (c->threads, tail_forward_part, &j);
+  } else
+    tail_forward_part (&j, 0, 1);
   if (!c->have_labels)
     return;
   double sum = 0.0;
-  for (unsigned t = 0; t < tt_threads_count (c->threads); t++)
+  for (unsigned t = 0; t < parts; t++)
     sum += j.loss[t];
   *c->loss = sum / c->batch;
 }
