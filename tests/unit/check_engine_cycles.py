@@ -33,7 +33,8 @@ def main():
     nm = sys.argv[2] if len(sys.argv) > 2 else 'nm'
     defined = {}
     for obj, f in nm_lines(nm, lib, '--defined-only'):
-        if len(f) == 3 and f[1] in 'TDRB':
+        # i: a GNU indirect function (TT_VECTOR_CLONES' resolver)
+        if len(f) == 3 and f[1] in 'TDRBi':
             defined[f[2]] = obj
     deps = collections.defaultdict(set)
     for obj, f in nm_lines(nm, lib, '--undefined-only'):

@@ -620,11 +620,6 @@ double tt_cross_softmax_loss_rows (const float *x, const float *p,
 void tt_cross_softmax_derivative_rows (const float *p, const float *t,
     float *dx, size_t rows, size_t width, float scale);
 
-/* layer_fc.c: db[i] for columns [c0, c1) of dy's rows x width, summed
- * row by row in order (the same sums whatever the columns' split) */
-void tt_fc_bias_gradient (const float *dy, size_t rows, size_t width,
-    size_t c0, size_t c1, float *db);
-
 /* fc_loss_tail.c: a dense layer's forward and backward with its loss
  * (tt_layer.loss_tail) */
 void tt_fc_loss_tail_forward (const tt_run_ctx * c, const tt_layer * l);

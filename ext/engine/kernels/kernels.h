@@ -63,6 +63,11 @@ void tt_gemm_split_relu_masked (tt_threads * pool, bool trans_a,
     bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
     const float *b, int ldb, float beta, float *c, int ldc,
     const float *keep, int ldk);
+/* out[i] = the sum of a[r * lda + i] over r < rows, added row by row in
+ * order, for columns c0 <= i < c1: the same sums whatever the columns'
+ * split (a dense layer's bias gradient from its output derivative) */
+void tt_column_sums (const float *a, size_t rows, size_t lda, size_t c0,
+    size_t c1, float *out);
 /* c[r * ldc + j] = 0 where keep[r * ldk + j] is not positive, for r <
  * rows, j < cols (the relu's backward in place) */
 void tt_relu_mask (size_t rows, size_t cols, const float *keep, size_t ldk,

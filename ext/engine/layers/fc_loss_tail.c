@@ -152,7 +152,7 @@ tail_backward_part (void *arg, unsigned part, unsigned n_parts)
   if (l->n_weights > 1) {
     size_t c0, c1;
     tt_threads_range (unit, 16, part, n_parts, &c0, &c1);
-    tt_fc_bias_gradient (dy, j->rows, unit, c0, c1,
+    tt_column_sums (dy, j->rows, unit, c0, c1,
         tt_run_data (c, l->weights[1].grad));
   }
 }

@@ -137,9 +137,9 @@ fc_forward_part (void *arg, unsigned part, unsigned n_parts)
  * 4 pairs). The relu after (tt_layer.relu_in_sum) is taken in the last
  * addition, as tt_activation_forward takes it. Compiled for the wide
  * registers too (TT_VECTOR_CLONES; additions and selects, the same
- * results), as is the bias gradient below: on the baseline's SSE2 the
- * dense layer's own functions took 866 of 34.6k perf samples of the
- * MLP's steps at batch 32 run inline on 2 threads, 350 after. */
+ * results), as is the bias gradient (tt_column_sums): on the baseline's
+ * SSE2 the dense layer's own functions took 866 of 34.6k perf samples of
+ * the MLP's steps at batch 32 run inline on 2 threads, 350 after. */
 static inline float
 fc_relu_if (float v, bool relu)
 {
@@ -238,22 +238,11 @@ fc_weight_gradient_rows (const fc_job * j, tt_threads * pool,
   }
 }
 
-TT_VECTOR_CLONES void
-tt_fc_bias_gradient (const float *restrict dy, size_t rows, size_t width,
-    size_t c0, size_t c1, float *restrict db)
-{
-  for (size_t i = c0; i < c1; i++)
-    db[i] = 0.0f;
-  for (size_t r = 0; r < rows; r++)
-    for (size_t i = c0; i < c1; i++)
-      db[i] += dy[r * width + i];
-}
-
 /* db's columns [c0, c1) */
 static void
 fc_bias_gradient (const fc_job * j, const float *dy, size_t c0, size_t c1)
 {
-  tt_fc_bias_gradient (dy, (size_t) j->rows, (size_t) j->unit, c0, c1, j->db);
+  tt_column_sums (dy, (size_t) j->rows, (size_t) j->unit, c0, c1, j->db);
 }
 
 /* backward, owned: thread part's rows of dW, its chunks in its own
