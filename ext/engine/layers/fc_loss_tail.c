@@ -6,16 +6,16 @@
  * caller alone, a product too small to split and passes over 10 values
  * a row, while the workers waited. On the 2-core machine they were 27 ms
  * of the MLP's 351 at batch 128 on 2 threads (938 steps, fast state):
- * 7.7% of a step on one thread, a cap near 1.9x.
+ * 7.7% of the split step on the caller alone, a cap near 1.9x.
  *
  * Forward, part t of the rows (whole cache lines of them): its logits
  * y = x W + b, their softmax p, its rows' loss (a partial, added in part
  * order) and, training, the loss's derivative dy = (p sum t - t) /
- * batch into tail_dy. Each part reads the input rows its thread wrote
- * (the owned dense layer before adds its partial products by the same
- * row blocks). dy goes to tail_dy, not to the loss's derivative tensor:
- * that one's planned lifetime begins in backward, and may share memory
- * with what forward still reads.
+ * batch into tail_dy. In the MLP each part reads the input rows its
+ * thread wrote: the owned dense layer before adds its partial products
+ * by the same row blocks. dy goes to tail_dy, not to the loss's
+ * derivative tensor: that one's planned lifetime begins in backward, and
+ * may share memory with what forward still reads.
  *
  * Backward, every part reads the whole of dy: dx = dy W^T (masked for a
  * relu before), into the tensor for the caller and into its worker's
