@@ -45,6 +45,8 @@ static const char *model_extra;
 /* whether dense layers do the relus between them (tt_model_set_relu_fusion),
  * and the relu passes the last model compiled fused */
 static bool relu_fusion = true;
+/* whether the output layer does the loss (tt_model_set_loss_tail) */
+static bool loss_tail = true;
 static unsigned relu_fusions, deriv_copies, loss_tails;
 /* the losses of the last model trained: its steps, then an evaluation */
 static double losses[STEPS + 1];
@@ -88,6 +90,7 @@ train (const char *model, unsigned threads, size_t *floats, float **before)
   CHECK (tt_model_set_batch_size (m, batch, &err) == TT_OK, "%s", err.message);
   CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s", err.message);
   tt_model_set_relu_fusion (m, relu_fusion);
+  tt_model_set_loss_tail (m, loss_tail);
   if (tt_model_compile (m, &err) != TT_OK) {
     CHECK (0, "%s: %s", model, err.message);
     tt_model_free (m);
@@ -226,8 +229,10 @@ test_mlp_clipped (void)
  * layer's product, which runs on the caller); that product made by
  * every thread for the second layer's parts (core/deriv_copies.c); and
  * the output layer and the loss by rows on every thread
- * (core/loss_tail.c): the same weights bit for bit as with the relu
- * layers' own passes, one product and the loss on the caller; on one
+ * (core/loss_tail.c). With the relu fusion and the copies, the same
+ * weights bit for bit as with the relu layers' own passes and one
+ * product (the same GEMM shapes); with the loss tail too, the same
+ * within rounding (its products split rows: other shapes). On one
  * thread, none. */
 static void
 test_mlp_relu_fusion (void)
@@ -239,11 +244,35 @@ test_mlp_relu_fusion (void)
       "in a dense layer", relu_fusions, deriv_copies, loss_tails);
   free (one);
   for (unsigned threads = 2; threads <= 4; threads++) {
-    float *fused = train ("fmnist_mlp", threads, &n, NULL);
+    float *w0 = NULL;
+    float *tail = train ("fmnist_mlp", threads, &n, &w0);
     CHECK (relu_fusions == 4 && deriv_copies == 1 && loss_tails == 1,
         "%u threads: %u relu passes fused, not 4; %u derivatives copied, "
         "not 1; %u losses in a dense layer, not 1", threads, relu_fusions,
         deriv_copies, loss_tails);
+    loss_tail = false;
+    float *fused = train ("fmnist_mlp", threads, &n, NULL);
+    loss_tail = true;
+    CHECK (relu_fusions == 4 && deriv_copies == 1 && loss_tails == 0,
+        "%u threads, no loss tail: %u relu passes fused, not 4; %u "
+        "derivatives copied, not 1; %u losses in a dense layer", threads,
+        relu_fusions, deriv_copies, loss_tails);
+    /* the loss tail's products split rows (other GEMM shapes): equal
+     * within rounding, 1e-3 of the largest weight change */
+    if (tail && fused && w0) {
+      double change = 0, worst = 0;
+      for (size_t i = 0; i < n; i++) {
+        const double d = fabs ((double) fused[i] - w0[i]),
+            e = fabs ((double) tail[i] - fused[i]);
+        change = d > change ? d : change;
+        worst = e > worst ? e : worst;
+      }
+      CHECK (change > 0 && worst <= 1e-3 * change, "%u threads: the loss "
+          "tail's weights differ by %g (largest change %g)", threads, worst,
+          change);
+    }
+    free (tail);
+    free (w0);
     relu_fusion = false;
     float *apart = train ("fmnist_mlp", threads, &n, NULL);
     CHECK (relu_fusions == 0 && deriv_copies == 0 && loss_tails == 0,

@@ -53,7 +53,7 @@ tt_loss_tail (tt_model * m, tt_error * err)
       loss = next;
     }
   }
-  if (!dense)
+  if (!dense || m->no_loss_tail)
     return TT_OK;
   const tt_dims out = dense->out_dims[0];
   const size_t floats = (size_t) m->batch_size * out.c * out.h * out.w;
@@ -66,6 +66,12 @@ tt_loss_tail (tt_model * m, tt_error * err)
   dense->tail_label = loss->p.loss.label;
   dense->tail_dy = m->loss_tail_dy;
   return TT_OK;
+}
+
+void
+tt_model_set_loss_tail (tt_model * m, bool on)
+{
+  m->no_loss_tail = !on;
 }
 
 /* one at most: the buffer is there when there is one */

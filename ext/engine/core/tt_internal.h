@@ -270,6 +270,7 @@ struct tt_model {
   float *worker_scratch;        /* the pool's (tt_threads_set_scratch) */
   float *loss_tail_dy;          /* tt_layer.tail_dy (core/loss_tail.c) */
   bool no_fusion;               /* tests: tt_model_set_relu_fusion */
+  bool no_loss_tail;            /* tests: tt_model_set_loss_tail */
   double loss_value;            /* the loss layer's forward writes it */
   uint32_t epoch, iteration;
   /* tt_model_set_profiling: profile holds a counter set per layer (by

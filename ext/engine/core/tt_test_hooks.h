@@ -36,5 +36,10 @@ unsigned tt_model_deriv_copies (const tt_model * model);
 /* Dense layers that do the loss after them on every thread
  * (core/loss_tail.c; off with the relu fusion). */
 unsigned tt_model_loss_tails (const tt_model * model);
+/* Before compile: whether such a layer does its loss (on by default),
+ * so that a test can compare the relu fusion and the derivative copies,
+ * the same products bit for bit, apart from the loss's, whose products
+ * have other shapes. */
+void tt_model_set_loss_tail (tt_model * model, bool on);
 
 #endif

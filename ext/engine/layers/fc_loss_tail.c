@@ -20,10 +20,12 @@
  * Backward, every part reads the whole of dy: dx = dy W^T (masked for a
  * relu before), into the tensor for the caller and into its worker's
  * copy for the others (tt_layer.in_deriv_copies), its rows of dW = x^T
- * dy and its columns of db. Both products and the sums are the serial
- * layer's, element for element (the GEMM splits M, the bias sums columns
- * row by row); the loss adds its parts' partials in part order, so the
- * reported loss (not the weights) differs from one thread's in rounding.
+ * dy and its columns of db. The products split M, so their elements are
+ * the serial layer's where the GEMM's do not depend on M (the portable
+ * one; OpenBLAS's here, bit for bit over 2 epochs) and within rounding
+ * otherwise; the bias sums columns row by row, as the layer does. The
+ * loss adds its parts' partials in part order: within rounding of one
+ * thread's.
  * In an inline step the parts run in order on the caller, and the
  * workers' copies are not made (the owned layer reads the tensor then).
  *
