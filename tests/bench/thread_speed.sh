@@ -229,26 +229,25 @@ goals () {
     $1 == "torch" { tb[$2 ":" $3] = $4 > $5 ? $4 : $5
       tt[$2 ":" $3] = $4 > $5 ? 1 : 2; next }
     { one[$1, $2 ":" $3] = $4; two[$1, $2 ":" $3] = $5 }
+    # the 2/1 ratio of phase for row k against limit; quiet rows the run
+    # left out say so
+    function check(phase, k, label, limit,   r) {
+      if (!((phase, k) in one)) {
+        if (phase == "quiet")
+          printf "%s, 2 threads >= %.2fx one, %-8s not run\n", label, limit, k
+        return
+      }
+      r = r2(two[phase, k], one[phase, k])
+      printf "%s, 2 threads >= %.2fx one, %-8s %sx  %s\n", label, limit, k,
+        r, verdict(r + 0 >= limit)
+    }
     END {
       n = split("cnn:32 cnn:128 mlp:128", want, " ")
-      for (i = 1; i <= n; i++) {
-        k = want[i]
-        if ((("quiet", k) in one)) {
-          q = r2(two["quiet", k], one["quiet", k])
-          printf "quiet, 2 threads >= 1.80x one, %-8s %sx  %s\n", k, q,
-            verdict(q + 0 >= 1.8)
-        } else
-          printf "quiet, 2 threads >= 1.80x one, %-8s not run\n", k
-      }
+      for (i = 1; i <= n; i++)
+        check("quiet", want[i], "quiet", 1.8)
       n = split(rows, all, " ")
-      for (i = 1; i <= n; i++) {
-        k = all[i]
-        if ((("hog", k) in one)) {
-          h = r2(two["hog", k], one["hog", k])
-          printf "CPU hog, 2 threads >= 1.00x one, %-8s %sx  %s\n", k, h,
-            verdict(h + 0 >= 1.0)
-        }
-      }
+      for (i = 1; i <= n; i++)
+        check("hog", all[i], "CPU hog", 1.0)
       k = "mlp:32"
       if ((k in tb) && (("quiet", k) in one)) {
         best = two["quiet", k] > one["quiet", k] ? two["quiet", k] : one["quiet", k]
