@@ -47,7 +47,8 @@
 #        TORCH (1: the PyTorch rows; 0: none), INFERENCE (1: the inference
 #        rows; 0: none), ROWS (the training rows, in order: "cnn:32 cnn:128
 #        mlp:32 mlp:128"; fewer, or another order, to catch a state of the
-#        machine that lasts a few minutes)
+#        machine that lasts a few minutes), WAIT_FAST (seconds to wait at
+#        most for the fast state before starting: below; unset: no wait)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 "$top/scripts/build.sh" "$top/build"
@@ -131,6 +132,7 @@ cores_now () {
 # every read (the host gave the worker no core). The state the machine
 # is in: under 16 us it is fast (two threads gave the CNN 1.8-2.0x),
 # 30-40 us slow (1.2-1.9x; docs/benchmarks.md).
+fast_us=16
 cross_now () {
   local us
   us=$("$top/build/tests/parallel-probe" --cross |
@@ -148,11 +150,11 @@ cross_now () {
 # hog running the cores readings are its doing (it takes one of the two
 # CPUs: 1.0x), so its pairs go by their crossing readings alone
 by_state () {
-  awk -v hog="${hog:+1}" '$1 != "-" && $2 != "-" {
+  awk -v hog="${hog:+1}" -v fast="$fast_us" '$1 != "-" && $2 != "-" {
       r = $4 / $3
       if (!hog && $5 != "" && $6 != "" && $5 < 1.3 && $6 < 1.3) o[no++] = r
-      else if ($1 < 16 && $2 < 16) f[nf++] = r
-      else if ($1 >= 16 && $2 >= 16) s[ns++] = r
+      else if ($1 < fast && $2 < fast) f[nf++] = r
+      else if ($1 >= fast && $2 >= fast) s[ns++] = r
     }
     function med(v, n,   i, j, t) {
       if (!n) return "-"
@@ -164,7 +166,9 @@ by_state () {
       ns, med(o, no), no }' "$1"
 }
 
+# train_table PHASE: the rows, each also recorded for goals as PHASE
 train_table () {
+  local phase=$1
   printf '%-5s %6s %12s %12s %6s  %-16s %-16s %6s  %-24s %-30s %s\n' model \
     batch "1 thread/s" "2 threads/s" "2/1" "each pair" "cores" "1+1" \
     "crossing us (each pair)" "pairs fast / slow / 1 core" \
@@ -260,11 +264,30 @@ goals () {
     }' "$work/goals"
 }
 
+# WAIT_FAST=N: first wait up to N seconds for READINGS (3) cross-core
+# readings in a row under fast_us, INTERVAL (15) seconds apart, so that
+# the quiet table starts in the fast state; none within N: exit 1
+if [ -n "${WAIT_FAST:-}" ]; then
+  deadline=$(($(date +%s) + WAIT_FAST)) in_row=0
+  while [ "$in_row" -lt "${READINGS:-3}" ]; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "thread_speed.sh: no fast state within $WAIT_FAST s" >&2
+      exit 1
+    fi
+    us=$(cross_now)
+    echo "$(date -u +%H:%M:%S) cross-core $us us"
+    if [ "$us" != - ] && awk -v u="$us" -v f="$fast_us" 'BEGIN { exit !(u < f) }'
+    then in_row=$((in_row + 1))
+    else in_row=0
+    fi
+    [ "$in_row" -ge "${READINGS:-3}" ] || sleep "${INTERVAL:-15}"
+  done
+fi
+
 : > "$work/goals"
 echo "== training, quiet (median of $runs) =="
 probe
-phase=quiet
-train_table
+train_table quiet
 probe
 
 # PyTorch's samples/s of the last of 2 epochs after its warm-up
@@ -314,8 +337,7 @@ if [ "${HOG:-1}" != 0 ]; then
   echo
   echo "== training, a CPU hog on one core ($where) =="
   probe
-  phase=hog
-  train_table
+  train_table hog
   kill "$hog"; wait "$hog" 2> /dev/null || true; hog=
 fi
 
