@@ -197,8 +197,11 @@ def help_block(build, what):
             "tt-launch": os.path.join(build, "tools", "tt-launch")}
     if words[0] not in prog:
         sys.exit("gen-reference: unknown program in '%s'" % what)
-    text = run([prog[words[0]]] + words[1:])
-    return ["```"] + [line.rstrip() for line in text.splitlines()] + ["```"]
+    lines = [line.rstrip() for line in run([prog[words[0]]] + words[1:])
+             .splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return ["```"] + lines + ["```"]
 
 
 def generate(build, inspector, what):

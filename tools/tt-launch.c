@@ -679,7 +679,9 @@ main (int argc, char **argv)
         "PIPELINE-DESCRIPTION"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
-  GOptionContext *ctx = g_option_context_new ("PIPELINE-DESCRIPTION");
+  /* no parameter string: the usage line takes PIPELINE-DESCRIPTION from
+   * G_OPTION_REMAINING's entry */
+  GOptionContext *ctx = g_option_context_new (NULL);
   GError *err = NULL;
   GstElement *target;
   GstPad *pad;
