@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Fuzz target: model bundles (tt_bundle.h, bundle.c), through every
+ * Fuzz target: model bundles (tt_bundle.h, bundle_*.c), through every
  * loader:
  *   - tt_bundle_load from a file (a memfd path) with TT_BUNDLE_READ,
  *     TT_BUNDLE_MMAP and TT_BUNDLE_IN_PLACE;

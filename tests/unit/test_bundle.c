@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bundles (bundle.c, docs/bundle.md). For each model (adam, adam with
+ * Bundles (bundle_*.c, docs/bundle.md). For each model (adam, adam with
  * batch normalization, frozen layers with dropout, sgd without moments):
  *   a. pack INI + BIN -> bundle -> unpack: the same bytes, compressed or
  *      not, page-aligned or not, for every part a BIN may hold; pack of the

@@ -20,7 +20,7 @@
  * The results are the same in either layout, bit for bit: only
  * addresses change.
  *
- * Not for weights in a read-only blob (bundle.c), for dropped
+ * Not for weights in a read-only blob (bundle_load.c), for dropped
  * activations (remat.c: their twins have offsets of their own), nor when
  * the one-thread layout does not fit under the tensors that stay. The
  * optimized INI and the plan's queries give the layout by halves

@@ -126,7 +126,7 @@ tt_tensors_bind (tt_model * m, tt_error * err)
     int r = tt_tensor_root (m, (int) i);
     t->offset = m->tensors[r].offset;
     t->data = (float *) ((char *) m->pool + t->offset);
-    /* weights used in place (bundle.c): evaluation touches only inputs,
+    /* weights used in place (bundle_load.c): evaluation touches only inputs,
      * labels, activations and scratch; the rest of the pool stays
      * untouched, so a large pool is never committed */
     if (m->weights_external && r == (int) i &&

@@ -248,9 +248,10 @@ struct tt_model {
   int *canonical;               /* layer indices in INI order: BIN layout */
 
   bool compiled;
-  /* bundle.c: compile leaves the weights to the loader that follows */
+  /* bundle_load.c, bundle_write.c: compile leaves the weights to the loader
+   * that follows */
   bool defer_init;
-  /* bundle.c: weights (and moments, when the bundle has them) point into
+  /* bundle_load.c: weights (and moments, when the bundle has them) point into
    * a read-only blob instead of the pool: evaluation only. The pool's
    * weight, optimizer, gradient and derivative regions are left untouched
    * (never zeroed, so never committed). moments_missing: the blob had no
