@@ -59,12 +59,29 @@
  * labelled, correct, accuracy, seconds, samples-per-second, mean-latency-us:
  * engine time per batch, weights-version).
  *
+ * ## Properties
+ * The model: #GstTtTensorPredictor:model-config,
+ * #GstTtTensorPredictor:model-load-path, #GstTtTensorPredictor:batch-size
+ * and #GstTtTensorPredictor:threads. Fresh weights:
+ * #GstTtTensorPredictor:trainer, #GstTtTensorPredictor:reload and
+ * #GstTtTensorPredictor:reload-interval. The output:
+ * #GstTtTensorPredictor:output, #GstTtTensorPredictor:labels and
+ * #GstTtTensorPredictor:post-messages. Read-only figures:
+ * #GstTtTensorPredictor:samples, #GstTtTensorPredictor:accuracy,
+ * #GstTtTensorPredictor:weights-version and
+ * #GstTtTensorPredictor:pool-bytes.
+ *
  * ## Example launch line
+ * Scores the model that tensor_trainer's example saved (fmnist-mlp.bin) on
+ * Fashion-MNIST's 10000 test images, run from the top of the source tree
+ * with D the folder of the dataset's IDX files (e.g.
+ * D=/usr/share/datasets/fashion-mnist); the tensor-predictor-summary
+ * message at EOS gives its accuracy:
  * |[
- * gst-launch-1.0 -m tensor_datasrc location=t10k-images-idx3-ubyte.gz \
- *     label-location=t10k-labels-idx1-ubyte.gz ! \
- *   tensor_predictor model-config=fmnist_cnn.ini \
- *     model-load-path=fmnist-cnn.bin ! fakesink
+ * gst-launch-1.0 -m tensor_datasrc location=$D/t10k-images-idx3-ubyte.gz \
+ *     label-location=$D/t10k-labels-idx1-ubyte.gz ! \
+ *   tensor_predictor model-config=tests/models/fmnist_mlp.ini \
+ *     model-load-path=fmnist-mlp.bin ! fakesink
  * ]|
  */
 #include "gsttensorpredictor_private.h"

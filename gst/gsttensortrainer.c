@@ -99,12 +99,32 @@
  * So that the pipeline can preroll before the first epoch ends, the src pad
  * sends a GAP event as soon as caps are accepted.
  *
+ * ## Properties
+ * The model and its files: #GstTtTensorTrainer:model-config,
+ * #GstTtTensorTrainer:model-load-path, #GstTtTensorTrainer:model-save-path,
+ * #GstTtTensorTrainer:checkpoint-path and #GstTtTensorTrainer:framework.
+ * The samples: #GstTtTensorTrainer:num-inputs,
+ * #GstTtTensorTrainer:num-labels, #GstTtTensorTrainer:num-training-samples,
+ * #GstTtTensorTrainer:num-validation-samples and #GstTtTensorTrainer:epochs.
+ * While training: #GstTtTensorTrainer:post-messages,
+ * #GstTtTensorTrainer:progress-interval,
+ * #GstTtTensorTrainer:publish-interval and
+ * #GstTtTensorTrainer:skip-bad-batches. The engine:
+ * #GstTtTensorTrainer:memory-limit and #GstTtTensorTrainer:threads.
+ * Federated training: federation-broker and the other federation-*
+ * properties (gsttensorfederation.c).
+ *
  * ## Example launch line
+ * Five epochs on Fashion-MNIST's 60000 training images, run from the top
+ * of the source tree with D the folder of the dataset's IDX files (e.g.
+ * D=/usr/share/datasets/fashion-mnist); the trained model is saved as
+ * fmnist-mlp.bin:
  * |[
- * gst-launch-1.0 -m tensor_datasrc location=train-images-idx3-ubyte.gz \
- *     label-location=train-labels-idx1-ubyte.gz epochs=5 ! \
- *   tensor_trainer model-config=fmnist_mlp.ini num-training-samples=60000 \
- *     epochs=5 model-save-path=model.bin ! fakesink
+ * gst-launch-1.0 -m tensor_datasrc location=$D/train-images-idx3-ubyte.gz \
+ *     label-location=$D/train-labels-idx1-ubyte.gz epochs=5 ! \
+ *   tensor_trainer model-config=tests/models/fmnist_mlp.ini \
+ *     num-training-samples=60000 epochs=5 model-save-path=fmnist-mlp.bin ! \
+ *   fakesink
  * ]|
  */
 #include "gsttensortrainer_private.h"
