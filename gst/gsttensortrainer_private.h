@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* tensor_trainer's insides, shared by its files (not installed):
+ * gsttensortrainer.c, the element (properties, pads, state changes);
+ * gsttensortrainer_model.c, start, model loading and stop;
+ * gsttensortrainer_samples.c, caps, events and samples into the batch;
+ * gsttensortrainer_epochs.c, batches, epochs, saving and messages. */
+#ifndef __GST_TENSOR_TRAINER_PRIVATE_H__
+#define __GST_TENSOR_TRAINER_PRIVATE_H__
+
+#include "gsttensortrainer.h"
+
+G_BEGIN_DECLS
+
+GST_DEBUG_CATEGORY_EXTERN (gst_tensor_trainer_debug);
+#define GST_CAT_DEFAULT gst_tensor_trainer_debug
+
+#define GST_TENSOR_TRAINER_FRAMEWORK "tensor-trainer"
+/* nnstreamer's launch lines name nntrainer, whose INI dialect and BIN
+ * layout this engine reads and writes: they run unchanged */
+#define GST_TENSOR_TRAINER_FRAMEWORK_ALIAS "nntrainer"
+
+/* gsttensortrainer_model.c */
+gboolean gst_tensor_trainer_start (GstTtTensorTrainer * self);
+gboolean gst_tensor_trainer_load_model (GstTtTensorTrainer * self);
+void gst_tensor_trainer_stop (GstTtTensorTrainer * self);
+
+/* gsttensortrainer_samples.c */
+gboolean gst_tensor_trainer_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
+GstFlowReturn gst_tensor_trainer_chain (GstPad * pad, GstObject * parent,
+    GstBuffer * buf);
+GstFlowReturn gst_tensor_trainer_chain_list (GstPad * pad,
+    GstObject * parent, GstBufferList * list);
+void gst_tensor_trainer_send_src_caps (GstTtTensorTrainer * self);
+
+/* gsttensortrainer_epochs.c */
+gboolean gst_tensor_trainer_posting (GstTtTensorTrainer * self,
+    guint * interval);
+GstFlowReturn gst_tensor_trainer_run_batch (GstTtTensorTrainer * self,
+    gboolean training);
+GstFlowReturn gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self,
+    gboolean complete);
+GstFlowReturn gst_tensor_trainer_finish (GstTtTensorTrainer * self);
+gchar *gst_tensor_trainer_checkpoint_name (const gchar * pattern,
+    guint epoch);
+
+G_END_DECLS
+
+#endif /* __GST_TENSOR_TRAINER_PRIVATE_H__ */
