@@ -10,4 +10,10 @@ if [ ! -f "$dir/build.ninja" ]; then
 else
   meson configure "$dir" "$@" >/dev/null 2>&1 || true
 fi
-ninja -C "$dir" >/dev/null
+# quiet when it builds; the compiler's messages when it does not
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! ninja -C "$dir" >"$log" 2>&1; then
+  cat "$log" >&2
+  exit 1
+fi
