@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The tensor-trainer command's internal header: the options as parsed,
+ * the pieces its subcommands share (failing, opening a model, a data set,
+ * printing a plan) and the subcommands, one entry each, that main
+ * (tensor_trainer.c) dispatches to. Each returns the exit code.
+ */
+#ifndef TT_CLI_H
+#define TT_CLI_H
+
+#include "tt_engine.h"
+#include "tt_idx_file.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+typedef struct
+{
+  const char *command, *model, *positional;
+  const char *data, *labels, *valid_data, *valid_labels;
+  const char *load, *save, *weights, *output, *checkpoint;
+  const char *c_out, *section, *format, *symbol, *mode;
+  uint32_t epochs, batch, samples, valid_samples, align;
+  bool replan, naive, compress, trust, resume, inference, profile;
+  uint64_t seed, memory_limit;
+  bool has_seed;
+  int threads;
+} cli_options;
+
+/* A data set streamed from its IDX files: the images are read a batch at
+ * a time into batch (a gzipped file from its unnamed decompressed
+ * temporary), the labels (a byte a sample) are held. */
+typedef struct
+{
+  tt_idx_file images;
+  uint8_t *labels, *batch;
+  tt_dtype type;
+  size_t sample_bytes;
+  uint32_t count;
+} cli_dataset;
+
+/* cli_options.c: the usage text; "tensor-trainer: " and the message on
+ * stderr, returning 1; argv into o: 0, -1 when too few arguments, -2
+ * (after a message) for a bad option */
+void cli_usage (FILE * out);
+int cli_fail (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+int cli_parse (int argc, char **argv, cli_options * o);
+
+/* cli_model.c: MODEL opened as the options say (NULL after a message);
+ * a plan's sizes, and what a memory limit changed in it */
+tt_model *cli_open_model (const cli_options * o, tt_open_info * info,
+    double *seconds);
+void cli_print_plan (const tt_plan_info * p);
+void cli_print_memory (const tt_model * m, const tt_plan_info * p);
+
+/* cli_dataset.c: IMAGES and LABELS opened for m, at most limit samples
+ * (0: all; limit_option names it in messages); 1 after a message */
+int cli_load_dataset (const char *images, const char *labels, tt_model * m,
+    uint32_t limit, const char *limit_option, cli_dataset * d);
+void cli_free_dataset (cli_dataset * d);
+
+/* a monotonic clock, in seconds */
+static inline double
+cli_now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* the subcommands: cli_train.c (train, and eval when !train), cli_info.c,
+ * cli_plan.c (plan, check), cli_pack.c (pack, unpack, strip),
+ * cli_inspect.c, cli_export.c */
+int cli_train (const cli_options * o, bool train);
+int cli_info (const cli_options * o);
+int cli_plan (const cli_options * o);
+int cli_check (const cli_options * o);
+int cli_pack (const cli_options * o);
+int cli_unpack (const cli_options * o);
+int cli_strip (const cli_options * o);
+int cli_inspect (const cli_options * o);
+int cli_export (const cli_options * o);
+
+#endif /* TT_CLI_H */

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tensor-trainer's command line: the usage text, the options every
+ * subcommand reads (cli_parse fills cli_options) and the one way a
+ * subcommand fails (cli_fail: "tensor-trainer: " and a message on
+ * standard error).
+ */
+#include "cli.h"
+#include "cli_number.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void
+cli_usage (FILE * out)
+{
+  fputs ("usage:\n"
+      "  tensor-trainer train MODEL --data IMAGES --labels LABELS\n"
+      "      [--valid-data IMAGES --valid-labels LABELS] [--epochs N]\n"
+      "      [--batch N] [--samples N] [--valid-samples N]\n"
+      "      [--load WEIGHTS] [--save FILE] [--compress] [--seed S]\n"
+      "      [--checkpoint FILE] [--resume]\n"
+      "      [--threads T] [--memory-limit BYTES] [--profile]\n"
+      "  tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES\n"
+      "      --labels LABELS [--batch N] [--samples N] [--mode M] "
+      "[--inference]\n"
+      "      [--profile]\n"
+      "  tensor-trainer info MODEL [--batch N] [--mode M] [--inference]\n"
+      "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
+      "[--align N] [--inference]\n"
+      "      [--memory-limit BYTES] [--threads T]\n"
+      "  tensor-trainer check MODEL.opt.ini|MODEL.ttb [--inference]\n"
+      "  tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]\n"
+      "      [--align N] [--batch N] [--seed S]\n"
+      "  tensor-trainer unpack MODEL.ttb -o DIR\n"
+      "  tensor-trainer strip MODEL.opt.ini|MODEL.ttb -o MODEL.ini "
+      "[--weights MODEL.bin]\n"
+      "  tensor-trainer inspect MODEL.ttb\n"
+      "  tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]\n"
+      "      [--align N] [--format asm|c] [--symbol NAME]\n"
+      "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
+      " ...\n      (federated averaging over MQTT: aggregate --help)\n"
+      "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
+      "writes a bundle (INI, plan, weights, optimizer state, counters) unless\n"
+      "the path ends in .bin. --checkpoint FILE saves the model the same way\n"
+      "after every epoch (atomically: a killed run leaves the last one);\n"
+      "--resume with --load FILE continues from such a checkpoint: its\n"
+      "weights, optimizer state and counters, training the epochs after the\n"
+      "one it was saved at, up to --epochs (or the INI's).\n"
+      "With --valid-data, the INI's [Model] save_best_path gets the weights\n"
+      "(a BIN) after each epoch whose validation accuracy is the best so\n"
+      "far, or ties it with a lower loss (nntrainer's rule).\n"
+      "--mode read|mmap|inplace says how a bundle model is opened (default\n"
+      "read; inplace: weights used where they lie in the mapped file,\n"
+      "evaluation only); --trust skips its weight checksum and finiteness\n"
+      "check. pack's --align aligns every tensor in the bundle (default 64;\n"
+      "4096 for pages), export's the blob.\n"
+      "train, eval and info take --replan (ignore a stored plan) and --naive\n"
+      "(no memory reuse). --inference compiles the model for inference only\n"
+      "(forward lifetimes, no gradients or optimizer state: a smaller pool);\n"
+      "plan --inference stores such a plan, which tensor_predictor loads.\n"
+      "train and eval --profile print, after the run, the time each layer\n"
+      "took (forward, backward, weight update, in execution order) and the\n"
+      "time a step took to standard error.\n"
+      "strip writes the plain INI nntrainer reads (no [Plan] sections, the\n"
+      "INI's own batch_size) from an optimized INI or a bundle, and with\n"
+      "--weights a bundle's weights as a BIN; it never writes over its input.\n"
+      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
+}
+
+int
+cli_fail (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  fputs ("tensor-trainer: ", stderr);
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+  va_end (ap);
+  return 1;
+}
+
+int
+cli_parse (int argc, char **argv, cli_options * o)
+{
+  memset (o, 0, sizeof *o);
+  if (argc < 3)
+    return -1;
+  o->command = argv[1];
+  o->model = argv[2];
+  for (int i = 3; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    uint64_t n;
+    const char **str = NULL;
+    uint32_t *num = NULL;
+    if (!strcmp (a, "--data"))
+      str = &o->data;
+    else if (!strcmp (a, "--labels"))
+      str = &o->labels;
+    else if (!strcmp (a, "--valid-data"))
+      str = &o->valid_data;
+    else if (!strcmp (a, "--valid-labels"))
+      str = &o->valid_labels;
+    else if (!strcmp (a, "--load"))
+      str = &o->load;
+    else if (!strcmp (a, "--save"))
+      str = &o->save;
+    else if (!strcmp (a, "--weights"))
+      str = &o->weights;
+    else if (!strcmp (a, "-o") || !strcmp (a, "--output"))
+      str = &o->output;
+    else if (!strcmp (a, "--c-out"))
+      str = &o->c_out;
+    else if (!strcmp (a, "--section"))
+      str = &o->section;
+    else if (!strcmp (a, "--format"))
+      str = &o->format;
+    else if (!strcmp (a, "--symbol"))
+      str = &o->symbol;
+    else if (!strcmp (a, "--mode"))
+      str = &o->mode;
+    else if (!strcmp (a, "--compress")) {
+      o->compress = true;
+      continue;
+    } else if (!strcmp (a, "--trust")) {
+      o->trust = true;
+      continue;
+    } else if (a[0] != '-' && !o->positional && !strcmp (o->command, "pack")) {
+      o->positional = a;
+      continue;
+    } else if (!strcmp (a, "--align"))
+      num = &o->align;
+    else if (!strcmp (a, "--replan") || !strcmp (a, "--naive")) {
+      if (a[2] == 'r')
+        o->replan = true;
+      else
+        o->naive = true;
+      continue;
+    } else if (!strcmp (a, "--resume")) {
+      o->resume = true;
+      continue;
+    } else if (!strcmp (a, "--inference")) {
+      o->inference = true;
+      continue;
+    } else if (!strcmp (a, "--profile")) {
+      o->profile = true;
+      continue;
+    } else if (!strcmp (a, "--checkpoint"))
+      str = &o->checkpoint;
+    else if (!strcmp (a, "--epochs"))
+      num = &o->epochs;
+    else if (!strcmp (a, "--batch"))
+      num = &o->batch;
+    else if (!strcmp (a, "--samples"))
+      num = &o->samples;
+    else if (!strcmp (a, "--valid-samples"))
+      num = &o->valid_samples;
+    else if (!strcmp (a, "--seed")) {
+      if (!tt_cli_uint (v, UINT64_MAX, &o->seed))
+        return cli_fail ("--seed needs a non-negative integer"), -2;
+      o->has_seed = true;
+      i++;
+      continue;
+    } else if (!strcmp (a, "--memory-limit")) {
+      if (!tt_cli_bytes (v, UINT64_MAX, &o->memory_limit) || !o->memory_limit)
+        return cli_fail ("--memory-limit needs a positive byte count (K, M "
+            "or G: times 1024, 1024^2, 1024^3), got '%s'", v ? v : ""), -2;
+      i++;
+      continue;
+    } else if (!strcmp (a, "--threads")) {
+      if (!tt_cli_uint (v, 64, &n) || n == 0)
+        return cli_fail ("--threads needs an integer in [1, 64]"), -2;
+      o->threads = (int) n;
+      i++;
+      continue;
+    } else {
+      return cli_fail ("unknown option '%s'", a), -2;
+    }
+    if (!v)
+      return cli_fail ("%s needs a value", a), -2;
+    if (str)
+      *str = v;
+    else if (!tt_cli_uint (v, UINT32_MAX, &n) || n == 0)
+      return cli_fail ("%s needs a positive integer, got '%s'", a, v), -2;
+    else
+      *num = (uint32_t) n;
+    i++;
+  }
+  return 0;
+}
