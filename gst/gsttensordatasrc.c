@@ -3,7 +3,8 @@
  * SECTION:element-tensor_datasrc
  * @title: tensor_datasrc
  *
- * Reads a labelled data set from MNIST-format IDX files (images and labels,
+ * Reads a labelled data set from MNIST-format IDX files (images in
+ * #GstTtTensorDataSrc:location, labels in #GstTtTensorDataSrc:label-location,
  * gzipped or not), or from nnstreamer's datarepo files (see below), and
  * pushes one sample per buffer as nnstreamer tensors. From IDX files:
  * the image, then the label, one GstMemory each, with caps such as
@@ -11,18 +12,22 @@
  * Image dimensions are written as tensor_converter writes GRAY8 frames
  * (channel:width:height:1). Images go out as stored (uint8) or normalized to
  * [0, 1] (#GstTtTensorDataSrc:image-format=float32); labels as one-hot float32
- * vectors of #GstTtTensorDataSrc:num-classes or as a float32 class index.
+ * vectors of #GstTtTensorDataSrc:num-classes or as a float32 class index
+ * (#GstTtTensorDataSrc:label-format).
  *
  * Each epoch pushes the training range (#GstTtTensorDataSrc:start-sample,
  * #GstTtTensorDataSrc:num-samples), shuffled when #GstTtTensorDataSrc:shuffle is
- * set, then the validation range in file order. The validation range comes
- * from #GstTtTensorDataSrc:validation-location (and its labels) when set,
- * otherwise from the training files, where it must not overlap the training
- * range. Shuffling permutes the training range only, with an order drawn
+ * set, then the validation range (#GstTtTensorDataSrc:validation-start-sample,
+ * #GstTtTensorDataSrc:validation-num-samples) in file order. The validation
+ * range comes from #GstTtTensorDataSrc:validation-location (and
+ * #GstTtTensorDataSrc:validation-label-location) when set, otherwise from
+ * the training files, where it must not overlap the training range. Shuffling permutes the training range only, with an order drawn
  * from #GstTtTensorDataSrc:seed and the epoch number: the same seed gives the
  * same orders, and a training and a validation sample never trade places.
  * After #GstTtTensorDataSrc:epochs epochs the element sends EOS. Buffers carry
- * no timestamps; their offset is the sample's position in the stream.
+ * no timestamps; their offset is the sample's position in the stream. They
+ * are pushed #GstTtTensorDataSrc:push-list-size at a time, as a buffer list
+ * in which each sample is still its own buffer.
  *
  * The files are checked at start and the samples read from them as they
  * are pushed (a pread of one sample each), so the data set is never held
@@ -57,13 +62,19 @@
  * label-format and num-classes are for IDX files only.
  *
  * ## Example launch line
+ *
+ * Trains tests/models/fmnist_mlp.ini (run from the top of the source tree)
+ * for 3 epochs on the first 50,000 Fashion-MNIST training images, shuffled,
+ * validating on the last 10,000:
  * |[
- * gst-launch-1.0 tensor_datasrc location=train-images-idx3-ubyte.gz \
- *     label-location=train-labels-idx1-ubyte.gz num-samples=50000 \
- *     validation-start-sample=50000 validation-num-samples=10000 \
- *     shuffle=true epochs=3 ! \
- *   tensor_trainer model-config=fmnist_mlp.ini num-training-samples=50000 \
- *     num-validation-samples=10000 epochs=3 ! fakesink
+ * gst-launch-1.0 tensor_datasrc \
+ *     location=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz \
+ *     label-location=/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz \
+ *     num-samples=50000 validation-start-sample=50000 \
+ *     validation-num-samples=10000 shuffle=true epochs=3 ! \
+ *   tensor_trainer model-config=tests/models/fmnist_mlp.ini \
+ *     num-training-samples=50000 num-validation-samples=10000 epochs=3 ! \
+ *   fakesink
  * ]|
  */
 #include "gsttensordatasrc_private.h"
