@@ -21,8 +21,9 @@
  * #GstTtTensorDataSrc:validation-num-samples) in file order. The validation
  * range comes from #GstTtTensorDataSrc:validation-location (and
  * #GstTtTensorDataSrc:validation-label-location) when set, otherwise from
- * the training files, where it must not overlap the training range. Shuffling permutes the training range only, with an order drawn
- * from #GstTtTensorDataSrc:seed and the epoch number: the same seed gives the
+ * the training files, where it must not overlap the training range.
+ * Shuffling permutes the training range only, with an order drawn from
+ * #GstTtTensorDataSrc:seed and the epoch number: the same seed gives the
  * same orders, and a training and a validation sample never trade places.
  * After #GstTtTensorDataSrc:epochs epochs the element sends EOS. Buffers carry
  * no timestamps; their offset is the sample's position in the stream. They
