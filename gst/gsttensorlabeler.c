@@ -43,19 +43,28 @@
  * a discontinuity, a flush and EOS.
  *
  * ## Example launch lines
+ *
+ * From the top of the source tree: 320 frames of videotestsrc, all of
+ * class 0, train pipelines/camera-mlp.ini for one epoch (a camera's frames
+ * come the same way from `v4l2src ! videoconvert ! videoscale`, the label
+ * set as the camera moves: pipelines/camera-train.sh):
  * |[
- * gst-launch-1.0 v4l2src ! videoconvert ! videoscale ! \
+ * gst-launch-1.0 videotestsrc num-buffers=320 ! \
  *     video/x-raw,format=GRAY8,width=28,height=28 ! \
- *   tensor_labeler name=labeler num-classes=3 label=0 ! \
- *   tensor_trainer model-config=camera.ini num-training-samples=300 ! \
- *   fakesink
+ *   tensor_labeler num-classes=4 label=0 ! \
+ *   tensor_trainer model-config=pipelines/camera-mlp.ini \
+ *     num-training-samples=320 epochs=1 ! fakesink
  * ]|
+ * 33 buffers of 256 frames of audiotestsrc, cut into 65 windows of 256
+ * frames, one every 128, train the conv1d model of
+ * pipelines/audio-conv1d.ini (a microphone's sound comes from
+ * `pulsesrc ! audioconvert ! audioresample`: pipelines/audio-train.sh):
  * |[
- * gst-launch-1.0 pulsesrc ! audioconvert ! audioresample ! \
+ * gst-launch-1.0 audiotestsrc num-buffers=33 samplesperbuffer=256 ! \
  *     audio/x-raw,format=S16LE,channels=1,rate=8000 ! \
  *   tensor_labeler num-classes=4 label=0 window=256 hop=128 ! \
- *   tensor_trainer model-config=audio.ini num-training-samples=600 ! \
- *   fakesink
+ *   tensor_trainer model-config=pipelines/audio-conv1d.ini \
+ *     num-training-samples=65 epochs=1 ! fakesink
  * ]|
  */
 #include "gsttensorlabeler.h"

@@ -19,7 +19,11 @@
  * the model's inputs (other/tensors static or flexible, or the legacy single
  * other/tensor; further tensors, such as labels, are ignored), plans the
  * model afresh (an earlier plan in the INI is ignored) for the batch size of
- * #GstTtTensorPlanner:batch-size or the INI's, and writes:
+ * #GstTtTensorPlanner:batch-size or the INI's (with the tensors aligned to
+ * #GstTtTensorPlanner:alignment, the pool kept under
+ * #GstTtTensorPlanner:memory-limit and laid out for the
+ * #GstTtTensorPlanner:threads of the trainer that will load it), and
+ * writes:
  *
  * - #GstTtTensorPlanner:location: the optimized INI (a path ending in .ini),
  *   else a bundle holding it and the weights (a path ending in .bin is
@@ -47,13 +51,22 @@
  * their caps, are checked on the first buffer.
  *
  * ## Example launch line
+ *
+ * Plans tests/models/fmnist_mlp.ini (run from the top of the source tree)
+ * for batches of 64, writes /tmp/mlp.opt.ini and /tmp/mlp.init.bin, and
+ * trains one epoch of the 60,000 Fashion-MNIST training images from them
+ * (-m shows the tensor-planner-plan message, and tensor-trainer-plan with
+ * plan-loaded=true):
  * |[
- * gst-launch-1.0 -m tensor_datasrc location=train-images-idx3-ubyte.gz \
- *     label-location=train-labels-idx1-ubyte.gz ! \
- *   tensor_planner model-config=fmnist_mlp.ini location=mlp.opt.ini \
- *     weights-location=mlp.init.bin batch-size=64 ! \
- *   tensor_trainer model-config=mlp.opt.ini model-load-path=mlp.init.bin \
- *     num-training-samples=60000 ! fakesink
+ * gst-launch-1.0 -m tensor_datasrc \
+ *     location=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz \
+ *     label-location=/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz ! \
+ *   tensor_planner model-config=tests/models/fmnist_mlp.ini \
+ *     location=/tmp/mlp.opt.ini weights-location=/tmp/mlp.init.bin \
+ *     batch-size=64 ! \
+ *   tensor_trainer model-config=/tmp/mlp.opt.ini \
+ *     model-load-path=/tmp/mlp.init.bin num-training-samples=60000 \
+ *     epochs=1 ! fakesink
  * ]|
  */
 #include "gsttensorplanner.h"
