@@ -354,6 +354,37 @@ typedef struct tt_layer_ops {
   /* floats each worker of a pool of threads (>= 2) needs in its scratch
    * (tt_threads_scratch) for the layer's passes at batch_size; NULL: none */
   size_t (*worker_floats) (const struct tt_layer * l, uint32_t batch_size);
+  /* The thread fusions (core/relu_fusion.c, deriv_copies.c,
+   * loss_tail.c) move work between neighbouring layers' passes; each
+   * needs the layers on both sides to do their part, so they ask these,
+   * never which type a layer is. */
+  /* a product by its weight's rows (y = x W) that does a relu next to it
+   * in its own passes: its forward takes the relu of its sum of the
+   * threads' partial products when its weight is owned
+   * (tt_layer.relu_in_sum), its calc_derivative zeroes its input
+   * derivative where its input is not positive (relu_mask_in), the
+   * relu's two passes, in data those passes write anyway */
+  bool fuses_relu;
+  /* multiply-adds of the one product that makes its input derivative
+   * (dy W^T) at batch samples: below TT_GEMM_SPLIT_MIN tt_gemm_split
+   * leaves it on the caller, where a relu mask runs in its stores
+   * (core/relu_fusion.c); NULL: no such product */
+  double (*derivative_product) (const struct tt_layer * l, uint32_t batch);
+  /* its calc_derivative can make its input derivative on every worker
+   * too, each into its own scratch (tt_layer.in_deriv_copies), and, with
+   * an owned weight, its parts read their worker's copy of its output
+   * derivative (out_deriv_copies): no core then reads what another has
+   * just written (core/deriv_copies.c) */
+  bool copies_derivative;
+  /* with its derivative copies, it can do the loss after it in its own
+   * jobs (tt_layer.loss_tail, layers/fc_loss_tail.c) when that loss
+   * fits_loss_tail */
+  bool runs_loss_tail;
+  /* a loss whose work is what a layer that runs_loss_tail does for it:
+   * softmax cross-entropy by rows (tt_cross_softmax_loss_rows, its label
+   * tensor p.loss.label), and whose own passes do nothing when it is
+   * tt_layer.loss_in_tail */
+  bool fits_loss_tail;
 } tt_layer_ops;
 
 typedef struct {
@@ -515,6 +546,16 @@ typedef struct tt_layer {
     } gru;
   } p;
 } tt_layer;
+
+/* The function an activation layer (TT_ROLE_ACTIVATION) applies to its
+ * input, y = f (x); TT_ACT_NONE for every other layer, whose activation=
+ * key made a layer of its own. Code that does an activation's work
+ * elsewhere (core/relu_fusion.c) asks this, not the layer's parameters. */
+static inline tt_activation
+tt_layer_activation (const tt_layer * l)
+{
+  return l->ops->role == TT_ROLE_ACTIVATION ? l->p.act.fn : TT_ACT_NONE;
+}
 
 /* ---- INI sections (io/ini_section.c) --------------------------------- */
 
