@@ -157,14 +157,14 @@ typedef struct {
    * calc_gradient computes the rows a chunk at a time and hands each to
    * tt_run_apply_chunk, which updates those elements of the weight */
   uint32_t rows, chunk_rows;
-  /* split by rows over the model's threads (set with its pool, core/
-   * model.c, for a weight with rows whose products are big enough):
-   * thread i computes, applies and reads in forward only its own rows,
-   * tt_weight_owned_rows, so that a weight and its optimizer state never
-   * leave the core that updates them; on the 2-core machine a product
-   * whose weight another core had just written ran no faster on two
-   * threads than on one (436 against 323 us), and 2.0 times faster when
-   * each thread read only rows it had written itself */
+  /* split by rows over the model's threads (set with its pool,
+   * core/model_threads.c, for a weight with rows whose products are big
+   * enough): thread i computes, applies and reads in forward only its
+   * own rows, tt_weight_owned_rows, so that a weight and its optimizer
+   * state never leave the core that updates them; on the 2-core machine
+   * a product whose weight another core had just written ran no faster
+   * on two threads than on one (436 against 323 us), and 2.0 times
+   * faster when each thread read only rows it had written itself */
   bool owned;
 } tt_weight;
 
@@ -195,8 +195,8 @@ typedef struct {
  * workers' alike ones). Not tt_threads_range's rule changed for every
  * job: its callers may rely on the empty parts being the last ones (the
  * Winograd layer adds the partials of the first parts that had chunks);
- * rows of at least n * TT_GRAD_CHUNK_QUANTUM (model.c) leave no part
- * empty. */
+ * rows of at least n * TT_GRAD_CHUNK_QUANTUM (model_threads.c) leave no
+ * part empty. */
 static inline size_t
 tt_weight_owned_start (size_t rows, unsigned part, unsigned n)
 {
@@ -242,7 +242,7 @@ int tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix,
 void tt_init_use (tt_init_ctx * c, int id, tt_phase phase);
 
 /* During a step: forward, calc_gradient, calc_derivative. The model fills
- * it once per batch (core/model.c); layers read it and keep nothing. */
+ * it once per batch (core/model_step.c); layers read it and keep nothing. */
 typedef struct {
   const tt_tensor *tensors;     /* bound to the pool: tt_run_data */
   uint32_t batch;               /* samples in this batch, <= batch_size */
@@ -257,7 +257,7 @@ typedef struct {
   double *loss;                 /* a loss's forward writes the batch's loss */
   /* update as you go: applies the optimizer to elements [offset, offset +
    * n) of w from grad, which holds just those (the gradient tensor, or a
-   * thread's own scratch); set by the model (core/model.c), NULL when the
+   * thread's own scratch); set by the model (core/model_step.c), NULL when the
    * step does not update; callable from any thread of the pool, for
    * disjoint elements */
   void (*apply_chunk) (const void *owner, const tt_weight * w, size_t offset,
@@ -423,7 +423,7 @@ typedef struct tt_layer {
   bool update_in_gradient;      /* a weight's gradient is chunked: the
                                  * update happens inside calc_gradient,
                                  * which runs after calc_derivative */
-  /* Set with the pool (core/model.c) on a model input read (through
+  /* Set with the pool (core/model_threads.c) on a model input read (through
    * views) by a dense layer alone whose weight the threads own by rows
    * (tt_weight.owned), and on that layer: the input tensor then holds,
    * instead of rows of out_thread_blocks values, each thread's columns
