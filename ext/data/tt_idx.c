@@ -12,25 +12,6 @@
  * doubles as the data keeps coming. */
 #define FIRST_ALLOC ((size_t) 16 << 20)
 
-size_t
-tt_idx_type_size (uint8_t type)
-{
-  switch (type) {
-    case TT_IDX_UINT8:
-    case TT_IDX_INT8:
-      return 1;
-    case TT_IDX_INT16:
-      return 2;
-    case TT_IDX_INT32:
-    case TT_IDX_FLOAT32:
-      return 4;
-    case TT_IDX_FLOAT64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 int
 tt_idx_load (const char *path, tt_idx * out, char *err, size_t err_len)
 {

@@ -46,7 +46,8 @@ typedef struct
   uint8_t *data;
 } tt_idx;
 
-/* Bytes per element for a type code, 0 for an unknown code. */
+/* Bytes per element for a type code, 0 for an unknown code
+ * (tt_idx_format.c). */
 size_t tt_idx_type_size (uint8_t type);
 
 /*

@@ -62,6 +62,27 @@ tt_idx_gz_read_full (gzFile f, uint8_t * buf, size_t len)
   return (int64_t) got;
 }
 
+/* declared in tt_idx.h, the readers' public header; here with the
+ * header code, its first user, which the readers call, not the reverse */
+size_t
+tt_idx_type_size (uint8_t type)
+{
+  switch (type) {
+    case TT_IDX_UINT8:
+    case TT_IDX_INT8:
+      return 1;
+    case TT_IDX_INT16:
+      return 2;
+    case TT_IDX_INT32:
+    case TT_IDX_FLOAT32:
+      return 4;
+    case TT_IDX_FLOAT64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 uint32_t
 tt_idx_be32 (const uint8_t * p)
 {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The parts of the IDX format both readers share (tt_idx loads a file
- * whole, tt_idx_file streams it): the header, the end of the data, byte
+ * whole, tt_idx_file streams it): the header, element sizes
+ * (tt_idx_type_size, declared in tt_idx.h), the end of the data, byte
  * order, zlib reads and their messages. Internal to ext/data: both
  * readers must accept and refuse the same files with the same messages
  * (fuzz_idx compares them).

@@ -524,6 +524,13 @@ test_layer_traits (void)
         "%s: a multiout's outputs are views of its input", t);
     CHECK (!ops->has_weights || ops->role == TT_ROLE_COMPUTE,
         "%s: has weights but role %d", t, (int) ops->role);
+    CHECK (ops->has_weights || !(ops->fuses_relu || ops->copies_derivative
+            || ops->derivative_product || ops->runs_loss_tail),
+        "%s: a thread fusion's dense side, without weights", t);
+    CHECK (!ops->runs_loss_tail || ops->copies_derivative,
+        "%s: runs the loss tail without its derivative copies", t);
+    CHECK (!ops->fits_loss_tail || ops->role == TT_ROLE_LOSS,
+        "%s: fits the loss tail but is no loss", t);
   }
   CHECK (n == TT_LAYER_TYPES, "%u types registered, TT_LAYER_TYPES is %d",
       n, TT_LAYER_TYPES);

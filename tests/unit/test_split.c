@@ -3,9 +3,9 @@
  * Element-wise work split over the engine's threads (core/split.c) gives
  * the serial result bit for bit, for 1 to 4 threads: every activation
  * forward and backward (softmax by whole rows), the optimizers' update
- * split by fixed ranges as model.c splits it, sizes on both sides of the
- * split threshold and ragged against the split quantum, and the feeding
- * of a batch (tt_feed) by ranges and by thread blocks, with its
+ * split by fixed ranges as model_update.c splits it, sizes on both sides
+ * of the split threshold and ragged against the split quantum, and the
+ * feeding of a batch (tt_feed) by ranges and by thread blocks, with its
  * refusal of non-finite inputs. Then training:
  * the MLP and the sensor LSTM and GRU (widened so that their kernels do
  * split), a model of large activations, addition, concat and dropout and

@@ -216,7 +216,7 @@ test_ranges (void)
 /* An owned weight's rows (tt_weight_owned_start): contiguous, on row
  * tiles, none empty, each start within half a tile of t * rows / n (so
  * each part within a tile of rows / n), for every weight with a chunk
- * quantum a thread (model.c owns no smaller one); a tie gives the
+ * quantum a thread (model_threads.c owns no smaller one); a tie gives the
  * earlier part the smaller share. */
 static void
 test_owned_rows (void)

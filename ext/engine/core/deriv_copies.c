@@ -30,10 +30,12 @@
 #include "tt_threads.h"
 #include "tt_test_hooks.h"
 
+/* a dense layer that can make its input derivative on every worker and
+ * read its output derivative's copies (tt_layer_ops.copies_derivative) */
 static bool
 copies_dense (const tt_layer * l)
 {
-  return l->ops == &tt_fc_layer_ops && l->n_weights > 0;
+  return l->ops->copies_derivative && l->n_weights > 0;
 }
 
 size_t
@@ -55,7 +57,7 @@ tt_deriv_copies (tt_model * m, size_t at)
     /* the small layer reads the owned one's output, or the relu's in
      * place over it, whose input derivative is then its output's */
     tt_layer *next = tt_model_sole_consumer (m, (int) i);
-    if (next && next->ops == &tt_activation_layer_ops && next->in_place &&
+    if (next && tt_layer_activation (next) == TT_ACT_RELU && next->in_place &&
         (next->relu_fused & TT_FUSED_BACKWARD))
       next = tt_model_sole_consumer (m, (int) (next - m->layers));
     if (!next || !copies_dense (next) || next->weights[0].owned ||

@@ -7,7 +7,9 @@
  * layer after an owned dense layer), whose output the loss alone reads,
  * whose weight and bias train, whole (no update as you go, which needs
  * the derivative before the gradient), and not with activations dropped
- * or swapped (as the copies).
+ * or swapped (as the copies). The two sides say they can
+ * (tt_layer_ops.runs_loss_tail on the dense layer, fits_loss_tail on
+ * the loss).
  *
  * The plan stays the loss's own (plan/lifetime.c): the dense layer
  * writes the loss's output one step before the loss would, at its own
@@ -26,7 +28,7 @@
 static bool
 tail_dense (const tt_layer * l)
 {
-  if (!l->in_deriv_copies || l->update_in_gradient)
+  if (!l->ops->runs_loss_tail || !l->in_deriv_copies || l->update_in_gradient)
     return false;
   for (uint32_t k = 0; k < l->n_weights; k++)
     if (l->weights[k].grad < 0 || l->weights[k].chunk_rows)
@@ -48,7 +50,7 @@ tt_loss_tail (tt_model * m, tt_error * err)
     tt_layer *next;
     if (!dense && tail_dense (l) &&
         (next = tt_model_sole_consumer (m, (int) i)) &&
-        next->ops == &tt_cross_softmax_layer_ops) {
+        next->ops->fits_loss_tail) {
       dense = l;
       loss = next;
     }

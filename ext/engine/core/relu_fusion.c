@@ -27,23 +27,23 @@
 #include "tt_threads.h"
 #include "tt_test_hooks.h"
 
-/* a dense layer whose threads own its weight's rows */
+/* a dense layer that can do a relu (tt_layer_ops.fuses_relu) and whose
+ * threads own its weight's rows */
 static bool
 fusion_owned_dense (const tt_layer * l)
 {
-  return l->ops == &tt_fc_layer_ops && l->n_weights > 0 && l->weights[0].owned;
+  return l->ops->fuses_relu && l->n_weights > 0 && l->weights[0].owned;
 }
 
-/* a dense layer whose input derivative is one product on the caller
- * (too small to split: tt_gemm_split), so that the mask runs there, in
- * that product's stores */
+/* a dense layer that can do a relu and whose input derivative is one
+ * product on the caller (too small to split: tt_gemm_split), so that
+ * the mask runs there, in that product's stores */
 static bool
 fusion_small_dense (const tt_model * m, const tt_layer * l)
 {
-  const tt_dims in = l->in_dims[0];
-  return l->ops == &tt_fc_layer_ops && l->n_weights > 0 &&
-      !l->weights[0].owned && (double) m->batch_size * in.c * in.h * in.w *
-      l->p.fc.unit < TT_GEMM_SPLIT_MIN;
+  return l->ops->fuses_relu && l->n_weights > 0 && !l->weights[0].owned &&
+      l->ops->derivative_product &&
+      l->ops->derivative_product (l, m->batch_size) < TT_GEMM_SPLIT_MIN;
 }
 
 void
@@ -59,8 +59,8 @@ tt_relu_fuse (tt_model * m)
     return;
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *r = &m->layers[i];
-    if (r->ops != &tt_activation_layer_ops || r->p.act.fn != TT_ACT_RELU ||
-        !r->in_place || r->n_inputs != 1 || r->inputs[0].index != 0)
+    if (tt_layer_activation (r) != TT_ACT_RELU || !r->in_place
+        || r->n_inputs != 1 || r->inputs[0].index != 0)
       continue;
     tt_layer *before = &m->layers[r->inputs[0].layer];
     if (fusion_owned_dense (before) &&

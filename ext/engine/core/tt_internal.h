@@ -294,12 +294,62 @@ tt_status tt_model_keep_gradients (tt_model * m, tt_error * err);
  * every row. */
 #define TT_GRAD_CHUNK_FLOATS 12288
 uint32_t tt_grad_chunk_rows (uint32_t rows, size_t cols);
-/* model.c: a training-mode forward (and, when backward, the gradients and
- * derivatives) without any update; for gradient checks and golden tests.
- * loss excludes regularization. */
+/* model_step.c: a training-mode forward (and, when backward, the
+ * gradients and derivatives) without any update; for gradient checks and
+ * golden tests. loss excludes regularization. */
 tt_status tt_model_gradients (tt_model * m, uint32_t n,
     const void *const *inputs, const tt_dtype * types, const float *labels,
     bool backward, double *loss, tt_error * err);
+
+/* The model's own files (core/model*.c), each calling only those below
+ * it: model.c (life, compile) calls model_threads.c, model_profile.c and
+ * model_weights.c;
+ * model_step.c (the steps) calls model_update.c, model_remat.c and
+ * model_profile.c; model_remat.c calls model_profile.c. */
+
+/* model_threads.c: (re)makes the pool for the count asked (one thread:
+ * none), which weights its threads own, the workers' scratch and the
+ * fusions decided with the pool */
+tt_status tt_model_make_threads (tt_model * m, tt_error * err);
+
+/* model_profile.c: the counters zeroed, allocated first once the graph is
+ * built (compile, or profiling turned on after it): no step allocates */
+tt_status tt_model_profile_reset (tt_model * m, tt_error * err);
+/* A public step's start: its time counts when its forward pass began
+ * (tt_model_profile_end), so the steps and the layers' calls agree. */
+typedef struct
+{
+  uint64_t t0, steps;
+} tt_model_profile_mark;
+tt_model_profile_mark tt_model_profile_begin (const tt_model * m);
+void tt_model_profile_end (tt_model * m, tt_model_profile_mark k);
+/* A profiled stretch of a layer (its forward, backward or update): its
+ * start on the clock and the pool's sums (tt_threads_times). */
+typedef struct
+{
+  uint64_t t0, wait_ns, workers_ns;
+} tt_model_timer;
+tt_model_timer tt_model_timer_start (const tt_model * m);
+/* The stretch's time; the pool's share of it added to t. */
+uint64_t tt_model_timer_stop (const tt_model * m, tt_model_timer k,
+    tt_layer_time * t);
+/* l's forward, its time added to t */
+void tt_model_forward_timed (tt_model * m, tt_layer * l, tt_layer_time * t);
+
+/* model_update.c: the update of l's weights from their gradients
+ * (consumed; chunked ones were updated in calc_gradient); the update of
+ * a chunk, as tt_run_ctx.apply_chunk (owner: the model); the gradients
+ * scaled for clip_grad_by_norm */
+void tt_model_apply_layer (tt_model * m, tt_layer * l);
+void tt_model_apply_chunk (const void *owner, const tt_weight * w,
+    size_t at, size_t n, float *grad);
+void tt_model_clip_gradients (tt_model * m);
+
+/* model_remat.c: before the backward phases of layer, the dropped groups
+ * it needs rebuilt (and the reruns it writes first); after backward, the
+ * dropped activations back at their first instances */
+tt_status tt_model_rebuild (tt_model * m, int layer, tt_error * err);
+void tt_model_unbind_dropped (tt_model * m);
 
 /* graph.c */
 tt_status tt_graph_build (tt_model * m, tt_error * err);

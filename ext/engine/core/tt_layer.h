@@ -157,14 +157,14 @@ typedef struct {
    * calc_gradient computes the rows a chunk at a time and hands each to
    * tt_run_apply_chunk, which updates those elements of the weight */
   uint32_t rows, chunk_rows;
-  /* split by rows over the model's threads (set with its pool, core/
-   * model.c, for a weight with rows whose products are big enough):
-   * thread i computes, applies and reads in forward only its own rows,
-   * tt_weight_owned_rows, so that a weight and its optimizer state never
-   * leave the core that updates them; on the 2-core machine a product
-   * whose weight another core had just written ran no faster on two
-   * threads than on one (436 against 323 us), and 2.0 times faster when
-   * each thread read only rows it had written itself */
+  /* split by rows over the model's threads (set with its pool,
+   * core/model_threads.c, for a weight with rows whose products are big
+   * enough): thread i computes, applies and reads in forward only its
+   * own rows, tt_weight_owned_rows, so that a weight and its optimizer
+   * state never leave the core that updates them; on the 2-core machine
+   * a product whose weight another core had just written ran no faster
+   * on two threads than on one (436 against 323 us), and 2.0 times
+   * faster when each thread read only rows it had written itself */
   bool owned;
 } tt_weight;
 
@@ -195,8 +195,8 @@ typedef struct {
  * workers' alike ones). Not tt_threads_range's rule changed for every
  * job: its callers may rely on the empty parts being the last ones (the
  * Winograd layer adds the partials of the first parts that had chunks);
- * rows of at least n * TT_GRAD_CHUNK_QUANTUM (model.c) leave no part
- * empty. */
+ * rows of at least n * TT_GRAD_CHUNK_QUANTUM (model_threads.c) leave no
+ * part empty. */
 static inline size_t
 tt_weight_owned_start (size_t rows, unsigned part, unsigned n)
 {
@@ -242,7 +242,7 @@ int tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix,
 void tt_init_use (tt_init_ctx * c, int id, tt_phase phase);
 
 /* During a step: forward, calc_gradient, calc_derivative. The model fills
- * it once per batch (core/model.c); layers read it and keep nothing. */
+ * it once per batch (core/model_step.c); layers read it and keep nothing. */
 typedef struct {
   const tt_tensor *tensors;     /* bound to the pool: tt_run_data */
   uint32_t batch;               /* samples in this batch, <= batch_size */
@@ -257,7 +257,7 @@ typedef struct {
   double *loss;                 /* a loss's forward writes the batch's loss */
   /* update as you go: applies the optimizer to elements [offset, offset +
    * n) of w from grad, which holds just those (the gradient tensor, or a
-   * thread's own scratch); set by the model (core/model.c), NULL when the
+   * thread's own scratch); set by the model (core/model_step.c), NULL when the
    * step does not update; callable from any thread of the pool, for
    * disjoint elements */
   void (*apply_chunk) (const void *owner, const tt_weight * w, size_t offset,
@@ -354,6 +354,37 @@ typedef struct tt_layer_ops {
   /* floats each worker of a pool of threads (>= 2) needs in its scratch
    * (tt_threads_scratch) for the layer's passes at batch_size; NULL: none */
   size_t (*worker_floats) (const struct tt_layer * l, uint32_t batch_size);
+  /* The thread fusions (core/relu_fusion.c, deriv_copies.c,
+   * loss_tail.c) move work between neighbouring layers' passes; each
+   * needs the layers on both sides to do their part, so they ask these,
+   * never which type a layer is. */
+  /* a product by its weight's rows (y = x W) that does a relu next to it
+   * in its own passes: its forward takes the relu of its sum of the
+   * threads' partial products when its weight is owned
+   * (tt_layer.relu_in_sum), its calc_derivative zeroes its input
+   * derivative where its input is not positive (relu_mask_in), the
+   * relu's two passes, in data those passes write anyway */
+  bool fuses_relu;
+  /* multiply-adds of the one product that makes its input derivative
+   * (dy W^T) at batch samples: below TT_GEMM_SPLIT_MIN tt_gemm_split
+   * leaves it on the caller, where a relu mask runs in its stores
+   * (core/relu_fusion.c); NULL: no such product */
+  double (*derivative_product) (const struct tt_layer * l, uint32_t batch);
+  /* its calc_derivative can make its input derivative on every worker
+   * too, each into its own scratch (tt_layer.in_deriv_copies), and, with
+   * an owned weight, its parts read their worker's copy of its output
+   * derivative (out_deriv_copies): no core then reads what another has
+   * just written (core/deriv_copies.c) */
+  bool copies_derivative;
+  /* with its derivative copies, it can do the loss after it in its own
+   * jobs (tt_layer.loss_tail, layers/fc_loss_tail.c) when that loss
+   * fits_loss_tail */
+  bool runs_loss_tail;
+  /* a loss whose work is what a layer that runs_loss_tail does for it:
+   * softmax cross-entropy by rows (tt_cross_softmax_loss_rows, its label
+   * tensor p.loss.label), and whose own passes do nothing when it is
+   * tt_layer.loss_in_tail */
+  bool fits_loss_tail;
 } tt_layer_ops;
 
 typedef struct {
@@ -392,7 +423,7 @@ typedef struct tt_layer {
   bool update_in_gradient;      /* a weight's gradient is chunked: the
                                  * update happens inside calc_gradient,
                                  * which runs after calc_derivative */
-  /* Set with the pool (core/model.c) on a model input read (through
+  /* Set with the pool (core/model_threads.c) on a model input read (through
    * views) by a dense layer alone whose weight the threads own by rows
    * (tt_weight.owned), and on that layer: the input tensor then holds,
    * instead of rows of out_thread_blocks values, each thread's columns
@@ -515,6 +546,16 @@ typedef struct tt_layer {
     } gru;
   } p;
 } tt_layer;
+
+/* The function an activation layer (TT_ROLE_ACTIVATION) applies to its
+ * input, y = f (x); TT_ACT_NONE for every other layer, whose activation=
+ * key made a layer of its own. Code that does an activation's work
+ * elsewhere (core/relu_fusion.c) asks this, not the layer's parameters. */
+static inline tt_activation
+tt_layer_activation (const tt_layer * l)
+{
+  return l->ops->role == TT_ROLE_ACTIVATION ? l->p.act.fn : TT_ACT_NONE;
+}
 
 /* ---- INI sections (io/ini_section.c) --------------------------------- */
 

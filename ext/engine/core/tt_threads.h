@@ -148,7 +148,8 @@ void tt_threads_times (const tt_threads * pool, uint64_t * caller_wait_ns,
  * than their stack (a dense layer's partial product or gradient chunk):
  * worker i >= 1 has floats floats at base + (i - 1) *
  * floats (whole cache lines when floats is a multiple of 16); the
- * owner (the model, core/model.c) allocates and frees it. NULL base: none. */
+ * owner (the model, core/model_threads.c) allocates and frees it. NULL
+ * base: none. */
 void tt_threads_set_scratch (tt_threads * pool, float *base, size_t floats);
 /* Part's scratch in an owned job (part >= 1, its worker's); NULL for
  * part 0 (the caller uses the layer's own memory), no pool or none set. */

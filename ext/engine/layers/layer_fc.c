@@ -364,6 +364,15 @@ fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->in_deriv[0]), j.k, fc_relu_keep (&j), j.k);
 }
 
+/* dx = dy W^T: (batch x c x h) x unit by unit x w */
+static double
+fc_derivative_product (const tt_layer * l, uint32_t batch)
+{
+  const tt_dims in = l->in_dims[0];
+  const double samples = batch;
+  return samples * in.c * in.h * in.w * l->p.fc.unit;
+}
+
 static unsigned
 fc_backward_reads (const tt_layer * l)
 {
@@ -384,4 +393,8 @@ const tt_layer_ops tt_fc_layer_ops = {
   .calc_derivative = fc_calc_derivative,
   .backward_reads = fc_backward_reads,
   .chunked_gradient = true,
+  .fuses_relu = true,
+  .derivative_product = fc_derivative_product,
+  .copies_derivative = true,
+  .runs_loss_tail = true,
 };

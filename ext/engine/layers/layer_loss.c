@@ -262,6 +262,7 @@ const tt_layer_ops tt_cross_softmax_layer_ops = {
   .forward = cross_softmax_forward,
   .calc_derivative = cross_softmax_calc_derivative,
   .backward_reads = loss_backward_reads,
+  .fits_loss_tail = true,
 };
 
 const tt_layer_ops tt_cross_sigmoid_layer_ops = {
