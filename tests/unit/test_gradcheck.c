@@ -48,7 +48,7 @@ static const gc_case gc_cases[] = {
         "filters=2\nkernel_size=3\npadding=same\n", "mse"},
   {"conv1d_stride_dilation", "[in]\ntype=input\ninput_shape=2:1:12\n[c]\n"
         "type=conv1d\nfilters=3\nkernel_size=3\nstride=2\ndilation=2\n"
-        "padding=0,0,2,1\n[d]\ntype=conv1d\nfilters=2\nkernel_size=2\n",
+        "padding=2,1\n[d]\ntype=conv1d\nfilters=2\nkernel_size=2\n",
       "mse"},
   {"conv1d_direct", "[in]\ntype=input\ninput_shape=8:1:20\n[c]\n"
         "type=conv1d\nfilters=3\nkernel_size=3\n", "mse"},
@@ -197,6 +197,35 @@ static const gc_case gc_cases[] = {
         "type=fully_connected\nunit=4\n[b]\ntype=fully_connected\nunit=4\n"
         "trainable=false\nactivation=tanh\n[c]\ntype=fully_connected\n"
         "unit=3\n", "mse"},
+  /* issue 42, convolutions: conv1d's Padding1D forms, groups, depthwise */
+  {"conv1d_pad_left_right", "[in]\ntype=input\ninput_shape=2:1:7\n[c]\n"
+        "type=conv1d\nfilters=2\nkernel_size=3\npadding=0,2\n", "mse"},
+  {"conv1d_causal", "[in]\ntype=input\ninput_shape=2:1:8\n[c]\n"
+        "type=conv1d\nfilters=2\nkernel_size=3\ndilation=2\n"
+        "padding=causal\n", "mse"},
+  {"conv1d_same_even_stride", "[in]\ntype=input\ninput_shape=2:1:9\n[c]\n"
+        "type=conv1d\nfilters=2\nkernel_size=4\nstride=2\npadding=same\n",
+      "mse"},
+  {"conv1d_groups", "[in]\ntype=input\ninput_shape=4:1:10\n[c]\n"
+        "type=conv1d\nfilters=6\nkernel_size=3\ngroups=2\npadding=1\n",
+      "mse"},
+  {"conv2d_groups", "[in]\ntype=input\ninput_shape=4:5:5\n[c]\n"
+        "type=conv2d\nfilters=6\nkernel_size=3,2\ngroups=2\nstride=2,1\n"
+        "padding=same\n", "mse"},
+  {"conv2d_groups_1x1", "[in]\ntype=input\ninput_shape=4:3:3\n[c]\n"
+        "type=conv2d\nfilters=4\nkernel_size=1,1\ngroups=4\n", "mse"},
+  {"depthwise_3x3", "[in]\ntype=input\ninput_shape=3:6:6\n[c]\n"
+        "type=depthwiseconv2d\nkernel_size=3,3\npadding=same\n", "mse"},
+  {"depthwise_stride2_mult", "[in]\ntype=input\ninput_shape=2:7:7\n[c]\n"
+        "type=depthwiseconv2d\nfilters=4\nkernel_size=3,3\nstride=2,2\n"
+        "padding=1\n", "mse"},
+  {"depthwise_dilation_stride3", "[in]\ntype=input\ninput_shape=2:9:11\n"
+        "[c]\ntype=depthwiseconv2d\nkernel_size=3,2\nstride=3,3\n"
+        "dilation=2,2\npadding=1,2,0,3\n", "mse"},
+  {"depthwise_frozen_below", "[in]\ntype=input\ninput_shape=2:5:5\n[a]\n"
+        "type=depthwiseconv2d\nkernel_size=3,3\npadding=same\n"
+        "trainable=false\n[b]\ntype=conv2d\nfilters=2\nkernel_size=1,1\n",
+      "mse"},
 };
 
 static uint64_t gc_state = 12345;

@@ -501,10 +501,14 @@ typedef struct tt_layer {
     } fc;
     struct {
       uint32_t filters, kernel[2], stride[2], dilation[2];
-      int padding_mode;         /* 0 valid, 1 same, 2 explicit */
+      int padding_mode;         /* 0 valid, 1 same, 2 explicit, 3 causal */
       uint32_t pad[4];          /* top, bottom, left, right */
       tt_window_geom geom;
       int col, gemm_out, dy_grouped;    /* scratch tensor ids */
+      /* groups > 1 (grouped, depthwise): the direct grouped kernel
+       * (kernels/conv_grouped.c), no scratch; 0 until infer for
+       * depthwiseconv2d (its input channels) */
+      uint32_t groups;
     } conv;
     struct {
       int kind;                 /* 0 max, 1 average, 2 global max, 3 global avg */
@@ -601,6 +605,11 @@ tt_status tt_window_pair (const tt_section * s, const char *key,
     uint32_t min, uint32_t out[2], tt_error * err);
 tt_status tt_window_padding (const tt_section * s, int *mode,
     uint32_t pad[4], tt_error * err);
+/* conv1d's padding, nntrainer's Padding1D: valid, same, causal (the
+ * whole of same's total on the left), P (both sides) or LEFT,RIGHT;
+ * mode 0, 1, 3 or 2 with pad[2], pad[3] set */
+tt_status tt_window_padding1d (const tt_section * s, int *mode,
+    uint32_t pad[4], tt_error * err);
 tt_status tt_window_setup (const tt_init_ctx * c, const tt_layer * l,
     tt_window_geom * g, const uint32_t kernel[2], const uint32_t stride[2],
     const uint32_t dilation[2], int mode, const uint32_t pad[4],
@@ -625,7 +634,7 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 18
+#define TT_LAYER_TYPES 19
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -652,6 +661,8 @@ extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_dropout_layer_ops, tt_addition_layer_ops, tt_concat_layer_ops,
     tt_multiout_layer_ops, tt_mse_layer_ops, tt_cross_softmax_layer_ops,
     tt_cross_sigmoid_layer_ops, tt_lstm_layer_ops, tt_gru_layer_ops;
+/* issue 42, convolutions (layer_conv2d.c) */
+extern const tt_layer_ops tt_depthwiseconv2d_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

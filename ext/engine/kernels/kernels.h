@@ -252,4 +252,23 @@ void tt_batchnorm_backward (tt_threads * pool, int outer, int features,
     const float *mean, const float *invstd, float *dx, float *dgamma,
     float *dbeta);
 
+/* Grouped convolution (conv_grouped.c), groups > 1: filters and
+ * g->channels both divide by groups, filter f reads channels [grp * cg,
+ * (grp + 1) * cg) (grp = f / (filters / groups), cg = channels / groups),
+ * w is [filters][cg][kh][kw] (PyTorch's); depthwise is groups = channels.
+ * Direct: no scratch; backward_weight reads the forward input x. x, dy
+ * [batch][...] as in the batched functions; every output overwritten.
+ * pool: forward and dx split by planes, dw and dbias by filters: each
+ * value computed by one part, in one order, so equal to one thread's bit
+ * for bit (NULL: one thread). */
+void tt_conv_grouped_forward (tt_threads * pool, const tt_window_geom * g,
+    int filters, int groups, int batch, const float *x, const float *w,
+    const float *bias, float *y);
+void tt_conv_grouped_backward_weight (tt_threads * pool,
+    const tt_window_geom * g, int filters, int groups, int batch,
+    const float *x, const float *dy, float *dw, float *dbias);
+void tt_conv_grouped_backward_input (tt_threads * pool,
+    const tt_window_geom * g, int filters, int groups, int batch,
+    const float *w, const float *dy, float *dx);
+
 #endif

@@ -7,11 +7,23 @@
  * conv1d is nntrainer's: a conv2d with a 1 x kernel_size window over an
  * input of height 1 (channel:1:width), filters [F][C][1][k] (PyTorch's
  * Conv1d weight [F][C][k], byte for byte). Only its keys differ: single
- * integers.
+ * integers, and padding as nntrainer's Padding1D (valid, same, causal, P,
+ * LEFT,RIGHT), which pads the width only.
+ *
+ * groups (PyTorch's): filters and channels split into groups, filter
+ * [F][C/groups][kh][kw], each filter reading its group's channels only.
+ * depthwiseconv2d is groups = channels, filters a multiple of them (a
+ * depth multiplier); nntrainer declares that type (depthwise_conv2d_layer.h,
+ * not registered) with conv2d's keys. groups > 1 runs the direct grouped
+ * kernel (conv_grouped.c): no scratch, backward reads the input.
  */
 #include "tt_layer.h"
 
 static const char *const conv_keys[] = {
+  "filters", "kernel_size", "stride", "padding", "dilation", "groups", NULL
+};
+
+static const char *const depthwise_keys[] = {
   "filters", "kernel_size", "stride", "padding", "dilation", NULL
 };
 
@@ -42,33 +54,57 @@ conv_parse (tt_layer * l, const tt_section * s, tt_error * err)
       (st = tt_window_pair (s, "dilation", 1, l->p.conv.dilation, err)) ||
       (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad, err)))
     return st;
+  l->p.conv.groups = 1;
+  if ((st = tt_section_uint (s, "groups", 1, 1u << 16, &l->p.conv.groups, err)))
+    return st;
   return conv_require_keys (s, "e.g. 3,3", err);
 }
 
-/* kernel_size, stride and dilation are one integer each, on the width.
- * nntrainer hands padding to its conv2d unchanged, so "1" would pad the
- * height too and give a 3-row output: refused, with the form that pads the
- * width only. */
+/* conv2d's keys but groups, which is the input channels (infer); filters
+ * defaults to them too (a depth multiplier of 1) */
+static tt_status
+depthwise_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  tt_status st;
+  l->p.conv.stride[0] = l->p.conv.stride[1] = 1;
+  l->p.conv.dilation[0] = l->p.conv.dilation[1] = 1;
+  l->p.conv.filters = 0;
+  l->p.conv.groups = 0;
+  if ((st = tt_section_uint (s, "filters", 1, 1u << 16, &l->p.conv.filters,
+              err)) ||
+      (st = tt_window_pair (s, "kernel_size", 1, l->p.conv.kernel, err)) ||
+      (st = tt_window_pair (s, "stride", 1, l->p.conv.stride, err)) ||
+      (st = tt_window_pair (s, "dilation", 1, l->p.conv.dilation, err)) ||
+      (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad, err)))
+    return st;
+  if (!tt_section_has (s, "kernel_size"))
+    return tt_section_error (s, "kernel_size", err, TT_ERR_INVALID,
+        "missing key (e.g. 3,3)");
+  return TT_OK;
+}
+
+/* kernel_size, stride and dilation are one integer each, on the width;
+ * padding is nntrainer's Padding1D (the width only: "0,2" pads 0 on the
+ * left and 2 on the right, as nntrainer's conv1d hands "0,0,0,2" to its
+ * conv2d). */
 static tt_status
 conv1d_parse (tt_layer * l, const tt_section * s, tt_error * err)
 {
   tt_status st;
   uint32_t kernel = 0, stride = 1, dilation = 1;
+  l->p.conv.groups = 1;
   if ((st = tt_section_uint (s, "filters", 1, 1u << 16, &l->p.conv.filters,
               err)) ||
       (st = tt_section_uint (s, "kernel_size", 1, 1u << 16, &kernel, err)) ||
       (st = tt_section_uint (s, "stride", 1, 1u << 16, &stride, err)) ||
       (st = tt_section_uint (s, "dilation", 1, 1u << 16, &dilation, err)) ||
-      (st = tt_window_padding (s, &l->p.conv.padding_mode, l->p.conv.pad, err)))
+      (st = tt_section_uint (s, "groups", 1, 1u << 16, &l->p.conv.groups,
+              err)) ||
+      (st = tt_window_padding1d (s, &l->p.conv.padding_mode, l->p.conv.pad,
+              err)))
     return st;
   if ((st = conv_require_keys (s, "the window's width, e.g. 3", err)))
     return st;
-  if (l->p.conv.padding_mode == 2 &&
-      (l->p.conv.pad[0] != 0 || l->p.conv.pad[1] != 0))
-    return tt_section_error (s, "padding", err, TT_ERR_INVALID,
-        "'%s' pads the height too (nntrainer's conv1d passes it to conv2d); "
-        "write 0,%u to pad the width by %u on each side, or 0,0,LEFT,RIGHT",
-        tt_section_string (s, "padding"), l->p.conv.pad[2], l->p.conv.pad[2]);
   l->p.conv.kernel[0] = l->p.conv.stride[0] = l->p.conv.dilation[0] = 1;
   l->p.conv.kernel[1] = kernel;
   l->p.conv.stride[1] = stride;
@@ -85,8 +121,23 @@ conv_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
       l->p.conv.pad, err);
   if (st)
     return st;
-  const uint32_t f = l->p.conv.filters;
-  const size_t ckk = (size_t) g->channels * g->kernel_h * g->kernel_w;
+  if (l->p.conv.groups == 0) {
+    /* depthwiseconv2d: a group per channel, filters a multiple of them */
+    l->p.conv.groups = (uint32_t) g->channels;
+    if (l->p.conv.filters == 0)
+      l->p.conv.filters = (uint32_t) g->channels;
+    if (l->p.conv.filters % (uint32_t) g->channels)
+      return tt_fail (err, TT_ERR_INVALID, "%s: [%s] filters: %u is not a "
+          "multiple of the input's %d channels (depthwiseconv2d: filters = "
+          "channels x depth multiplier)", c->path, l->section,
+          l->p.conv.filters, g->channels);
+  }
+  const uint32_t f = l->p.conv.filters, groups = l->p.conv.groups;
+  if (f % groups || (uint32_t) g->channels % groups)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] groups: filters (%u) and "
+        "the input's channels (%d) must both divide by groups (%u)",
+        c->path, l->section, f, g->channels, groups);
+  const size_t ckk = (size_t) g->channels / groups * g->kernel_h * g->kernel_w;
   if (ckk * f > (1u << 30))
     return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: the filter is too large",
         c->path, l->section);
@@ -128,6 +179,11 @@ static void
 conv_declare (tt_init_ctx * c, tt_layer * l)
 {
   const tt_window_geom *g = &l->p.conv.geom;
+  if (l->p.conv.groups > 1) {
+    /* the direct grouped kernel reads the input, needs no scratch */
+    l->p.conv.col = l->p.conv.gemm_out = l->p.conv.dy_grouped = -1;
+    return;
+  }
   const int batch = (int) c->batch_size, f = (int) l->p.conv.filters;
   const bool grad = l->weights[0].grad >= 0, deriv = l->needs_derivative;
   const size_t ncol = tt_conv2d_batch_col_floats (g, batch, grad, deriv);
@@ -166,6 +222,14 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
 static void
 conv_forward (const tt_run_ctx * c, tt_layer * l)
 {
+  if (l->p.conv.groups > 1) {
+    tt_conv_grouped_forward (c->threads, &l->p.conv.geom,
+        (int) l->p.conv.filters, (int) l->p.conv.groups, (int) c->batch,
+        tt_run_data (c, l->in[0]), tt_run_data (c, l->weights[0].value),
+        l->n_weights > 1 ? tt_run_data (c, l->weights[1].value) : NULL,
+        tt_run_data (c, l->out[0]));
+    return;
+  }
   tt_conv2d_batch_forward (c->threads, &l->p.conv.geom, (int) l->p.conv.filters,
       (int) c->batch, (int) c->batch_size, tt_run_data (c, l->in[0]),
       tt_run_data (c, l->weights[0].value),
@@ -180,6 +244,14 @@ conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   if (l->weights[0].grad < 0)
     return;
+  if (l->p.conv.groups > 1) {
+    tt_conv_grouped_backward_weight (c->threads, &l->p.conv.geom,
+        (int) l->p.conv.filters, (int) l->p.conv.groups, (int) c->batch,
+        tt_run_data (c, l->in[0]), tt_run_data (c, l->out_deriv[0]),
+        tt_run_data (c, l->weights[0].grad), l->n_weights > 1 ?
+        tt_run_data (c, l->weights[1].grad) : NULL);
+    return;
+  }
   if (l->needs_derivative
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom,
           (int) c->batch_size)) {
@@ -201,6 +273,13 @@ conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 static void
 conv_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
+  if (l->p.conv.groups > 1) {
+    tt_conv_grouped_backward_input (c->threads, &l->p.conv.geom,
+        (int) l->p.conv.filters, (int) l->p.conv.groups, (int) c->batch,
+        tt_run_data (c, l->weights[0].value), tt_run_data (c,
+            l->out_deriv[0]), tt_run_data (c, l->in_deriv[0]));
+    return;
+  }
   /* calcGradient ran both passes, or regrouped the output derivative */
   if (l->weights[0].grad >= 0
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom, (int) c->batch_size))
@@ -215,9 +294,18 @@ conv_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 static size_t
 conv_worker_floats (const tt_layer * l, uint32_t batch_size)
 {
+  if (l->p.conv.groups > 1)
+    return 0;
   return tt_conv2d_batch_worker_floats (&l->p.conv.geom,
       (int) l->p.conv.filters, (int) batch_size, l->weights[0].grad >= 0,
       l->needs_derivative);
+}
+
+/* groups > 1: the weight gradient reads the input (no columns kept) */
+static unsigned
+conv_backward_reads (const tt_layer * l)
+{
+  return l->p.conv.groups > 1 ? TT_READS_INPUT : 0;
 }
 
 const tt_layer_ops tt_conv2d_layer_ops = {
@@ -233,6 +321,7 @@ const tt_layer_ops tt_conv2d_layer_ops = {
   .calc_gradient = conv_calc_gradient,
   .calc_derivative = conv_calc_derivative,
   .worker_floats = conv_worker_floats,
+  .backward_reads = conv_backward_reads,
 };
 
 const tt_layer_ops tt_conv1d_layer_ops = {
@@ -248,4 +337,21 @@ const tt_layer_ops tt_conv1d_layer_ops = {
   .calc_gradient = conv_calc_gradient,
   .calc_derivative = conv_calc_derivative,
   .worker_floats = conv_worker_floats,
+  .backward_reads = conv_backward_reads,
+};
+
+const tt_layer_ops tt_depthwiseconv2d_layer_ops = {
+  .type = "depthwiseconv2d",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
+  .keys = depthwise_keys,
+  .has_weights = true,
+  .parse = depthwise_parse,
+  .infer = conv_infer,
+  .declare = conv_declare,
+  .forward = conv_forward,
+  .calc_gradient = conv_calc_gradient,
+  .calc_derivative = conv_calc_derivative,
+  .worker_floats = conv_worker_floats,
+  .backward_reads = conv_backward_reads,
 };

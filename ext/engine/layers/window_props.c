@@ -2,7 +2,9 @@
 /*
  * Keys shared by conv2d and pooling2d: a pair of sizes ("3,3" or "3") and
  * padding ("valid", "same", or 1, 2 or 4 integers as nntrainer reads
- * them: all sides; height,width; top,bottom,left,right).
+ * them: all sides; height,width; top,bottom,left,right); conv1d's padding
+ * (nntrainer's Padding1D: "valid", "same", "causal", 1 or 2 integers:
+ * both sides; left,right).
  */
 #include "tt_layer.h"
 
@@ -57,6 +59,32 @@ tt_window_padding (const tt_section * s, int *mode, uint32_t pad[4],
   return TT_OK;
 }
 
+tt_status
+tt_window_padding1d (const tt_section * s, int *mode, uint32_t pad[4],
+    tt_error * err)
+{
+  const char *v = tt_section_string (s, "padding");
+  uint32_t p[2], n = 0;
+  if (!v)
+    return TT_OK;
+  if (!strcasecmp (v, "valid") || !strcasecmp (v, "same") ||
+      !strcasecmp (v, "causal")) {
+    *mode = !strcasecmp (v, "valid") ? 0 : !strcasecmp (v, "same") ? 1 : 3;
+    return TT_OK;
+  }
+  tt_status st = tt_section_uint_list (s, "padding", 0, 1u << 16, p, 2, &n,
+      err);
+  if (st)
+    return tt_section_error (s, "padding", err, TT_ERR_PARSE,
+        "'%s' is not valid, same, causal, P (both sides) or LEFT,RIGHT "
+        "(non-negative integers)", v);
+  *mode = 2;
+  pad[0] = pad[1] = 0;
+  pad[2] = p[0];
+  pad[3] = n == 2 ? p[1] : p[0];
+  return TT_OK;
+}
+
 /* TensorFlow's "same": output = ceil(input / stride), the extra pixel of an
  * odd total going to the bottom/right. */
 static void
@@ -87,11 +115,17 @@ tt_window_setup (const tt_init_ctx * c, const tt_layer * l, tt_window_geom * g,
   g->stride_w = (int) stride[1];
   g->dilation_h = (int) dilation[0];
   g->dilation_w = (int) dilation[1];
-  if (mode == 1) {
+  if (mode == 1 || mode == 3) {
     window_same (in.h, kernel[0], stride[0], dilation[0], &g->pad_top,
         &g->pad_bottom);
     window_same (in.w, kernel[1], stride[1], dilation[1], &g->pad_left,
         &g->pad_right);
+    if (mode == 3) {
+      /* causal (conv1d): the whole total on the left */
+      g->pad_top = g->pad_bottom = 0;
+      g->pad_left += g->pad_right;
+      g->pad_right = 0;
+    }
   } else if (mode == 2) {
     g->pad_top = (int) pad[0];
     g->pad_bottom = (int) pad[1];
