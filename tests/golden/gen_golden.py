@@ -81,6 +81,8 @@ def ini_weight_layers(cp):
             out.append((sec, "lstm", int(cp[sec]["unit"])))
         elif t == "gru":
             out.append((sec, "gru", int(cp[sec]["unit"])))
+        elif t == "depthwiseconv2d":
+            out.append((sec, "conv", int(cp[sec]["filters"])))
     return out
 
 
@@ -481,6 +483,65 @@ def forward_gru(ctx, x):
     return linear(ctx, "output", h)
 
 
+# issue 42, convolutions: conv1d's padding forms, groups, depthwise.
+
+def conv_grouped(net, name, c_in, filters, kh, kw, groups):
+    """filter [filters][c_in / groups][kh][kw]: torch's grouped weight"""
+    b = net._bound(c_in // groups * kh * kw)
+    net.weights.append(Weight(name, "filter", net._uniform((filters, c_in // groups, kh, kw), -b, b), True))
+    net.weights.append(Weight(name, "bias", self_bias(net, filters), True))
+    net.layers.append((name, "conv", filters))
+
+
+def self_bias(net, filters):
+    return net._uniform((filters,), -0.1, 0.1)
+
+
+def conv1d_padded(ctx, name, x, left, right, stride=1, dilation=1, groups=1):
+    """x [B][C][1][W]; nntrainer's Padding1D as F.pad's left, right"""
+    h = F.pad(x.squeeze(2), (left, right))
+    w = ctx[name + ".filter"].squeeze(2)
+    y = F.conv1d(h, w, ctx[name + ".bias"], stride=stride, dilation=dilation, groups=groups)
+    return y.unsqueeze(2)
+
+
+def build_conv1d_padding(net):
+    conv_grouped(net, "asym", 2, 3, 1, 3, 1)
+    conv_grouped(net, "causal", 3, 4, 1, 3, 1)
+    conv_grouped(net, "same", 4, 4, 1, 4, 1)
+    conv_grouped(net, "both", 4, 2, 1, 3, 2)
+    net.fc("output", 2 * 8, 3)
+
+
+def forward_conv1d_padding(ctx, x):
+    h = relu(ctx, "asym", conv1d_padded(ctx, "asym", x, 0, 2))              # 3x1x16
+    h = conv1d_padded(ctx, "causal", h, 4, 0, dilation=2)                    # 4x1x16
+    h = torch.tanh(conv1d_padded(ctx, "same", h, 1, 1, stride=2))           # 4x1x8
+    h = conv1d_padded(ctx, "both", h, 1, 1, groups=2)                        # 2x1x8
+    return linear(ctx, "output", flatten(h))
+
+
+def build_mobilenet_block(net):
+    conv_grouped(net, "expand", 4, 12, 1, 1, 1)
+    conv_grouped(net, "dw", 12, 12, 3, 3, 12)
+    conv_grouped(net, "project", 12, 4, 1, 1, 1)
+    conv_grouped(net, "down", 4, 8, 3, 3, 4)
+    conv_grouped(net, "mix", 8, 6, 1, 1, 2)
+    net.fc("output", 6 * 4 * 4, 5)
+
+
+def forward_mobilenet_block(ctx, x):
+    def conv(name, h, stride=1, padding=0, groups=1):
+        return F.conv2d(h, ctx[name + ".filter"], ctx[name + ".bias"], stride=stride,
+                        padding=padding, groups=groups)
+    h = relu(ctx, "expand", conv("expand", x))                              # 12x8x8
+    h = relu(ctx, "dw", conv("dw", h, padding=1, groups=12))                # 12x8x8
+    h = x + conv("project", h)                                              # 4x8x8
+    h = conv("down", h, stride=2, padding=1, groups=4)                      # 8x4x4
+    h = relu(ctx, "mix", conv("mix", h, groups=2))                          # 6x4x4
+    return linear(ctx, "output", flatten(h))
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -496,6 +557,8 @@ CASES = [
     ("conv1d", "tests/models/sensor_conv1d.ini", 4004, (3, 1, 64), 6, True, build_conv1d, forward_conv1d),
     ("lstm", "tests/models/sensor_lstm.ini", 5005, (1, 16, 6), 4, True, build_lstm, forward_lstm),
     ("gru", "tests/models/sensor_gru.ini", 6006, (1, 16, 6), 4, True, build_gru, forward_gru),
+    ("conv1d_padding", "tests/models/conv1d_padding.ini", 7007, (2, 1, 16), 3, True, build_conv1d_padding, forward_conv1d_padding),
+    ("mobilenet_block", "tests/models/mobilenet_block.ini", 7008, (4, 8, 8), 5, True, build_mobilenet_block, forward_mobilenet_block),
 ]
 
 

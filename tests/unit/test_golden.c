@@ -316,6 +316,19 @@ test_gru (void)
   golden_case ("gru");
 }
 
+/* issue 42, convolutions */
+static void
+test_conv1d_padding (void)
+{
+  golden_case ("conv1d_padding");
+}
+
+static void
+test_mobilenet_block (void)
+{
+  golden_case ("mobilenet_block");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -326,5 +339,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv1d);
   TT_TEST_RUN (test_lstm);
   TT_TEST_RUN (test_gru);
+  TT_TEST_RUN (test_conv1d_padding);
+  TT_TEST_RUN (test_mobilenet_block);
   return tt_test_summary ();
 }

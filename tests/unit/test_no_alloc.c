@@ -164,6 +164,14 @@ test_gru (void)
   no_alloc_model (na_root, "sensor_gru.ini", 1, false);
 }
 
+/* issue 42, convolutions: the grouped kernel allocates nothing either */
+static void
+test_mobilenet_block (void)
+{
+  no_alloc_model (na_root, "mobilenet_block.ini", 1, false);
+  no_alloc_model (na_root, "mobilenet_block.ini", 2, false);
+}
+
 static void
 test_profiled (void)
 {
@@ -185,5 +193,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_lstm);
   TT_TEST_RUN (test_gru);
   TT_TEST_RUN (test_profiled);
+  TT_TEST_RUN (test_mobilenet_block);
   return tt_test_summary ();
 }

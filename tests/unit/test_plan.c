@@ -21,7 +21,10 @@ static char root[1024];
 static const char *models[] = {
   "fmnist_mlp.ini", "fmnist_cnn.ini", "branchy_bn.ini", "resnet_bn.ini",
   "inception.ini", "transfer_frozen.ini", "sensor_conv1d.ini",
-  "sensor_lstm.ini", "sensor_gru.ini", NULL
+  "sensor_lstm.ini", "sensor_gru.ini",
+  /* issue 42, convolutions */
+  "conv1d_padding.ini", "mobilenet_block.ini",
+  NULL
 };
 
 static tt_model *
@@ -453,7 +456,10 @@ main (int argc, char **argv)
   char path[2048];
   const char *identical[] = { "branchy_bn.ini", "resnet_bn.ini",
     "transfer_frozen.ini", "inception.ini", "sensor_lstm.ini",
-    "sensor_gru.ini", NULL
+    "sensor_gru.ini",
+    /* issue 42, convolutions */
+    "conv1d_padding.ini", "mobilenet_block.ini",
+    NULL
   };
   for (int i = 0; identical[i]; i++) {
     snprintf (path, sizeof path, "%s/tests/models/%s", root, identical[i]);
