@@ -200,9 +200,6 @@ static const ie_case ie_cases[] = {
   {"conv1d_missing_kernel", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
         "type = conv1d\nfilters = 2\n", IE_LOAD,
       {"[conv] kernel_size", "missing key"}},
-  {"conv1d_padding_height", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
-        "type = conv1d\nfilters = 2\nkernel_size = 3\npadding = 1\n",
-      IE_LOAD, {"[conv] padding", "pads the height", "0,1"}},
   {"conv1d_kernel_too_wide", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
         "type = conv1d\nfilters = 2\nkernel_size = 9\n", IE_COMPILE,
       {"[conv] kernel_size", "1x9", "2:1:8"}},
@@ -396,6 +393,38 @@ static const ie_case ie_cases[] = {
         "[LearningRateScheduler]\ntype = constant\nlearning_rat = 0.1\n"
         INPUT4 FC ("fc", 3), IE_LOAD,
       {"[learningratescheduler] learning_rat", "unknown key"}},
+  /* ---- issue 42, convolutions ----------------------------------------- */
+  {"conv1d_padding_four", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
+        "type = conv1d\nfilters = 2\nkernel_size = 3\n"
+        "padding = 0,0,2,1\n", IE_LOAD,
+      {"[conv] padding", "'0,0,2,1'", "valid, same, causal", "LEFT,RIGHT"}},
+  {"conv1d_padding_junk", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
+        "type = conv1d\nfilters = 2\nkernel_size = 3\npadding = full\n",
+      IE_LOAD, {"[conv] padding", "'full'", "causal", "P (both sides)"}},
+  {"conv1d_padding_negative", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
+        "type = conv1d\nfilters = 2\nkernel_size = 3\npadding = -1,2\n",
+      IE_LOAD, {"[conv] padding", "'-1,2'", "non-negative"}},
+  {"groups_zero", MODEL_MSE ADAM INPUT_IMG "[conv]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 3,3\ngroups = 0\n", IE_LOAD,
+      {"[conv] groups", "out of range"}},
+  {"groups_filters", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 4:6:6\n[conv]\ntype = conv2d\nfilters = 3\n"
+        "kernel_size = 3,3\ngroups = 2\n", IE_COMPILE,
+      {"[conv] groups", "filters (3)", "channels (4)", "groups (2)"}},
+  {"groups_channels", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 3:1:8\n[conv]\ntype = conv1d\nfilters = 4\n"
+        "kernel_size = 3\ngroups = 2\n", IE_COMPILE,
+      {"[conv] groups", "filters (4)", "channels (3)", "groups (2)"}},
+  {"depthwise_multiplier", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 4:6:6\n[dw]\ntype = depthwiseconv2d\nfilters = 6\n"
+        "kernel_size = 3,3\n", IE_COMPILE,
+      {"[dw] filters", "6 is not a multiple", "4 channels"}},
+  {"depthwise_groups_key", MODEL_MSE ADAM INPUT_IMG "[dw]\n"
+        "type = depthwiseconv2d\nkernel_size = 3,3\ngroups = 1\n", IE_LOAD,
+      {"[dw] groups", "unknown key"}},
+  {"depthwise_missing_kernel", MODEL_MSE ADAM INPUT_IMG "[dw]\n"
+        "type = depthwiseconv2d\n", IE_LOAD,
+      {"[dw] kernel_size", "missing key"}},
 };
 
 /* Valid models: must load, compile and train one batch. */
@@ -495,7 +524,52 @@ static const ie_valid ie_valids[] = {
   {"sgd_momentum", MODEL_MSE "[Optimizer]\ntype = sgd\nmomentum = 0.9\n"
         "learning_rate = 0.1\n" INPUT4 FC ("fc", 3)
       "weight_regularizer = l2norm\n"},
+  /* issue 42, convolutions */
+  {"depthwise_grouped", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 4:6:6\n[dw]\ntype = depthwiseconv2d\n"
+        "kernel_size = 3\nstride = 2\npadding = same\n"
+        "[dw2]\ntype = DepthwiseConv2D\nfilters = 8\nkernel_size = 3,3\n"
+        "dilation = 1\n[g]\ntype = conv2d\nfilters = 4\nkernel_size = 1,1\n"
+        "groups = 4\n"},
 };
+
+/* issue 42, convolutions: conv1d's padding forms (nntrainer's Padding1D)
+ * and the output widths they give, input width 10, kernel 4, stride 3 */
+static void
+test_conv1d_widths (void)
+{
+  static const struct
+  {
+    const char *padding;
+    uint32_t width;
+  } forms[] = {
+    {"valid", 3},               /* (10 - 4) / 3 + 1 */
+    {"same", 4},                /* ceil (10 / 3); total 3: 1 left, 2 right */
+    {"causal", 4},              /* the same total, all on the left */
+    {"2", 4},                   /* (14 - 4) / 3 + 1 */
+    {"0,2", 3},                 /* (12 - 4) / 3 + 1 */
+    {"5,0", 4},                 /* (15 - 4) / 3 + 1 */
+    {"Same", 4},
+  };
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    char ini[512];
+    snprintf (ini, sizeof ini, MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 2:1:10\n[conv]\ntype = conv1d\nfilters = 3\n"
+        "kernel_size = 4\nstride = 3\npadding = %s\n", forms[i].padding);
+    tt_error err;
+    tt_model *m = tt_model_load_ini (tt_test_write_text ("widths.ini", ini),
+        &err);
+    CHECK (m && tt_model_compile (m, &err) == TT_OK, "padding %s: %s",
+        forms[i].padding, err.message);
+    if (m) {
+      tt_shape s = tt_model_output_shape (m);
+      CHECK (s.channel == 3 && s.height == 1 && s.width == forms[i].width,
+          "padding %s: output %u:%u:%u, expected 3:1:%u", forms[i].padding,
+          s.channel, s.height, s.width, forms[i].width);
+      tt_model_free (m);
+    }
+  }
+}
 
 static int ie_fail_count;
 static char ie_dir[512];        /* the private temporary folder */
@@ -674,6 +748,7 @@ main (void)
   TT_TEST_RUN (test_malformed);
   TT_TEST_RUN (test_valid);
   TT_TEST_RUN (test_multiout_equivalence);
+  TT_TEST_RUN (test_conv1d_widths);
   rmdir (ie_dir);
   return tt_test_summary ();
 }
