@@ -1795,6 +1795,164 @@ test_vmath (void)
       "vmath: tanh of +-inf and -0");
 }
 
+/* ---- issue 42, convolutions: the grouped/depthwise direct kernel -------- */
+
+/* Plain loops in double: y, dw, db, dx of a grouped convolution with
+ * output derivative dy */
+static void
+test_grouped_reference (const tt_window_geom * g, int nf, int groups,
+    int batch, const float *x, const float *w, const float *bias,
+    const float *dy, double *y, double *dw, double *db, double *dx)
+{
+  const int cg = g->channels / groups, fg = nf / groups;
+  const int kh = g->kernel_h, kw = g->kernel_w, oh = g->out_h, ow = g->out_w;
+  const int ih = g->in_h, iw = g->in_w;
+  memset (dw, 0, sizeof *dw * (size_t) nf * cg * kh * kw);
+  memset (db, 0, sizeof *db * (size_t) nf);
+  memset (dx, 0, sizeof *dx * (size_t) batch * g->channels * ih * iw);
+  for (int b = 0; b < batch; b++)
+    for (int f = 0; f < nf; f++)
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+          const size_t yi = (((size_t) b * nf + f) * oh + oy) * ow + ox;
+          double acc = bias[f];
+          for (int c = 0; c < cg; c++)
+            for (int i = 0; i < kh; i++)
+              for (int j = 0; j < kw; j++) {
+                const int iy = oy * g->stride_h + i * g->dilation_h -
+                    g->pad_top;
+                const int ix = ox * g->stride_w + j * g->dilation_w -
+                    g->pad_left;
+                if (iy < 0 || iy >= ih || ix < 0 || ix >= iw)
+                  continue;
+                const int ch = f / fg * cg + c;
+                const size_t xi = (((size_t) b * g->channels + ch) * ih +
+                    iy) * iw + ix;
+                const size_t wi = (((size_t) f * cg + c) * kh + i) * kw + j;
+                acc += (double) w[wi] * x[xi];
+                dw[wi] += (double) dy[yi] * x[xi];
+                dx[xi] += (double) dy[yi] * w[wi];
+              }
+          y[yi] = acc;
+          db[f] += dy[yi];
+        }
+}
+
+static double
+test_grouped_err (const float *a, const double *ref, size_t n)
+{
+  double scale = 1e-6, worst = 0;
+  for (size_t i = 0; i < n; i++)
+    scale = fabs (ref[i]) > scale ? fabs (ref[i]) : scale;
+  for (size_t i = 0; i < n; i++) {
+    const double e = fabs (a[i] - ref[i]) / scale;
+    worst = e > worst || isnan (e) ? e : worst;
+  }
+  return worst;
+}
+
+static void
+test_conv_grouped (void)
+{
+  static const struct
+  {
+    const char *name;
+    int c, h, w, nf, groups, kh, kw, sh, sw, dh, dw, pt, pb, pl, pr, batch;
+  } cases[] = {
+    {"depthwise_3x3_s1", 16, 24, 24, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4},
+    {"depthwise_3x3_s2", 8, 13, 19, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},
+    {"depthwise_mult2", 4, 9, 37, 8, 4, 3, 3, 1, 1, 1, 1, 0, 2, 1, 0, 2},
+    {"depthwise_dil_s3", 3, 11, 20, 3, 3, 3, 2, 3, 3, 2, 2, 1, 2, 0, 3, 2},
+    {"grouped_1x1", 8, 6, 10, 6, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3},
+    {"grouped_3x3", 6, 7, 9, 9, 3, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2},
+    {"grouped_conv1d", 4, 1, 40, 6, 2, 1, 5, 1, 1, 1, 1, 0, 0, 4, 0, 3},
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    tt_window_geom g = {.channels = cases[ci].c,.in_h = cases[ci].h,
+      .in_w = cases[ci].w,.kernel_h = cases[ci].kh,.kernel_w = cases[ci].kw,
+      .stride_h = cases[ci].sh,.stride_w = cases[ci].sw,
+      .dilation_h = cases[ci].dh,.dilation_w = cases[ci].dw,
+      .pad_top = cases[ci].pt,.pad_bottom = cases[ci].pb,
+      .pad_left = cases[ci].pl,.pad_right = cases[ci].pr
+    };
+    if (tt_window_geom_init (&g) != 0) {
+      test_report (false, "grouped %s: geometry", cases[ci].name);
+      continue;
+    }
+    const int nf = cases[ci].nf, groups = cases[ci].groups;
+    const int batch = cases[ci].batch;
+    const size_t nx = (size_t) batch * g.channels * g.in_h * g.in_w;
+    const size_t ny = (size_t) batch * nf * g.out_h * g.out_w;
+    const size_t nw = (size_t) nf * (g.channels / groups) * g.kernel_h *
+        g.kernel_w;
+    float *x = test_falloc (nx), *w = test_falloc (nw), *bias =
+        test_falloc (nf), *dy = test_falloc (ny);
+    float *y = test_falloc (ny), *dwt = test_falloc (nw), *db =
+        test_falloc (nf), *dx = test_falloc (nx);
+    double *ry = malloc (ny * sizeof *ry), *rdw = malloc (nw * sizeof *rdw);
+    double *rdb = malloc (nf * sizeof *rdb), *rdx = malloc (nx * sizeof *rdx);
+    test_fill (x, nx, -1, 1);
+    test_fill (w, nw, -1, 1);
+    test_fill (bias, nf, -1, 1);
+    test_fill (dy, ny, -1, 1);
+    test_grouped_reference (&g, nf, groups, batch, x, w, bias, dy, ry, rdw,
+        rdb, rdx);
+    /* NaN in every output: each value must be written */
+    test_fill_nan (y, ny);
+    test_fill_nan (dwt, nw);
+    test_fill_nan (db, nf);
+    test_fill_nan (dx, nx);
+    tt_conv_grouped_forward (NULL, &g, nf, groups, batch, x, w, bias, y);
+    tt_conv_grouped_backward_weight (NULL, &g, nf, groups, batch, x, dy, dwt,
+        db);
+    tt_conv_grouped_backward_input (NULL, &g, nf, groups, batch, w, dy, dx);
+    const double ey = test_grouped_err (y, ry, ny);
+    const double ew = test_grouped_err (dwt, rdw, nw);
+    const double eb = test_grouped_err (db, rdb, nf);
+    const double ex = test_grouped_err (dx, rdx, nx);
+    test_report (ey < TEST_TOL && ew < TEST_TOL && eb < TEST_TOL &&
+        ex < TEST_TOL, "grouped %s: y %.2g, dw %.2g, db %.2g, dx %.2g of "
+        "the largest", cases[ci].name, ey, ew, eb, ex);
+    /* split: the same bits */
+    for (unsigned threads = 2; threads <= 4; threads++) {
+      tt_threads *pool;
+      if (tt_threads_new (threads, &pool) != 0) {
+        test_report (false, "grouped %s: %u threads not started",
+            cases[ci].name, threads);
+        break;
+      }
+      float *y2 = test_falloc (ny), *dw2 = test_falloc (nw);
+      float *db2 = test_falloc (nf), *dx2 = test_falloc (nx);
+      tt_conv_grouped_forward (pool, &g, nf, groups, batch, x, w, bias, y2);
+      tt_conv_grouped_backward_weight (pool, &g, nf, groups, batch, x, dy,
+          dw2, db2);
+      tt_conv_grouped_backward_input (pool, &g, nf, groups, batch, w, dy, dx2);
+      test_report (!memcmp (y, y2, ny * sizeof *y) &&
+          !memcmp (dwt, dw2, nw * sizeof *dwt) &&
+          !memcmp (db, db2, nf * sizeof *db) &&
+          !memcmp (dx, dx2, nx * sizeof *dx),
+          "grouped %s: %u threads bit-identical", cases[ci].name, threads);
+      free (y2);
+      free (dw2);
+      free (db2);
+      free (dx2);
+      tt_threads_free (pool);
+    }
+    free (x);
+    free (w);
+    free (bias);
+    free (dy);
+    free (y);
+    free (dwt);
+    free (db);
+    free (dx);
+    free (ry);
+    free (rdw);
+    free (rdb);
+    free (rdx);
+  }
+}
+
 int
 main (void)
 {
@@ -1812,5 +1970,6 @@ main (void)
   TT_TEST_RUN (test_conv);
   TT_TEST_RUN (test_pool);
   TT_TEST_RUN (test_batchnorm);
+  TT_TEST_RUN (test_conv_grouped);
   return tt_test_summary ();
 }
