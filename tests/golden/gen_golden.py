@@ -83,6 +83,10 @@ def ini_weight_layers(cp):
             out.append((sec, "gru", int(cp[sec]["unit"])))
         elif t == "depthwiseconv2d":
             out.append((sec, "conv", int(cp[sec]["filters"])))
+        elif t == "embedding":
+            out.append((sec, "embedding", int(cp[sec]["out_dim"])))
+        elif t == "layer_normalization":
+            out.append((sec, "ln", None))
     return out
 
 
@@ -192,6 +196,17 @@ class Net:
         for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
             self.weights.append(Weight(name, bias, self._uniform((3 * unit,), -b, b), True))
         self.layers.append((name, "gru", unit))
+
+    def embedding(self, name, in_dim, out_dim):
+        # nn.Embedding's weight [in_dim][out_dim] is the BIN's, byte for byte
+        self.weights.append(Weight(name, "Embedding", self._uniform((in_dim, out_dim), -1.0, 1.0), True))
+        self.layers.append((name, "embedding", out_dim))
+
+    def layer_norm(self, name, shape):
+        # gamma and beta shaped as the normalized axes (BIN: flattened)
+        self.weights.append(Weight(name, "gamma", self._uniform(shape, 0.5, 1.5), True))
+        self.weights.append(Weight(name, "beta", self._uniform(shape, -0.1, 0.1), True))
+        self.layers.append((name, "ln", None))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -483,7 +498,7 @@ def forward_gru(ctx, x):
     return linear(ctx, "output", h)
 
 
-# issue 42, convolutions: conv1d's padding forms, groups, depthwise.
+# Convolutions: conv1d's padding forms, groups, depthwise.
 
 def conv_grouped(net, name, c_in, filters, kh, kw, groups):
     """filter [filters][c_in / groups][kh][kw]: torch's grouped weight"""
@@ -540,6 +555,34 @@ def forward_mobilenet_block(ctx, x):
     h = conv("down", h, stride=2, padding=1, groups=4)                      # 8x4x4
     h = relu(ctx, "mix", conv("mix", h, groups=2))                          # 6x4x4
     return linear(ctx, "output", flatten(h))
+def positional_encoding(h, w, dtype):
+    """nntrainer's table: pe[i][j] = sin(i / 10000^(2 floor(j/2) / w)) for
+    even j, cos for odd j (the PyTorch tutorial's, by column pairs)."""
+    i = torch.arange(h, dtype=torch.float64).unsqueeze(1)
+    j = torch.arange(w)
+    a = i / torch.pow(torch.tensor(10000.0, dtype=torch.float64), (j - j % 2).to(torch.float64) / w)
+    return torch.where(j % 2 == 1, torch.cos(a), torch.sin(a)).to(dtype)
+
+
+def build_transformer(net):
+    net.embedding("embed", 16, 8)
+    net.layer_norm("ln1", (8,))
+    net.layer_norm("ln2", (2, 4, 8))
+    net.fc("output", 64, 5)
+
+
+def forward_transformer(ctx, x):
+    h = F.embedding(x.reshape(x.shape[0], -1).long(), ctx["embed.Embedding"])   # 8x8
+    h = h + positional_encoding(8, 8, h.dtype)
+    h = F.layer_norm(h, (8,), ctx["ln1.gamma"], ctx["ln1.beta"], eps=1e-3)
+    h = h.reshape(x.shape[0], 2, 4, 8)
+    h = F.layer_norm(h, (2, 4, 8), ctx["ln2.gamma"], ctx["ln2.beta"], eps=1e-3)
+    return linear(ctx, "output", flatten(h))
+
+
+# Cases whose input holds indices in [0, n) (an embedding's): drawn so, and
+# their input derivative is zero (torch has none for indices).
+INDEX_INPUTS = {"transformer": 16}
 
 
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
@@ -559,6 +602,7 @@ CASES = [
     ("gru", "tests/models/sensor_gru.ini", 6006, (1, 16, 6), 4, True, build_gru, forward_gru),
     ("conv1d_padding", "tests/models/conv1d_padding.ini", 7007, (2, 1, 16), 3, True, build_conv1d_padding, forward_conv1d_padding),
     ("mobilenet_block", "tests/models/mobilenet_block.ini", 7008, (4, 8, 8), 5, True, build_mobilenet_block, forward_mobilenet_block),
+    ("transformer", "tests/models/tiny_transformer.ini", 7007, (1, 1, 8), 5, False, build_transformer, forward_transformer),
 ]
 
 
@@ -586,7 +630,8 @@ def run_pass(net, forward, x_in, label, dtype, flip_margin=None, record=False):
     loss = loss_from_logits(logits, label.to(dtype))
     loss.backward()
     grads = {w.key: params[w.key].grad.detach().clone() for w in net.weights if w.trainable}
-    return ctx, logits.detach(), loss.detach(), x.grad.detach().clone(), grads
+    dx = x.grad.detach().clone() if x.grad is not None else torch.zeros_like(x.detach())
+    return ctx, logits.detach(), loss.detach(), dx, grads
 
 
 def adam_step(net, ctx, opt_cfg):
@@ -634,11 +679,11 @@ def make_case(case):
     assert inp[0].getboolean("normalization", fallback=False) == normalize, name
     assert cp["Model"].get("loss", "").strip().lower() == "cross", name
     ini_layers = ini_weight_layers(cp)
-    got = [(n, k, s if k != "bn" else None) for (n, k, s) in net.layers]
+    got = [(n, k, s if k not in ("bn", "ln") else None) for (n, k, s) in net.layers]
     if got != ini_layers:
         raise SystemExit("%s: layers %r do not match INI %r" % (name, got, ini_layers))
 
-    x_raw = torch.randint(0, 256, (batch,) + in_shape, generator=gen).to(torch.float32)
+    x_raw = torch.randint(0, INDEX_INPUTS.get(name, 256), (batch,) + in_shape, generator=gen).to(torch.float32)
     cls = torch.randint(0, classes, (batch,), generator=gen)
     label = F.one_hot(cls, classes).to(torch.float32)
     x_in = minmax_normalize(x_raw) if normalize else x_raw.clone()

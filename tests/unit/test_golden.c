@@ -316,7 +316,7 @@ test_gru (void)
   golden_case ("gru");
 }
 
-/* issue 42, convolutions */
+/* convolutions */
 static void
 test_conv1d_padding (void)
 {
@@ -327,6 +327,12 @@ static void
 test_mobilenet_block (void)
 {
   golden_case ("mobilenet_block");
+}
+
+static void
+test_transformer (void)
+{
+  golden_case ("transformer");
 }
 
 int
@@ -341,5 +347,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_gru);
   TT_TEST_RUN (test_conv1d_padding);
   TT_TEST_RUN (test_mobilenet_block);
+  TT_TEST_RUN (test_transformer);
   return tt_test_summary ();
 }

@@ -197,7 +197,7 @@ static const gc_case gc_cases[] = {
         "type=fully_connected\nunit=4\n[b]\ntype=fully_connected\nunit=4\n"
         "trainable=false\nactivation=tanh\n[c]\ntype=fully_connected\n"
         "unit=3\n", "mse"},
-  /* issue 42, convolutions: conv1d's Padding1D forms, groups, depthwise */
+  /* convolutions: conv1d's Padding1D forms, groups, depthwise */
   {"conv1d_pad_left_right", "[in]\ntype=input\ninput_shape=2:1:7\n[c]\n"
         "type=conv1d\nfilters=2\nkernel_size=3\npadding=0,2\n", "mse"},
   {"conv1d_causal", "[in]\ntype=input\ninput_shape=2:1:8\n[c]\n"
@@ -226,7 +226,48 @@ static const gc_case gc_cases[] = {
         "type=depthwiseconv2d\nkernel_size=3,3\npadding=same\n"
         "trainable=false\n[b]\ntype=conv2d\nfilters=2\nkernel_size=1,1\n",
       "mse"},
+  {"layer_norm_width", "[in]\ntype=input\ninput_shape=2:3:6\n[ln]\n"
+        "type=layer_normalization\naxis=3\nepsilon=0.01\n", "mse"},
+  {"layer_norm_chw", "[in]\ntype=input\ninput_shape=2:3:4\n[ln]\n"
+        "type=layer_normalization\naxis=1,2,3\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"layer_norm_height", "[in]\ntype=input\ninput_shape=2:5:3\n[ln]\n"
+        "type=layer_normalization\naxis=2\n", "mse"},
+  {"layer_norm_channel_height", "[in]\ntype=input\ninput_shape=3:2:4\n"
+        "[ln]\ntype=layer_normalization\naxis=2,1\n", "mse"},
+  {"layer_norm_long_rows", "[in]\ntype=input\ninput_shape=1:2:21\n[ln]\n"
+        "type=layer_normalization\naxis=3\n", "mse"},
+  {"embedding", "[in]\ntype=input\ninput_shape=1:1:5\n[e]\n"
+        "type=embedding\nin_dim=7\nout_dim=4\n", "mse"},
+  {"embedding_transformer", "[in]\ntype=input\ninput_shape=1:1:6\n[e]\n"
+        "type=embedding\nin_dim=5\nout_dim=8\n[pe]\n"
+        "type=positional_encoding\nmax_timestep=10\n[ln]\n"
+        "type=layer_normalization\naxis=3\n[fc]\ntype=fully_connected\n"
+        "unit=3\n", "mse"},
+  {"positional_encoding", "[in]\ntype=input\ninput_shape=2:4:6\n[pe]\n"
+        "type=positional_encoding\nmax_timestep=4\n[fc]\n"
+        "type=fully_connected\nunit=3\nactivation=tanh\n", "mse"},
 };
+
+/* Cases whose input holds indices k + 0.5, k in [0, range) (an
+ * embedding's): a step of 1e-2 keeps each index, whose derivative is 0. */
+static const struct
+{
+  const char *name;
+  int range;
+} gc_index_inputs[] = {
+  {"embedding", 7}, {"embedding_transformer", 5},
+};
+
+static int
+gc_index_range (const char *name)
+{
+  for (size_t i = 0; i < sizeof gc_index_inputs / sizeof gc_index_inputs[0];
+      i++)
+    if (!strcmp (name, gc_index_inputs[i].name))
+      return gc_index_inputs[i].range;
+  return 0;
+}
 
 static uint64_t gc_state = 12345;
 
@@ -323,9 +364,12 @@ gc_run (const gc_case * c)
   float *x = malloc (nx * sizeof *x), *t = malloc (nt * sizeof *t);
   /* |x| >= 0.1, ten times the step: a layer with a kink at 0 (relu,
    * leaky_relu, elu) reading the input has a derivative there */
+  const int index_range = gc_index_range (c->name);
   for (size_t i = 0; i < nx; i++) {
     const float r = gc_rand ();
     x[i] = r < 0 ? r * 1.9f - 0.1f : r * 1.9f + 0.1f;
+    if (index_range > 0)
+      x[i] = floorf ((r + 1.0f) * 0.5f * (float) index_range) + 0.5f;
   }
   /* cross losses fuse softmax or sigmoid: labels are probabilities */
   bool cross = m->layers[m->loss_layer].ops->fused_activation != TT_ACT_NONE;

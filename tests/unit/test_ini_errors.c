@@ -393,7 +393,7 @@ static const ie_case ie_cases[] = {
         "[LearningRateScheduler]\ntype = constant\nlearning_rat = 0.1\n"
         INPUT4 FC ("fc", 3), IE_LOAD,
       {"[learningratescheduler] learning_rat", "unknown key"}},
-  /* ---- issue 42, convolutions ----------------------------------------- */
+  /* ---- convolutions ----------------------------------------- */
   {"conv1d_padding_four", MODEL_MSE ADAM INPUT_SEQ "[conv]\n"
         "type = conv1d\nfilters = 2\nkernel_size = 3\n"
         "padding = 0,0,2,1\n", IE_LOAD,
@@ -425,6 +425,50 @@ static const ie_case ie_cases[] = {
   {"depthwise_missing_kernel", MODEL_MSE ADAM INPUT_IMG "[dw]\n"
         "type = depthwiseconv2d\n", IE_LOAD,
       {"[dw] kernel_size", "missing key"}},
+  {"layer_norm_axis_missing", MODEL_MSE ADAM INPUT_STEPS
+        "[ln]\ntype = layer_normalization\n", IE_LOAD,
+      {"[ln] axis", "missing key", "1,2,3"}},
+  {"layer_norm_axis_zero", MODEL_MSE ADAM INPUT_STEPS
+        "[ln]\ntype = layer_normalization\naxis = 0\n", IE_LOAD,
+      {"[ln] axis", "out of range [1, 3]"}},
+  {"layer_norm_axis_apart", MODEL_MSE ADAM INPUT_STEPS
+        "[ln]\ntype = layer_normalization\naxis = 1,3\n", IE_LOAD,
+      {"[ln] axis", "'1,3'", "adjacent", "1,2,3"}},
+  {"layer_norm_epsilon", MODEL_MSE ADAM INPUT_STEPS
+        "[ln]\ntype = layer_normalization\naxis = 3\nepsilon = 0\n",
+      IE_LOAD, {"[ln] epsilon", "positive"}},
+  {"layer_norm_gamma_init", MODEL_MSE ADAM INPUT_STEPS
+        "[ln]\ntype = layer_normalization\naxis = 3\n"
+        "gamma_initializer = twos\n", IE_LOAD,
+      {"[ln] gamma_initializer", "'twos'", "he_uniform"}},
+  {"layer_norm_weight_initializer", MODEL_MSE ADAM INPUT_STEPS
+        "[ln]\ntype = layer_normalization\naxis = 3\n"
+        "weight_initializer = ones\n", IE_LOAD,
+      {"[ln] weight_initializer", "unknown key"}},
+  {"layer_norm_decay", MODEL_MSE ADAM INPUT_STEPS
+        "[ln]\ntype = layer_normalization\naxis = 3\nbias_decay = -1\n",
+      IE_LOAD, {"[ln] bias_decay", "negative"}},
+  {"embedding_in_dim_missing", MODEL_MSE ADAM INPUT4
+        "[e]\ntype = embedding\nout_dim = 3\n", IE_LOAD,
+      {"[e] in_dim", "missing key"}},
+  {"embedding_out_dim_zero", MODEL_MSE ADAM INPUT4
+        "[e]\ntype = embedding\nin_dim = 5\nout_dim = 0\n", IE_LOAD,
+      {"[e] out_dim", "out of range"}},
+  {"embedding_shape", MODEL_MSE ADAM INPUT_STEPS
+        "[e]\ntype = embedding\nin_dim = 5\nout_dim = 3\n", IE_COMPILE,
+      {"[e]", "1:1:W indices", "1:4:3"}},
+  {"embedding_key", MODEL_MSE ADAM INPUT4
+        "[e]\ntype = embedding\nin_dim = 5\nout_dim = 3\n"
+        "zero_idx_mask = 0\n", IE_LOAD, {"[e] zero_idx_mask", "unknown key"}},
+  {"positional_encoding_missing", MODEL_MSE ADAM INPUT_STEPS
+        "[pe]\ntype = positional_encoding\n", IE_LOAD,
+      {"[pe] max_timestep", "missing key"}},
+  {"positional_encoding_short", MODEL_MSE ADAM INPUT_STEPS
+        "[pe]\ntype = positional_encoding\nmax_timestep = 3\n", IE_COMPILE,
+      {"[pe] max_timestep", "3", "4 timesteps", "1:4:3"}},
+  {"positional_encoding_zero", MODEL_MSE ADAM INPUT_STEPS
+        "[pe]\ntype = positional_encoding\nmax_timestep = 0\n", IE_LOAD,
+      {"[pe] max_timestep", "out of range"}},
 };
 
 /* Valid models: must load, compile and train one batch. */
@@ -524,7 +568,7 @@ static const ie_valid ie_valids[] = {
   {"sgd_momentum", MODEL_MSE "[Optimizer]\ntype = sgd\nmomentum = 0.9\n"
         "learning_rate = 0.1\n" INPUT4 FC ("fc", 3)
       "weight_regularizer = l2norm\n"},
-  /* issue 42, convolutions */
+  /* convolutions */
   {"depthwise_grouped", MODEL_MSE ADAM "[in]\ntype = input\n"
         "input_shape = 4:6:6\n[dw]\ntype = depthwiseconv2d\n"
         "kernel_size = 3\nstride = 2\npadding = same\n"
@@ -533,7 +577,7 @@ static const ie_valid ie_valids[] = {
         "groups = 4\n"},
 };
 
-/* issue 42, convolutions: conv1d's padding forms (nntrainer's Padding1D)
+/* convolutions: conv1d's padding forms (nntrainer's Padding1D)
  * and the output widths they give, input width 10, kernel 4, stride 3 */
 static void
 test_conv1d_widths (void)

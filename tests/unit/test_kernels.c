@@ -1795,7 +1795,7 @@ test_vmath (void)
       "vmath: tanh of +-inf and -0");
 }
 
-/* ---- issue 42, convolutions: the grouped/depthwise direct kernel -------- */
+/* ---- convolutions: the grouped/depthwise direct kernel -------- */
 
 /* Plain loops in double: y, dw, db, dx of a grouped convolution with
  * output derivative dy */

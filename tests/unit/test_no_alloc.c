@@ -164,7 +164,7 @@ test_gru (void)
   no_alloc_model (na_root, "sensor_gru.ini", 1, false);
 }
 
-/* issue 42, convolutions: the grouped kernel allocates nothing either */
+/* convolutions: the grouped kernel allocates nothing either */
 static void
 test_mobilenet_block (void)
 {

@@ -22,8 +22,9 @@ static const char *models[] = {
   "fmnist_mlp.ini", "fmnist_cnn.ini", "branchy_bn.ini", "resnet_bn.ini",
   "inception.ini", "transfer_frozen.ini", "sensor_conv1d.ini",
   "sensor_lstm.ini", "sensor_gru.ini",
-  /* issue 42, convolutions */
+  /* convolutions */
   "conv1d_padding.ini", "mobilenet_block.ini",
+  "tiny_transformer.ini",
   NULL
 };
 
@@ -457,7 +458,7 @@ main (int argc, char **argv)
   const char *identical[] = { "branchy_bn.ini", "resnet_bn.ini",
     "transfer_frozen.ini", "inception.ini", "sensor_lstm.ini",
     "sensor_gru.ini",
-    /* issue 42, convolutions */
+    /* convolutions */
     "conv1d_padding.ini", "mobilenet_block.ini",
     NULL
   };

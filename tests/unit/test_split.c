@@ -87,6 +87,50 @@ test_activations (void)
     }
 }
 
+/* Layer normalization on 1-4 threads against one, bit for bit: rows
+ * (inner 1) and strided groups, below and above the split threshold */
+static void
+test_layernorm (void)
+{
+  static const size_t shapes[][3] = {
+    {10, 100, 1}, {333, 77, 1}, {40, 16, 30}, {7, 5, 700}
+  };
+  for (size_t s = 0; s < 4; s++) {
+    const size_t outer = shapes[s][0], n = shapes[s][1], inner = shapes[s][2];
+    const size_t total = outer * n * inner, groups = outer * inner;
+    float *x = rnd_array (total, 3.0f), *dy = rnd_array (total, 1.0f);
+    float *gamma = rnd_array (n, 1.0f), *beta = rnd_array (n, 1.0f);
+    float *ref = malloc ((2 * total + 2 * groups + 2 * n) * 4);
+    float *got = malloc ((2 * total + 2 * groups + 2 * n) * 4);
+    for (unsigned t = 0; t <= 4; t++) {
+      tt_threads *pool = NULL;
+      if (t)
+        CHECK (tt_threads_new (t, &pool) == 0, "pool of %u", t);
+      float *o = t ? got : ref;
+      memset (o, 0xff, (2 * total + 2 * groups + 2 * n) * 4);
+      float *y = o, *dx = o + total, *mean = dx + total, *rstd = mean + groups;
+      float *dg = rstd + groups, *db = dg + n;
+      tt_layernorm_forward (pool, outer, n, inner, x, y, gamma, beta, 1e-3f,
+          mean, rstd);
+      tt_layernorm_backward (pool, outer, n, inner, x, dy, gamma, mean, rstd,
+          dx, NULL, NULL);
+      tt_layernorm_backward (pool, outer, n, inner, x, dy, gamma, mean, rstd,
+          NULL, dg, db);
+      if (t)
+        CHECK (!memcmp (got, ref, (2 * total + 2 * groups + 2 * n) * 4),
+            "layernorm %zu x %zu x %zu, %u threads differs from one", outer,
+            n, inner, t);
+      tt_threads_free (pool);
+    }
+    free (x);
+    free (dy);
+    free (gamma);
+    free (beta);
+    free (ref);
+    free (got);
+  }
+}
+
 /* Where tt_feed puts element (r, c) of rows of width: by thread blocks
  * on threads threads when blocked, else row-major */
 static size_t
@@ -449,6 +493,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_optimizer);
   TT_TEST_RUN (test_feed);
   TT_TEST_RUN (test_feed_refusal);
+  TT_TEST_RUN (test_layernorm);
   test_training ("fmnist_mlp.ini", NULL, NULL, NULL, NULL, 32);
   test_training ("sensor_lstm.ini", NULL, NULL, NULL, NULL, 8);
   test_training ("sensor_gru.ini", NULL, NULL, NULL, NULL, 8);

@@ -548,6 +548,20 @@ typedef struct tt_layer {
       bool reset_after;
       int gates, hidden, carry;         /* scratch tensor ids, -1 absent */
     } gru;
+    struct {
+      float epsilon;
+      uint32_t axes;            /* bit a: axis a (1 channel ... 3 width) */
+      tt_initializer init[2];   /* gamma, beta */
+      uint32_t outer, n, inner; /* per sample: [outer][n][inner] */
+    } ln;
+    struct {
+      uint32_t in_dim, out_dim;
+    } emb;
+    struct {
+      uint32_t max_timestep;
+      int table;                /* scratch id: the sinusoids, [h][w] */
+      const float *table_at;    /* where they were last computed */
+    } pe;
   } p;
 } tt_layer;
 
@@ -634,7 +648,7 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 19
+#define TT_LAYER_TYPES 22
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -661,8 +675,10 @@ extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
     tt_dropout_layer_ops, tt_addition_layer_ops, tt_concat_layer_ops,
     tt_multiout_layer_ops, tt_mse_layer_ops, tt_cross_softmax_layer_ops,
     tt_cross_sigmoid_layer_ops, tt_lstm_layer_ops, tt_gru_layer_ops;
-/* issue 42, convolutions (layer_conv2d.c) */
+/* convolutions (layer_conv2d.c) */
 extern const tt_layer_ops tt_depthwiseconv2d_layer_ops;
+extern const tt_layer_ops tt_layer_normalization_layer_ops,
+    tt_embedding_layer_ops, tt_positional_encoding_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

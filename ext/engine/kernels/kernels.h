@@ -270,5 +270,19 @@ void tt_conv_grouped_backward_weight (tt_threads * pool,
 void tt_conv_grouped_backward_input (tt_threads * pool,
     const tt_window_geom * g, int filters, int groups, int batch,
     const float *w, const float *dy, float *dx);
+/* Layer normalization of x viewed as [outer][n][inner] (layernorm.c):
+ * each of the outer * inner groups of n values (stride inner) normalized
+ * on its own, y = (x - mean) * rstd * gamma[j] + beta[j], biased
+ * variance, rstd = 1 / sqrt (var + eps); mean and rstd [outer][inner]
+ * written for backward. Backward: dx (NULL: skipped) from x, dy and the
+ * kept statistics; dgamma, dbeta [n] overwritten (NULL: skipped). pool:
+ * split over its threads, bit-identical to one thread (NULL: one). */
+void tt_layernorm_forward (tt_threads * pool, size_t outer, size_t n,
+    size_t inner, const float *x, float *y, const float *gamma,
+    const float *beta, float eps, float *mean, float *rstd);
+void tt_layernorm_backward (tt_threads * pool, size_t outer, size_t n,
+    size_t inner, const float *x, const float *dy, const float *gamma,
+    const float *mean, const float *rstd, float *dx, float *dgamma,
+    float *dbeta);
 
 #endif

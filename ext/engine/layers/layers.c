@@ -13,6 +13,8 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_mse_layer_ops, &tt_cross_softmax_layer_ops,
   &tt_cross_sigmoid_layer_ops, &tt_lstm_layer_ops, &tt_gru_layer_ops,
   &tt_depthwiseconv2d_layer_ops,
+  &tt_layer_normalization_layer_ops, &tt_embedding_layer_ops,
+  &tt_positional_encoding_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
