@@ -196,7 +196,8 @@ static const gc_case gc_cases[] = {
   {"frozen_middle", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
         "type=fully_connected\nunit=4\n[b]\ntype=fully_connected\nunit=4\n"
         "trainable=false\nactivation=tanh\n[c]\ntype=fully_connected\n"
-        "unit=3\n", "mse"},  {"tanh_gelu", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "unit=3\n", "mse"},
+  {"tanh_gelu", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
         "type=activation\nactivation=tanh_gelu\n", "mse"},
   {"sigmoid_gelu", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
         "type=activation\nactivation=sigmoid_gelu\n", "mse"},

@@ -64,21 +64,25 @@ tt_vsigmoidf (float x)
   return 1.0f / (1.0f + tt_vexpf (-x));
 }
 
-/* e^x - 1: below |x| = 0.5 its Taylor series to x^9 (next term below
- * 3e-9 of the value), above it tt_vexpf (x) - 1 (the cancellation costs
- * at most 1.4 bits there). */
+/* e^x - 1: below |x| = ln 3 its Taylor series to x^12 (next term below
+ * 1e-9 of the value), above it tt_vexpf (x) - 1 (where e^x - 1 is at
+ * least 2, or e^x at most 1/3, so the subtraction costs no bit). */
 static inline float
 tt_vexpm1f (float x)
 {
   const float a = x < 0.0f ? -x : x;
   const float small = x * (1.0f + x * (0.5f + x * (1.66666666666666667e-1f
               + x * (4.16666666666666667e-2f + x * (8.33333333333333333e-3f
-                      + x * (1.38888888888888889e-3f + x *
-                          (1.98412698412698413e-4f + x *
-                              (2.48015873015873016e-5f + x *
-                                  2.75573192239858907e-6f))))))));
+                      + x * (1.38888888888888889e-3f
+                          + x * (1.98412698412698413e-4f
+                              + x * (2.48015873015873016e-5f
+                                  + x * (2.75573192239858907e-6f
+                                      + x * (2.75573192239858907e-7f
+                                          + x * (2.50521083854417188e-8f
+                                              + x *
+                                              2.08767569878680990e-9f)))))))))));
   const float big = tt_vexpf (x) - 1.0f;
-  return a < 0.5f ? small : big;
+  return a < 1.0986123f ? small : big;
 }
 
 /* ln (1 + u), u > -1: w = 1 + u rounded = 2^k m with m in [sqrt(1/2),
