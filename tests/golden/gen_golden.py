@@ -137,8 +137,8 @@ class Net:
         # saturated softmax, few dead relus).
         return min(0.3, math.sqrt(6.0 / fan_in))
 
-    def fc(self, name, n_in, n_out):
-        b = self._bound(n_in)
+    def fc(self, name, n_in, n_out, bound=None):
+        b = self._bound(n_in) if bound is None else bound
         self.weights.append(Weight(name, "weight", self._uniform((n_out, n_in), -b, b), True, transpose=True))
         self.weights.append(Weight(name, "bias", self._uniform((n_out,), -0.1, 0.1), True))
         self.layers.append((name, "fc", n_out))
@@ -481,6 +481,40 @@ def forward_gru(ctx, x):
     return linear(ctx, "output", h)
 
 
+# issue 42's activations, one per hidden layer; weights up to +-1.2 so
+# that the pre-activations reach the outer pieces (relu6 above 6,
+# hard_swish and hard_sigmoid beyond +-3)
+ACT_FNS = [
+    ("fc1", lambda h: F.gelu(h, approximate="tanh")),           # tanh_gelu
+    ("fc2", lambda h: h * torch.sigmoid(1.702 * h)),            # sigmoid_gelu
+    ("fc3", F.softplus),                                        # softplus
+    ("fc4", F.selu),                                            # act4: selu
+    ("fc5", F.mish),                                            # mish
+    ("fc6", F.relu6),                                           # relu6
+    ("fc7", F.hardswish),                                       # hard_swish
+    ("fc8", F.hardsigmoid),                                     # hard_sigmoid
+]
+# the kinks of the piecewise ones: the data must keep clear of them
+ACT_KINKS = {"fc6": (0.0, 6.0), "fc7": (-3.0, 3.0), "fc8": (-3.0, 3.0)}
+
+
+def build_activations(net):
+    for name, _ in ACT_FNS:
+        net.fc(name, 8, 8, bound=1.2)
+    net.fc("output", 8, 4)
+
+
+def forward_activations(ctx, x):
+    h = x
+    for name, fn in ACT_FNS:
+        z = linear(ctx, name, h)
+        ctx.probe["max|z|:" + name] = float(z.detach().abs().max())
+        if name in ACT_KINKS:
+            ctx.probe["kink:" + name] = min(float((z.detach() - k).abs().min()) for k in ACT_KINKS[name])
+        h = fn(z)
+    return linear(ctx, "output", h)
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -496,6 +530,8 @@ CASES = [
     ("conv1d", "tests/models/sensor_conv1d.ini", 4004, (3, 1, 64), 6, True, build_conv1d, forward_conv1d),
     ("lstm", "tests/models/sensor_lstm.ini", 5005, (1, 16, 6), 4, True, build_lstm, forward_lstm),
     ("gru", "tests/models/sensor_gru.ini", 6006, (1, 16, 6), 4, True, build_gru, forward_gru),
+    ("activations", "tests/models/activations_mlp.ini", 7007, (1, 1, 8), 4, True, build_activations,
+     forward_activations),
 ]
 
 

@@ -316,6 +316,12 @@ test_gru (void)
   golden_case ("gru");
 }
 
+static void
+test_activations (void)
+{
+  golden_case ("activations");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -326,5 +332,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv1d);
   TT_TEST_RUN (test_lstm);
   TT_TEST_RUN (test_gru);
+  TT_TEST_RUN (test_activations);
   return tt_test_summary ();
 }
