@@ -143,8 +143,8 @@ class Net:
         # saturated softmax, few dead relus).
         return min(0.3, math.sqrt(6.0 / fan_in))
 
-    def fc(self, name, n_in, n_out):
-        b = self._bound(n_in)
+    def fc(self, name, n_in, n_out, bound=None):
+        b = self._bound(n_in) if bound is None else bound
         self.weights.append(Weight(name, "weight", self._uniform((n_out, n_in), -b, b), True, transpose=True))
         self.weights.append(Weight(name, "bias", self._uniform((n_out,), -0.1, 0.1), True))
         self.layers.append((name, "fc", n_out))
@@ -583,6 +583,38 @@ def forward_transformer(ctx, x):
 # Cases whose input holds indices in [0, n) (an embedding's): drawn so, and
 # their input derivative is zero (torch has none for indices).
 INDEX_INPUTS = {"transformer": 16}
+# issue 42's activations, one per hidden layer; weights up to +-1.2 so
+# that the pre-activations reach the outer pieces (relu6 above 6,
+# hard_swish and hard_sigmoid beyond +-3)
+ACT_FNS = [
+    ("fc1", lambda h: F.gelu(h, approximate="tanh")),           # tanh_gelu
+    ("fc2", lambda h: h * torch.sigmoid(1.702 * h)),            # sigmoid_gelu
+    ("fc3", F.softplus),                                        # softplus
+    ("fc4", F.selu),                                            # act4: selu
+    ("fc5", F.mish),                                            # mish
+    ("fc6", F.relu6),                                           # relu6
+    ("fc7", F.hardswish),                                       # hard_swish
+    ("fc8", F.hardsigmoid),                                     # hard_sigmoid
+]
+# the kinks of the piecewise ones: the data must keep clear of them
+ACT_KINKS = {"fc6": (0.0, 6.0), "fc7": (-3.0, 3.0), "fc8": (-3.0, 3.0)}
+
+
+def build_activations(net):
+    for name, _ in ACT_FNS:
+        net.fc(name, 8, 8, bound=1.2)
+    net.fc("output", 8, 4)
+
+
+def forward_activations(ctx, x):
+    h = x
+    for name, fn in ACT_FNS:
+        z = linear(ctx, name, h)
+        ctx.probe["max|z|:" + name] = float(z.detach().abs().max())
+        if name in ACT_KINKS:
+            ctx.probe["kink:" + name] = min(float((z.detach() - k).abs().min()) for k in ACT_KINKS[name])
+        h = fn(z)
+    return linear(ctx, "output", h)
 
 
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
@@ -603,6 +635,8 @@ CASES = [
     ("conv1d_padding", "tests/models/conv1d_padding.ini", 7007, (2, 1, 16), 3, True, build_conv1d_padding, forward_conv1d_padding),
     ("mobilenet_block", "tests/models/mobilenet_block.ini", 7008, (4, 8, 8), 5, True, build_mobilenet_block, forward_mobilenet_block),
     ("transformer", "tests/models/tiny_transformer.ini", 7007, (1, 1, 8), 5, False, build_transformer, forward_transformer),
+    ("activations", "tests/models/activations_mlp.ini", 7007, (1, 1, 8), 4, True, build_activations,
+     forward_activations),
 ]
 
 

@@ -335,6 +335,12 @@ test_transformer (void)
   golden_case ("transformer");
 }
 
+static void
+test_activations (void)
+{
+  golden_case ("activations");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -348,5 +354,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv1d_padding);
   TT_TEST_RUN (test_mobilenet_block);
   TT_TEST_RUN (test_transformer);
+  TT_TEST_RUN (test_activations);
   return tt_test_summary ();
 }

@@ -247,6 +247,32 @@ static const gc_case gc_cases[] = {
   {"positional_encoding", "[in]\ntype=input\ninput_shape=2:4:6\n[pe]\n"
         "type=positional_encoding\nmax_timestep=4\n[fc]\n"
         "type=fully_connected\nunit=3\nactivation=tanh\n", "mse"},
+  {"tanh_gelu", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "type=activation\nactivation=tanh_gelu\n", "mse"},
+  {"sigmoid_gelu", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "type=activation\nactivation=sigmoid_gelu\n", "mse"},
+  {"softplus", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "type=activation\nactivation=softplus\n", "mse"},
+  {"selu", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "type=activation\nactivation=selu\n", "mse"},
+  {"mish", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "type=activation\nactivation=mish\n", "mse"},
+  {"relu6", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "type=activation\nactivation=relu6\n", "mse"},
+  {"hard_swish", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "type=activation\nactivation=hard_swish\n", "mse"},
+  {"hard_sigmoid", "[in]\ntype=input\ninput_shape=1:2:6\n[a]\n"
+        "type=activation\nactivation=hard_sigmoid\n", "mse"},
+  /* activation= on a layer; chains of activations that differentiate
+   * from their outputs (in place where the planner allows) */
+  {"fc_mish_hard_swish", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
+        "type=fully_connected\nunit=4\nactivation=mish\n[b]\n"
+        "type=fully_connected\nunit=3\nactivation=hard_swish\n", "mse"},
+  {"fc_output_activations", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
+        "type=fully_connected\nunit=4\nactivation=softplus\n[s]\n"
+        "type=activation\nactivation=selu\n[r]\ntype=activation\n"
+        "activation=relu6\n[b]\ntype=fully_connected\nunit=3\n"
+        "activation=hard_sigmoid\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -469,6 +469,18 @@ static const ie_case ie_cases[] = {
   {"positional_encoding_zero", MODEL_MSE ADAM INPUT_STEPS
         "[pe]\ntype = positional_encoding\nmax_timestep = 0\n", IE_LOAD,
       {"[pe] max_timestep", "out of range"}},
+  /* issue 42's activations: the names listed, no parameters (nntrainer's
+   * softplus beta, selu and elu alpha are constants), not in recurrent
+   * gates */
+  {"bad_activation_lists_new", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "activation = hardswish\n", IE_LOAD,
+      {"[fc] activation", "'hardswish'", "hard_swish", "hard_sigmoid"}},
+  {"activation_selu_alpha", MODEL_MSE ADAM INPUT4
+        "[act]\ntype = activation\nactivation = selu\nalpha = 1.5\n",
+      IE_LOAD, {"[act] alpha", "unknown key"}},
+  {"lstm_hidden_mish", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "hidden_state_activation = mish\n", IE_LOAD,
+      {"[l] hidden_state_activation", "'mish'", "not supported"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

@@ -29,6 +29,7 @@
  * library (the kernels use the engine's internal header), with OpenBLAS's
  * GEMM or the portable one as the build chose.
  */
+#include "tt_layer.h"
 #include "kernels.h"
 #include "vmath.h"
 #include "tt_test.h"
@@ -1953,6 +1954,85 @@ test_conv_grouped (void)
   }
 }
 
+/* tt_vexpm1f and tt_vlog1pf against double precision: expm1 on [-20, 20]
+ * and geometrically down to 1e-30 (both signs), log1p on (-1, 1e6] and
+ * down to 1e-30: at most 4 ulp; NaN stays NaN. */
+static void
+test_vmath_expm1_log1p (void)
+{
+  double em = 0, lp = 0;
+  for (int i = 0; i <= 2000000; i++) {
+    const float xe = -20.0f + 40.0f * (float) i / 2000000.0f;
+    const float xl = -0.999f + 1.999f * (float) i / 2000000.0f;
+    const float xb = 1.0f + 1e6f * (float) i / 2000000.0f;
+    em = fmax (em, test_ulps (tt_vexpm1f (xe), expm1 ((double) xe)));
+    lp = fmax (lp, test_ulps (tt_vlog1pf (xl), log1p ((double) xl)));
+    lp = fmax (lp, test_ulps (tt_vlog1pf (xb), log1p ((double) xb)));
+  }
+  for (float x = 1e-30f; x < 1.0f; x *= 1.01f) {
+    em = fmax (em, test_ulps (tt_vexpm1f (x), expm1 ((double) x)));
+    em = fmax (em, test_ulps (tt_vexpm1f (-x), expm1 (-(double) x)));
+    lp = fmax (lp, test_ulps (tt_vlog1pf (x), log1p ((double) x)));
+    lp = fmax (lp, test_ulps (tt_vlog1pf (-x), log1p (-(double) x)));
+  }
+  test_report (em <= 4.0, "vmath: expm1f within %.2f ulp of expm1", em);
+  test_report (lp <= 4.0, "vmath: log1pf within %.2f ulp of log1p", lp);
+  test_report (isnan (tt_vexpm1f (NAN)) && isnan (tt_vlog1pf (NAN)),
+      "vmath: expm1, log1p: NaN stays NaN");
+}
+
+/* Every element-wise activation's backward (dy = 1) against central
+ * differences of its forward in double over [-9, 9], off its kinks (0,
+ * +-3, 6) by more than the step: catches the regions the model-level
+ * test_gradcheck (inputs in [-2, 2]) does not reach. */
+static void
+test_activation_derivatives (void)
+{
+  enum
+  { N = 240 };
+  float x[N], y[N], dy[N], dx[N], xp[N], xm[N], yp[N], ym[N];
+  const float h = 1e-2f;
+  size_t n = 0;
+  for (int i = 0; i < N; i++) {
+    const float v = -9.0f + 18.0f * (float) i / (N - 1) + 0.013f;
+    const float kinks[] = { 0.0f, -3.0f, 3.0f, 6.0f };
+    bool near = false;
+    for (size_t k = 0; k < 4; k++)
+      near |= fabsf (v - kinks[k]) < 3.0f * h;
+    if (near)
+      continue;
+    x[n] = v;
+    xp[n] = v + h;
+    xm[n] = v - h;
+    dy[n] = 1.0f;
+    n++;
+  }
+  for (int fn = TT_ACT_NONE; fn <= TT_ACT_LAST; fn++) {
+    if (fn == TT_ACT_SOFTMAX)
+      continue;
+    const tt_activation a = (tt_activation) fn;
+    tt_activation_forward (a, 1, n, x, y);
+    tt_activation_forward (a, 1, n, xp, yp);
+    tt_activation_forward (a, 1, n, xm, ym);
+    tt_activation_backward (a, 1, n, x, y, dy, dx);
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+      const double fd = ((double) yp[i] - (double) ym[i]) /
+          ((double) xp[i] - (double) xm[i]);
+      const double e = fabs (fd - dx[i]) / (1e-3 + 1e-3 * fabs (fd));
+      if (e > worst) {
+        worst = e;
+        at = i;
+      }
+    }
+    test_report (worst <= 1.0 && isfinite (worst),
+        "activation %s: backward vs central differences on [-9, 9] "
+        "(worst %.2f of tolerance at x = %g)", tt_activation_names[fn],
+        worst, (double) x[at]);
+  }
+}
+
 int
 main (void)
 {
@@ -1962,6 +2042,8 @@ main (void)
     test_fd_probes = (size_t) probes;
   setvbuf (stdout, NULL, _IOLBF, 0);
   TT_TEST_RUN (test_vmath);
+  TT_TEST_RUN (test_vmath_expm1_log1p);
+  TT_TEST_RUN (test_activation_derivatives);
   TT_TEST_RUN (test_gemm);
   TT_TEST_RUN (test_gemm_avx512);
   TT_TEST_RUN (test_gemm_relu_masked);

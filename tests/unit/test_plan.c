@@ -25,6 +25,7 @@ static const char *models[] = {
   /* convolutions */
   "conv1d_padding.ini", "mobilenet_block.ini",
   "tiny_transformer.ini",
+  "activations_mlp.ini",
   NULL
 };
 

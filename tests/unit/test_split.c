@@ -53,7 +53,7 @@ test_activations (void)
 {
   /* below the threshold, just above it ragged, and well above */
   static const size_t shapes[][2] = { {10, 100}, {167, 99}, {700, 64} };
-  for (int fn = TT_ACT_NONE; fn <= TT_ACT_ELU; fn++)
+  for (int fn = TT_ACT_NONE; fn <= TT_ACT_LAST; fn++)
     for (size_t s = 0; s < 3; s++) {
       const size_t rows = shapes[s][0], width = shapes[s][1];
       const size_t n = rows * width;

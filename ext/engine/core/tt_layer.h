@@ -117,7 +117,19 @@ typedef enum {
   TT_ACT_SWISH,
   TT_ACT_GELU,
   TT_ACT_ELU,
+  /* issue 42: nntrainer's other five, then PyTorch's mobile ones */
+  TT_ACT_TANH_GELU,
+  TT_ACT_SIGMOID_GELU,
+  TT_ACT_SOFTPLUS,
+  TT_ACT_SELU,
+  TT_ACT_MISH,
+  TT_ACT_RELU6,
+  TT_ACT_HARD_SWISH,
+  TT_ACT_HARD_SIGMOID,
 } tt_activation;
+
+/* the last tt_activation */
+#define TT_ACT_LAST TT_ACT_HARD_SIGMOID
 
 typedef enum {
   TT_INIT_ZEROS,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Activation functions and their derivatives. Backward takes both x and
- * y = f(x) and uses y where the derivative allows (relu, sigmoid, tanh,
- * softmax, elu), so those can later run in place over their input.
+ * y = f(x) and uses y where the derivative allows (relu, leaky_relu,
+ * sigmoid, tanh, softmax, elu, softplus, selu, relu6, hard_sigmoid), so
+ * those can run in place over their input.
  * Softmax is taken over the width axis, as nntrainer does.
  */
 #include "tt_layer.h"
@@ -10,6 +11,45 @@
 #include "tt_split.h"
 
 #include <math.h>
+
+/* SELU's constants (Klambauer et al., PyTorch's, nntrainer's in float) */
+#define SELU_ALPHA 1.67326324235437728f
+#define SELU_SCALE 1.05070098735548049f
+/* tanh_gelu: 0.5 x (1 + tanh (sqrt (2/pi) (x + 0.044715 x^3))) */
+#define TANH_GELU_K 0.797884560802865355f
+#define TANH_GELU_C 0.044715f
+/* sigmoid_gelu (quick gelu): x sigmoid (1.702 x) */
+#define SIGMOID_GELU_K 1.702f
+
+static inline float
+tanh_gelu_arg (float x)
+{
+  return TANH_GELU_K * (x + TANH_GELU_C * x * x * x);
+}
+
+/* ln (1 + e^x) = max (x, 0) + ln (1 + e^-|x|): no overflow (nntrainer's
+ * ln (1 + e^x) is inf from x = 89 on), x itself above 17 as in float */
+static inline float
+softplus (float x)
+{
+  const float a = x < 0.0f ? -x : x;
+  return (x > 0.0f ? x : 0.0f) + tt_vlog1pf (tt_vexpf (-a));
+}
+
+/* e^x for mish, x clamped to 20 (tanh softplus x is 1 in float from 9
+ * on), so that e^x (e^x + 2) and its square stay finite */
+static inline float
+mish_exp (float x)
+{
+  return tt_vexpf (x < 20.0f ? x : 20.0f);
+}
+
+static inline float
+relu6 (float x)
+{
+  const float r = x > 0.0f ? x : 0.0f;
+  return r < 6.0f ? r : 6.0f;
+}
 
 
 /* Row by row, the maxima subtracted; then e^ over the whole block at
@@ -84,6 +124,42 @@ tt_activation_forward (tt_activation fn, size_t rows, size_t width,
       for (size_t i = 0; i < n; i++)
         y[i] = x[i] > 0.0f ? x[i] : expm1f (x[i]);
       break;
+    case TT_ACT_TANH_GELU:
+      /* 0.5 x (1 + tanh u) = x sigmoid (2u): no cancellation for x < 0 */
+      for (size_t i = 0; i < n; i++)
+        y[i] = x[i] * tt_vsigmoidf (2.0f * tanh_gelu_arg (x[i]));
+      break;
+    case TT_ACT_SIGMOID_GELU:
+      for (size_t i = 0; i < n; i++)
+        y[i] = x[i] * tt_vsigmoidf (SIGMOID_GELU_K * x[i]);
+      break;
+    case TT_ACT_SOFTPLUS:
+      for (size_t i = 0; i < n; i++)
+        y[i] = softplus (x[i]);
+      break;
+    case TT_ACT_SELU:
+      for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? SELU_SCALE * x[i] :
+            SELU_SCALE * SELU_ALPHA * tt_vexpm1f (x[i]);
+      break;
+    case TT_ACT_MISH:
+      for (size_t i = 0; i < n; i++) {
+        const float e = mish_exp (x[i]), m = e * (e + 2.0f);
+        y[i] = x[i] * (m / (m + 2.0f));
+      }
+      break;
+    case TT_ACT_RELU6:
+      for (size_t i = 0; i < n; i++)
+        y[i] = relu6 (x[i]);
+      break;
+    case TT_ACT_HARD_SWISH:
+      for (size_t i = 0; i < n; i++)
+        y[i] = x[i] * relu6 (x[i] + 3.0f) / 6.0f;
+      break;
+    case TT_ACT_HARD_SIGMOID:
+      for (size_t i = 0; i < n; i++)
+        y[i] = relu6 (x[i] + 3.0f) / 6.0f;
+      break;
   }
 }
 
@@ -145,6 +221,61 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
     case TT_ACT_ELU:
       for (size_t i = 0; i < n; i++)
         dx[i] = y[i] > 0.0f ? dy[i] : dy[i] * (y[i] + 1.0f);
+      break;
+    case TT_ACT_TANH_GELU:
+      /* s = sigmoid (2u) = (1 + tanh u) / 2: f' = s + 2 x s (1 - s) u' */
+      for (size_t i = 0; i < n; i++) {
+        const float v = x[i], s = tt_vsigmoidf (2.0f * tanh_gelu_arg (v));
+        const float du = TANH_GELU_K * (1.0f + 3.0f * TANH_GELU_C * v * v);
+        dx[i] = dy[i] * (s + 2.0f * v * s * (1.0f - s) * du);
+      }
+      break;
+    case TT_ACT_SIGMOID_GELU:
+      for (size_t i = 0; i < n; i++) {
+        const float v = x[i], s = tt_vsigmoidf (SIGMOID_GELU_K * v);
+        dx[i] = dy[i] * (s + SIGMOID_GELU_K * v * s * (1.0f - s));
+      }
+      break;
+    case TT_ACT_SOFTPLUS:
+      /* sigmoid x = 1 - e^-y */
+      for (size_t i = 0; i < n; i++)
+        dx[i] = -dy[i] * tt_vexpm1f (-y[i]);
+      break;
+    case TT_ACT_SELU:
+      /* scale alpha e^x = y + scale alpha for x <= 0 */
+      for (size_t i = 0; i < n; i++)
+        dx[i] = dy[i] * (y[i] > 0.0f ? SELU_SCALE : y[i] + SELU_SCALE *
+            SELU_ALPHA);
+      break;
+    case TT_ACT_MISH:
+      /* t = tanh softplus x = m / (m + 2), m = e^x (e^x + 2); f' = t + x
+       * sigmoid (x) (1 - t^2), 1 - t^2 = 4 (m + 1) / (m + 2)^2 */
+      for (size_t i = 0; i < n; i++) {
+        const float v = x[i], e = mish_exp (v), m = e * (e + 2.0f);
+        const float d = m + 2.0f, s = e / (1.0f + e);
+        dx[i] = dy[i] * (m / d + v * s * 4.0f * (m + 1.0f) / (d * d));
+      }
+      break;
+    case TT_ACT_RELU6:
+      /* & and dy read on every lane: no branches, so the loop vectorizes */
+      for (size_t i = 0; i < n; i++) {
+        const float g = dy[i];
+        dx[i] = (y[i] > 0.0f) & (y[i] < 6.0f) ? g : 0.0f;
+      }
+      break;
+    case TT_ACT_HARD_SWISH:
+      /* PyTorch's: 0 below -3, x / 3 + 1/2 on [-3, 3], 1 above */
+      for (size_t i = 0; i < n; i++) {
+        const float v = x[i];
+        const float d = v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f;
+        dx[i] = dy[i] * d;
+      }
+      break;
+    case TT_ACT_HARD_SIGMOID:
+      for (size_t i = 0; i < n; i++) {
+        const float g = dy[i] * (1.0f / 6.0f);
+        dx[i] = (y[i] > 0.0f) & (y[i] < 1.0f) ? g : 0.0f;
+      }
       break;
   }
 }

@@ -64,4 +64,52 @@ tt_vsigmoidf (float x)
   return 1.0f / (1.0f + tt_vexpf (-x));
 }
 
+/* e^x - 1: below |x| = ln 3 its Taylor series to x^12 (next term below
+ * 1e-9 of the value), above it tt_vexpf (x) - 1 (where e^x - 1 is at
+ * least 2, or e^x at most 1/3, so the subtraction costs no bit). */
+static inline float
+tt_vexpm1f (float x)
+{
+  const float a = x < 0.0f ? -x : x;
+  const float small = x * (1.0f + x * (0.5f + x * (1.66666666666666667e-1f
+              + x * (4.16666666666666667e-2f + x * (8.33333333333333333e-3f
+                      + x * (1.38888888888888889e-3f
+                          + x * (1.98412698412698413e-4f
+                              + x * (2.48015873015873016e-5f
+                                  + x * (2.75573192239858907e-6f
+                                      + x * (2.75573192239858907e-7f
+                                          + x * (2.50521083854417188e-8f
+                                              + x *
+                                              2.08767569878680990e-9f)))))))))));
+  const float big = tt_vexpf (x) - 1.0f;
+  return a < 1.0986123f ? small : big;
+}
+
+/* ln (1 + u), u > -1: w = 1 + u rounded = 2^k m with m in [sqrt(1/2),
+ * sqrt 2), ln m = 2 atanh s = 2 (s + s^3/3 + ... + s^11/11) with s =
+ * (m - 1) / (m + 1), |s| <= 0.172 (next term below 2e-10); then the
+ * rounding of 1 + u put back as (u - (w - 1)) / w. Finite u only; u near
+ * 3e38 overflows w. */
+static inline float
+tt_vlog1pf (float u)
+{
+  const float w = 1.0f + u;
+  uint32_t bits;
+  memcpy (&bits, &w, sizeof bits);
+  /* m in [1, 2), then halved above sqrt 2 (mantissa 0x3504f3) */
+  const int32_t above = (bits & 0x7fffffu) > 0x3504f3u;
+  const int32_t k = (int32_t) (bits >> 23) - 127 + above;
+  const uint32_t mbits = (bits & 0x7fffffu) | (above ? 0x3f000000u :
+      0x3f800000u);
+  float m;
+  memcpy (&m, &mbits, sizeof m);
+  const float s = (m - 1.0f) / (m + 1.0f);
+  const float s2 = s * s;
+  const float lnm = 2.0f * s * (1.0f + s2 * (3.33333333333333333e-1f
+          + s2 * (2.0e-1f + s2 * (1.42857142857142857e-1f
+                  + s2 * (1.11111111111111111e-1f + s2 *
+                      9.09090909090909091e-2f)))));
+  return (float) k * 0.693147180559945309f + lnm + (u - (w - 1.0f)) / w;
+}
+
 #endif /* TT_VMATH_H */

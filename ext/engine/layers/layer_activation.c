@@ -7,7 +7,10 @@
  * reads one */
 const char *const tt_activation_names[] = {
   "none", "relu", "leaky_relu", "sigmoid", "tanh", "softmax", "swish",
-  "gelu", "elu", NULL
+  "gelu", "elu",
+  "tanh_gelu", "sigmoid_gelu", "softplus", "selu", "mish", "relu6",
+  "hard_swish", "hard_sigmoid",
+  NULL
 };
 
 static const char *const activation_keys[] = { "activation", NULL };
@@ -58,11 +61,22 @@ activation_calc_derivative (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->in_deriv[0]));
 }
 
-/* swish and gelu differentiate from x; the others from y = f(x) */
+/* swish, the gelus, mish and hard_swish differentiate from x (not
+ * monotonic, or no closed form from y); the others from y = f(x) */
 static bool
 activation_needs_input (tt_activation fn)
 {
-  return fn == TT_ACT_SWISH || fn == TT_ACT_GELU;
+  switch (fn) {
+    case TT_ACT_SWISH:
+    case TT_ACT_GELU:
+    case TT_ACT_TANH_GELU:
+    case TT_ACT_SIGMOID_GELU:
+    case TT_ACT_MISH:
+    case TT_ACT_HARD_SWISH:
+      return true;
+    default:
+      return false;
+  }
 }
 
 static unsigned

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * In-place layers: an element-wise layer (activation other than swish and
- * gelu, dropout) may write its output over its input, and its input
+ * In-place layers: an element-wise layer (an activation whose backward
+ * reads only its output, dropout) may write its output over its input, and its input
  * derivative over its output derivative, when nothing else needs that
  * memory afterwards:
  *   - the input is not shared: no multiout on the way to the tensor that
