@@ -12,6 +12,12 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_addition_layer_ops, &tt_concat_layer_ops, &tt_multiout_layer_ops,
   &tt_mse_layer_ops, &tt_cross_softmax_layer_ops,
   &tt_cross_sigmoid_layer_ops, &tt_lstm_layer_ops, &tt_gru_layer_ops,
+  /* nntrainer's operation layers */
+  &tt_add_layer_ops, &tt_subtract_layer_ops, &tt_multiply_layer_ops,
+  &tt_divide_layer_ops, &tt_pow_layer_ops, &tt_sqrt_layer_ops,
+  &tt_sin_layer_ops, &tt_cos_layer_ops, &tt_tan_layer_ops,
+  &tt_negative_layer_ops, &tt_identity_layer_ops,
+  &tt_reduce_mean_layer_ops, &tt_reduce_sum_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
