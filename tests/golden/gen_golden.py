@@ -481,6 +481,43 @@ def forward_gru(ctx, x):
     return linear(ctx, "output", h)
 
 
+def build_se_block(net):
+    net.conv("conv1", 3, 8, 3)
+    net.fc("squeeze", 8, 4)
+    net.fc("excite", 4, 8)
+    net.fc("output", 72, 5)
+
+
+def forward_se_block(ctx, x):
+    h = relu(ctx, "conv1", conv2d(ctx, "conv1", x, "same"))        # 8x6x6
+    g = flatten(h.mean(dim=(2, 3), keepdim=True))                  # 1x1x8
+    g = relu(ctx, "squeeze", linear(ctx, "squeeze", g))            # 1x1x4
+    g = torch.sigmoid(linear(ctx, "excite", g))                    # 1x1x8
+    g = g.reshape(g.shape[0], 8, 1, 1)                             # 8x1x1
+    h = h * g + h                                                  # multiply (broadcast), add
+    h = avgpool(h, 2, 2)                                           # 8x3x3
+    return linear(ctx, "output", flatten(h))
+
+
+def build_ops_unary(net):
+    net.conv("conv", 2, 3, 1)
+    net.fc("output", 48, 4)
+
+
+def forward_ops_unary(ctx, x):
+    h = conv2d(ctx, "conv", x, "valid")                            # 3x4x4
+    t, e = torch.tanh(h), torch.sigmoid(h)
+    a1 = torch.sin(t) + torch.pow(e, 1.5)
+    a2 = torch.tan(t) * torch.neg(t)
+    a3 = torch.pow(t, 3.0) - torch.sqrt(e)
+    a4 = a3 / torch.cos(t)
+    r1 = a1.mean(dim=2, keepdim=True)                              # 3x1x4
+    r2 = a2.sum(dim=3, keepdim=True)                               # 3x4x1
+    m = r1 * r2                                                    # 3x4x4
+    r3 = a4.sum(dim=1, keepdim=True)                               # 1x4x4
+    return linear(ctx, "output", flatten(m + r3))
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -496,6 +533,8 @@ CASES = [
     ("conv1d", "tests/models/sensor_conv1d.ini", 4004, (3, 1, 64), 6, True, build_conv1d, forward_conv1d),
     ("lstm", "tests/models/sensor_lstm.ini", 5005, (1, 16, 6), 4, True, build_lstm, forward_lstm),
     ("gru", "tests/models/sensor_gru.ini", 6006, (1, 16, 6), 4, True, build_gru, forward_gru),
+    ("se_block", "tests/models/se_block.ini", 7007, (3, 6, 6), 5, True, build_se_block, forward_se_block),
+    ("ops_unary", "tests/models/ops_unary.ini", 8008, (2, 4, 4), 4, True, build_ops_unary, forward_ops_unary),
 ]
 
 

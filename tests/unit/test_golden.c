@@ -316,6 +316,18 @@ test_gru (void)
   golden_case ("gru");
 }
 
+static void
+test_se_block (void)
+{
+  golden_case ("se_block");
+}
+
+static void
+test_ops_unary (void)
+{
+  golden_case ("ops_unary");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -326,5 +338,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv1d);
   TT_TEST_RUN (test_lstm);
   TT_TEST_RUN (test_gru);
+  TT_TEST_RUN (test_se_block);
+  TT_TEST_RUN (test_ops_unary);
   return tt_test_summary ();
 }

@@ -250,6 +250,13 @@ static const gc_case gc_cases[] = {
       "mse"},
   {"op_reduce_sum_w", GC_OPS_IN "[op]\ntype=reduce_sum\naxis=3\n", "mse"},
   {"op_reduce_sum_c", GC_OPS_IN "[op]\ntype=reduce_sum\naxis=1\n", "mse"},
+  /* in place: sqrt after a sum of squares; negative and tan after sin */
+  {"op_inplace_sqrt", GC_OPS_IN "[a]\ntype=pow\nexponent=2\n[r]\n"
+        "type=reduce_sum\naxis=3\n[op]\ntype=sqrt\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"op_inplace_negative_tan", GC_OPS_IN "[a]\ntype=sin\n[n]\n"
+        "type=negative\n[op]\ntype=tan\n[fc]\ntype=fully_connected\n"
+        "unit=3\n", "mse"},
 #undef GC_OPS_IN
 #undef GC_OPS_CONV
 #undef GC_OPS_GATE

@@ -21,7 +21,8 @@ static char root[1024];
 static const char *models[] = {
   "fmnist_mlp.ini", "fmnist_cnn.ini", "branchy_bn.ini", "resnet_bn.ini",
   "inception.ini", "transfer_frozen.ini", "sensor_conv1d.ini",
-  "sensor_lstm.ini", "sensor_gru.ini", NULL
+  "sensor_lstm.ini", "sensor_gru.ini",
+  "se_block.ini", "ops_chain.ini", NULL
 };
 
 static tt_model *
