@@ -615,6 +615,41 @@ def forward_activations(ctx, x):
             ctx.probe["kink:" + name] = min(float((z.detach() - k).abs().min()) for k in ACT_KINKS[name])
         h = fn(z)
     return linear(ctx, "output", h)
+def build_se_block(net):
+    net.conv("conv1", 3, 8, 3)
+    net.fc("squeeze", 8, 4)
+    net.fc("excite", 4, 8)
+    net.fc("output", 72, 5)
+
+
+def forward_se_block(ctx, x):
+    h = relu(ctx, "conv1", conv2d(ctx, "conv1", x, "same"))        # 8x6x6
+    g = flatten(h.mean(dim=(2, 3), keepdim=True))                  # 1x1x8
+    g = relu(ctx, "squeeze", linear(ctx, "squeeze", g))            # 1x1x4
+    g = torch.sigmoid(linear(ctx, "excite", g))                    # 1x1x8
+    g = g.reshape(g.shape[0], 8, 1, 1)                             # 8x1x1
+    h = h * g + h                                                  # multiply (broadcast), add
+    h = avgpool(h, 2, 2)                                           # 8x3x3
+    return linear(ctx, "output", flatten(h))
+
+
+def build_ops_unary(net):
+    net.conv("conv", 2, 3, 1)
+    net.fc("output", 48, 4)
+
+
+def forward_ops_unary(ctx, x):
+    h = conv2d(ctx, "conv", x, "valid")                            # 3x4x4
+    t, e = torch.tanh(h), torch.sigmoid(h)
+    a1 = torch.sin(t) + torch.pow(e, 1.5)
+    a2 = torch.tan(t) * torch.neg(t)
+    a3 = torch.pow(t, 3.0) - torch.sqrt(e)
+    a4 = a3 / torch.cos(t)
+    r1 = a1.mean(dim=2, keepdim=True)                              # 3x1x4
+    r2 = a2.sum(dim=3, keepdim=True)                               # 3x4x1
+    m = r1 * r2                                                    # 3x4x4
+    r3 = a4.sum(dim=1, keepdim=True)                               # 1x4x4
+    return linear(ctx, "output", flatten(m + r3))
 
 
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
@@ -637,6 +672,8 @@ CASES = [
     ("transformer", "tests/models/tiny_transformer.ini", 7007, (1, 1, 8), 5, False, build_transformer, forward_transformer),
     ("activations", "tests/models/activations_mlp.ini", 7007, (1, 1, 8), 4, True, build_activations,
      forward_activations),
+    ("se_block", "tests/models/se_block.ini", 7007, (3, 6, 6), 5, True, build_se_block, forward_se_block),
+    ("ops_unary", "tests/models/ops_unary.ini", 8008, (2, 4, 4), 4, True, build_ops_unary, forward_ops_unary),
 ]
 
 

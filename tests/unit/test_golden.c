@@ -341,6 +341,18 @@ test_activations (void)
   golden_case ("activations");
 }
 
+static void
+test_se_block (void)
+{
+  golden_case ("se_block");
+}
+
+static void
+test_ops_unary (void)
+{
+  golden_case ("ops_unary");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -355,5 +367,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_mobilenet_block);
   TT_TEST_RUN (test_transformer);
   TT_TEST_RUN (test_activations);
+  TT_TEST_RUN (test_se_block);
+  TT_TEST_RUN (test_ops_unary);
   return tt_test_summary ();
 }

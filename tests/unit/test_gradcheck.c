@@ -273,6 +273,69 @@ static const gc_case gc_cases[] = {
         "type=activation\nactivation=selu\n[r]\ntype=activation\n"
         "activation=relu6\n[b]\ntype=fully_connected\nunit=3\n"
         "activation=hard_sigmoid\n", "mse"},
+  /* nntrainer's operation layers (layer_binary_ops.c, layer_unary_ops.c,
+   * layer_reduce.c) */
+#define GC_OPS_IN "[in]\ntype=input\ninput_shape=2:3:4\n"
+#define GC_OPS_CONV(NAME) "[" NAME "]\ntype=conv2d\nfilters=3\n" \
+  "kernel_size=1,1\ninput_layers=in\n"
+#define GC_OPS_GATE "[g]\ntype=pooling2d\npooling=global_average\n" \
+  "input_layers=in\n[s]\ntype=conv2d\nfilters=3\nkernel_size=1,1\n" \
+  "activation=sigmoid\n"
+  {"op_add", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
+        "type=fully_connected\nunit=4\ninput_layers=in\n[b]\n"
+        "type=fully_connected\nunit=4\ninput_layers=in\nactivation=tanh\n"
+        "[op]\ntype=add\ninput_layers=a,b\n", "mse"},
+  {"op_multiply_se", GC_OPS_IN GC_OPS_CONV ("a") GC_OPS_GATE
+        "[op]\ntype=multiply\ninput_layers=a,s\n", "mse"},
+  {"op_multiply_same_input", GC_OPS_IN "[r]\ntype=reduce_sum\naxis=3\n"
+        "input_layers=in\n[op]\ntype=multiply\ninput_layers=in,r\n", "mse"},
+  {"op_add_bcast_left", GC_OPS_IN GC_OPS_CONV ("a") GC_OPS_GATE
+        "[op]\ntype=add\ninput_layers=s,a\n", "mse"},
+  {"op_subtract_bcast_left", GC_OPS_IN GC_OPS_CONV ("a") GC_OPS_GATE
+        "[op]\ntype=subtract\ninput_layers=s,a\n", "mse"},
+  {"op_subtract", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
+        "type=fully_connected\nunit=4\ninput_layers=in\n[b]\n"
+        "type=fully_connected\nunit=4\ninput_layers=in\n"
+        "[op]\ntype=subtract\ninput_layers=a,b\n", "mse"},
+  {"op_divide_bcast", GC_OPS_IN GC_OPS_CONV ("a")
+      "[p]\ntype=reduce_mean\naxis=1\ninput_layers=a\n"
+        "activation=sigmoid\n[op]\ntype=divide\ninput_layers=a,p\n", "mse"},
+  {"op_divide_bcast_left", GC_OPS_IN GC_OPS_CONV ("a") GC_OPS_GATE
+        "[e]\ntype=activation\nactivation=sigmoid\ninput_layers=a\n"
+        "[op]\ntype=divide\ninput_layers=s,e\n", "mse"},
+  {"op_multiply_cross", "[in]\ntype=input\ninput_shape=1:3:1\n"
+        "[w]\ntype=reshape\ntarget_shape=1:1:3\ninput_layers=in\n"
+        "[op]\ntype=multiply\ninput_layers=in,w\n", "mse"},
+  {"op_negative", GC_OPS_IN "[op]\ntype=negative\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"op_sqrt", GC_OPS_IN "[e]\ntype=activation\nactivation=sigmoid\n"
+        "[op]\ntype=sqrt\n", "mse"},
+  {"op_sin", GC_OPS_IN "[op]\ntype=sin\n", "mse"},
+  {"op_cos", GC_OPS_IN "[op]\ntype=cos\n", "mse"},
+  {"op_tan", GC_OPS_IN "[e]\ntype=activation\nactivation=tanh\n"
+        "[op]\ntype=tan\n", "mse"},
+  {"op_pow_3", GC_OPS_IN "[op]\ntype=pow\nexponent=3\n", "mse"},
+  {"op_pow_2", GC_OPS_IN "[op]\ntype=pow\nexponent=2\n", "mse"},
+  {"op_pow_half", GC_OPS_IN "[e]\ntype=activation\nactivation=sigmoid\n"
+        "[op]\ntype=pow\nexponent=-0.5\n", "mse"},
+  {"op_identity", GC_OPS_IN "[op]\ntype=identity\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"op_reduce_mean_all", GC_OPS_IN "[op]\ntype=reduce_mean\n", "mse"},
+  {"op_reduce_sum_all", GC_OPS_IN "[op]\ntype=reduce_sum\n", "mse"},
+  {"op_reduce_mean_h", GC_OPS_IN "[op]\ntype=reduce_mean\naxis=2\n",
+      "mse"},
+  {"op_reduce_sum_w", GC_OPS_IN "[op]\ntype=reduce_sum\naxis=3\n", "mse"},
+  {"op_reduce_sum_c", GC_OPS_IN "[op]\ntype=reduce_sum\naxis=1\n", "mse"},
+  /* in place: sqrt after a sum of squares; negative and tan after sin */
+  {"op_inplace_sqrt", GC_OPS_IN "[a]\ntype=pow\nexponent=2\n[r]\n"
+        "type=reduce_sum\naxis=3\n[op]\ntype=sqrt\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"op_inplace_negative_tan", GC_OPS_IN "[a]\ntype=sin\n[n]\n"
+        "type=negative\n[op]\ntype=tan\n[fc]\ntype=fully_connected\n"
+        "unit=3\n", "mse"},
+#undef GC_OPS_IN
+#undef GC_OPS_CONV
+#undef GC_OPS_GATE
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

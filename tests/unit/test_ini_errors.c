@@ -481,6 +481,50 @@ static const ie_case ie_cases[] = {
   {"lstm_hidden_mish", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "hidden_state_activation = mish\n", IE_LOAD,
       {"[l] hidden_state_activation", "'mish'", "not supported"}},
+  /* nntrainer's operation layers */
+  {"op_no_broadcast", MODEL_MSE ADAM INPUT4
+        "[a]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[b]\ntype = fully_connected\nunit = 5\ninput_layers = in\n"
+        "[m]\ntype = multiply\ninput_layers = a, b\n", IE_COMPILE,
+      {"[m] input_layers", "1:1:3", "1:1:5", "do not broadcast"}},
+  {"op_no_broadcast_channels", MODEL_MSE ADAM INPUT_IMG
+        "[a]\ntype = conv2d\nfilters = 2\nkernel_size = 1,1\n"
+        "input_layers = in\n"
+        "[b]\ntype = conv2d\nfilters = 3\nkernel_size = 6,6\n"
+        "input_layers = in\n"
+        "[d]\ntype = divide\ninput_layers = a, b\n", IE_COMPILE,
+      {"[d] input_layers", "2:6:6", "3:1:1", "do not broadcast"}},
+  {"op_one_input", MODEL_MSE ADAM INPUT4 FC ("fc", 4)
+        "[s]\ntype = subtract\n", IE_COMPILE,
+      {"[s] input_layers", "subtract takes two inputs", "not 1"}},
+  {"op_three_inputs", MODEL_MSE ADAM INPUT4 FC ("fc", 4)
+        "[s]\ntype = add\ninput_layers = in, fc, in\n", IE_COMPILE,
+      {"[s] input_layers", "two inputs", "not 3"}},
+  {"op_reduce_axis_zero", MODEL_MSE ADAM INPUT4
+        "[r]\ntype = reduce_mean\naxis = 0\n", IE_LOAD,
+      {"[r] axis", "out of range"}},
+  {"op_reduce_axis_four", MODEL_MSE ADAM INPUT4
+        "[r]\ntype = reduce_sum\naxis = 4\n", IE_LOAD,
+      {"[r] axis", "out of range"}},
+  {"op_pow_exponent_word", MODEL_MSE ADAM INPUT4
+        "[p]\ntype = pow\nexponent = two\n", IE_LOAD,
+      {"[p] exponent", "'two'"}},
+  {"op_pow_exponent_inf", MODEL_MSE ADAM INPUT4
+        "[p]\ntype = pow\nexponent = inf\n", IE_LOAD,
+      {"[p] exponent", "finite"}},
+  {"op_inplace_direction", MODEL_MSE ADAM INPUT4 FC ("fc", 4)
+        "[a]\ntype = add\ninput_layers = in, fc\n"
+        "inplace_direction = up\n", IE_LOAD,
+      {"[a] inplace_direction", "'up'", "left", "right"}},
+  {"op_inplace_word", MODEL_MSE ADAM INPUT4
+        "[n]\ntype = negative\ninplace = maybe\n", IE_LOAD,
+      {"[n] inplace", "'maybe'"}},
+  {"op_sqrt_exponent", MODEL_MSE ADAM INPUT4
+        "[q]\ntype = sqrt\nexponent = 2\n", IE_LOAD,
+      {"[q] exponent", "unknown key"}},
+  {"op_identity_key", MODEL_MSE ADAM INPUT4
+        "[i]\ntype = identity\ninplace = true\n", IE_LOAD,
+      {"[i] inplace", "unknown key"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

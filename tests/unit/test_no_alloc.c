@@ -173,6 +173,15 @@ test_mobilenet_block (void)
 }
 
 static void
+test_ops (void)
+{
+  no_alloc_model (na_root, "se_block.ini", 1, false);
+  no_alloc_model (na_root, "se_block.ini", 2, false);
+  no_alloc_model (na_root, "ops_unary.ini", 1, false);
+  no_alloc_model (na_root, "ops_chain.ini", 2, false);
+}
+
+static void
 test_profiled (void)
 {
   no_alloc_model (na_root, "fmnist_cnn.ini", 1, true);
@@ -192,6 +201,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_cnn);
   TT_TEST_RUN (test_lstm);
   TT_TEST_RUN (test_gru);
+  TT_TEST_RUN (test_ops);
   TT_TEST_RUN (test_profiled);
   TT_TEST_RUN (test_mobilenet_block);
   return tt_test_summary ();

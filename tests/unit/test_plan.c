@@ -26,7 +26,7 @@ static const char *models[] = {
   "conv1d_padding.ini", "mobilenet_block.ini",
   "tiny_transformer.ini",
   "activations_mlp.ini",
-  NULL
+  "se_block.ini", "ops_chain.ini", NULL
 };
 
 static tt_model *

@@ -131,6 +131,108 @@ test_layernorm (void)
   }
 }
 
+/* The operation layers' kernels (elementwise_ops.c): binary operations
+ * broadcasting each way, unary functions and reductions over each axis,
+ * above the split threshold, on 1 to 4 threads as on none */
+static bool
+ops_same (const float *a, const float *b, size_t n)
+{
+  return !memcmp (a, b, n * sizeof *a);
+}
+
+static void
+test_ops (void)
+{
+  const size_t batch = 24;
+  static const uint32_t shapes[][2][3] = {
+    {{8, 12, 12}, {8, 12, 12}}, {{8, 12, 12}, {8, 1, 1}},
+    {{8, 1, 1}, {8, 12, 12}}, {{1, 12, 12}, {8, 12, 1}},
+    {{8, 12, 12}, {1, 1, 12}},
+  };
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int op = TT_BINOP_ADD; op <= TT_BINOP_DIV; op++) {
+      tt_bcast g;
+      uint32_t yd[3];
+      CHECK (tt_bcast_init (&g, shapes[s][0], shapes[s][1], yd), "bcast");
+      const size_t na = batch * g.a_count, nb = batch * g.b_count,
+          ny = batch * g.y_count;
+      float *a = rnd_array (na, 1.0f), *b = rnd_array (nb, 1.0f);
+      for (size_t i = 0; i < nb; i++)
+        b[i] += b[i] < 0 ? -0.5f : 0.5f;        /* away from 0: divide */
+      float *dy = rnd_array (ny, 1.0f);
+      float *y1 = malloc (ny * 4), *da1 = malloc (na * 4),
+          *db1 = malloc (nb * 4), *y = malloc (ny * 4),
+          *da = malloc (na * 4), *db = malloc (nb * 4);
+      tt_binop_forward (NULL, (tt_binop) op, &g, batch, a, b, y1);
+      tt_binop_backward (NULL, (tt_binop) op, &g, batch, a, b, dy, da1, db1);
+      for (unsigned t = 1; t <= 4; t++) {
+        tt_threads *pool = NULL;
+        CHECK (tt_threads_new (t, &pool) == 0, "pool of %u", t);
+        memset (y, 0xff, ny * 4);
+        memset (da, 0xff, na * 4);
+        memset (db, 0xff, nb * 4);
+        tt_binop_forward (pool, (tt_binop) op, &g, batch, a, b, y);
+        tt_binop_backward (pool, (tt_binop) op, &g, batch, a, b, dy, da, db);
+        CHECK (ops_same (y, y1, ny) && ops_same (da, da1, na) &&
+            ops_same (db, db1, nb), "binop %d, shapes %zu, %u threads", op,
+            s, t);
+        tt_threads_free (pool);
+      }
+      free (a);
+      free (b);
+      free (dy);
+      free (y1);
+      free (da1);
+      free (db1);
+      free (y);
+      free (da);
+      free (db);
+    }
+  const size_t n = 40000;
+  float *x = rnd_array (n, 1.0f), *dy = rnd_array (n, 1.0f);
+  float *y1 = malloc (n * 4), *dx1 = malloc (n * 4), *y = malloc (n * 4),
+      *dx = malloc (n * 4);
+  for (size_t i = 0; i < n; i++)
+    x[i] = fabsf (x[i]) + 0.1f;
+  for (int fn = TT_UNARY_NEGATIVE; fn <= TT_UNARY_POW; fn++) {
+    tt_unary_forward (NULL, (tt_unary) fn, 1.5f, n, x, y1);
+    tt_unary_backward (NULL, (tt_unary) fn, 1.5f, n, x, y1, dy, dx1);
+    for (unsigned t = 1; t <= 4; t++) {
+      tt_threads *pool = NULL;
+      CHECK (tt_threads_new (t, &pool) == 0, "pool of %u", t);
+      tt_unary_forward (pool, (tt_unary) fn, 1.5f, n, x, y);
+      tt_unary_backward (pool, (tt_unary) fn, 1.5f, n, x, y, dy, dx);
+      CHECK (ops_same (y, y1, n) && ops_same (dx, dx1, n),
+          "unary %d, %u threads", fn, t);
+      tt_threads_free (pool);
+    }
+  }
+  /* [outer][r][inner] of 40000: channel-, height-, width-like and all */
+  static const size_t red[][3] = {
+    {1000, 40, 1}, {100, 20, 20}, {10, 4000, 1}, {50, 8, 100}
+  };
+  for (size_t k = 0; k < 4; k++) {
+    const size_t o = red[k][0], r = red[k][1], in = red[k][2];
+    tt_reduce_forward (NULL, o, r, in, 0.5f, x, y1);
+    tt_reduce_backward (NULL, o, r, in, 0.5f, dy, dx1);
+    for (unsigned t = 1; t <= 4; t++) {
+      tt_threads *pool = NULL;
+      CHECK (tt_threads_new (t, &pool) == 0, "pool of %u", t);
+      tt_reduce_forward (pool, o, r, in, 0.5f, x, y);
+      tt_reduce_backward (pool, o, r, in, 0.5f, dy, dx);
+      CHECK (ops_same (y, y1, o * in) && ops_same (dx, dx1, n),
+          "reduce %zu, %u threads", k, t);
+      tt_threads_free (pool);
+    }
+  }
+  free (x);
+  free (dy);
+  free (y1);
+  free (dx1);
+  free (y);
+  free (dx);
+}
+
 /* Where tt_feed puts element (r, c) of rows of width: by thread blocks
  * on threads threads when blocked, else row-major */
 static size_t
@@ -494,6 +596,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_feed);
   TT_TEST_RUN (test_feed_refusal);
   TT_TEST_RUN (test_layernorm);
+  TT_TEST_RUN (test_ops);
   test_training ("fmnist_mlp.ini", NULL, NULL, NULL, NULL, 32);
   test_training ("sensor_lstm.ini", NULL, NULL, NULL, NULL, 8);
   test_training ("sensor_gru.ini", NULL, NULL, NULL, NULL, 8);

@@ -574,6 +574,19 @@ typedef struct tt_layer {
       int table;                /* scratch id: the sinusoids, [h][w] */
       const float *table_at;    /* where they were last computed */
     } pe;
+    struct {
+      tt_binop op;
+      tt_bcast g;               /* the two inputs' broadcast */
+    } binop;
+    struct {
+      tt_unary fn;
+      float exponent;           /* pow */
+    } unary;
+    struct {
+      uint32_t axis;            /* 1 channel, 2 height, 3 width, 0 all three */
+      bool mean;
+      uint32_t outer, r, inner; /* per sample: [outer][r][inner] */
+    } reduce;
   } p;
 } tt_layer;
 
@@ -660,7 +673,7 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 22
+#define TT_LAYER_TYPES 35
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -691,6 +704,13 @@ extern const tt_layer_ops tt_input_layer_ops, tt_fc_layer_ops,
 extern const tt_layer_ops tt_depthwiseconv2d_layer_ops;
 extern const tt_layer_ops tt_layer_normalization_layer_ops,
     tt_embedding_layer_ops, tt_positional_encoding_layer_ops;
+/* nntrainer's operation layers (layer_binary_ops.c, layer_unary_ops.c,
+ * layer_reduce.c) */
+extern const tt_layer_ops tt_add_layer_ops, tt_subtract_layer_ops,
+    tt_multiply_layer_ops, tt_divide_layer_ops, tt_pow_layer_ops,
+    tt_sqrt_layer_ops, tt_sin_layer_ops, tt_cos_layer_ops, tt_tan_layer_ops,
+    tt_negative_layer_ops, tt_identity_layer_ops, tt_reduce_mean_layer_ops,
+    tt_reduce_sum_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

@@ -284,5 +284,63 @@ void tt_layernorm_backward (tt_threads * pool, size_t outer, size_t n,
     size_t inner, const float *x, const float *dy, const float *gamma,
     const float *mean, const float *rstd, float *dx, float *dgamma,
     float *dbeta);
+/* elementwise_ops.c: nntrainer's operation layers' arithmetic, each pass
+ * split over pool's threads (NULL: inline) from this many values, every
+ * value computed alike whatever the split (bit-identical to one thread) */
+#define TT_ELEMENTWISE_SPLIT_MIN 16384
+
+typedef enum {
+  TT_BINOP_ADD,
+  TT_BINOP_SUB,
+  TT_BINOP_MUL,
+  TT_BINOP_DIV,
+} tt_binop;
+
+/* Two per-sample shapes (C, H, W) broadcast numpy-style (each axis equal,
+ * or 1 in one of them) to y's, collapsed to three axes d[0..2], outer to
+ * inner, with a's and b's strides (0 where broadcast) and the three
+ * per-sample counts. */
+typedef struct {
+  size_t d[3];
+  size_t sa[3], sb[3];
+  size_t a_count, b_count, y_count;
+} tt_bcast;
+
+/* false when an axis differs and neither is 1; y gets the output shape */
+bool tt_bcast_init (tt_bcast * g, const uint32_t a[3], const uint32_t b[3],
+    uint32_t y[3]);
+/* y = a op b over batch samples */
+void tt_binop_forward (tt_threads * pool, tt_binop op, const tt_bcast * g,
+    size_t batch, const float *a, const float *b, float *y);
+/* da, db (each skipped when NULL) overwritten with d y / d a * dy and d y
+ * / d b * dy, summed over the axes that input broadcasts (split by
+ * samples then) */
+void tt_binop_backward (tt_threads * pool, tt_binop op, const tt_bcast * g,
+    size_t batch, const float *a, const float *b, const float *dy,
+    float *da, float *db);
+
+typedef enum {
+  TT_UNARY_NEGATIVE,
+  TT_UNARY_SQRT,
+  TT_UNARY_SIN,
+  TT_UNARY_COS,
+  TT_UNARY_TAN,
+  TT_UNARY_POW,
+} tt_unary;
+
+/* y = f (x) over n values (pow: x^exponent); y may equal x */
+void tt_unary_forward (tt_threads * pool, tt_unary fn, float exponent,
+    size_t n, const float *x, float *y);
+/* dx = f'(x) dy; reads x (sin, cos, pow), y (sqrt, tan) or neither
+ * (negative), the other may be NULL; dx may equal dy */
+void tt_unary_backward (tt_threads * pool, tt_unary fn, float exponent,
+    size_t n, const float *x, const float *y, const float *dy, float *dx);
+
+/* x viewed as [outer][r][inner]: y[o][i] = scale * sum over r of x[o][r][i]
+ * (split by whole o), and back: dx[o][r][i] = scale * dy[o][i] */
+void tt_reduce_forward (tt_threads * pool, size_t outer, size_t r,
+    size_t inner, float scale, const float *x, float *y);
+void tt_reduce_backward (tt_threads * pool, size_t outer, size_t r,
+    size_t inner, float scale, const float *dy, float *dx);
 
 #endif

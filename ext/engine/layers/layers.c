@@ -15,6 +15,12 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_depthwiseconv2d_layer_ops,
   &tt_layer_normalization_layer_ops, &tt_embedding_layer_ops,
   &tt_positional_encoding_layer_ops,
+  /* nntrainer's operation layers */
+  &tt_add_layer_ops, &tt_subtract_layer_ops, &tt_multiply_layer_ops,
+  &tt_divide_layer_ops, &tt_pow_layer_ops, &tt_sqrt_layer_ops,
+  &tt_sin_layer_ops, &tt_cos_layer_ops, &tt_tan_layer_ops,
+  &tt_negative_layer_ops, &tt_identity_layer_ops,
+  &tt_reduce_mean_layer_ops, &tt_reduce_sum_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
