@@ -652,6 +652,22 @@ def forward_ops_unary(ctx, x):
     return linear(ctx, "output", flatten(m + r3))
 
 
+def build_upsample_shuffle(net):
+    net.conv("conv", 2, 4, 1)
+    net.fc("output", 192, 4)
+
+
+def forward_upsample_shuffle(ctx, x):
+    h = conv2d(ctx, "conv", x, "valid")                            # 4x2x2
+    # nntrainer's bilinear is align_corners=False
+    h = F.interpolate(h, scale_factor=(2, 3), mode="bilinear", align_corners=False)  # 4x4x6
+    n, c, hh, ww = h.shape
+    h = h.reshape(n, 2, c // 2, hh, ww).transpose(1, 2).reshape(n, c, hh, ww)  # split_number=2
+    h = F.interpolate(h, scale_factor=(1, 2), mode="nearest")      # 4x4x12
+    h = torch.flatten(h, start_dim=2, end_dim=3)                   # flatten 4:1:48
+    return linear(ctx, "output", flatten(h))                       # 1:1:192
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -674,6 +690,8 @@ CASES = [
      forward_activations),
     ("se_block", "tests/models/se_block.ini", 7007, (3, 6, 6), 5, True, build_se_block, forward_se_block),
     ("ops_unary", "tests/models/ops_unary.ini", 8008, (2, 4, 4), 4, True, build_ops_unary, forward_ops_unary),
+    ("upsample_shuffle", "tests/models/upsample_shuffle.ini", 9009, (2, 2, 2), 4, True, build_upsample_shuffle,
+     forward_upsample_shuffle),
 ]
 
 

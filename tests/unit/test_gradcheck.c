@@ -336,6 +336,27 @@ static const gc_case gc_cases[] = {
 #undef GC_OPS_IN
 #undef GC_OPS_CONV
 #undef GC_OPS_GATE
+  /* issue 42: upsample2d, channel_shuffle, flatten's dimensions
+   * (layer_resample.c, layer_view.c) */
+  {"upsample_nearest", "[in]\ntype=input\ninput_shape=2:3:4\n[u]\n"
+        "type=upsample2d\nupsample=nearest\nkernel_size=2,3\n", "mse"},
+  {"upsample_nearest_square", "[in]\ntype=input\ninput_shape=2:3:3\n"
+        "[u]\ntype=upsample2d\nupsample=nearest\nkernel_size=2\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"upsample_bilinear", "[in]\ntype=input\ninput_shape=2:3:4\n[u]\n"
+        "type=upsample2d\nupsample=bilinear\nkernel_size=3,2\n", "mse"},
+  {"upsample_bilinear_one_row", "[in]\ntype=input\ninput_shape=1:1:3\n"
+        "[u]\ntype=upsample2d\nupsample=bilinear\nkernel_size=4,1\n"
+        "[fc]\ntype=fully_connected\nunit=2\n", "mse"},
+  {"channel_shuffle", "[in]\ntype=input\ninput_shape=6:2:3\n[s]\n"
+        "type=channel_shuffle\nsplit_number=3\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"channel_shuffle_default", "[in]\ntype=input\ninput_shape=9:1:2\n"
+        "[s]\ntype=channel_shuffle\n[fc]\ntype=fully_connected\n"
+        "unit=2\n", "mse"},
+  {"flatten_dimensions", "[in]\ntype=input\ninput_shape=2:3:4\n[f]\n"
+        "type=flatten\nstart_dimension=1\nend_dimension=2\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

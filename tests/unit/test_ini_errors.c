@@ -525,6 +525,54 @@ static const ie_case ie_cases[] = {
   {"op_identity_key", MODEL_MSE ADAM INPUT4
         "[i]\ntype = identity\ninplace = true\n", IE_LOAD,
       {"[i] inplace", "unknown key"}},
+  /* issue 42: upsample2d, channel_shuffle, flatten's dimensions */
+  {"upsample_mode_missing", MODEL_MSE ADAM INPUT_IMG
+        "[u]\ntype = upsample2d\nkernel_size = 2,2\n", IE_LOAD,
+      {"[u] upsample", "missing key", "nearest", "bilinear"}},
+  {"upsample_mode_unknown", MODEL_MSE ADAM INPUT_IMG
+        "[u]\ntype = upsample2d\nupsample = bicubic\nkernel_size = 2\n",
+      IE_LOAD, {"[u] upsample", "'bicubic'", "nearest, bilinear"}},
+  {"upsample_kernel_missing", MODEL_MSE ADAM INPUT_IMG
+        "[u]\ntype = upsample2d\nupsample = nearest\n", IE_LOAD,
+      {"[u] kernel_size", "missing key"}},
+  {"upsample_kernel_zero", MODEL_MSE ADAM INPUT_IMG
+        "[u]\ntype = upsample2d\nupsample = nearest\nkernel_size = 2,0\n",
+      IE_LOAD, {"[u] kernel_size", "out of range [1, 65536]"}},
+  {"upsample_too_big", MODEL_MSE ADAM INPUT_IMG
+        "[u]\ntype = upsample2d\nupsample = bilinear\n"
+        "kernel_size = 65536,1\n[v]\ntype = upsample2d\n"
+        "upsample = nearest\nkernel_size = 65536,1\n", IE_COMPILE,
+      {"[v] kernel_size", "65536,1", "6:6", "at most 16777216"}},
+  {"upsample_key", MODEL_MSE ADAM INPUT_IMG
+        "[u]\ntype = upsample2d\nupsample = nearest\nkernel_size = 2\n"
+        "scale = 2\n", IE_LOAD, {"[u] scale", "unknown key"}},
+  {"shuffle_split_one", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = channel_shuffle\nsplit_number = 1\n", IE_LOAD,
+      {"[s] split_number", "out of range [2,"}},
+  {"shuffle_split_not_divisor", MODEL_MSE ADAM INPUT_IMG
+        "[c]\ntype = conv2d\nfilters = 6\nkernel_size = 1,1\n"
+        "[s]\ntype = channel_shuffle\nsplit_number = 4\n", IE_COMPILE,
+      {"[s] split_number", "4", "6:6:6", "divisor of its 6 channels"}},
+  {"shuffle_split_all_channels", MODEL_MSE ADAM INPUT_IMG
+        "[c]\ntype = conv2d\nfilters = 6\nkernel_size = 1,1\n"
+        "[s]\ntype = channel_shuffle\nsplit_number = 6\n", IE_COMPILE,
+      {"[s] split_number", "6 does not fit", "below 6"}},
+  {"shuffle_prime_channels", MODEL_MSE ADAM INPUT_IMG
+        "[c]\ntype = conv2d\nfilters = 5\nkernel_size = 1,1\n"
+        "[s]\ntype = channel_shuffle\n", IE_COMPILE,
+      {"[s] split_number", "not set", "5:6:6", "5 channels"}},
+  {"flatten_start_zero", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = flatten\nstart_dimension = 0\n", IE_LOAD,
+      {"[f] start_dimension", "out of range [1, 3]"}},
+  {"flatten_end_four", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = flatten\nend_dimension = 4\n", IE_LOAD,
+      {"[f] end_dimension", "out of range [1, 3]"}},
+  {"flatten_start_after_end", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = flatten\nstart_dimension = 3\nend_dimension = 2\n",
+      IE_LOAD, {"[f] start_dimension", "3 is after end_dimension 2"}},
+  {"flatten_target_shape", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = flatten\ntarget_shape = 36\n", IE_LOAD,
+      {"[f] target_shape", "unknown key"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

@@ -188,6 +188,14 @@ test_profiled (void)
   no_alloc_model (na_root, "fmnist_cnn.ini", 2, true);
 }
 
+/* issue 42: upsample2d, channel_shuffle, flatten's dimensions */
+static void
+test_upsample_shuffle (void)
+{
+  no_alloc_model (na_root, "upsample_shuffle.ini", 1, false);
+  no_alloc_model (na_root, "upsample_shuffle.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -204,5 +212,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_ops);
   TT_TEST_RUN (test_profiled);
   TT_TEST_RUN (test_mobilenet_block);
+  TT_TEST_RUN (test_upsample_shuffle);
   return tt_test_summary ();
 }

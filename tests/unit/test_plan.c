@@ -26,7 +26,9 @@ static const char *models[] = {
   "conv1d_padding.ini", "mobilenet_block.ini",
   "tiny_transformer.ini",
   "activations_mlp.ini",
-  "se_block.ini", "ops_chain.ini", NULL
+  "se_block.ini", "ops_chain.ini",
+  /* issue 42: upsample2d, channel_shuffle, flatten's dimensions */
+  "upsample_shuffle.ini", NULL
 };
 
 static tt_model *

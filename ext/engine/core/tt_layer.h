@@ -587,6 +587,17 @@ typedef struct tt_layer {
       bool mean;
       uint32_t outer, r, inner; /* per sample: [outer][r][inner] */
     } reduce;
+    /* issue 42: upsample2d, channel_shuffle, flatten's dimensions */
+    struct {
+      bool bilinear;            /* else nearest */
+      uint32_t scale[2];        /* kernel_size: height, width factors */
+    } upsample;
+    struct {
+      uint32_t groups;          /* split_number; 0 until infer if unset */
+    } shuffle;
+    struct {
+      uint32_t start, end;      /* 1 channel ... 3 width; 0: 1 and 3 */
+    } flatten;
   } p;
 } tt_layer;
 
@@ -673,7 +684,7 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 35
+#define TT_LAYER_TYPES 37
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -711,6 +722,9 @@ extern const tt_layer_ops tt_add_layer_ops, tt_subtract_layer_ops,
     tt_sqrt_layer_ops, tt_sin_layer_ops, tt_cos_layer_ops, tt_tan_layer_ops,
     tt_negative_layer_ops, tt_identity_layer_ops, tt_reduce_mean_layer_ops,
     tt_reduce_sum_layer_ops;
+/* issue 42: layer_resample.c */
+extern const tt_layer_ops tt_upsample2d_layer_ops,
+    tt_channel_shuffle_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

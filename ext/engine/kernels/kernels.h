@@ -343,4 +343,19 @@ void tt_reduce_forward (tt_threads * pool, size_t outer, size_t r,
 void tt_reduce_backward (tt_threads * pool, size_t outer, size_t r,
     size_t inner, float scale, const float *dy, float *dx);
 
+/* resample.c: upsample2d over planes of h x w values, scale kh x kw
+ * (nearest or bilinear, PyTorch's align_corners = False), and back: dx
+ * overwritten with the derivative from dy */
+void tt_upsample2d_forward (tt_threads * pool, bool bilinear, size_t planes,
+    uint32_t h, uint32_t w, uint32_t kh, uint32_t kw, const float *x,
+    float *y);
+void tt_upsample2d_backward (tt_threads * pool, bool bilinear,
+    size_t planes, uint32_t h, uint32_t w, uint32_t kh, uint32_t kw,
+    const float *dy, float *dx);
+/* channel_shuffle's permutation of batch samples of a x b channels of
+ * plane values each: the channels viewed as [a][b] in x become [b][a] in
+ * y (y may not be x); its inverse swaps a and b */
+void tt_channel_shuffle (tt_threads * pool, size_t batch, size_t a, size_t b,
+    size_t plane, const float *x, float *y);
+
 #endif

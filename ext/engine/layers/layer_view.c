@@ -9,14 +9,49 @@
 
 #include <string.h>
 
+/* flatten's start_dimension and end_dimension (nntrainer's, 1 channel,
+ * 2 height, 3 width; default 1 and 3): the axes between them, both
+ * included, become one at end_dimension, the others of them 1 */
+static const char *const flatten_keys[] = { "start_dimension",
+  "end_dimension", NULL
+};
+
+static tt_status
+flatten_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  uint32_t start = 1, end = 3;
+  tt_status st = tt_section_uint (s, "start_dimension", 1, 3, &start, err);
+  if (!st)
+    st = tt_section_uint (s, "end_dimension", 1, 3, &end, err);
+  if (st)
+    return st;
+  if (start > end)
+    return tt_section_error (s, "start_dimension", err, TT_ERR_INVALID,
+        "%u is after end_dimension %u (axes 1 channel, 2 height, 3 width; "
+        "start_dimension <= end_dimension)", start, end);
+  l->p.flatten.start = start;
+  l->p.flatten.end = end;
+  return TT_OK;
+}
+
 static tt_status
 flatten_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   (void) c;
   (void) err;
+  const tt_dims in = l->in_dims[0];
+  /* a flatten=true layer is not parsed: 0, 0 is the defaults' */
+  const uint32_t start = l->p.flatten.start ? l->p.flatten.start : 1;
+  const uint32_t end = l->p.flatten.end ? l->p.flatten.end : 3;
+  uint32_t d[4] = { 1, in.c, in.h, in.w };
+  uint32_t n = 1;
+  for (uint32_t a = start; a <= end; a++) {
+    n *= d[a];
+    d[a] = 1;
+  }
+  d[end] = n;
   l->out_dims[0] = (tt_dims) {
-    1, 1, (uint32_t) tt_dims_count (l->in_dims[0])
-  };
+  d[1], d[2], d[3]};
   return TT_OK;
 }
 
@@ -38,6 +73,8 @@ const tt_layer_ops tt_flatten_layer_ops = {
   .type = "flatten",
   .role = TT_ROLE_COMPUTE,
   .max_inputs = 1,
+  .keys = flatten_keys,
+  .parse = flatten_parse,
   .infer = flatten_infer,
   .forward = view_forward,
   .calc_derivative = view_calc_derivative,
