@@ -525,6 +525,14 @@ static const ie_case ie_cases[] = {
   {"op_identity_key", MODEL_MSE ADAM INPUT4
         "[i]\ntype = identity\ninplace = true\n", IE_LOAD,
       {"[i] inplace", "unknown key"}},
+  /* batch_normalization's decays, the recurrent layers' dropout and
+   * bidirectional */
+  {"bn_weight_decay_negative", MODEL_MSE ADAM INPUT4
+        "[bn]\ntype = batch_normalization\nweight_decay = -0.1\n", IE_LOAD,
+      {"[bn] weight_decay", "negative"}},
+  {"bn_bias_decay_word", MODEL_MSE ADAM INPUT4
+        "[bn]\ntype = batch_normalization\nbias_decay = some\n", IE_LOAD,
+      {"[bn] bias_decay", "'some'"}},
 };
 
 /* Valid models: must load, compile and train one batch. */
