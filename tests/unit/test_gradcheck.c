@@ -336,6 +336,17 @@ static const gc_case gc_cases[] = {
 #undef GC_OPS_IN
 #undef GC_OPS_CONV
 #undef GC_OPS_GATE
+  /* lstm and gru with dropout_rate (masks replayed by the seed) */
+  {"lstm_dropout_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=lstm\nunit=4\nreturn_sequences=true\ndropout_rate=0.4\n",
+      "mse"},
+  {"lstm_dropout_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\n"
+        "type=lstm\nunit=4\ndropout_rate=0.3\n", "mse"},
+  {"gru_dropout_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=gru\nunit=4\nreturn_sequences=true\ndropout_rate=0.4\n",
+      "mse"},
+  {"gru_dropout_before_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\n"
+        "type=gru\nunit=4\nreset_after=false\ndropout_rate=0.3\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -207,8 +207,8 @@ static const ie_case ie_cases[] = {
         "bidirectional = true\n", IE_LOAD,
       {"[l] bidirectional", "not implemented"}},
   {"lstm_dropout", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
-        "dropout_rate = 0.2\n", IE_LOAD, {"[l] dropout_rate",
-          "not implemented", "dropout layer after it"}},
+        "dropout_rate = 1\n", IE_LOAD, {"[l] dropout_rate",
+          "below 1", "[0, 1)"}},
   {"lstm_dropout_negative", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "dropout_rate = -0.5\n", IE_LOAD,
       {"[l] dropout_rate", "negative"}},
@@ -237,8 +237,8 @@ static const ie_case ie_cases[] = {
   {"lstm_max_timestep_zero", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
       "max_timestep = 0\n", IE_LOAD, {"[l] max_timestep", "out of range"}},
   {"gru_dropout", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
-        "dropout_rate = 0.2\n", IE_LOAD, {"[l] dropout_rate",
-          "not implemented", "dropout layer after it"}},
+        "dropout_rate = 1\n", IE_LOAD, {"[l] dropout_rate",
+          "below 1", "[0, 1)"}},
   {"gru_dropout_negative", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
         "dropout_rate = -0.5\n", IE_LOAD,
       {"[l] dropout_rate", "negative"}},

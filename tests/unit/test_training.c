@@ -713,6 +713,42 @@ test_bn_decay (void)
   tt_model_free (b);
 }
 
+/* dropout_rate on lstm and gru: in training about rate of the hidden
+ * states are 0 (each step's output shows the masked state) */
+static void
+test_recurrent_dropout (void)
+{
+  static const char *const types[2] = { "lstm", "gru" };
+  for (int k = 0; k < 2; k++) {
+    char ini[512];
+    snprintf (ini, sizeof ini, "[Model]\ntype=NeuralNetwork\nloss=mse\n"
+        "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
+        "[in]\ntype=input\ninput_shape=1:8:4\n"
+        "[r]\ntype=%s\nunit=64\nreturn_sequences=true\n"
+        "dropout_rate=0.25\nbias_initializer=ones\n", types[k]);
+    tt_model *m = training_model ("recurrent_dropout.ini", ini, 4);
+    if (!m)
+      continue;
+    static float x[4 * 8 * 4], t[4 * 8 * 64];
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+      x[i] = (float) ((i * 37) % 11) / 11.0f - 0.5f;
+    const void *in[1] = { x };
+    tt_error err;
+    double loss;
+    CHECK (tt_model_gradients (m, 4, in, NULL, t, false, &loss, &err) ==
+        TT_OK, "%s: %s", types[k], err.message);
+    const tt_layer *l = &m->layers[1];
+    const float *y = tt_data (m, l->out[0]);
+    int zeros = 0;
+    for (int i = 0; i < 4 * 8 * 64; i++)
+      zeros += y[i] == 0.0f;
+    CHECK (zeros > 0.2 * 2048 && zeros < 0.3 * 2048,
+        "%s: %d of 2048 hidden states dropped, expected about 512",
+        types[k], zeros);
+    tt_model_free (m);
+  }
+}
+
 int
 main (void)
 {
@@ -728,5 +764,6 @@ main (void)
   TT_TEST_RUN (test_lstm_learns);
   TT_TEST_RUN (test_gru_learns);
   TT_TEST_RUN (test_bn_decay);
+  TT_TEST_RUN (test_recurrent_dropout);
   return tt_test_summary ();
 }

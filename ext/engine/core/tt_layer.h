@@ -410,6 +410,7 @@ typedef struct {
   uint32_t unit;
   bool return_sequences, integrate_bias;
   tt_activation act, recurrent;
+  float dropout;                /* dropout_rate on each step's hidden state */
 } tt_recurrent;
 
 typedef struct tt_layer {
@@ -554,11 +555,13 @@ typedef struct tt_layer {
       tt_recurrent rec;         /* act: hidden state; recurrent: i f o */
       uint32_t max_timestep;    /* 0: not set; else <= the input's height */
       int gates, cell, hidden, carry;   /* scratch tensor ids, -1 absent */
+      int mask;                 /* dropout mask [B][T][U], -1 absent */
     } lstm;
     struct {
       tt_recurrent rec;         /* act: candidate g; recurrent: z r */
       bool reset_after;
       int gates, hidden, carry;         /* scratch tensor ids, -1 absent */
+      int mask;                 /* dropout mask [B][T][U], -1 absent */
     } gru;
     struct {
       float epsilon;
@@ -669,6 +672,13 @@ void tt_recurrent_hidden (const tt_run_ctx * c, const tt_layer * l,
 /* With the hidden_id scratch: its last step into the output. */
 void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int hidden_id, int batch);
+/* dropout_rate: the mask scratch [B][T][U] (-1 without dropout), and in
+ * a step the mask to apply (NULL outside training); a forward that is
+ * not a recompute draws it from the model's stream first */
+int tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
+    const tt_recurrent * r, bool backward, tt_phase bptt);
+const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
+    const tt_recurrent * r, int mask_id, bool draw);
 
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
@@ -754,6 +764,9 @@ typedef struct {
   const float *bias[2];         /* added to every step's gates; NULL: none */
   float *gates, *cell, *hidden;
   int h_ld, h_step;
+  /* dropout_rate: h_t = mask_t * (the cell's h_t) [B][T][U], fed to the
+   * next step and the output alike; NULL: none */
+  const float *mask;
   /* the model's pool: GEMMs split by tt_gemm_split, each step's cells by
    * samples (bit-identical; NULL: one thread) */
   tt_threads *threads;
@@ -788,6 +801,7 @@ typedef struct {
   const float *bias_ih, *bias_hh;
   float *gates, *hidden;
   int h_ld, h_step;
+  const float *mask;            /* as tt_lstm's */
   tt_threads *threads;          /* as tt_lstm's */
 } tt_gru;
 
