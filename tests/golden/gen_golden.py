@@ -583,7 +583,7 @@ def forward_transformer(ctx, x):
 # Cases whose input holds indices in [0, n) (an embedding's): drawn so, and
 # their input derivative is zero (torch has none for indices).
 INDEX_INPUTS = {"transformer": 16}
-# issue 42's activations, one per hidden layer; weights up to +-1.2 so
+# the newer activations, one per hidden layer; weights up to +-1.2 so
 # that the pre-activations reach the outer pieces (relu6 above 6,
 # hard_swish and hard_sigmoid beyond +-3)
 ACT_FNS = [

@@ -336,7 +336,7 @@ static const gc_case gc_cases[] = {
 #undef GC_OPS_IN
 #undef GC_OPS_CONV
 #undef GC_OPS_GATE
-  /* issue 42: upsample2d, channel_shuffle, flatten's dimensions
+  /* upsample2d, channel_shuffle, flatten's dimensions
    * (layer_resample.c, layer_view.c) */
   {"upsample_nearest", "[in]\ntype=input\ninput_shape=2:3:4\n[u]\n"
         "type=upsample2d\nupsample=nearest\nkernel_size=2,3\n", "mse"},
@@ -357,6 +357,17 @@ static const gc_case gc_cases[] = {
   {"flatten_dimensions", "[in]\ntype=input\ninput_shape=2:3:4\n[f]\n"
         "type=flatten\nstart_dimension=1\nend_dimension=2\n[fc]\n"
         "type=fully_connected\nunit=3\n", "mse"},
+  /* lstm and gru with dropout_rate (masks replayed by the seed) */
+  {"lstm_dropout_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=lstm\nunit=4\nreturn_sequences=true\ndropout_rate=0.4\n",
+      "mse"},
+  {"lstm_dropout_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\n"
+        "type=lstm\nunit=4\ndropout_rate=0.3\n", "mse"},
+  {"gru_dropout_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=gru\nunit=4\nreturn_sequences=true\ndropout_rate=0.4\n",
+      "mse"},
+  {"gru_dropout_before_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\n"
+        "type=gru\nunit=4\nreset_after=false\ndropout_rate=0.3\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

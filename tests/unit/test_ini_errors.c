@@ -207,8 +207,8 @@ static const ie_case ie_cases[] = {
         "bidirectional = true\n", IE_LOAD,
       {"[l] bidirectional", "not implemented"}},
   {"lstm_dropout", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
-        "dropout_rate = 0.2\n", IE_LOAD, {"[l] dropout_rate",
-          "not implemented", "dropout layer after it"}},
+        "dropout_rate = 1\n", IE_LOAD, {"[l] dropout_rate",
+          "below 1", "[0, 1)"}},
   {"lstm_dropout_negative", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "dropout_rate = -0.5\n", IE_LOAD,
       {"[l] dropout_rate", "negative"}},
@@ -237,8 +237,8 @@ static const ie_case ie_cases[] = {
   {"lstm_max_timestep_zero", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
       "max_timestep = 0\n", IE_LOAD, {"[l] max_timestep", "out of range"}},
   {"gru_dropout", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
-        "dropout_rate = 0.2\n", IE_LOAD, {"[l] dropout_rate",
-          "not implemented", "dropout layer after it"}},
+        "dropout_rate = 1\n", IE_LOAD, {"[l] dropout_rate",
+          "below 1", "[0, 1)"}},
   {"gru_dropout_negative", MODEL_MSE ADAM INPUT_STEPS GRU ("l", 3)
         "dropout_rate = -0.5\n", IE_LOAD,
       {"[l] dropout_rate", "negative"}},
@@ -469,7 +469,7 @@ static const ie_case ie_cases[] = {
   {"positional_encoding_zero", MODEL_MSE ADAM INPUT_STEPS
         "[pe]\ntype = positional_encoding\nmax_timestep = 0\n", IE_LOAD,
       {"[pe] max_timestep", "out of range"}},
-  /* issue 42's activations: the names listed, no parameters (nntrainer's
+  /* the newer activations: the names listed, no parameters (nntrainer's
    * softplus beta, selu and elu alpha are constants), not in recurrent
    * gates */
   {"bad_activation_lists_new", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
@@ -525,7 +525,7 @@ static const ie_case ie_cases[] = {
   {"op_identity_key", MODEL_MSE ADAM INPUT4
         "[i]\ntype = identity\ninplace = true\n", IE_LOAD,
       {"[i] inplace", "unknown key"}},
-  /* issue 42: upsample2d, channel_shuffle, flatten's dimensions */
+  /* upsample2d, channel_shuffle, flatten's dimensions */
   {"upsample_mode_missing", MODEL_MSE ADAM INPUT_IMG
         "[u]\ntype = upsample2d\nkernel_size = 2,2\n", IE_LOAD,
       {"[u] upsample", "missing key", "nearest", "bilinear"}},
@@ -573,6 +573,14 @@ static const ie_case ie_cases[] = {
   {"flatten_target_shape", MODEL_MSE ADAM INPUT_IMG
         "[f]\ntype = flatten\ntarget_shape = 36\n", IE_LOAD,
       {"[f] target_shape", "unknown key"}},
+  /* batch_normalization's decays, the recurrent layers' dropout and
+   * bidirectional */
+  {"bn_weight_decay_negative", MODEL_MSE ADAM INPUT4
+        "[bn]\ntype = batch_normalization\nweight_decay = -0.1\n", IE_LOAD,
+      {"[bn] weight_decay", "negative"}},
+  {"bn_bias_decay_word", MODEL_MSE ADAM INPUT4
+        "[bn]\ntype = batch_normalization\nbias_decay = some\n", IE_LOAD,
+      {"[bn] bias_decay", "'some'"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

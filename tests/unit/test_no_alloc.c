@@ -188,7 +188,7 @@ test_profiled (void)
   no_alloc_model (na_root, "fmnist_cnn.ini", 2, true);
 }
 
-/* issue 42: upsample2d, channel_shuffle, flatten's dimensions */
+/* upsample2d, channel_shuffle, flatten's dimensions */
 static void
 test_upsample_shuffle (void)
 {

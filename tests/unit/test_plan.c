@@ -27,7 +27,7 @@ static const char *models[] = {
   "tiny_transformer.ini",
   "activations_mlp.ini",
   "se_block.ini", "ops_chain.ini",
-  /* issue 42: upsample2d, channel_shuffle, flatten's dimensions */
+  /* upsample2d, channel_shuffle, flatten's dimensions */
   "upsample_shuffle.ini", NULL
 };
 

@@ -661,6 +661,94 @@ test_gru_learns (void)
   tt_model_free (m);
 }
 
+/* batch_normalization's weight_decay (gamma) and bias_decay (beta): one
+ * sgd step with the decays equals the step without them minus
+ * lr * decay * value, the moving statistics unchanged. */
+static void
+test_bn_decay (void)
+{
+#define BN_DECAY_INI(keys) "[Model]\ntype=NeuralNetwork\nloss=mse\n" \
+      "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n" \
+      "[in]\ntype=input\ninput_shape=1:1:3\n" \
+      "[bn]\ntype=batch_normalization\nbeta_initializer=ones\n" keys \
+      "[fc]\ntype=fully_connected\nunit=2\n"
+  tt_model *a = training_model ("bn_decay.ini",
+      BN_DECAY_INI ("weight_decay=0.5\nbias_decay=0.25\n"), 4);
+  tt_model *b = training_model ("bn_nodecay.ini", BN_DECAY_INI (""), 4);
+#undef BN_DECAY_INI
+  if (!a || !b) {
+    tt_model_free (a);
+    tt_model_free (b);
+    return;
+  }
+  tt_error err;
+  float x[12] = { 1, 2, 3, -1, 0.5f, 2, 0, 1, -2, 3, 1, 0.25f };
+  float t[8] = { 1, 0, 0, 1, 0.5f, 0.5f, 0, 0 };
+  const void *in[1] = { x };
+  tt_layer *la = &a->layers[1], *lb = &b->layers[1];
+  CHECK (!strcmp (la->name, "bn") && la->n_weights == 4, "bn layer %s",
+      la->name);
+  float before[2][3];
+  for (int k = 0; k < 2; k++)
+    memcpy (before[k], tt_data (a, la->weights[2 + k].value), sizeof before[k]);
+  tt_batch_result r;
+  CHECK (tt_model_train_batch (a, 4, in, NULL, t, &r, &err) == TT_OK, "%s",
+      err.message);
+  CHECK (tt_model_train_batch (b, 4, in, NULL, t, &r, &err) == TT_OK, "%s",
+      err.message);
+  const float decay[2] = { 0.5f, 0.25f };
+  for (int k = 0; k < 2; k++) {
+    const float *wa = tt_data (a, la->weights[2 + k].value);
+    const float *wb = tt_data (b, lb->weights[2 + k].value);
+    for (int i = 0; i < 3; i++)
+      CHECK (near (wa[i], wb[i] - 0.1 * decay[k] * before[k][i], 1e-6),
+          "%s[%d]: %g, expected %g", k ? "beta" : "gamma", i, wa[i],
+          wb[i] - 0.1 * decay[k] * before[k][i]);
+  }
+  for (int k = 0; k < 2; k++)
+    CHECK (!memcmp (tt_data (a, la->weights[k].value),
+            tt_data (b, lb->weights[k].value), 3 * sizeof (float)),
+        "moving statistics %d differ", k);
+  tt_model_free (a);
+  tt_model_free (b);
+}
+
+/* dropout_rate on lstm and gru: in training about rate of the hidden
+ * states are 0 (each step's output shows the masked state) */
+static void
+test_recurrent_dropout (void)
+{
+  static const char *const types[2] = { "lstm", "gru" };
+  for (int k = 0; k < 2; k++) {
+    char ini[512];
+    snprintf (ini, sizeof ini, "[Model]\ntype=NeuralNetwork\nloss=mse\n"
+        "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
+        "[in]\ntype=input\ninput_shape=1:8:4\n"
+        "[r]\ntype=%s\nunit=64\nreturn_sequences=true\n"
+        "dropout_rate=0.25\nbias_initializer=ones\n", types[k]);
+    tt_model *m = training_model ("recurrent_dropout.ini", ini, 4);
+    if (!m)
+      continue;
+    static float x[4 * 8 * 4], t[4 * 8 * 64];
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+      x[i] = (float) ((i * 37) % 11) / 11.0f - 0.5f;
+    const void *in[1] = { x };
+    tt_error err;
+    double loss;
+    CHECK (tt_model_gradients (m, 4, in, NULL, t, false, &loss, &err) ==
+        TT_OK, "%s: %s", types[k], err.message);
+    const tt_layer *l = &m->layers[1];
+    const float *y = tt_data (m, l->out[0]);
+    int zeros = 0;
+    for (int i = 0; i < 4 * 8 * 64; i++)
+      zeros += y[i] == 0.0f;
+    CHECK (zeros > 0.2 * 2048 && zeros < 0.3 * 2048,
+        "%s: %d of 2048 hidden states dropped, expected about 512",
+        types[k], zeros);
+    tt_model_free (m);
+  }
+}
+
 int
 main (void)
 {
@@ -675,5 +763,7 @@ main (void)
   TT_TEST_RUN (test_conv1d_learns);
   TT_TEST_RUN (test_lstm_learns);
   TT_TEST_RUN (test_gru_learns);
+  TT_TEST_RUN (test_bn_decay);
+  TT_TEST_RUN (test_recurrent_dropout);
   return tt_test_summary ();
 }

@@ -117,7 +117,7 @@ typedef enum {
   TT_ACT_SWISH,
   TT_ACT_GELU,
   TT_ACT_ELU,
-  /* issue 42: nntrainer's other five, then PyTorch's mobile ones */
+  /* nntrainer's other five, then PyTorch's mobile ones */
   TT_ACT_TANH_GELU,
   TT_ACT_SIGMOID_GELU,
   TT_ACT_SOFTPLUS,
@@ -410,6 +410,7 @@ typedef struct {
   uint32_t unit;
   bool return_sequences, integrate_bias;
   tt_activation act, recurrent;
+  float dropout;                /* dropout_rate on each step's hidden state */
 } tt_recurrent;
 
 typedef struct tt_layer {
@@ -554,11 +555,13 @@ typedef struct tt_layer {
       tt_recurrent rec;         /* act: hidden state; recurrent: i f o */
       uint32_t max_timestep;    /* 0: not set; else <= the input's height */
       int gates, cell, hidden, carry;   /* scratch tensor ids, -1 absent */
+      int mask;                 /* dropout mask [B][T][U], -1 absent */
     } lstm;
     struct {
       tt_recurrent rec;         /* act: candidate g; recurrent: z r */
       bool reset_after;
       int gates, hidden, carry;         /* scratch tensor ids, -1 absent */
+      int mask;                 /* dropout mask [B][T][U], -1 absent */
     } gru;
     struct {
       float epsilon;
@@ -587,7 +590,7 @@ typedef struct tt_layer {
       bool mean;
       uint32_t outer, r, inner; /* per sample: [outer][r][inner] */
     } reduce;
-    /* issue 42: upsample2d, channel_shuffle, flatten's dimensions */
+    /* upsample2d, channel_shuffle, flatten's dimensions */
     struct {
       bool bilinear;            /* else nearest */
       uint32_t scale[2];        /* kernel_size: height, width factors */
@@ -680,6 +683,13 @@ void tt_recurrent_hidden (const tt_run_ctx * c, const tt_layer * l,
 /* With the hidden_id scratch: its last step into the output. */
 void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int hidden_id, int batch);
+/* dropout_rate: the mask scratch [B][T][U] (-1 without dropout), and in
+ * a step the mask to apply (NULL outside training); a forward that is
+ * not a recompute draws it from the model's stream first */
+int tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
+    const tt_recurrent * r, bool backward, tt_phase bptt);
+const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
+    const tt_recurrent * r, int mask_id, bool draw);
 
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
@@ -722,7 +732,7 @@ extern const tt_layer_ops tt_add_layer_ops, tt_subtract_layer_ops,
     tt_sqrt_layer_ops, tt_sin_layer_ops, tt_cos_layer_ops, tt_tan_layer_ops,
     tt_negative_layer_ops, tt_identity_layer_ops, tt_reduce_mean_layer_ops,
     tt_reduce_sum_layer_ops;
-/* issue 42: layer_resample.c */
+/* layer_resample.c */
 extern const tt_layer_ops tt_upsample2d_layer_ops,
     tt_channel_shuffle_layer_ops;
 
@@ -768,6 +778,9 @@ typedef struct {
   const float *bias[2];         /* added to every step's gates; NULL: none */
   float *gates, *cell, *hidden;
   int h_ld, h_step;
+  /* dropout_rate: h_t = mask_t * (the cell's h_t) [B][T][U], fed to the
+   * next step and the output alike; NULL: none */
+  const float *mask;
   /* the model's pool: GEMMs split by tt_gemm_split, each step's cells by
    * samples (bit-identical; NULL: one thread) */
   tt_threads *threads;
@@ -802,6 +815,7 @@ typedef struct {
   const float *bias_ih, *bias_hh;
   float *gates, *hidden;
   int h_ld, h_step;
+  const float *mask;            /* as tt_lstm's */
   tt_threads *threads;          /* as tt_lstm's */
 } tt_gru;
 

@@ -20,6 +20,14 @@
 #include <math.h>
 #include <string.h>
 
+/* dropout_rate: a hidden row times its mask row */
+static inline void
+recurrent_mask_row (int U, float *restrict h, const float *restrict m)
+{
+  for (int j = 0; j < U; j++)
+    h[j] *= m[j];
+}
+
 static inline bool
 lstm_defaults (const tt_lstm * s)
 {
@@ -110,6 +118,8 @@ lstm_forward_cells (const tt_lstm * s, int t, int b0, int b1)
     else
       lstm_cell_forward (U, s->act, s->recurrent, g, g + U, g + 2 * U,
           g + 3 * U, cp, c, h);
+    if (s->mask)
+      recurrent_mask_row (U, h, s->mask + ((size_t) b * T + t) * U);
   }
 }
 
@@ -245,6 +255,10 @@ tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences, float *carry)
     if (t < T - 1)
       tt_gemm_split (s->threads, false, true, B, U, G, 1.0f,
           s->gates + (size_t) (t + 1) * G, T * G, s->w_hh, G, 1.0f, dh, U);
+    /* dropout: the derivative of the masked h_t, through its mask */
+    for (int b = 0; s->mask && b < B; b++)
+      recurrent_mask_row (U, dh + (size_t) b * U,
+          s->mask + ((size_t) b * T + t) * U);
     lstm_cells (s, t, dh, dc);
   }
 }

@@ -3,7 +3,8 @@
  * batch_normalization. Features lie along the channel axis when there is
  * more than one channel, else along the width (nntrainer's default), or
  * along the axis the INI names. Weights in nntrainer's order: moving_mean,
- * moving_variance (not trainable), gamma, beta.
+ * moving_variance (not trainable), gamma, beta; weight_decay decays gamma,
+ * bias_decay beta.
  */
 #include "tt_layer.h"
 
@@ -12,7 +13,7 @@
 static const char *const bn_keys[] = {
   "epsilon", "momentum", "axis", "moving_mean_initializer",
   "moving_variance_initializer", "gamma_initializer", "beta_initializer",
-  NULL
+  "weight_decay", "bias_decay", NULL
 };
 
 static tt_status
@@ -32,7 +33,9 @@ bn_parse (tt_layer * l, const tt_section * s, tt_error * err)
   l->p.bn.init[3] = TT_INIT_ZEROS;
   if ((st = tt_section_float (s, "epsilon", &l->p.bn.epsilon, err)) ||
       (st = tt_section_float (s, "momentum", &l->p.bn.momentum, err)) ||
-      (st = tt_section_uint (s, "axis", 1, 3, &axis, err)))
+      (st = tt_section_uint (s, "axis", 1, 3, &axis, err)) ||
+      (st = tt_section_float (s, "weight_decay", &l->weight_decay, err)) ||
+      (st = tt_section_float (s, "bias_decay", &l->bias_decay, err)))
     return st;
   for (int i = 0; i < 4; i++) {
     int v = (int) l->p.bn.init[i];
@@ -53,6 +56,9 @@ bn_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if (l->p.bn.momentum < 0 || l->p.bn.momentum > 1)
     return tt_section_error (s, "momentum", err, TT_ERR_INVALID,
         "must be in [0, 1]");
+  if (l->weight_decay < 0 || l->bias_decay < 0)
+    return tt_section_error (s, l->weight_decay < 0 ? "weight_decay" :
+        "bias_decay", err, TT_ERR_INVALID, "must not be negative");
   l->p.bn.axis = (int) axis;
   return TT_OK;
 }
@@ -86,8 +92,11 @@ bn_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
     "moving_mean", "moving_variance", "gamma", "beta"
   };
   const uint32_t f = l->p.bn.features;
+  /* nntrainer: weight_decay on gamma, bias_decay on beta, each added to
+   * its gradient as decay * value (as every layer's decay here) */
   for (int i = 0; i < 4; i++)
-    tt_layer_add_weight (l, names[i], f, l->p.bn.init[i], f, f, i >= 2);
+    tt_layer_add_weight (l, names[i], f, l->p.bn.init[i], f, f,
+        i >= 2)->decay = i == 2 ? l->weight_decay : i == 3 ? l->bias_decay : 0;
   return TT_OK;
 }
 

@@ -9,7 +9,8 @@
  * drops them. reset_after (default true, PyTorch's form) applies the reset
  * gate to h_{t-1} W_hg + b_hg; false applies it to h_{t-1} before W_hg.
  *
- * Not implemented, refused with the key named: dropout_rate > 0, softmax /
+ * dropout_rate: recurrent.c. Not implemented, refused with the key named:
+ * softmax /
  * swish / gelu as a GRU activation (backward keeps only activated gates)
  * and an input with more than one channel. nntrainer's gru has no
  * bidirectional or max_timestep key: both are refused as unknown keys.
@@ -64,6 +65,8 @@ gru_declare (tt_init_ctx * c, tt_layer * l)
   const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
   l->p.gru.hidden = -1;
   l->p.gru.carry = -1;
+  l->p.gru.mask = tt_recurrent_declare_mask (c, l, &l->p.gru.rec,
+      grad || deriv, bptt);
   l->p.gru.gates = tt_init_scratch (c, "gates", batch * steps * 4 * unit);
   tt_init_use (c, l->p.gru.gates, TT_PHASE_FORWARD);
   if (!grad && !deriv)
@@ -103,6 +106,7 @@ gru_setup (const tt_run_ctx * c, const tt_layer * l)
     .bias_ih = l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
     .bias_hh = l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL,
     .gates = tt_run_data (c, l->p.gru.gates),
+    .mask = tt_recurrent_mask (c, l, &l->p.gru.rec, l->p.gru.mask, false),
     .threads = c->threads,
   };
   tt_recurrent_hidden (c, l, &l->p.gru.rec, l->p.gru.hidden, &s.hidden,
@@ -113,6 +117,7 @@ gru_setup (const tt_run_ctx * c, const tt_layer * l)
 static void
 gru_forward (const tt_run_ctx * c, tt_layer * l)
 {
+  tt_recurrent_mask (c, l, &l->p.gru.rec, l->p.gru.mask, true);
   const tt_gru s = gru_setup (c, l);
   tt_gru_forward (&s, tt_run_data (c, l->in[0]));
   tt_recurrent_last_step (c, l, &l->p.gru.rec, l->p.gru.hidden, s.batch);

@@ -8,8 +8,8 @@
  * integrate_bias, else bias_ih and bias_hh [4*unit] (nntrainer's default);
  * disable_bias drops them.
  *
- * Not implemented, refused with the key named: bidirectional = true,
- * dropout_rate > 0, softmax / swish / gelu as an LSTM activation (backward
+ * dropout_rate: recurrent.c. Not implemented, refused with the key named:
+ * bidirectional = true, softmax / swish / gelu as an LSTM activation (backward
  * keeps only activated gates), an input with more than one channel, and
  * max_timestep above the input's timesteps (nntrainer would unroll past
  * the input; at or below it the key changes nothing and is accepted).
@@ -78,6 +78,8 @@ lstm_declare (tt_init_ctx * c, tt_layer * l)
   const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
   l->p.lstm.hidden = -1;
   l->p.lstm.carry = -1;
+  l->p.lstm.mask = tt_recurrent_declare_mask (c, l, &l->p.lstm.rec,
+      grad || deriv, bptt);
   l->p.lstm.gates = tt_init_scratch (c, "gates", batch * steps * 4 * unit);
   l->p.lstm.cell = tt_init_scratch (c, "cell", batch * steps * unit);
   tt_init_use (c, l->p.lstm.gates, TT_PHASE_FORWARD);
@@ -121,6 +123,7 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l)
         l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
     .gates = tt_run_data (c, l->p.lstm.gates),
     .cell = tt_run_data (c, l->p.lstm.cell),
+    .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, false),
     .threads = c->threads,
   };
   tt_recurrent_hidden (c, l, &l->p.lstm.rec, l->p.lstm.hidden, &s.hidden,
@@ -131,6 +134,7 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l)
 static void
 lstm_forward (const tt_run_ctx * c, tt_layer * l)
 {
+  tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, true);
   const tt_lstm s = lstm_setup (c, l);
   tt_lstm_forward (&s, tt_run_data (c, l->in[0]));
   tt_recurrent_last_step (c, l, &l->p.lstm.rec, l->p.lstm.hidden, s.batch);

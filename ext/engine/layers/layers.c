@@ -21,7 +21,7 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_sin_layer_ops, &tt_cos_layer_ops, &tt_tan_layer_ops,
   &tt_negative_layer_ops, &tt_identity_layer_ops,
   &tt_reduce_mean_layer_ops, &tt_reduce_sum_layer_ops,
-  /* issue 42: upsample2d, channel_shuffle */
+  /* upsample2d, channel_shuffle */
   &tt_upsample2d_layer_ops, &tt_channel_shuffle_layer_ops,
 };
 

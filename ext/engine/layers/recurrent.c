@@ -2,11 +2,18 @@
 /*
  * What nntrainer's recurrent layers (lstm, gru) share: the keys unit,
  * return_sequences, integrate_bias, hidden_state_activation,
- * recurrent_activation and dropout_rate (0 only), the input shape
+ * recurrent_activation and dropout_rate, the input shape
  * 1:timesteps:features, the output 1:timesteps:unit or 1:1:unit, and the
  * weights in nntrainer's order: weight_ih [features][gates*unit],
  * weight_hh [unit][gates*unit], then bias_h with integrate_bias, else
  * bias_ih and bias_hh [gates*unit].
+ *
+ * dropout_rate, as nntrainer: in training, each step's hidden state is
+ * multiplied by a mask (0 with probability rate, else 1 / (1 - rate))
+ * before it reaches the output and the next step. The mask is drawn from
+ * the model's stream (nntrainer thresholds an undrawn tensor) and kept for
+ * backward, which masks the whole derivative of the hidden state, the
+ * next step's part too (nntrainer masks only the output's part).
  */
 #include "tt_layer.h"
 #include "gate_act.h"
@@ -35,7 +42,7 @@ tt_recurrent_parse (const tt_section * s, const char *type,
     tt_recurrent * r, tt_error * err)
 {
   tt_status st;
-  float dropout = 0.0f;
+  r->dropout = 0.0f;
   r->act = TT_ACT_TANH;
   r->recurrent = TT_ACT_SIGMOID;
   if ((st = tt_section_uint (s, "unit", 1, 1u << 20, &r->unit, err)) ||
@@ -46,18 +53,17 @@ tt_recurrent_parse (const tt_section * s, const char *type,
               &r->act, err)) ||
       (st = recurrent_activation (s, "recurrent_activation", type,
               &r->recurrent, err)) ||
-      (st = tt_section_float (s, "dropout_rate", &dropout, err)))
+      (st = tt_section_float (s, "dropout_rate", &r->dropout, err)))
     return st;
   if (!tt_section_has (s, "unit"))
     return tt_section_error (s, "unit", err, TT_ERR_INVALID,
         "missing key (the size of the hidden state)");
-  if (!(dropout >= 0.0f))
+  if (!(r->dropout >= 0.0f))
     return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
-        "must not be negative");
-  if (dropout > 0.0f)
+        "must not be negative (allowed: [0, 1))");
+  if (!(r->dropout < 1.0f))
     return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
-        "dropout inside %s is not implemented (only 0); a dropout layer "
-        "after it is", type);
+        "must be below 1 (allowed: [0, 1))");
   return TT_OK;
 }
 
@@ -128,4 +134,34 @@ tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
   for (int b = 0; b < batch; b++)
     memcpy (y + (size_t) b * unit, hidden + ((size_t) b * steps + steps - 1) *
         unit, unit * sizeof *y);
+}
+
+int
+tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
+    const tt_recurrent * r, bool backward, tt_phase bptt)
+{
+  if (r->dropout == 0.0f)
+    return -1;
+  int id = tt_init_scratch (c, "dropout_mask",
+      (size_t) c->batch_size * l->in_dims[0].h * r->unit);
+  tt_init_use (c, id, TT_PHASE_FORWARD);
+  if (backward)
+    tt_init_use (c, id, bptt);
+  return id;
+}
+
+const float *
+tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
+    const tt_recurrent * r, int mask_id, bool draw)
+{
+  if (mask_id < 0 || !c->training)
+    return NULL;
+  float *mask = tt_run_data (c, mask_id);
+  if (draw && !c->recompute) {
+    const size_t n = (size_t) c->batch * l->in_dims[0].h * r->unit;
+    const float keep = 1.0f / (1.0f - r->dropout);
+    for (size_t i = 0; i < n; i++)
+      mask[i] = tt_rng_uniform (c->rng) < r->dropout ? 0.0f : keep;
+  }
+  return mask;
 }
