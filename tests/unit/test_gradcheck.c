@@ -336,6 +336,23 @@ static const gc_case gc_cases[] = {
 #undef GC_OPS_IN
 #undef GC_OPS_CONV
 #undef GC_OPS_GATE
+  /* pooling: ceil_mode, count_include_pad (the last window of a ceil
+   * axis reaches past the padding: its divisor clips to the padding) */
+  {"pool_avg_ceil_incl", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
+        "type=pooling2d\npooling=average\npool_size=4,4\nstride=2,2\n"
+        "padding=1\nceil_mode=true\ncount_include_pad=true\n", "mse"},
+  {"pool_avg_ceil_excl", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
+        "type=pooling2d\npooling=average\npool_size=4,4\nstride=2,2\n"
+        "padding=1\nceil_mode=true\ncount_include_pad=false\n", "mse"},
+  {"pool_avg_excl_asym", "[in]\ntype=input\ninput_shape=2:7:6\n[p]\n"
+        "type=pooling2d\npooling=average\npool_size=3,3\nstride=2,2\n"
+        "padding=1,0,2,1\n", "mse"},
+  {"pool_max_ceil", "[in]\ntype=input\ninput_shape=2:6:6\n[p]\n"
+        "type=pooling2d\npooling=max\npool_size=3,3\nstride=2,2\n"
+        "padding=1\nceil_mode=true\n", "mse"},
+  {"pool_max_2x2_ceil", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
+        "type=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
+        "ceil_mode=true\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
