@@ -353,6 +353,12 @@ test_ops_unary (void)
   golden_case ("ops_unary");
 }
 
+static void
+test_pool_modes (void)
+{
+  golden_case ("pool_modes");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -369,5 +375,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_activations);
   TT_TEST_RUN (test_se_block);
   TT_TEST_RUN (test_ops_unary);
+  TT_TEST_RUN (test_pool_modes);
   return tt_test_summary ();
 }
