@@ -26,7 +26,9 @@ static const char *models[] = {
   "conv1d_padding.ini", "mobilenet_block.ini",
   "tiny_transformer.ini",
   "activations_mlp.ini",
-  "se_block.ini", "ops_chain.ini", NULL
+  "se_block.ini", "ops_chain.ini",
+  /* pooling: ceil_mode, count_include_pad */
+  "pool_modes.ini", NULL
 };
 
 static tt_model *
