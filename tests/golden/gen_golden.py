@@ -668,6 +668,21 @@ def forward_upsample_shuffle(ctx, x):
     return linear(ctx, "output", flatten(h))                       # 1:1:192
 
 
+def build_pool_modes(net):
+    net.conv("conv", 2, 3, 1)
+    net.fc("output", 240, 4)
+
+
+def forward_pool_modes(ctx, x):
+    h = conv2d(ctx, "conv", x, "valid")                            # 3x7x7
+    a = F.avg_pool2d(h, 4, stride=2, padding=1, ceil_mode=True, count_include_pad=True)
+    b = F.avg_pool2d(h, 4, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+    c = F.avg_pool2d(h, 3, stride=2, padding=1, count_include_pad=False)
+    d = F.max_pool2d(h, 4, stride=2, padding=1, ceil_mode=True)
+    e = F.max_pool2d(h, 2, stride=2, ceil_mode=True)
+    return linear(ctx, "output", flatten(torch.cat([a, b, c, d, e], dim=1)))   # 15x4x4
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -692,6 +707,7 @@ CASES = [
     ("ops_unary", "tests/models/ops_unary.ini", 8008, (2, 4, 4), 4, True, build_ops_unary, forward_ops_unary),
     ("upsample_shuffle", "tests/models/upsample_shuffle.ini", 9009, (2, 2, 2), 4, True, build_upsample_shuffle,
      forward_upsample_shuffle),
+    ("pool_modes", "tests/models/pool_modes.ini", 9009, (2, 7, 7), 4, True, build_pool_modes, forward_pool_modes),
 ]
 
 

@@ -359,6 +359,12 @@ test_upsample_shuffle (void)
   golden_case ("upsample_shuffle");
 }
 
+static void
+test_pool_modes (void)
+{
+  golden_case ("pool_modes");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -376,5 +382,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_se_block);
   TT_TEST_RUN (test_ops_unary);
   TT_TEST_RUN (test_upsample_shuffle);
+  TT_TEST_RUN (test_pool_modes);
   return tt_test_summary ();
 }

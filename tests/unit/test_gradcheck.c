@@ -368,6 +368,23 @@ static const gc_case gc_cases[] = {
       "mse"},
   {"gru_dropout_before_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\n"
         "type=gru\nunit=4\nreset_after=false\ndropout_rate=0.3\n", "mse"},
+  /* pooling: ceil_mode, count_include_pad (the last window of a ceil
+   * axis reaches past the padding: its divisor clips to the padding) */
+  {"pool_avg_ceil_incl", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
+        "type=pooling2d\npooling=average\npool_size=4,4\nstride=2,2\n"
+        "padding=1\nceil_mode=true\ncount_include_pad=true\n", "mse"},
+  {"pool_avg_ceil_excl", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
+        "type=pooling2d\npooling=average\npool_size=4,4\nstride=2,2\n"
+        "padding=1\nceil_mode=true\ncount_include_pad=false\n", "mse"},
+  {"pool_avg_excl_asym", "[in]\ntype=input\ninput_shape=2:7:6\n[p]\n"
+        "type=pooling2d\npooling=average\npool_size=3,3\nstride=2,2\n"
+        "padding=1,0,2,1\n", "mse"},
+  {"pool_max_ceil", "[in]\ntype=input\ninput_shape=2:6:6\n[p]\n"
+        "type=pooling2d\npooling=max\npool_size=3,3\nstride=2,2\n"
+        "padding=1\nceil_mode=true\n", "mse"},
+  {"pool_max_2x2_ceil", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
+        "type=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
+        "ceil_mode=true\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -740,6 +757,71 @@ test_gru_reference (void)
   }
 }
 
+/* pooling = average over a window equal to the input (with either
+ * count_include_pad, and ceil_mode) is global_average: the same outputs,
+ * loss and input derivative, bit for bit. */
+static void
+pool_window_run (const char *name, const char *pool, float *y, float *dx,
+    double *loss)
+{
+  char ini[1024];
+  tt_error err;
+  snprintf (ini, sizeof ini, "[Model]\ntype=NeuralNetwork\nbatch_size=%d\n"
+      "loss=mse\n[Optimizer]\ntype=sgd\nlearning_rate=0.1\n[in]\n"
+      "type=input\ninput_shape=3:5:7\n[p]\ntype=pooling2d\n%s", GC_BATCH, pool);
+  const char *path = tt_test_write_text (name, ini);
+  tt_model *m = tt_model_load_ini (path, &err);
+  tt_status st = m ? tt_model_set_plan_mode (m, TT_PLAN_NAIVE, &err) :
+      TT_ERR_INVALID;
+  if (!st)
+    st = tt_model_request_input_derivative (m, &err);
+  if (!st)
+    st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "%s: %s", name, err.message);
+  if (st) {
+    tt_model_free (m);
+    return;
+  }
+  float x[GC_BATCH * 3 * 5 * 7], t[GC_BATCH * 3];
+  gc_state = 4242;
+  for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+    x[i] = gc_rand ();
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    t[i] = gc_rand ();
+  const void *inputs[1] = { x };
+  st = tt_model_gradients (m, GC_BATCH, inputs, NULL, t, true, loss, &err);
+  CHECK (st == TT_OK, "%s: %s", name, err.message);
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    if (!strcmp (m->layers[i].section, "p"))
+      memcpy (y, tt_data (m, m->layers[i].out[0]), sizeof t);
+  memcpy (dx, tt_data (m, m->layers[m->input_layers[0]].out_deriv[0]),
+      sizeof x);
+  tt_model_free (m);
+}
+
+static void
+test_pool_window_is_global (void)
+{
+  static const char *const windows[] = {
+    "pooling=average\npool_size=5,7\n",
+    "pooling=average\npool_size=5,7\nstride=2,3\ncount_include_pad=true\n",
+    "pooling=average\npool_size=5,7\nceil_mode=true\n"
+        "count_include_pad=false\n",
+  };
+  float y0[GC_BATCH * 3], dx0[GC_BATCH * 3 * 5 * 7];
+  double loss0 = 0;
+  pool_window_run ("pool_global.ini", "pooling=global_average\n", y0, dx0,
+      &loss0);
+  for (size_t k = 0; k < sizeof windows / sizeof windows[0]; k++) {
+    float y[GC_BATCH * 3], dx[GC_BATCH * 3 * 5 * 7];
+    double loss = -1;
+    pool_window_run ("pool_window.ini", windows[k], y, dx, &loss);
+    CHECK (loss == loss0 && !memcmp (y, y0, sizeof y) &&
+        !memcmp (dx, dx0, sizeof dx), "window %zu differs from global "
+        "average (loss %.9g against %.9g)", k, loss, loss0);
+  }
+}
+
 /* the table's case being run: its name is what TT_TEST_CASE matches */
 static const gc_case *gc_current;
 
@@ -758,5 +840,6 @@ main (void)
     tt_test_run (gc_cases[i].name, gc_run_current);
   }
   TT_TEST_RUN (test_gru_reference);
+  TT_TEST_RUN (test_pool_window_is_global);
   return tt_test_summary ();
 }

@@ -581,6 +581,23 @@ static const ie_case ie_cases[] = {
   {"bn_bias_decay_word", MODEL_MSE ADAM INPUT4
         "[bn]\ntype = batch_normalization\nbias_decay = some\n", IE_LOAD,
       {"[bn] bias_decay", "'some'"}},
+  /* ---- pooling2d: ceil_mode, count_include_pad ------------------------ */
+  {"pool_ceil_mode_word", MODEL_MSE ADAM INPUT_IMG
+        "[pool]\ntype = pooling2d\npooling = max\npool_size = 2,2\n"
+        "ceil_mode = yes\n", IE_LOAD,
+      {"[pool] ceil_mode", "'yes'", "true or false"}},
+  {"pool_include_pad_word", MODEL_MSE ADAM INPUT_IMG
+        "[pool]\ntype = pooling2d\npooling = average\npool_size = 2,2\n"
+        "count_include_pad = 1\n", IE_LOAD,
+      {"[pool] count_include_pad", "'1'", "true or false"}},
+  {"pool_include_pad_max", MODEL_MSE ADAM INPUT_IMG
+        "[pool]\ntype = pooling2d\npooling = max\npool_size = 2,2\n"
+        "count_include_pad = true\n", IE_LOAD,
+      {"[pool] count_include_pad", "pooling = average", "true or false"}},
+  {"pool_ceil_mode_global", MODEL_MSE ADAM INPUT_IMG
+        "[pool]\ntype = pooling2d\npooling = global_average\n"
+        "ceil_mode = true\n", IE_LOAD,
+      {"[pool] ceil_mode", "max or average"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

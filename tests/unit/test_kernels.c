@@ -1299,7 +1299,7 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
       same = same && arg[i] == rarg[i];
     test_report (same, "maxpool %s argmax matches reference", tc->name);
   } else {
-    tt_avgpool_forward (NULL, &g, nb, x, y);
+    tt_avgpool_forward (NULL, &g, nb, x, y, true);
   }
   snprintf (what, sizeof what, "%s %s forward", kind, tc->name);
   test_check_close (what, y, ry, sy, ny);
@@ -1332,7 +1332,7 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
   if (is_max)
     tt_maxpool_backward (NULL, &g, nb, dy, rarg, dx);
   else
-    tt_avgpool_backward (NULL, &g, nb, dy, dx);
+    tt_avgpool_backward (NULL, &g, nb, dy, dx, true);
   snprintf (what, sizeof what, "%s %s backward", kind, tc->name);
   test_check_close (what, dx, rdx, sdx, nx);
 

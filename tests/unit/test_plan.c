@@ -28,7 +28,9 @@ static const char *models[] = {
   "activations_mlp.ini",
   "se_block.ini", "ops_chain.ini",
   /* upsample2d, channel_shuffle, flatten's dimensions */
-  "upsample_shuffle.ini", NULL
+  "upsample_shuffle.ini",
+  /* pooling: ceil_mode, count_include_pad */
+  "pool_modes.ini", NULL
 };
 
 static tt_model *

@@ -73,8 +73,8 @@ test_pooling (void)
     float *ya1 = random_floats (ny), *dxa1 = random_floats (nx);
     tt_maxpool_forward (NULL, g, batch, x, y1, a1);
     tt_maxpool_backward (NULL, g, batch, dy, a1, dx1);
-    tt_avgpool_forward (NULL, g, batch, x, ya1);
-    tt_avgpool_backward (NULL, g, batch, dy, dxa1);
+    tt_avgpool_forward (NULL, g, batch, x, ya1, true);
+    tt_avgpool_backward (NULL, g, batch, dy, dxa1, true);
     for (unsigned n = 2; n <= 4; n++) {
       tt_threads *pool;
       CHECK (tt_threads_new (n, &pool) == 0, "%u threads", n);
@@ -82,8 +82,8 @@ test_pooling (void)
       float *ya2 = random_floats (ny), *dxa2 = random_floats (nx);
       tt_maxpool_forward (pool, g, batch, x, y2, a2);
       tt_maxpool_backward (pool, g, batch, dy, a2, dx2);
-      tt_avgpool_forward (pool, g, batch, x, ya2);
-      tt_avgpool_backward (pool, g, batch, dy, dxa2);
+      tt_avgpool_forward (pool, g, batch, x, ya2, true);
+      tt_avgpool_backward (pool, g, batch, dy, dxa2, true);
       CHECK (!memcmp (y1, y2, ny * sizeof *y1) && !memcmp (a1, a2,
               ny * sizeof *a1) && !memcmp (dx1, dx2, nx * sizeof *dx1),
           "max pooling %s on %u threads differs", cases[t].name, n);

@@ -529,6 +529,10 @@ typedef struct tt_layer {
       int padding_mode;
       uint32_t pad[4];
       tt_window_geom geom;
+      /* average: divide by the window's padding too (PyTorch's default;
+       * false: the cells inside the input, nntrainer's); ceil_mode:
+       * PyTorch's output size rounded up */
+      bool count_include_pad, ceil_mode;
     } pool;
     struct {
       tt_dims target;

@@ -212,8 +212,11 @@ void tt_conv2d_winograd_backward (tt_threads * pool, const tt_window_geom * g,
     float *dbias, float *dx, float *col, float *out);
 
 /* Pooling over a batch; x [batch][C][H][W], y [batch][C][out_h][out_w].
- * Padding never wins a max and counts as 0 in an average (the divisor is
- * always kernel_h*kernel_w, PyTorch's count_include_pad=True).
+ * Padding never wins a max and counts as 0 in an average, whose divisor
+ * is the window's taps inside the input and (include_pad: PyTorch's
+ * count_include_pad=True) its padding; a window with nothing to count
+ * (all padding) gives 0. g->out_h, out_w may exceed what the padded
+ * extent holds by one (ceil_mode): the taps past it are skipped.
  * argmax: scratch of batch*C*out_h*out_w int32, index within the sample's
  * channel plane (-1 when the window held only padding). pool: planes split
  * over its threads, each plane's arithmetic the same (NULL: one thread). */
@@ -226,9 +229,9 @@ void tt_maxpool_backward (tt_threads * pool, const tt_window_geom * g,
 void tt_maxpool2x2_backward (const tt_window_geom * g, int batch,
     const float *dy, const int32_t * argmax, float *dx);
 void tt_avgpool_forward (tt_threads * pool, const tt_window_geom * g,
-    int batch, const float *x, float *y);
+    int batch, const float *x, float *y, bool include_pad);
 void tt_avgpool_backward (tt_threads * pool, const tt_window_geom * g,
-    int batch, const float *dy, float *dx);
+    int batch, const float *dy, float *dx, bool include_pad);
 
 /* Batch normalization of x viewed as [outer][features][inner]; statistics
  * per feature over outer*inner values, biased variance.

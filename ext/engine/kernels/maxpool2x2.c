@@ -23,7 +23,8 @@ tt_maxpool2x2_applies (const tt_window_geom * g)
   return g->kernel_h == 2 && g->kernel_w == 2 && g->stride_h == 2 &&
       g->stride_w == 2 && g->dilation_h == 1 && g->dilation_w == 1 &&
       g->pad_top == 0 && g->pad_bottom == 0 && g->pad_left == 0 &&
-      g->pad_right == 0;
+      g->pad_right == 0 && (int64_t) g->out_h * 2 <= g->in_h &&
+      (int64_t) g->out_w * 2 <= g->in_w;
 }
 
 /* The scalar forms, for rows narrower than a vector: bit masks, because

@@ -185,6 +185,45 @@ pooling_rows (const tt_window_geom * g, int oy, int *ilo, int *ihi)
   return iy0;
 }
 
+/* Taps of one window axis that count in an average's divisor: those
+ * inside the input, or (include_pad) inside the input and its padding,
+ * PyTorch's count_include_pad; a ceil_mode window may reach past both. */
+static inline int
+pooling_count (int start, int n, int dil, int limit, int pad_lo, int pad_hi,
+    bool include_pad)
+{
+  int lo, hi;
+
+  if (include_pad)
+    pooling_tap_span (start + pad_lo, n, dil, limit + pad_lo + pad_hi, &lo,
+        &hi);
+  else
+    pooling_tap_span (start, n, dil, limit, &lo, &hi);
+  return hi - lo;
+}
+
+/* 1 / divisor of output row oy's windows, as taps counted down the rows;
+ * the columns' count multiplies it (0 when nothing counts). */
+static inline float
+pooling_inv (int rows, int cols)
+{
+  return rows > 0 && cols > 0 ? 1.0f / ((float) rows * (float) cols) : 0.0f;
+}
+
+static inline int
+pooling_count_rows (const tt_window_geom * g, int iy0, bool include_pad)
+{
+  return pooling_count (iy0, g->kernel_h, g->dilation_h, g->in_h, g->pad_top,
+      g->pad_bottom, include_pad);
+}
+
+static inline int
+pooling_count_cols (const tt_window_geom * g, int ox, bool include_pad)
+{
+  return pooling_count (ox * g->stride_w - g->pad_left, g->kernel_w,
+      g->dilation_w, g->in_w, g->pad_left, g->pad_right, include_pad);
+}
+
 /* Per-window max for a border column, with clipped taps. Taps run in
  * row-major order and only a strictly greater value wins, which is the
  * same order and rule as the block path. */
@@ -361,7 +400,7 @@ pooling_is_global (const tt_window_geom * g)
 
 static void
 pooling_serial_avgpool_forward (const tt_window_geom * g, int batch,
-    const float *x, float *y)
+    const float *x, float *y, bool include_pad)
 {
   if (pooling_is_global (g)) {
     /* the window scan's order (row by row), without its per-tap calls */
@@ -381,8 +420,6 @@ pooling_serial_avgpool_forward (const tt_window_geom * g, int batch,
   const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * ow;
   const size_t planes = (size_t) batch * g->channels;
-  /* count_include_pad: the divisor never depends on clipping. */
-  const float inv = 1.0f / ((float) g->kernel_h * (float) g->kernel_w);
   int xa, xb;
 
   pooling_interior (g, &xa, &xb);
@@ -393,11 +430,17 @@ pooling_serial_avgpool_forward (const tt_window_geom * g, int batch,
       float *yr = y + pl * out_plane + (size_t) oy * ow;
       int ilo, ihi;
       int iy0 = pooling_rows (g, oy, &ilo, &ihi);
+      /* the divisor: one per row for the interior columns, whose windows
+       * lie wholly inside the row (kernel_w taps each) */
+      const int rows = pooling_count_rows (g, iy0, include_pad);
+      const float inv = pooling_inv (rows, g->kernel_w);
 
       for (int ox = 0; ox < xa; ox++)
-        yr[ox] = pooling_sum_one (g, xp, iy0, ilo, ihi, ox) * inv;
+        yr[ox] = pooling_sum_one (g, xp, iy0, ilo, ihi, ox) *
+            pooling_inv (rows, pooling_count_cols (g, ox, include_pad));
       for (int ox = xb; ox < ow; ox++)
-        yr[ox] = pooling_sum_one (g, xp, iy0, ilo, ihi, ox) * inv;
+        yr[ox] = pooling_sum_one (g, xp, iy0, ilo, ihi, ox) *
+            pooling_inv (rows, pooling_count_cols (g, ox, include_pad));
 
       for (int bx = xa, n; bx < xb; bx += n) {
         n = pooling_block (xa, xb, true, &bx);
@@ -418,7 +461,7 @@ pooling_serial_avgpool_forward (const tt_window_geom * g, int batch,
 
 static void
 pooling_serial_avgpool_backward (const tt_window_geom * g, int batch,
-    const float *dy, float *dx)
+    const float *dy, float *dx, bool include_pad)
 {
   if (pooling_is_global (g)) {
     const size_t n = (size_t) g->in_h * g->in_w;
@@ -436,7 +479,6 @@ pooling_serial_avgpool_backward (const tt_window_geom * g, int batch,
   const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * ow;
   const size_t planes = (size_t) batch * g->channels;
-  const float inv = 1.0f / ((float) g->kernel_h * (float) g->kernel_w);
   int xa, xb;
 
   pooling_interior (g, &xa, &xb);
@@ -449,11 +491,15 @@ pooling_serial_avgpool_backward (const tt_window_geom * g, int batch,
       const float *dr = dy + pl * out_plane + (size_t) oy * ow;
       int ilo, ihi;
       int iy0 = pooling_rows (g, oy, &ilo, &ihi);
+      const int rows = pooling_count_rows (g, iy0, include_pad);
+      const float inv = pooling_inv (rows, g->kernel_w);
 
       for (int ox = 0; ox < xa; ox++)
-        pooling_scatter_one (g, dxp, iy0, ilo, ihi, ox, dr[ox] * inv);
+        pooling_scatter_one (g, dxp, iy0, ilo, ihi, ox, dr[ox] *
+            pooling_inv (rows, pooling_count_cols (g, ox, include_pad)));
       for (int ox = xb; ox < ow; ox++)
-        pooling_scatter_one (g, dxp, iy0, ilo, ihi, ox, dr[ox] * inv);
+        pooling_scatter_one (g, dxp, iy0, ilo, ihi, ox, dr[ox] *
+            pooling_inv (rows, pooling_count_cols (g, ox, include_pad)));
 
       for (int bx = xa, n; bx < xb; bx += n) {
         n = pooling_block (xa, xb, false, &bx);
@@ -490,6 +536,7 @@ typedef struct
   const float *in;
   float *out;
   int32_t *argmax;
+  bool include_pad;             /* average: count_include_pad */
 } pooling_job;
 
 static void
@@ -516,20 +563,22 @@ pooling_part (void *arg, unsigned part, unsigned n_parts)
       break;
     case 2:
       pooling_serial_avgpool_forward (&g, n, j->in + lo * in_plane,
-          j->out + lo * out_plane);
+          j->out + lo * out_plane, j->include_pad);
       break;
     default:
       pooling_serial_avgpool_backward (&g, n, j->in + lo * out_plane,
-          j->out + lo * in_plane);
+          j->out + lo * in_plane, j->include_pad);
       break;
   }
 }
 
 static void
 pooling_run (tt_threads * pool, int kind, const tt_window_geom * g,
-    int batch, const float *in, float *out, int32_t * argmax)
+    int batch, const float *in, float *out, int32_t * argmax, bool include_pad)
 {
-  pooling_job j = { kind, g, (size_t) batch * g->channels, in, out, argmax };
+  pooling_job j = { kind, g, (size_t) batch * g->channels, in, out, argmax,
+    include_pad
+  };
   /* two parts per thread: a thread that lost its core leaves its second
    * to the others; one below POOLING_SPLIT_MIN input values, where the
    * job's synchronization costs more than it saves */
@@ -542,26 +591,26 @@ void
 tt_maxpool_forward (tt_threads * pool, const tt_window_geom * g, int batch,
     const float *x, float *y, int32_t * argmax)
 {
-  pooling_run (pool, 0, g, batch, x, y, argmax);
+  pooling_run (pool, 0, g, batch, x, y, argmax, false);
 }
 
 void
 tt_maxpool_backward (tt_threads * pool, const tt_window_geom * g, int batch,
     const float *dy, const int32_t * argmax, float *dx)
 {
-  pooling_run (pool, 1, g, batch, dy, dx, (int32_t *) argmax);
+  pooling_run (pool, 1, g, batch, dy, dx, (int32_t *) argmax, false);
 }
 
 void
 tt_avgpool_forward (tt_threads * pool, const tt_window_geom * g, int batch,
-    const float *x, float *y)
+    const float *x, float *y, bool include_pad)
 {
-  pooling_run (pool, 2, g, batch, x, y, NULL);
+  pooling_run (pool, 2, g, batch, x, y, NULL, include_pad);
 }
 
 void
 tt_avgpool_backward (tt_threads * pool, const tt_window_geom * g, int batch,
-    const float *dy, float *dx)
+    const float *dy, float *dx, bool include_pad)
 {
-  pooling_run (pool, 3, g, batch, dy, dx, NULL);
+  pooling_run (pool, 3, g, batch, dy, dx, NULL, include_pad);
 }

@@ -2,6 +2,9 @@
 /*
  * pooling2d: max, average, global_max, global_average. Max pooling keeps
  * the winning index per output in a scratch tensor for backward.
+ * ceil_mode and count_include_pad are PyTorch's; average pooling divides
+ * by the cells inside the input unless count_include_pad (nntrainer's
+ * rule is the default).
  */
 #include "tt_layer.h"
 
@@ -9,7 +12,8 @@ enum
 { POOL_MAX, POOL_AVERAGE, POOL_GLOBAL_MAX, POOL_GLOBAL_AVERAGE };
 
 static const char *const pool_keys[] = {
-  "pooling", "pool_size", "stride", "padding", NULL
+  "pooling", "pool_size", "stride", "padding", "ceil_mode",
+  "count_include_pad", NULL
 };
 
 static tt_status
@@ -23,7 +27,10 @@ pool_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if ((st = tt_section_enum (s, "pooling", kinds, &l->p.pool.kind, err)) ||
       (st = tt_window_pair (s, "pool_size", 1, l->p.pool.size, err)) ||
       (st = tt_window_pair (s, "stride", 1, l->p.pool.stride, err)) ||
-      (st = tt_window_padding (s, &l->p.pool.padding_mode, l->p.pool.pad, err)))
+      (st = tt_window_padding (s, &l->p.pool.padding_mode, l->p.pool.pad, err))
+      || (st = tt_section_bool (s, "ceil_mode", &l->p.pool.ceil_mode, err)) ||
+      (st = tt_section_bool (s, "count_include_pad",
+              &l->p.pool.count_include_pad, err)))
     return st;
   if (!tt_section_has (s, "pooling"))
     return tt_section_error (s, "pooling", err, TT_ERR_INVALID,
@@ -36,7 +43,44 @@ pool_parse (tt_layer * l, const tt_section * s, tt_error * err)
           tt_section_has (s, "stride") || tt_section_has (s, "padding")))
     return tt_section_error (s, "pooling", err, TT_ERR_INVALID,
         "global pooling takes no pool_size, stride or padding");
+  if (global &&tt_section_has (s, "ceil_mode"))
+    return tt_section_error (s, "ceil_mode", err, TT_ERR_INVALID,
+        "only for pooling = max or average (global pooling has one window)");
+  if (l->p.pool.kind != POOL_AVERAGE && tt_section_has (s, "count_include_pad"))
+    return tt_section_error (s, "count_include_pad", err, TT_ERR_INVALID,
+        "only for pooling = average (true or false)");
   return TT_OK;
+}
+
+/* PyTorch's ceil_mode for one axis: the output count rounded up, less
+ * one when the last window would start past the input and its leading
+ * padding. */
+static int
+pool_ceil_axis (int in, int k, int stride, int dil, int pad_lo, int pad_hi)
+{
+  const int64_t span = (int64_t) in + pad_lo + pad_hi - ((int64_t) k - 1) *
+      dil - 1;
+  int64_t out = (span + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= (int64_t) in + pad_lo)
+    out--;
+  return (int) out;
+}
+
+/* geometry g (floor) turned to ceil_mode; false when it outgrows the
+ * kernels' int indices */
+static bool
+pool_ceil (tt_window_geom * g)
+{
+  const int oh = pool_ceil_axis (g->in_h, g->kernel_h, g->stride_h,
+      g->dilation_h, g->pad_top, g->pad_bottom);
+  const int ow = pool_ceil_axis (g->in_w, g->kernel_w, g->stride_w,
+      g->dilation_w, g->pad_left, g->pad_right);
+  if ((int64_t) oh * ow > INT32_MAX / g->channels)
+    return false;
+  /* never below the floor's count */
+  g->out_h = oh > g->out_h ? oh : g->out_h;
+  g->out_w = ow > g->out_w ? ow : g->out_w;
+  return true;
 }
 
 static tt_status
@@ -54,6 +98,10 @@ pool_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   }
   if (st)
     return st;
+  if (l->p.pool.ceil_mode && !pool_ceil (&l->p.pool.geom))
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: [%s] ceil_mode: the output of the %u:%u:%u input is too large",
+        c->path, l->section, l->in_dims[0].c, l->in_dims[0].h, l->in_dims[0].w);
   l->out_dims[0] = (tt_dims) {
   l->in_dims[0].c,
         (uint32_t) l->p.pool.geom.out_h, (uint32_t) l->p.pool.geom.out_w};
@@ -91,7 +139,8 @@ pool_forward (const tt_run_ctx * c, tt_layer * l)
     tt_maxpool_forward (c->threads, &l->p.pool.geom, (int) c->batch, x, y,
         (int32_t *) tt_run_data (c, l->scratch[0]));
   else
-    tt_avgpool_forward (c->threads, &l->p.pool.geom, (int) c->batch, x, y);
+    tt_avgpool_forward (c->threads, &l->p.pool.geom, (int) c->batch, x, y,
+        l->p.pool.count_include_pad);
 }
 
 static void
@@ -103,7 +152,8 @@ pool_calc_derivative (const tt_run_ctx * c, tt_layer * l)
     tt_maxpool_backward (c->threads, &l->p.pool.geom, (int) c->batch, dy,
         (const int32_t *) tt_run_data (c, l->scratch[0]), dx);
   else
-    tt_avgpool_backward (c->threads, &l->p.pool.geom, (int) c->batch, dy, dx);
+    tt_avgpool_backward (c->threads, &l->p.pool.geom, (int) c->batch, dy, dx,
+        l->p.pool.count_include_pad);
 }
 
 const tt_layer_ops tt_pooling2d_layer_ops = {
