@@ -805,8 +805,7 @@ test_pool_window_is_global (void)
   static const char *const windows[] = {
     "pooling=average\npool_size=5,7\n",
     "pooling=average\npool_size=5,7\nstride=2,3\ncount_include_pad=true\n",
-    "pooling=average\npool_size=5,7\nceil_mode=true\n"
-        "count_include_pad=false\n",
+    "pooling=average\npool_size=5,7\nceil_mode=true\ncount_include_pad=false\n",
   };
   float y0[GC_BATCH * 3], dx0[GC_BATCH * 3 * 5 * 7];
   double loss0 = 0;

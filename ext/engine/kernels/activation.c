@@ -260,7 +260,7 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
       /* & and dy read on every lane: no branches, so the loop vectorizes */
       for (size_t i = 0; i < n; i++) {
         const float g = dy[i];
-        dx[i] = (y[i] > 0.0f) & (y[i] < 6.0f) ? g : 0.0f;
+        dx[i] = ((y[i] > 0.0f) & (y[i] < 6.0f)) ? g : 0.0f;
       }
       break;
     case TT_ACT_HARD_SWISH:
@@ -274,7 +274,7 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
     case TT_ACT_HARD_SIGMOID:
       for (size_t i = 0; i < n; i++) {
         const float g = dy[i] * (1.0f / 6.0f);
-        dx[i] = (y[i] > 0.0f) & (y[i] < 1.0f) ? g : 0.0f;
+        dx[i] = ((y[i] > 0.0f) & (y[i] < 1.0f)) ? g : 0.0f;
       }
       break;
   }
