@@ -580,6 +580,7 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
   /* the saved text then says this batch too (plan_ini.c) */
   open_opts.batch_size = batch;
   open_opts.plan_mode = TT_PLAN_REPLAN;
+  open_opts.plan_thorough = TRUE;
   open_opts.alignment = alignment;
   open_opts.memory_limit = set.memory_limit;
   open_opts.threads = set.threads;

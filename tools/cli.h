@@ -24,6 +24,7 @@ typedef struct
   const char *c_out, *section, *format, *symbol, *mode;
   uint32_t epochs, batch, samples, valid_samples, align;
   bool replan, naive, compress, trust, resume, inference, profile;
+  bool plan_thorough;           /* plan: the longer offset search */
   uint64_t seed, memory_limit;
   bool has_seed;
   int threads;

@@ -60,6 +60,7 @@ cli_open_model (const cli_options * o, tt_open_info * info, double *seconds)
   oo.batch_size = o->batch;
   oo.plan_mode = o->naive ? TT_PLAN_NAIVE : o->replan ? TT_PLAN_REPLAN :
       TT_PLAN_AUTO;
+  oo.plan_thorough = o->plan_thorough;
   oo.inference = o->inference;
   oo.memory_limit = o->memory_limit;
   oo.has_seed = o->has_seed;

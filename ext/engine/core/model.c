@@ -179,6 +179,16 @@ tt_model_set_plan_mode (tt_model * m, tt_plan_mode mode, tt_error * err)
 }
 
 tt_status
+tt_model_set_plan_thorough (tt_model * m, bool thorough, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: choose the plan search before compiling", m->path);
+  m->plan_thorough = thorough;
+  return TT_OK;
+}
+
+tt_status
 tt_model_set_alignment (tt_model * m, uint32_t alignment, tt_error * err)
 {
   if (m->compiled)

@@ -171,6 +171,7 @@ struct tt_model {
   size_t ini_len;
   bool stored_plan;             /* the INI has [Plan] sections */
   tt_plan_mode plan_mode;
+  bool plan_thorough;           /* tt_model_set_plan_thorough */
   /* plan for two threads' halves (plan_halves.h): set by compile */
   bool plan_halves;
   uint64_t align;

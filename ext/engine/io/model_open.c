@@ -77,6 +77,7 @@ model_open_settings (tt_model * m, const tt_open_options * o, tt_error * err)
   if (o->has_seed)
     tt_model_set_seed (m, o->seed);
   if ((st = tt_model_set_plan_mode (m, o->plan_mode, err)) ||
+      (st = tt_model_set_plan_thorough (m, o->plan_thorough, err)) ||
       (st = tt_model_set_inference (m, o->inference, err)))
     return st;
   if (o->alignment && (st = tt_model_set_alignment (m, o->alignment, err)))

@@ -77,7 +77,7 @@ plan_layout (tt_model * m, uint64_t * pool, uint64_t * bound,
     return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory planning", m->path);
   *bound = tt_plan_lower_bound (t, n, m->align);
   *naive = tt_plan_naive_size (t, n, m->align);
-  *pool = tt_plan_assign_offsets (t, n, m->align);
+  *pool = tt_plan_assign_offsets_search (t, n, m->align, m->plan_thorough);
   if (*pool != UINT64_MAX)
     for (size_t i = 0; i < n; i++)
       m->tensors[map[i]].offset = t[i].offset;

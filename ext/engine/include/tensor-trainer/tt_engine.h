@@ -196,6 +196,7 @@ typedef struct {
   unsigned threads;             /* tt_model_set_threads, before an INI is
                                  * compiled: its pool is then laid out for
                                  * that count; 0: the process default */
+  bool plan_thorough;           /* INI only: tt_model_set_plan_thorough */
 } tt_open_options;
 
 /* The steps of tt_model_open in order: where it stopped. */
@@ -279,6 +280,12 @@ TT_API bool tt_model_is_inference (const tt_model * model);
 TT_API tt_status tt_model_set_plan_mode (tt_model * model, tt_plan_mode mode,
     tt_error * err);
 TT_API tt_status tt_model_set_alignment (tt_model * model, uint32_t alignment,
+    tt_error * err);
+/* Before compile: when the model is planned (not a stored plan), search
+ * longer for offsets that meet the lower bound: up to about a second on
+ * a model of a thousand tensors instead of about 10 ms. For plans made
+ * once and stored (tensor-trainer plan, tensor_planner). */
+TT_API tt_status tt_model_set_plan_thorough (tt_model * model, bool thorough,
     tt_error * err);
 /* true when the INI holds a stored plan ([Plan] sections). */
 TT_API bool tt_model_has_stored_plan (const tt_model * model);
