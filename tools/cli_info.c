@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 
 int
@@ -32,6 +33,10 @@ cli_info (const cli_options * o)
   printf ("output=%u:%u:%u\n", out.channel, out.height, out.width);
   printf ("weight_bytes=%zu pool_bytes=%zu tensors=%zu\n", mem.weight_bytes,
       mem.pool_bytes, mem.tensor_count);
+  uint64_t fwd, bwd;
+  tt_model_multiply_adds (m, &fwd, &bwd);
+  printf ("forward_multiply_adds=%" PRIu64 " backward_multiply_adds=%" PRIu64
+      " (per sample)\n", fwd, bwd);
   tt_plan_info p;
   tt_model_plan_info (m, &p);
   cli_print_plan (&p);

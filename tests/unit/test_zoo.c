@@ -3,6 +3,8 @@
  * The model zoo (tests/models/zoo_*.ini, written by scripts/gen-zoo.py):
  *   plan   each model's pool, planned as `tensor-trainer plan` plans it
  *          (the thorough offset search), is its lower bound;
+ *          Multiply-adds per sample: the MLP's by hand, the zoo's against
+ *          the figures their authors publish;
  *   learns each model memorizes a few fixed batches: over the epochs its
  *          mean loss falls to at most half of the first epoch's.
  *
@@ -62,6 +64,60 @@ test_plan_at_bound (void)
         (double) p.pool_bytes / (double) p.lower_bound);
     CHECK (p.pool_bytes == p.lower_bound, "%s: pool %" PRIu64 " > bound %"
         PRIu64, zoo[i].ini, p.pool_bytes, p.lower_bound);
+    tt_model_free (m);
+  }
+}
+
+/* tensor-trainer info's multiply-adds */
+static void
+test_multiply_adds (void)
+{
+  char path[2048];
+  tt_error err;
+  uint64_t fwd, bwd;
+  snprintf (path, sizeof path, "%s/tests/models/fmnist_mlp.ini", root);
+  tt_model *m = tt_model_open (path, NULL, NULL, &err);
+  CHECK (m != NULL, "fmnist_mlp: %s", m ? "" : err.message);
+  if (m) {
+    tt_model_multiply_adds (m, &fwd, &bwd);
+    /* 784x256, 256x128, 128x10; backward: every weight gradient, and the
+     * input derivatives of all but the first layer */
+    const uint64_t f = 784 * 256 + 256 * 128 + 128 * 10;
+    CHECK (fwd == f && bwd == f + 256 * 128 + 128 * 10,
+        "fmnist_mlp: %" PRIu64 " forward, %" PRIu64 " backward", fwd, bwd);
+    tt_model_free (m);
+  }
+  /* published: MobileNetV2 0.35 is 59.2 M at 224x224 with 1,000 classes,
+   * 1.28 M of them the classifier, the rest scaling with the pixels; MLPerf
+   * Tiny's DS-CNN 2.7 M (5.4 M operations), visual wake words 7.49 M,
+   * ResNet-8 12.5 M, the autoencoder 0.264 M */
+  static const struct
+  {
+    const char *ini;
+    double millions;
+  } published[] = {
+    {"zoo_mobilenet_v2.ini", (59.2 - 1.28) * 96 * 96 / (224 * 224)},
+    {"zoo_ds_cnn.ini", 2.7},
+    {"zoo_vww_mobilenet_v1.ini", 7.49},
+    {"zoo_resnet8.ini", 12.5},
+    {"zoo_autoencoder.ini", 0.264},
+  };
+  for (size_t i = 0; i < sizeof published / sizeof published[0]; i++) {
+    snprintf (path, sizeof path, "%s/tests/models/%s", root, published[i].ini);
+    m = tt_model_open (path, NULL, NULL, &err);
+    CHECK (m != NULL, "%s: %s", published[i].ini, m ? "" : err.message);
+    if (!m)
+      continue;
+    tt_model_multiply_adds (m, &fwd, &bwd);
+    const double got = fwd / 1e6;
+    printf ("%-26s %.3f M multiply-adds forward (published %.3f M), "
+        "%.3f M backward\n", published[i].ini, got, published[i].millions,
+        bwd / 1e6);
+    CHECK (fabs (got - published[i].millions) <= 0.02 * published[i].millions,
+        "%s: %.3f M", published[i].ini, got);
+    /* every layer trains, the first takes no input derivative */
+    CHECK (bwd > fwd && bwd < 2 * fwd, "%s: backward %" PRIu64,
+        published[i].ini, bwd);
     tt_model_free (m);
   }
 }
@@ -142,9 +198,10 @@ main (int argc, char **argv)
     return 2;
   }
   root = argv[1];
-  if (!strcmp (argv[2], "plan"))
+  if (!strcmp (argv[2], "plan")) {
     TT_TEST_RUN (test_plan_at_bound);
-  else
+    TT_TEST_RUN (test_multiply_adds);
+  } else
     TT_TEST_RUN (test_learns);
   return tt_test_summary ();
 }

@@ -86,6 +86,30 @@ tt_model_memory_info (const tt_model * m, tt_memory_info * info)
   info->tensor_count = m->n_tensors;
 }
 
+void
+tt_model_multiply_adds (const tt_model * m, uint64_t * forward,
+    uint64_t * backward)
+{
+  *forward = *backward = 0;
+  if (!m->compiled)
+    return;
+  for (uint32_t i = 0; i < m->n_layers; i++) {
+    const tt_layer *l = &m->layers[i];
+    uint64_t weighted = 0, between = 0;
+    if (!l->ops->multiply_adds)
+      continue;
+    l->ops->multiply_adds (l, &weighted, &between);
+    *forward += weighted + between;
+    if (m->inference)
+      continue;
+    /* the weight gradient where the weight trains; the input derivative
+     * where a derivative flows below */
+    const bool weight_grad = l->n_weights > 0 && l->weights[0].grad >= 0;
+    *backward += (weight_grad ? weighted : 0) +
+        (l->needs_derivative ? weighted + 2 * between : 0);
+  }
+}
+
 const float *
 tt_model_output (const tt_model * m)
 {

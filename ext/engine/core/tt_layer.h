@@ -397,6 +397,14 @@ typedef struct tt_layer_ops {
    * tensor p.loss.label), and whose own passes do nothing when it is
    * tt_layer.loss_in_tail */
   bool fits_loss_tail;
+  /* Multiply-adds of one sample's forward pass (tt_model_multiply_adds):
+   * *weighted, of products with the layer's weights, which backward
+   * repeats for the weight gradient and for the input derivative;
+   * *between, of products of two activations (attention's), which
+   * backward repeats for each operand's derivative. Element-wise work is
+   * not counted. NULL: none. */
+  void (*multiply_adds) (const struct tt_layer * l, uint64_t * weighted,
+      uint64_t * between);
 } tt_layer_ops;
 
 typedef struct {
@@ -676,6 +684,8 @@ tt_status tt_window_setup (const tt_init_ctx * c, const tt_layer * l,
  * names the layer in messages, gates is 4 (lstm) or 3 (gru) */
 tt_status tt_recurrent_parse (const tt_section * s, const char *type,
     tt_recurrent * r, tt_error * err);
+void tt_recurrent_multiply_adds (const tt_layer * l, uint64_t * weighted,
+    uint64_t * between);
 tt_status tt_recurrent_infer (const tt_init_ctx * c, tt_layer * l,
     const char *type, const tt_recurrent * r, uint32_t gates, tt_error * err);
 /* Where the kernels keep h_t of sample b: hidden + b * h_ld + t * h_step,

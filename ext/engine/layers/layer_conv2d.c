@@ -308,6 +308,15 @@ conv_backward_reads (const tt_layer * l)
   return l->p.conv.groups > 1 ? TT_READS_INPUT : 0;
 }
 
+/* the filter (its group's channels) at every output position */
+static void
+conv_multiply_adds (const tt_layer * l, uint64_t * weighted, uint64_t * between)
+{
+  *weighted = (uint64_t) l->weights[0].count * l->out_dims[0].h *
+      l->out_dims[0].w;
+  *between = 0;
+}
+
 const tt_layer_ops tt_conv2d_layer_ops = {
   .type = "conv2d",
   .role = TT_ROLE_COMPUTE,
@@ -322,6 +331,7 @@ const tt_layer_ops tt_conv2d_layer_ops = {
   .calc_derivative = conv_calc_derivative,
   .worker_floats = conv_worker_floats,
   .backward_reads = conv_backward_reads,
+  .multiply_adds = conv_multiply_adds,
 };
 
 const tt_layer_ops tt_conv1d_layer_ops = {
@@ -338,6 +348,7 @@ const tt_layer_ops tt_conv1d_layer_ops = {
   .calc_derivative = conv_calc_derivative,
   .worker_floats = conv_worker_floats,
   .backward_reads = conv_backward_reads,
+  .multiply_adds = conv_multiply_adds,
 };
 
 const tt_layer_ops tt_depthwiseconv2d_layer_ops = {
@@ -354,4 +365,5 @@ const tt_layer_ops tt_depthwiseconv2d_layer_ops = {
   .calc_derivative = conv_calc_derivative,
   .worker_floats = conv_worker_floats,
   .backward_reads = conv_backward_reads,
+  .multiply_adds = conv_multiply_adds,
 };

@@ -380,6 +380,15 @@ fc_backward_reads (const tt_layer * l)
   return TT_READS_INPUT;
 }
 
+/* a product of the weight per row of the input */
+static void
+fc_multiply_adds (const tt_layer * l, uint64_t * weighted, uint64_t * between)
+{
+  *weighted = (uint64_t) l->weights[0].count * l->in_dims[0].c *
+      l->in_dims[0].h;
+  *between = 0;
+}
+
 const tt_layer_ops tt_fc_layer_ops = {
   .type = "fully_connected",
   .role = TT_ROLE_COMPUTE,
@@ -397,4 +406,5 @@ const tt_layer_ops tt_fc_layer_ops = {
   .derivative_product = fc_derivative_product,
   .copies_derivative = true,
   .runs_loss_tail = true,
+  .multiply_adds = fc_multiply_adds,
 };

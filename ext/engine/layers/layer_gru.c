@@ -170,4 +170,5 @@ const tt_layer_ops tt_gru_layer_ops = {
   .calc_gradient = gru_calc_gradient,
   .calc_derivative = gru_calc_derivative,
   .backward_reads = gru_backward_reads,
+  .multiply_adds = tt_recurrent_multiply_adds,
 };

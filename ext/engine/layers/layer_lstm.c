@@ -190,4 +190,5 @@ const tt_layer_ops tt_lstm_layer_ops = {
   .calc_gradient = lstm_calc_gradient,
   .calc_derivative = lstm_calc_derivative,
   .backward_reads = lstm_backward_reads,
+  .multiply_adds = tt_recurrent_multiply_adds,
 };

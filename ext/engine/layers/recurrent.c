@@ -104,6 +104,16 @@ tt_recurrent_infer (const tt_init_ctx * c, tt_layer * l, const char *type,
   return TT_OK;
 }
 
+/* weight_ih and weight_hh, once per time step */
+void
+tt_recurrent_multiply_adds (const tt_layer * l, uint64_t * weighted,
+    uint64_t * between)
+{
+  *weighted = ((uint64_t) l->weights[0].count + l->weights[1].count) *
+      l->in_dims[0].h;
+  *between = 0;
+}
+
 void
 tt_recurrent_hidden (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int hidden_id, float **hidden, int *h_ld,

@@ -396,6 +396,14 @@ TT_API const char *tt_model_path (const tt_model * model);
 TT_API void tt_model_memory_info (const tt_model * model,
     tt_memory_info * info);
 
+/* Multiply-adds of one sample's training step after compile: forward, and
+ * backward (weight gradients where weights train, input derivatives where
+ * they flow); products only (dense, convolution, recurrent, attention
+ * layers), element-wise work is not counted. 0 before compile; backward
+ * is 0 for an inference-only model. */
+TT_API void tt_model_multiply_adds (const tt_model * model,
+    uint64_t * forward, uint64_t * backward);
+
 /* One optimization step on n samples (1 <= n <= batch size; a smaller last
  * batch is trained as a smaller batch). inputs[i] holds n samples of input
  * i in dtype types[i] (NCHW, batch outermost); labels holds n samples of the
