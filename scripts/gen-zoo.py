@@ -165,6 +165,35 @@ map and the classifier.""", 32, "cross", 0.001)
     return ini.text()
 
 
+def resnet18(classes=10):
+    ini = Ini("""ResNet-18 with the CIFAR stem, on 32x32 RGB images, 10 classes: a 3x3
+convolution of 64 channels (no max pooling), four stages of two basic
+blocks of 64, 128, 256 and 512 channels (the last three starting at
+stride 2, with a 1x1 convolution of stride 2 and batch normalization on
+the shortcut), global average pooling and the classifier.""", 32,
+              "cross", 0.001)
+    ini.layer("input", "input", input_shape="3:32:32")
+    prev = ini.conv_bn("conv1", 64, (3, 3), 1, "same", "relu")
+    ch = 64
+    for stage, c in enumerate([64, 128, 256, 512], start=1):
+        for block in range(2):
+            s = 2 if stage > 1 and block == 0 else 1
+            n = "l%d_%d" % (stage, block)
+            a = ini.conv_bn(n + "_a", c, (3, 3), s, "same", "relu", input_layers=prev)
+            b = ini.conv_bn(n + "_b", c, (3, 3), 1, "same", None, input_layers=a)
+            shortcut = prev
+            if s != 1 or ch != c:
+                shortcut = ini.conv_bn(n + "_short", c, (1, 1), s, "0", None,
+                                       input_layers=prev)
+            prev = ini.layer(n + "_add", "addition",
+                             input_layers="%s, %s" % (shortcut, b), activation="relu")
+            ch = c
+    ini.layer("pool", "pooling2d", pooling="global_average")
+    ini.layer("flat", "flatten")
+    ini.layer("classifier", "fully_connected", unit=classes, activation="softmax")
+    return ini.text()
+
+
 def autoencoder():
     ini = Ini("""MLPerf Tiny's anomaly detector: a dense autoencoder over 640 values (5
 frames of 128 log-mel energies). Four layers of 128 units, a bottleneck
@@ -186,6 +215,7 @@ ZOO = {
     "zoo_ds_cnn.ini": ds_cnn,
     "zoo_vww_mobilenet_v1.ini": vww_mobilenet_v1,
     "zoo_resnet8.ini": resnet8,
+    "zoo_resnet18.ini": resnet18,
     "zoo_autoencoder.ini": autoencoder,
 }
 

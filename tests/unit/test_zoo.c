@@ -28,6 +28,7 @@ static const zoo_model zoo[] = {
   {"zoo_ds_cnn.ini", 16, 2, 40},
   {"zoo_vww_mobilenet_v1.ini", 8, 2, 12},
   {"zoo_resnet8.ini", 16, 2, 12},
+  {"zoo_resnet18.ini", 4, 2, 10},
   {"zoo_autoencoder.ini", 16, 2, 30},
 };
 
@@ -90,7 +91,8 @@ test_multiply_adds (void)
   /* published: MobileNetV2 0.35 is 59.2 M at 224x224 with 1,000 classes,
    * 1.28 M of them the classifier, the rest scaling with the pixels; MLPerf
    * Tiny's DS-CNN 2.7 M (5.4 M operations), visual wake words 7.49 M,
-   * ResNet-8 12.5 M, the autoencoder 0.264 M */
+   * ResNet-8 12.5 M, the autoencoder 0.264 M; ResNet-18 with the CIFAR
+   * stem 0.56 G */
   static const struct
   {
     const char *ini;
@@ -100,6 +102,7 @@ test_multiply_adds (void)
     {"zoo_ds_cnn.ini", 2.7},
     {"zoo_vww_mobilenet_v1.ini", 7.49},
     {"zoo_resnet8.ini", 12.5},
+    {"zoo_resnet18.ini", 556},
     {"zoo_autoencoder.ini", 0.264},
   };
   for (size_t i = 0; i < sizeof published / sizeof published[0]; i++) {
