@@ -1867,6 +1867,11 @@ test_conv_grouped (void)
     {"grouped_1x1", 8, 6, 10, 6, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3},
     {"grouped_3x3", 6, 7, 9, 9, 3, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2},
     {"grouped_conv1d", 4, 1, 40, 6, 2, 1, 5, 1, 1, 1, 1, 0, 0, 4, 0, 3},
+    /* stride 1 runs flat when the padded plane fits (DS-CNN's 25x5 maps),
+     * by rows when it does not */
+    {"depthwise_narrow_flat", 4, 25, 5, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},
+    {"depthwise_dil_flat", 3, 8, 6, 6, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 2},
+    {"depthwise_large_rows", 2, 70, 90, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     tt_window_geom g = {.channels = cases[ci].c,.in_h = cases[ci].h,

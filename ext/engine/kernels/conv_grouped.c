@@ -16,6 +16,13 @@
  * - the weight gradient, per filter: each tap's dot products of output
  *   derivative rows with the input rows they read, over every sample in
  *   order (8 lane partials, then their sum).
+ * At stride 1, a plane small enough (GROUPED_FLAT_FLOATS) runs flat
+ * instead: the input plane copied with its padding into rows of pitch P
+ * (the padded width), the output computed in rows of the same pitch (the
+ * columns past the output's width are thrown away), so that each tap is
+ * one vector operation over the whole plane, not one per row: narrow maps
+ * (DS-CNN's 25x5, MobileNet's 12x12 and 6x6) have rows too short for
+ * vectors. The sums run in the same order (padding adds w * 0).
  * Forward and the input derivative split planes, the weight gradient
  * filters, over the pool's threads: every value is computed by one part
  * in the same order whatever the split, so results equal one thread's bit
@@ -28,6 +35,67 @@
 
 /* Below this many multiply-adds a pass runs on the caller alone */
 #define GROUPED_SPLIT_MIN (256 * 1024)
+/* Floats of the flat path's buffers, on the stack: a padded input plane
+ * and an output plane, both of pitch P (32 KiB; 48x48 maps fit) */
+#define GROUPED_FLAT_FLOATS 8192
+
+/* The flat path's geometry: pitch p (the padded width), rows_in padded
+ * input rows, n values swept per tap ((out_h - 1) * p + out_w); 0 when
+ * the plane runs by rows (a stride, or too large) */
+typedef struct
+{
+  int p, rows_in, n;
+} grouped_flat;
+
+static grouped_flat
+grouped_flat_of (const tt_window_geom * g)
+{
+  grouped_flat fl = { 0, 0, 0 };
+  if (g->stride_h != 1 || g->stride_w != 1)
+    return fl;
+  const int p = g->out_w + (g->kernel_w - 1) * g->dilation_w;
+  const int rows_in = g->out_h + (g->kernel_h - 1) * g->dilation_h;
+  if ((size_t) p * ((size_t) rows_in + g->out_h) > GROUPED_FLAT_FLOATS)
+    return fl;
+  fl.p = p;
+  fl.rows_in = rows_in;
+  fl.n = (g->out_h - 1) * p + g->out_w;
+  return fl;
+}
+
+/* xp[r][q] = x[r - pad_top][q - pad_left], 0 outside the input */
+TT_ALWAYS_INLINE void
+grouped_pad_plane (const tt_window_geom * g, const grouped_flat * fl,
+    const float *restrict x, float *restrict xp)
+{
+  for (int r = 0; r < fl->rows_in; r++) {
+    float *row = xp + (size_t) r * fl->p;
+    const int iy = r - g->pad_top;
+    if (iy < 0 || iy >= g->in_h) {
+      memset (row, 0, (size_t) fl->p * sizeof *row);
+      continue;
+    }
+    const int left = g->pad_left < fl->p ? g->pad_left : fl->p;
+    int width = fl->p - left < g->in_w ? fl->p - left : g->in_w;
+    memset (row, 0, (size_t) left * sizeof *row);
+    memcpy (row + left, x + (size_t) iy * g->in_w, (size_t) width *
+        sizeof *row);
+    memset (row + left + width, 0, (size_t) (fl->p - left - width) *
+        sizeof *row);
+  }
+}
+
+/* yq[oy][ox] = y[oy][ox] in rows of pitch p, 0 past the output's width */
+TT_ALWAYS_INLINE void
+grouped_widen_plane (const tt_window_geom * g, const grouped_flat * fl,
+    const float *restrict y, float *restrict yq)
+{
+  for (int oy = 0; oy < g->out_h; oy++) {
+    float *row = yq + (size_t) oy * fl->p;
+    memcpy (row, y + (size_t) oy * g->out_w, (size_t) g->out_w * sizeof *row);
+    memset (row + g->out_w, 0, (size_t) (fl->p - g->out_w) * sizeof *row);
+  }
+}
 
 /* The output columns [lo, hi) of a row whose input column o * stride + jx
  * lies inside [0, in) */
@@ -96,6 +164,44 @@ grouped_dot (const float *restrict a, const float *restrict x, int n,
   return s;
 }
 
+/* the sum of a[k] * x[k], k < n: 32 lane partials (several vectors, so
+ * that each add does not wait on the previous one) */
+TT_ALWAYS_INLINE float
+grouped_dot_long (const float *restrict a, const float *restrict x, int n)
+{
+  float acc[32] = { 0 };
+  int k = 0;
+  for (; k + 32 <= n; k += 32)
+    for (int l = 0; l < 32; l++)
+      acc[l] += a[k + l] * x[k + l];
+  for (; k + 8 <= n; k += 8)
+    for (int l = 0; l < 8; l++)
+      acc[l] += a[k + l] * x[k + l];
+  float s = 0.0f;
+  for (int l = 0; l < 32; l++)
+    s += acc[l];
+  for (; k < n; k++)
+    s += a[k] * x[k];
+  return s;
+}
+
+/* the sum of a[k], k < n: 8 lane partials */
+TT_ALWAYS_INLINE float
+grouped_sum (const float *restrict a, int n)
+{
+  float acc[8] = { 0 };
+  int k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int l = 0; l < 8; l++)
+      acc[l] += a[k + l];
+  float s = 0.0f;
+  for (int l = 0; l < 8; l++)
+    s += acc[l];
+  for (; k < n; k++)
+    s += a[k];
+  return s;
+}
+
 typedef struct
 {
   const tt_window_geom *g;
@@ -119,6 +225,24 @@ grouped_forward_plane (const grouped_job * j, size_t p)
   const float *w = j->w + (size_t) f * cg * kh * kw;
   float *y = j->y + p * (size_t) oh * ow;
   const float bias = j->bias ? j->bias[f] : 0.0f;
+  const grouped_flat fl = grouped_flat_of (g);
+  if (fl.p) {
+    float buf[GROUPED_FLAT_FLOATS];
+    float *xp = buf, *yp = buf + (size_t) fl.rows_in * fl.p;
+    for (int k = 0; k < oh * fl.p; k++)
+      yp[k] = bias;
+    for (int c = 0; c < cg; c++) {
+      grouped_pad_plane (g, &fl, x + c * in_plane, xp);
+      for (int i = 0; i < kh; i++)
+        for (int t = 0; t < kw; t++)
+          grouped_axpy (yp, xp + (size_t) i * g->dilation_h * fl.p +
+              t * g->dilation_w, w[((size_t) c * kh + i) * kw + t], fl.n, 1);
+    }
+    for (int oy = 0; oy < oh; oy++)
+      memcpy (y + (size_t) oy * ow, yp + (size_t) oy * fl.p,
+          (size_t) ow * sizeof *y);
+    return;
+  }
   for (int oy = 0; oy < oh; oy++) {
     float *yr = y + (size_t) oy * ow;
     for (int ox = 0; ox < ow; ox++)
@@ -155,6 +279,25 @@ grouped_input_plane (const grouped_job * j, size_t p)
   const int sh = g->stride_h, sw = g->stride_w;
   const size_t out_plane = (size_t) oh * ow;
   float *dx = j->dx + p * (size_t) g->in_h * g->in_w;
+  const grouped_flat fl = grouped_flat_of (g);
+  if (fl.p) {
+    float buf[GROUPED_FLAT_FLOATS];
+    float *dxp = buf, *dyq = buf + (size_t) fl.rows_in * fl.p;
+    memset (dxp, 0, (size_t) fl.rows_in * fl.p * sizeof *dxp);
+    for (int f = grp * fg; f < (grp + 1) * fg; f++) {
+      grouped_widen_plane (g, &fl, j->dy + (b * (size_t) j->filters + f) *
+          out_plane, dyq);
+      const float *w = j->w + ((size_t) f * cg + c) * kh * kw;
+      for (int i = 0; i < kh; i++)
+        for (int t = 0; t < kw; t++)
+          grouped_axpy (dxp + (size_t) i * g->dilation_h * fl.p +
+              t * g->dilation_w, dyq, w[i * kw + t], fl.n, 1);
+    }
+    for (int iy = 0; iy < g->in_h; iy++)
+      memcpy (dx + (size_t) iy * g->in_w, dxp + (size_t) (iy + g->pad_top) *
+          fl.p + g->pad_left, (size_t) g->in_w * sizeof *dx);
+    return;
+  }
   for (int iy = 0; iy < g->in_h; iy++) {
     float *dr = dx + (size_t) iy * g->in_w;
     memset (dr, 0, (size_t) g->in_w * sizeof *dr);
@@ -195,10 +338,27 @@ grouped_weight_filter (const grouped_job * j, int f)
   float *dw = j->dw + (size_t) f * cg * kh * kw;
   memset (dw, 0, (size_t) cg * kh * kw * sizeof *dw);
   float db = 0.0f;
+  const grouped_flat fl = grouped_flat_of (g);
+  float buf[GROUPED_FLAT_FLOATS];
+  float *xp = buf, *dyq = buf + (size_t) fl.rows_in * fl.p;
   for (int b = 0; b < j->batch; b++) {
     const float *dyp = j->dy + ((size_t) b * j->filters + f) * out_plane;
     const float *x = j->x + ((size_t) b * g->channels +
         (size_t) (f / fg) * cg) * in_plane;
+    if (fl.p) {
+      if (j->dbias)
+        db += grouped_sum (dyp, (int) out_plane);
+      grouped_widen_plane (g, &fl, dyp, dyq);
+      for (int c = 0; c < cg; c++) {
+        grouped_pad_plane (g, &fl, x + c * in_plane, xp);
+        float *dwc = dw + (size_t) c * kh * kw;
+        for (int i = 0; i < kh; i++)
+          for (int t = 0; t < kw; t++)
+            dwc[i * kw + t] += grouped_dot_long (dyq, xp + (size_t) i *
+                g->dilation_h * fl.p + t * g->dilation_w, fl.n);
+      }
+      continue;
+    }
     for (int oy = 0; oy < oh; oy++) {
       const float *dyr = dyp + (size_t) oy * ow;
       if (j->dbias) {
