@@ -29,8 +29,8 @@ rng_rotl (uint64_t x, int k)
   return (x << k) | (x >> (64 - k));
 }
 
-uint64_t
-tt_rng_next (tt_rng * rng)
+static inline uint64_t
+rng_next (tt_rng * rng)
 {
   uint64_t *s = rng->s;
   uint64_t result = rng_rotl (s[1] * 5, 7) * 9;
@@ -44,11 +44,26 @@ tt_rng_next (tt_rng * rng)
   return result;
 }
 
+uint64_t
+tt_rng_next (tt_rng * rng)
+{
+  return rng_next (rng);
+}
+
 float
 tt_rng_uniform (tt_rng * rng)
 {
   /* 24 random bits: exactly representable, never 1.0 */
-  return (float) (tt_rng_next (rng) >> 40) * (1.0f / 16777216.0f);
+  return (float) (rng_next (rng) >> 40) * (1.0f / 16777216.0f);
+}
+
+void
+tt_rng_mask (tt_rng * rng, float *mask, size_t n, float rate, float keep)
+{
+  /* the draws of tt_rng_uniform, in order, without a call each */
+  for (size_t i = 0; i < n; i++)
+    mask[i] = (float) (rng_next (rng) >> 40) * (1.0f / 16777216.0f) < rate ?
+        0.0f : keep;
 }
 
 float

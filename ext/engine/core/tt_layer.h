@@ -51,6 +51,10 @@ void tt_rng_seed (tt_rng * rng, uint64_t seed);
 uint64_t tt_rng_next (tt_rng * rng);
 float tt_rng_uniform (tt_rng * rng);    /* [0, 1) */
 float tt_rng_normal (tt_rng * rng);
+/* mask[i] = 0 where the i-th draw of tt_rng_uniform is below rate, else
+ * keep: a dropout mask, the same draws as n calls of tt_rng_uniform */
+void tt_rng_mask (tt_rng * rng, float *mask, size_t n, float rate,
+    float keep);
 
 /* ---- tensors --------------------------------------------------------- */
 

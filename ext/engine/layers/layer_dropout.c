@@ -76,15 +76,7 @@ dropout_forward (const tt_run_ctx * c, tt_layer * l)
     return;
   }
   const float keep = 1.0f / (1.0f - rate);
-  if (!c->threads || n < DROPOUT_SPLIT_MIN) {
-    for (size_t i = 0; i < n; i++) {
-      mask[i] = tt_rng_uniform (c->rng) < rate ? 0.0f : keep;
-      y[i] = x[i] * mask[i];
-    }
-    return;
-  }
-  for (size_t i = 0; i < n; i++)
-    mask[i] = tt_rng_uniform (c->rng) < rate ? 0.0f : keep;
+  tt_rng_mask (c->rng, mask, n, rate, keep);
   dropout_job j = { x, mask, y };
   tt_split (c->threads, n, 16, DROPOUT_SPLIT_MIN, dropout_multiply, &j);
 }
