@@ -108,7 +108,7 @@ gather_backward_reads (const tt_layer * l)
 const tt_layer_ops tt_gather_layer_ops = {
   .type = "gather",
   .role = TT_ROLE_COMPUTE,
-  .max_inputs = 2,
+  .max_inputs = TT_MAX_IO,
   .keys = gather_keys,
   .parse = gather_parse,
   .infer = gather_infer,

@@ -81,7 +81,7 @@ matmul_backward_reads (const tt_layer * l)
 const tt_layer_ops tt_matmul_layer_ops = {
   .type = "matmul",
   .role = TT_ROLE_COMPUTE,
-  .max_inputs = 2,
+  .max_inputs = TT_MAX_IO,
   .keys = matmul_keys,
   .parse = matmul_parse,
   .infer = matmul_infer,
