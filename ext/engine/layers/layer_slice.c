@@ -167,13 +167,13 @@ split_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
         "of %zu, at most %d)", c->path, l->section, number, in.c, in.h,
         in.w, l->p.slice.axis, n, n, TT_MAX_IO);
   if (number > TT_MAX_IO)
-    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] split_number: not set, "
-        "so the input %u:%u:%u's axis %u of %zu, more parts than the %d a "
-        "layer may have (set split_number to a divisor of %zu up to %d)",
-        c->path, l->section, in.c, in.h, in.w, l->p.slice.axis, n,
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] split_number: not set: "
+        "the size %zu of the input %u:%u:%u's axis %u, more parts than the "
+        "%d a layer may have (set split_number to a divisor of %zu up to "
+        "%d)", c->path, l->section, n, in.c, in.h, in.w, l->p.slice.axis,
         TT_MAX_IO, n, TT_MAX_IO);
   if (l->n_outputs != number)
-    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] split_number: %zu parts%s "
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] split_number: %zu part(s)%s "
         "but its consumers use %u (name every part in their input_layers: "
         "%s(0) ... %s(%zu))", c->path, l->section, number,
         given ? "" : " (the axis's size: split_number is not set)",
