@@ -790,6 +790,15 @@ static const ie_valid ie_valids[] = {
         "[dw2]\ntype = DepthwiseConv2D\nfilters = 8\nkernel_size = 3,3\n"
         "dilation = 1\n[g]\ntype = conv2d\nfilters = 4\nkernel_size = 1,1\n"
         "groups = 4\n"},
+  /* tensor-manipulation layers with nntrainer's other keys */
+  {"tensorops_keys", MODEL_MSE ADAM INPUT_IMG
+        "[w]\ntype = weight\ndim = 1:6:6\ntensor_dtype = fp32\n"
+        "weight_name = w0\nweight_initializer = he_uniform\n"
+        "input_layers = in\n[m]\ntype = matmul\ninput_layers = in, w\n"
+        "inplace = false\nprint = false\n[c]\ntype = cast\n"
+        "tensor_dtype = FP32\nprint = true\n[s]\ntype = slice\naxis = 2\n"
+        "start_index = 1\nend_index = 3\nprint = false\n[p]\n"
+        "type = permute\ndirection = 3,2,1\n"},
 };
 
 /* convolutions: conv1d's padding forms (nntrainer's Padding1D)
