@@ -384,7 +384,8 @@ static const gc_case gc_cases[] = {
         "padding=1\nceil_mode=true\n", "mse"},
   {"pool_max_2x2_ceil", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
         "type=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
-        "ceil_mode=true\n", "mse"},  /* tensor-manipulation layers (layer_weight.c, layer_matmul.c,
+        "ceil_mode=true\n", "mse"},
+  /* tensor-manipulation layers (layer_weight.c, layer_matmul.c,
    * layer_cast.c, layer_gather.c, layer_slice.c, layer_permute.c) */
   {"matmul", "[in]\ntype=input\ninput_shape=2:3:4\n[p]\ntype=permute\n"
         "direction=1,3,2\ninput_layers=in\n[f]\ntype=fully_connected\n"

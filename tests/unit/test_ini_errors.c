@@ -645,7 +645,7 @@ static const ie_case ie_cases[] = {
   {"split_not_divisor", MODEL_MSE ADAM INPUT_IMG
         "[s]\ntype = split\nsplit_dimension = 2\nsplit_number = 4\n"
         "[a]\ntype = addition\ninput_layers = s(0), s(1), s(2), s(3)\n",
-      IE_COMPILE, {"[s] split_number", "4 does not divide", "1:6:6",
+        IE_COMPILE, {"[s] split_number", "4 does not divide", "1:6:6",
           "a divisor of 6"}},
   {"split_outputs_unused", MODEL_MSE ADAM INPUT_IMG
         "[s]\ntype = split\nsplit_dimension = 3\nsplit_number = 3\n"

@@ -209,8 +209,7 @@ tt_block_copy (tt_threads * pool, size_t rows, size_t x_row, size_t offset,
     size_t n, const float *x, float *y)
 {
   block_job j = { x_row, n, offset, n, x, y, false, false };
-  tt_split (pool, rows, 1, (TENSOROPS_SPLIT_MIN + n) / (n + 1), block_rows,
-      &j);
+  tt_split (pool, rows, 1, (TENSOROPS_SPLIT_MIN + n) / (n + 1), block_rows, &j);
 }
 
 void

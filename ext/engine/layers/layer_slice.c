@@ -57,8 +57,7 @@ slice_parse (tt_layer * l, const tt_section * s, tt_error * err)
 
 /* the sample's extents around axis: outer, n (the axis), inner */
 static void
-slice_view (tt_dims d, uint32_t axis, size_t *outer, size_t *n,
-    size_t *inner)
+slice_view (tt_dims d, uint32_t axis, size_t *outer, size_t *n, size_t *inner)
 {
   const uint32_t e[3] = { d.c, d.h, d.w };
   *outer = 1;
@@ -145,8 +144,7 @@ split_parse (tt_layer * l, const tt_section * s, tt_error * err)
   uint32_t axis = 0, number = 0;
   tt_status st;
   if ((st = tt_section_uint (s, "split_dimension", 1, 3, &axis, err)) ||
-      (st = tt_section_uint (s, "split_number", 1, TT_MAX_IO, &number,
-              err)))
+      (st = tt_section_uint (s, "split_number", 1, TT_MAX_IO, &number, err)))
     return st;
   l->p.slice.axis = axis;
   l->p.slice.number = number;

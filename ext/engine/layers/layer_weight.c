@@ -38,8 +38,7 @@ weight_parse (tt_layer * l, const tt_section * s, tt_error * err)
   const char *dtype = tt_section_string (s, "tensor_dtype");
   if (dtype && strcasecmp (dtype, "FP32"))
     return tt_section_error (s, "tensor_dtype", err, TT_ERR_INVALID,
-        "'%s' is not supported: tensors here are fp32 (allowed: FP32)",
-        dtype);
+        "'%s' is not supported: tensors here are fp32 (allowed: FP32)", dtype);
   return TT_OK;
 }
 
