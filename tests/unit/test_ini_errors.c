@@ -659,6 +659,9 @@ static const ie_case ie_cases[] = {
         "[s]\ntype = split\nsplit_dimension = 1\n"
         "[a]\ntype = addition\ninput_layers = s(0), s(1)\n", IE_COMPILE,
       {"[s] split_number", "1 part(s)", "use 2"}},
+  {"split_activation", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = split\nsplit_dimension = 1\nactivation = relu\n",
+      IE_LOAD, {"[s] activation", "'relu'", "several outputs", "none"}},
   {"cast_fp16", MODEL_MSE ADAM INPUT_IMG
         "[c]\ntype = cast\ntensor_dtype = FP16\n", IE_LOAD,
       {"[c] tensor_dtype", "FP16 is not supported", "FP32"}},

@@ -21,6 +21,8 @@
  */
 #include "tt_layer.h"
 
+#include <strings.h>
+
 static const char *const slice_keys[] = { "axis", "start_index",
   "end_index", "print", NULL
 };
@@ -141,6 +143,15 @@ split_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if (!tt_section_has (s, "split_dimension"))
     return tt_section_error (s, "split_dimension", err, TT_ERR_INVALID,
         "missing key (1 channel, 2 height or 3 width)");
+  /* an activation or flatten layer after it would take output 0 alone */
+  static const char *const single[] = { "activation", "flatten" };
+  for (int k = 0; k < 2; k++) {
+    const char *v = tt_section_string (s, single[k]);
+    if (v && strcasecmp (v, k ? "false" : "none"))
+      return tt_section_error (s, single[k], err, TT_ERR_INVALID,
+          "'%s' on a split, which has several outputs (allowed: %s; give "
+          "its parts' consumers the layer instead)", v, k ? "false" : "none");
+  }
   uint32_t axis = 0, number = 0;
   tt_status st;
   if ((st = tt_section_uint (s, "split_dimension", 1, 3, &axis, err)) ||
