@@ -417,6 +417,13 @@ static const gc_case gc_cases[] = {
         "type=fully_connected\nunit=3\ninput_layers=s(0)\n[b]\n"
         "type=fully_connected\nunit=3\ninput_layers=s(1)\n[sum]\n"
         "type=addition\ninput_layers=a,b\n", "mse"},
+  {"split_output_shared", "[in]\ntype=input\ninput_shape=2:2:6\n[s]\n"
+        "type=split\nsplit_dimension=3\nsplit_number=3\n[a]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(0)\n[b]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(0)\n[c]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(2)\n[d]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(1)\n[sum]\n"
+        "type=addition\ninput_layers=a,b,c,d\n", "mse"},
   {"split_channel_default", "[in]\ntype=input\ninput_shape=2:3:2\n[s]\n"
         "type=split\nsplit_dimension=1\n[f]\ntype=fully_connected\n"
         "unit=2\ninput_layers=s(0)\n[cat]\ntype=concat\naxis=1\n"
