@@ -87,6 +87,8 @@ def ini_weight_layers(cp):
             out.append((sec, "embedding", int(cp[sec]["out_dim"])))
         elif t == "layer_normalization":
             out.append((sec, "ln", None))
+        elif t == "weight":
+            out.append((sec, "weight", None))
     return out
 
 
@@ -207,6 +209,11 @@ class Net:
         self.weights.append(Weight(name, "gamma", self._uniform(shape, 0.5, 1.5), True))
         self.weights.append(Weight(name, "beta", self._uniform(shape, -0.1, 0.1), True))
         self.layers.append((name, "ln", None))
+
+    def weight(self, name, shape):
+        # a weight layer's one tensor, shaped as its dim (BIN: flattened)
+        self.weights.append(Weight(name, "weight", self._uniform(shape, -0.5, 0.5), True))
+        self.layers.append((name, "weight", None))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -582,7 +589,7 @@ def forward_transformer(ctx, x):
 
 # Cases whose input holds indices in [0, n) (an embedding's): drawn so, and
 # their input derivative is zero (torch has none for indices).
-INDEX_INPUTS = {"transformer": 16}
+INDEX_INPUTS = {"transformer": 16, "tensorops_gather": 5}
 # the newer activations, one per hidden layer; weights up to +-1.2 so
 # that the pre-activations reach the outer pieces (relu6 above 6,
 # hard_swish and hard_sigmoid beyond +-3)
@@ -683,6 +690,36 @@ def forward_pool_modes(ctx, x):
     return linear(ctx, "output", flatten(torch.cat([a, b, c, d, e], dim=1)))   # 15x4x4
 
 
+
+def build_tensorops(net):
+    net.conv("conv", 2, 4, 1)
+    net.weight("w", (4, 4, 3))
+    net.fc("output", 54, 4)
+    # nntrainer's order: the input's second consumer, w, comes out first
+    net.bin_layers = ["w", "conv", "output"]
+
+
+def forward_tensorops(ctx, x):
+    h = conv2d(ctx, "conv", x, "valid")                            # 4x4x6
+    p = h.permute(0, 1, 3, 2)                                      # direction 1,3,2: 4x6x4
+    m = torch.matmul(p, ctx.p["w.weight"].unsqueeze(0))            # 4x6x3
+    a, b = torch.split(m, 3, dim=2)                                # split_number 2 on the height
+    mm2 = torch.matmul(a, b)                                       # 4x3x3
+    sl = b[:, 1:3]                                                 # start_index 2, end_index 4
+    return linear(ctx, "output", flatten(torch.cat([mm2, sl], dim=1)))   # 6x3x3
+
+
+def build_tensorops_gather(net):
+    net.weight("table", (2, 5, 4))
+    net.fc("output", 24, 4)
+
+
+def forward_tensorops_gather(ctx, x):
+    n = x.shape[0]
+    t = ctx.p["table.weight"].unsqueeze(0).expand(n, 2, 5, 4)
+    idx = x.detach().long().reshape(n, 1, 3, 1).expand(n, 2, 3, 4)
+    return linear(ctx, "output", flatten(torch.gather(t, 2, idx)))  # 2x3x4
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -708,6 +745,10 @@ CASES = [
     ("upsample_shuffle", "tests/models/upsample_shuffle.ini", 9009, (2, 2, 2), 4, True, build_upsample_shuffle,
      forward_upsample_shuffle),
     ("pool_modes", "tests/models/pool_modes.ini", 9009, (2, 7, 7), 4, True, build_pool_modes, forward_pool_modes),
+    # tensor-manipulation layers
+    ("tensorops", "tests/models/tensorops.ini", 9010, (2, 4, 6), 4, True, build_tensorops, forward_tensorops),
+    ("tensorops_gather", "tests/models/tensorops_gather.ini", 9011, (1, 3, 1), 4, False, build_tensorops_gather,
+     forward_tensorops_gather),
 ]
 
 

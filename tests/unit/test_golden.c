@@ -365,6 +365,19 @@ test_pool_modes (void)
   golden_case ("pool_modes");
 }
 
+/* tensor-manipulation layers */
+static void
+test_tensorops (void)
+{
+  golden_case ("tensorops");
+}
+
+static void
+test_tensorops_gather (void)
+{
+  golden_case ("tensorops_gather");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -383,5 +396,8 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_ops_unary);
   TT_TEST_RUN (test_upsample_shuffle);
   TT_TEST_RUN (test_pool_modes);
+  /* tensor-manipulation layers */
+  TT_TEST_RUN (test_tensorops);
+  TT_TEST_RUN (test_tensorops_gather);
   return tt_test_summary ();
 }

@@ -385,6 +385,58 @@ static const gc_case gc_cases[] = {
   {"pool_max_2x2_ceil", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
         "type=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
         "ceil_mode=true\n", "mse"},
+  /* tensor-manipulation layers (layer_weight.c, layer_matmul.c,
+   * layer_cast.c, layer_gather.c, layer_slice.c, layer_permute.c) */
+  {"matmul", "[in]\ntype=input\ninput_shape=2:3:4\n[p]\ntype=permute\n"
+        "direction=1,3,2\ninput_layers=in\n[f]\ntype=fully_connected\n"
+        "unit=5\n[m]\ntype=matmul\ninput_layers=in,f\n", "mse"},
+  {"matmul_weight", "[in]\ntype=input\ninput_shape=2:3:4\n[w]\n"
+        "type=weight\ndim=2:5:3\ninput_layers=in\n[m]\ntype=matmul\n"
+        "input_layers=w,in\n", "mse"},
+  {"matmul_self", "[in]\ntype=input\ninput_shape=1:3:3\n[m]\n"
+        "type=matmul\ninput_layers=in,in\n[fc]\ntype=fully_connected\n"
+        "unit=2\n", "mse"},
+  {"permute_312", "[in]\ntype=input\ninput_shape=2:3:4\n[p]\n"
+        "type=permute\ndirection=3,1,2\n[fc]\ntype=fully_connected\n"
+        "unit=3\n", "mse"},
+  {"permute_231", "[in]\ntype=input\ninput_shape=2:3:4\n[p]\n"
+        "type=permute\ndirection=2,3,1\n", "mse"},
+  {"permute_213", "[in]\ntype=input\ninput_shape=2:3:4\n[p]\n"
+        "type=permute\ndirection=2,1,3\n[fc]\ntype=fully_connected\n"
+        "unit=2\n", "mse"},
+  {"slice_height", "[in]\ntype=input\ninput_shape=2:5:3\n[s]\n"
+        "type=slice\naxis=2\nstart_index=2\nend_index=5\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"slice_channel", "[in]\ntype=input\ninput_shape=3:2:3\n[s]\n"
+        "type=slice\naxis=1\nstart_index=3\nend_index=4\n", "mse"},
+  {"slice_width", "[in]\ntype=input\ninput_shape=2:2:6\n[s]\n"
+        "type=slice\naxis=3\nstart_index=1\nend_index=4\n[fc]\n"
+        "type=fully_connected\nunit=2\n", "mse"},
+  {"split_width", "[in]\ntype=input\ninput_shape=2:2:6\n[s]\n"
+        "type=split\nsplit_dimension=3\nsplit_number=2\n[a]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(0)\n[b]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(1)\n[sum]\n"
+        "type=addition\ninput_layers=a,b\n", "mse"},
+  {"split_output_shared", "[in]\ntype=input\ninput_shape=2:2:6\n[s]\n"
+        "type=split\nsplit_dimension=3\nsplit_number=3\n[a]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(0)\n[b]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(0)\n[c]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(2)\n[d]\n"
+        "type=fully_connected\nunit=3\ninput_layers=s(1)\n[sum]\n"
+        "type=addition\ninput_layers=a,b,c,d\n", "mse"},
+  {"split_channel_default", "[in]\ntype=input\ninput_shape=2:3:2\n[s]\n"
+        "type=split\nsplit_dimension=1\n[f]\ntype=fully_connected\n"
+        "unit=2\ninput_layers=s(0)\n[cat]\ntype=concat\naxis=1\n"
+        "input_layers=s(1),f,s(0)\n", "mse"},
+  {"cast", "[in]\ntype=input\ninput_shape=1:2:3\n[c]\ntype=cast\n"
+        "tensor_dtype=FP32\n[fc]\ntype=fully_connected\nunit=2\n", "mse"},
+  {"gather_width", "[in]\ntype=input\ninput_shape=1:1:4\n[w]\n"
+        "type=weight\ndim=2:3:5\ninput_layers=in\n[g]\ntype=gather\n"
+        "axis=3\ninput_layers=w,in\n", "mse"},
+  {"gather_height_full", "[in]\ntype=input\ninput_shape=2:4:3\n[w]\n"
+        "type=weight\ndim=2:5:3\ninput_layers=in\n[g]\ntype=gather\n"
+        "axis=2\ninput_layers=w,in\n[fc]\ntype=fully_connected\nunit=2\n",
+      "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -395,6 +447,8 @@ static const struct
   int range;
 } gc_index_inputs[] = {
   {"embedding", 7}, {"embedding_transformer", 5},
+  /* tensor-manipulation layers */
+  {"gather_width", 5}, {"gather_height_full", 5},
 };
 
 static int

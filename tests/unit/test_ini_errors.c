@@ -598,6 +598,95 @@ static const ie_case ie_cases[] = {
         "[pool]\ntype = pooling2d\npooling = global_average\n"
         "ceil_mode = true\n", IE_LOAD,
       {"[pool] ceil_mode", "max or average"}},
+  /* ---- tensor-manipulation layers ------------------------------------ */
+  {"matmul_one_input", MODEL_MSE ADAM INPUT_IMG
+        "[m]\ntype = matmul\n", IE_COMPILE,
+      {"[m] input_layers", "two inputs", "not 1"}},
+  {"matmul_inner_mismatch", MODEL_MSE ADAM INPUT_IMG
+        "[a]\ntype = fully_connected\nunit = 5\ninput_layers = in\n"
+        "[m]\ntype = matmul\ninput_layers = a, in\n", IE_COMPILE,
+      {"[m] input_layers", "1:6:5", "1:6:6", "C:M:K and C:K:N"}},
+  {"matmul_channels", MODEL_MSE ADAM INPUT_IMG
+        "[c]\ntype = conv2d\nfilters = 2\nkernel_size = 1,1\n"
+        "input_layers = in\n[m]\ntype = matmul\ninput_layers = c, in\n",
+      IE_COMPILE, {"[m] input_layers", "2:6:6", "1:6:6", "same channels"}},
+  {"matmul_inplace_word", MODEL_MSE ADAM INPUT_IMG
+        "[m]\ntype = matmul\ninput_layers = in, in\ninplace = maybe\n",
+      IE_LOAD, {"[m] inplace", "'maybe'", "true or false"}},
+  {"permute_missing", MODEL_MSE ADAM INPUT_IMG "[p]\ntype = permute\n",
+      IE_LOAD, {"[p] direction", "missing key", "1,3,2"}},
+  {"permute_repeat", MODEL_MSE ADAM INPUT_IMG
+        "[p]\ntype = permute\ndirection = 1,1,2\n", IE_LOAD,
+      {"[p] direction", "'1,1,2'", "not a permutation of 1, 2 and 3"}},
+  {"permute_four", MODEL_MSE ADAM INPUT_IMG
+        "[p]\ntype = permute\ndirection = 1,2,4\n", IE_LOAD,
+      {"[p] direction", "out of range [1, 3]"}},
+  {"permute_two", MODEL_MSE ADAM INPUT_IMG
+        "[p]\ntype = permute\ndirection = 2,1\n", IE_LOAD,
+      {"[p] direction", "'2,1'", "not a permutation"}},
+  {"slice_axis_missing", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = slice\nstart_index = 1\nend_index = 2\n", IE_LOAD,
+      {"[s] axis", "missing key", "1 channel, 2 height or 3 width"}},
+  {"slice_axis_batch", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = slice\naxis = 0\nstart_index = 1\nend_index = 2\n",
+      IE_LOAD, {"[s] axis", "out of range [1, 3]"}},
+  {"slice_start_zero", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = slice\naxis = 2\nstart_index = 0\nend_index = 2\n",
+      IE_LOAD, {"[s] start_index", "out of range [1,"}},
+  {"slice_empty", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = slice\naxis = 2\nstart_index = 3\nend_index = 3\n",
+      IE_LOAD, {"[s] end_index", "3 is not after start_index 3"}},
+  {"slice_past_end", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = slice\naxis = 3\nstart_index = 2\nend_index = 8\n",
+      IE_COMPILE, {"[s] end_index", "8", "1:6:6", "end_index <= 7"}},
+  {"split_dimension_missing", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = split\nsplit_number = 2\n", IE_LOAD,
+      {"[s] split_dimension", "missing key"}},
+  {"split_not_divisor", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = split\nsplit_dimension = 2\nsplit_number = 4\n"
+        "[a]\ntype = addition\ninput_layers = s(0), s(1), s(2), s(3)\n",
+        IE_COMPILE, {"[s] split_number", "4 does not divide", "1:6:6",
+          "a divisor of 6"}},
+  {"split_outputs_unused", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = split\nsplit_dimension = 3\nsplit_number = 3\n"
+        "[a]\ntype = addition\ninput_layers = s(0), s(1)\n", IE_COMPILE,
+      {"[s] split_number", "3 part(s)", "use 2", "s(0) ... s(2)"}},
+  {"split_default_too_many", MODEL_MSE ADAM
+        "[in]\ntype = input\ninput_shape = 1:1:20\n"
+        "[s]\ntype = split\nsplit_dimension = 3\n", IE_COMPILE,
+      {"[s] split_number", "not set", "1:1:20", "up to 16"}},
+  {"split_index_past", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = split\nsplit_dimension = 1\n"
+        "[a]\ntype = addition\ninput_layers = s(0), s(1)\n", IE_COMPILE,
+      {"[s] split_number", "1 part(s)", "use 2"}},
+  {"split_activation", MODEL_MSE ADAM INPUT_IMG
+        "[s]\ntype = split\nsplit_dimension = 1\nactivation = relu\n",
+      IE_LOAD, {"[s] activation", "'relu'", "several outputs", "none"}},
+  {"cast_fp16", MODEL_MSE ADAM INPUT_IMG
+        "[c]\ntype = cast\ntensor_dtype = FP16\n", IE_LOAD,
+      {"[c] tensor_dtype", "FP16 is not supported", "FP32"}},
+  {"cast_unknown", MODEL_MSE ADAM INPUT_IMG
+        "[c]\ntype = cast\ntensor_dtype = fp64\n", IE_LOAD,
+      {"[c] tensor_dtype", "'fp64'", "FP32"}},
+  {"gather_axis_missing", MODEL_MSE ADAM INPUT_IMG
+        "[g]\ntype = gather\ninput_layers = in, in\n", IE_LOAD,
+      {"[g] axis", "missing key"}},
+  {"gather_one_input", MODEL_MSE ADAM INPUT_IMG
+        "[g]\ntype = gather\naxis = 3\n", IE_COMPILE,
+      {"[g] input_layers", "two inputs", "x, indices"}},
+  {"gather_index_shape", MODEL_MSE ADAM INPUT_IMG
+        "[i]\ntype = fully_connected\nunit = 2\ninput_layers = in\n"
+        "[p]\ntype = permute\ndirection = 3,2,1\n"
+        "[g]\ntype = gather\naxis = 3\ninput_layers = in, p\n", IE_COMPILE,
+      {"[g] input_layers", "1:6:6", "2:6:1", "along axis 3"}},
+  {"weight_dim_missing", MODEL_MSE ADAM INPUT_IMG "[w]\ntype = weight\n",
+      IE_LOAD, {"[w] dim", "missing key"}},
+  {"weight_dim_zero", MODEL_MSE ADAM INPUT_IMG
+        "[w]\ntype = weight\ndim = 2:0:3\n", IE_LOAD,
+      {"[w] dim", "out of range"}},
+  {"weight_dtype", MODEL_MSE ADAM INPUT_IMG
+        "[w]\ntype = weight\ndim = 2:2:3\ntensor_dtype = QINT8\n", IE_LOAD,
+      {"[w] tensor_dtype", "'QINT8' is not supported", "FP32"}},
 };
 
 /* Valid models: must load, compile and train one batch. */
@@ -704,6 +793,15 @@ static const ie_valid ie_valids[] = {
         "[dw2]\ntype = DepthwiseConv2D\nfilters = 8\nkernel_size = 3,3\n"
         "dilation = 1\n[g]\ntype = conv2d\nfilters = 4\nkernel_size = 1,1\n"
         "groups = 4\n"},
+  /* tensor-manipulation layers with nntrainer's other keys */
+  {"tensorops_keys", MODEL_MSE ADAM INPUT_IMG
+        "[w]\ntype = weight\ndim = 1:6:6\ntensor_dtype = fp32\n"
+        "weight_name = w0\nweight_initializer = he_uniform\n"
+        "input_layers = in\n[m]\ntype = matmul\ninput_layers = in, w\n"
+        "inplace = false\nprint = false\n[c]\ntype = cast\n"
+        "tensor_dtype = FP32\nprint = true\n[s]\ntype = slice\naxis = 2\n"
+        "start_index = 1\nend_index = 3\nprint = false\n[p]\n"
+        "type = permute\ndirection = 3,2,1\n"},
 };
 
 /* convolutions: conv1d's padding forms (nntrainer's Padding1D)

@@ -2038,6 +2038,205 @@ test_activation_derivatives (void)
   }
 }
 
+/* ---- tensor-manipulation kernels (tensorops.c) ----------------------- */
+
+static void
+test_tensorops_matmul (tt_threads * pools[4])
+{
+  static const struct
+  {
+    size_t count;
+    int m, n, k;
+  } cases[] = {
+    {6, 5, 7, 3}, {8, 33, 40, 29}, {1, 96, 80, 70}, {3, 1, 9, 4},
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const tt_matmul_shape s = { cases[ci].m, cases[ci].n, cases[ci].k };
+    const size_t cnt = cases[ci].count;
+    const size_t na = cnt * s.m * s.k, nb = cnt * s.k * s.n,
+        ny = cnt * s.m * s.n;
+    float *a = test_falloc (na), *b = test_falloc (nb), *dy = test_falloc (ny);
+    test_fill (a, na, -1, 1);
+    test_fill (b, nb, -1, 1);
+    test_fill (dy, ny, -1, 1);
+    double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
+    double *rda = test_dalloc (na), *sda = test_dalloc (na);
+    double *rdb = test_dalloc (nb), *sdb = test_dalloc (nb);
+    for (size_t p = 0; p < cnt; p++) {
+      const float *A = a + p * s.m * s.k, *B = b + p * s.k * s.n,
+          *D = dy + p * s.m * s.n;
+      for (int i = 0; i < s.m; i++)
+        for (int j = 0; j < s.n; j++)
+          for (int q = 0; q < s.k; q++) {
+            const double t = (double) A[i * s.k + q] * B[q * s.n + j];
+            ry[p * s.m * s.n + i * s.n + j] += t;
+            sy[p * s.m * s.n + i * s.n + j] += fabs (t);
+            const double u = (double) D[i * s.n + j] * B[q * s.n + j];
+            rda[p * s.m * s.k + i * s.k + q] += u;
+            sda[p * s.m * s.k + i * s.k + q] += fabs (u);
+            const double v = (double) A[i * s.k + q] * D[i * s.n + j];
+            rdb[p * s.k * s.n + q * s.n + j] += v;
+            sdb[p * s.k * s.n + q * s.n + j] += fabs (v);
+          }
+    }
+    for (int t = 0; t < 4; t++) {
+      float *y = test_falloc (ny), *da = test_falloc (na), *db =
+          test_falloc (nb);
+      tt_matmul_forward (pools[t], &s, cnt, a, b, y);
+      tt_matmul_backward (pools[t], &s, cnt, a, b, dy, da, db);
+      const double e = fmax (test_rel_err (y, ry, sy, ny),
+          fmax (test_rel_err (da, rda, sda, na), test_rel_err (db, rdb, sdb,
+                  nb)));
+      test_report (e <= TEST_TOL, "matmul %zu x %dx%d by %dx%d, %d "
+          "thread(s): y, da, db max rel err %.2e", cnt, s.m, s.k, s.k, s.n,
+          t + 1, e);
+      /* one input's derivative alone */
+      float *db2 = test_falloc (nb);
+      tt_matmul_backward (pools[t], &s, cnt, a, b, dy, NULL, db2);
+      test_report (!memcmp (db, db2, nb * sizeof *db), "matmul %zu x %dx%d: "
+          "db alone the same, %d thread(s)", cnt, s.m, s.n, t + 1);
+      free (y);
+      free (da);
+      free (db);
+      free (db2);
+    }
+    free (a);
+    free (b);
+    free (dy);
+    free (ry);
+    free (sy);
+    free (rda);
+    free (sda);
+    free (rdb);
+    free (sdb);
+  }
+}
+
+static void
+test_tensorops_permute (tt_threads * pools[4])
+{
+  static const uint32_t perms[6][3] = {
+    {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0},
+  };
+  const uint32_t in[3] = { 3, 5, 7 };
+  const size_t batch = 200, n = batch * 3 * 5 * 7;
+  float *x = test_falloc (n), *y = test_falloc (n), *back = test_falloc (n);
+  test_fill (x, n, -1, 1);
+  for (int pi = 0; pi < 6; pi++) {
+    const uint32_t *p = perms[pi];
+    const uint32_t out[3] = { in[p[0]], in[p[1]], in[p[2]] };
+    uint32_t inv[3];
+    for (uint32_t a = 0; a < 3; a++)
+      inv[p[a]] = a;
+    tt_permute (pools[0], batch, in, p, x, y);
+    bool ok = true;
+    for (size_t s = 0; s < batch && ok; s++)
+      for (uint32_t i = 0; i < out[0]; i++)
+        for (uint32_t j = 0; j < out[1]; j++)
+          for (uint32_t k = 0; k < out[2]; k++) {
+            uint32_t c[3];
+            c[p[0]] = i;
+            c[p[1]] = j;
+            c[p[2]] = k;
+            ok &= y[((s * out[0] + i) * out[1] + j) * out[2] + k] ==
+                x[((s * in[0] + c[0]) * in[1] + c[1]) * in[2] + c[2]];
+          }
+    tt_permute (pools[0], batch, out, inv, y, back);
+    ok &= !memcmp (back, x, n * sizeof *x);
+    for (int t = 1; t < 4; t++) {
+      float *y2 = test_falloc (n);
+      tt_permute (pools[t], batch, in, p, x, y2);
+      ok &= !memcmp (y, y2, n * sizeof *y);
+      free (y2);
+    }
+    test_report (ok, "permute %u,%u,%u of 3:5:7: values, inverse, 1-4 "
+        "threads bit-identical", p[0] + 1, p[1] + 1, p[2] + 1);
+  }
+  free (x);
+  free (y);
+  free (back);
+}
+
+static void
+test_tensorops_gather (tt_threads * pools[4])
+{
+  /* x [outer 3][r 6][inner 5], y [3][t 4][5]; indices broadcast or full */
+  for (int full = 0; full < 2; full++) {
+    tt_gather_shape g = { 3, 6, 5, 4, full ? 3 : 1, 4, full ? 5 : 1, 0 };
+    g.idx_count = (size_t) g.idx_outer * g.idx_t * g.idx_inner;
+    const size_t batch = 300, nx = batch * 3 * 6 * 5, ny = batch * 3 * 4 * 5,
+        ni = batch * g.idx_count;
+    float *x = test_falloc (nx), *idx = test_falloc (ni), *dy =
+        test_falloc (ny);
+    test_fill (x, nx, -1, 1);
+    test_fill (dy, ny, -1, 1);
+    for (size_t i = 0; i < ni; i++)
+      idx[i] = (float) (test_rng_next () % 6) + 0.7f;
+    idx[1] = -1.0f;             /* out of range: NaN, no gradient */
+    idx[2] = 6.0f;
+    idx[3] = NAN;
+    double *rdx = test_dalloc (nx), *scale = test_dalloc (nx);
+    float *y = test_falloc (ny), *dx = test_falloc (nx);
+    tt_gather_forward (pools[0], &g, batch, x, idx, y);
+    tt_gather_backward (pools[0], &g, batch, idx, dy, dx);
+    bool ok = true;
+    for (size_t s = 0; s < batch; s++)
+      for (size_t o = 0; o < 3; o++)
+        for (size_t t = 0; t < 4; t++)
+          for (size_t i = 0; i < 5; i++) {
+            const size_t ii = s * g.idx_count + (full ? (o * 4 + t) * 5 + i :
+                t);
+            const float f = idx[ii];
+            const size_t yi = ((s * 3 + o) * 4 + t) * 5 + i;
+            if (!(f >= 0.0f && f < 6.0f)) {
+              ok &= isnan (y[yi]);
+              continue;
+            }
+            const size_t k = (size_t) f, xi = ((s * 3 + o) * 6 + k) * 5 + i;
+            ok &= y[yi] == x[xi];
+            rdx[xi] += dy[yi];
+            scale[xi] += fabs (dy[yi]);
+          }
+    test_report (ok, "gather %s indices: values, NaN out of range",
+        full ? "full" : "broadcast");
+    test_check_close (full ? "gather full: dx scattered" :
+        "gather broadcast: dx scattered", dx, rdx, scale, nx);
+    for (int t = 1; t < 4; t++) {
+      float *y2 = test_falloc (ny), *dx2 = test_falloc (nx);
+      tt_gather_forward (pools[t], &g, batch, x, idx, y2);
+      tt_gather_backward (pools[t], &g, batch, idx, dy, dx2);
+      test_report (!memcmp (y, y2, ny * sizeof *y) &&
+          !memcmp (dx, dx2, nx * sizeof *dx), "gather %s: %d threads "
+          "bit-identical", full ? "full" : "broadcast", t + 1);
+      free (y2);
+      free (dx2);
+    }
+    free (x);
+    free (idx);
+    free (dy);
+    free (rdx);
+    free (scale);
+    free (y);
+    free (dx);
+  }
+}
+
+static void
+test_tensorops (void)
+{
+  tt_threads *pools[4] = { NULL };
+  for (unsigned t = 2; t <= 4; t++)
+    if (tt_threads_new (t, &pools[t - 1]) != 0) {
+      test_report (false, "tensorops: %u threads not started", t);
+      return;
+    }
+  test_tensorops_matmul (pools);
+  test_tensorops_permute (pools);
+  test_tensorops_gather (pools);
+  for (unsigned t = 2; t <= 4; t++)
+    tt_threads_free (pools[t - 1]);
+}
+
 int
 main (void)
 {
@@ -2058,5 +2257,7 @@ main (void)
   TT_TEST_RUN (test_pool);
   TT_TEST_RUN (test_batchnorm);
   TT_TEST_RUN (test_conv_grouped);
+  /* tensor-manipulation kernels */
+  TT_TEST_RUN (test_tensorops);
   return tt_test_summary ();
 }

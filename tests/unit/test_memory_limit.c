@@ -40,6 +40,24 @@ static const char dropout_cnn[] =
     "[flat]\ntype = flatten\n"
     "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
 
+/* tensor-manipulation layers: permute, slice, a weight layer and
+ * matmul, split into two parts multiplied together, cast */
+static const char tensorops_chain[] =
+    "[Model]\nbatch_size = 8\nloss = cross\n"
+    "[Optimizer]\ntype = adam\nlearning_rate = 0.001\n"
+    "[input]\ntype = input\ninput_shape = 4:12:12\n"
+    "[conv]\ntype = conv2d\nfilters = 8\nkernel_size = 3,3\npadding = same\n"
+    "activation = tanh\n"
+    "[perm]\ntype = permute\ndirection = 1,3,2\n"
+    "[sl]\ntype = slice\naxis = 3\nstart_index = 2\nend_index = 12\n"
+    "[w]\ntype = weight\ndim = 8:10:12\ninput_layers = input\n"
+    "[mm]\ntype = matmul\ninput_layers = sl, w\n"
+    "[parts]\ntype = split\nsplit_dimension = 1\nsplit_number = 2\n"
+    "[mm2]\ntype = matmul\ninput_layers = parts(0), parts(1)\n"
+    "[same]\ntype = cast\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
 static tt_model *
 open_model (const char *path, const char *text, uint32_t batch,
     uint64_t limit, tt_error * err)
@@ -205,6 +223,11 @@ test_bit_identical (void)
   threads = 0;
   compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.7, false);
   compare ("dropout_cnn", "dropout_cnn.ini", dropout_cnn, 0, 0.3, false);
+  /* tensor-manipulation layers */
+  compare ("tensorops_chain", "tensorops_chain.ini", tensorops_chain, 0, 0.7,
+      false);
+  compare ("tensorops_chain", "tensorops_chain.ini", tensorops_chain, 0, 0.4,
+      false);
 }
 
 /* text with [Model] memory_swap = true and memory_swap_path = dir */

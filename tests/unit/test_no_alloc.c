@@ -196,6 +196,15 @@ test_upsample_shuffle (void)
   no_alloc_model (na_root, "upsample_shuffle.ini", 2, false);
 }
 
+/* tensor-manipulation layers */
+static void
+test_tensorops (void)
+{
+  no_alloc_model (na_root, "tensorops.ini", 1, false);
+  no_alloc_model (na_root, "tensorops.ini", 2, false);
+  no_alloc_model (na_root, "tensorops_gather.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -213,5 +222,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_profiled);
   TT_TEST_RUN (test_mobilenet_block);
   TT_TEST_RUN (test_upsample_shuffle);
+  TT_TEST_RUN (test_tensorops);
   return tt_test_summary ();
 }

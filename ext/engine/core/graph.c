@@ -221,13 +221,15 @@ graph_realize (tt_model * m, int **realized_out, tt_error * err)
       }
     }
   }
-  /* an explicit multiout has one output per index its consumers name;
-   * every other layer has one output */
+  /* an explicit multiout (and a layer whose ops say outputs_by_reference:
+   * split) has one output per index its consumers name; every other
+   * layer has one output */
   for (uint32_t i = 0; i < m->n_layers && st == TT_OK; i++)
     for (uint32_t k = 0; k < m->layers[i].n_inputs; k++) {
       const tt_link *link = &m->layers[i].inputs[k];
       tt_layer *p = &m->layers[link->layer];
-      if (p->ops->role == TT_ROLE_MULTIOUT && link->index >= p->n_outputs)
+      if ((p->ops->role == TT_ROLE_MULTIOUT || p->ops->outputs_by_reference)
+          && link->index >= p->n_outputs)
         p->n_outputs = link->index + 1;
     }
   for (uint32_t i = 0; i < m->n_layers && st == TT_OK; i++)

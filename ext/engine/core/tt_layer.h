@@ -364,6 +364,10 @@ typedef struct tt_layer_ops {
    * applied (tt_run_apply_chunk) before the next; its calc_derivative
    * then runs before calc_gradient (it reads the weights' old values) */
   bool chunked_gradient;
+  /* its outputs are those its consumers name, NAME(idx), as an explicit
+   * multiout's: the graph gives it the largest idx named plus one
+   * (split, whose infer checks the count) */
+  bool outputs_by_reference;
   /* forward draws from the model's random stream (dropout): it is never
    * run twice in a step, so its output is never recomputed (plan/remat.c) */
   bool draws_random;
@@ -617,6 +621,23 @@ typedef struct tt_layer {
     struct {
       uint32_t start, end;      /* 1 channel ... 3 width; 0: 1 and 3 */
     } flatten;
+    /* tensor-manipulation layers */
+    struct {
+      tt_dims dim;              /* weight: its dim */
+    } weight;
+    struct {
+      uint32_t perm[3];         /* permute: output axis a is input axis
+                                 * perm[a] (0 channel, 1 height, 2 width) */
+    } permute;
+    struct {
+      /* slice and split: axis 1 channel ... 3 width; slice's 0-based
+       * [start, end), split's number of parts (0 until infer if unset) */
+      uint32_t axis, start, end, number;
+    } slice;
+    struct {
+      uint32_t axis;            /* 1 channel ... 3 width */
+      tt_gather_shape g;
+    } gather;
   } p;
 } tt_layer;
 
@@ -712,7 +733,7 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 37
+#define TT_LAYER_TYPES 44
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -753,6 +774,12 @@ extern const tt_layer_ops tt_add_layer_ops, tt_subtract_layer_ops,
 /* layer_resample.c */
 extern const tt_layer_ops tt_upsample2d_layer_ops,
     tt_channel_shuffle_layer_ops;
+/* tensor-manipulation layers (layer_weight.c, layer_matmul.c,
+ * layer_cast.c, layer_gather.c, layer_slice.c: slice and split,
+ * layer_permute.c) */
+extern const tt_layer_ops tt_weight_layer_ops, tt_matmul_layer_ops,
+    tt_cast_layer_ops, tt_gather_layer_ops, tt_slice_layer_ops,
+    tt_split_layer_ops, tt_permute_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

@@ -361,4 +361,46 @@ void tt_upsample2d_backward (tt_threads * pool, bool bilinear,
 void tt_channel_shuffle (tt_threads * pool, size_t batch, size_t a, size_t b,
     size_t plane, const float *x, float *y);
 
+/* tensorops.c: the tensor-manipulation layers' arithmetic */
+/* count products y = a b of m x k by k x n matrices, stored one after the
+ * other (a, b, y); backward: da = dy b^T, db = a^T dy (NULL: not wanted).
+ * Split over pool's threads by whole matrices (at least two a thread),
+ * else each product by rows (tt_gemm_split). */
+typedef struct
+{
+  int m, n, k;
+} tt_matmul_shape;
+void tt_matmul_forward (tt_threads * pool, const tt_matmul_shape * s,
+    size_t count, const float *a, const float *b, float *y);
+void tt_matmul_backward (tt_threads * pool, const tt_matmul_shape * s,
+    size_t count, const float *a, const float *b, const float *dy,
+    float *da, float *db);
+/* batch samples of in[0] x in[1] x in[2] values: output axis a is input
+ * axis perm[a] (0, 1, 2); y may not be x */
+void tt_permute (tt_threads * pool, size_t batch, const uint32_t in[3],
+    const uint32_t perm[3], const float *x, float *y);
+/* rows of x_row values: y gets n values of each from offset on (rows of
+ * n); back: dx's rows get dy's there (zeros for a NULL dy), and with
+ * zero_rest zeros elsewhere */
+void tt_block_copy (tt_threads * pool, size_t rows, size_t x_row,
+    size_t offset, size_t n, const float *x, float *y);
+void tt_block_copy_back (tt_threads * pool, size_t rows, size_t x_row,
+    size_t offset, size_t n, bool zero_rest, const float *dy, float *dx);
+/* gather along an axis: each sample of x is [outer][r][inner], of y
+ * [outer][t][inner], of the indices [idx_outer][t][idx_inner] (idx_outer
+ * 1 or outer, idx_inner 1 or inner: broadcast); y[o][t][i] =
+ * x[o][idx][i], NaN where the index (truncated toward zero) is outside
+ * [0, r). Backward: dx overwritten with dy's values added at the indices
+ * (each sample and outer block by one thread, in order of t). */
+typedef struct
+{
+  uint32_t outer, r, inner, t;
+  uint32_t idx_outer, idx_t, idx_inner;
+  size_t idx_count;             /* index values per sample */
+} tt_gather_shape;
+void tt_gather_forward (tt_threads * pool, const tt_gather_shape * g,
+    size_t batch, const float *x, const float *idx, float *y);
+void tt_gather_backward (tt_threads * pool, const tt_gather_shape * g,
+    size_t batch, const float *idx, const float *dy, float *dx);
+
 #endif

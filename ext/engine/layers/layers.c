@@ -23,6 +23,10 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_reduce_mean_layer_ops, &tt_reduce_sum_layer_ops,
   /* upsample2d, channel_shuffle */
   &tt_upsample2d_layer_ops, &tt_channel_shuffle_layer_ops,
+  /* tensor-manipulation layers */
+  &tt_weight_layer_ops, &tt_matmul_layer_ops, &tt_cast_layer_ops,
+  &tt_gather_layer_ops, &tt_slice_layer_ops, &tt_split_layer_ops,
+  &tt_permute_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
