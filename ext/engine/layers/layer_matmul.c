@@ -78,6 +78,16 @@ matmul_backward_reads (const tt_layer * l)
   return TT_READS_INPUT;
 }
 
+/* C products of M x K by K x N, between two activations */
+static void
+matmul_multiply_adds (const tt_layer * l, uint64_t * weighted,
+    uint64_t * between)
+{
+  *weighted = 0;
+  *between = (uint64_t) l->in_dims[0].c * l->in_dims[0].h * l->in_dims[0].w *
+      l->in_dims[1].w;
+}
+
 const tt_layer_ops tt_matmul_layer_ops = {
   .type = "matmul",
   .role = TT_ROLE_COMPUTE,
@@ -88,4 +98,5 @@ const tt_layer_ops tt_matmul_layer_ops = {
   .forward = matmul_forward,
   .calc_derivative = matmul_calc_derivative,
   .backward_reads = matmul_backward_reads,
+  .multiply_adds = matmul_multiply_adds,
 };
