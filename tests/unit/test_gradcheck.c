@@ -385,6 +385,26 @@ static const gc_case gc_cases[] = {
   {"pool_max_2x2_ceil", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
         "type=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
         "ceil_mode=true\n", "mse"},
+  /* the rest of nntrainer's set: kld (labels drawn positive), as [Model]
+   * loss and as a layer; constant_derivative; clip (bounds away from the
+   * drawn values by more than the step) */
+  {"kld_model_loss", "[in]\ntype=input\ninput_shape=1:2:4\n[fc]\n"
+        "type=fully_connected\nunit=5\nactivation=softmax\n", "kld"},
+  {"kld_layer", "[in]\ntype=input\ninput_shape=1:1:6\n[fc]\n"
+        "type=fully_connected\nunit=4\n[s]\ntype=activation\n"
+        "activation=sigmoid\n[l]\ntype=kld\n", NULL},
+  {"constant_derivative", "[in]\ntype=input\ninput_shape=1:1:6\n[fc]\n"
+        "type=fully_connected\nunit=3\nactivation=tanh\n[l]\n"
+        "type=constant_derivative\n", NULL},
+  {"clip_layer", "[in]\ntype=input\ninput_shape=2:1:5\n[a]\n"
+        "type=activation\nactivation=clip\nclip_min=-0.45\nclip_max=0.65\n"
+        "[fc]\ntype=fully_connected\nunit=3\n", "mse"},
+  {"clip_default", "[in]\ntype=input\ninput_shape=1:1:8\n[a]\n"
+        "type=activation\nactivation=clip\n[fc]\ntype=fully_connected\n"
+        "unit=3\n", "mse"},
+  {"clip_after_fc", "[in]\ntype=input\ninput_shape=1:1:6\n[fc]\n"
+        "type=fully_connected\nunit=6\nactivation=clip\nclip_min=-0.2\n"
+        "clip_max=0.3\n[out]\ntype=fully_connected\nunit=3\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -511,8 +531,11 @@ gc_run (const gc_case * c)
   }
   /* cross losses fuse softmax or sigmoid: labels are probabilities */
   bool cross = m->layers[m->loss_layer].ops->fused_activation != TT_ACT_NONE;
+  /* kld's labels are probabilities too: positive (not normalized: the
+   * loss and its derivative do not need it) */
+  const bool positive = !strcmp (m->layers[m->loss_layer].ops->type, "kld");
   for (size_t i = 0; i < nt; i++)
-    t[i] = cross ? 0.0f : gc_rand ();
+    t[i] = cross ? 0.0f : positive ? 0.05f + fabsf (gc_rand ()) : gc_rand ();
   if (cross) {
     size_t k = nt / GC_BATCH;
     for (int b = 0; b < GC_BATCH; b++)

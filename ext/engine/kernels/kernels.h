@@ -361,4 +361,17 @@ void tt_upsample2d_backward (tt_threads * pool, bool bilinear,
 void tt_channel_shuffle (tt_threads * pool, size_t batch, size_t a, size_t b,
     size_t plane, const float *x, float *y);
 
+/* clip.c: the clip activation, y = min (max (x, lo), hi) (nn.Hardtanh),
+ * and dx = dy where lo < y < hi, else 0 (dx may equal dy, y may equal
+ * x); the _split forms over pool's threads by element ranges (NULL:
+ * inline), bit-identical */
+void tt_clip_forward (float lo, float hi, size_t n, const float *x,
+    float *y);
+void tt_clip_backward (float lo, float hi, size_t n, const float *y,
+    const float *dy, float *dx);
+void tt_clip_forward_split (tt_threads * pool, float lo, float hi, size_t n,
+    const float *x, float *y);
+void tt_clip_backward_split (tt_threads * pool, float lo, float hi,
+    size_t n, const float *y, const float *dy, float *dx);
+
 #endif

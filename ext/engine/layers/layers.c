@@ -23,6 +23,9 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_reduce_mean_layer_ops, &tt_reduce_sum_layer_ops,
   /* upsample2d, channel_shuffle */
   &tt_upsample2d_layer_ops, &tt_channel_shuffle_layer_ops,
+  /* the rest of nntrainer's set: kld, constant_derivative, centroid_knn */
+  &tt_kld_layer_ops, &tt_constant_derivative_layer_ops,
+  &tt_centroid_knn_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
