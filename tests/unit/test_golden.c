@@ -365,6 +365,13 @@ test_pool_modes (void)
   golden_case ("pool_modes");
 }
 
+/* the rest of nntrainer's set: clip, kld */
+static void
+test_clip_kld (void)
+{
+  golden_case ("clip_kld");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -383,5 +390,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_ops_unary);
   TT_TEST_RUN (test_upsample_shuffle);
   TT_TEST_RUN (test_pool_modes);
+  TT_TEST_RUN (test_clip_kld);
   return tt_test_summary ();
 }

@@ -30,7 +30,10 @@ static const char *models[] = {
   /* upsample2d, channel_shuffle, flatten's dimensions */
   "upsample_shuffle.ini",
   /* pooling: ceil_mode, count_include_pad */
-  "pool_modes.ini", NULL
+  "pool_modes.ini",
+  /* the rest of nntrainer's set: clip, kld, constant_derivative,
+   * centroid_knn */
+  "clip_kld.ini", "constant_derivative.ini", "centroid_knn.ini", NULL
 };
 
 static tt_model *
