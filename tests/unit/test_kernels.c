@@ -2061,6 +2061,10 @@ test_clip (void)
   }
   test_report (bad == 0, "clip [-0.25, 0.5]: forward and backward "
       "(0 at the bounds), %d values wrong", bad);
+  const float nan_in = NAN;
+  float nan_out = 0.0f;
+  tt_clip_forward (lo, hi, 1, &nan_in, &nan_out);
+  test_report (isnan (nan_out), "clip keeps a NaN (as Hardtanh)");
   tt_threads *pool = NULL;
   test_report (tt_threads_new (3, &pool) == 0, "a pool of 3 threads");
   tt_clip_forward_split (pool, lo, hi, N, x, y2);

@@ -12,9 +12,10 @@
 TT_VECTOR_CLONES void
 tt_clip_forward (float lo, float hi, size_t n, const float *x, float *y)
 {
+  /* a NaN fails both comparisons and stays NaN, as in PyTorch */
   for (size_t i = 0; i < n; i++) {
-    const float v = x[i] > lo ? x[i] : lo;
-    y[i] = v < hi ? v : hi;
+    const float v = x[i] < lo ? lo : x[i];
+    y[i] = v > hi ? hi : v;
   }
 }
 
