@@ -675,6 +675,30 @@ def forward_upsample_shuffle(ctx, x):
     return linear(ctx, "output", flatten(h))                       # 1:1:192
 
 
+# The rest of nntrainer's set: clip (activation = clip with its bounds:
+# nn.Hardtanh's, whose derivative is 0 at the bounds) and the kld loss
+# (F.kl_div of log Q with soft labels P, batchmean)
+CLIP_BOUNDS = {"fc1": (-0.5, 0.5), "clip2": (0.0, 0.8)}
+
+
+def build_clip_kld(net):
+    net.fc("fc1", 8, 8, bound=1.2)
+    net.fc("fc2", 8, 8, bound=1.2)
+    net.fc("output", 8, 4)
+
+
+def forward_clip_kld(ctx, x):
+    z = linear(ctx, "fc1", x)
+    lo, hi = CLIP_BOUNDS["fc1"]
+    ctx.probe["kink:fc1"] = float(torch.minimum((z.detach() - lo).abs(), (z.detach() - hi).abs()).min())
+    h = F.hardtanh(z, lo, hi)
+    z = linear(ctx, "fc2", h)
+    lo, hi = CLIP_BOUNDS["clip2"]
+    ctx.probe["kink:clip2"] = float(torch.minimum((z.detach() - lo).abs(), (z.detach() - hi).abs()).min())
+    h = F.hardtanh(z, lo, hi)
+    return linear(ctx, "output", h)
+
+
 def build_pool_modes(net):
     net.conv("conv", 2, 3, 1)
     net.fc("output", 240, 4)
@@ -749,18 +773,26 @@ CASES = [
     ("tensorops", "tests/models/tensorops.ini", 9010, (2, 4, 6), 4, True, build_tensorops, forward_tensorops),
     ("tensorops_gather", "tests/models/tensorops_gather.ini", 9011, (1, 3, 1), 4, False, build_tensorops_gather,
      forward_tensorops_gather),
+    # the rest of nntrainer's set: clip, kld
+    ("clip_kld", "tests/models/clip_kld.ini", 1212, (1, 1, 8), 4, True, build_clip_kld, forward_clip_kld),
 ]
+# Cases whose [Model] loss is not cross: kld's labels are soft (each row
+# a softmax of normal draws with one value set to 0, P = 0's term, then
+# renormalized)
+CASE_LOSS = {"clip_kld": "kld"}
 
 
 # --------------------------------------------------------------------------
 # Generation
 # --------------------------------------------------------------------------
 
-def loss_from_logits(logits, label):
+def loss_from_logits(logits, label, kind="cross"):
+    if kind == "kld":
+        return F.kl_div(F.log_softmax(logits, dim=1), label, reduction="batchmean")
     return -(label * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
 
 
-def run_pass(net, forward, x_in, label, dtype, flip_margin=None, record=False):
+def run_pass(net, forward, x_in, label, dtype, flip_margin=None, record=False, loss_kind="cross"):
     """Forward + backward on the init weights in `dtype`.
 
     Returns ctx, logits, loss, d(loss)/d(x_in), grads (key -> tensor)."""
@@ -773,7 +805,7 @@ def run_pass(net, forward, x_in, label, dtype, flip_margin=None, record=False):
     x = x_in.detach().to(dtype).clone().requires_grad_(True)
     ctx = Ctx(params, flip_margin, record)
     logits = forward(ctx, x).reshape(x.shape[0], -1)
-    loss = loss_from_logits(logits, label.to(dtype))
+    loss = loss_from_logits(logits, label.to(dtype), loss_kind)
     loss.backward()
     grads = {w.key: params[w.key].grad.detach().clone() for w in net.weights if w.trainable}
     dx = x.grad.detach().clone() if x.grad is not None else torch.zeros_like(x.detach())
@@ -823,7 +855,7 @@ def make_case(case):
     assert len(inp) == 1
     assert tuple(int(v) for v in inp[0]["input_shape"].split(":")) == in_shape, name
     assert inp[0].getboolean("normalization", fallback=False) == normalize, name
-    assert cp["Model"].get("loss", "").strip().lower() == "cross", name
+    assert cp["Model"].get("loss", "").strip().lower() == CASE_LOSS.get(name, "cross"), name
     ini_layers = ini_weight_layers(cp)
     got = [(n, k, s if k not in ("bn", "ln") else None) for (n, k, s) in net.layers]
     if got != ini_layers:
@@ -832,18 +864,24 @@ def make_case(case):
     x_raw = torch.randint(0, INDEX_INPUTS.get(name, 256), (batch,) + in_shape, generator=gen).to(torch.float32)
     cls = torch.randint(0, classes, (batch,), generator=gen)
     label = F.one_hot(cls, classes).to(torch.float32)
+    if CASE_LOSS.get(name) == "kld":
+        soft = torch.softmax(torch.randn((batch, classes), generator=gen), dim=1)
+        soft[torch.arange(batch), cls] = 0.0
+        label = soft / soft.sum(dim=1, keepdim=True)
     x_in = minmax_normalize(x_raw) if normalize else x_raw.clone()
 
     return {
         "name": name, "ini": ini, "seed": seed, "batch": batch, "in_shape": in_shape,
         "classes": classes, "opt": opt_cfg, "net": net, "forward": forward,
         "x_raw": x_raw, "x_in": x_in, "label": label, "normalize": normalize,
+        "loss_kind": CASE_LOSS.get(name, "cross"),
     }
 
 
 def compute(c, dtype=torch.float32, flip_margin=None, record=False):
     net, forward = c["net"], c["forward"]
-    ctx, logits, loss, dinput, grads = run_pass(net, forward, c["x_in"], c["label"], dtype, flip_margin, record)
+    ctx, logits, loss, dinput, grads = run_pass(net, forward, c["x_in"], c["label"], dtype, flip_margin, record,
+                                                c["loss_kind"])
     output = torch.softmax(logits, dim=1)
     moving = updated_moving(net, ctx)
     moments = adam_step(net, ctx, c["opt"])
@@ -928,6 +966,9 @@ def sanity(c, r):
     assert torch.isfinite(r["loss"]) and all(torch.isfinite(g).all() for g in r["grads"].values())
     # loss recomputed from the written probabilities
     l2 = float(-(c["label"] * torch.log(out.double())).sum(1).mean())
+    if c["loss_kind"] == "kld":
+        p = c["label"].double()
+        l2 = float(torch.xlogy(p, p).sum(1).mean()) + l2
     assert abs(l2 - float(r["loss"])) <= 1e-5 * max(1.0, abs(l2)), (l2, float(r["loss"]))
     notes = []
     probe = r["ctx"].probe

@@ -378,6 +378,13 @@ test_tensorops_gather (void)
   golden_case ("tensorops_gather");
 }
 
+/* the rest of nntrainer's set: clip, kld */
+static void
+test_clip_kld (void)
+{
+  golden_case ("clip_kld");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -399,5 +406,6 @@ main (int argc, char **argv)
   /* tensor-manipulation layers */
   TT_TEST_RUN (test_tensorops);
   TT_TEST_RUN (test_tensorops_gather);
+  TT_TEST_RUN (test_clip_kld);
   return tt_test_summary ();
 }

@@ -15,6 +15,7 @@
 #include "tt_internal.h"
 #include "tt_test.h"
 
+#include <float.h>
 #include <math.h>
 
 #define GC_BATCH 3
@@ -437,6 +438,26 @@ static const gc_case gc_cases[] = {
         "type=weight\ndim=2:5:3\ninput_layers=in\n[g]\ntype=gather\n"
         "axis=2\ninput_layers=w,in\n[fc]\ntype=fully_connected\nunit=2\n",
       "mse"},
+  /* the rest of nntrainer's set: kld (labels drawn positive), as [Model]
+   * loss and as a layer; constant_derivative; clip (bounds away from the
+   * drawn values by more than the step) */
+  {"kld_model_loss", "[in]\ntype=input\ninput_shape=1:2:4\n[fc]\n"
+        "type=fully_connected\nunit=5\nactivation=softmax\n", "kld"},
+  {"kld_layer", "[in]\ntype=input\ninput_shape=1:1:6\n[fc]\n"
+        "type=fully_connected\nunit=4\n[s]\ntype=activation\n"
+        "activation=sigmoid\n[l]\ntype=kld\n", NULL},
+  {"constant_derivative", "[in]\ntype=input\ninput_shape=1:1:6\n[fc]\n"
+        "type=fully_connected\nunit=3\nactivation=tanh\n[l]\n"
+        "type=constant_derivative\n", NULL},
+  {"clip_layer", "[in]\ntype=input\ninput_shape=2:1:5\n[a]\n"
+        "type=activation\nactivation=clip\nclip_min=-0.45\nclip_max=0.65\n"
+        "[fc]\ntype=fully_connected\nunit=3\n", "mse"},
+  {"clip_default", "[in]\ntype=input\ninput_shape=1:1:8\n[a]\n"
+        "type=activation\nactivation=clip\n[fc]\ntype=fully_connected\n"
+        "unit=3\n", "mse"},
+  {"clip_after_fc", "[in]\ntype=input\ninput_shape=1:1:6\n[fc]\n"
+        "type=fully_connected\nunit=6\nactivation=clip\nclip_min=-0.2\n"
+        "clip_max=0.3\n[out]\ntype=fully_connected\nunit=3\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -565,8 +586,11 @@ gc_run (const gc_case * c)
   }
   /* cross losses fuse softmax or sigmoid: labels are probabilities */
   bool cross = m->layers[m->loss_layer].ops->fused_activation != TT_ACT_NONE;
+  /* kld's labels are probabilities too: positive (not normalized: the
+   * loss and its derivative do not need it) */
+  const bool positive = !strcmp (m->layers[m->loss_layer].ops->type, "kld");
   for (size_t i = 0; i < nt; i++)
-    t[i] = cross ? 0.0f : gc_rand ();
+    t[i] = cross ? 0.0f : positive ? 0.05f + fabsf (gc_rand ()) : gc_rand ();
   if (cross) {
     size_t k = nt / GC_BATCH;
     for (int b = 0; b < GC_BATCH; b++)
@@ -876,6 +900,119 @@ test_pool_window_is_global (void)
 }
 
 /* the table's case being run: its name is what TT_TEST_CASE matches */
+/* centroid_knn against a hand computation: the centroids as running
+ * means of each class's training samples in batch order, the counts, the
+ * output (minus the distance; -FLT_MAX for a class never seen), nothing
+ * moved in evaluation, and the BIN: map [classes][features] then
+ * num_samples */
+static float
+knn_score (const float *x, const float *c)
+{
+  double s = 0;
+  for (int f = 0; f < 3; f++)
+    s += ((double) x[f] - c[f]) * ((double) x[f] - c[f]);
+  return (float) -sqrt (s);
+}
+
+static void
+test_centroid_knn (void)
+{
+  const char *ini = "[Model]\ntype=NeuralNetwork\nbatch_size=4\n"
+      "[Optimizer]\ntype=sgd\nlearning_rate=0.1\n[in]\ntype=input\n"
+      "input_shape=1:1:3\n[knn]\ntype=centroid_knn\nnum_class=3\n";
+  tt_error err;
+  tt_model *m = tt_model_load_ini (tt_test_write_text ("knn.ini", ini), &err);
+  CHECK (m != NULL, "load: %s", m ? "" : err.message);
+  if (!m)
+    return;
+  tt_status st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "compile: %s", st ? err.message : "");
+  if (st) {
+    tt_model_free (m);
+    return;
+  }
+  tt_shape out = tt_model_output_shape (m);
+  CHECK (out.channel == 1 && out.height == 1 && out.width == 3,
+      "output and label shape %u:%u:%u, expected 1:1:3", out.channel,
+      out.height, out.width);
+  /* two batches: classes 0 2 0 0, then 2 0 (a smaller last batch) */
+  const float x1[12] = { 1, 2, 3, -1, 0, 4, 3, 0, 1, 0.5f, 1, -2 };
+  const float t1[12] = { 1, 0, 0, 0, 0, 1, 1, 0, 0, 0.9f, 0.1f, 0 };
+  const float x2[6] = { 5, 1, 0, 2, 2, 2 };
+  const float t2[6] = { 0, 0, 1, 1, 0, 0 };
+  const void *in1[1] = { x1 }, *in2[1] = { x2 };
+  tt_batch_result r;
+  st = tt_model_train_batch (m, 4, in1, NULL, t1, &r, &err);
+  CHECK (st == TT_OK && r.loss == 0.0, "train 1: %s", st ? err.message : "");
+  const tt_layer *l = &m->layers[m->loss_layer];
+  const float *map = tt_data (m, l->weights[0].value);
+  const float *count = tt_data (m, l->weights[1].value);
+  /* class 0: ((1 2 3) + (3 0 1)) / 2 then with (0.5 1 -2) / 3, the
+   * running means; class 2: (-1 0 4) */
+  float c0[3], c2[3] = { -1, 0, 4 };
+  for (int f = 0; f < 3; f++) {
+    float a = x1[f];
+    a = (a * 1.0f + x1[6 + f]) / 2.0f;
+    c0[f] = (a * 2.0f + x1[9 + f]) / 3.0f;
+  }
+  bool ok = count[0] == 3 && count[1] == 0 && count[2] == 1;
+  for (int f = 0; f < 3; f++)
+    ok = ok && map[f] == c0[f] && map[3 + f] == 0 && map[6 + f] == c2[f];
+  CHECK (ok, "after batch 1: counts %g %g %g, centroid 0 (%g %g %g)",
+      count[0], count[1], count[2], map[0], map[1], map[2]);
+  const float *y = tt_model_output (m);
+  int bad = 0;
+  for (int b = 0; b < 4; b++) {
+    bad += fabsf (y[b * 3] - knn_score (x1 + b * 3, c0)) > 1e-5f;
+    bad += y[b * 3 + 1] != -FLT_MAX;
+    bad += fabsf (y[b * 3 + 2] - knn_score (x1 + b * 3, c2)) > 1e-5f;
+  }
+  CHECK (bad == 0, "after batch 1: %d scores differ from the hand "
+      "computation", bad);
+  st = tt_model_train_batch (m, 2, in2, NULL, t2, &r, &err);
+  CHECK (st == TT_OK, "train 2: %s", st ? err.message : "");
+  for (int f = 0; f < 3; f++) {
+    c2[f] = (c2[f] * 1.0f + x2[f]) / 2.0f;
+    c0[f] = (c0[f] * 3.0f + x2[3 + f]) / 4.0f;
+  }
+  ok = count[0] == 4 && count[1] == 0 && count[2] == 2;
+  for (int f = 0; f < 3; f++)
+    ok = ok && map[f] == c0[f] && map[6 + f] == c2[f];
+  CHECK (ok, "after batch 2: counts %g %g %g", count[0], count[1], count[2]);
+  /* evaluation reads the centroids, moves none; the nearest is argmax */
+  st = tt_model_eval_batch (m, 4, in1, NULL, t1, &r, &err);
+  CHECK (st == TT_OK && count[0] == 4 && count[2] == 2 && map[0] == c0[0],
+      "eval: %s, counts %g %g", st ? err.message : "moved", count[0], count[2]);
+  bad = 0;
+  for (int b = 0; b < 4; b++) {
+    bad += fabsf (y[b * 3] - knn_score (x1 + b * 3, c0)) > 1e-5f;
+    bad += fabsf (y[b * 3 + 2] - knn_score (x1 + b * 3, c2)) > 1e-5f;
+  }
+  int correct = 0;
+  for (int b = 0; b < 4; b++) {
+    const int want = t1[b * 3] > t1[b * 3 + 2] ? 0 : 2;
+    const int got = y[b * 3] > y[b * 3 + 2] ? 0 : 2;
+    correct += got == want;
+  }
+  CHECK (bad == 0 && r.correct == (uint32_t) correct, "eval: %d scores "
+      "differ, %u correct (hand: %d)", bad, r.correct, correct);
+  /* the BIN: map then num_samples, then the counters */
+  char path[1024];
+  snprintf (path, sizeof path, "%s", tt_test_write_text ("knn.bin", ""));
+  remove (path);
+  st = tt_model_save_bin (m, path, &err);
+  CHECK (st == TT_OK, "save: %s", st ? err.message : "");
+  float saved[12 + 8];
+  FILE *f = fopen (path, "rb");
+  size_t n = f ? fread (saved, 4, 20, f) : 0;
+  if (f)
+    fclose (f);
+  CHECK (n == 12 + 2, "BIN of %zu floats, expected 9 + 3 and the counters", n);
+  CHECK (n >= 12 && !memcmp (saved, map, 9 * 4) && saved[9] == 4 &&
+      saved[10] == 0 && saved[11] == 2, "BIN: map then num_samples");
+  tt_model_free (m);
+}
+
 static const gc_case *gc_current;
 
 static void
@@ -894,5 +1031,6 @@ main (void)
   }
   TT_TEST_RUN (test_gru_reference);
   TT_TEST_RUN (test_pool_window_is_global);
+  TT_TEST_RUN (test_centroid_knn);
   return tt_test_summary ();
 }

@@ -687,6 +687,73 @@ static const ie_case ie_cases[] = {
   {"weight_dtype", MODEL_MSE ADAM INPUT_IMG
         "[w]\ntype = weight\ndim = 2:2:3\ntensor_dtype = QINT8\n", IE_LOAD,
       {"[w] tensor_dtype", "'QINT8' is not supported", "FP32"}},
+  /* ---- the rest of nntrainer's set: kld, constant_derivative, clip,
+   * external backbones, centroid_knn ---------------------------------- */
+  {"model_loss_unknown_lists_kld", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\nloss = kl\n" ADAM INPUT4 FC ("fc", 3), IE_LOAD,
+      {"[model] loss", "'kl'", "kld"}},
+  {"kld_twice", "[Model]\ntype = NeuralNetwork\nbatch_size = 2\n"
+        "loss = kld\n" ADAM INPUT4 FC ("fc", 3) "[l]\ntype = kld\n",
+      IE_COMPILE, {"[Model] loss is set", "[l] is a loss layer"}},
+  {"kld_key", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "[l]\ntype = kld\nreduction = sum\n", IE_LOAD,
+      {"[l] reduction", "unknown key"}},
+  {"constant_derivative_key", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\n" ADAM INPUT4 FC ("fc", 3)
+        "[l]\ntype = constant_derivative\nvalue = 2\n", IE_LOAD,
+      {"[l] value", "unknown key"}},
+  {"clip_min_without_clip", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "activation = relu\nclip_min = 0\n", IE_LOAD,
+      {"[fc] clip_min", "only with activation = clip", "not relu"}},
+  {"clip_max_on_activation_layer", MODEL_MSE ADAM INPUT4
+        "[a]\ntype = activation\nactivation = tanh\nclip_max = 2\n",
+      IE_LOAD, {"[a] clip_max", "only with activation = clip"}},
+  {"clip_unordered", MODEL_MSE ADAM INPUT4
+        "[a]\ntype = activation\nactivation = clip\nclip_min = 2\n"
+        "clip_max = 2\n", IE_LOAD,
+      {"[a] clip_max", "clip_min (2) must be below clip_max (2)"}},
+  {"clip_min_above_default", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "activation = clip\nclip_min = 1.5\n", IE_LOAD,
+      {"[fc] clip_min", "clip_min (1.5) must be below clip_max (1)"}},
+  {"clip_max_word", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "activation = clip\nclip_max = six\n", IE_LOAD,
+      {"[fc] clip_max", "'six'"}},
+  {"clip_in_lstm", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "hidden_state_activation = clip\n", IE_LOAD,
+      {"[l] hidden_state_activation", "'clip' is not supported in an lstm"}},
+  {"backbone_tflite_file", MODEL_MSE ADAM INPUT4
+        "[bb]\nbackbone = mobilenet.tflite\n" FC ("fc", 3), IE_LOAD,
+        {"[bb] backbone", "mobilenet.tflite", "TensorFlow Lite at run time",
+          "write its layers as sections of the INI"}},
+  {"backbone_other_file", MODEL_MSE ADAM INPUT4
+        "[bb]\nbackbone = model.pb\n" FC ("fc", 3), IE_LOAD,
+      {"[bb] backbone", "model.pb", "nnstreamer", "ONNX"}},
+  {"backbone_tflite_type", MODEL_MSE ADAM INPUT4
+        "[bb]\ntype = backbone_tflite\nmodel_path = m.tflite\n"
+        FC ("fc", 3), IE_LOAD,
+        {"[bb] type", "backbone_tflite is not supported",
+          "TensorFlow Lite at run time", "ONNX"}},
+  {"backbone_nnstreamer_type", MODEL_MSE ADAM INPUT4
+        "[bb]\ntype = Backbone_NNStreamer\n" FC ("fc", 3), IE_LOAD,
+        {"[bb] type", "Backbone_NNStreamer is not supported", "nnstreamer",
+          "sections of the INI"}},
+  {"knn_no_num_class", "[Model]\ntype = NeuralNetwork\nbatch_size = 2\n"
+        ADAM INPUT4 "[knn]\ntype = centroid_knn\n", IE_LOAD,
+      {"[knn] num_class", "missing key"}},
+  {"knn_num_class_zero", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\n" ADAM INPUT4 "[knn]\ntype = centroid_knn\n"
+        "num_class = 0\n", IE_LOAD, {"[knn] num_class", "0"}},
+  {"knn_key", "[Model]\ntype = NeuralNetwork\nbatch_size = 2\n" ADAM
+        INPUT4 "[knn]\ntype = centroid_knn\nnum_class = 3\nunit = 3\n",
+      IE_LOAD, {"[knn] unit", "unknown key"}},
+  {"knn_after_trainable", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\n" ADAM INPUT4 FC ("fc", 3)
+        "[knn]\ntype = centroid_knn\nnum_class = 3\n", IE_COMPILE,
+        {"[knn]", "passes no derivative back",
+          "set trainable = false on the layers before it"}},
+  {"knn_and_model_loss", MODEL_MSE ADAM INPUT4
+        "[knn]\ntype = centroid_knn\nnum_class = 3\n", IE_COMPILE,
+      {"[Model] loss is set", "[knn] is a loss layer"}},
 };
 
 /* Valid models: must load, compile and train one batch. */
@@ -802,6 +869,17 @@ static const ie_valid ie_valids[] = {
         "tensor_dtype = FP32\nprint = true\n[s]\ntype = slice\naxis = 2\n"
         "start_index = 1\nend_index = 3\nprint = false\n[p]\n"
         "type = permute\ndirection = 3,2,1\n"},
+  /* the rest of nntrainer's set */
+  {"kld_clip", "[Model]\ntype = NeuralNetwork\nbatch_size = 2\n"
+        "loss = KLD\n" ADAM INPUT4 FC ("fc", 3) "activation = clip\n"
+        "clip_min = -2.5\nclip_max = 4\n[s]\ntype = activation\n"
+        "activation = softmax\n"},
+  {"constant_derivative_layer", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\n" ADAM INPUT4 FC ("fc", 3)
+      "[l]\ntype = constant_derivative\n"},
+  {"centroid_knn_frozen", "[Model]\ntype = NeuralNetwork\n"
+        "batch_size = 2\n" ADAM INPUT4 FC ("fc", 3) "trainable = false\n"
+        "[knn]\ntype = centroid_knn\nnum_class = 4\n"},
 };
 
 /* convolutions: conv1d's padding forms (nntrainer's Padding1D)

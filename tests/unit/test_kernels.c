@@ -1988,7 +1988,7 @@ test_vmath_expm1_log1p (void)
 
 /* Every element-wise activation's backward (dy = 1) against central
  * differences of its forward in double over [-9, 9], off its kinks (0,
- * +-3, 6) by more than the step: catches the regions the model-level
+ * +-3, 6; clip's default bounds +-1) by more than the step: catches the regions the model-level
  * test_gradcheck (inputs in [-2, 2]) does not reach. */
 static void
 test_activation_derivatives (void)
@@ -2000,9 +2000,9 @@ test_activation_derivatives (void)
   size_t n = 0;
   for (int i = 0; i < N; i++) {
     const float v = -9.0f + 18.0f * (float) i / (N - 1) + 0.013f;
-    const float kinks[] = { 0.0f, -3.0f, 3.0f, 6.0f };
+    const float kinks[] = { 0.0f, -3.0f, 3.0f, 6.0f, -1.0f, 1.0f };
     bool near = false;
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < sizeof kinks / sizeof kinks[0]; k++)
       near |= fabsf (v - kinks[k]) < 3.0f * h;
     if (near)
       continue;
@@ -2237,6 +2237,55 @@ test_tensorops (void)
     tt_threads_free (pools[t - 1]);
 }
 
+/* clip with its own bounds: the forward is min (max (x, lo), hi), the
+ * derivative passes strictly inside (nn.Hardtanh's: 0 at a bound), in
+ * place too, and the split forms on 3 threads give the same bits */
+static void
+test_clip (void)
+{
+  enum
+  { N = 40000 };
+  float *x = malloc (N * sizeof *x), *y = malloc (N * sizeof *y);
+  float *dy = malloc (N * sizeof *dy), *dx = malloc (N * sizeof *dx);
+  float *y2 = malloc (N * sizeof *y2), *dx2 = malloc (N * sizeof *dx2);
+  const float lo = -0.25f, hi = 0.5f;
+  for (int i = 0; i < N; i++) {
+    x[i] = (float) (i % 41) * 0.05f - 1.0f;
+    dy[i] = 1.0f + (float) (i % 7);
+  }
+  x[0] = lo;                    /* at the bounds: derivative 0 */
+  x[1] = hi;
+  tt_clip_forward (lo, hi, N, x, y);
+  tt_clip_backward (lo, hi, N, y, dy, dx);
+  int bad = 0;
+  for (int i = 0; i < N; i++) {
+    const float want = x[i] < lo ? lo : x[i] > hi ? hi : x[i];
+    const float dwant = x[i] > lo && x[i] < hi ? dy[i] : 0.0f;
+    bad += y[i] != want || dx[i] != dwant;
+  }
+  test_report (bad == 0, "clip [-0.25, 0.5]: forward and backward "
+      "(0 at the bounds), %d values wrong", bad);
+  const float nan_in = NAN;
+  float nan_out = 0.0f;
+  tt_clip_forward (lo, hi, 1, &nan_in, &nan_out);
+  test_report (isnan (nan_out), "clip keeps a NaN (as Hardtanh)");
+  tt_threads *pool = NULL;
+  test_report (tt_threads_new (3, &pool) == 0, "a pool of 3 threads");
+  tt_clip_forward_split (pool, lo, hi, N, x, y2);
+  memcpy (dx2, dy, N * sizeof *dx2);
+  tt_clip_backward_split (pool, lo, hi, N, y2, dx2, dx2);       /* in place */
+  test_report (!memcmp (y, y2, N * sizeof *y) && !memcmp (dx, dx2,
+          N * sizeof *dx), "clip split on 3 threads, backward in place: "
+      "the same bits");
+  tt_threads_free (pool);
+  free (x);
+  free (y);
+  free (dy);
+  free (dx);
+  free (y2);
+  free (dx2);
+}
+
 int
 main (void)
 {
@@ -2259,5 +2308,6 @@ main (void)
   TT_TEST_RUN (test_conv_grouped);
   /* tensor-manipulation kernels */
   TT_TEST_RUN (test_tensorops);
+  TT_TEST_RUN (test_clip);
   return tt_test_summary ();
 }

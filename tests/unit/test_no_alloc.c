@@ -205,6 +205,18 @@ test_tensorops (void)
   no_alloc_model (na_root, "tensorops_gather.ini", 2, false);
 }
 
+/* the rest of nntrainer's set: clip, kld, constant_derivative,
+ * centroid_knn */
+static void
+test_misc_layers (void)
+{
+  no_alloc_model (na_root, "clip_kld.ini", 1, false);
+  no_alloc_model (na_root, "clip_kld.ini", 2, false);
+  no_alloc_model (na_root, "constant_derivative.ini", 2, false);
+  no_alloc_model (na_root, "centroid_knn.ini", 1, false);
+  no_alloc_model (na_root, "centroid_knn.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -223,5 +235,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_mobilenet_block);
   TT_TEST_RUN (test_upsample_shuffle);
   TT_TEST_RUN (test_tensorops);
+  TT_TEST_RUN (test_misc_layers);
   return tt_test_summary ();
 }

@@ -32,7 +32,10 @@ static const char *models[] = {
   /* pooling: ceil_mode, count_include_pad */
   "pool_modes.ini",
   /* tensor-manipulation layers */
-  "tensorops.ini", "tensorops_gather.ini", NULL
+  "tensorops.ini", "tensorops_gather.ini",
+  /* the rest of nntrainer's set: clip, kld, constant_derivative,
+   * centroid_knn */
+  "clip_kld.ini", "constant_derivative.ini", "centroid_knn.ini", NULL
 };
 
 static tt_model *

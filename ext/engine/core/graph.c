@@ -181,6 +181,8 @@ graph_realize (tt_model * m, int **realized_out, tt_error * err)
         break;
       }
       a->p.act.fn = src.post_activation;
+      a->p.act.clip_min = src.post_clip[0];
+      a->p.act.clip_max = src.post_clip[1];
       last = a->creation;
     }
     if (src.post_flatten) {
@@ -347,8 +349,8 @@ graph_attach_loss (tt_model * m, bool *dead, tt_error * err)
     switch (m->loss) {
       case TT_LOSS_NONE:
         return tt_fail (err, TT_ERR_INVALID,
-            "%s: [Model] loss: missing key (mse, cross, cross_softmax or "
-            "cross_sigmoid)", m->path);
+            "%s: [Model] loss: missing key (mse, cross, cross_softmax, "
+            "cross_sigmoid or kld)", m->path);
       case TT_LOSS_MSE:
         ops = &tt_mse_layer_ops;
         break;
@@ -357,6 +359,9 @@ graph_attach_loss (tt_model * m, bool *dead, tt_error * err)
         break;
       case TT_LOSS_CROSS_SIGMOID:
         ops = &tt_cross_sigmoid_layer_ops;
+        break;
+      case TT_LOSS_KLD:
+        ops = &tt_kld_layer_ops;
         break;
       case TT_LOSS_CROSS:{
         tt_layer *a = &m->layers[sink];
@@ -635,6 +640,13 @@ graph_infer (tt_model * m, tt_error * err)
     l->needs_derivative = upstream;
     l->grad_flows = own || upstream ||
         (l->ops->role == TT_ROLE_INPUT && m->force_input_derivative);
+    /* a type that learns without gradients (centroid_knn) passes none */
+    if (upstream && !l->ops->calc_derivative) {
+      tt_section s = { m->path, l->section, m->dict };
+      return tt_section_error (&s, NULL, err, TT_ERR_INVALID, "a %s layer "
+          "passes no derivative back, and a trainable layer comes before "
+          "it: set trainable = false on the layers before it", l->ops->type);
+    }
   }
   return TT_OK;
 }

@@ -161,7 +161,7 @@ tensors_declare_reads (tt_model * m, tt_layer * l, int li)
   }
   if (tensors_is_loss (l)) {
     l->p.loss.label = tt_tensor_declare (m, l->name, "label",
-        TT_TENSOR_LABEL, m->batch_size * tt_dims_count (l->in_dims[0]));
+        TT_TENSOR_LABEL, m->batch_size * tt_dims_count (l->out_dims[0]));
     tt_tensor_use (m, l->p.loss.label, li, TT_PHASE_BEGIN);
     tt_tensor_use (m, l->p.loss.label, li, TT_PHASE_FORWARD);
     tt_tensor_use (m, l->p.loss.label, li, TT_PHASE_DERIVATIVE);

@@ -48,7 +48,7 @@ tt_model_label_shape (const tt_model * m)
   if (!m->compiled)
     return (tt_shape) {
     0, 0, 0};
-  return model_shape (m->layers[m->loss_layer].in_dims[0]);
+  return model_shape (m->layers[m->loss_layer].out_dims[0]);
 }
 
 tt_shape

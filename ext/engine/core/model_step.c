@@ -51,7 +51,7 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
   if (labels) {
     tt_layer *loss = &m->layers[m->loss_layer];
     memcpy (tt_data (m, loss->p.loss.label), labels,
-        n * tt_dims_count (loss->in_dims[0]) * sizeof *labels);
+        n * tt_dims_count (loss->out_dims[0]) * sizeof *labels);
   }
   /* what the layers see of this batch (model_forward sets training) */
   m->run.tensors = m->tensors;
@@ -120,7 +120,7 @@ model_score (const tt_model * m, tt_batch_result * r)
   if (!m->run.have_labels)
     return;
   const tt_layer *loss = &m->layers[m->loss_layer];
-  const size_t k = tt_dims_count (loss->in_dims[0]);
+  const size_t k = tt_dims_count (loss->out_dims[0]);
   const float *y = tt_data (m, loss->out[0]);
   const float *t = tt_data (m, loss->p.loss.label);
   /* the maxima in registers: indexing by the best index so far made

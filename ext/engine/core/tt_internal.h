@@ -160,7 +160,8 @@ typedef struct {
 } tt_layer_time;
 
 typedef enum { TT_LOSS_NONE, TT_LOSS_MSE, TT_LOSS_CROSS,
-  TT_LOSS_CROSS_SOFTMAX, TT_LOSS_CROSS_SIGMOID
+  TT_LOSS_CROSS_SOFTMAX, TT_LOSS_CROSS_SIGMOID,
+  TT_LOSS_KLD
 } tt_loss_type;
 
 struct tt_model {

@@ -130,10 +130,16 @@ typedef enum {
   TT_ACT_RELU6,
   TT_ACT_HARD_SWISH,
   TT_ACT_HARD_SIGMOID,
+  /* clip to [clip_min, clip_max] (the layer's keys; kernels/clip.c);
+   * without them, and in tt_activation_forward, Hardtanh's [-1, 1] */
+  TT_ACT_CLIP,
 } tt_activation;
 
 /* the last tt_activation */
-#define TT_ACT_LAST TT_ACT_HARD_SIGMOID
+#define TT_ACT_LAST TT_ACT_CLIP
+/* clip's bounds when the keys are not given (nn.Hardtanh's defaults) */
+#define TT_CLIP_DEFAULT_MIN -1.0f
+#define TT_CLIP_DEFAULT_MAX 1.0f
 
 typedef enum {
   TT_INIT_ZEROS,
@@ -509,6 +515,7 @@ typedef struct tt_layer {
   bool has_input_shape;
   tt_dims input_shape;
   tt_activation post_activation;        /* activation= on a non-activation layer */
+  float post_clip[2];           /* its clip_min, clip_max (activation=clip) */
   bool post_flatten;
 
   /* weight keys */
@@ -555,6 +562,7 @@ typedef struct tt_layer {
     } reshape;
     struct {
       tt_activation fn;
+      float clip_min, clip_max; /* clip's bounds */
     } act;
     struct {
       float epsilon, momentum;
@@ -638,6 +646,11 @@ typedef struct tt_layer {
       uint32_t axis;            /* 1 channel ... 3 width */
       tt_gather_shape g;
     } gather;
+    /* centroid_knn (its label tensor first, as the other losses') */
+    struct {
+      int label;
+      uint32_t classes;         /* num_class */
+    } knn;
   } p;
 } tt_layer;
 
@@ -680,6 +693,10 @@ tt_status tt_section_error (const tt_section * s, const char *key,
     __attribute__ ((format (printf, 5, 6)));
 
 extern const char *const tt_activation_names[];
+/* clip_min and clip_max (activation = clip): into bounds (left as they
+ * are when absent); refused on another function, or unordered */
+tt_status tt_clip_parse (const tt_section * s, tt_activation fn,
+    float bounds[2], tt_error * err);
 extern const char *const tt_initializer_names[];
 tt_status tt_section_dims (const tt_section * s, const char *key,
     tt_dims * out, tt_error * err);
@@ -733,7 +750,7 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 44
+#define TT_LAYER_TYPES 47
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -780,6 +797,10 @@ extern const tt_layer_ops tt_upsample2d_layer_ops,
 extern const tt_layer_ops tt_weight_layer_ops, tt_matmul_layer_ops,
     tt_cast_layer_ops, tt_gather_layer_ops, tt_slice_layer_ops,
     tt_split_layer_ops, tt_permute_layer_ops;
+/* the rest of nntrainer's set (layer_kld.c, layer_constant_derivative.c,
+ * layer_centroid_knn.c) */
+extern const tt_layer_ops tt_kld_layer_ops,
+    tt_constant_derivative_layer_ops, tt_centroid_knn_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

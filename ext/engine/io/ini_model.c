@@ -25,7 +25,9 @@
 
 static const char *const ini_universal_keys[] = {
   "type", "input_layers", "input_shape", "trainable", "flatten",
-  "activation", "name", NULL
+  "activation", "name",
+  /* activation = clip's bounds (layers/layer_activation.c) */
+  "clip_min", "clip_max", NULL
 };
 
 /* weight_decay_lambda: nntrainer's older name of
@@ -166,7 +168,7 @@ static tt_status
 ini_parse_model_section (tt_model * m, const tt_section * s, tt_error * err)
 {
   static const char *const loss_names[] = {
-    "none", "mse", "cross", "cross_softmax", "cross_sigmoid", NULL
+    "none", "mse", "cross", "cross_softmax", "cross_sigmoid", "kld", NULL
   };
   tt_status st;
   const char *type = tt_section_string (s, "type");
@@ -315,6 +317,21 @@ ini_parse_weight_keys (tt_layer * l, const tt_section * s, tt_error * err)
   return TT_OK;
 }
 
+/* Why a backbone run by another framework (nntrainer's backbone_tflite,
+ * backbone_nnstreamer, backbone = FILE.tflite or another non-INI file)
+ * is refused, and what to do instead */
+static const char *
+ini_external_backbone (bool tflite)
+{
+  return tflite ? "a TensorFlow Lite model needs TensorFlow Lite at run "
+      "time (nntrainer's backbone_tflite), which tensor-trainer does not "
+      "link; write its layers as sections of the INI, or convert the model "
+      "to ONNX for import" : "nntrainer runs such a model through "
+      "nnstreamer's tensor_filter (backbone_nnstreamer), which needs "
+      "nnstreamer at run time inside the engine; write its layers as "
+      "sections of the INI, or convert the model to ONNX for import";
+}
+
 static tt_status
 ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
 {
@@ -333,6 +350,11 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
     return tt_section_error (s, "type", err, TT_ERR_INVALID,
         "missing key (every layer section needs a type)");
   const tt_layer_ops *ops = tt_layer_ops_find (type);
+  if (!ops && (!strcasecmp (type, "backbone_tflite") ||
+          !strcasecmp (type, "backbone_nnstreamer")))
+    return tt_section_error (s, "type", err, TT_ERR_INVALID,
+        "%s is not supported: %s", type, ini_external_backbone (!strcasecmp
+            (type, "backbone_tflite")));
   if (!ops)
     return tt_section_error (s, "type", err, TT_ERR_INVALID,
         "unknown layer type '%s'", type);
@@ -365,6 +387,10 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
                 err)))
       return st;
     l->post_activation = (tt_activation) act;
+    l->post_clip[0] = TT_CLIP_DEFAULT_MIN;
+    l->post_clip[1] = TT_CLIP_DEFAULT_MAX;
+    if ((st = tt_clip_parse (s, l->post_activation, l->post_clip, err)))
+      return st;
   }
   if (ops->has_weights && (st = ini_parse_weight_keys (l, s, err)))
     return st;
@@ -490,7 +516,9 @@ ini_backbone (tt_model * m, const tt_section * s, ini_backbone_stack * stack,
   size_t len = strlen (file);
   if (len < 4 || strcasecmp (file + len - 4, ".ini"))
     return tt_section_error (s, "backbone", err, TT_ERR_INVALID,
-        "backbone %s: only INI backbones are supported", file);
+        "backbone %s: only INI backbones are supported: %s", file,
+        ini_external_backbone (len >= 7
+            && !strcasecmp (file + len - 7, ".tflite")));
   bool trainable = true;
   if ((st = tt_section_bool (s, "trainable", &trainable, err)))
     return st;

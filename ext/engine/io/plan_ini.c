@@ -796,7 +796,7 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
     tt_dims d = m->layers[m->input_layers[i]].out_dims[0];
     plan_printf (&w, "%s%u:%u:%u", i ? "," : "", d.c, d.h, d.w);
   }
-  tt_dims ld = m->layers[m->loss_layer].in_dims[0];
+  tt_dims ld = m->layers[m->loss_layer].out_dims[0];
   plan_printf (&w, "\nlabel_shape = %u:%u:%u\nfingerprint = %016" PRIx64
       "\n", ld.c, ld.h, ld.w, m->fingerprint);
   plan_printf (&w, "lower_bound = %" PRIu64 "\nnaive_size = %" PRIu64

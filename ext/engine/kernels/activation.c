@@ -2,7 +2,8 @@
 /*
  * Activation functions and their derivatives. Backward takes both x and
  * y = f(x) and uses y where the derivative allows (relu, leaky_relu,
- * sigmoid, tanh, softmax, elu, softplus, selu, relu6, hard_sigmoid), so
+ * sigmoid, tanh, softmax, elu, softplus, selu, relu6, hard_sigmoid,
+ * clip), so
  * those can run in place over their input.
  * Softmax is taken over the width axis, as nntrainer does.
  */
@@ -160,6 +161,10 @@ tt_activation_forward (tt_activation fn, size_t rows, size_t width,
       for (size_t i = 0; i < n; i++)
         y[i] = relu6 (x[i] + 3.0f) / 6.0f;
       break;
+    case TT_ACT_CLIP:
+      /* the default bounds; a layer with its own calls tt_clip_* */
+      tt_clip_forward (TT_CLIP_DEFAULT_MIN, TT_CLIP_DEFAULT_MAX, n, x, y);
+      break;
   }
 }
 
@@ -276,6 +281,9 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
         const float g = dy[i] * (1.0f / 6.0f);
         dx[i] = ((y[i] > 0.0f) & (y[i] < 1.0f)) ? g : 0.0f;
       }
+      break;
+    case TT_ACT_CLIP:
+      tt_clip_backward (TT_CLIP_DEFAULT_MIN, TT_CLIP_DEFAULT_MAX, n, y, dy, dx);
       break;
   }
 }

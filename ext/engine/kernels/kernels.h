@@ -402,5 +402,17 @@ void tt_gather_forward (tt_threads * pool, const tt_gather_shape * g,
     size_t batch, const float *x, const float *idx, float *y);
 void tt_gather_backward (tt_threads * pool, const tt_gather_shape * g,
     size_t batch, const float *idx, const float *dy, float *dx);
+/* clip.c: the clip activation, y = min (max (x, lo), hi) (nn.Hardtanh),
+ * and dx = dy where lo < y < hi, else 0 (dx may equal dy, y may equal
+ * x); the _split forms over pool's threads by element ranges (NULL:
+ * inline), bit-identical */
+void tt_clip_forward (float lo, float hi, size_t n, const float *x,
+    float *y);
+void tt_clip_backward (float lo, float hi, size_t n, const float *y,
+    const float *dy, float *dx);
+void tt_clip_forward_split (tt_threads * pool, float lo, float hi, size_t n,
+    const float *x, float *y);
+void tt_clip_backward_split (tt_threads * pool, float lo, float hi,
+    size_t n, const float *y, const float *dy, float *dx);
 
 #endif

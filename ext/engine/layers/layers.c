@@ -27,6 +27,9 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_weight_layer_ops, &tt_matmul_layer_ops, &tt_cast_layer_ops,
   &tt_gather_layer_ops, &tt_slice_layer_ops, &tt_split_layer_ops,
   &tt_permute_layer_ops,
+  /* the rest of nntrainer's set: kld, constant_derivative, centroid_knn */
+  &tt_kld_layer_ops, &tt_constant_derivative_layer_ops,
+  &tt_centroid_knn_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
