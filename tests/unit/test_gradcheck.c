@@ -385,6 +385,25 @@ static const gc_case gc_cases[] = {
   {"pool_max_2x2_ceil", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
         "type=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
         "ceil_mode=true\n", "mse"},
+  /* transposed convolution and the preprocessing layers */
+  {"convt_valid", "[in]\ntype=input\ninput_shape=2:3:4\n[t]\n"
+        "type=conv2dtranspose\nfilters=3\nkernel_size=3,2\n", "mse"},
+  {"convt_stride2", "[in]\ntype=input\ninput_shape=3:3:3\n[t]\n"
+        "type=conv2dtranspose\nfilters=2\nkernel_size=3,3\nstride=2,2\n",
+      "mse"},
+  {"convt_stride2_same", "[in]\ntype=input\ninput_shape=2:3:4\n[t]\n"
+        "type=conv2dtranspose\nfilters=2\nkernel_size=4,3\nstride=2,2\n"
+        "padding=same\n", "mse"},
+  {"convt_pad_dilation", "[in]\ntype=input\ninput_shape=2:4:3\n[t]\n"
+        "type=conv2dtranspose\nfilters=2\nkernel_size=3,3\nstride=2,3\n"
+        "dilation=2,1\npadding=1,2,0,1\n", "mse"},
+  {"convt_stride_over_kernel", "[in]\ntype=input\ninput_shape=2:2:3\n"
+        "[t]\ntype=conv2dtranspose\nfilters=2\nkernel_size=2,1\n"
+        "stride=3,2\ndisable_bias=true\n", "mse"},
+  {"convt_frozen_decoder", "[in]\ntype=input\ninput_shape=2:6:6\n[c]\n"
+        "type=conv2d\nfilters=3\nkernel_size=2,2\nstride=2,2\n[t]\n"
+        "type=conv2dtranspose\nfilters=2\nkernel_size=2,2\nstride=2,2\n"
+        "trainable=false\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

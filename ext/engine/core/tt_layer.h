@@ -605,6 +605,23 @@ typedef struct tt_layer {
     struct {
       uint32_t start, end;      /* 1 channel ... 3 width; 0: 1 and 3 */
     } flatten;
+    /* transposed convolution and the preprocessing layers */
+    struct {
+      uint32_t filters, kernel[2], stride[2], dilation[2];
+      int padding_mode;         /* 0 valid, 1 same, 2 explicit */
+      uint32_t pad[4];          /* top, bottom, left, right */
+      /* the conv2d whose input derivative the forward is: its input is
+       * this layer's output (tt_conv_transpose_forward) */
+      tt_window_geom geom;
+      /* scratch ids: forward's columns, the output derivative's columns,
+       * the permuted filter (forward; backward), the regrouped input */
+      int col_fwd, col, wc_fwd, wc, xg;
+    } convt;
+    struct {
+      int direction;            /* flip: 0 horizontal, 1 vertical, 2 both */
+      float translate;          /* random_translate: a fraction of the size */
+      float epsilon;            /* l2norm */
+    } prep;
   } p;
 } tt_layer;
 
@@ -698,7 +715,7 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 37
+#define TT_LAYER_TYPES 38
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -739,6 +756,9 @@ extern const tt_layer_ops tt_add_layer_ops, tt_subtract_layer_ops,
 /* layer_resample.c */
 extern const tt_layer_ops tt_upsample2d_layer_ops,
     tt_channel_shuffle_layer_ops;
+/* transposed convolution and the preprocessing layers
+ * (layer_conv2d_transpose.c, layer_preprocess_*.c) */
+extern const tt_layer_ops tt_conv2d_transpose_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

@@ -361,4 +361,28 @@ void tt_upsample2d_backward (tt_threads * pool, bool bilinear,
 void tt_channel_shuffle (tt_threads * pool, size_t batch, size_t a, size_t b,
     size_t plane, const float *x, float *y);
 
+/* conv_transpose.c: conv2dtranspose, conv2d's adjoint. g is the geometry
+ * of the conv2d whose input derivative the forward is: channels, in_h,
+ * in_w the layer's output (F channels), out_h, out_w its input (in_ch
+ * channels). wc: the filter as that conv2d's, [in_ch][F*kh*kw], from
+ * nntrainer's [F][in_ch][kh][kw] by tt_conv_transpose_permute. col: the
+ * columns [F*kh*kw][batch*out_h*out_w] (forward: its own; backward: those
+ * of dy, tt_conv_transpose_columns, read by both backward passes). xg:
+ * the input regrouped, [in_ch][batch*out_h*out_w]; dwt: [F*kh*kw][in_ch].
+ * Outputs are overwritten; split over pool's threads (NULL: one). */
+void tt_conv_transpose_permute (const float *w, int f, int c, int kk,
+    float *wc);
+void tt_conv_transpose_forward (tt_threads * pool, const tt_window_geom * g,
+    int in_ch, int batch, const float *x, const float *wc, const float *bias,
+    float *y, float *col);
+void tt_conv_transpose_columns (tt_threads * pool, const tt_window_geom * g,
+    int batch, const float *dy, float *col);
+void tt_conv_transpose_backward_input (tt_threads * pool,
+    const tt_window_geom * g, int in_ch, int batch, const float *wc,
+    const float *col, float *dx);
+void tt_conv_transpose_backward_weight (tt_threads * pool,
+    const tt_window_geom * g, int in_ch, int batch, const float *x,
+    const float *col, const float *dy, float *xg, float *dwt, float *dw,
+    float *dbias);
+
 #endif
