@@ -87,6 +87,9 @@ def ini_weight_layers(cp):
             out.append((sec, "embedding", int(cp[sec]["out_dim"])))
         elif t == "layer_normalization":
             out.append((sec, "ln", None))
+        # transposed convolution
+        elif t == "conv2dtranspose":
+            out.append((sec, "convt", int(cp[sec]["filters"])))
     return out
 
 
@@ -683,6 +686,45 @@ def forward_pool_modes(ctx, x):
     return linear(ctx, "output", flatten(torch.cat([a, b, c, d, e], dim=1)))   # 15x4x4
 
 
+# Transposed convolution: nntrainer's filter [filters][channels][kh][kw] is
+# torch's ConvTranspose2d weight [channels][filters][kh][kw] with its first
+# two axes swapped; the output is torch's full (unpadded) one with the
+# padding cut off (nntrainer's explicit and same pads may differ per side).
+
+class ConvTWeight(Weight):
+    def bin_of(self, t):
+        return t.detach().permute(1, 0, 2, 3).contiguous().cpu().numpy().reshape(-1)
+
+
+def conv_transpose(net, name, c_in, filters, kh, kw):
+    b = net._bound(c_in * kh * kw)
+    net.weights.append(ConvTWeight(name, "filter", net._uniform((c_in, filters, kh, kw), -b, b), True))
+    net.weights.append(Weight(name, "bias", self_bias(net, filters), True))
+    net.layers.append((name, "convt", filters))
+
+
+def conv_transpose2d(ctx, name, x, stride, dilation, pad):
+    """pad: top, bottom, left, right, cut from the full output"""
+    y = F.conv_transpose2d(x, ctx[name + ".filter"], ctx[name + ".bias"], stride=stride, dilation=dilation)
+    t, b, l, r = pad
+    return y[:, :, t:y.shape[2] - b, l:y.shape[3] - r]
+
+
+def build_conv_transpose(net):
+    net.conv("down", 2, 4, 2)
+    conv_transpose(net, "up", 4, 3, 3, 3)
+    conv_transpose(net, "wide", 3, 2, 2, 3)
+    net.fc("output", 2 * 10 * 12, 4)
+
+
+def forward_conv_transpose(ctx, x):
+    h = relu(ctx, "down", F.conv2d(x, ctx["down.filter"], ctx["down.bias"], stride=2))   # 4x4x4
+    # same on a 4-row input, kernel 3, stride 2: conv2d's pads 0 and 1
+    h = torch.tanh(conv_transpose2d(ctx, "up", h, 2, 1, (0, 1, 0, 1)))                 # 3x8x8
+    h = conv_transpose2d(ctx, "wide", h, 1, 2, (0, 0, 0, 0))                            # 2x10x12
+    return linear(ctx, "output", flatten(h))
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -708,6 +750,9 @@ CASES = [
     ("upsample_shuffle", "tests/models/upsample_shuffle.ini", 9009, (2, 2, 2), 4, True, build_upsample_shuffle,
      forward_upsample_shuffle),
     ("pool_modes", "tests/models/pool_modes.ini", 9009, (2, 7, 7), 4, True, build_pool_modes, forward_pool_modes),
+    # transposed convolution
+    ("conv_transpose", "tests/models/conv_transpose.ini", 9010, (2, 8, 8), 4, True, build_conv_transpose,
+     forward_conv_transpose),
 ]
 
 

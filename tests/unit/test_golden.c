@@ -365,6 +365,13 @@ test_pool_modes (void)
   golden_case ("pool_modes");
 }
 
+/* transposed convolution */
+static void
+test_conv_transpose (void)
+{
+  golden_case ("conv_transpose");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -383,5 +390,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_ops_unary);
   TT_TEST_RUN (test_upsample_shuffle);
   TT_TEST_RUN (test_pool_modes);
+  /* transposed convolution */
+  TT_TEST_RUN (test_conv_transpose);
   return tt_test_summary ();
 }

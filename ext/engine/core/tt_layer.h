@@ -613,9 +613,9 @@ typedef struct tt_layer {
       /* the conv2d whose input derivative the forward is: its input is
        * this layer's output (tt_conv_transpose_forward) */
       tt_window_geom geom;
-      /* scratch ids: forward's columns, the output derivative's columns,
-       * the permuted filter (forward; backward), the regrouped input */
-      int col_fwd, col, wc_fwd, wc, xg;
+      /* scratch ids: the permuted filter and one sample's columns, of
+       * forward and of backward */
+      int fwd, bwd;
     } convt;
     struct {
       int direction;            /* flip: 0 horizontal, 1 vertical, 2 both */

@@ -365,24 +365,24 @@ void tt_channel_shuffle (tt_threads * pool, size_t batch, size_t a, size_t b,
  * of the conv2d whose input derivative the forward is: channels, in_h,
  * in_w the layer's output (F channels), out_h, out_w its input (in_ch
  * channels). wc: the filter as that conv2d's, [in_ch][F*kh*kw], from
- * nntrainer's [F][in_ch][kh][kw] by tt_conv_transpose_permute. col: the
- * columns [F*kh*kw][batch*out_h*out_w] (forward: its own; backward: those
- * of dy, tt_conv_transpose_columns, read by both backward passes). xg:
- * the input regrouped, [in_ch][batch*out_h*out_w]; dwt: [F*kh*kw][in_ch].
- * Outputs are overwritten; split over pool's threads (NULL: one). */
+ * nntrainer's [F][in_ch][kh][kw] by tt_conv_transpose_permute. col: one
+ * sample's columns, [F*kh*kw][out_h*out_w], the caller's; the pool's
+ * workers need tt_conv_transpose_worker_floats each (tt_threads_scratch)
+ * to share the work (else the caller does it all). dwt: the filter
+ * gradient as [F*kh*kw][in_ch], before dw gets it in nntrainer's layout.
+ * Outputs are overwritten. */
 void tt_conv_transpose_permute (const float *w, int f, int c, int kk,
     float *wc);
+size_t tt_conv_transpose_worker_floats (const tt_window_geom * g, int in_ch,
+    bool gradient);
 void tt_conv_transpose_forward (tt_threads * pool, const tt_window_geom * g,
     int in_ch, int batch, const float *x, const float *wc, const float *bias,
     float *y, float *col);
-void tt_conv_transpose_columns (tt_threads * pool, const tt_window_geom * g,
-    int batch, const float *dy, float *col);
 void tt_conv_transpose_backward_input (tt_threads * pool,
     const tt_window_geom * g, int in_ch, int batch, const float *wc,
-    const float *col, float *dx);
+    const float *dy, float *col, float *dx);
 void tt_conv_transpose_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int in_ch, int batch, const float *x,
-    const float *col, const float *dy, float *xg, float *dwt, float *dw,
-    float *dbias);
+    const float *dy, float *col, float *dwt, float *dw, float *dbias);
 
 #endif

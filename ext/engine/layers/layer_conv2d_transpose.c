@@ -8,9 +8,9 @@
  * - pad_top - pad_bottom, width alike; padding valid (none), same (the
  * pads conv2d's same would take on this layer's input) or explicit.
  *
- * It is conv2d's adjoint (kernels/conv_transpose.c): forward is a GEMM
- * and col2im, the input derivative im2col and a GEMM, the filter
- * gradient one GEMM over the batch's columns.
+ * It is conv2d's adjoint (kernels/conv_transpose.c), sample by sample:
+ * forward is a GEMM and col2im, the input derivative im2col and a GEMM,
+ * the filter gradient im2col and a GEMM added over the batch.
  */
 #include "tt_layer.h"
 
@@ -115,39 +115,37 @@ convt_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   return TT_OK;
 }
 
-/* Forward's columns and permuted filter live in forward alone; the output
- * derivative's columns and the backward filter from calcGradient to
- * calcDerivative (calcGradient writes the columns both read, and uses the
- * filter buffer for its transposed gradient before calcDerivative
- * permutes the filter into it); the regrouped input in calcGradient. */
+/* Two scratch tensors, each the permuted filter then one sample's
+ * columns (the workers have their own, worker_floats): forward's lives
+ * in forward alone, backward's in calcGradient (the filter gradient,
+ * transposed) and calcDerivative (the permuted filter). */
 static void
 convt_declare (tt_init_ctx * c, tt_layer * l)
 {
   const tt_window_geom *g = &l->p.convt.geom;
   const size_t hw = (size_t) g->out_h * g->out_w;
   const size_t fkk = (size_t) g->channels * g->kernel_h * g->kernel_w;
-  const size_t in_ch = l->in_dims[0].c;
+  const size_t n = fkk * l->in_dims[0].c + fkk * hw;
   const bool grad = l->weights[0].grad >= 0, deriv = l->needs_derivative;
-  l->p.convt.col_fwd = tt_init_scratch (c, "columns", fkk * c->batch_size * hw);
-  tt_init_use (c, l->p.convt.col_fwd, TT_PHASE_FORWARD);
-  l->p.convt.wc_fwd = tt_init_scratch (c, "filter_t", fkk * in_ch);
-  tt_init_use (c, l->p.convt.wc_fwd, TT_PHASE_FORWARD);
-  l->p.convt.col = l->p.convt.wc = l->p.convt.xg = -1;
+  l->p.convt.fwd = tt_init_scratch (c, "forward", n);
+  tt_init_use (c, l->p.convt.fwd, TT_PHASE_FORWARD);
+  l->p.convt.bwd = -1;
   if (!grad && !deriv)
     return;
-  l->p.convt.col = tt_init_scratch (c, "dy_columns", fkk * c->batch_size * hw);
-  l->p.convt.wc = tt_init_scratch (c, "filter_t_back", fkk * in_ch);
-  if (grad) {
-    tt_init_use (c, l->p.convt.col, TT_PHASE_GRADIENT);
-    tt_init_use (c, l->p.convt.wc, TT_PHASE_GRADIENT);
-    l->p.convt.xg = tt_init_scratch (c, "input_regrouped", in_ch *
-        c->batch_size * hw);
-    tt_init_use (c, l->p.convt.xg, TT_PHASE_GRADIENT);
-  }
-  if (deriv) {
-    tt_init_use (c, l->p.convt.col, TT_PHASE_DERIVATIVE);
-    tt_init_use (c, l->p.convt.wc, TT_PHASE_DERIVATIVE);
-  }
+  l->p.convt.bwd = tt_init_scratch (c, "backward", n);
+  if (grad)
+    tt_init_use (c, l->p.convt.bwd, TT_PHASE_GRADIENT);
+  if (deriv)
+    tt_init_use (c, l->p.convt.bwd, TT_PHASE_DERIVATIVE);
+}
+
+/* the columns after the permuted filter in a scratch tensor */
+static float *
+convt_columns (const tt_run_ctx * c, const tt_layer * l, int id)
+{
+  const tt_window_geom *g = &l->p.convt.geom;
+  return tt_run_data (c, id) + (size_t) g->channels * g->kernel_h *
+      g->kernel_w * l->in_dims[0].c;
 }
 
 static void
@@ -155,13 +153,13 @@ convt_forward (const tt_run_ctx * c, tt_layer * l)
 {
   const tt_window_geom *g = &l->p.convt.geom;
   const int in_ch = (int) l->in_dims[0].c;
-  float *wc = tt_run_data (c, l->p.convt.wc_fwd);
+  float *wc = tt_run_data (c, l->p.convt.fwd);
   tt_conv_transpose_permute (tt_run_data (c, l->weights[0].value),
       g->channels, in_ch, g->kernel_h * g->kernel_w, wc);
   tt_conv_transpose_forward (c->threads, g, in_ch, (int) c->batch,
       tt_run_data (c, l->in[0]), wc, l->n_weights > 1 ? tt_run_data (c,
           l->weights[1].value) : NULL, tt_run_data (c, l->out[0]),
-      tt_run_data (c, l->p.convt.col_fwd));
+      convt_columns (c, l, l->p.convt.fwd));
 }
 
 static void
@@ -169,15 +167,11 @@ convt_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   if (l->weights[0].grad < 0)
     return;
-  const tt_window_geom *g = &l->p.convt.geom;
-  const float *dy = tt_run_data (c, l->out_deriv[0]);
-  float *col = tt_run_data (c, l->p.convt.col);
-  tt_conv_transpose_columns (c->threads, g, (int) c->batch, dy, col);
-  tt_conv_transpose_backward_weight (c->threads, g, (int) l->in_dims[0].c,
-      (int) c->batch, tt_run_data (c, l->in[0]), col, dy,
-      tt_run_data (c, l->p.convt.xg), tt_run_data (c, l->p.convt.wc),
-      tt_run_data (c, l->weights[0].grad), l->n_weights > 1 ?
-      tt_run_data (c, l->weights[1].grad) : NULL);
+  tt_conv_transpose_backward_weight (c->threads, &l->p.convt.geom,
+      (int) l->in_dims[0].c, (int) c->batch, tt_run_data (c, l->in[0]),
+      tt_run_data (c, l->out_deriv[0]), convt_columns (c, l, l->p.convt.bwd),
+      tt_run_data (c, l->p.convt.bwd), tt_run_data (c, l->weights[0].grad),
+      l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL);
 }
 
 static void
@@ -185,16 +179,20 @@ convt_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   const tt_window_geom *g = &l->p.convt.geom;
   const int in_ch = (int) l->in_dims[0].c;
-  float *col = tt_run_data (c, l->p.convt.col);
-  /* calcGradient made the columns of dy already */
-  if (l->weights[0].grad < 0)
-    tt_conv_transpose_columns (c->threads, g, (int) c->batch,
-        tt_run_data (c, l->out_deriv[0]), col);
-  float *wc = tt_run_data (c, l->p.convt.wc);
+  float *wc = tt_run_data (c, l->p.convt.bwd);
   tt_conv_transpose_permute (tt_run_data (c, l->weights[0].value),
       g->channels, in_ch, g->kernel_h * g->kernel_w, wc);
   tt_conv_transpose_backward_input (c->threads, g, in_ch, (int) c->batch, wc,
-      col, tt_run_data (c, l->in_deriv[0]));
+      tt_run_data (c, l->out_deriv[0]), convt_columns (c, l, l->p.convt.bwd),
+      tt_run_data (c, l->in_deriv[0]));
+}
+
+static size_t
+convt_worker_floats (const tt_layer * l, uint32_t batch_size)
+{
+  (void) batch_size;
+  return tt_conv_transpose_worker_floats (&l->p.convt.geom,
+      (int) l->in_dims[0].c, l->weights[0].grad >= 0);
 }
 
 /* the filter gradient reads the input */
@@ -217,5 +215,6 @@ const tt_layer_ops tt_conv2d_transpose_layer_ops = {
   .forward = convt_forward,
   .calc_gradient = convt_calc_gradient,
   .calc_derivative = convt_calc_derivative,
+  .worker_floats = convt_worker_floats,
   .backward_reads = convt_backward_reads,
 };
