@@ -598,6 +598,30 @@ static const ie_case ie_cases[] = {
         "[pool]\ntype = pooling2d\npooling = global_average\n"
         "ceil_mode = true\n", IE_LOAD,
       {"[pool] ceil_mode", "max or average"}},
+  /* transposed convolution and the preprocessing layers */
+  {"convt_missing_filters", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nkernel_size = 3\n", IE_LOAD,
+      {"[t] filters", "missing key"}},
+  {"convt_missing_kernel", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\n", IE_LOAD,
+      {"[t] kernel_size", "missing key"}},
+  {"convt_stride_zero", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
+        "stride = 0\n", IE_LOAD, {"[t] stride", "out of range [1, 65536]"}},
+  {"convt_padding_word", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
+        "padding = full\n", IE_LOAD, {"[t] padding", "'full'", "valid, same"}},
+  {"convt_padding_too_big", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
+        "padding = 5\n", IE_COMPILE,
+      {"[t] padding", "5,5,5,5", "8x8", "1:6:6"}},
+  {"convt_groups", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
+        "groups = 2\n", IE_LOAD, {"[t] groups", "unknown key"}},
+  {"convt_too_large", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 65536\n"
+        "kernel_size = 65536\n", IE_COMPILE,
+      {"[t] filters, kernel_size", "too large", "1:6:6"}},
 };
 
 /* Valid models: must load, compile and train one batch. */
@@ -704,6 +728,14 @@ static const ie_valid ie_valids[] = {
         "[dw2]\ntype = DepthwiseConv2D\nfilters = 8\nkernel_size = 3,3\n"
         "dilation = 1\n[g]\ntype = conv2d\nfilters = 4\nkernel_size = 1,1\n"
         "groups = 4\n"},
+  /* transposed convolution and the preprocessing layers */
+  {"conv2dtranspose_keys", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = Conv2DTranspose\nfilters = 3\nkernel_size = 3,2\n"
+        "stride = 2\npadding = 1,0,0,1\ndilation = 1,2\n"
+        "weight_initializer = he_uniform\nbias_initializer = ones\n"
+        "disable_bias = false\nweight_decay = 0.001\n"
+        "[u]\ntype = conv2dtranspose\nfilters = 1\nkernel_size = 2\n"
+        "padding = same\ndisable_bias = true\ntrainable = false\n"},
 };
 
 /* convolutions: conv1d's padding forms (nntrainer's Padding1D)

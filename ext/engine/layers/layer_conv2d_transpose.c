@@ -97,8 +97,9 @@ convt_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
       || (uint32_t) g->out_h != in.h || (uint32_t) g->out_w != in.w
       || (uint64_t) f * in.c * kk > (1u << 30)
       || (uint64_t) in.c * in.h * in.w * f * kk > (1ull << 40))
-    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: the %lldx%lld output "
-        "of %u filters of %ux%u over the %u:%u:%u input is too large",
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] filters, kernel_size: "
+        "the %lldx%lld output of %u filters of %ux%u over the %u:%u:%u "
+        "input is too large",
         c->path, l->section, (long long) out_h, (long long) out_w, f, k[0],
         k[1], in.c, in.h, in.w);
   l->out_dims[0] = (tt_dims) {
