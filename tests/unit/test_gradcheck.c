@@ -404,6 +404,22 @@ static const gc_case gc_cases[] = {
         "type=conv2d\nfilters=3\nkernel_size=2,2\nstride=2,2\n[t]\n"
         "type=conv2dtranspose\nfilters=2\nkernel_size=2,2\nstride=2,2\n"
         "trainable=false\n", "mse"},
+  {"preprocess_flip", "[in]\ntype=input\ninput_shape=2:3:5\n[f]\n"
+        "type=preprocess_flip\n[fc]\ntype=fully_connected\nunit=3\n", "mse"},
+  {"preprocess_flip_vertical", "[in]\ntype=input\ninput_shape=1:4:3\n"
+        "[f]\ntype=preprocess_flip\nflip_direction=vertical\n[c]\n"
+        "type=conv2d\nfilters=2\nkernel_size=2,2\n", "mse"},
+  {"preprocess_translate", "[in]\ntype=input\ninput_shape=2:4:5\n[t]\n"
+        "type=preprocess_translate\nrandom_translate=0.4\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"preprocess_translate_far", "[in]\ntype=input\ninput_shape=1:3:2\n"
+        "[t]\ntype=preprocess_translate\nrandom_translate=-2.5\n[fc]\n"
+        "type=fully_connected\nunit=2\n", "mse"},
+  {"preprocess_l2norm", "[in]\ntype=input\ninput_shape=1:1:6\n[n]\n"
+        "type=preprocess_l2norm\n[fc]\ntype=fully_connected\nunit=3\n",
+      "mse"},
+  {"preprocess_l2norm_image", "[in]\ntype=input\ninput_shape=2:3:2\n"
+        "[n]\ntype=preprocess_l2norm\nepsilon=0.5\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -715,7 +715,7 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 38
+#define TT_LAYER_TYPES 41
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -758,7 +758,9 @@ extern const tt_layer_ops tt_upsample2d_layer_ops,
     tt_channel_shuffle_layer_ops;
 /* transposed convolution and the preprocessing layers
  * (layer_conv2d_transpose.c, layer_preprocess_*.c) */
-extern const tt_layer_ops tt_conv2d_transpose_layer_ops;
+extern const tt_layer_ops tt_conv2d_transpose_layer_ops,
+    tt_preprocess_flip_layer_ops, tt_preprocess_translate_layer_ops,
+    tt_preprocess_l2norm_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

@@ -385,4 +385,24 @@ void tt_conv_transpose_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int in_ch, int batch, const float *x,
     const float *dy, float *col, float *dwt, float *dw, float *dbias);
 
+/* preprocess.c: the preprocessing layers, batch samples of c:h:w values
+ * (n values for l2norm), split by samples over pool's threads.
+ * tt_flip_samples: flags[b] (a float) bit 0 reverses sample b's columns,
+ * bit 1 its rows; y may be x; its own inverse (the derivative alike).
+ * tt_translate_*: shifts[2b], shifts[2b + 1] (ty, tx, in pixels): output
+ * (r, q) is the input at (r + ty, q + tx), bilinear, reflected at the
+ * borders (OpenCV's BORDER_REFLECT); backward is its adjoint (dx
+ * overwritten). tt_l2norm_*: y = x / (|x| + eps) per sample and its
+ * exact derivative. */
+void tt_flip_samples (tt_threads * pool, size_t batch, uint32_t c,
+    uint32_t h, uint32_t w, const float *flags, const float *x, float *y);
+void tt_translate_forward (tt_threads * pool, size_t batch, uint32_t c,
+    uint32_t h, uint32_t w, const float *shifts, const float *x, float *y);
+void tt_translate_backward (tt_threads * pool, size_t batch, uint32_t c,
+    uint32_t h, uint32_t w, const float *shifts, const float *dy, float *dx);
+void tt_l2norm_forward (tt_threads * pool, size_t batch, size_t n, float eps,
+    const float *x, float *y);
+void tt_l2norm_backward (tt_threads * pool, size_t batch, size_t n,
+    float eps, const float *x, const float *dy, float *dx);
+
 #endif

@@ -24,7 +24,8 @@ static const tt_layer_ops *const layers_all[] = {
   /* upsample2d, channel_shuffle */
   &tt_upsample2d_layer_ops, &tt_channel_shuffle_layer_ops,
   /* transposed convolution and the preprocessing layers */
-  &tt_conv2d_transpose_layer_ops,
+  &tt_conv2d_transpose_layer_ops, &tt_preprocess_flip_layer_ops,
+  &tt_preprocess_translate_layer_ops, &tt_preprocess_l2norm_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
