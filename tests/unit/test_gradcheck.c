@@ -856,6 +856,106 @@ test_pool_window_is_global (void)
   }
 }
 
+/* transposed convolution and the preprocessing layers: preprocess_flip
+ * flips about half the samples each way in training (the same ones for
+ * the same seed), none in evaluation; preprocess_translate moves samples
+ * in training only */
+#define PD_BATCH 400
+
+static tt_model *
+pd_open (const char *fname, const char *layer)
+{
+  char ini[1024];
+  tt_error err;
+  snprintf (ini, sizeof ini, "[Model]\ntype=NeuralNetwork\nbatch_size=%d\n"
+      "loss=mse\n[Optimizer]\ntype=sgd\nlearning_rate=0.1\n[in]\n"
+      "type=input\ninput_shape=1:2:2\n[p]\n%s", PD_BATCH, layer);
+  tt_model *m = tt_model_load_ini (tt_test_write_text (fname, ini), &err);
+  CHECK (m != NULL, "%s: %s", fname, m ? "" : err.message);
+  if (m && tt_model_compile (m, &err)) {
+    CHECK (0, "%s: %s", fname, err.message);
+    tt_model_free (m);
+    m = NULL;
+  }
+  return m;
+}
+
+/* a training forward (seed) or an evaluation (seed 0): counts of samples
+ * [[1, 2], [3, 4]] whose columns, rows were reversed, and of others */
+static void
+pd_run (tt_model * m, uint64_t seed, int *cols, int *rows, int *other)
+{
+  static float x[PD_BATCH * 4], t[PD_BATCH * 4];
+  const void *inputs[1] = { x };
+  tt_error err;
+  double loss;
+  for (int b = 0; b < PD_BATCH; b++)
+    for (int i = 0; i < 4; i++)
+      x[b * 4 + i] = (float) (i + 1);
+  tt_status st;
+  if (seed) {
+    tt_rng_seed (&m->rng, seed);
+    st = tt_model_gradients (m, PD_BATCH, inputs, NULL, t, false, &loss, &err);
+  } else
+    st = tt_model_eval_batch (m, PD_BATCH, inputs, NULL, t, NULL, &err);
+  CHECK (st == TT_OK, "forward: %s", st ? err.message : "");
+  const float *y = tt_data (m, m->layers[m->n_layers - 1].in[0]);
+  for (uint32_t p = 0; p < m->n_layers; p++)
+    if (!strcmp (m->layers[p].name, "p"))
+      y = tt_data (m, m->layers[p].out[0]);
+  *cols = *rows = *other = 0;
+  for (int b = 0; b < PD_BATCH; b++) {
+    const float *s = y + b * 4;
+    const bool c = s[0] == 2 && s[1] == 1 && s[2] == 4 && s[3] == 3;
+    const bool r = s[0] == 3 && s[1] == 4 && s[2] == 1 && s[3] == 2;
+    const bool both = s[0] == 4 && s[1] == 3 && s[2] == 2 && s[3] == 1;
+    const bool none = s[0] == 1 && s[1] == 2 && s[2] == 3 && s[3] == 4;
+    *cols += c || both;
+    *rows += r || both;
+    *other += !(c || r || both || none);
+  }
+}
+
+static void
+test_preprocess_draws (void)
+{
+  int cols, rows, other, cols2, rows2, other2;
+  tt_model *m = pd_open ("pd_flip.ini", "type=preprocess_flip\n");
+  if (m) {
+    pd_run (m, 5, &cols, &rows, &other);
+    printf ("preprocess_flip: %d of %d columns, %d rows reversed\n", cols,
+        PD_BATCH, rows);
+    /* binomial (400, 0.5): sd 10 */
+    CHECK (cols > 150 && cols < 250 && rows > 150 && rows < 250 &&
+        other == 0, "flips: %d columns, %d rows, %d others", cols, rows,
+        other);
+    pd_run (m, 5, &cols2, &rows2, &other2);
+    CHECK (cols2 == cols && rows2 == rows, "the same seed flipped others");
+    pd_run (m, 0, &cols, &rows, &other);
+    CHECK (cols == 0 && rows == 0 && other == 0, "evaluation flipped %d, %d",
+        cols, rows);
+    tt_model_free (m);
+  }
+  m = pd_open ("pd_flip_h.ini", "type=preprocess_flip\n"
+      "flip_direction=horizontal\n");
+  if (m) {
+    pd_run (m, 6, &cols, &rows, &other);
+    CHECK (cols > 150 && cols < 250 && rows == 0 && other == 0,
+        "horizontal flips: %d columns, %d rows", cols, rows);
+    tt_model_free (m);
+  }
+  m = pd_open ("pd_translate.ini", "type=preprocess_translate\n"
+      "random_translate=0.5\n");
+  if (m) {
+    pd_run (m, 0, &cols, &rows, &other);
+    CHECK (other == 0 && cols == 0 && rows == 0, "evaluation translated");
+    pd_run (m, 7, &cols, &rows, &other);
+    CHECK (other > PD_BATCH / 2, "training translated %d of %d", other,
+        PD_BATCH);
+    tt_model_free (m);
+  }
+}
+
 /* the table's case being run: its name is what TT_TEST_CASE matches */
 static const gc_case *gc_current;
 
@@ -875,5 +975,7 @@ main (void)
   }
   TT_TEST_RUN (test_gru_reference);
   TT_TEST_RUN (test_pool_window_is_global);
+  /* transposed convolution and the preprocessing layers */
+  TT_TEST_RUN (test_preprocess_draws);
   return tt_test_summary ();
 }
