@@ -622,6 +622,28 @@ static const ie_case ie_cases[] = {
         "[t]\ntype = conv2dtranspose\nfilters = 65536\n"
         "kernel_size = 65536\n", IE_COMPILE,
       {"[t] filters, kernel_size", "too large", "1:6:6"}},
+  {"flip_direction_unknown", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = preprocess_flip\nflip_direction = diagonal\n", IE_LOAD,
+      {"[f] flip_direction", "'diagonal'",
+          "horizontal, vertical, horizontal_and_vertical"}},
+  {"flip_key", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = preprocess_flip\nrandom_translate = 0.1\n", IE_LOAD,
+      {"[f] random_translate", "unknown key"}},
+  {"translate_missing", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = preprocess_translate\n", IE_LOAD,
+      {"[t] random_translate", "missing key"}},
+  {"translate_word", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = preprocess_translate\nrandom_translate = far\n",
+      IE_LOAD, {"[t] random_translate", "'far'"}},
+  {"translate_huge", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = preprocess_translate\nrandom_translate = -1e9\n",
+      IE_LOAD, {"[t] random_translate", "at most 65536"}},
+  {"l2norm_epsilon_zero", MODEL_MSE ADAM INPUT4
+        "[n]\ntype = preprocess_l2norm\nepsilon = 0\n", IE_LOAD,
+      {"[n] epsilon", "positive"}},
+  {"l2norm_epsilon_word", MODEL_MSE ADAM INPUT4
+        "[n]\ntype = preprocess_l2norm\nepsilon = tiny\n", IE_LOAD,
+      {"[n] epsilon", "'tiny'"}},
 };
 
 /* Valid models: must load, compile and train one batch. */
@@ -736,6 +758,10 @@ static const ie_valid ie_valids[] = {
         "disable_bias = false\nweight_decay = 0.001\n"
         "[u]\ntype = conv2dtranspose\nfilters = 1\nkernel_size = 2\n"
         "padding = same\ndisable_bias = true\ntrainable = false\n"},
+  {"preprocess_keys", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = Preprocess_Flip\nflip_direction = Vertical\n"
+        "[t]\ntype = preprocess_translate\nrandom_translate = -0.2\n"
+        "[n]\ntype = preprocess_l2norm\nepsilon = 1e-6\n" FC ("fc", 3)},
 };
 
 /* convolutions: conv1d's padding forms (nntrainer's Padding1D)
