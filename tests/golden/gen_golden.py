@@ -725,6 +725,20 @@ def forward_conv_transpose(ctx, x):
     return linear(ctx, "output", flatten(h))
 
 
+def build_l2norm_mlp(net):
+    net.fc("hidden", 12, 6)
+    net.fc("output", 6, 4)
+
+
+def forward_l2norm_mlp(ctx, x):
+    # nntrainer's preprocess_l2norm: x / (|x| + epsilon), the norm per sample
+    # (F.normalize divides by max(|x|, eps) instead)
+    h = flatten(x)
+    h = h / (h.flatten(1).norm(dim=1).reshape(-1, 1, 1, 1) + 0.05)
+    h = torch.tanh(linear(ctx, "hidden", h))
+    return linear(ctx, "output", h)
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -753,6 +767,8 @@ CASES = [
     # transposed convolution
     ("conv_transpose", "tests/models/conv_transpose.ini", 9010, (2, 8, 8), 4, True, build_conv_transpose,
      forward_conv_transpose),
+    ("l2norm_mlp", "tests/models/l2norm_mlp.ini", 9011, (2, 2, 3), 4, True, build_l2norm_mlp,
+     forward_l2norm_mlp),
 ]
 
 

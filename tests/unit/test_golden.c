@@ -372,6 +372,12 @@ test_conv_transpose (void)
   golden_case ("conv_transpose");
 }
 
+static void
+test_l2norm_mlp (void)
+{
+  golden_case ("l2norm_mlp");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -392,5 +398,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_pool_modes);
   /* transposed convolution */
   TT_TEST_RUN (test_conv_transpose);
+  TT_TEST_RUN (test_l2norm_mlp);
   return tt_test_summary ();
 }

@@ -32,7 +32,7 @@ static const char *models[] = {
   /* pooling: ceil_mode, count_include_pad */
   "pool_modes.ini",
   /* transposed convolution */
-  "conv_transpose.ini", "preprocess.ini", NULL
+  "conv_transpose.ini", "preprocess.ini", "l2norm_mlp.ini", NULL
 };
 
 static tt_model *
