@@ -196,6 +196,16 @@ test_upsample_shuffle (void)
   no_alloc_model (na_root, "upsample_shuffle.ini", 2, false);
 }
 
+/* transposed convolution and the preprocessing layers */
+static void
+test_conv_transpose_preprocess (void)
+{
+  no_alloc_model (na_root, "conv_transpose.ini", 1, false);
+  no_alloc_model (na_root, "conv_transpose.ini", 2, false);
+  no_alloc_model (na_root, "preprocess.ini", 1, false);
+  no_alloc_model (na_root, "preprocess.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -213,5 +223,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_profiled);
   TT_TEST_RUN (test_mobilenet_block);
   TT_TEST_RUN (test_upsample_shuffle);
+  /* transposed convolution and the preprocessing layers */
+  TT_TEST_RUN (test_conv_transpose_preprocess);
   return tt_test_summary ();
 }
