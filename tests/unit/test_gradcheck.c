@@ -927,8 +927,7 @@ test_preprocess_draws (void)
         PD_BATCH, rows);
     /* binomial (400, 0.5): sd 10 */
     CHECK (cols > 150 && cols < 250 && rows > 150 && rows < 250 &&
-        other == 0, "flips: %d columns, %d rows, %d others", cols, rows,
-        other);
+        other == 0, "flips: %d columns, %d rows, %d others", cols, rows, other);
     pd_run (m, 5, &cols2, &rows2, &other2);
     CHECK (cols2 == cols && rows2 == rows, "the same seed flipped others");
     pd_run (m, 0, &cols, &rows, &other);

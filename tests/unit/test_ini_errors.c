@@ -624,7 +624,7 @@ static const ie_case ie_cases[] = {
       {"[t] filters, kernel_size", "too large", "1:6:6"}},
   {"flip_direction_unknown", MODEL_MSE ADAM INPUT_IMG
         "[f]\ntype = preprocess_flip\nflip_direction = diagonal\n", IE_LOAD,
-      {"[f] flip_direction", "'diagonal'",
+        {"[f] flip_direction", "'diagonal'",
           "horizontal, vertical, horizontal_and_vertical"}},
   {"flip_key", MODEL_MSE ADAM INPUT_IMG
         "[f]\ntype = preprocess_flip\nrandom_translate = 0.1\n", IE_LOAD,

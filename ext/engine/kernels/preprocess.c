@@ -65,9 +65,8 @@ flip_samples (void *arg, size_t begin, size_t end)
          * the width too), the middle row of an odd height alone */
         for (uint32_t r = 0; r < (j->h + 1) / 2; r++) {
           const uint32_t q = j->h - 1 - r;
-          float *a = yp + (size_t) r * j->w, *z = yp + (size_t) q * j->w;
-          const float *xa = xp + (size_t) r * j->w, *xz = xp + (size_t) q *
-              j->w;
+          float *a = yp + (size_t) r * j->w, *z = yp + (size_t) q *j->w;
+          const float *xa = xp + (size_t) r * j->w, *xz = xp + (size_t) q *j->w;
           if (r == q) {
             if (f & 1)
               flip_row (xa, a, j->w);
@@ -219,8 +218,7 @@ l2_scale (const float *x, float *y, size_t n, float k)
 
 /* dx = (dy - x (x . dy) / (norm s)) / s, s = norm + eps */
 static TT_VECTOR_CLONES void
-l2_back (const float *x, const float *dy, float *dx, size_t n, float a,
-    float k)
+l2_back (const float *x, const float *dy, float *dx, size_t n, float a, float k)
 {
   for (size_t i = 0; i < n; i++)
     dx[i] = (dy[i] - x[i] * k) * a;

@@ -36,8 +36,7 @@ static void
 l2norm_forward (const tt_run_ctx * c, tt_layer * l)
 {
   tt_l2norm_forward (c->threads, c->batch, tt_dims_count (l->in_dims[0]),
-      l->p.prep.epsilon, tt_run_data (c, l->in[0]), tt_run_data (c,
-          l->out[0]));
+      l->p.prep.epsilon, tt_run_data (c, l->in[0]), tt_run_data (c, l->out[0]));
 }
 
 static void

@@ -28,8 +28,7 @@ translate_parse (tt_layer * l, const tt_section * s, tt_error * err)
 {
   if (!tt_section_has (s, "random_translate"))
     return tt_section_error (s, "random_translate", err, TT_ERR_INVALID,
-        "missing key (the largest shift, a fraction of the size, e.g. "
-        "0.1)");
+        "missing key (the largest shift, a fraction of the size, e.g. " "0.1)");
   float r = 0.0f;
   tt_status st = tt_section_float (s, "random_translate", &r, err);
   if (st)
