@@ -196,12 +196,12 @@ convt_worker_floats (const tt_layer * l, uint32_t batch_size)
       (int) l->in_dims[0].c, l->weights[0].grad >= 0);
 }
 
-/* the filter gradient reads the input */
+/* the filter gradient reads the input (a frozen layer's backward does
+ * not) */
 static unsigned
 convt_backward_reads (const tt_layer * l)
 {
-  (void) l;
-  return TT_READS_INPUT;
+  return l->trainable ? TT_READS_INPUT : 0;
 }
 
 const tt_layer_ops tt_conv2d_transpose_layer_ops = {
