@@ -89,6 +89,9 @@ def ini_weight_layers(cp):
             out.append((sec, "ln", None))
         elif t == "weight":
             out.append((sec, "weight", None))
+        # transposed convolution
+        elif t == "conv2dtranspose":
+            out.append((sec, "convt", int(cp[sec]["filters"])))
     return out
 
 
@@ -743,6 +746,58 @@ def forward_tensorops_gather(ctx, x):
     t = ctx.p["table.weight"].unsqueeze(0).expand(n, 2, 5, 4)
     idx = x.detach().long().reshape(n, 1, 3, 1).expand(n, 2, 3, 4)
     return linear(ctx, "output", flatten(torch.gather(t, 2, idx)))  # 2x3x4
+# Transposed convolution: nntrainer's filter [filters][channels][kh][kw] is
+# torch's ConvTranspose2d weight [channels][filters][kh][kw] with its first
+# two axes swapped; the output is torch's full (unpadded) one with the
+# padding cut off (nntrainer's explicit and same pads may differ per side).
+
+class ConvTWeight(Weight):
+    def bin_of(self, t):
+        return t.detach().permute(1, 0, 2, 3).contiguous().cpu().numpy().reshape(-1)
+
+
+def conv_transpose(net, name, c_in, filters, kh, kw):
+    b = net._bound(c_in * kh * kw)
+    net.weights.append(ConvTWeight(name, "filter", net._uniform((c_in, filters, kh, kw), -b, b), True))
+    net.weights.append(Weight(name, "bias", self_bias(net, filters), True))
+    net.layers.append((name, "convt", filters))
+
+
+def conv_transpose2d(ctx, name, x, stride, dilation, pad):
+    """pad: top, bottom, left, right, cut from the full output"""
+    y = F.conv_transpose2d(x, ctx[name + ".filter"], ctx[name + ".bias"], stride=stride, dilation=dilation)
+    t, b, l, r = pad
+    return y[:, :, t:y.shape[2] - b, l:y.shape[3] - r]
+
+
+def build_conv_transpose(net):
+    net.conv("down", 2, 4, 2)
+    conv_transpose(net, "up", 4, 3, 3, 3)
+    conv_transpose(net, "wide", 3, 2, 2, 3)
+    net.fc("output", 2 * 10 * 12, 4)
+
+
+def forward_conv_transpose(ctx, x):
+    h = relu(ctx, "down", F.conv2d(x, ctx["down.filter"], ctx["down.bias"], stride=2))   # 4x4x4
+    # same on a 4-row input, kernel 3, stride 2: conv2d's pads 0 and 1
+    h = torch.tanh(conv_transpose2d(ctx, "up", h, 2, 1, (0, 1, 0, 1)))                 # 3x8x8
+    h = conv_transpose2d(ctx, "wide", h, 1, 2, (0, 0, 0, 0))                            # 2x10x12
+    return linear(ctx, "output", flatten(h))
+
+
+def build_l2norm_mlp(net):
+    net.fc("hidden", 12, 6)
+    net.fc("output", 6, 4)
+
+
+def forward_l2norm_mlp(ctx, x):
+    # nntrainer's preprocess_l2norm: x / (|x| + epsilon), the norm per sample
+    # (F.normalize divides by max(|x|, eps) instead)
+    h = flatten(x)
+    h = h / (h.flatten(1).norm(dim=1).reshape(-1, 1, 1, 1) + 0.05)
+    h = torch.tanh(linear(ctx, "hidden", h))
+    return linear(ctx, "output", h)
+
 
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
@@ -775,6 +830,11 @@ CASES = [
      forward_tensorops_gather),
     # the rest of nntrainer's set: clip, kld
     ("clip_kld", "tests/models/clip_kld.ini", 1212, (1, 1, 8), 4, True, build_clip_kld, forward_clip_kld),
+    # transposed convolution
+    ("conv_transpose", "tests/models/conv_transpose.ini", 9010, (2, 8, 8), 4, True, build_conv_transpose,
+     forward_conv_transpose),
+    ("l2norm_mlp", "tests/models/l2norm_mlp.ini", 9011, (2, 2, 3), 4, True, build_l2norm_mlp,
+     forward_l2norm_mlp),
 ]
 # Cases whose [Model] loss is not cross: kld's labels are soft (each row
 # a softmax of normal draws with one value set to 0, P = 0's term, then

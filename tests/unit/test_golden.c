@@ -385,6 +385,19 @@ test_clip_kld (void)
   golden_case ("clip_kld");
 }
 
+/* transposed convolution */
+static void
+test_conv_transpose (void)
+{
+  golden_case ("conv_transpose");
+}
+
+static void
+test_l2norm_mlp (void)
+{
+  golden_case ("l2norm_mlp");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -407,5 +420,8 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_tensorops);
   TT_TEST_RUN (test_tensorops_gather);
   TT_TEST_RUN (test_clip_kld);
+  /* transposed convolution */
+  TT_TEST_RUN (test_conv_transpose);
+  TT_TEST_RUN (test_l2norm_mlp);
   return tt_test_summary ();
 }

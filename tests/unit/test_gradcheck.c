@@ -458,6 +458,41 @@ static const gc_case gc_cases[] = {
   {"clip_after_fc", "[in]\ntype=input\ninput_shape=1:1:6\n[fc]\n"
         "type=fully_connected\nunit=6\nactivation=clip\nclip_min=-0.2\n"
         "clip_max=0.3\n[out]\ntype=fully_connected\nunit=3\n", "mse"},
+  /* transposed convolution and the preprocessing layers */
+  {"convt_valid", "[in]\ntype=input\ninput_shape=2:3:4\n[t]\n"
+        "type=conv2dtranspose\nfilters=3\nkernel_size=3,2\n", "mse"},
+  {"convt_stride2", "[in]\ntype=input\ninput_shape=3:3:3\n[t]\n"
+        "type=conv2dtranspose\nfilters=2\nkernel_size=3,3\nstride=2,2\n",
+      "mse"},
+  {"convt_stride2_same", "[in]\ntype=input\ninput_shape=2:3:4\n[t]\n"
+        "type=conv2dtranspose\nfilters=2\nkernel_size=4,3\nstride=2,2\n"
+        "padding=same\n", "mse"},
+  {"convt_pad_dilation", "[in]\ntype=input\ninput_shape=2:4:3\n[t]\n"
+        "type=conv2dtranspose\nfilters=2\nkernel_size=3,3\nstride=2,3\n"
+        "dilation=2,1\npadding=1,2,0,1\n", "mse"},
+  {"convt_stride_over_kernel", "[in]\ntype=input\ninput_shape=2:2:3\n"
+        "[t]\ntype=conv2dtranspose\nfilters=2\nkernel_size=2,1\n"
+        "stride=3,2\ndisable_bias=true\n", "mse"},
+  {"convt_frozen_decoder", "[in]\ntype=input\ninput_shape=2:6:6\n[c]\n"
+        "type=conv2d\nfilters=3\nkernel_size=2,2\nstride=2,2\n[t]\n"
+        "type=conv2dtranspose\nfilters=2\nkernel_size=2,2\nstride=2,2\n"
+        "trainable=false\n", "mse"},
+  {"preprocess_flip", "[in]\ntype=input\ninput_shape=2:3:5\n[f]\n"
+        "type=preprocess_flip\n[fc]\ntype=fully_connected\nunit=3\n", "mse"},
+  {"preprocess_flip_vertical", "[in]\ntype=input\ninput_shape=1:4:3\n"
+        "[f]\ntype=preprocess_flip\nflip_direction=vertical\n[c]\n"
+        "type=conv2d\nfilters=2\nkernel_size=2,2\n", "mse"},
+  {"preprocess_translate", "[in]\ntype=input\ninput_shape=2:4:5\n[t]\n"
+        "type=preprocess_translate\nrandom_translate=0.4\n[fc]\n"
+        "type=fully_connected\nunit=3\n", "mse"},
+  {"preprocess_translate_far", "[in]\ntype=input\ninput_shape=1:3:2\n"
+        "[t]\ntype=preprocess_translate\nrandom_translate=-2.5\n[fc]\n"
+        "type=fully_connected\nunit=2\n", "mse"},
+  {"preprocess_l2norm", "[in]\ntype=input\ninput_shape=1:1:6\n[n]\n"
+        "type=preprocess_l2norm\n[fc]\ntype=fully_connected\nunit=3\n",
+      "mse"},
+  {"preprocess_l2norm_image", "[in]\ntype=input\ninput_shape=2:3:2\n"
+        "[n]\ntype=preprocess_l2norm\nepsilon=0.5\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -899,6 +934,105 @@ test_pool_window_is_global (void)
   }
 }
 
+/* transposed convolution and the preprocessing layers: preprocess_flip
+ * flips about half the samples each way in training (the same ones for
+ * the same seed), none in evaluation; preprocess_translate moves samples
+ * in training only */
+#define PD_BATCH 400
+
+static tt_model *
+pd_open (const char *fname, const char *layer)
+{
+  char ini[1024];
+  tt_error err;
+  snprintf (ini, sizeof ini, "[Model]\ntype=NeuralNetwork\nbatch_size=%d\n"
+      "loss=mse\n[Optimizer]\ntype=sgd\nlearning_rate=0.1\n[in]\n"
+      "type=input\ninput_shape=1:2:2\n[p]\n%s", PD_BATCH, layer);
+  tt_model *m = tt_model_load_ini (tt_test_write_text (fname, ini), &err);
+  CHECK (m != NULL, "%s: %s", fname, m ? "" : err.message);
+  if (m && tt_model_compile (m, &err)) {
+    CHECK (0, "%s: %s", fname, err.message);
+    tt_model_free (m);
+    m = NULL;
+  }
+  return m;
+}
+
+/* a training forward (seed) or an evaluation (seed 0): counts of samples
+ * [[1, 2], [3, 4]] whose columns, rows were reversed, and of others */
+static void
+pd_run (tt_model * m, uint64_t seed, int *cols, int *rows, int *other)
+{
+  static float x[PD_BATCH * 4], t[PD_BATCH * 4];
+  const void *inputs[1] = { x };
+  tt_error err;
+  double loss;
+  for (int b = 0; b < PD_BATCH; b++)
+    for (int i = 0; i < 4; i++)
+      x[b * 4 + i] = (float) (i + 1);
+  tt_status st;
+  if (seed) {
+    tt_rng_seed (&m->rng, seed);
+    st = tt_model_gradients (m, PD_BATCH, inputs, NULL, t, false, &loss, &err);
+  } else
+    st = tt_model_eval_batch (m, PD_BATCH, inputs, NULL, t, NULL, &err);
+  CHECK (st == TT_OK, "forward: %s", st ? err.message : "");
+  const float *y = tt_data (m, m->layers[m->n_layers - 1].in[0]);
+  for (uint32_t p = 0; p < m->n_layers; p++)
+    if (!strcmp (m->layers[p].name, "p"))
+      y = tt_data (m, m->layers[p].out[0]);
+  *cols = *rows = *other = 0;
+  for (int b = 0; b < PD_BATCH; b++) {
+    const float *s = y + b * 4;
+    const bool c = s[0] == 2 && s[1] == 1 && s[2] == 4 && s[3] == 3;
+    const bool r = s[0] == 3 && s[1] == 4 && s[2] == 1 && s[3] == 2;
+    const bool both = s[0] == 4 && s[1] == 3 && s[2] == 2 && s[3] == 1;
+    const bool none = s[0] == 1 && s[1] == 2 && s[2] == 3 && s[3] == 4;
+    *cols += c || both;
+    *rows += r || both;
+    *other += !(c || r || both || none);
+  }
+}
+
+static void
+test_preprocess_draws (void)
+{
+  int cols, rows, other, cols2, rows2, other2;
+  tt_model *m = pd_open ("pd_flip.ini", "type=preprocess_flip\n");
+  if (m) {
+    pd_run (m, 5, &cols, &rows, &other);
+    printf ("preprocess_flip: %d of %d columns, %d rows reversed\n", cols,
+        PD_BATCH, rows);
+    /* binomial (400, 0.5): sd 10 */
+    CHECK (cols > 150 && cols < 250 && rows > 150 && rows < 250 &&
+        other == 0, "flips: %d columns, %d rows, %d others", cols, rows, other);
+    pd_run (m, 5, &cols2, &rows2, &other2);
+    CHECK (cols2 == cols && rows2 == rows, "the same seed flipped others");
+    pd_run (m, 0, &cols, &rows, &other);
+    CHECK (cols == 0 && rows == 0 && other == 0, "evaluation flipped %d, %d",
+        cols, rows);
+    tt_model_free (m);
+  }
+  m = pd_open ("pd_flip_h.ini", "type=preprocess_flip\n"
+      "flip_direction=horizontal\n");
+  if (m) {
+    pd_run (m, 6, &cols, &rows, &other);
+    CHECK (cols > 150 && cols < 250 && rows == 0 && other == 0,
+        "horizontal flips: %d columns, %d rows", cols, rows);
+    tt_model_free (m);
+  }
+  m = pd_open ("pd_translate.ini", "type=preprocess_translate\n"
+      "random_translate=0.5\n");
+  if (m) {
+    pd_run (m, 0, &cols, &rows, &other);
+    CHECK (other == 0 && cols == 0 && rows == 0, "evaluation translated");
+    pd_run (m, 7, &cols, &rows, &other);
+    CHECK (other > PD_BATCH / 2, "training translated %d of %d", other,
+        PD_BATCH);
+    tt_model_free (m);
+  }
+}
+
 /* the table's case being run: its name is what TT_TEST_CASE matches */
 /* centroid_knn against a hand computation: the centroids as running
  * means of each class's training samples in batch order, the counts, the
@@ -1032,5 +1166,7 @@ main (void)
   TT_TEST_RUN (test_gru_reference);
   TT_TEST_RUN (test_pool_window_is_global);
   TT_TEST_RUN (test_centroid_knn);
+  /* transposed convolution and the preprocessing layers */
+  TT_TEST_RUN (test_preprocess_draws);
   return tt_test_summary ();
 }

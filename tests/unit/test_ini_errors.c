@@ -754,6 +754,52 @@ static const ie_case ie_cases[] = {
   {"knn_and_model_loss", MODEL_MSE ADAM INPUT4
         "[knn]\ntype = centroid_knn\nnum_class = 3\n", IE_COMPILE,
       {"[Model] loss is set", "[knn] is a loss layer"}},
+  /* transposed convolution and the preprocessing layers */
+  {"convt_missing_filters", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nkernel_size = 3\n", IE_LOAD,
+      {"[t] filters", "missing key"}},
+  {"convt_missing_kernel", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\n", IE_LOAD,
+      {"[t] kernel_size", "missing key"}},
+  {"convt_stride_zero", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
+        "stride = 0\n", IE_LOAD, {"[t] stride", "out of range [1, 65536]"}},
+  {"convt_padding_word", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
+        "padding = full\n", IE_LOAD, {"[t] padding", "'full'", "valid, same"}},
+  {"convt_padding_too_big", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
+        "padding = 5\n", IE_COMPILE,
+      {"[t] padding", "5,5,5,5", "8x8", "1:6:6"}},
+  {"convt_groups", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
+        "groups = 2\n", IE_LOAD, {"[t] groups", "unknown key"}},
+  {"convt_too_large", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 65536\n"
+        "kernel_size = 65536\n", IE_COMPILE,
+      {"[t] filters, kernel_size", "too large", "1:6:6"}},
+  {"flip_direction_unknown", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = preprocess_flip\nflip_direction = diagonal\n", IE_LOAD,
+        {"[f] flip_direction", "'diagonal'",
+          "horizontal, vertical, horizontal_and_vertical"}},
+  {"flip_key", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = preprocess_flip\nrandom_translate = 0.1\n", IE_LOAD,
+      {"[f] random_translate", "unknown key"}},
+  {"translate_missing", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = preprocess_translate\n", IE_LOAD,
+      {"[t] random_translate", "missing key"}},
+  {"translate_word", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = preprocess_translate\nrandom_translate = far\n",
+      IE_LOAD, {"[t] random_translate", "'far'"}},
+  {"translate_huge", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = preprocess_translate\nrandom_translate = -1e9\n",
+      IE_LOAD, {"[t] random_translate", "at most 65536"}},
+  {"l2norm_epsilon_zero", MODEL_MSE ADAM INPUT4
+        "[n]\ntype = preprocess_l2norm\nepsilon = 0\n", IE_LOAD,
+      {"[n] epsilon", "positive"}},
+  {"l2norm_epsilon_word", MODEL_MSE ADAM INPUT4
+        "[n]\ntype = preprocess_l2norm\nepsilon = tiny\n", IE_LOAD,
+      {"[n] epsilon", "'tiny'"}},
 };
 
 /* Valid models: must load, compile and train one batch. */
@@ -880,6 +926,18 @@ static const ie_valid ie_valids[] = {
   {"centroid_knn_frozen", "[Model]\ntype = NeuralNetwork\n"
         "batch_size = 2\n" ADAM INPUT4 FC ("fc", 3) "trainable = false\n"
         "[knn]\ntype = centroid_knn\nnum_class = 4\n"},
+  /* transposed convolution and the preprocessing layers */
+  {"conv2dtranspose_keys", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = Conv2DTranspose\nfilters = 3\nkernel_size = 3,2\n"
+        "stride = 2\npadding = 1,0,0,1\ndilation = 1,2\n"
+        "weight_initializer = he_uniform\nbias_initializer = ones\n"
+        "disable_bias = false\nweight_decay = 0.001\n"
+        "[u]\ntype = conv2dtranspose\nfilters = 1\nkernel_size = 2\n"
+        "padding = same\ndisable_bias = true\ntrainable = false\n"},
+  {"preprocess_keys", MODEL_MSE ADAM INPUT_IMG
+        "[f]\ntype = Preprocess_Flip\nflip_direction = Vertical\n"
+        "[t]\ntype = preprocess_translate\nrandom_translate = -0.2\n"
+        "[n]\ntype = preprocess_l2norm\nepsilon = 1e-6\n" FC ("fc", 3)},
 };
 
 /* convolutions: conv1d's padding forms (nntrainer's Padding1D)

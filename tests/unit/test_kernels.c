@@ -1959,6 +1959,173 @@ test_conv_grouped (void)
   }
 }
 
+/* ---- transposed convolution (conv_transpose.c) ------------------------ */
+
+/* Plain loops in double, the scatter form: input (c, h, w) times
+ * filter[f][c][i][j] adds to output (f, h sh + i dh - pt, w sw + j dw -
+ * pl); with output derivative dy, the filter and bias gradients and dx */
+static void
+test_convt_reference (int batch, int nc, int ih, int iw, int nf,
+    const tt_window_geom * g, const float *x, const float *w,
+    const float *bias, const float *dy, double *y, double *dw, double *db,
+    double *dx)
+{
+  const int kh = g->kernel_h, kw = g->kernel_w, oh = g->in_h, ow = g->in_w;
+  const size_t ny = (size_t) batch * nf * oh * ow;
+  for (size_t i = 0; i < ny; i++)
+    y[i] = bias[i / ((size_t) oh * ow) % nf];
+  memset (dw, 0, sizeof *dw * (size_t) nf * nc * kh * kw);
+  memset (db, 0, sizeof *db * (size_t) nf);
+  memset (dx, 0, sizeof *dx * (size_t) batch * nc * ih * iw);
+  for (size_t i = 0; i < ny; i++)
+    db[i / ((size_t) oh * ow) % nf] += dy[i];
+  for (int b = 0; b < batch; b++)
+    for (int c = 0; c < nc; c++)
+      for (int h = 0; h < ih; h++)
+        for (int v = 0; v < iw; v++) {
+          const size_t xi = (((size_t) b * nc + c) * ih + h) * iw + v;
+          for (int f = 0; f < nf; f++)
+            for (int i = 0; i < kh; i++)
+              for (int j = 0; j < kw; j++) {
+                const int oy = h * g->stride_h + i * g->dilation_h - g->pad_top;
+                const int ox = v * g->stride_w + j * g->dilation_w -
+                    g->pad_left;
+                if (oy < 0 || oy >= oh || ox < 0 || ox >= ow)
+                  continue;
+                const size_t yi = (((size_t) b * nf + f) * oh + oy) * ow + ox;
+                const size_t wi = (((size_t) f * nc + c) * kh + i) * kw + j;
+                y[yi] += (double) w[wi] * x[xi];
+                dw[wi] += (double) dy[yi] * x[xi];
+                dx[xi] += (double) dy[yi] * w[wi];
+              }
+        }
+}
+
+/* the layer's passes: y, then dw, db, dx from dy (scratch as it plans) */
+static void
+test_convt_passes (tt_threads * pool, const tt_window_geom * g, int nc,
+    int batch, const float *x, const float *w, const float *bias,
+    const float *dy, float *y, float *dw, float *db, float *dx)
+{
+  const int kk = g->kernel_h * g->kernel_w, fkk = g->channels * kk;
+  const size_t hw = (size_t) g->out_h * g->out_w;
+  float *wc = test_falloc ((size_t) fkk * nc), *col =
+      test_falloc ((size_t) fkk * hw);
+  tt_conv_transpose_permute (w, g->channels, nc, kk, wc);
+  tt_conv_transpose_forward (pool, g, nc, batch, x, wc, bias, y, col);
+  tt_conv_transpose_backward_weight (pool, g, nc, batch, x, dy, col, wc, dw,
+      db);
+  tt_conv_transpose_permute (w, g->channels, nc, kk, wc);
+  tt_conv_transpose_backward_input (pool, g, nc, batch, wc, dy, col, dx);
+  free (wc);
+  free (col);
+}
+
+static void
+test_conv_transpose (void)
+{
+  static const struct
+  {
+    const char *name;
+    int c, h, w, nf, kh, kw, sh, sw, dh, dw, pt, pb, pl, pr, batch;
+  } cases[] = {
+    {"s1_valid", 2, 5, 4, 3, 3, 2, 1, 1, 1, 1, 0, 0, 0, 0, 3},
+    {"s2_same", 3, 4, 4, 2, 3, 3, 2, 2, 1, 1, 0, 1, 0, 1, 4},
+    {"stride_over_kernel", 2, 3, 5, 2, 2, 1, 3, 2, 1, 1, 0, 0, 0, 0, 3},
+    {"dilation_pad", 2, 4, 3, 3, 3, 3, 2, 3, 2, 1, 1, 2, 0, 1, 5},
+    {"pad_past_kernel", 1, 3, 3, 2, 4, 4, 2, 2, 1, 1, 3, 2, 2, 3, 2},
+    {"decoder", 8, 7, 7, 16, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, 6},
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const int nc = cases[ci].c, ih = cases[ci].h, iw = cases[ci].w;
+    const int nf = cases[ci].nf, batch = cases[ci].batch;
+    const int oh = (ih - 1) * cases[ci].sh + (cases[ci].kh - 1) *
+        cases[ci].dh + 1 - cases[ci].pt - cases[ci].pb;
+    const int ow = (iw - 1) * cases[ci].sw + (cases[ci].kw - 1) *
+        cases[ci].dw + 1 - cases[ci].pl - cases[ci].pr;
+    tt_window_geom g = {.channels = nf,.in_h = oh,.in_w = ow,
+      .kernel_h = cases[ci].kh,.kernel_w = cases[ci].kw,
+      .stride_h = cases[ci].sh,.stride_w = cases[ci].sw,
+      .dilation_h = cases[ci].dh,.dilation_w = cases[ci].dw,
+      .pad_top = cases[ci].pt,.pad_bottom = cases[ci].pb,
+      .pad_left = cases[ci].pl,.pad_right = cases[ci].pr
+    };
+    if (oh < 1 || ow < 1 || tt_window_geom_init (&g) != 0 || g.out_h != ih
+        || g.out_w != iw) {
+      test_report (false, "conv_transpose %s: geometry", cases[ci].name);
+      continue;
+    }
+    const size_t nx = (size_t) batch * nc * ih * iw;
+    const size_t ny = (size_t) batch * nf * oh * ow;
+    const size_t nw = (size_t) nf * nc * g.kernel_h * g.kernel_w;
+    float *x = test_falloc (nx), *w = test_falloc (nw), *bias =
+        test_falloc (nf), *dy = test_falloc (ny);
+    float *y = test_falloc (ny), *dwt = test_falloc (nw), *db =
+        test_falloc (nf), *dx = test_falloc (nx);
+    double *ry = malloc (ny * sizeof *ry), *rdw = malloc (nw * sizeof *rdw);
+    double *rdb = malloc (nf * sizeof *rdb), *rdx = malloc (nx * sizeof *rdx);
+    test_fill (x, nx, -1, 1);
+    test_fill (w, nw, -1, 1);
+    test_fill (bias, nf, -1, 1);
+    test_fill (dy, ny, -1, 1);
+    test_convt_reference (batch, nc, ih, iw, nf, &g, x, w, bias, dy, ry, rdw,
+        rdb, rdx);
+    /* NaN in every output: each value must be written */
+    test_fill_nan (y, ny);
+    test_fill_nan (dwt, nw);
+    test_fill_nan (db, nf);
+    test_fill_nan (dx, nx);
+    test_convt_passes (NULL, &g, nc, batch, x, w, bias, dy, y, dwt, db, dx);
+    const double ey = test_grouped_err (y, ry, ny);
+    const double ew = test_grouped_err (dwt, rdw, nw);
+    const double eb = test_grouped_err (db, rdb, nf);
+    const double ex = test_grouped_err (dx, rdx, nx);
+    test_report (ey < TEST_TOL && ew < TEST_TOL && eb < TEST_TOL &&
+        ex < TEST_TOL, "conv_transpose %s: y %.2g, dw %.2g, db %.2g, dx "
+        "%.2g of the largest", cases[ci].name, ey, ew, eb, ex);
+    /* split over threads with their scratch: y and dx the same bits, the
+     * gradients (partials added in thread order) within rounding */
+    for (unsigned threads = 2; threads <= 4; threads++) {
+      tt_threads *pool;
+      if (tt_threads_new (threads, &pool) != 0) {
+        test_report (false, "conv_transpose %s: %u threads not started",
+            cases[ci].name, threads);
+        break;
+      }
+      const size_t per = tt_conv_transpose_worker_floats (&g, nc, true);
+      float *scratch = test_falloc (per * (threads - 1));
+      tt_threads_set_scratch (pool, scratch, per);
+      float *y2 = test_falloc (ny), *dw2 = test_falloc (nw);
+      float *db2 = test_falloc (nf), *dx2 = test_falloc (nx);
+      test_convt_passes (pool, &g, nc, batch, x, w, bias, dy, y2, dw2, db2,
+          dx2);
+      test_report (!memcmp (y, y2, ny * sizeof *y) &&
+          !memcmp (dx, dx2, nx * sizeof *dx) &&
+          test_grouped_err (dw2, rdw, nw) < TEST_TOL &&
+          test_grouped_err (db2, rdb, nf) < TEST_TOL,
+          "conv_transpose %s: %u threads", cases[ci].name, threads);
+      tt_threads_free (pool);
+      free (scratch);
+      free (y2);
+      free (dw2);
+      free (db2);
+      free (dx2);
+    }
+    free (x);
+    free (w);
+    free (bias);
+    free (dy);
+    free (y);
+    free (dwt);
+    free (db);
+    free (dx);
+    free (ry);
+    free (rdw);
+    free (rdb);
+    free (rdx);
+  }
+}
+
 /* tt_vexpm1f and tt_vlog1pf against double precision: expm1 on [-20, 20]
  * and geometrically down to 1e-30 (both signs), log1p on (-1, 1e6] and
  * down to 1e-30: at most 4 ulp; NaN stays NaN. */
@@ -2309,5 +2476,7 @@ main (void)
   /* tensor-manipulation kernels */
   TT_TEST_RUN (test_tensorops);
   TT_TEST_RUN (test_clip);
+  /* transposed convolution */
+  TT_TEST_RUN (test_conv_transpose);
   return tt_test_summary ();
 }

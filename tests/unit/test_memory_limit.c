@@ -205,9 +205,14 @@ test_bit_identical (void)
     "fmnist_cnn.ini", "branchy_bn.ini", "sensor_conv1d.ini",
     "sensor_lstm.ini", "sensor_gru.ini",
     /* the rest of nntrainer's set: clip and kld, centroid_knn */
-    "clip_kld.ini", "centroid_knn.ini", NULL
+    "clip_kld.ini", "centroid_knn.ini",
+    /* transposed convolution and the preprocessing layers */
+    "conv_transpose.ini", "preprocess.ini", NULL
   };
-  static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16, 64, 64 };
+  static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16, 64, 64,
+    /* transposed convolution and the preprocessing layers */
+    8, 8
+  };
   for (int i = 0; models[i]; i++) {
     char path[2048];
     snprintf (path, sizeof path, "%s/tests/models/%s", root, models[i]);

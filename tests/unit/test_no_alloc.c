@@ -217,6 +217,16 @@ test_misc_layers (void)
   no_alloc_model (na_root, "centroid_knn.ini", 2, false);
 }
 
+/* transposed convolution and the preprocessing layers */
+static void
+test_conv_transpose_preprocess (void)
+{
+  no_alloc_model (na_root, "conv_transpose.ini", 1, false);
+  no_alloc_model (na_root, "conv_transpose.ini", 2, false);
+  no_alloc_model (na_root, "preprocess.ini", 1, false);
+  no_alloc_model (na_root, "preprocess.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -236,5 +246,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_upsample_shuffle);
   TT_TEST_RUN (test_tensorops);
   TT_TEST_RUN (test_misc_layers);
+  /* transposed convolution and the preprocessing layers */
+  TT_TEST_RUN (test_conv_transpose_preprocess);
   return tt_test_summary ();
 }

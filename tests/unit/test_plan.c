@@ -35,7 +35,9 @@ static const char *models[] = {
   "tensorops.ini", "tensorops_gather.ini",
   /* the rest of nntrainer's set: clip, kld, constant_derivative,
    * centroid_knn */
-  "clip_kld.ini", "constant_derivative.ini", "centroid_knn.ini", NULL
+  "clip_kld.ini", "constant_derivative.ini", "centroid_knn.ini",
+  /* transposed convolution */
+  "conv_transpose.ini", "preprocess.ini", "l2norm_mlp.ini", NULL
 };
 
 static tt_model *

@@ -311,6 +311,14 @@ test_resnet_bn (void)
   compare_counts ("resnet_bn");
 }
 
+/* transposed convolution: samples by threads, filter gradients added in
+ * thread order */
+static void
+test_conv_transpose (void)
+{
+  compare_counts ("conv_transpose");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -326,5 +334,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_mlp_batch64);
   TT_TEST_RUN (test_cnn);
   TT_TEST_RUN (test_resnet_bn);
+  /* transposed convolution */
+  TT_TEST_RUN (test_conv_transpose);
   return tt_test_summary ();
 }

@@ -651,6 +651,23 @@ typedef struct tt_layer {
       int label;
       uint32_t classes;         /* num_class */
     } knn;
+    /* transposed convolution and the preprocessing layers */
+    struct {
+      uint32_t filters, kernel[2], stride[2], dilation[2];
+      int padding_mode;         /* 0 valid, 1 same, 2 explicit */
+      uint32_t pad[4];          /* top, bottom, left, right */
+      /* the conv2d whose input derivative the forward is: its input is
+       * this layer's output (tt_conv_transpose_forward) */
+      tt_window_geom geom;
+      /* scratch ids: the permuted filter and one sample's columns, of
+       * forward and of backward */
+      int fwd, bwd;
+    } convt;
+    struct {
+      int direction;            /* flip: 0 horizontal, 1 vertical, 2 both */
+      float translate;          /* random_translate: a fraction of the size */
+      float epsilon;            /* l2norm */
+    } prep;
   } p;
 } tt_layer;
 
@@ -750,7 +767,7 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 47
+#define TT_LAYER_TYPES 51
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -801,6 +818,11 @@ extern const tt_layer_ops tt_weight_layer_ops, tt_matmul_layer_ops,
  * layer_centroid_knn.c) */
 extern const tt_layer_ops tt_kld_layer_ops,
     tt_constant_derivative_layer_ops, tt_centroid_knn_layer_ops;
+/* transposed convolution and the preprocessing layers
+ * (layer_conv2d_transpose.c, layer_preprocess_*.c) */
+extern const tt_layer_ops tt_conv2d_transpose_layer_ops,
+    tt_preprocess_flip_layer_ops, tt_preprocess_translate_layer_ops,
+    tt_preprocess_l2norm_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

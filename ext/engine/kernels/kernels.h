@@ -414,5 +414,48 @@ void tt_clip_forward_split (tt_threads * pool, float lo, float hi, size_t n,
     const float *x, float *y);
 void tt_clip_backward_split (tt_threads * pool, float lo, float hi,
     size_t n, const float *y, const float *dy, float *dx);
+/* conv_transpose.c: conv2dtranspose, conv2d's adjoint. g is the geometry
+ * of the conv2d whose input derivative the forward is: channels, in_h,
+ * in_w the layer's output (F channels), out_h, out_w its input (in_ch
+ * channels). wc: the filter as that conv2d's, [in_ch][F*kh*kw], from
+ * nntrainer's [F][in_ch][kh][kw] by tt_conv_transpose_permute. col: one
+ * sample's columns, [F*kh*kw][out_h*out_w], the caller's; the pool's
+ * workers need tt_conv_transpose_worker_floats each (tt_threads_scratch)
+ * to share the work (else the caller does it all). dwt: the filter
+ * gradient as [F*kh*kw][in_ch], before dw gets it in nntrainer's layout.
+ * Outputs are overwritten. */
+void tt_conv_transpose_permute (const float *w, int f, int c, int kk,
+    float *wc);
+size_t tt_conv_transpose_worker_floats (const tt_window_geom * g, int in_ch,
+    bool gradient);
+void tt_conv_transpose_forward (tt_threads * pool, const tt_window_geom * g,
+    int in_ch, int batch, const float *x, const float *wc, const float *bias,
+    float *y, float *col);
+void tt_conv_transpose_backward_input (tt_threads * pool,
+    const tt_window_geom * g, int in_ch, int batch, const float *wc,
+    const float *dy, float *col, float *dx);
+void tt_conv_transpose_backward_weight (tt_threads * pool,
+    const tt_window_geom * g, int in_ch, int batch, const float *x,
+    const float *dy, float *col, float *dwt, float *dw, float *dbias);
+
+/* preprocess.c: the preprocessing layers, batch samples of c:h:w values
+ * (n values for l2norm), split by samples over pool's threads.
+ * tt_flip_samples: flags[b] (a float) bit 0 reverses sample b's columns,
+ * bit 1 its rows; y may be x; its own inverse (the derivative alike).
+ * tt_translate_*: shifts[2b], shifts[2b + 1] (ty, tx, in pixels): output
+ * (r, q) is the input at (r + ty, q + tx), bilinear, reflected at the
+ * borders (OpenCV's BORDER_REFLECT); backward is its adjoint (dx
+ * overwritten). tt_l2norm_*: y = x / (|x| + eps) per sample and its
+ * exact derivative. */
+void tt_flip_samples (tt_threads * pool, size_t batch, uint32_t c,
+    uint32_t h, uint32_t w, const float *flags, const float *x, float *y);
+void tt_translate_forward (tt_threads * pool, size_t batch, uint32_t c,
+    uint32_t h, uint32_t w, const float *shifts, const float *x, float *y);
+void tt_translate_backward (tt_threads * pool, size_t batch, uint32_t c,
+    uint32_t h, uint32_t w, const float *shifts, const float *dy, float *dx);
+void tt_l2norm_forward (tt_threads * pool, size_t batch, size_t n, float eps,
+    const float *x, float *y);
+void tt_l2norm_backward (tt_threads * pool, size_t batch, size_t n,
+    float eps, const float *x, const float *dy, float *dx);
 
 #endif

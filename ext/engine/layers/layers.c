@@ -30,6 +30,9 @@ static const tt_layer_ops *const layers_all[] = {
   /* the rest of nntrainer's set: kld, constant_derivative, centroid_knn */
   &tt_kld_layer_ops, &tt_constant_derivative_layer_ops,
   &tt_centroid_knn_layer_ops,
+  /* transposed convolution and the preprocessing layers */
+  &tt_conv2d_transpose_layer_ops, &tt_preprocess_flip_layer_ops,
+  &tt_preprocess_translate_layer_ops, &tt_preprocess_l2norm_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
