@@ -16,7 +16,7 @@
 #define TT_LAYER_NAME_MAX 63    /* leaves room for realized-layer suffixes */
 #define TT_TENSOR_NAME_MAX 160
 #define TT_MAX_IO 16            /* inputs or outputs of one layer */
-#define TT_MAX_WEIGHTS 4
+#define TT_MAX_WEIGHTS 8         /* multi_head_attention's 8 */
 #define TT_MAX_SCRATCH 2
 
 /* Element-wise hot loops are compiled for x86-64-v3 (AVX2 and FMA) and
@@ -605,6 +605,18 @@ typedef struct tt_layer {
     struct {
       uint32_t start, end;      /* 1 channel ... 3 width; 0: 1 and 3 */
     } flatten;
+    /* attention, multi_head_attention */
+    struct {
+      uint32_t heads, key_dim, value_dim, out_dim;      /* 0 until infer */
+      float dropout;
+      bool scaled, causal, has_mask;
+      uint32_t lq, lk;          /* query and key (value) lengths */
+      /* scratch tensor ids, -1 absent: projections [B][L][heads * dim],
+       * probs and the dropout's [B][heads][lq][lk], the heads' output
+       * (before the output projection) and the derivatives */
+      int proj[3], probs, drop, dropped, heads_out;
+      int dproj[3], dheads_out, dscores;
+    } attn;
   } p;
 } tt_layer;
 
@@ -698,7 +710,7 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 37
+#define TT_LAYER_TYPES 39
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -739,6 +751,9 @@ extern const tt_layer_ops tt_add_layer_ops, tt_subtract_layer_ops,
 /* layer_resample.c */
 extern const tt_layer_ops tt_upsample2d_layer_ops,
     tt_channel_shuffle_layer_ops;
+/* attention: layer_attention.c, layer_multi_head_attention.c */
+extern const tt_layer_ops tt_attention_layer_ops,
+    tt_multi_head_attention_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,
