@@ -87,6 +87,9 @@ def ini_weight_layers(cp):
             out.append((sec, "embedding", int(cp[sec]["out_dim"])))
         elif t == "layer_normalization":
             out.append((sec, "ln", None))
+        # attention: multi_head_attention (attention has no weights)
+        elif t == "multi_head_attention":
+            out.append((sec, "mha", None))
     return out
 
 
@@ -207,6 +210,18 @@ class Net:
         self.weights.append(Weight(name, "gamma", self._uniform(shape, 0.5, 1.5), True))
         self.weights.append(Weight(name, "beta", self._uniform(shape, -0.1, 0.1), True))
         self.layers.append((name, "ln", None))
+
+    def mha(self, name, dq, dk, dv, heads, kd, vd, out):
+        # multi_head_attention: query, key, value and output projections
+        # (torch's q_proj_weight, k_proj_weight, v_proj_weight, out_proj:
+        # [out][in], the BIN's the transposes), each weight then its bias
+        for proj, n_in, n_out in (("query_fc", dq, heads * kd), ("key_fc", dk, heads * kd),
+                                  ("value_fc", dv, heads * vd), ("fc", heads * vd, out)):
+            b = self._bound(n_in)
+            self.weights.append(Weight(name, proj + "_weight", self._uniform((n_out, n_in), -b, b), True,
+                                       transpose=True))
+            self.weights.append(Weight(name, proj + "_bias", self._uniform((n_out,), -0.1, 0.1), True))
+        self.layers.append((name, "mha", None))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -683,6 +698,71 @@ def forward_pool_modes(ctx, x):
     return linear(ctx, "output", flatten(torch.cat([a, b, c, d, e], dim=1)))   # 15x4x4
 
 
+def mha(ctx, name, q, k, v, heads, mask=None):
+    """multi_head_attention on [B][1][L][D] inputs through PyTorch's own
+    F.multi_head_attention_forward (separate projection weights, no
+    dropout); mask [B][heads][Lq][Lk] additive, torch's float attn_mask
+    [B * heads][Lq][Lk]"""
+    B = q.shape[0]
+    qt, kt, vt = (t.reshape(B, t.shape[2], t.shape[3]).transpose(0, 1) for t in (q, k, v))
+    e = ctx[name + ".query_fc_weight"].shape[0]
+    bias = torch.cat([ctx[name + ".query_fc_bias"], ctx[name + ".key_fc_bias"], ctx[name + ".value_fc_bias"]])
+    am = None if mask is None else mask.reshape(B * heads, mask.shape[2], mask.shape[3])
+    y, _ = F.multi_head_attention_forward(
+        qt, kt, vt, e, heads, None, bias, None, None, False, 0.0,
+        ctx[name + ".fc_weight"], ctx[name + ".fc_bias"], training=True, need_weights=False,
+        attn_mask=am, use_separate_proj_weight=True, q_proj_weight=ctx[name + ".query_fc_weight"],
+        k_proj_weight=ctx[name + ".key_fc_weight"], v_proj_weight=ctx[name + ".value_fc_weight"])
+    return y.transpose(0, 1).reshape(B, 1, q.shape[2], -1)
+
+
+def attention(q, v, k, scaled, causal):
+    """nntrainer's attention layer: softmax(Q K^T [/ sqrt d] [+ causal]) V
+    per channel, [B][C][L][D]"""
+    s = torch.matmul(q, k.transpose(2, 3))
+    if scaled:
+        s = s / math.sqrt(k.shape[3])
+    if causal:
+        lq, lk = s.shape[2], s.shape[3]
+        keep = torch.ones(lq, lk, dtype=torch.bool).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=3), v)
+
+
+def build_mha_self(net):
+    net.fc("embed", 6, 8)
+    net.mha("attn", 8, 8, 8, 2, 4, 4, 8)
+    net.fc("output", 32, 5)
+
+
+def forward_mha_self(ctx, x):
+    e = linear(ctx, "embed", x)                                    # 1x4x8
+    h = mha(ctx, "attn", e, e, e, 2)                               # 1x4x8
+    h = attention(h, e, e, scaled=True, causal=True)               # 1x4x8
+    return linear(ctx, "output", flatten(h))
+
+
+def build_mha_cross_mask(net):
+    net.fc("query", 4, 8)
+    net.fc("key", 8, 6)
+    net.fc("mask_logits", 4, 6)
+    net.mha("attn", 8, 6, 8, 2, 4, 4, 8)
+    net.fc("output", 48, 5)
+    # input feeds query, tokens and mask_logits: nntrainer's sort emits
+    # the branches reversed
+    net.bin_layers = ["mask_logits", "key", "query", "attn", "output"]
+
+
+def forward_mha_cross_mask(ctx, x):
+    B = x.shape[0]
+    q = linear(ctx, "query", x)                                    # 1x6x8
+    tokens = x.reshape(B, 1, 3, 8)
+    k = linear(ctx, "key", tokens)                                 # 1x3x6
+    m = linear(ctx, "mask_logits", x).reshape(B, 2, 6, 3)          # 2x6x3
+    h = mha(ctx, "attn", q, k, tokens, 2, mask=m)                  # 1x6x8
+    return linear(ctx, "output", flatten(h))
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -708,6 +788,10 @@ CASES = [
     ("upsample_shuffle", "tests/models/upsample_shuffle.ini", 9009, (2, 2, 2), 4, True, build_upsample_shuffle,
      forward_upsample_shuffle),
     ("pool_modes", "tests/models/pool_modes.ini", 9009, (2, 7, 7), 4, True, build_pool_modes, forward_pool_modes),
+    # attention: multi_head_attention, attention
+    ("mha_self", "tests/models/mha_self.ini", 9109, (1, 4, 6), 5, True, build_mha_self, forward_mha_self),
+    ("mha_cross_mask", "tests/models/mha_cross_mask.ini", 9110, (1, 6, 4), 5, True, build_mha_cross_mask,
+     forward_mha_cross_mask),
 ]
 
 

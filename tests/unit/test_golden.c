@@ -365,6 +365,19 @@ test_pool_modes (void)
   golden_case ("pool_modes");
 }
 
+/* attention: multi_head_attention, attention */
+static void
+test_mha_self (void)
+{
+  golden_case ("mha_self");
+}
+
+static void
+test_mha_cross_mask (void)
+{
+  golden_case ("mha_cross_mask");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -383,5 +396,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_ops_unary);
   TT_TEST_RUN (test_upsample_shuffle);
   TT_TEST_RUN (test_pool_modes);
+  TT_TEST_RUN (test_mha_self);
+  TT_TEST_RUN (test_mha_cross_mask);
   return tt_test_summary ();
 }
