@@ -196,6 +196,14 @@ test_upsample_shuffle (void)
   no_alloc_model (na_root, "upsample_shuffle.ini", 2, false);
 }
 
+/* attention: multi_head_attention, attention */
+static void
+test_attention (void)
+{
+  no_alloc_model (na_root, "mha_self.ini", 1, false);
+  no_alloc_model (na_root, "mha_cross_mask.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -213,5 +221,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_profiled);
   TT_TEST_RUN (test_mobilenet_block);
   TT_TEST_RUN (test_upsample_shuffle);
+  TT_TEST_RUN (test_attention);
   return tt_test_summary ();
 }

@@ -616,6 +616,9 @@ typedef struct tt_layer {
        * (before the output projection) and the derivatives */
       int proj[3], probs, drop, dropped, heads_out;
       int dproj[3], dheads_out, dscores;
+      /* the model's generator before the step's dropout draw: a rerun
+       * (tt_run_ctx.recompute) draws the same mask into its instance */
+      tt_rng drop_rng;
     } attn;
   } p;
 } tt_layer;

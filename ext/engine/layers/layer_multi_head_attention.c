@@ -289,13 +289,18 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
         tt_run_data (c, l->p.attn.proj[i]));
   tt_attention a = mha_setup (c, l);
   if (l->p.attn.drop >= 0 && c->training) {
+    /* a rerun writes its own instance of the scratch (plan/remat.c):
+     * the same mask, drawn again from the generator as it was */
     float *mask = tt_run_data (c, l->p.attn.drop);
-    if (!c->recompute) {
-      const size_t n = batch * heads * lq * lk;
-      const float rate = l->p.attn.dropout, keep = 1.0f / (1.0f - rate);
-      for (size_t i = 0; i < n; i++)
-        mask[i] = tt_rng_uniform (c->rng) < rate ? 0.0f : keep;
-    }
+    if (!c->recompute)
+      l->p.attn.drop_rng = *c->rng;
+    tt_rng rng = l->p.attn.drop_rng;
+    const size_t n = batch * heads * lq * lk;
+    const float rate = l->p.attn.dropout, keep = 1.0f / (1.0f - rate);
+    for (size_t i = 0; i < n; i++)
+      mask[i] = tt_rng_uniform (&rng) < rate ? 0.0f : keep;
+    if (!c->recompute)
+      *c->rng = rng;
     a.drop = mask;
   }
   tt_attention_forward (&a);
