@@ -28,7 +28,9 @@ import sys
 
 import numpy as np
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
+import torch.nn.utils.stateless
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
@@ -763,6 +765,39 @@ def forward_mha_cross_mask(ctx, x):
     return linear(ctx, "output", flatten(h))
 
 
+def build_transformer_encoder(net):
+    net.fc("embed", 4, 8)
+    net.mha("attn", 8, 8, 8, 2, 4, 4, 8)
+    net.layer_norm("norm1", (8,))
+    net.fc("ff1", 8, 16)
+    net.fc("ff2", 16, 8)
+    net.layer_norm("norm2", (8,))
+    net.fc("output", 48, 5)
+
+
+def forward_transformer_encoder(ctx, x):
+    """PyTorch's own nn.TransformerEncoderLayer (post-norm, gelu, no
+    dropout) on the engine's weights: in_proj_weight is [q; k; v]"""
+    B = x.shape[0]
+    h = linear(ctx, "embed", x).reshape(B, 6, 8)                       # 6x8
+    h = h + positional_encoding(6, 8, h.dtype)
+    enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu", layer_norm_eps=1e-5,
+                                     batch_first=True, norm_first=False).to(h.dtype)
+    params = {
+        "self_attn.in_proj_weight": torch.cat([ctx["attn.query_fc_weight"], ctx["attn.key_fc_weight"],
+                                               ctx["attn.value_fc_weight"]]),
+        "self_attn.in_proj_bias": torch.cat([ctx["attn.query_fc_bias"], ctx["attn.key_fc_bias"],
+                                             ctx["attn.value_fc_bias"]]),
+        "self_attn.out_proj.weight": ctx["attn.fc_weight"], "self_attn.out_proj.bias": ctx["attn.fc_bias"],
+        "linear1.weight": ctx["ff1.weight"], "linear1.bias": ctx["ff1.bias"],
+        "linear2.weight": ctx["ff2.weight"], "linear2.bias": ctx["ff2.bias"],
+        "norm1.weight": ctx["norm1.gamma"], "norm1.bias": ctx["norm1.beta"],
+        "norm2.weight": ctx["norm2.gamma"], "norm2.bias": ctx["norm2.beta"],
+    }
+    h = torch.nn.utils.stateless.functional_call(enc, params, (h,))   # 6x8
+    return linear(ctx, "output", flatten(h.reshape(B, 1, 6, 8)))
+
+
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
@@ -792,6 +827,8 @@ CASES = [
     ("mha_self", "tests/models/mha_self.ini", 9109, (1, 4, 6), 5, True, build_mha_self, forward_mha_self),
     ("mha_cross_mask", "tests/models/mha_cross_mask.ini", 9110, (1, 6, 4), 5, True, build_mha_cross_mask,
      forward_mha_cross_mask),
+    ("transformer_encoder", "tests/models/transformer_encoder.ini", 9111, (1, 6, 4), 5, True,
+     build_transformer_encoder, forward_transformer_encoder),
 ]
 
 

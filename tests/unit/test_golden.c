@@ -378,6 +378,12 @@ test_mha_cross_mask (void)
   golden_case ("mha_cross_mask");
 }
 
+static void
+test_transformer_encoder (void)
+{
+  golden_case ("transformer_encoder");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -398,5 +404,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_pool_modes);
   TT_TEST_RUN (test_mha_self);
   TT_TEST_RUN (test_mha_cross_mask);
+  TT_TEST_RUN (test_transformer_encoder);
   return tt_test_summary ();
 }

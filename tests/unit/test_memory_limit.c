@@ -204,6 +204,8 @@ test_attention (void)
   char path[2048];
   snprintf (path, sizeof path, "%s/tests/models/mha_self.ini", root);
   compare ("mha_self", path, NULL, 16, 0.5, false);
+  snprintf (path, sizeof path, "%s/tests/models/transformer_encoder.ini", root);
+  compare ("transformer_encoder", path, NULL, 16, 0.6, false);
   compare ("mha_dropout", "mha_dropout.ini", mha_dropout, 0, 0.6, false);
 }
 

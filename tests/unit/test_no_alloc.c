@@ -202,6 +202,7 @@ test_attention (void)
 {
   no_alloc_model (na_root, "mha_self.ini", 1, false);
   no_alloc_model (na_root, "mha_cross_mask.ini", 2, false);
+  no_alloc_model (na_root, "transformer_encoder.ini", 2, false);
 }
 
 int

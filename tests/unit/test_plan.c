@@ -32,7 +32,7 @@ static const char *models[] = {
   /* pooling: ceil_mode, count_include_pad */
   "pool_modes.ini",
   /* attention: multi_head_attention, attention */
-  "mha_self.ini", "mha_cross_mask.ini", NULL
+  "mha_self.ini", "mha_cross_mask.ini", "transformer_encoder.ini", NULL
 };
 
 static tt_model *

@@ -615,7 +615,7 @@ typedef struct tt_layer {
        * probs and the dropout's [B][heads][lq][lk], the heads' output
        * (before the output projection) and the derivatives */
       int proj[3], probs, drop, dropped, heads_out;
-      int dproj[3], dheads_out, dscores;
+      int dproj[3], dscores;
       /* the model's generator before the step's dropout draw: a rerun
        * (tt_run_ctx.recompute) draws the same mask into its instance */
       tt_rng drop_rng;

@@ -17,10 +17,11 @@
  * Scratch: the projections and the softmax's output (probs), kept from
  * forward to the phase running the attention's backward (calcGradient
  * when the weights train, else calcDerivative); the heads' output,
- * before the output projection, to calcGradient (dW of the output
- * projection); the dropout's multipliers to backward, its dropped
- * weights in forward alone; the derivatives of the heads' output, of the
- * scores and of the projections in backward. Backward reads the inputs
+ * before the output projection, to that phase too (the output
+ * projection's weight gradient reads it, then its derivative is written
+ * over it); the dropout's multipliers to backward, its dropped weights
+ * in forward alone; the derivatives of the scores and of the
+ * projections in backward. Backward reads the inputs
  * in calcGradient alone (the projections' weight gradients).
  */
 #include "tt_layer.h"
@@ -198,7 +199,7 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
     l->p.attn.dropped = tt_init_scratch_by_samples (c, "dropped", scores);
     tt_init_use (c, l->p.attn.dropped, TT_PHASE_FORWARD);
   }
-  l->p.attn.dheads_out = l->p.attn.dscores = -1;
+  l->p.attn.dscores = -1;
   if (!back)
     return;
   for (int i = 0; i < 3; i++) {
@@ -211,9 +212,9 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
   tt_init_use (c, l->p.attn.probs, bphase);
   if (l->p.attn.drop >= 0)
     tt_init_use (c, l->p.attn.drop, bphase);
-  l->p.attn.dheads_out = tt_init_scratch_by_samples (c, "heads:deriv",
-      batch * lq * hv);
-  tt_init_use (c, l->p.attn.dheads_out, bphase);
+  /* the heads' output derivative is written over their output, after
+   * the output projection's weight gradient read it */
+  tt_init_use (c, l->p.attn.heads_out, bphase);
   l->p.attn.dscores = tt_init_scratch_by_samples (c, "scores:deriv", scores);
   tt_init_use (c, l->p.attn.dscores, bphase);
   /* the mask's derivative is written with the attention's backward */
@@ -316,12 +317,13 @@ mha_backward_common (const tt_run_ctx * c, tt_layer * l)
   const size_t rows = (size_t) c->batch * l->p.attn.lq;
   const size_t hv = (size_t) l->p.attn.heads * l->p.attn.value_dim;
   const int out = (int) l->p.attn.out_dim;
-  float *dheads = tt_run_data (c, l->p.attn.dheads_out);
+  float *dheads = tt_run_data (c, l->p.attn.heads_out);
   tt_gemm_split (c->threads, false, true, (int) rows, (int) hv, out, 1.0f,
       tt_run_data (c, l->out_deriv[0]), out,
       tt_run_data (c, mha_weight (l, 3, false)->value), out, 0.0f, dheads,
       (int) hv);
   tt_attention a = mha_setup (c, l);
+  a.o = NULL;
   if (l->p.attn.drop >= 0 && c->training)
     a.drop = tt_run_data (c, l->p.attn.drop);
   tt_attention_backward (&a, dheads, tt_run_data (c, l->p.attn.dproj[0]),
@@ -347,19 +349,21 @@ mha_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   if (!mha_runs_gradient (l))
     return;
-  mha_backward_common (c, l);
   const size_t batch = c->batch, lq = l->p.attn.lq, lk = l->p.attn.lk;
   const size_t heads = l->p.attn.heads;
   const size_t hk = heads * l->p.attn.key_dim, hv = heads * l->p.attn.value_dim;
   const size_t rows[3] = { batch * lq, batch * lk, batch * lk };
   const size_t cols[3] = { hk, hk, hv };
+  /* the output projection's first: the attention's backward writes its
+   * derivative over the heads' output */
+  mha_weight_grads (c, tt_run_data (c, l->p.attn.heads_out),
+      tt_run_data (c, l->out_deriv[0]), mha_weight (l, 3, false),
+      mha_weight (l, 3, true), batch * lq, hv, l->p.attn.out_dim);
+  mha_backward_common (c, l);
   for (int i = 0; i < 3; i++)
     mha_weight_grads (c, tt_run_data (c, l->in[i]),
         tt_run_data (c, l->p.attn.dproj[i]), mha_weight (l, i, false),
         mha_weight (l, i, true), rows[i], l->in_dims[i].w, cols[i]);
-  mha_weight_grads (c, tt_run_data (c, l->p.attn.heads_out),
-      tt_run_data (c, l->out_deriv[0]), mha_weight (l, 3, false),
-      mha_weight (l, 3, true), batch * lq, hv, l->p.attn.out_dim);
 }
 
 static void
