@@ -22,31 +22,64 @@
 #include "tt_layer.h"
 #include "vmath.h"
 
+#include <math.h>
 #include <string.h>
 
 /* multiply-adds of a job from which it is split over the threads */
 #define ATTN_SPLIT_MIN (64 * 1024)
 
-/* the softmax of s[0 .. n) in place, columns from valid on zeroed */
+/* Lanes of the row reductions: GCC does not reassociate a float sum or
+ * maximum without -ffast-math, so a plain loop stays scalar; eight
+ * independent lanes, added pairwise at the end, vectorize as written. */
+#define ATTN_LANES 8
+
+TT_ALWAYS_INLINE float
+attn_lanes_sum (const float *acc)
+{
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) +
+      (acc[3] + acc[7]));
+}
+
+/* the softmax of s[0 .. n) in place, columns from valid on zeroed: the
+ * mask added and the row's maximum in one pass, the exponentials and
+ * their sum in the next, then the normalization */
 TT_VECTOR_CLONES static void
 attn_softmax_row (float *s, const float *mask, int n, int valid)
 {
-  if (mask)
-    for (int j = 0; j < valid; j++)
-      s[j] += mask[j];
-  float mx = s[0];
-  for (int j = 1; j < valid; j++)
-    mx = s[j] > mx ? s[j] : mx;
-  float sum = 0.0f;
-  for (int j = 0; j < valid; j++) {
-    const float e = tt_vexpf (s[j] - mx);
-    s[j] = e;
-    sum += e;
+  float mx[ATTN_LANES];
+  int j = 0;
+  for (int k = 0; k < ATTN_LANES; k++)
+    mx[k] = -INFINITY;
+  for (; j + ATTN_LANES <= valid; j += ATTN_LANES)
+    for (int k = 0; k < ATTN_LANES; k++) {
+      const float v = s[j + k] + (mask ? mask[j + k] : 0.0f);
+      s[j + k] = v;
+      mx[k] = v > mx[k] ? v : mx[k];
+    }
+  for (; j < valid; j++) {
+    const float v = s[j] + (mask ? mask[j] : 0.0f);
+    s[j] = v;
+    mx[0] = v > mx[0] ? v : mx[0];
   }
-  const float inv = 1.0f / sum;
-  for (int j = 0; j < valid; j++)
+  float m = mx[0];
+  for (int k = 1; k < ATTN_LANES; k++)
+    m = mx[k] > m ? mx[k] : m;
+  float acc[ATTN_LANES] = { 0 };
+  for (j = 0; j + ATTN_LANES <= valid; j += ATTN_LANES)
+    for (int k = 0; k < ATTN_LANES; k++) {
+      const float e = tt_vexpf (s[j + k] - m);
+      s[j + k] = e;
+      acc[k] += e;
+    }
+  for (; j < valid; j++) {
+    const float e = tt_vexpf (s[j] - m);
+    s[j] = e;
+    acc[0] += e;
+  }
+  const float inv = 1.0f / attn_lanes_sum (acc);
+  for (j = 0; j < valid; j++)
     s[j] *= inv;
-  for (int j = valid; j < n; j++)
+  for (j = valid; j < n; j++)
     s[j] = 0.0f;
 }
 
@@ -54,10 +87,15 @@ attn_softmax_row (float *s, const float *mask, int n, int valid)
 TT_VECTOR_CLONES static void
 attn_softmax_backward_row (const float *p, float *d, int n)
 {
-  float dot = 0.0f;
-  for (int j = 0; j < n; j++)
-    dot += p[j] * d[j];
-  for (int j = 0; j < n; j++)
+  float acc[ATTN_LANES] = { 0 };
+  int j = 0;
+  for (; j + ATTN_LANES <= n; j += ATTN_LANES)
+    for (int k = 0; k < ATTN_LANES; k++)
+      acc[k] += p[j + k] * d[j + k];
+  for (; j < n; j++)
+    acc[0] += p[j] * d[j];
+  const float dot = attn_lanes_sum (acc);
+  for (j = 0; j < n; j++)
     d[j] = p[j] * (d[j] - dot);
 }
 
