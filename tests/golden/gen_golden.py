@@ -28,7 +28,9 @@ import sys
 
 import numpy as np
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
+import torch.nn.utils.stateless
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
@@ -92,6 +94,9 @@ def ini_weight_layers(cp):
         # transposed convolution
         elif t == "conv2dtranspose":
             out.append((sec, "convt", int(cp[sec]["filters"])))
+        # attention: multi_head_attention (attention has no weights)
+        elif t == "multi_head_attention":
+            out.append((sec, "mha", None))
     return out
 
 
@@ -217,6 +222,17 @@ class Net:
         # a weight layer's one tensor, shaped as its dim (BIN: flattened)
         self.weights.append(Weight(name, "weight", self._uniform(shape, -0.5, 0.5), True))
         self.layers.append((name, "weight", None))
+    def mha(self, name, dq, dk, dv, heads, kd, vd, out):
+        # multi_head_attention: query, key, value and output projections
+        # (torch's q_proj_weight, k_proj_weight, v_proj_weight, out_proj:
+        # [out][in], the BIN's the transposes), each weight then its bias
+        for proj, n_in, n_out in (("query_fc", dq, heads * kd), ("key_fc", dk, heads * kd),
+                                  ("value_fc", dv, heads * vd), ("fc", heads * vd, out)):
+            b = self._bound(n_in)
+            self.weights.append(Weight(name, proj + "_weight", self._uniform((n_out, n_in), -b, b), True,
+                                       transpose=True))
+            self.weights.append(Weight(name, proj + "_bias", self._uniform((n_out,), -0.1, 0.1), True))
+        self.layers.append((name, "mha", None))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -797,6 +813,102 @@ def forward_l2norm_mlp(ctx, x):
     h = h / (h.flatten(1).norm(dim=1).reshape(-1, 1, 1, 1) + 0.05)
     h = torch.tanh(linear(ctx, "hidden", h))
     return linear(ctx, "output", h)
+def mha(ctx, name, q, k, v, heads, mask=None):
+    """multi_head_attention on [B][1][L][D] inputs through PyTorch's own
+    F.multi_head_attention_forward (separate projection weights, no
+    dropout); mask [B][heads][Lq][Lk] additive, torch's float attn_mask
+    [B * heads][Lq][Lk]"""
+    B = q.shape[0]
+    qt, kt, vt = (t.reshape(B, t.shape[2], t.shape[3]).transpose(0, 1) for t in (q, k, v))
+    e = ctx[name + ".query_fc_weight"].shape[0]
+    bias = torch.cat([ctx[name + ".query_fc_bias"], ctx[name + ".key_fc_bias"], ctx[name + ".value_fc_bias"]])
+    am = None if mask is None else mask.reshape(B * heads, mask.shape[2], mask.shape[3])
+    y, _ = F.multi_head_attention_forward(
+        qt, kt, vt, e, heads, None, bias, None, None, False, 0.0,
+        ctx[name + ".fc_weight"], ctx[name + ".fc_bias"], training=True, need_weights=False,
+        attn_mask=am, use_separate_proj_weight=True, q_proj_weight=ctx[name + ".query_fc_weight"],
+        k_proj_weight=ctx[name + ".key_fc_weight"], v_proj_weight=ctx[name + ".value_fc_weight"])
+    return y.transpose(0, 1).reshape(B, 1, q.shape[2], -1)
+
+
+def attention(q, v, k, scaled, causal):
+    """nntrainer's attention layer: softmax(Q K^T [/ sqrt d] [+ causal]) V
+    per channel, [B][C][L][D]"""
+    s = torch.matmul(q, k.transpose(2, 3))
+    if scaled:
+        s = s / math.sqrt(k.shape[3])
+    if causal:
+        lq, lk = s.shape[2], s.shape[3]
+        keep = torch.ones(lq, lk, dtype=torch.bool).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=3), v)
+
+
+def build_mha_self(net):
+    net.fc("embed", 6, 8)
+    net.mha("attn", 8, 8, 8, 2, 4, 4, 8)
+    net.fc("output", 32, 5)
+
+
+def forward_mha_self(ctx, x):
+    e = linear(ctx, "embed", x)                                    # 1x4x8
+    h = mha(ctx, "attn", e, e, e, 2)                               # 1x4x8
+    h = attention(h, e, e, scaled=True, causal=True)               # 1x4x8
+    return linear(ctx, "output", flatten(h))
+
+
+def build_mha_cross_mask(net):
+    net.fc("query", 4, 8)
+    net.fc("key", 8, 6)
+    net.fc("mask_logits", 4, 6)
+    net.mha("attn", 8, 6, 8, 2, 4, 4, 8)
+    net.fc("output", 48, 5)
+    # input feeds query, tokens and mask_logits: nntrainer's sort emits
+    # the branches reversed
+    net.bin_layers = ["mask_logits", "key", "query", "attn", "output"]
+
+
+def forward_mha_cross_mask(ctx, x):
+    B = x.shape[0]
+    q = linear(ctx, "query", x)                                    # 1x6x8
+    tokens = x.reshape(B, 1, 3, 8)
+    k = linear(ctx, "key", tokens)                                 # 1x3x6
+    m = linear(ctx, "mask_logits", x).reshape(B, 2, 6, 3)          # 2x6x3
+    h = mha(ctx, "attn", q, k, tokens, 2, mask=m)                  # 1x6x8
+    return linear(ctx, "output", flatten(h))
+
+
+def build_transformer_encoder(net):
+    net.fc("embed", 4, 8)
+    net.mha("attn", 8, 8, 8, 2, 4, 4, 8)
+    net.layer_norm("norm1", (8,))
+    net.fc("ff1", 8, 16)
+    net.fc("ff2", 16, 8)
+    net.layer_norm("norm2", (8,))
+    net.fc("output", 48, 5)
+
+
+def forward_transformer_encoder(ctx, x):
+    """PyTorch's own nn.TransformerEncoderLayer (post-norm, gelu, no
+    dropout) on the engine's weights: in_proj_weight is [q; k; v]"""
+    B = x.shape[0]
+    h = linear(ctx, "embed", x).reshape(B, 6, 8)                       # 6x8
+    h = h + positional_encoding(6, 8, h.dtype)
+    enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu", layer_norm_eps=1e-5,
+                                     batch_first=True, norm_first=False).to(h.dtype)
+    params = {
+        "self_attn.in_proj_weight": torch.cat([ctx["attn.query_fc_weight"], ctx["attn.key_fc_weight"],
+                                               ctx["attn.value_fc_weight"]]),
+        "self_attn.in_proj_bias": torch.cat([ctx["attn.query_fc_bias"], ctx["attn.key_fc_bias"],
+                                             ctx["attn.value_fc_bias"]]),
+        "self_attn.out_proj.weight": ctx["attn.fc_weight"], "self_attn.out_proj.bias": ctx["attn.fc_bias"],
+        "linear1.weight": ctx["ff1.weight"], "linear1.bias": ctx["ff1.bias"],
+        "linear2.weight": ctx["ff2.weight"], "linear2.bias": ctx["ff2.bias"],
+        "norm1.weight": ctx["norm1.gamma"], "norm1.bias": ctx["norm1.beta"],
+        "norm2.weight": ctx["norm2.gamma"], "norm2.bias": ctx["norm2.beta"],
+    }
+    h = torch.nn.utils.stateless.functional_call(enc, params, (h,))   # 6x8
+    return linear(ctx, "output", flatten(h.reshape(B, 1, 6, 8)))
 
 
 # The seeds are fixed. The cnn seed is the first one from 2319 upward whose
@@ -835,6 +947,12 @@ CASES = [
      forward_conv_transpose),
     ("l2norm_mlp", "tests/models/l2norm_mlp.ini", 9011, (2, 2, 3), 4, True, build_l2norm_mlp,
      forward_l2norm_mlp),
+    # attention: multi_head_attention, attention
+    ("mha_self", "tests/models/mha_self.ini", 9109, (1, 4, 6), 5, True, build_mha_self, forward_mha_self),
+    ("mha_cross_mask", "tests/models/mha_cross_mask.ini", 9110, (1, 6, 4), 5, True, build_mha_cross_mask,
+     forward_mha_cross_mask),
+    ("transformer_encoder", "tests/models/transformer_encoder.ini", 9111, (1, 6, 4), 5, True,
+     build_transformer_encoder, forward_transformer_encoder),
 ]
 # Cases whose [Model] loss is not cross: kld's labels are soft (each row
 # a softmax of normal draws with one value set to 0, P = 0's term, then

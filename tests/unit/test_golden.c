@@ -398,6 +398,25 @@ test_l2norm_mlp (void)
   golden_case ("l2norm_mlp");
 }
 
+/* attention: multi_head_attention, attention */
+static void
+test_mha_self (void)
+{
+  golden_case ("mha_self");
+}
+
+static void
+test_mha_cross_mask (void)
+{
+  golden_case ("mha_cross_mask");
+}
+
+static void
+test_transformer_encoder (void)
+{
+  golden_case ("transformer_encoder");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -423,5 +442,8 @@ main (int argc, char **argv)
   /* transposed convolution */
   TT_TEST_RUN (test_conv_transpose);
   TT_TEST_RUN (test_l2norm_mlp);
+  TT_TEST_RUN (test_mha_self);
+  TT_TEST_RUN (test_mha_cross_mask);
+  TT_TEST_RUN (test_transformer_encoder);
   return tt_test_summary ();
 }

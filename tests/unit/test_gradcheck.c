@@ -493,6 +493,44 @@ static const gc_case gc_cases[] = {
       "mse"},
   {"preprocess_l2norm_image", "[in]\ntype=input\ninput_shape=2:3:2\n"
         "[n]\ntype=preprocess_l2norm\nepsilon=0.5\n", "mse"},
+  /* attention: attention, multi_head_attention */
+#define GC_ATTN_FC(NAME, FROM, UNIT) "[" NAME "]\ntype=fully_connected\n" \
+  "unit=" UNIT "\ninput_layers=" FROM "\n"
+  {"attention_key_is_value", "[in]\ntype=input\ninput_shape=1:4:3\n"
+        GC_ATTN_FC ("q", "in", "3") GC_ATTN_FC ("v", "in", "3")
+      "[a]\ntype=attention\ninput_layers=q,v\n", "mse"},
+  {"attention_scaled_causal", "[in]\ntype=input\ninput_shape=2:4:3\n"
+        GC_ATTN_FC ("q", "in", "3") GC_ATTN_FC ("v", "in", "3")
+        GC_ATTN_FC ("k", "in", "3")
+      "[a]\ntype=attention\ninput_layers=q,v,k\nscaled_dot_product=true\n"
+        "causal_mask=true\n", "mse"},
+  {"attention_cross", "[in]\ntype=input\ninput_shape=1:6:4\n"
+        "[r]\ntype=reshape\ntarget_shape=1:3:8\ninput_layers=in\n"
+        GC_ATTN_FC ("v", "r", "4") GC_ATTN_FC ("k", "r", "4")
+      "[a]\ntype=attention\ninput_layers=in,v,k\n", "mse"},
+  {"mha_self", "[in]\ntype=input\ninput_shape=1:4:6\n[a]\n"
+        "type=multi_head_attention\nnum_heads=2\ninput_layers=in,in,in\n",
+      "mse"},
+  {"mha_projections", "[in]\ntype=input\ninput_shape=1:4:6\n"
+        GC_ATTN_FC ("q", "in", "6") GC_ATTN_FC ("k", "in", "6")
+      GC_ATTN_FC ("v", "in", "6") "[a]\ntype=multi_head_attention\n"
+        "num_heads=3\ninput_layers=q,k,v\n", "mse"},
+  {"mha_cross_dims", "[in]\ntype=input\ninput_shape=1:6:4\n"
+        "[r]\ntype=reshape\ntarget_shape=1:3:8\ninput_layers=in\n"
+        GC_ATTN_FC ("v", "r", "5") "[a]\ntype=multi_head_attention\n"
+        "num_heads=2\nprojected_key_dim=3\nprojected_value_dim=2\n"
+        "output_shape=5\ndisable_bias=true\ninput_layers=in,r,v\n", "mse"},
+  {"mha_mask", "[in]\ntype=input\ninput_shape=1:4:4\n"
+        GC_ATTN_FC ("m", "in", "8")
+      "[mr]\ntype=reshape\ntarget_shape=2:4:4\ninput_layers=m\n"
+        "[a]\ntype=multi_head_attention\nnum_heads=2\n"
+        "input_layers=in,in,in,mr\n", "mse"},
+  {"mha_dropout", "[in]\ntype=input\ninput_shape=1:5:4\n[a]\n"
+        "type=multi_head_attention\nnum_heads=2\ndropout_rate=0.3\n"
+        "input_layers=in,in,in\n", "mse"},
+  {"mha_frozen", "[in]\ntype=input\ninput_shape=1:4:4\n[a]\n"
+        "type=multi_head_attention\nnum_heads=2\ntrainable=false\n"
+        "input_layers=in,in,in\n" GC_ATTN_FC ("o", "a", "3"), "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -800,6 +800,62 @@ static const ie_case ie_cases[] = {
   {"l2norm_epsilon_word", MODEL_MSE ADAM INPUT4
         "[n]\ntype = preprocess_l2norm\nepsilon = tiny\n", IE_LOAD,
       {"[n] epsilon", "'tiny'"}},
+  /* attention: attention, multi_head_attention */
+#define IE_MHA(keys, inputs) "[a]\ntype = multi_head_attention\n" keys \
+  "input_layers = " inputs "\n"
+  {"mha_heads_not_dividing", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 2\n", "in, in, in"), IE_COMPILE,
+        {"[a] num_heads", "2 does not divide", "width 3",
+          "projected_key_dim"}},
+  {"mha_heads_zero", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 0\n", "in, in, in"), IE_LOAD,
+      {"[a] num_heads", "out of range [1,"}},
+  {"mha_two_inputs", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("", "in, in"), IE_COMPILE,
+        {"[a] input_layers", "3 or 4 inputs", "query, key, value[, mask]",
+          "not 2"}},
+  {"mha_key_value_lengths", MODEL_MSE ADAM INPUT_STEPS
+        "[r]\ntype = reshape\ninput_layers = in\ntarget_shape = 1:2:6\n"
+        IE_MHA ("num_heads = 3\n", "in, in, r"), IE_COMPILE,
+        {"[a] input_layers", "key 'in' gives 1:4:3", "value 'r' 1:2:6",
+          "same length"}},
+  {"mha_channel", MODEL_MSE ADAM INPUT_SEQ
+        IE_MHA ("", "in, in, in"), IE_COMPILE,
+      {"[a] input_layers", "query 'in' gives 2:1:8", "channel must be 1"}},
+  {"mha_mask_shape", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 3\n", "in, in, in, in"), IE_COMPILE,
+        {"[a] input_layers", "mask 'in' gives 1:4:3",
+          "num_heads:query length:key length = 3:4:4"}},
+  {"mha_return_weight", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("return_attention_weight = after\n", "in, in, in"), IE_LOAD,
+      {"[a] return_attention_weight", "'after'", "only none"}},
+  {"mha_return_unknown", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("return_attention_weight = maybe\n", "in, in, in"), IE_LOAD,
+      {"[a] return_attention_weight", "maybe", "none, before, after"}},
+  {"mha_dropout_one", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("dropout_rate = 1\n", "in, in, in"), IE_LOAD,
+      {"[a] dropout_rate", "[0, 1)"}},
+  {"mha_unknown_key", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("causal_mask = true\n", "in, in, in"), IE_LOAD,
+      {"[a] causal_mask", "unknown key"}},
+  {"attention_one_input", MODEL_MSE ADAM INPUT_STEPS
+        "[a]\ntype = attention\ninput_layers = in\n", IE_COMPILE,
+        {"[a] input_layers", "2 or 3 inputs", "query, value[, key]",
+          "not 1"}},
+  {"attention_widths", MODEL_MSE ADAM INPUT_STEPS FC ("v", 5)
+        "input_layers = in\n[a]\ntype = attention\ninput_layers = in, v\n",
+        IE_COMPILE, {"[a] input_layers", "query 'in' gives 1:4:3",
+          "value 'v' 1:4:5", "widths must match"}},
+  {"attention_key_shape", MODEL_MSE ADAM INPUT_STEPS
+        "[r]\ntype = reshape\ninput_layers = in\ntarget_shape = 1:2:6\n"
+        "[k]\ntype = reshape\ninput_layers = in\ntarget_shape = 1:6:2\n"
+        FC ("v", 3) "input_layers = r\n"
+        "[a]\ntype = attention\ninput_layers = in, v, k\n", IE_COMPILE,
+        {"[a] input_layers", "key 'k' gives 1:6:2", "value 'v' 1:2:3",
+          "same shape"}},
+  {"attention_causal_bool", MODEL_MSE ADAM INPUT_STEPS
+        "[a]\ntype = attention\ninput_layers = in, in\n"
+        "causal_mask = maybe\n", IE_LOAD, {"[a] causal_mask", "maybe"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

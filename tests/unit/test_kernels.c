@@ -2453,6 +2453,208 @@ test_clip (void)
   free (dx2);
 }
 
+/* attention: tt_attention_forward and _backward on [B][L][H * d]
+ * projections (multi_head_attention's layout), with an additive mask,
+ * dropout multipliers and the causal rule, against double precision;
+ * on 2-4 threads, split by (sample, head): the same bits. */
+static void
+test_attention (void)
+{
+  enum
+  { B = 4, H = 4, LQ = 24, LK = 20, DK = 8, DV = 8 };
+  const size_t nq = (size_t) B * LQ * H * DK, nk = (size_t) B *LK * H * DK,
+      nv = (size_t) B * LK * H * DV, no = (size_t) B *LQ * H * DV,
+      ns = (size_t) B * H * LQ * LK;
+  float *q = test_falloc (nq), *k = test_falloc (nk), *v = test_falloc (nv);
+  float *dout = test_falloc (no), *mask = test_falloc (ns);
+  float *drop = test_falloc (ns);
+  for (size_t i = 0; i < nq; i++)
+    q[i] = (float) test_rnd ();
+  for (size_t i = 0; i < nk; i++)
+    k[i] = (float) test_rnd ();
+  for (size_t i = 0; i < nv; i++)
+    v[i] = (float) test_rnd ();
+  for (size_t i = 0; i < no; i++)
+    dout[i] = (float) test_rnd ();
+  for (size_t i = 0; i < ns; i++) {
+    mask[i] = (float) test_rnd ();
+    drop[i] = test_rnd () < -0.4 ? 0.0f : 1.0f / 0.7f;
+  }
+  for (int variant = 0; variant < 2; variant++) {
+    const bool causal = variant == 1;
+    float *o = test_falloc (no), *probs = test_falloc (ns);
+    float *dropped = test_falloc (ns), *dscores = test_falloc (ns);
+    float *dq = test_falloc (nq), *dk = test_falloc (nk);
+    float *dv = test_falloc (nv), *dmask = test_falloc (ns);
+    tt_attention a = {
+      .batch = B,.heads = H,.lq = LQ,.lk = LK,.dk = DK,.dv = DV,
+      .q = q,.k = k,.v = v,.o = o,
+      .q_bs = (size_t) LQ * H * DK,.k_bs = (size_t) LK * H * DK,
+      .v_bs = (size_t) LK * H * DV,.o_bs = (size_t) LQ * H * DV,
+      .q_hs = DK,.k_hs = DK,.v_hs = DV,.o_hs = DV,
+      .q_ld = H * DK,.k_ld = H * DK,.v_ld = H * DV,.o_ld = H * DV,
+      .scale = 0.35f,.causal = causal,.mask = mask,.drop = drop,
+      .probs = probs,.dropped = dropped,
+    };
+    tt_attention_forward (&a);
+    tt_attention_backward (&a, dout, dq, dk, dv, dmask, dscores);
+    /* the reference, head by head in double */
+    double ey = 0, eq = 0, ek = 0, ev = 0, em = 0, my = 0, mq = 0, mk = 0,
+        mv = 0, mm = 0;
+    double *p = test_dalloc ((size_t) LQ * LK), *ds = test_dalloc ((size_t)
+        LQ * LK);
+    double *rq = test_dalloc ((size_t) LQ * DK), *rk = test_dalloc ((size_t)
+        LK * DK), *rv = test_dalloc ((size_t) LK * DV);
+    for (int b = 0; b < B; b++)
+      for (int h = 0; h < H; h++) {
+        const size_t pair = (size_t) b * H + h, plane = (size_t) LQ *LK;
+#define AT(base, bs, L, ld, off, i, j) base[(size_t) b * (bs) + \
+            (size_t) (i) * (ld) + (off) + (j)]
+        for (int i = 0; i < LQ; i++) {
+          double mx = -INFINITY;
+          const int valid = causal && i + 1 < LK ? i + 1 : LK;
+          for (int j = 0; j < valid; j++) {
+            double sc = 0;
+            for (int c = 0; c < DK; c++)
+              sc += (double) AT (q, a.q_bs, LQ, a.q_ld, h * DK, i, c) *
+                  AT (k, a.k_bs, LK, a.k_ld, h * DK, j, c);
+            sc = sc * a.scale + mask[pair * plane + (size_t) i * LK + j];
+            p[i * LK + j] = sc;
+            mx = sc > mx ? sc : mx;
+          }
+          double sum = 0;
+          for (int j = 0; j < LK; j++) {
+            p[i * LK + j] = j < valid ? exp (p[i * LK + j] - mx) : 0.0;
+            sum += p[i * LK + j];
+          }
+          for (int j = 0; j < LK; j++)
+            p[i * LK + j] /= sum;
+          for (int c = 0; c < DV; c++) {
+            double y = 0;
+            for (int j = 0; j < LK; j++)
+              y += p[i * LK + j] * drop[pair * plane + (size_t) i * LK + j] *
+                  AT (v, a.v_bs, LK, a.v_ld, h * DV, j, c);
+            const double d = fabs (y - AT (o, a.o_bs, LQ, a.o_ld, h * DV, i,
+                    c));
+            ey = d > ey ? d : ey;
+            my = fabs (y) > my ? fabs (y) : my;
+          }
+        }
+        /* dP, dS; dV = (P drop)^T dO; dQ = s dS K; dK = s dS^T Q */
+        memset (rv, 0, sizeof *rv * LK * DV);
+        for (int i = 0; i < LQ; i++) {
+          double dot = 0;
+          for (int j = 0; j < LK; j++) {
+            const double dr = drop[pair * plane + (size_t) i * LK + j];
+            double dp = 0;
+            for (int c = 0; c < DV; c++) {
+              const double g = AT (dout, a.o_bs, LQ, a.o_ld, h * DV, i, c);
+              dp += g * AT (v, a.v_bs, LK, a.v_ld, h * DV, j, c);
+              rv[j * DV + c] += p[i * LK + j] * dr * g;
+            }
+            ds[i * LK + j] = dp * dr;
+            dot += ds[i * LK + j] * p[i * LK + j];
+          }
+          for (int j = 0; j < LK; j++) {
+            ds[i * LK + j] = p[i * LK + j] * (ds[i * LK + j] - dot);
+            const double d = fabs (ds[i * LK + j] - dmask[pair * plane +
+                    (size_t) i * LK + j]);
+            em = d > em ? d : em;
+            mm = fabs (ds[i * LK + j]) > mm ? fabs (ds[i * LK + j]) : mm;
+          }
+        }
+        memset (rq, 0, sizeof *rq * LQ * DK);
+        memset (rk, 0, sizeof *rk * LK * DK);
+        for (int i = 0; i < LQ; i++)
+          for (int j = 0; j < LK; j++)
+            for (int c = 0; c < DK; c++) {
+              rq[i * DK + c] += a.scale * ds[i * LK + j] *
+                  AT (k, a.k_bs, LK, a.k_ld, h * DK, j, c);
+              rk[j * DK + c] += a.scale * ds[i * LK + j] *
+                  AT (q, a.q_bs, LQ, a.q_ld, h * DK, i, c);
+            }
+        for (int i = 0; i < LQ; i++)
+          for (int c = 0; c < DK; c++) {
+            const double d = fabs (rq[i * DK + c] - AT (dq, a.q_bs, LQ,
+                    a.q_ld, h * DK, i, c));
+            eq = d > eq ? d : eq;
+            mq = fabs (rq[i * DK + c]) > mq ? fabs (rq[i * DK + c]) : mq;
+          }
+        for (int j = 0; j < LK; j++) {
+          for (int c = 0; c < DK; c++) {
+            const double d = fabs (rk[j * DK + c] - AT (dk, a.k_bs, LK,
+                    a.k_ld, h * DK, j, c));
+            ek = d > ek ? d : ek;
+            mk = fabs (rk[j * DK + c]) > mk ? fabs (rk[j * DK + c]) : mk;
+          }
+          for (int c = 0; c < DV; c++) {
+            const double d = fabs (rv[j * DV + c] - AT (dv, a.v_bs, LK,
+                    a.v_ld, h * DV, j, c));
+            ev = d > ev ? d : ev;
+            mv = fabs (rv[j * DV + c]) > mv ? fabs (rv[j * DV + c]) : mv;
+          }
+        }
+#undef AT
+      }
+    ey /= my;
+    eq /= mq;
+    ek /= mk;
+    ev /= mv;
+    em /= mm;
+    test_report (ey < TEST_TOL && eq < TEST_TOL && ek < TEST_TOL &&
+        ev < TEST_TOL && em < TEST_TOL, "attention%s: y %.2g, dq %.2g, "
+        "dk %.2g, dv %.2g, dmask %.2g of the largest",
+        causal ? " causal" : "", ey, eq, ek, ev, em);
+    for (unsigned threads = 2; threads <= 4; threads++) {
+      tt_threads *pool;
+      if (tt_threads_new (threads, &pool) != 0) {
+        test_report (false, "attention: %u threads not started", threads);
+        break;
+      }
+      float *o2 = test_falloc (no), *dq2 = test_falloc (nq);
+      float *dk2 = test_falloc (nk), *dv2 = test_falloc (nv);
+      float *dm2 = test_falloc (ns);
+      tt_attention a2 = a;
+      a2.o = o2;
+      a2.threads = pool;
+      tt_attention_forward (&a2);
+      tt_attention_backward (&a2, dout, dq2, dk2, dv2, dm2, dscores);
+      test_report (!memcmp (o, o2, no * sizeof *o) &&
+          !memcmp (dq, dq2, nq * sizeof *dq) &&
+          !memcmp (dk, dk2, nk * sizeof *dk) &&
+          !memcmp (dv, dv2, nv * sizeof *dv) &&
+          !memcmp (dmask, dm2, ns * sizeof *dmask),
+          "attention%s: %u threads bit-identical", causal ? " causal" : "",
+          threads);
+      free (o2);
+      free (dq2);
+      free (dk2);
+      free (dv2);
+      free (dm2);
+      tt_threads_free (pool);
+    }
+    free (p);
+    free (ds);
+    free (rq);
+    free (rk);
+    free (rv);
+    free (o);
+    free (probs);
+    free (dropped);
+    free (dscores);
+    free (dq);
+    free (dk);
+    free (dv);
+    free (dmask);
+  }
+  free (q);
+  free (k);
+  free (v);
+  free (dout);
+  free (mask);
+  free (drop);
+}
+
 int
 main (void)
 {
@@ -2478,5 +2680,7 @@ main (void)
   TT_TEST_RUN (test_clip);
   /* transposed convolution */
   TT_TEST_RUN (test_conv_transpose);
+  /* attention */
+  TT_TEST_RUN (test_attention);
   return tt_test_summary ();
 }

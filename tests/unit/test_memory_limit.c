@@ -197,6 +197,36 @@ compare (const char *name, const char *path, const char *text,
   tt_model_free (c);
 }
 
+/* attention: multi_head_attention with dropout on its attention weights
+ * (the mask kept, not redrawn, when the layer runs again), and wide
+ * dense layers after it, whose activations make the peak */
+static const char mha_dropout[] =
+    "[Model]\nbatch_size = 8\nloss = cross\n"
+    "[Optimizer]\ntype = adam\nlearning_rate = 0.001\n"
+    "[input]\ntype = input\ninput_shape = 1:8:6\n"
+    "[embed]\ntype = fully_connected\nunit = 16\n"
+    "[attn]\ntype = multi_head_attention\nnum_heads = 4\n"
+    "dropout_rate = 0.2\ninput_layers = embed, embed, embed\n"
+    "[act]\ntype = activation\nactivation = tanh\n"
+    "[causal]\ntype = attention\ninput_layers = act, embed\n"
+    "causal_mask = true\n"
+    "[wide1]\ntype = fully_connected\nunit = 128\nactivation = tanh\n"
+    "[wide2]\ntype = fully_connected\nunit = 128\nactivation = tanh\n"
+    "[wide3]\ntype = fully_connected\nunit = 16\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
+static void
+test_attention (void)
+{
+  char path[2048];
+  snprintf (path, sizeof path, "%s/tests/models/mha_self.ini", root);
+  compare ("mha_self", path, NULL, 16, 0.5, false);
+  snprintf (path, sizeof path, "%s/tests/models/transformer_encoder.ini", root);
+  compare ("transformer_encoder", path, NULL, 16, 0.6, false);
+  compare ("mha_dropout", "mha_dropout.ini", mha_dropout, 0, 0.6, false);
+}
+
 static void
 test_bit_identical (void)
 {
@@ -513,5 +543,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_swap_errors);
   TT_TEST_RUN (test_tampered);
   TT_TEST_RUN (test_rerun_tampered);
+  TT_TEST_RUN (test_attention);
   return tt_test_summary ();
 }

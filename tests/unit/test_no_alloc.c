@@ -227,6 +227,15 @@ test_conv_transpose_preprocess (void)
   no_alloc_model (na_root, "preprocess.ini", 2, false);
 }
 
+/* attention: multi_head_attention, attention */
+static void
+test_attention (void)
+{
+  no_alloc_model (na_root, "mha_self.ini", 1, false);
+  no_alloc_model (na_root, "mha_cross_mask.ini", 2, false);
+  no_alloc_model (na_root, "transformer_encoder.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -248,5 +257,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_misc_layers);
   /* transposed convolution and the preprocessing layers */
   TT_TEST_RUN (test_conv_transpose_preprocess);
+  TT_TEST_RUN (test_attention);
   return tt_test_summary ();
 }

@@ -37,7 +37,9 @@ static const char *models[] = {
    * centroid_knn */
   "clip_kld.ini", "constant_derivative.ini", "centroid_knn.ini",
   /* transposed convolution */
-  "conv_transpose.ini", "preprocess.ini", "l2norm_mlp.ini", NULL
+  "conv_transpose.ini", "preprocess.ini", "l2norm_mlp.ini",
+  /* attention: multi_head_attention, attention */
+  "mha_self.ini", "mha_cross_mask.ini", "transformer_encoder.ini", NULL
 };
 
 static tt_model *

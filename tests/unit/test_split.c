@@ -611,5 +611,8 @@ main (int argc, char **argv)
       "unit = 64", 64);
   test_training ("sensor_gru.ini", "unit = 12", "unit = 96", "unit = 8",
       "unit = 64", 64);
+  /* attention: 24 tokens, enough for the heads to split by (sample, head) */
+  test_training ("transformer_encoder.ini", "input_shape = 1:6:4",
+      "input_shape = 1:24:4", "max_timestep = 6", "max_timestep = 24", 16);
   return tt_test_summary ();
 }

@@ -16,7 +16,7 @@
 #define TT_LAYER_NAME_MAX 63    /* leaves room for realized-layer suffixes */
 #define TT_TENSOR_NAME_MAX 160
 #define TT_MAX_IO 16            /* inputs or outputs of one layer */
-#define TT_MAX_WEIGHTS 4
+#define TT_MAX_WEIGHTS 8         /* multi_head_attention's 8 */
 #define TT_MAX_SCRATCH 2
 
 /* Element-wise hot loops are compiled for x86-64-v3 (AVX2 and FMA) and
@@ -668,6 +668,21 @@ typedef struct tt_layer {
       float translate;          /* random_translate: a fraction of the size */
       float epsilon;            /* l2norm */
     } prep;
+    /* attention, multi_head_attention */
+    struct {
+      uint32_t heads, key_dim, value_dim, out_dim;      /* 0 until infer */
+      float dropout;
+      bool scaled, causal, has_mask;
+      uint32_t lq, lk;          /* query and key (value) lengths */
+      /* scratch tensor ids, -1 absent: projections [B][L][heads * dim],
+       * probs and the dropout's [B][heads][lq][lk], the heads' output
+       * (before the output projection) and the derivatives */
+      int proj[3], probs, drop, dropped, heads_out;
+      int dproj[3], dscores;
+      /* the model's generator before the step's dropout draw: a rerun
+       * (tt_run_ctx.recompute) draws the same mask into its instance */
+      tt_rng drop_rng;
+    } attn;
   } p;
 } tt_layer;
 
@@ -767,7 +782,7 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 51
+#define TT_LAYER_TYPES 53
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -823,6 +838,9 @@ extern const tt_layer_ops tt_kld_layer_ops,
 extern const tt_layer_ops tt_conv2d_transpose_layer_ops,
     tt_preprocess_flip_layer_ops, tt_preprocess_translate_layer_ops,
     tt_preprocess_l2norm_layer_ops;
+/* attention: layer_attention.c, layer_multi_head_attention.c */
+extern const tt_layer_ops tt_attention_layer_ops,
+    tt_multi_head_attention_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

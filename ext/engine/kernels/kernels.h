@@ -457,5 +457,33 @@ void tt_l2norm_forward (tt_threads * pool, size_t batch, size_t n, float eps,
     const float *x, float *y);
 void tt_l2norm_backward (tt_threads * pool, size_t batch, size_t n,
     float eps, const float *x, const float *dy, float *dx);
+/* attention.c: scaled dot-product attention of heads of samples. Head h
+ * of sample b: row i of Q at q + b * q_bs + h * q_hs + i * q_ld (K, V, O
+ * alike, with their lengths lq (Q, O) and lk (K, V) and widths dk (Q, K)
+ * and dv (V, O)). P = softmax (scale Q K^T + mask) row by row (causal:
+ * column j > i left out), O = (P * drop) V. probs [B][H][lq][lk] keeps P;
+ * mask (additive), drop (multipliers) and dropped (forward's P * drop,
+ * needed with drop) are [B][H][lq][lk] or NULL. Split over threads by
+ * (sample, head), bit-identical to one thread. */
+typedef struct {
+  int batch, heads, lq, lk, dk, dv;
+  const float *q, *k, *v;
+  float *o;
+  size_t q_bs, k_bs, v_bs, o_bs, q_hs, k_hs, v_hs, o_hs;
+  int q_ld, k_ld, v_ld, o_ld;
+  float scale;
+  bool causal;
+  const float *mask, *drop;
+  float *probs, *dropped;
+  tt_threads *threads;
+} tt_attention;
+
+void tt_attention_forward (const tt_attention * a);
+/* From dout (O's layout): dq, dk, dv in Q's, K's, V's layouts, written
+ * (NULL: not wanted; dk == dv with k == v: key is value, both added),
+ * dmask (NULL: none) d loss / d (scale Q K^T + mask); dscores
+ * [B][H][lq][lk] scratch */
+void tt_attention_backward (const tt_attention * a, const float *dout,
+    float *dq, float *dk, float *dv, float *dmask, float *dscores);
 
 #endif

@@ -33,6 +33,8 @@ static const tt_layer_ops *const layers_all[] = {
   /* transposed convolution and the preprocessing layers */
   &tt_conv2d_transpose_layer_ops, &tt_preprocess_flip_layer_ops,
   &tt_preprocess_translate_layer_ops, &tt_preprocess_l2norm_layer_ops,
+  /* attention */
+  &tt_attention_layer_ops, &tt_multi_head_attention_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Scaled dot-product attention, head by head: for head h of sample b,
+ * P = softmax (scale Q K^T + mask) (row by row; causal: the columns past
+ * the row's index left out, PyTorch's tril of ones), O = (P * drop) V,
+ * drop being the dropout multipliers (0 or 1 / (1 - rate)) when given.
+ * Q, K, V and O are addressed by strides (tt_attention): a layer's
+ * [B][L][H * d] projections (multi_head_attention) and [B][C][L][d]
+ * inputs (attention) alike, without transposes.
+ *
+ * The products are one-thread tt_gemm calls per head; the softmax runs
+ * over each score row while it is in cache: its maximum, then the
+ * exponentials and their sum in one pass (vmath.h's exp), then the
+ * normalization. P is kept (probs) for backward, which needs nothing else
+ * of the forward but Q, K and V: dV = (P * drop)^T dO, dP = (dO V^T) *
+ * drop, dS = P (dP - rowsum (dP P)), dQ = scale dS K, dK = scale dS^T Q.
+ *
+ * Threads: the (sample, head) pairs split into contiguous ranges, each a
+ * part of one tt_threads_run job; every pair's arithmetic is the same
+ * whatever the split, so results are bit-identical to one thread's.
+ */
+#include "tt_layer.h"
+#include "vmath.h"
+
+#include <math.h>
+#include <string.h>
+
+/* multiply-adds of a job from which it is split over the threads */
+#define ATTN_SPLIT_MIN (64 * 1024)
+
+/* Lanes of the row reductions: GCC does not reassociate a float sum or
+ * maximum without -ffast-math, so a plain loop stays scalar; eight
+ * independent lanes, added pairwise at the end, vectorize as written. */
+#define ATTN_LANES 8
+
+TT_ALWAYS_INLINE float
+attn_lanes_sum (const float *acc)
+{
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) +
+      (acc[3] + acc[7]));
+}
+
+/* the softmax of s[0 .. n) in place, columns from valid on zeroed: the
+ * mask added and the row's maximum in one pass, the exponentials and
+ * their sum in the next, then the normalization */
+TT_VECTOR_CLONES static void
+attn_softmax_row (float *s, const float *mask, int n, int valid)
+{
+  float mx[ATTN_LANES];
+  int j = 0;
+  for (int k = 0; k < ATTN_LANES; k++)
+    mx[k] = -INFINITY;
+  for (; j + ATTN_LANES <= valid; j += ATTN_LANES)
+    for (int k = 0; k < ATTN_LANES; k++) {
+      const float v = s[j + k] + (mask ? mask[j + k] : 0.0f);
+      s[j + k] = v;
+      mx[k] = v > mx[k] ? v : mx[k];
+    }
+  for (; j < valid; j++) {
+    const float v = s[j] + (mask ? mask[j] : 0.0f);
+    s[j] = v;
+    mx[0] = v > mx[0] ? v : mx[0];
+  }
+  float m = mx[0];
+  for (int k = 1; k < ATTN_LANES; k++)
+    m = mx[k] > m ? mx[k] : m;
+  float acc[ATTN_LANES] = { 0 };
+  for (j = 0; j + ATTN_LANES <= valid; j += ATTN_LANES)
+    for (int k = 0; k < ATTN_LANES; k++) {
+      const float e = tt_vexpf (s[j + k] - m);
+      s[j + k] = e;
+      acc[k] += e;
+    }
+  for (; j < valid; j++) {
+    const float e = tt_vexpf (s[j] - m);
+    s[j] = e;
+    acc[0] += e;
+  }
+  const float inv = 1.0f / attn_lanes_sum (acc);
+  for (j = 0; j < valid; j++)
+    s[j] *= inv;
+  for (j = valid; j < n; j++)
+    s[j] = 0.0f;
+}
+
+/* dS = P (dP - sum (dP P)) in place of dP, over a row of n */
+TT_VECTOR_CLONES static void
+attn_softmax_backward_row (const float *p, float *d, int n)
+{
+  float acc[ATTN_LANES] = { 0 };
+  int j = 0;
+  for (; j + ATTN_LANES <= n; j += ATTN_LANES)
+    for (int k = 0; k < ATTN_LANES; k++)
+      acc[k] += p[j + k] * d[j + k];
+  for (; j < n; j++)
+    acc[0] += p[j] * d[j];
+  const float dot = attn_lanes_sum (acc);
+  for (j = 0; j < n; j++)
+    d[j] = p[j] * (d[j] - dot);
+}
+
+TT_VECTOR_CLONES static void
+attn_multiply (const float *a, const float *b, float *y, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    y[i] = a[i] * b[i];
+}
+
+static void
+attn_forward_pair (const tt_attention * a, size_t pair)
+{
+  const size_t b = pair / (size_t) a->heads, h = pair % (size_t) a->heads;
+  const size_t plane = (size_t) a->lq * a->lk;
+  const float *q = a->q + b * a->q_bs + h * a->q_hs;
+  const float *k = a->k + b * a->k_bs + h * a->k_hs;
+  const float *v = a->v + b * a->v_bs + h * a->v_hs;
+  float *o = a->o + b * a->o_bs + h * a->o_hs;
+  float *p = a->probs + pair * plane;
+  const float *mask = a->mask ? a->mask + pair * plane : NULL;
+  tt_gemm (false, true, a->lq, a->lk, a->dk, a->scale, q, a->q_ld, k,
+      a->k_ld, 0.0f, p, a->lk);
+  for (int i = 0; i < a->lq; i++) {
+    const int valid = a->causal && i + 1 < a->lk ? i + 1 : a->lk;
+    attn_softmax_row (p + (size_t) i * a->lk,
+        mask ? mask + (size_t) i * a->lk : NULL, a->lk, valid);
+  }
+  const float *pv = p;
+  if (a->drop) {
+    float *pd = a->dropped + pair * plane;
+    attn_multiply (p, a->drop + pair * plane, pd, plane);
+    pv = pd;
+  }
+  tt_gemm (false, false, a->lq, a->dv, a->lk, 1.0f, pv, a->lk, v, a->v_ld,
+      0.0f, o, a->o_ld);
+}
+
+typedef struct
+{
+  const tt_attention *a;
+  const float *dout;
+  float *dq, *dk, *dv, *dmask, *dscores;
+} attn_back;
+
+static void
+attn_backward_pair (const attn_back * j, size_t pair)
+{
+  const tt_attention *a = j->a;
+  const size_t b = pair / (size_t) a->heads, h = pair % (size_t) a->heads;
+  const size_t plane = (size_t) a->lq * a->lk;
+  const size_t qo = b * a->q_bs + h * a->q_hs, ko = b * a->k_bs + h * a->k_hs,
+      vo = b * a->v_bs + h * a->v_hs;
+  const float *dout = j->dout + b * a->o_bs + h * a->o_hs;
+  const float *p = a->probs + pair * plane;
+  float *ds = j->dscores + pair * plane;
+  /* dV = (P * drop)^T dO, with the dropped P in the scores' place */
+  const float *pv = p;
+  if (a->drop) {
+    attn_multiply (p, a->drop + pair * plane, ds, plane);
+    pv = ds;
+  }
+  if (j->dv)
+    tt_gemm (true, false, a->lk, a->dv, a->lq, 1.0f, pv, a->lk, dout,
+        a->o_ld, 0.0f, j->dv + vo, a->v_ld);
+  /* dP = (dO V^T) * drop, then dS through the softmax */
+  tt_gemm (false, true, a->lq, a->lk, a->dv, 1.0f, dout, a->o_ld,
+      a->v + vo, a->v_ld, 0.0f, ds, a->lk);
+  if (a->drop)
+    attn_multiply (ds, a->drop + pair * plane, ds, plane);
+  for (int i = 0; i < a->lq; i++)
+    attn_softmax_backward_row (p + (size_t) i * a->lk, ds + (size_t) i * a->lk,
+        a->lk);
+  if (j->dmask)
+    memcpy (j->dmask + pair * plane, ds, plane * sizeof *ds);
+  /* dQ = scale dS K; dK = scale dS^T Q (added to dV when key is value) */
+  if (j->dq)
+    tt_gemm (false, false, a->lq, a->dk, a->lk, a->scale, ds, a->lk,
+        a->k + ko, a->k_ld, 0.0f, j->dq + qo, a->q_ld);
+  if (j->dk)
+    tt_gemm (true, false, a->lk, a->dk, a->lq, a->scale, ds, a->lk,
+        a->q + qo, a->q_ld, j->dk == j->dv && a->k == a->v ? 1.0f : 0.0f,
+        j->dk + ko, a->k_ld);
+}
+
+typedef struct
+{
+  const tt_attention *a;
+  const attn_back *back;
+  size_t pairs;
+} attn_job;
+
+static void
+attn_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const attn_job *j = arg;
+  size_t begin, end;
+  tt_threads_range (j->pairs, 1, part, n_parts, &begin, &end);
+  for (size_t i = begin; i < end; i++) {
+    if (j->back)
+      attn_backward_pair (j->back, i);
+    else
+      attn_forward_pair (j->a, i);
+  }
+}
+
+static void
+attn_run (const tt_attention * a, const attn_back * back)
+{
+  attn_job j = { a, back, (size_t) a->batch * a->heads };
+  const double work = (double) j.pairs * a->lq * a->lk * (a->dk + a->dv);
+  const unsigned parts = work < ATTN_SPLIT_MIN ? 1 :
+      tt_threads_parts (a->threads, j.pairs, 2);
+  if (parts <= 1 || !a->threads)
+    attn_part (&j, 0, 1);
+  else
+    tt_threads_run (a->threads, attn_part, &j, parts);
+}
+
+void
+tt_attention_forward (const tt_attention * a)
+{
+  attn_run (a, NULL);
+}
+
+void
+tt_attention_backward (const tt_attention * a, const float *dout, float *dq,
+    float *dk, float *dv, float *dmask, float *dscores)
+{
+  attn_back back = { a, dout, dq, dk, dv, dmask, dscores };
+  attn_run (a, &back);
+}

@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * multi_head_attention: nntrainer's (and PyTorch's nn.MultiheadAttention,
+ * batch_first), input_layers = query, key, value[, mask]: query 1:lq:dq,
+ * key 1:lk:dk, value 1:lk:dv, mask num_heads:lq:lk (added to the scaled
+ * scores). Each input is projected (Qp = query Wq + bq, Kp, Vp alike),
+ * split by columns into num_heads heads of projected_key_dim
+ * (projected_value_dim for V), each head's softmax (Qh Kh^T / sqrt
+ * (projected_key_dim) + mask) Vh (dropout_rate on the attention weights
+ * in training), the heads side by side projected by fc_weight, fc_bias
+ * into 1:lq:output_shape. Weights in nntrainer's order and layout:
+ * query_fc_weight [dq][H * kd], query_fc_bias, key_fc_weight [dk][H *
+ * kd], key_fc_bias, value_fc_weight [dv][H * vd], value_fc_bias,
+ * fc_weight [H * vd][output_shape], fc_bias (no biases with
+ * disable_bias).
+ *
+ * Scratch: the projections and the softmax's output (probs), kept from
+ * forward to the phase running the attention's backward (calcGradient
+ * when the weights train, else calcDerivative); the heads' output,
+ * before the output projection, to that phase too (the output
+ * projection's weight gradient reads it, then its derivative is written
+ * over it); the dropout's multipliers to backward, its dropped weights
+ * in forward alone; the derivatives of the scores and of the
+ * projections in backward. Backward reads the inputs
+ * in calcGradient alone (the projections' weight gradients).
+ */
+#include "tt_layer.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const mha_keys[] = {
+  "num_heads", "projected_key_dim", "projected_value_dim", "output_shape",
+  "dropout_rate", "return_attention_weight", "average_attention_weight",
+  NULL
+};
+
+static const char *const mha_return_names[] = {
+  "none", "before", "after", NULL
+};
+
+static tt_status
+mha_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  tt_status st;
+  int ret = 0;
+  bool average = true;
+  memset (&l->p.attn, 0, sizeof l->p.attn);
+  l->p.attn.heads = 1;
+  if ((st = tt_section_uint (s, "num_heads", 1, 1u << 16, &l->p.attn.heads,
+              err)) ||
+      (st = tt_section_uint (s, "projected_key_dim", 1, 1u << 20,
+              &l->p.attn.key_dim, err)) ||
+      (st = tt_section_uint (s, "projected_value_dim", 1, 1u << 20,
+              &l->p.attn.value_dim, err)) ||
+      (st = tt_section_uint (s, "output_shape", 1, 1u << 20,
+              &l->p.attn.out_dim, err)) ||
+      (st = tt_section_float (s, "dropout_rate", &l->p.attn.dropout, err)) ||
+      (st = tt_section_enum (s, "return_attention_weight", mha_return_names,
+              &ret, err)) ||
+      (st = tt_section_bool (s, "average_attention_weight", &average, err)))
+    return st;
+  if (!(l->p.attn.dropout >= 0 && l->p.attn.dropout < 1))
+    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
+        "must be in [0, 1)");
+  if (ret != 0)
+    return tt_section_error (s, "return_attention_weight", err,
+        TT_ERR_INVALID, "'%s': only none is supported (the attention "
+        "weights are not an output here)",
+        tt_section_string (s, "return_attention_weight"));
+  return TT_OK;
+}
+
+static tt_status
+mha_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
+{
+  static const char *const role[4] = { "query", "key", "value", "mask" };
+  if (l->n_inputs < 3 || l->n_inputs > 4)
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: [%s] input_layers: multi_head_attention takes 3 or 4 inputs "
+        "(input_layers = query, key, value[, mask]), not %u", c->path,
+        l->section, l->n_inputs);
+  for (uint32_t i = 0; i < 3; i++)
+    if (l->in_dims[i].c != 1)
+      return tt_fail (err, TT_ERR_INVALID,
+          "%s: [%s] input_layers: %s '%s' gives %u:%u:%u; its channel must "
+          "be 1 (1:length:features)", c->path, l->section, role[i],
+          l->inputs[i].name, l->in_dims[i].c, l->in_dims[i].h, l->in_dims[i].w);
+  const tt_dims q = l->in_dims[0], k = l->in_dims[1], v = l->in_dims[2];
+  const uint32_t heads = l->p.attn.heads;
+  if (k.h != v.h)
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: [%s] input_layers: key '%s' gives %u:%u:%u and value '%s' "
+        "%u:%u:%u (key and value must have the same length, the height)",
+        c->path, l->section, l->inputs[1].name, k.c, k.h, k.w,
+        l->inputs[2].name, v.c, v.h, v.w);
+  if (!l->p.attn.key_dim) {
+    if (q.w % heads)
+      return tt_fail (err, TT_ERR_INVALID,
+          "%s: [%s] num_heads: %u does not divide the query's width %u "
+          "(set projected_key_dim, or a num_heads dividing %u)", c->path,
+          l->section, heads, q.w, q.w);
+    l->p.attn.key_dim = q.w / heads;
+  }
+  if (!l->p.attn.value_dim)
+    l->p.attn.value_dim = l->p.attn.key_dim;
+  if (!l->p.attn.out_dim)
+    l->p.attn.out_dim = q.w;
+  l->p.attn.lq = q.h;
+  l->p.attn.lk = k.h;
+  l->p.attn.has_mask = l->n_inputs == 4;
+  if (l->p.attn.has_mask) {
+    const tt_dims m = l->in_dims[3];
+    if (m.c != heads || m.h != q.h || m.w != k.h)
+      return tt_fail (err, TT_ERR_INVALID,
+          "%s: [%s] input_layers: mask '%s' gives %u:%u:%u, not "
+          "num_heads:query length:key length = %u:%u:%u", c->path,
+          l->section, l->inputs[3].name, m.c, m.h, m.w, heads, q.h, k.h);
+  }
+  const uint64_t hk = (uint64_t) heads * l->p.attn.key_dim,
+      hv = (uint64_t) heads *l->p.attn.value_dim;
+  if (hk > (1u << 24) || hv > (1u << 24) ||
+      (uint64_t) heads * q.h * k.h > (1u << 28) ||
+      (q.w + k.w) * hk + (v.w + l->p.attn.out_dim) * hv > (1u << 30))
+    return tt_fail (err, TT_ERR_INVALID,
+        "%s: [%s] num_heads: %u heads of %u:%u (key:value dimensions) over "
+        "%u x %u positions are too large", c->path, l->section, heads,
+        l->p.attn.key_dim, l->p.attn.value_dim, q.h, k.h);
+  l->out_dims[0] = (tt_dims) {
+  1, q.h, l->p.attn.out_dim};
+  static const char *const names[8] = {
+    "query_fc_weight", "query_fc_bias", "key_fc_weight", "key_fc_bias",
+    "value_fc_weight", "value_fc_bias", "fc_weight", "fc_bias"
+  };
+  const uint32_t rows[4] = { q.w, k.w, v.w, (uint32_t) hv };
+  const uint32_t cols[4] = { (uint32_t) hk, (uint32_t) hk, (uint32_t) hv,
+    l->p.attn.out_dim
+  };
+  for (int i = 0; i < 4; i++) {
+    tt_weight *w = tt_layer_add_weight (l, names[2 * i],
+        (size_t) rows[i] * cols[i], l->weight_init, rows[i], cols[i], true);
+    w->decay = l->weight_decay;
+    w->l2 = l->l2_constant;
+    if (!l->disable_bias) {
+      tt_weight *b = tt_layer_add_weight (l, names[2 * i + 1], cols[i],
+          l->bias_init, rows[i], cols[i], true);
+      b->decay = l->bias_decay;
+    }
+  }
+  return TT_OK;
+}
+
+/* the weight and bias of projection i (0 query ... 3 output) */
+static const tt_weight *
+mha_weight (const tt_layer * l, int i, bool bias)
+{
+  if (l->disable_bias)
+    return bias ? NULL : &l->weights[i];
+  return &l->weights[2 * i + (bias ? 1 : 0)];
+}
+
+static bool
+mha_runs_gradient (const tt_layer * l)
+{
+  return l->weights[0].grad >= 0;
+}
+
+static void
+mha_declare (tt_init_ctx * c, tt_layer * l)
+{
+  const size_t batch = c->batch_size, heads = l->p.attn.heads;
+  const size_t lq = l->p.attn.lq, lk = l->p.attn.lk;
+  const size_t hk = heads * l->p.attn.key_dim, hv = heads * l->p.attn.value_dim;
+  const size_t proj[3] = { batch * lq * hk, batch * lk * hk, batch * lk * hv };
+  const size_t scores = batch * heads * lq * lk;
+  static const char *const pnames[3] = { "proj_query", "proj_key",
+    "proj_value"
+  };
+  static const char *const dnames[3] = { "proj_query:deriv",
+    "proj_key:deriv", "proj_value:deriv"
+  };
+  const bool grad = mha_runs_gradient (l), deriv = l->needs_derivative;
+  const bool back = grad || deriv;
+  const tt_phase bphase = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
+  for (int i = 0; i < 3; i++) {
+    l->p.attn.proj[i] = tt_init_scratch_by_samples (c, pnames[i], proj[i]);
+    tt_init_use (c, l->p.attn.proj[i], TT_PHASE_FORWARD);
+    l->p.attn.dproj[i] = -1;
+  }
+  l->p.attn.probs = tt_init_scratch_by_samples (c, "probs", scores);
+  tt_init_use (c, l->p.attn.probs, TT_PHASE_FORWARD);
+  l->p.attn.heads_out = tt_init_scratch_by_samples (c, "heads", batch * lq *
+      hv);
+  tt_init_use (c, l->p.attn.heads_out, TT_PHASE_FORWARD);
+  l->p.attn.drop = l->p.attn.dropped = -1;
+  if (l->p.attn.dropout > 0) {
+    l->p.attn.drop = tt_init_scratch_by_samples (c, "dropout_mask", scores);
+    tt_init_use (c, l->p.attn.drop, TT_PHASE_FORWARD);
+    l->p.attn.dropped = tt_init_scratch_by_samples (c, "dropped", scores);
+    tt_init_use (c, l->p.attn.dropped, TT_PHASE_FORWARD);
+  }
+  l->p.attn.dscores = -1;
+  if (!back)
+    return;
+  for (int i = 0; i < 3; i++) {
+    tt_init_use (c, l->p.attn.proj[i], bphase);
+    l->p.attn.dproj[i] = tt_init_scratch_by_samples (c, dnames[i], proj[i]);
+    tt_init_use (c, l->p.attn.dproj[i], bphase);
+    if (deriv)
+      tt_init_use (c, l->p.attn.dproj[i], TT_PHASE_DERIVATIVE);
+  }
+  tt_init_use (c, l->p.attn.probs, bphase);
+  if (l->p.attn.drop >= 0)
+    tt_init_use (c, l->p.attn.drop, bphase);
+  /* the heads' output derivative is written over their output, after
+   * the output projection's weight gradient read it */
+  tt_init_use (c, l->p.attn.heads_out, bphase);
+  l->p.attn.dscores = tt_init_scratch_by_samples (c, "scores:deriv", scores);
+  tt_init_use (c, l->p.attn.dscores, bphase);
+  /* the mask's derivative is written with the attention's backward */
+  if (l->p.attn.has_mask && l->in_deriv[3] >= 0)
+    tt_init_use (c, l->in_deriv[3], bphase);
+  if (!grad)
+    return;
+  /* the weight gradients read the inputs and the heads' output */
+  tt_init_use (c, l->p.attn.heads_out, TT_PHASE_GRADIENT);
+  for (int i = 0; i < 3; i++)
+    tt_init_use (c, l->in[i], TT_PHASE_GRADIENT);
+}
+
+/* y[r][j] = b[j] added over rows of n */
+TT_VECTOR_CLONES static void
+mha_add_bias (float *y, const float *b, size_t rows, size_t n)
+{
+  for (size_t r = 0; r < rows; r++)
+    for (size_t j = 0; j < n; j++)
+      y[r * n + j] += b[j];
+}
+
+/* y = x W (+ b): rows x n from rows x k */
+static void
+mha_project (const tt_run_ctx * c, const float *x, const tt_weight * w,
+    const tt_weight * b, size_t rows, size_t k, size_t n, float *y)
+{
+  tt_gemm_split (c->threads, false, false, (int) rows, (int) n, (int) k, 1.0f,
+      x, (int) k, tt_run_data (c, w->value), (int) n, 0.0f, y, (int) n);
+  if (b)
+    mha_add_bias (y, tt_run_data (c, b->value), rows, n);
+}
+
+static tt_attention
+mha_setup (const tt_run_ctx * c, const tt_layer * l)
+{
+  const int heads = (int) l->p.attn.heads, kd = (int) l->p.attn.key_dim,
+      vd = (int) l->p.attn.value_dim;
+  const int lq = (int) l->p.attn.lq, lk = (int) l->p.attn.lk;
+  tt_attention a = {
+    .batch = (int) c->batch,.heads = heads,.lq = lq,.lk = lk,.dk = kd,
+    .dv = vd,
+    .q = tt_run_data (c, l->p.attn.proj[0]),
+    .k = tt_run_data (c, l->p.attn.proj[1]),
+    .v = tt_run_data (c, l->p.attn.proj[2]),
+    .o = tt_run_data (c, l->p.attn.heads_out),
+    .q_bs = (size_t) lq * heads * kd,.k_bs = (size_t) lk * heads * kd,
+    .v_bs = (size_t) lk * heads * vd,.o_bs = (size_t) lq * heads * vd,
+    .q_hs = (size_t) kd,.k_hs = (size_t) kd,.v_hs = (size_t) vd,
+    .o_hs = (size_t) vd,
+    .q_ld = heads * kd,.k_ld = heads * kd,.v_ld = heads * vd,
+    .o_ld = heads * vd,
+    .scale = 1.0f / sqrtf ((float) kd),
+    .mask = l->p.attn.has_mask ? tt_run_data (c, l->in[3]) : NULL,
+    .probs = tt_run_data (c, l->p.attn.probs),
+    .dropped = tt_run_data (c, l->p.attn.dropped),
+    .threads = c->threads,
+  };
+  return a;
+}
+
+static void
+mha_forward (const tt_run_ctx * c, tt_layer * l)
+{
+  const size_t batch = c->batch, lq = l->p.attn.lq, lk = l->p.attn.lk;
+  const size_t heads = l->p.attn.heads;
+  const size_t hk = heads * l->p.attn.key_dim, hv = heads * l->p.attn.value_dim;
+  const size_t rows[3] = { batch * lq, batch * lk, batch * lk };
+  const size_t cols[3] = { hk, hk, hv };
+  for (int i = 0; i < 3; i++)
+    mha_project (c, tt_run_data (c, l->in[i]), mha_weight (l, i, false),
+        mha_weight (l, i, true), rows[i], l->in_dims[i].w, cols[i],
+        tt_run_data (c, l->p.attn.proj[i]));
+  tt_attention a = mha_setup (c, l);
+  if (l->p.attn.drop >= 0 && c->training) {
+    /* a rerun writes its own instance of the scratch (plan/remat.c):
+     * the same mask, drawn again from the generator as it was */
+    float *mask = tt_run_data (c, l->p.attn.drop);
+    if (!c->recompute)
+      l->p.attn.drop_rng = *c->rng;
+    tt_rng rng = l->p.attn.drop_rng;
+    const size_t n = batch * heads * lq * lk;
+    const float rate = l->p.attn.dropout, keep = 1.0f / (1.0f - rate);
+    for (size_t i = 0; i < n; i++)
+      mask[i] = tt_rng_uniform (&rng) < rate ? 0.0f : keep;
+    if (!c->recompute)
+      *c->rng = rng;
+    a.drop = mask;
+  }
+  tt_attention_forward (&a);
+  mha_project (c, a.o, mha_weight (l, 3, false), mha_weight (l, 3, true),
+      batch * lq, hv, l->p.attn.out_dim, tt_run_data (c, l->out[0]));
+}
+
+/* The attention's backward: the derivatives of the heads' output, of the
+ * mask and of the three projections */
+static void
+mha_backward_common (const tt_run_ctx * c, tt_layer * l)
+{
+  const size_t rows = (size_t) c->batch * l->p.attn.lq;
+  const size_t hv = (size_t) l->p.attn.heads * l->p.attn.value_dim;
+  const int out = (int) l->p.attn.out_dim;
+  float *dheads = tt_run_data (c, l->p.attn.heads_out);
+  tt_gemm_split (c->threads, false, true, (int) rows, (int) hv, out, 1.0f,
+      tt_run_data (c, l->out_deriv[0]), out,
+      tt_run_data (c, mha_weight (l, 3, false)->value), out, 0.0f, dheads,
+      (int) hv);
+  tt_attention a = mha_setup (c, l);
+  a.o = NULL;
+  if (l->p.attn.drop >= 0 && c->training)
+    a.drop = tt_run_data (c, l->p.attn.drop);
+  tt_attention_backward (&a, dheads, tt_run_data (c, l->p.attn.dproj[0]),
+      tt_run_data (c, l->p.attn.dproj[1]),
+      tt_run_data (c, l->p.attn.dproj[2]),
+      l->p.attn.has_mask ? tt_run_data (c, l->in_deriv[3]) : NULL,
+      tt_run_data (c, l->p.attn.dscores));
+}
+
+/* dW = x^T dy, db = the column sums of dy: rows x k by rows x n */
+static void
+mha_weight_grads (const tt_run_ctx * c, const float *x, const float *dy,
+    const tt_weight * w, const tt_weight * b, size_t rows, size_t k, size_t n)
+{
+  tt_gemm_split (c->threads, true, false, (int) k, (int) n, (int) rows, 1.0f,
+      x, (int) k, dy, (int) n, 0.0f, tt_run_data (c, w->grad), (int) n);
+  if (b)
+    tt_column_sums (dy, rows, n, 0, n, tt_run_data (c, b->grad));
+}
+
+static void
+mha_calc_gradient (const tt_run_ctx * c, tt_layer * l)
+{
+  if (!mha_runs_gradient (l))
+    return;
+  const size_t batch = c->batch, lq = l->p.attn.lq, lk = l->p.attn.lk;
+  const size_t heads = l->p.attn.heads;
+  const size_t hk = heads * l->p.attn.key_dim, hv = heads * l->p.attn.value_dim;
+  const size_t rows[3] = { batch * lq, batch * lk, batch * lk };
+  const size_t cols[3] = { hk, hk, hv };
+  /* the output projection's first: the attention's backward writes its
+   * derivative over the heads' output */
+  mha_weight_grads (c, tt_run_data (c, l->p.attn.heads_out),
+      tt_run_data (c, l->out_deriv[0]), mha_weight (l, 3, false),
+      mha_weight (l, 3, true), batch * lq, hv, l->p.attn.out_dim);
+  mha_backward_common (c, l);
+  for (int i = 0; i < 3; i++)
+    mha_weight_grads (c, tt_run_data (c, l->in[i]),
+        tt_run_data (c, l->p.attn.dproj[i]), mha_weight (l, i, false),
+        mha_weight (l, i, true), rows[i], l->in_dims[i].w, cols[i]);
+}
+
+static void
+mha_calc_derivative (const tt_run_ctx * c, tt_layer * l)
+{
+  if (!mha_runs_gradient (l))
+    mha_backward_common (c, l);
+  const size_t batch = c->batch, lq = l->p.attn.lq, lk = l->p.attn.lk;
+  const size_t heads = l->p.attn.heads;
+  const size_t hk = heads * l->p.attn.key_dim, hv = heads * l->p.attn.value_dim;
+  const size_t rows[3] = { batch * lq, batch * lk, batch * lk };
+  const size_t cols[3] = { hk, hk, hv };
+  for (int i = 0; i < 3; i++) {
+    float *dx = tt_run_data (c, l->in_deriv[i]);
+    if (!dx)
+      continue;
+    const int k = (int) l->in_dims[i].w;
+    tt_gemm_split (c->threads, false, true, (int) rows[i], k, (int) cols[i],
+        1.0f, tt_run_data (c, l->p.attn.dproj[i]), (int) cols[i],
+        tt_run_data (c, mha_weight (l, i, false)->value), (int) cols[i],
+        0.0f, dx, k);
+  }
+}
+
+const tt_layer_ops tt_multi_head_attention_layer_ops = {
+  .type = "multi_head_attention",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = TT_MAX_IO,
+  .keys = mha_keys,
+  .has_weights = true,
+  .parse = mha_parse,
+  .infer = mha_infer,
+  .declare = mha_declare,
+  .forward = mha_forward,
+  .calc_gradient = mha_calc_gradient,
+  .calc_derivative = mha_calc_derivative,
+};
