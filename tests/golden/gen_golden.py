@@ -87,6 +87,9 @@ def ini_weight_layers(cp):
             out.append((sec, "embedding", int(cp[sec]["out_dim"])))
         elif t == "layer_normalization":
             out.append((sec, "ln", None))
+        # the recurrent family
+        elif t == "rnn":
+            out.append((sec, "rnn", int(cp[sec]["unit"])))
     return out
 
 
@@ -207,6 +210,17 @@ class Net:
         self.weights.append(Weight(name, "gamma", self._uniform(shape, 0.5, 1.5), True))
         self.weights.append(Weight(name, "beta", self._uniform(shape, -0.1, 0.1), True))
         self.layers.append((name, "ln", None))
+
+    # the recurrent family
+    def rnn(self, name, n_in, unit, integrate_bias):
+        # torch's nn.RNN layout: weight_ih [U][F], weight_hh [U][U]; the
+        # BIN's are the transposes. Biases as lstm's.
+        b = 1.0 / math.sqrt(unit)
+        self.weights.append(Weight(name, "weight_ih", self._uniform((unit, n_in), -b, b), True, transpose=True))
+        self.weights.append(Weight(name, "weight_hh", self._uniform((unit, unit), -b, b), True, transpose=True))
+        for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
+            self.weights.append(Weight(name, bias, self._uniform((unit,), -b, b), True))
+        self.layers.append((name, "rnn", unit))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -687,6 +701,38 @@ def forward_pool_modes(ctx, x):
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
 # upward under the earlier per-sample normalization, no longer did): with
+# the recurrent family
+def rnn(ctx, name, x, return_sequences, nonlinearity="tanh"):
+    """x is [B][1][T][F]; nn.RNN(batch_first=True) (one layer, zero initial
+    state) on the layer's weights, through torch.nn.functional's op."""
+    w_ih = ctx[name + ".weight_ih"]
+    unit = w_ih.shape[0]
+    if name + ".bias_h" in ctx.p:
+        b_ih = ctx[name + ".bias_h"]
+        b_hh = torch.zeros_like(b_ih)
+    else:
+        b_ih, b_hh = ctx[name + ".bias_ih"], ctx[name + ".bias_hh"]
+    params = [w_ih, ctx[name + ".weight_hh"], b_ih, b_hh]
+    h0 = torch.zeros(1, x.shape[0], unit, dtype=x.dtype)
+    op = torch.rnn_tanh if nonlinearity == "tanh" else torch.rnn_relu
+    y, _ = op(x.squeeze(1), h0, params, True, 1, 0.0, True, False, True)
+    if not return_sequences:
+        y = y[:, -1:, :]
+    return y.unsqueeze(1)
+
+
+def build_rnn(net):
+    net.rnn("rnn1", 6, 10, integrate_bias=False)
+    net.rnn("rnn2", 10, 8, integrate_bias=True)
+    net.fc("output", 8, 4)
+
+
+def forward_rnn(ctx, x):
+    h = rnn(ctx, "rnn1", x, return_sequences=True)          # 1x8x10
+    h = rnn(ctx, "rnn2", h, return_sequences=False)         # 1x1x8
+    return linear(ctx, "output", h)
+
+
 # batch 32 and ~0.9M relu / max-pool decisions, most seeds have a relu input
 # or a max-pool near-tie within a few float32 rounding errors whose
 # resolution changes dinput / grads by far more than the tolerance.
@@ -708,6 +754,8 @@ CASES = [
     ("upsample_shuffle", "tests/models/upsample_shuffle.ini", 9009, (2, 2, 2), 4, True, build_upsample_shuffle,
      forward_upsample_shuffle),
     ("pool_modes", "tests/models/pool_modes.ini", 9009, (2, 7, 7), 4, True, build_pool_modes, forward_pool_modes),
+    # the recurrent family
+    ("rnn", "tests/models/sensor_rnn.ini", 9101, (1, 8, 6), 4, True, build_rnn, forward_rnn),
 ]
 
 

@@ -365,6 +365,13 @@ test_pool_modes (void)
   golden_case ("pool_modes");
 }
 
+/* the recurrent family */
+static void
+test_rnn (void)
+{
+  golden_case ("rnn");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -383,5 +390,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_ops_unary);
   TT_TEST_RUN (test_upsample_shuffle);
   TT_TEST_RUN (test_pool_modes);
+  /* the recurrent family */
+  TT_TEST_RUN (test_rnn);
   return tt_test_summary ();
 }

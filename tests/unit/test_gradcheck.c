@@ -385,6 +385,23 @@ static const gc_case gc_cases[] = {
   {"pool_max_2x2_ceil", "[in]\ntype=input\ninput_shape=2:7:7\n[p]\n"
         "type=pooling2d\npooling=max\npool_size=2,2\nstride=2,2\n"
         "ceil_mode=true\n", "mse"},
+  /* the recurrent family: rnn */
+  {"rnn_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\ntype=rnn\n"
+        "unit=4\nreturn_sequences=true\n", "mse"},
+  {"rnn_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\ntype=rnn\n"
+        "unit=3\n", "mse"},
+  {"rnn_integrate_bias_relu", "[in]\ntype=input\ninput_shape=1:4:2\n[l]\n"
+        "type=rnn\nunit=3\nintegrate_bias=true\nreturn_sequences=true\n"
+        "hidden_state_activation=sigmoid\n", "mse"},
+  {"rnn_no_bias_one_step", "[in]\ntype=input\ninput_shape=1:1:4\n[l]\n"
+        "type=rnn\nunit=3\ndisable_bias=true\n", "mse"},
+  {"rnn_dropout", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\ntype=rnn\n"
+        "unit=4\nreturn_sequences=true\ndropout_rate=0.4\n", "mse"},
+  {"rnn_frozen", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\n"
+        "type=fully_connected\nunit=3\n[l]\ntype=rnn\nunit=4\n"
+        "trainable=false\n[fc]\ntype=fully_connected\nunit=2\n", "mse"},
+  {"rnn_stack", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\ntype=rnn\n"
+        "unit=4\nreturn_sequences=true\n[b]\ntype=rnn\nunit=3\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

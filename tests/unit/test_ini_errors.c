@@ -598,6 +598,21 @@ static const ie_case ie_cases[] = {
         "[pool]\ntype = pooling2d\npooling = global_average\n"
         "ceil_mode = true\n", IE_LOAD,
       {"[pool] ceil_mode", "max or average"}},
+  /* the recurrent family */
+  {"rnn_unit_missing", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = rnn\n",
+      IE_LOAD, {"[l] unit", "missing key"}},
+  {"rnn_recurrent_activation", MODEL_MSE ADAM INPUT_STEPS "[l]\n"
+        "type = rnn\nunit = 3\nrecurrent_activation = sigmoid\n", IE_LOAD,
+      {"[l] recurrent_activation", "unknown key"}},
+  {"rnn_hidden_softmax", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = rnn\n"
+        "unit = 3\nhidden_state_activation = softmax\n", IE_LOAD,
+      {"[l] hidden_state_activation", "'softmax'", "not supported", "tanh"}},
+  {"rnn_dropout", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = rnn\nunit = 3\n"
+        "dropout_rate = 1.5\n", IE_LOAD,
+      {"[l] dropout_rate", "below 1", "[0, 1)"}},
+  {"rnn_channels", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 2:4:3\n[l]\ntype = rnn\nunit = 3\n", IE_COMPILE,
+      {"[l]", "one channel", "2:4:3"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

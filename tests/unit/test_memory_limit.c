@@ -185,9 +185,14 @@ test_bit_identical (void)
   /* fmnist_cnn's dense weights make its pool at small batches */
   static const char *const models[] = { "resnet_bn.ini", "inception.ini",
     "fmnist_cnn.ini", "branchy_bn.ini", "sensor_conv1d.ini",
-    "sensor_lstm.ini", "sensor_gru.ini", NULL
+    "sensor_lstm.ini", "sensor_gru.ini",
+    /* the recurrent family */
+    "sensor_rnn.ini", NULL
   };
-  static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16 };
+  static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16,
+    /* the recurrent family */
+    8
+  };
   for (int i = 0; models[i]; i++) {
     char path[2048];
     snprintf (path, sizeof path, "%s/tests/models/%s", root, models[i]);

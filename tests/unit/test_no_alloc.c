@@ -196,6 +196,14 @@ test_upsample_shuffle (void)
   no_alloc_model (na_root, "upsample_shuffle.ini", 2, false);
 }
 
+/* the recurrent family */
+static void
+test_recurrent_family (void)
+{
+  no_alloc_model (na_root, "sensor_rnn.ini", 1, false);
+  no_alloc_model (na_root, "sensor_rnn.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -213,5 +221,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_profiled);
   TT_TEST_RUN (test_mobilenet_block);
   TT_TEST_RUN (test_upsample_shuffle);
+  /* the recurrent family */
+  TT_TEST_RUN (test_recurrent_family);
   return tt_test_summary ();
 }

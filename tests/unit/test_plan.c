@@ -30,7 +30,9 @@ static const char *models[] = {
   /* upsample2d, channel_shuffle, flatten's dimensions */
   "upsample_shuffle.ini",
   /* pooling: ceil_mode, count_include_pad */
-  "pool_modes.ini", NULL
+  "pool_modes.ini",
+  /* the recurrent family */
+  "sensor_rnn.ini", NULL
 };
 
 static tt_model *

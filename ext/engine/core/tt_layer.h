@@ -605,6 +605,12 @@ typedef struct tt_layer {
     struct {
       uint32_t start, end;      /* 1 channel ... 3 width; 0: 1 and 3 */
     } flatten;
+    /* the recurrent family: rnn */
+    struct {
+      tt_recurrent rec;         /* act: hidden state */
+      int act, hidden, carry;   /* scratch tensor ids, -1 absent */
+      int mask;                 /* dropout mask [B][T][U], -1 absent */
+    } rnn;
   } p;
 } tt_layer;
 
@@ -698,7 +704,7 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 37
+#define TT_LAYER_TYPES 38
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -739,6 +745,8 @@ extern const tt_layer_ops tt_add_layer_ops, tt_subtract_layer_ops,
 /* layer_resample.c */
 extern const tt_layer_ops tt_upsample2d_layer_ops,
     tt_channel_shuffle_layer_ops;
+/* the recurrent family (layer_rnn.c) */
+extern const tt_layer_ops tt_rnn_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,
@@ -840,5 +848,32 @@ void tt_gru_input_grad (const tt_gru * s, float *dx);
 bool tt_maxpool2x2_applies (const tt_window_geom * g);
 void tt_maxpool2x2_forward (const tt_window_geom * g, int batch,
     const float *x, float *y, int32_t * argmax);
+
+/* the recurrent family. rnn.c: nntrainer's rnn over a batch-major
+ * sequence x [B][T][F]: w_ih [F][U], w_hh [U][U]; act_out [B][T][U]
+ * holds every step's activated values (before the mask); the hidden
+ * state h_t of sample b lives at hidden + b * h_ld + t * h_step as
+ * tt_lstm's. */
+typedef struct {
+  int batch, steps, features, unit;
+  tt_activation act;
+  const float *w_ih, *w_hh;
+  const float *bias[2];         /* added to every step; NULL: none */
+  float *act_out, *hidden;
+  int h_ld, h_step;
+  const float *mask;            /* as tt_lstm's */
+  tt_threads *threads;          /* as tt_lstm's */
+} tt_rnn;
+
+void tt_rnn_forward (const tt_rnn * s, const float *x);
+/* Backpropagation through time: the pre-activation derivatives over
+ * act_out. dy: [B][T][U] (sequences) or [B][U]; carry: B * U floats. */
+void tt_rnn_bptt (const tt_rnn * s, const float *dy, bool sequences,
+    float *carry);
+/* After tt_rnn_bptt: the weight gradients (written); db [U] or NULL. */
+void tt_rnn_weight_grads (const tt_rnn * s, const float *x, float *dw_ih,
+    float *dw_hh, float *db);
+/* After tt_rnn_bptt: dx [B][T][F]. */
+void tt_rnn_input_grad (const tt_rnn * s, float *dx);
 
 #endif
