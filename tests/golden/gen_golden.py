@@ -222,6 +222,18 @@ class Net:
             self.weights.append(Weight(name, bias, self._uniform((unit,), -b, b), True))
         self.layers.append((name, "rnn", unit))
 
+    def bilstm(self, name, n_in, unit, integrate_bias):
+        # a bidirectional lstm: lstm's weights, then the reverse
+        # direction's alike (torch's *_reverse), named reverse_*
+        self.lstm(name, n_in, unit, integrate_bias)
+        b = 1.0 / math.sqrt(unit)
+        self.weights.append(Weight(name, "reverse_weight_ih", self._uniform((4 * unit, n_in), -b, b), True,
+                                   transpose=True))
+        self.weights.append(Weight(name, "reverse_weight_hh", self._uniform((4 * unit, unit), -b, b), True,
+                                   transpose=True))
+        for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
+            self.weights.append(Weight(name, "reverse_" + bias, self._uniform((4 * unit,), -b, b), True))
+
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
 
@@ -721,6 +733,39 @@ def rnn(ctx, name, x, return_sequences, nonlinearity="tanh"):
     return y.unsqueeze(1)
 
 
+def bilstm(ctx, name, x, return_sequences):
+    """nn.LSTM(bidirectional=True, batch_first=True) through torch.lstm:
+    output [B][1][T][2U] (each position the forward then the reverse
+    hidden state), or its last position (torch's output[:, -1])."""
+    w_ih = ctx[name + ".weight_ih"]
+    unit = w_ih.shape[0] // 4
+    params = []
+    for pre in ("", "reverse_"):
+        if name + "." + pre + "bias_h" in ctx.p:
+            b_ih = ctx[name + "." + pre + "bias_h"]
+            b_hh = torch.zeros_like(b_ih)
+        else:
+            b_ih, b_hh = ctx[name + "." + pre + "bias_ih"], ctx[name + "." + pre + "bias_hh"]
+        params += [ctx[name + "." + pre + "weight_ih"], ctx[name + "." + pre + "weight_hh"], b_ih, b_hh]
+    h0 = torch.zeros(2, x.shape[0], unit, dtype=x.dtype)
+    y, _, _ = torch.lstm(x.squeeze(1), (h0, h0), params, True, 1, 0.0, True, True, True)
+    if not return_sequences:
+        y = y[:, -1:, :]
+    return y.unsqueeze(1)
+
+
+def build_bilstm(net):
+    net.bilstm("bi1", 5, 6, integrate_bias=False)
+    net.bilstm("bi2", 12, 4, integrate_bias=True)
+    net.fc("output", 8, 4)
+
+
+def forward_bilstm(ctx, x):
+    h = bilstm(ctx, "bi1", x, return_sequences=True)        # 1x6x12
+    h = bilstm(ctx, "bi2", h, return_sequences=False)       # 1x1x8
+    return linear(ctx, "output", h)
+
+
 def build_rnn(net):
     net.rnn("rnn1", 6, 10, integrate_bias=False)
     net.rnn("rnn2", 10, 8, integrate_bias=True)
@@ -756,6 +801,7 @@ CASES = [
     ("pool_modes", "tests/models/pool_modes.ini", 9009, (2, 7, 7), 4, True, build_pool_modes, forward_pool_modes),
     # the recurrent family
     ("rnn", "tests/models/sensor_rnn.ini", 9101, (1, 8, 6), 4, True, build_rnn, forward_rnn),
+    ("bilstm", "tests/models/sensor_bilstm.ini", 9102, (1, 6, 5), 4, True, build_bilstm, forward_bilstm),
 ]
 
 

@@ -372,6 +372,12 @@ test_rnn (void)
   golden_case ("rnn");
 }
 
+static void
+test_bilstm (void)
+{
+  golden_case ("bilstm");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -392,5 +398,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_pool_modes);
   /* the recurrent family */
   TT_TEST_RUN (test_rnn);
+  TT_TEST_RUN (test_bilstm);
   return tt_test_summary ();
 }

@@ -402,6 +402,21 @@ static const gc_case gc_cases[] = {
         "trainable=false\n[fc]\ntype=fully_connected\nunit=2\n", "mse"},
   {"rnn_stack", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\ntype=rnn\n"
         "unit=4\nreturn_sequences=true\n[b]\ntype=rnn\nunit=3\n", "mse"},
+  {"lstm_bidirectional_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n"
+        "[l]\ntype=lstm\nunit=3\nreturn_sequences=true\n"
+        "bidirectional=true\n", "mse"},
+  {"lstm_bidirectional_last", "[in]\ntype=input\ninput_shape=1:5:3\n"
+        "[l]\ntype=lstm\nunit=3\nbidirectional=true\n", "mse"},
+  {"lstm_bidirectional_integrate_bias", "[in]\ntype=input\n"
+        "input_shape=1:4:2\n[l]\ntype=lstm\nunit=3\nintegrate_bias=true\n"
+        "bidirectional=true\nreturn_sequences=true\n[b]\ntype=lstm\n"
+        "unit=2\nbidirectional=true\ndisable_bias=true\n", "mse"},
+  {"lstm_bidirectional_frozen", "[in]\ntype=input\ninput_shape=1:4:3\n"
+        "[a]\ntype=fully_connected\nunit=3\n[l]\ntype=lstm\nunit=4\n"
+        "bidirectional=true\ntrainable=false\n[fc]\n"
+        "type=fully_connected\nunit=2\n", "mse"},
+  {"lstm_bidirectional_one_step", "[in]\ntype=input\ninput_shape=1:1:3\n"
+        "[l]\ntype=lstm\nunit=2\nbidirectional=true\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -204,8 +204,8 @@ static const ie_case ie_cases[] = {
         "type = conv1d\nfilters = 2\nkernel_size = 9\n", IE_COMPILE,
       {"[conv] kernel_size", "1x9", "2:1:8"}},
   {"lstm_bidirectional", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
-        "bidirectional = true\n", IE_LOAD,
-      {"[l] bidirectional", "not implemented"}},
+        "bidirectional = true\ndropout_rate = 0.2\n", IE_LOAD,
+      {"[l] dropout_rate", "bidirectional", "allowed: 0"}},
   {"lstm_dropout", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "dropout_rate = 1\n", IE_LOAD, {"[l] dropout_rate",
           "below 1", "[0, 1)"}},
@@ -613,6 +613,9 @@ static const ie_case ie_cases[] = {
   {"rnn_channels", MODEL_MSE ADAM "[in]\ntype = input\n"
         "input_shape = 2:4:3\n[l]\ntype = rnn\nunit = 3\n", IE_COMPILE,
       {"[l]", "one channel", "2:4:3"}},
+  {"lstm_bidirectional_word", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "bidirectional = both\n", IE_LOAD,
+      {"[l] bidirectional", "'both'", "true or false"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

@@ -16,7 +16,7 @@
 #define TT_LAYER_NAME_MAX 63    /* leaves room for realized-layer suffixes */
 #define TT_TENSOR_NAME_MAX 160
 #define TT_MAX_IO 16            /* inputs or outputs of one layer */
-#define TT_MAX_WEIGHTS 4
+#define TT_MAX_WEIGHTS 8       /* a bidirectional lstm's */
 #define TT_MAX_SCRATCH 2
 
 /* Element-wise hot loops are compiled for x86-64-v3 (AVX2 and FMA) and
@@ -558,8 +558,12 @@ typedef struct tt_layer {
     struct {
       tt_recurrent rec;         /* act: hidden state; recurrent: i f o */
       uint32_t max_timestep;    /* 0: not set; else <= the input's height */
-      int gates, cell, hidden, carry;   /* scratch tensor ids, -1 absent */
+      int carry;                /* scratch tensor id, -1 absent */
       int mask;                 /* dropout mask [B][T][U], -1 absent */
+      /* per direction (the reverse one's with bidirectional): scratch
+       * tensor ids, -1 absent */
+      int gates_d[2], cell_d[2], hidden_d[2];
+      bool bidirectional;
     } lstm;
     struct {
       tt_recurrent rec;         /* act: candidate g; recurrent: z r */
@@ -796,6 +800,12 @@ typedef struct {
   /* the model's pool: GEMMs split by tt_gemm_split, each step's cells by
    * samples (bit-identical; NULL: one thread) */
   tt_threads *threads;
+  /* a bidirectional lstm's second direction: the steps from T - 1 down
+   * to 0 (state positions unchanged); dy_width: the floats of one
+   * position of dy ([B][T][dy_width] or [B][dy_width], both directions'
+   * derivatives side by side), 0: unit */
+  bool reverse;
+  int dy_width;
 } tt_lstm;
 
 void tt_lstm_forward (const tt_lstm * s, const float *x);
@@ -808,8 +818,8 @@ void tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
  * bias gradient [4U] or NULL. */
 void tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
     float *dw_hh, float *db);
-/* After tt_lstm_bptt: dx [B][T][F]. */
-void tt_lstm_input_grad (const tt_lstm * s, float *dx);
+/* After tt_lstm_bptt: dx [B][T][F] (add: added to dx). */
+void tt_lstm_input_grad (const tt_lstm * s, float *dx, bool add);
 
 /* gru.c: nntrainer's GRU over a batch-major sequence x [B][T][F], with
  * gates z (update), r (reset), g (candidate) along 3U: w_ih is [F][3U],
