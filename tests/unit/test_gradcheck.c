@@ -415,6 +415,33 @@ static const gc_case gc_cases[] = {
         "[a]\ntype=fully_connected\nunit=3\n[l]\ntype=lstm\nunit=4\n"
         "bidirectional=true\ntrainable=false\n[fc]\n"
         "type=fully_connected\nunit=2\n", "mse"},
+  {"rnncell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=rnncell\nunit=3\ninput_layers=in,h\n", "mse"},
+  {"rnncell_chain", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=rnncell\nunit=3\nintegrate_bias=true\n"
+        "hidden_state_activation=sigmoid\ninput_layers=in,h\n[l2]\n"
+        "type=rnncell\nunit=3\ndisable_bias=true\ndropout_rate=0.3\n"
+        "input_layers=in,l\n", "mse"},
+  {"lstmcell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=lstmcell\nunit=3\ninput_layers=in,h,c\n[sum]\n"
+        "type=addition\ninput_layers=l(0),l(1)\n", "mse"},
+  {"lstmcell_unread_cell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=lstmcell\nunit=3\nintegrate_bias=true\n"
+        "input_layers=in,h,c\n[l2]\ntype=lstmcell\nunit=3\n"
+        "dropout_rate=0.3\ninput_layers=in,l(0),l(1)\n", "mse"},
+  {"lstmcell_cell_only", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=lstmcell\nunit=3\ndisable_bias=true\n"
+        "input_layers=in,h,c\n[fc]\ntype=fully_connected\nunit=3\n"
+        "input_layers=l(1)\n[sum]\ntype=addition\n"
+        "input_layers=fc,l(0)\n", "mse"},
   {"lstm_bidirectional_one_step", "[in]\ntype=input\ninput_shape=1:1:3\n"
         "[l]\ntype=lstm\nunit=2\nbidirectional=true\n", "mse"},
 };

@@ -397,6 +397,11 @@ typedef struct tt_layer_ops {
    * tensor p.loss.label), and whose own passes do nothing when it is
    * tt_layer.loss_in_tail */
   bool fits_loss_tail;
+  /* the distinct outputs of a compute layer (lstmcell: the hidden and
+   * the cell state), 0: one. Input layers name them name(idx); an
+   * output after the first that no layer reads is dropped (its
+   * derivative is absent: zero), not a second end of the model. */
+  uint32_t outputs;
 } tt_layer_ops;
 
 typedef struct {
@@ -704,11 +709,15 @@ int tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
     const tt_recurrent * r, bool backward, tt_phase bptt);
 const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int mask_id, bool draw);
+/* the recurrent cells: n inputs, the input 1:1:features then the
+ * states 1:1:unit (nntrainer's order) */
+tt_status tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,
+    uint32_t n, uint32_t unit, tt_error * err);
 
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 38
+#define TT_LAYER_TYPES 40
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -749,8 +758,9 @@ extern const tt_layer_ops tt_add_layer_ops, tt_subtract_layer_ops,
 /* layer_resample.c */
 extern const tt_layer_ops tt_upsample2d_layer_ops,
     tt_channel_shuffle_layer_ops;
-/* the recurrent family (layer_rnn.c) */
-extern const tt_layer_ops tt_rnn_layer_ops;
+/* the recurrent family (layer_rnn.c, layer_rnncell.c, layer_lstmcell.c) */
+extern const tt_layer_ops tt_rnn_layer_ops, tt_rnncell_layer_ops,
+    tt_lstmcell_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,
@@ -806,6 +816,9 @@ typedef struct {
    * derivatives side by side), 0: unit */
   bool reverse;
   int dy_width;
+  /* lstmcell: the initial states [B][U] (NULL: zeros) and the last cell
+   * state's derivative [B][U] (NULL: zeros) */
+  const float *h0, *c0, *dc_last;
 } tt_lstm;
 
 void tt_lstm_forward (const tt_lstm * s, const float *x);
@@ -820,6 +833,9 @@ void tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
     float *dw_hh, float *db);
 /* After tt_lstm_bptt: dx [B][T][F] (add: added to dx). */
 void tt_lstm_input_grad (const tt_lstm * s, float *dx, bool add);
+/* After tt_lstm_bptt, with h0: dh0 [B][U] (dc0 is the carry's second
+ * half, carry + B * U). */
+void tt_lstm_state_grad (const tt_lstm * s, float *dh0);
 
 /* gru.c: nntrainer's GRU over a batch-major sequence x [B][T][F], with
  * gates z (update), r (reset), g (candidate) along 3U: w_ih is [F][3U],
@@ -873,6 +889,7 @@ typedef struct {
   int h_ld, h_step;
   const float *mask;            /* as tt_lstm's */
   tt_threads *threads;          /* as tt_lstm's */
+  const float *h0;              /* [B][U] initial state; NULL: zeros */
 } tt_rnn;
 
 void tt_rnn_forward (const tt_rnn * s, const float *x);
@@ -885,5 +902,7 @@ void tt_rnn_weight_grads (const tt_rnn * s, const float *x, float *dw_ih,
     float *dw_hh, float *db);
 /* After tt_rnn_bptt: dx [B][T][F]. */
 void tt_rnn_input_grad (const tt_rnn * s, float *dx);
+/* After tt_rnn_bptt, with h0: its derivative dh0 [B][U]. */
+void tt_rnn_state_grad (const tt_rnn * s, float *dh0);
 
 #endif

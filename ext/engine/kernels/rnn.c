@@ -10,6 +10,9 @@
  * for backward, which writes the pre-activation derivatives over them;
  * dW_ih and dx are one GEMM each over all steps. Every buffer is the
  * caller's (pool scratch).
+ *
+ * h0 (rnncell's hidden state input) replaces h_{-1} = 0: step 0 adds
+ * h0 W_hh, dW_hh gets h0^T dz_0 and tt_rnn_state_grad gives dh0.
  */
 #include "gate_act.h"
 #include "tt_split.h"
@@ -118,6 +121,9 @@ tt_rnn_forward (const tt_rnn * s, const float *x)
   tt_gemm_split (s->threads, false, false, B * T, U, F, 1.0f, x, F, s->w_ih,
       U, 1.0f, s->act_out, U);
   for (int t = 0; t < T; t++) {
+    if (t == 0 && s->h0)
+      tt_gemm_split (s->threads, false, false, B, U, U, 1.0f, s->h0, U,
+          s->w_hh, U, 1.0f, s->act_out, T * U);
     if (t > 0)
       tt_gemm_split (s->threads, false, false, B, U, U, 1.0f,
           s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld, s->w_hh, U,
@@ -161,12 +167,16 @@ tt_rnn_weight_grads (const tt_rnn * s, const float *x, float *dw_ih,
   const int B = s->batch, T = s->steps, F = s->features, U = s->unit;
   tt_gemm_split (s->threads, true, false, F, U, B * T, 1.0f, x, F,
       s->act_out, U, 0.0f, dw_ih, U);
-  if (T == 1)
+  if (s->h0)
+    tt_gemm_split (s->threads, true, false, U, U, B, 1.0f, s->h0, U,
+        s->act_out, T * U, 0.0f, dw_hh, U);
+  else if (T == 1)
     memset (dw_hh, 0, (size_t) U * U * sizeof *dw_hh);
   for (int t = 1; t < T; t++)
     tt_gemm_split (s->threads, true, false, U, U, B, 1.0f,
         s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
-        s->act_out + (size_t) t * U, T * U, t == 1 ? 0.0f : 1.0f, dw_hh, U);
+        s->act_out + (size_t) t * U, T * U, t == 1 && !s->h0 ? 0.0f : 1.0f,
+        dw_hh, U);
   if (db) {
     memset (db, 0, (size_t) U * sizeof *db);
     for (size_t r = 0; r < (size_t) B * T; r++) {
@@ -183,4 +193,12 @@ tt_rnn_input_grad (const tt_rnn * s, float *dx)
   tt_gemm_split (s->threads, false, true, s->batch * s->steps, s->features,
       s->unit, 1.0f, s->act_out, s->unit, s->w_ih, s->unit, 0.0f, dx,
       s->features);
+}
+
+void
+tt_rnn_state_grad (const tt_rnn * s, float *dh0)
+{
+  const int U = s->unit;
+  tt_gemm_split (s->threads, false, true, s->batch, U, U, 1.0f, s->act_out,
+      s->steps * U, s->w_hh, U, 0.0f, dh0, U);
 }

@@ -24,7 +24,7 @@ static const tt_layer_ops *const layers_all[] = {
   /* upsample2d, channel_shuffle */
   &tt_upsample2d_layer_ops, &tt_channel_shuffle_layer_ops,
   /* the recurrent family */
-  &tt_rnn_layer_ops,
+  &tt_rnn_layer_ops, &tt_rnncell_layer_ops, &tt_lstmcell_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
