@@ -88,8 +88,10 @@ def ini_weight_layers(cp):
         elif t == "layer_normalization":
             out.append((sec, "ln", None))
         # the recurrent family
-        elif t == "rnn":
+        elif t in ("rnn", "rnncell"):
             out.append((sec, "rnn", int(cp[sec]["unit"])))
+        elif t == "lstmcell":
+            out.append((sec, "lstm", int(cp[sec]["unit"])))
     return out
 
 
@@ -766,6 +768,39 @@ def forward_bilstm(ctx, x):
     return linear(ctx, "output", h)
 
 
+def cell_params(ctx, name):
+    """a cell's weights in torch's order (integrate_bias: b_hh zero)"""
+    w_ih = ctx[name + ".weight_ih"]
+    if name + ".bias_h" in ctx.p:
+        b_ih = ctx[name + ".bias_h"]
+        b_hh = torch.zeros_like(b_ih)
+    else:
+        b_ih, b_hh = ctx[name + ".bias_ih"], ctx[name + ".bias_hh"]
+    return w_ih, ctx[name + ".weight_hh"], b_ih, b_hh
+
+
+def build_cells(net):
+    net.fc("h0", 6, 5)
+    net.fc("c0", 6, 5)
+    net.rnn("rc", 6, 5, integrate_bias=False)
+    net.lstm("lc", 6, 5, integrate_bias=True)
+    net.fc("output", 5, 4)
+    # nntrainer's BIN order: the input's consumers are searched depth
+    # first, h0 first, reaching rc, lc and output; c0 comes out before it
+    net.bin_layers = ["c0", "h0", "rc", "lc", "output"]
+
+
+def forward_cells(ctx, x):
+    """nn.RNNCell and nn.LSTMCell (torch's ops behind them) on one step:
+    x [B][1][1][F]; the states come from dense layers of the input."""
+    xs = x.reshape(x.shape[0], -1)
+    h0 = linear(ctx, "h0", x).reshape(x.shape[0], -1)
+    c0 = linear(ctx, "c0", x).reshape(x.shape[0], -1)
+    h = torch.rnn_tanh_cell(xs, h0, *cell_params(ctx, "rc"))
+    h, c = torch.lstm_cell(xs, (h, c0), *cell_params(ctx, "lc"))
+    return linear(ctx, "output", (h + c).reshape(x.shape[0], 1, 1, -1))
+
+
 def build_rnn(net):
     net.rnn("rnn1", 6, 10, integrate_bias=False)
     net.rnn("rnn2", 10, 8, integrate_bias=True)
@@ -802,6 +837,7 @@ CASES = [
     # the recurrent family
     ("rnn", "tests/models/sensor_rnn.ini", 9101, (1, 8, 6), 4, True, build_rnn, forward_rnn),
     ("bilstm", "tests/models/sensor_bilstm.ini", 9102, (1, 6, 5), 4, True, build_bilstm, forward_bilstm),
+    ("cells", "tests/models/cells.ini", 9103, (1, 1, 6), 4, True, build_cells, forward_cells),
 ]
 
 

@@ -378,6 +378,12 @@ test_bilstm (void)
   golden_case ("bilstm");
 }
 
+static void
+test_cells (void)
+{
+  golden_case ("cells");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -399,5 +405,6 @@ main (int argc, char **argv)
   /* the recurrent family */
   TT_TEST_RUN (test_rnn);
   TT_TEST_RUN (test_bilstm);
+  TT_TEST_RUN (test_cells);
   return tt_test_summary ();
 }

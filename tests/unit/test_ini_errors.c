@@ -613,6 +613,26 @@ static const ie_case ie_cases[] = {
   {"rnn_channels", MODEL_MSE ADAM "[in]\ntype = input\n"
         "input_shape = 2:4:3\n[l]\ntype = rnn\nunit = 3\n", IE_COMPILE,
       {"[l]", "one channel", "2:4:3"}},
+  {"rnncell_one_input", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 1:1:4\n[l]\ntype = rnncell\nunit = 3\n", IE_COMPILE,
+      {"[l] input_layers", "rnncell takes 2 inputs", "got 1"}},
+  {"rnncell_steps", MODEL_MSE ADAM INPUT_STEPS "[h]\n"
+        "type = fully_connected\nunit = 3\ninput_layers = in\n[l]\n"
+        "type = rnncell\nunit = 3\ninput_layers = in, h\n", IE_COMPILE,
+      {"[l]", "1:1:features", "1:4:3"}},
+  {"lstmcell_state_shape", MODEL_MSE ADAM INPUT4 "[h]\n"
+        "type = fully_connected\nunit = 3\ninput_layers = in\n[c]\n"
+        "type = fully_connected\nunit = 2\ninput_layers = in\n[l]\n"
+        "type = lstmcell\nunit = 3\ninput_layers = in, h, c\n", IE_COMPILE,
+      {"[l]", "input 2 (the cell state)", "1:1:3", "1:1:2"}},
+  {"lstmcell_output_index", MODEL_MSE ADAM INPUT4 "[h]\n"
+        "type = fully_connected\nunit = 3\ninput_layers = in\n[l]\n"
+        "type = lstmcell\nunit = 3\ninput_layers = in, h, h\n[s]\n"
+        "type = addition\ninput_layers = l(0), l(2)\n", IE_COMPILE,
+      {"[s] input_layers", "'l(2)'", "2 output(s)"}},
+  {"lstmcell_return_sequences", MODEL_MSE ADAM INPUT4 "[l]\n"
+        "type = lstmcell\nunit = 3\nreturn_sequences = true\n", IE_LOAD,
+      {"[l] return_sequences", "unknown key"}},
   {"lstm_bidirectional_word", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "bidirectional = both\n", IE_LOAD,
       {"[l] bidirectional", "'both'", "true or false"}},

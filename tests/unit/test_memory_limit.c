@@ -187,11 +187,11 @@ test_bit_identical (void)
     "fmnist_cnn.ini", "branchy_bn.ini", "sensor_conv1d.ini",
     "sensor_lstm.ini", "sensor_gru.ini",
     /* the recurrent family */
-    "sensor_rnn.ini", "sensor_bilstm.ini", NULL
+    "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini", NULL
   };
   static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16,
     /* the recurrent family */
-    8, 8
+    8, 8, 8
   };
   for (int i = 0; models[i]; i++) {
     char path[2048];

@@ -204,6 +204,7 @@ test_recurrent_family (void)
   no_alloc_model (na_root, "sensor_rnn.ini", 2, false);
   no_alloc_model (na_root, "sensor_bilstm.ini", 1, false);
   no_alloc_model (na_root, "sensor_bilstm.ini", 2, false);
+  no_alloc_model (na_root, "cells.ini", 1, false);
 }
 
 int

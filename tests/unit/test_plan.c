@@ -32,7 +32,7 @@ static const char *models[] = {
   /* pooling: ceil_mode, count_include_pad */
   "pool_modes.ini",
   /* the recurrent family */
-  "sensor_rnn.ini", "sensor_bilstm.ini", NULL
+  "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini", NULL
 };
 
 static tt_model *
