@@ -442,6 +442,10 @@ static const gc_case gc_cases[] = {
         "input_layers=in,h,c\n[fc]\ntype=fully_connected\nunit=3\n"
         "input_layers=l(1)\n[sum]\ntype=addition\n"
         "input_layers=fc,l(0)\n", "mse"},
+  {"time_dist_fc", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=lstm\nunit=3\nreturn_sequences=true\n[fc]\n"
+        "type=fully_connected\nunit=2\ndistribute=true\n[a]\n"
+        "type=activation\nactivation=tanh\ndistribute=true\n", "mse"},
   {"lstm_bidirectional_one_step", "[in]\ntype=input\ninput_shape=1:1:3\n"
         "[l]\ntype=lstm\nunit=2\nbidirectional=true\n", "mse"},
 };

@@ -402,6 +402,11 @@ typedef struct tt_layer_ops {
    * output after the first that no layer reads is dropped (its
    * derivative is absent: zero), not a second end of the model. */
   uint32_t outputs;
+  /* distribute = true (nntrainer's time_dist wrapper: the layer applied
+   * to each time step, a height-1 slice, alone) is the layer itself: it
+   * acts on each row (c, h) of its input alone (fully_connected,
+   * activation); false: the key is refused */
+  bool distributes;
 } tt_layer_ops;
 
 typedef struct {

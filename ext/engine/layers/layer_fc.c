@@ -397,4 +397,5 @@ const tt_layer_ops tt_fc_layer_ops = {
   .derivative_product = fc_derivative_product,
   .copies_derivative = true,
   .runs_loss_tail = true,
+  .distributes = true,
 };
