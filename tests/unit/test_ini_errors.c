@@ -637,10 +637,10 @@ static const ie_case ie_cases[] = {
       IE_LOAD, {"[l] type", "time_dist", "distribute = true"}},
   {"distribute_lstm", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "distribute = true\n", IE_LOAD,
-      {"[l] distribute", "not supported on lstm", "fully_connected",
+        {"[l] distribute", "not supported on lstm", "fully_connected",
           "activation"}},
   {"distribute_word", MODEL_MSE ADAM INPUT_STEPS FC ("l", 3)
-        "distribute = maybe\n", IE_LOAD, {"[l] distribute", "'maybe'"}},
+      "distribute = maybe\n", IE_LOAD, {"[l] distribute", "'maybe'"}},
   {"lstm_bidirectional_word", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "bidirectional = both\n", IE_LOAD,
       {"[l] bidirectional", "'both'", "true or false"}},

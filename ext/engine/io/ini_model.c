@@ -269,8 +269,7 @@ ini_initializer (const tt_section * s, const char *key, int *out,
  * time step alone; a layer that acts on each row of its input alone
  * (tt_layer_ops.distributes) already does that, others are refused */
 static tt_status
-ini_distribute (const tt_layer_ops * ops, const tt_section * s,
-    tt_error * err)
+ini_distribute (const tt_layer_ops * ops, const tt_section * s, tt_error * err)
 {
   bool distribute = false;
   tt_status st = tt_section_bool (s, "distribute", &distribute, err);

@@ -118,8 +118,7 @@ lstm_declare (tt_init_ctx * c, tt_layer * l)
     l->p.lstm.hidden_d[d] = -1;
     l->p.lstm.gates_d[d] = tt_init_scratch (c, sfx[d][0],
         batch * steps * 4 * unit);
-    l->p.lstm.cell_d[d] = tt_init_scratch (c, sfx[d][1],
-        batch * steps * unit);
+    l->p.lstm.cell_d[d] = tt_init_scratch (c, sfx[d][1], batch * steps * unit);
     tt_init_use (c, l->p.lstm.gates_d[d], TT_PHASE_FORWARD);
     tt_init_use (c, l->p.lstm.cell_d[d], TT_PHASE_FORWARD);
     /* a bidirectional lstm's last position without return_sequences
@@ -185,7 +184,7 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l, int d, size_t *dy_at)
     .reverse = d == 1,
     .dy_width = bi ? 2 * unit : 0,
   };
-  *dy_at = (size_t) d * unit;
+  *dy_at = d ? (size_t) unit : 0;
   if (!bi) {
     tt_recurrent_hidden (c, l, &l->p.lstm.rec, l->p.lstm.hidden_d[0],
         &s.hidden, &s.h_ld, &s.h_step);
