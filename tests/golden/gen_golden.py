@@ -97,6 +97,11 @@ def ini_weight_layers(cp):
         # attention: multi_head_attention (attention has no weights)
         elif t == "multi_head_attention":
             out.append((sec, "mha", None))
+        # the recurrent family
+        elif t in ("rnn", "rnncell"):
+            out.append((sec, "rnn", int(cp[sec]["unit"])))
+        elif t == "lstmcell":
+            out.append((sec, "lstm", int(cp[sec]["unit"])))
     return out
 
 
@@ -233,6 +238,28 @@ class Net:
                                        transpose=True))
             self.weights.append(Weight(name, proj + "_bias", self._uniform((n_out,), -0.1, 0.1), True))
         self.layers.append((name, "mha", None))
+    # the recurrent family
+    def rnn(self, name, n_in, unit, integrate_bias):
+        # torch's nn.RNN layout: weight_ih [U][F], weight_hh [U][U]; the
+        # BIN's are the transposes. Biases as lstm's.
+        b = 1.0 / math.sqrt(unit)
+        self.weights.append(Weight(name, "weight_ih", self._uniform((unit, n_in), -b, b), True, transpose=True))
+        self.weights.append(Weight(name, "weight_hh", self._uniform((unit, unit), -b, b), True, transpose=True))
+        for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
+            self.weights.append(Weight(name, bias, self._uniform((unit,), -b, b), True))
+        self.layers.append((name, "rnn", unit))
+
+    def bilstm(self, name, n_in, unit, integrate_bias):
+        # a bidirectional lstm: lstm's weights, then the reverse
+        # direction's alike (torch's *_reverse), named reverse_*
+        self.lstm(name, n_in, unit, integrate_bias)
+        b = 1.0 / math.sqrt(unit)
+        self.weights.append(Weight(name, "reverse_weight_ih", self._uniform((4 * unit, n_in), -b, b), True,
+                                   transpose=True))
+        self.weights.append(Weight(name, "reverse_weight_hh", self._uniform((4 * unit, unit), -b, b), True,
+                                   transpose=True))
+        for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
+            self.weights.append(Weight(name, "reverse_" + bias, self._uniform((4 * unit,), -b, b), True))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -915,6 +942,104 @@ def forward_transformer_encoder(ctx, x):
 # golden data survive the --check sensitivity test at FLIP_FACTOR = 20 with
 # nntrainer's batch-wide input normalization (3181; 2318, the first from 2002
 # upward under the earlier per-sample normalization, no longer did): with
+# the recurrent family
+def rnn(ctx, name, x, return_sequences, nonlinearity="tanh"):
+    """x is [B][1][T][F]; nn.RNN(batch_first=True) (one layer, zero initial
+    state) on the layer's weights, through torch.nn.functional's op."""
+    w_ih = ctx[name + ".weight_ih"]
+    unit = w_ih.shape[0]
+    if name + ".bias_h" in ctx.p:
+        b_ih = ctx[name + ".bias_h"]
+        b_hh = torch.zeros_like(b_ih)
+    else:
+        b_ih, b_hh = ctx[name + ".bias_ih"], ctx[name + ".bias_hh"]
+    params = [w_ih, ctx[name + ".weight_hh"], b_ih, b_hh]
+    h0 = torch.zeros(1, x.shape[0], unit, dtype=x.dtype)
+    op = torch.rnn_tanh if nonlinearity == "tanh" else torch.rnn_relu
+    y, _ = op(x.squeeze(1), h0, params, True, 1, 0.0, True, False, True)
+    if not return_sequences:
+        y = y[:, -1:, :]
+    return y.unsqueeze(1)
+
+
+def bilstm(ctx, name, x, return_sequences):
+    """nn.LSTM(bidirectional=True, batch_first=True) through torch.lstm:
+    output [B][1][T][2U] (each position the forward then the reverse
+    hidden state), or its last position (torch's output[:, -1])."""
+    w_ih = ctx[name + ".weight_ih"]
+    unit = w_ih.shape[0] // 4
+    params = []
+    for pre in ("", "reverse_"):
+        if name + "." + pre + "bias_h" in ctx.p:
+            b_ih = ctx[name + "." + pre + "bias_h"]
+            b_hh = torch.zeros_like(b_ih)
+        else:
+            b_ih, b_hh = ctx[name + "." + pre + "bias_ih"], ctx[name + "." + pre + "bias_hh"]
+        params += [ctx[name + "." + pre + "weight_ih"], ctx[name + "." + pre + "weight_hh"], b_ih, b_hh]
+    h0 = torch.zeros(2, x.shape[0], unit, dtype=x.dtype)
+    y, _, _ = torch.lstm(x.squeeze(1), (h0, h0), params, True, 1, 0.0, True, True, True)
+    if not return_sequences:
+        y = y[:, -1:, :]
+    return y.unsqueeze(1)
+
+
+def build_bilstm(net):
+    net.bilstm("bi1", 5, 6, integrate_bias=False)
+    net.bilstm("bi2", 12, 4, integrate_bias=True)
+    net.fc("output", 8, 4)
+
+
+def forward_bilstm(ctx, x):
+    h = bilstm(ctx, "bi1", x, return_sequences=True)        # 1x6x12
+    h = bilstm(ctx, "bi2", h, return_sequences=False)       # 1x1x8
+    return linear(ctx, "output", h)
+
+
+def cell_params(ctx, name):
+    """a cell's weights in torch's order (integrate_bias: b_hh zero)"""
+    w_ih = ctx[name + ".weight_ih"]
+    if name + ".bias_h" in ctx.p:
+        b_ih = ctx[name + ".bias_h"]
+        b_hh = torch.zeros_like(b_ih)
+    else:
+        b_ih, b_hh = ctx[name + ".bias_ih"], ctx[name + ".bias_hh"]
+    return w_ih, ctx[name + ".weight_hh"], b_ih, b_hh
+
+
+def build_cells(net):
+    net.fc("h0", 6, 5)
+    net.fc("c0", 6, 5)
+    net.rnn("rc", 6, 5, integrate_bias=False)
+    net.lstm("lc", 6, 5, integrate_bias=True)
+    net.fc("output", 5, 4)
+    # nntrainer's BIN order: the input's consumers are searched depth
+    # first, h0 first, reaching rc, lc and output; c0 comes out before it
+    net.bin_layers = ["c0", "h0", "rc", "lc", "output"]
+
+
+def forward_cells(ctx, x):
+    """nn.RNNCell and nn.LSTMCell (torch's ops behind them) on one step:
+    x [B][1][1][F]; the states come from dense layers of the input."""
+    xs = x.reshape(x.shape[0], -1)
+    h0 = linear(ctx, "h0", x).reshape(x.shape[0], -1)
+    c0 = linear(ctx, "c0", x).reshape(x.shape[0], -1)
+    h = torch.rnn_tanh_cell(xs, h0, *cell_params(ctx, "rc"))
+    h, c = torch.lstm_cell(xs, (h, c0), *cell_params(ctx, "lc"))
+    return linear(ctx, "output", (h + c).reshape(x.shape[0], 1, 1, -1))
+
+
+def build_rnn(net):
+    net.rnn("rnn1", 6, 10, integrate_bias=False)
+    net.rnn("rnn2", 10, 8, integrate_bias=True)
+    net.fc("output", 8, 4)
+
+
+def forward_rnn(ctx, x):
+    h = rnn(ctx, "rnn1", x, return_sequences=True)          # 1x8x10
+    h = rnn(ctx, "rnn2", h, return_sequences=False)         # 1x1x8
+    return linear(ctx, "output", h)
+
+
 # batch 32 and ~0.9M relu / max-pool decisions, most seeds have a relu input
 # or a max-pool near-tie within a few float32 rounding errors whose
 # resolution changes dinput / grads by far more than the tolerance.
@@ -953,6 +1078,10 @@ CASES = [
      forward_mha_cross_mask),
     ("transformer_encoder", "tests/models/transformer_encoder.ini", 9111, (1, 6, 4), 5, True,
      build_transformer_encoder, forward_transformer_encoder),
+    # the recurrent family
+    ("rnn", "tests/models/sensor_rnn.ini", 9101, (1, 8, 6), 4, True, build_rnn, forward_rnn),
+    ("bilstm", "tests/models/sensor_bilstm.ini", 9102, (1, 6, 5), 4, True, build_bilstm, forward_bilstm),
+    ("cells", "tests/models/cells.ini", 9103, (1, 1, 6), 4, True, build_cells, forward_cells),
 ]
 # Cases whose [Model] loss is not cross: kld's labels are soft (each row
 # a softmax of normal draws with one value set to 0, P = 0's term, then

@@ -417,6 +417,25 @@ test_transformer_encoder (void)
   golden_case ("transformer_encoder");
 }
 
+/* the recurrent family */
+static void
+test_rnn (void)
+{
+  golden_case ("rnn");
+}
+
+static void
+test_bilstm (void)
+{
+  golden_case ("bilstm");
+}
+
+static void
+test_cells (void)
+{
+  golden_case ("cells");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -445,5 +464,9 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_mha_self);
   TT_TEST_RUN (test_mha_cross_mask);
   TT_TEST_RUN (test_transformer_encoder);
+  /* the recurrent family */
+  TT_TEST_RUN (test_rnn);
+  TT_TEST_RUN (test_bilstm);
+  TT_TEST_RUN (test_cells);
   return tt_test_summary ();
 }

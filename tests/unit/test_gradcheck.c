@@ -531,6 +531,69 @@ static const gc_case gc_cases[] = {
   {"mha_frozen", "[in]\ntype=input\ninput_shape=1:4:4\n[a]\n"
         "type=multi_head_attention\nnum_heads=2\ntrainable=false\n"
         "input_layers=in,in,in\n" GC_ATTN_FC ("o", "a", "3"), "mse"},
+  /* the recurrent family: rnn */
+  {"rnn_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\ntype=rnn\n"
+        "unit=4\nreturn_sequences=true\n", "mse"},
+  {"rnn_last", "[in]\ntype=input\ninput_shape=1:5:3\n[l]\ntype=rnn\n"
+        "unit=3\n", "mse"},
+  {"rnn_integrate_bias_relu", "[in]\ntype=input\ninput_shape=1:4:2\n[l]\n"
+        "type=rnn\nunit=3\nintegrate_bias=true\nreturn_sequences=true\n"
+        "hidden_state_activation=sigmoid\n", "mse"},
+  {"rnn_no_bias_one_step", "[in]\ntype=input\ninput_shape=1:1:4\n[l]\n"
+        "type=rnn\nunit=3\ndisable_bias=true\n", "mse"},
+  {"rnn_dropout", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\ntype=rnn\n"
+        "unit=4\nreturn_sequences=true\ndropout_rate=0.4\n", "mse"},
+  {"rnn_frozen", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\n"
+        "type=fully_connected\nunit=3\n[l]\ntype=rnn\nunit=4\n"
+        "trainable=false\n[fc]\ntype=fully_connected\nunit=2\n", "mse"},
+  {"rnn_stack", "[in]\ntype=input\ninput_shape=1:4:3\n[a]\ntype=rnn\n"
+        "unit=4\nreturn_sequences=true\n[b]\ntype=rnn\nunit=3\n", "mse"},
+  {"lstm_bidirectional_sequences", "[in]\ntype=input\ninput_shape=1:4:3\n"
+        "[l]\ntype=lstm\nunit=3\nreturn_sequences=true\n"
+        "bidirectional=true\n", "mse"},
+  {"lstm_bidirectional_last", "[in]\ntype=input\ninput_shape=1:5:3\n"
+        "[l]\ntype=lstm\nunit=3\nbidirectional=true\n", "mse"},
+  {"lstm_bidirectional_integrate_bias", "[in]\ntype=input\n"
+        "input_shape=1:4:2\n[l]\ntype=lstm\nunit=3\nintegrate_bias=true\n"
+        "bidirectional=true\nreturn_sequences=true\n[b]\ntype=lstm\n"
+        "unit=2\nbidirectional=true\ndisable_bias=true\n", "mse"},
+  {"lstm_bidirectional_frozen", "[in]\ntype=input\ninput_shape=1:4:3\n"
+        "[a]\ntype=fully_connected\nunit=3\n[l]\ntype=lstm\nunit=4\n"
+        "bidirectional=true\ntrainable=false\n[fc]\n"
+        "type=fully_connected\nunit=2\n", "mse"},
+  {"rnncell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=rnncell\nunit=3\ninput_layers=in,h\n", "mse"},
+  {"rnncell_chain", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=rnncell\nunit=3\nintegrate_bias=true\n"
+        "hidden_state_activation=sigmoid\ninput_layers=in,h\n[l2]\n"
+        "type=rnncell\nunit=3\ndisable_bias=true\ndropout_rate=0.3\n"
+        "input_layers=in,l\n", "mse"},
+  {"lstmcell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=lstmcell\nunit=3\ninput_layers=in,h,c\n[sum]\n"
+        "type=addition\ninput_layers=l(0),l(1)\n", "mse"},
+  {"lstmcell_unread_cell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=lstmcell\nunit=3\nintegrate_bias=true\n"
+        "input_layers=in,h,c\n[l2]\ntype=lstmcell\nunit=3\n"
+        "dropout_rate=0.3\ninput_layers=in,l(0),l(1)\n", "mse"},
+  {"lstmcell_cell_only", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\n"
+        "type=fully_connected\nunit=3\ninput_layers=in\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=lstmcell\nunit=3\ndisable_bias=true\n"
+        "input_layers=in,h,c\n[fc]\ntype=fully_connected\nunit=3\n"
+        "input_layers=l(1)\n[sum]\ntype=addition\n"
+        "input_layers=fc,l(0)\n", "mse"},
+  {"time_dist_fc", "[in]\ntype=input\ninput_shape=1:4:3\n[l]\n"
+        "type=lstm\nunit=3\nreturn_sequences=true\n[fc]\n"
+        "type=fully_connected\nunit=2\ndistribute=true\n[a]\n"
+        "type=activation\nactivation=tanh\ndistribute=true\n", "mse"},
+  {"lstm_bidirectional_one_step", "[in]\ntype=input\ninput_shape=1:1:3\n"
+        "[l]\ntype=lstm\nunit=2\nbidirectional=true\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -204,8 +204,8 @@ static const ie_case ie_cases[] = {
         "type = conv1d\nfilters = 2\nkernel_size = 9\n", IE_COMPILE,
       {"[conv] kernel_size", "1x9", "2:1:8"}},
   {"lstm_bidirectional", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
-        "bidirectional = true\n", IE_LOAD,
-      {"[l] bidirectional", "not implemented"}},
+        "bidirectional = true\ndropout_rate = 0.2\n", IE_LOAD,
+      {"[l] dropout_rate", "bidirectional", "allowed: 0"}},
   {"lstm_dropout", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "dropout_rate = 1\n", IE_LOAD, {"[l] dropout_rate",
           "below 1", "[0, 1)"}},
@@ -856,6 +856,52 @@ static const ie_case ie_cases[] = {
   {"attention_causal_bool", MODEL_MSE ADAM INPUT_STEPS
         "[a]\ntype = attention\ninput_layers = in, in\n"
         "causal_mask = maybe\n", IE_LOAD, {"[a] causal_mask", "maybe"}},
+  /* the recurrent family */
+  {"rnn_unit_missing", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = rnn\n",
+      IE_LOAD, {"[l] unit", "missing key"}},
+  {"rnn_recurrent_activation", MODEL_MSE ADAM INPUT_STEPS "[l]\n"
+        "type = rnn\nunit = 3\nrecurrent_activation = sigmoid\n", IE_LOAD,
+      {"[l] recurrent_activation", "unknown key"}},
+  {"rnn_hidden_softmax", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = rnn\n"
+        "unit = 3\nhidden_state_activation = softmax\n", IE_LOAD,
+      {"[l] hidden_state_activation", "'softmax'", "not supported", "tanh"}},
+  {"rnn_dropout", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = rnn\nunit = 3\n"
+        "dropout_rate = 1.5\n", IE_LOAD,
+      {"[l] dropout_rate", "below 1", "[0, 1)"}},
+  {"rnn_channels", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 2:4:3\n[l]\ntype = rnn\nunit = 3\n", IE_COMPILE,
+      {"[l]", "one channel", "2:4:3"}},
+  {"rnncell_one_input", MODEL_MSE ADAM "[in]\ntype = input\n"
+        "input_shape = 1:1:4\n[l]\ntype = rnncell\nunit = 3\n", IE_COMPILE,
+      {"[l] input_layers", "rnncell takes 2 inputs", "got 1"}},
+  {"rnncell_steps", MODEL_MSE ADAM INPUT_STEPS "[h]\n"
+        "type = fully_connected\nunit = 3\ninput_layers = in\n[l]\n"
+        "type = rnncell\nunit = 3\ninput_layers = in, h\n", IE_COMPILE,
+      {"[l]", "1:1:features", "1:4:3"}},
+  {"lstmcell_state_shape", MODEL_MSE ADAM INPUT4 "[h]\n"
+        "type = fully_connected\nunit = 3\ninput_layers = in\n[c]\n"
+        "type = fully_connected\nunit = 2\ninput_layers = in\n[l]\n"
+        "type = lstmcell\nunit = 3\ninput_layers = in, h, c\n", IE_COMPILE,
+      {"[l]", "input 2 (the cell state)", "1:1:3", "1:1:2"}},
+  {"lstmcell_output_index", MODEL_MSE ADAM INPUT4 "[h]\n"
+        "type = fully_connected\nunit = 3\ninput_layers = in\n[l]\n"
+        "type = lstmcell\nunit = 3\ninput_layers = in, h, h\n[s]\n"
+        "type = addition\ninput_layers = l(0), l(2)\n", IE_COMPILE,
+      {"[s] input_layers", "'l(2)'", "2 output(s)"}},
+  {"lstmcell_return_sequences", MODEL_MSE ADAM INPUT4 "[l]\n"
+        "type = lstmcell\nunit = 3\nreturn_sequences = true\n", IE_LOAD,
+      {"[l] return_sequences", "unknown key"}},
+  {"time_dist_type", MODEL_MSE ADAM INPUT_STEPS "[l]\ntype = time_dist\n",
+      IE_LOAD, {"[l] type", "time_dist", "distribute = true"}},
+  {"distribute_lstm", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "distribute = true\n", IE_LOAD,
+        {"[l] distribute", "not supported on lstm", "fully_connected",
+          "activation"}},
+  {"distribute_word", MODEL_MSE ADAM INPUT_STEPS FC ("l", 3)
+      "distribute = maybe\n", IE_LOAD, {"[l] distribute", "'maybe'"}},
+  {"lstm_bidirectional_word", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
+        "bidirectional = both\n", IE_LOAD,
+      {"[l] bidirectional", "'both'", "true or false"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

@@ -237,11 +237,15 @@ test_bit_identical (void)
     /* the rest of nntrainer's set: clip and kld, centroid_knn */
     "clip_kld.ini", "centroid_knn.ini",
     /* transposed convolution and the preprocessing layers */
-    "conv_transpose.ini", "preprocess.ini", NULL
+    "conv_transpose.ini", "preprocess.ini",
+    /* the recurrent family */
+    "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini", NULL
   };
   static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16, 64, 64,
     /* transposed convolution and the preprocessing layers */
-    8, 8
+    8, 8,
+    /* the recurrent family */
+    8, 8, 8
   };
   for (int i = 0; models[i]; i++) {
     char path[2048];

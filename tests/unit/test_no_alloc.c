@@ -236,6 +236,17 @@ test_attention (void)
   no_alloc_model (na_root, "transformer_encoder.ini", 2, false);
 }
 
+/* the recurrent family */
+static void
+test_recurrent_family (void)
+{
+  no_alloc_model (na_root, "sensor_rnn.ini", 1, false);
+  no_alloc_model (na_root, "sensor_rnn.ini", 2, false);
+  no_alloc_model (na_root, "sensor_bilstm.ini", 1, false);
+  no_alloc_model (na_root, "sensor_bilstm.ini", 2, false);
+  no_alloc_model (na_root, "cells.ini", 1, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -258,5 +269,7 @@ main (int argc, char **argv)
   /* transposed convolution and the preprocessing layers */
   TT_TEST_RUN (test_conv_transpose_preprocess);
   TT_TEST_RUN (test_attention);
+  /* the recurrent family */
+  TT_TEST_RUN (test_recurrent_family);
   return tt_test_summary ();
 }

@@ -39,7 +39,9 @@ static const char *models[] = {
   /* transposed convolution */
   "conv_transpose.ini", "preprocess.ini", "l2norm_mlp.ini",
   /* attention: multi_head_attention, attention */
-  "mha_self.ini", "mha_cross_mask.ini", "transformer_encoder.ini", NULL
+  "mha_self.ini", "mha_cross_mask.ini", "transformer_encoder.ini",
+  /* the recurrent family */
+  "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini", NULL
 };
 
 static tt_model *

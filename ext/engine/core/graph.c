@@ -48,7 +48,7 @@ tt_model_add_layer (tt_model * m, const char *name, const char *section,
   snprintf (l->section, sizeof l->section, "%s", section_copy);
   l->ops = ops;
   l->creation = (int) m->n_layers++;
-  l->n_outputs = 1;
+  l->n_outputs = ops->outputs ? ops->outputs : 1;
   l->trainable = true;
   l->order = -1;
   for (int i = 0; i < TT_MAX_IO; i++)
@@ -291,7 +291,9 @@ graph_find_sink (tt_model * m, const bool *dead, int *sink, tt_error * err)
     if (dead[i])
       continue;
     for (uint32_t o = 0; o < l->n_outputs; o++) {
-      if (l->consumers[o])
+      /* a later output of a layer with several (tt_layer_ops.outputs)
+       * may go unread */
+      if (l->consumers[o] || (o > 0 && l->ops->outputs > 1))
         continue;
       if (found >= 0)
         return tt_fail (err, TT_ERR_INVALID,

@@ -93,6 +93,19 @@ tensors_declare_weights (tt_model * m, tt_layer * l, int li)
   }
 }
 
+/* output o of layer li is some layer's input (an unread later output of
+ * a layer with several has no derivative: the layer takes it as zero) */
+static bool
+tensors_output_read (const tt_model * m, int li, uint32_t o)
+{
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    for (uint32_t k = 0; k < m->layers[i].n_inputs; k++)
+      if (m->layers[i].inputs[k].layer == li &&
+          m->layers[i].inputs[k].index == o)
+        return true;
+  return false;
+}
+
 /* Declares outputs and output derivatives of l (inputs are its producers'
  * outputs, declared earlier because layers are stored in a topological
  * order). */
@@ -129,7 +142,8 @@ tensors_declare_outputs (tt_model * m, tt_layer * l, int li)
     if ((tensors_backward_reads (l) & TT_READS_OUTPUT) && l->needs_derivative)
       tt_tensor_use (m, l->out[o], li, TT_PHASE_DERIVATIVE);
 
-    if (!l->grad_flows || tensors_is_loss (l))
+    if (!l->grad_flows || tensors_is_loss (l) ||
+        (o > 0 && !tensors_output_read (m, li, o)))
       continue;
     /* a view's derivative is a view of its input's derivative, except for
      * multiout, whose outputs' derivatives are summed */

@@ -16,7 +16,8 @@
 #define TT_LAYER_NAME_MAX 63    /* leaves room for realized-layer suffixes */
 #define TT_TENSOR_NAME_MAX 160
 #define TT_MAX_IO 16            /* inputs or outputs of one layer */
-#define TT_MAX_WEIGHTS 8         /* multi_head_attention's 8 */
+#define TT_MAX_WEIGHTS 8         /* multi_head_attention's and a
+                                 * bidirectional lstm's 8 */
 #define TT_MAX_SCRATCH 2
 
 /* Element-wise hot loops are compiled for x86-64-v3 (AVX2 and FMA) and
@@ -419,6 +420,16 @@ typedef struct tt_layer_ops {
    * not counted. NULL: none. */
   void (*multiply_adds) (const struct tt_layer * l, uint64_t * weighted,
       uint64_t * between);
+  /* the distinct outputs of a compute layer (lstmcell: the hidden and
+   * the cell state), 0: one. Input layers name them name(idx); an
+   * output after the first that no layer reads is dropped (its
+   * derivative is absent: zero), not a second end of the model. */
+  uint32_t outputs;
+  /* distribute = true (nntrainer's time_dist wrapper: the layer applied
+   * to each time step, a height-1 slice, alone) is the layer itself: it
+   * acts on each row (c, h) of its input alone (fully_connected,
+   * activation); false: the key is refused */
+  bool distributes;
 } tt_layer_ops;
 
 typedef struct {
@@ -582,8 +593,12 @@ typedef struct tt_layer {
     struct {
       tt_recurrent rec;         /* act: hidden state; recurrent: i f o */
       uint32_t max_timestep;    /* 0: not set; else <= the input's height */
-      int gates, cell, hidden, carry;   /* scratch tensor ids, -1 absent */
+      int carry;                /* scratch tensor id, -1 absent */
       int mask;                 /* dropout mask [B][T][U], -1 absent */
+      /* per direction (the reverse one's with bidirectional): scratch
+       * tensor ids, -1 absent */
+      int gates_d[2], cell_d[2], hidden_d[2];
+      bool bidirectional;
     } lstm;
     struct {
       tt_recurrent rec;         /* act: candidate g; recurrent: z r */
@@ -683,6 +698,12 @@ typedef struct tt_layer {
        * (tt_run_ctx.recompute) draws the same mask into its instance */
       tt_rng drop_rng;
     } attn;
+    /* the recurrent family: rnn */
+    struct {
+      tt_recurrent rec;         /* act: hidden state */
+      int act, hidden, carry;   /* scratch tensor ids, -1 absent */
+      int mask;                 /* dropout mask [B][T][U], -1 absent */
+    } rnn;
   } p;
 } tt_layer;
 
@@ -778,11 +799,15 @@ int tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
     const tt_recurrent * r, bool backward, tt_phase bptt);
 const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
     const tt_recurrent * r, int mask_id, bool draw);
+/* the recurrent cells: n inputs, the input 1:1:features then the
+ * states 1:1:unit (nntrainer's order) */
+tt_status tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,
+    uint32_t n, uint32_t unit, tt_error * err);
 
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 53
+#define TT_LAYER_TYPES 56
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -841,6 +866,9 @@ extern const tt_layer_ops tt_conv2d_transpose_layer_ops,
 /* attention: layer_attention.c, layer_multi_head_attention.c */
 extern const tt_layer_ops tt_attention_layer_ops,
     tt_multi_head_attention_layer_ops;
+/* the recurrent family (layer_rnn.c, layer_rnncell.c, layer_lstmcell.c) */
+extern const tt_layer_ops tt_rnn_layer_ops, tt_rnncell_layer_ops,
+    tt_lstmcell_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,
@@ -890,6 +918,15 @@ typedef struct {
   /* the model's pool: GEMMs split by tt_gemm_split, each step's cells by
    * samples (bit-identical; NULL: one thread) */
   tt_threads *threads;
+  /* a bidirectional lstm's second direction: the steps from T - 1 down
+   * to 0 (state positions unchanged); dy_width: the floats of one
+   * position of dy ([B][T][dy_width] or [B][dy_width], both directions'
+   * derivatives side by side), 0: unit */
+  bool reverse;
+  int dy_width;
+  /* lstmcell: the initial states [B][U] (NULL: zeros) and the last cell
+   * state's derivative [B][U] (NULL: zeros) */
+  const float *h0, *c0, *dc_last;
 } tt_lstm;
 
 void tt_lstm_forward (const tt_lstm * s, const float *x);
@@ -902,8 +939,11 @@ void tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences,
  * bias gradient [4U] or NULL. */
 void tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
     float *dw_hh, float *db);
-/* After tt_lstm_bptt: dx [B][T][F]. */
-void tt_lstm_input_grad (const tt_lstm * s, float *dx);
+/* After tt_lstm_bptt: dx [B][T][F] (add: added to dx). */
+void tt_lstm_input_grad (const tt_lstm * s, float *dx, bool add);
+/* After tt_lstm_bptt, with h0: dh0 [B][U] (dc0 is the carry's second
+ * half, carry + B * U). */
+void tt_lstm_state_grad (const tt_lstm * s, float *dh0);
 
 /* gru.c: nntrainer's GRU over a batch-major sequence x [B][T][F], with
  * gates z (update), r (reset), g (candidate) along 3U: w_ih is [F][3U],
@@ -942,5 +982,35 @@ void tt_gru_input_grad (const tt_gru * s, float *dx);
 bool tt_maxpool2x2_applies (const tt_window_geom * g);
 void tt_maxpool2x2_forward (const tt_window_geom * g, int batch,
     const float *x, float *y, int32_t * argmax);
+
+/* the recurrent family. rnn.c: nntrainer's rnn over a batch-major
+ * sequence x [B][T][F]: w_ih [F][U], w_hh [U][U]; act_out [B][T][U]
+ * holds every step's activated values (before the mask); the hidden
+ * state h_t of sample b lives at hidden + b * h_ld + t * h_step as
+ * tt_lstm's. */
+typedef struct {
+  int batch, steps, features, unit;
+  tt_activation act;
+  const float *w_ih, *w_hh;
+  const float *bias[2];         /* added to every step; NULL: none */
+  float *act_out, *hidden;
+  int h_ld, h_step;
+  const float *mask;            /* as tt_lstm's */
+  tt_threads *threads;          /* as tt_lstm's */
+  const float *h0;              /* [B][U] initial state; NULL: zeros */
+} tt_rnn;
+
+void tt_rnn_forward (const tt_rnn * s, const float *x);
+/* Backpropagation through time: the pre-activation derivatives over
+ * act_out. dy: [B][T][U] (sequences) or [B][U]; carry: B * U floats. */
+void tt_rnn_bptt (const tt_rnn * s, const float *dy, bool sequences,
+    float *carry);
+/* After tt_rnn_bptt: the weight gradients (written); db [U] or NULL. */
+void tt_rnn_weight_grads (const tt_rnn * s, const float *x, float *dw_ih,
+    float *dw_hh, float *db);
+/* After tt_rnn_bptt: dx [B][T][F]. */
+void tt_rnn_input_grad (const tt_rnn * s, float *dx);
+/* After tt_rnn_bptt, with h0: its derivative dh0 [B][U]. */
+void tt_rnn_state_grad (const tt_rnn * s, float *dh0);
 
 #endif

@@ -27,7 +27,9 @@ static const char *const ini_universal_keys[] = {
   "type", "input_layers", "input_shape", "trainable", "flatten",
   "activation", "name",
   /* activation = clip's bounds (layers/layer_activation.c) */
-  "clip_min", "clip_max", NULL
+  "clip_min", "clip_max",
+  /* the recurrent family: nntrainer's time_dist */
+  "distribute", NULL
 };
 
 /* weight_decay_lambda: nntrainer's older name of
@@ -265,6 +267,27 @@ ini_initializer (const tt_section * s, const char *key, int *out,
   return tt_section_enum (s, key, tt_initializer_names, out, err);
 }
 
+/* distribute = true: nntrainer's time_dist, the layer applied to each
+ * time step alone; a layer that acts on each row of its input alone
+ * (tt_layer_ops.distributes) already does that, others are refused */
+static tt_status
+ini_distribute (const tt_layer_ops * ops, const tt_section * s, tt_error * err)
+{
+  bool distribute = false;
+  tt_status st = tt_section_bool (s, "distribute", &distribute, err);
+  if (st || !distribute || ops->distributes)
+    return st;
+  char allowed[256] = "";
+  size_t n = 0;
+  for (uint32_t i = 0; tt_layer_ops_at (i); i++)
+    if (tt_layer_ops_at (i)->distributes && n < sizeof allowed)
+      n += (size_t) snprintf (allowed + n, sizeof allowed - n, "%s%s",
+          n ? ", " : "", tt_layer_ops_at (i)->type);
+  return tt_section_error (s, "distribute", err, TT_ERR_INVALID,
+      "true (time_dist) is not supported on %s: only on layers acting on "
+      "each time step alone (%s); false is allowed", ops->type, allowed);
+}
+
 static tt_status
 ini_parse_weight_keys (tt_layer * l, const tt_section * s, tt_error * err)
 {
@@ -355,6 +378,10 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
     return tt_section_error (s, "type", err, TT_ERR_INVALID,
         "%s is not supported: %s", type, ini_external_backbone (!strcasecmp
             (type, "backbone_tflite")));
+  if (!ops && !strcasecmp (type, "time_dist"))
+    return tt_section_error (s, "type", err, TT_ERR_INVALID,
+        "time_dist wraps another layer: write distribute = true in that "
+        "layer's section instead");
   if (!ops)
     return tt_section_error (s, "type", err, TT_ERR_INVALID,
         "unknown layer type '%s'", type);
@@ -377,7 +404,8 @@ ini_parse_layer_section (tt_model * m, const tt_section * s, tt_error * err)
   if ((st = ini_split_input_layers (l, s, err)) ||
       (st = tt_section_dims (s, "input_shape", &l->input_shape, err)) ||
       (st = tt_section_bool (s, "trainable", &l->trainable, err)) ||
-      (st = tt_section_bool (s, "flatten", &l->post_flatten, err)))
+      (st = tt_section_bool (s, "flatten", &l->post_flatten, err)) ||
+      (st = ini_distribute (ops, s, err)))
     return st;
   l->has_input_shape = tt_section_has (s, "input_shape");
   /* an activation layer reads activation= as its function (its parse) */

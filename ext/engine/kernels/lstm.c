@@ -13,6 +13,16 @@
  * written over the gates (each step's are read once, by that step),
  * act(c_t) is recomputed from c_t, and dW_ih and dx are one GEMM each over
  * all steps. Every buffer is the caller's (pool scratch).
+ *
+ * reverse (the second direction of a bidirectional lstm) runs the steps
+ * from t = T - 1 down to 0, step t's previous state being t + 1's; gates,
+ * cells and hidden states stay at their time positions, so the GEMMs over
+ * all steps are the same.
+ *
+ * h0, c0 (lstmcell's state inputs) replace h_{-1} = c_{-1} = 0: the
+ * first step adds h0 W_hh and reads c0; dc_last seeds the cell state's
+ * derivative; after bptt the carry's dc is dc0 and tt_lstm_state_grad
+ * gives dh0.
  */
 #include "gate_act.h"
 #include "tt_split.h"
@@ -102,16 +112,18 @@ lstm_forward_cells (const tt_lstm * s, int t, int b0, int b1)
 {
   const int T = s->steps, U = s->unit, G = 4 * U;
   const int g_ld = T * G, c_ld = T * U;
+  const int first = s->reverse ? T - 1 : 0, prev = s->reverse ? U : -U;
   const bool dflt = lstm_defaults (s);
   float *gt = s->gates + (size_t) t * G;
   for (int b = b0; b < b1; b++) {
     float *g = gt + (size_t) b * g_ld;
     float *c = s->cell + (size_t) b * c_ld + (size_t) t * U;
     float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
-    /* c_{-1} = 0: the cell row itself, zeroed */
-    if (t == 0)
+    /* c_{-1} = 0: the cell row itself, zeroed; or c0's row */
+    if (t == first && !s->c0)
       memset (c, 0, (size_t) U * sizeof *c);
-    const float *cp = t > 0 ? c - U : c;
+    const float *cp = t != first ? c + prev : s->c0 ? s->c0 +
+        (size_t) b * U : c;
     if (dflt)
       lstm_cell_forward (U, TT_ACT_TANH, TT_ACT_SIGMOID, g, g + U,
           g + 2 * U, g + 3 * U, cp, c, h);
@@ -132,11 +144,13 @@ lstm_backward_cells (const tt_lstm * s, int t, const float *dh, float *dc,
   const int T = s->steps, U = s->unit, G = 4 * U;
   const bool dflt = lstm_defaults (s);
   /* c_{-1} = 0: keep 0, cp any finite row (c_0) */
-  const float keep = t > 0 ? 1.0f : 0.0f;
+  const int first = s->reverse ? T - 1 : 0, prev = s->reverse ? U : -U;
+  const float keep = t != first || s->c0 ? 1.0f : 0.0f;
   for (int b = b0; b < b1; b++) {
     float *g = s->gates + ((size_t) b * T + t) * G;
     const float *c = s->cell + ((size_t) b * T + t) * U;
-    const float *cp = t > 0 ? c - U : c;
+    const float *cp = t != first ? c + prev : s->c0 ? s->c0 +
+        (size_t) b * U : c;
     if (dflt)
       lstm_cell_backward (U, TT_ACT_TANH, TT_ACT_SIGMOID, g, g + U,
           g + 2 * U, g + 3 * U, cp, keep, c, dh + (size_t) b * U,
@@ -215,6 +229,13 @@ lstm_cells (const tt_lstm * s, int t, const float *dh, float *dc)
       lstm_cells_range, &j);
 }
 
+/* the time position of the k-th step run */
+static inline int
+lstm_time (const tt_lstm * s, int k)
+{
+  return s->reverse ? s->steps - 1 - k : k;
+}
+
 void
 tt_lstm_forward (const tt_lstm * s, const float *x)
 {
@@ -225,12 +246,16 @@ tt_lstm_forward (const tt_lstm * s, const float *x)
   lstm_fill_bias (s, B * T, s->gates, G);
   tt_gemm_split (s->threads, false, false, B * T, G, F, 1.0f, x, F, s->w_ih, G,
       1.0f, s->gates, G);
-  for (int t = 0; t < T; t++) {
+  for (int k = 0; k < T; k++) {
+    const int t = lstm_time (s, k);
     float *gt = s->gates + (size_t) t * G;
-    if (t > 0)
+    if (k == 0 && s->h0)
+      tt_gemm_split (s->threads, false, false, B, G, U, 1.0f, s->h0, U,
+          s->w_hh, G, 1.0f, gt, g_ld);
+    if (k > 0)
       tt_gemm_split (s->threads, false, false, B, G, U, 1.0f,
-          s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld, s->w_hh, G,
-          1.0f, gt, g_ld);
+          s->hidden + (size_t) lstm_time (s, k - 1) * s->h_step, s->h_ld,
+          s->w_hh, G, 1.0f, gt, g_ld);
     lstm_cells (s, t, NULL, NULL);
   }
 }
@@ -239,22 +264,29 @@ void
 tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences, float *carry)
 {
   const int B = s->batch, T = s->steps, U = s->unit, G = 4 * U;
+  const int W = s->dy_width ? s->dy_width : U;
   float *dh = carry, *dc = carry + (size_t) B * U;
-  memset (dc, 0, (size_t) B * U * sizeof *dc);
-  for (int t = T - 1; t >= 0; t--) {
-    /* dh_t = dy_t + dG_{t+1} W_hh^T */
+  if (s->dc_last)
+    memcpy (dc, s->dc_last, (size_t) B * U * sizeof *dc);
+  else
+    memset (dc, 0, (size_t) B * U * sizeof *dc);
+  for (int k = T - 1; k >= 0; k--) {
+    const int t = lstm_time (s, k);
+    /* dh_t = dy_t + dG_{next} W_hh^T; without sequences dy is the last
+     * position's (t = T - 1: a reverse direction's first step) */
     for (int b = 0; b < B; b++) {
       float *row = dh + (size_t) b * U;
       if (sequences)
-        memcpy (row, dy + ((size_t) b * T + t) * U, (size_t) U * sizeof *row);
+        memcpy (row, dy + ((size_t) b * T + t) * W, (size_t) U * sizeof *row);
       else if (t == T - 1)
-        memcpy (row, dy + (size_t) b * U, (size_t) U * sizeof *row);
+        memcpy (row, dy + (size_t) b * W, (size_t) U * sizeof *row);
       else
         memset (row, 0, (size_t) U * sizeof *row);
     }
-    if (t < T - 1)
+    if (k < T - 1)
       tt_gemm_split (s->threads, false, true, B, U, G, 1.0f,
-          s->gates + (size_t) (t + 1) * G, T * G, s->w_hh, G, 1.0f, dh, U);
+          s->gates + (size_t) lstm_time (s, k + 1) * G, T * G, s->w_hh, G,
+          1.0f, dh, U);
     /* dropout: the derivative of the masked h_t, through its mask */
     for (int b = 0; s->mask && b < B; b++)
       recurrent_mask_row (U, dh + (size_t) b * U,
@@ -271,14 +303,18 @@ tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
   const int G = 4 * U;
   tt_gemm_split (s->threads, true, false, F, G, B * T, 1.0f, x, F, s->gates, G,
       0.0f, dw_ih, G);
-  /* dW_hh = sum over t >= 1 of h_{t-1}^T dG_t, one GEMM per step as in
-   * forward */
-  if (T == 1)
+  /* dW_hh = sum over the steps k >= 1 of h_{k-1}^T dG_k, one GEMM per
+   * step as in forward */
+  if (s->h0)
+    tt_gemm_split (s->threads, true, false, U, G, B, 1.0f, s->h0, U,
+        s->gates + (size_t) lstm_time (s, 0) * G, T * G, 0.0f, dw_hh, G);
+  else if (T == 1)
     memset (dw_hh, 0, (size_t) U * G * sizeof *dw_hh);
-  for (int t = 1; t < T; t++)
+  for (int k = 1; k < T; k++)
     tt_gemm_split (s->threads, true, false, U, G, B, 1.0f,
-        s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
-        s->gates + (size_t) t * G, T * G, t == 1 ? 0.0f : 1.0f, dw_hh, G);
+        s->hidden + (size_t) lstm_time (s, k - 1) * s->h_step, s->h_ld,
+        s->gates + (size_t) lstm_time (s, k) * G, T * G,
+        k == 1 && !s->h0 ? 0.0f : 1.0f, dw_hh, G);
   if (db) {
     memset (db, 0, (size_t) G * sizeof *db);
     for (size_t r = 0; r < (size_t) B * T; r++) {
@@ -290,9 +326,18 @@ tt_lstm_weight_grads (const tt_lstm * s, const float *x, float *dw_ih,
 }
 
 void
-tt_lstm_input_grad (const tt_lstm * s, float *dx)
+tt_lstm_input_grad (const tt_lstm * s, float *dx, bool add)
 {
   const int F = s->features, G = 4 * s->unit;
   tt_gemm_split (s->threads, false, true, s->batch * s->steps, F, G, 1.0f,
-      s->gates, G, s->w_ih, G, 0.0f, dx, F);
+      s->gates, G, s->w_ih, G, add ? 1.0f : 0.0f, dx, F);
+}
+
+void
+tt_lstm_state_grad (const tt_lstm * s, float *dh0)
+{
+  const int U = s->unit, G = 4 * U;
+  tt_gemm_split (s->threads, false, true, s->batch, U, G, 1.0f,
+      s->gates + (size_t) lstm_time (s, 0) * G, s->steps * G, s->w_hh, G,
+      0.0f, dh0, U);
 }

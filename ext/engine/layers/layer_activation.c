@@ -151,4 +151,5 @@ const tt_layer_ops tt_activation_layer_ops = {
   .calc_derivative = activation_calc_derivative,
   .backward_reads = activation_backward_reads,
   .can_run_in_place = activation_can_run_in_place,
+  .distributes = true,
 };

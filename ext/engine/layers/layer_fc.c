@@ -407,4 +407,5 @@ const tt_layer_ops tt_fc_layer_ops = {
   .copies_derivative = true,
   .runs_loss_tail = true,
   .multiply_adds = fc_multiply_adds,
+  .distributes = true,
 };

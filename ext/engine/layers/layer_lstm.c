@@ -8,8 +8,18 @@
  * integrate_bias, else bias_ih and bias_hh [4*unit] (nntrainer's default);
  * disable_bias drops them.
  *
+ * bidirectional = true (nntrainer's): a second LSTM with weights of its
+ * own runs over the reversed sequence (kernels/lstm.c, reverse); the
+ * output is 1:timesteps:2*unit (or 1:1:2*unit), each position the forward
+ * direction's hidden state then the reverse one's at that position
+ * (without return_sequences the last position's: the reverse direction's
+ * first step, as PyTorch's output[:, -1]). Its weights follow the forward
+ * ones: reverse_weight_ih, reverse_weight_hh, then reverse_bias_h or
+ * reverse_bias_ih and reverse_bias_hh, laid out alike.
+ *
  * dropout_rate: recurrent.c. Not implemented, refused with the key named:
- * bidirectional = true, softmax / swish / gelu as an LSTM activation (backward
+ * dropout_rate with bidirectional, softmax / swish / gelu as an LSTM
+ * activation (backward
  * keeps only activated gates), an input with more than one channel, and
  * max_timestep above the input's timesteps (nntrainer would unroll past
  * the input; at or below it the key changes nothing and is accepted).
@@ -34,9 +44,10 @@ lstm_parse (tt_layer * l, const tt_section * s, tt_error * err)
       (st = tt_section_uint (s, "max_timestep", 1, 1u << 24,
               &l->p.lstm.max_timestep, err)))
     return st;
-  if (bidirectional)
-    return tt_section_error (s, "bidirectional", err, TT_ERR_INVALID,
-        "a bidirectional lstm is not implemented (only false)");
+  l->p.lstm.bidirectional = bidirectional;
+  if (bidirectional && l->p.lstm.rec.dropout > 0.0f)
+    return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
+        "not implemented with bidirectional = true (allowed: 0)");
   return TT_OK;
 }
 
@@ -49,7 +60,26 @@ lstm_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
         "than the input's %u timesteps (1:%u:%u); nntrainer would unroll "
         "past the input: not supported", c->path, l->section,
         l->p.lstm.max_timestep, in.h, in.h, in.w);
-  return tt_recurrent_infer (c, l, "an lstm", &l->p.lstm.rec, 4, err);
+  tt_status st = tt_recurrent_infer (c, l, "an lstm", &l->p.lstm.rec, 4, err);
+  if (st || !l->p.lstm.bidirectional)
+    return st;
+  /* the reverse direction's weights, as the forward ones */
+  static const char *const names[] = { "reverse_weight_ih",
+    "reverse_weight_hh", "reverse_bias_h", "reverse_bias_ih",
+    "reverse_bias_hh"
+  };
+  const uint32_t n = l->n_weights;
+  for (uint32_t i = 0; i < n; i++) {
+    const tt_weight w = l->weights[i];
+    const int k = i < 2 ? (int) i : l->p.lstm.rec.integrate_bias ? 2 :
+        (int) i + 1;
+    tt_weight *r = tt_layer_add_weight (l, names[k], w.count, w.init,
+        w.fan_in, w.fan_out, true);
+    r->decay = w.decay;
+    r->l2 = w.l2;
+  }
+  l->out_dims[0].w *= 2;
+  return TT_OK;
 }
 
 static bool
@@ -76,20 +106,37 @@ lstm_declare (tt_init_ctx * c, tt_layer * l)
   const size_t unit = l->p.lstm.rec.unit;
   const bool grad = lstm_runs_gradient (l), deriv = l->needs_derivative;
   const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
-  l->p.lstm.hidden = -1;
+  const int dirs = l->p.lstm.bidirectional ? 2 : 1;
+  static const char *const sfx[2][3] = {
+    {"gates", "cell", "hidden"}, {"reverse_gates", "reverse_cell",
+        "reverse_hidden"}
+  };
   l->p.lstm.carry = -1;
   l->p.lstm.mask = tt_recurrent_declare_mask (c, l, &l->p.lstm.rec,
       grad || deriv, bptt);
-  l->p.lstm.gates = tt_init_scratch (c, "gates", batch * steps * 4 * unit);
-  l->p.lstm.cell = tt_init_scratch (c, "cell", batch * steps * unit);
-  tt_init_use (c, l->p.lstm.gates, TT_PHASE_FORWARD);
-  tt_init_use (c, l->p.lstm.cell, TT_PHASE_FORWARD);
+  for (int d = 0; d < dirs; d++) {
+    l->p.lstm.hidden_d[d] = -1;
+    l->p.lstm.gates_d[d] = tt_init_scratch (c, sfx[d][0],
+        batch * steps * 4 * unit);
+    l->p.lstm.cell_d[d] = tt_init_scratch (c, sfx[d][1], batch * steps * unit);
+    tt_init_use (c, l->p.lstm.gates_d[d], TT_PHASE_FORWARD);
+    tt_init_use (c, l->p.lstm.cell_d[d], TT_PHASE_FORWARD);
+    /* a bidirectional lstm's last position without return_sequences
+     * is the reverse direction's first step: every step has rows */
+    if (dirs == 2 && !l->p.lstm.rec.return_sequences) {
+      l->p.lstm.hidden_d[d] = tt_init_scratch (c, sfx[d][2],
+          batch * steps * unit);
+      tt_init_use (c, l->p.lstm.hidden_d[d], TT_PHASE_FORWARD);
+    }
+  }
   if (!grad && !deriv)
     return;
-  tt_init_use (c, l->p.lstm.cell, bptt);
-  tt_init_use (c, l->p.lstm.gates, bptt);
-  if (deriv)
-    tt_init_use (c, l->p.lstm.gates, TT_PHASE_DERIVATIVE);
+  for (int d = 0; d < dirs; d++) {
+    tt_init_use (c, l->p.lstm.cell_d[d], bptt);
+    tt_init_use (c, l->p.lstm.gates_d[d], bptt);
+    if (deriv)
+      tt_init_use (c, l->p.lstm.gates_d[d], TT_PHASE_DERIVATIVE);
+  }
   l->p.lstm.carry = tt_init_scratch (c, "bptt_carry", batch * 2 * unit);
   tt_init_use (c, l->p.lstm.carry, bptt);
   if (!grad)
@@ -98,17 +145,26 @@ lstm_declare (tt_init_ctx * c, tt_layer * l)
   tt_init_use (c, l->in[0], TT_PHASE_GRADIENT);
   if (l->p.lstm.rec.return_sequences) {
     tt_init_use (c, l->out[0], TT_PHASE_GRADIENT);
-  } else {
-    l->p.lstm.hidden = tt_init_scratch (c, "hidden", batch * steps * unit);
-    tt_init_use (c, l->p.lstm.hidden, TT_PHASE_FORWARD);
-    tt_init_use (c, l->p.lstm.hidden, TT_PHASE_GRADIENT);
+    return;
+  }
+  for (int d = 0; d < dirs; d++) {
+    if (l->p.lstm.hidden_d[d] < 0) {
+      l->p.lstm.hidden_d[d] = tt_init_scratch (c, sfx[d][2],
+          batch * steps * unit);
+      tt_init_use (c, l->p.lstm.hidden_d[d], TT_PHASE_FORWARD);
+    }
+    tt_init_use (c, l->p.lstm.hidden_d[d], TT_PHASE_GRADIENT);
   }
 }
 
+/* direction d's kernel arguments (0 forward, 1 reverse); *dy_at: where
+ * its part of a position of dy (and of the output) starts */
 static tt_lstm
-lstm_setup (const tt_run_ctx * c, const tt_layer * l)
+lstm_setup (const tt_run_ctx * c, const tt_layer * l, int d, size_t *dy_at)
 {
   const int steps = (int) l->in_dims[0].h, unit = (int) l->p.lstm.rec.unit;
+  const bool bi = l->p.lstm.bidirectional;
+  const uint32_t nw = bi ? l->n_weights / 2 : l->n_weights, w0 = d * nw;
   tt_lstm s = {
     .batch = (int) c->batch,
     .steps = steps,
@@ -116,18 +172,32 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l)
     .unit = unit,
     .act = l->p.lstm.rec.act,
     .recurrent = l->p.lstm.rec.recurrent,
-    .w_ih = tt_run_data (c, l->weights[0].value),
-    .w_hh = tt_run_data (c, l->weights[1].value),
+    .w_ih = tt_run_data (c, l->weights[w0].value),
+    .w_hh = tt_run_data (c, l->weights[w0 + 1].value),
     .bias = {
-          l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
-        l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
-    .gates = tt_run_data (c, l->p.lstm.gates),
-    .cell = tt_run_data (c, l->p.lstm.cell),
+          nw > 2 ? tt_run_data (c, l->weights[w0 + 2].value) : NULL,
+        nw > 3 ? tt_run_data (c, l->weights[w0 + 3].value) : NULL},
+    .gates = tt_run_data (c, l->p.lstm.gates_d[d]),
+    .cell = tt_run_data (c, l->p.lstm.cell_d[d]),
     .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, false),
     .threads = c->threads,
+    .reverse = d == 1,
+    .dy_width = bi ? 2 * unit : 0,
   };
-  tt_recurrent_hidden (c, l, &l->p.lstm.rec, l->p.lstm.hidden, &s.hidden,
-      &s.h_ld, &s.h_step);
+  *dy_at = d ? (size_t) unit : 0;
+  if (!bi) {
+    tt_recurrent_hidden (c, l, &l->p.lstm.rec, l->p.lstm.hidden_d[0],
+        &s.hidden, &s.h_ld, &s.h_step);
+  } else if (l->p.lstm.hidden_d[d] >= 0) {
+    s.hidden = tt_run_data (c, l->p.lstm.hidden_d[d]);
+    s.h_ld = steps * unit;
+    s.h_step = unit;
+  } else {
+    /* return_sequences: the output's half of each position */
+    s.hidden = tt_run_data (c, l->out[0]) + *dy_at;
+    s.h_ld = steps * 2 * unit;
+    s.h_step = 2 * unit;
+  }
   return s;
 }
 
@@ -135,9 +205,26 @@ static void
 lstm_forward (const tt_run_ctx * c, tt_layer * l)
 {
   tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, true);
-  const tt_lstm s = lstm_setup (c, l);
-  tt_lstm_forward (&s, tt_run_data (c, l->in[0]));
-  tt_recurrent_last_step (c, l, &l->p.lstm.rec, l->p.lstm.hidden, s.batch);
+  size_t at;
+  if (!l->p.lstm.bidirectional) {
+    const tt_lstm s = lstm_setup (c, l, 0, &at);
+    tt_lstm_forward (&s, tt_run_data (c, l->in[0]));
+    tt_recurrent_last_step (c, l, &l->p.lstm.rec, l->p.lstm.hidden_d[0],
+        s.batch);
+    return;
+  }
+  for (int d = 0; d < 2; d++) {
+    const tt_lstm s = lstm_setup (c, l, d, &at);
+    tt_lstm_forward (&s, tt_run_data (c, l->in[0]));
+    if (l->p.lstm.rec.return_sequences)
+      continue;
+    /* the last position of each direction, side by side */
+    const size_t T = (size_t) s.steps, U = (size_t) s.unit;
+    float *y = tt_run_data (c, l->out[0]);
+    for (size_t b = 0; b < (size_t) s.batch; b++)
+      memcpy (y + b * 2 * U + at, s.hidden + (b * T + T - 1) * U,
+          U * sizeof *y);
+  }
 }
 
 static void
@@ -145,27 +232,35 @@ lstm_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   if (!lstm_runs_gradient (l))
     return;
-  const tt_lstm s = lstm_setup (c, l);
-  tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]),
-      l->p.lstm.rec.return_sequences, tt_run_data (c, l->p.lstm.carry));
-  float *db = l->n_weights > 2 ? tt_run_data (c, l->weights[2].grad) : NULL;
-  tt_lstm_weight_grads (&s, tt_run_data (c, l->in[0]),
-      tt_run_data (c, l->weights[0].grad), tt_run_data (c, l->weights[1].grad),
-      db);
-  /* bias_ih and bias_hh are added alike: the same gradient */
-  if (l->n_weights > 3)
-    memcpy (tt_run_data (c, l->weights[3].grad), db,
-        l->weights[3].count * sizeof *db);
+  const int dirs = l->p.lstm.bidirectional ? 2 : 1;
+  const uint32_t nw = l->n_weights / dirs;
+  for (int d = 0; d < dirs; d++) {
+    size_t at;
+    const tt_lstm s = lstm_setup (c, l, d, &at);
+    const tt_weight *w = l->weights + d * nw;
+    tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]) + at,
+        l->p.lstm.rec.return_sequences, tt_run_data (c, l->p.lstm.carry));
+    float *db = nw > 2 ? tt_run_data (c, w[2].grad) : NULL;
+    tt_lstm_weight_grads (&s, tt_run_data (c, l->in[0]),
+        tt_run_data (c, w[0].grad), tt_run_data (c, w[1].grad), db);
+    /* bias_ih and bias_hh are added alike: the same gradient */
+    if (nw > 3)
+      memcpy (tt_run_data (c, w[3].grad), db, w[3].count * sizeof *db);
+  }
 }
 
 static void
 lstm_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const tt_lstm s = lstm_setup (c, l);
-  if (!lstm_runs_gradient (l))
-    tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]),
-        l->p.lstm.rec.return_sequences, tt_run_data (c, l->p.lstm.carry));
-  tt_lstm_input_grad (&s, tt_run_data (c, l->in_deriv[0]));
+  const int dirs = l->p.lstm.bidirectional ? 2 : 1;
+  for (int d = 0; d < dirs; d++) {
+    size_t at;
+    const tt_lstm s = lstm_setup (c, l, d, &at);
+    if (!lstm_runs_gradient (l))
+      tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]) + at,
+          l->p.lstm.rec.return_sequences, tt_run_data (c, l->p.lstm.carry));
+    tt_lstm_input_grad (&s, tt_run_data (c, l->in_deriv[0]), d > 0);
+  }
 }
 
 /* With return_sequences the output holds the hidden states dW_hh reads:

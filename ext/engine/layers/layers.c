@@ -35,6 +35,8 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_preprocess_translate_layer_ops, &tt_preprocess_l2norm_layer_ops,
   /* attention */
   &tt_attention_layer_ops, &tt_multi_head_attention_layer_ops,
+  /* the recurrent family */
+  &tt_rnn_layer_ops, &tt_rnncell_layer_ops, &tt_lstmcell_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would

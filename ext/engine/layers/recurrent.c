@@ -175,3 +175,31 @@ tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
   }
   return mask;
 }
+
+/* the recurrent cells (rnncell, lstmcell, grucell) */
+tt_status
+tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,
+    uint32_t n, uint32_t unit, tt_error * err)
+{
+  static const char *const what[] = { "the input", "the hidden state",
+    "the cell state"
+  };
+  if (l->n_inputs != n)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] input_layers: %s takes "
+        "%u inputs (the input, the hidden state%s), got %u", c->path,
+        l->section, l->ops->type, n, n > 2 ? ", the cell state" : "",
+        l->n_inputs);
+  const tt_dims x = l->in_dims[0];
+  if (x.c != 1 || x.h != 1)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: %s's input must be one "
+        "step, 1:1:features, got %u:%u:%u", c->path, l->section,
+        l->ops->type, x.c, x.h, x.w);
+  for (uint32_t k = 1; k < n; k++) {
+    const tt_dims d = l->in_dims[k];
+    if (d.c != 1 || d.h != 1 || d.w != unit)
+      return tt_fail (err, TT_ERR_INVALID, "%s: [%s]: %s's input %u (%s) "
+          "must be 1:1:%u (unit), got %u:%u:%u", c->path, l->section,
+          l->ops->type, k, what[k], unit, d.c, d.h, d.w);
+  }
+  return TT_OK;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lstmcell: one step of nntrainer's lstm (kernels/lstm.c with one step and
+ * initial states). Three inputs, in nntrainer's order: the input
+ * 1:1:features, the hidden state and the cell state, 1:1:unit each; two
+ * outputs (tt_layer_ops.outputs), name(0) the new hidden state and
+ * name(1) the new cell state, 1:1:unit each (an unread cell state is
+ * dropped). Keys unit, integrate_bias, hidden_state_activation (tanh),
+ * recurrent_activation (sigmoid), dropout_rate (on the hidden state);
+ * weights as lstm's.
+ */
+#include "tt_layer.h"
+
+#include <string.h>
+
+static const char *const lstmcell_keys[] = {
+  "unit", "integrate_bias", "hidden_state_activation",
+  "recurrent_activation", "dropout_rate", NULL
+};
+
+static tt_status
+lstmcell_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  return tt_recurrent_parse (s, "an lstmcell", &l->p.lstm.rec, err);
+}
+
+static tt_status
+lstmcell_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
+{
+  tt_status st = tt_cell_check_inputs (c, l, 3, l->p.lstm.rec.unit, err);
+  if (st || (st = tt_recurrent_infer (c, l, "an lstmcell", &l->p.lstm.rec, 4,
+              err)))
+    return st;
+  l->out_dims[1] = l->out_dims[0];
+  return TT_OK;
+}
+
+static bool
+lstmcell_runs_gradient (const tt_layer * l)
+{
+  return l->weights[0].grad >= 0;
+}
+
+/* Scratch: "gates" [B][4U] and "cell" [B][U] (the new cell state, copied
+ * to output 1, so that no layer reading that output in place changes
+ * what backward reads) from forward to the last backward phase;
+ * "bptt_carry" [B][2U] (dh, dc: dc0 at the end) to calcDerivative. */
+static void
+lstmcell_declare (tt_init_ctx * c, tt_layer * l)
+{
+  const size_t batch = c->batch_size, unit = l->p.lstm.rec.unit;
+  const bool grad = lstmcell_runs_gradient (l), deriv = l->needs_derivative;
+  const tt_phase bptt = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
+  l->p.lstm.carry = -1;
+  l->p.lstm.hidden_d[0] = l->p.lstm.hidden_d[1] = -1;
+  l->p.lstm.gates_d[1] = l->p.lstm.cell_d[1] = -1;
+  l->p.lstm.mask = tt_recurrent_declare_mask (c, l, &l->p.lstm.rec,
+      grad || deriv, bptt);
+  l->p.lstm.gates_d[0] = tt_init_scratch (c, "gates", batch * 4 * unit);
+  l->p.lstm.cell_d[0] = tt_init_scratch (c, "cell", batch * unit);
+  tt_init_use (c, l->p.lstm.gates_d[0], TT_PHASE_FORWARD);
+  tt_init_use (c, l->p.lstm.cell_d[0], TT_PHASE_FORWARD);
+  if (!grad && !deriv)
+    return;
+  tt_init_use (c, l->p.lstm.cell_d[0], bptt);
+  tt_init_use (c, l->p.lstm.gates_d[0], bptt);
+  tt_init_use (c, l->in[2], bptt);
+  l->p.lstm.carry = tt_init_scratch (c, "bptt_carry", batch * 2 * unit);
+  tt_init_use (c, l->p.lstm.carry, bptt);
+  if (deriv) {
+    tt_init_use (c, l->p.lstm.gates_d[0], TT_PHASE_DERIVATIVE);
+    tt_init_use (c, l->p.lstm.carry, TT_PHASE_DERIVATIVE);
+  }
+  if (!grad)
+    return;
+  tt_init_use (c, l->in[0], TT_PHASE_GRADIENT);
+  tt_init_use (c, l->in[1], TT_PHASE_GRADIENT);
+}
+
+static tt_lstm
+lstmcell_setup (const tt_run_ctx * c, const tt_layer * l)
+{
+  const int unit = (int) l->p.lstm.rec.unit;
+  tt_lstm s = {
+    .batch = (int) c->batch,
+    .steps = 1,
+    .features = (int) l->in_dims[0].w,
+    .unit = unit,
+    .act = l->p.lstm.rec.act,
+    .recurrent = l->p.lstm.rec.recurrent,
+    .w_ih = tt_run_data (c, l->weights[0].value),
+    .w_hh = tt_run_data (c, l->weights[1].value),
+    .bias = {
+          l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
+        l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
+    .gates = tt_run_data (c, l->p.lstm.gates_d[0]),
+    .cell = tt_run_data (c, l->p.lstm.cell_d[0]),
+    .hidden = tt_run_data (c, l->out[0]),
+    .h_ld = unit,
+    .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, false),
+    .threads = c->threads,
+    .h0 = tt_run_data (c, l->in[1]),
+    .c0 = tt_run_data (c, l->in[2]),
+    .dc_last = tt_run_data (c, l->out_deriv[1]),
+  };
+  return s;
+}
+
+static void
+lstmcell_forward (const tt_run_ctx * c, tt_layer * l)
+{
+  tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, true);
+  const tt_lstm s = lstmcell_setup (c, l);
+  tt_lstm_forward (&s, tt_run_data (c, l->in[0]));
+  memcpy (tt_run_data (c, l->out[1]), s.cell,
+      (size_t) s.batch * s.unit * sizeof *s.cell);
+}
+
+static void
+lstmcell_calc_gradient (const tt_run_ctx * c, tt_layer * l)
+{
+  if (!lstmcell_runs_gradient (l))
+    return;
+  const tt_lstm s = lstmcell_setup (c, l);
+  tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]), false,
+      tt_run_data (c, l->p.lstm.carry));
+  float *db = l->n_weights > 2 ? tt_run_data (c, l->weights[2].grad) : NULL;
+  tt_lstm_weight_grads (&s, tt_run_data (c, l->in[0]),
+      tt_run_data (c, l->weights[0].grad), tt_run_data (c, l->weights[1].grad),
+      db);
+  if (l->n_weights > 3)
+    memcpy (tt_run_data (c, l->weights[3].grad), db,
+        l->weights[3].count * sizeof *db);
+}
+
+static void
+lstmcell_calc_derivative (const tt_run_ctx * c, tt_layer * l)
+{
+  const tt_lstm s = lstmcell_setup (c, l);
+  float *carry = tt_run_data (c, l->p.lstm.carry);
+  if (!lstmcell_runs_gradient (l))
+    tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]), false, carry);
+  float *dx = tt_run_data (c, l->in_deriv[0]);
+  float *dh0 = tt_run_data (c, l->in_deriv[1]);
+  float *dc0 = tt_run_data (c, l->in_deriv[2]);
+  if (dx)
+    tt_lstm_input_grad (&s, dx, false);
+  if (dh0)
+    tt_lstm_state_grad (&s, dh0);
+  if (dc0)
+    memcpy (dc0, carry + (size_t) s.batch * s.unit,
+        (size_t) s.batch * s.unit * sizeof *dc0);
+}
+
+const tt_layer_ops tt_lstmcell_layer_ops = {
+  .type = "lstmcell",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = TT_MAX_IO,
+  .keys = lstmcell_keys,
+  .has_weights = true,
+  .parse = lstmcell_parse,
+  .infer = lstmcell_infer,
+  .declare = lstmcell_declare,
+  .forward = lstmcell_forward,
+  .calc_gradient = lstmcell_calc_gradient,
+  .calc_derivative = lstmcell_calc_derivative,
+  .outputs = 2,
+};
