@@ -75,7 +75,7 @@ for ini in "$here"/models/conv1d_*.ini "$here"/models/act_*.ini \
   "$here"/models/emb_*.ini "$here"/models/upsample_*.ini \
   "$here"/models/ln_ops.ini "$here"/models/ops_*.ini \
   "$here"/models/posenc.ini "$here"/models/chshuffle.ini \
-  "$here"/models/pool_avg_pad.ini "$here"/models/flatten_dims.ini \
+  "$here"/models/pool_avg_*.ini "$here"/models/flatten_dims.ini \
   "$here"/models/bn_decay.ini "$here"/models/*_drop0.ini \
   "$here"/models/mha_block.ini "$here"/models/attention.ini \
   "$here"/models/convt_s*.ini "$here"/models/rnn.ini \
