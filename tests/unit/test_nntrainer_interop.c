@@ -71,25 +71,30 @@ interop_path (const char *model, const char *what)
   return path;
 }
 
-/* The model's INI: tests/models/ or the interop folder's models/. With
- * nntrainer_adam, as nntrainer was given it: without a torch_ref line
- * (drops.txt: the INIs of tests/golden say torch_ref = true for PyTorch's
- * golden data, the recordings were made in nntrainer's default form,
- * ours by default too). */
+/* The model's INI: tests/models/ or the interop folder's models/ or
+ * models/families/. With nntrainer_adam, as nntrainer was given it:
+ * without a torch_ref line (drops.txt: the INIs of tests/golden say
+ * torch_ref = true for PyTorch's golden data, the recordings were made in
+ * nntrainer's default form, ours by default too). */
 static bool nntrainer_form;     /* the last interop_open_form got it */
 
 static tt_model *
 interop_open_form (const char *model, uint32_t batch, bool nntrainer_adam,
     tt_error * err)
 {
+  static const char *const dirs[] = { "tests/models",
+    "tests/interop/nntrainer/models",
+    "tests/interop/nntrainer/models/families"
+  };
   char ini[1400];
-  snprintf (ini, sizeof ini, "%s/tests/models/%s.ini", root, model);
-  FILE *f = fopen (ini, "r");
-  if (f)
-    fclose (f);
-  else
-    snprintf (ini, sizeof ini, "%s/tests/interop/nntrainer/models/%s.ini",
-        root, model);
+  for (int i = 0; i < 3; i++) {
+    snprintf (ini, sizeof ini, "%s/%s/%s.ini", root, dirs[i], model);
+    FILE *f = fopen (ini, "r");
+    if (f) {
+      fclose (f);
+      break;
+    }
+  }
   tt_model *m;
   size_t len;
   char *text = tt_test_read_file (ini, &len);

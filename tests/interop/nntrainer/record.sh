@@ -71,17 +71,7 @@ branch3_fc            $here/models/branch3_fc.ini
 "
 # one model per layer family (README.md): appended after the models above,
 # so that their files and manifest lines stay where they were
-for ini in "$here"/models/conv1d_*.ini "$here"/models/act_*.ini \
-  "$here"/models/emb_*.ini "$here"/models/upsample_*.ini \
-  "$here"/models/ln_ops.ini "$here"/models/ops_*.ini \
-  "$here"/models/posenc.ini "$here"/models/chshuffle.ini \
-  "$here"/models/pool_avg_*.ini "$here"/models/flatten_dims.ini \
-  "$here"/models/bn_decay.ini "$here"/models/*_drop0.ini \
-  "$here"/models/mha_block.ini "$here"/models/attention.ini \
-  "$here"/models/convt_s*.ini "$here"/models/rnn.ini \
-  "$here"/models/lstm_bidir.ini "$here"/models/matmul.ini \
-  "$here"/models/permute.ini "$here"/models/slice.ini \
-  "$here"/models/split.ini; do
+for ini in "$here"/models/families/*.ini; do
   models="$models$(basename "$ini" .ini) $ini
 "
 done
