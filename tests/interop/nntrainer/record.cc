@@ -46,6 +46,10 @@
  * 0x1F0 inference inputs, 0x7A1 training inputs. Training label of sample k:
  * one-hot of class (3 * k + 1) % classes. All files are raw little-endian
  * float32, batch outermost.
+ *
+ * A model whose input is token indices (embedding) says so in the INI's
+ * first line, `# record.cc: indices N`: every input float x of every
+ * stream then becomes the integer floor((x + 1) / 2 * N), in [0, N).
  */
 
 #include <dataset.h>
@@ -77,6 +81,9 @@ constexpr unsigned TRAIN_BATCH = 4;
 constexpr unsigned TRAIN_BATCHES = 4;
 constexpr unsigned TRAIN_EPOCHS = 2;
 
+/* > 0: the inputs are indices in [0, index_range) (the INI's first line) */
+unsigned index_range = 0;
+
 uint32_t xorshift32(uint32_t &s) {
   s ^= s << 13;
   s ^= s >> 17;
@@ -91,6 +98,19 @@ void sample(uint32_t stream, unsigned k, float *out, size_t n) {
     s = 1;
   for (size_t i = 0; i < n; ++i)
     out[i] = (float)(xorshift32(s) >> 8) / 16777216.0f * 2.0f - 1.0f;
+  for (size_t i = 0; i < n && index_range; ++i) {
+    float v = std::floor((out[i] + 1.0f) * 0.5f * (float)index_range);
+    out[i] = v < (float)index_range ? v : (float)(index_range - 1);
+  }
+}
+
+/* the INI's first line: `# record.cc: indices N` */
+void read_index_range(const std::string &ini) {
+  std::ifstream f(ini);
+  std::string line;
+  const std::string mark = "# record.cc: indices ";
+  if (std::getline(f, line) && line.rfind(mark, 0) == 0)
+    index_range = (unsigned)std::stoul(line.substr(mark.size()));
 }
 
 void write_f32(const std::string &path, const float *p, size_t n) {
@@ -568,6 +588,7 @@ int main(int argc, char **argv) {
   }
   std::string stage = argv[1], ini = argv[2], dir = argv[3], name = argv[4];
   try {
+    read_index_range(ini);
     if (stage == "init")
       return stage_init(ini, dir, name);
     if (stage == "infer" && argc >= 8) {

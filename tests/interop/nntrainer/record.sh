@@ -69,6 +69,12 @@ input_normalization   $here/models/input_normalization.ini
 input_standardization $here/models/input_standardization.ini
 branch3_fc            $here/models/branch3_fc.ini
 "
+# one model per layer family (README.md): appended after the models above,
+# so that their files and manifest lines stay where they were
+for ini in "$here"/models/families/*.ini; do
+  models="$models$(basename "$ini" .ini) $ini
+"
+done
 
 # Keys nntrainer refuses in our INIs, dropped from the copy it is given:
 # model  section  key  reason
@@ -104,12 +110,29 @@ log=$out/record.log
 raw=$work/raw.txt
 : > "$raw"
 
+# A stage that nntrainer refuses (an exception: record exits 1 with its
+# message), that it crashes in (a signal) or that hangs (killed after
+# STAGE_TIMEOUT seconds) is written to the log and, as one line, to
+# $d/failure.txt (the manifest's status line); the other models go on.
+stage_timeout=${STAGE_TIMEOUT:-600}
 run() { # model-dir args...: runs one stage; nntrainer logs into ./logs there
   local d=$1; shift
-  if ! (cd "$d" && "$work/record" "$@" >> "$raw" 2> "$d/stderr.txt"); then
-    echo "FAILED: record $*" | tee -a "$log" >&2
-    sed 's/^/  stderr: /' "$d/stderr.txt" | tee -a "$log" >&2
+  local rc=0
+  (cd "$d" && exec timeout -k 10 "$stage_timeout" "$work/record" "$@" \
+    >> "$raw" 2> "$d/stderr.txt") || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    local why
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      why="no answer after ${stage_timeout} s (killed)"
+    elif [ "$rc" -gt 128 ]; then
+      why="killed by signal $((rc - 128)) (SIG$(kill -l $((rc - 128)) 2>/dev/null || echo '?'))"
+    else
+      why="exit $rc: $(grep -v '^$' "$d/stderr.txt" | tail -n 1 | tr -d '\r')"
+    fi
+    echo "FAILED: record $* ($why)" | sed "s|$work/||g" | tee -a "$log" >&2
+    sed 's/^/  stderr: /' "$d/stderr.txt" | tail -n 20 | tee -a "$log" >&2
     grep -h "ERROR" "$d"/logs/*.out 2>/dev/null | tail -n 5 | sed 's/^/  nntrainer log: /' | tee -a "$log" >&2
+    echo "FAILED at stage $1${5:+ of }${5:+$(basename "$5")}: $why" | sed "s|$work/||g" > "$d/failure.txt"
     return 1
   fi
   grep -v "^$" "$d/stderr.txt" | sed "s|^|  stderr ($1 $4): |" >> "$log" || true
@@ -117,6 +140,8 @@ run() { # model-dir args...: runs one stage; nntrainer logs into ./logs there
 
 keep=$work/keep.txt
 : > "$keep"
+status=$work/status.txt
+: > "$status"
 echo "$models" | while read -r name ini; do
   [ -n "$name" ] || continue
   d=$work/$name
@@ -126,10 +151,19 @@ echo "$models" | while read -r name ini; do
     cp "$d/$name.ini" "$d/files/$name.nntrainer.ini"
   fi
   f=$d/files
-  run "$d" init "$d/$name.ini" "$f" "$name" || continue
-  run "$d" infer "$d/$name.ini" "$f" "$name" "$f/$name.init.bin" init 4 1 || continue
-  run "$d" train "$d/$name.ini" "$f" "$name" "$f/$name.init.bin" || continue
-  run "$d" infer "$d/$name.ini" "$f" "$name" "$f/$name.trained.bin" trained 4 || continue
+  # each stage needs the one before; what was recorded before a failure is
+  # kept (the failure is the model's status line in the manifest)
+  run "$d" init "$d/$name.ini" "$f" "$name" &&
+    run "$d" infer "$d/$name.ini" "$f" "$name" "$f/$name.init.bin" init 4 1 &&
+    run "$d" train "$d/$name.ini" "$f" "$name" "$f/$name.init.bin" &&
+    run "$d" infer "$d/$name.ini" "$f" "$name" "$f/$name.trained.bin" trained 4 ||
+    true
+  if [ -f "$d/failure.txt" ]; then
+    echo "$name $(cat "$d/failure.txt")" >> "$status"
+  else
+    echo "$name recorded: init, infer, train, infer" >> "$status"
+  fi
+  [ -f "$f/$name.init.bin" ] || continue
   size=$(stat -c %s "$f/$name.init.bin")
   if [ "$size" -le "$max_bin" ]; then
     echo "$name all" >> "$keep"
@@ -176,6 +210,7 @@ grep "^FILE" "$raw" | awk -F '\t' '{ line[$2] = $0; if (!($2 in seen)) { seen[$2
   END { for (i = 0; i < n; i++) print line[order[i]] }' |
 while IFS=$'\t' read -r _ file model shape meaning; do
   path=$work/$model/files/$file
+  [ -f "$path" ] || continue
   bytes=$(stat -c %s "$path")
   sum=$(sha256sum "$path" | cut -d ' ' -f 1)
   policy=$(awk -v m="$model" '$1 == m { print $2 }' "$keep")
@@ -203,6 +238,14 @@ for n in $(awk '{ print $1 }' "$keep"); do
       "the INI nntrainer was given (drops.txt applied)" >> "$manifest"
   fi
 done
+
+{
+  echo "#"
+  echo "# per model: the stages nntrainer went through, or where it failed (the"
+  echo "# files of the stages before a failure are listed above):"
+  echo "# status | model | result"
+  awk '{ n = $1; $1 = ""; sub(/^ /, ""); print "status | " n " | " $0 }' "$status"
+} >> "$manifest"
 
 # ---- probes: which INI keys and sections this nntrainer accepts ------------
 # Each probes/*.ini (but backbone_part.ini, which backbone_ini.ini includes)
