@@ -88,6 +88,22 @@ test_multiply_adds (void)
         "fmnist_mlp: %" PRIu64 " forward, %" PRIu64 " backward", fwd, bwd);
     tt_model_free (m);
   }
+  /* by hand, tests/models/transformer_encoder.ini on 6 tokens: the input
+   * projection 4x8, the four 8x8 projections of the attention, its two
+   * heads' scores and sums (2 x 6 x 6 x (4 + 4)), the feed-forward 8x16
+   * and 16x8, each per token, and the classifier 48x5 */
+  snprintf (path, sizeof path, "%s/tests/models/transformer_encoder.ini",
+      root);
+  m = tt_model_open (path, NULL, NULL, &err);
+  CHECK (m != NULL, "transformer_encoder: %s", m ? "" : err.message);
+  if (m) {
+    tt_model_multiply_adds (m, &fwd, &bwd);
+    const uint64_t want = 6 * 4 * 8 + 4 * 6 * 8 * 8 + 2 * 6 * 6 * 8 +
+        2 * 6 * 8 * 16 + 48 * 5;
+    CHECK (fwd == want, "transformer_encoder: %" PRIu64 " forward, not %"
+        PRIu64, fwd, want);
+    tt_model_free (m);
+  }
   /* published: MobileNetV2 0.35 is 59.2 M at 224x224 with 1,000 classes,
    * 1.28 M of them the classifier, the rest scaling with the pixels; MLPerf
    * Tiny's DS-CNN 2.7 M (5.4 M operations), visual wake words 7.49 M,

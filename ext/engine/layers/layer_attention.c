@@ -126,6 +126,17 @@ attention_backward_reads (const tt_layer * l)
   return TT_READS_INPUT;
 }
 
+/* per channel (head): the scores (lq x lk over d) and their weighted sum
+ * of the values (lq x d over lk) */
+static void
+attention_multiply_adds (const tt_layer * l, uint64_t * weighted,
+    uint64_t * between)
+{
+  *weighted = 0;
+  *between = (uint64_t) l->p.attn.heads * l->p.attn.lq * l->p.attn.lk *
+      (l->p.attn.key_dim + l->p.attn.value_dim);
+}
+
 const tt_layer_ops tt_attention_layer_ops = {
   .type = "attention",
   .role = TT_ROLE_COMPUTE,
@@ -137,4 +148,5 @@ const tt_layer_ops tt_attention_layer_ops = {
   .forward = attention_forward,
   .calc_derivative = attention_calc_derivative,
   .backward_reads = attention_backward_reads,
+  .multiply_adds = attention_multiply_adds,
 };

@@ -204,6 +204,16 @@ convt_backward_reads (const tt_layer * l)
   return l->trainable ? TT_READS_INPUT : 0;
 }
 
+/* every input position spreads the whole filter */
+static void
+conv_transpose_multiply_adds (const tt_layer * l, uint64_t * weighted,
+    uint64_t * between)
+{
+  *weighted = (uint64_t) l->weights[0].count * l->in_dims[0].h *
+      l->in_dims[0].w;
+  *between = 0;
+}
+
 const tt_layer_ops tt_conv2d_transpose_layer_ops = {
   .type = "conv2dtranspose",
   .role = TT_ROLE_COMPUTE,
@@ -218,4 +228,5 @@ const tt_layer_ops tt_conv2d_transpose_layer_ops = {
   .calc_derivative = convt_calc_derivative,
   .worker_floats = convt_worker_floats,
   .backward_reads = convt_backward_reads,
+  .multiply_adds = conv_transpose_multiply_adds,
 };

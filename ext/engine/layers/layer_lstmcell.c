@@ -165,4 +165,5 @@ const tt_layer_ops tt_lstmcell_layer_ops = {
   .calc_gradient = lstmcell_calc_gradient,
   .calc_derivative = lstmcell_calc_derivative,
   .outputs = 2,
+  .multiply_adds = tt_recurrent_multiply_adds,
 };

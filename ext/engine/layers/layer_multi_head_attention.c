@@ -388,6 +388,26 @@ mha_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   }
 }
 
+/* the query and output projections once per query position, the key
+ * and value ones once per key position; per head, the scores and their
+ * weighted sum of the values */
+static void
+mha_multiply_adds (const tt_layer * l, uint64_t * weighted, uint64_t * between)
+{
+  *weighted = 0;
+  for (uint32_t i = 0; i < l->n_weights; i++) {
+    const char *name = l->weights[i].suffix;
+    if (strstr (name, "_bias"))
+      continue;
+    const bool per_key = !strncmp (name, "key_", 4) ||
+        !strncmp (name, "value_", 6);
+    *weighted += (uint64_t) l->weights[i].count *
+        (per_key ? l->p.attn.lk : l->p.attn.lq);
+  }
+  *between = (uint64_t) l->p.attn.heads * l->p.attn.lq * l->p.attn.lk *
+      (l->p.attn.key_dim + l->p.attn.value_dim);
+}
+
 const tt_layer_ops tt_multi_head_attention_layer_ops = {
   .type = "multi_head_attention",
   .role = TT_ROLE_COMPUTE,
@@ -400,4 +420,5 @@ const tt_layer_ops tt_multi_head_attention_layer_ops = {
   .forward = mha_forward,
   .calc_gradient = mha_calc_gradient,
   .calc_derivative = mha_calc_derivative,
+  .multiply_adds = mha_multiply_adds,
 };

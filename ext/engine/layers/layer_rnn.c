@@ -158,4 +158,5 @@ const tt_layer_ops tt_rnn_layer_ops = {
   .calc_gradient = rnn_calc_gradient,
   .calc_derivative = rnn_calc_derivative,
   .backward_reads = rnn_backward_reads,
+  .multiply_adds = tt_recurrent_multiply_adds,
 };

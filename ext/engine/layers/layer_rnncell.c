@@ -141,4 +141,5 @@ const tt_layer_ops tt_rnncell_layer_ops = {
   .forward = rnncell_forward,
   .calc_gradient = rnncell_calc_gradient,
   .calc_derivative = rnncell_calc_derivative,
+  .multiply_adds = tt_recurrent_multiply_adds,
 };

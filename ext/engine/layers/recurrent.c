@@ -104,13 +104,17 @@ tt_recurrent_infer (const tt_init_ctx * c, tt_layer * l, const char *type,
   return TT_OK;
 }
 
-/* weight_ih and weight_hh, once per time step */
+/* weight_ih and weight_hh (a bidirectional lstm's reverse ones too),
+ * once per time step */
 void
 tt_recurrent_multiply_adds (const tt_layer * l, uint64_t * weighted,
     uint64_t * between)
 {
-  *weighted = ((uint64_t) l->weights[0].count + l->weights[1].count) *
-      l->in_dims[0].h;
+  uint64_t per_step = 0;
+  for (uint32_t i = 0; i < l->n_weights; i++)
+    if (strstr (l->weights[i].suffix, "weight_"))
+      per_step += l->weights[i].count;
+  *weighted = per_step * l->in_dims[0].h;
   *between = 0;
 }
 
