@@ -92,8 +92,7 @@ test_multiply_adds (void)
    * projection 4x8, the four 8x8 projections of the attention, its two
    * heads' scores and sums (2 x 6 x 6 x (4 + 4)), the feed-forward 8x16
    * and 16x8, each per token, and the classifier 48x5 */
-  snprintf (path, sizeof path, "%s/tests/models/transformer_encoder.ini",
-      root);
+  snprintf (path, sizeof path, "%s/tests/models/transformer_encoder.ini", root);
   m = tt_model_open (path, NULL, NULL, &err);
   CHECK (m != NULL, "transformer_encoder: %s", m ? "" : err.message);
   if (m) {
