@@ -17,11 +17,13 @@ import sys
 
 
 class Ini:
-    def __init__(self, comment, batch, loss, lr):
+    def __init__(self, comment, batch, loss, lr, epochs=None):
         self.lines = ["# " + l if l else "#" for l in comment.strip().split("\n")]
         self.lines += ["# Written by scripts/gen-zoo.py: edit the script, not this file.",
-                       "[Model]", "type = NeuralNetwork", "batch_size = %d" % batch,
-                       "loss = %s" % loss, "", "[Optimizer]", "type = adam",
+                       "[Model]", "type = NeuralNetwork", "batch_size = %d" % batch]
+        if epochs:
+            self.lines.append("epochs = %d" % epochs)
+        self.lines += ["loss = %s" % loss, "", "[Optimizer]", "type = adam",
                        "learning_rate = %g" % lr, ""]
         self.last = None
 
@@ -194,6 +196,37 @@ the shortcut), global average pooling and the classifier.""", 32,
     return ini.text()
 
 
+def transformer_fmnist(dim=64, heads=4, blocks=2, ffn=128, classes=10):
+    ini = Ini("""A transformer encoder classifier for 28x28 grey images (Fashion-MNIST):
+patch embedding (a 7x7 convolution of stride 7: 16 patches of 64
+features, turned into 16 tokens by reshape and permute), sinusoidal
+positional encoding, two post-norm encoder blocks (4-head self-attention,
+residual, layer normalization; a feed-forward of 128 with GELU and back to
+64, residual, layer normalization: PyTorch's nn.TransformerEncoderLayer
+with norm_first=False), the mean over the tokens and the classifier.
+8 epochs on the 60,000 training images: about 86% on the 10,000 test
+images (pipelines/train-fashion-mnist.sh tests/models/zoo_transformer.ini).""",
+              32, "cross", 0.001, epochs=8)
+    ini.layer("input", "input", input_shape="1:28:28", normalization="true")
+    ini.layer("patches", "conv2d", filters=dim, kernel_size="7,7", stride="7,7")
+    ini.layer("rows", "reshape", target_shape="%d:1:16" % dim)
+    ini.layer("tokens", "permute", direction="2,3,1")
+    prev = ini.layer("pe", "positional_encoding", max_timestep=16)
+    for b in range(1, blocks + 1):
+        n = "enc%d" % b
+        ini.layer(n + "_attn", "multi_head_attention",
+                  input_layers="%s, %s, %s" % (prev, prev, prev), num_heads=heads)
+        ini.layer(n + "_res1", "addition", input_layers="%s, %s_attn" % (prev, n))
+        ini.layer(n + "_norm1", "layer_normalization", axis=3, epsilon="1e-5")
+        ini.layer(n + "_ff1", "fully_connected", unit=ffn, activation="gelu")
+        ini.layer(n + "_ff2", "fully_connected", unit=dim)
+        ini.layer(n + "_res2", "addition", input_layers="%s_norm1, %s_ff2" % (n, n))
+        prev = ini.layer(n + "_norm2", "layer_normalization", axis=3, epsilon="1e-5")
+    ini.layer("pool", "reduce_mean", axis=2)
+    ini.layer("classifier", "fully_connected", unit=classes, activation="softmax")
+    return ini.text()
+
+
 def autoencoder():
     ini = Ini("""MLPerf Tiny's anomaly detector: a dense autoencoder over 640 values (5
 frames of 128 log-mel energies). Four layers of 128 units, a bottleneck
@@ -217,6 +250,7 @@ ZOO = {
     "zoo_resnet8.ini": resnet8,
     "zoo_resnet18.ini": resnet18,
     "zoo_autoencoder.ini": autoencoder,
+    "zoo_transformer.ini": transformer_fmnist,
 }
 
 

@@ -6,7 +6,8 @@
 # the files it wrote. A script that hangs is killed at the limit and fails.
 #
 # Usage: smoke.sh SCRIPT BUILD_DIR OUT_DIR [LIMIT_SECONDS]
-#   SCRIPT: train-fashion-mnist, camera-train, camera-personalize,
+#   SCRIPT: train-fashion-mnist, train-transformer (train-fashion-mnist.sh
+#   with tests/models/zoo_transformer.ini), camera-train, camera-personalize,
 #   audio-train, plan-model, remote-train, classify-labels,
 #   federated-train, or missing-element
 #   (camera-personalize given an element that does not exist: it must fail
@@ -23,15 +24,18 @@ unset CAMERA MIC DISPLAY SINK TRAIN VALID EPOCHS SWITCH_EVERY PUBLISH OUT \
 export QUICK=1 CAMERA=none MIC=none TT_BUILD_DIR=$build
 
 rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
-script=$name expect_fail=0
+script=$name expect_fail=0 args=()
 case "$name" in
+  train-transformer)
+    script=train-fashion-mnist args=("$top/tests/models/zoo_transformer.ini") ;;
   missing-element)
     script=camera-personalize expect_fail=1
     export SINK="videoconvert ! tt_no_such_sink" ;;
 esac
 
 start=$EPOCHREALTIME
-timeout -k 5 "$limit" "$top/pipelines/$script.sh" > stdout.txt 2> stderr.txt
+timeout -k 5 "$limit" "$top/pipelines/$script.sh" "${args[@]}" > stdout.txt \
+  2> stderr.txt
 rc=$?
 seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 
@@ -80,6 +84,11 @@ case "$name" in
     has_file fmnist-fmnist_cnn.bin; has_file fmnist-fmnist_cnn.png
     [ "$(wc -l < fmnist-fmnist_cnn.tsv)" -eq 2 ] ||
       fail "fmnist-fmnist_cnn.tsv: not a header and one epoch" ;;
+  train-transformer)
+    last_is '^plot: fmnist-zoo_transformer\.png \(figures: fmnist-zoo_transformer\.tsv\)$'
+    has_line '^epoch=1/1 loss=[0-9.]+ accuracy=[0-9.]+ val_loss=[0-9.]+ val_accuracy=[0-9.]+ '
+    has_line '^predictor: accuracy=[0-9.]+ \([0-9]+ of 200 test images\).* -> equal$'
+    has_file fmnist-zoo_transformer.bin; has_file fmnist-zoo_transformer.png ;;
   camera-train)
     last_is '^final: val_accuracy=[0-9.]+; model saved to camera-mlp\.bin$'
     has_line '^epoch=1/1 loss=[0-9.]+ accuracy=[0-9.]+ val_loss=[0-9.]+ val_accuracy=[0-9.]+ frames_per_s=[0-9]+$'

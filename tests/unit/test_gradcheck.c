@@ -414,19 +414,19 @@ static const gc_case gc_cases[] = {
         "type=slice\naxis=3\nstart_index=1\nend_index=4\n[fc]\n"
         "type=fully_connected\nunit=2\n", "mse"},
   {"split_width", "[in]\ntype=input\ninput_shape=2:2:6\n[s]\n"
-        "type=split\nsplit_dimension=3\nsplit_number=2\n[a]\n"
+        "type=split\naxis=3\nsplit_number=2\n[a]\n"
         "type=fully_connected\nunit=3\ninput_layers=s(0)\n[b]\n"
         "type=fully_connected\nunit=3\ninput_layers=s(1)\n[sum]\n"
         "type=addition\ninput_layers=a,b\n", "mse"},
   {"split_output_shared", "[in]\ntype=input\ninput_shape=2:2:6\n[s]\n"
-        "type=split\nsplit_dimension=3\nsplit_number=3\n[a]\n"
+        "type=split\naxis=3\nsplit_number=3\n[a]\n"
         "type=fully_connected\nunit=3\ninput_layers=s(0)\n[b]\n"
         "type=fully_connected\nunit=3\ninput_layers=s(0)\n[c]\n"
         "type=fully_connected\nunit=3\ninput_layers=s(2)\n[d]\n"
         "type=fully_connected\nunit=3\ninput_layers=s(1)\n[sum]\n"
         "type=addition\ninput_layers=a,b,c,d\n", "mse"},
   {"split_channel_default", "[in]\ntype=input\ninput_shape=2:3:2\n[s]\n"
-        "type=split\nsplit_dimension=1\n[f]\ntype=fully_connected\n"
+        "type=split\naxis=1\n[f]\ntype=fully_connected\n"
         "unit=2\ninput_layers=s(0)\n[cat]\ntype=concat\naxis=1\n"
         "input_layers=s(1),f,s(0)\n", "mse"},
   {"cast", "[in]\ntype=input\ninput_shape=1:2:3\n[c]\ntype=cast\n"

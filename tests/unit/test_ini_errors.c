@@ -639,28 +639,28 @@ static const ie_case ie_cases[] = {
   {"slice_past_end", MODEL_MSE ADAM INPUT_IMG
         "[s]\ntype = slice\naxis = 3\nstart_index = 2\nend_index = 8\n",
       IE_COMPILE, {"[s] end_index", "8", "1:6:6", "end_index <= 7"}},
-  {"split_dimension_missing", MODEL_MSE ADAM INPUT_IMG
+  {"split_axis_missing", MODEL_MSE ADAM INPUT_IMG
         "[s]\ntype = split\nsplit_number = 2\n", IE_LOAD,
-      {"[s] split_dimension", "missing key"}},
+      {"[s] axis", "missing key"}},
   {"split_not_divisor", MODEL_MSE ADAM INPUT_IMG
-        "[s]\ntype = split\nsplit_dimension = 2\nsplit_number = 4\n"
+        "[s]\ntype = split\naxis = 2\nsplit_number = 4\n"
         "[a]\ntype = addition\ninput_layers = s(0), s(1), s(2), s(3)\n",
         IE_COMPILE, {"[s] split_number", "4 does not divide", "1:6:6",
           "a divisor of 6"}},
   {"split_outputs_unused", MODEL_MSE ADAM INPUT_IMG
-        "[s]\ntype = split\nsplit_dimension = 3\nsplit_number = 3\n"
+        "[s]\ntype = split\naxis = 3\nsplit_number = 3\n"
         "[a]\ntype = addition\ninput_layers = s(0), s(1)\n", IE_COMPILE,
       {"[s] split_number", "3 part(s)", "use 2", "s(0) ... s(2)"}},
   {"split_default_too_many", MODEL_MSE ADAM
         "[in]\ntype = input\ninput_shape = 1:1:20\n"
-        "[s]\ntype = split\nsplit_dimension = 3\n", IE_COMPILE,
+        "[s]\ntype = split\naxis = 3\n", IE_COMPILE,
       {"[s] split_number", "not set", "1:1:20", "up to 16"}},
   {"split_index_past", MODEL_MSE ADAM INPUT_IMG
-        "[s]\ntype = split\nsplit_dimension = 1\n"
+        "[s]\ntype = split\naxis = 1\n"
         "[a]\ntype = addition\ninput_layers = s(0), s(1)\n", IE_COMPILE,
       {"[s] split_number", "1 part(s)", "use 2"}},
   {"split_activation", MODEL_MSE ADAM INPUT_IMG
-        "[s]\ntype = split\nsplit_dimension = 1\nactivation = relu\n",
+        "[s]\ntype = split\naxis = 1\nactivation = relu\n",
       IE_LOAD, {"[s] activation", "'relu'", "several outputs", "none"}},
   {"cast_fp16", MODEL_MSE ADAM INPUT_IMG
         "[c]\ntype = cast\ntensor_dtype = FP16\n", IE_LOAD,

@@ -52,7 +52,7 @@ static const char tensorops_chain[] =
     "[sl]\ntype = slice\naxis = 3\nstart_index = 2\nend_index = 12\n"
     "[w]\ntype = weight\ndim = 8:10:12\ninput_layers = input\n"
     "[mm]\ntype = matmul\ninput_layers = sl, w\n"
-    "[parts]\ntype = split\nsplit_dimension = 1\nsplit_number = 2\n"
+    "[parts]\ntype = split\naxis = 1\nsplit_number = 2\n"
     "[mm2]\ntype = matmul\ninput_layers = parts(0), parts(1)\n"
     "[same]\ntype = cast\n"
     "[flat]\ntype = flatten\n"

@@ -706,6 +706,74 @@ interop_status (const char *model)
   return st;
 }
 
+/* ours at batch n over x (n samples), into a fresh array; NULL on
+ * failure */
+static float *
+interop_eval (const char *model, const char *bin, uint32_t n, const float *x,
+    size_t *count)
+{
+  tt_error err;
+  tt_model *m = interop_open (model, n, &err);
+  CHECK (m != NULL, "%s: %s", model, m ? "" : err.message);
+  if (!m)
+    return NULL;
+  float *out = NULL;
+  const void *inputs[1] = { x };
+  if (tt_model_load_bin (m, interop_path (model, bin), &err) == TT_OK &&
+      tt_model_eval_batch (m, n, inputs, NULL, NULL, NULL, &err) == TT_OK) {
+    tt_shape o = tt_model_output_shape (m);
+    *count = (size_t) n *o.channel * o.height * o.width;
+    out = malloc (*count * sizeof *out);
+    if (out)
+      memcpy (out, tt_model_output (m), *count * sizeof *out);
+  } else {
+    CHECK (false, "%s: %s", model, err.message);
+  }
+  tt_model_free (m);
+  return out;
+}
+
+/* nntrainer's conv2dtranspose forward bounds its input rows and columns
+ * by the kernel's size and reads past a sample (FINDINGS.md 8): at batch
+ * 1 its outputs are ours, at batch 4 they are not, while ours at batch 4
+ * are each sample's own batch-1 outputs. */
+static void
+interop_nntrainer_mixes_samples (const char *model)
+{
+  interop_outputs (model, "init.bin", "init.out.b1.f32", 1);
+  size_t nx, ny, n4 = 0, n1 = 0;
+  float *x = interop_read (model, "input.f32", &nx);
+  float *y = interop_read (model, "init.out.b4.f32", &ny);
+  float *ours = x ? interop_eval (model, "init.bin", 4, x, &n4) : NULL;
+  CHECK (x && y && ours && n4 == ny, "%s: recordings missing", model);
+  if (x && y && ours && n4 == ny) {
+    const double d = interop_maxdiff (ours, y, ny);
+    printf ("  %-22s a. batch 4: nntrainer's outputs %.2e from ours (it "
+        "mixes samples)\n", model, d);
+    CHECK (d > OUT_TOL, "%s: nntrainer's batch-4 outputs are ours now: "
+        "the fault is gone", model);
+    double worst = 0;
+    for (uint32_t k = 0; k < 4; k++) {
+      float *one = interop_eval (model, "init.bin", 1, x + k * (nx / 4), &n1);
+      if (!one || n1 * 4 != n4) {
+        worst = INFINITY;
+        free (one);
+        break;
+      }
+      const double dk = interop_maxdiff (one, ours + k * n1, n1);
+      worst = dk > worst ? dk : worst;
+      free (one);
+    }
+    printf ("  %-22s a. batch 4: ours against each sample alone, max "
+        "|diff| %.2e\n", model, worst);
+    CHECK (worst <= OUT_TOL, "%s: our batch-4 outputs differ from each "
+        "sample's own by %g", model, worst);
+  }
+  free (x);
+  free (y);
+  free (ours);
+}
+
 static void
 test_families (void)
 {
@@ -713,9 +781,10 @@ test_families (void)
   static const char *const agree[] = {
     "conv1d_valid", "conv1d_same", "conv1d_causal", "conv1d_int",
     "conv1d_lr", "emb_lstm", "emb_gru", "upsample_nearest",
-    "upsample_bilinear", "ln_ops", "posenc", "chshuffle", "pool_avg_pad",
+    "upsample_bilinear", "posenc", "chshuffle", "pool_avg_pad",
     "flatten_dims", "bn_decay", "lstm_drop0", "gru_drop0",
-    "act_gelu_nomemopt", "act_swish_nomemopt", NULL
+    "act_gelu_nomemopt", "act_swish_nomemopt", "rnn", "lstm_bidir",
+    "permute", NULL
   };
   /* nntrainer's training is wrong there (FINDINGS.md, docs/formats.md) */
   static const char *const wrong[][2] = {
@@ -729,6 +798,11 @@ test_families (void)
     {"act_swish", "reads the wrong tensor in swish's backward"},
     {"ops_sqrt", "drops sqrt's 0.5"},
     {"ops_cos", "drops cos' minus sign and the incoming derivative"},
+    {"attention", "trains attention away from its finite-difference "
+          "gradients (where in its backward: not isolated)"},
+    {"ln_ops", "trains the layer_normalization and operation chain away "
+          "from its finite-difference gradients (the layer at fault is "
+          "not isolated)"},
     {"pool_avg_asym", "bounds average pooling's backward windows by the "
           "top/left padding"},
     {NULL, NULL}
@@ -739,6 +813,11 @@ test_families (void)
   for (int i = 0; wrong[i][0]; i++)
     if (interop_status (wrong[i][0]) > 0)
       interop_nntrainer_wrong (wrong[i][0], wrong[i][1]);
+  /* conv2dtranspose: its forward already (stride 1 and 2) */
+  static const char *const mixes[] = { "convt_s1", "convt_s2", NULL };
+  for (int i = 0; mixes[i]; i++)
+    if (interop_status (mixes[i]) > 0)
+      interop_nntrainer_mixes_samples (mixes[i]);
 }
 
 static void

@@ -13,9 +13,10 @@
  * derivative there and zeros elsewhere (nntrainer leaves the rest
  * unwritten).
  *
- * split: split_dimension (required), split_number (default: the axis's
- * size): the axis cut into split_number equal parts, output k the k-th
- * (torch.split by size / split_number). Its outputs are named NAME(k) in
+ * split: axis (required; nntrainer's SplitDimension property is read
+ * from the key "axis"), split_number (default: the axis's size): the
+ * axis cut into split_number equal parts, output k the k-th (torch.split
+ * by size / split_number). Its outputs are named NAME(k) in
  * its consumers' input_layers, every one of them used, as nntrainer
  * requires.
  */
@@ -133,15 +134,15 @@ const tt_layer_ops tt_slice_layer_ops = {
   .calc_derivative = slice_calc_derivative,
 };
 
-static const char *const split_keys[] = { "split_dimension", "split_number",
+static const char *const split_keys[] = { "axis", "split_number",
   NULL
 };
 
 static tt_status
 split_parse (tt_layer * l, const tt_section * s, tt_error * err)
 {
-  if (!tt_section_has (s, "split_dimension"))
-    return tt_section_error (s, "split_dimension", err, TT_ERR_INVALID,
+  if (!tt_section_has (s, "axis"))
+    return tt_section_error (s, "axis", err, TT_ERR_INVALID,
         "missing key (1 channel, 2 height or 3 width)");
   /* an activation or flatten layer after it would take output 0 alone */
   static const char *const single[] = { "activation", "flatten" };
@@ -154,7 +155,7 @@ split_parse (tt_layer * l, const tt_section * s, tt_error * err)
   }
   uint32_t axis = 0, number = 0;
   tt_status st;
-  if ((st = tt_section_uint (s, "split_dimension", 1, 3, &axis, err)) ||
+  if ((st = tt_section_uint (s, "axis", 1, 3, &axis, err)) ||
       (st = tt_section_uint (s, "split_number", 1, TT_MAX_IO, &number, err)))
     return st;
   l->p.slice.axis = axis;
