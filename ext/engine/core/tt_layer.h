@@ -444,6 +444,8 @@ typedef struct {
   bool return_sequences, integrate_bias;
   tt_activation act, recurrent;
   float dropout;                /* dropout_rate on each step's hidden state */
+  tt_rng drop_rng;              /* the generator as the step's mask was
+                                 * drawn: a rerun draws it again */
 } tt_recurrent;
 
 typedef struct tt_layer {
@@ -798,7 +800,10 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
 int tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
     const tt_recurrent * r, bool backward, tt_phase bptt);
 const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
-    const tt_recurrent * r, int mask_id, bool draw);
+    const tt_recurrent * r, int mask_id);
+/* forward: draws the step's mask (a rerun draws the same one again) */
+void tt_recurrent_draw_mask (const tt_run_ctx * c, const tt_layer * l,
+    tt_recurrent * r, int mask_id);
 /* the recurrent cells: n inputs, the input 1:1:features then the
  * states 1:1:unit (nntrainer's order) */
 tt_status tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,

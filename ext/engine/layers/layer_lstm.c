@@ -179,7 +179,7 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l, int d, size_t *dy_at)
         nw > 3 ? tt_run_data (c, l->weights[w0 + 3].value) : NULL},
     .gates = tt_run_data (c, l->p.lstm.gates_d[d]),
     .cell = tt_run_data (c, l->p.lstm.cell_d[d]),
-    .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, false),
+    .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask),
     .threads = c->threads,
     .reverse = d == 1,
     .dy_width = bi ? 2 * unit : 0,
@@ -204,7 +204,7 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l, int d, size_t *dy_at)
 static void
 lstm_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, true);
+  tt_recurrent_draw_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask);
   size_t at;
   if (!l->p.lstm.bidirectional) {
     const tt_lstm s = lstm_setup (c, l, 0, &at);

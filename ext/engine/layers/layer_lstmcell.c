@@ -97,7 +97,7 @@ lstmcell_setup (const tt_run_ctx * c, const tt_layer * l)
     .cell = tt_run_data (c, l->p.lstm.cell_d[0]),
     .hidden = tt_run_data (c, l->out[0]),
     .h_ld = unit,
-    .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, false),
+    .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask),
     .threads = c->threads,
     .h0 = tt_run_data (c, l->in[1]),
     .c0 = tt_run_data (c, l->in[2]),
@@ -109,7 +109,7 @@ lstmcell_setup (const tt_run_ctx * c, const tt_layer * l)
 static void
 lstmcell_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask, true);
+  tt_recurrent_draw_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask);
   const tt_lstm s = lstmcell_setup (c, l);
   tt_lstm_forward (&s, tt_run_data (c, l->in[0]));
   memcpy (tt_run_data (c, l->out[1]), s.cell,

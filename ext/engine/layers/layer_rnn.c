@@ -92,7 +92,7 @@ rnn_setup (const tt_run_ctx * c, const tt_layer * l)
           l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
         l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
     .act_out = tt_run_data (c, l->p.rnn.act),
-    .mask = tt_recurrent_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask, false),
+    .mask = tt_recurrent_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask),
     .threads = c->threads,
   };
   tt_recurrent_hidden (c, l, &l->p.rnn.rec, l->p.rnn.hidden, &s.hidden,
@@ -103,7 +103,7 @@ rnn_setup (const tt_run_ctx * c, const tt_layer * l)
 static void
 rnn_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  tt_recurrent_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask, true);
+  tt_recurrent_draw_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask);
   const tt_rnn s = rnn_setup (c, l);
   tt_rnn_forward (&s, tt_run_data (c, l->in[0]));
   tt_recurrent_last_step (c, l, &l->p.rnn.rec, l->p.rnn.hidden, s.batch);

@@ -82,7 +82,7 @@ rnncell_setup (const tt_run_ctx * c, const tt_layer * l)
     .act_out = tt_run_data (c, l->p.rnn.act),
     .hidden = tt_run_data (c, l->out[0]),
     .h_ld = unit,
-    .mask = tt_recurrent_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask, false),
+    .mask = tt_recurrent_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask),
     .threads = c->threads,
     .h0 = tt_run_data (c, l->in[1]),
   };
@@ -92,7 +92,7 @@ rnncell_setup (const tt_run_ctx * c, const tt_layer * l)
 static void
 rnncell_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  tt_recurrent_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask, true);
+  tt_recurrent_draw_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask);
   const tt_rnn s = rnncell_setup (c, l);
   tt_rnn_forward (&s, tt_run_data (c, l->in[0]));
 }

@@ -166,18 +166,29 @@ tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
 
 const float *
 tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
-    const tt_recurrent * r, int mask_id, bool draw)
+    const tt_recurrent * r, int mask_id)
+{
+  (void) l;
+  (void) r;
+  return mask_id < 0 || !c->training ? NULL : tt_run_data (c, mask_id);
+}
+
+void
+tt_recurrent_draw_mask (const tt_run_ctx * c, const tt_layer * l,
+    tt_recurrent * r, int mask_id)
 {
   if (mask_id < 0 || !c->training)
-    return NULL;
-  float *mask = tt_run_data (c, mask_id);
-  if (draw && !c->recompute) {
-    const size_t n = (size_t) c->batch * l->in_dims[0].h * r->unit;
-    const float keep = 1.0f / (1.0f - r->dropout);
-    for (size_t i = 0; i < n; i++)
-      mask[i] = tt_rng_uniform (c->rng) < r->dropout ? 0.0f : keep;
-  }
-  return mask;
+    return;
+  /* a rerun (plan/remat.c) writes its own instance of the mask: the
+   * same one, drawn again from the generator as it was */
+  if (!c->recompute)
+    r->drop_rng = *c->rng;
+  tt_rng rng = r->drop_rng;
+  tt_rng_mask (&rng, tt_run_data (c, mask_id),
+      (size_t) c->batch * l->in_dims[0].h * r->unit, r->dropout,
+      1.0f / (1.0f - r->dropout));
+  if (!c->recompute)
+    *c->rng = rng;
 }
 
 /* the recurrent cells (rnncell, lstmcell, grucell) */
