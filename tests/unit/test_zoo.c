@@ -30,6 +30,7 @@ static const zoo_model zoo[] = {
   {"zoo_resnet8.ini", 16, 2, 12},
   {"zoo_resnet18.ini", 4, 2, 10},
   {"zoo_autoencoder.ini", 16, 2, 30},
+  {"zoo_transformer.ini", 16, 2, 80},
 };
 
 static const char *root;
