@@ -43,6 +43,6 @@ for ini in "$src"/tests/interop/nntrainer/applications/*.ini; do
 2>&1 | grep -qE '^epoch=1/1 loss=[0-9]'"
   fi
 done
-check "the applications are there" test "$count" -ge 18
+check "the applications are there" test "$count" -ge 19
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -537,9 +537,8 @@ ini_backbone (tt_model * m, const tt_section * s, ini_backbone_stack * stack,
   static const char *const keys[] = {
     "backbone", "trainable", "input_layers", NULL
   };
-  tt_status st = tt_section_check_keys (s, keys, err);
-  if (st)
-    return st;
+  /* the file first: a TensorFlow Lite backbone's own keys (Input_Shape,
+   * Output_Shape) would otherwise be refused as unknown, hiding why */
   const char *file = tt_section_string (s, "backbone");
   size_t len = strlen (file);
   if (len < 4 || strcasecmp (file + len - 4, ".ini"))
@@ -547,6 +546,9 @@ ini_backbone (tt_model * m, const tt_section * s, ini_backbone_stack * stack,
         "backbone %s: only INI backbones are supported: %s", file,
         ini_external_backbone (len >= 7
             && !strcasecmp (file + len - 7, ".tflite")));
+  tt_status st = tt_section_check_keys (s, keys, err);
+  if (st)
+    return st;
   bool trainable = true;
   if ((st = tt_section_bool (s, "trainable", &trainable, err)))
     return st;
