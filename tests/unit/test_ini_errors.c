@@ -730,7 +730,7 @@ static const ie_case ie_cases[] = {
   {"backbone_tflite_keys", MODEL_MSE ADAM INPUT4
         "[bb]\nbackbone = mobilenet.tflite\nInput_Shape = 3:32:32\n"
         FC ("fc", 3), IE_LOAD,
-        {"[bb] backbone", "mobilenet.tflite", "TensorFlow Lite at run time"}},
+      {"[bb] backbone", "mobilenet.tflite", "TensorFlow Lite at run time"}},
   {"backbone_other_file", MODEL_MSE ADAM INPUT4
         "[bb]\nbackbone = model.pb\n" FC ("fc", 3), IE_LOAD,
       {"[bb] backbone", "model.pb", "nnstreamer", "ONNX"}},
