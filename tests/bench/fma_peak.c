@@ -51,17 +51,28 @@ now (void)
     return s;                                                             \
   }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-FMA_KERNEL (fma_avx512, 16, __attribute__((target ("avx512f,fma"),
-            optimize ("fp-contract=fast"))))
-    FMA_KERNEL (fma_avx2, 8, __attribute__((target ("avx2,fma"),
-            optimize ("fp-contract=fast"))))
+/* gcc in ISO C mode contracts nothing unless told so per function;
+ * clang contracts within an expression already (and has no optimize) */
+#if defined(__clang__)
+#define FMA_CONTRACT
+#else
+#define FMA_CONTRACT optimize ("fp-contract=fast")
 #endif
-    FMA_KERNEL (fma_generic, 4,)
-     typedef float (*fma_fn) (uint64_t);
+
+/* *INDENT-OFF* */
+#if defined(__x86_64__) && defined(__GNUC__)
+FMA_KERNEL (fma_avx512, 16,
+    __attribute__ ((target ("avx512f,fma"), FMA_CONTRACT)))
+FMA_KERNEL (fma_avx2, 8, __attribute__ ((target ("avx2,fma"), FMA_CONTRACT)))
+#endif
+FMA_KERNEL (fma_generic, 4,)
+/* *INDENT-ON* */
+
+typedef float (*fma_fn) (uint64_t);
 
 /* multiply-adds per second of fn, its best of five half-second runs */
-     static double measure (fma_fn fn, int width)
+static double
+measure (fma_fn fn, int width)
 {
   uint64_t iters = 1u << 16;
   double best = 0, sink = 0;
