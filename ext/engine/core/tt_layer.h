@@ -781,6 +781,8 @@ tt_status tt_window_setup (const tt_init_ctx * c, const tt_layer * l,
  * names the layer in messages, gates is 4 (lstm) or 3 (gru) */
 tt_status tt_recurrent_parse (const tt_section * s, const char *type,
     tt_recurrent * r, tt_error * err);
+void tt_recurrent_copy_bias_grad (const tt_run_ctx * c, const tt_weight * w,
+    uint32_t n_weights);
 void tt_recurrent_multiply_adds (const tt_layer * l, uint64_t * weighted,
     uint64_t * between);
 tt_status tt_recurrent_infer (const tt_init_ctx * c, tt_layer * l,
@@ -799,8 +801,7 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
  * not a recompute draws it from the model's stream first */
 int tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
     const tt_recurrent * r, bool backward, tt_phase bptt);
-const float *tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
-    const tt_recurrent * r, int mask_id);
+const float *tt_recurrent_mask (const tt_run_ctx * c, int mask_id);
 /* forward: draws the step's mask (a rerun draws the same one again) */
 void tt_recurrent_draw_mask (const tt_run_ctx * c, const tt_layer * l,
     tt_recurrent * r, int mask_id);

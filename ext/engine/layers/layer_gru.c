@@ -106,7 +106,7 @@ gru_setup (const tt_run_ctx * c, const tt_layer * l)
     .bias_ih = l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
     .bias_hh = l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL,
     .gates = tt_run_data (c, l->p.gru.gates),
-    .mask = tt_recurrent_mask (c, l, &l->p.gru.rec, l->p.gru.mask),
+    .mask = tt_recurrent_mask (c, l->p.gru.mask),
     .threads = c->threads,
   };
   tt_recurrent_hidden (c, l, &l->p.gru.rec, l->p.gru.hidden, &s.hidden,

@@ -179,7 +179,7 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l, int d, size_t *dy_at)
         nw > 3 ? tt_run_data (c, l->weights[w0 + 3].value) : NULL},
     .gates = tt_run_data (c, l->p.lstm.gates_d[d]),
     .cell = tt_run_data (c, l->p.lstm.cell_d[d]),
-    .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask),
+    .mask = tt_recurrent_mask (c, l->p.lstm.mask),
     .threads = c->threads,
     .reverse = d == 1,
     .dy_width = bi ? 2 * unit : 0,
@@ -243,9 +243,7 @@ lstm_calc_gradient (const tt_run_ctx * c, tt_layer * l)
     float *db = nw > 2 ? tt_run_data (c, w[2].grad) : NULL;
     tt_lstm_weight_grads (&s, tt_run_data (c, l->in[0]),
         tt_run_data (c, w[0].grad), tt_run_data (c, w[1].grad), db);
-    /* bias_ih and bias_hh are added alike: the same gradient */
-    if (nw > 3)
-      memcpy (tt_run_data (c, w[3].grad), db, w[3].count * sizeof *db);
+    tt_recurrent_copy_bias_grad (c, w, nw);
   }
 }
 

@@ -97,7 +97,7 @@ lstmcell_setup (const tt_run_ctx * c, const tt_layer * l)
     .cell = tt_run_data (c, l->p.lstm.cell_d[0]),
     .hidden = tt_run_data (c, l->out[0]),
     .h_ld = unit,
-    .mask = tt_recurrent_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask),
+    .mask = tt_recurrent_mask (c, l->p.lstm.mask),
     .threads = c->threads,
     .h0 = tt_run_data (c, l->in[1]),
     .c0 = tt_run_data (c, l->in[2]),
@@ -128,9 +128,7 @@ lstmcell_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   tt_lstm_weight_grads (&s, tt_run_data (c, l->in[0]),
       tt_run_data (c, l->weights[0].grad), tt_run_data (c, l->weights[1].grad),
       db);
-  if (l->n_weights > 3)
-    memcpy (tt_run_data (c, l->weights[3].grad), db,
-        l->weights[3].count * sizeof *db);
+  tt_recurrent_copy_bias_grad (c, l->weights, l->n_weights);
 }
 
 static void

@@ -296,10 +296,9 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
     if (!c->recompute)
       l->p.attn.drop_rng = *c->rng;
     tt_rng rng = l->p.attn.drop_rng;
-    const size_t n = batch * heads * lq * lk;
-    const float rate = l->p.attn.dropout, keep = 1.0f / (1.0f - rate);
-    for (size_t i = 0; i < n; i++)
-      mask[i] = tt_rng_uniform (&rng) < rate ? 0.0f : keep;
+    const float rate = l->p.attn.dropout;
+    tt_rng_mask (&rng, mask, batch * heads * lq * lk, rate,
+        1.0f / (1.0f - rate));
     if (!c->recompute)
       *c->rng = rng;
     a.drop = mask;

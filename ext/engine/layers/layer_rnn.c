@@ -92,7 +92,7 @@ rnn_setup (const tt_run_ctx * c, const tt_layer * l)
           l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
         l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
     .act_out = tt_run_data (c, l->p.rnn.act),
-    .mask = tt_recurrent_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask),
+    .mask = tt_recurrent_mask (c, l->p.rnn.mask),
     .threads = c->threads,
   };
   tt_recurrent_hidden (c, l, &l->p.rnn.rec, l->p.rnn.hidden, &s.hidden,
@@ -122,9 +122,7 @@ rnn_calc_gradient (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->weights[0].grad), tt_run_data (c, l->weights[1].grad),
       db);
   /* bias_ih and bias_hh are added alike: the same gradient */
-  if (l->n_weights > 3)
-    memcpy (tt_run_data (c, l->weights[3].grad), db,
-        l->weights[3].count * sizeof *db);
+  tt_recurrent_copy_bias_grad (c, l->weights, l->n_weights);
 }
 
 static void

@@ -82,7 +82,7 @@ rnncell_setup (const tt_run_ctx * c, const tt_layer * l)
     .act_out = tt_run_data (c, l->p.rnn.act),
     .hidden = tt_run_data (c, l->out[0]),
     .h_ld = unit,
-    .mask = tt_recurrent_mask (c, l, &l->p.rnn.rec, l->p.rnn.mask),
+    .mask = tt_recurrent_mask (c, l->p.rnn.mask),
     .threads = c->threads,
     .h0 = tt_run_data (c, l->in[1]),
   };
@@ -109,9 +109,7 @@ rnncell_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   tt_rnn_weight_grads (&s, tt_run_data (c, l->in[0]),
       tt_run_data (c, l->weights[0].grad), tt_run_data (c, l->weights[1].grad),
       db);
-  if (l->n_weights > 3)
-    memcpy (tt_run_data (c, l->weights[3].grad), db,
-        l->weights[3].count * sizeof *db);
+  tt_recurrent_copy_bias_grad (c, l->weights, l->n_weights);
 }
 
 static void

@@ -104,6 +104,17 @@ tt_recurrent_infer (const tt_init_ctx * c, tt_layer * l, const char *type,
   return TT_OK;
 }
 
+/* bias_ih and bias_hh (integrate_bias = false) enter the gates added
+ * alike: bias_hh's gradient is bias_ih's, computed once */
+void
+tt_recurrent_copy_bias_grad (const tt_run_ctx * c, const tt_weight * w,
+    uint32_t n_weights)
+{
+  if (n_weights > 3)
+    memcpy (tt_run_data (c, w[3].grad), tt_run_data (c, w[2].grad),
+        w[3].count * sizeof (float));
+}
+
 /* weight_ih and weight_hh (a bidirectional lstm's reverse ones too),
  * once per time step */
 void
@@ -165,11 +176,8 @@ tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
 }
 
 const float *
-tt_recurrent_mask (const tt_run_ctx * c, const tt_layer * l,
-    const tt_recurrent * r, int mask_id)
+tt_recurrent_mask (const tt_run_ctx * c, int mask_id)
 {
-  (void) l;
-  (void) r;
   return mask_id < 0 || !c->training ? NULL : tt_run_data (c, mask_id);
 }
 
