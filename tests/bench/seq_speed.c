@@ -10,11 +10,14 @@
  * does), so every step runs at the full batch.
  *
  *   seq-speed MODEL.ini [--batch B] [--samples N] [--epochs E] [--seed S]
- *             [--threads T]
+ *             [--threads T] [--profile]
  *
  * Prints a header line, then one line per epoch, e.g.
  *   epoch=2/2 loss=1.791 accuracy=0.1702 samples_per_s=123456.7 seconds=0.265
- * (tests/bench/seq_speed.sh reads the last samples_per_s).
+ * (tests/bench/seq_speed.sh reads the last samples_per_s). --profile adds,
+ * for the last epoch, the time per layer type (forward, backward, update,
+ * share of the step) to standard error, and with SEQ_SPEED_LAYERS set in
+ * the environment each layer's forward and backward.
  */
 #include "tt_engine.h"
 
@@ -24,6 +27,69 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Prints the profile summed by layer type, largest first. */
+static void
+print_type_profile (const tt_model * m)
+{
+  enum
+  { MAX_TYPES = 64 };
+  struct
+  {
+    const char *type;
+    uint64_t fwd, bwd, upd;
+  } t[MAX_TYPES];
+  int n = 0;
+  tt_profile total;
+  if (tt_model_profile (m, &total))
+    return;
+  for (uint32_t i = 0; i < tt_model_num_layers (m); i++) {
+    tt_layer_profile p;
+    if (tt_model_layer_profile (m, i, &p))
+      return;
+    int k = 0;
+    while (k < n && strcmp (t[k].type, p.type))
+      k++;
+    if (k == n) {
+      if (n == MAX_TYPES)
+        continue;
+      t[n].type = p.type;
+      t[n].fwd = t[n].bwd = t[n].upd = 0;
+      n++;
+    }
+    t[k].fwd += p.forward_ns;
+    t[k].bwd += p.backward_ns;
+    t[k].upd += p.update_ns;
+  }
+  for (int a = 0; a < n; a++)
+    for (int b = a + 1; b < n; b++)
+      if (t[b].fwd + t[b].bwd + t[b].upd > t[a].fwd + t[a].bwd + t[a].upd) {
+        __typeof__ (t[0]) tmp = t[a];
+        t[a] = t[b];
+        t[b] = tmp;
+      }
+  const double steps = total.steps ? (double) total.steps : 1.0;
+  fprintf (stderr, "# per step (ms), last epoch: step %.3f, other %.3f\n",
+      total.step_ns / steps * 1e-6, total.other_ns / steps * 1e-6);
+  fprintf (stderr, "# %-22s %9s %9s %9s %6s\n", "type", "forward",
+      "backward", "update", "share");
+  for (int k = 0; k < n; k++)
+    fprintf (stderr, "  %-22s %9.3f %9.3f %9.3f %5.1f%%\n", t[k].type,
+        t[k].fwd / steps * 1e-6, t[k].bwd / steps * 1e-6,
+        t[k].upd / steps * 1e-6, 100.0 * (double) (t[k].fwd + t[k].bwd +
+            t[k].upd) / (double) (total.step_ns ? total.step_ns : 1));
+  if (!getenv ("SEQ_SPEED_LAYERS"))
+    return;
+  fprintf (stderr, "# %-22s %-16s %9s %9s\n", "layer", "type", "forward",
+      "backward");
+  for (uint32_t i = 0; i < tt_model_num_layers (m); i++) {
+    tt_layer_profile p;
+    if (tt_model_layer_profile (m, i, &p))
+      return;
+    fprintf (stderr, "  %-22s %-16s %9.3f %9.3f\n", p.name, p.type,
+        p.forward_ns / steps * 1e-6, p.backward_ns / steps * 1e-6);
+  }
+}
 
 static double
 now (void)
@@ -53,7 +119,7 @@ static int
 usage (void)
 {
   fprintf (stderr, "usage: seq-speed MODEL.ini [--batch B] [--samples N] "
-      "[--epochs E] [--seed S] [--threads T]\n");
+      "[--epochs E] [--seed S] [--threads T] [--profile]\n");
   return 2;
 }
 
@@ -80,8 +146,13 @@ main (int argc, char **argv)
 {
   const char *path = NULL;
   uint32_t batch = 0, samples = 16384, epochs = 2, threads = 0, seed = 1;
+  bool profile = false;
   for (int i = 1; i < argc; i++) {
     uint32_t *dst = NULL;
+    if (!strcmp (argv[i], "--profile")) {
+      profile = true;
+      continue;
+    }
     if (!strcmp (argv[i], "--batch"))
       dst = &batch;
     else if (!strcmp (argv[i], "--samples"))
@@ -163,6 +234,10 @@ main (int argc, char **argv)
     double loss_sum = 0;
     uint64_t correct = 0;
     tt_batch_result r[1];
+    if (profile && e + 1 == epochs && tt_model_set_profiling (m, true, &err)) {
+      fprintf (stderr, "seq-speed: %s\n", err.message);
+      goto out;
+    }
     double t0 = now ();
     for (uint32_t b = 0; b < steps; b++) {
       for (uint32_t k = 0; k < n_inputs; k++)
@@ -182,6 +257,8 @@ main (int argc, char **argv)
         (double) correct / used, used / sec, sec);
     fflush (stdout);
   }
+  if (profile)
+    print_type_profile (m);
   rc = 0;
   goto out;
 oom:

@@ -14,6 +14,12 @@
  * overlaps the previous one: forward just writes those outputs twice
  * (same values), the weight gradient masks the lanes already counted.
  * Valid windows only (no padding), stride and dilation 1, out_w >= DV.
+ *
+ * Not for 1x1 kernels: there im2col is a plain copy, and the weight
+ * gradient here reads every sample's input once per filter, which stays
+ * in cache for a first layer's few KiB but not for a pointwise layer of a
+ * mobile network (16 channels of 48x48 at batch 32: 4.7 MB read once per
+ * filter; MobileNetV2's 1x1 layers took twice as long as through GEMM).
  */
 #include "kernels.h"
 #include "tt_layer.h"
@@ -31,7 +37,8 @@ tt_conv2d_direct_applies (const tt_window_geom * g)
   return g->channels * g->kernel_h * g->kernel_w <= DIRECT_MAX_TAPS &&
       g->stride_h == 1 && g->stride_w == 1 && g->dilation_h == 1 &&
       g->dilation_w == 1 && g->pad_top == 0 && g->pad_bottom == 0 &&
-      g->pad_left == 0 && g->pad_right == 0 && g->out_w >= DV;
+      g->pad_left == 0 && g->pad_right == 0 && g->out_w >= DV &&
+      g->kernel_h * g->kernel_w > 1;
 }
 
 /* Unaligned vector loads and stores; memcpy keeps them free of alignment
