@@ -1872,6 +1872,19 @@ test_conv_grouped (void)
     {"depthwise_narrow_flat", 4, 25, 5, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},
     {"depthwise_dil_flat", 3, 8, 6, 6, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 2},
     {"depthwise_large_rows", 2, 70, 90, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+    /* strides run flat through the input's phases: MobileNet's 48 -> 24
+     * (padding after only, and on both sides), 5x5, a last input column
+     * and row no output reads, unequal strides, several channels per
+     * group; by rows when the phases do not fit, or the kernel has more
+     * taps than the flat path's table */
+    {"depthwise_s2_pad_after", 6, 48, 48, 6, 6, 3, 3, 2, 2, 1, 1, 0, 1, 0, 1,
+        2},
+    {"depthwise_s2_pad_both", 3, 16, 16, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},
+    {"depthwise_5x5_s2", 4, 14, 13, 4, 4, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 2},
+    {"depthwise_s2_unread", 2, 10, 10, 2, 2, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, 2},
+    {"grouped_s2x3", 6, 11, 17, 4, 2, 3, 2, 2, 3, 1, 1, 1, 0, 0, 1, 2},
+    {"depthwise_s2_rows", 2, 200, 190, 2, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},
+    {"grouped_conv1d_wide", 2, 1, 160, 2, 2, 1, 131, 1, 1, 1, 1, 0, 0, 3, 3, 2},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     tt_window_geom g = {.channels = cases[ci].c,.in_h = cases[ci].h,
