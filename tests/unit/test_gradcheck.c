@@ -319,6 +319,15 @@ static const gc_case gc_cases[] = {
   {"op_pow_2", GC_OPS_IN "[op]\ntype=pow\nexponent=2\n", "mse"},
   {"op_pow_half", GC_OPS_IN "[e]\ntype=activation\nactivation=sigmoid\n"
         "[op]\ntype=pow\nexponent=-0.5\n", "mse"},
+  /* the exponents pow computes without powf, and one it does not */
+  {"op_pow_sqrt", GC_OPS_IN "[e]\ntype=activation\nactivation=sigmoid\n"
+        "[op]\ntype=pow\nexponent=0.5\n", "mse"},
+  {"op_pow_recip", GC_OPS_IN "[e]\ntype=activation\nactivation=sigmoid\n"
+        "[op]\ntype=pow\nexponent=-1\n", "mse"},
+  {"op_pow_recip_square", GC_OPS_IN "[e]\ntype=activation\n"
+        "activation=sigmoid\n[op]\ntype=pow\nexponent=-2\n", "mse"},
+  {"op_pow_general", GC_OPS_IN "[e]\ntype=activation\nactivation=sigmoid\n"
+        "[op]\ntype=pow\nexponent=1.7\n", "mse"},
   {"op_identity", GC_OPS_IN "[op]\ntype=identity\n[fc]\n"
         "type=fully_connected\nunit=3\n", "mse"},
   {"op_reduce_mean_all", GC_OPS_IN "[op]\ntype=reduce_mean\n", "mse"},

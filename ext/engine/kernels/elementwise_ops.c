@@ -10,6 +10,7 @@
  */
 #include "tt_layer.h"
 #include "tt_split.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -303,6 +304,40 @@ tt_binop_backward (tt_threads * pool, tt_binop op, const tt_bcast * g,
 
 /* ---- unary functions ------------------------------------------------- */
 
+/* The exponents pow runs without powf, as PyTorch does (x * x, x * x *
+ * x, 1 / x, 1 / (x * x), sqrt, 1 / sqrt): the same roundings as its
+ * results, and vectorized; the others call powf. */
+typedef enum
+{
+  POW_GENERAL, POW_IDENTITY, POW_SQUARE, POW_CUBE, POW_RECIP,
+  POW_RECIP_SQUARE, POW_SQRT, POW_RSQRT
+} unary_pow_kind;
+
+static unary_pow_kind
+unary_pow_kind_of (float e)
+{
+  return e == 1.0f ? POW_IDENTITY : e == 2.0f ? POW_SQUARE : e == 3.0f ?
+      POW_CUBE : e == -1.0f ? POW_RECIP : e == -2.0f ? POW_RECIP_SQUARE :
+      e == 0.5f ? POW_SQRT : e == -0.5f ? POW_RSQRT : POW_GENERAL;
+}
+
+/* y = sign * dy * (cos x or sin x) (dy NULL: 1) where |x| is past
+ * TT_VSINCOS_LIMIT: libm's, for the few values there (x is intact: these
+ * layers never run in place) */
+TT_ALWAYS_INLINE void
+unary_sincos_fixup (size_t n, const float *x, float *y, const float *dy,
+    bool cos, float sign)
+{
+  int big = 0;
+  for (size_t i = 0; i < n; i++)
+    big |= fabsf (x[i]) > TT_VSINCOS_LIMIT;
+  if (!big)
+    return;
+  for (size_t i = 0; i < n; i++)
+    if (fabsf (x[i]) > TT_VSINCOS_LIMIT)
+      y[i] = sign * (dy ? dy[i] : 1.0f) * (cos ? cosf (x[i]) : sinf (x[i]));
+}
+
 TT_ALWAYS_INLINE void
 unary_forward_inl (tt_unary fn, size_t n, const float *x, float *y, float e)
 {
@@ -317,26 +352,53 @@ unary_forward_inl (tt_unary fn, size_t n, const float *x, float *y, float e)
       break;
     case TT_UNARY_SIN:
       for (size_t i = 0; i < n; i++)
-        y[i] = sinf (x[i]);
+        y[i] = tt_vsinf (x[i]);
+      unary_sincos_fixup (n, x, y, NULL, false, 1.0f);
       break;
     case TT_UNARY_COS:
       for (size_t i = 0; i < n; i++)
-        y[i] = cosf (x[i]);
+        y[i] = tt_vcosf (x[i]);
+      unary_sincos_fixup (n, x, y, NULL, true, 1.0f);
       break;
     case TT_UNARY_TAN:
       for (size_t i = 0; i < n; i++)
         y[i] = tanf (x[i]);
       break;
     case TT_UNARY_POW:
-      if (e == 2.0f)
-        for (size_t i = 0; i < n; i++)
-          y[i] = x[i] * x[i];
-      else if (e == 1.0f)
-        for (size_t i = 0; i < n; i++)
-          y[i] = x[i];
-      else
-        for (size_t i = 0; i < n; i++)
-          y[i] = powf (x[i], e);
+      switch (unary_pow_kind_of (e)) {
+        case POW_IDENTITY:
+          for (size_t i = 0; i < n; i++)
+            y[i] = x[i];
+          break;
+        case POW_SQUARE:
+          for (size_t i = 0; i < n; i++)
+            y[i] = x[i] * x[i];
+          break;
+        case POW_CUBE:
+          for (size_t i = 0; i < n; i++)
+            y[i] = x[i] * x[i] * x[i];
+          break;
+        case POW_RECIP:
+          for (size_t i = 0; i < n; i++)
+            y[i] = 1.0f / x[i];
+          break;
+        case POW_RECIP_SQUARE:
+          for (size_t i = 0; i < n; i++)
+            y[i] = 1.0f / (x[i] * x[i]);
+          break;
+        case POW_SQRT:
+          for (size_t i = 0; i < n; i++)
+            y[i] = sqrtf (x[i]);
+          break;
+        case POW_RSQRT:
+          for (size_t i = 0; i < n; i++)
+            y[i] = 1.0f / sqrtf (x[i]);
+          break;
+        case POW_GENERAL:
+          for (size_t i = 0; i < n; i++)
+            y[i] = powf (x[i], e);
+          break;
+      }
       break;
   }
 }
@@ -363,27 +425,67 @@ unary_backward_block (tt_unary fn, size_t n, const float *x, const float *y,
         dx[i] = dy[i] * 0.5f / y[i];
       break;
     case TT_UNARY_SIN:
+      if (dx == dy) {
+        /* the fix-up below needs dy */
+        for (size_t i = 0; i < n; i++)
+          dx[i] = dy[i] * (fabsf (x[i]) > TT_VSINCOS_LIMIT ? cosf (x[i]) :
+              tt_vcosf (x[i]));
+        break;
+      }
       for (size_t i = 0; i < n; i++)
-        dx[i] = dy[i] * cosf (x[i]);
+        dx[i] = dy[i] * tt_vcosf (x[i]);
+      unary_sincos_fixup (n, x, dx, dy, true, 1.0f);
       break;
     case TT_UNARY_COS:
+      if (dx == dy) {
+        for (size_t i = 0; i < n; i++)
+          dx[i] = -dy[i] * (fabsf (x[i]) > TT_VSINCOS_LIMIT ? sinf (x[i]) :
+              tt_vsinf (x[i]));
+        break;
+      }
       for (size_t i = 0; i < n; i++)
-        dx[i] = -dy[i] * sinf (x[i]);
+        dx[i] = -dy[i] * tt_vsinf (x[i]);
+      unary_sincos_fixup (n, x, dx, dy, false, -1.0f);
       break;
     case TT_UNARY_TAN:
       for (size_t i = 0; i < n; i++)
         dx[i] = dy[i] * (1.0f + y[i] * y[i]);
       break;
     case TT_UNARY_POW:
-      if (e == 2.0f)
-        for (size_t i = 0; i < n; i++)
-          dx[i] = dy[i] * 2.0f * x[i];
-      else if (e == 1.0f)
-        for (size_t i = 0; i < n; i++)
-          dx[i] = dy[i];
-      else
-        for (size_t i = 0; i < n; i++)
-          dx[i] = dy[i] * e * powf (x[i], e - 1.0f);
+      switch (unary_pow_kind_of (e)) {
+        case POW_IDENTITY:
+          for (size_t i = 0; i < n; i++)
+            dx[i] = dy[i];
+          break;
+        case POW_SQUARE:
+          for (size_t i = 0; i < n; i++)
+            dx[i] = dy[i] * 2.0f * x[i];
+          break;
+        case POW_CUBE:
+          for (size_t i = 0; i < n; i++)
+            dx[i] = dy[i] * 3.0f * (x[i] * x[i]);
+          break;
+        case POW_RECIP:
+          for (size_t i = 0; i < n; i++)
+            dx[i] = -dy[i] / (x[i] * x[i]);
+          break;
+        case POW_RECIP_SQUARE:
+          for (size_t i = 0; i < n; i++)
+            dx[i] = -2.0f * dy[i] / (x[i] * x[i] * x[i]);
+          break;
+        case POW_SQRT:
+          for (size_t i = 0; i < n; i++)
+            dx[i] = dy[i] * 0.5f / sqrtf (x[i]);
+          break;
+        case POW_RSQRT:
+          for (size_t i = 0; i < n; i++)
+            dx[i] = -0.5f * dy[i] / (x[i] * sqrtf (x[i]));
+          break;
+        case POW_GENERAL:
+          for (size_t i = 0; i < n; i++)
+            dx[i] = dy[i] * e * powf (x[i], e - 1.0f);
+          break;
+      }
       break;
   }
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Branch-free expf and tanhf for element-wise loops. glibc's tanhf costs
+ * Branch-free expf, tanhf, sinf and cosf for element-wise loops. glibc's tanhf costs
  * about 24 ns a value here, one value at a time (its vector variants are
  * declared only under -ffast-math), and was most of an LSTM's training
  * time; these are plain arithmetic the compiler vectorizes, within a few
@@ -110,6 +110,48 @@ tt_vlog1pf (float u)
                   + s2 * (1.11111111111111111e-1f + s2 *
                       9.09090909090909091e-2f)))));
   return (float) k * 0.693147180559945309f + lnm + (u - (w - 1.0f)) / w;
+}
+
+/* |x| up to which tt_vsinf and tt_vcosf are accurate: the three-part
+ * pi/2 below leaves k pi/2 exact for k < 2^13 (callers take libm's value
+ * above it) */
+#define TT_VSINCOS_LIMIT 8192.0f
+
+/* sin x (cos = 0) or cos x (cos = 1) for |x| <= TT_VSINCOS_LIMIT: x = k
+ * pi/2 + r with |r| <= pi/4 (pi/2 in three parts, Cody and Waite), sin r
+ * and cos r by their minimax polynomials (Cephes' sinf and cosf, within
+ * 2 ulp on [-pi/4, pi/4]), the one and the sign the quadrant k + cos
+ * picks. Within 8 ulp up to |x| = 100, 1e-7 absolute up to the limit
+ * (test_kernels). */
+static inline float
+tt_vsincosf (float x, int cos)
+{
+  const float shifted = x * 0.636619772367581343f + 12582912.0f;
+  const float k = shifted - 12582912.0f;
+  const float r = ((x - k * 1.5703125f) - k * 4.837512969970703125e-4f)
+      - k * 7.54978995489188216e-8f;
+  const float r2 = r * r;
+  const float sin_r = r + r * r2 * (-1.6666654611e-1f + r2 *
+      (8.3321608736e-3f + r2 * -1.9515295891e-4f));
+  const float cos_r = 1.0f - 0.5f * r2 + r2 * r2 * (4.166664568298827e-2f
+      + r2 * (-1.388731625493765e-3f + r2 * 2.443315711809948e-5f));
+  uint32_t kbits;
+  memcpy (&kbits, &shifted, sizeof kbits);
+  const uint32_t q = kbits + (uint32_t) cos;
+  const float v = (q & 1u) ? cos_r : sin_r;
+  return (q & 2u) ? -v : v;
+}
+
+static inline float
+tt_vsinf (float x)
+{
+  return tt_vsincosf (x, 0);
+}
+
+static inline float
+tt_vcosf (float x)
+{
+  return tt_vsincosf (x, 1);
 }
 
 #endif /* TT_VMATH_H */
