@@ -21,6 +21,17 @@
  * KiB on batch 32). */
 #define CONV2D_CHUNK_BYTES (1024u * 1024u)
 
+/* A 1x1 kernel at stride 1 without padding: a sample's columns are its
+ * input, so its own GEMM writes its output, and the input derivative's
+ * GEMM writes the input derivative, with no copy after (col2im) */
+static bool
+conv2d_pointwise (const tt_window_geom * g)
+{
+  return g->kernel_h == 1 && g->kernel_w == 1 && g->stride_h == 1 &&
+      g->stride_w == 1 && g->pad_top == 0 && g->pad_bottom == 0 &&
+      g->pad_left == 0 && g->pad_right == 0;
+}
+
 static int
 conv2d_chunk (const tt_window_geom * g)
 {
@@ -265,6 +276,13 @@ conv2d_backward_input_part (void *arg, unsigned part, unsigned n_parts)
   const int chunk = conv2d_chunk (g);
   size_t lo, hi;
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
+  if (conv2d_pointwise (g)) {
+    for (size_t b = lo; b < hi; b++)
+      tt_gemm (true, false, ckk, (int) ohw, j->filters, 1.0f, j->w, ckk,
+          j->dyg + b * ohw, (int) j->ld, 0.0f, j->dx + b * in_sample,
+          (int) ohw);
+    return;
+  }
   memset (j->dx + lo * in_sample, 0, (hi - lo) * in_sample * sizeof *j->dx);
   for (size_t b0 = lo; b0 < hi; b0 += chunk) {
     const size_t n = hi - b0 < (size_t) chunk ? hi - b0 : (size_t) chunk;
@@ -360,7 +378,8 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
       (size_t) conv2d_chunk_of (g, planned);
   const unsigned parts = tt_threads_parts (pool, (size_t) batch <
       slots ? (size_t) batch : slots, 1);
-  if (parts > 1) {
+  /* pointwise: each sample's GEMM writes its output, on one thread too */
+  if (parts > 1 || conv2d_pointwise (g)) {
     conv2d_job j = {.g = g,.filters = filters,.batch = batch,
       .ld = keep ? (size_t) batch * ohw : ohw,.x = x,.w = w,.bias = bias,
       .y = y,.col = col,.keep = keep
