@@ -594,6 +594,53 @@ static const gc_case gc_cases[] = {
         "type=activation\nactivation=tanh\ndistribute=true\n", "mse"},
   {"lstm_bidirectional_one_step", "[in]\ntype=input\ninput_shape=1:1:3\n"
         "[l]\ntype=lstm\nunit=2\nbidirectional=true\n", "mse"},
+  /* the recurrent family's last cells: grucell, zoneout_lstmcell (rates
+   * 0, masks drawn and replayed by the seed, test's masks: the random
+   * weights) */
+  {"grucell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=grucell\nunit=3\ninput_layers=in,h\n", "mse"},
+  {"grucell_reset_before", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=grucell\nunit=3\nreset_after=false\n"
+        "integrate_bias=true\ninput_layers=in,h\n", "mse"},
+  {"grucell_chain", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=grucell\nunit=3\ndisable_bias=true\n"
+        "hidden_state_activation=sigmoid\ninput_layers=in,h\n[l2]\n"
+        "type=grucell\nunit=3\nreset_after=false\ndropout_rate=0.3\n"
+        "input_layers=in,l\n", "mse"},
+  {"grucell_after_integrate", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=grucell\nunit=3\nintegrate_bias=true\n"
+        "dropout_rate=0.4\ninput_layers=in,h\n", "mse"},
+  {"zoneout_lstmcell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
+        "input_layers=in,h,c\n[sum]\ntype=addition\n"
+        "input_layers=l(0),l(1)\n", "mse"},
+  {"zoneout_lstmcell_drawn", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
+        "hidden_state_zoneout_rate=0.4\ncell_state_zoneout_rate=0.6\n"
+        "input_layers=in,h,c\n[sum]\ntype=addition\n"
+        "input_layers=l(0),l(1)\n", "mse"},
+  {"zoneout_lstmcell_test", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
+        "test=true\nintegrate_bias=true\ninput_layers=in,h,c\n[sum]\n"
+        "type=addition\ninput_layers=l(0),l(1)\n", "mse"},
+  {"zoneout_lstmcell_chain", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
+        "hidden_state_zoneout_rate=0.5\ndisable_bias=true\n"
+        "input_layers=in,h,c\n[l2]\ntype=zoneout_lstmcell\nunit=3\n"
+        "max_timestep=2\ntimestep=1\ncell_state_zoneout_rate=0.5\n"
+        "input_layers=in,l(0),l(1)\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
