@@ -600,40 +600,47 @@ static const gc_case gc_cases[] = {
   {"grucell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
         "unit=3\ninput_layers=in\nactivation=tanh\n"
         "[l]\ntype=grucell\nunit=3\ninput_layers=in,h\n", "mse"},
-  {"grucell_reset_before", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+  {"grucell_reset_before",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
         "unit=3\ninput_layers=in\nactivation=tanh\n"
         "[l]\ntype=grucell\nunit=3\nreset_after=false\n"
         "integrate_bias=true\ninput_layers=in,h\n", "mse"},
-  {"grucell_chain", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+  {"grucell_chain",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
         "unit=3\ninput_layers=in\nactivation=tanh\n"
         "[l]\ntype=grucell\nunit=3\ndisable_bias=true\n"
         "hidden_state_activation=sigmoid\ninput_layers=in,h\n[l2]\n"
         "type=grucell\nunit=3\nreset_after=false\ndropout_rate=0.3\n"
         "input_layers=in,l\n", "mse"},
-  {"grucell_after_integrate", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+  {"grucell_after_integrate",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
         "unit=3\ninput_layers=in\nactivation=tanh\n"
         "[l]\ntype=grucell\nunit=3\nintegrate_bias=true\n"
         "dropout_rate=0.4\ninput_layers=in,h\n", "mse"},
-  {"zoneout_lstmcell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+  {"zoneout_lstmcell",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
         "unit=3\ninput_layers=in\nactivation=tanh\n"
         "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
         "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
         "input_layers=in,h,c\n[sum]\ntype=addition\n"
         "input_layers=l(0),l(1)\n", "mse"},
-  {"zoneout_lstmcell_drawn", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+  {"zoneout_lstmcell_drawn",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
         "unit=3\ninput_layers=in\nactivation=tanh\n"
         "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
         "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
         "hidden_state_zoneout_rate=0.4\ncell_state_zoneout_rate=0.6\n"
         "input_layers=in,h,c\n[sum]\ntype=addition\n"
         "input_layers=l(0),l(1)\n", "mse"},
-  {"zoneout_lstmcell_test", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+  {"zoneout_lstmcell_test",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
         "unit=3\ninput_layers=in\nactivation=tanh\n"
         "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
         "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
         "test=true\nintegrate_bias=true\ninput_layers=in,h,c\n[sum]\n"
         "type=addition\ninput_layers=l(0),l(1)\n", "mse"},
-  {"zoneout_lstmcell_chain", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+  {"zoneout_lstmcell_chain",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
         "unit=3\ninput_layers=in\nactivation=tanh\n"
         "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
         "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
@@ -1417,8 +1424,7 @@ test_zoneout_mix (void)
     for (size_t i = 0; i < n; i++) {
       const size_t j = k * n + i;
       const float rate = k ? 0.75f : 0.25f;
-      bad += fabsf (y[j] - ((1.0f - rate) * cell[j] + rate * prev[j])) >
-          1e-6f;
+      bad += fabsf (y[j] - ((1.0f - rate) * cell[j] + rate * prev[j])) > 1e-6f;
     }
   CHECK (bad == 0, "evaluation: %d values are not the expectation", bad);
 out:

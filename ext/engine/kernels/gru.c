@@ -194,7 +194,7 @@ gru_forward_cells (const tt_gru * s, int t, int pass, int b0, int b1)
     if (t == 0 && pass == 0 && !s->h0)
       memset (h, 0, (size_t) U * sizeof *h);
     const float *hp = t > 0 ? h - s->h_step : s->h0 ? s->h0 +
-        (size_t) b *U : h;
+        (size_t) b * U : h;
     if (pass == 1) {
       if (dflt)
         gru_cell_out (U, TT_ACT_TANH, g, g + 2 * U, hp, h);
@@ -232,7 +232,7 @@ gru_backward_cells (const tt_gru * s, int t, int pass, float *dh,
     float *g = s->gates + (size_t) b * g_ld + (size_t) t * 4 * U;
     const float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
     const float *hp = t > 0 ? h - s->h_step : s->h0 ? s->h0 +
-        (size_t) b *U : h;
+        (size_t) b * U : h;
     float *dhb = dh + (size_t) b * U;
     if (pass == 1) {
       if (dflt)

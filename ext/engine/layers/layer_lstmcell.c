@@ -111,8 +111,8 @@ lstmcell_setup (const tt_run_ctx * c, const tt_layer * l, const float *dc)
     .w_hh = tt_run_data (c, l->weights[1].value),
     .bias = {
           lstmcell_weights (l) > 2 ? tt_run_data (c,
-            l->weights[2].value) : NULL,
-        lstmcell_weights (l) > 3 ? tt_run_data (c,
+              l->weights[2].value) : NULL,
+          lstmcell_weights (l) > 3 ? tt_run_data (c,
             l->weights[3].value) : NULL},
     .gates = tt_run_data (c, l->p.lstm.gates_d[0]),
     .cell = tt_run_data (c, l->p.lstm.cell_d[0]),

@@ -28,8 +28,7 @@ static const char *const zoneout_keys[] = {
 };
 
 static tt_status
-zoneout_rate (const tt_section * s, const char *key, float *out,
-    tt_error * err)
+zoneout_rate (const tt_section * s, const char *key, float *out, tt_error * err)
 {
   *out = 0.0f;
   tt_status st = tt_section_float (s, key, out, err);
@@ -69,8 +68,7 @@ zoneout_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if (l->p.lstm.timestep >= l->p.lstm.max_timestep)
     return tt_section_error (s, "timestep", err, TT_ERR_INVALID,
         "%u is not below max_timestep = %u (allowed: 0 to %u)",
-        l->p.lstm.timestep, l->p.lstm.max_timestep,
-        l->p.lstm.max_timestep - 1);
+        l->p.lstm.timestep, l->p.lstm.max_timestep, l->p.lstm.max_timestep - 1);
   return TT_OK;
 }
 
