@@ -102,6 +102,11 @@ def ini_weight_layers(cp):
             out.append((sec, "rnn", int(cp[sec]["unit"])))
         elif t == "lstmcell":
             out.append((sec, "lstm", int(cp[sec]["unit"])))
+        # the recurrent family's last cells
+        elif t == "grucell":
+            out.append((sec, "gru", int(cp[sec]["unit"])))
+        elif t == "zoneout_lstmcell":
+            out.append((sec, "lstm", int(cp[sec]["unit"])))
     return out
 
 
@@ -1042,6 +1047,33 @@ def forward_rnn(ctx, x):
 
 # batch 32 and ~0.9M relu / max-pool decisions, most seeds have a relu input
 # or a max-pool near-tie within a few float32 rounding errors whose
+# the recurrent family's last cells: grucell, zoneout_lstmcell
+def build_cells2(net):
+    net.fc("h0", 6, 5)
+    net.fc("c0", 6, 5)
+    net.gru("gc", 6, 5, integrate_bias=False)
+    net.lstm("zc", 6, 5, integrate_bias=True)
+    net.fc("output", 5, 4)
+    # nntrainer's BIN order, as build_cells's
+    net.bin_layers = ["c0", "h0", "gc", "zc", "output"]
+
+
+def forward_cells2(ctx, x):
+    """nn.GRUCell (torch.gru_cell, gate blocks reordered from nntrainer's
+    z, r, g to torch's r, z, n, as gru()) and nn.LSTMCell (the
+    zoneout_lstmcell with rates 0) on one step: x [B][1][1][F]; the
+    states come from dense layers of the input."""
+    xs = x.reshape(x.shape[0], -1)
+    h0 = linear(ctx, "h0", x).reshape(x.shape[0], -1)
+    c0 = linear(ctx, "c0", x).reshape(x.shape[0], -1)
+    unit = h0.shape[1]
+    perm = torch.cat([torch.arange(unit, 2 * unit), torch.arange(0, unit),
+                      torch.arange(2 * unit, 3 * unit)])
+    h = torch.gru_cell(xs, h0, *[t.index_select(0, perm) for t in cell_params(ctx, "gc")])
+    h, c = torch.lstm_cell(xs, (h, c0), *cell_params(ctx, "zc"))
+    return linear(ctx, "output", (h + c).reshape(x.shape[0], 1, 1, -1))
+
+
 # resolution changes dinput / grads by far more than the tolerance.
 CASES = [
     # name, ini, seed, input shape, classes, normalization, builder, forward
@@ -1082,6 +1114,8 @@ CASES = [
     ("rnn", "tests/models/sensor_rnn.ini", 9101, (1, 8, 6), 4, True, build_rnn, forward_rnn),
     ("bilstm", "tests/models/sensor_bilstm.ini", 9102, (1, 6, 5), 4, True, build_bilstm, forward_bilstm),
     ("cells", "tests/models/cells.ini", 9103, (1, 1, 6), 4, True, build_cells, forward_cells),
+    # the recurrent family's last cells: grucell, zoneout_lstmcell
+    ("cells2", "tests/models/cells2.ini", 9104, (1, 1, 6), 4, True, build_cells2, forward_cells2),
 ]
 # Cases whose [Model] loss is not cross: kld's labels are soft (each row
 # a softmax of normal draws with one value set to 0, P = 0's term, then

@@ -436,6 +436,13 @@ test_cells (void)
   golden_case ("cells");
 }
 
+/* the recurrent family's last cells: grucell, zoneout_lstmcell */
+static void
+test_cells2 (void)
+{
+  golden_case ("cells2");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -468,5 +475,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_rnn);
   TT_TEST_RUN (test_bilstm);
   TT_TEST_RUN (test_cells);
+  /* the recurrent family's last cells */
+  TT_TEST_RUN (test_cells2);
   return tt_test_summary ();
 }

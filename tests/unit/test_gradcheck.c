@@ -603,6 +603,60 @@ static const gc_case gc_cases[] = {
         "type=activation\nactivation=tanh\ndistribute=true\n", "mse"},
   {"lstm_bidirectional_one_step", "[in]\ntype=input\ninput_shape=1:1:3\n"
         "[l]\ntype=lstm\nunit=2\nbidirectional=true\n", "mse"},
+  /* the recurrent family's last cells: grucell, zoneout_lstmcell (rates
+   * 0, masks drawn and replayed by the seed, test's masks: the random
+   * weights) */
+  {"grucell", "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=grucell\nunit=3\ninput_layers=in,h\n", "mse"},
+  {"grucell_reset_before",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=grucell\nunit=3\nreset_after=false\n"
+        "integrate_bias=true\ninput_layers=in,h\n", "mse"},
+  {"grucell_chain",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=grucell\nunit=3\ndisable_bias=true\n"
+        "hidden_state_activation=sigmoid\ninput_layers=in,h\n[l2]\n"
+        "type=grucell\nunit=3\nreset_after=false\ndropout_rate=0.3\n"
+        "input_layers=in,l\n", "mse"},
+  {"grucell_after_integrate",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[l]\ntype=grucell\nunit=3\nintegrate_bias=true\n"
+        "dropout_rate=0.4\ninput_layers=in,h\n", "mse"},
+  {"zoneout_lstmcell",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
+        "input_layers=in,h,c\n[sum]\ntype=addition\n"
+        "input_layers=l(0),l(1)\n", "mse"},
+  {"zoneout_lstmcell_drawn",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
+        "hidden_state_zoneout_rate=0.4\ncell_state_zoneout_rate=0.6\n"
+        "input_layers=in,h,c\n[sum]\ntype=addition\n"
+        "input_layers=l(0),l(1)\n", "mse"},
+  {"zoneout_lstmcell_test",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
+        "test=true\nintegrate_bias=true\ninput_layers=in,h,c\n[sum]\n"
+        "type=addition\ninput_layers=l(0),l(1)\n", "mse"},
+  {"zoneout_lstmcell_chain",
+      "[in]\ntype=input\ninput_shape=1:1:4\n[h]\ntype=fully_connected\n"
+        "unit=3\ninput_layers=in\nactivation=tanh\n"
+        "[c]\ntype=fully_connected\nunit=3\ninput_layers=in\n"
+        "[l]\ntype=zoneout_lstmcell\nunit=3\nmax_timestep=3\ntimestep=1\n"
+        "hidden_state_zoneout_rate=0.5\ndisable_bias=true\n"
+        "input_layers=in,h,c\n[l2]\ntype=zoneout_lstmcell\nunit=3\n"
+        "max_timestep=2\ntimestep=1\ncell_state_zoneout_rate=0.5\n"
+        "input_layers=in,l(0),l(1)\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -1265,6 +1319,129 @@ gc_run_current (void)
   gc_run (gc_current);
 }
 
+/* the recurrent family's last cells: zoneout_lstmcell's mix by hand,
+ * against the same cell with rates 0 (its lstmcell): a training forward
+ * with drawn masks gives, per element, the cell's new state or the
+ * previous one, the previous about rate of the time; test's masks (here
+ * 0, 1 and 0.25) give M * new + (1 - M) * prev; evaluation gives the
+ * expectation (1 - rate) * new + rate * prev */
+#define ZO_UNIT 32
+static tt_model *
+zoneout_open (const char *name, const char *keys)
+{
+  char ini[1024];
+  tt_error err;
+  snprintf (ini, sizeof ini, "[Model]\ntype=NeuralNetwork\nbatch_size=%d\n"
+      "loss=mse\n[Optimizer]\ntype=sgd\nlearning_rate=0.1\n[in]\n"
+      "type=input\ninput_shape=1:1:6\n[h]\ntype=fully_connected\nunit=%d\n"
+      "activation=tanh\n[c]\ntype=fully_connected\nunit=%d\n"
+      "input_layers=in\n[l]\ntype=zoneout_lstmcell\nunit=%d\n"
+      "max_timestep=2\ntimestep=1\n%sinput_layers=in,h,c\n[sum]\n"
+      "type=addition\ninput_layers=l(0),l(1)\n", GC_BATCH, ZO_UNIT, ZO_UNIT,
+      ZO_UNIT, keys);
+  tt_model *m = tt_model_load_ini (tt_test_write_text (name, ini), &err);
+  tt_status st = m ? tt_model_set_plan_mode (m, TT_PLAN_NAIVE, &err) :
+      TT_ERR_INVALID;
+  if (!st)
+    st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "%s: %s", name, err.message);
+  if (st) {
+    tt_model_free (m);
+    return NULL;
+  }
+  tt_model_set_seed (m, 7);
+  gc_state = 777;
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    for (uint32_t k = 0; k < m->layers[i].n_weights; k++) {
+      tt_weight *w = &m->layers[i].weights[k];
+      float *v = tt_data (m, w->value);
+      for (size_t j = 0; j < w->count; j++)
+        v[j] = strstr (w->suffix, "zoneout_mask") ? (j % 4 == 0 ? 0.0f :
+            j % 4 == 1 ? 0.25f : 1.0f) : gc_rand () * 0.8f;
+    }
+  return m;
+}
+
+/* one forward (training or evaluation); out: [2][B][U] new states, prev:
+ * [2][B][U] the state inputs */
+static void
+zoneout_run (tt_model * m, bool training, float *out, float *prev)
+{
+  float x[GC_BATCH * 6], t[GC_BATCH * ZO_UNIT];
+  gc_state = 4243;
+  for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+    x[i] = gc_rand ();
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    t[i] = gc_rand ();
+  const void *inputs[1] = { x };
+  tt_error err;
+  double loss;
+  tt_batch_result r;
+  tt_rng_seed (&m->rng, 99);
+  tt_status st = training ? tt_model_gradients (m, GC_BATCH, inputs, NULL, t,
+      true, &loss, &err) : tt_model_eval_batch (m, GC_BATCH, inputs, NULL, t,
+      &r, &err);
+  CHECK (st == TT_OK, "zoneout forward: %s", st ? err.message : "");
+  const tt_layer *l = &m->layers[tt_model_find_layer (m, "l")];
+  const size_t n = GC_BATCH * ZO_UNIT;
+  for (int k = 0; k < 2; k++) {
+    memcpy (out + k * n, tt_data (m, l->out[k]), n * sizeof *out);
+    memcpy (prev + k * n, tt_data (m, l->in[1 + k]), n * sizeof *prev);
+  }
+}
+
+static void
+test_zoneout_mix (void)
+{
+  const size_t n = GC_BATCH * ZO_UNIT;
+  static float cell[2 * GC_BATCH * ZO_UNIT], prev[2 * GC_BATCH * ZO_UNIT];
+  static float y[2 * GC_BATCH * ZO_UNIT], p2[2 * GC_BATCH * ZO_UNIT];
+  tt_model *plain = zoneout_open ("zoneout_plain.ini", "");
+  tt_model *drawn = zoneout_open ("zoneout_drawn.ini",
+      "hidden_state_zoneout_rate=0.25\ncell_state_zoneout_rate=0.75\n");
+  tt_model *test = zoneout_open ("zoneout_test.ini", "test=true\n");
+  if (!plain || !drawn || !test)
+    goto out;
+  zoneout_run (plain, true, cell, prev);
+  zoneout_run (drawn, true, y, p2);
+  size_t other = 0, kept[2] = { 0, 0 };
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < n; i++) {
+      const size_t j = k * n + i;
+      if (prev[j] == cell[j])
+        continue;
+      other += y[j] != cell[j] && y[j] != prev[j];
+      kept[k] += y[j] == prev[j];
+    }
+  CHECK (other == 0 && kept[0] > n / 8 && kept[0] < n * 3 / 8 &&
+      kept[1] > n * 5 / 8 && kept[1] < n * 7 / 8, "drawn: %zu mixed values, "
+      "%zu and %zu of %zu kept (rates 0.25, 0.75)", other, kept[0], kept[1], n);
+  zoneout_run (test, true, y, p2);
+  int bad = 0;
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < n; i++) {
+      /* the weight's rows at timestep 1 of 2: row B + b */
+      const size_t j = k * n + i, w = n + i;
+      const float mk = w % 4 == 0 ? 0.0f : w % 4 == 1 ? 0.25f : 1.0f;
+      bad += fabsf (y[j] - (mk * cell[j] + (1.0f - mk) * prev[j])) > 1e-6f;
+    }
+  CHECK (bad == 0, "test: %d values are not M * new + (1 - M) * prev", bad);
+  zoneout_run (plain, false, cell, prev);
+  zoneout_run (drawn, false, y, p2);
+  bad = 0;
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < n; i++) {
+      const size_t j = k * n + i;
+      const float rate = k ? 0.75f : 0.25f;
+      bad += fabsf (y[j] - ((1.0f - rate) * cell[j] + rate * prev[j])) > 1e-6f;
+    }
+  CHECK (bad == 0, "evaluation: %d values are not the expectation", bad);
+out:
+  tt_model_free (plain);
+  tt_model_free (drawn);
+  tt_model_free (test);
+}
+
 int
 main (void)
 {
@@ -1278,5 +1455,7 @@ main (void)
   TT_TEST_RUN (test_centroid_knn);
   /* transposed convolution and the preprocessing layers */
   TT_TEST_RUN (test_preprocess_draws);
+  /* the recurrent family's last cells */
+  TT_TEST_RUN (test_zoneout_mix);
   return tt_test_summary ();
 }

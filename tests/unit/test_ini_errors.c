@@ -908,6 +908,90 @@ static const ie_case ie_cases[] = {
   {"lstm_bidirectional_word", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "bidirectional = both\n", IE_LOAD,
       {"[l] bidirectional", "'both'", "true or false"}},
+  /* the recurrent family's last cells: grucell, zoneout_lstmcell */
+  {"grucell_three_inputs",
+        MODEL_MSE ADAM INPUT4
+        "[h]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[l]\ntype = grucell\nunit = 3\ninput_layers = in, h, h\n",
+      IE_COMPILE, {"[l] input_layers", "grucell takes 2 inputs", "got 3"}},
+  {"grucell_state_shape", MODEL_MSE ADAM INPUT4 "[h]\n"
+        "type = fully_connected\nunit = 2\ninput_layers = in\n[l]\n"
+        "type = grucell\nunit = 3\ninput_layers = in, h\n", IE_COMPILE,
+      {"[l]", "input 1 (the hidden state)", "1:1:3", "1:1:2"}},
+  {"grucell_steps",
+        MODEL_MSE ADAM INPUT_STEPS
+        "[h]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[l]\ntype = grucell\nunit = 3\ninput_layers = in, h\n",
+      IE_COMPILE, {"[l]", "1:1:features", "1:4:3"}},
+  {"grucell_reset_after_word", MODEL_MSE ADAM INPUT4 "[l]\n"
+        "type = grucell\nunit = 3\nreset_after = maybe\n", IE_LOAD,
+      {"[l] reset_after", "maybe"}},
+  {"grucell_return_sequences", MODEL_MSE ADAM INPUT4 "[l]\n"
+        "type = grucell\nunit = 3\nreturn_sequences = true\n", IE_LOAD,
+      {"[l] return_sequences", "unknown key"}},
+  {"grucell_hidden_softmax", MODEL_MSE ADAM INPUT4 "[l]\n"
+        "type = grucell\nunit = 3\nhidden_state_activation = softmax\n",
+        IE_LOAD, {"[l] hidden_state_activation", "'softmax'", "grucell",
+          "tanh"}},
+  {"grucell_unit_missing", MODEL_MSE ADAM INPUT4 "[l]\ntype = grucell\n",
+      IE_LOAD, {"[l] unit", "missing"}},
+  {"zoneout_rate_above_one",
+        MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 1\ntimestep = 0\nhidden_state_zoneout_rate = 1.5\n",
+      IE_LOAD, {"[l] hidden_state_zoneout_rate", "[0, 1]"}},
+  {"zoneout_rate_negative",
+        MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 1\ntimestep = 0\ncell_state_zoneout_rate = -0.1\n",
+      IE_LOAD, {"[l] cell_state_zoneout_rate", "[0, 1]"}},
+  {"zoneout_rate_word",
+        MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 1\ntimestep = 0\ncell_state_zoneout_rate = half\n",
+      IE_LOAD, {"[l] cell_state_zoneout_rate", "half"}},
+  {"zoneout_max_timestep_missing",
+      MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "timestep = 0\n", IE_LOAD, {"[l] max_timestep", "missing"}},
+  {"zoneout_timestep_missing",
+      MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 2\n", IE_LOAD, {"[l] timestep", "missing"}},
+  {"zoneout_max_timestep_zero",
+        MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 0\ntimestep = 0\n", IE_LOAD,
+      {"[l] max_timestep"}},
+  {"zoneout_timestep_range",
+        MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 2\ntimestep = 2\n", IE_LOAD,
+      {"[l] timestep", "not below max_timestep = 2", "0 to 1"}},
+  {"zoneout_test_word",
+        MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 1\ntimestep = 0\ntest = sometimes\n", IE_LOAD,
+      {"[l] test", "sometimes"}},
+  {"zoneout_dropout",
+        MODEL_MSE ADAM INPUT4 "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 1\ntimestep = 0\ndropout_rate = 0.1\n", IE_LOAD,
+      {"[l] dropout_rate", "unknown key"}},
+  {"zoneout_two_inputs",
+        MODEL_MSE ADAM INPUT4
+        "[h]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 1\ntimestep = 0\ninput_layers = in, h\n",
+        IE_COMPILE, {"[l] input_layers", "zoneout_lstmcell takes 3 inputs",
+          "got 2"}},
+  {"zoneout_cell_shape",
+        MODEL_MSE ADAM INPUT4
+        "[h]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[c]\ntype = fully_connected\nunit = 2\ninput_layers = in\n"
+        "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 1\ntimestep = 0\n" "input_layers = in, h, c\n",
+        IE_COMPILE,
+      {"[l]", "input 2 (the cell state)", "1:1:3", "1:1:2"}},
+  {"zoneout_output_index",
+        MODEL_MSE ADAM INPUT4
+        "[h]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[c]\ntype = fully_connected\nunit = 3\ninput_layers = in\n"
+        "[l]\ntype = zoneout_lstmcell\nunit = 3\n"
+        "max_timestep = 1\ntimestep = 0\n" "input_layers = in, h, c\n" "[s]\n"
+        "type = addition\ninput_layers = l(0), l(2)\n", IE_COMPILE,
+      {"[s] input_layers", "'l(2)'", "2 output(s)"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

@@ -241,7 +241,10 @@ test_bit_identical (void)
     /* the recurrent family */
     "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini",
     /* dropout in recurrent layers: a rebuilt step draws its masks again */
-    "sensor_recurrent_dropout.ini", NULL
+    "sensor_recurrent_dropout.ini",
+    /* the recurrent family's last cells: grucell, zoneout_lstmcell (its
+     * masks drawn again in a rebuilt step) */
+    "cells2.ini", "cells2_zoneout.ini", NULL
   };
   static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16, 64, 64,
     /* transposed convolution and the preprocessing layers */
@@ -249,7 +252,9 @@ test_bit_identical (void)
     /* the recurrent family */
     8, 8, 8,
     /* dropout in recurrent layers */
-    16
+    16,
+    /* the recurrent family's last cells */
+    8, 16
   };
   for (int i = 0; models[i]; i++) {
     char path[2048];

@@ -245,6 +245,10 @@ test_recurrent_family (void)
   no_alloc_model (na_root, "sensor_bilstm.ini", 1, false);
   no_alloc_model (na_root, "sensor_bilstm.ini", 2, false);
   no_alloc_model (na_root, "cells.ini", 1, false);
+  /* the recurrent family's last cells: grucell, zoneout_lstmcell */
+  no_alloc_model (na_root, "cells2.ini", 1, false);
+  no_alloc_model (na_root, "cells2_zoneout.ini", 1, false);
+  no_alloc_model (na_root, "cells2_zoneout.ini", 2, false);
 }
 
 int

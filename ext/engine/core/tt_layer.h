@@ -601,6 +601,14 @@ typedef struct tt_layer {
        * tensor ids, -1 absent */
       int gates_d[2], cell_d[2], hidden_d[2];
       bool bidirectional;
+      /* zoneout_lstmcell: hidden_state_zoneout_rate, then
+       * cell_state_zoneout_rate; test (the masks are weights), timestep
+       * (max_timestep above); scratch ids, -1 absent: the masks [2][B][U]
+       * drawn in training, the masked state derivatives [2][B][U] */
+      float zoneout[2];
+      bool zoneout_test;
+      uint32_t timestep;
+      int zoneout_mask, zoneout_d;
     } lstm;
     struct {
       tt_recurrent rec;         /* act: candidate g; recurrent: z r */
@@ -813,7 +821,7 @@ tt_status tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 56
+#define TT_LAYER_TYPES 58
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -875,6 +883,10 @@ extern const tt_layer_ops tt_attention_layer_ops,
 /* the recurrent family (layer_rnn.c, layer_rnncell.c, layer_lstmcell.c) */
 extern const tt_layer_ops tt_rnn_layer_ops, tt_rnncell_layer_ops,
     tt_lstmcell_layer_ops;
+/* the recurrent family's last cells (layer_grucell.c,
+ * layer_zoneout_lstmcell.c) */
+extern const tt_layer_ops tt_grucell_layer_ops,
+    tt_zoneout_lstmcell_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,
@@ -969,6 +981,8 @@ typedef struct {
   int h_ld, h_step;
   const float *mask;            /* as tt_lstm's */
   tt_threads *threads;          /* as tt_lstm's */
+  /* grucell: the initial state [B][U] (NULL: zeros) */
+  const float *h0;
 } tt_gru;
 
 void tt_gru_forward (const tt_gru * s, const float *x);
@@ -983,6 +997,21 @@ void tt_gru_weight_grads (const tt_gru * s, const float *x, float *dw_ih,
     float *dw_hh, float *db_ih, float *db_hh);
 /* After tt_gru_bptt: dx [B][T][F]. */
 void tt_gru_input_grad (const tt_gru * s, float *dx);
+/* After tt_gru_bptt, with h0: dh0 [B][U] from the carry tt_gru_bptt
+ * left. */
+void tt_gru_state_grad (const tt_gru * s, const float *carry, float *dh0);
+/* layer_lstmcell.c: what zoneout_lstmcell shares with lstmcell (p.lstm):
+ * its infer (type names it in messages), scratch, forward, and backward
+ * passes from the derivatives of the new hidden and cell states (dc
+ * NULL: zeros) */
+tt_status tt_lstmcell_infer (const tt_init_ctx * c, tt_layer * l,
+    const char *type, tt_error * err);
+void tt_lstmcell_declare (tt_init_ctx * c, tt_layer * l);
+void tt_lstmcell_forward (const tt_run_ctx * c, tt_layer * l);
+void tt_lstmcell_gradient (const tt_run_ctx * c, tt_layer * l,
+    const float *dh, const float *dc);
+void tt_lstmcell_derivative (const tt_run_ctx * c, tt_layer * l,
+    const float *dh, const float *dc);
 
 /* maxpool2x2.c: the 2x2, stride 2, unpadded case of tt_maxpool_forward */
 bool tt_maxpool2x2_applies (const tt_window_geom * g);

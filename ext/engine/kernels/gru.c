@@ -22,6 +22,10 @@
  * derivatives over z, r and g, and d hn over hn (r * h stays: dW_hg reads
  * it); dW_ih and dx are GEMMs over all steps. Every buffer is the
  * caller's (pool scratch).
+ *
+ * h0 (grucell's state input) replaces h_{-1} = 0: the first step adds
+ * h0 W_hh (and r * h0 meets W_hg), and backward keeps its terms; after
+ * bptt tt_gru_state_grad gives dh0.
  */
 #include "gate_act.h"
 #include "tt_split.h"
@@ -185,10 +189,12 @@ gru_forward_cells (const tt_gru * s, int t, int pass, int b0, int b1)
   for (int b = b0; b < b1; b++) {
     float *g = s->gates + (size_t) b * g_ld + (size_t) t * 4 * U;
     float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
-    /* h_{-1} = 0: the hidden row itself, zeroed, read before written */
-    if (t == 0 && pass == 0)
+    /* h_{-1} = 0: the hidden row itself, zeroed, read before written;
+     * or h0's row */
+    if (t == 0 && pass == 0 && !s->h0)
       memset (h, 0, (size_t) U * sizeof *h);
-    const float *hp = t > 0 ? h - s->h_step : h;
+    const float *hp = t > 0 ? h - s->h_step : s->h0 ? s->h0 +
+        (size_t) b * U : h;
     if (pass == 1) {
       if (dflt)
         gru_cell_out (U, TT_ACT_TANH, g, g + 2 * U, hp, h);
@@ -220,12 +226,13 @@ gru_backward_cells (const tt_gru * s, int t, int pass, float *dh,
 {
   const int T = s->steps, U = s->unit, g_ld = T * 4 * U;
   const bool dflt = gru_defaults (s);
-  /* h_{-1} = 0: keep 0, hp any finite row (h_0) */
-  const float keep = t > 0 ? 1.0f : 0.0f;
+  /* h_{-1} = 0: keep 0, hp any finite row (h_0); or h0 */
+  const float keep = t > 0 || s->h0 ? 1.0f : 0.0f;
   for (int b = b0; b < b1; b++) {
     float *g = s->gates + (size_t) b * g_ld + (size_t) t * 4 * U;
     const float *h = s->hidden + (size_t) b * s->h_ld + (size_t) t * s->h_step;
-    const float *hp = t > 0 ? h - s->h_step : h;
+    const float *hp = t > 0 ? h - s->h_step : s->h0 ? s->h0 +
+        (size_t) b * U : h;
     float *dhb = dh + (size_t) b * U;
     if (pass == 1) {
       if (dflt)
@@ -337,16 +344,16 @@ tt_gru_forward (const tt_gru * s, const float *x)
   }
   for (int t = 0; t < T; t++) {
     float *gt = s->gates + (size_t) t * G;
-    if (t > 0)
+    if (t > 0 || s->h0)
       tt_gemm_split (s->threads, false, false, B,
           s->reset_after ? 3 * U : 2 * U, U, 1.0f,
-          s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld, s->w_hh, 3 * U,
-          1.0f, gt, g_ld);
+          t > 0 ? s->hidden + (size_t) (t - 1) * s->h_step : s->h0,
+          t > 0 ? s->h_ld : U, s->w_hh, 3 * U, 1.0f, gt, g_ld);
     gru_cells (s, t, 0, false, NULL, NULL);
     if (s->reset_after)
       continue;
     /* g += (r * h_{t-1}) W_hg; r * h_{-1} = 0 */
-    if (t > 0)
+    if (t > 0 || s->h0)
       tt_gemm_split (s->threads, false, false, B, U, U, 1.0f, gt + 3 * U, g_ld,
           s->w_hh + 2 * U, 3 * U, 1.0f, gt + 2 * U, g_ld);
     gru_cells (s, t, 1, false, NULL, NULL);
@@ -385,7 +392,7 @@ tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences, float *carry)
     gru_cells (s, t, 0, true, dh, drh);
     if (s->reset_after)
       continue;
-    if (t == 0) {
+    if (t == 0 && !s->h0) {
       /* r met h_{-1} = 0 only: dr = 0 */
       for (int b = 0; b < B; b++)
         memset (gt + (size_t) b * g_ld + U, 0, (size_t) U * sizeof *gt);
@@ -414,13 +421,19 @@ tt_gru_weight_grads (const tt_gru * s, const float *x, float *dw_ih,
         G, 0.0f, dw_ih, 3 * U);
   }
   /* dW_hh: sum over t >= 1 of h_{t-1}^T times step t's z, r and hn (or
-   * z, r) derivatives, one GEMM per step as in forward */
-  if (T == 1)
+   * z, r) derivatives, one GEMM per step as in forward (h0: t = 0's
+   * too) */
+  const int n_hh = s->reset_after ? 3 * U : 2 * U;
+  if (s->h0)
+    tt_gemm_split (s->threads, true, false, U, n_hh, B, 1.0f, s->h0, U,
+        s->gates, T * G, 0.0f, dw_hh, 3 * U);
+  else if (T == 1)
     memset (dw_hh, 0, (size_t) U * 3 * U * sizeof *dw_hh);
   for (int t = 1; t < T; t++)
-    tt_gemm_split (s->threads, true, false, U, s->reset_after ? 3 * U : 2 * U,
-        B, 1.0f, s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
-        s->gates + (size_t) t * G, T * G, t == 1 ? 0.0f : 1.0f, dw_hh, 3 * U);
+    tt_gemm_split (s->threads, true, false, U, n_hh, B, 1.0f,
+        s->hidden + (size_t) (t - 1) * s->h_step, s->h_ld,
+        s->gates + (size_t) t * G, T * G, t == 1 && !s->h0 ? 0.0f : 1.0f,
+        dw_hh, 3 * U);
   /* without reset_after, dW_hg = (r * h)^T dg over all steps at once
    * (r * h_{-1} = 0) */
   if (!s->reset_after)
@@ -461,4 +474,14 @@ tt_gru_input_grad (const tt_gru * s, float *dx)
     tt_gemm_split (s->threads, false, true, N, F, 3 * U, 1.0f, s->gates, G,
         s->w_ih, 3 * U, 0.0f, dx, F);
   }
+}
+
+void
+tt_gru_state_grad (const tt_gru * s, const float *carry, float *dh0)
+{
+  const int U = s->unit, G = 4 * U;
+  memcpy (dh0, carry, (size_t) s->batch * U * sizeof *dh0);
+  tt_gemm_split (s->threads, false, true, s->batch, U,
+      s->reset_after ? 3 * U : 2 * U, 1.0f, s->gates, s->steps * G, s->w_hh,
+      3 * U, 1.0f, dh0, U);
 }

@@ -8,6 +8,11 @@
  * dropped). Keys unit, integrate_bias, hidden_state_activation (tanh),
  * recurrent_activation (sigmoid), dropout_rate (on the hidden state);
  * weights as lstm's.
+ *
+ * zoneout_lstmcell (layer_zoneout_lstmcell.c) is this cell plus a mix of
+ * its outputs with its state inputs: it shares the scratch, the forward
+ * and the backward passes below (tt_lstmcell_*), its derivatives of the
+ * new states given.
  */
 #include "tt_layer.h"
 
@@ -21,18 +26,32 @@ static const char *const lstmcell_keys[] = {
 static tt_status
 lstmcell_parse (tt_layer * l, const tt_section * s, tt_error * err)
 {
+  l->p.lstm.zoneout_test = false;
   return tt_recurrent_parse (s, "an lstmcell", &l->p.lstm.rec, err);
+}
+
+tt_status
+tt_lstmcell_infer (const tt_init_ctx * c, tt_layer * l, const char *type,
+    tt_error * err)
+{
+  tt_status st = tt_cell_check_inputs (c, l, 3, l->p.lstm.rec.unit, err);
+  if (st || (st = tt_recurrent_infer (c, l, type, &l->p.lstm.rec, 4, err)))
+    return st;
+  l->out_dims[1] = l->out_dims[0];
+  return TT_OK;
 }
 
 static tt_status
 lstmcell_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
-  tt_status st = tt_cell_check_inputs (c, l, 3, l->p.lstm.rec.unit, err);
-  if (st || (st = tt_recurrent_infer (c, l, "an lstmcell", &l->p.lstm.rec, 4,
-              err)))
-    return st;
-  l->out_dims[1] = l->out_dims[0];
-  return TT_OK;
+  return tt_lstmcell_infer (c, l, "an lstmcell", err);
+}
+
+/* the cell's weights, zoneout_lstmcell's test masks after them left out */
+static uint32_t
+lstmcell_weights (const tt_layer * l)
+{
+  return l->n_weights - (l->p.lstm.zoneout_test ? 2 : 0);
 }
 
 static bool
@@ -45,8 +64,8 @@ lstmcell_runs_gradient (const tt_layer * l)
  * to output 1, so that no layer reading that output in place changes
  * what backward reads) from forward to the last backward phase;
  * "bptt_carry" [B][2U] (dh, dc: dc0 at the end) to calcDerivative. */
-static void
-lstmcell_declare (tt_init_ctx * c, tt_layer * l)
+void
+tt_lstmcell_declare (tt_init_ctx * c, tt_layer * l)
 {
   const size_t batch = c->batch_size, unit = l->p.lstm.rec.unit;
   const bool grad = lstmcell_runs_gradient (l), deriv = l->needs_derivative;
@@ -78,7 +97,7 @@ lstmcell_declare (tt_init_ctx * c, tt_layer * l)
 }
 
 static tt_lstm
-lstmcell_setup (const tt_run_ctx * c, const tt_layer * l)
+lstmcell_setup (const tt_run_ctx * c, const tt_layer * l, const float *dc)
 {
   const int unit = (int) l->p.lstm.rec.unit;
   tt_lstm s = {
@@ -91,8 +110,10 @@ lstmcell_setup (const tt_run_ctx * c, const tt_layer * l)
     .w_ih = tt_run_data (c, l->weights[0].value),
     .w_hh = tt_run_data (c, l->weights[1].value),
     .bias = {
-          l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
-        l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
+          lstmcell_weights (l) > 2 ? tt_run_data (c,
+              l->weights[2].value) : NULL,
+          lstmcell_weights (l) > 3 ? tt_run_data (c,
+            l->weights[3].value) : NULL},
     .gates = tt_run_data (c, l->p.lstm.gates_d[0]),
     .cell = tt_run_data (c, l->p.lstm.cell_d[0]),
     .hidden = tt_run_data (c, l->out[0]),
@@ -101,43 +122,45 @@ lstmcell_setup (const tt_run_ctx * c, const tt_layer * l)
     .threads = c->threads,
     .h0 = tt_run_data (c, l->in[1]),
     .c0 = tt_run_data (c, l->in[2]),
-    .dc_last = tt_run_data (c, l->out_deriv[1]),
+    .dc_last = dc,
   };
   return s;
 }
 
-static void
-lstmcell_forward (const tt_run_ctx * c, tt_layer * l)
+void
+tt_lstmcell_forward (const tt_run_ctx * c, tt_layer * l)
 {
   tt_recurrent_draw_mask (c, l, &l->p.lstm.rec, l->p.lstm.mask);
-  const tt_lstm s = lstmcell_setup (c, l);
+  const tt_lstm s = lstmcell_setup (c, l, NULL);
   tt_lstm_forward (&s, tt_run_data (c, l->in[0]));
   memcpy (tt_run_data (c, l->out[1]), s.cell,
       (size_t) s.batch * s.unit * sizeof *s.cell);
 }
 
-static void
-lstmcell_calc_gradient (const tt_run_ctx * c, tt_layer * l)
+void
+tt_lstmcell_gradient (const tt_run_ctx * c, tt_layer * l, const float *dh,
+    const float *dc)
 {
   if (!lstmcell_runs_gradient (l))
     return;
-  const tt_lstm s = lstmcell_setup (c, l);
-  tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]), false,
-      tt_run_data (c, l->p.lstm.carry));
-  float *db = l->n_weights > 2 ? tt_run_data (c, l->weights[2].grad) : NULL;
+  const tt_lstm s = lstmcell_setup (c, l, dc);
+  tt_lstm_bptt (&s, dh, false, tt_run_data (c, l->p.lstm.carry));
+  const uint32_t n_weights = lstmcell_weights (l);
+  float *db = n_weights > 2 ? tt_run_data (c, l->weights[2].grad) : NULL;
   tt_lstm_weight_grads (&s, tt_run_data (c, l->in[0]),
       tt_run_data (c, l->weights[0].grad), tt_run_data (c, l->weights[1].grad),
       db);
-  tt_recurrent_copy_bias_grad (c, l->weights, l->n_weights);
+  tt_recurrent_copy_bias_grad (c, l->weights, n_weights);
 }
 
-static void
-lstmcell_calc_derivative (const tt_run_ctx * c, tt_layer * l)
+void
+tt_lstmcell_derivative (const tt_run_ctx * c, tt_layer * l, const float *dh,
+    const float *dc)
 {
-  const tt_lstm s = lstmcell_setup (c, l);
+  const tt_lstm s = lstmcell_setup (c, l, dc);
   float *carry = tt_run_data (c, l->p.lstm.carry);
   if (!lstmcell_runs_gradient (l))
-    tt_lstm_bptt (&s, tt_run_data (c, l->out_deriv[0]), false, carry);
+    tt_lstm_bptt (&s, dh, false, carry);
   float *dx = tt_run_data (c, l->in_deriv[0]);
   float *dh0 = tt_run_data (c, l->in_deriv[1]);
   float *dc0 = tt_run_data (c, l->in_deriv[2]);
@@ -150,6 +173,20 @@ lstmcell_calc_derivative (const tt_run_ctx * c, tt_layer * l)
         (size_t) s.batch * s.unit * sizeof *dc0);
 }
 
+static void
+lstmcell_calc_gradient (const tt_run_ctx * c, tt_layer * l)
+{
+  tt_lstmcell_gradient (c, l, tt_run_data (c, l->out_deriv[0]),
+      tt_run_data (c, l->out_deriv[1]));
+}
+
+static void
+lstmcell_calc_derivative (const tt_run_ctx * c, tt_layer * l)
+{
+  tt_lstmcell_derivative (c, l, tt_run_data (c, l->out_deriv[0]),
+      tt_run_data (c, l->out_deriv[1]));
+}
+
 const tt_layer_ops tt_lstmcell_layer_ops = {
   .type = "lstmcell",
   .role = TT_ROLE_COMPUTE,
@@ -158,8 +195,8 @@ const tt_layer_ops tt_lstmcell_layer_ops = {
   .has_weights = true,
   .parse = lstmcell_parse,
   .infer = lstmcell_infer,
-  .declare = lstmcell_declare,
-  .forward = lstmcell_forward,
+  .declare = tt_lstmcell_declare,
+  .forward = tt_lstmcell_forward,
   .calc_gradient = lstmcell_calc_gradient,
   .calc_derivative = lstmcell_calc_derivative,
   .outputs = 2,

@@ -13,6 +13,12 @@
 # OUTDIR            defaults to recordings/ beside this script; it is
 #                   emptied first
 #
+# RECORD_ONLY="NAME..." records only those models (names as in the list
+# below, e.g. a family model's file name without .ini) and merges them
+# into OUTDIR: their files are replaced, their MANIFEST.txt lines (files
+# and status) and record.log lines are replaced, everything else (the
+# other models' files and lines, mlp_best, PROBES.txt) stays as it was.
+#
 # Never run by CI or meson: CI only reads the files this writes.
 set -euo pipefail
 
@@ -40,6 +46,13 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+only=${RECORD_ONLY:-}
+final_out=$out
+if [ -n "$only" ]; then
+  [ -d "$final_out" ] || { echo "$0: RECORD_ONLY needs an existing $final_out" >&2; exit 2; }
+  out=$work/only_out
+fi
 
 # ---- build the recording program ----------------------------------------
 pc=$(dirname "$(find "$prefix" -name ccapi-ml-training.pc | head -n 1)")
@@ -75,6 +88,14 @@ for ini in "$here"/models/families/*.ini; do
   models="$models$(basename "$ini" .ini) $ini
 "
 done
+
+if [ -n "$only" ]; then
+  models=$(echo "$models" | awk -v only=" $only " 'NF && index(only, " " $1 " ")')
+  for n in $only; do
+    echo "$models" | awk -v n="$n" '$1 == n { f = 1 } END { exit !f }' ||
+      { echo "$0: RECORD_ONLY: no model named $n" >&2; exit 2; }
+  done
+fi
 
 # Keys nntrainer refuses in our INIs, dropped from the copy it is given:
 # model  section  key  reason
@@ -176,7 +197,9 @@ done
 # ---- save_best_path: which validation results make train() save, and where
 # models/mlp_best.ini names a relative save_best_path; the stage runs one
 # level below the INI's folder, so the file shows which one it is relative to
+# (not with RECORD_ONLY)
 d=$work/mlp_best
+if [ -z "$only" ]; then
 mkdir -p "$d/files" "$d/run"
 cp "$here/models/mlp_best.ini" "$d/"
 if (cd "$d/run" && "$work/record" best "$d/mlp_best.ini" "$d/files" mlp_best >> "$raw" 2> "$d/stderr.txt"); then
@@ -184,6 +207,7 @@ if (cd "$d/run" && "$work/record" best "$d/mlp_best.ini" "$d/files" mlp_best >> 
 else
   echo "FAILED: record best mlp_best" | tee -a "$log" >&2
   sed 's/^/  stderr: /' "$d/stderr.txt" | tee -a "$log" >&2
+fi
 fi
 
 # ---- keep the files and write the manifest -----------------------------------
@@ -246,6 +270,53 @@ done
   echo "# status | model | result"
   awk '{ n = $1; $1 = ""; sub(/^ /, ""); print "status | " n " | " $0 }' "$status"
 } >> "$manifest"
+
+# ---- RECORD_ONLY: merge into the existing recordings, and stop -------------
+if [ -n "$only" ]; then
+  sed -i 's/[[:blank:]]*$//' "$log"
+  for f in "$out"/*; do
+    case $(basename "$f") in
+      MANIFEST.txt | record.log) ;;
+      *) cp "$f" "$final_out/" ;;
+    esac
+  done
+  # MANIFEST.txt: the old file lines but those of the models, the new
+  # ones, then the old status lines but theirs, and the new ones
+  awk -v only=" $only " '
+    function ours(model) { return index(only, " " model " ") > 0 }
+    BEGIN { FS = " [|] " }
+    FNR == NR {
+      if ($0 ~ /^status [|] /) st[++ns] = $0
+      else if ($0 !~ /^#/ && NF >= 7) fl[++nf] = $0
+      next
+    }
+    /^#$/ && !done {
+      getline next_line
+      if (next_line ~ /^# per model/) {
+        for (i = 1; i <= nf; i++) print fl[i]
+        done = 1
+      }
+      print
+      print next_line
+      next
+    }
+    /^status [|] / && ours($2) { next }
+    $0 !~ /^#/ && NF >= 7 && ours($2) { next }
+    { print }
+    END { for (i = 1; i <= ns; i++) print st[i] }' \
+    "$manifest" "$final_out/MANIFEST.txt" > "$work/manifest.merged"
+  mv "$work/manifest.merged" "$final_out/MANIFEST.txt"
+  # record.log: the old lines but those naming the models, then the new
+  awk -v only=" $only " '{
+      n = split($0, w, /[ ():]+/)
+      for (i = 1; i <= n; i++) if (w[i] != "" && index(only, " " w[i] " ")) next
+      print
+    }' "$final_out/record.log" > "$work/log.merged"
+  cat "$log" >> "$work/log.merged"
+  mv "$work/log.merged" "$final_out/record.log"
+  echo "recorded $only into $final_out"
+  exit 0
+fi
 
 # ---- probes: which INI keys and sections this nntrainer accepts ------------
 # Each probes/*.ini (but backbone_part.ini, which backbone_ini.ini includes)
