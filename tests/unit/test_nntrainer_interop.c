@@ -819,7 +819,12 @@ test_families (void)
     "upsample_bilinear", "posenc", "chshuffle", "pool_avg_pad",
     "flatten_dims", "bn_decay", "lstm_drop0", "gru_drop0",
     "act_gelu_nomemopt", "act_swish_nomemopt", "rnn", "lstm_bidir",
-    "permute", NULL
+    "permute",
+    /* ln_ops' layers one at a time: these agree, and so do multiply and
+     * divide without nntrainer's memory optimization */
+    "ops_pow2", "ops_rmean",
+    "ops_rsum_h", "ops_identity", "ops_add", "ops_subtract",
+    "ops_multiply_nomemopt", "ops_divide_nomemopt", NULL
   };
   /* nntrainer's training is wrong there (FINDINGS.md, docs/formats.md) */
   static const char *const wrong[][2] = {
@@ -835,9 +840,29 @@ test_families (void)
     {"ops_cos", "drops cos' minus sign and the incoming derivative"},
     {"attention", "trains attention away from its finite-difference "
           "gradients (where in its backward: not isolated)"},
-    {"ln_ops", "trains the layer_normalization and operation chain away "
-          "from its finite-difference gradients (the layer at fault is "
-          "not isolated)"},
+    {"ln_ops", "multiplies layer_normalization's input derivative by "
+          "gamma after its means, and reads the wrong tensors in multiply's "
+          "and divide's backward under its memory optimization"},
+    {"ln_ops_nomemopt", "multiplies layer_normalization's input derivative "
+          "by gamma after its means"},
+    {"ops_ln_rows", "multiplies layer_normalization's input derivative by "
+          "gamma after its means (exact only while gamma is uniform)"},
+    {"ops_sin", "drops sin's incoming derivative (its product goes to a "
+          "temporary it drops): cos(x) alone"},
+    {"ops_sin_nomemopt", "drops sin's incoming derivative, memory "
+          "optimization or not"},
+    {"ops_negative", "drops negative's minus sign (its product goes to a "
+          "temporary it drops)"},
+    {"ops_negative_nomemopt", "drops negative's minus sign, memory "
+          "optimization or not"},
+    {"ops_ln", "multiplies layer_normalization's input derivative by gamma "
+          "after its means"},
+    {"ops_ln_nomemopt", "multiplies layer_normalization's input derivative "
+          "by gamma after its means, memory optimization or not"},
+    {"ops_multiply", "reads the wrong tensor in multiply's backward under "
+          "its memory optimization"},
+    {"ops_divide", "reads the wrong tensor in divide's backward under its "
+          "memory optimization"},
     {"pool_avg_asym", "bounds average pooling's backward windows by the "
           "top/left padding"},
     {NULL, NULL}
