@@ -6,7 +6,14 @@ The PyTorch side of tests/bench/zoo_speed.sh. The model is built from the
 same INI, layer by layer (the layer types the zoo uses: input, conv2d,
 depthwiseconv2d, batch_normalization, addition, pooling2d global_average,
 flatten, dropout, fully_connected and the activations relu, relu6,
-softmax), so both sides train the same network: convolutions with
+softmax; for the transformer encoder reshape, permute, positional_encoding,
+multi_head_attention (query, key, value; PyTorch's packed in_proj_weight
+is [q; k; v], the transposes of the BIN's query_fc_weight, key_fc_weight,
+value_fc_weight), layer_normalization over the width, reduce_mean, gelu
+(erf), and the input's batch-wide min-max normalization), so both sides
+train the same network (for zoo_transformer checked: the same weights
+written as a BIN give the engine's evaluation loss to 6 digits); a dense
+layer maps each row's width as the engine does: convolutions with
 TensorFlow's "same" padding (the extra pixel of an odd total at the
 bottom/right) as the engine pads, batch normalization with the INI's
 epsilon and momentum (PyTorch's momentum = 1 - nntrainer's), Adam with
@@ -14,7 +21,8 @@ the INI's learning rate. Trained on synthetic float32 samples (uniform
 inputs, random classes) made before the clock starts, as
 tests/bench/seq_speed.c trains the engine; PyTorch's best setting is
 searched on the warm-up batches: foreach Adam or the loop
-(torch_fmnist.fastest_adam), channels-last memory format or not.
+(torch_fmnist.fastest_adam), channels-last memory format or not, and
+attention through nn.MultiheadAttention or by hand (class Mha).
 
 The last line is machine-readable, e.g.
   torch model=zoo_ds_cnn batch=32 threads=1 samples=2048 epochs=2 \
@@ -35,6 +43,7 @@ import torch.nn.functional as F
 from torch_fmnist import backends_line, positive, train_epoch
 
 WARMUP_BATCHES = 3
+SEARCH_SECONDS = 0.3
 
 
 def pair(text):
@@ -64,10 +73,98 @@ class SamePad(nn.Module):
 class Act(nn.Module):
     def __init__(self, name):
         super().__init__()
-        self.fn = {"relu": F.relu, "relu6": F.relu6}[name]
+        self.fn = {"relu": F.relu, "relu6": F.relu6, "gelu": F.gelu}[name]
 
     def forward(self, x):
         return self.fn(x)
+
+
+class Reshape(nn.Module):
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, x):
+        return x.reshape((x.shape[0],) + self.shape)
+
+
+class Permute(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.dims = dims
+
+    def forward(self, x):
+        return x.permute(self.dims)
+
+
+class Mean(nn.Module):
+    def __init__(self, axis):
+        super().__init__()
+        self.axis = axis
+
+    def forward(self, x):
+        return x.mean(dim=self.axis, keepdim=True)
+
+
+class PositionalEncoding(nn.Module):
+    """nntrainer's table over height (timestep i) and width (j of w):
+    sin(i / 10000^(2 floor(j/2) / w)) for even j, cos for odd j."""
+
+    def __init__(self, h, w):
+        super().__init__()
+        i = torch.arange(h, dtype=torch.float64).unsqueeze(1)
+        j = torch.arange(w)
+        a = i / torch.pow(torch.tensor(10000.0, dtype=torch.float64),
+                          (j - j % 2).to(torch.float64) / w)
+        pe = torch.where(j % 2 == 1, torch.cos(a), torch.sin(a))
+        self.register_buffer("pe", pe.to(torch.float32))
+
+    def forward(self, x):
+        return x + self.pe
+
+
+class Mha(nn.Module):
+    """multi_head_attention on [B][1][L][D] (inputs query, key, value),
+    with PyTorch's packed parameters (in_proj_weight [q; k; v], out_proj)
+    and two ways to compute it, the faster chosen on the warm-up batches:
+    "module", F.multi_head_attention_forward as nn.MultiheadAttention
+    (batch_first) runs it in training (one packed projection GEMM for
+    self-attention; its fast path is inference only), or "manual": the
+    projections as one F.linear, the heads by bmm and softmax."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.impl = "module"
+
+    def forward(self, q, k, v):
+        b, _, lq, d = q.shape
+        q3 = q.reshape(b, lq, d)
+        a = self.attn
+        if self.impl == "module":
+            k3 = q3 if k is q else k.reshape(b, k.shape[2], d)
+            v3 = k3 if v is k else v.reshape(b, v.shape[2], d)
+            y, _ = a(q3, k3, v3, need_weights=False)
+            return y.reshape(b, 1, lq, -1)
+        h = self.heads
+        dh = d // h
+        if q is k and k is v:
+            qp, kp, vp = F.linear(q3, a.in_proj_weight,
+                                  a.in_proj_bias).chunk(3, dim=-1)
+        else:
+            w = a.in_proj_weight.chunk(3)
+            bias = a.in_proj_bias.chunk(3)
+            qp = F.linear(q3, w[0], bias[0])
+            kp = F.linear(k.reshape(b, -1, d), w[1], bias[1])
+            vp = F.linear(v.reshape(b, -1, d), w[2], bias[2])
+        qh = qp.reshape(b, lq, h, dh).transpose(1, 2)
+        kh = kp.reshape(b, -1, h, dh).transpose(1, 2)
+        vh = vp.reshape(b, -1, h, dh).transpose(1, 2)
+        s = torch.matmul(qh, kh.transpose(2, 3)) * (dh ** -0.5)
+        o = torch.matmul(torch.softmax(s, dim=-1), vh)
+        o = o.transpose(1, 2).reshape(b, lq, d)
+        return a.out_proj(o).reshape(b, 1, lq, -1)
 
 
 class IniNet(nn.Module):
@@ -95,6 +192,8 @@ class IniNet(nn.Module):
             if t == "input":
                 self.input_name = name
                 shapes[name] = tuple(int(x) for x in s["input_shape"].split(":"))
+                # nntrainer's min-max rescaling over the whole batch
+                self.normalize = s.get("normalization", "false") == "true"
                 prev = name
                 continue
             c, h, w = shapes[ins[0]]
@@ -141,6 +240,38 @@ class IniNet(nn.Module):
             elif t == "fully_connected":
                 mod = nn.Linear(w, int(s["unit"]))
                 out = (c, h, int(s["unit"]))
+            # the transformer encoder's types
+            elif t == "reshape":
+                out = tuple(int(x) for x in s["target_shape"].split(":"))
+                mod = Reshape(out)
+            elif t == "permute":
+                # nntrainer's 1-based channel:height:width order
+                order = [int(x) for x in s["direction"].split(",")]
+                mod = Permute([0] + order)
+                out = tuple((c, h, w)[i - 1] for i in order)
+            elif t == "positional_encoding":
+                mod = PositionalEncoding(h, w)
+                out = (c, h, w)
+            elif t == "multi_head_attention":
+                heads = int(s.get("num_heads", "1"))
+                if len(ins) != 3 or c != 1 or any(
+                        shapes[i][2] != w for i in ins) or w % heads or any(
+                        k in s for k in ("projected_key_dim", "output_shape",
+                                         "projected_value_dim")):
+                    raise SystemExit(f"{path}: [{name}] {t}: only query, "
+                                     "key, value of one width, default "
+                                     "projections")
+                mod = Mha(w, heads)
+                out = (c, h, w)
+            elif t == "layer_normalization":
+                assert s.get("axis", "3") == "3", path
+                mod = nn.LayerNorm(w, eps=float(s.get("epsilon", "0.001")))
+                out = (c, h, w)
+            elif t == "reduce_mean":
+                axis = int(s["axis"])
+                mod = Mean(axis)
+                out = tuple(1 if i == axis else n
+                            for i, n in enumerate((c, h, w), 1))
             else:
                 raise SystemExit(f"{path}: [{name}] type {t}: not in the zoo")
             if mod is not None:
@@ -159,6 +290,9 @@ class IniNet(nn.Module):
         self.classes = shapes[prev][2]
 
     def forward(self, x):
+        if self.normalize:
+            lo, hi = x.min(), x.max()
+            x = (x - lo) / (hi - lo) if hi > lo else torch.zeros_like(x)
         values = {self.input_name: x}
         for name, mod_name, ins in self.steps:
             if mod_name is None:
@@ -168,11 +302,23 @@ class IniNet(nn.Module):
             else:
                 y = values[ins[0]]
                 mod = self.mods[mod_name]
-                if isinstance(mod, (nn.BatchNorm1d, nn.Linear)) and y.dim() > 2:
-                    y = y.flatten(1)
-                y = mod(y)
+                if isinstance(mod, Mha):
+                    y = mod(*(values[i] for i in ins))
+                else:
+                    # a dense layer on [B][1][1][W] as on [B][W]; on more
+                    # rows ([B][C][H][W]) it maps each row's W features
+                    if isinstance(mod, (nn.BatchNorm1d, nn.Linear)) \
+                            and y.dim() > 2 and y.shape[1] * y.shape[2] == 1:
+                        y = y.flatten(1)
+                    y = mod(y)
             values[name] = y
-        return values[self.output]
+        return values[self.output].flatten(1)
+
+
+def set_mha(model, impl):
+    for m in model.modules():
+        if isinstance(m, Mha):
+            m.impl = impl
 
 
 def main():
@@ -198,23 +344,34 @@ def main():
         return torch.optim.Adam(m.parameters(), lr=model.lr, foreach=foreach)
 
     # the best setting, on copies, over the warm-up batches
+    # (and, with attention, its module or manual form)
+    has_mha = any(isinstance(m, Mha) for m in model.modules())
     best = None
     for channels_last in (False, True):
         for foreach in (False, True):
-            trial = copy.deepcopy(model)
-            fmt = torch.channels_last if channels_last else torch.contiguous_format
-            trial = trial.to(memory_format=fmt)
-            warm = [(x.contiguous(memory_format=fmt), y)
-                    for x, y in batches[:WARMUP_BATCHES]]
-            opt = make(trial, foreach)
-            trial.train()
-            train_epoch(trial, opt, loss_fn, warm[:1])
-            t0 = time.perf_counter()
-            train_epoch(trial, opt, loss_fn, warm)
-            seconds = time.perf_counter() - t0
-            if best is None or seconds < best[0]:
-                best = (seconds, channels_last, foreach)
-    _, channels_last, foreach = best
+            for impl in ("module", "manual") if has_mha else ("-",):
+                trial = copy.deepcopy(model)
+                set_mha(trial, impl)
+                fmt = torch.channels_last if channels_last else torch.contiguous_format
+                trial = trial.to(memory_format=fmt)
+                warm = [(x.contiguous(memory_format=fmt), y)
+                        for x, y in batches[:WARMUP_BATCHES]]
+                opt = make(trial, foreach)
+                trial.train()
+                train_epoch(trial, opt, loss_fn, warm[:1])
+                # the best of a few passes while they are short (small
+                # models: one pass is a few milliseconds, noisy)
+                seconds, spent = None, 0.0
+                while seconds is None or spent < SEARCH_SECONDS:
+                    t0 = time.perf_counter()
+                    train_epoch(trial, opt, loss_fn, warm)
+                    took = time.perf_counter() - t0
+                    spent += took
+                    seconds = took if seconds is None else min(seconds, took)
+                if best is None or seconds < best[0]:
+                    best = (seconds, channels_last, foreach, impl)
+    _, channels_last, foreach, impl = best
+    set_mha(model, impl)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(memory_format=fmt)
     batches = [(x.contiguous(memory_format=fmt), y) for x, y in batches]
@@ -230,7 +387,7 @@ def main():
     print(f"torch model={args.ini.rsplit('/', 1)[-1].removesuffix('.ini')} "
           f"batch={args.batch} threads={args.threads} samples={used} "
           f"epochs={args.epochs} channels_last={int(channels_last)} "
-          f"foreach={int(foreach)} seconds={seconds:.3f} "
+          f"foreach={int(foreach)} attention={impl} seconds={seconds:.3f} "
           f"samples_per_s={used / seconds:.1f} peak_rss_kb={peak}")
 
 

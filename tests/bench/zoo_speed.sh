@@ -8,7 +8,8 @@
 # the clock starts, the last of EPOCHS epochs timed. PyTorch:
 # tests/bench/torch_zoo.py, the same network built from the same INI, the
 # same kind of data, its best of foreach Adam or not and channels-last or
-# not (searched on warm-up batches), and, on two threads, its faster of
+# not (searched on warm-up batches; with attention also
+# nn.MultiheadAttention's computation or a manual one), and, on two threads, its faster of
 # one and two threads. Peak RSS: /usr/bin/time's maximum resident set
 # size of each process. Each figure is the median of RUNS runs; ours and
 # PyTorch's alternate within a run.
@@ -18,10 +19,11 @@
 # multiply-add rate measured by tests/bench/fma_peak.c.
 #
 # Usage: tests/bench/zoo_speed.sh
-# Env:   MODELS ("zoo_mobilenet_v2 zoo_ds_cnn zoo_resnet18"), RUNS (3),
-#        THREADS ("1 2"), EPOCHS (2), BUILD_DIR ("$top/build"); samples per
-#        epoch: zoo_mobilenet_v2 512, zoo_ds_cnn 2048, zoo_resnet18 128,
-#        others 512 (SAMPLES overrides them all)
+# Env:   MODELS ("zoo_mobilenet_v2 zoo_ds_cnn zoo_resnet18
+#        zoo_transformer"), RUNS (3), THREADS ("1 2"), EPOCHS (2),
+#        BUILD_DIR ("$top/build"); samples per epoch: zoo_mobilenet_v2 512,
+#        zoo_ds_cnn 2048, zoo_resnet18 128, zoo_transformer 2048, others
+#        512 (SAMPLES overrides them all)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$top/build}
@@ -45,6 +47,7 @@ samples_for () {
     zoo_mobilenet_v2) echo 512 ;;
     zoo_ds_cnn) echo 2048 ;;
     zoo_resnet18) echo 128 ;;
+    zoo_transformer) echo 2048 ;;
     *) echo 512 ;;
   esac
 }
@@ -58,7 +61,7 @@ echo "# $(date -u +%FT%TZ) $(git -C "$top" rev-parse --short HEAD) $peak" \
 printf '%-22s %3s %9s %9s %6s %8s %8s %8s %8s\n' model thr "ours s/s" \
   "torch s/s" ratio "ours MB" "torch MB" "GMAC/s" "of peak"
 for threads in ${THREADS:-1 2}; do
-  for model in ${MODELS:-zoo_mobilenet_v2 zoo_ds_cnn zoo_resnet18}; do
+  for model in ${MODELS:-zoo_mobilenet_v2 zoo_ds_cnn zoo_resnet18 zoo_transformer}; do
     ini=$top/tests/models/$model.ini
     samples=$(samples_for "$model")
     info=$("$cli" info "$ini" --batch "$batch")

@@ -119,7 +119,7 @@ tt_activation_forward (tt_activation fn, size_t rows, size_t width,
       break;
     case TT_ACT_GELU:
       for (size_t i = 0; i < n; i++)
-        y[i] = 0.5f * x[i] * (1.0f + erff (x[i] * (float) M_SQRT1_2));
+        y[i] = x[i] * tt_vnormcdff (x[i]);
       break;
     case TT_ACT_ELU:
       for (size_t i = 0; i < n; i++)
@@ -218,8 +218,8 @@ tt_activation_backward (tt_activation fn, size_t rows, size_t width,
       break;
     case TT_ACT_GELU:
       for (size_t i = 0; i < n; i++) {
-        float cdf = 0.5f * (1.0f + erff (x[i] * (float) M_SQRT1_2));
-        float pdf = expf (-0.5f * x[i] * x[i]) * 0.3989422804014327f;
+        const float cdf = tt_vnormcdff (x[i]);
+        const float pdf = tt_vexpf (-0.5f * x[i] * x[i]) * 0.3989422804014327f;
         dx[i] = dy[i] * (cdf + x[i] * pdf);
       }
       break;

@@ -204,11 +204,14 @@ gemm_transpose16 (__m512 r[16])
 }
 
 /* bp[p * NR + j] = op(B)[p][j] = b[j * ldb + p] for p < k, j < nr; zero
- * for nr <= j < NR */
+ * for nr <= j < 16 * ceil (nr / 16) (the tiles read no column from nr on
+ * but through masked loads, which touch no memory where masked off: a
+ * panel of at most 16 columns, the attention heads' K^T, packs only
+ * its first half) */
 T512 static void
 gemm_pack_bt (int nr, int k, const float *b, ptrdiff_t ldb, float *bp)
 {
-  for (int h = 0; h < NR; h += 16)
+  for (int h = 0; h < nr; h += 16)
     for (int p0 = 0; p0 < k; p0 += 16) {
       const __mmask16 mp = gemm_mask (k - p0);
       __m512 r[16];
