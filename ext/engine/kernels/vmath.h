@@ -153,6 +153,7 @@ static inline float
 tt_vcosf (float x)
 {
   return tt_vsincosf (x, 1);
+}
 
 /* The standard normal's distribution function Phi (x) = erfc (-x / sqrt 2)
  * / 2 through Numerical Recipes' Chebyshev-fitted erfc (z >= 0: t = 1 / (1
