@@ -436,6 +436,13 @@ test_cells (void)
   golden_case ("cells");
 }
 
+/* multi_head_attention's attention weights */
+static void
+test_mha_weights (void)
+{
+  golden_case ("mha_weights");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -468,5 +475,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_rnn);
   TT_TEST_RUN (test_bilstm);
   TT_TEST_RUN (test_cells);
+  /* multi_head_attention's attention weights */
+  TT_TEST_RUN (test_mha_weights);
   return tt_test_summary ();
 }

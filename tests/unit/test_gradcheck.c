@@ -594,6 +594,32 @@ static const gc_case gc_cases[] = {
         "type=activation\nactivation=tanh\ndistribute=true\n", "mse"},
   {"lstm_bidirectional_one_step", "[in]\ntype=input\ninput_shape=1:1:3\n"
         "[l]\ntype=lstm\nunit=2\nbidirectional=true\n", "mse"},
+  /* multi_head_attention's attention weights (return_attention_weight) */
+  {"mha_weights_after_mean", "[in]\ntype=input\ninput_shape=1:4:6\n[a]\n"
+        "type=multi_head_attention\nnum_heads=2\ndropout_rate=0.3\n"
+        "return_attention_weight=after\ninput_layers=in,in,in\n"
+        GC_ATTN_FC ("o", "a(0)", "3") GC_ATTN_FC ("w", "a(1)", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mha_weights_before_heads", "[in]\ntype=input\ninput_shape=1:4:6\n"
+        "[a]\ntype=multi_head_attention\nnum_heads=2\ndropout_rate=0.3\n"
+        "return_attention_weight=before\naverage_attention_weight=false\n"
+        "input_layers=in,in,in\n[r]\ntype=reshape\ntarget_shape=1:4:8\n"
+        "input_layers=a(1)\n" GC_ATTN_FC ("o", "a(0)", "3")
+        GC_ATTN_FC ("w", "r", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mha_weights_after_heads_mask", "[in]\ntype=input\ninput_shape=1:4:4\n"
+        GC_ATTN_FC ("m", "in", "8")
+      "[mr]\ntype=reshape\ntarget_shape=2:4:4\ninput_layers=m\n"
+        "[a]\ntype=multi_head_attention\nnum_heads=2\n"
+        "return_attention_weight=after\naverage_attention_weight=false\n"
+        "input_layers=in,in,in,mr\n[r]\ntype=reshape\n"
+        "target_shape=1:4:8\ninput_layers=a(1)\n"
+        GC_ATTN_FC ("o", "a(0)", "3") GC_ATTN_FC ("w", "r", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mha_weights_unread", "[in]\ntype=input\ninput_shape=1:4:4\n[a]\n"
+        "type=multi_head_attention\nnum_heads=2\n"
+        "return_attention_weight=before\ninput_layers=in,in,in\n"
+        GC_ATTN_FC ("o", "a(0)", "3"), "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -833,8 +833,9 @@ static const ie_case ie_cases[] = {
         {"[a] input_layers", "mask 'in' gives 1:4:3",
           "num_heads:query length:key length = 3:4:4"}},
   {"mha_return_weight", MODEL_MSE ADAM INPUT_STEPS
-        IE_MHA ("return_attention_weight = after\n", "in, in, in"), IE_LOAD,
-      {"[a] return_attention_weight", "'after'", "only none"}},
+        IE_MHA ("num_heads = 3\n", "in, in, in")
+        "[o]\ntype = fully_connected\nunit = 2\ninput_layers = a(1)\n",
+        IE_COMPILE, {"[o] input_layers", "'a(1)'", "[a] has 1 output(s)"}},
   {"mha_return_unknown", MODEL_MSE ADAM INPUT_STEPS
         IE_MHA ("return_attention_weight = maybe\n", "in, in, in"), IE_LOAD,
       {"[a] return_attention_weight", "maybe", "none, before, after"}},
@@ -908,6 +909,16 @@ static const ie_case ie_cases[] = {
   {"lstm_bidirectional_word", MODEL_MSE ADAM INPUT_STEPS LSTM ("l", 3)
         "bidirectional = both\n", IE_LOAD,
       {"[l] bidirectional", "'both'", "true or false"}},
+  /* multi_head_attention's attention weights */
+  {"mha_weights_output_index", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 3\nreturn_attention_weight = before\n",
+          "in, in, in")
+        "[o]\ntype = addition\ninput_layers = a(0), a(2)\n", IE_COMPILE,
+      {"[o] input_layers", "'a(2)'", "[a] has 2 output(s)"}},
+  {"mha_weights_average_word", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("return_attention_weight = after\n"
+          "average_attention_weight = heads\n", "in, in, in"), IE_LOAD,
+      {"[a] average_attention_weight", "'heads'", "true or false"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

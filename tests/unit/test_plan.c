@@ -41,7 +41,9 @@ static const char *models[] = {
   /* attention: multi_head_attention, attention */
   "mha_self.ini", "mha_cross_mask.ini", "transformer_encoder.ini",
   /* the recurrent family */
-  "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini", NULL
+  "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini",
+  /* multi_head_attention's attention weights */
+  "mha_weights.ini", NULL
 };
 
 static tt_model *

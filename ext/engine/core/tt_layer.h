@@ -423,7 +423,9 @@ typedef struct tt_layer_ops {
   /* the distinct outputs of a compute layer (lstmcell: the hidden and
    * the cell state), 0: one. Input layers name them name(idx); an
    * output after the first that no layer reads is dropped (its
-   * derivative is absent: zero), not a second end of the model. */
+   * derivative is absent: zero), not a second end of the model. A
+   * layer's parse may lower tt_layer.n_outputs (multi_head_attention
+   * without return_attention_weight has one). */
   uint32_t outputs;
   /* distribute = true (nntrainer's time_dist wrapper: the layer applied
    * to each time step, a height-1 slice, alone) is the layer itself: it
@@ -699,6 +701,10 @@ typedef struct tt_layer {
       /* the model's generator before the step's dropout draw: a rerun
        * (tt_run_ctx.recompute) draws the same mask into its instance */
       tt_rng drop_rng;
+      /* multi_head_attention's return_attention_weight (0 none, 1
+       * before, 2 after the dropout) and average_attention_weight */
+      int ret_weights;
+      bool avg_weights;
     } attn;
     /* the recurrent family: rnn */
     struct {

@@ -14,6 +14,10 @@
  * normalization. P is kept (probs) for backward, which needs nothing else
  * of the forward but Q, K and V: dV = (P * drop)^T dO, dP = (dO V^T) *
  * drop, dS = P (dP - rowsum (dP P)), dQ = scale dS K, dK = scale dS^T Q.
+ * The weights as an output (multi_head_attention's
+ * return_attention_weight), W = P or P * drop, averaged over the heads or
+ * not: their derivative dW (divided by the heads when averaged) is added
+ * to dP, before the dropout's multipliers for P * drop, after them for P.
  *
  * Threads: the (sample, head) pairs split into contiguous ranges, each a
  * part of one tt_threads_run job; every pair's arithmetic is the same
@@ -106,6 +110,22 @@ attn_multiply (const float *a, const float *b, float *y, size_t n)
     y[i] = a[i] * b[i];
 }
 
+/* y += s x */
+TT_VECTOR_CLONES static void
+attn_add_scaled (const float *x, float s, float *y, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    y[i] += s * x[i];
+}
+
+/* y *= s */
+TT_VECTOR_CLONES static void
+attn_multiply_scalar (float *y, float s, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    y[i] *= s;
+}
+
 static void
 attn_forward_pair (const tt_attention * a, size_t pair)
 {
@@ -164,8 +184,18 @@ attn_backward_pair (const attn_back * j, size_t pair)
   /* dP = (dO V^T) * drop, then dS through the softmax */
   tt_gemm (false, true, a->lq, a->lk, a->dv, 1.0f, dout, a->o_ld,
       a->v + vo, a->v_ld, 0.0f, ds, a->lk);
+  const float *dw = NULL;
+  float dw_scale = 1.0f;
+  if (a->dweights) {
+    dw = a->dweights + (a->weights_mean ? b : pair) * plane;
+    dw_scale = a->weights_mean ? 1.0f / (float) a->heads : 1.0f;
+  }
+  if (dw && (a->weights_after || !a->drop))
+    attn_add_scaled (dw, dw_scale, ds, plane);
   if (a->drop)
     attn_multiply (ds, a->drop + pair * plane, ds, plane);
+  if (dw && !a->weights_after && a->drop)
+    attn_add_scaled (dw, dw_scale, ds, plane);
   for (int i = 0; i < a->lq; i++)
     attn_softmax_backward_row (p + (size_t) i * a->lk, ds + (size_t) i * a->lk,
         a->lk);
@@ -227,4 +257,25 @@ tt_attention_backward (const tt_attention * a, const float *dout, float *dq,
 {
   attn_back back = { a, dout, dq, dk, dv, dmask, dscores };
   attn_run (a, &back);
+}
+
+void
+tt_attention_weights (const tt_attention * a, bool after, bool mean,
+    float *out)
+{
+  const size_t plane = (size_t) a->lq * a->lk, heads = (size_t) a->heads;
+  const float *w = after && a->drop ? a->dropped : a->probs;
+  if (!mean) {
+    memcpy (out, w, (size_t) a->batch * heads * plane * sizeof *out);
+    return;
+  }
+  const float inv = 1.0f / (float) heads;
+  for (size_t b = 0; b < (size_t) a->batch; b++) {
+    float *o = out + b * plane;
+    const float *src = w + b * heads * plane;
+    memset (o, 0, plane * sizeof *o);
+    for (size_t h = 0; h < heads; h++)
+      attn_add_scaled (src + h * plane, 1.0f, o, plane);
+    attn_multiply_scalar (o, inv, plane);
+  }
 }

@@ -476,9 +476,20 @@ typedef struct {
   const float *mask, *drop;
   float *probs, *dropped;
   tt_threads *threads;
+  /* backward: the derivative of the attention weights returned as an
+   * output (tt_attention_weights), NULL: none */
+  const float *dweights;
+  bool weights_after, weights_mean;
 } tt_attention;
 
 void tt_attention_forward (const tt_attention * a);
+/* after tt_attention_forward: the attention weights as an output, P
+ * (after false) or P * drop (after true; P without drop), each sample's
+ * heads averaged into [B][lq][lk] (mean) or [B][H][lq][lk]; backward
+ * adds a->dweights (that layout) to dP when set, with weights_after and
+ * weights_mean as given here */
+void tt_attention_weights (const tt_attention * a, bool after, bool mean,
+    float *out);
 /* From dout (O's layout): dq, dk, dv in Q's, K's, V's layouts, written
  * (NULL: not wanted; dk == dv with k == v: key is value, both added),
  * dmask (NULL: none) d loss / d (scale Q K^T + mask); dscores
