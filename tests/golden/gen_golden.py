@@ -1074,6 +1074,27 @@ def forward_mha_weights(ctx, x):
     return linear(ctx, "output", cat)
 
 
+# conv2dtranspose's groups: PyTorch's grouped weight [C][F/G][kh][kw],
+# nntrainer's [F/G][C][kh][kw] (ConvTWeight's swap)
+def conv_transpose_grouped(net, name, c_in, filters, kh, kw, groups):
+    b = net._bound(c_in // groups * kh * kw)
+    net.weights.append(ConvTWeight(name, "filter", net._uniform((c_in, filters // groups, kh, kw), -b, b), True))
+    net.weights.append(Weight(name, "bias", self_bias(net, filters), True))
+    net.layers.append((name, "convt", filters))
+
+
+def build_conv_transpose_groups(net):
+    conv_transpose_grouped(net, "g2", 4, 6, 3, 3, 2)
+    conv_transpose_grouped(net, "dw", 6, 6, 2, 2, 6)
+    net.fc("output", 6 * 8 * 8, 4)
+
+
+def forward_conv_transpose_groups(ctx, x):
+    h = torch.tanh(F.conv_transpose2d(x, ctx["g2.filter"], ctx["g2.bias"], stride=2, groups=2))   # 6x7x7
+    h = F.conv_transpose2d(h, ctx["dw.filter"], ctx["dw.bias"], groups=6)                        # 6x8x8
+    return linear(ctx, "output", flatten(h))
+
+
 # batch 32 and ~0.9M relu / max-pool decisions, most seeds have a relu input
 # or a max-pool near-tie within a few float32 rounding errors whose
 # resolution changes dinput / grads by far more than the tolerance.
@@ -1119,6 +1140,9 @@ CASES = [
     # multi_head_attention's attention weights as its second output
     ("mha_weights", "tests/models/mha_weights.ini", 9120, (1, 4, 6), 5, True, build_mha_weights,
      forward_mha_weights),
+    # conv2dtranspose's groups
+    ("conv_transpose_groups", "tests/models/conv_transpose_groups.ini", 9121, (4, 3, 3), 4, True,
+     build_conv_transpose_groups, forward_conv_transpose_groups),
 ]
 # Cases whose [Model] loss is not cross: kld's labels are soft (each row
 # a softmax of normal draws with one value set to 0, P = 0's term, then

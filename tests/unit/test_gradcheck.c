@@ -609,7 +609,7 @@ static const gc_case gc_cases[] = {
       "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
   {"mha_weights_after_heads_mask", "[in]\ntype=input\ninput_shape=1:4:4\n"
         GC_ATTN_FC ("m", "in", "8")
-      "[mr]\ntype=reshape\ntarget_shape=2:4:4\ninput_layers=m\n"
+        "[mr]\ntype=reshape\ntarget_shape=2:4:4\ninput_layers=m\n"
         "[a]\ntype=multi_head_attention\nnum_heads=2\n"
         "return_attention_weight=after\naverage_attention_weight=false\n"
         "input_layers=in,in,in,mr\n[r]\ntype=reshape\n"
@@ -620,6 +620,16 @@ static const gc_case gc_cases[] = {
         "type=multi_head_attention\nnum_heads=2\n"
         "return_attention_weight=before\ninput_layers=in,in,in\n"
         GC_ATTN_FC ("o", "a(0)", "3"), "mse"},
+  /* conv2dtranspose's groups */
+  {"convt_groups2", "[in]\ntype=input\ninput_shape=4:3:3\n[t]\n"
+        "type=conv2dtranspose\nfilters=6\nkernel_size=3,2\nstride=2,2\n"
+        "groups=2\n", "mse"},
+  {"convt_depthwise_same", "[in]\ntype=input\ninput_shape=3:3:4\n[t]\n"
+        "type=conv2dtranspose\nfilters=3\nkernel_size=3,3\nstride=2,2\n"
+        "padding=same\ngroups=3\n", "mse"},
+  {"convt_depthwise_multiplier", "[in]\ntype=input\ninput_shape=2:3:3\n"
+        "[t]\ntype=conv2dtranspose\nfilters=4\nkernel_size=2,2\n"
+        "dilation=2,2\ngroups=2\ndisable_bias=true\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -779,7 +779,7 @@ static const ie_case ie_cases[] = {
       {"[t] padding", "5,5,5,5", "8x8", "1:6:6"}},
   {"convt_groups", MODEL_MSE ADAM INPUT_IMG
         "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
-        "groups = 2\n", IE_LOAD, {"[t] groups", "unknown key"}},
+        "groups = two\n", IE_LOAD, {"[t] groups", "two"}},
   {"convt_too_large", MODEL_MSE ADAM INPUT_IMG
         "[t]\ntype = conv2dtranspose\nfilters = 65536\n"
         "kernel_size = 65536\n", IE_COMPILE,
@@ -835,7 +835,7 @@ static const ie_case ie_cases[] = {
   {"mha_return_weight", MODEL_MSE ADAM INPUT_STEPS
         IE_MHA ("num_heads = 3\n", "in, in, in")
         "[o]\ntype = fully_connected\nunit = 2\ninput_layers = a(1)\n",
-        IE_COMPILE, {"[o] input_layers", "'a(1)'", "[a] has 1 output(s)"}},
+      IE_COMPILE, {"[o] input_layers", "'a(1)'", "[a] has 1 output(s)"}},
   {"mha_return_unknown", MODEL_MSE ADAM INPUT_STEPS
         IE_MHA ("return_attention_weight = maybe\n", "in, in, in"), IE_LOAD,
       {"[a] return_attention_weight", "maybe", "none, before, after"}},
@@ -912,13 +912,27 @@ static const ie_case ie_cases[] = {
   /* multi_head_attention's attention weights */
   {"mha_weights_output_index", MODEL_MSE ADAM INPUT_STEPS
         IE_MHA ("num_heads = 3\nreturn_attention_weight = before\n",
-          "in, in, in")
+            "in, in, in")
         "[o]\ntype = addition\ninput_layers = a(0), a(2)\n", IE_COMPILE,
       {"[o] input_layers", "'a(2)'", "[a] has 2 output(s)"}},
   {"mha_weights_average_word", MODEL_MSE ADAM INPUT_STEPS
         IE_MHA ("return_attention_weight = after\n"
-          "average_attention_weight = heads\n", "in, in, in"), IE_LOAD,
+            "average_attention_weight = heads\n", "in, in, in"), IE_LOAD,
       {"[a] average_attention_weight", "'heads'", "true or false"}},
+  /* conv2dtranspose's groups */
+  {"convt_groups_channels", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 4\nkernel_size = 3,3\n"
+        "groups = 2\n", IE_COMPILE,
+        {"[t] groups", "filters (4)", "the input's channels (1)",
+          "divide by groups (2)"}},
+  {"convt_groups_filters", MODEL_MSE ADAM
+        "[in]\ntype = input\ninput_shape = 4:3:3\n"
+        "[t]\ntype = conv2dtranspose\nfilters = 6\nkernel_size = 2,2\n"
+        "groups = 4\n", IE_COMPILE,
+      {"[t] groups", "filters (6)", "channels (4)", "groups (4)"}},
+  {"convt_groups_zero", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 4\nkernel_size = 3,3\n"
+        "groups = 0\n", IE_LOAD, {"[t] groups", "out of range [1,"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

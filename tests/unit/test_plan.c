@@ -43,7 +43,9 @@ static const char *models[] = {
   /* the recurrent family */
   "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini",
   /* multi_head_attention's attention weights */
-  "mha_weights.ini", NULL
+  "mha_weights.ini",
+  /* conv2dtranspose's groups */
+  "conv_transpose_groups.ini", NULL
 };
 
 static tt_model *

@@ -681,6 +681,7 @@ typedef struct tt_layer {
       /* scratch ids: the permuted filter and one sample's columns, of
        * forward and of backward */
       int fwd, bwd;
+      uint32_t groups;          /* conv2dtranspose's groups (PyTorch's) */
     } convt;
     struct {
       int direction;            /* flip: 0 horizontal, 1 vertical, 2 both */

@@ -260,8 +260,7 @@ tt_attention_backward (const tt_attention * a, const float *dout, float *dq,
 }
 
 void
-tt_attention_weights (const tt_attention * a, bool after, bool mean,
-    float *out)
+tt_attention_weights (const tt_attention * a, bool after, bool mean, float *out)
 {
   const size_t plane = (size_t) a->lq * a->lk, heads = (size_t) a->heads;
   const float *w = after && a->drop ? a->dropped : a->probs;

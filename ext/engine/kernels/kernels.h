@@ -423,19 +423,21 @@ void tt_clip_backward_split (tt_threads * pool, float lo, float hi,
  * workers need tt_conv_transpose_worker_floats each (tt_threads_scratch)
  * to share the work (else the caller does it all). dwt: the filter
  * gradient as [F*kh*kw][in_ch], before dw gets it in nntrainer's layout.
- * Outputs are overwritten. */
+ * groups G (PyTorch's grouped ConvTranspose2d): the filter is
+ * [F/G][in_ch][kh][kw], wc [in_ch][F/G*kh*kw] (permuted with f = F/G),
+ * dwt [G][F/G*kh*kw][in_ch/G]; 1: ungrouped. Outputs are overwritten. */
 void tt_conv_transpose_permute (const float *w, int f, int c, int kk,
     float *wc);
 size_t tt_conv_transpose_worker_floats (const tt_window_geom * g, int in_ch,
     bool gradient);
 void tt_conv_transpose_forward (tt_threads * pool, const tt_window_geom * g,
-    int in_ch, int batch, const float *x, const float *wc, const float *bias,
-    float *y, float *col);
+    int in_ch, int groups, int batch, const float *x, const float *wc,
+    const float *bias, float *y, float *col);
 void tt_conv_transpose_backward_input (tt_threads * pool,
-    const tt_window_geom * g, int in_ch, int batch, const float *wc,
-    const float *dy, float *col, float *dx);
+    const tt_window_geom * g, int in_ch, int groups, int batch,
+    const float *wc, const float *dy, float *col, float *dx);
 void tt_conv_transpose_backward_weight (tt_threads * pool,
-    const tt_window_geom * g, int in_ch, int batch, const float *x,
+    const tt_window_geom * g, int in_ch, int groups, int batch, const float *x,
     const float *dy, float *col, float *dwt, float *dw, float *dbias);
 
 /* preprocess.c: the preprocessing layers, batch samples of c:h:w values
