@@ -630,6 +630,28 @@ static const gc_case gc_cases[] = {
   {"convt_depthwise_multiplier", "[in]\ntype=input\ninput_shape=2:3:3\n"
         "[t]\ntype=conv2dtranspose\nfilters=4\nkernel_size=2,2\n"
         "dilation=2,2\ngroups=2\ndisable_bias=true\n", "mse"},
+  /* mixture-of-logistics attention */
+#define GC_MOL_IN(T, TD) GC_ATTN_FC ("q", "in", "4") GC_ATTN_FC ("vf", "in", \
+      #TD) "[v]\ntype=reshape\ntarget_shape=1:" #T ":4\n" \
+  "input_layers=vf\n" GC_ATTN_FC ("s", "in", "2")
+  {"mol_attention", "[in]\ntype=input\ninput_shape=1:1:5\n" GC_MOL_IN (3, 12)
+        "[m]\ntype=mol_attention\nunit=3\nmol_k=2\ninput_layers=q,v,s\n"
+        GC_ATTN_FC ("o", "m(0)", "3") GC_ATTN_FC ("w", "m(1)", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mol_attention_state_unread", "[in]\ntype=input\ninput_shape=1:1:5\n"
+        GC_MOL_IN (4, 16) "[m]\ntype=mol_attention\nunit=4\nmol_k=2\n"
+        "input_layers=q,v,s\n", "mse"},
+  {"mol_attention_frozen", "[in]\ntype=input\ninput_shape=1:1:5\n"
+        GC_MOL_IN (3, 12) "[m]\ntype=mol_attention\nunit=3\nmol_k=2\n"
+        "trainable=false\ninput_layers=q,v,s\n"
+        GC_ATTN_FC ("o", "m(0)", "3") GC_ATTN_FC ("w", "m(1)", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mol_attention_length", "[in]\ntype=input\ninput_shape=1:1:4\n"
+        GC_MOL_IN (3, 12) "[len]\ntype=slice\naxis=3\nstart_index=1\n"
+        "end_index=2\ninput_layers=in\n[m]\ntype=mol_attention\nunit=3\n"
+        "mol_k=2\ninput_layers=q,v,s,len\n"
+        GC_ATTN_FC ("o", "m(0)", "3") GC_ATTN_FC ("w", "m(1)", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -642,6 +664,8 @@ static const struct
   {"embedding", 7}, {"embedding_transformer", 5},
   /* tensor-manipulation layers */
   {"gather_width", 5}, {"gather_height_full", 5},
+  /* mixture-of-logistics attention: lengths 0 to 3 of 3 steps */
+  {"mol_attention_length", 4},
 };
 
 static int

@@ -707,6 +707,14 @@ typedef struct tt_layer {
       int ret_weights;
       bool avg_weights;
     } attn;
+    /* mol_attention: unit, mol_k, the value's length and width; scratch
+     * ids: tanh of the first product [B][unit], kappa | beta | alpha
+     * [B][3K], the new state [B][K], the scores [B][T], the derivatives
+     * of the sources [B][3K] and of the first product [B][unit] */
+    struct {
+      uint32_t unit, k, t, d;
+      int hidden, proj, m, scores, dproj, dhidden;
+    } mol;
     /* the recurrent family: rnn */
     struct {
       tt_recurrent rec;         /* act: hidden state */
@@ -820,7 +828,7 @@ tt_status tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 56
+#define TT_LAYER_TYPES 57
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -882,6 +890,8 @@ extern const tt_layer_ops tt_attention_layer_ops,
 /* the recurrent family (layer_rnn.c, layer_rnncell.c, layer_lstmcell.c) */
 extern const tt_layer_ops tt_rnn_layer_ops, tt_rnncell_layer_ops,
     tt_lstmcell_layer_ops;
+/* mixture-of-logistics attention (layer_mol_attention.c) */
+extern const tt_layer_ops tt_mol_attention_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

@@ -499,4 +499,26 @@ void tt_attention_weights (const tt_attention * a, bool after, bool mean,
 void tt_attention_backward (const tt_attention * a, const float *dout,
     float *dq, float *dk, float *dv, float *dmask, float *dscores);
 
+/* mol_attention.c: mixture-of-logistics attention of batch samples
+ * (nntrainer's mol_attention). proj [B][3K]: the sources of kappa, beta
+ * and alpha, which forward turns into kappa (exp), beta (exp), alpha
+ * (softmax) in place; state, m (state + kappa, kept) and new_state
+ * (NULL: not wanted) [B][K]; len [B] (a length each, NULL: none) zeroes
+ * the scores from it on; scores [B][T]; value [B][T][D]; out [B][D].
+ * Backward (from dout [B][D] and dnew_state, NULL: zero) writes dvalue
+ * and dstate (NULL: not wanted) and dproj [B][3K], the derivative of the
+ * sources. Split over the threads by samples, bit-identical. */
+typedef struct {
+  size_t batch, t, k, d;
+  float *proj, *m, *scores;
+  const float *state, *len, *value;
+  float *out, *new_state;
+  const float *dout, *dnew_state;
+  float *dvalue, *dstate, *dproj;
+  tt_threads *threads;
+} tt_mol;
+
+void tt_mol_forward (const tt_mol * a);
+void tt_mol_backward (const tt_mol * a);
+
 #endif

@@ -37,6 +37,8 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_attention_layer_ops, &tt_multi_head_attention_layer_ops,
   /* the recurrent family */
   &tt_rnn_layer_ops, &tt_rnncell_layer_ops, &tt_lstmcell_layer_ops,
+  /* mixture-of-logistics attention */
+  &tt_mol_attention_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
