@@ -933,6 +933,48 @@ static const ie_case ie_cases[] = {
   {"convt_groups_zero", MODEL_MSE ADAM INPUT_IMG
         "[t]\ntype = conv2dtranspose\nfilters = 4\nkernel_size = 3,3\n"
         "groups = 0\n", IE_LOAD, {"[t] groups", "out of range [1,"}},
+  /* mixture-of-logistics attention */
+#define IE_MOL_IN "[q]\ntype = fully_connected\nunit = 3\n" \
+  "input_layers = in\n[s]\ntype = fully_connected\nunit = 2\n" \
+  "input_layers = in\n"
+#define IE_MOL(keys, inputs) "[m]\ntype = mol_attention\n" keys \
+  "input_layers = " inputs "\n"
+  {"mol_no_unit", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("mol_k = 2\n", "q, in, s"), IE_LOAD,
+      {"[m] unit", "missing key"}},
+  {"mol_no_k", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\n", "q, in, s"), IE_LOAD,
+      {"[m] mol_k", "missing key"}},
+  {"mol_k_zero", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 0\n", "q, in, s"), IE_LOAD,
+      {"[m] mol_k", "out of range [1,"}},
+  {"mol_unknown_key", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\nnum_heads = 2\n", "q, in, s"),
+      IE_LOAD, {"[m] num_heads", "unknown key"}},
+  {"mol_disable_bias", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\ndisable_bias = true\n", "q, in, s"),
+      IE_LOAD, {"[m] disable_bias", "fc_bias", "allowed: false"}},
+  {"mol_two_inputs", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "q, s"), IE_COMPILE,
+        {"[m] input_layers", "3 or 4 inputs",
+          "query, value, state[, length]", "not 2"}},
+  {"mol_query_shape", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "in, q, s"), IE_COMPILE,
+      {"[m] input_layers", "query 'in' gives 1:4:3", "not 1:1:features"}},
+  {"mol_value_width", MODEL_MSE ADAM INPUT4 IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "q, in, s"), IE_COMPILE,
+        {"[m] input_layers", "value 'in' gives 1:1:4",
+          "1:length:3 (the query's width)"}},
+  {"mol_state_width", MODEL_MSE ADAM INPUT4 IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 3\n", "q, q, s"), IE_COMPILE,
+      {"[m] input_layers", "state 's' gives 1:1:2", "1:1:3 (1:1:mol_k)"}},
+  {"mol_length_shape", MODEL_MSE ADAM INPUT4 IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "q, q, s, s"), IE_COMPILE,
+      {"[m] input_layers", "length 's' gives 1:1:2", "not 1:1:1"}},
+  {"mol_output_index", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "q, in, s")
+        "[o]\ntype = addition\ninput_layers = m(2)\n", IE_COMPILE,
+      {"[o] input_layers", "'m(2)'", "[m] has 2 output(s)"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

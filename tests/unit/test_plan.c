@@ -45,7 +45,9 @@ static const char *models[] = {
   /* multi_head_attention's attention weights */
   "mha_weights.ini",
   /* conv2dtranspose's groups */
-  "conv_transpose_groups.ini", NULL
+  "conv_transpose_groups.ini",
+  /* mixture-of-logistics attention */
+  "mol_attention.ini", NULL
 };
 
 static tt_model *
