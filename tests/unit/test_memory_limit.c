@@ -241,7 +241,9 @@ test_bit_identical (void)
     /* the recurrent family */
     "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini",
     /* dropout in recurrent layers: a rebuilt step draws its masks again */
-    "sensor_recurrent_dropout.ini", NULL
+    "sensor_recurrent_dropout.ini",
+    /* attention weights, grouped transposed convolution, mol_attention */
+    "mha_weights.ini", "conv_transpose_groups.ini", "mol_attention.ini", NULL
   };
   static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16, 64, 64,
     /* transposed convolution and the preprocessing layers */
@@ -249,7 +251,9 @@ test_bit_identical (void)
     /* the recurrent family */
     8, 8, 8,
     /* dropout in recurrent layers */
-    16
+    16,
+    /* attention weights, grouped transposed convolution, mol_attention */
+    8, 8, 8
   };
   for (int i = 0; models[i]; i++) {
     char path[2048];
