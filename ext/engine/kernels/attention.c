@@ -24,6 +24,7 @@
  * whatever the split, so results are bit-identical to one thread's.
  */
 #include "tt_layer.h"
+#include "tt_split.h"
 #include "vmath.h"
 
 #include <math.h>
@@ -116,14 +117,6 @@ attn_add_scaled (const float *x, float s, float *y, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     y[i] += s * x[i];
-}
-
-/* y *= s */
-TT_VECTOR_CLONES static void
-attn_multiply_scalar (float *y, float s, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    y[i] *= s;
 }
 
 static void
@@ -259,22 +252,42 @@ tt_attention_backward (const tt_attention * a, const float *dout, float *dq,
   attn_run (a, &back);
 }
 
-void
-tt_attention_weights (const tt_attention * a, bool after, bool mean, float *out)
+typedef struct
 {
-  const size_t plane = (size_t) a->lq * a->lk, heads = (size_t) a->heads;
-  const float *w = after && a->drop ? a->dropped : a->probs;
-  if (!mean) {
-    memcpy (out, w, (size_t) a->batch * heads * plane * sizeof *out);
+  const float *w;
+  float *out;
+  size_t plane, heads;
+  bool mean;
+} attn_weights_job;
+
+/* samples [begin, end) of the returned weights */
+static void
+attn_weights_range (void *arg, size_t begin, size_t end)
+{
+  const attn_weights_job *j = arg;
+  const size_t plane = j->plane, heads = j->heads;
+  if (!j->mean) {
+    memcpy (j->out + begin * heads * plane, j->w + begin * heads * plane,
+        (end - begin) * heads * plane * sizeof *j->out);
     return;
   }
   const float inv = 1.0f / (float) heads;
-  for (size_t b = 0; b < (size_t) a->batch; b++) {
-    float *o = out + b * plane;
-    const float *src = w + b * heads * plane;
+  for (size_t b = begin; b < end; b++) {
+    float *o = j->out + b * plane;
     memset (o, 0, plane * sizeof *o);
     for (size_t h = 0; h < heads; h++)
-      attn_add_scaled (src + h * plane, 1.0f, o, plane);
-    attn_multiply_scalar (o, inv, plane);
+      attn_add_scaled (j->w + (b * heads + h) * plane, inv, o, plane);
   }
+}
+
+void
+tt_attention_weights (const tt_attention * a, bool after, bool mean, float *out)
+{
+  attn_weights_job j = {
+    .w = after && a->drop ? a->dropped : a->probs,.out = out,
+    .plane = (size_t) a->lq * a->lk,.heads = (size_t) a->heads,.mean = mean
+  };
+  const size_t per = j.plane * j.heads;
+  tt_split (a->threads, (size_t) a->batch, 1, (size_t) a->batch * per >=
+      ATTN_SPLIT_MIN ? 1 : SIZE_MAX, attn_weights_range, &j);
 }

@@ -507,7 +507,7 @@ void tt_attention_backward (const tt_attention * a, const float *dout,
  * the scores from it on; scores [B][T]; value [B][T][D]; out [B][D].
  * Backward (from dout [B][D] and dnew_state, NULL: zero) writes dvalue
  * and dstate (NULL: not wanted) and dproj [B][3K], the derivative of the
- * sources. Split over the threads by samples, bit-identical. */
+ * sources, and the scores' derivative over the scores. Split over the threads by samples, bit-identical. */
 typedef struct {
   size_t batch, t, k, d;
   float *proj, *m, *scores;

@@ -12,7 +12,9 @@
  *   out = sum_t score[t] value[t]
  *
  * Forward keeps kappa, beta, alpha (over p), m and the scores; backward
- * computes the sigmoids again (2 T K of them) rather than keeping them.
+ * computes the sigmoids again (2 T K of them) rather than keeping them,
+ * and writes the scores' derivative over the scores. The products with
+ * the values are one-thread tt_gemm calls.
  * Samples split over the threads (tt_split), each sample's arithmetic the
  * same on any count: results are bit-identical to one thread's.
  */
@@ -72,23 +74,6 @@ mol_score (const float *m, const float *beta, const float *alpha, size_t k,
   return s;
 }
 
-/* y += s x */
-TT_VECTOR_CLONES static void
-mol_axpy (float s, const float *x, float *y, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    y[i] += s * x[i];
-}
-
-TT_VECTOR_CLONES static float
-mol_dot (const float *a, const float *b, size_t n)
-{
-  float s = 0.0f;
-  for (size_t i = 0; i < n; i++)
-    s += a[i] * b[i];
-  return s;
-}
-
 static void
 mol_forward_range (void *arg, size_t begin, size_t end)
 {
@@ -104,12 +89,12 @@ mol_forward_range (void *arg, size_t begin, size_t end)
     if (a->new_state)
       memcpy (a->new_state + b * k, m, k * sizeof *m);
     const size_t len = mol_length (a->len, b, t);
-    memset (out, 0, d * sizeof *out);
-    for (size_t j = 0; j < t; j++) {
+    for (size_t j = 0; j < t; j++)
       score[j] = j < len ? mol_score (m, p + k, p + 2 * k, k,
           (float) j + 0.5f) : 0.0f;
-      mol_axpy (score[j], value + j * d, out, d);
-    }
+    /* out = score^T value */
+    tt_gemm (false, false, 1, (int) d, (int) t, 1.0f, score, (int) t, value,
+        (int) d, 0.0f, out, (int) d);
   }
 }
 
@@ -145,29 +130,32 @@ mol_backward_range (void *arg, size_t begin, size_t end)
   const size_t k = a->k, t = a->t, d = a->d;
   for (size_t b = begin; b < end; b++) {
     const float *p = a->proj + b * 3 * k, *m = a->m + b * k;
-    const float *score = a->scores + b * t, *dout = a->dout + b * d;
+    const float *dout = a->dout + b * d;
+    float *score = a->scores + b * t;
     const float *value = a->value + b * t * d;
     float *dp = a->dproj + b * 3 * k;
     float *dm = dp, *dbeta = dp + k, *dalpha = dp + 2 * k;
     memset (dp, 0, 3 * k * sizeof *dp);
     const size_t len = mol_length (a->len, b, t);
-    for (size_t j = 0; j < t; j++) {
-      if (a->dvalue) {
-        float *dv = a->dvalue + (b * t + j) * d;
-        for (size_t i = 0; i < d; i++)
-          dv[i] = score[j] * dout[i];
-      }
-      if (j < len)
-        mol_score_backward (m, p + k, p + 2 * k, k, (float) j + 0.5f,
-            mol_dot (dout, value + j * d, d), dm, dbeta, dalpha);
-    }
+    /* dvalue = score dout^T; then the scores' derivative value dout is
+     * written over the scores */
+    if (a->dvalue)
+      tt_gemm (false, false, (int) t, (int) d, 1, 1.0f, score, 1, dout,
+          (int) d, 0.0f, a->dvalue + b * t * d, (int) d);
+    tt_gemm (false, false, (int) t, 1, (int) d, 1.0f, value, (int) d, dout, 1,
+        0.0f, score, 1);
+    for (size_t j = 0; j < len; j++)
+      mol_score_backward (m, p + k, p + 2 * k, k, (float) j + 0.5f, score[j],
+          dm, dbeta, dalpha);
     if (a->dnew_state)
       for (size_t i = 0; i < k; i++)
         dm[i] += a->dnew_state[b * k + i];
     if (a->dstate)
       memcpy (a->dstate + b * k, dm, k * sizeof *dm);
     /* through exp (kappa, beta) and the softmax (alpha) */
-    const float dot = mol_dot (dalpha, p + 2 * k, k);
+    float dot = 0.0f;
+    for (size_t i = 0; i < k; i++)
+      dot += dalpha[i] * p[2 * k + i];
     for (size_t i = 0; i < k; i++) {
       dm[i] *= p[i];
       dbeta[i] *= p[k + i];

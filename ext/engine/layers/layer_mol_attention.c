@@ -19,8 +19,9 @@
  * scores, kept from forward to the phase running the backward
  * (calcGradient when the weights train, else calcDerivative); the
  * derivatives of the sources and of the first product in backward (that
- * of the first product to calcDerivative, the query's derivative). The
- * length gets a zero derivative.
+ * of the first product to calcDerivative, the query's derivative); the
+ * scores' derivative is written over the scores. The length gets a zero
+ * derivative.
  */
 #include "tt_layer.h"
 
