@@ -910,6 +910,24 @@ def forward_mha_cross_mask(ctx, x):
     return linear(ctx, "output", flatten(h))
 
 
+def mha_weights(ctx, name, q, heads, average):
+    """self-attention as mha, also returning the attention weights
+    (need_weights=True): [B][1][L][L] averaged over the heads, else
+    [B][heads][L][L]"""
+    B = q.shape[0]
+    qt = q.reshape(B, q.shape[2], q.shape[3]).transpose(0, 1)
+    e = ctx[name + ".query_fc_weight"].shape[0]
+    bias = torch.cat([ctx[name + ".query_fc_bias"], ctx[name + ".key_fc_bias"], ctx[name + ".value_fc_bias"]])
+    y, w = F.multi_head_attention_forward(
+        qt, qt, qt, e, heads, None, bias, None, None, False, 0.0,
+        ctx[name + ".fc_weight"], ctx[name + ".fc_bias"], training=True, need_weights=True,
+        use_separate_proj_weight=True, q_proj_weight=ctx[name + ".query_fc_weight"],
+        k_proj_weight=ctx[name + ".key_fc_weight"], v_proj_weight=ctx[name + ".value_fc_weight"],
+        average_attn_weights=average)
+    w = w.reshape(B, 1, w.shape[1], w.shape[2]) if average else w
+    return y.transpose(0, 1).reshape(B, 1, q.shape[2], -1), w
+
+
 def build_transformer_encoder(net):
     net.fc("embed", 4, 8)
     net.mha("attn", 8, 8, 8, 2, 4, 4, 8)
@@ -1045,6 +1063,43 @@ def forward_rnn(ctx, x):
     return linear(ctx, "output", h)
 
 
+# multi_head_attention's return_attention_weight
+def build_mha_weights(net):
+    net.fc("embed", 6, 8)
+    net.mha("attn", 8, 8, 8, 2, 4, 4, 8)
+    net.mha("attn2", 8, 8, 8, 2, 4, 4, 8)
+    net.fc("output", 80, 5)
+
+
+def forward_mha_weights(ctx, x):
+    e = linear(ctx, "embed", x)                                    # 1x4x8
+    h, w_mean = mha_weights(ctx, "attn", e, 2, True)               # 1x4x8, 1x4x4
+    h2, w_heads = mha_weights(ctx, "attn2", h, 2, False)           # 1x4x8, 2x4x4
+    cat = torch.cat([flatten(h2), flatten(w_mean), flatten(w_heads)], dim=3)
+    return linear(ctx, "output", cat)
+
+
+# conv2dtranspose's groups: PyTorch's grouped weight [C][F/G][kh][kw],
+# nntrainer's [F/G][C][kh][kw] (ConvTWeight's swap)
+def conv_transpose_grouped(net, name, c_in, filters, kh, kw, groups):
+    b = net._bound(c_in // groups * kh * kw)
+    net.weights.append(ConvTWeight(name, "filter", net._uniform((c_in, filters // groups, kh, kw), -b, b), True))
+    net.weights.append(Weight(name, "bias", self_bias(net, filters), True))
+    net.layers.append((name, "convt", filters))
+
+
+def build_conv_transpose_groups(net):
+    conv_transpose_grouped(net, "g2", 4, 6, 3, 3, 2)
+    conv_transpose_grouped(net, "dw", 6, 6, 2, 2, 6)
+    net.fc("output", 6 * 8 * 8, 4)
+
+
+def forward_conv_transpose_groups(ctx, x):
+    h = torch.tanh(F.conv_transpose2d(x, ctx["g2.filter"], ctx["g2.bias"], stride=2, groups=2))   # 6x7x7
+    h = F.conv_transpose2d(h, ctx["dw.filter"], ctx["dw.bias"], groups=6)                        # 6x8x8
+    return linear(ctx, "output", flatten(h))
+
+
 # batch 32 and ~0.9M relu / max-pool decisions, most seeds have a relu input
 # or a max-pool near-tie within a few float32 rounding errors whose
 # the recurrent family's last cells: grucell, zoneout_lstmcell
@@ -1116,6 +1171,12 @@ CASES = [
     ("cells", "tests/models/cells.ini", 9103, (1, 1, 6), 4, True, build_cells, forward_cells),
     # the recurrent family's last cells: grucell, zoneout_lstmcell
     ("cells2", "tests/models/cells2.ini", 9104, (1, 1, 6), 4, True, build_cells2, forward_cells2),
+    # multi_head_attention's attention weights as its second output
+    ("mha_weights", "tests/models/mha_weights.ini", 9120, (1, 4, 6), 5, True, build_mha_weights,
+     forward_mha_weights),
+    # conv2dtranspose's groups
+    ("conv_transpose_groups", "tests/models/conv_transpose_groups.ini", 9121, (4, 3, 3), 4, True,
+     build_conv_transpose_groups, forward_conv_transpose_groups),
 ]
 # Cases whose [Model] loss is not cross: kld's labels are soft (each row
 # a softmax of normal draws with one value set to 0, P = 0's term, then

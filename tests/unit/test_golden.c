@@ -443,6 +443,20 @@ test_cells2 (void)
   golden_case ("cells2");
 }
 
+/* multi_head_attention's attention weights */
+static void
+test_mha_weights (void)
+{
+  golden_case ("mha_weights");
+}
+
+/* conv2dtranspose's groups */
+static void
+test_conv_transpose_groups (void)
+{
+  golden_case ("conv_transpose_groups");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -477,5 +491,9 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_cells);
   /* the recurrent family's last cells */
   TT_TEST_RUN (test_cells2);
+  /* multi_head_attention's attention weights */
+  TT_TEST_RUN (test_mha_weights);
+  /* conv2dtranspose's groups */
+  TT_TEST_RUN (test_conv_transpose_groups);
   return tt_test_summary ();
 }

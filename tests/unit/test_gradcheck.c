@@ -657,6 +657,64 @@ static const gc_case gc_cases[] = {
         "input_layers=in,h,c\n[l2]\ntype=zoneout_lstmcell\nunit=3\n"
         "max_timestep=2\ntimestep=1\ncell_state_zoneout_rate=0.5\n"
         "input_layers=in,l(0),l(1)\n", "mse"},
+  /* multi_head_attention's attention weights (return_attention_weight) */
+  {"mha_weights_after_mean", "[in]\ntype=input\ninput_shape=1:4:6\n[a]\n"
+        "type=multi_head_attention\nnum_heads=2\ndropout_rate=0.3\n"
+        "return_attention_weight=after\ninput_layers=in,in,in\n"
+        GC_ATTN_FC ("o", "a(0)", "3") GC_ATTN_FC ("w", "a(1)", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mha_weights_before_heads", "[in]\ntype=input\ninput_shape=1:4:6\n"
+        "[a]\ntype=multi_head_attention\nnum_heads=2\ndropout_rate=0.3\n"
+        "return_attention_weight=before\naverage_attention_weight=false\n"
+        "input_layers=in,in,in\n[r]\ntype=reshape\ntarget_shape=1:4:8\n"
+        "input_layers=a(1)\n" GC_ATTN_FC ("o", "a(0)", "3")
+        GC_ATTN_FC ("w", "r", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mha_weights_after_heads_mask", "[in]\ntype=input\ninput_shape=1:4:4\n"
+        GC_ATTN_FC ("m", "in", "8")
+        "[mr]\ntype=reshape\ntarget_shape=2:4:4\ninput_layers=m\n"
+        "[a]\ntype=multi_head_attention\nnum_heads=2\n"
+        "return_attention_weight=after\naverage_attention_weight=false\n"
+        "input_layers=in,in,in,mr\n[r]\ntype=reshape\n"
+        "target_shape=1:4:8\ninput_layers=a(1)\n"
+        GC_ATTN_FC ("o", "a(0)", "3") GC_ATTN_FC ("w", "r", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mha_weights_unread", "[in]\ntype=input\ninput_shape=1:4:4\n[a]\n"
+        "type=multi_head_attention\nnum_heads=2\n"
+        "return_attention_weight=before\ninput_layers=in,in,in\n"
+        GC_ATTN_FC ("o", "a(0)", "3"), "mse"},
+  /* conv2dtranspose's groups */
+  {"convt_groups2", "[in]\ntype=input\ninput_shape=4:3:3\n[t]\n"
+        "type=conv2dtranspose\nfilters=6\nkernel_size=3,2\nstride=2,2\n"
+        "groups=2\n", "mse"},
+  {"convt_depthwise_same", "[in]\ntype=input\ninput_shape=3:3:4\n[t]\n"
+        "type=conv2dtranspose\nfilters=3\nkernel_size=3,3\nstride=2,2\n"
+        "padding=same\ngroups=3\n", "mse"},
+  {"convt_depthwise_multiplier", "[in]\ntype=input\ninput_shape=2:3:3\n"
+        "[t]\ntype=conv2dtranspose\nfilters=4\nkernel_size=2,2\n"
+        "dilation=2,2\ngroups=2\ndisable_bias=true\n", "mse"},
+  /* mixture-of-logistics attention */
+#define GC_MOL_IN(T, TD) GC_ATTN_FC ("q", "in", "4") GC_ATTN_FC ("vf", "in", \
+      #TD) "[v]\ntype=reshape\ntarget_shape=1:" #T ":4\n" \
+  "input_layers=vf\n" GC_ATTN_FC ("s", "in", "2")
+  {"mol_attention", "[in]\ntype=input\ninput_shape=1:1:5\n" GC_MOL_IN (3, 12)
+        "[m]\ntype=mol_attention\nunit=3\nmol_k=2\ninput_layers=q,v,s\n"
+        GC_ATTN_FC ("o", "m(0)", "3") GC_ATTN_FC ("w", "m(1)", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mol_attention_state_unread", "[in]\ntype=input\ninput_shape=1:1:5\n"
+        GC_MOL_IN (4, 16) "[m]\ntype=mol_attention\nunit=4\nmol_k=2\n"
+        "input_layers=q,v,s\n", "mse"},
+  {"mol_attention_frozen", "[in]\ntype=input\ninput_shape=1:1:5\n"
+        GC_MOL_IN (3, 12) "[m]\ntype=mol_attention\nunit=3\nmol_k=2\n"
+        "trainable=false\ninput_layers=q,v,s\n"
+        GC_ATTN_FC ("o", "m(0)", "3") GC_ATTN_FC ("w", "m(1)", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  {"mol_attention_length", "[in]\ntype=input\ninput_shape=1:1:4\n"
+        GC_MOL_IN (3, 12) "[len]\ntype=slice\naxis=3\nstart_index=1\n"
+        "end_index=2\ninput_layers=in\n[m]\ntype=mol_attention\nunit=3\n"
+        "mol_k=2\ninput_layers=q,v,s,len\n"
+        GC_ATTN_FC ("o", "m(0)", "3") GC_ATTN_FC ("w", "m(1)", "3")
+      "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -669,6 +727,8 @@ static const struct
   {"embedding", 7}, {"embedding_transformer", 5},
   /* tensor-manipulation layers */
   {"gather_width", 5}, {"gather_height_full", 5},
+  /* mixture-of-logistics attention: lengths 0 to 3 of 3 steps */
+  {"mol_attention_length", 4},
 };
 
 static int
@@ -1442,6 +1502,119 @@ out:
   tt_model_free (test);
 }
 
+/* mixture-of-logistics attention: its forward against the formula,
+ * written out here in double, on 2 samples of 3 steps (with a length
+ * and without) */
+static double
+mol_sigmoid (double z)
+{
+  return 1.0 / (1.0 + exp (-z));
+}
+
+static void
+mol_reference_run (bool with_length)
+{
+  enum
+  { B = 2, T = 3, D = 2, U = 3, K = 2 };
+  char ini[1024];
+  snprintf (ini, sizeof ini, "[Model]\ntype=NeuralNetwork\nbatch_size=%d\n"
+      "loss=mse\n[Optimizer]\ntype=sgd\nlearning_rate=0.1\n"
+      "[q]\ntype=input\ninput_shape=1:1:%d\n[v]\ntype=input\n"
+      "input_shape=1:%d:%d\n[s]\ntype=input\ninput_shape=1:1:%d\n%s"
+      "[m]\ntype=mol_attention\nunit=%d\nmol_k=%d\ninput_layers=q,v,s%s\n"
+      "[o]\ntype=addition\ninput_layers=m(0)\n[w]\ntype=addition\n"
+      "input_layers=m(1)\n[c]\ntype=concat\ninput_layers=o,w\n", B, D,
+      T, D, K, with_length ? "[len]\ntype=input\ninput_shape=1:1:1\n" : "",
+      U, K, with_length ? ",len" : "");
+  tt_error err;
+  tt_model *m = tt_model_load_ini (tt_test_write_text ("mol.ini", ini), &err);
+  /* naive: every tensor its own memory, the outputs readable after */
+  tt_status st = m ? tt_model_set_plan_mode (m, TT_PLAN_NAIVE, &err) :
+      TT_ERR_INVALID;
+  if (!st)
+    st = tt_model_compile (m, &err);
+  CHECK (st == TT_OK, "mol_attention reference: %s", err.message);
+  if (st) {
+    tt_model_free (m);
+    return;
+  }
+  const tt_layer *l = NULL;
+  for (uint32_t i = 0; i < m->n_layers; i++)
+    if (!strcmp (m->layers[i].section, "m"))
+      l = &m->layers[i];
+  float q[B * D], v[B * T * D], st0[B * K], len[B] = { 2.0f, 3.7f };
+  float w1[D * U], b1[U], w2[U * 3 * K], t[B * (D + K)];
+  gc_state = 777;
+  float *all[] = { q, v, st0, w1, b1, w2, t };
+  const size_t counts[] = { B * D, B * T * D, B * K, D * U, U, U * 3 * K,
+    B * (D + K)
+  };
+  for (int a = 0; a < 7; a++)
+    for (size_t i = 0; i < counts[a]; i++)
+      all[a][i] = gc_rand ();
+  /* states near the steps, so that the logistics cover them */
+  for (size_t i = 0; i < B * K; i++)
+    st0[i] = 1.0f + st0[i];
+  memcpy (tt_data (m, l->weights[0].value), w1, sizeof w1);
+  memcpy (tt_data (m, l->weights[1].value), b1, sizeof b1);
+  memcpy (tt_data (m, l->weights[2].value), w2, sizeof w2);
+  const void *inputs[4] = { q, v, st0, len };
+  double loss;
+  st = tt_model_gradients (m, B, inputs, NULL, t, false, &loss, &err);
+  CHECK (st == TT_OK, "mol_attention reference: %s", err.message);
+  const float *out = tt_data (m, l->out[0]), *ns = tt_data (m, l->out[1]);
+  double worst = 0;
+  for (int b = 0; b < B; b++) {
+    double h[U], p[3 * K], kappa[K], beta[K], alpha[K], mk[K], asum = 0;
+    for (int u = 0; u < U; u++) {
+      double z = b1[u];
+      for (int i = 0; i < D; i++)
+        z += (double) q[b * D + i] * w1[i * U + u];
+      h[u] = tanh (z);
+    }
+    for (int j = 0; j < 3 * K; j++) {
+      p[j] = 0;
+      for (int u = 0; u < U; u++)
+        p[j] += h[u] * w2[u * 3 * K + j];
+    }
+    for (int k = 0; k < K; k++) {
+      kappa[k] = exp (p[k]);
+      beta[k] = exp (p[K + k]);
+      alpha[k] = exp (p[2 * K + k]);
+      asum += alpha[k];
+    }
+    for (int k = 0; k < K; k++) {
+      alpha[k] /= asum;
+      mk[k] = st0[b * K + k] + kappa[k];
+      worst = fmax (worst, fabs (ns[b * K + k] - mk[k]));
+    }
+    /* the mask keeps the steps before the length, rounded down */
+    const int keep = with_length ? (int) len[b] : T;
+    for (int i = 0; i < D; i++) {
+      double y = 0;
+      for (int j = 0; j < T && j < keep; j++) {
+        double score = 0;
+        for (int k = 0; k < K; k++)
+          score += alpha[k] * (mol_sigmoid ((j + 1 + 0.5 - mk[k]) /
+                  (beta[k] + 1e-8)) - mol_sigmoid ((j + 1 - 0.5 - mk[k]) /
+                  (beta[k] + 1e-8)));
+        y += score * v[(b * T + j) * D + i];
+      }
+      worst = fmax (worst, fabs (out[b * D + i] - y));
+    }
+  }
+  CHECK (worst < 1e-5, "mol_attention reference (%s length): worst "
+      "difference %.3g", with_length ? "with" : "without", worst);
+  tt_model_free (m);
+}
+
+static void
+test_mol_reference (void)
+{
+  mol_reference_run (false);
+  mol_reference_run (true);
+}
+
 int
 main (void)
 {
@@ -1457,5 +1630,7 @@ main (void)
   TT_TEST_RUN (test_preprocess_draws);
   /* the recurrent family's last cells */
   TT_TEST_RUN (test_zoneout_mix);
+  /* mixture-of-logistics attention */
+  TT_TEST_RUN (test_mol_reference);
   return tt_test_summary ();
 }

@@ -779,7 +779,7 @@ static const ie_case ie_cases[] = {
       {"[t] padding", "5,5,5,5", "8x8", "1:6:6"}},
   {"convt_groups", MODEL_MSE ADAM INPUT_IMG
         "[t]\ntype = conv2dtranspose\nfilters = 2\nkernel_size = 3\n"
-        "groups = 2\n", IE_LOAD, {"[t] groups", "unknown key"}},
+        "groups = two\n", IE_LOAD, {"[t] groups", "two"}},
   {"convt_too_large", MODEL_MSE ADAM INPUT_IMG
         "[t]\ntype = conv2dtranspose\nfilters = 65536\n"
         "kernel_size = 65536\n", IE_COMPILE,
@@ -833,8 +833,9 @@ static const ie_case ie_cases[] = {
         {"[a] input_layers", "mask 'in' gives 1:4:3",
           "num_heads:query length:key length = 3:4:4"}},
   {"mha_return_weight", MODEL_MSE ADAM INPUT_STEPS
-        IE_MHA ("return_attention_weight = after\n", "in, in, in"), IE_LOAD,
-      {"[a] return_attention_weight", "'after'", "only none"}},
+        IE_MHA ("num_heads = 3\n", "in, in, in")
+        "[o]\ntype = fully_connected\nunit = 2\ninput_layers = a(1)\n",
+      IE_COMPILE, {"[o] input_layers", "'a(1)'", "[a] has 1 output(s)"}},
   {"mha_return_unknown", MODEL_MSE ADAM INPUT_STEPS
         IE_MHA ("return_attention_weight = maybe\n", "in, in, in"), IE_LOAD,
       {"[a] return_attention_weight", "maybe", "none, before, after"}},
@@ -992,6 +993,72 @@ static const ie_case ie_cases[] = {
         "max_timestep = 1\ntimestep = 0\n" "input_layers = in, h, c\n" "[s]\n"
         "type = addition\ninput_layers = l(0), l(2)\n", IE_COMPILE,
       {"[s] input_layers", "'l(2)'", "2 output(s)"}},
+  /* multi_head_attention's attention weights */
+  {"mha_weights_output_index", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 3\nreturn_attention_weight = before\n",
+            "in, in, in")
+        "[o]\ntype = addition\ninput_layers = a(0), a(2)\n", IE_COMPILE,
+      {"[o] input_layers", "'a(2)'", "[a] has 2 output(s)"}},
+  {"mha_weights_average_word", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("return_attention_weight = after\n"
+            "average_attention_weight = heads\n", "in, in, in"), IE_LOAD,
+      {"[a] average_attention_weight", "'heads'", "true or false"}},
+  /* conv2dtranspose's groups */
+  {"convt_groups_channels", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 4\nkernel_size = 3,3\n"
+        "groups = 2\n", IE_COMPILE,
+        {"[t] groups", "filters (4)", "the input's channels (1)",
+          "divide by groups (2)"}},
+  {"convt_groups_filters", MODEL_MSE ADAM
+        "[in]\ntype = input\ninput_shape = 4:3:3\n"
+        "[t]\ntype = conv2dtranspose\nfilters = 6\nkernel_size = 2,2\n"
+        "groups = 4\n", IE_COMPILE,
+      {"[t] groups", "filters (6)", "channels (4)", "groups (4)"}},
+  {"convt_groups_zero", MODEL_MSE ADAM INPUT_IMG
+        "[t]\ntype = conv2dtranspose\nfilters = 4\nkernel_size = 3,3\n"
+        "groups = 0\n", IE_LOAD, {"[t] groups", "out of range [1,"}},
+  /* mixture-of-logistics attention */
+#define IE_MOL_IN "[q]\ntype = fully_connected\nunit = 3\n" \
+  "input_layers = in\n[s]\ntype = fully_connected\nunit = 2\n" \
+  "input_layers = in\n"
+#define IE_MOL(keys, inputs) "[m]\ntype = mol_attention\n" keys \
+  "input_layers = " inputs "\n"
+  {"mol_no_unit", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("mol_k = 2\n", "q, in, s"), IE_LOAD,
+      {"[m] unit", "missing key"}},
+  {"mol_no_k", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\n", "q, in, s"), IE_LOAD,
+      {"[m] mol_k", "missing key"}},
+  {"mol_k_zero", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 0\n", "q, in, s"), IE_LOAD,
+      {"[m] mol_k", "out of range [1,"}},
+  {"mol_unknown_key", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\nnum_heads = 2\n", "q, in, s"),
+      IE_LOAD, {"[m] num_heads", "unknown key"}},
+  {"mol_disable_bias", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\ndisable_bias = true\n", "q, in, s"),
+      IE_LOAD, {"[m] disable_bias", "fc_bias", "allowed: false"}},
+  {"mol_two_inputs", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "q, s"), IE_COMPILE,
+        {"[m] input_layers", "3 or 4 inputs",
+          "query, value, state[, length]", "not 2"}},
+  {"mol_query_shape", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "in, q, s"), IE_COMPILE,
+      {"[m] input_layers", "query 'in' gives 1:4:3", "not 1:1:features"}},
+  {"mol_value_width", MODEL_MSE ADAM INPUT4 IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "q, in, s"), IE_COMPILE,
+        {"[m] input_layers", "value 'in' gives 1:1:4",
+          "1:length:3 (the query's width)"}},
+  {"mol_state_width", MODEL_MSE ADAM INPUT4 IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 3\n", "q, q, s"), IE_COMPILE,
+      {"[m] input_layers", "state 's' gives 1:1:2", "1:1:3 (1:1:mol_k)"}},
+  {"mol_length_shape", MODEL_MSE ADAM INPUT4 IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "q, q, s, s"), IE_COMPILE,
+      {"[m] input_layers", "length 's' gives 1:1:2", "not 1:1:1"}},
+  {"mol_output_index", MODEL_MSE ADAM INPUT_STEPS IE_MOL_IN
+        IE_MOL ("unit = 4\nmol_k = 2\n", "q, in, s")
+        "[o]\ntype = addition\ninput_layers = m(2)\n", IE_COMPILE,
+      {"[o] input_layers", "'m(2)'", "[m] has 2 output(s)"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

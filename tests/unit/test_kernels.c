@@ -2091,11 +2091,11 @@ test_convt_passes (tt_threads * pool, const tt_window_geom * g, int nc,
   float *wc = test_falloc ((size_t) fkk * nc), *col =
       test_falloc ((size_t) fkk * hw);
   tt_conv_transpose_permute (w, g->channels, nc, kk, wc);
-  tt_conv_transpose_forward (pool, g, nc, batch, x, wc, bias, y, col);
-  tt_conv_transpose_backward_weight (pool, g, nc, batch, x, dy, col, wc, dw,
+  tt_conv_transpose_forward (pool, g, nc, 1, batch, x, wc, bias, y, col);
+  tt_conv_transpose_backward_weight (pool, g, nc, 1, batch, x, dy, col, wc, dw,
       db);
   tt_conv_transpose_permute (w, g->channels, nc, kk, wc);
-  tt_conv_transpose_backward_input (pool, g, nc, batch, wc, dy, col, dx);
+  tt_conv_transpose_backward_input (pool, g, nc, 1, batch, wc, dy, col, dx);
   free (wc);
   free (col);
 }

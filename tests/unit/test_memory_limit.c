@@ -244,7 +244,9 @@ test_bit_identical (void)
     "sensor_recurrent_dropout.ini",
     /* the recurrent family's last cells: grucell, zoneout_lstmcell (its
      * masks drawn again in a rebuilt step) */
-    "cells2.ini", "cells2_zoneout.ini", NULL
+    "cells2.ini", "cells2_zoneout.ini",
+    /* attention weights, grouped transposed convolution, mol_attention */
+    "mha_weights.ini", "conv_transpose_groups.ini", "mol_attention.ini", NULL
   };
   static const uint32_t batches[] = { 4, 4, 32, 8, 16, 16, 16, 64, 64,
     /* transposed convolution and the preprocessing layers */
@@ -254,7 +256,9 @@ test_bit_identical (void)
     /* dropout in recurrent layers */
     16,
     /* the recurrent family's last cells */
-    8, 16
+    8, 16,
+    /* attention weights, grouped transposed convolution, mol_attention */
+    8, 8, 8
   };
   for (int i = 0; models[i]; i++) {
     char path[2048];

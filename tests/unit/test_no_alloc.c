@@ -251,6 +251,18 @@ test_recurrent_family (void)
   no_alloc_model (na_root, "cells2_zoneout.ini", 2, false);
 }
 
+/* attention weights, grouped transposed convolution, mol_attention */
+static void
+test_molconvt (void)
+{
+  no_alloc_model (na_root, "mha_weights.ini", 1, false);
+  no_alloc_model (na_root, "mha_weights.ini", 2, false);
+  no_alloc_model (na_root, "conv_transpose_groups.ini", 1, false);
+  no_alloc_model (na_root, "conv_transpose_groups.ini", 2, false);
+  no_alloc_model (na_root, "mol_attention.ini", 1, false);
+  no_alloc_model (na_root, "mol_attention.ini", 2, false);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -275,5 +287,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_attention);
   /* the recurrent family */
   TT_TEST_RUN (test_recurrent_family);
+  /* attention weights, grouped transposed convolution, mol_attention */
+  TT_TEST_RUN (test_molconvt);
   return tt_test_summary ();
 }

@@ -43,7 +43,13 @@ static const char *models[] = {
   /* the recurrent family */
   "sensor_rnn.ini", "sensor_bilstm.ini", "cells.ini",
   /* the recurrent family's last cells: grucell, zoneout_lstmcell */
-  "cells2.ini", "cells2_zoneout.ini", NULL
+  "cells2.ini", "cells2_zoneout.ini",
+  /* multi_head_attention's attention weights */
+  "mha_weights.ini",
+  /* conv2dtranspose's groups */
+  "conv_transpose_groups.ini",
+  /* mixture-of-logistics attention */
+  "mol_attention.ini", NULL
 };
 
 static tt_model *

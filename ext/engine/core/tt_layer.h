@@ -423,7 +423,9 @@ typedef struct tt_layer_ops {
   /* the distinct outputs of a compute layer (lstmcell: the hidden and
    * the cell state), 0: one. Input layers name them name(idx); an
    * output after the first that no layer reads is dropped (its
-   * derivative is absent: zero), not a second end of the model. */
+   * derivative is absent: zero), not a second end of the model. A
+   * layer's parse may lower tt_layer.n_outputs (multi_head_attention
+   * without return_attention_weight has one). */
   uint32_t outputs;
   /* distribute = true (nntrainer's time_dist wrapper: the layer applied
    * to each time step, a height-1 slice, alone) is the layer itself: it
@@ -687,6 +689,7 @@ typedef struct tt_layer {
       /* scratch ids: the permuted filter and one sample's columns, of
        * forward and of backward */
       int fwd, bwd;
+      uint32_t groups;          /* conv2dtranspose's groups (PyTorch's) */
     } convt;
     struct {
       int direction;            /* flip: 0 horizontal, 1 vertical, 2 both */
@@ -707,7 +710,19 @@ typedef struct tt_layer {
       /* the model's generator before the step's dropout draw: a rerun
        * (tt_run_ctx.recompute) draws the same mask into its instance */
       tt_rng drop_rng;
+      /* multi_head_attention's return_attention_weight (0 none, 1
+       * before, 2 after the dropout) and average_attention_weight */
+      int ret_weights;
+      bool avg_weights;
     } attn;
+    /* mol_attention: unit, mol_k, the value's length and width; scratch
+     * ids: tanh of the first product [B][unit], kappa | beta | alpha
+     * [B][3K], the new state [B][K], the scores [B][T], the derivatives
+     * of the sources [B][3K] and of the first product [B][unit] */
+    struct {
+      uint32_t unit, k, t, d;
+      int hidden, proj, m, scores, dproj, dhidden;
+    } mol;
     /* the recurrent family: rnn */
     struct {
       tt_recurrent rec;         /* act: hidden state */
@@ -821,7 +836,7 @@ tt_status tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,
 /* layer registry (layers.c): TT_LAYER_TYPES types, whose ops are
  * declared here; a new type adds its ops here and to layers.c's table,
  * whose size is checked against this count when it compiles */
-#define TT_LAYER_TYPES 58
+#define TT_LAYER_TYPES 59
 const tt_layer_ops *tt_layer_ops_find (const char *type);
 /* the i-th registered type, NULL from TT_LAYER_TYPES on */
 const tt_layer_ops *tt_layer_ops_at (uint32_t i);
@@ -887,6 +902,8 @@ extern const tt_layer_ops tt_rnn_layer_ops, tt_rnncell_layer_ops,
  * layer_zoneout_lstmcell.c) */
 extern const tt_layer_ops tt_grucell_layer_ops,
     tt_zoneout_lstmcell_layer_ops;
+/* mixture-of-logistics attention (layer_mol_attention.c) */
+extern const tt_layer_ops tt_mol_attention_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

@@ -14,12 +14,17 @@
  * normalization. P is kept (probs) for backward, which needs nothing else
  * of the forward but Q, K and V: dV = (P * drop)^T dO, dP = (dO V^T) *
  * drop, dS = P (dP - rowsum (dP P)), dQ = scale dS K, dK = scale dS^T Q.
+ * The weights as an output (multi_head_attention's
+ * return_attention_weight), W = P or P * drop, averaged over the heads or
+ * not: their derivative dW (divided by the heads when averaged) is added
+ * to dP, before the dropout's multipliers for P * drop, after them for P.
  *
  * Threads: the (sample, head) pairs split into contiguous ranges, each a
  * part of one tt_threads_run job; every pair's arithmetic is the same
  * whatever the split, so results are bit-identical to one thread's.
  */
 #include "tt_layer.h"
+#include "tt_split.h"
 #include "vmath.h"
 
 #include <math.h>
@@ -243,6 +248,14 @@ attn_softmax_backward_rows512 (const float *p, float *d, int rows, int n)
 }
 #endif
 
+/* y += s x */
+TT_VECTOR_CLONES static void
+attn_add_scaled (const float *x, float s, float *y, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    y[i] += s * x[i];
+}
+
 static void
 attn_forward_pair (const tt_attention * a, size_t pair)
 {
@@ -304,8 +317,18 @@ attn_backward_pair (const attn_back * j, size_t pair)
   /* dP = (dO V^T) * drop, then dS through the softmax */
   tt_gemm (false, true, a->lq, a->lk, a->dv, 1.0f, dout, a->o_ld,
       a->v + vo, a->v_ld, 0.0f, ds, a->lk);
+  const float *dw = NULL;
+  float dw_scale = 1.0f;
+  if (a->dweights) {
+    dw = a->dweights + (a->weights_mean ? b : pair) * plane;
+    dw_scale = a->weights_mean ? 1.0f / (float) a->heads : 1.0f;
+  }
+  if (dw && (a->weights_after || !a->drop))
+    attn_add_scaled (dw, dw_scale, ds, plane);
   if (a->drop)
     attn_multiply (ds, a->drop + pair * plane, ds, plane);
+  if (dw && !a->weights_after && a->drop)
+    attn_add_scaled (dw, dw_scale, ds, plane);
   if (attn_has_avx512 ())
     attn_softmax_backward_rows512 (p, ds, a->lq, a->lk);
   else
@@ -370,4 +393,44 @@ tt_attention_backward (const tt_attention * a, const float *dout, float *dq,
 {
   attn_back back = { a, dout, dq, dk, dv, dmask, dscores };
   attn_run (a, &back);
+}
+
+typedef struct
+{
+  const float *w;
+  float *out;
+  size_t plane, heads;
+  bool mean;
+} attn_weights_job;
+
+/* samples [begin, end) of the returned weights */
+static void
+attn_weights_range (void *arg, size_t begin, size_t end)
+{
+  const attn_weights_job *j = arg;
+  const size_t plane = j->plane, heads = j->heads;
+  if (!j->mean) {
+    memcpy (j->out + begin * heads * plane, j->w + begin * heads * plane,
+        (end - begin) * heads * plane * sizeof *j->out);
+    return;
+  }
+  const float inv = 1.0f / (float) heads;
+  for (size_t b = begin; b < end; b++) {
+    float *o = j->out + b * plane;
+    memset (o, 0, plane * sizeof *o);
+    for (size_t h = 0; h < heads; h++)
+      attn_add_scaled (j->w + (b * heads + h) * plane, inv, o, plane);
+  }
+}
+
+void
+tt_attention_weights (const tt_attention * a, bool after, bool mean, float *out)
+{
+  attn_weights_job j = {
+    .w = after && a->drop ? a->dropped : a->probs,.out = out,
+    .plane = (size_t) a->lq * a->lk,.heads = (size_t) a->heads,.mean = mean
+  };
+  const size_t per = j.plane * j.heads;
+  tt_split (a->threads, (size_t) a->batch, 1, (size_t) a->batch * per >=
+      ATTN_SPLIT_MIN ? 1 : SIZE_MAX, attn_weights_range, &j);
 }

@@ -11,7 +11,10 @@
  *   weight grad dWc^T = sum_b im2col (dy_b) x_b^T
  *
  * Wc is nntrainer's filter [F][C][kh][kw] with its first two axes swapped
- * (tt_conv_transpose_permute). Every pass goes sample by sample through
+ * (tt_conv_transpose_permute). With G groups (PyTorch's grouped
+ * ConvTranspose2d) the filter is [F/G][C][kh][kw] and Wc [C][F/G*kh*kw]:
+ * group g's C/G input channels and F/G output channels, whose rows of the
+ * columns are contiguous, make their own products of the same form. Every pass goes sample by sample through
  * one sample's columns: thread i of the pool takes the i-th contiguous
  * range of the batch with its columns in its worker's scratch (the
  * caller's in col), and the weight gradient sums each range into its own
@@ -61,7 +64,7 @@ typedef struct
 {
   tt_threads *pool;
   const tt_window_geom *g;
-  int in_ch, batch;
+  int in_ch, groups, batch;
   const float *x, *wc, *bias, *dy;
   float *y, *col, *dx, *dwt, *dbias;
 } convt_job;
@@ -101,13 +104,17 @@ convt_forward_part (void *arg, unsigned part, unsigned n_parts)
   const size_t hw = (size_t) g->out_h * g->out_w;
   const size_t out_plane = (size_t) g->in_h * g->in_w;
   const size_t out_sample = (size_t) g->channels * out_plane;
-  const int fkk = g->channels * g->kernel_h * g->kernel_w;
+  const int fkk = g->channels / j->groups * g->kernel_h * g->kernel_w;
+  const int cg = j->in_ch / j->groups;
   float *cc = convt_part_cols (j, part);
   size_t lo, hi;
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
   for (size_t b = lo; b < hi; b++) {
-    tt_gemm (true, false, fkk, (int) hw, j->in_ch, 1.0f, j->wc, fkk,
-        j->x + b * j->in_ch * hw, (int) hw, 0.0f, cc, (int) hw);
+    for (int gi = 0; gi < j->groups; gi++)
+      tt_gemm (true, false, fkk, (int) hw, cg, 1.0f,
+          j->wc + (size_t) gi * cg * fkk, fkk,
+          j->x + (b * j->in_ch + (size_t) gi * cg) * hw, (int) hw, 0.0f,
+          cc + (size_t) gi * fkk * hw, (int) hw);
     float *y = j->y + b * out_sample;
     memset (y, 0, out_sample * sizeof *y);
     tt_col2im (g, cc, hw, y);
@@ -118,10 +125,11 @@ convt_forward_part (void *arg, unsigned part, unsigned n_parts)
 
 void
 tt_conv_transpose_forward (tt_threads * pool, const tt_window_geom * g,
-    int in_ch, int batch, const float *x, const float *wc, const float *bias,
-    float *y, float *col)
+    int in_ch, int groups, int batch, const float *x, const float *wc,
+    const float *bias, float *y, float *col)
 {
-  convt_job j = {.pool = pool,.g = g,.in_ch = in_ch,.batch = batch,.x = x,
+  convt_job j = {.pool = pool,.g = g,.in_ch = in_ch,.groups = groups,
+    .batch = batch,.x = x,
     .wc = wc,.bias = bias,.y = y,.col = col
   };
   tt_threads_run_partials (pool, convt_cols (g), convt_forward_part, &j);
@@ -134,23 +142,28 @@ convt_input_part (void *arg, unsigned part, unsigned n_parts)
   const tt_window_geom *g = j->g;
   const size_t hw = (size_t) g->out_h * g->out_w;
   const size_t out_sample = (size_t) g->channels * g->in_h * g->in_w;
-  const int fkk = g->channels * g->kernel_h * g->kernel_w;
+  const int fkk = g->channels / j->groups * g->kernel_h * g->kernel_w;
+  const int cg = j->in_ch / j->groups;
   float *cc = convt_part_cols (j, part);
   size_t lo, hi;
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
   for (size_t b = lo; b < hi; b++) {
     tt_im2col (g, j->dy + b * out_sample, cc, hw);
-    tt_gemm (false, false, j->in_ch, (int) hw, fkk, 1.0f, j->wc, fkk, cc,
-        (int) hw, 0.0f, j->dx + b * j->in_ch * hw, (int) hw);
+    for (int gi = 0; gi < j->groups; gi++)
+      tt_gemm (false, false, cg, (int) hw, fkk, 1.0f,
+          j->wc + (size_t) gi * cg * fkk, fkk, cc + (size_t) gi * fkk * hw,
+          (int) hw, 0.0f, j->dx + (b * j->in_ch + (size_t) gi * cg) * hw,
+          (int) hw);
   }
 }
 
 void
 tt_conv_transpose_backward_input (tt_threads * pool, const tt_window_geom * g,
-    int in_ch, int batch, const float *wc, const float *dy, float *col,
-    float *dx)
+    int in_ch, int groups, int batch, const float *wc, const float *dy,
+    float *col, float *dx)
 {
-  convt_job j = {.pool = pool,.g = g,.in_ch = in_ch,.batch = batch,.wc = wc,
+  convt_job j = {.pool = pool,.g = g,.in_ch = in_ch,.groups = groups,
+    .batch = batch,.wc = wc,
     .dy = dy,.col = col,.dx = dx
   };
   tt_threads_run_partials (pool, convt_cols (g), convt_input_part, &j);
@@ -164,7 +177,8 @@ convt_weight_part (void *arg, unsigned part, unsigned n_parts)
   const size_t hw = (size_t) g->out_h * g->out_w;
   const size_t out_plane = (size_t) g->in_h * g->in_w;
   const size_t out_sample = (size_t) g->channels * out_plane;
-  const int fkk = g->channels * g->kernel_h * g->kernel_w;
+  const int fkk = g->channels / j->groups * g->kernel_h * g->kernel_w;
+  const int cg = j->in_ch / j->groups;
   float *cc = convt_part_cols (j, part), *dwt = j->dwt, *dbias = j->dbias;
   if (part) {
     dwt = cc + convt_cols (g);
@@ -179,9 +193,12 @@ convt_weight_part (void *arg, unsigned part, unsigned n_parts)
   for (size_t b = lo; b < hi; b++) {
     const float *dy = j->dy + b * out_sample;
     tt_im2col (g, dy, cc, hw);
-    tt_gemm (false, true, fkk, j->in_ch, (int) hw, 1.0f, cc, (int) hw,
-        j->x + b * j->in_ch * hw, (int) hw, b == lo ? 0.0f : 1.0f, dwt,
-        j->in_ch);
+    /* group g's [F/G*kh*kw][C/G] after the groups before it */
+    for (int gi = 0; gi < j->groups; gi++)
+      tt_gemm (false, true, fkk, cg, (int) hw, 1.0f,
+          cc + (size_t) gi * fkk * hw, (int) hw,
+          j->x + (b * j->in_ch + (size_t) gi * cg) * hw, (int) hw,
+          b == lo ? 0.0f : 1.0f, dwt + (size_t) gi * fkk * cg, cg);
     if (dbias)
       for (int f = 0; f < g->channels; f++)
         dbias[f] = convt_plane_sum (dy + (size_t) f * out_plane, out_plane,
@@ -191,11 +208,13 @@ convt_weight_part (void *arg, unsigned part, unsigned n_parts)
 
 void
 tt_conv_transpose_backward_weight (tt_threads * pool,
-    const tt_window_geom * g, int in_ch, int batch, const float *x,
+    const tt_window_geom * g, int in_ch, int groups, int batch, const float *x,
     const float *dy, float *col, float *dwt, float *dw, float *dbias)
 {
-  const int kk = g->kernel_h * g->kernel_w, fkk = g->channels * kk;
-  convt_job j = {.pool = pool,.g = g,.in_ch = in_ch,.batch = batch,.x = x,
+  const int kk = g->kernel_h * g->kernel_w, fg = g->channels / groups;
+  const int fkk = fg * kk, cg = in_ch / groups;
+  convt_job j = {.pool = pool,.g = g,.in_ch = in_ch,.groups = groups,
+    .batch = batch,.x = x,
     .dy = dy,.col = col,.dwt = dwt,.dbias = dbias
   };
   const unsigned parts = tt_threads_run_partials (pool,
@@ -206,10 +225,11 @@ tt_conv_transpose_backward_weight (tt_threads * pool,
   if (dbias)
     tt_threads_add_partials (pool, parts, convt_cols (g) + convt_dwt (g,
             in_ch), dbias, (size_t) g->channels);
-  /* back to nntrainer's [F][C][kk] */
-  for (int f = 0; f < g->channels; f++)
+  /* back to nntrainer's [F/G][C][kk] */
+  for (int f = 0; f < fg; f++)
     for (int c = 0; c < in_ch; c++)
       for (int k = 0; k < kk; k++)
         dw[((size_t) f * in_ch + c) * kk + k] =
-            dwt[((size_t) f * kk + k) * in_ch + c];
+            dwt[(size_t) (c / cg) * fkk * cg + ((size_t) f * kk + k) * cg +
+            c % cg];
 }

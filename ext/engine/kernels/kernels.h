@@ -423,19 +423,21 @@ void tt_clip_backward_split (tt_threads * pool, float lo, float hi,
  * workers need tt_conv_transpose_worker_floats each (tt_threads_scratch)
  * to share the work (else the caller does it all). dwt: the filter
  * gradient as [F*kh*kw][in_ch], before dw gets it in nntrainer's layout.
- * Outputs are overwritten. */
+ * groups G (PyTorch's grouped ConvTranspose2d): the filter is
+ * [F/G][in_ch][kh][kw], wc [in_ch][F/G*kh*kw] (permuted with f = F/G),
+ * dwt [G][F/G*kh*kw][in_ch/G]; 1: ungrouped. Outputs are overwritten. */
 void tt_conv_transpose_permute (const float *w, int f, int c, int kk,
     float *wc);
 size_t tt_conv_transpose_worker_floats (const tt_window_geom * g, int in_ch,
     bool gradient);
 void tt_conv_transpose_forward (tt_threads * pool, const tt_window_geom * g,
-    int in_ch, int batch, const float *x, const float *wc, const float *bias,
-    float *y, float *col);
+    int in_ch, int groups, int batch, const float *x, const float *wc,
+    const float *bias, float *y, float *col);
 void tt_conv_transpose_backward_input (tt_threads * pool,
-    const tt_window_geom * g, int in_ch, int batch, const float *wc,
-    const float *dy, float *col, float *dx);
+    const tt_window_geom * g, int in_ch, int groups, int batch,
+    const float *wc, const float *dy, float *col, float *dx);
 void tt_conv_transpose_backward_weight (tt_threads * pool,
-    const tt_window_geom * g, int in_ch, int batch, const float *x,
+    const tt_window_geom * g, int in_ch, int groups, int batch, const float *x,
     const float *dy, float *col, float *dwt, float *dw, float *dbias);
 
 /* preprocess.c: the preprocessing layers, batch samples of c:h:w values
@@ -476,14 +478,47 @@ typedef struct {
   const float *mask, *drop;
   float *probs, *dropped;
   tt_threads *threads;
+  /* backward: the derivative of the attention weights returned as an
+   * output (tt_attention_weights), NULL: none */
+  const float *dweights;
+  bool weights_after, weights_mean;
 } tt_attention;
 
 void tt_attention_forward (const tt_attention * a);
+/* after tt_attention_forward: the attention weights as an output, P
+ * (after false) or P * drop (after true; P without drop), each sample's
+ * heads averaged into [B][lq][lk] (mean) or [B][H][lq][lk]; backward
+ * adds a->dweights (that layout) to dP when set, with weights_after and
+ * weights_mean as given here */
+void tt_attention_weights (const tt_attention * a, bool after, bool mean,
+    float *out);
 /* From dout (O's layout): dq, dk, dv in Q's, K's, V's layouts, written
  * (NULL: not wanted; dk == dv with k == v: key is value, both added),
  * dmask (NULL: none) d loss / d (scale Q K^T + mask); dscores
  * [B][H][lq][lk] scratch */
 void tt_attention_backward (const tt_attention * a, const float *dout,
     float *dq, float *dk, float *dv, float *dmask, float *dscores);
+
+/* mol_attention.c: mixture-of-logistics attention of batch samples
+ * (nntrainer's mol_attention). proj [B][3K]: the sources of kappa, beta
+ * and alpha, which forward turns into kappa (exp), beta (exp), alpha
+ * (softmax) in place; state, m (state + kappa, kept) and new_state
+ * (NULL: not wanted) [B][K]; len [B] (a length each, NULL: none) zeroes
+ * the scores from it on; scores [B][T]; value [B][T][D]; out [B][D].
+ * Backward (from dout [B][D] and dnew_state, NULL: zero) writes dvalue
+ * and dstate (NULL: not wanted) and dproj [B][3K], the derivative of the
+ * sources, and the scores' derivative over the scores. Split over the threads by samples, bit-identical. */
+typedef struct {
+  size_t batch, t, k, d;
+  float *proj, *m, *scores;
+  const float *state, *len, *value;
+  float *out, *new_state;
+  const float *dout, *dnew_state;
+  float *dvalue, *dstate, *dproj;
+  tt_threads *threads;
+} tt_mol;
+
+void tt_mol_forward (const tt_mol * a);
+void tt_mol_backward (const tt_mol * a);
 
 #endif

@@ -8,6 +8,12 @@
  * - pad_top - pad_bottom, width alike; padding valid (none), same (the
  * pads conv2d's same would take on this layer's input) or explicit.
  *
+ * groups G (PyTorch's ConvTranspose2d groups, not nntrainer's): filters
+ * and channels split into G groups, filter [filters/G][channels][kh][kw]
+ * (PyTorch's grouped weight [channels][filters/G][kh][kw] with its first
+ * two axes swapped, as above), output channel g * filters/G + f reading
+ * only group g's channels.
+ *
  * It is conv2d's adjoint (kernels/conv_transpose.c), sample by sample:
  * forward is a GEMM and col2im, the input derivative im2col and a GEMM,
  * the filter gradient im2col and a GEMM added over the batch.
@@ -15,7 +21,7 @@
 #include "tt_layer.h"
 
 static const char *const convt_keys[] = {
-  "filters", "kernel_size", "stride", "padding", "dilation", NULL
+  "filters", "kernel_size", "stride", "padding", "dilation", "groups", NULL
 };
 
 static tt_status
@@ -24,13 +30,15 @@ convt_parse (tt_layer * l, const tt_section * s, tt_error * err)
   tt_status st;
   l->p.convt.stride[0] = l->p.convt.stride[1] = 1;
   l->p.convt.dilation[0] = l->p.convt.dilation[1] = 1;
-  if ((st = tt_section_uint (s, "filters", 1, 1u << 16, &l->p.convt.filters,
-              err)) ||
-      (st = tt_window_pair (s, "kernel_size", 1, l->p.convt.kernel, err)) ||
-      (st = tt_window_pair (s, "stride", 1, l->p.convt.stride, err)) ||
-      (st = tt_window_pair (s, "dilation", 1, l->p.convt.dilation, err)) ||
-      (st = tt_window_padding (s, &l->p.convt.padding_mode, l->p.convt.pad,
-              err)))
+  l->p.convt.groups = 1;
+  if ((st = tt_section_uint (s, "groups", 1, 1u << 16, &l->p.convt.groups, err))
+      || (st =
+          tt_section_uint (s, "filters", 1, 1u << 16, &l->p.convt.filters, err))
+      || (st = tt_window_pair (s, "kernel_size", 1, l->p.convt.kernel, err))
+      || (st = tt_window_pair (s, "stride", 1, l->p.convt.stride, err))
+      || (st = tt_window_pair (s, "dilation", 1, l->p.convt.dilation, err))
+      || (st =
+          tt_window_padding (s, &l->p.convt.padding_mode, l->p.convt.pad, err)))
     return st;
   if (!tt_section_has (s, "filters"))
     return tt_section_error (s, "filters", err, TT_ERR_INVALID,
@@ -82,7 +90,11 @@ convt_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
         pad[0], pad[1], pad[2], pad[3], (long long) full_h,
         (long long) full_w, k[0], k[1], s[0], s[1], d[0], d[1], in.c, in.h,
         in.w);
-  const uint32_t f = l->p.convt.filters;
+  const uint32_t f = l->p.convt.filters, groups = l->p.convt.groups;
+  if (f % groups || in.c % groups)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] groups: filters (%u) and "
+        "the input's channels (%u) must both divide by groups (%u)",
+        c->path, l->section, f, in.c, groups);
   tt_window_geom *g = &l->p.convt.geom;
   *g = (tt_window_geom) {
   .channels = (int) f,.in_h =
@@ -104,8 +116,9 @@ convt_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
         k[1], in.c, in.h, in.w);
   l->out_dims[0] = (tt_dims) {
   f, (uint32_t) out_h, (uint32_t) out_w};
-  tt_weight *w = tt_layer_add_weight (l, "filter", (size_t) f * in.c * kk,
-      l->weight_init, (uint32_t) (in.c * kk), (uint32_t) (f * kk), true);
+  tt_weight *w = tt_layer_add_weight (l, "filter",
+      (size_t) f / groups * in.c * kk, l->weight_init,
+      (uint32_t) (in.c / groups * kk), (uint32_t) (f * kk), true);
   w->decay = l->weight_decay;
   w->l2 = l->l2_constant;
   if (!l->disable_bias) {
@@ -155,9 +168,10 @@ convt_forward (const tt_run_ctx * c, tt_layer * l)
   const tt_window_geom *g = &l->p.convt.geom;
   const int in_ch = (int) l->in_dims[0].c;
   float *wc = tt_run_data (c, l->p.convt.fwd);
+  const int groups = (int) l->p.convt.groups;
   tt_conv_transpose_permute (tt_run_data (c, l->weights[0].value),
-      g->channels, in_ch, g->kernel_h * g->kernel_w, wc);
-  tt_conv_transpose_forward (c->threads, g, in_ch, (int) c->batch,
+      g->channels / groups, in_ch, g->kernel_h * g->kernel_w, wc);
+  tt_conv_transpose_forward (c->threads, g, in_ch, groups, (int) c->batch,
       tt_run_data (c, l->in[0]), wc, l->n_weights > 1 ? tt_run_data (c,
           l->weights[1].value) : NULL, tt_run_data (c, l->out[0]),
       convt_columns (c, l, l->p.convt.fwd));
@@ -169,10 +183,11 @@ convt_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   if (l->weights[0].grad < 0)
     return;
   tt_conv_transpose_backward_weight (c->threads, &l->p.convt.geom,
-      (int) l->in_dims[0].c, (int) c->batch, tt_run_data (c, l->in[0]),
-      tt_run_data (c, l->out_deriv[0]), convt_columns (c, l, l->p.convt.bwd),
-      tt_run_data (c, l->p.convt.bwd), tt_run_data (c, l->weights[0].grad),
-      l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL);
+      (int) l->in_dims[0].c, (int) l->p.convt.groups, (int) c->batch,
+      tt_run_data (c, l->in[0]), tt_run_data (c, l->out_deriv[0]),
+      convt_columns (c, l, l->p.convt.bwd), tt_run_data (c, l->p.convt.bwd),
+      tt_run_data (c, l->weights[0].grad), l->n_weights > 1 ? tt_run_data (c,
+          l->weights[1].grad) : NULL);
 }
 
 static void
@@ -181,9 +196,11 @@ convt_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   const tt_window_geom *g = &l->p.convt.geom;
   const int in_ch = (int) l->in_dims[0].c;
   float *wc = tt_run_data (c, l->p.convt.bwd);
+  const int groups = (int) l->p.convt.groups;
   tt_conv_transpose_permute (tt_run_data (c, l->weights[0].value),
-      g->channels, in_ch, g->kernel_h * g->kernel_w, wc);
-  tt_conv_transpose_backward_input (c->threads, g, in_ch, (int) c->batch, wc,
+      g->channels / groups, in_ch, g->kernel_h * g->kernel_w, wc);
+  tt_conv_transpose_backward_input (c->threads, g, in_ch, groups,
+      (int) c->batch, wc,
       tt_run_data (c, l->out_deriv[0]), convt_columns (c, l, l->p.convt.bwd),
       tt_run_data (c, l->in_deriv[0]));
 }

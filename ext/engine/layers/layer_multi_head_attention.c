@@ -63,11 +63,10 @@ mha_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if (!(l->p.attn.dropout >= 0 && l->p.attn.dropout < 1))
     return tt_section_error (s, "dropout_rate", err, TT_ERR_INVALID,
         "must be in [0, 1)");
-  if (ret != 0)
-    return tt_section_error (s, "return_attention_weight", err,
-        TT_ERR_INVALID, "'%s': only none is supported (the attention "
-        "weights are not an output here)",
-        tt_section_string (s, "return_attention_weight"));
+  l->p.attn.ret_weights = ret;
+  l->p.attn.avg_weights = average;
+  /* the attention weights are the second output when returned */
+  l->n_outputs = ret ? 2 : 1;
   return TT_OK;
 }
 
@@ -128,6 +127,8 @@ mha_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
         l->p.attn.key_dim, l->p.attn.value_dim, q.h, k.h);
   l->out_dims[0] = (tt_dims) {
   1, q.h, l->p.attn.out_dim};
+  l->out_dims[1] = (tt_dims) {
+  l->p.attn.avg_weights ? 1 : heads, q.h, k.h};
   static const char *const names[8] = {
     "query_fc_weight", "query_fc_bias", "key_fc_weight", "key_fc_bias",
     "value_fc_weight", "value_fc_bias", "fc_weight", "fc_bias"
@@ -304,6 +305,9 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
     a.drop = mask;
   }
   tt_attention_forward (&a);
+  if (l->p.attn.ret_weights)
+    tt_attention_weights (&a, l->p.attn.ret_weights == 2,
+        l->p.attn.avg_weights, tt_run_data (c, l->out[1]));
   mha_project (c, a.o, mha_weight (l, 3, false), mha_weight (l, 3, true),
       batch * lq, hv, l->p.attn.out_dim, tt_run_data (c, l->out[0]));
 }
@@ -325,6 +329,11 @@ mha_backward_common (const tt_run_ctx * c, tt_layer * l)
   a.o = NULL;
   if (l->p.attn.drop >= 0 && c->training)
     a.drop = tt_run_data (c, l->p.attn.drop);
+  if (l->p.attn.ret_weights) {
+    a.dweights = tt_run_data (c, l->out_deriv[1]);
+    a.weights_after = l->p.attn.ret_weights == 2;
+    a.weights_mean = l->p.attn.avg_weights;
+  }
   tt_attention_backward (&a, dheads, tt_run_data (c, l->p.attn.dproj[0]),
       tt_run_data (c, l->p.attn.dproj[1]),
       tt_run_data (c, l->p.attn.dproj[2]),
@@ -420,4 +429,7 @@ const tt_layer_ops tt_multi_head_attention_layer_ops = {
   .calc_gradient = mha_calc_gradient,
   .calc_derivative = mha_calc_derivative,
   .multiply_adds = mha_multiply_adds,
+  /* the output, and the attention weights with return_attention_weight
+   * (parse lowers n_outputs to 1 without) */
+  .outputs = 2,
 };

@@ -39,6 +39,8 @@ static const tt_layer_ops *const layers_all[] = {
   &tt_rnn_layer_ops, &tt_rnncell_layer_ops, &tt_lstmcell_layer_ops,
   /* the recurrent family's last cells: grucell, zoneout_lstmcell */
   &tt_grucell_layer_ops, &tt_zoneout_lstmcell_layer_ops,
+  /* mixture-of-logistics attention */
+  &tt_mol_attention_layer_ops,
 };
 
 /* a type declared in tt_layer.h but left out here (or the reverse) would
