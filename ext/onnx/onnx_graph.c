@@ -197,7 +197,7 @@ onnx_graph_order (onnx_import * im, tt_error * err)
         shown++;
       }
     st = onnx_fail (im, err, TT_ERR_INVALID, "the graph has a cycle: %zu "
-        "nodes wait on each other, among them %s", n - sorted, names);
+        "nodes are on it or wait for it, among them %s", n - sorted, names);
     goto done;
   }
   /* what the output depends on */

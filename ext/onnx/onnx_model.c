@@ -263,8 +263,9 @@ onnx_model_read (onnx_import * im, const void *data, size_t len,
         "are not an ONNX ModelProto: truncated, or another kind of file)");
   const Onnx__ModelProto *m = im->proto;
   if (!m->graph || !m->has_ir_version)
-    return onnx_fail (im, err, TT_ERR_PARSE, "not an ONNX model (no %s)",
-        !m->graph ? "graph" : "IR version");
+    return onnx_fail (im, err, TT_ERR_PARSE, "not an ONNX model (no %s): "
+        "truncated, or another kind of file", !m->graph ? "graph" :
+        "IR version");
   im->ir_version = m->ir_version;
   if (m->ir_version < ONNX_IR_MIN || m->ir_version > ONNX_IR_MAX)
     return onnx_fail (im, err, TT_ERR_INVALID, "IR version %lld: supported "
@@ -275,6 +276,9 @@ onnx_model_read (onnx_import * im, const void *data, size_t len,
     if (!o->domain || !*o->domain || !strcmp (o->domain, "ai.onnx"))
       im->opset = o->has_version ? o->version : 1;
   }
+  if (im->opset < 0)
+    return onnx_fail (im, err, TT_ERR_PARSE, "no opset for the default ONNX "
+        "domain: truncated, or not an ONNX model");
   if (im->opset < ONNX_OPSET_MIN || im->opset > ONNX_OPSET_MAX)
     return onnx_fail (im, err, TT_ERR_INVALID, "opset %lld of the default "
         "domain: supported are %d to %d (torch.onnx.export (..., "

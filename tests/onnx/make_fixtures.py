@@ -143,12 +143,6 @@ def train_losses(model, x, target, make_opt):
 def write(name, model, shape, opset, training, dynamic=False, losses=True):
     torch.manual_seed(zlib.crc32(name.encode()) % 1000)
     x = torch.randn(BATCH, *shape)
-    classes = None
-    model.eval()
-    with torch.no_grad():
-        logits = model(x)
-    classes = logits.shape[1]
-    target = torch.arange(BATCH) % classes
     mode = (torch.onnx.TrainingMode.TRAINING if training
             else torch.onnx.TrainingMode.EVAL)
     buf = io.BytesIO()
@@ -162,6 +156,15 @@ def write(name, model, shape, opset, training, dynamic=False, losses=True):
                       output_names=["y"], **kw)
     with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
         f.write(buf.getvalue())
+    # exporting in training mode runs one training forward: batch
+    # normalization's running statistics move, and the file holds the
+    # moved ones; the reference is the model as exported
+    model = copy.deepcopy(export)
+    model.eval()
+    with torch.no_grad():
+        logits = model(x)
+    classes = logits.shape[1]
+    target = torch.arange(BATCH) % classes
 
     def fmt(values):
         return " ".join("%.9g" % v for v in values)
@@ -188,6 +191,55 @@ def write(name, model, shape, opset, training, dynamic=False, losses=True):
     print(name, len(buf.getvalue()), "bytes")
 
 
+class Unsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(torch.exp(x))
+
+
+def write_bad():
+    """Files the importer must refuse (tests/unit/test_onnx_import.c): an
+    unsupported operator, a graph input nobody defines, a cycle, an
+    initializer whose data is in a missing external file."""
+    import onnx
+    from onnx import TensorProto, helper
+    bad = os.path.join(HERE, "bad")
+    os.makedirs(bad, exist_ok=True)
+    buf = io.BytesIO()
+    torch.onnx.export(Unsupported(), torch.randn(2, 4), buf,
+                      opset_version=13, do_constant_folding=False,
+                      input_names=["x"], output_names=["y"])
+    with open(os.path.join(bad, "unsupported_op.onnx"), "wb") as f:
+        f.write(buf.getvalue())
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+
+    def save(name, nodes, inits=()):
+        g = helper.make_graph(nodes, name, [x], [y], list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(os.path.join(bad, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+
+    save("unknown_input", [helper.make_node("Relu", ["nowhere"], ["y"],
+                                            name="relu_a")])
+    save("cycle", [helper.make_node("Add", ["x", "b"], ["a"], name="add_a"),
+                   helper.make_node("Relu", ["a"], ["b"], name="relu_b"),
+                   helper.make_node("Relu", ["b"], ["y"], name="relu_y")])
+    w = TensorProto()
+    w.name, w.data_type = "w", TensorProto.FLOAT
+    w.dims.extend([4, 4])
+    w.data_location = TensorProto.EXTERNAL
+    e = w.external_data.add()
+    e.key, e.value = "location", "missing_weights.bin"
+    save("external_data", [helper.make_node("MatMul", ["x", "w"], ["y"],
+                                            name="mm")], [w])
+    print("bad fixtures written")
+
+
 def main():
     torch.manual_seed(1)
     mlp, cnn, res, dws, c1d, mlpd = (MLP(), CNN(), Residual(), DWSep(),
@@ -206,6 +258,7 @@ def main():
         write("dwsep_op%d" % opset, dws, (3, 6, 6), opset, False)
     write("conv1d_op13", c1d, (2, 10), 13, False)
     write("mlp_dropout_train_op13", mlpd, (12,), 13, True, losses=False)
+    write_bad()
 
 
 if __name__ == "__main__":
