@@ -71,7 +71,7 @@ fold_all_const (const onnx_import * im, const Onnx__NodeProto * n)
 /* axes from an attribute (older opsets) or input 1 */
 static tt_status
 fold_axes (onnx_import * im, const Onnx__NodeProto * n, int rank,
-    bool * mark, tt_error * err)
+    bool *mark, tt_error * err)
 {
   char label[256];
   const onnx_value *ax = fold_in (im, n, 1);
@@ -144,7 +144,8 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
         o->f[0] = a->f;
       return TT_OK;
     }
-    if ((a = onnx_attr (n, "value_floats")) || (a = onnx_attr (n, "value_ints"))) {
+    if ((a = onnx_attr (n, "value_floats"))
+        || (a = onnx_attr (n, "value_ints"))) {
       bool is_int = !strcmp (a->name, "value_ints");
       int64_t d = (int64_t) (is_int ? a->n_ints : a->n_floats);
       if (!(o = fold_out (im, n, is_int, 1, &d, (size_t) d, err)))

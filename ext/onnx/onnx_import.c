@@ -103,8 +103,7 @@ import_read (const char *path, unsigned char **data, size_t *len,
   onnx_import im = {.path = path };
   FILE *f = fopen (path, "rb");
   if (!f)
-    return onnx_fail (&im, err, TT_ERR_IO, "cannot open: %s",
-        strerror (errno));
+    return onnx_fail (&im, err, TT_ERR_IO, "cannot open: %s", strerror (errno));
   struct stat sb;
   if (fstat (fileno (f), &sb) || !S_ISREG (sb.st_mode)) {
     fclose (f);

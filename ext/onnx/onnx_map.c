@@ -136,9 +136,8 @@ onnx_layer_add (onnx_import * im, const char *base, const char *type,
   return (int) im->n_layers++;
 }
 
-static void
-layer_key (onnx_layer * l, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
+static void layer_key (onnx_layer * l, const char *fmt, ...)
+    __attribute__((format (printf, 2, 3)));
 static void
 layer_key (onnx_layer * l, const char *fmt, ...)
 {
@@ -357,8 +356,7 @@ map_fc (onnx_import * im, const Onnx__NodeProto * n, const onnx_value * x,
 }
 
 static tt_status
-map_gemm (onnx_import * im, int node, const Onnx__NodeProto * n,
-    tt_error * err)
+map_gemm (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256];
   (void) node;
@@ -409,8 +407,7 @@ map_matmul (onnx_import * im, int node, const Onnx__NodeProto * n,
 }
 
 static tt_status
-map_add (onnx_import * im, int node, const Onnx__NodeProto * n,
-    tt_error * err)
+map_add (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256];
   (void) node;
@@ -441,8 +438,7 @@ map_add (onnx_import * im, int node, const Onnx__NodeProto * n,
 }
 
 static tt_status
-map_conv (onnx_import * im, int node, const Onnx__NodeProto * n,
-    tt_error * err)
+map_conv (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256], buf[32];
   (void) node;
@@ -657,8 +653,7 @@ map_softmax (onnx_import * im, int node, const Onnx__NodeProto * n,
 }
 
 static tt_status
-map_clip (onnx_import * im, int node, const Onnx__NodeProto * n,
-    tt_error * err)
+map_clip (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256];
   (void) node;
@@ -720,8 +715,7 @@ map_hardsigmoid (onnx_import * im, int node, const Onnx__NodeProto * n,
   int mul = y ? sole_consumer (im, y) : -1;
   const Onnx__NodeProto *mn = mul >= 0 ? im->proto->graph->node[mul] : NULL;
   if (mn && !strcmp (mn->op_type, "Mul") && mn->n_input == 2) {
-    const onnx_value *a = input_value (im, mn, 0), *b = input_value (im, mn,
-        1);
+    const onnx_value *a = input_value (im, mn, 0), *b = input_value (im, mn, 1);
     if ((a == x && b == y) || (a == y && b == x)) {
       tt_status st = activation (im, n, "hard_swish", x, err);
       if (!st) {
@@ -735,8 +729,7 @@ map_hardsigmoid (onnx_import * im, int node, const Onnx__NodeProto * n,
 }
 
 static tt_status
-map_pool (onnx_import * im, int node, const Onnx__NodeProto * n,
-    tt_error * err)
+map_pool (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256], buf[32];
   (void) node;
@@ -985,8 +978,7 @@ map_dropout (onnx_import * im, int node, const Onnx__NodeProto * n,
 
 /* a constant Pad, read only by an AveragePool: its padding */
 static tt_status
-map_pad (onnx_import * im, int node, const Onnx__NodeProto * n,
-    tt_error * err)
+map_pad (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256], buf[32];
   (void) node;
@@ -1085,8 +1077,7 @@ onnx_map_node (onnx_import * im, int node, tt_error * err)
   char label[256];
   if (im->absorbed[node])
     return TT_OK;
-  for (size_t k = 0; k < sizeof onnx_map_table / sizeof onnx_map_table[0];
-      k++)
+  for (size_t k = 0; k < sizeof onnx_map_table / sizeof onnx_map_table[0]; k++)
     if (!strcmp (n->op_type, onnx_map_table[k].op))
       return onnx_map_table[k].fn (im, node, n, err);
   return onnx_fail (im, err, TT_ERR_INVALID, "%s: operator %.60s is not "

@@ -23,8 +23,7 @@
 #define ONNX_OPSET_MAX 18
 
 tt_status
-onnx_fail (onnx_import * im, tt_error * err, tt_status st, const char *fmt,
-    ...)
+onnx_fail (onnx_import * im, tt_error * err, tt_status st, const char *fmt, ...)
 {
   if (!err)
     return st;
@@ -216,8 +215,10 @@ onnx_input_value (onnx_import * im, const Onnx__ValueInfoProto * in,
     return onnx_fail (im, err, TT_ERR_INVALID, "graph input '%.200s' is not "
         "a tensor of known rank", name);
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-  if (!tt->has_elem_type || tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-    return onnx_fail (im, err, TT_ERR_INVALID, "graph input '%.200s' has "
+  if (!tt->has_elem_type
+      || tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    return onnx_fail (im, err, TT_ERR_INVALID,
+        "graph input '%.200s' has "
         "element type %d: only float (1) inputs are supported", name,
         tt->has_elem_type ? (int) tt->elem_type : 0);
   const size_t rank = tt->shape->n_dim;
@@ -246,8 +247,7 @@ onnx_input_value (onnx_import * im, const Onnx__ValueInfoProto * in,
 }
 
 tt_status
-onnx_model_read (onnx_import * im, const void *data, size_t len,
-    tt_error * err)
+onnx_model_read (onnx_import * im, const void *data, size_t len, tt_error * err)
 {
   if (len > ONNX_MAX_FILE)
     return onnx_fail (im, err, TT_ERR_INVALID, "%zu bytes: larger than the "

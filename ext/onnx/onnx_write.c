@@ -23,9 +23,8 @@ typedef struct
   bool failed;
 } onnx_text;
 
-static void
-text_add (onnx_text * t, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
+static void text_add (onnx_text * t, const char *fmt, ...)
+    __attribute__((format (printf, 2, 3)));
 
 static void
 text_add (onnx_text * t, const char *fmt, ...)

@@ -109,8 +109,7 @@ open_imported (const char *name, const char *optimizer, const char *loss,
     return NULL;
   }
   tt_model *m = tt_model_load_ini (ini, &err);
-  if (!m || tt_model_compile (m, &err) || tt_model_load_weights (m, bin,
-          &err)) {
+  if (!m || tt_model_compile (m, &err) || tt_model_load_weights (m, bin, &err)) {
     CHECK (false, "%s: %s", name, err.message);
     tt_model_free (m);
     return NULL;
@@ -136,15 +135,15 @@ check_fixture (const char *name)
   if (m) {
     tt_status st = tt_model_eval_batch (m, g.batch, in, types, NULL, NULL,
         &err);
-      CHECK (!st, "%s: eval: %s", name, err.message);
-      const float *y = tt_model_output (m);
-      float big = 0, worst = 0;
-      for (size_t k = 0; k < g.n_logits; k++)
-        big = fmaxf (big, fabsf (g.logits[k]));
-      for (size_t k = 0; !st && k < g.n_logits; k++)
-        worst = fmaxf (worst, fabsf (y[k] - g.logits[k]));
-      CHECK (!st && worst <= 1e-4f * big, "%s: logits differ by %g (largest "
-          "logit %g)", name, worst, big);
+    CHECK (!st, "%s: eval: %s", name, err.message);
+    const float *y = tt_model_output (m);
+    float big = 0, worst = 0;
+    for (size_t k = 0; k < g.n_logits; k++)
+      big = fmaxf (big, fabsf (g.logits[k]));
+    for (size_t k = 0; !st && k < g.n_logits; k++)
+      worst = fmaxf (worst, fabsf (y[k] - g.logits[k]));
+    CHECK (!st && worst <= 1e-4f * big, "%s: logits differ by %g (largest "
+        "logit %g)", name, worst, big);
     tt_model_free (m);
   }
   for (int opt = 0; opt < 2; opt++) {
@@ -276,12 +275,14 @@ test_bad_options (void)
   tt_onnx_options o = {.loss = "cross" };
   CHECK (tt_onnx_import (path, ini, bin, &o, &err) && strstr (err.message,
           "cross_softmax, cross_sigmoid, mse"), "loss: %s", err.message);
-  o = (tt_onnx_options) {.optimizer = "rmsprop" };
+  o = (tt_onnx_options) {
+  .optimizer = "rmsprop"};
   CHECK (tt_onnx_import (path, ini, bin, &o, &err) && strstr (err.message,
           "sgd, adam, adamw"), "optimizer: %s", err.message);
   CHECK (!exists (ini) && !exists (bin), "files left behind");
   /* mse keeps a final softmax; nothing to absorb here, the INI says mse */
-  o = (tt_onnx_options) {.loss = "mse" };
+  o = (tt_onnx_options) {
+  .loss = "mse"};
   CHECK (!tt_onnx_import (path, ini, bin, &o, &err), "mse: %s", err.message);
   char *text = tt_test_read_file (ini, NULL);
   CHECK (text && strstr (text, "loss = mse\n"), "mse INI: %s", text);
