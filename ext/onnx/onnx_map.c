@@ -198,9 +198,15 @@ act_input (onnx_import * im, const Onnx__NodeProto * n, size_t k,
         k);
     return NULL;
   }
-  if (v->is_const || v->layer < 0) {
+  if (v->is_const) {
     onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu ('%.200s') must be "
         "an activation, not a constant", LABEL (n), k, v->name);
+    return NULL;
+  }
+  if (v->layer < 0) {
+    onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu ('%.200s') is an "
+        "output no layer gives (a second output, or one of a node mapped "
+        "with another)", LABEL (n), k, v->name);
     return NULL;
   }
   if (v->padded && !pad_ok) {
