@@ -97,6 +97,27 @@ class Residual(nn.Module):
         return self.fc(x.view(x.size(0), -1))
 
 
+class ResidualDown(nn.Module):
+    """Weighted parallel branches (a strided block and a 1x1 convolution
+    on the shortcut) joined by Add: the BIN's layer order is nntrainer's
+    (parallel branches in reverse section order), not the file's."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(2, 4, 3, padding=1)
+        self.c1 = nn.Conv2d(4, 6, 3, stride=2, padding=1)
+        self.c2 = nn.Conv2d(6, 6, 3, padding=1)
+        self.short = nn.Conv2d(4, 6, 1, stride=2)
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        y = self.c2(torch.relu(self.c1(x)))
+        x = torch.relu(y + self.short(x))
+        x = F.adaptive_max_pool2d(x, 1)
+        return self.fc(torch.flatten(x, 1))
+
+
 class DWSep(nn.Module):
     """Depthwise-separable: grouped conv, ReLU6 (Clip), 1x1 conv,
     HardSwish (opset 13: HardSigmoid and Mul), HardSigmoid, average
@@ -250,6 +271,7 @@ def main():
         cnn.bn.running_var.uniform_(0.5, 1.5)
         cnn.bn.weight.uniform_(0.5, 1.5)
         cnn.bn.bias.uniform_(-0.2, 0.2)
+    resd = ResidualDown()
     for opset in (13, 17):
         write("mlp_op%d" % opset, mlp, (12,), opset, False)
         write("cnn_train_op%d" % opset, cnn, (1, 8, 8), opset, True)
@@ -257,6 +279,7 @@ def main():
               dynamic=True)
         write("dwsep_op%d" % opset, dws, (3, 6, 6), opset, False)
     write("conv1d_op13", c1d, (2, 10), 13, False)
+    write("residual_down_op15", resd, (2, 6, 6), 15, False)
     write("mlp_dropout_train_op13", mlpd, (12,), 13, True, losses=False)
     write_bad()
 

@@ -171,7 +171,8 @@ test_fixtures (void)
 {
   static const char *const names[] = { "mlp_op13", "mlp_op17",
     "cnn_train_op13", "cnn_train_op17", "residual_op13", "residual_op17",
-    "dwsep_op13", "dwsep_op17", "conv1d_op13", "mlp_dropout_train_op13"
+    "dwsep_op13", "dwsep_op17", "conv1d_op13", "residual_down_op15",
+    "mlp_dropout_train_op13"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
