@@ -118,6 +118,21 @@ class ResidualDown(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class Folded(nn.Module):
+    """Exported with do_constant_folding=True (torch's default): the
+    view's shape is an initializer [batch, -1]; Clip with other bounds
+    than ReLU6's; GlobalMaxPool-like max pooling over the whole map."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 3, 3, padding=1, stride=2)
+        self.fc = nn.Linear(3 * 3 * 3, 3)
+
+    def forward(self, x):
+        x = F.hardtanh(self.c(x), -0.5, 0.75)
+        return self.fc(x.view(x.size(0), -1))
+
+
 class DWSep(nn.Module):
     """Depthwise-separable: grouped conv, ReLU6 (Clip), 1x1 conv,
     HardSwish (opset 13: HardSigmoid and Mul), HardSigmoid, average
@@ -161,7 +176,8 @@ def train_losses(model, x, target, make_opt):
     return out
 
 
-def write(name, model, shape, opset, training, dynamic=False, losses=True):
+def write(name, model, shape, opset, training, dynamic=False, losses=True,
+          fold=False):
     torch.manual_seed(zlib.crc32(name.encode()) % 1000)
     x = torch.randn(BATCH, *shape)
     mode = (torch.onnx.TrainingMode.TRAINING if training
@@ -173,7 +189,7 @@ def write(name, model, shape, opset, training, dynamic=False, losses=True):
     if dynamic:
         kw["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
     torch.onnx.export(export, x, buf, opset_version=opset, training=mode,
-                      do_constant_folding=False, input_names=["x"],
+                      do_constant_folding=fold, input_names=["x"],
                       output_names=["y"], **kw)
     with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
         f.write(buf.getvalue())
@@ -272,6 +288,7 @@ def main():
         cnn.bn.weight.uniform_(0.5, 1.5)
         cnn.bn.bias.uniform_(-0.2, 0.2)
     resd = ResidualDown()
+    folded = Folded()
     for opset in (13, 17):
         write("mlp_op%d" % opset, mlp, (12,), opset, False)
         write("cnn_train_op%d" % opset, cnn, (1, 8, 8), opset, True)
@@ -280,6 +297,7 @@ def main():
         write("dwsep_op%d" % opset, dws, (3, 6, 6), opset, False)
     write("conv1d_op13", c1d, (2, 10), 13, False)
     write("residual_down_op15", resd, (2, 6, 6), 15, False)
+    write("folded_op14", folded, (1, 6, 6), 14, False, fold=True)
     write("mlp_dropout_train_op13", mlpd, (12,), 13, True, losses=False)
     write_bad()
 

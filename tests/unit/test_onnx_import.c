@@ -144,10 +144,13 @@ check_fixture (const char *name)
       worst = fmaxf (worst, fabsf (y[k] - g.logits[k]));
     CHECK (!st && worst <= 1e-4f * big, "%s: logits differ by %g (largest "
         "logit %g)", name, worst, big);
+    printf ("%s: logits within %.2g of the largest", name, big > 0 ?
+        worst / big : worst);
     tt_model_free (m);
   }
   for (int opt = 0; opt < 2; opt++) {
     const char *optimizer = opt ? "adam" : "sgd";
+    double rel = 0;
     m = open_imported (name, optimizer, NULL, opt ? g.adam_lr :
         g.sgd_lr > 0 ? g.sgd_lr : 0.1, g.batch, ini, sizeof ini);
     if (!m)
@@ -157,12 +160,17 @@ check_fixture (const char *name)
       tt_status st = tt_model_train_batch (m, g.batch, in, types, g.labels,
           &r, &err);
       const float want = (opt ? g.adam : g.sgd)[step];
+      if (!st)
+        rel = fmax (rel, fabs (r.loss - want) / fabs (want));
       CHECK (!st && fabs (r.loss - want) <= 2e-3 * fabs (want), "%s: %s step "
           "%d: loss %.7g, PyTorch's %.7g%s%s", name, optimizer, step, r.loss,
           want, st ? ": " : "", st ? err.message : "");
     }
+    if (g.has_losses)
+      printf (", %s losses within %.2g", optimizer, rel);
     tt_model_free (m);
   }
+  printf ("\n");
   golden_free (&g);
 }
 
@@ -172,6 +180,7 @@ test_fixtures (void)
   static const char *const names[] = { "mlp_op13", "mlp_op17",
     "cnn_train_op13", "cnn_train_op17", "residual_op13", "residual_op17",
     "dwsep_op13", "dwsep_op17", "conv1d_op13", "residual_down_op15",
+    "folded_op14",
     "mlp_dropout_train_op13"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
