@@ -49,6 +49,19 @@ class MLP(nn.Module):
         return self.fc3(x)
 
 
+class MLPSoftmax(nn.Module):
+    """Ends in a Softmax: --loss cross_softmax absorbs it (the golden
+    losses are the cross entropy of the logits before it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.softmax(self.fc2(torch.relu(self.fc1(x))), dim=1)
+
+
 class MLPDropout(nn.Module):
     def __init__(self):
         super().__init__()
@@ -162,14 +175,16 @@ class Conv1D(nn.Module):
         return self.fc(torch.flatten(torch.relu(self.c(x)), 1))
 
 
-def train_losses(model, x, target, make_opt):
+def train_losses(model, x, target, make_opt, probs=False):
     m = copy.deepcopy(model)
     m.train()
     opt = make_opt(m.parameters())
     out = []
     for _ in range(STEPS):
         opt.zero_grad()
-        loss = F.cross_entropy(m(x), target)
+        y = m(x)
+        loss = (F.nll_loss(torch.log(y), target) if probs
+                else F.cross_entropy(y, target))
         loss.backward()
         opt.step()
         out.append(loss.item())
@@ -177,7 +192,7 @@ def train_losses(model, x, target, make_opt):
 
 
 def write(name, model, shape, opset, training, dynamic=False, losses=True,
-          fold=False):
+          fold=False, probs=False):
     torch.manual_seed(zlib.crc32(name.encode()) % 1000)
     x = torch.randn(BATCH, *shape)
     mode = (torch.onnx.TrainingMode.TRAINING if training
@@ -215,9 +230,9 @@ def write(name, model, shape, opset, training, dynamic=False, losses=True,
                                fmt(logits.flatten().tolist()))]
     if losses:
         sgd = train_losses(model, x, target,
-                           lambda p: torch.optim.SGD(p, lr=SGD_LR))
+                           lambda p: torch.optim.SGD(p, lr=SGD_LR), probs)
         adam = train_losses(model, x, target,
-                            lambda p: torch.optim.Adam(p, lr=ADAM_LR))
+                            lambda p: torch.optim.Adam(p, lr=ADAM_LR), probs)
         lines.append("sgd %g %d %s" % (SGD_LR, STEPS, fmt(sgd)))
         lines.append("adam %g %d %s" % (ADAM_LR, STEPS, fmt(adam)))
     else:
@@ -289,6 +304,7 @@ def main():
         cnn.bn.bias.uniform_(-0.2, 0.2)
     resd = ResidualDown()
     folded = Folded()
+    mlps = MLPSoftmax()
     for opset in (13, 17):
         write("mlp_op%d" % opset, mlp, (12,), opset, False)
         write("cnn_train_op%d" % opset, cnn, (1, 8, 8), opset, True)
@@ -298,6 +314,7 @@ def main():
     write("conv1d_op13", c1d, (2, 10), 13, False)
     write("residual_down_op15", resd, (2, 6, 6), 15, False)
     write("folded_op14", folded, (1, 6, 6), 14, False, fold=True)
+    write("mlp_softmax_op13", mlps, (6,), 13, False, probs=True)
     write("mlp_dropout_train_op13", mlpd, (12,), 13, True, losses=False)
     write_bad()
 

@@ -180,7 +180,7 @@ test_fixtures (void)
   static const char *const names[] = { "mlp_op13", "mlp_op17",
     "cnn_train_op13", "cnn_train_op17", "residual_op13", "residual_op17",
     "dwsep_op13", "dwsep_op17", "conv1d_op13", "residual_down_op15",
-    "folded_op14",
+    "folded_op14", "mlp_softmax_op13",
     "mlp_dropout_train_op13"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
@@ -200,6 +200,24 @@ test_dropout_kept (void)
       strstr (text, "dropout_rate = 0.25\n"), "dropout not kept: %s",
       text ? text : "(no INI)");
   free (text);
+}
+
+/* a final Softmax: absorbed by cross_softmax, a layer with mse */
+static void
+test_softmax_absorbed (void)
+{
+  char ini[600];
+  for (int mse = 0; mse < 2; mse++) {
+    tt_model *m = open_imported ("mlp_softmax_op13", "sgd",
+        mse ? "mse" : NULL, 0.1, 4, ini, sizeof ini);
+    tt_model_free (m);
+    char *text = tt_test_read_file (ini, NULL);
+    bool layer = text && strstr (text, "activation = softmax\n");
+    bool note = text && strstr (text, "Softmax ('/Softmax') is the loss's");
+    CHECK (text && layer == (mse == 1) && note == (mse == 0), "%s: %s",
+        mse ? "mse" : "cross_softmax", text ? text : "(no INI)");
+    free (text);
+  }
 }
 
 static bool
@@ -308,6 +326,7 @@ main (int argc, char **argv)
     return 2;
   TT_TEST_RUN (test_fixtures);
   TT_TEST_RUN (test_dropout_kept);
+  TT_TEST_RUN (test_softmax_absorbed);
   TT_TEST_RUN (test_refusals);
   TT_TEST_RUN (test_bad_options);
   char cmd[300];
