@@ -743,20 +743,34 @@ map_pool (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   onnx_value *x = act_input (im, n, 0, avg, err);
   if (!x)
     return err->status;
-  if (x->rank != 4)
+  if (x->rank != 4 && x->rank != 3)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: input of rank %d; "
-        "supported is [N, C, H, W]", LABEL (n), x->rank);
+        "supported are [N, C, H, W] and [N, C, L]", LABEL (n), x->rank);
   for (size_t o = 1; o < n->n_output; o++)
     if (!output_unused (im, n, o))
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: its indices output is "
           "read: not supported", LABEL (n));
-  int64_t k[2], s[2], d[2], p[4];
+  /* [N, C, L] is our C:1:L: a window of height 1 */
+  const int sp = x->rank - 2;
+  int64_t k[2] = { 1, 1 }, s[2] = { 1, 1 }, d[2] = { 1, 1 }, p[4] = { 0 };
   if (!onnx_attr (n, "kernel_shape") ||
-      !attr_ints (n, "kernel_shape", 2, 1, k) ||
-      !attr_ints (n, "strides", 2, 1, s) ||
-      !attr_ints (n, "dilations", 2, 1, d) || !attr_ints (n, "pads", 4, 0, p))
+      !attr_ints (n, "kernel_shape", (size_t) sp, 1, k + 2 - sp) ||
+      !attr_ints (n, "strides", (size_t) sp, 1, s + 2 - sp) ||
+      !attr_ints (n, "dilations", (size_t) sp, 1, d + 2 - sp))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: kernel_shape (required), "
-        "strides, dilations need 2 values, pads 4", LABEL (n));
+        "strides, dilations need %d values, pads %d", LABEL (n), sp, 2 * sp);
+  if (sp == 2 && !attr_ints (n, "pads", 4, 0, p))
+    return onnx_fail (im, err, TT_ERR_INVALID, "%s: pads need 4 values",
+        LABEL (n));
+  int64_t p1[2];
+  if (sp == 1) {
+    if (!attr_ints (n, "pads", 2, 0, p1))
+      return onnx_fail (im, err, TT_ERR_INVALID, "%s: pads need 2 values",
+          LABEL (n));
+    p[1] = p1[0];               /* left */
+    p[3] = p1[1];               /* right */
+  }
+  const int64_t in_hw[2] = { sp == 2 ? x->dims[2] : 1, x->dims[x->rank - 1] };
   const char *ap = attr_string (n, "auto_pad", "NOTSET", buf, sizeof buf);
   if (strcmp (ap, "NOTSET") && strcmp (ap, "VALID"))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: auto_pad '%s': supported "
@@ -776,7 +790,7 @@ map_pool (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   const bool ceil_mode = onnx_attr_int (n, "ceil_mode", 0) != 0;
   int64_t dims[4] = { ONNX_BATCH, x->dims[1], 0, 0 };
   for (int a = 0; a < 2; a++) {
-    const int64_t in = x->dims[2 + a], lo = p[a], hi = p[a + 2];
+    const int64_t in = in_hw[a], lo = p[a], hi = p[a + 2];
     if (k[a] < 1 || s[a] < 1 || lo < 0 || hi < 0 || k[a] > 65536 ||
         s[a] > 65536 || lo > 65536 || hi > 65536 || in + lo + hi < k[a])
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: a window of %lld, "
@@ -802,7 +816,9 @@ map_pool (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
     layer_key (L, "ceil_mode = true");
   if (cip)
     layer_key (L, "count_include_pad = true");
-  set_output (im, n, 0, l, 4, dims);
+  if (sp == 1)
+    dims[2] = dims[3];          /* [N, C, L'] */
+  set_output (im, n, 0, l, x->rank, dims);
   return TT_OK;
 }
 
@@ -815,16 +831,16 @@ map_global_pool (onnx_import * im, int node, const Onnx__NodeProto * n,
   onnx_value *x = act_input (im, n, 0, false, err);
   if (!x)
     return err->status;
-  if (x->rank != 4)
+  if (x->rank != 4 && x->rank != 3)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: input of rank %d; "
-        "supported is [N, C, H, W]", LABEL (n), x->rank);
+        "supported are [N, C, H, W] and [N, C, L]", LABEL (n), x->rank);
   int l = new_layer (im, n, "pooling2d", x, err);
   if (l < 0)
     return err->status;
   layer_key (&im->layers[l], "pooling = %s", n->op_type[6] == 'A' ?
       "global_average" : "global_max");
   int64_t dims[4] = { ONNX_BATCH, x->dims[1], 1, 1 };
-  set_output (im, n, 0, l, 4, dims);
+  set_output (im, n, 0, l, x->rank, dims);
   return TT_OK;
 }
 

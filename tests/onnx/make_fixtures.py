@@ -175,6 +175,23 @@ class Conv1D(nn.Module):
         return self.fc(torch.flatten(torch.relu(self.c(x)), 1))
 
 
+class Conv1DPool(nn.Module):
+    """1-D pooling: max (ceil mode) and padded average over [N, C, L],
+    then global average."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(2, 4, 3, padding=1)
+        self.c2 = nn.Conv1d(4, 5, 3, padding=1)
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x):
+        x = F.max_pool1d(torch.relu(self.c1(x)), 3, stride=2, ceil_mode=True)
+        x = F.avg_pool1d(self.c2(x), 2, padding=1, count_include_pad=False)
+        x = F.adaptive_avg_pool1d(torch.tanh(x), 1)
+        return self.fc(torch.flatten(x, 1))
+
+
 def train_losses(model, x, target, make_opt, probs=False):
     m = copy.deepcopy(model)
     m.train()
@@ -305,6 +322,7 @@ def main():
     resd = ResidualDown()
     folded = Folded()
     mlps = MLPSoftmax()
+    c1dp = Conv1DPool()
     for opset in (13, 17):
         write("mlp_op%d" % opset, mlp, (12,), opset, False)
         write("cnn_train_op%d" % opset, cnn, (1, 8, 8), opset, True)
@@ -315,6 +333,7 @@ def main():
     write("residual_down_op15", resd, (2, 6, 6), 15, False)
     write("folded_op14", folded, (1, 6, 6), 14, False, fold=True)
     write("mlp_softmax_op13", mlps, (6,), 13, False, probs=True)
+    write("conv1d_pool_op17", c1dp, (2, 11), 17, False)
     write("mlp_dropout_train_op13", mlpd, (12,), 13, True, losses=False)
     write_bad()
 

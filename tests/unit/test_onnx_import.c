@@ -180,7 +180,7 @@ test_fixtures (void)
   static const char *const names[] = { "mlp_op13", "mlp_op17",
     "cnn_train_op13", "cnn_train_op17", "residual_op13", "residual_op17",
     "dwsep_op13", "dwsep_op17", "conv1d_op13", "residual_down_op15",
-    "folded_op14", "mlp_softmax_op13",
+    "folded_op14", "mlp_softmax_op13", "conv1d_pool_op17",
     "mlp_dropout_train_op13"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
