@@ -12,6 +12,9 @@ packages=(
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good libjson-glib-dev
   gstreamer1.0-plugins-bad gnuplot-nox
   libmosquitto-dev mosquitto
+  # ONNX import: onnx.proto, compiled by protoc-c at build time; python3-onnx
+  # (with python3-torch) only to regenerate tests/onnx/'s fixtures
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-onnx
   "$@"
 )
 

@@ -22,6 +22,7 @@ typedef struct
   const char *data, *labels, *valid_data, *valid_labels;
   const char *load, *save, *weights, *output, *checkpoint;
   const char *c_out, *section, *format, *symbol, *mode;
+  const char *loss, *optimizer, *learning_rate;     /* import */
   uint32_t epochs, batch, samples, valid_samples, align;
   bool replan, naive, compress, trust, resume, inference, profile;
   bool plan_thorough;           /* plan: the longer offset search */
@@ -73,7 +74,7 @@ cli_now (void)
 
 /* the subcommands: cli_train.c (train, and eval when !train), cli_info.c,
  * cli_plan.c (plan, check), cli_pack.c (pack, unpack, strip),
- * cli_inspect.c, cli_export.c */
+ * cli_inspect.c, cli_export.c, cli_import.c */
 int cli_train (const cli_options * o, bool train);
 int cli_info (const cli_options * o);
 int cli_plan (const cli_options * o);
@@ -83,5 +84,6 @@ int cli_unpack (const cli_options * o);
 int cli_strip (const cli_options * o);
 int cli_inspect (const cli_options * o);
 int cli_export (const cli_options * o);
+int cli_import (const cli_options * o);
 
 #endif /* TT_CLI_H */

@@ -39,6 +39,8 @@ cli_usage (FILE * out)
       "  tensor-trainer inspect MODEL.ttb\n"
       "  tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]\n"
       "      [--align N] [--format asm|c] [--symbol NAME]\n"
+      "  tensor-trainer import MODEL.onnx -o OUT.ini [--loss L] "
+      "[--optimizer O]\n      [--learning-rate R] [--batch N]\n"
       "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
       " ...\n      (federated averaging over MQTT: aggregate --help)\n"
       "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
@@ -66,6 +68,12 @@ cli_usage (FILE * out)
       "strip writes the plain INI nntrainer reads (no [Plan] sections, the\n"
       "INI's own batch_size) from an optimized INI or a bundle, and with\n"
       "--weights a bundle's weights as a BIN; it never writes over its input.\n"
+      "import writes an ONNX model (torch.onnx.export of an MLP or CNN) as\n"
+      "OUT.ini and its weights as OUT.bin (train OUT.ini --load OUT.bin);\n"
+      "--loss cross_softmax (default: the output taken as logits, a final\n"
+      "Softmax absorbed), cross_sigmoid or mse; --optimizer sgd (default),\n"
+      "adam or adamw; --learning-rate (default 0.001); --batch (default the\n"
+      "ONNX input's fixed batch, else 32).\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
 
@@ -120,6 +128,12 @@ cli_parse (int argc, char **argv, cli_options * o)
       str = &o->symbol;
     else if (!strcmp (a, "--mode"))
       str = &o->mode;
+    else if (!strcmp (a, "--loss"))
+      str = &o->loss;
+    else if (!strcmp (a, "--optimizer"))
+      str = &o->optimizer;
+    else if (!strcmp (a, "--learning-rate"))
+      str = &o->learning_rate;
     else if (!strcmp (a, "--compress")) {
       o->compress = true;
       continue;

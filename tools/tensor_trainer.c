@@ -23,6 +23,8 @@
  *   tensor-trainer inspect MODEL.ttb
  *   tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]
  *       [--align N] [--format asm|c] [--symbol NAME]
+ *   tensor-trainer import MODEL.onnx -o OUT.ini [--loss L] [--optimizer O]
+ *       [--learning-rate R] [--batch N]
  *
  * MODEL is an INI file or a bundle (recognized by its magic, whatever its
  * name); WEIGHTS a BIN or a bundle. --save and --checkpoint write a bundle
@@ -78,6 +80,8 @@ main (int argc, char **argv)
     return cli_inspect (&o);
   if (!strcmp (o.command, "export"))
     return cli_export (&o);
+  if (!strcmp (o.command, "import"))
+    return cli_import (&o);
   cli_fail ("unknown command '%s'", o.command);
   cli_usage (stderr);
   return 2;

@@ -92,6 +92,16 @@ else
   all_targets=$engine_targets
 fi
 
+# ONNX import (ext/onnx/): onnx.proto compiled by protoc-c, libprotobuf-c
+onnx_proto=/usr/include/onnx/onnx.proto
+if command -v protoc-c >/dev/null 2>&1 && [ -f "$onnx_proto" ] &&
+    pkg-config --exists libprotobuf-c 2>/dev/null; then
+  engine_targets="$engine_targets onnx"
+  all_targets="$engine_targets $gst_targets"
+else
+  echo "fuzz: protoc-c, libprotobuf-c or $onnx_proto missing: skipping onnx"
+fi
+
 # ---- build -------------------------------------------------------------
 # a generated ninja file: objects are rebuilt when a source or a header
 # they include changed (depfiles), binaries relinked when an object did
@@ -129,6 +139,21 @@ done
     esac
   done
   case " $all_targets " in
+    *" onnx "*)
+      echo "rule protoc"
+      echo "  command = protoc-c --c_out=gen --proto_path=$(dirname "$onnx_proto") \$in"
+      echo "build gen/onnx.pb-c.c gen/onnx.pb-c.h: protoc $onnx_proto"
+      echo "build obj/onnx.pb-c.o: cc gen/onnx.pb-c.c"
+      echo "  extra = -w $(pkg-config --cflags libprotobuf-c)"
+      onnx_objs="obj/onnx.pb-c.o"
+      for src in "$root"/ext/onnx/*.c; do
+        obj="obj/$(basename "$src" .c).o"
+        onnx_objs="$onnx_objs $obj"
+        echo "build $obj: cc $src || gen/onnx.pb-c.h"
+        echo "  extra = -fsanitize=fuzzer-no-link -Igen -I$root/ext/onnx"
+      done ;;
+  esac
+  case " $all_targets " in
     *" caps "*)
       for src in common/gsttensorinfo gsttensordatarepo \
           common/gsttensorflexsample; do
@@ -139,12 +164,18 @@ done
   esac
   for t in $all_targets; do
     echo "build obj/fuzz_$t.o: cc $here/fuzz_$t.c"
-    case " $gst_targets " in
+    case " $gst_targets :$t" in
       *" $t "*) echo "  extra = -fsanitize=fuzzer-no-link $gst_cflags" \
                   "-I$root/gst -I$root/gst/common" ;;
+      *:onnx) echo "  extra = -fsanitize=fuzzer-no-link -Igen" \
+                "-I$root/ext/onnx" ;;
       *) echo "  extra = -fsanitize=fuzzer-no-link" ;;
     esac
-    if [ "$t" = idx ]; then
+    if [ "$t" = onnx ]; then
+      echo "build fuzz_$t: link obj/fuzz_$t.o $onnx_objs$objs"
+      echo "  libs = -Wl,--wrap=aligned_alloc -liniparser $blas_lib -lz -lm" \
+        "$(pkg-config --libs libprotobuf-c)"
+    elif [ "$t" = idx ]; then
       echo "build fuzz_$t: link obj/fuzz_$t.o obj/tt_idx.o obj/tt_idx_file.o obj/tt_idx_format.o"
       echo "  libs = -lz"
     elif [ "$t" = datarepo ]; then
@@ -217,7 +248,7 @@ if [ "$1" = repro ]; then
     if [ "$(basename "$(dirname "$dir")")" = regressions ]; then
       t=$(basename "$dir")      # regressions/<target>/FILE
     else
-      t=$(basename "$f" | sed -n 's/^\(ini_text\|ini\|plan\|bin\|idx\|bundle\|caps\|flexheader\|flexsample\|datarepo\)-.*/\1/p')
+      t=$(basename "$f" | sed -n 's/^\(ini_text\|ini\|plan\|bin\|idx\|bundle\|onnx\|caps\|flexheader\|flexsample\|datarepo\)-.*/\1/p')
     fi
     case " $all_targets " in
       *" $t "*) ;;

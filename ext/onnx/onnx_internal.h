@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the importer's files share: the values of the graph (initializers,
+ * folded constants, activations with their per-sample shapes), the layers
+ * being built, the one failure function.
+ */
+#ifndef TT_ONNX_INTERNAL_H
+#define TT_ONNX_INTERNAL_H
+
+#include "tt_onnx.h"
+#include "onnx.pb-c.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ONNX_MAX_RANK 8
+/* a dimension standing for the batch (Shape of an activation) */
+#define ONNX_BATCH INT64_MIN
+/* bounds on what a file may hold */
+#define ONNX_MAX_FILE ((size_t) 1 << 30)
+#define ONNX_MAX_NODES 100000
+#define ONNX_MAX_ELEMENTS ((size_t) 1 << 28)
+#define ONNX_MAX_LAYER_WEIGHTS 4
+
+typedef struct {
+  const char *name;             /* the ONNX value's name (in the proto) */
+  bool is_const, is_int;
+  int rank;                     /* activations: dims[0] is the batch */
+  int64_t dims[ONNX_MAX_RANK];
+  size_t count;                 /* constants: elements */
+  float *f;                     /* constants: float data (owned) */
+  int64_t *i;                   /* constants: integer data (owned) */
+  int layer;                    /* activations: the layer giving it */
+  bool padded;                  /* activations: a pending constant Pad */
+  int64_t pads[4];              /* its top, left, bottom, right */
+  int producer;                 /* node index; -1 initializer or input */
+  int consumers;                /* live nodes reading it */
+} onnx_value;
+
+typedef struct {
+  char name[64], type[32];
+  char keys[512];               /* "key = value\n" lines */
+  int inputs[8], n_inputs;      /* layer indices */
+  float *w[ONNX_MAX_LAYER_WEIGHTS];     /* in the layer's BIN order, owned */
+  size_t wn[ONNX_MAX_LAYER_WEIGHTS];
+  int n_w;
+} onnx_layer;
+
+typedef struct {
+  const char *path;             /* for messages */
+  Onnx__ModelProto *proto;
+  int64_t opset, ir_version;
+  onnx_value *values;
+  size_t n_values, cap_values;
+  int *table;                   /* hash of values by name: index + 1 */
+  size_t table_cap;
+  int *order;                   /* the live nodes, in a topological order */
+  size_t n_order;
+  bool *absorbed;               /* per node: handled with another one */
+  onnx_layer *layers;
+  size_t n_layers, cap_layers;
+  int output;                   /* the graph output's value */
+  int64_t export_batch;         /* the input's fixed batch, 0: symbolic */
+  tt_onnx_options opt;
+  const char *loss, *optimizer;
+  bool training_export;         /* a BatchNormalization or Dropout says so */
+  char absorbed_note[128];      /* what the loss absorbed, for the INI */
+  size_t alloc_budget;          /* protobuf-c's allocations left */
+} onnx_import;
+
+tt_status onnx_fail (onnx_import * im, tt_error * err, tt_status st,
+    const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+/* "node 'NAME' (TYPE, opset N)" for messages */
+const char *onnx_node_label (const onnx_import * im, const Onnx__NodeProto * n,
+    char *buf, size_t cap);
+
+/* onnx_model.c: the bytes into the proto, checked; initializers and
+ * graph inputs as values */
+tt_status onnx_model_read (onnx_import * im, const void *data, size_t len,
+    tt_error * err);
+tt_status onnx_tensor_decode (onnx_import * im, const Onnx__TensorProto * t,
+    const char *what, onnx_value * v, tt_error * err);
+void onnx_import_free (onnx_import * im);
+
+/* onnx_graph.c: values by name, the node order */
+int onnx_value_find (const onnx_import * im, const char *name);
+int onnx_value_add (onnx_import * im, const char *name, tt_error * err);
+tt_status onnx_graph_order (onnx_import * im, tt_error * err);
+
+/* onnx_fold.c: a node computed at import time when its inputs are
+ * constants (shape arithmetic); *done false when it is not such a node */
+tt_status onnx_fold_node (onnx_import * im, int node, bool *done,
+    tt_error * err);
+
+/* onnx_map.c: a node onto layers */
+tt_status onnx_map_node (onnx_import * im, int node, tt_error * err);
+const char *onnx_supported_list (void);
+int onnx_layer_add (onnx_import * im, const char *base, const char *type,
+    tt_error * err);
+
+/* attribute helpers (onnx_map.c) */
+const Onnx__AttributeProto *onnx_attr (const Onnx__NodeProto * n,
+    const char *name);
+int64_t onnx_attr_int (const Onnx__NodeProto * n, const char *name,
+    int64_t def);
+float onnx_attr_float (const Onnx__NodeProto * n, const char *name,
+    float def);
+
+/* onnx_write.c: the INI text and the BIN's bytes, checked by the engine */
+tt_status onnx_write_text (onnx_import * im, char **ini, size_t *ini_len,
+    unsigned char **bin, size_t *bin_len, tt_error * err);
+
+#endif /* TT_ONNX_INTERNAL_H */

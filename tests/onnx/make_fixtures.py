@@ -1,0 +1,342 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""ONNX fixtures of the importer (tensor-trainer import): small PyTorch
+models exported with torch.onnx.export (do_constant_folding=False) at
+opsets 13 and 17, in eval or training mode, each beside PyTorch's golden
+data: NAME.onnx and NAME.golden (text: the batch, the input, one-hot
+labels, the logits of the initial weights in eval mode, and the mean
+cross-entropy losses of 5 full-batch SGD steps and of 5 Adam steps from
+those weights; "-" instead of losses where PyTorch's training cannot be
+matched: dropout draws other masks).
+
+Run from the repository root: /usr/bin/python3 tests/onnx/make_fixtures.py
+(tests/unit/test_onnx_import.c reads the files; commit them).
+"""
+import copy
+import io
+import os
+import sys
+import warnings
+import zlib
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore")
+HERE = os.path.dirname(os.path.abspath(__file__))
+BATCH = 4
+SGD_LR = 0.1
+ADAM_LR = 0.01
+STEPS = 5
+
+
+class MLP(nn.Module):
+    """Gemm (Linear), ReLU, Tanh, Sigmoid, and a MatMul + Add Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 16)
+        self.fc2 = nn.Linear(16, 8)
+        self.w = nn.Parameter(torch.randn(8, 5) * 0.3)
+        self.b = nn.Parameter(torch.randn(5) * 0.1)
+        self.fc3 = nn.Linear(5, 4)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        x = torch.tanh(self.fc2(x))
+        x = torch.sigmoid(x @ self.w + self.b)
+        return self.fc3(x)
+
+
+class MLPSoftmax(nn.Module):
+    """Ends in a Softmax: --loss cross_softmax absorbs it (the golden
+    losses are the cross entropy of the logits before it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.softmax(self.fc2(torch.relu(self.fc1(x))), dim=1)
+
+
+class MLPDropout(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 16)
+        self.drop = nn.Dropout(0.25)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
+class CNN(nn.Module):
+    """conv + bn + relu + maxpool + conv + avgpool(ceil) + flatten + fc."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.c2 = nn.Conv2d(4, 6, 3, stride=1, padding=(1, 0), bias=False)
+        self.fc = nn.Linear(6 * 2 * 1, 3)
+
+    def forward(self, x):
+        x = F.max_pool2d(torch.relu(self.bn(self.c1(x))), 2)
+        x = F.avg_pool2d(self.c2(x), 2, ceil_mode=True,
+                         count_include_pad=False)
+        return self.fc(torch.flatten(x, 1))
+
+
+class Residual(nn.Module):
+    """A residual block (Add of two activations), global average pooling,
+    x.view(x.size(0), -1) with a dynamic batch (Shape, Gather, Unsqueeze,
+    Concat, Reshape)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, 3, padding=1)
+        self.c1 = nn.Conv2d(4, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        y = self.c2(torch.relu(self.c1(x)))
+        x = torch.relu(x + y)
+        x = F.adaptive_avg_pool2d(x, 1)
+        return self.fc(x.view(x.size(0), -1))
+
+
+class ResidualDown(nn.Module):
+    """Weighted parallel branches (a strided block and a 1x1 convolution
+    on the shortcut) joined by Add: the BIN's layer order is nntrainer's
+    (parallel branches in reverse section order), not the file's."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(2, 4, 3, padding=1)
+        self.c1 = nn.Conv2d(4, 6, 3, stride=2, padding=1)
+        self.c2 = nn.Conv2d(6, 6, 3, padding=1)
+        self.short = nn.Conv2d(4, 6, 1, stride=2)
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        y = self.c2(torch.relu(self.c1(x)))
+        x = torch.relu(y + self.short(x))
+        x = F.adaptive_max_pool2d(x, 1)
+        return self.fc(torch.flatten(x, 1))
+
+
+class Folded(nn.Module):
+    """Exported with do_constant_folding=True (torch's default): the
+    view's shape is an initializer [batch, -1]; Clip with other bounds
+    than ReLU6's; GlobalMaxPool-like max pooling over the whole map."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 3, 3, padding=1, stride=2)
+        self.fc = nn.Linear(3 * 3 * 3, 3)
+
+    def forward(self, x):
+        x = F.hardtanh(self.c(x), -0.5, 0.75)
+        return self.fc(x.view(x.size(0), -1))
+
+
+class DWSep(nn.Module):
+    """Depthwise-separable: grouped conv, ReLU6 (Clip), 1x1 conv,
+    HardSwish (opset 13: HardSigmoid and Mul), HardSigmoid, average
+    pooling (count_include_pad), Flatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(3, 6, 3, padding=1, groups=3)
+        self.pw = nn.Conv2d(6, 4, 1)
+        self.fc = nn.Linear(4 * 3 * 3, 3)
+
+    def forward(self, x):
+        x = F.relu6(self.dw(x))
+        x = F.hardswish(self.pw(x))
+        x = F.avg_pool2d(x, 3, stride=2, padding=1)
+        x = F.hardsigmoid(x)
+        return self.fc(x.flatten(1))
+
+
+class Conv1D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv1d(2, 4, 3, stride=2, padding=1)
+        self.fc = nn.Linear(4 * 5, 3)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(torch.relu(self.c(x)), 1))
+
+
+class Conv1DPool(nn.Module):
+    """1-D pooling: max (ceil mode) and padded average over [N, C, L],
+    then global average."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(2, 4, 3, padding=1)
+        self.c2 = nn.Conv1d(4, 5, 3, padding=1)
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x):
+        x = F.max_pool1d(torch.relu(self.c1(x)), 3, stride=2, ceil_mode=True)
+        x = F.avg_pool1d(self.c2(x), 2, padding=1, count_include_pad=False)
+        x = F.adaptive_avg_pool1d(torch.tanh(x), 1)
+        return self.fc(torch.flatten(x, 1))
+
+
+def train_losses(model, x, target, make_opt, probs=False):
+    m = copy.deepcopy(model)
+    m.train()
+    opt = make_opt(m.parameters())
+    out = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        y = m(x)
+        loss = (F.nll_loss(torch.log(y), target) if probs
+                else F.cross_entropy(y, target))
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+def write(name, model, shape, opset, training, dynamic=False, losses=True,
+          fold=False, probs=False):
+    torch.manual_seed(zlib.crc32(name.encode()) % 1000)
+    x = torch.randn(BATCH, *shape)
+    mode = (torch.onnx.TrainingMode.TRAINING if training
+            else torch.onnx.TrainingMode.EVAL)
+    buf = io.BytesIO()
+    export = copy.deepcopy(model)
+    export.train(training)
+    kw = {}
+    if dynamic:
+        kw["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
+    torch.onnx.export(export, x, buf, opset_version=opset, training=mode,
+                      do_constant_folding=fold, input_names=["x"],
+                      output_names=["y"], **kw)
+    with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+        f.write(buf.getvalue())
+    # exporting in training mode runs one training forward: batch
+    # normalization's running statistics move, and the file holds the
+    # moved ones; the reference is the model as exported
+    model = copy.deepcopy(export)
+    model.eval()
+    with torch.no_grad():
+        logits = model(x)
+    classes = logits.shape[1]
+    target = torch.arange(BATCH) % classes
+
+    def fmt(values):
+        return " ".join("%.9g" % v for v in values)
+
+    lines = ["batch %d" % BATCH,
+             "input %d %s" % (x.numel(), fmt(x.flatten().tolist())),
+             "labels %d %s" % (BATCH * classes,
+                               fmt(F.one_hot(target, classes).flatten()
+                                   .float().tolist())),
+             "logits %d %s" % (logits.numel(),
+                               fmt(logits.flatten().tolist()))]
+    if losses:
+        sgd = train_losses(model, x, target,
+                           lambda p: torch.optim.SGD(p, lr=SGD_LR), probs)
+        adam = train_losses(model, x, target,
+                            lambda p: torch.optim.Adam(p, lr=ADAM_LR), probs)
+        lines.append("sgd %g %d %s" % (SGD_LR, STEPS, fmt(sgd)))
+        lines.append("adam %g %d %s" % (ADAM_LR, STEPS, fmt(adam)))
+    else:
+        lines.append("sgd -")
+        lines.append("adam -")
+    with open(os.path.join(HERE, name + ".golden"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(name, len(buf.getvalue()), "bytes")
+
+
+class Unsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(torch.exp(x))
+
+
+def write_bad():
+    """Files the importer must refuse (tests/unit/test_onnx_import.c): an
+    unsupported operator, a graph input nobody defines, a cycle, an
+    initializer whose data is in a missing external file."""
+    import onnx
+    from onnx import TensorProto, helper
+    bad = os.path.join(HERE, "bad")
+    os.makedirs(bad, exist_ok=True)
+    buf = io.BytesIO()
+    torch.onnx.export(Unsupported(), torch.randn(2, 4), buf,
+                      opset_version=13, do_constant_folding=False,
+                      input_names=["x"], output_names=["y"])
+    with open(os.path.join(bad, "unsupported_op.onnx"), "wb") as f:
+        f.write(buf.getvalue())
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+
+    def save(name, nodes, inits=()):
+        g = helper.make_graph(nodes, name, [x], [y], list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        with open(os.path.join(bad, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+
+    save("unknown_input", [helper.make_node("Relu", ["nowhere"], ["y"],
+                                            name="relu_a")])
+    save("cycle", [helper.make_node("Add", ["x", "b"], ["a"], name="add_a"),
+                   helper.make_node("Relu", ["a"], ["b"], name="relu_b"),
+                   helper.make_node("Relu", ["b"], ["y"], name="relu_y")])
+    w = TensorProto()
+    w.name, w.data_type = "w", TensorProto.FLOAT
+    w.dims.extend([4, 4])
+    w.data_location = TensorProto.EXTERNAL
+    e = w.external_data.add()
+    e.key, e.value = "location", "missing_weights.bin"
+    save("external_data", [helper.make_node("MatMul", ["x", "w"], ["y"],
+                                            name="mm")], [w])
+    print("bad fixtures written")
+
+
+def main():
+    torch.manual_seed(1)
+    mlp, cnn, res, dws, c1d, mlpd = (MLP(), CNN(), Residual(), DWSep(),
+                                     Conv1D(), MLPDropout())
+    # a BN whose moving statistics are not the initial ones
+    with torch.no_grad():
+        cnn.bn.running_mean.uniform_(-0.2, 0.2)
+        cnn.bn.running_var.uniform_(0.5, 1.5)
+        cnn.bn.weight.uniform_(0.5, 1.5)
+        cnn.bn.bias.uniform_(-0.2, 0.2)
+    resd = ResidualDown()
+    folded = Folded()
+    mlps = MLPSoftmax()
+    c1dp = Conv1DPool()
+    for opset in (13, 17):
+        write("mlp_op%d" % opset, mlp, (12,), opset, False)
+        write("cnn_train_op%d" % opset, cnn, (1, 8, 8), opset, True)
+        write("residual_op%d" % opset, res, (3, 6, 6), opset, False,
+              dynamic=True)
+        write("dwsep_op%d" % opset, dws, (3, 6, 6), opset, False)
+    write("conv1d_op13", c1d, (2, 10), 13, False)
+    write("residual_down_op15", resd, (2, 6, 6), 15, False)
+    write("folded_op14", folded, (1, 6, 6), 14, False, fold=True)
+    write("mlp_softmax_op13", mlps, (6,), 13, False, probs=True)
+    write("conv1d_pool_op17", c1dp, (2, 11), 17, False)
+    write("mlp_dropout_train_op13", mlpd, (12,), 13, True, losses=False)
+    write_bad()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

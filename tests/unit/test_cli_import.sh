@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tensor-trainer import: an ONNX fixture (tests/onnx/) imported from the
+# command line, then trained with `train OUT.ini --load OUT.bin` on a small
+# IDX data set, planned at the bound; its options (--loss, --optimizer,
+# --learning-rate, --batch) in the INI; refusals (an unsupported operator,
+# an -o that is not .ini, a bad option value) print one message, exit 1
+# and write nothing.
+#
+# usage: test_cli_import.sh TENSOR_TRAINER SOURCE_ROOT
+set -uo pipefail
+cli=$1 src=$2
+passed=0 failed=0
+tmp=$(mktemp -d /tmp/tt-cli-import-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/script_lib.sh"
+cli=$(target_exe "$cli" "$tmp")
+
+# 12 random 8x8 images, labels 0..2 in turn (the CNN fixture's shapes)
+{ printf '\x00\x00\x08\x03'; be32 12; be32 8; be32 8
+  head -c $((12 * 64)) /dev/urandom; } > "$tmp/images.idx"
+{ printf '\x00\x00\x08\x01'; be32 12
+  for i in $(seq 0 11); do printf "\\x$(printf %02x $((i % 3)))"; done
+} > "$tmp/labels.idx"
+
+check "import" $cli import "$src/tests/onnx/cnn_train_op13.onnx" \
+  -o "$tmp/cnn.ini" --optimizer adam --learning-rate 0.01 --batch 4
+check "the BIN beside the INI" test -s "$tmp/cnn.bin"
+check "options in the INI" grep -q "^type = adam$" "$tmp/cnn.ini"
+check "learning rate" grep -q "^learning_rate = 0.01$" "$tmp/cnn.ini"
+check "batch" grep -q "^batch_size = 4$" "$tmp/cnn.ini"
+check "loss" grep -q "^loss = cross_softmax$" "$tmp/cnn.ini"
+$cli train "$tmp/cnn.ini" --load "$tmp/cnn.bin" --data "$tmp/images.idx" \
+  --labels "$tmp/labels.idx" --epochs 2 > "$tmp/train.out" 2>&1
+check "train from the imported weights" test $? -eq 0
+check "two epochs" test "$(grep -c 'loss=' "$tmp/train.out")" -eq 2
+$cli plan "$tmp/cnn.ini" -o "$tmp/cnn.opt.ini" > "$tmp/plan.out" 2>&1
+check "plan" test $? -eq 0
+$cli import "$src/tests/onnx/residual_op17.onnx" -o "$tmp/res.ini" \
+  > /dev/null 2>&1
+$cli plan "$tmp/res.ini" -o "$tmp/res.opt.ini" > "$tmp/plan.out" 2>&1
+check "residual planned at the bound" grep -q "1.0000 x bound" \
+  "$tmp/plan.out"
+
+# refusals: exit 1, one line, nothing written
+refuse () {     # refuse WHAT PATTERN ARGS...
+  local what=$1 pattern=$2; shift 2
+  rm -f "$tmp/out.ini" "$tmp/out.bin"
+  $cli "$@" > "$tmp/err.out" 2>&1
+  check "$what: exit 1" test $? -eq 1
+  check "$what: message" grep -q "$pattern" "$tmp/err.out"
+  check "$what: one line" test "$(wc -l < "$tmp/err.out")" -eq 1
+  check "$what: nothing written" test ! -e "$tmp/out.ini" -a ! -e "$tmp/out.bin"
+}
+refuse "unsupported operator" "operator Exp is not supported" import \
+  "$src/tests/onnx/bad/unsupported_op.onnx" -o "$tmp/out.ini"
+refuse "not .ini" "must end in .ini" import \
+  "$src/tests/onnx/mlp_op13.onnx" -o "$tmp/out.txt"
+refuse "loss" "allowed are cross_softmax, cross_sigmoid, mse" import \
+  "$src/tests/onnx/mlp_op13.onnx" -o "$tmp/out.ini" --loss kld
+refuse "learning rate" "learning-rate needs a number above 0" import \
+  "$src/tests/onnx/mlp_op13.onnx" -o "$tmp/out.ini" --learning-rate -1
+refuse "no -o" "import needs -o OUT.ini" import \
+  "$src/tests/onnx/mlp_op13.onnx"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tensor-trainer import: an ONNX model as a model INI and a BIN of its
+ * weights beside it (ext/onnx/tt_onnx.h; docs/onnx.md).
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef TT_HAVE_ONNX
+#include "tt_onnx.h"
+
+int
+cli_import (const cli_options * o)
+{
+  if (!o->output)
+    return cli_fail ("import needs -o OUT.ini");
+  size_t n = strlen (o->output);
+  if (n < 5 || strcasecmp (o->output + n - 4, ".ini"))
+    return cli_fail ("import: -o '%s' must end in .ini (the BIN is written "
+        "beside it, .bin instead of .ini)", o->output);
+  char *bin = malloc (n + 1);
+  if (!bin)
+    return cli_fail ("out of memory");
+  memcpy (bin, o->output, n - 4);
+  strcpy (bin + n - 4, ".bin");
+  double lr = 0;
+  if (o->learning_rate) {
+    char *end;
+    lr = strtod (o->learning_rate, &end);
+    if (end == o->learning_rate || *end || !(lr > 0) || lr > 1e6) {
+      free (bin);
+      return cli_fail ("--learning-rate needs a number above 0, got '%s'",
+          o->learning_rate);
+    }
+  }
+  tt_onnx_options opt = {
+    .loss = o->loss,
+    .optimizer = o->optimizer,
+    .learning_rate = lr,
+    .batch = o->batch,
+  };
+  tt_error err;
+  if (tt_onnx_import (o->model, o->output, bin, &opt, &err)) {
+    free (bin);
+    return cli_fail ("%s", err.message);
+  }
+  printf ("imported %s: %s, %s\n", o->model, o->output, bin);
+  free (bin);
+  return 0;
+}
+#else
+int
+cli_import (const cli_options * o)
+{
+  (void) o;
+  return cli_fail ("import: this build has no ONNX support (it needs "
+      "protoc-c, libprotobuf-c and onnx.proto: Debian's protobuf-c-compiler, "
+      "libprotobuf-c-dev, libonnx-dev)");
+}
+#endif
