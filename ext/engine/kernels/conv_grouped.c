@@ -371,9 +371,36 @@ grouped_gv_sum (const gvec * v)
   return s;
 }
 
-/* dw[tap] += the sum over k < n of dyq[k] * xph[phase][k + offset], up to
- * GROUPED_TAP_GROUP taps per sweep (one read of dyq for all of them; dyq
- * is zero in the rest of the last block) */
+/* dw[t] += the sum over k < n of dyq[k] * src[t][k], t < nt: one read of
+ * dyq for nt taps (nt a constant where this is inlined; dyq is zero in
+ * the rest of the last block) */
+TT_ALWAYS_INLINE void
+grouped_dot_group (int n, const float *restrict dyq,
+    const float *const *src, float *restrict dw, const int nt)
+{
+  gvec acc[GROUPED_TAP_GROUP][2];
+  for (int j = 0; j < nt; j++)
+    acc[j][0] = acc[j][1] = GV_SPLAT (0.0f);
+  for (int k = 0; k < n; k += 2 * GV) {
+    gvec d0, d1;
+    GV_LOAD (d0, dyq + k);
+    GV_LOAD (d1, dyq + k + GV);
+    for (int j = 0; j < nt; j++) {
+      gvec x0, x1;
+      GV_LOAD (x0, src[j] + k);
+      GV_LOAD (x1, src[j] + k + GV);
+      acc[j][0] += d0 * x0;
+      acc[j][1] += d1 * x1;
+    }
+  }
+  for (int j = 0; j < nt; j++) {
+    gvec both = acc[j][0] + acc[j][1];
+    dw[j] += grouped_gv_sum (&both);
+  }
+}
+
+/* dw[tap] += the sum over k < n of dyq[k] * xph[phase][k + offset], in
+ * groups of up to GROUPED_TAP_GROUP taps */
 TT_ALWAYS_INLINE void
 grouped_flat_taps_dot (const grouped_flat * fl, const float *restrict dyq,
     const float *restrict xph, float *restrict dw)
@@ -383,28 +410,21 @@ grouped_flat_taps_dot (const grouped_flat * fl, const float *restrict dyq,
     const int nt = fl->taps - t0 < GROUPED_TAP_GROUP ? fl->taps - t0 :
         GROUPED_TAP_GROUP;
     const float *src[GROUPED_TAP_GROUP];
-    gvec acc[GROUPED_TAP_GROUP][2];
-    for (int j = 0; j < GROUPED_TAP_GROUP; j++) {
-      /* unused slots read the first tap's plane and are not kept */
-      const int tap = t0 + (j < nt ? j : 0);
-      src[j] = xph + fl->phase[tap] * plane + fl->offset[tap];
-      acc[j][0] = acc[j][1] = GV_SPLAT (0.0f);
-    }
-    for (int k = 0; k < fl->n; k += 2 * GV) {
-      gvec d0, d1;
-      GV_LOAD (d0, dyq + k);
-      GV_LOAD (d1, dyq + k + GV);
-      for (int j = 0; j < GROUPED_TAP_GROUP; j++) {
-        gvec x0, x1;
-        GV_LOAD (x0, src[j] + k);
-        GV_LOAD (x1, src[j] + k + GV);
-        acc[j][0] += d0 * x0;
-        acc[j][1] += d1 * x1;
-      }
-    }
-    for (int j = 0; j < nt; j++) {
-      gvec both = acc[j][0] + acc[j][1];
-      dw[t0 + j] += grouped_gv_sum (&both);
+    for (int j = 0; j < nt; j++)
+      src[j] = xph + fl->phase[t0 + j] * plane + fl->offset[t0 + j];
+    switch (nt) {
+      case 4:
+        grouped_dot_group (fl->n, dyq, src, dw + t0, 4);
+        break;
+      case 3:
+        grouped_dot_group (fl->n, dyq, src, dw + t0, 3);
+        break;
+      case 2:
+        grouped_dot_group (fl->n, dyq, src, dw + t0, 2);
+        break;
+      default:
+        grouped_dot_group (fl->n, dyq, src, dw + t0, 1);
+        break;
     }
   }
 }
