@@ -1052,6 +1052,17 @@ typedef struct {
   const float *h0;              /* [B][U] initial state; NULL: zeros */
 } tt_rnn;
 
+/* The kernel arguments a recurrent family's layers share (weights,
+ * gates, mask, threads) for steps steps; each layer then sets where its
+ * hidden states go (layer_rnn.c, layer_gru.c, layer_lstm.c: direction d's
+ * nw weights from w0) */
+tt_rnn tt_rnn_layer_args (const tt_run_ctx * c, const tt_layer * l,
+    int steps);
+tt_gru tt_gru_layer_args (const tt_run_ctx * c, const tt_layer * l,
+    int steps);
+tt_lstm tt_lstm_layer_args (const tt_run_ctx * c, const tt_layer * l,
+    int steps, int d, uint32_t w0, uint32_t nw);
+
 void tt_rnn_forward (const tt_rnn * s, const float *x);
 /* Backpropagation through time: the pre-activation derivatives over
  * act_out. dy: [B][T][U] (sequences) or [B][U]; carry: B * U floats. */

@@ -89,15 +89,14 @@ gru_declare (tt_init_ctx * c, tt_layer * l)
     tt_init_use (c, l->in[0], TT_PHASE_GRADIENT);
 }
 
-static tt_gru
-gru_setup (const tt_run_ctx * c, const tt_layer * l)
+tt_gru
+tt_gru_layer_args (const tt_run_ctx * c, const tt_layer * l, int steps)
 {
-  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.gru.rec.unit;
   tt_gru s = {
     .batch = (int) c->batch,
     .steps = steps,
     .features = (int) l->in_dims[0].w,
-    .unit = unit,
+    .unit = (int) l->p.gru.rec.unit,
     .act = l->p.gru.rec.act,
     .recurrent = l->p.gru.rec.recurrent,
     .reset_after = l->p.gru.reset_after,
@@ -109,6 +108,13 @@ gru_setup (const tt_run_ctx * c, const tt_layer * l)
     .mask = tt_recurrent_mask (c, l->p.gru.mask),
     .threads = c->threads,
   };
+  return s;
+}
+
+static tt_gru
+gru_setup (const tt_run_ctx * c, const tt_layer * l)
+{
+  tt_gru s = tt_gru_layer_args (c, l, (int) l->in_dims[0].h);
   tt_recurrent_hidden (c, l, &l->p.gru.rec, l->p.gru.hidden, &s.hidden,
       &s.h_ld, &s.h_step);
   return s;

@@ -71,26 +71,10 @@ grucell_declare (tt_init_ctx * c, tt_layer * l)
 static tt_gru
 grucell_setup (const tt_run_ctx * c, const tt_layer * l)
 {
-  const int unit = (int) l->p.gru.rec.unit;
-  tt_gru s = {
-    .batch = (int) c->batch,
-    .steps = 1,
-    .features = (int) l->in_dims[0].w,
-    .unit = unit,
-    .act = l->p.gru.rec.act,
-    .recurrent = l->p.gru.rec.recurrent,
-    .reset_after = l->p.gru.reset_after,
-    .w_ih = tt_run_data (c, l->weights[0].value),
-    .w_hh = tt_run_data (c, l->weights[1].value),
-    .bias_ih = l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
-    .bias_hh = l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL,
-    .gates = tt_run_data (c, l->p.gru.gates),
-    .hidden = tt_run_data (c, l->out[0]),
-    .h_ld = unit,
-    .mask = tt_recurrent_mask (c, l->p.gru.mask),
-    .threads = c->threads,
-    .h0 = tt_run_data (c, l->in[1]),
-  };
+  tt_gru s = tt_gru_layer_args (c, l, 1);
+  s.hidden = tt_run_data (c, l->out[0]);
+  s.h_ld = s.unit;
+  s.h0 = tt_run_data (c, l->in[1]);
   return s;
 }
 

@@ -159,17 +159,15 @@ lstm_declare (tt_init_ctx * c, tt_layer * l)
 
 /* direction d's kernel arguments (0 forward, 1 reverse); *dy_at: where
  * its part of a position of dy (and of the output) starts */
-static tt_lstm
-lstm_setup (const tt_run_ctx * c, const tt_layer * l, int d, size_t *dy_at)
+tt_lstm
+tt_lstm_layer_args (const tt_run_ctx * c, const tt_layer * l, int steps,
+    int d, uint32_t w0, uint32_t nw)
 {
-  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.lstm.rec.unit;
-  const bool bi = l->p.lstm.bidirectional;
-  const uint32_t nw = bi ? l->n_weights / 2 : l->n_weights, w0 = d * nw;
   tt_lstm s = {
     .batch = (int) c->batch,
     .steps = steps,
     .features = (int) l->in_dims[0].w,
-    .unit = unit,
+    .unit = (int) l->p.lstm.rec.unit,
     .act = l->p.lstm.rec.act,
     .recurrent = l->p.lstm.rec.recurrent,
     .w_ih = tt_run_data (c, l->weights[w0].value),
@@ -181,9 +179,19 @@ lstm_setup (const tt_run_ctx * c, const tt_layer * l, int d, size_t *dy_at)
     .cell = tt_run_data (c, l->p.lstm.cell_d[d]),
     .mask = tt_recurrent_mask (c, l->p.lstm.mask),
     .threads = c->threads,
-    .reverse = d == 1,
-    .dy_width = bi ? 2 * unit : 0,
   };
+  return s;
+}
+
+static tt_lstm
+lstm_setup (const tt_run_ctx * c, const tt_layer * l, int d, size_t *dy_at)
+{
+  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.lstm.rec.unit;
+  const bool bi = l->p.lstm.bidirectional;
+  const uint32_t nw = bi ? l->n_weights / 2 : l->n_weights, w0 = d * nw;
+  tt_lstm s = tt_lstm_layer_args (c, l, steps, d, w0, nw);
+  s.reverse = d == 1;
+  s.dy_width = bi ? 2 * unit : 0;
   *dy_at = d ? (size_t) unit : 0;
   if (!bi) {
     tt_recurrent_hidden (c, l, &l->p.lstm.rec, l->p.lstm.hidden_d[0],

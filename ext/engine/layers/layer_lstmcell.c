@@ -99,31 +99,12 @@ tt_lstmcell_declare (tt_init_ctx * c, tt_layer * l)
 static tt_lstm
 lstmcell_setup (const tt_run_ctx * c, const tt_layer * l, const float *dc)
 {
-  const int unit = (int) l->p.lstm.rec.unit;
-  tt_lstm s = {
-    .batch = (int) c->batch,
-    .steps = 1,
-    .features = (int) l->in_dims[0].w,
-    .unit = unit,
-    .act = l->p.lstm.rec.act,
-    .recurrent = l->p.lstm.rec.recurrent,
-    .w_ih = tt_run_data (c, l->weights[0].value),
-    .w_hh = tt_run_data (c, l->weights[1].value),
-    .bias = {
-          lstmcell_weights (l) > 2 ? tt_run_data (c,
-              l->weights[2].value) : NULL,
-          lstmcell_weights (l) > 3 ? tt_run_data (c,
-            l->weights[3].value) : NULL},
-    .gates = tt_run_data (c, l->p.lstm.gates_d[0]),
-    .cell = tt_run_data (c, l->p.lstm.cell_d[0]),
-    .hidden = tt_run_data (c, l->out[0]),
-    .h_ld = unit,
-    .mask = tt_recurrent_mask (c, l->p.lstm.mask),
-    .threads = c->threads,
-    .h0 = tt_run_data (c, l->in[1]),
-    .c0 = tt_run_data (c, l->in[2]),
-    .dc_last = dc,
-  };
+  tt_lstm s = tt_lstm_layer_args (c, l, 1, 0, 0, lstmcell_weights (l));
+  s.hidden = tt_run_data (c, l->out[0]);
+  s.h_ld = s.unit;
+  s.h0 = tt_run_data (c, l->in[1]);
+  s.c0 = tt_run_data (c, l->in[2]);
+  s.dc_last = dc;
   return s;
 }
 

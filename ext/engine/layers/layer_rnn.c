@@ -76,15 +76,14 @@ rnn_declare (tt_init_ctx * c, tt_layer * l)
   }
 }
 
-static tt_rnn
-rnn_setup (const tt_run_ctx * c, const tt_layer * l)
+tt_rnn
+tt_rnn_layer_args (const tt_run_ctx * c, const tt_layer * l, int steps)
 {
-  const int steps = (int) l->in_dims[0].h, unit = (int) l->p.rnn.rec.unit;
   tt_rnn s = {
     .batch = (int) c->batch,
     .steps = steps,
     .features = (int) l->in_dims[0].w,
-    .unit = unit,
+    .unit = (int) l->p.rnn.rec.unit,
     .act = l->p.rnn.rec.act,
     .w_ih = tt_run_data (c, l->weights[0].value),
     .w_hh = tt_run_data (c, l->weights[1].value),
@@ -95,6 +94,13 @@ rnn_setup (const tt_run_ctx * c, const tt_layer * l)
     .mask = tt_recurrent_mask (c, l->p.rnn.mask),
     .threads = c->threads,
   };
+  return s;
+}
+
+static tt_rnn
+rnn_setup (const tt_run_ctx * c, const tt_layer * l)
+{
+  tt_rnn s = tt_rnn_layer_args (c, l, (int) l->in_dims[0].h);
   tt_recurrent_hidden (c, l, &l->p.rnn.rec, l->p.rnn.hidden, &s.hidden,
       &s.h_ld, &s.h_step);
   return s;

@@ -67,25 +67,10 @@ rnncell_declare (tt_init_ctx * c, tt_layer * l)
 static tt_rnn
 rnncell_setup (const tt_run_ctx * c, const tt_layer * l)
 {
-  const int unit = (int) l->p.rnn.rec.unit;
-  tt_rnn s = {
-    .batch = (int) c->batch,
-    .steps = 1,
-    .features = (int) l->in_dims[0].w,
-    .unit = unit,
-    .act = l->p.rnn.rec.act,
-    .w_ih = tt_run_data (c, l->weights[0].value),
-    .w_hh = tt_run_data (c, l->weights[1].value),
-    .bias = {
-          l->n_weights > 2 ? tt_run_data (c, l->weights[2].value) : NULL,
-        l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
-    .act_out = tt_run_data (c, l->p.rnn.act),
-    .hidden = tt_run_data (c, l->out[0]),
-    .h_ld = unit,
-    .mask = tt_recurrent_mask (c, l->p.rnn.mask),
-    .threads = c->threads,
-    .h0 = tt_run_data (c, l->in[1]),
-  };
+  tt_rnn s = tt_rnn_layer_args (c, l, 1);
+  s.hidden = tt_run_data (c, l->out[0]);
+  s.h_ld = s.unit;
+  s.h0 = tt_run_data (c, l->in[1]);
   return s;
 }
 
