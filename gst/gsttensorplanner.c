@@ -72,6 +72,7 @@
 #include "gsttensorplanner.h"
 #include "gsttensormodelshare.h"
 #include "gstttthreads.h"
+#include "gstttmodelopen.h"
 #include "tt_bundle.h"
 
 #include <string.h>
@@ -346,7 +347,7 @@ gst_tensor_planner_open (GstTtTensorPlanner * self, const gchar * config,
   const gsize skip = config ? strlen (config) : 0;
 
   o->kind = TT_MODEL_FILE_INI;
-  if ((model = tt_model_open (config, o, &opened, &err)))
+  if ((model = gst_tt_model_open (config, o, NULL, &opened, &err)))
     return model;
   switch (opened.failed_step) {
     case TT_OPEN_KIND:
@@ -419,6 +420,18 @@ gst_tensor_planner_validate (GstTtTensorPlanner * self)
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("weights-location %s: weights go to a BIN (.bin) or a bundle, "
             "not an INI.", weights), (NULL));
+    goto out;
+  }
+  /* an ONNX model's weights are its initializers: kept beside the plan
+   * (weights-location) or in the bundle written */
+  if (gst_tensor_planner_has_suffix (config, ".onnx")
+      && gst_tensor_planner_has_suffix (location, ".ini")
+      && !(weights && *weights)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("model-config %s is an ONNX model: its weights are its "
+            "initializers, and location %s (an INI) holds no weights. Set "
+            "weights-location (a BIN) too, or write a bundle.", config,
+            location), (NULL));
     goto out;
   }
   if (!(model = gst_tensor_planner_open (self, config, &open_opts)))

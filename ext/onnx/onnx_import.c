@@ -96,8 +96,8 @@ tt_onnx_convert (const void *data, size_t len, const char *name,
   return st;
 }
 
-static tt_status
-import_read (const char *path, unsigned char **data, size_t *len,
+tt_status
+onnx_file_read (const char *path, unsigned char **data, size_t *len,
     tt_error * err)
 {
   onnx_import im = {.path = path };
@@ -139,7 +139,7 @@ tt_onnx_import (const char *onnx_path, const char *ini_path,
   unsigned char *data = NULL, *bin = NULL;
   char *ini = NULL;
   size_t len = 0, ini_len = 0, bin_len = 0;
-  tt_status st = import_read (onnx_path, &data, &len, err);
+  tt_status st = onnx_file_read (onnx_path, &data, &len, err);
   if (!st)
     st = tt_onnx_convert (data, len, onnx_path, opt, &ini, &ini_len, &bin,
         &bin_len, err);

@@ -111,4 +111,8 @@ float onnx_attr_float (const Onnx__NodeProto * n, const char *name,
 tt_status onnx_write_text (onnx_import * im, char **ini, size_t *ini_len,
     unsigned char **bin, size_t *bin_len, tt_error * err);
 
+/* onnx_import.c: a file's bytes, its size bounded (malloc'd) */
+tt_status onnx_file_read (const char *path, unsigned char **data,
+    size_t *len, tt_error * err);
+
 #endif /* TT_ONNX_INTERNAL_H */
