@@ -620,7 +620,10 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
   /* packaging is the default: a location not ending in .ini gets a bundle
    * (the optimized INI and the weights in one file) */
   const gboolean as_ini = gst_tensor_planner_has_suffix (location, ".ini");
-  if (!as_ini || (weights && *weights)) {
+  /* (an ONNX model's initializers are loaded already, when opened) */
+  if ((!as_ini || (weights && *weights))
+      && !(gst_tensor_planner_has_suffix (config, ".onnx")
+          && !(load_path && *load_path))) {
     tt_status st = load_path && *load_path ?
         tt_model_load_weights (model, load_path, &err) :
         tt_model_init_weights (model, &err);
