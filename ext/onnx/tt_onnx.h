@@ -51,4 +51,11 @@ tt_model *tt_onnx_model_open (const char *path,
     const tt_open_options * options, const tt_onnx_options * onnx,
     tt_open_info * info, tt_error * err);
 
+/* export-onnx: the ONNX model at onnx_path written to out_path with each
+ * initializer that became a weight replaced by that weight of weights (a
+ * BIN or a bundle of the model onnx_path imports to), the importer's
+ * layout changes undone; everything else as read. Atomic. */
+tt_status tt_onnx_export (const char *onnx_path, const char *weights,
+    const char *out_path, tt_error * err);
+
 #endif /* TT_ONNX_H */
