@@ -35,6 +35,13 @@
  *   initialized as the INI says, as a BIN (a path ending in .bin) or a
  *   bundle.
  *
+ * A model-config ending in `.onnx` is an ONNX model, converted in memory
+ * (docs/onnx.md; the importer's defaults, as tensor_trainer converts it)
+ * and planned like an INI: location gets the converted, planned INI, so
+ * that later starts skip both conversion and planning. Its weights are the
+ * ONNX initializers (or model-load-path's), so location must be a bundle
+ * or weights-location must be set, else the start fails saying so.
+ *
  * Then it posts an element message `tensor-planner-plan` with model,
  * location, weights-location, batch-size, pool-bytes, lower-bound,
  * naive-bytes, depth-first-bytes, tensors, in-place-layers, order-exact and
@@ -162,8 +169,8 @@ gst_tensor_planner_class_init (GstTtTensorPlannerClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
-          "Model INI to plan (required; a bundle is refused)",
-          DEFAULT_MODEL_CONFIG, rw));
+          "Model INI or ONNX model (.onnx) to plan (required; a bundle is "
+          "refused)", DEFAULT_MODEL_CONFIG, rw));
   /**
    * GstTtTensorPlanner:location:
    *

@@ -7,8 +7,9 @@
  * per weight, the initializer it came from and how (onnx_weights.c); no
  * record is kept in the INI, so an imported INI edited by hand does not
  * change what is written. The weights (a BIN or a bundle) are loaded into
- * that INI's model, so their size and values are checked as training
- * checks them, and each weight, its layout change undone, replaces its
+ * that INI's model (with the importer's optimizers in turn: a BIN holds
+ * Adam's moments after the weights), so their size and values are checked
+ * as training checks them, and each weight, its layout change undone, replaces its
  * initializer's values (as float32 raw_data). Everything else in the
  * file (nodes, names, attributes, metadata, other initializers) is
  * written back as it was read. The output is written atomically.
@@ -197,8 +198,30 @@ tt_onnx_export (const char *onnx_path, const char *weights,
     st = onnx_convert_keep (&im, data, len, onnx_path, NULL, &ini, &ini_len,
         &bin, &bin_len, err);
   if (!st && !(trained = export_weights (&im, ini, ini_len, bin_len / 4,
-              weights, err)))
-    st = err->status;
+              weights, err))) {
+    /* a BIN saved with Adam's moments loads into an Adam model only: the
+     * INI again with the importer's other optimizers (the first message
+     * if none fits) */
+    static const char *const others[] = { "adam", "adamw" };
+    tt_error first = *err;
+    for (size_t k = 0; !trained && k < sizeof others / sizeof *others; k++) {
+      tt_onnx_options o = { 0 };
+      char *ini2 = NULL;
+      unsigned char *bin2 = NULL;
+      size_t ini2_len, bin2_len;
+      o.optimizer = others[k];
+      if (!tt_onnx_convert (data, len, onnx_path, &o, &ini2, &ini2_len, &bin2,
+              &bin2_len, err))
+        trained = export_weights (&im, ini2, ini2_len, bin_len / 4, weights,
+            err);
+      free (ini2);
+      free (bin2);
+    }
+    if (!trained) {
+      *err = first;
+      st = err->status;
+    }
+  }
   if (!st && !(fresh = calloc (im.proto->graph->n_initializer + 1,
               sizeof *fresh)))
     st = onnx_fail (&im, err, TT_ERR_NOMEM, "out of memory");

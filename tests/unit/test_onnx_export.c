@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * tensor-trainer export-onnx (tt_onnx_export): for every fixture of
- * tests/onnx/, import -> train a few steps (SGD, random data; batch
+ * tests/onnx/, import -> train a few steps (SGD, and Adam and AdamW for
+ * two, whose BIN holds the moments too; random data; batch
  * normalization's running statistics move too) -> save as a BIN and as a
  * bundle -> export -> import the exported file again: its BIN is the
  * trained weights bit for bit, its INI the first import's. Exporting the
@@ -96,13 +97,13 @@ train (const char *ini, const char *bin, const char *out_bin,
 
 static void
 check_reimport (const char *name, const char *exported, const char *ini,
-    const char *trained_bin)
+    const char *trained_bin, const tt_onnx_options * opt)
 {
   char re_ini[128], re_bin[128];
   tt_error err;
   path_in (re_ini, sizeof re_ini, "re.ini");
   path_in (re_bin, sizeof re_bin, "re.bin");
-  CHECK (!tt_onnx_import (exported, re_ini, re_bin, NULL, &err), "%s: %s",
+  CHECK (!tt_onnx_import (exported, re_ini, re_bin, opt, &err), "%s: %s",
       name, err.message);
   size_t na = 0, nb = 0, ia = 0, ib = 0;
   unsigned char *a = slurp (re_bin, &na), *b = slurp (trained_bin, &nb);
@@ -137,8 +138,10 @@ check_checker (const char *name, const char *path)
 }
 
 static void
-check_fixture (const char *root, const char *name)
+check_fixture (const char *root, const char *name, const char *optimizer)
 {
+  tt_onnx_options opt = { 0 };
+  opt.optimizer = optimizer;
   char onnx[512], ini[128], bin[128], tbin[128], ttb[128], out[128];
   tt_error err;
   snprintf (onnx, sizeof onnx, "%s/tests/onnx/%s.onnx", root, name);
@@ -147,7 +150,7 @@ check_fixture (const char *root, const char *name)
   path_in (tbin, sizeof tbin, "trained.bin");
   path_in (ttb, sizeof ttb, "trained.ttb");
   path_in (out, sizeof out, "out.onnx");
-  if (tt_onnx_import (onnx, ini, bin, NULL, &err)) {
+  if (tt_onnx_import (onnx, ini, bin, &opt, &err)) {
     CHECK (0, "%s: %s", name, err.message);
     return;
   }
@@ -160,11 +163,11 @@ check_fixture (const char *root, const char *name)
       "%zu)", name, n1, n0);
   free (f0);
   free (f1);
-  check_reimport (name, out, ini, bin);
+  check_reimport (name, out, ini, bin, &opt);
 
   train (ini, bin, tbin, ttb);
   CHECK (!tt_onnx_export (onnx, tbin, out, &err), "%s: %s", name, err.message);
-  check_reimport (name, out, ini, tbin);
+  check_reimport (name, out, ini, tbin, &opt);
   check_checker (name, out);
   /* from the bundle: the same file */
   char out2[128];
@@ -225,7 +228,10 @@ main (int argc, char **argv)
   if (!have_checker)
     printf ("skipped: onnx.checker (python3-onnx is not installed)\n");
   for (size_t k = 0; k < sizeof fixtures / sizeof *fixtures; k++)
-    check_fixture (root, fixtures[k]);
+    check_fixture (root, fixtures[k], NULL);
+  /* a BIN with Adam's moments after the weights */
+  check_fixture (root, "mlp_op13", "adam");
+  check_fixture (root, "cnn_train_op13", "adamw");
   check_refusals (root);
   rmdir (dir);
   printf ("%d failure(s)\n", failures);
