@@ -35,6 +35,13 @@
  *   initialized as the INI says, as a BIN (a path ending in .bin) or a
  *   bundle.
  *
+ * A model-config ending in `.onnx` is an ONNX model, converted in memory
+ * (docs/onnx.md; the importer's defaults, as tensor_trainer converts it)
+ * and planned like an INI: location gets the converted, planned INI, so
+ * that later starts skip both conversion and planning. Its weights are the
+ * ONNX initializers (or model-load-path's), so location must be a bundle
+ * or weights-location must be set, else the start fails saying so.
+ *
  * Then it posts an element message `tensor-planner-plan` with model,
  * location, weights-location, batch-size, pool-bytes, lower-bound,
  * naive-bytes, depth-first-bytes, tensors, in-place-layers, order-exact and
@@ -72,6 +79,7 @@
 #include "gsttensorplanner.h"
 #include "gsttensormodelshare.h"
 #include "gstttthreads.h"
+#include "gstttmodelopen.h"
 #include "tt_bundle.h"
 
 #include <string.h>
@@ -161,8 +169,8 @@ gst_tensor_planner_class_init (GstTtTensorPlannerClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
-          "Model INI to plan (required; a bundle is refused)",
-          DEFAULT_MODEL_CONFIG, rw));
+          "Model INI or ONNX model (.onnx) to plan (required; a bundle is "
+          "refused)", DEFAULT_MODEL_CONFIG, rw));
   /**
    * GstTtTensorPlanner:location:
    *
@@ -346,7 +354,7 @@ gst_tensor_planner_open (GstTtTensorPlanner * self, const gchar * config,
   const gsize skip = config ? strlen (config) : 0;
 
   o->kind = TT_MODEL_FILE_INI;
-  if ((model = tt_model_open (config, o, &opened, &err)))
+  if ((model = gst_tt_model_open (config, o, NULL, &opened, &err)))
     return model;
   switch (opened.failed_step) {
     case TT_OPEN_KIND:
@@ -419,6 +427,18 @@ gst_tensor_planner_validate (GstTtTensorPlanner * self)
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("weights-location %s: weights go to a BIN (.bin) or a bundle, "
             "not an INI.", weights), (NULL));
+    goto out;
+  }
+  /* an ONNX model's weights are its initializers: kept beside the plan
+   * (weights-location) or in the bundle written */
+  if (gst_tensor_planner_has_suffix (config, ".onnx")
+      && gst_tensor_planner_has_suffix (location, ".ini")
+      && !(weights && *weights)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("model-config %s is an ONNX model: its weights are its "
+            "initializers, and location %s (an INI) holds no weights. Set "
+            "weights-location (a BIN) too, or write a bundle.", config,
+            location), (NULL));
     goto out;
   }
   if (!(model = gst_tensor_planner_open (self, config, &open_opts)))
@@ -607,7 +627,10 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
   /* packaging is the default: a location not ending in .ini gets a bundle
    * (the optimized INI and the weights in one file) */
   const gboolean as_ini = gst_tensor_planner_has_suffix (location, ".ini");
-  if (!as_ini || (weights && *weights)) {
+  /* (an ONNX model's initializers are loaded already, when opened) */
+  if ((!as_ini || (weights && *weights))
+      && !(gst_tensor_planner_has_suffix (config, ".onnx")
+          && !(load_path && *load_path))) {
     tt_status st = load_path && *load_path ?
         tt_model_load_weights (model, load_path, &err) :
         tt_model_init_weights (model, &err);

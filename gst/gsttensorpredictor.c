@@ -17,6 +17,14 @@
  * and used as stored; a training plan is ignored (planning an inference
  * model takes milliseconds).
  *
+ * A model-config ending in `.onnx` is an ONNX model, converted in memory at
+ * start (docs/onnx.md) with loss mse, so that nothing of the graph is
+ * absorbed into a loss: the output is the ONNX graph's own (probabilities
+ * when it ends in Softmax). Its initializers are the weights unless
+ * #GstTtTensorPredictor:model-load-path names others (the BIN a
+ * tensor_trainer saved while training the same .onnx, for instance). A
+ * file the importer refuses fails the start with its message.
+ *
  * Each buffer is one sample, `other/tensors`: the model's inputs (uint8 or
  * float32, the model's shapes, as for tensor_trainer), optionally followed
  * by a label: float32 of the output's shape, or a class index (one element
@@ -195,8 +203,8 @@ gst_tensor_predictor_class_init (GstTtTensorPredictorClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
-          "Model INI, optimized INI or bundle to run (default: the trainer's)",
-          NULL, rw));
+          "Model INI, optimized INI, bundle or ONNX model (.onnx) to run "
+          "(default: the trainer's)", NULL, rw));
   /**
    * GstTtTensorPredictor:model-load-path:
    *

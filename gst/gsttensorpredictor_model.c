@@ -7,6 +7,7 @@
 #include "gsttensorpredictor_private.h"
 #include "gsttensormodelshare.h"
 #include "gstttthreads.h"
+#include "gstttmodelopen.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -194,7 +195,7 @@ gst_tensor_predictor_start (GstTtTensorPredictor * self)
   open_opts.batch_size = self->batch;
   /* before compiling: on two threads the pool is laid out for them */
   open_opts.threads = threads;
-  self->model = tt_model_open (config, &open_opts, &opened, &err);
+  self->model = gst_tt_model_open (config, &open_opts, "mse", &opened, &err);
   if (self->model && tt_model_set_threads (self->model, threads, &err)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("%s", err.message),
         ("starting %u engine threads", threads));

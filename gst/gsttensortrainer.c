@@ -48,6 +48,18 @@
  * #GstTtTensorTrainer:model-save-path's; a save that fails all the same is
  * a warning, and training goes on.
  *
+ * A #GstTtTensorTrainer:model-config ending in `.onnx` is an ONNX model
+ * (torch.onnx.export of an MLP or a CNN: docs/onnx.md), converted in memory
+ * at READY->PAUSED as `tensor-trainer import` converts it with its
+ * defaults: loss cross_softmax (the graph's output taken as logits, a
+ * final Softmax absorbed), SGD at learning rate 0.001, the ONNX input's
+ * batch (else 32); the ONNX initializers are the initial weights unless
+ * #GstTtTensorTrainer:model-load-path names others. No file is written for
+ * it; a file the importer refuses fails the start with its message (the
+ * file and the reason). For another loss, optimizer or rate, run
+ * `tensor-trainer import` and train the INI it writes; to put the trained
+ * weights back into the ONNX file, `tensor-trainer export-onnx`.
+ *
  * The model is loaded at READY->PAUSED: its files (model-config,
  * model-load-path) are read, the model is planned (or its stored plan
  * validated) and the destinations (model-save-path, checkpoint-path) are
@@ -258,8 +270,8 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_MODEL_CONFIG,
       g_param_spec_string ("model-config", "Model configuration",
-          "Model INI, optimized INI or bundle to train (required)",
-          DEFAULT_MODEL_CONFIG, rw));
+          "Model INI, optimized INI, bundle or ONNX model (.onnx) to train "
+          "(required)", DEFAULT_MODEL_CONFIG, rw));
   /**
    * GstTtTensorTrainer:model-load-path:
    *

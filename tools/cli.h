@@ -85,5 +85,6 @@ int cli_strip (const cli_options * o);
 int cli_inspect (const cli_options * o);
 int cli_export (const cli_options * o);
 int cli_import (const cli_options * o);
+int cli_export_onnx (const cli_options * o);
 
 #endif /* TT_CLI_H */

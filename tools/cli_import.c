@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * tensor-trainer import: an ONNX model as a model INI and a BIN of its
- * weights beside it (ext/onnx/tt_onnx.h; docs/onnx.md).
+ * weights beside it; export-onnx: trained weights written back into the
+ * ONNX file (ext/onnx/tt_onnx.h; docs/onnx.md).
  */
 #include "cli.h"
 
@@ -52,6 +53,22 @@ cli_import (const cli_options * o)
   free (bin);
   return 0;
 }
+
+int
+cli_export_onnx (const cli_options * o)
+{
+  if (!o->weights)
+    return cli_fail ("export-onnx needs --weights TRAINED.bin|.ttb (the "
+        "weights of the model %s imports to)", o->model);
+  if (!o->output)
+    return cli_fail ("export-onnx needs -o OUT.onnx");
+  tt_error err;
+  if (tt_onnx_export (o->model, o->weights, o->output, &err))
+    return cli_fail ("%s", err.message);
+  printf ("exported %s with the weights of %s: %s\n", o->model, o->weights,
+      o->output);
+  return 0;
+}
 #else
 int
 cli_import (const cli_options * o)
@@ -60,5 +77,11 @@ cli_import (const cli_options * o)
   return cli_fail ("import: this build has no ONNX support (it needs "
       "protoc-c, libprotobuf-c and onnx.proto: Debian's protobuf-c-compiler, "
       "libprotobuf-c-dev, libonnx-dev)");
+}
+
+int
+cli_export_onnx (const cli_options * o)
+{
+  return cli_import (o);
 }
 #endif

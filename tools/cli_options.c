@@ -41,6 +41,7 @@ cli_usage (FILE * out)
       "      [--align N] [--format asm|c] [--symbol NAME]\n"
       "  tensor-trainer import MODEL.onnx -o OUT.ini [--loss L] "
       "[--optimizer O]\n      [--learning-rate R] [--batch N]\n"
+      "  tensor-trainer export-onnx MODEL.onnx --weights WEIGHTS -o OUT.onnx\n"
       "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
       " ...\n      (federated averaging over MQTT: aggregate --help)\n"
       "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
@@ -74,6 +75,9 @@ cli_usage (FILE * out)
       "Softmax absorbed), cross_sigmoid or mse; --optimizer sgd (default),\n"
       "adam or adamw; --learning-rate (default 0.001); --batch (default the\n"
       "ONNX input's fixed batch, else 32).\n"
+      "export-onnx writes MODEL.onnx again with the initializers that became\n"
+      "weights replaced by WEIGHTS (a BIN or bundle of the model import made\n"
+      "of it: trained), the import's layout changes undone.\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
 

@@ -25,6 +25,7 @@
  *       [--align N] [--format asm|c] [--symbol NAME]
  *   tensor-trainer import MODEL.onnx -o OUT.ini [--loss L] [--optimizer O]
  *       [--learning-rate R] [--batch N]
+ *   tensor-trainer export-onnx MODEL.onnx --weights TRAINED -o OUT.onnx
  *
  * MODEL is an INI file or a bundle (recognized by its magic, whatever its
  * name); WEIGHTS a BIN or a bundle. --save and --checkpoint write a bundle
@@ -82,6 +83,8 @@ main (int argc, char **argv)
     return cli_export (&o);
   if (!strcmp (o.command, "import"))
     return cli_import (&o);
+  if (!strcmp (o.command, "export-onnx"))
+    return cli_export_onnx (&o);
   cli_fail ("unknown command '%s'", o.command);
   cli_usage (stderr);
   return 2;

@@ -44,60 +44,70 @@ tt_onnx_convert (const void *data, size_t len, const char *name,
     unsigned char **bin, size_t *bin_len, tt_error * err)
 {
   onnx_import im;
-  memset (&im, 0, sizeof im);
-  im.path = name ? name : "ONNX model";
+  tt_status st = onnx_convert_keep (&im, data, len, name, opt, ini, ini_len,
+      bin, bin_len, err);
+  onnx_import_free (&im);
+  return st;
+}
+
+tt_status
+onnx_convert_keep (onnx_import * im, const void *data, size_t len,
+    const char *name, const tt_onnx_options * opt, char **ini,
+    size_t *ini_len, unsigned char **bin, size_t *bin_len, tt_error * err)
+{
+  memset (im, 0, sizeof *im);
+  im->path = name ? name : "ONNX model";
   *ini = NULL;
   *bin = NULL;
   *ini_len = *bin_len = 0;
-  tt_status st = import_options (&im, opt, err);
+  tt_status st = import_options (im, opt, err);
   if (!st)
-    st = onnx_model_read (&im, data, len, err);
+    st = onnx_model_read (im, data, len, err);
   if (!st)
-    st = onnx_graph_order (&im, err);
+    st = onnx_graph_order (im, err);
   /* an input layer per graph input that is no initializer */
-  for (size_t k = 0; !st && k < im.n_values; k++) {
-    onnx_value *v = &im.values[k];
+  for (size_t k = 0; !st && k < im->n_values; k++) {
+    onnx_value *v = &im->values[k];
     if (v->is_const || v->producer >= 0)
       continue;
-    int l = onnx_layer_add (&im, v->name, "input", err);
+    int l = onnx_layer_add (im, v->name, "input", err);
     if (l < 0) {
       st = err->status;
       break;
     }
     v->layer = l;
-    onnx_layer *L = &im.layers[l];
+    onnx_layer *L = &im->layers[l];
     snprintf (L->keys, sizeof L->keys, "input_shape = %lld:%lld:%lld\n",
         (long long) (v->rank == 2 ? 1 : v->dims[1]),
         (long long) (v->rank == 4 ? v->dims[2] : 1),
         (long long) v->dims[v->rank - 1]);
   }
-  for (size_t k = 0; !st && k < im.n_order; k++) {
+  for (size_t k = 0; !st && k < im->n_order; k++) {
     bool done;
-    st = onnx_fold_node (&im, im.order[k], &done, err);
+    st = onnx_fold_node (im, im->order[k], &done, err);
     if (!st && !done)
-      st = onnx_map_node (&im, im.order[k], err);
+      st = onnx_map_node (im, im->order[k], err);
   }
   if (!st) {
-    const onnx_value *o = &im.values[im.output];
+    const onnx_value *o = &im->values[im->output];
     if (o->is_const || o->layer < 0 || o->padded)
-      st = onnx_fail (&im, err, TT_ERR_INVALID, "the graph's output "
+      st = onnx_fail (im, err, TT_ERR_INVALID, "the graph's output "
           "'%.200s' is not the output of a layer", o->name);
-    else if (im.layers[o->layer].n_inputs == 0)
-      st = onnx_fail (&im, err, TT_ERR_INVALID, "the graph's output is its "
+    else if (im->layers[o->layer].n_inputs == 0)
+      st = onnx_fail (im, err, TT_ERR_INVALID, "the graph's output is its "
           "input: there is no layer to train");
-    else if (o->layer != (int) im.n_layers - 1)
-      st = onnx_fail (&im, err, TT_ERR_INVALID, "the graph's output is not "
+    else if (o->layer != (int) im->n_layers - 1)
+      st = onnx_fail (im, err, TT_ERR_INVALID, "the graph's output is not "
           "the last layer mapped (layer '%s' is): not supported",
-          im.layers[im.n_layers - 1].name);
+          im->layers[im->n_layers - 1].name);
   }
   if (!st)
-    st = onnx_write_text (&im, ini, ini_len, bin, bin_len, err);
-  onnx_import_free (&im);
+    st = onnx_write_text (im, ini, ini_len, bin, bin_len, err);
   return st;
 }
 
-static tt_status
-import_read (const char *path, unsigned char **data, size_t *len,
+tt_status
+onnx_file_read (const char *path, unsigned char **data, size_t *len,
     tt_error * err)
 {
   onnx_import im = {.path = path };
@@ -139,7 +149,7 @@ tt_onnx_import (const char *onnx_path, const char *ini_path,
   unsigned char *data = NULL, *bin = NULL;
   char *ini = NULL;
   size_t len = 0, ini_len = 0, bin_len = 0;
-  tt_status st = import_read (onnx_path, &data, &len, err);
+  tt_status st = onnx_file_read (onnx_path, &data, &len, err);
   if (!st)
     st = tt_onnx_convert (data, len, onnx_path, opt, &ini, &ini_len, &bin,
         &bin_len, err);

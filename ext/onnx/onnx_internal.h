@@ -38,6 +38,13 @@ typedef struct {
   int consumers;                /* live nodes reading it */
 } onnx_value;
 
+/* where a layer's weight comes from (onnx_weights.c) */
+typedef struct {
+  const char *value;            /* the initializer's name; NULL: none */
+  int64_t rows, cols;           /* > 0: transposed from [rows][cols] */
+  float scale;                  /* multiplied by */
+} onnx_weight_src;
+
 typedef struct {
   char name[64], type[32];
   char keys[512];               /* "key = value\n" lines */
@@ -45,6 +52,7 @@ typedef struct {
   float *w[ONNX_MAX_LAYER_WEIGHTS];     /* in the layer's BIN order, owned */
   size_t wn[ONNX_MAX_LAYER_WEIGHTS];
   int n_w;
+  onnx_weight_src src[ONNX_MAX_LAYER_WEIGHTS];  /* export-onnx's record */
 } onnx_layer;
 
 typedef struct {
@@ -110,5 +118,26 @@ float onnx_attr_float (const Onnx__NodeProto * n, const char *name,
 /* onnx_write.c: the INI text and the BIN's bytes, checked by the engine */
 tt_status onnx_write_text (onnx_import * im, char **ini, size_t *ini_len,
     unsigned char **bin, size_t *bin_len, tt_error * err);
+
+/* onnx_import.c: a file's bytes, its size bounded (malloc'd) */
+tt_status onnx_file_read (const char *path, unsigned char **data,
+    size_t *len, tt_error * err);
+
+/* onnx_weights.c: a layer's next weight from the constant v (an
+ * initializer), times scale, transposed from [rows][cols] when rows > 0;
+ * the source recorded for export-onnx. onnx_weight_back: the inverse,
+ * the weight's count values into the initializer's layout in out. */
+float *onnx_weight_from (onnx_import * im, onnx_layer * L,
+    const onnx_value * v, int64_t rows, int64_t cols, float scale,
+    tt_error * err);
+void onnx_weight_back (const onnx_weight_src * s, const float *w,
+    size_t count, float *out);
+/* onnx_write.c: the layers in the BIN's order (malloc'd, n_layers) */
+int *onnx_layer_order (const onnx_import * im);
+/* onnx_import.c: the conversion, im kept for the caller (freed with
+ * onnx_import_free); im->path is name */
+tt_status onnx_convert_keep (onnx_import * im, const void *data, size_t len,
+    const char *name, const tt_onnx_options * opt, char **ini,
+    size_t *ini_len, unsigned char **bin, size_t *bin_len, tt_error * err);
 
 #endif /* TT_ONNX_INTERNAL_H */

@@ -151,23 +151,6 @@ layer_key (onnx_layer * l, const char *fmt, ...)
     strcat (l->keys, "\n");
 }
 
-static float *
-layer_weight (onnx_import * im, onnx_layer * l, size_t count, tt_error * err)
-{
-  if (l->n_w == ONNX_MAX_LAYER_WEIGHTS) {
-    onnx_fail (im, err, TT_ERR_INVALID, "too many weights in a layer");
-    return NULL;
-  }
-  float *w = calloc (count ? count : 1, sizeof *w);
-  if (!w) {
-    onnx_fail (im, err, TT_ERR_NOMEM, "out of memory");
-    return NULL;
-  }
-  l->w[l->n_w] = w;
-  l->wn[l->n_w++] = count;
-  return w;
-}
-
 /* ---- inputs and outputs of a node ------------------------------------ */
 
 static onnx_value *
@@ -343,20 +326,12 @@ map_fc (onnx_import * im, const Onnx__NodeProto * n, const onnx_value * x,
   layer_key (L, "unit = %lld", (long long) out);
   if (!c)
     layer_key (L, "disable_bias = true");
-  float *w = layer_weight (im, L, (size_t) (in * out), err);
-  if (!w)
+  /* ours is [in][out] (docs/formats.md, fully_connected): transB's
+   * [out][in] transposed (onnx_weights.c) */
+  if (!onnx_weight_from (im, L, b, trans_b ? out : 0, in, alpha, err))
     return err->status;
-  /* ours is [in][out] (docs/formats.md, fully_connected) */
-  for (int64_t k = 0; k < in; k++)
-    for (int64_t o = 0; o < out; o++)
-      w[k * out + o] = alpha * (trans_b ? b->f[o * in + k] : b->f[k * out + o]);
-  if (c) {
-    float *bias = layer_weight (im, L, (size_t) out, err);
-    if (!bias)
-      return err->status;
-    for (int64_t o = 0; o < out; o++)
-      bias[o] = beta * c->f[o];
-  }
+  if (c && !onnx_weight_from (im, L, c, 0, 0, beta, err))
+    return err->status;
   int64_t dims[2] = { ONNX_BATCH, out };
   return (set_output (im, n, 0, l, 2, dims), TT_OK);
 }
@@ -538,16 +513,9 @@ map_conv (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
     layer_key (L, "disable_bias = true");
   /* PyTorch's OIHW is ours ([filters][channels/groups][kh][kw]; conv1d
    * [filters][channels/groups][1][k]) */
-  float *wt = layer_weight (im, L, w->count, err);
-  if (!wt)
+  if (!onnx_weight_from (im, L, w, 0, 0, 1.0f, err) ||
+      (bias && !onnx_weight_from (im, L, bias, 0, 0, 1.0f, err)))
     return err->status;
-  memcpy (wt, w->f, w->count * sizeof *wt);
-  if (bias) {
-    float *bt = layer_weight (im, L, bias->count, err);
-    if (!bt)
-      return err->status;
-    memcpy (bt, bias->f, bias->count * sizeof *bt);
-  }
   set_output (im, n, 0, l, r, dims);
   return TT_OK;
 }
@@ -590,12 +558,9 @@ map_batchnorm (onnx_import * im, int node, const Onnx__NodeProto * n,
   layer_key (L, "axis = %d", x->rank == 2 ? 3 : 1);
   /* ours: moving_mean, moving_variance, gamma, beta */
   static const int order[4] = { 2, 3, 0, 1 };
-  for (int k = 0; k < 4; k++) {
-    float *w = layer_weight (im, L, c, err);
-    if (!w)
+  for (int k = 0; k < 4; k++)
+    if (!onnx_weight_from (im, L, p[order[k]], 0, 0, 1.0f, err))
       return err->status;
-    memcpy (w, p[order[k]]->f, c * sizeof *w);
-  }
   set_output (im, n, 0, l, x->rank, x->dims);
   return TT_OK;
 }

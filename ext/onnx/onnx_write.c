@@ -67,8 +67,8 @@ clean_copy (char *dst, size_t cap, const char *s)
 }
 
 /* nntrainer's layer order (reverse post-order of the consumer search) */
-static int *
-write_order (const onnx_import * im)
+int *
+onnx_layer_order (const onnx_import * im)
 {
   const size_t n = im->n_layers;
   int *out = malloc ((n + 1) * sizeof *out);
@@ -159,7 +159,7 @@ onnx_write_text (onnx_import * im, char **ini, size_t *ini_len,
     free (t.s);
     return onnx_fail (im, err, TT_ERR_NOMEM, "out of memory");
   }
-  int *order = write_order (im);
+  int *order = onnx_layer_order (im);
   float *data = malloc ((floats ? floats : 1) * sizeof *data);
   if (!order || !data) {
     free (order);

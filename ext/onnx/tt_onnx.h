@@ -12,6 +12,7 @@
 
 #include "tt_engine.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct {
@@ -38,5 +39,23 @@ tt_status tt_onnx_import (const char *onnx_path, const char *ini_path,
 tt_status tt_onnx_convert (const void *data, size_t len, const char *name,
     const tt_onnx_options * opt, char **ini, size_t *ini_len,
     unsigned char **bin, size_t *bin_len, tt_error * err);
+
+/* A path naming an ONNX model: it ends in .onnx (any case). */
+bool tt_onnx_is_onnx_path (const char *path);
+
+/* Opens the ONNX model at path as tt_model_open opens an INI (same
+ * options, info and messages' steps): converted in memory with onnx (NULL:
+ * the defaults), its initializers the weights unless options->weights
+ * names a BIN or bundle. Nothing is written. */
+tt_model *tt_onnx_model_open (const char *path,
+    const tt_open_options * options, const tt_onnx_options * onnx,
+    tt_open_info * info, tt_error * err);
+
+/* export-onnx: the ONNX model at onnx_path written to out_path with each
+ * initializer that became a weight replaced by that weight of weights (a
+ * BIN or a bundle of the model onnx_path imports to), the importer's
+ * layout changes undone; everything else as read. Atomic. */
+tt_status tt_onnx_export (const char *onnx_path, const char *weights,
+    const char *out_path, tt_error * err);
 
 #endif /* TT_ONNX_H */

@@ -137,6 +137,41 @@ fail:
   return NULL;
 }
 
+tt_model *
+tt_model_open_ini_text (const char *text, size_t len, const char *name,
+    const tt_open_options * options, tt_open_info * info, tt_error * err)
+{
+  static const tt_open_options defaults = { 0 };
+  const tt_open_options *o = options ? options : &defaults;
+  tt_open_info scratch;
+  if (!info)
+    info = &scratch;
+  info->kind = TT_MODEL_FILE_INI;
+  info->failed_step = TT_OPEN_KIND;
+  if (model_open_check_kind (name, TT_MODEL_FILE_INI, o, err))
+    return NULL;
+  info->failed_step = TT_OPEN_READ;
+  tt_model *m = tt_model_load_ini_text (text, len, name, err);
+  if (!m)
+    return NULL;
+  info->failed_step = TT_OPEN_SETTINGS;
+  if (model_open_settings (m, o, err))
+    goto fail;
+  info->failed_step = TT_OPEN_COMPILE;
+  if (tt_model_compile (m, err))
+    goto fail;
+  if (o->weights && *o->weights) {
+    info->failed_step = TT_OPEN_WEIGHTS;
+    if (tt_model_load_weights (m, o->weights, err))
+      goto fail;
+  }
+  info->failed_step = TT_OPEN_OK;
+  return m;
+fail:
+  tt_model_free (m);
+  return NULL;
+}
+
 tt_status
 tt_model_load_weights (tt_model * m, const char *path, tt_error * err)
 {

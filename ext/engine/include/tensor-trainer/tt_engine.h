@@ -229,6 +229,13 @@ typedef struct {
 TT_API tt_model *tt_model_open (const char *path,
     const tt_open_options * options, tt_open_info * info, tt_error * err);
 
+/* The same for INI text in memory (an imported ONNX model, a linked
+ * blob): options as for an INI file (a bundle's refused), name standing
+ * for the file in messages. */
+TT_API tt_model *tt_model_open_ini_text (const char *text, size_t len,
+    const char *name, const tt_open_options * options, tt_open_info * info,
+    tt_error * err);
+
 /* Loads weights into a compiled model from a BIN or a bundle, told apart
  * by the file's first bytes (tt_model_load_bin, tt_bundle_load_weights):
  * checked first, so a bad file leaves the model as it was. */
