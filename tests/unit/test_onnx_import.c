@@ -181,7 +181,10 @@ test_fixtures (void)
     "cnn_train_op13", "cnn_train_op17", "residual_op13", "residual_op17",
     "dwsep_op13", "dwsep_op17", "conv1d_op13", "residual_down_op15",
     "folded_op14", "mlp_softmax_op13", "conv1d_pool_op17",
-    "mlp_dropout_train_op13"
+    "mlp_dropout_train_op13",
+    /* transformer encoders (onnx_map_tf.c) */
+    "tf_post_relu_train_op13", "tf_post_relu_op17", "tf_pre_gelu_op13",
+    "tf_pre_gelu_train_op17", "tf_two_gelu_op13", "tf_dropout_train_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
