@@ -731,7 +731,7 @@ onnx_map_tf_transpose (onnx_import * im, int node, const Onnx__NodeProto * n,
   if (!x)
     return err->status;
   tf_attention a;
-  const char *why = "";
+  const char *why = "its perm is not 1,0,2 on [N, T, D]";
   int k[TF_MAX_BLOCK], m;
   if (x->rank == 3 && tf_perm_is (n, 3, p102) &&
       tf_attention_find (im, n, x, &a, &why, err)) {
@@ -744,8 +744,6 @@ onnx_map_tf_transpose (onnx_import * im, int node, const Onnx__NodeProto * n,
       return st;
     }
   }
-  if (err->status)
-    return err->status;
   return onnx_fail (im, err, TT_ERR_INVALID, "%s: a Transpose of an "
       "activation is supported only as the start of a self-attention block "
       "(nn.MultiheadAttention, batch_first, as torch.onnx.export writes it: "

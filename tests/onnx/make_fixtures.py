@@ -352,6 +352,68 @@ def write_transformers():
     write("tf_pre_gelu_train_op17", pre_gelu, (5, 6), 17, True)
     write("tf_two_gelu_op13", two, (5, 6), 13, False)
     write("tf_dropout_train_op17", drop, (5, 6), 17, True, losses=False)
+    write_transformers_bad()
+
+
+class MaskedEncoder(nn.Module):
+    """A causal attention mask: refused (Add before the Softmax)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.TransformerEncoderLayer(8, 2, 16, 0.0,
+                                              batch_first=True)
+        self.register_buffer("mask", torch.triu(
+            torch.full((5, 5), float("-inf")), diagonal=1))
+
+    def forward(self, x):
+        return self.enc(x, src_mask=self.mask).mean(dim=1)
+
+
+class LayerNorm2D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm([5, 8])
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(self.ln(x).mean(dim=1))
+
+
+class TransposeLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.fc(x.transpose(1, 2)).mean(dim=1)
+
+
+class DivThree(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(x.mean(dim=1) / 3.0)
+
+
+def write_transformers_bad():
+    """Transformer parts the importer refuses (test_onnx_import.c)."""
+    bad = os.path.join(HERE, "bad")
+    os.makedirs(bad, exist_ok=True)
+    torch.manual_seed(3)
+    for name, model, opset in (("tf_mask", MaskedEncoder(), 13),
+                               ("tf_layernorm_2d", LayerNorm2D(), 17),
+                               ("tf_transpose", TransposeLinear(), 13),
+                               ("tf_div", DivThree(), 13)):
+        buf = io.BytesIO()
+        model.eval()
+        torch.onnx.export(model, torch.randn(2, 5, 8), buf,
+                          opset_version=opset, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"])
+        with open(os.path.join(bad, name + ".onnx"), "wb") as f:
+            f.write(buf.getvalue())
+    print("bad transformer fixtures written")
 
 
 def main():
