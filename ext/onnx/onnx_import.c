@@ -84,6 +84,8 @@ onnx_convert_keep (onnx_import * im, const void *data, size_t len,
   }
   for (size_t k = 0; !st && k < im->n_order; k++) {
     bool done;
+    if (im->absorbed[im->order[k]])
+      continue;                 /* handled with another node */
     st = onnx_fold_node (im, im->order[k], &done, err);
     if (!st && !done)
       st = onnx_map_node (im, im->order[k], err);

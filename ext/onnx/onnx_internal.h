@@ -21,7 +21,7 @@
 #define ONNX_MAX_FILE ((size_t) 1 << 30)
 #define ONNX_MAX_NODES 100000
 #define ONNX_MAX_ELEMENTS ((size_t) 1 << 28)
-#define ONNX_MAX_LAYER_WEIGHTS 4
+#define ONNX_MAX_LAYER_WEIGHTS 8
 
 typedef struct {
   const char *name;             /* the ONNX value's name (in the proto) */
@@ -139,5 +139,16 @@ int *onnx_layer_order (const onnx_import * im);
 tt_status onnx_convert_keep (onnx_import * im, const void *data, size_t len,
     const char *name, const tt_onnx_options * opt, char **ini,
     size_t *ini_len, unsigned char **bin, size_t *bin_len, tt_error * err);
+/* onnx_map_tf.c: transformer encoders (self-attention onto
+ * multi_head_attention, LayerNormalization and its decomposed form,
+ * GELU's Erf form, ReduceMean over tokens, Transpose of a constant) */
+tt_status onnx_map_tf_transpose (onnx_import * im, int node,
+    const Onnx__NodeProto * n, tt_error * err);
+tt_status onnx_map_tf_layernorm (onnx_import * im, int node,
+    const Onnx__NodeProto * n, tt_error * err);
+tt_status onnx_map_tf_reducemean (onnx_import * im, int node,
+    const Onnx__NodeProto * n, tt_error * err);
+tt_status onnx_map_tf_div (onnx_import * im, int node,
+    const Onnx__NodeProto * n, tt_error * err);
 
 #endif /* TT_ONNX_INTERNAL_H */

@@ -301,13 +301,14 @@ map_fc (onnx_import * im, const Onnx__NodeProto * n, const onnx_value * x,
     float beta, tt_error * err)
 {
   char label[256];
-  if (x->rank != 2)
+  /* over the last axis: our width (C:1:L, C:H:W), as MatMul's */
+  if (x->rank < 2 || x->rank > 4)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: its input has rank %d; "
-        "supported is [N, features] (flatten first)", LABEL (n), x->rank);
+        "supported are 2 to 4 (over the last axis)", LABEL (n), x->rank);
   if (b->rank != 2)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: its weight '%.200s' has "
         "rank %d, expected 2", LABEL (n), b->name, b->rank);
-  const int64_t in = x->dims[1];
+  const int64_t in = x->dims[x->rank - 1];
   const int64_t kb = trans_b ? b->dims[1] : b->dims[0];
   const int64_t out = trans_b ? b->dims[0] : b->dims[1];
   if (kb != in)
@@ -332,8 +333,9 @@ map_fc (onnx_import * im, const Onnx__NodeProto * n, const onnx_value * x,
     return err->status;
   if (c && !onnx_weight_from (im, L, c, 0, 0, beta, err))
     return err->status;
-  int64_t dims[2] = { ONNX_BATCH, out };
-  return (set_output (im, n, 0, l, 2, dims), TT_OK);
+  int64_t dims[4] = { ONNX_BATCH, x->dims[1], x->dims[2], x->dims[3] };
+  dims[x->rank - 1] = out;
+  return (set_output (im, n, 0, l, x->rank, dims), TT_OK);
 }
 
 static tt_status
@@ -1043,6 +1045,11 @@ static const struct
   {"Dropout", map_dropout},
   {"Pad", map_pad},
   {"Identity", map_identity},
+  /* transformer encoders (onnx_map_tf.c) */
+  {"Transpose", onnx_map_tf_transpose},
+  {"LayerNormalization", onnx_map_tf_layernorm},
+  {"ReduceMean", onnx_map_tf_reducemean},
+  {"Div", onnx_map_tf_div},
 };
 
 const char *
@@ -1052,7 +1059,11 @@ onnx_supported_list (void)
       "(1-D, 2-D, grouped), BatchNormalization, Relu, Sigmoid, Tanh, "
       "HardSigmoid, HardSwish (or HardSigmoid + Mul), Clip, Softmax (last "
       "axis), MaxPool, AveragePool (+ a zero Pad), GlobalAveragePool, "
-      "GlobalMaxPool, Flatten, Reshape, Dropout, Identity; on constants: "
+      "GlobalMaxPool, Flatten, Reshape, Dropout, Identity, "
+      "LayerNormalization (last axis), a self-attention block of "
+      "nn.MultiheadAttention (from its Transpose), ReduceMean (over tokens, "
+      "or LayerNorm's decomposed form), Div (GELU's Erf form), Transpose "
+      "(of a constant); on constants: "
       "Constant, Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, "
       "ConstantOfShape";
 }

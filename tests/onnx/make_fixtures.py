@@ -309,6 +309,113 @@ def write_bad():
     print("bad fixtures written")
 
 
+# ---- transformer encoders (ext/onnx/onnx_map_tf.c) ----------------------
+class TinyTransformer(nn.Module):
+    """A [N, T, F] input projected to d_model, 1 or 2
+    nn.TransformerEncoderLayer (batch_first), the mean over the tokens and
+    a Linear head: self-attention, LayerNorm (decomposed before opset 17),
+    ReLU or GELU (Erf form)."""
+
+    def __init__(self, norm_first, activation, layers=1, dropout=0.0,
+                 features=6, d_model=8, heads=2, ff=16, classes=3):
+        super().__init__()
+        self.proj = nn.Linear(features, d_model)
+        self.enc = nn.ModuleList([nn.TransformerEncoderLayer(
+            d_model, heads, ff, dropout, activation=activation,
+            batch_first=True, norm_first=norm_first) for _ in range(layers)])
+        self.head = nn.Linear(d_model, classes)
+        with torch.no_grad():   # LayerNorms away from ones and zeros
+            for e in self.enc:
+                for ln in (e.norm1, e.norm2):
+                    ln.weight.uniform_(0.5, 1.5)
+                    ln.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        x = self.proj(x)
+        for e in self.enc:
+            x = e(x)
+        return self.head(x.mean(dim=1))
+
+
+def write_transformers():
+    """Post-norm ReLU and pre-norm GELU encoders at opsets 13 (LayerNorm
+    and GELU decomposed) and 17 (LayerNormalization), in training and eval
+    mode, one with two layers; one with dropout 0.1 (imports only)."""
+    torch.manual_seed(7)
+    post_relu = TinyTransformer(False, "relu")
+    pre_gelu = TinyTransformer(True, "gelu")
+    two = TinyTransformer(False, "gelu", layers=2)
+    drop = TinyTransformer(True, "relu", dropout=0.1)
+    write("tf_post_relu_train_op13", post_relu, (5, 6), 13, True)
+    write("tf_post_relu_op17", post_relu, (5, 6), 17, False)
+    write("tf_pre_gelu_op13", pre_gelu, (5, 6), 13, False)
+    write("tf_pre_gelu_train_op17", pre_gelu, (5, 6), 17, True)
+    write("tf_two_gelu_op13", two, (5, 6), 13, False)
+    write("tf_dropout_train_op17", drop, (5, 6), 17, True, losses=False)
+    write_transformers_bad()
+
+
+class MaskedEncoder(nn.Module):
+    """A causal attention mask: refused (Add before the Softmax)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.TransformerEncoderLayer(8, 2, 16, 0.0,
+                                              batch_first=True)
+        self.register_buffer("mask", torch.triu(
+            torch.full((5, 5), float("-inf")), diagonal=1))
+
+    def forward(self, x):
+        return self.enc(x, src_mask=self.mask).mean(dim=1)
+
+
+class LayerNorm2D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm([5, 8])
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(self.ln(x).mean(dim=1))
+
+
+class TransposeLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.fc(x.transpose(1, 2)).mean(dim=1)
+
+
+class DivThree(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(x.mean(dim=1) / 3.0)
+
+
+def write_transformers_bad():
+    """Transformer parts the importer refuses (test_onnx_import.c)."""
+    bad = os.path.join(HERE, "bad")
+    os.makedirs(bad, exist_ok=True)
+    torch.manual_seed(3)
+    for name, model, opset in (("tf_mask", MaskedEncoder(), 13),
+                               ("tf_layernorm_2d", LayerNorm2D(), 17),
+                               ("tf_transpose", TransposeLinear(), 13),
+                               ("tf_div", DivThree(), 13)):
+        buf = io.BytesIO()
+        model.eval()
+        torch.onnx.export(model, torch.randn(2, 5, 8), buf,
+                          opset_version=opset, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"])
+        with open(os.path.join(bad, name + ".onnx"), "wb") as f:
+            f.write(buf.getvalue())
+    print("bad transformer fixtures written")
+
+
 def main():
     torch.manual_seed(1)
     mlp, cnn, res, dws, c1d, mlpd = (MLP(), CNN(), Residual(), DWSep(),
@@ -336,6 +443,7 @@ def main():
     write("conv1d_pool_op17", c1dp, (2, 11), 17, False)
     write("mlp_dropout_train_op13", mlpd, (12,), 13, True, losses=False)
     write_bad()
+    write_transformers()
 
 
 if __name__ == "__main__":

@@ -41,6 +41,12 @@ $cli import "$src/tests/onnx/residual_op17.onnx" -o "$tmp/res.ini" \
 $cli plan "$tmp/res.ini" -o "$tmp/res.opt.ini" > "$tmp/plan.out" 2>&1
 check "residual planned at the bound" grep -q "1.0000 x bound" \
   "$tmp/plan.out"
+# transformer encoders (onnx_map_tf.c): two layers, planned at the bound
+$cli import "$src/tests/onnx/tf_two_gelu_op13.onnx" -o "$tmp/tf.ini" \
+  > /dev/null 2>&1
+$cli plan "$tmp/tf.ini" -o "$tmp/tf.opt.ini" > "$tmp/plan.out" 2>&1
+check "transformer planned at the bound" grep -q "1.0000 x bound" \
+  "$tmp/plan.out"
 
 # refusals: exit 1, one line, nothing written
 refuse () {     # refuse WHAT PATTERN ARGS...

@@ -181,7 +181,10 @@ test_fixtures (void)
     "cnn_train_op13", "cnn_train_op17", "residual_op13", "residual_op17",
     "dwsep_op13", "dwsep_op17", "conv1d_op13", "residual_down_op15",
     "folded_op14", "mlp_softmax_op13", "conv1d_pool_op17",
-    "mlp_dropout_train_op13"
+    "mlp_dropout_train_op13",
+    /* transformer encoders (onnx_map_tf.c) */
+    "tf_post_relu_train_op13", "tf_post_relu_op17", "tf_pre_gelu_op13",
+    "tf_pre_gelu_train_op17", "tf_two_gelu_op13", "tf_dropout_train_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
@@ -198,6 +201,24 @@ test_dropout_kept (void)
   char *text = tt_test_read_file (ini, NULL);
   CHECK (text && strstr (text, "type = dropout\n") &&
       strstr (text, "dropout_rate = 0.25\n"), "dropout not kept: %s",
+      text ? text : "(no INI)");
+  free (text);
+}
+
+/* transformer encoders: attention's and the layers' dropout kept */
+static void
+test_tf_dropout_kept (void)
+{
+  char ini[600];
+  tt_model *m = open_imported ("tf_dropout_train_op17", "sgd", NULL, 0.1,
+      4, ini, sizeof ini);
+  tt_model_free (m);
+  char *text = tt_test_read_file (ini, NULL);
+  const char *mha = text ? strstr (text, "type = multi_head_attention\n") :
+      NULL;
+  CHECK (mha && strstr (mha, "num_heads = 2\ndropout_rate = 0.1") &&
+      strstr (text, "type = dropout\n") && strstr (text,
+          "type = layer_normalization\n"), "transformer dropout: %s",
       text ? text : "(no INI)");
   free (text);
 }
@@ -263,6 +284,13 @@ test_refusals (void)
   BAD ("cycle.onnx", "cycle", "'add_a'", "'relu_b'");
   BAD ("external_data.onnx", "initializer 'w'", "missing_weights.bin",
       "external data is not supported");
+  /* transformer encoders (onnx_map_tf.c) */
+  BAD ("tf_mask.onnx", "Transpose, opset 13", "an attention mask is not "
+      "supported", "self-attention block");
+  BAD ("tf_layernorm_2d.onnx", "LayerNormalization, opset 17", "axis -2",
+      "supported is the last axis");
+  BAD ("tf_transpose.onnx", "'/Transpose'", "perm 1,0,2 on [N, T, D]");
+  BAD ("tf_div.onnx", "'/Div'", "GELU's Erf form");
 #undef BAD
   /* truncated, and not an ONNX file at all */
   size_t len;
@@ -329,6 +357,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_softmax_absorbed);
   TT_TEST_RUN (test_refusals);
   TT_TEST_RUN (test_bad_options);
+  TT_TEST_RUN (test_tf_dropout_kept);
   char cmd[300];
   snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system (cmd))
