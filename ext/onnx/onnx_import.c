@@ -5,6 +5,7 @@
  * the INI and BIN (onnx_write.c), written atomically, both or neither.
  */
 #include "onnx_internal.h"
+#include "onnx_map_rnn.h"
 #include "atomic_file.h"
 
 #include <errno.h>
@@ -73,7 +74,9 @@ tt_onnx_convert (const void *data, size_t len, const char *name,
   }
   for (size_t k = 0; !st && k < im.n_order; k++) {
     bool done;
-    st = onnx_fold_node (&im, im.order[k], &done, err);
+    st = onnx_fold_rnn (&im, im.order[k], &done, err);
+    if (!st && !done)
+      st = onnx_fold_node (&im, im.order[k], &done, err);
     if (!st && !done)
       st = onnx_map_node (&im, im.order[k], err);
   }

@@ -12,6 +12,7 @@
  * an AveragePool becomes the pooling's padding.
  */
 #include "onnx_internal.h"
+#include "onnx_map_rnn.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -207,6 +208,12 @@ act_input (onnx_import * im, const Onnx__NodeProto * n, size_t k,
     onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu ('%.200s') is an "
         "output no layer gives (a second output, or one of a node mapped "
         "with another)", LABEL (n), k, v->name);
+    return NULL;
+  }
+  if (v->batch_axis != 0) {
+    onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu ('%.200s') is a "
+        "recurrent layer's time-major output: supported are its Squeeze, "
+        "Transpose and Gather", LABEL (n), k, v->name);
     return NULL;
   }
   if (v->padded && !pad_ok) {
@@ -1078,6 +1085,12 @@ static const struct
   {"Dropout", map_dropout},
   {"Pad", map_pad},
   {"Identity", map_identity},
+  /* recurrent and embedding graphs (onnx_map_rnn.c) */
+  {"LSTM", onnx_map_recurrent},
+  {"GRU", onnx_map_recurrent},
+  {"Transpose", onnx_map_transpose},
+  {"Squeeze", onnx_map_squeeze},
+  {"Gather", onnx_map_gather},
 };
 
 const char *
@@ -1089,7 +1102,11 @@ onnx_supported_list (void)
       "axis), MaxPool, AveragePool (+ a zero Pad), GlobalAveragePool, "
       "GlobalMaxPool, Flatten, Reshape, Dropout, Identity; on constants: "
       "Constant, Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, "
-      "ConstantOfShape";
+      "ConstantOfShape"
+      /* recurrent and embedding graphs (onnx_map_rnn.c) */
+      "; LSTM, GRU (one layer, forward), Gather (an embedding lookup; a "
+      "step of a sequence), Squeeze, Transpose (around an LSTM or GRU); "
+      "on constants: Slice, Concat, Expand";
 }
 
 tt_status

@@ -181,7 +181,13 @@ test_fixtures (void)
     "cnn_train_op13", "cnn_train_op17", "residual_op13", "residual_op17",
     "dwsep_op13", "dwsep_op17", "conv1d_op13", "residual_down_op15",
     "folded_op14", "mlp_softmax_op13", "conv1d_pool_op17",
-    "mlp_dropout_train_op13"
+    "mlp_dropout_train_op13",
+    /* torchvision CNNs, the zoo's, recurrent and embedding (onnxrnn) */
+    "mobilenet_v2_train_op13", "mobilenet_v2_train_op17", "mobilenet_v2_op13",
+    "resnet18_train_op13", "resnet18_cifar_train_op17", "dscnn_train_op13",
+    "dscnn_train_op17", "audio1d_train_op13", "audio1d_train_op17",
+    "lstm_last_op13", "lstm_last_op17", "gru_hidden_op13", "gru_hidden_op17",
+    "gru_last_op13", "lstm_hidden_op17", "embed_lstm_op13", "embed_lstm_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
