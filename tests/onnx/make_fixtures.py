@@ -419,10 +419,11 @@ class LSTMLast(nn.Module):
     """nn.LSTM (batch_first) on [N, T, F], its last step's output into a
     Linear (out[:, -1, :])."""
 
-    def __init__(self, features=6, hidden=8, classes=4, bidirectional=False):
+    def __init__(self, features=6, hidden=8, classes=4, bidirectional=False,
+                 layers=1):
         super().__init__()
         self.rnn = nn.LSTM(features, hidden, batch_first=True,
-                           bidirectional=bidirectional)
+                           bidirectional=bidirectional, num_layers=layers)
         self.fc = nn.Linear(hidden * (2 if bidirectional else 1), classes)
 
     def forward(self, x):
@@ -448,6 +449,26 @@ class GRULast(GRUHidden):
     def forward(self, x):
         out, _ = self.rnn(x)
         return self.fc(torch.relu(out[:, -1]))
+
+
+class GRUStep(GRUHidden):
+    """A middle step of the sequence (out[:, 2]): the engine's slice."""
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.fc(out[:, 2])
+
+
+class LSTMCell(LSTMLast):
+    def forward(self, x):
+        _, (_, c) = self.rnn(x)
+        return self.fc(c[0])
+
+
+class GRUState(GRUHidden):
+    def forward(self, x, h):
+        out, _ = self.rnn(x, h)
+        return self.fc(out[:, -1])
 
 
 class LSTMHidden(LSTMLast):
@@ -482,6 +503,24 @@ def write_rnn():
     write("lstm_hidden_op17", lstmh, (5, 6), 17, False)
     write("embed_lstm_op13", emb, (7,), 13, False, tokens=20)
     write("embed_lstm_op17", emb, (7,), 17, False, tokens=20)
+    write("lstm2_last_op13", LSTMLast(layers=2), (5, 6), 13, False)
+    write("gru_step_op17", GRUStep(), (5, 6), 17, False)
+    # refused: a bidirectional LSTM, its cell state read, an initial state
+    # given as an input
+    bad = os.path.join(HERE, "bad")
+    x = torch.randn(2, 5, 6)
+    for name, m, args in (("lstm_bidirectional", LSTMLast(bidirectional=True),
+                           (x,)),
+                          ("lstm_cell_state", LSTMCell(), (x,)),
+                          ("gru_initial_state", GRUState(),
+                           (x, torch.zeros(1, 2, 8)))):
+        buf = io.BytesIO()
+        torch.onnx.export(m.eval(), args, buf, opset_version=13,
+                          do_constant_folding=False,
+                          input_names=["x", "h0"][:len(args)],
+                          output_names=["y"])
+        with open(os.path.join(bad, name + ".onnx"), "wb") as f:
+            f.write(buf.getvalue())
 
 
 def main():

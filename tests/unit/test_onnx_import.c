@@ -187,7 +187,8 @@ test_fixtures (void)
     "resnet18_train_op13", "resnet18_cifar_train_op17", "dscnn_train_op13",
     "dscnn_train_op17", "audio1d_train_op13", "audio1d_train_op17",
     "lstm_last_op13", "lstm_last_op17", "gru_hidden_op13", "gru_hidden_op17",
-    "gru_last_op13", "lstm_hidden_op17", "embed_lstm_op13", "embed_lstm_op17"
+    "gru_last_op13", "lstm_hidden_op17", "embed_lstm_op13", "embed_lstm_op17",
+    "lstm2_last_op13", "gru_step_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
@@ -269,6 +270,12 @@ test_refusals (void)
   BAD ("cycle.onnx", "cycle", "'add_a'", "'relu_b'");
   BAD ("external_data.onnx", "initializer 'w'", "missing_weights.bin",
       "external data is not supported");
+  /* recurrent graphs (onnxrnn) */
+  BAD ("lstm_bidirectional.onnx", "'/rnn/LSTM'", "(LSTM, opset 13)",
+      "direction 'bidirectional'", "supported is forward");
+  BAD ("lstm_cell_state.onnx", "'/rnn/LSTM'", "cell state Y_c is read");
+  BAD ("gru_initial_state.onnx", "'/rnn/GRU'", "(GRU, opset 13)",
+      "initial states given as inputs are not supported");
 #undef BAD
   /* truncated, and not an ONNX file at all */
   size_t len;
