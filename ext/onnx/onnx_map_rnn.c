@@ -118,7 +118,7 @@ engine_shape (const onnx_value * v, int64_t s[3])
 
 /* a scalar integer constant */
 static bool
-const_index (const onnx_value * v, int64_t *out)
+const_index (const onnx_value * v, int64_t * out)
 {
   if (!v || !v->is_const || !v->is_int || v->count != 1 || v->rank > 1)
     return false;
@@ -160,8 +160,7 @@ fold_slice (onnx_import * im, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256];
   const onnx_value *x = rnn_in (im, n, 0), *st = rnn_in (im, n, 1),
-      *en = rnn_in (im, n, 2), *ax = rnn_in (im, n, 3), *sp = rnn_in (im, n,
-      4);
+      *en = rnn_in (im, n, 2), *ax = rnn_in (im, n, 3), *sp = rnn_in (im, n, 4);
   if (!st || !en || !st->is_int || !en->is_int || st->count != en->count ||
       (ax && (!ax->is_int || ax->count != st->count)) ||
       (sp && (!sp->is_int || sp->count != st->count)) || x->rank < 1)
@@ -276,8 +275,7 @@ fold_expand (onnx_import * im, const Onnx__NodeProto * n, tt_error * err)
   if (!sh || !sh->is_int || sh->rank != 1 || sh->count > ONNX_MAX_RANK ||
       !uniform)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: supported is an Expand "
-        "of a constant of one repeated value to a constant shape",
-        LABEL (n));
+        "of a constant of one repeated value to a constant shape", LABEL (n));
   int64_t dims[ONNX_MAX_RANK] = { 0 };
   size_t count = 1;
   for (size_t k = 0; k < sh->count; k++) {
@@ -475,8 +473,7 @@ onnx_map_transpose (onnx_import * im, int node, const Onnx__NodeProto * n,
       p->ints[0] != 1 || p->ints[1] != 0 || p->ints[2] != 2)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: supported is perm "
         "[1, 0, 2] of a rank-3 tensor with the batch first or second (the "
-        "batch and time axes of a sequence around an LSTM or GRU)",
-        LABEL (n));
+        "batch and time axes of a sequence around an LSTM or GRU)", LABEL (n));
   const int64_t dims[3] = { x->dims[1], x->dims[0], x->dims[2] };
   onnx_value *o = rnn_set (im, n, 0, x->layer, 3, dims, 1 - x->batch_axis,
       x->seq);
@@ -665,4 +662,3 @@ onnx_map_gather (onnx_import * im, int node, const Onnx__NodeProto * n,
   rnn_set (im, n, 0, l, 2, dims, 0, false);
   return TT_OK;
 }
-

@@ -10,7 +10,10 @@ those weights; "-" instead of losses where PyTorch's training cannot be
 matched: dropout draws other masks).
 
 Run from the repository root: /usr/bin/python3 tests/onnx/make_fixtures.py
-(tests/unit/test_onnx_import.c reads the files; commit them).
+(tests/unit/test_onnx_import.c reads the files; commit them). Needs
+Debian's python3-torch (1.13), python3-onnx and, for the torchvision
+models, python3-torchvision (0.14); the tests need none of them.
+"make_fixtures.py zoo" or "make_fixtures.py rnn" writes only those.
 """
 import copy
 import io
