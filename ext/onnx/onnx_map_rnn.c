@@ -85,6 +85,11 @@ rnn_act (onnx_import * im, const Onnx__NodeProto * n, size_t k, tt_error * err)
         "of a layer", LABEL (n), k);
     return NULL;
   }
+  if (strcmp (n->op_type, "LSTM") && strcmp (n->op_type, "GRU") &&
+      !rnn_out (im, n, 0)) {
+    onnx_fail (im, err, TT_ERR_INVALID, "%s has no output", LABEL (n));
+    return NULL;
+  }
   return v;
 }
 
@@ -136,6 +141,12 @@ fold_to (onnx_import * im, const Onnx__NodeProto * n, bool is_int, int rank,
   if (!o) {
     char label[256];
     onnx_fail (im, err, TT_ERR_INVALID, "%s has no output", LABEL (n));
+    return NULL;
+  }
+  if (count > ONNX_MAX_ELEMENTS) {
+    char label[256];
+    onnx_fail (im, err, TT_ERR_INVALID, "%s: its constant output would have "
+        "%zu elements (at most %zu)", LABEL (n), count, ONNX_MAX_ELEMENTS);
     return NULL;
   }
   o->is_const = true;
