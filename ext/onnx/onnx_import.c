@@ -5,6 +5,7 @@
  * the INI and BIN (onnx_write.c), written atomically, both or neither.
  */
 #include "onnx_internal.h"
+#include "onnx_map_rnn.h"
 #include "atomic_file.h"
 
 #include <errno.h>
@@ -86,7 +87,9 @@ onnx_convert_keep (onnx_import * im, const void *data, size_t len,
     bool done;
     if (im->absorbed[im->order[k]])
       continue;                 /* handled with another node */
-    st = onnx_fold_node (im, im->order[k], &done, err);
+    st = onnx_fold_rnn (im, im->order[k], &done, err);
+    if (!st && !done)
+      st = onnx_fold_node (im, im->order[k], &done, err);
     if (!st && !done)
       st = onnx_map_node (im, im->order[k], err);
   }

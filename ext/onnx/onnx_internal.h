@@ -36,6 +36,12 @@ typedef struct {
   int64_t pads[4];              /* its top, left, bottom, right */
   int producer;                 /* node index; -1 initializer or input */
   int consumers;                /* live nodes reading it */
+  /* recurrent graphs (onnx_map_rnn.c): the ONNX tensor's batch axis
+   * (1 in [T, N, F], 2 in an LSTM's Y [T, 1, N, H]; the layer's data
+   * stays batch-major), a rank-3 activation laid out 1:T:F rather than
+   * C:1:L, a recurrent layer's sequence read by this chain alone */
+  int batch_axis;
+  bool seq, sole_seq;
 } onnx_value;
 
 /* where a layer's weight comes from (onnx_weights.c) */

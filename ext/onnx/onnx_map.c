@@ -12,6 +12,7 @@
  * an AveragePool becomes the pooling's padding.
  */
 #include "onnx_internal.h"
+#include "onnx_map_rnn.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -190,6 +191,12 @@ act_input (onnx_import * im, const Onnx__NodeProto * n, size_t k,
     onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu ('%.200s') is an "
         "output no layer gives (a second output, or one of a node mapped "
         "with another)", LABEL (n), k, v->name);
+    return NULL;
+  }
+  if (v->batch_axis != 0) {
+    onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu ('%.200s') is a "
+        "recurrent layer's time-major output: supported are its Squeeze, "
+        "Transpose and Gather", LABEL (n), k, v->name);
     return NULL;
   }
   if (v->padded && !pad_ok) {
@@ -1019,6 +1026,28 @@ map_identity (onnx_import * im, int node, const Onnx__NodeProto * n,
   return TT_OK;
 }
 
+/* Transpose: the batch and time swap around a recurrent layer
+ * (onnx_map_rnn.c) when it reads or feeds one, else a constant's or a
+ * self-attention block's (onnx_map_tf.c) */
+static tt_status
+map_transpose (onnx_import * im, int node, const Onnx__NodeProto * n,
+    tt_error * err)
+{
+  const onnx_value *x = input_value (im, n, 0), *y = output_value (im, n, 0);
+  bool recurrent = x && !x->is_const && (x->seq || x->batch_axis);
+  /* or a recurrent layer reads it (beside the shape arithmetic of its
+   * initial state) */
+  for (size_t k = 0; y && !recurrent && k < im->n_order; k++) {
+    const Onnx__NodeProto *c = im->proto->graph->node[im->order[k]];
+    if (strcmp (c->op_type, "LSTM") && strcmp (c->op_type, "GRU"))
+      continue;
+    for (size_t i = 0; i < c->n_input && !recurrent; i++)
+      recurrent = c->input[i] && !strcmp (c->input[i], y->name);
+  }
+  return recurrent ? onnx_map_transpose (im, node, n, err) :
+      onnx_map_tf_transpose (im, node, n, err);
+}
+
 static const struct
 {
   const char *op;
@@ -1045,11 +1074,16 @@ static const struct
   {"Dropout", map_dropout},
   {"Pad", map_pad},
   {"Identity", map_identity},
-  /* transformer encoders (onnx_map_tf.c) */
-  {"Transpose", onnx_map_tf_transpose},
+  /* transformer encoders (onnx_map_tf.c); Transpose: map_transpose */
+  {"Transpose", map_transpose},
   {"LayerNormalization", onnx_map_tf_layernorm},
   {"ReduceMean", onnx_map_tf_reducemean},
   {"Div", onnx_map_tf_div},
+  /* recurrent and embedding graphs (onnx_map_rnn.c) */
+  {"LSTM", onnx_map_recurrent},
+  {"GRU", onnx_map_recurrent},
+  {"Squeeze", onnx_map_squeeze},
+  {"Gather", onnx_map_gather},
 };
 
 const char *
@@ -1065,7 +1099,11 @@ onnx_supported_list (void)
       "or LayerNorm's decomposed form), Div (GELU's Erf form), Transpose "
       "(of a constant); on constants: "
       "Constant, Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, "
-      "ConstantOfShape";
+      "ConstantOfShape"
+      /* recurrent and embedding graphs (onnx_map_rnn.c) */
+      "; LSTM, GRU (one layer, forward), Gather (an embedding lookup; a "
+      "step of a sequence), Squeeze, Transpose (around an LSTM or GRU); "
+      "on constants: Slice, Concat, Expand";
 }
 
 tt_status

@@ -215,12 +215,19 @@ onnx_input_value (onnx_import * im, const Onnx__ValueInfoProto * in,
     return onnx_fail (im, err, TT_ERR_INVALID, "graph input '%.200s' is not "
         "a tensor of known rank", name);
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-  if (!tt->has_elem_type
-      || tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+  /* integer inputs: token indices [N, W] of an embedding (onnxrnn),
+   * fed as floats */
+  const bool tokens = tt->has_elem_type && tt->shape->n_dim == 2 &&
+      (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ||
+      tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32);
+  if (!tokens && (!tt->has_elem_type
+          || tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT))
     return onnx_fail (im, err, TT_ERR_INVALID,
         "graph input '%.200s' has "
-        "element type %d: only float (1) inputs are supported", name,
+        "element type %d: only float (1) inputs are supported (and int64 "
+        "or int32 token indices [N, W] for an embedding)", name,
         tt->has_elem_type ? (int) tt->elem_type : 0);
+  v->is_int = tokens;
   const size_t rank = tt->shape->n_dim;
   if (rank < 2 || rank > 4)
     return onnx_fail (im, err, TT_ERR_INVALID, "graph input '%.200s' has "

@@ -10,7 +10,10 @@ those weights; "-" instead of losses where PyTorch's training cannot be
 matched: dropout draws other masks).
 
 Run from the repository root: /usr/bin/python3 tests/onnx/make_fixtures.py
-(tests/unit/test_onnx_import.c reads the files; commit them).
+(tests/unit/test_onnx_import.c reads the files; commit them). Needs
+Debian's python3-torch (1.13), python3-onnx and, for the torchvision
+models, python3-torchvision (0.14); the tests need none of them.
+"make_fixtures.py zoo" or "make_fixtures.py rnn" writes only those.
 """
 import copy
 import io
@@ -209,9 +212,10 @@ def train_losses(model, x, target, make_opt, probs=False):
 
 
 def write(name, model, shape, opset, training, dynamic=False, losses=True,
-          fold=False, probs=False):
+          fold=False, probs=False, tokens=0):
     torch.manual_seed(zlib.crc32(name.encode()) % 1000)
-    x = torch.randn(BATCH, *shape)
+    x = (torch.randint(0, tokens, (BATCH, *shape)) if tokens
+         else torch.randn(BATCH, *shape))
     mode = (torch.onnx.TrainingMode.TRAINING if training
             else torch.onnx.TrainingMode.EVAL)
     buf = io.BytesIO()
@@ -416,7 +420,225 @@ def write_transformers_bad():
     print("bad transformer fixtures written")
 
 
+# ---- torchvision CNNs, the zoo's keyword spotter and 1-D audio net,
+# ---- recurrent and embedding classifiers (onnxrnn)
+
+def zoo_models():
+    """torchvision's MobileNetV2 and ResNet-18 (and its CIFAR variant),
+    narrowed to keep the fixtures small: MobileNetV2 at width_mult 0.35
+    with the first three stages of its inverted-residual setting and a
+    32-channel last convolution (torchvision's is 1280), the classifier's
+    dropout at 0 (PyTorch's masks cannot be matched); ResNet-18 with
+    torchvision's ResNet and BasicBlock at 1/32 of its widths (2 to 16
+    channels). Input 16x16, 10 classes."""
+    import torchvision
+    from torchvision.models.mobilenetv2 import MobileNetV2
+    from torchvision.models.resnet import BasicBlock, ResNet
+    from torchvision.ops.misc import Conv2dNormActivation
+
+    mnv2 = MobileNetV2(num_classes=10, width_mult=0.35,
+                       inverted_residual_setting=[[1, 16, 1, 1],
+                                                  [6, 24, 2, 2],
+                                                  [6, 32, 2, 2]])
+    last_in = mnv2.features[-1][0].in_channels
+    mnv2.features[-1] = Conv2dNormActivation(last_in, 32, kernel_size=1,
+                                             activation_layer=nn.ReLU6)
+    mnv2.classifier = nn.Sequential(nn.Dropout(0.0), nn.Linear(32, 10))
+
+    class NarrowResNet(ResNet):
+        def _make_layer(self, block, planes, blocks, stride=1,
+                        dilate=False):
+            if planes == 64:
+                self.inplanes = 2
+            return super()._make_layer(block, planes // 32, blocks, stride,
+                                       dilate)
+
+    def resnet18(cifar):
+        m = NarrowResNet(BasicBlock, [2, 2, 2, 2], num_classes=10)
+        m.conv1 = (nn.Conv2d(3, 2, 3, 1, 1, bias=False) if cifar else
+                   nn.Conv2d(3, 2, 7, 2, 3, bias=False))
+        m.bn1 = nn.BatchNorm2d(2)
+        if cifar:
+            m.maxpool = nn.Identity()
+        m.fc = nn.Linear(16, 10)
+        return m
+
+    _ = torchvision
+    return mnv2, resnet18(False), resnet18(True)
+
+
+class DSCNN(nn.Module):
+    """The keyword spotter of the zoo (Hello Edge's DS-CNN), narrow: a
+    10x4 stride-2 conv, depthwise-separable blocks, average pooling over
+    what is left, a Linear; input 1x49x10."""
+
+    def __init__(self, width=16, blocks=2, classes=12):
+        super().__init__()
+        layers = [nn.Conv2d(1, width, (10, 4), 2, (5, 1), bias=False),
+                  nn.BatchNorm2d(width), nn.ReLU()]
+        for _ in range(blocks):
+            layers += [nn.Conv2d(width, width, 3, 1, 1, groups=width,
+                                 bias=False),
+                       nn.BatchNorm2d(width), nn.ReLU(),
+                       nn.Conv2d(width, width, 1, bias=False),
+                       nn.BatchNorm2d(width), nn.ReLU()]
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AvgPool2d((25, 5))
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.features(x)), 1))
+
+
+class AudioConv1D(nn.Module):
+    """A 1-D conv net on raw audio frames: Conv1d, BN, ReLU, MaxPool1d,
+    AdaptiveAvgPool1d (1), Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv1d(1, 8, 9, stride=4, padding=4), nn.BatchNorm1d(8),
+            nn.ReLU(), nn.MaxPool1d(4),
+            nn.Conv1d(8, 16, 3, padding=1), nn.BatchNorm1d(16), nn.ReLU(),
+            nn.MaxPool1d(2),
+            nn.Conv1d(16, 16, 3, padding=1), nn.BatchNorm1d(16), nn.ReLU(),
+            nn.AdaptiveAvgPool1d(1))
+        self.fc = nn.Linear(16, 6)
+
+    def forward(self, x):
+        return self.fc(self.net(x).squeeze(-1))
+
+
+def write_zoo():
+    torch.manual_seed(44)
+    mnv2, rn18, rn18c = zoo_models()
+    dscnn, audio = DSCNN(), AudioConv1D()
+    for opset in (13, 17):
+        write("mobilenet_v2_train_op%d" % opset, mnv2, (3, 16, 16), opset,
+              True)
+        write("dscnn_train_op%d" % opset, dscnn, (1, 49, 10), opset, True)
+        write("audio1d_train_op%d" % opset, audio, (1, 256), opset, True)
+    write("resnet18_train_op13", rn18, (3, 16, 16), 13, True)
+    write("resnet18_cifar_train_op17", rn18c, (3, 16, 16), 17, True)
+    # evaluation mode: batch normalization folded into the convolutions, so
+    # training trains another model than PyTorch's: logits only
+    write("mobilenet_v2_op13", mnv2, (3, 16, 16), 13, False, losses=False)
+
+
+class LSTMLast(nn.Module):
+    """nn.LSTM (batch_first) on [N, T, F], its last step's output into a
+    Linear (out[:, -1, :])."""
+
+    def __init__(self, features=6, hidden=8, classes=4, bidirectional=False,
+                 layers=1):
+        super().__init__()
+        self.rnn = nn.LSTM(features, hidden, batch_first=True,
+                           bidirectional=bidirectional, num_layers=layers)
+        self.fc = nn.Linear(hidden * (2 if bidirectional else 1), classes)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.fc(out[:, -1, :])
+
+
+class GRUHidden(nn.Module):
+    """nn.GRU (batch_first) on [N, T, F], its final hidden state h_n into a
+    Linear."""
+
+    def __init__(self, features=6, hidden=8, classes=4):
+        super().__init__()
+        self.rnn = nn.GRU(features, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        _, h = self.rnn(x)
+        return self.fc(h[0])
+
+
+class GRULast(GRUHidden):
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.fc(torch.relu(out[:, -1]))
+
+
+class GRUStep(GRUHidden):
+    """A middle step of the sequence (out[:, 2]): the engine's slice."""
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.fc(out[:, 2])
+
+
+class LSTMCell(LSTMLast):
+    def forward(self, x):
+        _, (_, c) = self.rnn(x)
+        return self.fc(c[0])
+
+
+class GRUState(GRUHidden):
+    def forward(self, x, h):
+        out, _ = self.rnn(x, h)
+        return self.fc(out[:, -1])
+
+
+class LSTMHidden(LSTMLast):
+    def forward(self, x):
+        _, (h, _) = self.rnn(x)
+        return self.fc(h.squeeze(0))
+
+
+class EmbedLSTM(nn.Module):
+    """A text classifier: nn.Embedding on int64 token indices [N, W], an
+    LSTM, its last step into a Linear."""
+
+    def __init__(self, vocab=20, dim=6, hidden=8, classes=3):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.rnn = nn.LSTM(dim, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        out, _ = self.rnn(self.emb(x))
+        return self.fc(out[:, -1, :])
+
+
+def write_rnn():
+    torch.manual_seed(45)
+    lstm, gruh, grul, lstmh = LSTMLast(), GRUHidden(), GRULast(), LSTMHidden()
+    emb = EmbedLSTM()
+    for opset in (13, 17):
+        write("lstm_last_op%d" % opset, lstm, (5, 6), opset, False)
+        write("gru_hidden_op%d" % opset, gruh, (5, 6), opset, False)
+    write("gru_last_op13", grul, (5, 6), 13, False)
+    write("lstm_hidden_op17", lstmh, (5, 6), 17, False)
+    write("embed_lstm_op13", emb, (7,), 13, False, tokens=20)
+    write("embed_lstm_op17", emb, (7,), 17, False, tokens=20)
+    write("lstm2_last_op13", LSTMLast(layers=2), (5, 6), 13, False)
+    write("gru_step_op17", GRUStep(), (5, 6), 17, False)
+    # refused: a bidirectional LSTM, its cell state read, an initial state
+    # given as an input
+    bad = os.path.join(HERE, "bad")
+    x = torch.randn(2, 5, 6)
+    for name, m, args in (("lstm_bidirectional", LSTMLast(bidirectional=True),
+                           (x,)),
+                          ("lstm_cell_state", LSTMCell(), (x,)),
+                          ("gru_initial_state", GRUState(),
+                           (x, torch.zeros(1, 2, 8)))):
+        buf = io.BytesIO()
+        torch.onnx.export(m.eval(), args, buf, opset_version=13,
+                          do_constant_folding=False,
+                          input_names=["x", "h0"][:len(args)],
+                          output_names=["y"])
+        with open(os.path.join(bad, name + ".onnx"), "wb") as f:
+            f.write(buf.getvalue())
+
+
 def main():
+    # "zoo": only those fixtures (onnxrnn)
+    if sys.argv[1:] == ["zoo"]:
+        return write_zoo()
+    if sys.argv[1:] == ["rnn"]:
+        return write_rnn()
     torch.manual_seed(1)
     mlp, cnn, res, dws, c1d, mlpd = (MLP(), CNN(), Residual(), DWSep(),
                                      Conv1D(), MLPDropout())
@@ -444,6 +666,8 @@ def main():
     write("mlp_dropout_train_op13", mlpd, (12,), 13, True, losses=False)
     write_bad()
     write_transformers()
+    write_zoo()
+    write_rnn()
 
 
 if __name__ == "__main__":

@@ -47,6 +47,12 @@ $cli import "$src/tests/onnx/tf_two_gelu_op13.onnx" -o "$tmp/tf.ini" \
 $cli plan "$tmp/tf.ini" -o "$tmp/tf.opt.ini" > "$tmp/plan.out" 2>&1
 check "transformer planned at the bound" grep -q "1.0000 x bound" \
   "$tmp/plan.out"
+# recurrent and embedding (onnxrnn): an Embedding + LSTM text classifier
+$cli import "$src/tests/onnx/embed_lstm_op13.onnx" -o "$tmp/emb.ini" \
+  > /dev/null 2>&1
+$cli plan "$tmp/emb.ini" -o "$tmp/emb.opt.ini" > "$tmp/plan.out" 2>&1
+check "embedding + lstm planned at the bound" grep -q "1.0000 x bound" \
+  "$tmp/plan.out"
 
 # refusals: exit 1, one line, nothing written
 refuse () {     # refuse WHAT PATTERN ARGS...

@@ -184,7 +184,14 @@ test_fixtures (void)
     "mlp_dropout_train_op13",
     /* transformer encoders (onnx_map_tf.c) */
     "tf_post_relu_train_op13", "tf_post_relu_op17", "tf_pre_gelu_op13",
-    "tf_pre_gelu_train_op17", "tf_two_gelu_op13", "tf_dropout_train_op17"
+    "tf_pre_gelu_train_op17", "tf_two_gelu_op13", "tf_dropout_train_op17",
+    /* torchvision CNNs, the zoo's, recurrent and embedding (onnxrnn) */
+    "mobilenet_v2_train_op13", "mobilenet_v2_train_op17", "mobilenet_v2_op13",
+    "resnet18_train_op13", "resnet18_cifar_train_op17", "dscnn_train_op13",
+    "dscnn_train_op17", "audio1d_train_op13", "audio1d_train_op17",
+    "lstm_last_op13", "lstm_last_op17", "gru_hidden_op13", "gru_hidden_op17",
+    "gru_last_op13", "lstm_hidden_op17", "embed_lstm_op13", "embed_lstm_op17",
+    "lstm2_last_op13", "gru_step_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
@@ -291,6 +298,12 @@ test_refusals (void)
       "supported is the last axis");
   BAD ("tf_transpose.onnx", "'/Transpose'", "perm 1,0,2 on [N, T, D]");
   BAD ("tf_div.onnx", "'/Div'", "GELU's Erf form");
+  /* recurrent graphs (onnxrnn) */
+  BAD ("lstm_bidirectional.onnx", "'/rnn/LSTM'", "(LSTM, opset 13)",
+      "direction 'bidirectional'", "supported is forward");
+  BAD ("lstm_cell_state.onnx", "'/rnn/LSTM'", "cell state Y_c is read");
+  BAD ("gru_initial_state.onnx", "'/rnn/GRU'", "(GRU, opset 13)",
+      "initial states given as inputs are not supported");
 #undef BAD
   /* truncated, and not an ONNX file at all */
   size_t len;
