@@ -90,8 +90,7 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
   /* the counters are made at compile, not at a step */
   CHECK (tt_model_set_profiling (m, profile, &err) == TT_OK, "%s", err.message);
   if (na_train)
-    CHECK (tt_model_set_train (m, na_train, &err) == TT_OK, "%s",
-        err.message);
+    CHECK (tt_model_set_train (m, na_train, &err) == TT_OK, "%s", err.message);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {

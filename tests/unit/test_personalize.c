@@ -304,8 +304,7 @@ test_memory_limit (void)
     while (*num && (*num < '0' || *num > '9'))
       num++;
     limit = strtoull (num, NULL, 10);
-    b = limit < p.pool_bytes ? open_choice (cnn, "biases", limit, &err) :
-        NULL;
+    b = limit < p.pool_bytes ? open_choice (cnn, "biases", limit, &err) : NULL;
   }
   CHECK (b != NULL, "biases under %" PRIu64 ": %s", limit,
       b ? "" : err.message);

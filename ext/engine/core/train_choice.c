@@ -28,7 +28,8 @@
 
 #include <iniparser/iniparser.h>
 
-typedef enum {
+typedef enum
+{
   CHOICE_EVERYTHING,
   CHOICE_BIASES,
   CHOICE_LAST,
@@ -110,8 +111,7 @@ tt_train_choice (const tt_model * m)
   if (m->train_spec)
     return m->train_spec;
   const char *stored = iniparser_getstring (m->dict, "plan:train", NULL);
-  return stored && *stored && strcasecmp (stored, "everything") ? stored :
-      NULL;
+  return stored && *stored && strcasecmp (stored, "everything") ? stored : NULL;
 }
 
 /* one more than the largest creation index (dead layers leave gaps) */
@@ -156,8 +156,7 @@ choice_list (const tt_model * m, char *out, size_t size)
       int k = snprintf (out + len, size - len, "%s%s", len ? ", " : "",
           l->name);
       if (k < 0 || (size_t) k >= size - len) {
-        snprintf (out + (size > 5 ? size - 5 : 0), size > 5 ? 5 : size,
-            ",...");
+        snprintf (out + (size > 5 ? size - 5 : 0), size > 5 ? 5 : size, ",...");
         return;
       }
       len += (size_t) k;
@@ -219,8 +218,7 @@ choice_last (tt_model * m, const char *what, uint32_t n, tt_error * err)
   for (int c = 0; frozen < weighted - n && c < choice_creations (m); c++)
     for (uint32_t i = 0; i < m->n_layers; i++) {
       tt_layer *l = &m->layers[i];
-      if (l->creation == c && choice_layer_trains (l) &&
-          frozen < weighted - n) {
+      if (l->creation == c && choice_layer_trains (l) && frozen < weighted - n) {
         choice_freeze (l);
         frozen++;
       }

@@ -10,7 +10,8 @@
 #include "kernels.h"
 #include "tt_threads.h"
 
-typedef struct {
+typedef struct
+{
   const float *x;
   size_t batch, channels, plane;
   float *out;

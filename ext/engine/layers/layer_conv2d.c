@@ -311,8 +311,7 @@ conv_worker_floats (const tt_layer * l, uint32_t batch_size)
 static unsigned
 conv_backward_reads (const tt_layer * l)
 {
-  return l->p.conv.groups > 1 && l->weights[0].trainable ? TT_READS_INPUT :
-      0;
+  return l->p.conv.groups > 1 && l->weights[0].trainable ? TT_READS_INPUT : 0;
 }
 
 /* the filter (its group's channels) at every output position */
