@@ -263,6 +263,14 @@ test_stored_plan (void)
   size_t len = 0;
   CHECK (tt_plan_ini_text (a, &text, &len, &err) == TT_OK, "plan text: %s",
       err.message);
+  /* the text is len bytes, not terminated */
+  char *z = text ? malloc (len + 1) : NULL;
+  if (z) {
+    memcpy (z, text, len);
+    z[len] = '\0';
+  }
+  free (text);
+  text = z;
   CHECK (text && strstr (text, "\ntrain = biases\n"), "[Plan] train stored");
   tt_model *b = text ? open_choice (text, NULL, 0, &err) : NULL;
   CHECK (b != NULL, "stored plan loads: %s", b ? "" : err.message);
