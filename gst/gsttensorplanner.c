@@ -105,6 +105,7 @@ enum
   PROP_ALIGNMENT,
   PROP_MEMORY_LIMIT,
   PROP_THREADS,
+  PROP_TRAIN,                   /* personalization: what trains */
 };
 
 #define GST_TENSOR_PLANNER_CAPS \
@@ -269,6 +270,18 @@ gst_tensor_planner_class_init (GstTtTensorPlannerClass * klass)
       g_param_spec_uint ("threads", "Threads",
           "Engine threads of the trainer the pool is laid out for (2: by "
           "halves); 0: the default, 1", 0, GST_TT_MAX_THREADS, 0, rw));
+  /**
+   * GstTtTensorPlanner:train:
+   *
+   * What the trainer will train (docs/personalize.md): "everything" (the
+   * default), "biases", "last:N" or "layers:A,B"; the rest is frozen and
+   * planned so. The choice is stored with the plan ([Plan] train), so
+   * tensor_trainer loading the optimized INI trains just that.
+   */
+  g_object_class_install_property (gobject_class, PROP_TRAIN,
+      g_param_spec_string ("train", "Train",
+          "What trains: everything, biases, last:N or layers:A,B (the rest "
+          "frozen, stored with the plan); NULL: everything", NULL, rw));
 
   gst_element_class_set_static_metadata (element_class, "Tensor planner",
       "Filter/Tensor",
@@ -304,7 +317,7 @@ gst_tensor_planner_init (GstTtTensorPlanner * self)
  * halfway. */
 typedef struct
 {
-  gchar *config, *location, *weights, *load_path;
+  gchar *config, *location, *weights, *load_path, *train;
   guint batch, alignment, threads;
   guint64 memory_limit;
 } GstTtTensorPlannerSettings;
@@ -318,6 +331,7 @@ gst_tensor_planner_settings_read (GstTtTensorPlanner * self,
   s->location = g_strdup (self->location);
   s->weights = g_strdup (self->weights_location);
   s->load_path = g_strdup (self->model_load_path);
+  s->train = g_strdup (self->train);
   s->batch = self->batch_size;
   s->alignment = self->alignment;
   s->memory_limit = self->memory_limit;
@@ -332,6 +346,7 @@ gst_tensor_planner_settings_clear (GstTtTensorPlannerSettings * s)
   g_free (s->location);
   g_free (s->weights);
   g_free (s->load_path);
+  g_free (s->train);
 }
 
 /* path ends in suffix, in any case */
@@ -604,6 +619,7 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
   open_opts.alignment = alignment;
   open_opts.memory_limit = set.memory_limit;
   open_opts.threads = set.threads;
+  open_opts.train = set.train;
   if (!(model = gst_tensor_planner_open (self, config, &open_opts)))
     goto out;
   self->n_inputs = MIN (tt_model_num_inputs (model), GST_TENSOR_MAX_TENSORS);
@@ -803,6 +819,9 @@ gst_tensor_planner_set_property (GObject * object, guint prop_id,
     case PROP_THREADS:
       self->threads = g_value_get_uint (value);
       break;
+    case PROP_TRAIN:
+      str = &self->train;
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -846,6 +865,9 @@ gst_tensor_planner_get_property (GObject * object, guint prop_id,
     case PROP_THREADS:
       g_value_set_uint (value, self->threads);
       break;
+    case PROP_TRAIN:
+      g_value_set_string (value, self->train);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -862,6 +884,7 @@ gst_tensor_planner_finalize (GObject * object)
   g_free (self->location);
   g_free (self->weights_location);
   g_free (self->model_load_path);
+  g_free (self->train);
   g_free (self->config_path);
   gst_clear_caps (&self->refused_caps);
   G_OBJECT_CLASS (parent_class)->finalize (object);

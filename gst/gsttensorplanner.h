@@ -28,6 +28,7 @@ struct _GstTtTensorPlanner
   guint64 memory_limit;         /* pool bytes at most; 0: none */
   guint threads;                /* the trainer's threads the pool is laid
                                  * out for; 0: the default, 1 */
+  gchar *train;                 /* what trains (tt_model_set_train) */
 
   /* streaming state, between start and stop. Invariant: planned implies
    * n_inputs and inputs[] describe the model that was written. */

@@ -178,6 +178,7 @@ enum
   PROP_SKIP_BAD_BATCHES,
   PROP_MEMORY_LIMIT,
   PROP_THREADS,
+  PROP_TRAIN,                   /* personalization: what trains */
   PROP_FEDERATION_FIRST,        /* gsttensorfederation.c's properties */
 };
 
@@ -491,6 +492,25 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
           "Engine threads, the streaming thread included; 0: the default, 1",
           0, GST_TT_MAX_THREADS, 0,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /**
+   * GstTtTensorTrainer:train:
+   *
+   * What trains, without editing the model (docs/personalize.md):
+   * "everything" (the default: what the INI leaves trainable; a stored
+   * plan's own choice when it has one), "biases" (every bias and the
+   * gamma and beta of batch and layer normalization), "last:N" (the last
+   * N layers with weights) or "layers:A,B" (those layers). The rest is
+   * frozen, and planned so: no gradients, no optimizer state, no
+   * activations kept for it. A choice that is none of these, a layer
+   * that does not exist or an N over the layers with weights is an
+   * element error naming them. INI models only; read when the model is
+   * loaded.
+   */
+  g_object_class_install_property (gobject_class, PROP_TRAIN,
+      g_param_spec_string ("train", "Train",
+          "What trains: everything, biases, last:N or layers:A,B (the rest "
+          "frozen); NULL: everything (or a stored plan's choice)", NULL,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   gst_tensor_federation_install_properties (gobject_class,
       PROP_FEDERATION_FIRST);
 
@@ -637,6 +657,10 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
     case PROP_MEMORY_LIMIT:
       self->memory_limit = g_value_get_uint64 (value);
       break;
+    case PROP_TRAIN:
+      g_free (self->train_choice);
+      self->train_choice = g_value_dup_string (value);
+      break;
     default:
       if (gst_tensor_federation_set_property (&self->federation,
               PROP_FEDERATION_FIRST, prop_id, value))
@@ -712,6 +736,9 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
     case PROP_MEMORY_LIMIT:
       g_value_set_uint64 (value, self->memory_limit);
       break;
+    case PROP_TRAIN:
+      g_value_set_string (value, self->train_choice);
+      break;
     default:
       if (gst_tensor_federation_get_property (&self->federation,
               PROP_FEDERATION_FIRST, prop_id, value))
@@ -733,6 +760,7 @@ gst_tensor_trainer_finalize (GObject * object)
   g_free (self->model_load_path);
   g_free (self->model_save_path);
   g_free (self->checkpoint_path);
+  g_free (self->train_choice);
   gst_tensor_federation_config_clear (&self->federation);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);

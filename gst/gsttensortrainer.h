@@ -56,6 +56,8 @@ struct _GstTtTensorTrainer
   gboolean skip_bad_batches;    /* numeric faults: warn and drop, not stop */
   guint64 memory_limit;         /* pool bytes at most; 0: none */
   guint threads;                /* engine threads; 0: automatic */
+  gchar *train_choice;          /* what trains (tt_model_set_train); NULL:
+                                 * everything */
   GstTensorFederationConfig federation; /* federation-* (issue 20) */
   guint64 skipped_samples;      /* in the current epoch */
 

@@ -215,11 +215,14 @@ gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
   open_opts.weights = self->load_path;
   GST_OBJECT_LOCK (self);
   open_opts.memory_limit = self->memory_limit;
+  gchar *train = g_strdup (self->train_choice);
+  open_opts.train = train;
   const guint threads = gst_tt_threads_resolve (self->threads);
   GST_OBJECT_UNLOCK (self);
   /* before compiling: on two threads the pool is laid out for them */
   open_opts.threads = threads;
   self->model = gst_tt_model_open (config, &open_opts, NULL, &opened, &err);
+  g_free (train);
   if (self->model && tt_model_set_threads (self->model, threads, &err)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("%s", err.message),
         ("starting %u engine threads", threads));

@@ -29,6 +29,7 @@ typedef struct
   uint64_t seed, memory_limit;
   bool has_seed;
   int threads;
+  const char *train;            /* train, info, plan: what trains */
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at

@@ -67,6 +67,7 @@ cli_open_model (const cli_options * o, tt_open_info * info, double *seconds)
   oo.seed = o->seed;
   oo.trust = o->trust;
   oo.threads = (unsigned) o->threads;
+  oo.train = o->train;
   const double t0 = cli_now ();
   tt_model *m = tt_model_open (o->model, &oo, info, &err);
   if (!m) {

@@ -21,15 +21,16 @@ cli_usage (FILE * out)
       "      [--batch N] [--samples N] [--valid-samples N]\n"
       "      [--load WEIGHTS] [--save FILE] [--compress] [--seed S]\n"
       "      [--checkpoint FILE] [--resume]\n"
-      "      [--threads T] [--memory-limit BYTES] [--profile]\n"
+      "      [--threads T] [--memory-limit BYTES] [--profile] [--train WHAT]\n"
       "  tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES\n"
       "      --labels LABELS [--batch N] [--samples N] [--mode M] "
       "[--inference]\n"
       "      [--profile]\n"
-      "  tensor-trainer info MODEL [--batch N] [--mode M] [--inference]\n"
+      "  tensor-trainer info MODEL [--batch N] [--mode M] [--inference] "
+      "[--train WHAT]\n"
       "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
       "[--align N] [--inference]\n"
-      "      [--memory-limit BYTES] [--threads T]\n"
+      "      [--memory-limit BYTES] [--threads T] [--train WHAT]\n"
       "  tensor-trainer check MODEL.opt.ini|MODEL.ttb [--inference]\n"
       "  tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]\n"
       "      [--align N] [--batch N] [--seed S]\n"
@@ -78,6 +79,12 @@ cli_usage (FILE * out)
       "export-onnx writes MODEL.onnx again with the initializers that became\n"
       "weights replaced by WEIGHTS (a BIN or bundle of the model import made\n"
       "of it: trained), the import's layout changes undone.\n"
+      "--train WHAT (train, info, plan) chooses what trains without editing\n"
+      "the model: everything (default), biases (every bias and the gamma\n"
+      "and beta of batch and layer normalization), last:N (the last N layers\n"
+      "with weights) or layers:A,B (those layers); the rest is frozen and\n"
+      "planned so (no gradients, no optimizer state, no activations kept for\n"
+      "it). plan stores the choice in the optimized INI ([Plan] train).\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
 
@@ -138,6 +145,8 @@ cli_parse (int argc, char **argv, cli_options * o)
       str = &o->optimizer;
     else if (!strcmp (a, "--learning-rate"))
       str = &o->learning_rate;
+    else if (!strcmp (a, "--train"))
+      str = &o->train;
     else if (!strcmp (a, "--compress")) {
       o->compress = true;
       continue;

@@ -70,6 +70,9 @@ free (void *p)
   __libc_free (p);
 }
 
+/* personalization: what trains in no_alloc_model (NULL: everything) */
+static const char *na_train;
+
 static void
 no_alloc_model (const char *root, const char *name, unsigned threads,
     bool profile)
@@ -86,6 +89,8 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
   CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s", err.message);
   /* the counters are made at compile, not at a step */
   CHECK (tt_model_set_profiling (m, profile, &err) == TT_OK, "%s", err.message);
+  if (na_train)
+    CHECK (tt_model_set_train (m, na_train, &err) == TT_OK, "%s", err.message);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {
@@ -263,6 +268,21 @@ test_molconvt (void)
   no_alloc_model (na_root, "mol_attention.ini", 2, false);
 }
 
+/* personalization: partially frozen models (a conv's bias gradient alone
+ * with biases) */
+static void
+test_personalized (void)
+{
+  const char *choices[] = { "biases", "last:2" };
+  for (int i = 0; i < 2; i++) {
+    na_train = choices[i];
+    no_alloc_model (na_root, "fmnist_cnn.ini", 1, false);
+    no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
+    no_alloc_model (na_root, "mobilenet_block.ini", 2, false);
+  }
+  na_train = NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -289,5 +309,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_recurrent_family);
   /* attention weights, grouped transposed convolution, mol_attention */
   TT_TEST_RUN (test_molconvt);
+  /* personalization: partially frozen models */
+  TT_TEST_RUN (test_personalized);
   return tt_test_summary ();
 }

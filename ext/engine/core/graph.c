@@ -631,6 +631,9 @@ graph_infer (tt_model * m, tt_error * err)
             l->out_dims[o].w, 1u << 28);
   }
 
+  tt_status cst = tt_train_choice_apply (m, err);
+  if (cst)
+    return cst;
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *l = &m->layers[i];
     bool own = false;

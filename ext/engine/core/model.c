@@ -79,6 +79,7 @@ tt_model_free (tt_model * m)
   free (m->tensors);
   free (m->uses);
   free (m->ini_text);
+  free (m->train_spec);
   free (m->save_best_path);
   free (m->memory_swap_path);
   free (m->remat);

@@ -182,6 +182,9 @@ struct tt_model {
   uint32_t batch_size, epochs;
   tt_loss_type loss;
   bool force_input_derivative;
+  /* what trains (tt_model_set_train, or a stored plan's [Plan] train):
+   * NULL, everything the INI leaves trainable */
+  char *train_spec;
   /* inference only (tt_model_set_inference): no gradients, derivatives or
    * optimizer state; forward lifetimes only; train_batch refused */
   bool inference;
@@ -355,6 +358,12 @@ void tt_model_unbind_dropped (tt_model * m);
 
 /* graph.c */
 tt_status tt_graph_build (tt_model * m, tt_error * err);
+/* core/train_choice.c: the model's train choice (train_spec, else the
+ * INI's [Plan] train) turned into per-weight trainable flags, after the
+ * layers' shapes and weights are known and before gradients flow */
+tt_status tt_train_choice_apply (tt_model * m, tt_error * err);
+/* the choice in effect, as written back to [Plan] train; NULL: everything */
+const char *tt_train_choice (const tt_model * m);
 tt_layer *tt_model_add_layer (tt_model * m, const char *name,
     const char *section, const tt_layer_ops * ops, tt_error * err);
 int tt_model_find_layer (const tt_model * m, const char *name);

@@ -39,6 +39,10 @@ model_open_check_kind (const char *path, tt_model_file_kind kind,
   if (o->kind != TT_MODEL_FILE_ANY && o->kind != kind)
     return tt_fail (err, TT_ERR_INVALID, "%s is %s, not %s", path,
         model_open_kind_name (kind), model_open_kind_name (o->kind));
+  if (kind == TT_MODEL_FILE_BUNDLE && o->train && *o->train)
+    return tt_fail (err, TT_ERR_INVALID, "%s is a bundle: it trains what "
+        "it was planned to train (choose what trains when planning the "
+        "INI file, then pack it)", path);
   if (kind == TT_MODEL_FILE_BUNDLE && o->memory_limit)
     return tt_fail (err, TT_ERR_INVALID, "%s is a bundle: its plan brings "
         "its pool (a memory limit applies to a model planned from an INI "
@@ -86,6 +90,8 @@ model_open_settings (tt_model * m, const tt_open_options * o, tt_error * err)
       (st = tt_model_set_memory_limit (m, o->memory_limit, err)))
     return st;
   if (o->threads && (st = tt_model_set_threads (m, o->threads, err)))
+    return st;
+  if (o->train && *o->train && (st = tt_model_set_train (m, o->train, err)))
     return st;
   return TT_OK;
 }

@@ -40,7 +40,9 @@ static const char *const plan_keys[] = {
   "label_shape", "fingerprint", "lower_bound", "naive_size",
   "depth_first_pool", "tensors", "in_place_layers", "order_search", "mode",
   "update_as_you_go", "memory_limit", "unlimited_pool", "threads",
-  "one_thread_pool", NULL
+  "one_thread_pool",
+  /* personalization: what trains (core/train_choice.c) */
+  "train", NULL
 };
 
 bool
@@ -791,6 +793,8 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
   if (m->update_as_you_go)
     plan_printf (&w, "update_as_you_go = %d:%d\n", TT_GRAD_CHUNK_QUANTUM,
         TT_GRAD_CHUNK_FLOATS);
+  if (tt_train_choice (m) && !m->inference)
+    plan_printf (&w, "train = %s\n", tt_train_choice (m));
   plan_printf (&w, "input_shapes = ");
   for (uint32_t i = 0; i < m->n_inputs; i++) {
     tt_dims d = m->layers[m->input_layers[i]].out_dims[0];

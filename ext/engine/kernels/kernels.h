@@ -521,4 +521,10 @@ typedef struct {
 void tt_mol_forward (const tt_mol * a);
 void tt_mol_backward (const tt_mol * a);
 
+/* personalization: out[c] = the sum over batch samples of channel c's
+ * plane of x ([batch][channels][plane]), a convolution's bias gradient
+ * when its filter is frozen; channels split over pool */
+void tt_plane_sums (tt_threads * pool, const float *x, size_t batch,
+    size_t channels, size_t plane, float *out);
+
 #endif

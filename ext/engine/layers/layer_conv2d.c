@@ -242,8 +242,14 @@ conv_forward (const tt_run_ctx * c, tt_layer * l)
 static void
 conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
-  if (l->weights[0].grad < 0)
+  /* a frozen filter, a bias that trains: the bias's gradient alone */
+  if (l->weights[0].grad < 0) {
+    if (l->n_weights > 1 && l->weights[1].grad >= 0)
+      tt_plane_sums (c->threads, tt_run_data (c, l->out_deriv[0]),
+          c->batch, l->p.conv.filters, (size_t) l->out_dims[0].h *
+          l->out_dims[0].w, tt_run_data (c, l->weights[1].grad));
     return;
+  }
   if (l->p.conv.groups > 1) {
     tt_conv_grouped_backward_weight (c->threads, &l->p.conv.geom,
         (int) l->p.conv.filters, (int) l->p.conv.groups, (int) c->batch,
@@ -305,7 +311,7 @@ conv_worker_floats (const tt_layer * l, uint32_t batch_size)
 static unsigned
 conv_backward_reads (const tt_layer * l)
 {
-  return l->p.conv.groups > 1 ? TT_READS_INPUT : 0;
+  return l->p.conv.groups > 1 && l->weights[0].trainable ? TT_READS_INPUT : 0;
 }
 
 /* the filter (its group's channels) at every output position */

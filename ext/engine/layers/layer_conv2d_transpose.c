@@ -180,8 +180,14 @@ convt_forward (const tt_run_ctx * c, tt_layer * l)
 static void
 convt_calc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
-  if (l->weights[0].grad < 0)
+  /* a frozen filter, a bias that trains: the bias's gradient alone */
+  if (l->weights[0].grad < 0) {
+    if (l->n_weights > 1 && l->weights[1].grad >= 0)
+      tt_plane_sums (c->threads, tt_run_data (c, l->out_deriv[0]),
+          c->batch, l->out_dims[0].c, (size_t) l->out_dims[0].h *
+          l->out_dims[0].w, tt_run_data (c, l->weights[1].grad));
     return;
+  }
   tt_conv_transpose_backward_weight (c->threads, &l->p.convt.geom,
       (int) l->in_dims[0].c, (int) l->p.convt.groups, (int) c->batch,
       tt_run_data (c, l->in[0]), tt_run_data (c, l->out_deriv[0]),
@@ -213,12 +219,12 @@ convt_worker_floats (const tt_layer * l, uint32_t batch_size)
       (int) l->in_dims[0].c, l->weights[0].grad >= 0);
 }
 
-/* the filter gradient reads the input (a frozen layer's backward does
+/* the filter gradient reads the input (a frozen filter's backward does
  * not) */
 static unsigned
 convt_backward_reads (const tt_layer * l)
 {
-  return l->trainable ? TT_READS_INPUT : 0;
+  return l->weights[0].trainable ? TT_READS_INPUT : 0;
 }
 
 /* every input position spreads the whole filter */

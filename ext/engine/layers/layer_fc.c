@@ -373,11 +373,12 @@ fc_derivative_product (const tt_layer * l, uint32_t batch)
   return samples * in.c * in.h * in.w * l->p.fc.unit;
 }
 
+/* the weight's gradient reads the input; the bias's and the input
+ * derivative do not (a frozen weight: the input is not kept) */
 static unsigned
 fc_backward_reads (const tt_layer * l)
 {
-  (void) l;
-  return TT_READS_INPUT;
+  return l->weights[0].trainable ? TT_READS_INPUT : 0;
 }
 
 /* a product of the weight per row of the input */

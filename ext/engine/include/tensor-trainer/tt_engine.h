@@ -197,6 +197,8 @@ typedef struct {
                                  * compiled: its pool is then laid out for
                                  * that count; 0: the process default */
   bool plan_thorough;           /* INI only: tt_model_set_plan_thorough */
+  const char *train;            /* INI only: tt_model_set_train; NULL or
+                                 * "": the stored plan's, else everything */
 } tt_open_options;
 
 /* The steps of tt_model_open in order: where it stopped. */
@@ -281,6 +283,19 @@ TT_API void tt_model_thread_steps (const tt_model * model, uint64_t * split,
 TT_API tt_status tt_model_set_inference (tt_model * model, bool inference,
     tt_error * err);
 TT_API bool tt_model_is_inference (const tt_model * model);
+
+/* Before compile: what trains, without editing the model
+ * (docs/personalize.md): "everything" (or NULL: what the INI leaves
+ * trainable; a stored plan's [Plan] train when it has one), "biases"
+ * (every bias and the gamma and beta of batch and layer normalization),
+ * "last:N" (the last N layers with trainable weights, INI order),
+ * "layers:A,B" (those layers). The others' weights are frozen: no
+ * gradient, no optimizer state, and the plan keeps nothing for a backward
+ * pass they do not need. A spelling that is none of these fails here;
+ * layer names and N are checked at compile, naming the layers that have
+ * trainable weights. */
+TT_API tt_status tt_model_set_train (tt_model * model, const char *choice,
+    tt_error * err);
 
 /* Before compile: how to lay out the pool, and its alignment (a power of
  * two, default 64; a stored plan brings its own). */
