@@ -26,6 +26,7 @@ typedef struct
   uint32_t epochs, batch, samples, valid_samples, align;
   bool replan, naive, compress, trust, resume, inference, profile;
   bool plan_thorough;           /* plan: the longer offset search */
+  bool plan_quick;              /* plan --quick: the compile's search */
   uint64_t seed, memory_limit;
   bool has_seed;
   int threads;

@@ -30,7 +30,7 @@ cli_usage (FILE * out)
       "[--train WHAT]\n"
       "  tensor-trainer plan MODEL.ini -o OUT.opt.ini [--batch N] "
       "[--align N] [--inference]\n"
-      "      [--memory-limit BYTES] [--threads T] [--train WHAT]\n"
+      "      [--memory-limit BYTES] [--threads T] [--train WHAT] [--quick]\n"
       "  tensor-trainer check MODEL.opt.ini|MODEL.ttb [--inference]\n"
       "  tensor-trainer pack MODEL.ini [WEIGHTS.bin] -o OUT.ttb [--compress]\n"
       "      [--align N] [--batch N] [--seed S]\n"
@@ -64,6 +64,10 @@ cli_usage (FILE * out)
       "(no memory reuse). --inference compiles the model for inference only\n"
       "(forward lifetimes, no gradients or optimizer state: a smaller pool);\n"
       "plan --inference stores such a plan, which tensor_predictor loads.\n"
+      "plan --quick keeps the quick offset search a model without a stored\n"
+      "plan gets when it compiles (milliseconds; the pool may sit a fraction\n"
+      "of a percent above its bound) instead of the longer one (seconds on\n"
+      "large models) that closes it.\n"
       "train and eval --profile print, after the run, the time each layer\n"
       "took (forward, backward, weight update, in execution order) and the\n"
       "time a step took to standard error.\n"
@@ -169,6 +173,9 @@ cli_parse (int argc, char **argv, cli_options * o)
       continue;
     } else if (!strcmp (a, "--inference")) {
       o->inference = true;
+      continue;
+    } else if (!strcmp (a, "--quick")) {
+      o->plan_quick = true;
       continue;
     } else if (!strcmp (a, "--profile")) {
       o->profile = true;

@@ -29,8 +29,9 @@ cli_plan (const cli_options * o)
     return cli_fail ("%s", err.message);
   cli_options copy = *o;
   copy.replan = true;
-  /* a stored plan is made once: worth the longer search for the bound */
-  copy.plan_thorough = true;
+  /* a stored plan is made once: worth the longer search for the bound,
+   * unless --quick asks for the compile's */
+  copy.plan_thorough = !o->plan_quick;
   tt_model *m = cli_open_model (&copy, NULL, NULL);
   if (!m)
     return 1;
