@@ -138,6 +138,13 @@ float *onnx_weight_from (onnx_import * im, onnx_layer * L,
     tt_error * err);
 void onnx_weight_back (const onnx_weight_src * s, const float *w,
     size_t count, float *out);
+/* onnx_weights.c: a layer's next weight, count zeros, filled by a mapping
+ * from several initializers (no single source: export-onnx refuses it) */
+float *onnx_weight_new (onnx_import * im, onnx_layer * L, size_t count,
+    tt_error * err);
+/* onnx_map.c: appends a "key = value" line to a layer's INI keys */
+void onnx_layer_key (onnx_layer * l, const char *fmt, ...)
+    __attribute__((format (printf, 2, 3)));
 /* onnx_write.c: the layers in the BIN's order (malloc'd, n_layers) */
 int *onnx_layer_order (const onnx_import * im);
 /* onnx_import.c: the conversion, im kept for the caller (freed with

@@ -137,10 +137,8 @@ onnx_layer_add (onnx_import * im, const char *base, const char *type,
   return (int) im->n_layers++;
 }
 
-static void layer_key (onnx_layer * l, const char *fmt, ...)
-    __attribute__((format (printf, 2, 3)));
-static void
-layer_key (onnx_layer * l, const char *fmt, ...)
+void
+onnx_layer_key (onnx_layer * l, const char *fmt, ...)
 {
   size_t len = strlen (l->keys);
   va_list ap;
@@ -331,9 +329,9 @@ map_fc (onnx_import * im, const Onnx__NodeProto * n, const onnx_value * x,
   if (l < 0)
     return err->status;
   onnx_layer *L = &im->layers[l];
-  layer_key (L, "unit = %lld", (long long) out);
+  onnx_layer_key (L, "unit = %lld", (long long) out);
   if (!c)
-    layer_key (L, "disable_bias = true");
+    onnx_layer_key (L, "disable_bias = true");
   /* ours is [in][out] (docs/formats.md, fully_connected): transB's
    * [out][in] transposed (onnx_weights.c) */
   if (!onnx_weight_from (im, L, b, trans_b ? out : 0, in, alpha, err))
@@ -501,25 +499,28 @@ map_conv (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   if (l < 0)
     return err->status;
   onnx_layer *L = &im->layers[l];
-  layer_key (L, "filters = %lld", (long long) f);
+  onnx_layer_key (L, "filters = %lld", (long long) f);
   if (sp == 2) {
-    layer_key (L, "kernel_size = %lld,%lld", (long long) k[0],
+    onnx_layer_key (L, "kernel_size = %lld,%lld", (long long) k[0],
         (long long) k[1]);
-    layer_key (L, "stride = %lld,%lld", (long long) s[0], (long long) s[1]);
-    layer_key (L, "dilation = %lld,%lld", (long long) d[0], (long long) d[1]);
+    onnx_layer_key (L, "stride = %lld,%lld", (long long) s[0],
+        (long long) s[1]);
+    onnx_layer_key (L, "dilation = %lld,%lld", (long long) d[0],
+        (long long) d[1]);
     /* ONNX: top, left, bottom, right; ours: top, bottom, left, right */
-    layer_key (L, "padding = %lld,%lld,%lld,%lld", (long long) p[0],
+    onnx_layer_key (L, "padding = %lld,%lld,%lld,%lld", (long long) p[0],
         (long long) p[2], (long long) p[1], (long long) p[3]);
   } else {
-    layer_key (L, "kernel_size = %lld", (long long) k[0]);
-    layer_key (L, "stride = %lld", (long long) s[0]);
-    layer_key (L, "dilation = %lld", (long long) d[0]);
-    layer_key (L, "padding = %lld,%lld", (long long) p[0], (long long) p[1]);
+    onnx_layer_key (L, "kernel_size = %lld", (long long) k[0]);
+    onnx_layer_key (L, "stride = %lld", (long long) s[0]);
+    onnx_layer_key (L, "dilation = %lld", (long long) d[0]);
+    onnx_layer_key (L, "padding = %lld,%lld", (long long) p[0],
+        (long long) p[1]);
   }
   if (g > 1)
-    layer_key (L, "groups = %lld", (long long) g);
+    onnx_layer_key (L, "groups = %lld", (long long) g);
   if (!bias)
-    layer_key (L, "disable_bias = true");
+    onnx_layer_key (L, "disable_bias = true");
   /* PyTorch's OIHW is ours ([filters][channels/groups][kh][kw]; conv1d
    * [filters][channels/groups][1][k]) */
   if (!onnx_weight_from (im, L, w, 0, 0, 1.0f, err) ||
@@ -560,11 +561,11 @@ map_batchnorm (onnx_import * im, int node, const Onnx__NodeProto * n,
   if (l < 0)
     return err->status;
   onnx_layer *L = &im->layers[l];
-  layer_key (L, "epsilon = %.9g", eps);
+  onnx_layer_key (L, "epsilon = %.9g", eps);
   /* ONNX's momentum is ours: running = momentum * running + (1 -
    * momentum) * batch (PyTorch's 0.1 is ONNX's 0.9) */
-  layer_key (L, "momentum = %.9g", mom);
-  layer_key (L, "axis = %d", x->rank == 2 ? 3 : 1);
+  onnx_layer_key (L, "momentum = %.9g", mom);
+  onnx_layer_key (L, "axis = %d", x->rank == 2 ? 3 : 1);
   /* ours: moving_mean, moving_variance, gamma, beta */
   static const int order[4] = { 2, 3, 0, 1 };
   for (int k = 0; k < 4; k++)
@@ -581,7 +582,7 @@ activation (onnx_import * im, const Onnx__NodeProto * n, const char *fn,
   int l = new_layer (im, n, "activation", x, err);
   if (l < 0)
     return err->status;
-  layer_key (&im->layers[l], "activation = %s", fn);
+  onnx_layer_key (&im->layers[l], "activation = %s", fn);
   set_output (im, n, 0, l, x->rank, x->dims);
   return TT_OK;
 }
@@ -669,8 +670,8 @@ map_clip (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
         LABEL (n), lo, hi);
   tt_status st = activation (im, n, "clip", x, err);
   if (!st) {
-    layer_key (&im->layers[im->n_layers - 1], "clip_min = %.9g", lo);
-    layer_key (&im->layers[im->n_layers - 1], "clip_max = %.9g", hi);
+    onnx_layer_key (&im->layers[im->n_layers - 1], "clip_min = %.9g", lo);
+    onnx_layer_key (&im->layers[im->n_layers - 1], "clip_max = %.9g", hi);
   }
   return st;
 }
@@ -781,15 +782,16 @@ map_pool (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   if (l < 0)
     return err->status;
   onnx_layer *L = &im->layers[l];
-  layer_key (L, "pooling = %s", avg ? "average" : "max");
-  layer_key (L, "pool_size = %lld,%lld", (long long) k[0], (long long) k[1]);
-  layer_key (L, "stride = %lld,%lld", (long long) s[0], (long long) s[1]);
-  layer_key (L, "padding = %lld,%lld,%lld,%lld", (long long) p[0],
+  onnx_layer_key (L, "pooling = %s", avg ? "average" : "max");
+  onnx_layer_key (L, "pool_size = %lld,%lld", (long long) k[0],
+      (long long) k[1]);
+  onnx_layer_key (L, "stride = %lld,%lld", (long long) s[0], (long long) s[1]);
+  onnx_layer_key (L, "padding = %lld,%lld,%lld,%lld", (long long) p[0],
       (long long) p[2], (long long) p[1], (long long) p[3]);
   if (ceil_mode)
-    layer_key (L, "ceil_mode = true");
+    onnx_layer_key (L, "ceil_mode = true");
   if (cip)
-    layer_key (L, "count_include_pad = true");
+    onnx_layer_key (L, "count_include_pad = true");
   if (sp == 1)
     dims[2] = dims[3];          /* [N, C, L'] */
   set_output (im, n, 0, l, x->rank, dims);
@@ -811,7 +813,7 @@ map_global_pool (onnx_import * im, int node, const Onnx__NodeProto * n,
   int l = new_layer (im, n, "pooling2d", x, err);
   if (l < 0)
     return err->status;
-  layer_key (&im->layers[l], "pooling = %s", n->op_type[6] == 'A' ?
+  onnx_layer_key (&im->layers[l], "pooling = %s", n->op_type[6] == 'A' ?
       "global_average" : "global_max");
   int64_t dims[4] = { ONNX_BATCH, x->dims[1], 1, 1 };
   set_output (im, n, 0, l, x->rank, dims);
@@ -921,10 +923,10 @@ map_reshape (onnx_import * im, int node, const Onnx__NodeProto * n,
   if (l < 0)
     return err->status;
   if (r == 3)
-    layer_key (&im->layers[l], "target_shape = %lld:1:%lld",
+    onnx_layer_key (&im->layers[l], "target_shape = %lld:1:%lld",
         (long long) dims[1], (long long) dims[2]);
   else
-    layer_key (&im->layers[l], "target_shape = %lld:%lld:%lld",
+    onnx_layer_key (&im->layers[l], "target_shape = %lld:%lld:%lld",
         (long long) dims[1], (long long) dims[2], (long long) dims[3]);
   set_output (im, n, 0, l, r, dims);
   return TT_OK;
@@ -967,7 +969,7 @@ map_dropout (onnx_import * im, int node, const Onnx__NodeProto * n,
   int l = new_layer (im, n, "dropout", x, err);
   if (l < 0)
     return err->status;
-  layer_key (&im->layers[l], "dropout_rate = %.9g", ratio);
+  onnx_layer_key (&im->layers[l], "dropout_rate = %.9g", ratio);
   set_output (im, n, 0, l, x->rank, x->dims);
   return TT_OK;
 }

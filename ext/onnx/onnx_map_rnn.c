@@ -18,7 +18,6 @@
 #include "onnx_map_rnn.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,39 +38,6 @@ rnn_out (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
   if (k >= n->n_output || !n->output[k] || !*n->output[k])
     return NULL;
   return &im->values[onnx_value_find (im, n->output[k])];
-}
-
-static void rnn_key (onnx_layer * l, const char *fmt, ...)
-    __attribute__((format (printf, 2, 3)));
-static void
-rnn_key (onnx_layer * l, const char *fmt, ...)
-{
-  size_t len = strlen (l->keys);
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (l->keys + len, sizeof l->keys - len, fmt, ap);
-  va_end (ap);
-  len = strlen (l->keys);
-  if (len + 1 < sizeof l->keys)
-    strcat (l->keys, "\n");
-}
-
-static float *
-rnn_weight (onnx_import * im, int layer, size_t count, tt_error * err)
-{
-  onnx_layer *l = &im->layers[layer];
-  if (l->n_w == ONNX_MAX_LAYER_WEIGHTS) {
-    onnx_fail (im, err, TT_ERR_INVALID, "too many weights in a layer");
-    return NULL;
-  }
-  float *w = calloc (count ? count : 1, sizeof *w);
-  if (!w) {
-    onnx_fail (im, err, TT_ERR_NOMEM, "out of memory");
-    return NULL;
-  }
-  l->w[l->n_w] = w;
-  l->wn[l->n_w++] = count;
-  return w;
 }
 
 /* an activation input (any view) */
@@ -424,28 +390,30 @@ onnx_map_recurrent (onnx_import * im, int node, const Onnx__NodeProto * n,
     onnx_layer *r = &im->layers[in_layer];
     r->inputs[0] = x->layer;
     r->n_inputs = 1;
-    rnn_key (r, "target_shape = 1:%lld:%lld", (long long) T, (long long) F);
+    onnx_layer_key (r, "target_shape = 1:%lld:%lld", (long long) T,
+        (long long) F);
   }
   int l = onnx_layer_add (im, n->name, lstm ? "lstm" : "gru", err);
   if (l < 0)
     return err->status;
   im->layers[l].inputs[0] = in_layer;
   im->layers[l].n_inputs = 1;
-  rnn_key (&im->layers[l], "unit = %lld", (long long) H);
+  onnx_layer_key (&im->layers[l], "unit = %lld", (long long) H);
   if (seq)
-    rnn_key (&im->layers[l], "return_sequences = true");
+    onnx_layer_key (&im->layers[l], "return_sequences = true");
   if (!lstm)
-    rnn_key (&im->layers[l], "reset_after = %s", lbr ? "true" : "false");
+    onnx_layer_key (&im->layers[l], "reset_after = %s", lbr ? "true" : "false");
   /* ours: weight_ih [F][g*H], weight_hh [H][g*H], bias_ih, bias_hh [g*H],
    * gates i, f, g, o (lstm) or z, r, g (gru); ONNX's rows are gates
    * i, o, f, c (LSTM) or z, r, h (GRU) */
   static const int lstm_gate[4] = { 0, 2, 3, 1 }, gru_gate[3] = { 0, 1, 2 };
   const int *src = lstm ? lstm_gate : gru_gate;
   const size_t G = (size_t) (gates * H);
-  float *wih = rnn_weight (im, l, (size_t) F * G, err);
-  float *whh = wih ? rnn_weight (im, l, (size_t) H * G, err) : NULL;
-  float *bih = whh ? rnn_weight (im, l, G, err) : NULL;
-  float *bhh = bih ? rnn_weight (im, l, G, err) : NULL;
+  float *wih = onnx_weight_new (im, &im->layers[l], (size_t) F * G, err);
+  float *whh =
+      wih ? onnx_weight_new (im, &im->layers[l], (size_t) H * G, err) : NULL;
+  float *bih = whh ? onnx_weight_new (im, &im->layers[l], G, err) : NULL;
+  float *bhh = bih ? onnx_weight_new (im, &im->layers[l], G, err) : NULL;
   if (!bhh)
     return err->status;
   for (int q = 0; q < gates; q++)
@@ -516,7 +484,7 @@ relabel (onnx_import * im, const Onnx__NodeProto * n, onnx_value * x, int r,
   im->layers[l].inputs[0] = x->layer;
   im->layers[l].n_inputs = 1;
   if (r != 2)
-    rnn_key (&im->layers[l], "target_shape = %lld:%lld:%lld",
+    onnx_layer_key (&im->layers[l], "target_shape = %lld:%lld:%lld",
         (long long) b[0], (long long) b[1], (long long) b[2]);
   rnn_set (im, n, 0, l, r, dims, 0, seq);
   return TT_OK;
@@ -611,9 +579,9 @@ onnx_map_gather (onnx_import * im, int node, const Onnx__NodeProto * n,
     im->layers[l].inputs[0] = x->layer;
     im->layers[l].n_inputs = 1;
     const int64_t V = data->dims[0], D = data->dims[1];
-    rnn_key (&im->layers[l], "in_dim = %lld", (long long) V);
-    rnn_key (&im->layers[l], "out_dim = %lld", (long long) D);
-    float *w = rnn_weight (im, l, data->count, err);
+    onnx_layer_key (&im->layers[l], "in_dim = %lld", (long long) V);
+    onnx_layer_key (&im->layers[l], "out_dim = %lld", (long long) D);
+    float *w = onnx_weight_new (im, &im->layers[l], data->count, err);
     if (!w)
       return err->status;
     memcpy (w, data->f, data->count * sizeof *w);       /* ours [V][D] */
@@ -667,9 +635,9 @@ onnx_map_gather (onnx_import * im, int node, const Onnx__NodeProto * n,
     return err->status;
   im->layers[l].inputs[0] = x->layer;
   im->layers[l].n_inputs = 1;
-  rnn_key (&im->layers[l], "axis = 2");
-  rnn_key (&im->layers[l], "start_index = %lld", (long long) (i + 1));
-  rnn_key (&im->layers[l], "end_index = %lld", (long long) (i + 2));
+  onnx_layer_key (&im->layers[l], "axis = 2");
+  onnx_layer_key (&im->layers[l], "start_index = %lld", (long long) (i + 1));
+  onnx_layer_key (&im->layers[l], "end_index = %lld", (long long) (i + 2));
   rnn_set (im, n, 0, l, 2, dims, 0, false);
   return TT_OK;
 }

@@ -17,7 +17,6 @@
 #include "onnx_internal.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,39 +138,6 @@ tf_perm_is (const Onnx__NodeProto * n, int count, const int64_t * p)
   return true;
 }
 
-static void tf_key (onnx_layer * l, const char *fmt, ...)
-    __attribute__((format (printf, 2, 3)));
-static void
-tf_key (onnx_layer * l, const char *fmt, ...)
-{
-  size_t len = strlen (l->keys);
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (l->keys + len, sizeof l->keys - len, fmt, ap);
-  va_end (ap);
-  len = strlen (l->keys);
-  if (len + 1 < sizeof l->keys)
-    strcat (l->keys, "\n");
-}
-
-static float *
-tf_weight (onnx_import * im, int layer, size_t count, tt_error * err)
-{
-  onnx_layer *l = &im->layers[layer];
-  if (l->n_w == ONNX_MAX_LAYER_WEIGHTS) {
-    onnx_fail (im, err, TT_ERR_INVALID, "too many weights in a layer");
-    return NULL;
-  }
-  float *w = calloc (count ? count : 1, sizeof *w);
-  if (!w) {
-    onnx_fail (im, err, TT_ERR_NOMEM, "out of memory");
-    return NULL;
-  }
-  l->w[l->n_w] = w;
-  l->wn[l->n_w++] = count;
-  return w;
-}
-
 /* a layer of type reading layer `in`; -1 on failure */
 static int
 tf_layer (onnx_import * im, const char *base, const char *type, int in,
@@ -230,10 +196,10 @@ tf_emit_layernorm (onnx_import * im, const char *base, const onnx_value * x,
   int l = tf_layer (im, base, "layer_normalization", x->layer, err);
   if (l < 0)
     return err->status;
-  tf_key (&im->layers[l], "axis = 3");
-  tf_key (&im->layers[l], "epsilon = %.9g", eps);
-  float *g = tf_weight (im, l, d, err), *b = g ? tf_weight (im, l, d, err) :
-      NULL;
+  onnx_layer_key (&im->layers[l], "axis = 3");
+  onnx_layer_key (&im->layers[l], "epsilon = %.9g", eps);
+  float *g = onnx_weight_new (im, &im->layers[l], d, err), *b =
+      g ? onnx_weight_new (im, &im->layers[l], d, err) : NULL;
   if (!b)
     return err->status;
   for (size_t k = 0; k < d; k++) {
@@ -398,7 +364,7 @@ onnx_map_tf_reducemean (onnx_import * im, int node, const Onnx__NodeProto * n,
   int l = tf_layer (im, n->name, "reduce_mean", x->layer, err);
   if (l < 0)
     return err->status;
-  tf_key (&im->layers[l], "axis = 1");
+  onnx_layer_key (&im->layers[l], "axis = 1");
   int64_t dims[3] = { ONNX_BATCH, 1, x->dims[2] };
   if (onnx_attr_int (n, "keepdims", 1))
     tf_set (im, tf_out (n, 0), l, 3, dims);
@@ -443,7 +409,7 @@ onnx_map_tf_div (onnx_import * im, int node, const Onnx__NodeProto * n,
   int l = tf_layer (im, n->name, "activation", x->layer, err);
   if (l < 0)
     return err->status;
-  tf_key (&im->layers[l], "activation = gelu");
+  onnx_layer_key (&im->layers[l], "activation = gelu");
   im->absorbed[erf] = im->absorbed[add] = im->absorbed[mul] =
       im->absorbed[half_mul] = true;
   tf_set (im, tf_out (tf_node (im, half_mul), 0), l, x->rank, x->dims);
@@ -647,7 +613,7 @@ tf_attention_emit (onnx_import * im, const Onnx__NodeProto * t0,
   int rin = tf_layer (im, base, "reshape", x->layer, err);
   if (rin < 0)
     return err->status;
-  tf_key (&im->layers[rin], "target_shape = 1:%lld:%lld", (long long) T,
+  onnx_layer_key (&im->layers[rin], "target_shape = 1:%lld:%lld", (long long) T,
       (long long) D);
   const Onnx__NodeProto *e = tf_node (im, a->end);
   snprintf (base, sizeof base, "%s_mha", t0->name ? t0->name : "attention");
@@ -657,14 +623,14 @@ tf_attention_emit (onnx_import * im, const Onnx__NodeProto * t0,
   onnx_layer *L = &im->layers[l];
   L->inputs[1] = L->inputs[2] = rin;
   L->n_inputs = 3;
-  tf_key (L, "num_heads = %d", a->heads);
+  onnx_layer_key (L, "num_heads = %d", a->heads);
   if (a->dropout > 0)
-    tf_key (L, "dropout_rate = %.9g", a->dropout);
+    onnx_layer_key (L, "dropout_rate = %.9g", a->dropout);
   /* query, key, value: in_proj's row blocks q, k, v ([3D][D] as PyTorch
    * stores it), each ours [D][D] (in by out); then out_proj */
   for (int p = 0; p < 3; p++) {
-    float *w = tf_weight (im, l, (size_t) (D * D), err);
-    float *b = w ? tf_weight (im, l, (size_t) D, err) : NULL;
+    float *w = onnx_weight_new (im, &im->layers[l], (size_t) (D * D), err);
+    float *b = w ? onnx_weight_new (im, &im->layers[l], (size_t) D, err) : NULL;
     if (!b)
       return err->status;
     for (int64_t i = 0; i < D; i++)
@@ -673,8 +639,8 @@ tf_attention_emit (onnx_import * im, const Onnx__NodeProto * t0,
     for (int64_t o = 0; o < D; o++)
       b[o] = a->b->f[p * D + o];
   }
-  float *w = tf_weight (im, l, (size_t) (D * D), err);
-  float *b = w ? tf_weight (im, l, (size_t) D, err) : NULL;
+  float *w = onnx_weight_new (im, &im->layers[l], (size_t) (D * D), err);
+  float *b = w ? onnx_weight_new (im, &im->layers[l], (size_t) D, err) : NULL;
   if (!b)
     return err->status;
   for (int64_t i = 0; i < D; i++)
@@ -686,8 +652,8 @@ tf_attention_emit (onnx_import * im, const Onnx__NodeProto * t0,
   int rout = tf_layer (im, base, "reshape", l, err);
   if (rout < 0)
     return err->status;
-  tf_key (&im->layers[rout], "target_shape = %lld:1:%lld", (long long) T,
-      (long long) D);
+  onnx_layer_key (&im->layers[rout], "target_shape = %lld:1:%lld",
+      (long long) T, (long long) D);
   tf_set (im, tf_out (e, 0), rout, 3, x->dims);
   return TT_OK;
 }

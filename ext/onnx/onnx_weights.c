@@ -47,6 +47,25 @@ onnx_weight_from (onnx_import * im, onnx_layer * L, const onnx_value * v,
   return w;
 }
 
+float *
+onnx_weight_new (onnx_import * im, onnx_layer * L, size_t count, tt_error * err)
+{
+  if (L->n_w == ONNX_MAX_LAYER_WEIGHTS) {
+    onnx_fail (im, err, TT_ERR_INVALID, "too many weights in a layer");
+    return NULL;
+  }
+  float *w = calloc (count ? count : 1, sizeof *w);
+  if (!w) {
+    onnx_fail (im, err, TT_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  const int k = L->n_w++;
+  L->w[k] = w;
+  L->wn[k] = count;
+  memset (&L->src[k], 0, sizeof L->src[k]);
+  return w;
+}
+
 void
 onnx_weight_back (const onnx_weight_src * s, const float *w, size_t count,
     float *out)
