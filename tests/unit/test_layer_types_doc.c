@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The README's table of layer types is the registry's: one row per
+ * docs/layer-types.md's table is the registry's: one row per
  * registered type (layers/layers.c), in its order, naming the keys the
  * type accepts beyond the universal ones and whether it takes the weight
  * keys. The rows sit between two marker lines; --print writes them, so
  * that after adding a layer the table is regenerated, not typed:
  *
- *   build/tests/test_readme_layers --print
+ *   build/tests/test_layer_types_doc --print
  *
- *   test_readme_layers SOURCE_ROOT     checks README.md
+ *   test_layer_types_doc SOURCE_ROOT     checks docs/layer-types.md
  */
 #include "tt_layer.h"
 #include "tt_test.h"
 
-#define MARK_BEGIN "<!-- layer types: build/tests/test_readme_layers --print -->"
+#define MARK_BEGIN "<!-- layer types: build/tests/test_layer_types_doc --print -->"
 #define MARK_END "<!-- end of layer types -->"
 
 /* The row of one type into buf */
@@ -46,11 +46,11 @@ main (int argc, char **argv)
     return 0;
   }
   if (argc != 2) {
-    fprintf (stderr, "usage: test_readme_layers SOURCE_ROOT | --print\n");
+    fprintf (stderr, "usage: test_layer_types_doc SOURCE_ROOT | --print\n");
     return 2;
   }
   char path[2048];
-  snprintf (path, sizeof path, "%s/README.md", argv[1]);
+  snprintf (path, sizeof path, "%s/docs/layer-types.md", argv[1]);
   size_t len = 0;
   char *text = tt_test_read_file (path, &len);
   CHECK (text != NULL, "%s: not readable", path);
@@ -58,21 +58,22 @@ main (int argc, char **argv)
     return tt_test_summary ();
   const char *begin = strstr (text, MARK_BEGIN);
   const char *end = begin ? strstr (begin, MARK_END) : NULL;
-  CHECK (begin && end, "README.md: no table between '%s' and '%s'",
+  CHECK (begin && end, "docs/layer-types.md: no table between '%s' and '%s'",
       MARK_BEGIN, MARK_END);
   if (begin && end) {
     const size_t span = (size_t) (end - begin);
     uint32_t rows = 0;
     for (const char *p = begin; p && p < end; p = strstr (p + 1, "\n| `"))
       rows += p != begin;
-    CHECK (rows == TT_LAYER_TYPES, "README.md: %u layer rows, %d registered "
-        "types (regenerate with --print)", rows, TT_LAYER_TYPES);
+    CHECK (rows == TT_LAYER_TYPES, "docs/layer-types.md: %u layer rows, "
+        "%d registered types (regenerate with --print)", rows, TT_LAYER_TYPES);
     for (uint32_t i = 0; i < TT_LAYER_TYPES; i++) {
       const tt_layer_ops *ops = tt_layer_ops_at (i);
       row_of (ops, row, sizeof row);
       const char *at = strstr (begin, row);
-      CHECK (at && (size_t) (at - begin) < span, "README.md: no row '%s' "
-          "(regenerate with --print)", row);
+      const bool inside = at && (size_t) (at - begin) < span;
+      CHECK (inside, "docs/layer-types.md: no row '%s' (regenerate with "
+          "--print)", row);
     }
   }
   free (text);
