@@ -96,6 +96,40 @@ model_open_settings (tt_model * m, const tt_open_options * o, tt_error * err)
   return TT_OK;
 }
 
+/* The weights file, if any, into an opened model (freed on failure) */
+static tt_model *
+model_open_weights (tt_model * m, const tt_open_options * o,
+    tt_open_info * info, tt_error * err)
+{
+  if (o->weights && *o->weights) {
+    info->failed_step = TT_OPEN_WEIGHTS;
+    if (tt_model_load_weights (m, o->weights, err)) {
+      tt_model_free (m);
+      return NULL;
+    }
+  }
+  info->failed_step = TT_OPEN_OK;
+  return m;
+}
+
+/* A loaded INI model: the options, compile, the weights (freed on
+ * failure; NULL in, NULL out) */
+static tt_model *
+model_open_ini_loaded (tt_model * m, const tt_open_options * o,
+    tt_open_info * info, tt_error * err)
+{
+  if (!m)
+    return NULL;
+  info->failed_step = TT_OPEN_SETTINGS;
+  if (!model_open_settings (m, o, err)) {
+    info->failed_step = TT_OPEN_COMPILE;
+    if (!tt_model_compile (m, err))
+      return model_open_weights (m, o, info, err);
+  }
+  tt_model_free (m);
+  return NULL;
+}
+
 tt_model *
 tt_model_open (const char *path, const tt_open_options * options,
     tt_open_info * info, tt_error * err)
@@ -110,37 +144,22 @@ tt_model_open (const char *path, const tt_open_options * options,
   if (model_open_check_kind (path, info->kind, o, err))
     return NULL;
 
-  tt_model *m;
   info->failed_step = TT_OPEN_READ;
   /* a file that cannot be opened goes to the loader of the kind asked
    * for (an INI's when either would do), which says why */
   if (info->kind == TT_MODEL_FILE_BUNDLE || (info->kind == TT_MODEL_FILE_ANY
           && o->kind == TT_MODEL_FILE_BUNDLE)) {
-    if (!(m = model_open_bundle (path, o, err)))
+    tt_model *m = model_open_bundle (path, o, err);
+    if (!m)
       return NULL;
     info->failed_step = TT_OPEN_SETTINGS;
-    if (o->threads && tt_model_set_threads (m, o->threads, err))
-      goto fail;
-  } else {
-    if (!(m = tt_model_load_ini (path, err)))
+    if (o->threads && tt_model_set_threads (m, o->threads, err)) {
+      tt_model_free (m);
       return NULL;
-    info->failed_step = TT_OPEN_SETTINGS;
-    if (model_open_settings (m, o, err))
-      goto fail;
-    info->failed_step = TT_OPEN_COMPILE;
-    if (tt_model_compile (m, err))
-      goto fail;
+    }
+    return model_open_weights (m, o, info, err);
   }
-  if (o->weights && *o->weights) {
-    info->failed_step = TT_OPEN_WEIGHTS;
-    if (tt_model_load_weights (m, o->weights, err))
-      goto fail;
-  }
-  info->failed_step = TT_OPEN_OK;
-  return m;
-fail:
-  tt_model_free (m);
-  return NULL;
+  return model_open_ini_loaded (tt_model_load_ini (path, err), o, info, err);
 }
 
 tt_model *
@@ -157,25 +176,8 @@ tt_model_open_ini_text (const char *text, size_t len, const char *name,
   if (model_open_check_kind (name, TT_MODEL_FILE_INI, o, err))
     return NULL;
   info->failed_step = TT_OPEN_READ;
-  tt_model *m = tt_model_load_ini_text (text, len, name, err);
-  if (!m)
-    return NULL;
-  info->failed_step = TT_OPEN_SETTINGS;
-  if (model_open_settings (m, o, err))
-    goto fail;
-  info->failed_step = TT_OPEN_COMPILE;
-  if (tt_model_compile (m, err))
-    goto fail;
-  if (o->weights && *o->weights) {
-    info->failed_step = TT_OPEN_WEIGHTS;
-    if (tt_model_load_weights (m, o->weights, err))
-      goto fail;
-  }
-  info->failed_step = TT_OPEN_OK;
-  return m;
-fail:
-  tt_model_free (m);
-  return NULL;
+  return model_open_ini_loaded (tt_model_load_ini_text (text, len, name,
+          err), o, info, err);
 }
 
 tt_status
