@@ -37,16 +37,7 @@ make_dir (void)
 static void
 remove_dir (void)
 {
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const gchar *name;
-  while (d && (name = g_dir_read_name (d))) {
-    gchar *p = g_build_filename (dir, name, NULL);
-    g_unlink (p);
-    g_free (p);
-  }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (dir);
+  tt_gst_remove_dir (dir);
   g_free (dir);
 }
 

@@ -1929,22 +1929,6 @@ nns_case_init (NnsCase * c, const gchar * trainer_props)
   g_free (launch);
 }
 
-/* The files the case wrote in its folder, then the folder. */
-static void
-remove_dir (const gchar * dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const gchar *name;
-  while (d && (name = g_dir_read_name (d))) {
-    gchar *p = g_build_filename (dir, name, NULL);
-    g_unlink (p);
-    g_free (p);
-  }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (dir);
-}
-
 static void
 nns_case_clear (NnsCase * c)
 {
@@ -1953,7 +1937,7 @@ nns_case_clear (NnsCase * c)
   gst_object_unref (c->bus);
   gst_object_unref (c->trainer);
   gst_object_unref (c->pipeline);
-  remove_dir (c->dir);
+  tt_gst_remove_dir (c->dir);
   g_free (c->dir);
   g_free (c->images);
   g_free (c->labels);
@@ -2368,7 +2352,7 @@ GST_START_TEST (test_one_error_per_failure)
     g_free (cases[i].launch);
   }
   g_free (head);
-  remove_dir (dir);
+  tt_gst_remove_dir (dir);
   g_free (dir);
   g_free (images);
   g_free (labels);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Helpers shared by the element tests: the text of the next error or
- * warning, the next element message of a given name, and flexible tensors
- * as nnstreamer makes them.
+ * warning, the next element message of a given name, flexible tensors
+ * as nnstreamer makes them, and a case's scratch folder removed.
  */
 #ifndef TT_GST_TEST_H
 #define TT_GST_TEST_H
 
+#include <glib/gstdio.h>
 #include <gst/gst.h>
 #include <string.h>
 
@@ -70,6 +71,22 @@ tt_gst_flex_memory (guint32 nns_type, const guint32 * dims, guint rank,
   memcpy (m.data + sizeof h, data, size);
   gst_memory_unmap (mem, &m);
   return mem;
+}
+
+/* The files a case wrote in its folder dir, then the folder. */
+static inline void
+tt_gst_remove_dir (const gchar * dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const gchar *name;
+  while (d && (name = g_dir_read_name (d))) {
+    gchar *p = g_build_filename (dir, name, NULL);
+    g_unlink (p);
+    g_free (p);
+  }
+  if (d)
+    g_dir_close (d);
+  g_rmdir (dir);
 }
 
 #endif /* TT_GST_TEST_H */
