@@ -22,7 +22,7 @@ typedef struct
   const char *data, *labels, *valid_data, *valid_labels;
   const char *load, *save, *weights, *output, *checkpoint;
   const char *c_out, *section, *format, *symbol, *mode;
-  const char *loss, *optimizer, *learning_rate;     /* import */
+  const char *loss, *optimizer, *learning_rate, *freeze;     /* import */
   uint32_t epochs, batch, samples, valid_samples, align;
   bool replan, naive, compress, trust, resume, inference, profile;
   bool plan_thorough;           /* plan: the longer offset search */

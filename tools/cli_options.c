@@ -40,8 +40,9 @@ cli_usage (FILE * out)
       "  tensor-trainer inspect MODEL.ttb\n"
       "  tensor-trainer export MODEL.ttb --c-out DIR [--section NAME]\n"
       "      [--align N] [--format asm|c] [--symbol NAME]\n"
-      "  tensor-trainer import MODEL.onnx -o OUT.ini [--loss L] "
-      "[--optimizer O]\n      [--learning-rate R] [--batch N]\n"
+      "  tensor-trainer import MODEL.onnx -o OUT.ini|OUT.ttb [--loss L] "
+      "[--optimizer O]\n      [--learning-rate R] [--batch N] "
+      "[--freeze NAME,...]\n"
       "  tensor-trainer export-onnx MODEL.onnx --weights WEIGHTS -o OUT.onnx\n"
       "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
       " ...\n      (federated averaging over MQTT: aggregate --help)\n"
@@ -74,12 +75,15 @@ cli_usage (FILE * out)
       "strip writes the plain INI nntrainer reads (no [Plan] sections, the\n"
       "INI's own batch_size) from an optimized INI or a bundle, and with\n"
       "--weights a bundle's weights as a BIN; it never writes over its input.\n"
-      "import writes an ONNX model (torch.onnx.export of an MLP or CNN) as\n"
-      "OUT.ini and its weights as OUT.bin (train OUT.ini --load OUT.bin);\n"
+      "import writes an ONNX model (torch.onnx.export) as OUT.ini and its\n"
+      "weights as OUT.bin (train OUT.ini --load OUT.bin), or as a bundle\n"
+      "(-o OUT.ttb: INI, plan for --batch, weights);\n"
       "--loss cross_softmax (default: the output taken as logits, a final\n"
       "Softmax absorbed), cross_sigmoid or mse; --optimizer sgd (default),\n"
       "adam or adamw; --learning-rate (default 0.001); --batch (default the\n"
-      "ONNX input's fixed batch, else 32).\n"
+      "ONNX input's fixed batch, else 32); --freeze NAME,... makes layers\n"
+      "trainable = false, named by INI section, initializer or module path\n"
+      "(features: every layer whose weights are features.*).\n"
       "export-onnx writes MODEL.onnx again with the initializers that became\n"
       "weights replaced by WEIGHTS (a BIN or bundle of the model import made\n"
       "of it: trained), the import's layout changes undone.\n"
@@ -149,6 +153,8 @@ cli_parse (int argc, char **argv, cli_options * o)
       str = &o->optimizer;
     else if (!strcmp (a, "--learning-rate"))
       str = &o->learning_rate;
+    else if (!strcmp (a, "--freeze"))
+      str = &o->freeze;
     else if (!strcmp (a, "--train"))
       str = &o->train;
     else if (!strcmp (a, "--compress")) {

@@ -107,6 +107,8 @@ onnx_convert_keep (onnx_import * im, const void *data, size_t len,
           im->layers[im->n_layers - 1].name);
   }
   if (!st)
+    st = onnx_freeze_apply (im, err);
+  if (!st)
     st = onnx_write_text (im, ini, ini_len, bin, bin_len, err);
   return st;
 }

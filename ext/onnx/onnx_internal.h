@@ -164,4 +164,7 @@ tt_status onnx_map_tf_reducemean (onnx_import * im, int node,
 tt_status onnx_map_tf_div (onnx_import * im, int node,
     const Onnx__NodeProto * n, tt_error * err);
 
+/* onnx_freeze.c: --freeze's layers given `trainable = false` */
+tt_status onnx_freeze_apply (onnx_import * im, tt_error * err);
+
 #endif /* TT_ONNX_INTERNAL_H */

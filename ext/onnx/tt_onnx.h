@@ -25,6 +25,10 @@ typedef struct {
   const char *optimizer;
   double learning_rate;         /* 0: 0.001, the engine's default */
   uint32_t batch;               /* 0: the input's fixed batch, else 32 */
+  /* comma-separated layers made `trainable = false`: INI section names,
+   * initializer names or module paths prefixing them ("features");
+   * NULL: none */
+  const char *freeze;
 } tt_onnx_options;
 
 /* Reads onnx_path and writes ini_path and bin_path (both or neither).

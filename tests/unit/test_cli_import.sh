@@ -3,9 +3,11 @@
 # tensor-trainer import: an ONNX fixture (tests/onnx/) imported from the
 # command line, then trained with `train OUT.ini --load OUT.bin` on a small
 # IDX data set, planned at the bound; its options (--loss, --optimizer,
-# --learning-rate, --batch) in the INI; refusals (an unsupported operator,
-# an -o that is not .ini, a bad option value) print one message, exit 1
-# and write nothing.
+# --learning-rate, --batch) in the INI; --freeze's layers keep their
+# weights; -o OUT.ttb writes a bundle of the same weights; refusals (an
+# unsupported operator, an -o that is not .ini, a bad option value, a
+# --freeze name that matches nothing or part of a layer) print one
+# message, exit 1 and write nothing.
 #
 # usage: test_cli_import.sh TENSOR_TRAINER SOURCE_ROOT
 set -uo pipefail
@@ -54,6 +56,40 @@ $cli plan "$tmp/emb.ini" -o "$tmp/emb.opt.ini" > "$tmp/plan.out" 2>&1
 check "embedding + lstm planned at the bound" grep -q "1.0000 x bound" \
   "$tmp/plan.out"
 
+# --freeze: layers named by module path (c1: c1.weight, c1.bias) or by
+# section (bn_BatchNormalization) get trainable = false and keep their
+# weights bit for bit while the rest trains. BIN order: c1 filter (36
+# floats) and bias (4), bn moving mean, variance, gamma, beta (4 each),
+# c2 filter (216), fc weight (36) and bias (3).
+check "import --freeze" $cli import "$src/tests/onnx/cnn_train_op17.onnx" \
+  -o "$tmp/frz.ini" --freeze c1,bn_BatchNormalization --batch 4
+check "frozen layers in the INI" test "$(grep -c '^trainable = false$' \
+  "$tmp/frz.ini")" -eq 2
+check "c1 frozen" awk '/^\[c1_Conv\]/{s=1} s&&/^trainable = false/{f=1}
+  s&&/^$/{exit} END{exit !f}' "$tmp/frz.ini"
+$cli train "$tmp/frz.ini" --load "$tmp/frz.bin" --data "$tmp/images.idx" \
+  --labels "$tmp/labels.idx" --epochs 2 --save "$tmp/frz_trained.bin" \
+  > "$tmp/train.out" 2>&1
+check "train the frozen import" test $? -eq 0
+check "c1 unchanged" cmp -s -n 160 "$tmp/frz.bin" "$tmp/frz_trained.bin"
+check "bn gamma and beta unchanged" cmp -s -i 192:192 -n 32 "$tmp/frz.bin" \
+  "$tmp/frz_trained.bin"
+check "fc trained" bash -c "! cmp -s -i 1120:1120 '$tmp/frz.bin' \
+  '$tmp/frz_trained.bin'"
+# -o OUT.ttb: a bundle (INI, plan for --batch, the same weights)
+check "import to a bundle" $cli import "$src/tests/onnx/cnn_train_op17.onnx" \
+  -o "$tmp/cnn.ttb" --batch 4
+check "the bundle checks" $cli check "$tmp/cnn.ttb"
+check "unpack" $cli unpack "$tmp/cnn.ttb" -o "$tmp/unpacked"
+check "import to INI and BIN" $cli import \
+  "$src/tests/onnx/cnn_train_op17.onnx" -o "$tmp/cnn17.ini" --batch 4
+# (unpack's BIN ends with the bundle's training counters, 8 bytes more)
+check "bundle's weights are the BIN's" cmp -n "$(stat -c %s \
+  "$tmp/cnn17.bin")" "$tmp/unpacked/model.bin" "$tmp/cnn17.bin"
+$cli train "$tmp/cnn.ttb" --data "$tmp/images.idx" --labels \
+  "$tmp/labels.idx" --epochs 1 > "$tmp/train.out" 2>&1
+check "train the bundle" test $? -eq 0
+
 # refusals: exit 1, one line, nothing written
 refuse () {     # refuse WHAT PATTERN ARGS...
   local what=$1 pattern=$2; shift 2
@@ -74,6 +110,15 @@ refuse "learning rate" "learning-rate needs a number above 0" import \
   "$src/tests/onnx/mlp_op13.onnx" -o "$tmp/out.ini" --learning-rate -1
 refuse "no -o" "import needs -o OUT.ini" import \
   "$src/tests/onnx/mlp_op13.onnx"
+refuse "freeze part of a layer" "would freeze only some of its weights" \
+  import "$src/tests/onnx/cnn_train_op17.onnx" -o "$tmp/out.ini" \
+  --freeze c1.weight
+refuse "freeze an unknown name" "no layer and no initializer" import \
+  "$src/tests/onnx/cnn_train_op17.onnx" -o "$tmp/out.ini" --freeze nope
+refuse "freeze a layer without weights" "has no weights to freeze" import \
+  "$src/tests/onnx/cnn_train_op17.onnx" -o "$tmp/out.ini" --freeze Relu
+refuse "freeze an empty name" "an empty name" import \
+  "$src/tests/onnx/cnn_train_op17.onnx" -o "$tmp/out.ini" --freeze c1,,bn
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
