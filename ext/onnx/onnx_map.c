@@ -599,7 +599,7 @@ map_unary (onnx_import * im, int node, const Onnx__NodeProto * n,
   if (!strcmp (op, "Sigmoid") && is_final (im, n) &&
       !strcmp (im->loss, "cross_sigmoid")) {
     snprintf (im->absorbed_note, sizeof im->absorbed_note, "the final "
-        "Sigmoid ('%.60s') is the loss's (cross_sigmoid)", n->name);
+        "Sigmoid ('%.60s') is that layer", n->name);
     alias_output (im, n, x);
     return TT_OK;
   }
@@ -626,7 +626,7 @@ map_softmax (onnx_import * im, int node, const Onnx__NodeProto * n,
         (long long) onnx_attr_int (n, "axis", 0), x->rank);
   if (is_final (im, n) && !strcmp (im->loss, "cross_softmax")) {
     snprintf (im->absorbed_note, sizeof im->absorbed_note, "the final "
-        "Softmax ('%.60s') is the loss's (cross_softmax)", n->name);
+        "Softmax ('%.60s') is that layer", n->name);
     alias_output (im, n, x);
     return TT_OK;
   }

@@ -117,10 +117,38 @@ done:
   return out;
 }
 
+/* cross_softmax and cross_sigmoid in nntrainer's form, which both
+ * engines read: `loss = cross` after a final softmax (sigmoid) activation
+ * layer, the pair folded into the loss (nntrainer 65dccdec's [Model] loss
+ * takes only cross, mse and kld, and needs that activation layer last).
+ * The final Softmax (Sigmoid) the mapping absorbed becomes that layer. */
+static tt_status
+cross_entropy_layer (onnx_import * im, const char **loss, tt_error * err)
+{
+  *loss = im->loss;
+  const bool softmax = !strcmp (im->loss, "cross_softmax");
+  if (!softmax && strcmp (im->loss, "cross_sigmoid"))
+    return TT_OK;
+  const char *fn = softmax ? "softmax" : "sigmoid";
+  const int last = (int) im->n_layers - 1;
+  const int l = onnx_layer_add (im, fn, "activation", err);
+  if (l < 0)
+    return err->status;
+  onnx_layer *L = &im->layers[l];
+  L->inputs[0] = last;
+  L->n_inputs = 1;
+  onnx_layer_key (L, "activation = %s", fn);
+  *loss = "cross";
+  return TT_OK;
+}
+
 tt_status
 onnx_write_text (onnx_import * im, char **ini, size_t *ini_len,
     unsigned char **bin, size_t *bin_len, tt_error * err)
 {
+  const char *loss;
+  if (cross_entropy_layer (im, &loss, err))
+    return err->status;
   onnx_text t = { NULL, 0, 0, false };
   char prod[64], ver[64], file[64];
   clean_copy (prod, sizeof prod, im->proto->producer_name);
@@ -132,14 +160,16 @@ onnx_write_text (onnx_import * im, char **ini, size_t *ini_len,
       "written beside this file.\n", file, (long long) im->ir_version,
       (long long) im->opset, *prod ? ", producer " : "", prod,
       *ver ? " " : "", ver);
-  if (*im->absorbed_note)
-    text_add (&t, "# The graph's output is taken as logits: %s.\n",
-        im->absorbed_note);
+  if (strcmp (loss, im->loss))
+    text_add (&t, "# The loss: %s, written as nntrainer reads it (loss = "
+        "cross after a final %s layer, on the graph's output as logits%s%s)."
+        "\n", im->loss, strcmp (im->loss, "cross_softmax") ? "sigmoid" :
+        "softmax", *im->absorbed_note ? "; " : "", im->absorbed_note);
   const uint32_t batch = im->opt.batch ? im->opt.batch :
       im->export_batch > 0 ? (uint32_t) im->export_batch : 32;
   text_add (&t, "\n[Model]\ntype = NeuralNetwork\nbatch_size = %u\n"
       "epochs = 1\nloss = %s\n\n[Optimizer]\ntype = %s\nlearning_rate = "
-      "%.9g\n", batch, im->loss, im->optimizer, im->opt.learning_rate > 0 ?
+      "%.9g\n", batch, loss, im->optimizer, im->opt.learning_rate > 0 ?
       im->opt.learning_rate : 0.001);
   if (strcmp (im->optimizer, "sgd"))
     text_add (&t, "# torch.optim.Adam's defaults\nepsilon = 1e-8\n"

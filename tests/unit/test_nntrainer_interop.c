@@ -889,6 +889,29 @@ test_families (void)
         "backward gives their whole derivative to the previous ones");
   if (interop_status ("zoneout_full") > 0)
     interop_zoneout_inference_differs ("zoneout_full");
+  /* tensor-trainer import's INIs (onnx_*: fixtures of tests/onnx/
+   * imported with --batch 4 --learning-rate 0.1; test_cli_import.sh
+   * checks that import still writes them): nntrainer reads these and
+   * computes and trains them as ours */
+  static const char *const imported[] = {
+    "onnx_mlp_op13", "onnx_residual_op13", "onnx_conv1d_op13",
+    "onnx_audio1d_train_op13", "onnx_lstm_last_op13", "onnx_gru_last_op13",
+    "onnx_embed_lstm_op13", NULL
+  };
+  for (int i = 0; imported[i]; i++)
+    if (interop_status (imported[i]) > 0)
+      interop_family (imported[i]);
+  /* and refuses these (keys of ours: ceil_mode, groups, count_include_pad,
+   * the clip activation), or fails in its own inference
+   * (multi_head_attention: "Requested tensor not found") */
+  static const char *const imported_refused[] = {
+    "onnx_cnn_train_op13", "onnx_conv1d_pool_op17", "onnx_dscnn_train_op13",
+    "onnx_dwsep_op13", "onnx_folded_op14", "onnx_tf_post_relu_op17",
+    "onnx_tf_pre_gelu_op13", NULL
+  };
+  for (int i = 0; imported_refused[i]; i++)
+    CHECK (interop_status (imported_refused[i]) < 0, "%s: nntrainer's "
+        "refusal is no longer recorded", imported_refused[i]);
 }
 
 static void
