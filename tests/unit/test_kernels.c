@@ -33,6 +33,7 @@
 #include "kernels.h"
 #include "vmath.h"
 #include "tt_test.h"
+#include "tt_test_hooks.h"
 
 #include <limits.h>
 #include <math.h>
@@ -2559,8 +2560,10 @@ test_attention (void)
     mask[i] = (float) test_rnd ();
     drop[i] = test_rnd () < -0.4 ? 0.0f : 1.0f / 0.7f;
   }
-  for (int variant = 0; variant < 2; variant++) {
-    const bool causal = variant == 1;
+  for (int variant = 0; variant < 4; variant++) {
+    /* the AVX-512 rows where the CPU has them, then the portable ones */
+    const bool causal = variant % 2 == 1, portable = variant >= 2;
+    tt_attention_force_portable (portable);
     float *o = test_falloc (no), *probs = test_falloc (ns);
     float *dropped = test_falloc (ns), *dscores = test_falloc (ns);
     float *dq = test_falloc (nq), *dk = test_falloc (nk);
@@ -2681,9 +2684,10 @@ test_attention (void)
     ev /= mv;
     em /= mm;
     test_report (ey < TEST_TOL && eq < TEST_TOL && ek < TEST_TOL &&
-        ev < TEST_TOL && em < TEST_TOL, "attention%s: y %.2g, dq %.2g, "
+        ev < TEST_TOL && em < TEST_TOL, "attention%s%s: y %.2g, dq %.2g, "
         "dk %.2g, dv %.2g, dmask %.2g of the largest",
-        causal ? " causal" : "", ey, eq, ek, ev, em);
+        causal ? " causal" : "", portable ? " (portable rows)" : "", ey, eq,
+        ek, ev, em);
     for (unsigned threads = 2; threads <= 4; threads++) {
       tt_threads *pool;
       if (tt_threads_new (threads, &pool) != 0) {
@@ -2703,8 +2707,8 @@ test_attention (void)
           !memcmp (dk, dk2, nk * sizeof *dk) &&
           !memcmp (dv, dv2, nv * sizeof *dv) &&
           !memcmp (dmask, dm2, ns * sizeof *dmask),
-          "attention%s: %u threads bit-identical", causal ? " causal" : "",
-          threads);
+          "attention%s%s: %u threads bit-identical", causal ? " causal" : "",
+          portable ? " (portable rows)" : "", threads);
       free (o2);
       free (dq2);
       free (dk2);
@@ -2726,6 +2730,7 @@ test_attention (void)
     free (dv);
     free (dmask);
   }
+  tt_attention_force_portable (false);
   free (q);
   free (k);
   free (v);

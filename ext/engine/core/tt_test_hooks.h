@@ -42,4 +42,10 @@ unsigned tt_model_loss_tails (const tt_model * model);
  * have other shapes. */
 void tt_model_set_loss_tail (tt_model * model, bool on);
 
+/* Whether tt_attention runs its softmax rows on the vectors every CPU
+ * has (8-float vector extensions) even where AVX-512 rows exist, so that
+ * a test on an AVX-512 machine checks both. Defined in
+ * kernels/attention.c. */
+void tt_attention_force_portable (bool on);
+
 #endif
