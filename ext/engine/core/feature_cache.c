@@ -17,52 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void
-tt_fcache_free (tt_model * m)
-{
-  tt_fcache *f = m->fcache;
-  if (!f)
-    return;
-  free (f->prefix);
-  free (f->tensor);
-  free (f->producer);
-  free (f->floats);
-  free (f->at);
-  free (f);
-  m->fcache = NULL;
-}
-
-void
-tt_fcache_take (tt_model * m, int layer)
-{
-  const tt_fcache *f = m->fcache;
-  const uint32_t n = m->run.batch;
-  for (uint32_t k = 0; k < f->n; k++) {
-    if (f->producer[k] != layer)
-      continue;
-    const float *src = tt_data (m, f->tensor[k]);
-    const size_t per = f->floats[k];
-    for (uint32_t b = 0; b < n; b++)
-      if (f->keep[b])
-        memcpy (f->keep[b] + f->at[k], src + b * per, per * sizeof *src);
-  }
-}
-
-void
-tt_fcache_put (tt_model * m, int layer)
-{
-  const tt_fcache *f = m->fcache;
-  const uint32_t n = m->run.batch;
-  for (uint32_t k = 0; k < f->n; k++) {
-    if (f->producer[k] != layer)
-      continue;
-    float *dst = tt_data (m, f->tensor[k]);
-    const size_t per = f->floats[k];
-    for (uint32_t b = 0; b < n; b++)
-      memcpy (dst + b * per, f->from[b] + f->at[k], per * sizeof *dst);
-  }
-}
-
 static uint64_t
 fcache_hash (uint64_t h, const void *data, size_t len)
 {

@@ -553,7 +553,8 @@ tt_status tt_state_check_counters (uint32_t epoch, uint32_t iteration,
 tt_status tt_state_check_saveable (tt_model * m, const char *path,
     tt_error * err);
 
-/* feature_cache.c: the frozen prefix's boundary tensors. The forward
+/* feature_cache.c, feature_cache_copy.c: the frozen prefix's boundary
+ * tensors. The forward
  * pass of a step with a cache mode (tt_model_train_batch_keep, _cached)
  * calls take after each layer (keep: the boundary values it wrote, to
  * the caller's records) or, for a prefix layer, put instead of its
