@@ -3,7 +3,8 @@
 # tensor-trainer train --feature-cache BYTES | --feature-cache-file FILE:
 # the same weights, byte for byte, as without the cache (whole, partly
 # in memory, in a file), the number of samples from the cache, the file
-# removed at the end, and the refusals (no frozen prefix, batch
+# removed at the end, the INI's trainable = false with a dropout after
+# the prefix, and the refusals (no frozen prefix, batch
 # normalization in it, a file that is not a cache, both options, eval,
 # several threads, a budget too small for a batch).
 #
@@ -60,6 +61,19 @@ check "... two epochs from the file" grep -q \
   "$tmp/file.out"
 check "... the file removed at the end" test ! -e "$tmp/fc.cache"
 check "... no temporary left" sh -c "! ls '$tmp' | grep -q 'fc.cache'"
+
+# the INI's trainable = false (conv1, conv2), a dropout after the prefix:
+# its draws are the same with the cache (the prefix draws none)
+frozen=(train "$src/tests/models/transfer_frozen.ini" --data "$tmp/images.idx"
+  --labels "$tmp/labels.idx" --batch 8 --epochs 3 --seed 5)
+"$cli" "${frozen[@]}" --save "$tmp/tf.bin" > /dev/null 2>&1
+"$cli" "${frozen[@]}" --feature-cache 1M --save "$tmp/tf_cached.bin" \
+  > "$tmp/tf.out" 2>&1
+check "trainable = false in the INI, dropout after: the same weights" \
+  cmp -s "$tmp/tf.bin" "$tmp/tf_cached.bin"
+check "... from the cache" grep -q \
+  '^# feature cache: 200 sample steps of 300 came from the cache$' \
+  "$tmp/tf.out"
 
 # refusals: one message, status 1 (2 for a malformed option)
 refused () {
