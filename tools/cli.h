@@ -31,6 +31,9 @@ typedef struct
   bool has_seed;
   int threads;
   const char *train;            /* train, info, plan: what trains */
+  /* train --feature-cache BYTES, --feature-cache-file FILE */
+  uint64_t feature_cache;
+  const char *feature_cache_file;
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at
@@ -77,6 +80,37 @@ cli_now (void)
 /* the subcommands: cli_train.c (train, and eval when !train), cli_info.c,
  * cli_plan.c (plan, check), cli_pack.c (pack, unpack, strip),
  * cli_inspect.c, cli_export.c, cli_import.c */
+/* cli_feature_cache.c: train's feature cache (--feature-cache BYTES, or
+ * --feature-cache-file FILE): the frozen prefix's records of the samples
+ * [0, capacity), kept in the first training pass (cli_fcache_keep_step,
+ * then cli_fcache_pass_done), used after it (cli_fcache_has,
+ * cli_fcache_step); record == 0: no cache. close prints how many
+ * samples came from it and removes the file. */
+typedef struct
+{
+  tt_feature_boundary boundary;
+  size_t record;                /* bytes a sample */
+  uint32_t batch, samples, capacity;
+  float *mem, *buf;
+  float **keep;
+  const float **from;
+  const char *path;
+  void *writer;                 /* the file during the first pass */
+  int fd;                       /* the file after it */
+  bool filled, written;
+  uint64_t from_cache, trained;
+} cli_fcache;
+int cli_fcache_open (cli_fcache * c, const cli_options * o, tt_model * m,
+    uint32_t samples);
+bool cli_fcache_has (const cli_fcache * c, uint32_t at, uint32_t n);
+int cli_fcache_step (cli_fcache * c, tt_model * m, uint32_t at, uint32_t n,
+    const float *labels, tt_batch_result * r);
+int cli_fcache_keep_step (cli_fcache * c, tt_model * m, uint32_t at,
+    uint32_t n, const void *const *inputs, const tt_dtype * types,
+    const float *labels, tt_batch_result * r);
+int cli_fcache_pass_done (cli_fcache * c);
+void cli_fcache_close (cli_fcache * c);
+
 int cli_train (const cli_options * o, bool train);
 int cli_info (const cli_options * o);
 int cli_plan (const cli_options * o);

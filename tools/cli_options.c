@@ -22,6 +22,7 @@ cli_usage (FILE * out)
       "      [--load WEIGHTS] [--save FILE] [--compress] [--seed S]\n"
       "      [--checkpoint FILE] [--resume]\n"
       "      [--threads T] [--memory-limit BYTES] [--profile] [--train WHAT]\n"
+      "      [--feature-cache BYTES | --feature-cache-file FILE]\n"
       "  tensor-trainer eval MODEL [--weights WEIGHTS] --data IMAGES\n"
       "      --labels LABELS [--batch N] [--samples N] [--mode M] "
       "[--inference]\n"
@@ -93,6 +94,14 @@ cli_usage (FILE * out)
       "with weights) or layers:A,B (those layers); the rest is frozen and\n"
       "planned so (no gradients, no optimizer state, no activations kept for\n"
       "it). plan stores the choice in the optimized INI ([Plan] train).\n"
+      "train --feature-cache BYTES keeps, during the first epoch, the\n"
+      "outputs of the frozen prefix (the layers before the first that trains)\n"
+      "for the first samples that fit in BYTES, and trains the later epochs\n"
+      "from them without running the prefix (the same weights, bit for bit);\n"
+      "--feature-cache-file FILE keeps every sample's in FILE instead,\n"
+      "removed at the end. Refused without a frozen prefix, with batch\n"
+      "normalization or random layers in it, on several threads and under\n"
+      "--memory-limit.\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
 
@@ -214,6 +223,15 @@ cli_parse (int argc, char **argv, cli_options * o)
       o->threads = (int) n;
       i++;
       continue;
+    } else if (!strcmp (a, "--feature-cache")) {
+      /* feature cache: memory for the frozen prefix's outputs */
+      if (!tt_cli_bytes (v, UINT64_MAX, &o->feature_cache) || !o->feature_cache)
+        return cli_fail ("--feature-cache needs a positive byte count (K, M "
+            "or G: times 1024, 1024^2, 1024^3), got '%s'", v ? v : ""), -2;
+      i++;
+      continue;
+    } else if (!strcmp (a, "--feature-cache-file")) {
+      str = &o->feature_cache_file;
     } else {
       return cli_fail ("unknown option '%s'", a), -2;
     }

@@ -92,7 +92,7 @@ cli_print_profile (const tt_model * m)
 /* Runs one pass over d; trains when train, else evaluates. */
 static int
 cli_pass (tt_model * m, cli_dataset * d, bool train, float *onehot,
-    double *loss, double *accuracy, double *seconds)
+    cli_fcache * fc, double *loss, double *accuracy, double *seconds)
 {
   const uint32_t batch = tt_model_batch_size (m);
   tt_shape ls = tt_model_label_shape (m);
@@ -105,11 +105,29 @@ cli_pass (tt_model * m, cli_dataset * d, bool train, float *onehot,
     memset (onehot, 0, (size_t) n * classes * sizeof *onehot);
     for (uint32_t i = 0; i < n; i++)
       onehot[i * classes + d->labels[at + i]] = 1.0f;
+    tt_batch_result r;
+    if (train && fc && fc->record) {
+      /* the feature cache: from it, or kept for it (no image read then) */
+      fc->trained += n;
+      if (cli_fcache_has (fc, at, n)) {
+        if (cli_fcache_step (fc, m, at, n, onehot, &r))
+          return 1;
+        loss_sum += r.loss * n;
+        correct += r.correct;
+        continue;
+      }
+    }
     char rerr[1024];
     if (tt_idx_file_read (&d->images, at, n, d->batch, rerr, sizeof rerr))
       return cli_fail ("%s", rerr);
     const void *inputs[1] = { d->batch };
-    tt_batch_result r;
+    if (train && fc && fc->record && !fc->filled) {
+      if (cli_fcache_keep_step (fc, m, at, n, inputs, &d->type, onehot, &r))
+        return 1;
+      loss_sum += r.loss * n;
+      correct += r.correct;
+      continue;
+    }
     tt_status st = train ?
         tt_model_train_batch (m, n, inputs, &d->type, onehot, &r, &err) :
         tt_model_eval_batch (m, n, inputs, &d->type, onehot, &r, &err);
@@ -118,6 +136,8 @@ cli_pass (tt_model * m, cli_dataset * d, bool train, float *onehot,
     loss_sum += r.loss * n;
     correct += r.correct;
   }
+  if (train && fc && cli_fcache_pass_done (fc))
+    return 1;
   *seconds = cli_now () - t0;
   *loss = d->count ? loss_sum / d->count : NAN;
   *accuracy = d->count ? (double) correct / d->count : NAN;
@@ -142,6 +162,12 @@ cli_train (const cli_options * o, bool train)
     return cli_fail ("--compress applies to a bundle saved by train --save");
   if (!o->valid_data != !o->valid_labels)
     return cli_fail ("--valid-data and --valid-labels go together");
+  if ((o->feature_cache || o->feature_cache_file) && !train)
+    return cli_fail ("--feature-cache and --feature-cache-file apply to "
+        "train");
+  if (o->feature_cache && o->feature_cache_file)
+    return cli_fail ("--feature-cache BYTES (memory) or "
+        "--feature-cache-file FILE: one of them");
   if (o->resume && (!train || !o->load))
     return cli_fail ("--resume continues from the counters and moments of "
         "the model given by --load FILE (a --checkpoint); %s", train ?
@@ -169,6 +195,8 @@ cli_train (const cli_options * o, bool train)
   tt_idx_file_init (&train_set.images);
   tt_idx_file_init (&valid_set.images);
   float *onehot = NULL;
+  cli_fcache fcache = { 0 };
+  fcache.fd = -1;
   uint64_t steps_split = 0, steps_inline = 0;
   int rc = 1;
   if (!train && !o->weights && opened.kind != TT_MODEL_FILE_BUNDLE) {
@@ -202,7 +230,7 @@ cli_train (const cli_options * o, bool train)
 
   if (!train) {
     double loss, acc, sec;
-    if (cli_pass (m, &train_set, false, onehot, &loss, &acc, &sec))
+    if (cli_pass (m, &train_set, false, onehot, NULL, &loss, &acc, &sec))
       goto out;
     printf ("eval samples=%u loss=%.6f accuracy=%.4f samples_per_s=%.1f",
         train_set.count, loss, acc, train_set.count / sec);
@@ -229,6 +257,8 @@ cli_train (const cli_options * o, bool train)
   printf ("# model=%s batch=%u samples=%u pool_bytes=%zu weight_bytes=%zu "
       "tensors=%zu\n", o->model, tt_model_batch_size (m), train_set.count,
       mem.pool_bytes, mem.weight_bytes, mem.tensor_count);
+  if (cli_fcache_open (&fcache, o, m, train_set.count))
+    goto out;
   const uint32_t epochs = o->epochs ? o->epochs : tt_model_epochs (m);
   /* --resume continues a run killed after a checkpoint: the weights,
    * moments and counters came from --load, the epochs from its counter */
@@ -238,9 +268,9 @@ cli_train (const cli_options * o, bool train)
         tt_model_iteration (m));
   for (uint32_t e = first; e < epochs; e++) {
     double loss, acc, sec, vloss = NAN, vacc = NAN, vsec;
-    if (cli_pass (m, &train_set, true, onehot, &loss, &acc, &sec))
+    if (cli_pass (m, &train_set, true, onehot, &fcache, &loss, &acc, &sec))
       goto out;
-    if (o->valid_data && cli_pass (m, &valid_set, false, onehot, &vloss,
+    if (o->valid_data && cli_pass (m, &valid_set, false, onehot, NULL, &vloss,
             &vacc, &vsec))
       goto out;
     tt_model_finish_epoch (m);
@@ -264,6 +294,7 @@ cli_train (const cli_options * o, bool train)
   }
   if (o->profile)
     cli_print_profile (m);
+  cli_fcache_close (&fcache);
   if (o->save) {
     tt_bundle_options bo = { 0 };
     bo.compress = o->compress;
@@ -277,6 +308,7 @@ cli_train (const cli_options * o, bool train)
   }
   rc = 0;
 out:
+  cli_fcache_close (&fcache);
   free (onehot);
   cli_free_dataset (&train_set);
   cli_free_dataset (&valid_set);

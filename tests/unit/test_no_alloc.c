@@ -283,6 +283,65 @@ test_personalized (void)
   na_train = NULL;
 }
 
+/* feature cache: steps that keep the boundary and steps from it (the
+ * boundary found once, before) */
+static void
+test_feature_cache (void)
+{
+  char path[1024];
+  tt_error err;
+  snprintf (path, sizeof path, "%s/tests/models/fmnist_cnn.ini", na_root);
+  tt_model *m = tt_model_load_ini (path, &err);
+  CHECK (m != NULL, "%s", err.message);
+  if (!m)
+    return;
+  tt_feature_boundary fb;
+  tt_status st;
+  if ((st = tt_model_set_threads (m, 1, &err)) ||
+      (st = tt_model_set_train (m, "last:1", &err)) ||
+      (st = tt_model_compile (m, &err)) ||
+      (st = tt_model_feature_boundary (m, &fb, &err))) {
+    CHECK (st == TT_OK, "%s", err.message);
+    tt_model_free (m);
+    return;
+  }
+  const uint32_t batch = tt_model_batch_size (m);
+  uint8_t *x = __libc_calloc ((size_t) batch * 784, 1);
+  float *t = __libc_calloc ((size_t) batch * 10, sizeof *t);
+  float *rec = __libc_calloc ((size_t) batch * fb.floats_per_sample,
+      sizeof *rec);
+  float **keep = __libc_calloc (batch, sizeof *keep);
+  for (uint32_t i = 0; i < batch * 784; i++)
+    x[i] = (uint8_t) (i * 7);
+  for (uint32_t i = 0; i < batch; i++) {
+    t[i * 10 + i % 10] = 1;
+    keep[i] = rec + i * fb.floats_per_sample;
+  }
+  const void *in[1] = { x };
+  tt_dtype u8 = TT_DTYPE_UINT8;
+  for (int s = 0; s < 3; s++)
+    tt_model_train_batch_keep (m, batch, in, &u8, t, keep, NULL, &err);
+  allocations = 0;
+  counting = 1;
+  long bad = 0;
+  for (int s = 0; s < 20; s++) {
+    bad += tt_model_train_batch_keep (m, batch, in, &u8, t, keep, NULL,
+        &err) != TT_OK;
+    bad += tt_model_train_batch_cached (m, batch,
+        (const float *const *) keep, t, NULL, &err) != TT_OK;
+  }
+  counting = 0;
+  CHECK (bad == 0, "%s", err.message);
+  CHECK (allocations == 0, "feature cache: %ld heap allocations in 40 steps",
+      allocations);
+  printf ("feature cache: %ld allocations in 40 steps\n", allocations);
+  __libc_free (x);
+  __libc_free (t);
+  __libc_free (rec);
+  __libc_free (keep);
+  tt_model_free (m);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -311,5 +370,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_molconvt);
   /* personalization: partially frozen models */
   TT_TEST_RUN (test_personalized);
+  /* feature cache: keeping and using a frozen prefix's outputs */
+  TT_TEST_RUN (test_feature_cache);
   return tt_test_summary ();
 }

@@ -84,6 +84,7 @@ tt_model_free (tt_model * m)
   free (m->memory_swap_path);
   free (m->remat);
   free (m->profile);
+  tt_fcache_free (m);
   if (m->swap_fd >= 0)
     close (m->swap_fd);
   for (uint32_t i = 0; i < m->n_backbone_dicts; i++)
@@ -248,6 +249,7 @@ tt_model_compile (tt_model * m, tt_error * err)
   if (m->profiling && (st = tt_model_profile_reset (m, err)))
     return st;
   tt_rng_seed (&m->rng, m->seed);
+  tt_fcache_free (m);
   m->compiled = true;
   /* a bundle loader fills the weights itself (or points them into its
    * blob): initializing them first would be wasted time */

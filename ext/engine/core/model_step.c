@@ -20,9 +20,11 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
     return tt_fail (err, TT_ERR_INVALID,
         "%s: %u samples given; a batch holds 1 to %u", m->path, n,
         m->batch_size);
-  if (!inputs)
+  /* a step from the feature cache feeds no input: the prefix is skipped */
+  const bool cached = m->fcache && m->fcache->mode == TT_FCACHE_FROM;
+  if (!inputs && !cached)
     return tt_fail (err, TT_ERR_INVALID, "%s: no input data", m->path);
-  for (uint32_t i = 0; i < m->n_inputs; i++) {
+  for (uint32_t i = 0; !cached && i < m->n_inputs; i++) {
     tt_layer *l = &m->layers[m->input_layers[i]];
     const size_t count = n * tt_dims_count (l->out_dims[0]);
     float *dst = tt_data (m, l->out[0]);
@@ -72,16 +74,23 @@ model_forward (tt_model * m, bool training, tt_error * err)
   const tt_run_ctx *c = &m->run;
   const bool swap = training && m->plan.swapped;
   tt_layer_time *const prof = m->profiling ? m->profile : NULL;
+  const tt_fcache_mode cache = m->fcache ? m->fcache->mode : TT_FCACHE_OFF;
   if (prof)
     m->profile_steps++;
   for (uint32_t i = 0; i < m->n_layers; i++) {
     tt_layer *l = &m->layers[m->exec[i]];
+    if (cache == TT_FCACHE_FROM && m->fcache->prefix[m->exec[i]]) {
+      tt_fcache_put (m, m->exec[i]);
+      continue;
+    }
     if (prof) {
       tt_model_forward_timed (m, l, &prof[m->exec[i]]);
       prof[m->exec[i]].calls++;
     } else {
       l->ops->forward (c, l);
     }
+    if (cache == TT_FCACHE_KEEP)
+      tt_fcache_take (m, m->exec[i]);
     tt_status st;
     if (swap && (st = tt_swap_out (m, m->exec[i], err)))
       return st;

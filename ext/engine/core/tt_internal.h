@@ -288,6 +288,9 @@ struct tt_model {
   bool profiling;
   tt_layer_time *profile;
   uint64_t profile_steps, profile_step_ns;
+  /* feature cache (feature_cache.c): the frozen prefix and its boundary,
+   * made by tt_model_feature_boundary, dropped by compile; NULL: none */
+  struct tt_fcache *fcache;
 };
 
 /* Before compiling: plan whole gradients (no update as you go), so that
@@ -549,5 +552,32 @@ tt_status tt_state_check_counters (uint32_t epoch, uint32_t iteration,
  * else TT_ERR_NUMERIC naming the tensor. */
 tt_status tt_state_check_saveable (tt_model * m, const char *path,
     tt_error * err);
+
+/* feature_cache.c, feature_cache_copy.c: the frozen prefix's boundary
+ * tensors. The forward
+ * pass of a step with a cache mode (tt_model_train_batch_keep, _cached)
+ * calls take after each layer (keep: the boundary values it wrote, to
+ * the caller's records) or, for a prefix layer, put instead of its
+ * forward (cached: the caller's records into the tensors it writes). */
+typedef enum {
+  TT_FCACHE_OFF,
+  TT_FCACHE_KEEP,
+  TT_FCACHE_FROM,
+} tt_fcache_mode;
+typedef struct tt_fcache {
+  bool *prefix;                 /* per layer index */
+  uint32_t n_prefix;            /* prefix layers other than inputs */
+  uint32_t n;                   /* boundary tensors */
+  int *tensor, *producer;       /* each's id and the layer writing it */
+  size_t *floats, *at;          /* a sample's floats, offset in a record */
+  size_t record;                /* a sample's record: all of them */
+  uint64_t fingerprint;
+  tt_fcache_mode mode;
+  float *const *keep;           /* keep: n records (NULL: not kept) */
+  const float *const *from;     /* cached: n records */
+} tt_fcache;
+void tt_fcache_take (tt_model * m, int layer);
+void tt_fcache_put (tt_model * m, int layer);
+void tt_fcache_free (tt_model * m);
 
 #endif

@@ -432,6 +432,10 @@ typedef struct tt_layer_ops {
    * acts on each row (c, h) of its input alone (fully_connected,
    * activation); false: the key is refused */
   bool distributes;
+  /* feature cache (core/feature_cache.c): why its training forward is
+   * not a function of each sample alone (batch statistics, random draws
+   * other than draws_random's, state learnt in forward), NULL: it is */
+  const char *(*training_varies) (const struct tt_layer * l);
 } tt_layer_ops;
 
 typedef struct {
@@ -828,6 +832,9 @@ const float *tt_recurrent_mask (const tt_run_ctx * c, int mask_id);
 /* forward: draws the step's mask (a rerun draws the same one again) */
 void tt_recurrent_draw_mask (const tt_run_ctx * c, const tt_layer * l,
     tt_recurrent * r, int mask_id);
+/* feature cache: a recurrent layer with dropout_rate draws its masks in
+ * training (the training_varies trait's reason), NULL without */
+const char *tt_recurrent_varies (const tt_recurrent * r);
 /* the recurrent cells: n inputs, the input 1:1:features then the
  * states 1:1:unit (nntrainer's order) */
 tt_status tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,

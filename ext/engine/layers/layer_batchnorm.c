@@ -164,6 +164,15 @@ bn_backward_reads (const tt_layer * l)
   return TT_READS_INPUT;
 }
 
+/* feature cache */
+static const char *
+bn_varies (const tt_layer * l)
+{
+  (void) l;
+  return "its training forward normalizes with the batch's statistics "
+      "(and updates its moving ones)";
+}
+
 const tt_layer_ops tt_batchnorm_layer_ops = {
   .type = "batch_normalization",
   .role = TT_ROLE_COMPUTE,
@@ -176,4 +185,5 @@ const tt_layer_ops tt_batchnorm_layer_ops = {
   .calc_gradient = bn_calc_gradient,
   .calc_derivative = bn_calc_derivative,
   .backward_reads = bn_backward_reads,
+  .training_varies = bn_varies,
 };

@@ -144,6 +144,14 @@ knn_forward (const tt_run_ctx * c, tt_layer * l)
     *c->loss = 0.0;
 }
 
+/* feature cache */
+static const char *
+knn_varies (const tt_layer * l)
+{
+  (void) l;
+  return "its training forward updates its centroids";
+}
+
 const tt_layer_ops tt_centroid_knn_layer_ops = {
   .type = "centroid_knn",
   .role = TT_ROLE_LOSS,
@@ -152,4 +160,5 @@ const tt_layer_ops tt_centroid_knn_layer_ops = {
   .parse = knn_parse,
   .infer = knn_infer,
   .forward = knn_forward,
+  .training_varies = knn_varies,
 };

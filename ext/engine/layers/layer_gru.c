@@ -163,6 +163,13 @@ gru_backward_reads (const tt_layer * l)
       l->needs_derivative) ? TT_READS_OUTPUT : 0;
 }
 
+/* feature cache */
+static const char *
+gru_varies (const tt_layer * l)
+{
+  return tt_recurrent_varies (&l->p.gru.rec);
+}
+
 const tt_layer_ops tt_gru_layer_ops = {
   .type = "gru",
   .role = TT_ROLE_COMPUTE,
@@ -177,4 +184,5 @@ const tt_layer_ops tt_gru_layer_ops = {
   .calc_derivative = gru_calc_derivative,
   .backward_reads = gru_backward_reads,
   .multiply_adds = tt_recurrent_multiply_adds,
+  .training_varies = gru_varies,
 };

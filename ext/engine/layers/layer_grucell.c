@@ -115,6 +115,13 @@ grucell_calc_derivative (const tt_run_ctx * c, tt_layer * l)
     tt_gru_state_grad (&s, carry, dh0);
 }
 
+/* feature cache */
+static const char *
+grucell_varies (const tt_layer * l)
+{
+  return tt_recurrent_varies (&l->p.gru.rec);
+}
+
 const tt_layer_ops tt_grucell_layer_ops = {
   .type = "grucell",
   .role = TT_ROLE_COMPUTE,
@@ -128,4 +135,5 @@ const tt_layer_ops tt_grucell_layer_ops = {
   .calc_gradient = grucell_calc_gradient,
   .calc_derivative = grucell_calc_derivative,
   .multiply_adds = tt_recurrent_multiply_adds,
+  .training_varies = grucell_varies,
 };

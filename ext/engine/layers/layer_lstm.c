@@ -278,6 +278,13 @@ lstm_backward_reads (const tt_layer * l)
       TT_READS_OUTPUT : 0;
 }
 
+/* feature cache */
+static const char *
+lstm_varies (const tt_layer * l)
+{
+  return tt_recurrent_varies (&l->p.lstm.rec);
+}
+
 const tt_layer_ops tt_lstm_layer_ops = {
   .type = "lstm",
   .role = TT_ROLE_COMPUTE,
@@ -292,4 +299,5 @@ const tt_layer_ops tt_lstm_layer_ops = {
   .calc_derivative = lstm_calc_derivative,
   .backward_reads = lstm_backward_reads,
   .multiply_adds = tt_recurrent_multiply_adds,
+  .training_varies = lstm_varies,
 };

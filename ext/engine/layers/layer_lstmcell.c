@@ -168,6 +168,13 @@ lstmcell_calc_derivative (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->out_deriv[1]));
 }
 
+/* feature cache */
+static const char *
+lstmcell_varies (const tt_layer * l)
+{
+  return tt_recurrent_varies (&l->p.lstm.rec);
+}
+
 const tt_layer_ops tt_lstmcell_layer_ops = {
   .type = "lstmcell",
   .role = TT_ROLE_COMPUTE,
@@ -182,4 +189,5 @@ const tt_layer_ops tt_lstmcell_layer_ops = {
   .calc_derivative = lstmcell_calc_derivative,
   .outputs = 2,
   .multiply_adds = tt_recurrent_multiply_adds,
+  .training_varies = lstmcell_varies,
 };

@@ -416,6 +416,14 @@ mha_multiply_adds (const tt_layer * l, uint64_t * weighted, uint64_t * between)
       (l->p.attn.key_dim + l->p.attn.value_dim);
 }
 
+/* feature cache */
+static const char *
+mha_varies (const tt_layer * l)
+{
+  return l->p.attn.dropout > 0 ?
+      "its dropout_rate draws random masks in training" : NULL;
+}
+
 const tt_layer_ops tt_multi_head_attention_layer_ops = {
   .type = "multi_head_attention",
   .role = TT_ROLE_COMPUTE,
@@ -432,4 +440,5 @@ const tt_layer_ops tt_multi_head_attention_layer_ops = {
   /* the output, and the attention weights with return_attention_weight
    * (parse lowers n_outputs to 1 without) */
   .outputs = 2,
+  .training_varies = mha_varies,
 };

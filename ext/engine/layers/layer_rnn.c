@@ -149,6 +149,13 @@ rnn_backward_reads (const tt_layer * l)
       TT_READS_OUTPUT : 0;
 }
 
+/* feature cache */
+static const char *
+rnn_varies (const tt_layer * l)
+{
+  return tt_recurrent_varies (&l->p.rnn.rec);
+}
+
 const tt_layer_ops tt_rnn_layer_ops = {
   .type = "rnn",
   .role = TT_ROLE_COMPUTE,
@@ -163,4 +170,5 @@ const tt_layer_ops tt_rnn_layer_ops = {
   .calc_derivative = rnn_calc_derivative,
   .backward_reads = rnn_backward_reads,
   .multiply_adds = tt_recurrent_multiply_adds,
+  .training_varies = rnn_varies,
 };

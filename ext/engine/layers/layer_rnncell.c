@@ -112,6 +112,13 @@ rnncell_calc_derivative (const tt_run_ctx * c, tt_layer * l)
     tt_rnn_state_grad (&s, dh0);
 }
 
+/* feature cache */
+static const char *
+rnncell_varies (const tt_layer * l)
+{
+  return tt_recurrent_varies (&l->p.rnn.rec);
+}
+
 const tt_layer_ops tt_rnncell_layer_ops = {
   .type = "rnncell",
   .role = TT_ROLE_COMPUTE,
@@ -125,4 +132,5 @@ const tt_layer_ops tt_rnncell_layer_ops = {
   .calc_gradient = rnncell_calc_gradient,
   .calc_derivative = rnncell_calc_derivative,
   .multiply_adds = tt_recurrent_multiply_adds,
+  .training_varies = rnncell_varies,
 };

@@ -263,6 +263,15 @@ zoneout_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   }
 }
 
+/* feature cache */
+static const char *
+zoneout_varies (const tt_layer * l)
+{
+  if (zoneout_draws (l))
+    return "its zoneout draws random masks in training";
+  return tt_recurrent_varies (&l->p.lstm.rec);
+}
+
 const tt_layer_ops tt_zoneout_lstmcell_layer_ops = {
   .type = "zoneout_lstmcell",
   .role = TT_ROLE_COMPUTE,
@@ -277,4 +286,5 @@ const tt_layer_ops tt_zoneout_lstmcell_layer_ops = {
   .calc_derivative = zoneout_calc_derivative,
   .outputs = 2,
   .multiply_adds = tt_recurrent_multiply_adds,
+  .training_varies = zoneout_varies,
 };

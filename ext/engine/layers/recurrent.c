@@ -226,3 +226,11 @@ tt_cell_check_inputs (const tt_init_ctx * c, const tt_layer * l,
   }
   return TT_OK;
 }
+
+/* feature cache */
+const char *
+tt_recurrent_varies (const tt_recurrent * r)
+{
+  return r->dropout > 0 ? "its dropout_rate draws random masks in training"
+      : NULL;
+}

@@ -546,6 +546,41 @@ TT_API void tt_model_finish_epoch (tt_model * model);
  * it set the GEMM library's threads. */
 TT_API void tt_set_num_threads (int threads);
 
+/* ---- feature cache: a frozen prefix's outputs kept across epochs ---- */
+
+/* The frozen prefix: the layers none of whose weights trains (the INI's
+ * trainable = false, tt_model_set_train) and that are fed by such layers
+ * only, from the inputs. Its boundary: the tensors it writes that the
+ * rest reads. A sample's record is its boundary values, the tensors one
+ * after the other (floats_per_sample floats). fingerprint hashes the
+ * boundary's sizes and the prefix's weight values. */
+typedef struct {
+  uint32_t tensors;             /* boundary tensors */
+  uint32_t prefix_layers;       /* layers the cache replaces (no inputs) */
+  size_t floats_per_sample;     /* one sample's record */
+  uint64_t fingerprint;
+} tt_feature_boundary;
+/* After compile (and after loading the weights, for the fingerprint).
+ * Refused (TT_ERR_INVALID) without a frozen prefix, or when a prefix
+ * layer's training forward is not a function of the sample alone (batch
+ * normalization's batch statistics, dropout and other random draws),
+ * naming the layer; (TT_ERR_STATE) for an inference-only model, under a
+ * memory limit, and on more than one thread. */
+TT_API tt_status tt_model_feature_boundary (tt_model * model,
+    tt_feature_boundary * boundary, tt_error * err);
+/* tt_model_train_batch that also writes each sample's record to
+ * features[i] (n pointers; a NULL one is not written). */
+TT_API tt_status tt_model_train_batch_keep (tt_model * model, uint32_t n,
+    const void *const *inputs, const tt_dtype * types, const float *labels,
+    float *const *features, tt_batch_result * result, tt_error * err);
+/* A training step whose prefix does not run: sample i's boundary values
+ * come from features[i], a record tt_model_train_batch_keep wrote with
+ * the same prefix weights. The same weights come out, bit for bit, as
+ * from tt_model_train_batch on the samples. */
+TT_API tt_status tt_model_train_batch_cached (tt_model * model, uint32_t n,
+    const float *const *features, const float *labels,
+    tt_batch_result * result, tt_error * err);
+
 #ifdef __cplusplus
 }
 #endif
