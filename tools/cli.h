@@ -31,6 +31,8 @@ typedef struct
   bool has_seed;
   int threads;
   const char *train;            /* train, info, plan: what trains */
+  /* personalization: eval --per-class */
+  bool per_class;
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at

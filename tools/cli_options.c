@@ -89,7 +89,10 @@ cli_usage (FILE * out)
       "with weights) or layers:A,B (those layers); the rest is frozen and\n"
       "planned so (no gradients, no optimizer state, no activations kept for\n"
       "it). plan stores the choice in the optimized INI ([Plan] train).\n"
-      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
+      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n"
+      "eval --per-class prints, after its line, one line a class:\n"
+      "class=C samples=N correct=K accuracy=A (a class without samples\n"
+      "has accuracy=nan).\n", out);
 }
 
 int
@@ -179,6 +182,10 @@ cli_parse (int argc, char **argv, cli_options * o)
       continue;
     } else if (!strcmp (a, "--profile")) {
       o->profile = true;
+      continue;
+    } else if (!strcmp (a, "--per-class")) {
+      /* personalization: eval --per-class */
+      o->per_class = true;
       continue;
     } else if (!strcmp (a, "--checkpoint"))
       str = &o->checkpoint;
