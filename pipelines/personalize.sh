@@ -27,7 +27,8 @@
 # Runs pretrain-backbone.sh first when OUT/backbone.ini is missing.
 #
 # Usage: pipelines/personalize.sh [SHOTS]    (default 20)
-# Env: OUT (./personalize-out), EPOCHS (15), METHODS (all of the above,
+# Env: OUT (./personalize-out), EPOCHS (15), LR (0.003: the Adam learning
+#   rate of the personalization, written into OUT/personal.ini), METHODS (all of the above,
 #   space-separated), QUICK=1 (SHOTS 4, 1 epoch, the first 500 test
 #   images; the backbone's QUICK=1 too), TT_BUILD_DIR (a built build
 #   folder to use instead of building build/)
@@ -59,7 +60,12 @@ if [ ! -s "$out/backbone.ini" ] || [ ! -s "$out/backbone.bin" ]; then
   echo "# no backbone in $out: pipelines/pretrain-backbone.sh first"
   OUT=$out "$top/pipelines/pretrain-backbone.sh"
 fi
-backbone=$out/backbone.ini
+# the backbone's INI at the personalization's learning rate (the weights'
+# layout is the same: backbone.bin loads into it)
+lr=${LR:-0.003}
+sed "/^\[Optimizer\]/,/^\[/ s/^learning_rate = .*/learning_rate = $lr/" \
+  "$out/backbone.ini" > "$out/personal.ini"
+backbone=$out/personal.ini
 samples=$((5 * shots))
 test_args=()
 [ "$tests" -gt 0 ] && test_args=(--samples "$tests")

@@ -10,7 +10,7 @@
 #   with tests/models/zoo_transformer.ini), camera-train, camera-personalize,
 #   audio-train, plan-model, remote-train, classify-labels,
 #   federated-train, pretrain-backbone, personalize-methods
-#   (personalize.sh), or missing-element
+#   (personalize.sh), pretrain-backbone-torch (.py), or missing-element
 #   (camera-personalize given an element that does not exist: it must fail
 #   at once, naming it). BUILD_DIR: a built build folder (TT_BUILD_DIR), so
 #   the script builds nothing.
@@ -25,18 +25,19 @@ unset CAMERA MIC DISPLAY SINK TRAIN VALID EPOCHS SWITCH_EVERY PUBLISH OUT \
 export QUICK=1 CAMERA=none MIC=none TT_BUILD_DIR=$build
 
 rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
-script=$name expect_fail=0 args=()
+script=$name expect_fail=0 args=() ext=sh
 case "$name" in
   train-transformer)
     script=train-fashion-mnist args=("$top/tests/models/zoo_transformer.ini") ;;
   personalize-methods) script=personalize ;;
+  pretrain-backbone-torch) ext=py ;;
   missing-element)
     script=camera-personalize expect_fail=1
     export SINK="videoconvert ! tt_no_such_sink" ;;
 esac
 
 start=$EPOCHREALTIME
-timeout -k 5 "$limit" "$top/pipelines/$script.sh" "${args[@]}" > stdout.txt \
+timeout -k 5 "$limit" "$top/pipelines/$script.$ext" "${args[@]}" > stdout.txt \
   2> stderr.txt
 rc=$?
 seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
@@ -140,6 +141,13 @@ case "$name" in
     last_is '^final: backbone=personalize-out/backbone\.ini weights=personalize-out/backbone\.bin classes=0-4 val_accuracy=(0\.[0-9]+|1\.0+) epochs=1$'
     has_line '^epoch=1/1 loss=[0-9.]+ accuracy=[0-9.]+ val_loss=[0-9.]+ val_accuracy=[0-9.]+ '
     has_file personalize-out/backbone.ini; has_file personalize-out/backbone.bin ;;
+  pretrain-backbone-torch)
+    # PyTorch is optional: without it the script says so
+    last_is '^(final: torch_accuracy=0\.[0-9]+ tensor_trainer_accuracy=0\.[0-9]+ classes=0-4 test_images=[1-9][0-9]*|skipped: torch not available .*)$'
+    case "$last" in final:*)
+      has_file personalize-out/torch-backbone.onnx
+      has_file personalize-out/torch-backbone.bin ;;
+    esac ;;
   personalize-methods)
     num='(0\.[0-9]+|1\.0+)'
     for m in everything last1 biases scratch; do
