@@ -5,7 +5,8 @@
  * gsttensordatasrc.c holds the element (type, properties, state changes,
  * caps), gsttensordatasrc_start.c the start and stop,
  * gsttensordatasrc_idx.c the IDX files, gsttensordatasrc_repo.c the
- * datarepo files, gsttensordatasrc_samples.c the order and the buffers.
+ * datarepo files, gsttensordatasrc_samples.c the order and the buffers,
+ * gsttensordatasrc_select.c the classes and per-class subsets.
  * gsttensordatasrc.h stays the type's header.
  */
 #ifndef __GST_TENSOR_DATASRC_PRIVATE_H__
