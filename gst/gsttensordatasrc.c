@@ -102,6 +102,9 @@ enum
   PROP_JSON,
   PROP_VALIDATION_JSON,
   PROP_PUSH_LIST_SIZE,
+  /* personalization: a subset of the classes, N samples of each */
+  PROP_CLASSES,
+  PROP_PER_CLASS,
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
@@ -400,6 +403,32 @@ gst_tensor_datasrc_class_init (GstTtTensorDataSrcClass * klass)
       g_param_spec_uint ("push-list-size", "Push list size",
           "Samples pushed at once as a buffer list; 1: one buffer per push",
           1, 1024, DEFAULT_PUSH_LIST_SIZE, rw));
+  /* personalization: a subset of the classes, N samples of each */
+  /**
+   * GstTtTensorDataSrc:classes:
+   *
+   * The classes whose samples are pushed (IDX files only), as class
+   * indices and ranges separated by commas ("5-9", "0,2,4-6"), each
+   * below num-classes (256 with label-format=index). Every other sample
+   * of the training and validation ranges is skipped; labels keep their
+   * class. Unset or empty: all.
+   */
+  g_object_class_install_property (gobject_class, PROP_CLASSES,
+      g_param_spec_string ("classes", "Classes",
+          "Classes pushed, e.g. 5-9 or 0,2,4-6 (IDX only); unset: all",
+          DEFAULT_CLASSES, rw));
+  /**
+   * GstTtTensorDataSrc:per-class:
+   *
+   * Samples of each class pushed from each range (IDX files only): the
+   * first N of the class in file order within the range (shuffle=true
+   * shuffles those N with the others). A class with fewer than N samples
+   * in the range fails the start. 0: all.
+   */
+  g_object_class_install_property (gobject_class, PROP_PER_CLASS,
+      g_param_spec_uint ("per-class", "Samples per class",
+          "Samples of each class per range, the first in file order "
+          "(IDX only); 0: all", 0, G_MAXUINT, DEFAULT_PER_CLASS, rw));
 
   gst_element_class_set_static_metadata (element_class, "Tensor data source",
       "Source/Tensor",
@@ -550,6 +579,12 @@ gst_tensor_datasrc_set_property (GObject * object, guint prop_id,
     case PROP_PUSH_LIST_SIZE:
       self->push_list_size = g_value_get_uint (value);
       break;
+    case PROP_CLASSES:
+      str = &self->classes_spec;
+      break;
+    case PROP_PER_CLASS:
+      self->per_class = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -620,6 +655,12 @@ gst_tensor_datasrc_get_property (GObject * object, guint prop_id,
     case PROP_PUSH_LIST_SIZE:
       g_value_set_uint (value, self->push_list_size);
       break;
+    case PROP_CLASSES:
+      g_value_set_string (value, self->classes_spec);
+      break;
+    case PROP_PER_CLASS:
+      g_value_set_uint (value, self->per_class);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -639,5 +680,6 @@ gst_tensor_datasrc_finalize (GObject * object)
   g_free (self->validation_label_location);
   g_free (self->json);
   g_free (self->validation_json);
+  g_free (self->classes_spec);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }

@@ -60,6 +60,9 @@ typedef struct
   GstTtTensorDataSrcRepo repo;
   gsize total;
   guint start, count;
+  /* classes / per-class: the count file indices of the range that are
+   * pushed, ascending; NULL: start .. start + count - 1 */
+  guint32 *pick;
 } GstTtTensorDataSrcSet;
 
 /* The label table, shared with the read-only memories that wrap its rows
@@ -89,6 +92,9 @@ struct _GstTtTensorDataSrc
   GstTtTensorDataSrcLabelFormat label_format;
   guint num_classes;
   guint push_list_size;
+  /* personalization: a subset of the classes, N samples of each */
+  gchar *classes_spec;
+  guint per_class;
 
   /* streaming state, between start and stop */
   GstTtTensorDataSrcSet train, valid;
@@ -106,6 +112,9 @@ struct _GstTtTensorDataSrc
   guint32 *order;               /* train.count indices of this epoch */
   guint order_epoch;            /* the epoch order was drawn for */
   guint64 position;             /* samples pushed */
+  /* personalization: classes and per-class as read at start */
+  gchar *sel_classes;
+  guint sel_per_class;
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_datasrc);

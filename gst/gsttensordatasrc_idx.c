@@ -145,6 +145,17 @@ gst_tensor_datasrc_start_idx (GstTtTensorDataSrc * self, const gchar * loc,
             self->valid_shares_files ? lab : vlab))
       return FALSE;
   }
+  /* personalization: only some classes, N samples of each (the
+   * validation range's picks index the files that hold it) */
+  if (!gst_tensor_datasrc_select (self, self->sel_classes,
+          self->sel_per_class, &self->train, self->train.labels, lab,
+          "training")
+      || (self->valid.count > 0
+          && !gst_tensor_datasrc_select (self, self->sel_classes,
+              self->sel_per_class, &self->valid, self->valid_shares_files ?
+              self->train.labels : self->valid.labels,
+              self->valid_shares_files ? lab : vlab, "validation")))
+    return FALSE;
 
   im = &self->train.images;
   if (im->type == TT_IDX_FLOAT32

@@ -5,7 +5,8 @@
  * gsttensordatasrc.c holds the element (type, properties, state changes,
  * caps), gsttensordatasrc_start.c the start and stop,
  * gsttensordatasrc_idx.c the IDX files, gsttensordatasrc_repo.c the
- * datarepo files, gsttensordatasrc_samples.c the order and the buffers.
+ * datarepo files, gsttensordatasrc_samples.c the order and the buffers,
+ * gsttensordatasrc_select.c the classes and per-class subsets.
  * gsttensordatasrc.h stays the type's header.
  */
 #ifndef __GST_TENSOR_DATASRC_PRIVATE_H__
@@ -35,6 +36,8 @@ GST_DEBUG_CATEGORY_EXTERN (gst_tensor_datasrc_debug);
 #define DEFAULT_JSON NULL
 #define DEFAULT_PUSH_LIST_SIZE 32
 #define DEFAULT_VALIDATION_JSON NULL
+#define DEFAULT_CLASSES NULL
+#define DEFAULT_PER_CLASS 0
 
 /* gsttensordatasrc_start.c */
 void gst_tensor_datasrc_set_init (GstTtTensorDataSrcSet * set);
@@ -63,6 +66,18 @@ GstBuffer *gst_tensor_datasrc_repo_sample (GstTtTensorDataSrc * self,
 void gst_tensor_datasrc_store_release (gpointer store);
 void gst_tensor_datasrc_make_store (GstTtTensorDataSrc * self);
 GstFlowReturn gst_tensor_datasrc_create (GstPushSrc * src, GstBuffer ** buf);
+
+/* gsttensordatasrc_select.c: classes and per-class */
+gboolean gst_tensor_datasrc_select (GstTtTensorDataSrc * self,
+    const gchar * spec, guint per_class, GstTtTensorDataSrcSet * set,
+    const guint8 * labels, const gchar * file, const gchar * what);
+gboolean gst_tensor_datasrc_select_wanted (const gchar * spec,
+    guint per_class);
+static inline guint
+gst_tensor_datasrc_set_index (const GstTtTensorDataSrcSet * set, guint i)
+{
+  return set->pick ? set->pick[i] : set->start + i;
+}
 
 G_END_DECLS
 

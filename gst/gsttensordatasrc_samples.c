@@ -108,15 +108,20 @@ gst_tensor_datasrc_make_samples (GstTtTensorDataSrc * self, guint max,
   if (k < self->train.count) {
     if (self->order_epoch != epoch)
       gst_tensor_datasrc_draw_order (self, epoch);
-    index = self->train.start + self->order[k];
+    index = gst_tensor_datasrc_set_index (&self->train, self->order[k]);
     while (run < max && k + run < self->train.count
-        && self->order[k + run] == self->order[k] + run)
+        && gst_tensor_datasrc_set_index (&self->train,
+            self->order[k + run]) == index + run)
       run++;
   } else {
-    index = self->valid.start + (guint) (k - self->train.count);
+    const guint v = (guint) (k - self->train.count);
+    const guint left = (guint) MIN ((guint64) max, per_epoch - k);
+    index = gst_tensor_datasrc_set_index (&self->valid, v);
     if (!self->valid_shares_files)
       set = &self->valid;
-    run = (guint) MIN ((guint64) max, per_epoch - k);
+    while (run < left
+        && gst_tensor_datasrc_set_index (&self->valid, v + run) == index + run)
+      run++;
   }
   if (self->repo_mode && set->repo.desc.format == GST_TENSOR_FORMAT_FLEXIBLE) {
     /* samples of flexible tensors need not lie back to back */

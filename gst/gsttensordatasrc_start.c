@@ -30,6 +30,7 @@ gst_tensor_datasrc_set_clear (GstTtTensorDataSrcSet * set)
   g_free (set->repo.sample_offsets);
   g_free (set->repo.first_tensor);
   g_free (set->repo.tensor_sizes);
+  g_free (set->pick);
   gst_tensor_datasrc_set_init (set);
 }
 
@@ -78,10 +79,20 @@ gst_tensor_datasrc_open (GstTtTensorDataSrc * self)
   self->out_label_format = self->label_format;
   self->classes = self->num_classes;
   self->list_size = self->push_list_size;
+  g_free (self->sel_classes);
+  self->sel_classes = g_strdup (self->classes_spec);
+  self->sel_per_class = self->per_class;
   GST_OBJECT_UNLOCK (self);
 
   self->repo_mode = json != NULL;
-  if (self->repo_mode)
+  if (self->repo_mode && gst_tensor_datasrc_select_wanted (self->sel_classes,
+          self->sel_per_class)) {
+    GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+        ("classes and per-class choose samples by their IDX labels: they "
+            "are for IDX files (location with label-location), not the "
+            "datarepo file %s.", loc), (NULL));
+    ok = FALSE;
+  } else if (self->repo_mode)
     ok = gst_tensor_datasrc_start_repo (self, loc, json, lab, vloc, vjson,
         vlab, start, num, vstart, vnum);
   else
@@ -111,6 +122,7 @@ gst_tensor_datasrc_stop (GstBaseSrc * src)
   gst_tensor_datasrc_set_clear (&self->train);
   gst_tensor_datasrc_set_clear (&self->valid);
   g_clear_pointer (&self->order, g_free);
+  g_clear_pointer (&self->sel_classes, g_free);
   GST_OBJECT_LOCK (self);
   gst_caps_replace (&self->caps, NULL);
   GST_OBJECT_UNLOCK (self);

@@ -34,7 +34,10 @@
 #        (camera-personalized.bin), SINK (a gst-launch sink description),
 #        QUICK=1 (1 epoch of 240 + 48 frames, unless EPOCHS, TRAIN, VALID
 #        say otherwise), STALL (tt-launch --stall-timeout, 30 s),
-#        TT_BUILD_DIR (a built build folder to use instead of building build/)
+#        TT_BUILD_DIR (a built build folder to use instead of building build/),
+#        BACKBONE (a folder with backbone.ini and .bin from
+#        pipelines/pretrain-backbone.sh to start from; default
+#        ./personalize-out when it holds one; none: the MLP from scratch)
 # Needs: the project's packages (scripts/ensure-deps.sh) and gstreamer1.0-x
 #        (textoverlay; ximagesink for the window), installed if missing.
 # Ends with "# N frames with predictions: camera-personalize-*.png" (no
@@ -56,6 +59,50 @@ live=0; [ "$camera" != none ] && [ -e "$camera" ] && live=1
 classes=$(mktemp --suffix=.txt)
 trap 'rm -f "$classes"' EXIT
 printf '%s\n' ball snow pinwheel checkers-4 > "$classes"
+
+# personalization: start from a pretrained backbone (BACKBONE=DIR holding
+# backbone.ini and backbone.bin, as pipelines/pretrain-backbone.sh writes;
+# by default ./personalize-out when it holds one; BACKBONE=none: the
+# small MLP from scratch). Its input must be the camera path's 28x28 grey
+# frame (1:28:28); the camera's 4 classes are its outputs 0 to 3, and
+# its other outputs (the backbone's own classes 4 and up) are never
+# labelled here. A backbone of another input, or of fewer than 4 outputs,
+# is refused with a message.
+backbone=${BACKBONE:-}
+[ -z "$backbone" ] && [ -s personalize-out/backbone.ini ] &&
+  backbone=personalize-out
+[ "$backbone" = none ] && backbone=
+num_classes=4 load=""
+if [ -n "$backbone" ]; then
+  for f in backbone.ini backbone.bin; do
+    [ -s "$backbone/$f" ] || { echo "error: BACKBONE=$backbone: no $f" \
+      "there (pipelines/pretrain-backbone.sh writes it)" >&2; exit 1; }
+  done
+  info=$("$build/tools/tensor-trainer" info "$backbone/backbone.ini") ||
+    { echo "error: BACKBONE=$backbone: its model does not load" >&2; exit 1; }
+  shape=$(sed -n 's/^input0=//p' <<< "$info")
+  outputs=$(sed -n 's/^output=1:1://p' <<< "$info")
+  if [ "$shape" != 1:28:28 ] || ! grep -q ' inputs=1 ' <<< "$info"; then
+    echo "error: BACKBONE=$backbone: backbone.ini takes ${shape:-?}, but the" \
+      "camera's path gives one 28x28 grey frame (1:28:28): use a backbone" \
+      "trained on 28x28 grey images, or BACKBONE=none" >&2
+    exit 1
+  fi
+  case "$outputs" in '' | *[!0-9]*)
+    echo "error: BACKBONE=$backbone: backbone.ini's output is not a vector" \
+      "of classes ($(sed -n 's/^output=//p' <<< "$info"))" >&2; exit 1 ;;
+  esac
+  if [ "$outputs" -lt 4 ]; then
+    echo "error: BACKBONE=$backbone: backbone.ini has $outputs outputs, the" \
+      "camera 4 classes: use a backbone of 4 outputs or more, or BACKBONE=none" >&2
+    exit 1
+  fi
+  model=$backbone/backbone.ini num_classes=$outputs
+  load="model-load-path=$backbone/backbone.bin"
+  for c in $(seq 4 $((outputs - 1))); do echo "backbone-$c"; done >> "$classes"
+  echo "# from the backbone $backbone (outputs 0-3: the camera's classes," \
+    "4-$((outputs - 1)): the backbone's, not labelled here)"
+fi
 
 tt_need tee:libgstreamer1.0-0 queue:libgstreamer1.0-0 \
   fakesink:libgstreamer1.0-0 textoverlay:gstreamer1.0-x \
@@ -86,8 +133,8 @@ graph="tee name=video ! queue ! \
       shaded-background=true \
       font-desc=\"Sans 14\" ! $sink \
   video. ! videoconvert ! videoscale ! video/x-raw,format=GRAY8,width=28,height=28 ! \
-    tensor_labeler name=labeler num-classes=4 LABEL ! tee name=samples ! queue ! \
-    tensor_trainer name=trainer model-config=$model \
+    tensor_labeler name=labeler num-classes=$num_classes LABEL ! tee name=samples ! queue ! \
+    tensor_trainer name=trainer model-config=$model $load \
       num-training-samples=$train num-validation-samples=$valid \
       epochs=$epochs model-save-path=$out publish-interval=$publish ! \
     queue ! fakesink \

@@ -34,6 +34,8 @@ typedef struct
   /* train --feature-cache BYTES, --feature-cache-file FILE */
   uint64_t feature_cache;
   const char *feature_cache_file;
+  /* personalization: eval --per-class */
+  bool per_class;
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at

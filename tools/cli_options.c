@@ -102,7 +102,10 @@ cli_usage (FILE * out)
       "removed at the end. Refused without a frozen prefix, with batch\n"
       "normalization or random layers in it, on several threads and under\n"
       "--memory-limit.\n"
-      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
+      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n"
+      "eval --per-class prints, after its line, one line a class:\n"
+      "class=C samples=N correct=K accuracy=A (a class without samples\n"
+      "has accuracy=nan).\n", out);
 }
 
 int
@@ -194,6 +197,10 @@ cli_parse (int argc, char **argv, cli_options * o)
       continue;
     } else if (!strcmp (a, "--profile")) {
       o->profile = true;
+      continue;
+    } else if (!strcmp (a, "--per-class")) {
+      /* personalization: eval --per-class */
+      o->per_class = true;
       continue;
     } else if (!strcmp (a, "--checkpoint"))
       str = &o->checkpoint;

@@ -89,10 +89,30 @@ cli_print_profile (const tt_model * m)
   fputc ('\n', stderr);
 }
 
-/* Runs one pass over d; trains when train, else evaluates. */
+/* eval --per-class: the last batch's n samples counted by their class
+ * (labels) and whether the output's argmax (the first maximum, as the
+ * engine scores) is that class. */
+static void
+cli_count_classes (const tt_model * m, const uint8_t * labels, uint32_t n,
+    size_t classes, uint64_t * seen, uint64_t * correct)
+{
+  const float *y = tt_model_output (m);
+  for (uint32_t b = 0; b < n; b++, y += classes) {
+    size_t best = 0;
+    for (size_t i = 1; i < classes; i++)
+      if (y[i] > y[best])
+        best = i;
+    seen[labels[b]]++;
+    correct[labels[b]] += best == labels[b];
+  }
+}
+
+/* Runs one pass over d; trains when train, else evaluates (and with
+ * class_seen, counts the samples and the correct ones by class). */
 static int
 cli_pass (tt_model * m, cli_dataset * d, bool train, float *onehot,
-    cli_fcache * fc, double *loss, double *accuracy, double *seconds)
+    cli_fcache * fc, double *loss, double *accuracy, double *seconds,
+    uint64_t * class_seen, uint64_t * class_correct)
 {
   const uint32_t batch = tt_model_batch_size (m);
   tt_shape ls = tt_model_label_shape (m);
@@ -135,6 +155,9 @@ cli_pass (tt_model * m, cli_dataset * d, bool train, float *onehot,
       return cli_fail ("%s", err.message);
     loss_sum += r.loss * n;
     correct += r.correct;
+    if (class_seen)
+      cli_count_classes (m, d->labels + at, n, classes, class_seen,
+          class_correct);
   }
   if (train && fc && cli_fcache_pass_done (fc))
     return 1;
@@ -168,6 +191,8 @@ cli_train (const cli_options * o, bool train)
   if (o->feature_cache && o->feature_cache_file)
     return cli_fail ("--feature-cache BYTES (memory) or "
         "--feature-cache-file FILE: one of them");
+  if (o->per_class && train)
+    return cli_fail ("--per-class applies to eval");
   if (o->resume && (!train || !o->load))
     return cli_fail ("--resume continues from the counters and moments of "
         "the model given by --load FILE (a --checkpoint); %s", train ?
@@ -197,6 +222,7 @@ cli_train (const cli_options * o, bool train)
   float *onehot = NULL;
   cli_fcache fcache = { 0 };
   fcache.fd = -1;
+  uint64_t *class_seen = NULL, *class_correct = NULL;
   uint64_t steps_split = 0, steps_inline = 0;
   int rc = 1;
   if (!train && !o->weights && opened.kind != TT_MODEL_FILE_BUNDLE) {
@@ -230,12 +256,26 @@ cli_train (const cli_options * o, bool train)
 
   if (!train) {
     double loss, acc, sec;
-    if (cli_pass (m, &train_set, false, onehot, NULL, &loss, &acc, &sec))
+    const size_t classes = (size_t) ls.channel * ls.height * ls.width;
+    if (o->per_class) {
+      class_seen = calloc (classes, sizeof *class_seen);
+      class_correct = calloc (classes, sizeof *class_correct);
+      if (!class_seen || !class_correct) {
+        cli_fail ("out of memory");
+        goto out;
+      }
+    }
+    if (cli_pass (m, &train_set, false, onehot, NULL, &loss, &acc, &sec,
+            class_seen, class_correct))
       goto out;
     printf ("eval samples=%u loss=%.6f accuracy=%.4f samples_per_s=%.1f",
         train_set.count, loss, acc, train_set.count / sec);
     cli_print_thread_steps (m, &steps_split, &steps_inline);
     printf ("\n");
+    for (size_t c = 0; o->per_class && c < classes; c++)
+      printf ("class=%zu samples=%" PRIu64 " correct=%" PRIu64
+          " accuracy=%.4f\n", c, class_seen[c], class_correct[c],
+          class_seen[c] ? (double) class_correct[c] / class_seen[c] : NAN);
     if (o->profile)
       cli_print_profile (m);
     rc = 0;
@@ -268,10 +308,11 @@ cli_train (const cli_options * o, bool train)
         tt_model_iteration (m));
   for (uint32_t e = first; e < epochs; e++) {
     double loss, acc, sec, vloss = NAN, vacc = NAN, vsec;
-    if (cli_pass (m, &train_set, true, onehot, &fcache, &loss, &acc, &sec))
+    if (cli_pass (m, &train_set, true, onehot, &fcache, &loss, &acc, &sec,
+            NULL, NULL))
       goto out;
     if (o->valid_data && cli_pass (m, &valid_set, false, onehot, NULL, &vloss,
-            &vacc, &vsec))
+            &vacc, &vsec, NULL, NULL))
       goto out;
     tt_model_finish_epoch (m);
     printf ("epoch=%u/%u loss=%.6f accuracy=%.4f val_loss=%.6f "
@@ -309,6 +350,8 @@ cli_train (const cli_options * o, bool train)
   rc = 0;
 out:
   cli_fcache_close (&fcache);
+  free (class_seen);
+  free (class_correct);
   free (onehot);
   cli_free_dataset (&train_set);
   cli_free_dataset (&valid_set);

@@ -1119,6 +1119,148 @@ GST_START_TEST (test_repo_flexible_errors)
 
 GST_END_TEST;
 
+/* ---- personalization: classes and per-class ------------------------ */
+
+/* a source of f's files with classes and per-class set */
+static GArray *
+selected_run (const Files * f, const gchar * classes, guint per_class,
+    const gchar * first_prop, ...)
+{
+  GstHarness *h = new_src (f);
+  va_list ap;
+  g_object_set (h->element, "classes", classes, "per-class", per_class, NULL);
+  if (first_prop) {
+    va_start (ap, first_prop);
+    g_object_set_valist (G_OBJECT (h->element), first_prop, ap);
+    va_end (ap);
+  }
+  GArray *v = run_to_eos (h);
+  gst_harness_teardown (h);
+  return v;
+}
+
+static void
+expect_values (GArray * v, const guint * want, guint n)
+{
+  fail_unless_equals_int (v->len, n);
+  for (guint i = 0; i < n; i++)
+    fail_unless_equals_int (g_array_index (v, guint, i), want[i]);
+  g_array_unref (v);
+}
+
+GST_START_TEST (test_classes_per_class)
+{
+  Files f;
+  files_init (&f);
+  /* sample i has label i % 4: classes 1 and 3 are the odd samples */
+  GArray *v = selected_run (&f, "1,3", 0, NULL);
+  fail_unless_equals_int (v->len, N_SAMPLES / 2);
+  for (guint i = 0; i < v->len; i++)
+    fail_unless_equals_int (g_array_index (v, guint, i), 2 * i + 1);
+  g_array_unref (v);
+  /* a range, the first 2 of each class in file order, per epoch */
+  const guint two[] = { 2, 3, 6, 7, 2, 3, 6, 7 };
+  expect_values (selected_run (&f, "2-3", 2, "epochs", 2, NULL), two, 8);
+  /* per-class alone: every class present, with spaces in the list */
+  const guint first[] = { 0, 1, 2, 3 };
+  expect_values (selected_run (&f, NULL, 1, NULL), first, 4);
+  expect_values (selected_run (&f, " 0 - 3 ", 1, NULL), first, 4);
+  /* within the range only: samples 10..19 */
+  const guint ranged[] = { 12, 16 };
+  expect_values (selected_run (&f, "0", 2, "start-sample", 10,
+          "num-samples", 10, NULL), ranged, 2);
+  /* the validation range of the same files is filtered too */
+  const guint shared[] = { 0, 4, 8, 12, 16, 20, 24, 28 };
+  expect_values (selected_run (&f, "0", 0, "num-samples", 20,
+          "validation-start-sample", 20, "validation-num-samples", 10,
+          NULL), shared, 8);
+  /* and a validation file of its own (its samples 100.. have label
+   * (100 + i) % 4) */
+  const guint vfile[] = { 1, 5, 101, 105 };
+  expect_values (selected_run (&f, "1", 2, "validation-location",
+          f.v_images, "validation-label-location", f.v_labels, NULL), vfile, 4);
+  /* shuffled: each epoch a permutation of the same picks */
+  v = selected_run (&f, "2", 3, "shuffle", TRUE, "seed", (guint64) 3,
+      "epochs", 3, NULL);
+  fail_unless_equals_int (v->len, 9);
+  for (guint e = 0; e < 3; e++) {
+    guint sum = 0;
+    for (guint i = 0; i < 3; i++) {
+      const guint x = g_array_index (v, guint, 3 * e + i);
+      fail_unless (x == 2 || x == 6 || x == 10, "sample %u", x);
+      sum += x;
+    }
+    fail_unless_equals_int (sum, 18);
+  }
+  g_array_unref (v);
+  /* one buffer a push reads the same samples */
+  expect_values (selected_run (&f, "2-3", 2, "epochs", 2, "push-list-size",
+          1, NULL), two, 8);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_classes_errors)
+{
+  Files f;
+  files_init (&f);
+  const struct
+  {
+    const gchar *classes;
+    guint per_class;
+    const gchar *says;
+  } cases[] = {
+    {"x", 0, "classes='x' is not a list of classes: write class indices "
+          "and ranges separated by commas, e.g. 5-9 or 0,2,4-6 (each below "
+          "4)."},
+    {"1,", 0, "classes='1,' is not a list of classes"},
+    {"1;2", 0, "classes='1;2' is not a list of classes"},
+    {"-2", 0, "classes='-2' is not a list of classes"},
+    {"3-1", 0, "classes='3-1': the range 3-1 runs backwards"},
+    {"0-4", 0, "classes='0-4': class 4 is out of range: classes are 0 to 3 "
+          "(below num-classes)."},
+    {"99999999999999999999", 0, "is out of range"},
+    {"1", 11, "classes='1' per-class=11: the training range (start 0, 40 "
+          "samples) of "},
+    {NULL, 11, "holds 10 sample(s) of class 0; widen the range or lower "
+          "per-class"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *msg = start_error (&f, "classes", cases[i].classes, "per-class",
+        cases[i].per_class, NULL);
+    fail_unless (strstr (msg, cases[i].says) != NULL, "case %u: %s", i, msg);
+    g_free (msg);
+  }
+  /* a class listed but absent from the range */
+  gchar *msg = start_error (&f, "classes", "3", "start-sample", 0,
+      "num-samples", 3, NULL);
+  fail_unless (strstr (msg, "holds 0 sample(s) of class 3; remove the class "
+          "or widen the range") != NULL, "%s", msg);
+  g_free (msg);
+  /* datarepo files carry no IDX labels to choose by */
+  Repo r;
+  repo_init (&r);
+  GstElement *e = gst_element_factory_make ("tensor_datasrc", NULL);
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (e, bus);
+  g_object_set (e, "location", r.data, "json", r.json, "per-class", 2, NULL);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = tt_gst_pop_text (bus, GST_MESSAGE_ERROR);
+  fail_unless (strstr (msg, "classes and per-class choose samples by their "
+          "IDX labels") && strstr (msg, r.data), "%s", msg);
+  g_free (msg);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_bus_set_flushing (bus, TRUE);
+  gst_object_unref (bus);
+  repo_clear (&r);
+  files_clear (&f);
+}
+
+GST_END_TEST;
+
 static Suite *
 tensor_datasrc_suite (void)
 {
@@ -1143,6 +1285,9 @@ tensor_datasrc_suite (void)
   tcase_add_test (tc, test_repo_validation_forms);
   tcase_add_test (tc, test_repo_flexible);
   tcase_add_test (tc, test_repo_flexible_errors);
+  /* personalization: classes and per-class */
+  tcase_add_test (tc, test_classes_per_class);
+  tcase_add_test (tc, test_classes_errors);
   return s;
 }
 

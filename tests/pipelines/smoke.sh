@@ -9,7 +9,8 @@
 #   SCRIPT: train-fashion-mnist, train-transformer (train-fashion-mnist.sh
 #   with tests/models/zoo_transformer.ini), camera-train, camera-personalize,
 #   audio-train, plan-model, remote-train, classify-labels,
-#   federated-train, or missing-element
+#   federated-train, pretrain-backbone, personalize-methods
+#   (personalize.sh), pretrain-backbone-torch (.py), or missing-element
 #   (camera-personalize given an element that does not exist: it must fail
 #   at once, naming it). BUILD_DIR: a built build folder (TT_BUILD_DIR), so
 #   the script builds nothing.
@@ -20,21 +21,23 @@ name=$1 build=$2 out=$3 limit=${4:-60}
 
 # the user's settings must not change what is tested
 unset CAMERA MIC DISPLAY SINK TRAIN VALID EPOCHS SWITCH_EVERY PUBLISH OUT \
-  PORT HOST STALL IMAGES ROUNDS
+  PORT HOST STALL IMAGES ROUNDS METHODS GROW REPLAY_SIZE BACKBONE
 export QUICK=1 CAMERA=none MIC=none TT_BUILD_DIR=$build
 
 rm -rf "$out" && mkdir -p "$out" && cd "$out" || exit 1
-script=$name expect_fail=0 args=()
+script=$name expect_fail=0 args=() ext=sh
 case "$name" in
   train-transformer)
     script=train-fashion-mnist args=("$top/tests/models/zoo_transformer.ini") ;;
+  personalize-methods) script=personalize ;;
+  pretrain-backbone-torch) ext=py ;;
   missing-element)
     script=camera-personalize expect_fail=1
     export SINK="videoconvert ! tt_no_such_sink" ;;
 esac
 
 start=$EPOCHREALTIME
-timeout -k 5 "$limit" "$top/pipelines/$script.sh" "${args[@]}" > stdout.txt \
+timeout -k 5 "$limit" "$top/pipelines/$script.$ext" "${args[@]}" > stdout.txt \
   2> stderr.txt
 rc=$?
 seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
@@ -133,6 +136,35 @@ case "$name" in
     last_is '^final: global val_accuracy=0\.[0-9]+ after 2 rounds \(3 clients\)$'
     has_line '^round 1: global val_accuracy=0\.[0-9]+ '
     has_line '^round 2: global val_accuracy=0\.[0-9]+ ' ;;
+  # personalization: the output's form, not its accuracies
+  pretrain-backbone)
+    last_is '^final: backbone=personalize-out/backbone\.ini weights=personalize-out/backbone\.bin classes=0-4 val_accuracy=(0\.[0-9]+|1\.0+) epochs=1$'
+    has_line '^epoch=1/1 loss=[0-9.]+ accuracy=[0-9.]+ val_loss=[0-9.]+ val_accuracy=[0-9.]+ '
+    has_file personalize-out/backbone.ini; has_file personalize-out/backbone.bin ;;
+  pretrain-backbone-torch)
+    # PyTorch is optional: without it the script says so
+    last_is '^(final: torch_accuracy=0\.[0-9]+ tensor_trainer_accuracy=0\.[0-9]+ classes=0-4 test_images=[1-9][0-9]*|skipped: torch not available .*)$'
+    case "$last" in final:*)
+      has_file personalize-out/torch-backbone.onnx
+      has_file personalize-out/torch-backbone.bin ;;
+    esac ;;
+  personalize-methods)
+    num='(0\.[0-9]+|1\.0+)'
+    for m in everything last1 biases scratch; do
+      has_line "^final: method=$m shots=4 new_accuracy=$num old_accuracy=$num pool_bytes=[1-9][0-9]* peak_rss_kb=[1-9][0-9]* seconds=[0-9]+\.[0-9]+$"
+    done
+    # a method whose tool is missing says so, or has its line
+    for m in lora replay; do
+      grep -Eq "^(skipped: $m \(.* not available\)|final: method=$m shots=4 new_accuracy=$num old_accuracy=$num pool_bytes=[1-9][0-9]* peak_rss_kb=[1-9][0-9]* seconds=[0-9.]+)$" \
+        stdout.txt || fail "neither a final line nor a skipped line for $m"
+    done
+    # the lines are the last ones, one per method that ran
+    n=$(grep -c '^final: method=' stdout.txt)
+    [ "$(tail -n "$n" stdout.txt | grep -c '^final: method=')" -eq "$n" ] ||
+      fail "the final lines are not the last ones"
+    grep -q '^# no backbone in personalize-out: pipelines/pretrain-backbone.sh first$' \
+      stdout.txt || fail "the backbone was not trained first"
+    has_file personalize-out/backbone.bin; has_file personalize-out/everything.bin ;;
   *) echo "smoke.sh: no checks for $name" >&2; exit 2 ;;
 esac
 echo "ok $name in $seconds s: $last"
