@@ -14,9 +14,7 @@
 #       seconds=S" lines
 #   pz_plan_pool LOG   the pool bytes of its tensor-trainer-plan message
 #   pz_weights_only MODEL.ini BIN OUT.bin   the weights of BIN (they come
-#       first), without the optimizer state saved after them: a BIN's
-#       state holds moments only for the weights that trained, and is
-#       refused by a model compiled with another choice (eval's)
+#       first), without the optimizer state and counters saved after them
 #   pz_accuracy EVAL_OUTPUT LO HI   the accuracy over the classes LO to HI
 #       of `tensor-trainer eval --per-class` output
 

@@ -97,8 +97,7 @@ run () {
     exit 1
   fi
   local eval_out new old pool rss
-  pz_weights_only "$model" "$saved" "$out/$method.weights.bin"
-  eval_out=$("$tt" eval "$model" --weights "$out/$method.weights.bin" \
+  eval_out=$("$tt" eval "$model" --weights "$saved" \
     --data "$data/t10k-images-idx3-ubyte.gz" \
     --labels "$data/t10k-labels-idx1-ubyte.gz" "${test_args[@]}" --per-class)
   new=$(pz_accuracy "$eval_out" 5 9)

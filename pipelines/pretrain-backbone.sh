@@ -92,10 +92,9 @@ if [ "$status" -ne 0 ]; then
 fi
 vacc=$(pz_epochs "$log" | tail -1 | sed -n 's/.* val_accuracy=\([0-9.]*\).*/\1/p')
 
-# The backbone keeps the weights only: the optimizer's moments are the
-# pretraining's, and a personalization that freezes a part has no moments
-# for it (tensor_trainer refuses a BIN whose optimizer state is the whole
-# model's under train=last:1 or biases). The weights come first in a BIN.
+# The backbone keeps the weights only: the optimizer's moments and the
+# counters are the pretraining's, and personalization starts its own. The
+# weights come first in a BIN.
 pz_weights_only "$out/pretrain.ini" "$out/pretrain.bin" \
   "$out/pretrain-weights.bin"
 if [ "$units" = 10 ]; then

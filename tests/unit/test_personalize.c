@@ -14,7 +14,8 @@
  *   validated, training as the choice did;
  * - under a memory limit the partially frozen model trains as without;
  * - bad choices, unknown layers and N over the weighted layers fail with
- *   messages naming them.
+ *   messages naming them;
+ * - an Adam BIN has one layout whatever trains: it loads across choices.
  *
  * Usage: test_personalize SOURCE_ROOT
  */
@@ -24,6 +25,10 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define CNN_HEAD \
     "[Model]\nbatch_size = 4\nloss = cross\n"
@@ -159,6 +164,100 @@ test_same_as_ini (void)
     tt_model_free (a);
     tt_model_free (b);
   }
+}
+
+/* A path in the temporary folder for this process */
+static void
+temp_path (char *out, size_t cap, const char *name)
+{
+  const char *tmp = getenv ("TMPDIR");
+  snprintf (out, cap, "%s/tt-personalize-%d-%s", tmp && *tmp ? tmp : "/tmp",
+      (int) getpid (), name);
+}
+
+/* An Adam BIN has the same layout whatever --train chose (the moments of
+ * every weight the INI trains): a BIN of a full run loads into last:1 with
+ * the moments of out, and last:1's BIN, the frozen weights' moments zero,
+ * loads back into the full model, weights and moments as saved. */
+static void
+test_bin_across_choices (void)
+{
+  char full_bin[512], last_bin[512];
+  temp_path (full_bin, sizeof full_bin, "full.bin");
+  temp_path (last_bin, sizeof last_bin, "last.bin");
+  tt_error err;
+  tt_model *full = open_choice (cnn, NULL, 0, &err);
+  tt_model *last = open_choice (cnn, "last:1", 0, &err);
+  tt_model *again = open_choice (cnn, NULL, 0, &err);
+  CHECK (full && last && again, "open: %s", err.message);
+  if (!full || !last || !again)
+    goto out;
+  tt_test_train_steps (full, "full", 2, 255.0f);
+  CHECK (!tt_model_save_bin (full, full_bin, &err), "save: %s", err.message);
+  CHECK (!tt_model_load_bin (last, full_bin, &err), "the full run's BIN into "
+      "last:1: %s", err.message);
+  CHECK (!tt_model_load_bin (again, full_bin, &err), "reload: %s", err.message);
+  /* last:1 holds the full run's weights and out's moments */
+  const tt_layer *lo = NULL, *fo = NULL;
+  for (uint32_t i = 0; i < last->n_layers; i++)
+    if (!strcmp (last->layers[i].name, "out"))
+      lo = &last->layers[i];
+  for (uint32_t i = 0; i < full->n_layers; i++)
+    if (!strcmp (full->layers[i].name, "out"))
+      fo = &full->layers[i];
+  CHECK (lo && fo, "layer out");
+  if (!lo || !fo)
+    goto out;
+  float *wf = weights_copy (full), *wl = weights_copy (last);
+  size_t nw = 0;
+  for (uint32_t i = 0; i < full->n_layers; i++)
+    for (uint32_t w = 0; w < full->layers[i].n_weights; w++)
+      nw += full->layers[i].weights[w].count;
+  CHECK (!memcmp (wf, wl, nw * sizeof *wf), "last:1 got the full run's "
+      "weights");
+  for (uint32_t w = 0; w < lo->n_weights; w++)
+    for (int k = 0; k < 2; k++) {
+      const tt_tensor *a = &last->tensors[lo->weights[w].opt[k]];
+      const tt_tensor *b = &full->tensors[fo->weights[w].opt[k]];
+      CHECK (a->count == b->count && !memcmp (a->data, b->data,
+              a->count * sizeof (float)), "out:%s moment %d loaded",
+          lo->weights[w].suffix, k);
+    }
+  free (wf);
+  free (wl);
+  /* last:1 trains and saves a BIN of the full model's layout and size */
+  tt_test_train_steps (last, "last:1", 2, 255.0f);
+  CHECK (!tt_model_save_bin (last, last_bin, &err), "save: %s", err.message);
+  struct stat sf, sl;
+  CHECK (!stat (full_bin, &sf) && !stat (last_bin, &sl) &&
+      sf.st_size == sl.st_size, "the BINs' sizes differ: %lld and %lld",
+      (long long) sf.st_size, (long long) sl.st_size);
+  CHECK (!tt_model_load_bin (again, last_bin, &err), "last:1's BIN into the "
+      "full model: %s", err.message);
+  wl = weights_copy (last);
+  float *wa = weights_copy (again);
+  CHECK (!memcmp (wl, wa, nw * sizeof *wl), "the full model got last:1's "
+      "weights");
+  free (wl);
+  free (wa);
+  for (uint32_t i = 0; i < again->n_layers; i++) {
+    const tt_layer *l = &again->layers[i];
+    for (uint32_t w = 0; w < l->n_weights; w++)
+      for (int k = 0; k < 2 && l->weights[w].opt[k] >= 0; k++) {
+        const tt_tensor *t = &again->tensors[l->weights[w].opt[k]];
+        bool zero = true;
+        for (size_t j = 0; j < t->count; j++)
+          zero &= t->data[j] == 0.0f;
+        CHECK (zero == (strcmp (l->name, "out") != 0), "%s:%s moment %d: %s",
+            l->name, l->weights[w].suffix, k, zero ? "zero" : "not zero");
+      }
+  }
+out:
+  unlink (full_bin);
+  unlink (last_bin);
+  tt_model_free (full);
+  tt_model_free (last);
+  tt_model_free (again);
 }
 
 /* biases: only biases and gamma/beta train, with the gradient the whole
@@ -383,5 +482,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_stored_plan);
   TT_TEST_RUN (test_memory_limit);
   TT_TEST_RUN (test_bad_choices);
+  TT_TEST_RUN (test_bin_across_choices);
   return tt_test_summary ();
 }

@@ -170,6 +170,10 @@ typedef struct {
   tt_initializer init;
   uint32_t fan_in, fan_out;
   bool trainable;               /* has a gradient and optimizer state */
+  /* its Adam moments have a place in a BIN: trainable as the INI says,
+   * whatever a --train choice froze since (io/bin.c), so that one BIN
+   * serves every choice */
+  bool file_moments;
   float decay;                  /* per-weight L2 decay (weight_decay key) */
   float l2;                     /* l2norm regularizer constant */
   int value, grad, opt[2];      /* tensor ids, -1 when absent */

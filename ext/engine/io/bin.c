@@ -123,14 +123,17 @@ done:
 
 /* Calls fn for each float region of the file, in file order; moments only
  * when with_moments. tensor is -1 for a region the model does not hold (an
- * inference-only model keeps no moments): count says how many floats it
- * has, name what a training model calls it. Returns the first non-OK
- * status. */
+ * inference-only model keeps no moments; a weight that a --train choice
+ * froze has its moments' place in a BIN, file, but none in the model):
+ * count says how many floats it has, name what a training model calls it.
+ * file: the moments of every weight the INI trains (a BIN's layout, the
+ * same whatever trains); else those of the weights that train (a
+ * bundle's regions). Returns the first non-OK status. */
 typedef tt_status (*bin_region_fn) (tt_model * m, int tensor, size_t count,
     const char *name, tt_state_kind kind, void *ctx, tt_error * err);
 
 static tt_status
-bin_for_each (tt_model * m, bool with_moments, bool moments_only,
+bin_for_each (tt_model * m, bool file, bool with_moments, bool moments_only,
     bin_region_fn fn, void *ctx, tt_error * err)
 {
   tt_status st = TT_OK;
@@ -151,7 +154,7 @@ bin_for_each (tt_model * m, bool with_moments, bool moments_only,
     tt_layer *l = &m->layers[order[c]];
     for (uint32_t i = 0; i < l->n_weights; i++) {
       tt_weight *w = &l->weights[i];
-      if (!w->trainable)
+      if (!(file ? w->file_moments : w->trainable))
         continue;
       for (int k = 0; k < 2; k++) {
         char skipped[256];
@@ -213,7 +216,7 @@ bin_moment_bytes (tt_model * m)
   if (tt_bin_has_moments (m))
     for (uint32_t c = 0; c < m->n_layers; c++)
       for (uint32_t i = 0; i < m->layers[c].n_weights; i++)
-        if (m->layers[c].weights[i].trainable)
+        if (m->layers[c].weights[i].file_moments)
           bytes += 2 * m->layers[c].weights[i].count * sizeof (float);
   return bytes;
 }
@@ -245,13 +248,13 @@ tt_bin_regions (tt_model * m, bool moments, uint32_t * n)
 {
   bin_id_list l = { NULL, 0 };
   *n = 0;
-  if (bin_for_each (m, moments, false, bin_collect, &l, NULL))
+  if (bin_for_each (m, false, moments, false, bin_collect, &l, NULL))
     return NULL;
   l.ids = malloc ((l.n ? l.n : 1) * sizeof *l.ids);
   if (!l.ids)
     return NULL;
   l.n = 0;
-  if (bin_for_each (m, moments, false, bin_collect, &l, NULL)) {
+  if (bin_for_each (m, false, moments, false, bin_collect, &l, NULL)) {
     free (l.ids);
     return NULL;
   }
@@ -464,7 +467,7 @@ bin_read_all (tt_model * m, bin_reader * r, bool tag, bool moments,
   if (fseek (r->fp, 0, SEEK_SET) != 0)
     return tt_fail (err, TT_ERR_IO, "%s: cannot seek: %s", r->path,
         strerror (errno));
-  if ((st = bin_for_each (m, false, false, bin_read_region, r, err)))
+  if ((st = bin_for_each (m, true, false, false, bin_read_region, r, err)))
     return st;
   if (tag) {
     char bytes[BIN_TAG_LEN];
@@ -477,7 +480,8 @@ bin_read_all (tt_model * m, bin_reader * r, bool tag, bool moments,
           r->offset);
     r->offset += BIN_TAG_LEN;
   }
-  if (moments && (st = bin_for_each (m, true, true, bin_read_region, r, err)))
+  if (moments
+      && (st = bin_for_each (m, true, true, true, bin_read_region, r, err)))
     return st;
   if (counters && fread (counters, sizeof (uint32_t), 2, r->fp) != 2)
     return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu", r->path,
@@ -580,7 +584,7 @@ bin_memory_all (tt_model * m, bin_memory * r, bool tag, bool moments,
 {
   tt_status st;
   r->offset = 0;
-  if ((st = bin_for_each (m, false, false, bin_memory_region, r, err)))
+  if ((st = bin_for_each (m, true, false, false, bin_memory_region, r, err)))
     return st;
   if (tag) {
     if (memcmp (r->data + r->offset, BIN_TAG, BIN_TAG_LEN) != 0)
@@ -589,7 +593,8 @@ bin_memory_all (tt_model * m, bin_memory * r, bool tag, bool moments,
           r->name, r->offset);
     r->offset += BIN_TAG_LEN;
   }
-  if (moments && (st = bin_for_each (m, true, true, bin_memory_region, r, err)))
+  if (moments
+      && (st = bin_for_each (m, true, true, true, bin_memory_region, r, err)))
     return st;
   return TT_OK;
 }
@@ -641,8 +646,16 @@ bin_write_region (tt_model * m, int tensor, size_t count,
     const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   (void) name;
-  (void) count;
   (void) kind;
+  if (tensor < 0) {
+    /* the moments of a weight a --train choice froze: it never moved */
+    static const float zeros[1024];
+    tt_status st = TT_OK;
+    for (size_t done = 0; !st && done < count; done += 1024)
+      st = tt_atomic_file_write (ctx, zeros, (count - done < 1024 ? count -
+              done : 1024) * sizeof (float), err);
+    return st;
+  }
   const tt_tensor *t = &m->tensors[tensor];
   return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float), err);
 }
@@ -661,10 +674,10 @@ tt_model_save_bin (tt_model * m, const char *path, tt_error * err)
   if (st)
     return st;
   const uint32_t counters[2] = { m->epoch, m->iteration };
-  if ((st = bin_for_each (m, false, false, bin_write_region, &f, err)) ||
+  if ((st = bin_for_each (m, true, false, false, bin_write_region, &f, err)) ||
       (bin_saves_tag (m) &&
           ((st = tt_atomic_file_write (&f, BIN_TAG, BIN_TAG_LEN, err)) ||
-              (st = bin_for_each (m, true, true, bin_write_region, &f,
+              (st = bin_for_each (m, true, true, true, bin_write_region, &f,
                       err)))) ||
       (st = tt_atomic_file_write (&f, counters, sizeof counters, err))) {
     tt_atomic_file_abort (&f);

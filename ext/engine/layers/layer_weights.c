@@ -20,6 +20,7 @@ tt_layer_add_weight (tt_layer * l, const char *suffix, size_t count,
   w->fan_in = fan_in;
   w->fan_out = fan_out;
   w->trainable = trainable && l->trainable;
+  w->file_moments = w->trainable;
   w->value = w->grad = w->opt[0] = w->opt[1] = -1;
   return w;
 }
