@@ -49,6 +49,7 @@ typedef struct {
   const char *value;            /* the initializer's name; NULL: none */
   int64_t rows, cols;           /* > 0: transposed from [rows][cols] */
   float scale;                  /* multiplied by */
+  int64_t block;                /* > 1: [rows][cols] of blocks this long */
 } onnx_weight_src;
 
 typedef struct {
@@ -163,6 +164,13 @@ tt_status onnx_map_tf_reducemean (onnx_import * im, int node,
     const Onnx__NodeProto * n, tt_error * err);
 tt_status onnx_map_tf_div (onnx_import * im, int node,
     const Onnx__NodeProto * n, tt_error * err);
+
+/* onnx_weights.c: a layer's next weight from v, [rows][cols][block]
+ * with its first two axes swapped ([cols][rows][block]: ConvTranspose's
+ * [C][F/g][kh][kw] into conv2dtranspose's [F/g][C][kh][kw]) */
+float *onnx_weight_swapped (onnx_import * im, onnx_layer * L,
+    const onnx_value * v, int64_t rows, int64_t cols, int64_t block,
+    tt_error * err);
 
 /* onnx_freeze.c: --freeze's layers given `trainable = false` */
 tt_status onnx_freeze_apply (onnx_import * im, tt_error * err);

@@ -191,7 +191,10 @@ test_fixtures (void)
     "dscnn_train_op17", "audio1d_train_op13", "audio1d_train_op17",
     "lstm_last_op13", "lstm_last_op17", "gru_hidden_op13", "gru_hidden_op17",
     "gru_last_op13", "lstm_hidden_op17", "embed_lstm_op13", "embed_lstm_op17",
-    "lstm2_last_op13", "gru_step_op17"
+    "lstm2_last_op13", "gru_step_op17",
+    /* ConvTranspose, Concat, Resize, Slice, Unsqueeze, broadcasting Mul */
+    "deconv_op13", "deconv_op17", "concat_up_op13", "concat_up_op17",
+    "se_op13", "se_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
