@@ -704,6 +704,40 @@ def write_ops():
         write("deconv_op%d" % opset, dec, (1, 8, 8), opset, False)
         write("concat_up_op%d" % opset, cu, (2, 5, 5), opset, False)
         write("se_op%d" % opset, se, (3, 6, 6), opset, False)
+    write_ops_bad()
+
+
+class OpsBad(nn.Module):
+    """One operator with an attribute value the importer refuses."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.d = nn.ConvTranspose2d(2, 2, 3, stride=2, output_padding=1)
+
+    def forward(self, x):
+        if self.kind == "deconv_output_padding":
+            return self.d(x)
+        if self.kind == "resize_align_corners":
+            return F.interpolate(x, scale_factor=2, mode="bilinear",
+                                 align_corners=True)
+        if self.kind == "resize_fraction":
+            return F.interpolate(x, scale_factor=1.5, mode="nearest")
+        if self.kind == "slice_step":
+            return x[:, :, ::2]
+        return x * 2.0          # mul_constant
+
+
+def write_ops_bad():
+    bad = os.path.join(HERE, "bad")
+    for kind in ("deconv_output_padding", "resize_align_corners",
+                 "resize_fraction", "slice_step", "mul_constant"):
+        buf = io.BytesIO()
+        torch.onnx.export(OpsBad(kind).eval(), torch.randn(2, 2, 4, 4), buf,
+                          opset_version=13, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"])
+        with open(os.path.join(bad, "ops_%s.onnx" % kind), "wb") as f:
+            f.write(buf.getvalue())
 
 
 def main():

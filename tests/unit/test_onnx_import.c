@@ -313,6 +313,20 @@ test_refusals (void)
   BAD ("lstm_cell_state.onnx", "'/rnn/LSTM'", "cell state Y_c is read");
   BAD ("gru_initial_state.onnx", "'/rnn/GRU'", "(GRU, opset 13)",
       "initial states given as inputs are not supported");
+  /* more operators on activations (onnx_map_ops.c) */
+  BAD ("ops_deconv_output_padding.onnx", "'/d/ConvTranspose'",
+      "(ConvTranspose, opset 13)", "output_padding 1 beyond the end "
+      "padding 0", "supported: output_padding up to the end pads");
+  BAD ("ops_resize_align_corners.onnx", "'/Resize' (Resize, opset 13)",
+      "coordinate_transformation_mode 'align_corners'",
+      "supported is half_pixel");
+  BAD ("ops_resize_fraction.onnx", "'/Resize'", "scales 1, 1, 1.5, 1.5",
+      "integer factors");
+  BAD ("ops_slice_step.onnx", "'/Slice' (Slice, opset 13)", "step 2",
+      "supported is 1");
+  BAD ("ops_mul_constant.onnx", "'/Mul' (Mul, opset 13)", "a Mul by a "
+      "constant", "no layer multiplies by a constant",
+      "supported: two activations");
 #undef BAD
   /* truncated, and not an ONNX file at all */
   size_t len;
