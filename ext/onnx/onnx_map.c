@@ -1040,7 +1040,8 @@ map_transpose (onnx_import * im, int node, const Onnx__NodeProto * n,
    * initial state) */
   for (size_t k = 0; y && !recurrent && k < im->n_order; k++) {
     const Onnx__NodeProto *c = im->proto->graph->node[im->order[k]];
-    if (strcmp (c->op_type, "LSTM") && strcmp (c->op_type, "GRU"))
+    if (strcmp (c->op_type, "LSTM") && strcmp (c->op_type, "GRU") &&
+        strcmp (c->op_type, "RNN"))
       continue;
     for (size_t i = 0; i < c->n_input && !recurrent; i++)
       recurrent = c->input[i] && !strcmp (c->input[i], y->name);
@@ -1093,6 +1094,7 @@ static const struct
   {"Resize", onnx_map_resize},
   {"Upsample", onnx_map_resize},
   {"Mul", onnx_map_binary},
+  {"RNN", onnx_map_recurrent},
 };
 
 const char *
@@ -1116,7 +1118,7 @@ onnx_supported_list (void)
       /* more operators on activations (onnx_map_ops.c) */
       "; ConvTranspose (2-D), Concat, Slice (step 1), Unsqueeze, Resize "
       "and Upsample (nearest, integer scales; linear, half_pixel), Mul "
-      "and Add of two activations (broadcasting)";
+      "and Add of two activations (broadcasting), RNN (tanh, as LSTM)";
 }
 
 tt_status

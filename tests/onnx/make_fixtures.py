@@ -697,6 +697,20 @@ class SqueezeExcite(nn.Module):
         return self.fc(torch.cat([s, t], 2).flatten(1))
 
 
+class RNNLast(nn.Module):
+    """nn.RNN (tanh, batch_first): out[:, -1] or h_n[0] into a Linear."""
+
+    def __init__(self, hidden=False, nonlinearity="tanh"):
+        super().__init__()
+        self.hidden = hidden
+        self.rnn = nn.RNN(6, 8, batch_first=True, nonlinearity=nonlinearity)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        out, h = self.rnn(x)
+        return self.fc(h[0] if self.hidden else out[:, -1])
+
+
 def write_ops():
     torch.manual_seed(46)
     dec, cu, se = Deconv(), ConcatUp(), SqueezeExcite()
@@ -704,6 +718,8 @@ def write_ops():
         write("deconv_op%d" % opset, dec, (1, 8, 8), opset, False)
         write("concat_up_op%d" % opset, cu, (2, 5, 5), opset, False)
         write("se_op%d" % opset, se, (3, 6, 6), opset, False)
+    write("rnn_last_op13", RNNLast(), (5, 6), 13, False)
+    write("rnn_hidden_op17", RNNLast(hidden=True), (5, 6), 17, False)
     write_ops_bad()
 
 
@@ -729,6 +745,7 @@ class OpsBad(nn.Module):
 
 
 def write_ops_bad():
+    torch.manual_seed(47)
     bad = os.path.join(HERE, "bad")
     for kind in ("deconv_output_padding", "resize_align_corners",
                  "resize_fraction", "slice_step", "mul_constant"):
@@ -738,6 +755,13 @@ def write_ops_bad():
                           input_names=["x"], output_names=["y"])
         with open(os.path.join(bad, "ops_%s.onnx" % kind), "wb") as f:
             f.write(buf.getvalue())
+    buf = io.BytesIO()
+    torch.onnx.export(RNNLast(nonlinearity="relu").eval(),
+                      torch.randn(2, 5, 6), buf, opset_version=13,
+                      do_constant_folding=False, input_names=["x"],
+                      output_names=["y"])
+    with open(os.path.join(bad, "ops_rnn_relu.onnx"), "wb") as f:
+        f.write(buf.getvalue())
 
 
 def main():

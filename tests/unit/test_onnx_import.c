@@ -194,7 +194,7 @@ test_fixtures (void)
     "lstm2_last_op13", "gru_step_op17",
     /* ConvTranspose, Concat, Resize, Slice, Unsqueeze, broadcasting Mul */
     "deconv_op13", "deconv_op17", "concat_up_op13", "concat_up_op17",
-    "se_op13", "se_op17"
+    "se_op13", "se_op17", "rnn_last_op13", "rnn_hidden_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
@@ -327,6 +327,8 @@ test_refusals (void)
   BAD ("ops_mul_constant.onnx", "'/Mul' (Mul, opset 13)", "a Mul by a "
       "constant", "no layer multiplies by a constant",
       "supported: two activations");
+  BAD ("ops_rnn_relu.onnx", "'/rnn/RNN' (RNN, opset 13)",
+      "activations 'Relu'", "supported is Tanh");
 #undef BAD
   /* truncated, and not an ONNX file at all */
   size_t len;
