@@ -56,6 +56,8 @@ typedef struct {
   char name[64], type[32];
   char keys[512];               /* "key = value\n" lines */
   int inputs[8], n_inputs;      /* layer indices */
+  int in_port;                  /* input 0 read as NAME(in_port): an
+                                 * output of a split (onnx_map_ops.c) */
   float *w[ONNX_MAX_LAYER_WEIGHTS];     /* in the layer's BIN order, owned */
   size_t wn[ONNX_MAX_LAYER_WEIGHTS];
   int n_w;

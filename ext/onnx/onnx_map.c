@@ -1095,6 +1095,7 @@ static const struct
   {"Upsample", onnx_map_resize},
   {"Mul", onnx_map_binary},
   {"RNN", onnx_map_recurrent},
+  {"Split", onnx_map_split},
 };
 
 const char *
@@ -1118,7 +1119,7 @@ onnx_supported_list (void)
       /* more operators on activations (onnx_map_ops.c) */
       "; ConvTranspose (2-D), Concat, Slice (step 1), Unsqueeze, Resize "
       "and Upsample (nearest, integer scales; linear, half_pixel), Mul "
-      "and Add of two activations (broadcasting), RNN (tanh, as LSTM)";
+      "and Add of two activations (broadcasting), RNN (tanh, as LSTM), Split (equal parts)";
 }
 
 tt_status

@@ -5,7 +5,8 @@
  * concat, Slice onto slice (step 1), Unsqueeze onto reshape (or nothing
  * when our layout stays), Resize and Upsample onto upsample2d (nearest
  * with integer scales; linear with half_pixel, the layer's bilinear),
- * Mul and a broadcasting Add of two activations onto multiply and add.
+ * Mul and a broadcasting Add of two activations onto multiply and add,
+ * Split into equal parts onto split (an identity reading each output).
  *
  * Our layout of an activation: [N, C, H, W] is C:H:W, [N, C, L] is C:1:L
  * (a recurrent sequence [N, T, F], `seq`, is 1:T:F), [N, F] is 1:1:F.
@@ -294,6 +295,85 @@ onnx_map_concat (onnx_import * im, int node, const Onnx__NodeProto * n,
   im->layers[l].n_inputs = (int) n->n_input;
   onnx_layer_key (&im->layers[l], "axis = %d", our_axis (v[0], a));
   give (im, n, l, r, dims, v[0]->seq);
+  return TT_OK;
+}
+
+/* ---- Split ----------------------------------------------------------- */
+
+tt_status
+onnx_map_split (onnx_import * im, int node, const Onnx__NodeProto * n,
+    tt_error * err)
+{
+  char label[256];
+  (void) node;
+  onnx_value *x = act (im, n, 0, err);
+  if (!x)
+    return err->status;
+  const int r = x->rank;
+  int64_t a = onnx_attr_int (n, "axis", 0);
+  if (a < 0)
+    a += r;
+  const size_t parts = n->n_output;
+  if (a < 1 || a >= r)
+    return onnx_fail (im, err, TT_ERR_INVALID, "%s: axis %lld of a rank-%d "
+        "input; supported are 1 to %d (not the batch)", LABEL (n),
+        (long long) onnx_attr_int (n, "axis", 0), r, r - 1);
+  const int64_t size = x->dims[a];
+  if (parts < 1 || parts > 16 || size % (int64_t) parts)
+    return onnx_fail (im, err, TT_ERR_INVALID, "%s: %zu outputs of an axis "
+        "of %lld; supported are 1 to 16 equal parts (the split layer's "
+        "split_number)", LABEL (n), parts, (long long) size);
+  /* the sizes: input 1 (opset 13), the attribute before; all equal */
+  const int64_t part = size / (int64_t) parts;
+  const onnx_value *sv = im->opset >= 13 ? in_value (im, n, 1) : NULL;
+  const Onnx__AttributeProto *sa = im->opset < 13 ? onnx_attr (n, "split") :
+      NULL;
+  if (sv && (!sv->is_const || !sv->is_int || sv->count != parts))
+    return onnx_fail (im, err, TT_ERR_INVALID, "%s: its split sizes must "
+        "fold to a constant of %zu integers", LABEL (n), parts);
+  if (sa && sa->n_ints != parts)
+    return onnx_fail (im, err, TT_ERR_INVALID, "%s: its split attribute "
+        "needs %zu values", LABEL (n), parts);
+  for (size_t k = 0; k < parts; k++) {
+    const int64_t want = sv ? sv->i[k] : sa ? sa->ints[k] : part;
+    if (want != part)
+      return onnx_fail (im, err, TT_ERR_INVALID, "%s: split sizes of "
+          "different lengths (part %zu is %lld); supported are equal parts "
+          "(%lld each)", LABEL (n), k, (long long) want, (long long) part);
+    const onnx_value *o = out_value (im, n, k);
+    if (!o || o->consumers == 0)
+      return onnx_fail (im, err, TT_ERR_INVALID, "%s: output %zu is not "
+          "read; supported is a Split whose every output is read (the "
+          "split layer's rule)", LABEL (n), k);
+  }
+  int64_t dims[4] = { ONNX_BATCH, 1, 1, 1 };
+  for (int d = 1; d < r; d++)
+    dims[d] = x->dims[d];
+  dims[a] = part;
+  if (parts == 1) {
+    give (im, n, x->layer, r, dims, x->seq);
+    return TT_OK;
+  }
+  int l = add_layer (im, n, "split", x, err);
+  if (l < 0)
+    return err->status;
+  onnx_layer_key (&im->layers[l], "axis = %d", our_axis (x, a));
+  onnx_layer_key (&im->layers[l], "split_number = %zu", parts);
+  /* each output an identity (a view) reading NAME(k) */
+  for (size_t k = 0; k < parts; k++) {
+    int id = onnx_layer_add (im, n->output[k], "identity", err);
+    if (id < 0)
+      return err->status;
+    im->layers[id].inputs[0] = l;
+    im->layers[id].n_inputs = 1;
+    im->layers[id].in_port = (int) k;
+    onnx_value *o = out_value (im, n, k);
+    o->layer = id;
+    o->rank = r;
+    o->seq = x->seq;
+    for (int d = 0; d < r; d++)
+      o->dims[d] = dims[d];
+  }
   return TT_OK;
 }
 

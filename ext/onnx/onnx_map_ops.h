@@ -21,6 +21,9 @@ tt_status onnx_map_unsqueeze (onnx_import * im, int node,
     const Onnx__NodeProto * n, tt_error * err);
 tt_status onnx_map_resize (onnx_import * im, int node,
     const Onnx__NodeProto * n, tt_error * err);
+/* Split into equal parts: a split layer, an identity per output */
+tt_status onnx_map_split (onnx_import * im, int node,
+    const Onnx__NodeProto * n, tt_error * err);
 /* Mul of two activations; Add of two activations of different shapes
  * (map_add keeps the same-shape residual as `addition`) */
 tt_status onnx_map_binary (onnx_import * im, int node,

@@ -711,6 +711,23 @@ class RNNLast(nn.Module):
         return self.fc(h[0] if self.hidden else out[:, -1])
 
 
+class SplitGate(nn.Module):
+    """Split (torch.split into equal parts) gating one half by the other,
+    an Unsqueeze of [N, F] to [N, F, 1] (a reshape) before a Conv1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 4, 3, padding=1)
+        self.c1 = nn.Conv1d(2, 3, 1)
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x):
+        a, b = torch.split(torch.relu(self.c(x)), 2, 1)
+        p = F.adaptive_avg_pool2d(a * torch.sigmoid(b), 1).flatten(1)
+        q = torch.tanh(self.c1(p.unsqueeze(2))).flatten(1)
+        return self.fc(torch.cat([q, p], 1))
+
+
 def write_ops():
     torch.manual_seed(46)
     dec, cu, se = Deconv(), ConcatUp(), SqueezeExcite()
@@ -720,6 +737,8 @@ def write_ops():
         write("se_op%d" % opset, se, (3, 6, 6), opset, False)
     write("rnn_last_op13", RNNLast(), (5, 6), 13, False)
     write("rnn_hidden_op17", RNNLast(hidden=True), (5, 6), 17, False)
+    write("split_op13", SplitGate(), (2, 4, 4), 13, False)
+    write("split_op17", SplitGate(), (2, 4, 4), 17, False)
     write_ops_bad()
 
 
@@ -741,6 +760,9 @@ class OpsBad(nn.Module):
             return F.interpolate(x, scale_factor=1.5, mode="nearest")
         if self.kind == "slice_step":
             return x[:, :, ::2]
+        if self.kind == "split_unequal":
+            a, b = torch.split(x, [1, 3], 2)
+            return torch.cat([b, a], 2)
         return x * 2.0          # mul_constant
 
 
@@ -748,7 +770,8 @@ def write_ops_bad():
     torch.manual_seed(47)
     bad = os.path.join(HERE, "bad")
     for kind in ("deconv_output_padding", "resize_align_corners",
-                 "resize_fraction", "slice_step", "mul_constant"):
+                 "resize_fraction", "slice_step", "mul_constant",
+                 "split_unequal"):
         buf = io.BytesIO()
         torch.onnx.export(OpsBad(kind).eval(), torch.randn(2, 2, 4, 4), buf,
                           opset_version=13, do_constant_folding=False,

@@ -48,7 +48,7 @@ static const char *const fixtures[] = {
   "residual_down_op15", "dwsep_op13", "dwsep_op17", "conv1d_op13",
   "conv1d_pool_op17", "folded_op14",
   /* ConvTranspose (its weight's axes swapped), Concat, Resize, Mul */
-  "deconv_op13", "deconv_op17", "concat_up_op13", "se_op17",
+  "deconv_op13", "deconv_op17", "concat_up_op13", "se_op17", "split_op13",
 };
 
 static char dir[64];

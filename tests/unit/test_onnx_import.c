@@ -194,7 +194,8 @@ test_fixtures (void)
     "lstm2_last_op13", "gru_step_op17",
     /* ConvTranspose, Concat, Resize, Slice, Unsqueeze, broadcasting Mul */
     "deconv_op13", "deconv_op17", "concat_up_op13", "concat_up_op17",
-    "se_op13", "se_op17", "rnn_last_op13", "rnn_hidden_op17"
+    "se_op13", "se_op17", "rnn_last_op13", "rnn_hidden_op17",
+    "split_op13", "split_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
@@ -329,6 +330,8 @@ test_refusals (void)
       "supported: two activations");
   BAD ("ops_rnn_relu.onnx", "'/rnn/RNN' (RNN, opset 13)",
       "activations 'Relu'", "supported is Tanh");
+  BAD ("ops_split_unequal.onnx", "'/Split' (Split, opset 13)",
+      "part 0 is 1", "supported are equal parts (2 each)");
 #undef BAD
   /* truncated, and not an ONNX file at all */
   size_t len;
