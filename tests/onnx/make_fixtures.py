@@ -713,19 +713,22 @@ class RNNLast(nn.Module):
 
 class SplitGate(nn.Module):
     """Split (torch.split into equal parts) gating one half by the other,
-    an Unsqueeze of [N, F] to [N, F, 1] (a reshape) before a Conv1d."""
+    torch.chunk (Slices whose bounds are Shape arithmetic), an Unsqueeze
+    of [N, F] to [N, F, 1] (a reshape) before a Conv1d."""
 
     def __init__(self):
         super().__init__()
         self.c = nn.Conv2d(2, 4, 3, padding=1)
         self.c1 = nn.Conv1d(2, 3, 1)
-        self.fc = nn.Linear(5, 3)
+        self.fc = nn.Linear(7, 3)
 
     def forward(self, x):
         a, b = torch.split(torch.relu(self.c(x)), 2, 1)
         p = F.adaptive_avg_pool2d(a * torch.sigmoid(b), 1).flatten(1)
         q = torch.tanh(self.c1(p.unsqueeze(2))).flatten(1)
-        return self.fc(torch.cat([q, p], 1))
+        top, bottom = torch.chunk(x, 2, 2)
+        r = F.adaptive_avg_pool2d(top * bottom, 1).flatten(1)
+        return self.fc(torch.cat([q, p, r], 1))
 
 
 def write_ops():
