@@ -181,6 +181,35 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
       o->i[k] = x->dims[s + k];
     return TT_OK;
   }
+  /* integer arithmetic of known sizes (torch.chunk's Slice bounds:
+   * Gather of a Shape, Add, Div, Mul); the batch stays unfolded */
+  if (!strcmp (op, "Add") || !strcmp (op, "Sub") || !strcmp (op, "Mul") ||
+      !strcmp (op, "Div")) {
+    const onnx_value *a = fold_in (im, n, 0), *b = fold_in (im, n, 1);
+    if (n->n_input != 2 || !a || !b || !a->is_const || !b->is_const ||
+        !a->is_int || !b->is_int || a->count < 1 || b->count < 1 ||
+        (a->count != b->count && a->count != 1 && b->count != 1))
+      return TT_OK;
+    const onnx_value *big = a->count >= b->count ? a : b;
+    for (size_t k = 0; k < big->count; k++) {
+      const int64_t x = a->i[a->count == 1 ? 0 : k],
+          y = b->i[b->count == 1 ? 0 : k];
+      if (x == ONNX_BATCH || y == ONNX_BATCH || x < -(1 << 30) ||
+          x > (1 << 30) || y < -(1 << 30) || y > (1 << 30) ||
+          (op[0] == 'D' && y == 0))
+        return TT_OK;
+    }
+    *done = true;
+    if (!(o = fold_out (im, n, true, big->rank, big->dims, big->count, err)))
+      return err ? err->status : TT_ERR_NOMEM;
+    for (size_t k = 0; k < big->count; k++) {
+      const int64_t x = a->i[a->count == 1 ? 0 : k],
+          y = b->i[b->count == 1 ? 0 : k];
+      o->i[k] = op[0] == 'A' ? x + y : op[0] == 'S' ? x - y : op[0] == 'M' ?
+          x * y : x / y;
+    }
+    return TT_OK;
+  }
   static const char *const folded[] = { "Gather", "Unsqueeze", "Squeeze",
     "Concat", "Cast", "ConstantOfShape", "Identity"
   };

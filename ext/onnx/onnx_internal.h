@@ -49,12 +49,15 @@ typedef struct {
   const char *value;            /* the initializer's name; NULL: none */
   int64_t rows, cols;           /* > 0: transposed from [rows][cols] */
   float scale;                  /* multiplied by */
+  int64_t block;                /* > 1: [rows][cols] of blocks this long */
 } onnx_weight_src;
 
 typedef struct {
   char name[64], type[32];
   char keys[512];               /* "key = value\n" lines */
   int inputs[8], n_inputs;      /* layer indices */
+  int in_port;                  /* input 0 read as NAME(in_port): an
+                                 * output of a split (onnx_map_ops.c) */
   float *w[ONNX_MAX_LAYER_WEIGHTS];     /* in the layer's BIN order, owned */
   size_t wn[ONNX_MAX_LAYER_WEIGHTS];
   int n_w;
@@ -163,6 +166,13 @@ tt_status onnx_map_tf_reducemean (onnx_import * im, int node,
     const Onnx__NodeProto * n, tt_error * err);
 tt_status onnx_map_tf_div (onnx_import * im, int node,
     const Onnx__NodeProto * n, tt_error * err);
+
+/* onnx_weights.c: a layer's next weight from v, [rows][cols][block]
+ * with its first two axes swapped ([cols][rows][block]: ConvTranspose's
+ * [C][F/g][kh][kw] into conv2dtranspose's [F/g][C][kh][kw]) */
+float *onnx_weight_swapped (onnx_import * im, onnx_layer * L,
+    const onnx_value * v, int64_t rows, int64_t cols, int64_t block,
+    tt_error * err);
 
 /* onnx_freeze.c: --freeze's layers given `trainable = false` */
 tt_status onnx_freeze_apply (onnx_import * im, tt_error * err);

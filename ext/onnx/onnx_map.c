@@ -13,6 +13,7 @@
  */
 #include "onnx_internal.h"
 #include "onnx_map_rnn.h"
+#include "onnx_map_ops.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -398,7 +399,6 @@ static tt_status
 map_add (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256];
-  (void) node;
   if (n->n_input != 2)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: expected 2 inputs",
         LABEL (n));
@@ -413,9 +413,8 @@ map_add (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   bool same = a->rank == b->rank;
   for (int d = 1; same && d < a->rank; d++)
     same = a->dims[d] == b->dims[d];
-  if (!same)
-    return onnx_fail (im, err, TT_ERR_INVALID, "%s: its inputs have "
-        "different shapes (broadcasting is not supported)", LABEL (n));
+  if (!same)                    /* broadcasting: `add` (onnx_map_ops.c) */
+    return onnx_map_binary (im, node, n, err);
   int l = new_layer (im, n, "addition", a, err);
   if (l < 0)
     return err->status;
@@ -1041,7 +1040,8 @@ map_transpose (onnx_import * im, int node, const Onnx__NodeProto * n,
    * initial state) */
   for (size_t k = 0; y && !recurrent && k < im->n_order; k++) {
     const Onnx__NodeProto *c = im->proto->graph->node[im->order[k]];
-    if (strcmp (c->op_type, "LSTM") && strcmp (c->op_type, "GRU"))
+    if (strcmp (c->op_type, "LSTM") && strcmp (c->op_type, "GRU") &&
+        strcmp (c->op_type, "RNN"))
       continue;
     for (size_t i = 0; i < c->n_input && !recurrent; i++)
       recurrent = c->input[i] && !strcmp (c->input[i], y->name);
@@ -1086,6 +1086,16 @@ static const struct
   {"GRU", onnx_map_recurrent},
   {"Squeeze", onnx_map_squeeze},
   {"Gather", onnx_map_gather},
+  /* more operators on activations (onnx_map_ops.c) */
+  {"ConvTranspose", onnx_map_convtranspose},
+  {"Concat", onnx_map_concat},
+  {"Slice", onnx_map_slice},
+  {"Unsqueeze", onnx_map_unsqueeze},
+  {"Resize", onnx_map_resize},
+  {"Upsample", onnx_map_resize},
+  {"Mul", onnx_map_binary},
+  {"RNN", onnx_map_recurrent},
+  {"Split", onnx_map_split},
 };
 
 const char *
@@ -1105,7 +1115,11 @@ onnx_supported_list (void)
       /* recurrent and embedding graphs (onnx_map_rnn.c) */
       "; LSTM, GRU (one layer, forward), Gather (an embedding lookup; a "
       "step of a sequence), Squeeze, Transpose (around an LSTM or GRU); "
-      "on constants: Slice, Concat, Expand";
+      "on constants: Slice, Concat, Expand"
+      /* more operators on activations (onnx_map_ops.c) */
+      "; ConvTranspose (2-D), Concat, Slice (step 1), Unsqueeze, Resize "
+      "and Upsample (nearest, integer scales; linear, half_pixel), Mul "
+      "and Add of two activations (broadcasting), RNN (tanh, as LSTM), Split (equal parts)";
 }
 
 tt_status

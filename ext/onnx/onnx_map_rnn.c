@@ -52,7 +52,7 @@ rnn_act (onnx_import * im, const Onnx__NodeProto * n, size_t k, tt_error * err)
     return NULL;
   }
   if (strcmp (n->op_type, "LSTM") && strcmp (n->op_type, "GRU") &&
-      !rnn_out (im, n, 0)) {
+      strcmp (n->op_type, "RNN") && !rnn_out (im, n, 0)) {
     onnx_fail (im, err, TT_ERR_INVALID, "%s has no output", LABEL (n));
     return NULL;
   }
@@ -324,7 +324,9 @@ onnx_map_recurrent (onnx_import * im, int node, const Onnx__NodeProto * n,
   char label[256];
   (void) node;
   const bool lstm = !strcmp (n->op_type, "LSTM");
-  const int gates = lstm ? 4 : 3;
+  /* RNN (tanh): one gate, the engine's rnn */
+  const bool plain = !strcmp (n->op_type, "RNN");
+  const int gates = lstm ? 4 : plain ? 1 : 3;
   const int64_t H = onnx_attr_int (n, "hidden_size", 0);
   const Onnx__AttributeProto *dir = onnx_attr (n, "direction");
   if (dir && dir->has_s && !(dir->s.len == 7 &&
@@ -333,7 +335,18 @@ onnx_map_recurrent (onnx_import * im, int node, const Onnx__NodeProto * n,
         "supported is forward (a bidirectional or reverse %s is not)",
         LABEL (n), (int) (dir->s.len < 20 ? dir->s.len : 20),
         (const char *) dir->s.data, n->op_type);
-  if (onnx_attr (n, "activations") || onnx_attr (n, "clip") ||
+  if (plain) {
+    const Onnx__AttributeProto *a = onnx_attr (n, "activations");
+    if (a && (a->n_strings != 1 || a->strings[0].len != 4 ||
+            memcmp (a->strings[0].data, "Tanh", 4)))
+      return onnx_fail (im, err, TT_ERR_INVALID, "%s: activations '%.*s'%s: "
+          "supported is Tanh (PyTorch's nn.RNN default; the rnn layer's "
+          "hidden_state_activation)", LABEL (n), a->n_strings ?
+          (int) (a->strings[0].len < 20 ? a->strings[0].len : 20) : 0,
+          a->n_strings ? (const char *) a->strings[0].data : "",
+          a->n_strings > 1 ? ", ..." : "");
+  }
+  if ((!plain && onnx_attr (n, "activations")) || onnx_attr (n, "clip") ||
       onnx_attr_int (n, "input_forget", 0) || onnx_attr_int (n, "layout", 0))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: activations, clip, "
         "input_forget and layout = 1 are not supported (PyTorch's %s is "
@@ -393,7 +406,8 @@ onnx_map_recurrent (onnx_import * im, int node, const Onnx__NodeProto * n,
     onnx_layer_key (r, "target_shape = 1:%lld:%lld", (long long) T,
         (long long) F);
   }
-  int l = onnx_layer_add (im, n->name, lstm ? "lstm" : "gru", err);
+  int l = onnx_layer_add (im, n->name, lstm ? "lstm" : plain ? "rnn" :
+      "gru", err);
   if (l < 0)
     return err->status;
   im->layers[l].inputs[0] = in_layer;
@@ -401,12 +415,13 @@ onnx_map_recurrent (onnx_import * im, int node, const Onnx__NodeProto * n,
   onnx_layer_key (&im->layers[l], "unit = %lld", (long long) H);
   if (seq)
     onnx_layer_key (&im->layers[l], "return_sequences = true");
-  if (!lstm)
+  if (!lstm && !plain)
     onnx_layer_key (&im->layers[l], "reset_after = %s", lbr ? "true" : "false");
   /* ours: weight_ih [F][g*H], weight_hh [H][g*H], bias_ih, bias_hh [g*H],
    * gates i, f, g, o (lstm) or z, r, g (gru); ONNX's rows are gates
    * i, o, f, c (LSTM) or z, r, h (GRU) */
   static const int lstm_gate[4] = { 0, 2, 3, 1 }, gru_gate[3] = { 0, 1, 2 };
+  /* (rnn: one gate, gru_gate's first) */
   const int *src = lstm ? lstm_gate : gru_gate;
   const size_t G = (size_t) (gates * H);
   float *wih = onnx_weight_new (im, &im->layers[l], (size_t) F * G, err);
@@ -546,7 +561,7 @@ drop_sequences (onnx_import * im, const onnx_value * x)
   onnx_layer *l = &im->layers[x->layer];
   char *at = strstr (l->keys, "return_sequences = true\n");
   if (!x->sole_seq || !at || (strcmp (l->type, "lstm") &&
-          strcmp (l->type, "gru")))
+          strcmp (l->type, "gru") && strcmp (l->type, "rnn")))
     return false;
   memmove (at, at + strlen ("return_sequences = true\n"),
       strlen (at + strlen ("return_sequences = true\n")) + 1);

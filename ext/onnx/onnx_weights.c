@@ -44,6 +44,26 @@ onnx_weight_from (onnx_import * im, onnx_layer * L, const onnx_value * v,
   L->src[k].rows = rows > 0 ? rows : 0;
   L->src[k].cols = rows > 0 ? cols : 0;
   L->src[k].scale = scale;
+  L->src[k].block = 0;
+  return w;
+}
+
+float *
+onnx_weight_swapped (onnx_import * im, onnx_layer * L, const onnx_value * v,
+    int64_t rows, int64_t cols, int64_t block, tt_error * err)
+{
+  float *w = onnx_weight_from (im, L, v, 0, 0, 1.0f, err);
+  if (!w)
+    return NULL;
+  /* v is [rows][cols][block]; ours [cols][rows][block] */
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++)
+      memcpy (w + (c * rows + r) * block, v->f + (r * cols + c) * block,
+          (size_t) block * sizeof *w);
+  onnx_weight_src *s = &L->src[L->n_w - 1];
+  s->rows = rows;
+  s->cols = cols;
+  s->block = block;
   return w;
 }
 
@@ -72,7 +92,13 @@ onnx_weight_back (const onnx_weight_src * s, const float *w, size_t count,
 {
   /* (a scale of 1, what PyTorch writes, gives the values bit for bit) */
   const float inv = s->scale == 1.0f ? 1.0f : 1.0f / s->scale;
-  if (s->rows > 0) {
+  if (s->rows > 0 && s->block > 1) {
+    /* onnx_weight_swapped's inverse (its scale is 1) */
+    for (int64_t r = 0; r < s->rows; r++)
+      for (int64_t c = 0; c < s->cols; c++)
+        memcpy (out + (r * s->cols + c) * s->block,
+            w + (c * s->rows + r) * s->block, (size_t) s->block * sizeof *w);
+  } else if (s->rows > 0) {
     for (int64_t r = 0; r < s->rows; r++)
       for (int64_t c = 0; c < s->cols; c++)
         out[r * s->cols + c] = s->scale == 1.0f ? w[c * s->rows + r] :

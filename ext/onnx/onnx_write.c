@@ -178,9 +178,15 @@ onnx_write_text (onnx_import * im, char **ini, size_t *ini_len,
   for (size_t k = 0; k < im->n_layers; k++) {
     const onnx_layer *l = &im->layers[k];
     text_add (&t, "\n[%s]\ntype = %s\n", l->name, l->type);
-    for (int i = 0; i < l->n_inputs; i++)
-      text_add (&t, "%s%s%s", i ? ", " : "input_layers = ",
-          im->layers[l->inputs[i]].name, i + 1 == l->n_inputs ? "\n" : "");
+    for (int i = 0; i < l->n_inputs; i++) {
+      const onnx_layer *in = &im->layers[l->inputs[i]];
+      char port[16] = "";
+      /* a split's outputs are read as NAME(k) (formats.md, split) */
+      if (!strcmp (in->type, "split"))
+        snprintf (port, sizeof port, "(%d)", i ? 0 : l->in_port);
+      text_add (&t, "%s%s%s%s", i ? ", " : "input_layers = ", in->name,
+          port, i + 1 == l->n_inputs ? "\n" : "");
+    }
     text_add (&t, "%s", l->keys);
     for (int w = 0; w < l->n_w; w++)
       floats += l->wn[w];

@@ -13,7 +13,7 @@ Run from the repository root: /usr/bin/python3 tests/onnx/make_fixtures.py
 (tests/unit/test_onnx_import.c reads the files; commit them). Needs
 Debian's python3-torch (1.13), python3-onnx and, for the torchvision
 models, python3-torchvision (0.14); the tests need none of them.
-"make_fixtures.py zoo" or "make_fixtures.py rnn" writes only those.
+"make_fixtures.py zoo", "rnn" or "ops" writes only those.
 """
 import copy
 import io
@@ -633,12 +633,171 @@ def write_rnn():
             f.write(buf.getvalue())
 
 
+# ---- more operators on activations (ext/onnx/onnx_map_ops.c) -----------
+class Deconv(nn.Module):
+    """ConvTranspose: grouped, stride 2 with output_padding; dilated,
+    without bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 4, 3, stride=2, padding=1)
+        self.d1 = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1,
+                                     output_padding=1, groups=2)
+        self.d2 = nn.ConvTranspose2d(4, 2, 2, dilation=2, bias=False)
+        self.fc = nn.Linear(2 * 10 * 10, 3)
+
+    def forward(self, x):
+        x = torch.relu(self.c(x))
+        x = torch.relu(self.d1(x))
+        return self.fc(torch.flatten(self.d2(x), 1))
+
+
+class ConcatUp(nn.Module):
+    """Concat over channels and height, nearest and bilinear
+    (align_corners=False) upsampling by 2, a Slice of rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(2, 3, 3, padding=1)
+        self.b = nn.Conv2d(2, 2, 1)
+        self.c = nn.Conv2d(5, 3, 3)
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        x = torch.cat([torch.relu(self.a(x)), torch.tanh(self.b(x))], 1)
+        x = F.interpolate(x, scale_factor=2, mode="nearest")
+        x = self.c(x)
+        x = F.interpolate(x, scale_factor=2, mode="bilinear",
+                          align_corners=False)
+        x = torch.cat([x, x[:, :, 1:4]], 2)
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class SqueezeExcite(nn.Module):
+    """x * sigmoid(fc(pool(x))) (Mul broadcasting [N, C, 1, 1]), an Add
+    broadcasting the gate back, an Unsqueeze of [N, F] and a Concat over
+    the width."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1)
+        self.f1 = nn.Conv2d(4, 2, 1)
+        self.f2 = nn.Conv2d(2, 4, 1)
+        self.fc = nn.Linear(10, 3)
+        self.side = nn.Linear(4, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.c(x))
+        g = torch.sigmoid(self.f2(torch.relu(self.f1(
+            F.adaptive_avg_pool2d(x, 1)))))
+        x = x * g + g
+        p = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        s = torch.tanh(self.side(p)).unsqueeze(1)
+        t = torch.relu(self.side(p)).unsqueeze(1)
+        return self.fc(torch.cat([s, t], 2).flatten(1))
+
+
+class RNNLast(nn.Module):
+    """nn.RNN (tanh, batch_first): out[:, -1] or h_n[0] into a Linear."""
+
+    def __init__(self, hidden=False, nonlinearity="tanh"):
+        super().__init__()
+        self.hidden = hidden
+        self.rnn = nn.RNN(6, 8, batch_first=True, nonlinearity=nonlinearity)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        out, h = self.rnn(x)
+        return self.fc(h[0] if self.hidden else out[:, -1])
+
+
+class SplitGate(nn.Module):
+    """Split (torch.split into equal parts) gating one half by the other,
+    torch.chunk (Slices whose bounds are Shape arithmetic), an Unsqueeze
+    of [N, F] to [N, F, 1] (a reshape) before a Conv1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 4, 3, padding=1)
+        self.c1 = nn.Conv1d(2, 3, 1)
+        self.fc = nn.Linear(7, 3)
+
+    def forward(self, x):
+        a, b = torch.split(torch.relu(self.c(x)), 2, 1)
+        p = F.adaptive_avg_pool2d(a * torch.sigmoid(b), 1).flatten(1)
+        q = torch.tanh(self.c1(p.unsqueeze(2))).flatten(1)
+        top, bottom = torch.chunk(x, 2, 2)
+        r = F.adaptive_avg_pool2d(top * bottom, 1).flatten(1)
+        return self.fc(torch.cat([q, p, r], 1))
+
+
+def write_ops():
+    torch.manual_seed(46)
+    dec, cu, se = Deconv(), ConcatUp(), SqueezeExcite()
+    for opset in (13, 17):
+        write("deconv_op%d" % opset, dec, (1, 8, 8), opset, False)
+        write("concat_up_op%d" % opset, cu, (2, 5, 5), opset, False)
+        write("se_op%d" % opset, se, (3, 6, 6), opset, False)
+    write("rnn_last_op13", RNNLast(), (5, 6), 13, False)
+    write("rnn_hidden_op17", RNNLast(hidden=True), (5, 6), 17, False)
+    write("split_op13", SplitGate(), (2, 4, 4), 13, False)
+    write("split_op17", SplitGate(), (2, 4, 4), 17, False)
+    write_ops_bad()
+
+
+class OpsBad(nn.Module):
+    """One operator with an attribute value the importer refuses."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.d = nn.ConvTranspose2d(2, 2, 3, stride=2, output_padding=1)
+
+    def forward(self, x):
+        if self.kind == "deconv_output_padding":
+            return self.d(x)
+        if self.kind == "resize_align_corners":
+            return F.interpolate(x, scale_factor=2, mode="bilinear",
+                                 align_corners=True)
+        if self.kind == "resize_fraction":
+            return F.interpolate(x, scale_factor=1.5, mode="nearest")
+        if self.kind == "slice_step":
+            return x[:, :, ::2]
+        if self.kind == "split_unequal":
+            a, b = torch.split(x, [1, 3], 2)
+            return torch.cat([b, a], 2)
+        return x * 2.0          # mul_constant
+
+
+def write_ops_bad():
+    torch.manual_seed(47)
+    bad = os.path.join(HERE, "bad")
+    for kind in ("deconv_output_padding", "resize_align_corners",
+                 "resize_fraction", "slice_step", "mul_constant",
+                 "split_unequal"):
+        buf = io.BytesIO()
+        torch.onnx.export(OpsBad(kind).eval(), torch.randn(2, 2, 4, 4), buf,
+                          opset_version=13, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"])
+        with open(os.path.join(bad, "ops_%s.onnx" % kind), "wb") as f:
+            f.write(buf.getvalue())
+    buf = io.BytesIO()
+    torch.onnx.export(RNNLast(nonlinearity="relu").eval(),
+                      torch.randn(2, 5, 6), buf, opset_version=13,
+                      do_constant_folding=False, input_names=["x"],
+                      output_names=["y"])
+    with open(os.path.join(bad, "ops_rnn_relu.onnx"), "wb") as f:
+        f.write(buf.getvalue())
+
+
 def main():
     # "zoo": only those fixtures (onnxrnn)
     if sys.argv[1:] == ["zoo"]:
         return write_zoo()
     if sys.argv[1:] == ["rnn"]:
         return write_rnn()
+    if sys.argv[1:] == ["ops"]:
+        return write_ops()
     torch.manual_seed(1)
     mlp, cnn, res, dws, c1d, mlpd = (MLP(), CNN(), Residual(), DWSep(),
                                      Conv1D(), MLPDropout())
@@ -668,6 +827,7 @@ def main():
     write_transformers()
     write_zoo()
     write_rnn()
+    write_ops()
 
 
 if __name__ == "__main__":

@@ -191,7 +191,11 @@ test_fixtures (void)
     "dscnn_train_op17", "audio1d_train_op13", "audio1d_train_op17",
     "lstm_last_op13", "lstm_last_op17", "gru_hidden_op13", "gru_hidden_op17",
     "gru_last_op13", "lstm_hidden_op17", "embed_lstm_op13", "embed_lstm_op17",
-    "lstm2_last_op13", "gru_step_op17"
+    "lstm2_last_op13", "gru_step_op17",
+    /* ConvTranspose, Concat, Resize, Slice, Unsqueeze, broadcasting Mul */
+    "deconv_op13", "deconv_op17", "concat_up_op13", "concat_up_op17",
+    "se_op13", "se_op17", "rnn_last_op13", "rnn_hidden_op17",
+    "split_op13", "split_op17"
   };
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     check_fixture (names[k]);
@@ -310,6 +314,24 @@ test_refusals (void)
   BAD ("lstm_cell_state.onnx", "'/rnn/LSTM'", "cell state Y_c is read");
   BAD ("gru_initial_state.onnx", "'/rnn/GRU'", "(GRU, opset 13)",
       "initial states given as inputs are not supported");
+  /* more operators on activations (onnx_map_ops.c) */
+  BAD ("ops_deconv_output_padding.onnx", "'/d/ConvTranspose'",
+      "(ConvTranspose, opset 13)", "output_padding 1 beyond the end "
+      "padding 0", "supported: output_padding up to the end pads");
+  BAD ("ops_resize_align_corners.onnx", "'/Resize' (Resize, opset 13)",
+      "coordinate_transformation_mode 'align_corners'",
+      "supported is half_pixel");
+  BAD ("ops_resize_fraction.onnx", "'/Resize'", "scales 1, 1, 1.5, 1.5",
+      "integer factors");
+  BAD ("ops_slice_step.onnx", "'/Slice' (Slice, opset 13)", "step 2",
+      "supported is 1");
+  BAD ("ops_mul_constant.onnx", "'/Mul' (Mul, opset 13)", "a Mul by a "
+      "constant", "no layer multiplies by a constant",
+      "supported: two activations");
+  BAD ("ops_rnn_relu.onnx", "'/rnn/RNN' (RNN, opset 13)",
+      "activations 'Relu'", "supported is Tanh");
+  BAD ("ops_split_unequal.onnx", "'/Split' (Split, opset 13)",
+      "part 0 is 1", "supported are equal parts (2 each)");
 #undef BAD
   /* truncated, and not an ONNX file at all */
   size_t len;
