@@ -31,6 +31,9 @@ typedef struct
   bool has_seed;
   int threads;
   const char *train;            /* train, info, plan: what trains */
+  /* grow: a fully_connected layer's units raised */
+  const char *layer;
+  uint32_t units;
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at
@@ -88,5 +91,7 @@ int cli_inspect (const cli_options * o);
 int cli_export (const cli_options * o);
 int cli_import (const cli_options * o);
 int cli_export_onnx (const cli_options * o);
+/* cli_grow.c: a classifier grown */
+int cli_grow (const cli_options * o);
 
 #endif /* TT_CLI_H */

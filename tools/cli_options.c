@@ -45,6 +45,8 @@ cli_usage (FILE * out)
       "  tensor-trainer export-onnx MODEL.onnx --weights WEIGHTS -o OUT.onnx\n"
       "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
       " ...\n      (federated averaging over MQTT: aggregate --help)\n"
+      "  tensor-trainer grow MODEL.ini --weights W --layer NAME --units N\n"
+      "      -o OUT.ini [--seed S]\n"
       "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
       "writes a bundle (INI, plan, weights, optimizer state, counters) unless\n"
       "the path ends in .bin. --checkpoint FILE saves the model the same way\n"
@@ -89,6 +91,10 @@ cli_usage (FILE * out)
       "with weights) or layers:A,B (those layers); the rest is frozen and\n"
       "planned so (no gradients, no optimizer state, no activations kept for\n"
       "it). plan stores the choice in the optimized INI ([Plan] train).\n"
+      "grow writes OUT.ini, MODEL.ini with the fully_connected layer NAME's\n"
+      "unit raised to N, and OUT.bin beside it: W's weights, NAME's old\n"
+      "outputs kept bit for bit, the new ones drawn by its initializer with\n"
+      "--seed (new biases 0).\n"
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
 
@@ -208,7 +214,11 @@ cli_parse (int argc, char **argv, cli_options * o)
       o->threads = (int) n;
       i++;
       continue;
-    } else {
+    } else if (!strcmp (a, "--layer"))  /* grow */
+      str = &o->layer;
+    else if (!strcmp (a, "--units"))
+      num = &o->units;
+    else {
       return cli_fail ("unknown option '%s'", a), -2;
     }
     if (!v)
