@@ -448,6 +448,145 @@ GST_START_TEST (test_refusals)
 
 GST_END_TEST;
 
+/* ---- forgetting ------------------------------------------------------ */
+
+/* input 1:1:4 -> fully_connected 3 -> softmax, batch 4 */
+static const gchar *cls_ini =
+    "[Model]\n"
+    "type = NeuralNetwork\n"
+    "batch_size = 4\n"
+    "loss = cross\n"
+    "[Optimizer]\n"
+    "type = sgd\n"
+    "learning_rate = 0.5\n"
+    "[input]\n"
+    "type = input\n"
+    "input_shape = 1:1:4\n"
+    "[out]\n" "type = fully_connected\n" "unit = 3\n" "activation = softmax\n";
+
+#define CLS_CAPS "other/tensors,format=static,num_tensors=2," \
+  "dimensions=(string)\"4:1:1:1,3:1:1:1\",types=(string)\"float32,float32\"," \
+  "framerate=(fraction)0/1"
+
+/* sample k of class c: input c lit (class 2: inputs 0 and 1), noise
+ * elsewhere */
+static void
+cls_values (guint k, guint c, gfloat x[4], gfloat y[3])
+{
+  guint32 r = k * 2654435761u + 12345;
+  for (guint i = 0; i < 4; i++) {
+    r = r * 1664525u + 1013904223u;
+    x[i] = (gfloat) (r >> 8) / (gfloat) (1 << 24) * 0.4f - 0.2f;
+  }
+  /* class 2 shares its inputs with 0 and 1: learning it alone pulls
+   * their samples over */
+  if (c == 2) {
+    x[0] += 1.0f;
+    x[1] += 1.0f;
+  } else {
+    x[c] += 1.0f;
+  }
+  for (guint i = 0; i < 3; i++)
+    y[i] = i == c;
+}
+
+static GstBuffer *
+cls_sample (guint k, guint c)
+{
+  gfloat x[4], y[3];
+  GstBuffer *b = gst_buffer_new ();
+  cls_values (k, c, x, y);
+  gpointer dx = g_memdup2 (x, sizeof x), dy = g_memdup2 (y, sizeof y);
+  gst_buffer_append_memory (b, gst_memory_new_wrapped (0, dx, sizeof x, 0,
+          sizeof x, dx, g_free));
+  gst_buffer_append_memory (b, gst_memory_new_wrapped (0, dy, sizeof y, 0,
+          sizeof y, dy, g_free));
+  return b;
+}
+
+/* One run of 4 epochs of 40 samples of the classes [c0, c1]. */
+static void
+cls_run (const gchar * ini, const gchar * load, const gchar * save,
+    guint replay, const gchar * file, guint c0, guint c1)
+{
+  GstElement *t = gst_element_factory_make ("tensor_trainer", NULL);
+  GstHarness *h;
+  g_object_set (t, "model-config", ini, "model-save-path", save,
+      "num-training-samples", 40, "epochs", 4, NULL);
+  if (load)
+    g_object_set (t, "model-load-path", load, NULL);
+  if (replay)
+    g_object_set (t, "replay-size", replay, "replay-file", file, NULL);
+  h = gst_harness_new_with_element (t, "sink", "src");
+  gst_harness_set_src_caps_str (h, CLS_CAPS);
+  for (guint k = 0; k < 160; k++)
+    fail_unless_equals_int (gst_harness_push (h, cls_sample (k,
+                c0 + k % (c1 - c0 + 1))), GST_FLOW_OK);
+  gst_harness_teardown (h);
+  gst_object_unref (t);
+}
+
+/* accuracy of the weights in bin on 40 samples of classes 0 and 1 */
+static gdouble
+cls_old_accuracy (const gchar * ini, const gchar * bin)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini (ini, &err);
+  guint correct = 0;
+  fail_unless (m != NULL, "%s", err.message);
+  fail_unless_equals_int (tt_model_compile (m, &err), TT_OK);
+  fail_unless_equals_int (tt_model_load_weights (m, bin, &err), TT_OK);
+  for (guint b = 0; b < 10; b++) {
+    gfloat x[16], y[12];
+    const void *in[1] = { x };
+    tt_dtype types[1] = { TT_DTYPE_FLOAT32 };
+    tt_batch_result r;
+    for (guint s = 0; s < 4; s++)
+      cls_values (1000 + 4 * b + s, s % 2, x + 4 * s, y + 3 * s);
+    fail_unless_equals_int (tt_model_eval_batch (m, 4, in, types, y, &r,
+            &err), TT_OK);
+    correct += r.correct;
+  }
+  tt_model_free (m);
+  return correct / 40.0;
+}
+
+/* Classes 0 and 1 first (keeping 16 of their samples), then class 2
+ * alone: without replay the old classes are forgotten, with it kept. */
+GST_START_TEST (test_forgetting)
+{
+  gchar *dir = g_dir_make_tmp ("tt-forget-XXXXXX", NULL);
+  gchar *ini = g_build_filename (dir, "cls.ini", NULL);
+  gchar *a = g_build_filename (dir, "a.bin", NULL);
+  gchar *plain = g_build_filename (dir, "plain.bin", NULL);
+  gchar *mixed = g_build_filename (dir, "mixed.bin", NULL);
+  gchar *file = g_build_filename (dir, "old.replay", NULL);
+  gdouble before, without, with;
+
+  fail_unless (g_file_set_contents (ini, cls_ini, -1, NULL));
+  cls_run (ini, NULL, a, 16, file, 0, 1);
+  cls_run (ini, a, plain, 0, NULL, 2, 2);
+  cls_run (ini, a, mixed, 16, file, 2, 2);
+  before = cls_old_accuracy (ini, a);
+  without = cls_old_accuracy (ini, plain);
+  with = cls_old_accuracy (ini, mixed);
+  GST_INFO ("old classes: %g after A, %g after B alone, %g after B with "
+      "replay", before, without, with);
+  fail_unless (before > 0.9, "classes 0 and 1 not learnt: %g", before);
+  fail_unless (without < 0.5, "class 2 alone did not forget: %g", without);
+  fail_unless (with > 0.9 && with > without + 0.4,
+      "replay did not keep the old classes: %g (%g without)", with, without);
+  tt_gst_remove_dir (dir);
+  g_free (dir);
+  g_free (ini);
+  g_free (a);
+  g_free (plain);
+  g_free (mixed);
+  g_free (file);
+}
+
+GST_END_TEST;
+
 static Suite *
 replay_suite (void)
 {
@@ -459,6 +598,7 @@ replay_suite (void)
   tcase_add_test (tc, test_batch_composition);
   tcase_add_test (tc, test_file_round_trip);
   tcase_add_test (tc, test_refusals);
+  tcase_add_test (tc, test_forgetting);
   return s;
 }
 

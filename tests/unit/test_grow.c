@@ -267,8 +267,8 @@ main (int argc, char **argv)
     {"input", "5", "--layer input is of type input, not fully_connected",
         "hidden, out"},
     {"out", "3", "--units 3: [out] has 3 units already", "--units 4"},
-    {"hidden", "20", "out:weight holds 60 values, 48 before growing hidden",
-        "cannot keep them"},
+    {"hidden", "20", "cls.ini: growing hidden changes out:weight (48 "
+          "values, 60 grown)", "the last fully_connected"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     snprintf (args, sizeof args, "grow %s --weights %s --layer %s --units %s "

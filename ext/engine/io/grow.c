@@ -107,10 +107,11 @@ tt_grow_copy_weights (tt_model * old, tt_model * grown, const char *name,
       dst = tt_data (grown, wn->value);
       if (!grows) {
         if (wo->count != wn->count)
-          return tt_fail (err, TT_ERR_INVALID, "%s: %s:%s holds %zu values, "
-              "%zu before growing %s: a layer after it whose weights depend "
-              "on its units cannot keep them", grown->path, ln->name,
-              wo->suffix, wn->count, wo->count, name);
+          return tt_fail (err, TT_ERR_INVALID, "%s: growing %s changes "
+              "%s:%s (%zu values, %zu grown): its weights depend on %s's "
+              "units, so they cannot be kept; grow a layer no weight "
+              "depends on (the last fully_connected)", old->path, name,
+              ln->name, wo->suffix, wo->count, wn->count, name);
         memcpy (dst, src, wo->count * sizeof (float));
       } else if (!strcmp (wo->suffix, "weight")) {
         /* [in][unit], unit fastest: each row's first old_unit values */
