@@ -124,6 +124,8 @@ struct _GstTtTensorTrainer
   gchar *replay_path;                   /* replay-file at start */
   guint replay_k;                       /* replayed samples per batch */
   gboolean replay_dirty;                /* changed since loaded or saved */
+  guint32 replay_widened;               /* uint8 inputs of this batch
+                                         * widened for replayed ones */
   GstTensorReplay replay;
 };
 

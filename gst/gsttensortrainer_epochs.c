@@ -110,6 +110,7 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
   if (training && gst_tensor_federation_before_batch (self->fed, self->model,
           n)) {
     self->fed_ended = TRUE;
+    gst_tensor_trainer_replay_done (self);
     return GST_FLOW_OK;
   }
   if (training)
@@ -118,6 +119,7 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
   else
     st = tt_model_eval_batch (self->model, n, inputs, self->in_types,
         self->label_batch, &r, &err);
+  gst_tensor_trainer_replay_done (self);
   if (st == TT_ERR_NUMERIC) {
     gboolean skip;
     GST_OBJECT_LOCK (self);

@@ -54,6 +54,7 @@ gboolean gst_tensor_trainer_replay_start (GstTtTensorTrainer * self);
 guint gst_tensor_trainer_replay_new_per_batch (GstTtTensorTrainer * self,
     gboolean training);
 guint gst_tensor_trainer_replay_mix (GstTtTensorTrainer * self, guint n_new);
+void gst_tensor_trainer_replay_done (GstTtTensorTrainer * self);
 void gst_tensor_trainer_replay_save (GstTtTensorTrainer * self);
 void gst_tensor_trainer_replay_stop (GstTtTensorTrainer * self);
 

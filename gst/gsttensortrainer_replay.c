@@ -118,9 +118,12 @@ gst_tensor_trainer_replay_mix (GstTtTensorTrainer * self, guint n_new)
   if (!r->block)
     return 0;
   /* the buffer holds float32: a uint8 batch is widened first */
+  self->replay_widened = 0;
   for (guint i = 0; k && i < self->n_inputs; i++)
-    if (self->in_types[i] == TT_DTYPE_UINT8)
+    if (self->in_types[i] == TT_DTYPE_UINT8) {
       gst_tensor_trainer_widen_input (self, i, n_new);
+      self->replay_widened |= 1u << i;
+    }
   while (done < k) {
     const guint part = MIN (k - done, GST_TENSOR_TRAINER_REPLAY_MAX_PICKS);
     gst_tensor_replay_pick (r, part, picks);
@@ -160,6 +163,17 @@ gst_tensor_trainer_replay_mix (GstTtTensorTrainer * self, guint n_new)
   }
   self->replay_dirty = TRUE;
   return k;
+}
+
+/* After the batch ran: the inputs widened for it take the stream's type
+ * again (the next samples come as uint8). */
+void
+gst_tensor_trainer_replay_done (GstTtTensorTrainer * self)
+{
+  for (guint i = 0; i < self->n_inputs; i++)
+    if (self->replay_widened & (1u << i))
+      self->in_types[i] = TT_DTYPE_UINT8;
+  self->replay_widened = 0;
 }
 
 /* At the end of the run (EOS or stop): the buffer into replay-file. */

@@ -196,8 +196,11 @@ gst_tensor_replay_load (GstTensorReplay * r, const gchar * path, gchar ** why)
     }
     sample += bytes[i];
   }
+  /* the label (the last tensor) may be shorter: a classifier grown since
+   * the file was written (tensor-trainer grow) */
   if (n_tensors != r->n_tensors
-      || memcmp (bytes, r->bytes, n_tensors * sizeof *bytes) != 0) {
+      || memcmp (bytes, r->bytes, (n_tensors - 1) * sizeof *bytes) != 0
+      || bytes[n_tensors - 1] > r->bytes[n_tensors - 1]) {
     gchar *file = replay_sizes (n_tensors, bytes);
     gchar *model = replay_sizes (r->n_tensors, r->bytes);
     *why = g_strdup_printf ("replay-file %s holds samples of %s; the model "
@@ -221,7 +224,16 @@ gst_tensor_replay_load (GstTensorReplay * r, const gchar * path, gchar ** why)
   }
   r->count = MIN (count, r->capacity);
   r->seen = MAX (seen, (guint64) r->count);
-  memcpy (replay_slot (r, 0), p + header, sample * r->count);
+  if (sample == r->sample_bytes) {
+    memcpy (replay_slot (r, 0), p + header, sample * r->count);
+  } else {
+    /* each sample's label padded with zeros (the new classes' entries) */
+    for (guint i = 0; i < r->count; i++) {
+      guint8 *dst = replay_slot (r, i);
+      memcpy (dst, p + header + sample * i, sample);
+      memset (dst + sample, 0, r->sample_bytes - sample);
+    }
+  }
   ok = TRUE;
 out:
   g_free (data);

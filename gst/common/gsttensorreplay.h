@@ -48,8 +48,9 @@ void gst_tensor_replay_pick (GstTensorReplay * r, guint k, guint * out);
 
 /* Fills the buffer from path (FALSE and a message naming path, for a
  * file that cannot be read, is not a replay file, or holds tensors of
- * other sizes). A file holding more samples than capacity gives its
- * first capacity ones. */
+ * other sizes; a shorter last tensor, the label of a classifier grown
+ * since, is padded with zeros). A file holding more samples than
+ * capacity gives its first capacity ones. */
 gboolean gst_tensor_replay_load (GstTensorReplay * r, const gchar * path,
     gchar ** why);
 /* Writes the buffer to path atomically (a temporary file renamed). */

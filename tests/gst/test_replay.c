@@ -129,18 +129,31 @@ static const gchar *probe_ini =
   "dimensions=(string)\"1:1:1:1,1:1:1:1\",types=(string)\"float32,float32\"," \
   "framerate=(fraction)0/1"
 
-/* sample id: input id, label id + 1 */
+#define PROBE_CAPS_U8 "other/tensors,format=static,num_tensors=2," \
+  "dimensions=(string)\"1:1:1:1,1:1:1:1\",types=(string)\"uint8,float32\"," \
+  "framerate=(fraction)0/1"
+
+/* sample id: input id (float32, or uint8 with u8), label id + 1 */
+static GstBuffer *
+probe_sample_as (guint id, gboolean u8)
+{
+  gfloat v[2] = { (gfloat) id, (gfloat) id + 1 };
+  guint8 byte = (guint8) id;
+  GstBuffer *b = gst_buffer_new ();
+  for (guint i = 0; i < 2; i++) {
+    const gsize size = i == 0 && u8 ? 1 : 4;
+    gpointer data = g_memdup2 (i == 0 && u8 ? (gpointer) & byte :
+        (gpointer) & v[i], size);
+    gst_buffer_append_memory (b, gst_memory_new_wrapped (0, data, size, 0,
+            size, data, g_free));
+  }
+  return b;
+}
+
 static GstBuffer *
 probe_sample (guint id)
 {
-  gfloat v[2] = { (gfloat) id, (gfloat) id + 1 };
-  GstBuffer *b = gst_buffer_new ();
-  for (guint i = 0; i < 2; i++) {
-    gpointer data = g_memdup2 (&v[i], 4);
-    gst_buffer_append_memory (b, gst_memory_new_wrapped (0, data, 4, 0, 4,
-            data, g_free));
-  }
-  return b;
+  return probe_sample_as (id, FALSE);
 }
 
 typedef struct
@@ -218,8 +231,11 @@ replayed_pair (gdouble sq, guint seen, guint new_from, guint n_new)
 }
 
 /* Batch 4, replay-per-batch 2 (half the batch): the first batch holds 4
- * new samples, each later one 2 new and 2 distinct earlier ones. */
-GST_START_TEST (test_batch_composition)
+ * new samples, each later one 2 new and 2 distinct earlier ones; with
+ * float32 inputs and with uint8 ones (the buffer keeps them widened, the
+ * batch takes the stream's uint8 again after each). */
+static void
+check_batch_composition (gboolean u8)
 {
   Fixture f;
   const guint n = 20;
@@ -229,11 +245,12 @@ GST_START_TEST (test_batch_composition)
 
   fixture_init (&f, probe_ini);
   g_object_set (f.trainer, "num-training-samples", n, "replay-size", 8,
-      "post-messages", TRUE, "progress-interval", 1, NULL);
+      "post-messages", TRUE, "progress-interval", 1, "replay-file", f.replay,
+      NULL);
   f.h = gst_harness_new_with_element (f.trainer, "sink", "src");
-  gst_harness_set_src_caps_str (f.h, PROBE_CAPS);
+  gst_harness_set_src_caps_str (f.h, u8 ? PROBE_CAPS_U8 : PROBE_CAPS);
   for (guint id = 0; id < n; id++)
-    fail_unless_equals_int (gst_harness_push (f.h, probe_sample (id)),
+    fail_unless_equals_int (gst_harness_push (f.h, probe_sample_as (id, u8)),
         GST_FLOW_OK);
   for (guint b = 0; b < 9; b++) {
     GstMessage *m = tt_gst_pop_named (f.bus, "tensor-trainer-progress");
@@ -270,7 +287,29 @@ GST_START_TEST (test_batch_composition)
   fail_unless_equals_uint64 (samples, n);
   fail_unless_equals_uint64 (replayed, 16);
   fixture_stop (&f);
+  /* the samples kept are the stream's, inputs as float32 */
+  {
+    const gsize bytes[2] = { 4, 4 };
+    GstTensorReplay r;
+    gchar *why = NULL;
+    fail_unless (gst_tensor_replay_init (&r, 2, bytes, 8, 0));
+    fail_unless (gst_tensor_replay_load (&r, f.replay, &why), "%s", why);
+    fail_unless_equals_int (r.count, 8);
+    for (guint i = 0; i < r.count; i++) {
+      gfloat v[2];
+      memcpy (v, gst_tensor_replay_sample (&r, i), sizeof v);
+      fail_unless (v[0] + 1 == v[1] && v[0] >= 0 && v[0] < n,
+          "kept sample %u: input %g, label %g", i, v[0], v[1]);
+    }
+    gst_tensor_replay_clear (&r);
+  }
   fixture_clear (&f);
+}
+
+GST_START_TEST (test_batch_composition)
+{
+  check_batch_composition (FALSE);
+  check_batch_composition (TRUE);
 }
 
 GST_END_TEST;
@@ -320,6 +359,21 @@ GST_START_TEST (test_file_round_trip)
           gst_tensor_replay_sample (&r, 0), 6 * 8) == 0);
   gst_tensor_replay_clear (&again);
   g_free (copy);
+
+  /* into a model whose label grew from 1 to 3 values: padded with 0 */
+  {
+    const gsize wider[2] = { 4, 12 };
+    fail_unless (gst_tensor_replay_init (&again, 2, wider, 6, 0));
+    fail_unless (gst_tensor_replay_load (&again, f.replay, &why), "%s", why);
+    fail_unless_equals_int (again.count, 6);
+    for (guint i = 0; i < again.count; i++) {
+      gfloat v[4];
+      memcpy (v, gst_tensor_replay_sample (&again, i), sizeof v);
+      fail_unless (memcmp (v, gst_tensor_replay_sample (&r, i), 8) == 0);
+      fail_unless (v[2] == 0 && v[3] == 0);
+    }
+    gst_tensor_replay_clear (&again);
+  }
 
   /* a damaged file is refused by its CRC */
   {
