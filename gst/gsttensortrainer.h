@@ -6,7 +6,7 @@
 
 #include "gsttensorfederation.h"
 #include "gsttensorsamples.h"
-#include "gsttensorreplay.h"
+#include "replay.h"
 #include "tt_engine.h"
 
 G_BEGIN_DECLS
@@ -126,7 +126,7 @@ struct _GstTtTensorTrainer
   gboolean replay_dirty;                /* changed since loaded or saved */
   guint32 replay_widened;               /* uint8 inputs of this batch
                                          * widened for replayed ones */
-  GstTensorReplay replay;
+  tt_replay replay;                     /* io/replay.c */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_trainer);

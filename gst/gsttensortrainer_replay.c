@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* tensor_trainer: replay (docs/personalize.md, "Replay"). With replay-size
  * M, past training samples are kept by reservoir sampling
- * (gst/common/gsttensorreplay.c); once the buffer holds replay-per-batch
+ * (ext/engine/io/replay.c, shared with tensor-trainer train); once the buffer holds replay-per-batch
  * (k) of them, each training batch takes B - k new samples from the
  * stream and k distinct ones from the buffer. replay-file fills the
  * buffer at start and keeps it at the end. The buffer is allocated when
@@ -16,11 +16,10 @@
 gboolean
 gst_tensor_trainer_replay_start (GstTtTensorTrainer * self)
 {
-  gsize bytes[GST_TENSOR_MAX_TENSORS], footprint;
+  size_t bytes[GST_TENSOR_MAX_TENSORS], footprint;
+  tt_error err;
   guint size, per_batch;
   guint64 seed, limit;
-  gchar *why = NULL;
-
   GST_OBJECT_LOCK (self);
   size = self->replay_size;
   per_batch = self->replay_per_batch;
@@ -62,8 +61,9 @@ gst_tensor_trainer_replay_start (GstTtTensorTrainer * self)
   for (guint i = 0; i < self->n_inputs; i++)
     bytes[i] = self->in_count[i] * sizeof (gfloat);
   bytes[self->n_inputs] = self->label_count * sizeof (gfloat);
-  footprint = gst_tensor_replay_footprint (self->n_inputs + 1, bytes, size);
-  if (limit && (footprint > limit || self->plan.pool_bytes > limit - footprint)) {
+  footprint = tt_replay_footprint (self->n_inputs + 1, bytes, size);
+  if (limit && (footprint == 0 || footprint > limit
+          || self->plan.pool_bytes > limit - footprint)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("replay-size=%u needs %" G_GSIZE_FORMAT " bytes beside the memory "
             "pool's %" G_GUINT64_FORMAT " bytes: %" G_GUINT64_FORMAT " in all, "
@@ -72,18 +72,18 @@ gst_tensor_trainer_replay_start (GstTtTensorTrainer * self)
             (guint64) self->plan.pool_bytes + footprint, limit), (NULL));
     return FALSE;
   }
-  if (!gst_tensor_replay_init (&self->replay, self->n_inputs + 1, bytes,
-          size, seed)) {
+  if (tt_replay_init (&self->replay, self->n_inputs + 1, bytes, size, seed,
+          &err)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("replay-size=%u: could not allocate %" G_GSIZE_FORMAT " bytes for "
             "the replay buffer.", size, footprint), (NULL));
     return FALSE;
   }
   if (self->replay_path && g_file_test (self->replay_path, G_FILE_TEST_EXISTS)) {
-    if (!gst_tensor_replay_load (&self->replay, self->replay_path, &why)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s.", why), (NULL));
-      g_free (why);
-      gst_tensor_replay_clear (&self->replay);
+    if (tt_replay_load (&self->replay, self->replay_path, &err)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("replay-file %s.",
+              err.message), (NULL));
+      tt_replay_clear (&self->replay);
       return FALSE;
     }
     GST_INFO_OBJECT (self, "replay buffer: %u samples (of %" G_GUINT64_FORMAT
@@ -110,9 +110,9 @@ gst_tensor_trainer_replay_new_per_batch (GstTtTensorTrainer * self,
 guint
 gst_tensor_trainer_replay_mix (GstTtTensorTrainer * self, guint n_new)
 {
-  GstTensorReplay *r = &self->replay;
+  tt_replay *r = &self->replay;
   const guint k = self->replay.count >= self->replay_k ? self->replay_k : 0;
-  guint picks[GST_TENSOR_TRAINER_REPLAY_MAX_PICKS];
+  guint32 picks[GST_TENSOR_TRAINER_REPLAY_MAX_PICKS];
   guint done = 0;
 
   if (!r->block)
@@ -126,9 +126,9 @@ gst_tensor_trainer_replay_mix (GstTtTensorTrainer * self, guint n_new)
     }
   while (done < k) {
     const guint part = MIN (k - done, GST_TENSOR_TRAINER_REPLAY_MAX_PICKS);
-    gst_tensor_replay_pick (r, part, picks);
+    tt_replay_pick (r, part, picks);
     for (guint j = 0; j < part; j++) {
-      const guint8 *src = gst_tensor_replay_sample (r, picks[j]);
+      const guint8 *src = tt_replay_sample (r, picks[j]);
       const guint slot = n_new + done + j;
       for (guint i = 0; i < self->n_inputs; i++) {
         const gsize b = self->in_count[i] * sizeof (gfloat);
@@ -141,7 +141,7 @@ gst_tensor_trainer_replay_mix (GstTtTensorTrainer * self, guint n_new)
     done += part;
   }
   for (guint s = 0; s < n_new; s++) {
-    guint8 *dst = gst_tensor_replay_offer (r);
+    guint8 *dst = tt_replay_offer (r);
     if (!dst)
       continue;
     for (guint i = 0; i < self->n_inputs; i++) {
@@ -180,15 +180,15 @@ gst_tensor_trainer_replay_done (GstTtTensorTrainer * self)
 void
 gst_tensor_trainer_replay_save (GstTtTensorTrainer * self)
 {
-  gchar *why = NULL;
+  tt_error err;
 
   if (!self->replay.block || !self->replay_path || !self->replay_dirty)
     return;
   self->replay_dirty = FALSE;
-  if (!gst_tensor_replay_save (&self->replay, self->replay_path, &why)) {
+  if (tt_replay_save (&self->replay, self->replay_path, &err)) {
     GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
-        ("Could not save the replay buffer: %s.", why), (NULL));
-    g_free (why);
+        ("Could not save the replay buffer to replay-file: %s.",
+            err.message), (NULL));
     return;
   }
   GST_INFO_OBJECT (self, "replay buffer: %u samples (of %" G_GUINT64_FORMAT
@@ -200,7 +200,7 @@ void
 gst_tensor_trainer_replay_stop (GstTtTensorTrainer * self)
 {
   gst_tensor_trainer_replay_save (self);
-  gst_tensor_replay_clear (&self->replay);
+  tt_replay_clear (&self->replay);
   g_clear_pointer (&self->replay_path, g_free);
   self->replay_k = 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Replay in tensor_trainer: the reservoir's statistics and picks (the
- * buffer of gst/common/gsttensorreplay.c, compiled in), which samples a
+ * buffer of ext/engine/io/replay.c), which samples a
  * training batch holds (a probe model whose loss is the mean square of
  * the batch's labels, each label naming its sample), the file's round
  * trip through two runs, and the refusals (sizes, memory-limit,
@@ -15,7 +15,35 @@
 
 #include "tt_engine.h"
 #include "tt_gst_test.h"
-#include "gsttensorreplay.h"
+#include "replay.h"
+
+/* the buffer's calls, with a message to g_free on failure */
+static gboolean
+replay_init (tt_replay * r, guint n, const gsize * bytes, guint capacity,
+    guint64 seed)
+{
+  return tt_replay_init (r, n, bytes, capacity, seed, NULL) == TT_OK;
+}
+
+static gboolean
+replay_load (tt_replay * r, const gchar * path, gchar ** why)
+{
+  tt_error e;
+  if (tt_replay_load (r, path, &e) == TT_OK)
+    return TRUE;
+  *why = g_strdup (e.message);
+  return FALSE;
+}
+
+static gboolean
+replay_save (tt_replay * r, const gchar * path, gchar ** why)
+{
+  tt_error e;
+  if (tt_replay_save (r, path, &e) == TT_OK)
+    return TRUE;
+  *why = g_strdup (e.message);
+  return FALSE;
+}
 
 /* ---- the buffer alone ------------------------------------------------ */
 
@@ -29,10 +57,10 @@ GST_START_TEST (test_reservoir_statistics)
   guint kept[N] = { 0 };
 
   for (guint run = 0; run < RUNS; run++) {
-    GstTensorReplay r;
-    fail_unless (gst_tensor_replay_init (&r, 2, bytes, M, run));
+    tt_replay r;
+    fail_unless (replay_init (&r, 2, bytes, M, run));
     for (guint32 id = 0; id < N; id++) {
-      guint8 *slot = gst_tensor_replay_offer (&r);
+      guint8 *slot = tt_replay_offer (&r);
       if (slot) {
         memcpy (slot, &id, 4);
         memcpy (slot + 4, &id, 4);
@@ -42,11 +70,11 @@ GST_START_TEST (test_reservoir_statistics)
     fail_unless_equals_uint64 (r.seen, N);
     for (guint i = 0; i < r.count; i++) {
       guint32 id;
-      memcpy (&id, gst_tensor_replay_sample (&r, i), 4);
+      memcpy (&id, tt_replay_sample (&r, i), 4);
       fail_unless (id < N);
       kept[id]++;
     }
-    gst_tensor_replay_clear (&r);
+    tt_replay_clear (&r);
   }
   /* p = 0.25, sd of the frequency over 4000 runs 0.0068: 0.03 is 4.4 sd */
   for (guint id = 0; id < N; id++) {
@@ -62,24 +90,24 @@ GST_END_TEST;
 GST_START_TEST (test_reservoir_seed_and_picks)
 {
   const gsize bytes[1] = { 4 };
-  GstTensorReplay a, b;
-  guint picks[8], other = 0;
+  tt_replay a, b;
+  guint32 picks[8];
+  guint other = 0;
 
-  fail_unless (gst_tensor_replay_init (&a, 1, bytes, 8, 7));
-  fail_unless (gst_tensor_replay_init (&b, 1, bytes, 8, 7));
+  fail_unless (replay_init (&a, 1, bytes, 8, 7));
+  fail_unless (replay_init (&b, 1, bytes, 8, 7));
   for (guint32 id = 0; id < 100; id++) {
-    guint8 *sa = gst_tensor_replay_offer (&a), *sb = gst_tensor_replay_offer
-        (&b);
+    guint8 *sa = tt_replay_offer (&a), *sb = tt_replay_offer (&b);
     fail_unless ((sa == NULL) == (sb == NULL));
     if (sa) {
       memcpy (sa, &id, 4);
       memcpy (sb, &id, 4);
     }
   }
-  fail_unless (memcmp (gst_tensor_replay_sample (&a, 0),
-          gst_tensor_replay_sample (&b, 0), 8 * 4) == 0);
+  fail_unless (memcmp (tt_replay_sample (&a, 0),
+          tt_replay_sample (&b, 0), 8 * 4) == 0);
   for (guint round = 0; round < 200; round++) {
-    gst_tensor_replay_pick (&a, 5, picks);
+    tt_replay_pick (&a, 5, picks);
     for (guint i = 0; i < 5; i++) {
       fail_unless (picks[i] < a.count);
       for (guint j = 0; j < i; j++)
@@ -88,18 +116,18 @@ GST_START_TEST (test_reservoir_seed_and_picks)
     other += picks[0] != 0;
   }
   fail_unless (other > 100, "the picks do not move");
-  gst_tensor_replay_clear (&a);
+  tt_replay_clear (&a);
   /* another seed keeps another set */
-  fail_unless (gst_tensor_replay_init (&a, 1, bytes, 8, 8));
+  fail_unless (replay_init (&a, 1, bytes, 8, 8));
   for (guint32 id = 0; id < 100; id++) {
-    guint8 *sa = gst_tensor_replay_offer (&a);
+    guint8 *sa = tt_replay_offer (&a);
     if (sa)
       memcpy (sa, &id, 4);
   }
-  fail_if (memcmp (gst_tensor_replay_sample (&a, 0),
-          gst_tensor_replay_sample (&b, 0), 8 * 4) == 0);
-  gst_tensor_replay_clear (&a);
-  gst_tensor_replay_clear (&b);
+  fail_if (memcmp (tt_replay_sample (&a, 0),
+          tt_replay_sample (&b, 0), 8 * 4) == 0);
+  tt_replay_clear (&a);
+  tt_replay_clear (&b);
 }
 
 GST_END_TEST;
@@ -290,18 +318,18 @@ check_batch_composition (gboolean u8)
   /* the samples kept are the stream's, inputs as float32 */
   {
     const gsize bytes[2] = { 4, 4 };
-    GstTensorReplay r;
+    tt_replay r;
     gchar *why = NULL;
-    fail_unless (gst_tensor_replay_init (&r, 2, bytes, 8, 0));
-    fail_unless (gst_tensor_replay_load (&r, f.replay, &why), "%s", why);
+    fail_unless (replay_init (&r, 2, bytes, 8, 0));
+    fail_unless (replay_load (&r, f.replay, &why), "%s", why);
     fail_unless_equals_int (r.count, 8);
     for (guint i = 0; i < r.count; i++) {
       gfloat v[2];
-      memcpy (v, gst_tensor_replay_sample (&r, i), sizeof v);
+      memcpy (v, tt_replay_sample (&r, i), sizeof v);
       fail_unless (v[0] + 1 == v[1] && v[0] >= 0 && v[0] < n,
           "kept sample %u: input %g, label %g", i, v[0], v[1]);
     }
-    gst_tensor_replay_clear (&r);
+    tt_replay_clear (&r);
   }
   fixture_clear (&f);
 }
@@ -321,7 +349,7 @@ GST_START_TEST (test_file_round_trip)
 {
   Fixture f;
   const gsize bytes[2] = { 4, 4 };
-  GstTensorReplay r, again;
+  tt_replay r, again;
   gchar *why = NULL, *copy;
   guint64 replayed;
 
@@ -337,42 +365,42 @@ GST_START_TEST (test_file_round_trip)
   fixture_stop (&f);
   fail_unless (g_file_test (f.replay, G_FILE_TEST_EXISTS));
 
-  fail_unless (gst_tensor_replay_init (&r, 2, bytes, 6, 0));
-  fail_unless (gst_tensor_replay_load (&r, f.replay, &why), "%s", why);
+  fail_unless (replay_init (&r, 2, bytes, 6, 0));
+  fail_unless (replay_load (&r, f.replay, &why), "%s", why);
   fail_unless_equals_int (r.count, 6);
   fail_unless_equals_uint64 (r.seen, 12);
   for (guint i = 0; i < r.count; i++) {
     gfloat v[2];
-    memcpy (v, gst_tensor_replay_sample (&r, i), sizeof v);
+    memcpy (v, tt_replay_sample (&r, i), sizeof v);
     fail_unless (v[0] >= 0 && v[0] < 12 && v[0] == floorf (v[0]));
     fail_unless_equals_float (v[1], v[0] + 1);
     for (guint j = 0; j < i; j++)
-      fail_unless (memcmp (gst_tensor_replay_sample (&r, j), v, 8) != 0);
+      fail_unless (memcmp (tt_replay_sample (&r, j), v, 8) != 0);
   }
   /* saved again and loaded: the same samples, byte for byte */
   copy = g_build_filename (f.dir, "copy.replay", NULL);
-  fail_unless (gst_tensor_replay_save (&r, copy, &why), "%s", why);
-  fail_unless (gst_tensor_replay_init (&again, 2, bytes, 6, 0));
-  fail_unless (gst_tensor_replay_load (&again, copy, &why), "%s", why);
+  fail_unless (replay_save (&r, copy, &why), "%s", why);
+  fail_unless (replay_init (&again, 2, bytes, 6, 0));
+  fail_unless (replay_load (&again, copy, &why), "%s", why);
   fail_unless_equals_int (again.count, r.count);
-  fail_unless (memcmp (gst_tensor_replay_sample (&again, 0),
-          gst_tensor_replay_sample (&r, 0), 6 * 8) == 0);
-  gst_tensor_replay_clear (&again);
+  fail_unless (memcmp (tt_replay_sample (&again, 0),
+          tt_replay_sample (&r, 0), 6 * 8) == 0);
+  tt_replay_clear (&again);
   g_free (copy);
 
   /* into a model whose label grew from 1 to 3 values: padded with 0 */
   {
     const gsize wider[2] = { 4, 12 };
-    fail_unless (gst_tensor_replay_init (&again, 2, wider, 6, 0));
-    fail_unless (gst_tensor_replay_load (&again, f.replay, &why), "%s", why);
+    fail_unless (replay_init (&again, 2, wider, 6, 0));
+    fail_unless (replay_load (&again, f.replay, &why), "%s", why);
     fail_unless_equals_int (again.count, 6);
     for (guint i = 0; i < again.count; i++) {
       gfloat v[4];
-      memcpy (v, gst_tensor_replay_sample (&again, i), sizeof v);
-      fail_unless (memcmp (v, gst_tensor_replay_sample (&r, i), 8) == 0);
+      memcpy (v, tt_replay_sample (&again, i), sizeof v);
+      fail_unless (memcmp (v, tt_replay_sample (&r, i), 8) == 0);
       fail_unless (v[2] == 0 && v[3] == 0);
     }
-    gst_tensor_replay_clear (&again);
+    tt_replay_clear (&again);
   }
 
   /* a damaged file is refused by its CRC */
@@ -383,11 +411,11 @@ GST_START_TEST (test_file_round_trip)
     data[len - 6] ^= 1;
     copy = g_build_filename (f.dir, "bad.replay", NULL);
     fail_unless (g_file_set_contents (copy, data, len, NULL));
-    fail_unless (gst_tensor_replay_init (&again, 2, bytes, 6, 0));
-    fail_if (gst_tensor_replay_load (&again, copy, &why));
+    fail_unless (replay_init (&again, 2, bytes, 6, 0));
+    fail_if (replay_load (&again, copy, &why));
     fail_unless (strstr (why, "CRC") && strstr (why, copy), "%s", why);
     g_free (why);
-    gst_tensor_replay_clear (&again);
+    tt_replay_clear (&again);
     g_free (copy);
     g_free (data);
   }
@@ -411,11 +439,11 @@ GST_START_TEST (test_file_round_trip)
   fail_unless_equals_uint64 (replayed, 4);
   fixture_stop (&f);
   /* the file now counts both runs' samples */
-  gst_tensor_replay_clear (&r);
-  fail_unless (gst_tensor_replay_init (&r, 2, bytes, 6, 0));
-  fail_unless (gst_tensor_replay_load (&r, f.replay, &why), "%s", why);
+  tt_replay_clear (&r);
+  fail_unless (replay_init (&r, 2, bytes, 6, 0));
+  fail_unless (replay_load (&r, f.replay, &why), "%s", why);
   fail_unless_equals_uint64 (r.seen, 16);
-  gst_tensor_replay_clear (&r);
+  tt_replay_clear (&r);
   fixture_clear (&f);
 }
 
@@ -439,15 +467,15 @@ GST_START_TEST (test_refusals)
 {
   Fixture f;
   const gsize bytes[2] = { 4, 4 };
-  GstTensorReplay r;
+  tt_replay r;
   gchar *msg, *why = NULL;
 
   /* a file of the probe (4 + 4 bytes) for a model of 16 + 12 */
   fixture_init (&f, wide_ini);
-  fail_unless (gst_tensor_replay_init (&r, 2, bytes, 2, 0));
-  gst_tensor_replay_offer (&r);
-  fail_unless (gst_tensor_replay_save (&r, f.replay, &why), "%s", why);
-  gst_tensor_replay_clear (&r);
+  fail_unless (replay_init (&r, 2, bytes, 2, 0));
+  tt_replay_offer (&r);
+  fail_unless (replay_save (&r, f.replay, &why), "%s", why);
+  tt_replay_clear (&r);
   g_object_set (f.trainer, "num-training-samples", 4, "replay-size", 8,
       "replay-file", f.replay, NULL);
   msg = start_error (&f);
