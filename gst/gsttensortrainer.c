@@ -179,6 +179,11 @@ enum
   PROP_MEMORY_LIMIT,
   PROP_THREADS,
   PROP_TRAIN,                   /* personalization: what trains */
+  /* replay of past samples */
+  PROP_REPLAY_SIZE,
+  PROP_REPLAY_PER_BATCH,
+  PROP_REPLAY_FILE,
+  PROP_REPLAY_SEED,
   PROP_FEDERATION_FIRST,        /* gsttensorfederation.c's properties */
 };
 
@@ -511,6 +516,59 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
           "What trains: everything, biases, last:N or layers:A,B (the rest "
           "frozen); NULL: everything (or a stored plan's choice)", NULL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /* replay of past samples (docs/personalize.md, "Replay") */
+  /**
+   * GstTtTensorTrainer:replay-size:
+   *
+   * Past training samples to keep (0, the default: no replay), chosen by
+   * reservoir sampling: every training sample seen so far (those of
+   * #GstTtTensorTrainer:replay-file included) is equally likely to be
+   * kept. Once the buffer holds #GstTtTensorTrainer:replay-per-batch
+   * samples, each training batch mixes that many of them in. The buffer
+   * is allocated with the model and counts against
+   * #GstTtTensorTrainer:memory-limit. Read when the model is loaded.
+   */
+  g_object_class_install_property (gobject_class, PROP_REPLAY_SIZE,
+      g_param_spec_uint ("replay-size", "Replay size",
+          "Past training samples kept (reservoir sampling) and mixed into "
+          "training batches; 0: no replay", 0, G_MAXUINT, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /**
+   * GstTtTensorTrainer:replay-per-batch:
+   *
+   * How many samples of each training batch come from the replay buffer
+   * (distinct, picked at random) once it holds that many; the other
+   * batch_size - k are new samples of the stream, and
+   * #GstTtTensorTrainer:num-training-samples still counts new samples
+   * only. 0 to batch_size - 1, and at most replay-size; the default
+   * (4294967295) means half the batch, rounded down.
+   */
+  g_object_class_install_property (gobject_class, PROP_REPLAY_PER_BATCH,
+      g_param_spec_uint ("replay-per-batch", "Replay per batch",
+          "Replayed samples in each training batch; 4294967295: half the "
+          "batch, rounded down", 0, G_MAXUINT, G_MAXUINT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /**
+   * GstTtTensorTrainer:replay-file:
+   *
+   * A replay buffer's file: read at start when it exists (its samples'
+   * tensor sizes must be the model's), written atomically at the end
+   * (EOS, or stop). NULL (the default): the buffer lives for the run.
+   */
+  g_object_class_install_property (gobject_class, PROP_REPLAY_FILE,
+      g_param_spec_string ("replay-file", "Replay file",
+          "Replay buffer file: loaded at start if it exists, saved at the "
+          "end", NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /**
+   * GstTtTensorTrainer:replay-seed:
+   *
+   * Seed of the reservoir's and the picks' random numbers: a run with
+   * the same seed and stream keeps and replays the same samples.
+   */
+  g_object_class_install_property (gobject_class, PROP_REPLAY_SEED,
+      g_param_spec_uint64 ("replay-seed", "Replay seed",
+          "Seed of the replay buffer's random choices", 0, G_MAXUINT64, 0,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   gst_tensor_federation_install_properties (gobject_class,
       PROP_FEDERATION_FIRST);
 
@@ -551,6 +609,7 @@ gst_tensor_trainer_init (GstTtTensorTrainer * self)
   self->progress_interval = DEFAULT_PROGRESS_INTERVAL;
   self->publish_interval = DEFAULT_PUBLISH_INTERVAL;
   self->skip_bad_batches = DEFAULT_SKIP_BAD_BATCHES;
+  self->replay_per_batch = G_MAXUINT;
   gst_tensor_federation_config_init (&self->federation);
 }
 
@@ -661,6 +720,19 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
       g_free (self->train_choice);
       self->train_choice = g_value_dup_string (value);
       break;
+    case PROP_REPLAY_SIZE:
+      self->replay_size = g_value_get_uint (value);
+      break;
+    case PROP_REPLAY_PER_BATCH:
+      self->replay_per_batch = g_value_get_uint (value);
+      break;
+    case PROP_REPLAY_FILE:
+      g_free (self->replay_file);
+      self->replay_file = g_value_dup_string (value);
+      break;
+    case PROP_REPLAY_SEED:
+      self->replay_seed = g_value_get_uint64 (value);
+      break;
     default:
       if (gst_tensor_federation_set_property (&self->federation,
               PROP_FEDERATION_FIRST, prop_id, value))
@@ -739,6 +811,18 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
     case PROP_TRAIN:
       g_value_set_string (value, self->train_choice);
       break;
+    case PROP_REPLAY_SIZE:
+      g_value_set_uint (value, self->replay_size);
+      break;
+    case PROP_REPLAY_PER_BATCH:
+      g_value_set_uint (value, self->replay_per_batch);
+      break;
+    case PROP_REPLAY_FILE:
+      g_value_set_string (value, self->replay_file);
+      break;
+    case PROP_REPLAY_SEED:
+      g_value_set_uint64 (value, self->replay_seed);
+      break;
     default:
       if (gst_tensor_federation_get_property (&self->federation,
               PROP_FEDERATION_FIRST, prop_id, value))
@@ -761,6 +845,7 @@ gst_tensor_trainer_finalize (GObject * object)
   g_free (self->model_save_path);
   g_free (self->checkpoint_path);
   g_free (self->train_choice);
+  g_free (self->replay_file);
   gst_tensor_federation_config_clear (&self->federation);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);

@@ -6,6 +6,7 @@
 
 #include "gsttensorfederation.h"
 #include "gsttensorsamples.h"
+#include "replay.h"
 #include "tt_engine.h"
 
 G_BEGIN_DECLS
@@ -28,6 +29,7 @@ typedef struct
   guint64 samples;
   guint64 correct;
   gdouble loss_sum;             /* batch loss times batch samples, summed */
+  guint64 replayed;             /* replay: samples of the buffer trained */
 } GstTtTensorTrainerTally;
 
 struct _GstTtTensorTrainer
@@ -112,6 +114,19 @@ struct _GstTtTensorTrainer
                                          * pipeline's element name */
   guint64 train_batches_total;          /* training batches of this run */
   GstTensorFederation *fed;             /* federation-broker set */
+
+  /* replay (gsttensortrainer_replay.c): properties under the object
+   * lock, read at load; the rest the streaming thread's */
+  guint replay_size;                    /* samples kept; 0: off */
+  guint replay_per_batch;               /* G_MAXUINT: half the batch */
+  gchar *replay_file;
+  guint64 replay_seed;
+  gchar *replay_path;                   /* replay-file at start */
+  guint replay_k;                       /* replayed samples per batch */
+  gboolean replay_dirty;                /* changed since loaded or saved */
+  guint32 replay_widened;               /* uint8 inputs of this batch
+                                         * widened for replayed ones */
+  tt_replay replay;                     /* io/replay.c */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_trainer);

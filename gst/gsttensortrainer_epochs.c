@@ -59,8 +59,9 @@ gst_tensor_trainer_post_progress (GstTtTensorTrainer * self, gboolean training)
       "samples", G_TYPE_UINT64, t->samples,
       "total", G_TYPE_UINT64, (guint64) (training ? self->n_train :
           self->n_valid),
-      "loss", G_TYPE_DOUBLE, t->loss_sum / t->samples,
-      "accuracy", G_TYPE_DOUBLE, (gdouble) t->correct / t->samples,
+      "loss", G_TYPE_DOUBLE, t->loss_sum / (t->samples + t->replayed),
+      "accuracy", G_TYPE_DOUBLE, (gdouble) t->correct / (t->samples +
+          t->replayed),
       "samples-per-second", G_TYPE_DOUBLE, seconds > 0 ?
       t->samples / seconds : NAN, NULL);
   gst_element_post_message (GST_ELEMENT (self),
@@ -94,10 +95,13 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
   tt_batch_result r;
   tt_error err;
   tt_status st;
-  const guint n = self->fill;
+  const guint n_new = self->fill;
+  guint n;
 
-  if (n == 0)
+  if (n_new == 0)
     return GST_FLOW_OK;
+  /* replay: past samples after the new ones (none while validating) */
+  n = n_new + (training ? gst_tensor_trainer_replay_mix (self, n_new) : 0);
   for (guint i = 0; i < self->n_inputs; i++)
     inputs[i] = self->in_batch[i];
   self->fill = 0;
@@ -106,6 +110,7 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
   if (training && gst_tensor_federation_before_batch (self->fed, self->model,
           n)) {
     self->fed_ended = TRUE;
+    gst_tensor_trainer_replay_done (self);
     return GST_FLOW_OK;
   }
   if (training)
@@ -114,6 +119,7 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
   else
     st = tt_model_eval_batch (self->model, n, inputs, self->in_types,
         self->label_batch, &r, &err);
+  gst_tensor_trainer_replay_done (self);
   if (st == TT_ERR_NUMERIC) {
     gboolean skip;
     GST_OBJECT_LOCK (self);
@@ -121,7 +127,7 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
     GST_OBJECT_UNLOCK (self);
     if (skip) {
       /* the engine left the model as it was: dropping the batch is safe */
-      self->skipped_samples += n;
+      self->skipped_samples += n_new;
       GST_ELEMENT_WARNING (self, STREAM, FAILED,
           ("Skipped a batch of %u samples: %s", n, err.message),
           ("skip-bad-batches=true"));
@@ -131,7 +137,8 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
   if (st != TT_OK)
     return gst_tensor_trainer_engine_error (self, &err, training ?
         "tt_model_train_batch" : "tt_model_eval_batch");
-  tally->samples += n;
+  tally->samples += n_new;
+  tally->replayed += n - n_new;
   tally->correct += r.correct;
   tally->loss_sum += r.loss * n;
   self->batches++;
@@ -203,9 +210,11 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
   const gdouble train_seconds = ((v->samples ? self->train_end_us : now) -
       self->epoch_start_us) / 1e6;
   const gdouble rate = train_seconds > 0 ? t->samples / train_seconds : NAN;
+  /* (over every sample trained, the replayed ones included) */
+  const guint64 t_all = t->samples + t->replayed;
   gdouble stats[4] = {
-    t->samples ? t->loss_sum / t->samples : NAN,
-    t->samples ? (gdouble) t->correct / t->samples : NAN,
+    t_all ? t->loss_sum / t_all : NAN,
+    t_all ? (gdouble) t->correct / t_all : NAN,
     v->samples ? v->loss_sum / v->samples : NAN,
     v->samples ? (gdouble) v->correct / v->samples : NAN,
   };
@@ -260,7 +269,8 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
         "pool-bytes", G_TYPE_UINT64, (guint64) self->plan.pool_bytes,
         "lower-bound", G_TYPE_UINT64, (guint64) self->plan.lower_bound,
         "naive-bytes", G_TYPE_UINT64, (guint64) self->plan.naive_bytes,
-        "plan-ms", G_TYPE_DOUBLE, self->plan.plan_seconds * 1e3, NULL);
+        "plan-ms", G_TYPE_DOUBLE, self->plan.plan_seconds * 1e3,
+        "replayed-samples", G_TYPE_UINT64, t->replayed, NULL);
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self), s));
   }
@@ -331,6 +341,7 @@ gst_tensor_trainer_finish (GstTtTensorTrainer * self)
     }
     GST_INFO_OBJECT (self, "saved %s", self->save_path);
   }
+  gst_tensor_trainer_replay_save (self);
   if (self->fed_ended)
     GST_INFO_OBJECT (self, "the federation's run ended after %"
         G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " samples",

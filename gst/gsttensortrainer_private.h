@@ -44,6 +44,20 @@ GstFlowReturn gst_tensor_trainer_finish (GstTtTensorTrainer * self);
 gchar *gst_tensor_trainer_checkpoint_name (const gchar * pattern,
     guint epoch);
 
+/* gsttensortrainer_samples.c */
+void gst_tensor_trainer_widen_input (GstTtTensorTrainer * self, guint i,
+    guint n);
+
+/* gsttensortrainer_replay.c (replay of past samples) */
+#define GST_TENSOR_TRAINER_REPLAY_MAX_PICKS 64
+gboolean gst_tensor_trainer_replay_start (GstTtTensorTrainer * self);
+guint gst_tensor_trainer_replay_new_per_batch (GstTtTensorTrainer * self,
+    gboolean training);
+guint gst_tensor_trainer_replay_mix (GstTtTensorTrainer * self, guint n_new);
+void gst_tensor_trainer_replay_done (GstTtTensorTrainer * self);
+void gst_tensor_trainer_replay_save (GstTtTensorTrainer * self);
+void gst_tensor_trainer_replay_stop (GstTtTensorTrainer * self);
+
 G_END_DECLS
 
 #endif /* __GST_TENSOR_TRAINER_PRIVATE_H__ */

@@ -104,17 +104,17 @@ gst_tensor_trainer_send_src_caps (GstTtTensorTrainer * self)
 
 /* ---- samples into the batch ------------------------------------------ */
 
-/* Makes input i of the batch float32: the samples already in it (uint8)
+/* Makes input i of the batch float32: the n samples already in it (uint8)
  * are widened in place, from the last byte down so nothing is overwritten
  * before it is read. The engine casts uint8 to float itself, so the values
  * it sees do not change. */
-static void
-gst_tensor_trainer_widen_input (GstTtTensorTrainer * self, guint i)
+void
+gst_tensor_trainer_widen_input (GstTtTensorTrainer * self, guint i, guint n)
 {
-  const gsize n = (gsize) self->fill * self->in_count[i];
+  const gsize n_el = (gsize) n * self->in_count[i];
   guint8 *u = self->in_batch[i];
   gfloat *f = (gfloat *) self->in_batch[i];
-  for (gsize k = n; k-- > 0;)
+  for (gsize k = n_el; k-- > 0;)
     f[k] = u[k];
   self->in_types[i] = TT_DTYPE_FLOAT32;
 }
@@ -154,7 +154,7 @@ gst_tensor_trainer_copy_flexible (GstTtTensorTrainer * self, GstBuffer * buf)
       if (self->fill == 0)
         self->in_types[i] = type;
       else if (type == TT_DTYPE_FLOAT32 && self->in_types[i] == TT_DTYPE_UINT8)
-        gst_tensor_trainer_widen_input (self, i);
+        gst_tensor_trainer_widen_input (self, i, self->fill);
       if (type == self->in_types[i]) {
         gst_buffer_extract (buf, offset, self->in_batch[i] + size *
             self->fill, size);
@@ -269,8 +269,10 @@ gst_tensor_trainer_sample (GstTtTensorTrainer * self, GstBuffer * buf)
   training = self->epoch_pos <= self->n_train;
 
   /* a full batch, or the end of a phase: training and validation samples
-   * never share a batch, and a short last batch runs as it is */
-  if (self->fill == self->batch || self->epoch_pos == self->n_train
+   * never share a batch, and a short last batch runs as it is; with
+   * replay, a training batch takes batch - replay-per-batch new ones */
+  if (self->fill == gst_tensor_trainer_replay_new_per_batch (self, training)
+      || self->epoch_pos == self->n_train
       || self->epoch_pos == (guint64) self->n_train + self->n_valid) {
     ret = gst_tensor_trainer_run_batch (self, training);
     if (ret != GST_FLOW_OK)

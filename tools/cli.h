@@ -36,6 +36,13 @@ typedef struct
   const char *feature_cache_file;
   /* personalization: eval --per-class */
   bool per_class;
+  /* grow: a fully_connected layer's units raised */
+  const char *layer;
+  uint32_t units;
+  /* train: replay of past samples (cli_replay.c) */
+  const char *replay_file;
+  uint32_t replay_size, replay_per_batch;
+  bool has_replay_per_batch;
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at
@@ -124,5 +131,25 @@ int cli_inspect (const cli_options * o);
 int cli_export (const cli_options * o);
 int cli_import (const cli_options * o);
 int cli_export_onnx (const cli_options * o);
+/* cli_grow.c: a classifier grown */
+int cli_grow (const cli_options * o);
+
+/* cli_replay.c: train's passes with replay of past samples (off, on =
+ * false, without --replay-size); each 1 after a message */
+#include "replay.h"
+typedef struct
+{
+  tt_replay buf;
+  uint32_t k;                   /* replayed samples a batch */
+  size_t in_count, classes;
+  float *inputs;                /* a batch of the input, float32 */
+  bool on, dirty;
+} cli_replay;
+int cli_replay_open (const cli_options * o, tt_model * m, cli_replay * r);
+int cli_replay_pass (tt_model * m, cli_dataset * d, cli_replay * r,
+    float *onehot, double *loss, double *accuracy, double *seconds,
+    uint64_t * replayed);
+int cli_replay_save (const cli_options * o, cli_replay * r);
+void cli_replay_close (cli_replay * r);
 
 #endif /* TT_CLI_H */

@@ -47,6 +47,10 @@ cli_usage (FILE * out)
       "  tensor-trainer export-onnx MODEL.onnx --weights WEIGHTS -o OUT.onnx\n"
       "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
       " ...\n      (federated averaging over MQTT: aggregate --help)\n"
+      "  tensor-trainer grow MODEL.ini --weights W --layer NAME --units N\n"
+      "      -o OUT.ini [--seed S]\n"
+      "  (train also takes --replay-size M [--replay-file F]\n"
+      "      [--replay-per-batch K])\n"
       "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
       "writes a bundle (INI, plan, weights, optimizer state, counters) unless\n"
       "the path ends in .bin. --checkpoint FILE saves the model the same way\n"
@@ -102,10 +106,19 @@ cli_usage (FILE * out)
       "removed at the end. Refused without a frozen prefix, with batch\n"
       "normalization or random layers in it, on several threads and under\n"
       "--memory-limit.\n"
-      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n"
       "eval --per-class prints, after its line, one line a class:\n"
       "class=C samples=N correct=K accuracy=A (a class without samples\n"
-      "has accuracy=nan).\n", out);
+      "has accuracy=nan).\n"
+      "grow writes OUT.ini, MODEL.ini with the fully_connected layer NAME's\n"
+      "unit raised to N, and OUT.bin beside it: W's weights, NAME's old\n"
+      "outputs kept bit for bit, the new ones drawn by its initializer with\n"
+      "--seed (new biases 0).\n"
+      "train --replay-size M keeps M past training samples (reservoir\n"
+      "sampling, --seed) and, once it holds K, mixes K of them (default half\n"
+      "the batch, --replay-per-batch) into every training batch; --replay-file\n"
+      "F loads the buffer at the start when F exists and saves it at the end\n"
+      "(the format tensor_trainer's replay-file writes).\n"
+      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
 }
 
 int
@@ -239,6 +252,21 @@ cli_parse (int argc, char **argv, cli_options * o)
       continue;
     } else if (!strcmp (a, "--feature-cache-file")) {
       str = &o->feature_cache_file;
+    } else if (!strcmp (a, "--layer"))  /* grow */
+      str = &o->layer;
+    else if (!strcmp (a, "--units"))
+      num = &o->units;
+    else if (!strcmp (a, "--replay-file"))      /* replay */
+      str = &o->replay_file;
+    else if (!strcmp (a, "--replay-size"))
+      num = &o->replay_size;
+    else if (!strcmp (a, "--replay-per-batch")) {
+      if (!tt_cli_uint (v, UINT32_MAX, &n))
+        return cli_fail ("--replay-per-batch needs a non-negative integer"), -2;
+      o->replay_per_batch = (uint32_t) n;
+      o->has_replay_per_batch = true;
+      i++;
+      continue;
     } else {
       return cli_fail ("unknown option '%s'", a), -2;
     }

@@ -193,6 +193,12 @@ cli_train (const cli_options * o, bool train)
         "--feature-cache-file FILE: one of them");
   if (o->per_class && train)
     return cli_fail ("--per-class applies to eval");
+  if (!train && (o->replay_size || o->replay_file || o->has_replay_per_batch))
+    return cli_fail ("--replay-size, --replay-file and --replay-per-batch "
+        "apply to train");
+  if ((o->feature_cache || o->feature_cache_file) && o->replay_size)
+    return cli_fail ("--feature-cache and --replay-size: one or the other "
+        "(replayed batches mix samples the cache does not key)");
   if (o->resume && (!train || !o->load))
     return cli_fail ("--resume continues from the counters and moments of "
         "the model given by --load FILE (a --checkpoint); %s", train ?
@@ -224,6 +230,7 @@ cli_train (const cli_options * o, bool train)
   fcache.fd = -1;
   uint64_t *class_seen = NULL, *class_correct = NULL;
   uint64_t steps_split = 0, steps_inline = 0;
+  cli_replay replay = { 0 };
   int rc = 1;
   if (!train && !o->weights && opened.kind != TT_MODEL_FILE_BUNDLE) {
     cli_fail ("eval needs --weights FILE.bin (or a bundle as model)");
@@ -282,6 +289,8 @@ cli_train (const cli_options * o, bool train)
     goto out;
   }
 
+  if (cli_replay_open (o, m, &replay))
+    goto out;
   /* [Model] save_best_path, as nntrainer: only with validation data, the
    * path as written (relative to the working directory) */
   const char *best = tt_model_save_best_path (m);
@@ -308,8 +317,10 @@ cli_train (const cli_options * o, bool train)
         tt_model_iteration (m));
   for (uint32_t e = first; e < epochs; e++) {
     double loss, acc, sec, vloss = NAN, vacc = NAN, vsec;
-    if (cli_pass (m, &train_set, true, onehot, &fcache, &loss, &acc, &sec,
-            NULL, NULL))
+    uint64_t replayed = 0;
+    if (replay.on ? cli_replay_pass (m, &train_set, &replay, onehot, &loss,
+            &acc, &sec, &replayed) : cli_pass (m, &train_set, true, onehot,
+            &fcache, &loss, &acc, &sec, NULL, NULL))
       goto out;
     if (o->valid_data && cli_pass (m, &valid_set, false, onehot, NULL, &vloss,
             &vacc, &vsec, NULL, NULL))
@@ -319,6 +330,8 @@ cli_train (const cli_options * o, bool train)
         "val_accuracy=%.4f samples_per_s=%.1f seconds=%.3f", e + 1, epochs,
         loss, acc, vloss, vacc, train_set.count / sec, sec);
     cli_print_thread_steps (m, &steps_split, &steps_inline);
+    if (replay.on)
+      printf (" replayed=%" PRIu64, replayed);
     printf ("\n");
     bool saved = false;
     if (o->valid_data && tt_model_save_best (m, vloss, vacc, &saved, &err)) {
@@ -347,11 +360,14 @@ cli_train (const cli_options * o, bool train)
     }
     printf ("# saved %s\n", o->save);
   }
+  if (cli_replay_save (o, &replay))
+    goto out;
   rc = 0;
 out:
   cli_fcache_close (&fcache);
   free (class_seen);
   free (class_correct);
+  cli_replay_close (&replay);
   free (onehot);
   cli_free_dataset (&train_set);
   cli_free_dataset (&valid_set);

@@ -26,6 +26,8 @@
  *   tensor-trainer import MODEL.onnx -o OUT.ini [--loss L] [--optimizer O]
  *       [--learning-rate R] [--batch N]
  *   tensor-trainer export-onnx MODEL.onnx --weights TRAINED -o OUT.onnx
+ *   tensor-trainer grow MODEL.ini --weights W --layer NAME --units N
+ *       -o OUT.ini [--seed S]
  *
  * MODEL is an INI file or a bundle (recognized by its magic, whatever its
  * name); WEIGHTS a BIN or a bundle. --save and --checkpoint write a bundle
@@ -85,6 +87,8 @@ main (int argc, char **argv)
     return cli_import (&o);
   if (!strcmp (o.command, "export-onnx"))
     return cli_export_onnx (&o);
+  if (!strcmp (o.command, "grow"))
+    return cli_grow (&o);
   cli_fail ("unknown command '%s'", o.command);
   cli_usage (stderr);
   return 2;
