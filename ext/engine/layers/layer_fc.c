@@ -7,7 +7,9 @@
 #include "tt_layer.h"
 #include "tt_split.h"
 
-static const char *const fc_keys[] = { "unit", NULL };
+static const char *const fc_keys[] = { "unit", "lora_rank", "lora_alpha",
+  NULL
+};
 
 static tt_status
 fc_parse (tt_layer * l, const tt_section * s, tt_error * err)
@@ -19,11 +21,16 @@ fc_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if (!tt_section_has (s, "unit"))
     return tt_section_error (s, "unit", err, TT_ERR_INVALID,
         "missing key (the number of outputs)");
+  if ((st = tt_lora_parse (l, s, l->p.fc.unit, err)))
+    return st;
+  /* with adapters: their own passes (fc_lora.c) */
+  if (l->p.fc.lora_rank)
+    l->ops = &tt_fc_lora_layer_ops;
   return TT_OK;
 }
 
-static tt_status
-fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
+tt_status
+tt_fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   const tt_dims in = l->in_dims[0];
   const uint32_t unit = l->p.fc.unit;
@@ -43,6 +50,24 @@ fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
         unit, true);
     b->decay = l->bias_decay;
   }
+  if (!l->p.fc.lora_rank)
+    return TT_OK;
+  /* LoRA: the adapters train, the base weight and bias do not */
+  const uint32_t rank = l->p.fc.lora_rank;
+  const uint32_t most = in.w < unit ? in.w : unit;
+  if (rank > most)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] lora_rank: %u is above "
+        "min (input width %u, unit %u) = %u", c->path, l->section, rank,
+        in.w, unit, most);
+  for (uint32_t i = 0; i < l->n_weights; i++)
+    l->weights[i].trainable = false;
+  w->rows = 0;
+  tt_weight *a = tt_layer_add_weight (l, "loraA", (size_t) in.w * rank,
+      TT_INIT_ZEROS, in.w, rank, true);
+  tt_weight *bb = tt_layer_add_weight (l, "loraB", (size_t) rank * unit,
+      TT_INIT_LECUN_NORMAL, rank, unit, true);
+  a->decay = bb->decay = l->weight_decay;
+  a->l2 = bb->l2 = l->l2_constant;
   return TT_OK;
 }
 
@@ -397,7 +422,7 @@ const tt_layer_ops tt_fc_layer_ops = {
   .keys = fc_keys,
   .has_weights = true,
   .parse = fc_parse,
-  .infer = fc_infer,
+  .infer = tt_fc_infer,
   .forward = fc_forward,
   .calc_gradient = fc_calc_gradient,
   .calc_derivative = fc_calc_derivative,
