@@ -283,6 +283,17 @@ test_personalized (void)
   na_train = NULL;
 }
 
+/* LoRA adapters: their passes, and with the first layer's frozen */
+static void
+test_lora (void)
+{
+  no_alloc_model (na_root, "fmnist_mlp_lora.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_mlp_lora.ini", 2, false);
+  na_train = "last:2";
+  no_alloc_model (na_root, "fmnist_mlp_lora.ini", 2, false);
+  na_train = NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -311,5 +322,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_molconvt);
   /* personalization: partially frozen models */
   TT_TEST_RUN (test_personalized);
+  /* LoRA adapters */
+  TT_TEST_RUN (test_lora);
   return tt_test_summary ();
 }

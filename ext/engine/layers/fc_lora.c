@@ -83,14 +83,14 @@ lora_declare (tt_init_ctx * c, tt_layer * l)
       l->in_dims[0].h;
   const size_t n = rows * l->p.fc.lora_rank;
   const bool grad = lora_a (l)->grad >= 0 || lora_b (l)->grad >= 0;
-  l->p.fc.lora_h = tt_init_scratch_by_samples (c, "lora_h", n);
+  l->p.fc.lora_h = tt_init_scratch (c, "lora_h", n);
   tt_init_use (c, l->p.fc.lora_h, TT_PHASE_FORWARD);
   if (grad)
     tt_init_use (c, l->p.fc.lora_h, TT_PHASE_GRADIENT);
   l->p.fc.lora_dh = -1;
   if (!grad && !l->needs_derivative)
     return;
-  l->p.fc.lora_dh = tt_init_scratch_by_samples (c, "lora_dh", n);
+  l->p.fc.lora_dh = tt_init_scratch (c, "lora_dh", n);
   if (grad)
     tt_init_use (c, l->p.fc.lora_dh, TT_PHASE_GRADIENT);
   if (l->needs_derivative)
