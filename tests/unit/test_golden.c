@@ -457,6 +457,13 @@ test_conv_transpose_groups (void)
   golden_case ("conv_transpose_groups");
 }
 
+/* LoRA adapters */
+static void
+test_lora_mlp (void)
+{
+  golden_case ("lora_mlp");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -495,5 +502,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_mha_weights);
   /* conv2dtranspose's groups */
   TT_TEST_RUN (test_conv_transpose_groups);
+  /* LoRA adapters */
+  TT_TEST_RUN (test_lora_mlp);
   return tt_test_summary ();
 }
