@@ -31,6 +31,11 @@ typedef struct
   bool has_seed;
   int threads;
   const char *train;            /* train, info, plan: what trains */
+  /* lora (cli_lora.c): --rank, --alpha, --layers, --apply, --merge,
+   * --adapters */
+  uint32_t lora_rank, lora_alpha;
+  const char *lora_layers, *lora_apply;
+  bool lora_merge, lora_adapters;
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at
@@ -88,5 +93,7 @@ int cli_inspect (const cli_options * o);
 int cli_export (const cli_options * o);
 int cli_import (const cli_options * o);
 int cli_export_onnx (const cli_options * o);
+/* LoRA adapters as files (cli_lora.c) */
+int cli_lora (const cli_options * o);
 
 #endif /* TT_CLI_H */

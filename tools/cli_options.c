@@ -43,6 +43,13 @@ cli_usage (FILE * out)
       "  tensor-trainer import MODEL.onnx -o OUT.ini [--loss L] "
       "[--optimizer O]\n      [--learning-rate R] [--batch N]\n"
       "  tensor-trainer export-onnx MODEL.onnx --weights WEIGHTS -o OUT.onnx\n"
+      "  tensor-trainer lora MODEL.ini --weights BASE.bin --rank R "
+      "[--alpha A]\n      [--layers A,B] [--seed S] -o OUT.ini\n"
+      "  tensor-trainer lora MODEL.ini --weights W.bin --merge -o OUT.ini\n"
+      "  tensor-trainer lora MODEL.ini --weights W.bin --adapters "
+      "-o ADAPTERS.bin\n"
+      "  tensor-trainer lora MODEL.ini --weights BASE.bin --apply "
+      "ADAPTERS.bin [--merge]\n      -o OUT.ini\n"
       "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
       " ...\n      (federated averaging over MQTT: aggregate --help)\n"
       "MODEL is an INI file or a bundle; WEIGHTS a BIN or a bundle. --save\n"
@@ -89,7 +96,14 @@ cli_usage (FILE * out)
       "with weights) or layers:A,B (those layers); the rest is frozen and\n"
       "planned so (no gradients, no optimizer state, no activations kept for\n"
       "it). plan stores the choice in the optimized INI ([Plan] train).\n"
-      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
+      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n"
+      "lora (LoRA adapters, docs/personalize.md) writes OUT.ini and OUT.bin\n"
+      "beside it: with --rank, lora_rank (and --alpha's lora_alpha) on every\n"
+      "fully_connected layer or on --layers, the weights with fresh adapters\n"
+      "(--seed); --merge, the INI without them and each weight W + s A B;\n"
+      "--adapters, only the adapters (loraA, loraB of each adapted layer in\n"
+      "BIN order, float32, no header) as -o's file; --apply, the base\n"
+      "weights with those adapters (merged with --merge).\n", out);
 }
 
 int
@@ -207,6 +221,20 @@ cli_parse (int argc, char **argv, cli_options * o)
         return cli_fail ("--threads needs an integer in [1, 64]"), -2;
       o->threads = (int) n;
       i++;
+      continue;
+    } else if (!strcmp (a, "--rank"))   /* lora */
+      num = &o->lora_rank;
+    else if (!strcmp (a, "--alpha"))
+      num = &o->lora_alpha;
+    else if (!strcmp (a, "--layers"))
+      str = &o->lora_layers;
+    else if (!strcmp (a, "--apply"))
+      str = &o->lora_apply;
+    else if (!strcmp (a, "--merge") || !strcmp (a, "--adapters")) {
+      if (a[2] == 'm')
+        o->lora_merge = true;
+      else
+        o->lora_adapters = true;
       continue;
     } else {
       return cli_fail ("unknown option '%s'", a), -2;

@@ -85,6 +85,8 @@ main (int argc, char **argv)
     return cli_import (&o);
   if (!strcmp (o.command, "export-onnx"))
     return cli_export_onnx (&o);
+  if (!strcmp (o.command, "lora"))      /* LoRA adapters as files */
+    return cli_lora (&o);
   cli_fail ("unknown command '%s'", o.command);
   cli_usage (stderr);
   return 2;

@@ -11,7 +11,10 @@
  * - under a memory limit it trains as without, byte for byte;
  * - --train choices act on the adapters: last:1 freezes the first
  *   layer's, biases finds nothing to train in a model whose dense
- *   layers all have adapters.
+ *   layers all have adapters;
+ * - the tools (tensor-trainer lora): adapters added, trained, merged
+ *   (the merged model's outputs the adapted one's), saved alone and
+ *   applied again.
  */
 #include "tt_internal.h"
 #include "tt_test.h"
@@ -245,6 +248,157 @@ test_choices (void)
   tt_model_free (m);
 }
 
+/* ---- the lora tools (io/lora_file.c) ---- */
+
+static char tool_dir[512];
+
+static const char *
+tool_path (const char *name)
+{
+  static char path[4][600];
+  static int next;
+  char *p = path[next++ % 4];
+  snprintf (p, sizeof path[0], "%s/%s", tool_dir, name);
+  return p;
+}
+
+/* a model of ini and bin (training, one thread) */
+static tt_model *
+tool_open (const char *ini, const char *bin)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini (ini, &err);
+  if (m && (tt_model_set_threads (m, 1, &err) || tt_model_compile (m, &err)
+          || (bin && tt_model_load_weights (m, bin, &err)))) {
+    tt_model_free (m);
+    m = NULL;
+  }
+  CHECK (m != NULL, "%s: %s", ini, m ? "" : err.message);
+  return m;
+}
+
+static float *
+tool_weights (tt_model * m, size_t *n)
+{
+  tt_error err;
+  *n = tt_model_weight_floats (m);
+  float *w = malloc (*n * sizeof *w);
+  CHECK (tt_model_export_weights (m, w, *n, &err) == TT_OK, "export");
+  return w;
+}
+
+/* add adapters to a plain MLP's BIN, train them, merge: the merged model
+ * gives the LoRA model's outputs within 1e-6 (softmax probabilities:
+ * x (W + s A B) sums in another order than x W + s (x A) B, float32
+ * rounding of sums of 32 and 64 terms, some 1e-7 relative); the adapters
+ * alone and applied to the base give the trained BIN's weights bit for
+ * bit, and applied with --merge the merged BIN */
+static void
+test_tools (void)
+{
+  tt_error err;
+  const char *base_ini = tt_test_write_text ("base.ini", plain);
+  snprintf (tool_dir, sizeof tool_dir, "%s", base_ini);
+  *strrchr (tool_dir, '/') = '\0';
+  tt_model *base = open_model (plain, NULL, 0, &err);
+  CHECK (base && tt_model_save_bin (base, tool_path ("base.bin"), &err) ==
+      TT_OK, "base.bin: %s", err.message);
+  tt_model_free (base);
+  CHECK (tt_lora_add (base_ini, tool_path ("base.bin"), 4, 8, NULL, 5,
+          tool_path ("lora.ini"), &err) == TT_OK, "add: %s", err.message);
+  tt_model *m = tool_open (tool_path ("lora.ini"), tool_path ("lora.bin"));
+  if (!m)
+    return;
+  tt_test_train_steps (m, "lora", 4, 255.0f);
+  CHECK (tt_model_save_bin (m, tool_path ("trained.bin"), &err) == TT_OK,
+      "save: %s", err.message);
+  CHECK (tt_lora_merge (tool_path ("lora.ini"), tool_path ("trained.bin"),
+          tool_path ("merged.ini"), &err) == TT_OK, "merge: %s", err.message);
+  size_t len = 0;
+  char *merged_text = tt_test_read_file (tool_path ("merged.ini"), &len);
+  CHECK (merged_text && !strcmp (merged_text, plain), "merge: the INI "
+      "without the lora keys is the base's");
+  free (merged_text);
+  tt_model *g = tool_open (tool_path ("merged.ini"), tool_path ("merged.bin"));
+  if (g) {
+    float *x = inputs_of (m);
+    const void *in[1] = { x };
+    tt_batch_result r;
+    const size_t n = 64 * 10;
+    float *ym = malloc (n * sizeof *ym);
+    CHECK (tt_model_eval_batch (m, 64, in, NULL, NULL, &r, &err) == TT_OK,
+        "eval: %s", err.message);
+    memcpy (ym, tt_model_output (m), n * sizeof *ym);
+    CHECK (tt_model_eval_batch (g, 64, in, NULL, NULL, &r, &err) == TT_OK,
+        "eval: %s", err.message);
+    const float *yg = tt_model_output (g);
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++)
+      worst = fmax (worst, fabs ((double) ym[i] - yg[i]));
+    printf ("LoRA against merged: %zu outputs, max |diff| %.3g\n", n, worst);
+    CHECK (worst <= 1e-6, "merged outputs differ by %g", worst);
+    free (ym);
+    free (x);
+    /* the merge changed fc1's weight (32 x 64 floats, first in the BIN) */
+    size_t nb = 0, ng = 0;
+    char *wb = tt_test_read_file (tool_path ("base.bin"), &nb);
+    char *wg = tt_test_read_file (tool_path ("merged.bin"), &ng);
+    CHECK (wb && wg && nb >= 32 * 64 * 4 && ng >= 32 * 64 * 4 &&
+        memcmp (wb, wg, 32 * 64 * 4), "merged: fc1's weight is not the "
+        "base's");
+    free (wb);
+    free (wg);
+  }
+  CHECK (tt_lora_save_adapters (tool_path ("lora.ini"),
+          tool_path ("trained.bin"), tool_path ("adapters.bin"), &err) ==
+      TT_OK, "adapters: %s", err.message);
+  char *adapters = tt_test_read_file (tool_path ("adapters.bin"), &len);
+  /* fc1: 32 x 4 + 4 x 64, fc2: 64 x 4 + 4 x 10 */
+  CHECK (adapters && len == (32 * 4 + 4 * 64 + 64 * 4 + 4 * 10) * 4,
+      "adapters: %zu bytes", len);
+  free (adapters);
+  CHECK (tt_lora_apply (tool_path ("lora.ini"), tool_path ("base.bin"),
+          tool_path ("adapters.bin"), false, tool_path ("applied.ini"),
+          &err) == TT_OK, "apply: %s", err.message);
+  tt_model *a = tool_open (tool_path ("applied.ini"),
+      tool_path ("applied.bin"));
+  if (a) {
+    size_t na, nm;
+    float *wa = tool_weights (a, &na), *wm = tool_weights (m, &nm);
+    CHECK (na == nm && !memcmp (wa, wm, na * sizeof *wa), "apply: the "
+        "trained weights");
+    free (wa);
+    free (wm);
+  }
+  CHECK (tt_lora_apply (tool_path ("lora.ini"), tool_path ("base.bin"),
+          tool_path ("adapters.bin"), true, tool_path ("applied_m.ini"),
+          &err) == TT_OK, "apply --merge: %s", err.message);
+  char *x1 = tt_test_read_file (tool_path ("applied_m.bin"), &len);
+  size_t len2 = 0;
+  char *x2 = tt_test_read_file (tool_path ("merged.bin"), &len2);
+  CHECK (x1 && x2 && len == len2 && !memcmp (x1, x2, len), "apply --merge: "
+      "the merged BIN");
+  free (x1);
+  free (x2);
+  /* refused: a layer that is not there, adapters of another size, an
+   * output over an input */
+  CHECK (tt_lora_add (base_ini, tool_path ("base.bin"), 2, 0, "fc1,nope", 1,
+          tool_path ("x.ini"), &err) != TT_OK &&
+      strstr (err.message, "no layer named 'nope'") &&
+      strstr (err.message, "fc1, fc2"), "--layers nope: %s", err.message);
+  CHECK (tt_lora_apply (tool_path ("lora.ini"), tool_path ("base.bin"),
+          tool_path ("base.bin"), false, tool_path ("x.ini"), &err) != TT_OK
+      && strstr (err.message, "do not fit the adapters"), "apply a BIN: %s",
+      err.message);
+  CHECK (tt_lora_merge (tool_path ("lora.ini"), tool_path ("trained.bin"),
+          tool_path ("lora.ini"), &err) != TT_OK &&
+      strstr (err.message, "not written over"), "merge over its input: %s",
+      err.message);
+  tt_model_free (a);
+  tt_model_free (g);
+  tt_model_free (m);
+}
+
 int
 main (void)
 {
@@ -253,5 +407,6 @@ main (void)
   TT_TEST_RUN (test_pools);
   TT_TEST_RUN (test_memory_limit);
   TT_TEST_RUN (test_choices);
+  TT_TEST_RUN (test_tools);
   return tt_test_summary ();
 }
