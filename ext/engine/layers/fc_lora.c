@@ -15,7 +15,8 @@
  * which is dx = dy (W + s A B)^T, nntrainer's input derivative, without
  * forming the in x unit sum. The layer keeps none of the dense layer's
  * thread fusions (owned rows, update as you go, relu and loss fusions):
- * its products split over the threads as any tt_gemm_split.
+ * its products split over the threads as any tt_gemm_split. Its ops
+ * table (tt_fc_lora_layer_ops) is layer_fc.c's, which calls these.
  */
 #include "tt_layer.h"
 
@@ -39,6 +40,28 @@ tt_lora_parse (tt_layer * l, const tt_section * s, uint32_t max, tt_error * err)
   l->p.fc.lora_alpha = alpha;
   if (rank && alpha)
     l->p.fc.lora_scale = (float) alpha / (float) rank;
+  return TT_OK;
+}
+
+tt_status
+tt_lora_fc_weights (const tt_init_ctx * c, tt_layer * l, tt_error * err)
+{
+  const uint32_t rank = l->p.fc.lora_rank, in = l->in_dims[0].w;
+  const uint32_t unit = l->p.fc.unit, most = in < unit ? in : unit;
+  if (rank > most)
+    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] lora_rank: %u is above "
+        "min (input width %u, unit %u) = %u", c->path, l->section, rank, in,
+        unit, most);
+  /* the base weight and bias freeze; not split by rows over threads */
+  for (uint32_t i = 0; i < l->n_weights; i++)
+    l->weights[i].trainable = false;
+  l->weights[0].rows = 0;
+  tt_weight *a = tt_layer_add_weight (l, "loraA", (size_t) in * rank,
+      TT_INIT_ZEROS, in, rank, true);
+  tt_weight *b = tt_layer_add_weight (l, "loraB", (size_t) rank * unit,
+      TT_INIT_LECUN_NORMAL, rank, unit, true);
+  a->decay = b->decay = l->weight_decay;
+  a->l2 = b->l2 = l->l2_constant;
   return TT_OK;
 }
 
@@ -76,8 +99,8 @@ lora_shape_of (const tt_layer * l, uint32_t batch)
 /* scratch[0]: h = x A, from forward to the gradient; scratch[1]: dh,
  * from the gradient (or the derivative, when the adapters are frozen) to
  * the derivative */
-static void
-lora_declare (tt_init_ctx * c, tt_layer * l)
+void
+tt_lora_fc_declare (tt_init_ctx * c, tt_layer * l)
 {
   const size_t rows = (size_t) c->batch_size * l->in_dims[0].c *
       l->in_dims[0].h;
@@ -97,8 +120,8 @@ lora_declare (tt_init_ctx * c, tt_layer * l)
     tt_init_use (c, l->p.fc.lora_dh, TT_PHASE_DERIVATIVE);
 }
 
-static void
-lora_forward (const tt_run_ctx * c, tt_layer * l)
+void
+tt_lora_fc_forward (const tt_run_ctx * c, tt_layer * l)
 {
   const lora_shape g = lora_shape_of (l, c->batch);
   const float *x = tt_run_data (c, l->in[0]);
@@ -130,8 +153,8 @@ lora_dh (const tt_run_ctx * c, const tt_layer * l, const lora_shape * g)
       tt_run_data (c, l->p.fc.lora_dh), g->r);
 }
 
-static void
-lora_calc_gradient (const tt_run_ctx * c, tt_layer * l)
+void
+tt_lora_fc_gradient (const tt_run_ctx * c, tt_layer * l)
 {
   const tt_weight *a = lora_a (l), *b = lora_b (l);
   if (a->grad < 0 && b->grad < 0)
@@ -149,8 +172,8 @@ lora_calc_gradient (const tt_run_ctx * c, tt_layer * l)
         g.r, 0.0f, tt_run_data (c, a->grad), g.r);
 }
 
-static void
-lora_calc_derivative (const tt_run_ctx * c, tt_layer * l)
+void
+tt_lora_fc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   const lora_shape g = lora_shape_of (l, c->batch);
   if (lora_a (l)->grad < 0 && lora_b (l)->grad < 0)
@@ -165,33 +188,18 @@ lora_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 }
 
 /* dA reads the input; dB reads h (scratch), dx neither */
-static unsigned
-lora_backward_reads (const tt_layer * l)
+unsigned
+tt_lora_fc_backward_reads (const tt_layer * l)
 {
   return lora_a (l)->trainable ? TT_READS_INPUT : 0;
 }
 
-static void
-lora_multiply_adds (const tt_layer * l, uint64_t * weighted, uint64_t * between)
+void
+tt_lora_fc_multiply_adds (const tt_layer * l, uint64_t * weighted,
+    uint64_t * between)
 {
   const uint64_t rows = (uint64_t) l->in_dims[0].c * l->in_dims[0].h;
   *weighted = (l->weights[0].count + lora_a (l)->count + lora_b (l)->count)
       * rows;
   *between = 0;
 }
-
-/* as tt_fc_layer_ops, less its thread fusions */
-const tt_layer_ops tt_fc_lora_layer_ops = {
-  .type = "fully_connected",
-  .role = TT_ROLE_COMPUTE,
-  .max_inputs = 1,
-  .has_weights = true,
-  .infer = tt_fc_infer,
-  .declare = lora_declare,
-  .forward = lora_forward,
-  .calc_gradient = lora_calc_gradient,
-  .calc_derivative = lora_calc_derivative,
-  .backward_reads = lora_backward_reads,
-  .multiply_adds = lora_multiply_adds,
-  .distributes = true,
-};

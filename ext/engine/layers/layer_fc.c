@@ -29,8 +29,8 @@ fc_parse (tt_layer * l, const tt_section * s, tt_error * err)
   return TT_OK;
 }
 
-tt_status
-tt_fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
+static tt_status
+fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 {
   const tt_dims in = l->in_dims[0];
   const uint32_t unit = l->p.fc.unit;
@@ -50,25 +50,8 @@ tt_fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
         unit, true);
     b->decay = l->bias_decay;
   }
-  if (!l->p.fc.lora_rank)
-    return TT_OK;
-  /* LoRA: the adapters train, the base weight and bias do not */
-  const uint32_t rank = l->p.fc.lora_rank;
-  const uint32_t most = in.w < unit ? in.w : unit;
-  if (rank > most)
-    return tt_fail (err, TT_ERR_INVALID, "%s: [%s] lora_rank: %u is above "
-        "min (input width %u, unit %u) = %u", c->path, l->section, rank,
-        in.w, unit, most);
-  for (uint32_t i = 0; i < l->n_weights; i++)
-    l->weights[i].trainable = false;
-  w->rows = 0;
-  tt_weight *a = tt_layer_add_weight (l, "loraA", (size_t) in.w * rank,
-      TT_INIT_ZEROS, in.w, rank, true);
-  tt_weight *bb = tt_layer_add_weight (l, "loraB", (size_t) rank * unit,
-      TT_INIT_LECUN_NORMAL, rank, unit, true);
-  a->decay = bb->decay = l->weight_decay;
-  a->l2 = bb->l2 = l->l2_constant;
-  return TT_OK;
+  /* LoRA: the adapters after them (fc_lora.c) */
+  return l->p.fc.lora_rank ? tt_lora_fc_weights (c, l, err) : TT_OK;
 }
 
 /* Below this many elements of y the workers' partial products are added
@@ -422,7 +405,7 @@ const tt_layer_ops tt_fc_layer_ops = {
   .keys = fc_keys,
   .has_weights = true,
   .parse = fc_parse,
-  .infer = tt_fc_infer,
+  .infer = fc_infer,
   .forward = fc_forward,
   .calc_gradient = fc_calc_gradient,
   .calc_derivative = fc_calc_derivative,
@@ -433,5 +416,22 @@ const tt_layer_ops tt_fc_layer_ops = {
   .copies_derivative = true,
   .runs_loss_tail = true,
   .multiply_adds = fc_multiply_adds,
+  .distributes = true,
+};
+
+/* with lora_rank (fc_parse): the adapters' passes (fc_lora.c), none of
+ * the thread fusions above */
+const tt_layer_ops tt_fc_lora_layer_ops = {
+  .type = "fully_connected",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
+  .has_weights = true,
+  .infer = fc_infer,
+  .declare = tt_lora_fc_declare,
+  .forward = tt_lora_fc_forward,
+  .calc_gradient = tt_lora_fc_gradient,
+  .calc_derivative = tt_lora_fc_derivative,
+  .backward_reads = tt_lora_fc_backward_reads,
+  .multiply_adds = tt_lora_fc_multiply_adds,
   .distributes = true,
 };
