@@ -43,6 +43,11 @@ typedef struct
   const char *replay_file;
   uint32_t replay_size, replay_per_batch;
   bool has_replay_per_batch;
+  /* lora (cli_lora.c): --rank, --alpha, --layers, --apply, --merge,
+   * --adapters */
+  uint32_t lora_rank, lora_alpha;
+  const char *lora_layers, *lora_apply;
+  bool lora_merge, lora_adapters;
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at
@@ -151,5 +156,7 @@ int cli_replay_pass (tt_model * m, cli_dataset * d, cli_replay * r,
     uint64_t * replayed);
 int cli_replay_save (const cli_options * o, cli_replay * r);
 void cli_replay_close (cli_replay * r);
+/* LoRA adapters as files (cli_lora.c) */
+int cli_lora (const cli_options * o);
 
 #endif /* TT_CLI_H */

@@ -45,6 +45,13 @@ cli_usage (FILE * out)
       "[--optimizer O]\n      [--learning-rate R] [--batch N] "
       "[--freeze NAME,...]\n"
       "  tensor-trainer export-onnx MODEL.onnx --weights WEIGHTS -o OUT.onnx\n"
+      "  tensor-trainer lora MODEL.ini --weights BASE.bin --rank R "
+      "[--alpha A]\n      [--layers A,B] [--seed S] -o OUT.ini\n"
+      "  tensor-trainer lora MODEL.ini --weights W.bin --merge -o OUT.ini\n"
+      "  tensor-trainer lora MODEL.ini --weights W.bin --adapters "
+      "-o ADAPTERS.bin\n"
+      "  tensor-trainer lora MODEL.ini --weights BASE.bin --apply "
+      "ADAPTERS.bin [--merge]\n      -o OUT.ini\n"
       "  tensor-trainer aggregate MODEL --broker URL --clients N --rounds R"
       " ...\n      (federated averaging over MQTT: aggregate --help)\n"
       "  tensor-trainer grow MODEL.ini --weights W --layer NAME --units N\n"
@@ -118,7 +125,14 @@ cli_usage (FILE * out)
       "the batch, --replay-per-batch) into every training batch; --replay-file\n"
       "F loads the buffer at the start when F exists and saves it at the end\n"
       "(the format tensor_trainer's replay-file writes).\n"
-      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n", out);
+      "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n"
+      "lora (LoRA adapters, docs/personalize.md) writes OUT.ini and OUT.bin\n"
+      "beside it: with --rank, lora_rank (and --alpha's lora_alpha) on every\n"
+      "fully_connected layer or on --layers, the weights with fresh adapters\n"
+      "(--seed); --merge, the INI without them and each weight W + s A B;\n"
+      "--adapters, only the adapters (loraA, loraB of each adapted layer in\n"
+      "BIN order, float32, no header) as -o's file; --apply, the base\n"
+      "weights with those adapters (merged with --merge).\n", out);
 }
 
 int
@@ -266,6 +280,20 @@ cli_parse (int argc, char **argv, cli_options * o)
       o->replay_per_batch = (uint32_t) n;
       o->has_replay_per_batch = true;
       i++;
+      continue;
+    } else if (!strcmp (a, "--rank"))   /* lora */
+      num = &o->lora_rank;
+    else if (!strcmp (a, "--alpha"))
+      num = &o->lora_alpha;
+    else if (!strcmp (a, "--layers"))
+      str = &o->lora_layers;
+    else if (!strcmp (a, "--apply"))
+      str = &o->lora_apply;
+    else if (!strcmp (a, "--merge") || !strcmp (a, "--adapters")) {
+      if (a[2] == 'm')
+        o->lora_merge = true;
+      else
+        o->lora_adapters = true;
       continue;
     } else {
       return cli_fail ("unknown option '%s'", a), -2;

@@ -89,6 +89,8 @@ main (int argc, char **argv)
     return cli_export_onnx (&o);
   if (!strcmp (o.command, "grow"))
     return cli_grow (&o);
+  if (!strcmp (o.command, "lora"))      /* LoRA adapters as files */
+    return cli_lora (&o);
   cli_fail ("unknown command '%s'", o.command);
   cli_usage (stderr);
   return 2;

@@ -122,6 +122,9 @@ class Weight:
         self.name = name
         self.tensor = tensor
         self.trainable = trainable
+        # its Adam moments have a place in the BIN: trainable as the INI
+        # says (LoRA's frozen base keeps zero moments there)
+        self.file_moments = trainable
         self.transpose = transpose      # fc weight: torch [out][in] -> BIN [in][out]
 
     @property
@@ -265,6 +268,16 @@ class Net:
                                    transpose=True))
         for bias in (("bias_h",) if integrate_bias else ("bias_ih", "bias_hh")):
             self.weights.append(Weight(name, "reverse_" + bias, self._uniform((4 * unit,), -b, b), True))
+
+    # LoRA adapters: the base weight and bias frozen, then loraA [in][rank]
+    # and loraB [rank][unit], held in the BIN's layout (x @ A @ B), given
+    # explicitly (not nntrainer's zeros for A: both gradients nonzero)
+    def fc_lora(self, name, n_in, n_out, rank):
+        self.fc(name, n_in, n_out)
+        self.weights[-1].trainable = False
+        self.weights[-2].trainable = False
+        self.weights.append(Weight(name, "loraA", self._uniform((n_in, rank), -0.5, 0.5), True))
+        self.weights.append(Weight(name, "loraB", self._uniform((rank, n_out), -0.5, 0.5), True))
 
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
@@ -1100,6 +1113,24 @@ def forward_conv_transpose_groups(ctx, x):
     return linear(ctx, "output", flatten(h))
 
 
+# LoRA adapters, written out by hand: x W^T + b + s (x A) B
+def linear_lora(ctx, name, x, scale):
+    base = x @ ctx[name + ".weight"].t() + ctx[name + ".bias"]
+    return base + scale * ((x @ ctx[name + ".loraA"]) @ ctx[name + ".loraB"])
+
+
+def build_lora_mlp(net):
+    net.fc_lora("fc1", 8, 12, 3)
+    net.fc_lora("fc2", 12, 8, 2)
+    net.fc("output", 8, 4)
+
+
+def forward_lora_mlp(ctx, x):
+    h = relu(ctx, "fc1", linear_lora(ctx, "fc1", x, 6.0 / 3.0))
+    h = torch.tanh(linear_lora(ctx, "fc2", h, 1.0))
+    return linear(ctx, "output", h)
+
+
 # batch 32 and ~0.9M relu / max-pool decisions, most seeds have a relu input
 # or a max-pool near-tie within a few float32 rounding errors whose
 # the recurrent family's last cells: grucell, zoneout_lstmcell
@@ -1177,6 +1208,8 @@ CASES = [
     # conv2dtranspose's groups
     ("conv_transpose_groups", "tests/models/conv_transpose_groups.ini", 9121, (4, 3, 3), 4, True,
      build_conv_transpose_groups, forward_conv_transpose_groups),
+    # LoRA adapters
+    ("lora_mlp", "tests/models/lora_mlp.ini", 9130, (1, 1, 8), 4, True, build_lora_mlp, forward_lora_mlp),
 ]
 # Cases whose [Model] loss is not cross: kld's labels are soft (each row
 # a softmax of normal draws with one value set to 0, P = 0's term, then
@@ -1312,8 +1345,9 @@ def write_case(c, r):
     after_w = cat_bin([(w, r["after"][w.key]) for w in net.bin_weights()])
     mv = []
     for w in net.bin_weights():
-        if w.trainable:
-            m, v = r["moments"][w.key]
+        if w.file_moments:
+            zeros = torch.zeros_like(w.tensor)
+            m, v = r["moments"][w.key] if w.trainable else (zeros, zeros)
             mv.append((w, m))
             mv.append((w, v))
     after_mv = cat_bin(mv)
@@ -1356,7 +1390,8 @@ def write_case(c, r):
         with open(os.path.join(d, fn), "rb") as f:
             assert f.read() == data, fn
     n_train = sum(w.tensor.numel() for w in net.bin_weights() if w.trainable)
-    assert grads.size == n_train and after_mv.size == 2 * n_train and after_w.size == init.size
+    n_moments = sum(w.tensor.numel() for w in net.bin_weights() if w.file_moments)
+    assert grads.size == n_train and after_mv.size == 2 * n_moments and after_w.size == init.size
     return files, meta
 
 

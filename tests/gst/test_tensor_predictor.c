@@ -1298,6 +1298,83 @@ GST_START_TEST (test_two_pipelines_one_trainer_name)
 
 GST_END_TEST;
 
+/* LoRA adapters: the predictor's outputs of an adapted model are the
+ * engine's, and its merged twin's (tensor-trainer lora --merge) within
+ * 1e-6 (another order of the same sums, float32 rounding) */
+static gfloat *
+predictor_outputs (const gchar * ini, const gchar * bin, const gfloat * x,
+    guint n, gsize n_in, gsize n_out)
+{
+  GstElement *e = make_predictor (NULL);
+  g_object_set (e, "model-config", ini, "model-load-path", bin,
+      "batch-size", 1, NULL);
+  GstHarness *h = gst_harness_new_with_element (e, "sink", "src");
+  gst_harness_set_src_caps_str (h, DENSE_CAPS);
+  gfloat *y = g_new (gfloat, n * n_out);
+  for (guint k = 0; k < n; k++) {
+    fail_unless_equals_int (gst_harness_push (h, floats_buffer (x + k * n_in,
+                n_in, k)), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull (h);
+    GstMapInfo map;
+    fail_unless (gst_buffer_map (out, &map, GST_MAP_READ));
+    fail_unless_equals_uint64 (map.size, n_out * sizeof (gfloat));
+    memcpy (y + k * n_out, map.data, map.size);
+    gst_buffer_unmap (out, &map);
+    gst_buffer_unref (out);
+  }
+  gst_harness_teardown (h);
+  gst_object_unref (e);
+  return y;
+}
+
+GST_START_TEST (test_lora_merged_same_outputs)
+{
+  tt_error err;
+  gchar *base = write_tmp ("base.ini", dense_ini);
+  gchar *base_bin = g_build_filename (tmp_dir, "base.bin", NULL);
+  gchar *lora = g_build_filename (tmp_dir, "lora.ini", NULL);
+  gchar *trained = g_build_filename (tmp_dir, "trained.bin", NULL);
+  gchar *merged = g_build_filename (tmp_dir, "merged.ini", NULL);
+  gchar *merged_bin = g_build_filename (tmp_dir, "merged.bin", NULL);
+  make_weights (base, base_bin, 3);
+  fail_unless (tt_lora_add (base, base_bin, 2, 4, NULL, 1, lora, &err) ==
+      TT_OK, "%s", err.message);
+  /* two steps from fresh weights: loraA no longer zeros */
+  make_weights (lora, trained, 7);
+  fail_unless (tt_lora_merge (lora, trained, merged, &err) == TT_OK, "%s",
+      err.message);
+  const guint n = 6;
+  gfloat x[6 * 4];
+  random_inputs (x, G_N_ELEMENTS (x), 9);
+  gfloat *want = engine_predict (lora, trained, 1, x, n);
+  gfloat *a = predictor_outputs (lora, trained, x, n, 4, 3);
+  gfloat *b = predictor_outputs (merged, merged_bin, x, n, 4, 3);
+  fail_unless (memcmp (a, want, n * 3 * sizeof *a) == 0,
+      "the adapted model's outputs are the engine's");
+  for (guint i = 0; i < n * 3; i++)
+    fail_unless (fabsf (a[i] - b[i]) <= 1e-6f, "output %u: adapted %g, "
+        "merged %g", i, a[i], b[i]);
+  /* the merge moved the weight (4 x 3 floats, first in both BINs) */
+  gchar *wt = NULL, *wm = NULL;
+  gsize lt = 0, lm = 0;
+  fail_unless (g_file_get_contents (trained, &wt, &lt, NULL) &&
+      g_file_get_contents (merged_bin, &wm, &lm, NULL) && lt >= 48 &&
+      lm >= 48 && memcmp (wt, wm, 48) != 0);
+  g_free (wt);
+  g_free (wm);
+  g_free (want);
+  g_free (a);
+  g_free (b);
+  g_free (base);
+  g_free (base_bin);
+  g_free (lora);
+  g_free (trained);
+  g_free (merged);
+  g_free (merged_bin);
+}
+
+GST_END_TEST;
+
 static void
 make_tmp_dir (void)
 {
@@ -1346,6 +1423,8 @@ tensor_predictor_suite (void)
   tcase_add_test (tc, test_live_handoff_never_torn);
   tcase_add_test (tc, test_handoff_other_model_refused);
   tcase_add_test (tc, test_two_pipelines_one_trainer_name);
+  /* LoRA adapters */
+  tcase_add_test (tc, test_lora_merged_same_outputs);
   return s;
 }
 

@@ -244,7 +244,7 @@ golden_case (const char *dir)
     bin_w = golden_bin_weights (m, &n_bin);
     for (uint32_t i = 0; bin_w && i < n_bin; i++) {
       tt_weight *w = bin_w[i];
-      if (!w->trainable)
+      if (!w->file_moments)
         continue;
       memcpy (m_ours + k, mine.data + at, w->count * 4);
       memcpy (m_want + k, after.data + at, w->count * 4);
@@ -457,6 +457,13 @@ test_conv_transpose_groups (void)
   golden_case ("conv_transpose_groups");
 }
 
+/* LoRA adapters */
+static void
+test_lora_mlp (void)
+{
+  golden_case ("lora_mlp");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -495,5 +502,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_mha_weights);
   /* conv2dtranspose's groups */
   TT_TEST_RUN (test_conv_transpose_groups);
+  /* LoRA adapters */
+  TT_TEST_RUN (test_lora_mlp);
   return tt_test_summary ();
 }

@@ -715,6 +715,17 @@ static const gc_case gc_cases[] = {
         "mol_k=2\ninput_layers=q,v,s,len\n"
         GC_ATTN_FC ("o", "m(0)", "3") GC_ATTN_FC ("w", "m(1)", "3")
       "[sum]\ntype=addition\ninput_layers=o,w\n", "mse"},
+  /* LoRA adapters (layers/fc_lora.c): only loraA and loraB train */
+  {"lora_fc", "[in]\ntype=input\ninput_shape=1:1:6\n[a]\n"
+        "type=fully_connected\nunit=5\nlora_rank=2\nlora_alpha=4\n"
+        "activation=tanh\n[b]\ntype=fully_connected\nunit=3\nlora_rank=1\n",
+      "mse"},
+  {"lora_fc_4d", "[in]\ntype=input\ninput_shape=2:3:5\n[a]\n"
+        "type=fully_connected\nunit=4\nlora_rank=3\nlora_alpha=2\n"
+        "disable_bias=true\n", "mse"},
+  {"lora_fc_frozen", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
+        "type=fully_connected\nunit=4\nlora_rank=2\ntrainable=false\n"
+        "[b]\ntype=fully_connected\nunit=3\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an
@@ -1615,6 +1626,50 @@ test_mol_reference (void)
   mol_reference_run (true);
 }
 
+/* LoRA: the base weight and bias have no gradient and no optimizer
+ * state, the adapters both (Adam: two moments each), in BIN order
+ * weight, bias, loraA, loraB; loraA starts at zeros, loraB not */
+static void
+test_lora_frozen_base (void)
+{
+  tt_error err;
+  const char *path = tt_test_write_text ("lora_frozen_base.ini",
+      "[Model]\ntype=NeuralNetwork\nbatch_size=4\nloss=mse\n"
+      "[Optimizer]\ntype=adam\nlearning_rate=0.1\n"
+      "[in]\ntype=input\ninput_shape=1:1:6\n[a]\ntype=fully_connected\n"
+      "unit=5\nlora_rank=2\nlora_alpha=3\n");
+  tt_model *m = tt_model_load_ini (path, &err);
+  CHECK (m != NULL, "load: %s", m ? "" : err.message);
+  if (!m)
+    return;
+  CHECK (tt_model_compile (m, &err) == TT_OK, "compile: %s", err.message);
+  const tt_layer *l = &m->layers[tt_model_find_layer (m, "a")];
+  CHECK (l->n_weights == 4, "%u weights", l->n_weights);
+  const char *names[4] = { "weight", "bias", "loraA", "loraB" };
+  const size_t counts[4] = { 30, 5, 12, 10 };
+  for (uint32_t k = 0; k < 4 && k < l->n_weights; k++) {
+    const tt_weight *w = &l->weights[k];
+    const bool adapter = k >= 2;
+    CHECK (!strcmp (w->suffix, names[k]) && w->count == counts[k],
+        "weight %u: %s of %zu", k, w->suffix, w->count);
+    CHECK (w->trainable == adapter && (w->grad >= 0) == adapter &&
+        (w->opt[0] >= 0) == adapter && (w->opt[1] >= 0) == adapter,
+        "%s: trainable %d grad %d opt %d %d", w->suffix, w->trainable,
+        w->grad, w->opt[0], w->opt[1]);
+  }
+  const float *a = tt_data (m, l->weights[2].value);
+  const float *b = tt_data (m, l->weights[3].value);
+  float amax = 0.0f, bmax = 0.0f;
+  for (size_t i = 0; i < 12; i++)
+    amax = fmaxf (amax, fabsf (a[i]));
+  for (size_t i = 0; i < 10; i++)
+    bmax = fmaxf (bmax, fabsf (b[i]));
+  CHECK (amax == 0.0f && bmax > 0.0f, "loraA max %g, loraB max %g", amax, bmax);
+  CHECK (fabsf (l->p.fc.lora_scale - 1.5f) < 1e-7f, "scale %g",
+      l->p.fc.lora_scale);
+  tt_model_free (m);
+}
+
 int
 main (void)
 {
@@ -1632,5 +1687,7 @@ main (void)
   TT_TEST_RUN (test_zoneout_mix);
   /* mixture-of-logistics attention */
   TT_TEST_RUN (test_mol_reference);
+  /* LoRA adapters */
+  TT_TEST_RUN (test_lora_frozen_base);
   return tt_test_summary ();
 }

@@ -1059,6 +1059,31 @@ static const ie_case ie_cases[] = {
         IE_MOL ("unit = 4\nmol_k = 2\n", "q, in, s")
         "[o]\ntype = addition\ninput_layers = m(2)\n", IE_COMPILE,
       {"[o] input_layers", "'m(2)'", "[m] has 2 output(s)"}},
+  /* LoRA adapters */
+  {"lora_rank_negative", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "lora_rank = -1\n", IE_LOAD,
+      {"[fc] lora_rank", "'-1' is not a non-negative integer"}},
+  {"lora_rank_fraction", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+      "lora_rank = 1.5\n", IE_LOAD, {"[fc] lora_rank", "'1.5'"}},
+  {"lora_rank_above_unit", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+      "lora_rank = 4\n", IE_LOAD, {"[fc] lora_rank", "out of range [0, 3]"}},
+  {"lora_rank_above_input", MODEL_MSE ADAM INPUT4 FC ("fc", 8)
+        "lora_rank = 5\n", IE_COMPILE,
+      {"[fc] lora_rank", "5 is above min (input width 4, unit 8) = 4"}},
+  {"lora_alpha_rank_zero", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "lora_rank = 0\nlora_alpha = 4\n", IE_LOAD,
+      {"[fc] lora_alpha", "needs lora_rank >= 1"}},
+  {"lora_alpha_alone", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+      "lora_alpha = 4\n", IE_LOAD, {"[fc] lora_alpha", "needs lora_rank"}},
+  {"lora_alpha_zero", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "lora_rank = 2\nlora_alpha = 0\n", IE_LOAD,
+      {"[fc] lora_alpha", "out of range [1, "}},
+  {"lora_alpha_fraction", MODEL_MSE ADAM INPUT4 FC ("fc", 3)
+        "lora_rank = 2\nlora_alpha = 0.5\n", IE_LOAD,
+      {"[fc] lora_alpha", "'0.5' is not a non-negative integer"}},
+  {"lora_on_conv", MODEL_MSE ADAM INPUT_IMG "[c]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 3,3\nlora_rank = 1\n", IE_LOAD,
+      {"[c] lora_rank", "unknown key"}},
 };
 
 /* Valid models: must load, compile and train one batch. */

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* outputs are probabilities (softmax) or small regression values; the
@@ -535,16 +536,20 @@ interop_batch_loss (tt_model * m, const float *w, size_t nw, const float *x,
 }
 
 /* The mathematics' 8 SGD steps from w (nw floats) on the recorded batches,
- * each gradient by central differences of the loss: w is updated. */
+ * each gradient by central differences of the loss: w is updated; only
+ * where trains (NULL: everywhere). */
 static bool
 interop_fd_sgd (tt_model * m, float *w, size_t nw, const float *x,
-    size_t sx, const float *t, size_t sl)
+    size_t sx, const float *t, size_t sl, const bool *trains)
 {
   const double h = 4e-3, lr = m->opt.learning_rate;
   double *g = malloc (nw * sizeof *g);
   bool ok = g != NULL;
   for (int step = 0; step < 8 && ok; step++) {
     for (size_t i = 0; i < nw && ok; i++) {
+      g[i] = 0.0;
+      if (trains && !trains[i])
+        continue;
       const float w0 = w[i];
       w[i] = (float) (w0 + h);
       const double up = interop_batch_loss (m, w, nw, x, sx, t, sl, step % 4);
@@ -615,7 +620,7 @@ interop_nntrainer_wrong (const char *model, const char *what)
     goto out;
   const double d_nn = interop_maxdiff (ours, want, w);
   /* init becomes the finite-difference trajectory's end */
-  CHECK (interop_fd_sgd (m, init, w, x, sx, t, sl), "%s: the finite "
+  CHECK (interop_fd_sgd (m, init, w, x, sx, t, sl, NULL), "%s: the finite "
       "differences failed", model);
   const double d_ours = interop_maxdiff (ours, init, w);
   const double d_theirs = interop_maxdiff (want, init, w);
@@ -809,6 +814,122 @@ interop_zoneout_inference_differs (const char *model)
   free (ours);
 }
 
+/* LoRA adapters: nntrainer (65dccdec) requests the base weight and bias
+ * of a fully_connected with lora_rank as trainable and never writes their
+ * gradients, so its optimizer moves the weight by whatever its gradient
+ * buffer holds (FINDINGS.md 9): its trained base weight is not its
+ * initial one. Ours keeps them frozen. Checked: the forward with
+ * nntrainer's BINs (a.), adapters trained, A from nntrainer's zeros, and
+ * with SGD ours agree with 8 finite-difference SGD steps on the adapters
+ * alone, the base bit for bit as loaded; nntrainer's base moved. */
+static void
+interop_lora (const char *model)
+{
+  interop_outputs (model, "init.bin", "init.out.b4.f32", 4);
+  interop_outputs (model, "init.bin", "init.out.b1.f32", 1);
+  interop_outputs (model, "trained.bin", "trained.out.b4.f32", 4);
+  tt_error err;
+  tt_model *m = interop_open (model, 4, &err);
+  CHECK (m != NULL, "%s: %s", model, err.message);
+  if (!m)
+    return;
+  tt_status st = tt_model_load_bin (m, interop_path (model, "init.bin"),
+      &err);
+  CHECK (st == TT_OK, "%s: %s", model, err.message);
+  size_t nx, nt, nw;
+  float *x = interop_read (model, "train.in.f32", &nx);
+  float *t = interop_read (model, "train.label.f32", &nt);
+  float *want = interop_read (model, "trained.bin", &nw);
+  const size_t sx = interop_sample_floats (m);
+  tt_shape ls = tt_model_label_shape (m);
+  const size_t sl = (size_t) ls.channel * ls.height * ls.width;
+  const size_t w = tt_model_weight_floats (m);
+  float *init = malloc (w * sizeof *init), *ours = malloc (w * sizeof *ours);
+  bool *trains = calloc (w, sizeof *trains);
+  uint32_t nr = 0;
+  int *regions = tt_bin_regions (m, false, &nr);
+  size_t at = 0;
+  for (uint32_t r = 0; regions && r < nr; r++)
+    for (uint32_t i = 0; i < m->n_layers; i++)
+      for (uint32_t k = 0; k < m->layers[i].n_weights; k++) {
+        const tt_weight *wt = &m->layers[i].weights[k];
+        if (wt->value != regions[r])
+          continue;
+        for (size_t j = 0; j < wt->count && at + j < w; j++)
+          trains[at + j] = wt->trainable;
+        at += wt->count;
+      }
+  CHECK (x && t && want && init && ours && trains && at == w &&
+      nx == 16 * sx && nt == 16 * sl && nw >= w, "%s: recordings missing or "
+      "of another shape", model);
+  if (st || !x || !t || !want || !init || !ours || !trains || at != w ||
+      nx != 16 * sx || nt != 16 * sl || nw < w ||
+      tt_model_export_weights (m, init, w, &err) != TT_OK)
+    goto out;
+  for (int epoch = 0; epoch < 2 && !st; epoch++)
+    for (int b = 0; b < 4 && !st; b++) {
+      const void *inputs[1] = { x + (size_t) b * 4 * sx };
+      tt_batch_result r;
+      st = tt_model_train_batch (m, 4, inputs, NULL, t + (size_t) b * 4 * sl,
+          &r, &err);
+      CHECK (st == TT_OK, "%s: train: %s", model, err.message);
+    }
+  if (st || tt_model_export_weights (m, ours, w, &err) != TT_OK)
+    goto out;
+  size_t base_kept = 0, base = 0, adapters_moved = 0, theirs_moved = 0;
+  for (size_t i = 0; i < w; i++) {
+    if (trains[i]) {
+      adapters_moved += ours[i] != init[i];
+      continue;
+    }
+    base++;
+    base_kept += !memcmp (&ours[i], &init[i], sizeof (float));
+    theirs_moved += fabsf (want[i] - init[i]) > TRAIN_TOL;
+  }
+  printf ("  %-22s   LoRA: base %zu floats, ours kept %zu, nntrainer "
+      "moved %zu; adapters moved %zu\n", model, base, base_kept,
+      theirs_moved, adapters_moved);
+  CHECK (base > 0 && base_kept == base, "%s: our frozen base moved", model);
+  CHECK (adapters_moved > 0, "%s: our adapters did not train", model);
+  CHECK (theirs_moved > 0, "%s: nntrainer's base no longer moves: update "
+      "FINDINGS.md 9 and the test", model);
+  /* with Adam, its save_path BIN holds moments for the base too, the
+   * INI's trainable weights: ours has the same layout (the frozen base's
+   * moments zero, docs/formats.md), so it loads, and ours saves its size */
+  if (m->opt.type == TT_OPT_ADAM) {
+    const char *theirs = interop_path (model, "savepath.bin");
+    const tt_status sp = tt_model_load_bin (m, theirs, &err);
+    printf ("  %-22s   LoRA: nntrainer's save_path BIN with the base's "
+        "moments: %s\n", model, sp ? err.message : "loaded");
+    CHECK (sp == TT_OK, "%s: nntrainer's save_path BIN (moments of the base "
+        "too): %s", model, err.message);
+    struct stat st_theirs, st_ours;
+    const char *mine = tt_test_write_text ("lora_adam.bin", "");
+    CHECK (stat (theirs, &st_theirs) == 0 &&
+        tt_model_save_bin (m, mine, &err) == TT_OK &&
+        stat (mine, &st_ours) == 0 && st_ours.st_size == st_theirs.st_size,
+        "%s: our Adam BIN is not the size of nntrainer's", model);
+  }
+  if (m->opt.type == TT_OPT_SGD) {
+    CHECK (interop_fd_sgd (m, init, w, x, sx, t, sl, trains), "%s: the "
+        "finite differences failed", model);
+    const double d = interop_maxdiff (ours, init, w);
+    printf ("  %-22s   LoRA: 8 SGD steps, ours against finite differences "
+        "on the adapters: max |diff| %.2e\n", model, d);
+    CHECK (d <= FD_TOL, "%s: our 8 steps differ from the finite-difference "
+        "steps by %g", model, d);
+  }
+out:
+  free (regions);
+  free (x);
+  free (t);
+  free (want);
+  free (init);
+  free (ours);
+  free (trains);
+  tt_model_free (m);
+}
+
 static void
 test_families (void)
 {
@@ -912,6 +1033,11 @@ test_families (void)
   for (int i = 0; imported_refused[i]; i++)
     CHECK (interop_status (imported_refused[i]) < 0, "%s: nntrainer's "
         "refusal is no longer recorded", imported_refused[i]);
+  /* LoRA adapters: nntrainer moves the frozen base */
+  static const char *const lora[] = { "lora_fc", "lora_fc_adam", NULL };
+  for (int i = 0; lora[i]; i++)
+    if (interop_status (lora[i]) > 0)
+      interop_lora (lora[i]);
 }
 
 static void

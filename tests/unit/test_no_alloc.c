@@ -342,6 +342,17 @@ test_feature_cache (void)
   tt_model_free (m);
 }
 
+/* LoRA adapters: their passes, and with the first layer's frozen */
+static void
+test_lora (void)
+{
+  no_alloc_model (na_root, "fmnist_mlp_lora.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_mlp_lora.ini", 2, false);
+  na_train = "last:2";
+  no_alloc_model (na_root, "fmnist_mlp_lora.ini", 2, false);
+  na_train = NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -372,5 +383,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_personalized);
   /* feature cache: keeping and using a frozen prefix's outputs */
   TT_TEST_RUN (test_feature_cache);
+  /* LoRA adapters */
+  TT_TEST_RUN (test_lora);
   return tt_test_summary ();
 }

@@ -557,6 +557,11 @@ typedef struct tt_layer {
     } input;
     struct {
       uint32_t unit;
+      /* LoRA (layers/fc_lora.c): lora_rank (0: none), lora_alpha (0:
+       * not given), the scaling alpha / rank (1 without alpha) */
+      uint32_t lora_rank, lora_alpha;
+      float lora_scale;
+      int lora_h, lora_dh;      /* scratch ids: x A and its derivative */
     } fc;
     struct {
       uint32_t filters, kernel[2], stride[2], dilation[2];
@@ -915,6 +920,24 @@ extern const tt_layer_ops tt_grucell_layer_ops,
     tt_zoneout_lstmcell_layer_ops;
 /* mixture-of-logistics attention (layer_mol_attention.c) */
 extern const tt_layer_ops tt_mol_attention_layer_ops;
+/* LoRA adapters (fc_lora.c): lora_rank and lora_alpha read into p.fc
+ * (max: the largest rank); a fully_connected with a rank takes
+ * tt_fc_lora_layer_ops (layer_fc.c, not in the registry), whose infer
+ * calls tt_lora_fc_weights (the base weight and bias frozen, loraA
+ * [in][rank] and loraB [rank][unit] after them) and whose passes are
+ * these */
+tt_status tt_lora_parse (tt_layer * l, const tt_section * s, uint32_t max,
+    tt_error * err);
+tt_status tt_lora_fc_weights (const tt_init_ctx * c, tt_layer * l,
+    tt_error * err);
+void tt_lora_fc_declare (tt_init_ctx * c, tt_layer * l);
+void tt_lora_fc_forward (const tt_run_ctx * c, tt_layer * l);
+void tt_lora_fc_gradient (const tt_run_ctx * c, tt_layer * l);
+void tt_lora_fc_derivative (const tt_run_ctx * c, tt_layer * l);
+unsigned tt_lora_fc_backward_reads (const tt_layer * l);
+void tt_lora_fc_multiply_adds (const tt_layer * l, uint64_t * weighted,
+    uint64_t * between);
+extern const tt_layer_ops tt_fc_lora_layer_ops;
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

@@ -7,7 +7,9 @@
 #include "tt_layer.h"
 #include "tt_split.h"
 
-static const char *const fc_keys[] = { "unit", NULL };
+static const char *const fc_keys[] = { "unit", "lora_rank", "lora_alpha",
+  NULL
+};
 
 static tt_status
 fc_parse (tt_layer * l, const tt_section * s, tt_error * err)
@@ -19,6 +21,11 @@ fc_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if (!tt_section_has (s, "unit"))
     return tt_section_error (s, "unit", err, TT_ERR_INVALID,
         "missing key (the number of outputs)");
+  if ((st = tt_lora_parse (l, s, l->p.fc.unit, err)))
+    return st;
+  /* with adapters: their own passes (fc_lora.c) */
+  if (l->p.fc.lora_rank)
+    l->ops = &tt_fc_lora_layer_ops;
   return TT_OK;
 }
 
@@ -43,7 +50,8 @@ fc_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
         unit, true);
     b->decay = l->bias_decay;
   }
-  return TT_OK;
+  /* LoRA: the adapters after them (fc_lora.c) */
+  return l->p.fc.lora_rank ? tt_lora_fc_weights (c, l, err) : TT_OK;
 }
 
 /* Below this many elements of y the workers' partial products are added
@@ -408,5 +416,22 @@ const tt_layer_ops tt_fc_layer_ops = {
   .copies_derivative = true,
   .runs_loss_tail = true,
   .multiply_adds = fc_multiply_adds,
+  .distributes = true,
+};
+
+/* with lora_rank (fc_parse): the adapters' passes (fc_lora.c), none of
+ * the thread fusions above */
+const tt_layer_ops tt_fc_lora_layer_ops = {
+  .type = "fully_connected",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
+  .has_weights = true,
+  .infer = fc_infer,
+  .declare = tt_lora_fc_declare,
+  .forward = tt_lora_fc_forward,
+  .calc_gradient = tt_lora_fc_gradient,
+  .calc_derivative = tt_lora_fc_derivative,
+  .backward_reads = tt_lora_fc_backward_reads,
+  .multiply_adds = tt_lora_fc_multiply_adds,
   .distributes = true,
 };

@@ -580,6 +580,32 @@ TT_API tt_status tt_model_train_batch_keep (tt_model * model, uint32_t n,
 TT_API tt_status tt_model_train_batch_cached (tt_model * model, uint32_t n,
     const float *const *features, const float *labels,
     tt_batch_result * result, tt_error * err);
+/* LoRA adapters as files (io/lora_file.c; tensor-trainer lora,
+ * docs/personalize.md). Each writes its outputs atomically, refuses to
+ * write over an input, and fails with err naming the file, layer or
+ * size at fault. OUT.bin is out_ini with .ini replaced by .bin.
+ *
+ * tt_lora_add: out_ini is ini with lora_rank = rank (and lora_alpha =
+ * alpha unless 0) on every fully_connected layer, or on the comma list
+ * layers; OUT.bin the weights of ini (weights: a BIN or bundle, NULL:
+ * initialized from seed) with fresh adapters drawn from seed.
+ * tt_lora_merge: out_ini without the lora keys, OUT.bin with each
+ * adapted weight W + s A B (biases as they were).
+ * tt_lora_save_adapters: out_bin holds only the adapters, loraA then
+ * loraB of each layer with lora_rank in BIN order, float32, no header.
+ * tt_lora_apply: OUT.bin is ini's model (it has the lora keys) with the
+ * base weights of weights (a BIN of the model without the lora keys, or
+ * of ini's model itself) and the adapters of the file adapters; with
+ * merge, out_ini and OUT.bin are tt_lora_merge's of that. */
+TT_API tt_status tt_lora_add (const char *ini, const char *weights,
+    uint32_t rank, uint32_t alpha, const char *layers, uint64_t seed,
+    const char *out_ini, tt_error * err);
+TT_API tt_status tt_lora_merge (const char *ini, const char *weights,
+    const char *out_ini, tt_error * err);
+TT_API tt_status tt_lora_save_adapters (const char *ini,
+    const char *weights, const char *out_bin, tt_error * err);
+TT_API tt_status tt_lora_apply (const char *ini, const char *weights,
+    const char *adapters, bool merge, const char *out_ini, tt_error * err);
 
 #ifdef __cplusplus
 }
