@@ -135,6 +135,35 @@ bf16_mask32 (int n)
       (__mmask32) ((1u << n) - 1);
 }
 
+/* 16 x 16 in-register transpose of 32-bit words: r[i] lane j becomes
+ * r[j] lane i (as gemm_avx512.c's) */
+TBF16_INLINE void
+bf16_transpose16 (__m512 r[16])
+{
+  __m512 t[16];
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps (r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps (r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[4 * i] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0xee);
+    r[4 * i + 2] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0xee);
+  }
+  for (int i = 0; i < 2; i++)
+    for (int q = 0; q < 4; q++) {
+      t[8 * i + q] = _mm512_shuffle_f32x4 (r[8 * i + q], r[8 * i + 4 + q],
+          0x88);
+      t[8 * i + 4 + q] = _mm512_shuffle_f32x4 (r[8 * i + q],
+          r[8 * i + 4 + q], 0xdd);
+    }
+  for (int q = 0; q < 8; q++) {
+    r[q] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0x88);
+    r[q + 8] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0xdd);
+  }
+}
+
 /* Columns [j0, j0 + nc) and rows [p0, p0 + kc) of op(B) into panels of NR
  * columns: panel q, pair t, column j, half s at
  * bp[((q * kq + t) * NR + j) * 2 + s] = op(B)[p0 + 2t + s][j0 + q NR + j],
@@ -174,22 +203,25 @@ bf16_pack_b (bool trans_b, const uint16_t *b, int ldb, int p0, int kc,
     }
     return;
   }
-  /* op(B)[p][j] = b[j][p]: a column's pair is one 32-bit word */
+  /* op(B)[p][j] = b[j][p]: a column's pair is one 32-bit word, and the
+   * panel a transpose of those words, 16 columns by 16 pairs at a time
+   * (a pair past kc, or half of one, loads as zero) */
   for (int q = 0; q < panels; q++)
-    for (int jj = 0; jj < NR; jj++) {
-      const int j = q * NR + jj;
-      uint32_t *d = (uint32_t *) (void *) bp + (size_t) q * kq * NR + jj;
-      if (j >= nc) {
-        for (int t = 0; t < kq; t++)
-          d[t * NR] = 0;
-        continue;
+    for (int h = 0; h < NR; h += 16)
+      for (int t0 = 0; t0 < kq; t0 += 16) {
+        const __mmask32 mp = bf16_mask32 (kc - 2 * t0);
+        __m512 r[16];
+        for (int jj = 0; jj < 16; jj++) {
+          const int j = q * NR + h + jj;
+          r[jj] = j < nc ? _mm512_castsi512_ps (_mm512_maskz_loadu_epi16 (mp,
+                  b + (size_t) (j0 + j) * ldb + p0 + 2 * t0)) :
+              _mm512_setzero_ps ();
+        }
+        bf16_transpose16 (r);
+        for (int t = 0; t < 16 && t0 + t < kq; t++)
+          _mm512_storeu_ps ((float *) (void *) (bp + (((size_t) q * kq + t0 +
+                          t) * NR + h) * 2), r[t]);
       }
-      const uint16_t *s = b + (size_t) (j0 + j) * ldb + p0;
-      for (int t = 0; t < kc / 2; t++)
-        d[t * NR] = bf16_pair (s + 2 * t);
-      if (kc & 1)
-        d[(kc / 2) * NR] = s[kc - 1];
-    }
 }
 
 /* Rows [i0, i0 + mr) and columns [p0, p0 + kc) of op(A), op(A)[i][p] =
@@ -200,7 +232,20 @@ bf16_pack_a (const uint16_t *a, ptrdiff_t rs, ptrdiff_t ps, int i0, int mr,
     int p0, int kc, uint16_t *ap)
 {
   const int kq = (kc + 1) / 2;
-  for (int t = 0; t < kq; t++)
+  int t0 = 0;
+  if (rs == 1 && mr == MR)
+    /* transposed A: a pair's two halves are MR consecutive values of two
+     * rows of A, interleaved */
+    for (; 2 * t0 + 1 < kc; t0++) {
+      const uint16_t *s = a + i0 + (p0 + 2 * t0) * ps;
+      const __m128i r0 = _mm_loadu_si128 ((const __m128i *) s);
+      const __m128i r1 = _mm_loadu_si128 ((const __m128i *) (s + ps));
+      _mm_storeu_si128 ((__m128i *) (ap + t0 * MR * 2),
+          _mm_unpacklo_epi16 (r0, r1));
+      _mm_storeu_si128 ((__m128i *) (ap + t0 * MR * 2 + MR),
+          _mm_unpackhi_epi16 (r0, r1));
+    }
+  for (int t = t0; t < kq; t++)
     for (int s = 0; s < 2; s++) {
       const int p = 2 * t + s;
       for (int r = 0; r < MR; r++)
