@@ -186,7 +186,7 @@ make_values (float *v)
     if ((h & 0x7c00) != 0x7c00 && (h & 0x7fff) != 0x7bff) {
       const double lo = flt (ref_f16_widen ((uint16_t) h)),
           hi = flt (ref_f16_widen ((uint16_t) (h + 1)));
-      const float m = (float) ((lo + hi) / 2);       /* exact */
+      const float m = (float) ((lo + hi) / 2);  /* exact */
       v[n++] = m;
       v[n++] = nextafterf (m, 0.0f);
       v[n++] = nextafterf (m, m > 0 ? INFINITY : -INFINITY);
@@ -307,8 +307,8 @@ typedef struct
 
 /* worst error over C relative to its bound; < 1 passes */
 static double
-gemm_error (const gemm_case * g, const uint16_t *a, int lda,
-    const uint16_t *b, int ldb, const float *c0, const float *c, int ldc)
+gemm_error (const gemm_case * g, const uint16_t * a, int lda,
+    const uint16_t * b, int ldb, const float *c0, const float *c, int ldc)
 {
   double worst = 0;
   for (int i = 0; i < g->m; i++)
@@ -370,8 +370,7 @@ gemm_run (const gemm_case * g)
     bool pad_kept = true;
     for (int i = 0; i < g->m; i++)
       for (int j = g->n; j < ldc; j++)
-        pad_kept &= bits (c[portable][i * ldc + j]) ==
-            bits (c0[i * ldc + j]);
+        pad_kept &= bits (c[portable][i * ldc + j]) == bits (c0[i * ldc + j]);
     if (!(e < 1) || !pad_kept) {
       printf ("  %s: %c%c %dx%dx%d pad %d alpha %g beta %g: error %.3g of "
           "the bound%s\n", path_name (portable), g->ta ? 'T' : 'N',
@@ -416,15 +415,13 @@ test_gemm (void)
       failed += !gemm_run (&g);
       run++;
     }
-  CHECK (failed == 0, "%d of %d blocked products out of bounds", failed,
-      run);
+  CHECK (failed == 0, "%d of %d blocked products out of bounds", failed, run);
 
   /* k == 0 and alpha == 0: C = beta C, without reading C when beta is 0 */
   float c[6] = { NAN, NAN, NAN, 1, 2, 3 };
   const uint16_t one = tt_bf16_from_f32 (1.0f);
   tt_gemm_bf16 (false, false, 1, 3, 0, 1.0f, &one, 1, &one, 3, 0.0f, c, 3);
-  tt_gemm_bf16 (false, false, 1, 3, 1, 0.0f, &one, 1, &one, 3, 2.0f, c + 3,
-      3);
+  tt_gemm_bf16 (false, false, 1, 3, 1, 0.0f, &one, 1, &one, 3, 2.0f, c + 3, 3);
   CHECK (c[0] == 0 && c[1] == 0 && c[2] == 0 && c[3] == 2 && c[4] == 4
       && c[5] == 6, "k = 0 or alpha = 0: %g %g %g %g %g %g", c[0], c[1],
       c[2], c[3], c[4], c[5]);

@@ -160,7 +160,7 @@ tt_f16_value (uint16_t h)
 }
 
 static TT_VECTOR_CLONES void
-bf16_narrow_run (const float *restrict x, uint16_t *restrict y, size_t n)
+bf16_narrow_run (const float *restrict x, uint16_t * restrict y, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     uint32_t u;
@@ -170,7 +170,7 @@ bf16_narrow_run (const float *restrict x, uint16_t *restrict y, size_t n)
 }
 
 static TT_VECTOR_CLONES void
-bf16_widen_run (const uint16_t *restrict x, float *restrict y, size_t n)
+bf16_widen_run (const uint16_t * restrict x, float *restrict y, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     const uint32_t u = (uint32_t) x[i] << 16;
@@ -179,7 +179,7 @@ bf16_widen_run (const uint16_t *restrict x, float *restrict y, size_t n)
 }
 
 static TT_VECTOR_CLONES void
-f16_narrow_run (const float *restrict x, uint16_t *restrict y, size_t n)
+f16_narrow_run (const float *restrict x, uint16_t * restrict y, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     uint32_t u;
@@ -189,7 +189,7 @@ f16_narrow_run (const float *restrict x, uint16_t *restrict y, size_t n)
 }
 
 static TT_VECTOR_CLONES void
-f16_widen_run (const uint16_t *restrict x, float *restrict y, size_t n)
+f16_widen_run (const uint16_t * restrict x, float *restrict y, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     const uint32_t u = f16_widen (x[i]);
@@ -205,7 +205,7 @@ f16_widen_run (const uint16_t *restrict x, float *restrict y, size_t n)
 
 /* whole blocks of 32; returns how many floats it did */
 TBF16 static size_t
-bf16_narrow_avx512 (const float *x, uint16_t *y, size_t n)
+bf16_narrow_avx512 (const float *x, uint16_t * y, size_t n)
 {
   const __m512i expo = _mm512_set1_epi32 (0x7f800000),
       mant = _mm512_set1_epi32 (0x007fffff);
@@ -213,8 +213,7 @@ bf16_narrow_avx512 (const float *x, uint16_t *y, size_t n)
   for (; i + 32 <= n; i += 32) {
     const __m512 x0 = _mm512_loadu_ps (x + i), x1 = _mm512_loadu_ps (x + i +
         16);
-    const __m512i u0 = _mm512_castps_si512 (x0),
-        u1 = _mm512_castps_si512 (x1);
+    const __m512i u0 = _mm512_castps_si512 (x0), u1 = _mm512_castps_si512 (x1);
     /* subnormal lanes: zero exponent, non-zero mantissa */
     const __mmask16 s0 = _mm512_testn_epi32_mask (u0, expo)
         & _mm512_test_epi32_mask (u0, mant),
@@ -229,7 +228,7 @@ bf16_narrow_avx512 (const float *x, uint16_t *y, size_t n)
 }
 
 TF16C static size_t
-f16_narrow_f16c (const float *x, uint16_t *y, size_t n)
+f16_narrow_f16c (const float *x, uint16_t * y, size_t n)
 {
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -240,7 +239,7 @@ f16_narrow_f16c (const float *x, uint16_t *y, size_t n)
 }
 
 TF16C static size_t
-f16_widen_f16c (const uint16_t *x, float *y, size_t n)
+f16_widen_f16c (const uint16_t * x, float *y, size_t n)
 {
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -250,22 +249,20 @@ f16_widen_f16c (const uint16_t *x, float *y, size_t n)
 }
 #elif defined(BF16_ARM64)
 static size_t
-f16_narrow_f16c (const float *x, uint16_t *y, size_t n)
+f16_narrow_f16c (const float *x, uint16_t * y, size_t n)
 {
   size_t i = 0;
   for (; i + 4 <= n; i += 4)
-    vst1_u16 (y + i, vreinterpret_u16_f16 (vcvt_f16_f32 (vld1q_f32 (x +
-                    i))));
+    vst1_u16 (y + i, vreinterpret_u16_f16 (vcvt_f16_f32 (vld1q_f32 (x + i))));
   return i;
 }
 
 static size_t
-f16_widen_f16c (const uint16_t *x, float *y, size_t n)
+f16_widen_f16c (const uint16_t * x, float *y, size_t n)
 {
   size_t i = 0;
   for (; i + 4 <= n; i += 4)
-    vst1q_f32 (y + i, vcvt_f32_f16 (vreinterpret_f16_u16 (vld1_u16 (x +
-                    i))));
+    vst1q_f32 (y + i, vcvt_f32_f16 (vreinterpret_f16_u16 (vld1_u16 (x + i))));
   return i;
 }
 #endif
@@ -273,7 +270,7 @@ f16_widen_f16c (const uint16_t *x, float *y, size_t n)
 /* ---- arrays ---------------------------------------------------------- */
 
 void
-tt_f32_to_bf16 (const float *x, uint16_t *y, size_t n)
+tt_f32_to_bf16 (const float *x, uint16_t * y, size_t n)
 {
   size_t i = 0;
 #ifdef BF16_X86
@@ -284,13 +281,13 @@ tt_f32_to_bf16 (const float *x, uint16_t *y, size_t n)
 }
 
 void
-tt_bf16_to_f32 (const uint16_t *x, float *y, size_t n)
+tt_bf16_to_f32 (const uint16_t * x, float *y, size_t n)
 {
   bf16_widen_run (x, y, n);
 }
 
 void
-tt_f32_to_f16 (const float *x, uint16_t *y, size_t n)
+tt_f32_to_f16 (const float *x, uint16_t * y, size_t n)
 {
   size_t i = 0;
 #if defined(BF16_X86) || defined(BF16_ARM64)
@@ -301,7 +298,7 @@ tt_f32_to_f16 (const float *x, uint16_t *y, size_t n)
 }
 
 void
-tt_f16_to_f32 (const uint16_t *x, float *y, size_t n)
+tt_f16_to_f32 (const uint16_t * x, float *y, size_t n)
 {
   size_t i = 0;
 #if defined(BF16_X86) || defined(BF16_ARM64)

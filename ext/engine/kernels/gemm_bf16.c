@@ -58,7 +58,7 @@ bf16_scale (int m, int n, float beta, float *c, int ldc)
 
 static void
 gemm_bf16_widened (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const uint16_t *a, int lda, const uint16_t *b, int ldb,
+    float alpha, const uint16_t * a, int lda, const uint16_t * b, int ldb,
     float beta, float *c, int ldc)
 {
   _Alignas (64) float aw[WM * WK];
@@ -112,7 +112,7 @@ gemm_bf16_widened (bool trans_a, bool trans_b, int m, int n, int k,
   __attribute__ ((always_inline, target ("avx512f,avx512bw,avx512bf16")))
 
 TBF16_INLINE uint32_t
-bf16_pair (const uint16_t *p)
+bf16_pair (const uint16_t * p)
 {
   uint32_t u;
   memcpy (&u, p, sizeof u);
@@ -169,8 +169,8 @@ bf16_transpose16 (__m512 r[16])
  * bp[((q * kq + t) * NR + j) * 2 + s] = op(B)[p0 + 2t + s][j0 + q NR + j],
  * zero past kc and nc. */
 TBF16 static void
-bf16_pack_b (bool trans_b, const uint16_t *b, int ldb, int p0, int kc,
-    int j0, int nc, uint16_t *bp)
+bf16_pack_b (bool trans_b, const uint16_t * b, int ldb, int p0, int kc,
+    int j0, int nc, uint16_t * bp)
 {
   const int kq = (kc + 1) / 2, panels = (nc + NR - 1) / NR;
   if (!trans_b) {
@@ -228,8 +228,8 @@ bf16_pack_b (bool trans_b, const uint16_t *b, int ldb, int p0, int kc,
  * a[i rs + p ps], as pairs: ap[(t * MR + r) * 2 + s] =
  * op(A)[i0 + r][p0 + 2t + s], zero past mr and kc */
 TBF16 static void
-bf16_pack_a (const uint16_t *a, ptrdiff_t rs, ptrdiff_t ps, int i0, int mr,
-    int p0, int kc, uint16_t *ap)
+bf16_pack_a (const uint16_t * a, ptrdiff_t rs, ptrdiff_t ps, int i0, int mr,
+    int p0, int kc, uint16_t * ap)
 {
   const int kq = (kc + 1) / 2;
   int t0 = 0;
@@ -284,8 +284,8 @@ bf16_store (float *d, __m512 x, __mmask16 m, float alpha, float beta)
 /* An MR-row tile (mr rows stored), nr <= NR columns, kq pairs of K: the
  * pair (r, t) of op(A) at a + r rs + t qs, bp the packed panel */
 TBF16 static void
-bf16_tile (int mr, int nr, int kq, const uint16_t *a, ptrdiff_t rs,
-    ptrdiff_t qs, const uint16_t *bp, float alpha, float beta, float *c,
+bf16_tile (int mr, int nr, int kq, const uint16_t * a, ptrdiff_t rs,
+    ptrdiff_t qs, const uint16_t * bp, float alpha, float beta, float *c,
     ptrdiff_t ldc)
 {
   const __mmask16 m0 = bf16_mask16 (nr), m1 = bf16_mask16 (nr - 16);
@@ -301,7 +301,7 @@ bf16_tile (int mr, int nr, int kq, const uint16_t *a, ptrdiff_t rs,
 
 TBF16 static void
 gemm_bf16_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const uint16_t *a, int lda, const uint16_t *b, int ldb,
+    float alpha, const uint16_t * a, int lda, const uint16_t * b, int ldb,
     float beta, float *c, int ldc)
 {
   _Alignas (64) uint16_t bp[KC * NC];
@@ -338,7 +338,7 @@ gemm_bf16_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
 
 void
 tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-    const uint16_t *a, int lda, const uint16_t *b, int ldb, float beta,
+    const uint16_t * a, int lda, const uint16_t * b, int ldb, float beta,
     float *c, int ldc)
 {
   if (m <= 0 || n <= 0)
@@ -398,7 +398,7 @@ bf16_part (void *arg, unsigned part, unsigned n_parts)
 
 void
 tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
-    int n, int k, float alpha, const uint16_t *a, int lda, const uint16_t *b,
+    int n, int k, float alpha, const uint16_t * a, int lda, const uint16_t * b,
     int ldb, float beta, float *c, int ldc)
 {
   bf16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
