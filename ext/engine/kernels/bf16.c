@@ -25,10 +25,12 @@
 #include "tt_layer.h"
 #include "tt_test_hooks.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define BF16_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #elif defined(__aarch64__)
 #define BF16_ARM64 1
@@ -55,13 +57,32 @@ tt_bf16_hw_dot (void)
 #endif
 }
 
+#ifdef BF16_X86
+/* F16C: clang's __builtin_cpu_supports does not know it, and cpuid is
+ * slow in a virtual machine, so it is read once (0: not yet, 1: absent,
+ * 2: present; threads racing to read it store the same value) */
+static _Atomic int bf16_f16c_state;
+
+static bool
+bf16_has_f16c (void)
+{
+  int state = atomic_load_explicit (&bf16_f16c_state, memory_order_relaxed);
+  if (!state) {
+    unsigned eax, ebx, ecx, edx;
+    state = __builtin_cpu_supports ("avx")
+        && __get_cpuid (1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) ? 2 : 1;
+    atomic_store_explicit (&bf16_f16c_state, state, memory_order_relaxed);
+  }
+  return state == 2;
+}
+#endif
+
 #if defined(BF16_X86) || defined(BF16_ARM64)
 static bool
 f16_hw (void)
 {
 #ifdef BF16_X86
-  return !bf16_portable_forced && __builtin_cpu_supports ("f16c")
-      && __builtin_cpu_supports ("avx");
+  return !bf16_portable_forced && bf16_has_f16c ();
 #elif defined(BF16_ARM64)
   return !bf16_portable_forced;
 #endif
