@@ -228,12 +228,12 @@ bf16_pack_b (bool trans_b, const uint16_t * b, int ldb, int p0, int kc,
  * a[i rs + p ps], as pairs: ap[(t * MR + r) * 2 + s] =
  * op(A)[i0 + r][p0 + 2t + s], zero past mr and kc */
 TBF16 static void
-bf16_pack_a (const uint16_t * a, ptrdiff_t rs, ptrdiff_t ps, int i0, int mr,
-    int p0, int kc, uint16_t * ap)
+bf16_pack_a (bool trans_a, const uint16_t * a, ptrdiff_t rs, ptrdiff_t ps,
+    int i0, int mr, int p0, int kc, uint16_t * ap)
 {
   const int kq = (kc + 1) / 2;
   int t0 = 0;
-  if (rs == 1 && mr == MR)
+  if (trans_a && mr == MR)
     /* transposed A: a pair's two halves are MR consecutive values of two
      * rows of A, interleaved */
     for (; 2 * t0 + 1 < kc; t0++) {
@@ -323,7 +323,7 @@ gemm_bf16_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
           rs = lda;
           qs = 2;
         } else {
-          bf16_pack_a (a, ars, aps, i0, mr, p0, kc, ap);
+          bf16_pack_a (trans_a, a, ars, aps, i0, mr, p0, kc, ap);
         }
         for (int jr = 0; jr < nc; jr += NR)
           bf16_tile (mr, bf16_min (NR, nc - jr), kq, at, rs, qs,
