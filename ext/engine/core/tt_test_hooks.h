@@ -48,4 +48,9 @@ void tt_model_set_loss_tail (tt_model * model, bool on);
  * kernels/attention.c. */
 void tt_attention_force_portable (bool on);
 
+/* Whether the bf16 and fp16 conversions and tt_gemm_bf16 use the
+ * portable code even where AVX-512 BF16, F16C or NEON's conversions
+ * exist, so that a test checks both. Defined in kernels/bf16.c. */
+void tt_bf16_force_portable (bool on);
+
 #endif

@@ -527,4 +527,37 @@ void tt_mol_backward (const tt_mol * a);
 void tt_plane_sums (tt_threads * pool, const float *x, size_t batch,
     size_t channels, size_t plane, float *out);
 
+/* mixed precision: bf16 and fp16 (uint16_t storage) and fp32 (bf16.c).
+ * Narrowing rounds to nearest even, overflows to infinity, keeps
+ * subnormals, and quiets NaNs (sign and top of the payload kept); every
+ * path (AVX-512 BF16, F16C, arm64's NEON, portable) gives the same bits.
+ * n elements, x and y not overlapping. */
+void tt_f32_to_bf16 (const float *x, uint16_t *y, size_t n);
+void tt_bf16_to_f32 (const uint16_t *x, float *y, size_t n);
+void tt_f32_to_f16 (const float *x, uint16_t *y, size_t n);
+void tt_f16_to_f32 (const uint16_t *x, float *y, size_t n);
+/* one value each way */
+uint16_t tt_bf16_from_f32 (float x);
+float tt_bf16_value (uint16_t h);
+uint16_t tt_f16_from_f32 (float x);
+float tt_f16_value (uint16_t h);
+/* whether the CPU has AVX-512 BF16's vdpbf16ps and vcvtne2ps2bf16 (and
+ * tt_bf16_force_portable did not turn them off) */
+bool tt_bf16_hw_dot (void);
+
+/* C = alpha * op(A) * op(B) + beta * C as tt_gemm, with A and B in bf16
+ * and C in fp32, products and sums in fp32 (gemm_bf16.c): AVX-512 BF16's
+ * vdpbf16ps where the CPU has it (bf16 pairs of K packed; denormal
+ * products and sums flushed to zero, as the instruction does), else A
+ * and B widened to fp32 a block at a time (on the stack) into tt_gemm.
+ * beta == 0 does not read C. */
+void tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const uint16_t *a, int lda, const uint16_t *b, int ldb,
+    float beta, float *c, int ldc);
+/* the same split over pool's threads as tt_gemm_split (blocks of rows or
+ * of columns of C, each with the whole K: deterministic) */
+void tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b,
+    int m, int n, int k, float alpha, const uint16_t *a, int lda,
+    const uint16_t *b, int ldb, float beta, float *c, int ldc);
+
 #endif

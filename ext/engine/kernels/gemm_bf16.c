@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tt_gemm_bf16: C (fp32) = alpha op(A) op(B) + beta C, A and B in bf16
+ * (uint16_t), products summed in fp32.
+ *
+ * With AVX-512 BF16 (checked at run time): vdpbf16ps multiplies 16 pairs
+ * of bf16 by 16 pairs and adds each pair's two products to an fp32 lane,
+ * so K is taken two at a time. op(B) is packed, KC x NC at a time (64 KiB
+ * on the stack), into NR-column panels where each pair of K rows is
+ * interleaved (column j's two values side by side: two vectors hold a
+ * pair of K for 32 columns); an MR-row tile of op(A) is read as 32-bit
+ * pairs, broadcast, in place when A is not transposed (and the block's K
+ * is even), else packed the same way (a few KiB). The tile is 8 rows by
+ * 32 columns: 16 accumulators over the block's K, stored once a block
+ * (the first block with beta, the next ones added). The instruction
+ * treats denormal inputs and results as zero (it ignores MXCSR), so a
+ * product or sum below 2^-126 is lost where the portable path keeps it.
+ *
+ * Otherwise (or forced, tt_bf16_force_portable): A and B are widened to
+ * fp32 a block at a time into buffers on the stack (96 KiB) and each
+ * block pair goes through tt_gemm, with its transposes.
+ *
+ * tt_gemm_bf16_split cuts C by rows or columns over the threads as
+ * tt_gemm_split does, each part a one-thread tt_gemm_bf16 with the whole
+ * K (no partial sums: deterministic for a thread count).
+ */
+#include "kernels.h"
+
+#include <string.h>
+
+static inline int
+bf16_min (int x, int y)
+{
+  return x < y ? x : y;
+}
+
+/* C = beta C (the product term vanishes); beta == 0 writes zeros */
+static void
+bf16_scale (int m, int n, float beta, float *c, int ldc)
+{
+  if (beta == 1.0f)
+    return;
+  for (int i = 0; i < m; i++) {
+    float *d = c + (size_t) i * ldc;
+    if (beta == 0.0f)
+      memset (d, 0, sizeof (float) * (size_t) n);
+    else
+      for (int j = 0; j < n; j++)
+        d[j] *= beta;
+  }
+}
+
+/* ---- portable: widen blocks, multiply in fp32 ------------------------ */
+
+#define WM 64
+#define WK 128
+#define WN 128
+
+static void
+gemm_bf16_widened (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const uint16_t * a, int lda, const uint16_t * b, int ldb,
+    float beta, float *c, int ldc)
+{
+  _Alignas (64) float aw[WM * WK];
+  _Alignas (64) float bw[WK * WN];
+  for (int j0 = 0; j0 < n; j0 += WN) {
+    const int nb = bf16_min (WN, n - j0);
+    for (int p0 = 0; p0 < k; p0 += WK) {
+      const int kb = bf16_min (WK, k - p0);
+      /* the block keeps B's transpose: rows of nb (op(B) rows) or of kb
+       * (transposed: op(B) columns) */
+      if (trans_b)
+        for (int j = 0; j < nb; j++)
+          tt_bf16_to_f32 (b + (size_t) (j0 + j) * ldb + p0, bw + j * kb,
+              (size_t) kb);
+      else
+        for (int p = 0; p < kb; p++)
+          tt_bf16_to_f32 (b + (size_t) (p0 + p) * ldb + j0, bw + p * nb,
+              (size_t) nb);
+      const float bet = p0 == 0 ? beta : 1.0f;
+      for (int i0 = 0; i0 < m; i0 += WM) {
+        const int mb = bf16_min (WM, m - i0);
+        if (trans_a)
+          for (int p = 0; p < kb; p++)
+            tt_bf16_to_f32 (a + (size_t) (p0 + p) * lda + i0, aw + p * mb,
+                (size_t) mb);
+        else
+          for (int i = 0; i < mb; i++)
+            tt_bf16_to_f32 (a + (size_t) (i0 + i) * lda + p0, aw + i * kb,
+                (size_t) kb);
+        tt_gemm (trans_a, trans_b, mb, nb, kb, alpha, aw, trans_a ? mb : kb,
+            bw, trans_b ? kb : nb, bet, c + (size_t) i0 * ldc + j0, ldc);
+      }
+    }
+  }
+}
+
+/* ---- AVX-512 BF16 ---------------------------------------------------- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define MR 8
+#define NR 32
+#define KC 256
+#define NC 128
+
+#define TBF16 __attribute__ ((target ("avx512f,avx512bw,avx512bf16")))
+/* (a macro, which indent reads as one word) */
+#define TBF16_INLINE static inline \
+  __attribute__ ((always_inline, target ("avx512f,avx512bw,avx512bf16")))
+
+TBF16_INLINE uint32_t
+bf16_pair (const uint16_t * p)
+{
+  uint32_t u;
+  memcpy (&u, p, sizeof u);
+  return u;
+}
+
+/* lanes [0, n) of a vector of 16 */
+TBF16_INLINE __mmask16
+bf16_mask16 (int n)
+{
+  return n >= 16 ? (__mmask16) 0xffff : n <= 0 ? 0 :
+      (__mmask16) ((1u << n) - 1);
+}
+
+/* lanes [0, n) of a vector of 32 halves */
+TBF16_INLINE __mmask32
+bf16_mask32 (int n)
+{
+  return n >= 32 ? (__mmask32) 0xffffffffu : n <= 0 ? 0 :
+      (__mmask32) ((1u << n) - 1);
+}
+
+/* 16 x 16 in-register transpose of 32-bit words: r[i] lane j becomes
+ * r[j] lane i (as gemm_avx512.c's) */
+TBF16_INLINE void
+bf16_transpose16 (__m512 r[16])
+{
+  __m512 t[16];
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps (r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps (r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[4 * i] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0xee);
+    r[4 * i + 2] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0xee);
+  }
+  for (int i = 0; i < 2; i++)
+    for (int q = 0; q < 4; q++) {
+      t[8 * i + q] = _mm512_shuffle_f32x4 (r[8 * i + q], r[8 * i + 4 + q],
+          0x88);
+      t[8 * i + 4 + q] = _mm512_shuffle_f32x4 (r[8 * i + q],
+          r[8 * i + 4 + q], 0xdd);
+    }
+  for (int q = 0; q < 8; q++) {
+    r[q] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0x88);
+    r[q + 8] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0xdd);
+  }
+}
+
+/* Columns [j0, j0 + nc) and rows [p0, p0 + kc) of op(B) into panels of NR
+ * columns: panel q, pair t, column j, half s at
+ * bp[((q * kq + t) * NR + j) * 2 + s] = op(B)[p0 + 2t + s][j0 + q NR + j],
+ * zero past kc and nc. */
+TBF16 static void
+bf16_pack_b (bool trans_b, const uint16_t * b, int ldb, int p0, int kc,
+    int j0, int nc, uint16_t * bp)
+{
+  const int kq = (kc + 1) / 2, panels = (nc + NR - 1) / NR;
+  if (!trans_b) {
+    /* (lane 2j from row 0's j, 2j + 1 from row 1's j: the first half of
+     * the columns, then the second) */
+    __m512i lo_idx, hi_idx;
+    {
+      _Alignas (64) uint16_t lo[32], hi[32];
+      for (int j = 0; j < 16; j++) {
+        lo[2 * j] = (uint16_t) j;
+        lo[2 * j + 1] = (uint16_t) (32 + j);
+        hi[2 * j] = (uint16_t) (16 + j);
+        hi[2 * j + 1] = (uint16_t) (48 + j);
+      }
+      lo_idx = _mm512_load_si512 (lo);
+      hi_idx = _mm512_load_si512 (hi);
+    }
+    for (int q = 0; q < panels; q++) {
+      const __mmask32 cols = bf16_mask32 (nc - q * NR);
+      for (int t = 0; t < kq; t++) {
+        const uint16_t *s = b + (size_t) (p0 + 2 * t) * ldb + j0 + q * NR;
+        const __m512i r0 = _mm512_maskz_loadu_epi16 (cols, s);
+        const __m512i r1 = 2 * t + 1 < kc ?
+            _mm512_maskz_loadu_epi16 (cols, s + ldb) : _mm512_setzero_si512 ();
+        uint16_t *d = bp + ((size_t) q * kq + t) * NR * 2;
+        _mm512_storeu_si512 (d, _mm512_permutex2var_epi16 (r0, lo_idx, r1));
+        _mm512_storeu_si512 (d + 32, _mm512_permutex2var_epi16 (r0, hi_idx,
+                r1));
+      }
+    }
+    return;
+  }
+  /* op(B)[p][j] = b[j][p]: a column's pair is one 32-bit word, and the
+   * panel a transpose of those words, 16 columns by 16 pairs at a time
+   * (a pair past kc, or half of one, loads as zero) */
+  for (int q = 0; q < panels; q++)
+    for (int h = 0; h < NR; h += 16)
+      for (int t0 = 0; t0 < kq; t0 += 16) {
+        const __mmask32 mp = bf16_mask32 (kc - 2 * t0);
+        __m512 r[16];
+        for (int jj = 0; jj < 16; jj++) {
+          const int j = q * NR + h + jj;
+          r[jj] = j < nc ? _mm512_castsi512_ps (_mm512_maskz_loadu_epi16 (mp,
+                  b + (size_t) (j0 + j) * ldb + p0 + 2 * t0)) :
+              _mm512_setzero_ps ();
+        }
+        bf16_transpose16 (r);
+        for (int t = 0; t < 16 && t0 + t < kq; t++)
+          _mm512_storeu_ps ((float *) (void *) (bp + (((size_t) q * kq + t0 +
+                          t) * NR + h) * 2), r[t]);
+      }
+}
+
+/* Rows [i0, i0 + mr) and columns [p0, p0 + kc) of op(A), op(A)[i][p] =
+ * a[i rs + p ps], as pairs: ap[(t * MR + r) * 2 + s] =
+ * op(A)[i0 + r][p0 + 2t + s], zero past mr and kc */
+TBF16 static void
+bf16_pack_a (bool trans_a, const uint16_t * a, ptrdiff_t rs, ptrdiff_t ps,
+    int i0, int mr, int p0, int kc, uint16_t * ap)
+{
+  const int kq = (kc + 1) / 2;
+  int t0 = 0;
+  if (trans_a && mr == MR)
+    /* transposed A: a pair's two halves are MR consecutive values of two
+     * rows of A, interleaved */
+    for (; 2 * t0 + 1 < kc; t0++) {
+      const uint16_t *s = a + i0 + (p0 + 2 * t0) * ps;
+      const __m128i r0 = _mm_loadu_si128 ((const __m128i *) s);
+      const __m128i r1 = _mm_loadu_si128 ((const __m128i *) (s + ps));
+      _mm_storeu_si128 ((__m128i *) (ap + t0 * MR * 2),
+          _mm_unpacklo_epi16 (r0, r1));
+      _mm_storeu_si128 ((__m128i *) (ap + t0 * MR * 2 + MR),
+          _mm_unpackhi_epi16 (r0, r1));
+    }
+  for (int t = t0; t < kq; t++)
+    for (int s = 0; s < 2; s++) {
+      const int p = 2 * t + s;
+      for (int r = 0; r < MR; r++)
+        ap[(t * MR + r) * 2 + s] = r < mr && p < kc ?
+            a[(i0 + r) * rs + (p0 + p) * ps] : 0;
+    }
+}
+
+/* lanes m of alpha x (+ beta d) to d */
+TBF16_INLINE void
+bf16_store (float *d, __m512 x, __mmask16 m, float alpha, float beta)
+{
+  if (alpha != 1.0f)
+    x = _mm512_mul_ps (x, _mm512_set1_ps (alpha));
+  /* beta == 0 must not read C: it may hold NaN or garbage, as BLAS
+   * allows */
+  if (beta != 0.0f)
+    x = _mm512_fmadd_ps (_mm512_set1_ps (beta), _mm512_maskz_loadu_ps (m,
+            d), x);
+  _mm512_mask_storeu_ps (d, m, x);
+}
+
+/* Named accumulators, not an array (GCC keeps an array of vectors in
+ * memory) */
+#define BF16_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define BF16_DECL(r) __m512 c##r##0 = _mm512_setzero_ps (), \
+    c##r##1 = _mm512_setzero_ps ();
+#define BF16_DOT(r) { const __m512bh av = (__m512bh) _mm512_set1_epi32 ( \
+        (int) bf16_pair (ap + r * rs));                                 \
+    c##r##0 = _mm512_dpbf16_ps (c##r##0, av, b0);                      \
+    c##r##1 = _mm512_dpbf16_ps (c##r##1, av, b1); }
+#define BF16_STORE(r) if (r < mr) {                                     \
+    bf16_store (c + r * ldc, c##r##0, m0, alpha, beta);                \
+    bf16_store (c + r * ldc + 16, c##r##1, m1, alpha, beta); }
+
+/* An MR-row tile (mr rows stored), nr <= NR columns, kq pairs of K: the
+ * pair (r, t) of op(A) at a + r rs + t qs, bp the packed panel */
+TBF16 static void
+bf16_tile (int mr, int nr, int kq, const uint16_t * a, ptrdiff_t rs,
+    ptrdiff_t qs, const uint16_t * bp, float alpha, float beta, float *c,
+    ptrdiff_t ldc)
+{
+  const __mmask16 m0 = bf16_mask16 (nr), m1 = bf16_mask16 (nr - 16);
+  BF16_ROWS (BF16_DECL);
+  for (int t = 0; t < kq; t++) {
+    const __m512bh b0 = (__m512bh) _mm512_loadu_si512 (bp + t * 2 * NR);
+    const __m512bh b1 = (__m512bh) _mm512_loadu_si512 (bp + t * 2 * NR + 32);
+    const uint16_t *ap = a + t * qs;
+    BF16_ROWS (BF16_DOT);
+  }
+  BF16_ROWS (BF16_STORE);
+}
+
+TBF16 static void
+gemm_bf16_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const uint16_t * a, int lda, const uint16_t * b, int ldb,
+    float beta, float *c, int ldc)
+{
+  _Alignas (64) uint16_t bp[KC * NC];
+  _Alignas (64) uint16_t ap[KC * MR];
+  const ptrdiff_t ars = trans_a ? 1 : lda, aps = trans_a ? lda : 1;
+  for (int p0 = 0; p0 < k; p0 += KC) {
+    const int kc = bf16_min (KC, k - p0), kq = (kc + 1) / 2;
+    const float bet = p0 == 0 ? beta : 1.0f;
+    for (int j0 = 0; j0 < n; j0 += NC) {
+      const int nc = bf16_min (NC, n - j0);
+      bf16_pack_b (trans_b, b, ldb, p0, kc, j0, nc, bp);
+      for (int i0 = 0; i0 < m; i0 += MR) {
+        const int mr = bf16_min (MR, m - i0);
+        const uint16_t *at = ap;
+        ptrdiff_t rs = 2, qs = 2 * MR;
+        if (!trans_a && !(kc & 1) && mr == MR) {
+          /* in place: a row's pairs are consecutive */
+          at = a + (size_t) i0 *lda + p0;
+          rs = lda;
+          qs = 2;
+        } else {
+          bf16_pack_a (trans_a, a, ars, aps, i0, mr, p0, kc, ap);
+        }
+        for (int jr = 0; jr < nc; jr += NR)
+          bf16_tile (mr, bf16_min (NR, nc - jr), kq, at, rs, qs,
+              bp + (size_t) (jr / NR) * kq * NR * 2, alpha, bet,
+              c + (size_t) i0 * ldc + j0 + jr, ldc);
+      }
+    }
+  }
+}
+
+#endif
+
+void
+tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+    const uint16_t * a, int lda, const uint16_t * b, int ldb, float beta,
+    float *c, int ldc)
+{
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0 || alpha == 0.0f) {
+    bf16_scale (m, n, beta, c, ldc);
+    return;
+  }
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (tt_bf16_hw_dot ()) {
+    gemm_bf16_avx512 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
+        c, ldc);
+    return;
+  }
+#endif
+  gemm_bf16_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
+      c, ldc);
+}
+
+/* ---- threads --------------------------------------------------------- */
+
+/* as gemm_split.c's: rows by 8, columns by whole 16-float vectors */
+#define BF16_ROW_QUANTUM 8
+#define BF16_COL_QUANTUM 16
+
+typedef struct
+{
+  bool trans_a, trans_b, by_rows;
+  int m, n, k;
+  float alpha, beta;
+  const uint16_t *a, *b;
+  int lda, ldb, ldc;
+  float *c;
+  size_t quantum;
+} bf16_job;
+
+static void
+bf16_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const bf16_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range (j->by_rows ? (size_t) j->m : (size_t) j->n, j->quantum,
+      part, n_parts, &lo, &hi);
+  if (lo >= hi)
+    return;
+  if (j->by_rows) {
+    const uint16_t *a = j->trans_a ? j->a + lo : j->a + lo * (size_t) j->lda;
+    tt_gemm_bf16 (j->trans_a, j->trans_b, (int) (hi - lo), j->n, j->k,
+        j->alpha, a, j->lda, j->b, j->ldb, j->beta,
+        j->c + lo * (size_t) j->ldc, j->ldc);
+  } else {
+    const uint16_t *b = j->trans_b ? j->b + lo * (size_t) j->ldb : j->b + lo;
+    tt_gemm_bf16 (j->trans_a, j->trans_b, j->m, (int) (hi - lo), j->k,
+        j->alpha, j->a, j->lda, b, j->ldb, j->beta, j->c + lo, j->ldc);
+  }
+}
+
+void
+tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
+    int n, int k, float alpha, const uint16_t * a, int lda, const uint16_t * b,
+    int ldb, float beta, float *c, int ldc)
+{
+  bf16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
+    ldc, c, BF16_ROW_QUANTUM
+  };
+  unsigned parts = 1;
+  if (pool && m > 0 && n > 0 && (double) m * n * k >= TT_GEMM_SPLIT_MIN) {
+    const size_t row_units = ((size_t) m + BF16_ROW_QUANTUM - 1) /
+        BF16_ROW_QUANTUM;
+    const size_t col_units = ((size_t) n + BF16_COL_QUANTUM - 1) /
+        BF16_COL_QUANTUM;
+    const unsigned threads = tt_threads_count (pool);
+    j.by_rows = row_units >= threads || row_units >= col_units;
+    if (!j.by_rows)
+      j.quantum = BF16_COL_QUANTUM;
+    parts = tt_threads_parts (pool, j.by_rows ? row_units : col_units, 1);
+  }
+  tt_threads_run (pool, bf16_part, &j, parts);
+}
