@@ -128,8 +128,10 @@ cli_usage (FILE * out)
       "IMAGES and LABELS are IDX files (MNIST format), gzipped or not.\n"
       "lora (LoRA adapters, docs/personalize.md) writes OUT.ini and OUT.bin\n"
       "beside it: with --rank, lora_rank (and --alpha's lora_alpha) on every\n"
-      "fully_connected layer or on --layers, the weights with fresh adapters\n"
-      "(--seed); --merge, the INI without them and each weight W + s A B;\n"
+      "fully_connected, multi_head_attention and 1x1 conv2d layer or on\n"
+      "--layers, the weights with fresh adapters (--seed); --merge, the INI\n"
+      "without them and each adapted weight W + s A B (an attention's four\n"
+      "projections, a 1x1 conv2d's filter);\n"
       "--adapters, only the adapters (loraA, loraB of each adapted layer in\n"
       "BIN order, float32, no header) as -o's file; --apply, the base\n"
       "weights with those adapters (merged with --merge).\n", out);

@@ -279,6 +279,26 @@ class Net:
         self.weights.append(Weight(name, "loraA", self._uniform((n_in, rank), -0.5, 0.5), True))
         self.weights.append(Weight(name, "loraB", self._uniform((rank, n_out), -0.5, 0.5), True))
 
+    # LoRA beyond fully_connected: a 1x1 conv2d's loraA [C][rank], loraB
+    # [rank][F]; multi_head_attention's four projections' pairs after its
+    # weights (query_, key_, value_, fc_ loraA [in][rank], loraB
+    # [rank][out]); the bases frozen
+    def conv_lora(self, name, c_in, filters, rank):
+        self.conv(name, c_in, filters, 1)
+        self.weights[-1].trainable = False
+        self.weights[-2].trainable = False
+        self.weights.append(Weight(name, "loraA", self._uniform((c_in, rank), -0.5, 0.5), True))
+        self.weights.append(Weight(name, "loraB", self._uniform((rank, filters), -0.5, 0.5), True))
+
+    def mha_lora(self, name, dq, dk, dv, heads, kd, vd, out, rank):
+        self.mha(name, dq, dk, dv, heads, kd, vd, out)
+        for w in self.weights[-8:]:
+            w.trainable = False
+        for proj, n_in, n_out in (("query_", dq, heads * kd), ("key_", dk, heads * kd),
+                                  ("value_", dv, heads * vd), ("fc_", heads * vd, out)):
+            self.weights.append(Weight(name, proj + "loraA", self._uniform((n_in, rank), -0.5, 0.5), True))
+            self.weights.append(Weight(name, proj + "loraB", self._uniform((rank, n_out), -0.5, 0.5), True))
+
     def num_floats(self):
         return sum(w.tensor.numel() for w in self.weights)
 
@@ -1131,6 +1151,43 @@ def forward_lora_mlp(ctx, x):
     return linear(ctx, "output", h)
 
 
+# LoRA beyond fully_connected: each adapted weight is W + s (A B)^T in
+# torch's [out][in] layout (x (W + s A B) = x W + s (x A) B), through
+# F.conv2d and nn.MultiheadAttention's F.multi_head_attention_forward
+def lora_delta(ctx, name, prefix, scale):
+    return scale * (ctx[name + "." + prefix + "loraA"] @ ctx[name + "." + prefix + "loraB"]).t()
+
+
+def mha_lora(ctx, name, q, k, v, heads, scale):
+    B = q.shape[0]
+    qt, kt, vt = (t.reshape(B, t.shape[2], t.shape[3]).transpose(0, 1) for t in (q, k, v))
+    w = {p: ctx[name + "." + p + "_weight"] + lora_delta(ctx, name, prefix, scale)
+         for p, prefix in (("query_fc", "query_"), ("key_fc", "key_"), ("value_fc", "value_"), ("fc", "fc_"))}
+    e = w["query_fc"].shape[0]
+    bias = torch.cat([ctx[name + ".query_fc_bias"], ctx[name + ".key_fc_bias"], ctx[name + ".value_fc_bias"]])
+    y, _ = F.multi_head_attention_forward(
+        qt, kt, vt, e, heads, None, bias, None, None, False, 0.0,
+        w["fc"], ctx[name + ".fc_bias"], training=True, need_weights=False,
+        use_separate_proj_weight=True, q_proj_weight=w["query_fc"],
+        k_proj_weight=w["key_fc"], v_proj_weight=w["value_fc"])
+    return y.transpose(0, 1).reshape(B, 1, q.shape[2], -1)
+
+
+def build_lora_layers(net):
+    net.conv_lora("pw", 4, 6, 2)
+    net.mha_lora("attn", 9, 9, 9, 3, 3, 3, 9, 2)
+    net.fc("output", 54, 4)
+
+
+def forward_lora_layers(ctx, x):
+    B = x.shape[0]
+    f = ctx["pw.filter"] + lora_delta(ctx, "pw", "", 4.0 / 2.0).reshape(6, 4, 1, 1)
+    h = torch.tanh(F.conv2d(x, f, ctx["pw.bias"]))                       # 6x3x3
+    t = h.reshape(B, 1, 6, 9)                                            # 1x6x9
+    h = mha_lora(ctx, "attn", t, t, t, 3, 3.0 / 2.0)                     # 1x6x9
+    return linear(ctx, "output", flatten(h))
+
+
 # batch 32 and ~0.9M relu / max-pool decisions, most seeds have a relu input
 # or a max-pool near-tie within a few float32 rounding errors whose
 # the recurrent family's last cells: grucell, zoneout_lstmcell
@@ -1210,6 +1267,9 @@ CASES = [
      build_conv_transpose_groups, forward_conv_transpose_groups),
     # LoRA adapters
     ("lora_mlp", "tests/models/lora_mlp.ini", 9130, (1, 1, 8), 4, True, build_lora_mlp, forward_lora_mlp),
+    # LoRA beyond fully_connected: a 1x1 conv2d, multi_head_attention
+    ("lora_layers", "tests/models/lora_layers.ini", 9131, (4, 3, 3), 4, True, build_lora_layers,
+     forward_lora_layers),
 ]
 # Cases whose [Model] loss is not cross: kld's labels are soft (each row
 # a softmax of normal draws with one value set to 0, P = 0's term, then

@@ -464,6 +464,13 @@ test_lora_mlp (void)
   golden_case ("lora_mlp");
 }
 
+/* LoRA beyond fully_connected: a 1x1 conv2d, multi_head_attention */
+static void
+test_lora_layers (void)
+{
+  golden_case ("lora_layers");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -504,5 +511,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv_transpose_groups);
   /* LoRA adapters */
   TT_TEST_RUN (test_lora_mlp);
+  /* LoRA beyond fully_connected */
+  TT_TEST_RUN (test_lora_layers);
   return tt_test_summary ();
 }

@@ -726,6 +726,31 @@ static const gc_case gc_cases[] = {
   {"lora_fc_frozen", "[in]\ntype=input\ninput_shape=1:1:5\n[a]\n"
         "type=fully_connected\nunit=4\nlora_rank=2\ntrainable=false\n"
         "[b]\ntype=fully_connected\nunit=3\n", "mse"},
+  /* LoRA beyond fully_connected (mha_lora.c, conv_lora.c): the four
+   * projections' adapters, a 1x1 conv2d's; trained, and frozen with a
+   * trainable layer before (the input derivative through them) */
+  {"lora_mha", "[in]\ntype=input\ninput_shape=1:4:6\n"
+        GC_ATTN_FC ("q", "in", "6") "[a]\ntype=multi_head_attention\n"
+        "num_heads=2\nlora_rank=2\nlora_alpha=3\ninput_layers=q,in,in\n",
+      "mse"},
+  {"lora_mha_cross_dims", "[in]\ntype=input\ninput_shape=1:6:4\n"
+        "[r]\ntype=reshape\ntarget_shape=1:3:8\ninput_layers=in\n"
+        GC_ATTN_FC ("v", "r", "5") "[a]\ntype=multi_head_attention\n"
+        "num_heads=2\nprojected_key_dim=3\nprojected_value_dim=2\n"
+        "output_shape=5\ndisable_bias=true\nlora_rank=2\n"
+        "input_layers=in,r,v\n", "mse"},
+  {"lora_mha_frozen", "[in]\ntype=input\ninput_shape=1:4:4\n"
+        GC_ATTN_FC ("q", "in", "4") "[a]\ntype=multi_head_attention\n"
+        "num_heads=2\nlora_rank=1\ntrainable=false\ninput_layers=q,q,q\n"
+        GC_ATTN_FC ("o", "a", "3"), "mse"},
+  {"lora_conv_1x1", "[in]\ntype=input\ninput_shape=3:3:4\n[c]\n"
+        "type=conv2d\nfilters=4\nkernel_size=1,1\nlora_rank=2\n"
+        "lora_alpha=4\nactivation=tanh\n[d]\ntype=conv2d\nfilters=2\n"
+        "kernel_size=1,1\nlora_rank=1\n", "mse"},
+  {"lora_conv_1x1_frozen", "[in]\ntype=input\ninput_shape=2:3:3\n[c0]\n"
+        "type=conv2d\nfilters=3\nkernel_size=2,2\npadding=same\n[c]\n"
+        "type=conv2d\nfilters=4\nkernel_size=1,1\nlora_rank=2\n"
+        "disable_bias=true\ntrainable=false\n", "mse"},
 };
 
 /* Cases whose input holds indices k + 0.5, k in [0, range) (an

@@ -1082,7 +1082,42 @@ static const ie_case ie_cases[] = {
         "lora_rank = 2\nlora_alpha = 0.5\n", IE_LOAD,
       {"[fc] lora_alpha", "'0.5' is not a non-negative integer"}},
   {"lora_on_conv", MODEL_MSE ADAM INPUT_IMG "[c]\ntype = conv2d\n"
-        "filters = 2\nkernel_size = 3,3\nlora_rank = 1\n", IE_LOAD,
+        "filters = 2\nkernel_size = 3,3\nlora_rank = 1\n", IE_COMPILE,
+      {"[c] lora_rank", "kernel_size 1,1 only"}},
+  /* LoRA beyond fully_connected: multi_head_attention, 1x1 conv2d */
+  {"lora_mha_rank_above_query", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 1\nlora_rank = 4\n", "in, in, in"), IE_COMPILE,
+      {"[a] lora_rank", "4 is above min (in 3, out 3) = 3 of the query "
+              "projection"}},
+  {"lora_mha_rank_above_value", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 1\nprojected_value_dim = 1\nlora_rank = 2\n",
+            "in, in, in"), IE_COMPILE,
+      {"[a] lora_rank", "2 is above min (in 3, out 1) = 1 of the value "
+              "projection"}},
+  {"lora_mha_alpha_alone", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 1\nlora_alpha = 2\n", "in, in, in"), IE_LOAD,
+      {"[a] lora_alpha", "needs lora_rank >= 1"}},
+  {"lora_mha_rank_negative", MODEL_MSE ADAM INPUT_STEPS
+        IE_MHA ("num_heads = 1\nlora_rank = -2\n", "in, in, in"), IE_LOAD,
+      {"[a] lora_rank", "'-2' is not a non-negative integer"}},
+  {"lora_conv_groups", MODEL_MSE ADAM
+        "[in]\ntype = input\ninput_shape = 2:4:4\n[c]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 1,1\ngroups = 2\nlora_rank = 1\n",
+      IE_COMPILE, {"[c] lora_rank", "groups 1 only"}},
+  {"lora_conv_stride", MODEL_MSE ADAM INPUT_IMG "[c]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 1,1\nstride = 2,2\nlora_rank = 1\n",
+      IE_COMPILE, {"[c] lora_rank", "stride 1,1 only"}},
+  {"lora_conv_padding", MODEL_MSE ADAM INPUT_IMG "[c]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 1,1\npadding = 1,1\nlora_rank = 1\n",
+      IE_COMPILE, {"[c] lora_rank", "without padding only"}},
+  {"lora_conv_rank_above", MODEL_MSE ADAM INPUT_IMG "[c]\ntype = conv2d\n"
+        "filters = 4\nkernel_size = 1,1\nlora_rank = 2\n", IE_COMPILE,
+      {"[c] lora_rank", "2 is above min (input channels 1, filters 4) = " "1"}},
+  {"lora_conv_alpha_alone", MODEL_MSE ADAM INPUT_IMG "[c]\ntype = conv2d\n"
+        "filters = 2\nkernel_size = 1,1\nlora_alpha = 2\n", IE_LOAD,
+      {"[c] lora_alpha", "needs lora_rank >= 1"}},
+  {"lora_on_conv1d", MODEL_MSE ADAM INPUT_STEPS "[c]\ntype = conv1d\n"
+        "filters = 2\nkernel_size = 1\nlora_rank = 1\n", IE_LOAD,
       {"[c] lora_rank", "unknown key"}},
 };
 

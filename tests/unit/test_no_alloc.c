@@ -353,6 +353,18 @@ test_lora (void)
   na_train = NULL;
 }
 
+/* LoRA beyond fully_connected: a 1x1 conv2d's and an attention's
+ * adapters, and with them frozen (last:1, the classifier's alone) */
+static void
+test_lora_layers (void)
+{
+  no_alloc_model (na_root, "fmnist_lora_layers.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_lora_layers.ini", 2, false);
+  na_train = "last:1";
+  no_alloc_model (na_root, "fmnist_lora_layers.ini", 2, false);
+  na_train = NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -385,5 +397,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_feature_cache);
   /* LoRA adapters */
   TT_TEST_RUN (test_lora);
+  TT_TEST_RUN (test_lora_layers);
   return tt_test_summary ();
 }

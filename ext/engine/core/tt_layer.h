@@ -16,8 +16,8 @@
 #define TT_LAYER_NAME_MAX 63    /* leaves room for realized-layer suffixes */
 #define TT_TENSOR_NAME_MAX 160
 #define TT_MAX_IO 16            /* inputs or outputs of one layer */
-#define TT_MAX_WEIGHTS 8         /* multi_head_attention's and a
-                                 * bidirectional lstm's 8 */
+#define TT_MAX_WEIGHTS 16        /* multi_head_attention's 8 and its
+                                 * LoRA adapters' 8 */
 #define TT_MAX_SCRATCH 2
 
 /* Element-wise hot loops are compiled for x86-64-v3 (AVX2 and FMA) and
@@ -332,6 +332,7 @@ typedef enum {
                                  * layer after it */
 } tt_layer_role;
 
+struct tt_lora_pair;             /* LoRA adapter pairs (below) */
 typedef struct tt_layer_ops {
   const char *type;
   tt_layer_role role;
@@ -440,6 +441,13 @@ typedef struct tt_layer_ops {
    * not a function of each sample alone (batch statistics, random draws
    * other than draws_random's, state learnt in forward), NULL: it is */
   const char *(*training_varies) (const struct tt_layer * l);
+  /* LoRA (layers/lora_proj.c, io/lora_file.c): why this layer cannot
+   * take lora_rank (NULL: it can; no hook: a type LoRA does not adapt),
+   * and its adapter pairs once it has them (their count, into out,
+   * at most TT_LORA_MAX_PAIRS) */
+  const char *(*lora_refuses) (const struct tt_layer * l);
+  uint32_t (*lora_pairs) (const struct tt_layer * l,
+      struct tt_lora_pair * out);
 } tt_layer_ops;
 
 typedef struct {
@@ -573,6 +581,10 @@ typedef struct tt_layer {
        * (kernels/conv_grouped.c), no scratch; 0 until infer for
        * depthwiseconv2d (its input channels) */
       uint32_t groups;
+      /* LoRA on a 1x1 conv2d (layers/conv_lora.c): as p.fc's */
+      uint32_t lora_rank, lora_alpha;
+      float lora_scale;
+      int lora_h, lora_dh;
     } conv;
     struct {
       int kind;                 /* 0 max, 1 average, 2 global max, 3 global avg */
@@ -727,6 +739,12 @@ typedef struct tt_layer {
        * before, 2 after the dropout) and average_attention_weight */
       int ret_weights;
       bool avg_weights;
+      /* LoRA on the four projections (layers/mha_lora.c): rank (0:
+       * none), alpha, scale; scratch ids of x A and its derivative, per
+       * projection (query, key, value, output) */
+      uint32_t lora_rank, lora_alpha;
+      float lora_scale;
+      int lora_h[4], lora_dh[4];
     } attn;
     /* mol_attention: unit, mol_k, the value's length and width; scratch
      * ids: tanh of the first product [B][unit], kappa | beta | alpha
@@ -938,6 +956,62 @@ unsigned tt_lora_fc_backward_reads (const tt_layer * l);
 void tt_lora_fc_multiply_adds (const tt_layer * l, uint64_t * weighted,
     uint64_t * between);
 extern const tt_layer_ops tt_fc_lora_layer_ops;
+/* LoRA beyond fully_connected (lora_proj.c, mha_lora.c, conv_lora.c):
+ * an adapter pair of a layer: weight indices of the base weight, of A
+ * [k][rank] and of B [rank][n]; the base is [k][n] (x W), or [n][k]
+ * when transposed (a 1x1 conv2d's filter [F][C]); merged it is
+ * W + scale A B (or its transpose) */
+#define TT_LORA_MAX_PAIRS 4
+typedef struct tt_lora_pair {
+  uint32_t base, a, b;
+  uint32_t k, n, rank;
+  float scale;
+  bool transposed;
+} tt_lora_pair;
+/* lora_rank (0 .. max) and lora_alpha of section s, and the scale */
+tt_status tt_lora_keys (const tt_section * s, uint32_t max, uint32_t * rank,
+    uint32_t * alpha, float *scale, tt_error * err);
+/* adapters A [k][rank] (zeros) and B [rank][n] (lecun normal) added to
+ * l, named a_name and b_name (static strings: the weights keep them) */
+void tt_lora_add_pair (tt_layer * l, const char *a_name, const char *b_name,
+    uint32_t k, uint32_t n, uint32_t rank);
+/* rows x k by k x n products of one adapted projection (arrays in,
+ * arrays out): forward y += s (x A) B keeping h = x A; backward dh =
+ * s dy B^T, dB = s h^T dy and dA = x^T dh (either NULL: skipped), and
+ * dx += dh A^T */
+void tt_lora_proj_forward (tt_threads * pool, int rows, int k, int n, int r,
+    float s, const float *x, const float *a, const float *b, float *h,
+    float *y);
+void tt_lora_proj_dh (tt_threads * pool, int rows, int n, int r, float s,
+    const float *dy, const float *b, float *dh);
+void tt_lora_proj_grads (tt_threads * pool, int rows, int k, int n, int r,
+    float s, const float *x, const float *dy, const float *h,
+    const float *dh, float *da, float *db);
+void tt_lora_proj_input (tt_threads * pool, int rows, int k, int r,
+    const float *dh, const float *a, float *dx);
+/* fully_connected's pairs and refusal (fc_lora.c) */
+const char *tt_lora_fc_refuses (const tt_layer * l);
+uint32_t tt_lora_fc_pairs (const tt_layer * l, tt_lora_pair * out);
+/* multi_head_attention's adapters (mha_lora.c): its keys' parse, the
+ * adapters after its weights (infer), their scratch (declare) */
+tt_status tt_mha_lora_parse (tt_layer * l, const tt_section * s,
+    tt_error * err);
+tt_status tt_mha_lora_weights (const tt_init_ctx * c, tt_layer * l,
+    tt_error * err);
+uint32_t tt_mha_lora_pairs (const tt_layer * l, tt_lora_pair * out);
+const char *tt_mha_lora_refuses (const tt_layer * l);
+/* conv2d 1x1's adapters (conv_lora.c): parse (after conv's), infer
+ * (after conv's: refuses other kernels), and the passes added to conv's */
+tt_status tt_conv_lora_parse (tt_layer * l, const tt_section * s,
+    tt_error * err);
+tt_status tt_conv_lora_weights (const tt_init_ctx * c, tt_layer * l,
+    tt_error * err);
+void tt_conv_lora_declare (tt_init_ctx * c, tt_layer * l);
+void tt_conv_lora_forward (const tt_run_ctx * c, tt_layer * l);
+void tt_conv_lora_gradient (const tt_run_ctx * c, tt_layer * l);
+void tt_conv_lora_derivative (const tt_run_ctx * c, tt_layer * l);
+uint32_t tt_conv_lora_pairs (const tt_layer * l, tt_lora_pair * out);
+const char *tt_conv_lora_refuses (const tt_layer * l);
 
 /* layer_loss.c: softmax cross-entropy over rows of width values, from
  * the logits x and their softmax p: the sum over rows of -sum t log p,

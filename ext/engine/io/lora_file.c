@@ -2,9 +2,13 @@
 /*
  * LoRA adapters as files (tensor-trainer lora, docs/personalize.md):
  *
- *   add       the INI with lora_rank (and lora_alpha) on fully_connected
- *             layers, and a BIN of the base weights with fresh adapters
+ *   add       the INI with lora_rank (and lora_alpha) on the layers LoRA
+ *             adapts (fully_connected, multi_head_attention, 1x1 conv2d:
+ *             the lora_refuses trait), and a BIN of the base weights
+ *             with fresh adapters
  *   merge     the INI without the lora keys, and a BIN with W + s A B
+ *             in each adapted weight (the lora_pairs trait: a dense
+ *             layer's, each projection of an attention, a 1x1 filter)
  *   adapters  only the adapters: loraA then loraB of each layer that has
  *             them, in BIN order, raw float32 (no header)
  *   apply     base weights and such an adapters file into the LoRA
@@ -108,10 +112,19 @@ lora_listed (const char *list, const char *s)
   return false;
 }
 
-/* text with the lora keys of the chosen fully_connected sections (the
- * names in layers, NULL: every one) dropped, and with rank > 0 the new
- * keys added at the section's end; NULL on no memory. m (the model of text, loaded) tells
- * which sections are fully_connected layers. */
+/* whether layer li of m takes adapters: its type has the lora_refuses
+ * trait and it does not refuse (a conv2d of another kernel does) */
+static bool
+lora_adaptable (const tt_model * m, int li)
+{
+  const tt_layer_ops *ops = m->layers[li].ops;
+  return ops->lora_refuses && !ops->lora_refuses (&m->layers[li]);
+}
+
+/* text with the lora keys of the chosen sections (the names in layers,
+ * NULL: every layer LoRA adapts) dropped, and with rank > 0 the new
+ * keys added at the section's end; NULL on no memory. m (the model of
+ * text, loaded) tells which sections are layers LoRA adapts. */
 static char *
 lora_edit (const tt_model * m, const char *text, const char *layers,
     uint32_t rank, uint32_t alpha)
@@ -136,8 +149,8 @@ lora_edit (const tt_model * m, const char *text, const char *layers,
         break;
       snprintf (section, sizeof section, "%s", name);
       const int li = tt_model_find_layer (m, section);
-      chosen = li >= 0 && !strcmp (m->layers[li].ops->type,
-          "fully_connected") && lora_listed (layers, section);
+      chosen = li >= 0 && lora_adaptable (m, li) &&
+          lora_listed (layers, section);
       lora_append (&o, p, (size_t) (next - p));
       p = next;
       continue;
@@ -195,10 +208,13 @@ lora_find (tt_model * m, const char *layer, const char *suffix)
   return NULL;
 }
 
+/* loraA, loraB, or a projection's (query_loraA ...) */
 static bool
 lora_is_adapter (const tt_weight * w)
 {
-  return !strcmp (w->suffix, "loraA") || !strcmp (w->suffix, "loraB");
+  const size_t n = strlen (w->suffix);
+  return n >= 5 && (!strcmp (w->suffix + n - 5, "loraA") ||
+      !strcmp (w->suffix + n - 5, "loraB"));
 }
 
 /* dst's weights from src's of the same layer and name and size; with
@@ -258,19 +274,19 @@ lora_check_outputs (const char *ini, const char *weights, const char *extra,
   return TT_OK;
 }
 
-/* "a, b, c": the fully_connected layers of m */
+/* "a, b, c": the layers of m LoRA adapts */
 static void
 lora_fc_list (const tt_model * m, char *out, size_t size)
 {
   size_t len = 0;
   out[0] = '\0';
   for (uint32_t i = 0; i < m->n_layers && len < size; i++)
-    if (!strcmp (m->layers[i].ops->type, "fully_connected"))
+    if (lora_adaptable (m, (int) i))
       len += (size_t) snprintf (out + len, size - len, "%s%s",
           len ? ", " : "", m->layers[i].name);
 }
 
-/* each name of layers is a fully_connected layer of m */
+/* each name of layers is a layer of m LoRA adapts */
 static tt_status
 lora_check_layers (const tt_model * m, const char *layers, tt_error * err)
 {
@@ -287,12 +303,16 @@ lora_check_layers (const tt_model * m, const char *layers, tt_error * err)
     snprintf (name, sizeof name, "%.*s", (int) len, p);
     tt_ini_text_lower (name);
     const int li = tt_model_find_layer (m, name);
-    if (li < 0 || strcmp (m->layers[li].ops->type, "fully_connected")) {
+    if (li < 0 || !lora_adaptable (m, li)) {
       char list[1024];
+      const tt_layer_ops *ops = li < 0 ? NULL : m->layers[li].ops;
+      const char *why = ops && ops->lora_refuses ?
+          ops->lora_refuses (&m->layers[li]) : NULL;
       lora_fc_list (m, list, sizeof list);
-      return tt_fail (err, TT_ERR_INVALID, "%s: lora --layers: %s '%s'; "
-          "the fully_connected layers are: %s", m->path, li < 0 ?
-          "no layer named" : "not a fully_connected layer:", name,
+      return tt_fail (err, TT_ERR_INVALID, "%s: lora --layers: %s '%s'%s%s; "
+          "the layers LoRA adapts (fully_connected, multi_head_attention, "
+          "1x1 conv2d) are: %s", m->path, li < 0 ? "no layer named" :
+          "not a layer LoRA adapts:", name, why ? ": " : "", why ? why : "",
           list[0] ? list : "(none)");
     }
     p += len + (comma ? 1 : 0);
@@ -347,25 +367,31 @@ done:
   return st;
 }
 
-/* plain's weights: lora's, each adapted layer's W + s A B */
+/* plain's weights: lora's, each adapted weight W + s A B ([k][n]), or
+ * W + s (A B)^T for a base held [n][k] (a 1x1 conv2d's filter) */
 static void
 lora_merge_into (tt_model * plain, tt_model * lora)
 {
   lora_copy (plain, lora, false);
   for (uint32_t i = 0; i < lora->n_layers; i++) {
     const tt_layer *l = &lora->layers[i];
-    if (strcmp (l->ops->type, "fully_connected") || !l->p.fc.lora_rank)
-      continue;
-    tt_weight *w = lora_find (plain, l->name, "weight");
-    const tt_weight *a = lora_find (lora, l->name, "loraA");
-    const tt_weight *b = lora_find (lora, l->name, "loraB");
-    if (!w || !a || !b)
-      continue;
-    const int in = (int) l->in_dims[0].w, unit = (int) l->p.fc.unit;
-    const int r = (int) l->p.fc.lora_rank;
-    tt_gemm (false, false, in, unit, r, l->p.fc.lora_scale,
-        tt_data (lora, a->value), r, tt_data (lora, b->value), unit, 1.0f,
-        tt_data (plain, w->value), unit);
+    tt_lora_pair pairs[TT_LORA_MAX_PAIRS];
+    const uint32_t n = l->ops->lora_pairs ? l->ops->lora_pairs (l, pairs) : 0;
+    for (uint32_t p = 0; p < n; p++) {
+      const tt_lora_pair *q = &pairs[p];
+      tt_weight *w = lora_find (plain, l->name, l->weights[q->base].suffix);
+      if (!w || w->count != (size_t) q->k * q->n)
+        continue;
+      const float *a = tt_data (lora, l->weights[q->a].value);
+      const float *b = tt_data (lora, l->weights[q->b].value);
+      const int k = (int) q->k, nn = (int) q->n, r = (int) q->rank;
+      if (q->transposed)
+        tt_gemm (true, true, nn, k, r, q->scale, b, nn, a, r, 1.0f,
+            tt_data (plain, w->value), k);
+      else
+        tt_gemm (false, false, k, nn, r, q->scale, a, r, b, nn, 1.0f,
+            tt_data (plain, w->value), nn);
+    }
   }
 }
 

@@ -203,3 +203,24 @@ tt_lora_fc_multiply_adds (const tt_layer * l, uint64_t * weighted,
       * rows;
   *between = 0;
 }
+
+/* tensor-trainer lora (io/lora_file.c): every fully_connected takes
+ * adapters; its pair: weight [in][unit], loraA, loraB */
+const char *
+tt_lora_fc_refuses (const tt_layer * l)
+{
+  (void) l;
+  return NULL;
+}
+
+uint32_t
+tt_lora_fc_pairs (const tt_layer * l, tt_lora_pair * out)
+{
+  if (!l->p.fc.lora_rank)
+    return 0;
+  out[0] = (tt_lora_pair) {
+  .base = 0,.a = l->n_weights - 2,.b = l->n_weights - 1,.k =
+        l->in_dims[0].w,.n = l->p.fc.unit,.rank = l->p.fc.lora_rank,.scale =
+        l->p.fc.lora_scale,.transposed = false};
+  return 1;
+}

@@ -23,6 +23,12 @@ static const char *const conv_keys[] = {
   "filters", "kernel_size", "stride", "padding", "dilation", "groups", NULL
 };
 
+/* conv2d's: conv1d's and LoRA's (conv_lora.c) */
+static const char *const conv2d_keys[] = {
+  "filters", "kernel_size", "stride", "padding", "dilation", "groups",
+  "lora_rank", "lora_alpha", NULL
+};
+
 static const char *const depthwise_keys[] = {
   "filters", "kernel_size", "stride", "padding", "dilation", NULL
 };
@@ -58,6 +64,21 @@ conv_parse (tt_layer * l, const tt_section * s, tt_error * err)
   if ((st = tt_section_uint (s, "groups", 1, 1u << 16, &l->p.conv.groups, err)))
     return st;
   return conv_require_keys (s, "e.g. 3,3", err);
+}
+
+extern const tt_layer_ops tt_conv2d_lora_layer_ops;
+
+/* conv2d: conv's keys and LoRA's; with a rank, the adapters' passes
+ * (conv_lora.c) after the base's */
+static tt_status
+conv2d_parse (tt_layer * l, const tt_section * s, tt_error * err)
+{
+  tt_status st = conv_parse (l, s, err);
+  if (st || (st = tt_conv_lora_parse (l, s, err)))
+    return st;
+  if (l->p.conv.lora_rank)
+    l->ops = &tt_conv2d_lora_layer_ops;
+  return TT_OK;
 }
 
 /* conv2d's keys but groups, which is the input channels (infer); filters
@@ -327,9 +348,9 @@ const tt_layer_ops tt_conv2d_layer_ops = {
   .type = "conv2d",
   .role = TT_ROLE_COMPUTE,
   .max_inputs = 1,
-  .keys = conv_keys,
+  .keys = conv2d_keys,
   .has_weights = true,
-  .parse = conv_parse,
+  .parse = conv2d_parse,
   .infer = conv_infer,
   .declare = conv_declare,
   .forward = conv_forward,
@@ -338,6 +359,7 @@ const tt_layer_ops tt_conv2d_layer_ops = {
   .worker_floats = conv_worker_floats,
   .backward_reads = conv_backward_reads,
   .multiply_adds = conv_multiply_adds,
+  .lora_refuses = tt_conv_lora_refuses,
 };
 
 const tt_layer_ops tt_conv1d_layer_ops = {
@@ -372,4 +394,72 @@ const tt_layer_ops tt_depthwiseconv2d_layer_ops = {
   .worker_floats = conv_worker_floats,
   .backward_reads = conv_backward_reads,
   .multiply_adds = conv_multiply_adds,
+};
+
+/* conv2d with lora_rank (conv2d_parse): the base's passes (its filter
+ * and bias frozen), then the adapters' (conv_lora.c) */
+static tt_status
+conv_lora_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
+{
+  tt_status st = conv_infer (c, l, err);
+  return st ? st : tt_conv_lora_weights (c, l, err);
+}
+
+static void
+conv_lora_declare (tt_init_ctx * c, tt_layer * l)
+{
+  conv_declare (c, l);
+  tt_conv_lora_declare (c, l);
+}
+
+static void
+conv_lora_forward (const tt_run_ctx * c, tt_layer * l)
+{
+  conv_forward (c, l);
+  tt_conv_lora_forward (c, l);
+}
+
+static void
+conv_lora_derivative (const tt_run_ctx * c, tt_layer * l)
+{
+  conv_calc_derivative (c, l);
+  tt_conv_lora_derivative (c, l);
+}
+
+/* dA reads the input */
+static unsigned
+conv_lora_backward_reads (const tt_layer * l)
+{
+  return l->weights[l->n_weights - 2].trainable ? TT_READS_INPUT : 0;
+}
+
+/* the filter and the adapters at every pixel */
+static void
+conv_lora_multiply_adds (const tt_layer * l, uint64_t * weighted,
+    uint64_t * between)
+{
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < l->n_weights; i++)
+    if (i == 0 || i + 2 >= l->n_weights)
+      n += l->weights[i].count;
+  *weighted = n * l->out_dims[0].h * l->out_dims[0].w;
+  *between = 0;
+}
+
+const tt_layer_ops tt_conv2d_lora_layer_ops = {
+  .type = "conv2d",
+  .role = TT_ROLE_COMPUTE,
+  .max_inputs = 1,
+  .keys = conv2d_keys,
+  .has_weights = true,
+  .infer = conv_lora_infer,
+  .declare = conv_lora_declare,
+  .forward = conv_lora_forward,
+  .calc_gradient = tt_conv_lora_gradient,
+  .calc_derivative = conv_lora_derivative,
+  .worker_floats = conv_worker_floats,
+  .backward_reads = conv_lora_backward_reads,
+  .multiply_adds = conv_lora_multiply_adds,
+  .lora_refuses = tt_conv_lora_refuses,
+  .lora_pairs = tt_conv_lora_pairs,
 };

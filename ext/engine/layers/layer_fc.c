@@ -417,6 +417,7 @@ const tt_layer_ops tt_fc_layer_ops = {
   .runs_loss_tail = true,
   .multiply_adds = fc_multiply_adds,
   .distributes = true,
+  .lora_refuses = tt_lora_fc_refuses,
 };
 
 /* with lora_rank (fc_parse): the adapters' passes (fc_lora.c), none of
@@ -434,4 +435,6 @@ const tt_layer_ops tt_fc_lora_layer_ops = {
   .backward_reads = tt_lora_fc_backward_reads,
   .multiply_adds = tt_lora_fc_multiply_adds,
   .distributes = true,
+  .lora_refuses = tt_lora_fc_refuses,
+  .lora_pairs = tt_lora_fc_pairs,
 };

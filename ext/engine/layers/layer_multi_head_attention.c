@@ -32,7 +32,7 @@
 static const char *const mha_keys[] = {
   "num_heads", "projected_key_dim", "projected_value_dim", "output_shape",
   "dropout_rate", "return_attention_weight", "average_attention_weight",
-  NULL
+  "lora_rank", "lora_alpha", NULL
 };
 
 static const char *const mha_return_names[] = {
@@ -67,7 +67,8 @@ mha_parse (tt_layer * l, const tt_section * s, tt_error * err)
   l->p.attn.avg_weights = average;
   /* the attention weights are the second output when returned */
   l->n_outputs = ret ? 2 : 1;
-  return TT_OK;
+  /* LoRA on the four projections (mha_lora.c) */
+  return tt_mha_lora_parse (l, s, err);
 }
 
 static tt_status
@@ -148,7 +149,8 @@ mha_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
       b->decay = l->bias_decay;
     }
   }
-  return TT_OK;
+  /* LoRA: the adapters after them, the projections frozen (mha_lora.c) */
+  return l->p.attn.lora_rank ? tt_mha_lora_weights (c, l, err) : TT_OK;
 }
 
 /* the weight and bias of projection i (0 query ... 3 output) */
@@ -160,10 +162,66 @@ mha_weight (const tt_layer * l, int i, bool bias)
   return &l->weights[2 * i + (bias ? 1 : 0)];
 }
 
+/* LoRA (mha_lora.c): projection i's adapters A and B, NULL without */
+static const tt_weight *
+mha_lora (const tt_layer * l, int i, bool b)
+{
+  if (!l->p.attn.lora_rank)
+    return NULL;
+  return &l->weights[l->n_weights - 8 + 2 * i + (b ? 1 : 0)];
+}
+
+/* an adapter's gradient tensor, NULL when it has none */
+static float *
+mha_lora_grad (const tt_run_ctx * c, const tt_layer * l, int i, bool b)
+{
+  const tt_weight *w = mha_lora (l, i, b);
+  return w && w->grad >= 0 ? tt_run_data (c, w->grad) : NULL;
+}
+
 static bool
 mha_runs_gradient (const tt_layer * l)
 {
+  if (l->p.attn.lora_rank)
+    for (int i = 0; i < 4; i++)
+      if (mha_lora (l, i, false)->grad >= 0 || mha_lora (l, i, true)->grad >= 0)
+        return true;
   return l->weights[0].grad >= 0;
+}
+
+/* LoRA's scratch: x A of each projection, from forward to the gradient;
+ * its derivative in backward (the output projection's in the phase of
+ * the attention's backward, the others' from the gradient, or the
+ * derivative, to the derivative) */
+static void
+mha_lora_declare (tt_init_ctx * c, tt_layer * l, bool grad, bool deriv)
+{
+  static const char *const hn[4] = { "lora_h_query", "lora_h_key",
+    "lora_h_value", "lora_h_output"
+  };
+  static const char *const dn[4] = { "lora_dh_query", "lora_dh_key",
+    "lora_dh_value", "lora_dh_output"
+  };
+  const size_t r = l->p.attn.lora_rank, batch = c->batch_size;
+  const size_t rows[4] = { batch * l->p.attn.lq, batch * l->p.attn.lk,
+    batch * l->p.attn.lk, batch * l->p.attn.lq
+  };
+  for (int i = 0; i < 4; i++) {
+    l->p.attn.lora_h[i] = l->p.attn.lora_dh[i] = -1;
+    if (!r)
+      continue;
+    l->p.attn.lora_h[i] = tt_init_scratch_by_samples (c, hn[i], rows[i] * r);
+    tt_init_use (c, l->p.attn.lora_h[i], TT_PHASE_FORWARD);
+    if (grad)
+      tt_init_use (c, l->p.attn.lora_h[i], TT_PHASE_GRADIENT);
+    if (!grad && !deriv)
+      continue;
+    l->p.attn.lora_dh[i] = tt_init_scratch_by_samples (c, dn[i], rows[i] * r);
+    if (grad)
+      tt_init_use (c, l->p.attn.lora_dh[i], TT_PHASE_GRADIENT);
+    if (deriv)
+      tt_init_use (c, l->p.attn.lora_dh[i], TT_PHASE_DERIVATIVE);
+  }
 }
 
 static void
@@ -200,6 +258,7 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
     l->p.attn.dropped = tt_init_scratch_by_samples (c, "dropped", scores);
     tt_init_use (c, l->p.attn.dropped, TT_PHASE_FORWARD);
   }
+  mha_lora_declare (c, l, grad, deriv);
   l->p.attn.dscores = -1;
   if (!back)
     return;
@@ -249,6 +308,52 @@ mha_project (const tt_run_ctx * c, const float *x, const tt_weight * w,
     mha_add_bias (y, tt_run_data (c, b->value), rows, n);
 }
 
+/* y += s (x A) B of projection i, x A kept (lora_proj.c) */
+static void
+mha_lora_forward (const tt_run_ctx * c, const tt_layer * l, int i,
+    const float *x, size_t rows, size_t k, size_t n, float *y)
+{
+  tt_lora_proj_forward (c->threads, (int) rows, (int) k, (int) n,
+      (int) l->p.attn.lora_rank, l->p.attn.lora_scale, x,
+      tt_run_data (c, mha_lora (l, i, false)->value),
+      tt_run_data (c, mha_lora (l, i, true)->value),
+      tt_run_data (c, l->p.attn.lora_h[i]), y);
+}
+
+/* dh = s dy B^T of projection i */
+static void
+mha_lora_dh (const tt_run_ctx * c, const tt_layer * l, int i,
+    const float *dy, size_t rows, size_t n)
+{
+  tt_lora_proj_dh (c->threads, (int) rows, (int) n,
+      (int) l->p.attn.lora_rank, l->p.attn.lora_scale, dy,
+      tt_run_data (c, mha_lora (l, i, true)->value),
+      tt_run_data (c, l->p.attn.lora_dh[i]));
+}
+
+/* dh, then dA and dB of projection i, from its input x and dy */
+static void
+mha_lora_grads (const tt_run_ctx * c, const tt_layer * l, int i,
+    const float *x, const float *dy, size_t rows, size_t k, size_t n)
+{
+  mha_lora_dh (c, l, i, dy, rows, n);
+  tt_lora_proj_grads (c->threads, (int) rows, (int) k, (int) n,
+      (int) l->p.attn.lora_rank, l->p.attn.lora_scale, x, dy,
+      tt_run_data (c, l->p.attn.lora_h[i]),
+      tt_run_data (c, l->p.attn.lora_dh[i]), mha_lora_grad (c, l, i, false),
+      mha_lora_grad (c, l, i, true));
+}
+
+/* dx += dh A^T of projection i */
+static void
+mha_lora_input (const tt_run_ctx * c, const tt_layer * l, int i,
+    size_t rows, size_t k, float *dx)
+{
+  tt_lora_proj_input (c->threads, (int) rows, (int) k,
+      (int) l->p.attn.lora_rank, tt_run_data (c, l->p.attn.lora_dh[i]),
+      tt_run_data (c, mha_lora (l, i, false)->value), dx);
+}
+
 static tt_attention
 mha_setup (const tt_run_ctx * c, const tt_layer * l)
 {
@@ -285,10 +390,14 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
   const size_t hk = heads * l->p.attn.key_dim, hv = heads * l->p.attn.value_dim;
   const size_t rows[3] = { batch * lq, batch * lk, batch * lk };
   const size_t cols[3] = { hk, hk, hv };
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3; i++) {
     mha_project (c, tt_run_data (c, l->in[i]), mha_weight (l, i, false),
         mha_weight (l, i, true), rows[i], l->in_dims[i].w, cols[i],
         tt_run_data (c, l->p.attn.proj[i]));
+    if (l->p.attn.lora_rank)
+      mha_lora_forward (c, l, i, tt_run_data (c, l->in[i]), rows[i],
+          l->in_dims[i].w, cols[i], tt_run_data (c, l->p.attn.proj[i]));
+  }
   tt_attention a = mha_setup (c, l);
   if (l->p.attn.drop >= 0 && c->training) {
     /* a rerun writes its own instance of the scratch (plan/remat.c):
@@ -310,6 +419,9 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
         l->p.attn.avg_weights, tt_run_data (c, l->out[1]));
   mha_project (c, a.o, mha_weight (l, 3, false), mha_weight (l, 3, true),
       batch * lq, hv, l->p.attn.out_dim, tt_run_data (c, l->out[0]));
+  if (l->p.attn.lora_rank)
+    mha_lora_forward (c, l, 3, a.o, batch * lq, hv, l->p.attn.out_dim,
+        tt_run_data (c, l->out[0]));
 }
 
 /* The attention's backward: the derivatives of the heads' output, of the
@@ -325,6 +437,13 @@ mha_backward_common (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->out_deriv[0]), out,
       tt_run_data (c, mha_weight (l, 3, false)->value), out, 0.0f, dheads,
       (int) hv);
+  if (l->p.attn.lora_rank) {
+    /* the output adapters' dh: made with their gradients, or here */
+    if (!mha_runs_gradient (l))
+      mha_lora_dh (c, l, 3, tt_run_data (c, l->out_deriv[0]), rows,
+          (size_t) out);
+    mha_lora_input (c, l, 3, rows, hv, dheads);
+  }
   tt_attention a = mha_setup (c, l);
   a.o = NULL;
   if (l->p.attn.drop >= 0 && c->training)
@@ -346,9 +465,11 @@ static void
 mha_weight_grads (const tt_run_ctx * c, const float *x, const float *dy,
     const tt_weight * w, const tt_weight * b, size_t rows, size_t k, size_t n)
 {
-  tt_gemm_split (c->threads, true, false, (int) k, (int) n, (int) rows, 1.0f,
-      x, (int) k, dy, (int) n, 0.0f, tt_run_data (c, w->grad), (int) n);
-  if (b)
+  /* frozen (lora_rank): none */
+  if (w->grad >= 0)
+    tt_gemm_split (c->threads, true, false, (int) k, (int) n, (int) rows,
+        1.0f, x, (int) k, dy, (int) n, 0.0f, tt_run_data (c, w->grad), (int) n);
+  if (b && b->grad >= 0)
     tt_column_sums (dy, rows, n, 0, n, tt_run_data (c, b->grad));
 }
 
@@ -367,11 +488,19 @@ mha_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   mha_weight_grads (c, tt_run_data (c, l->p.attn.heads_out),
       tt_run_data (c, l->out_deriv[0]), mha_weight (l, 3, false),
       mha_weight (l, 3, true), batch * lq, hv, l->p.attn.out_dim);
+  if (l->p.attn.lora_rank)
+    mha_lora_grads (c, l, 3, tt_run_data (c, l->p.attn.heads_out),
+        tt_run_data (c, l->out_deriv[0]), batch * lq, hv, l->p.attn.out_dim);
   mha_backward_common (c, l);
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3; i++) {
     mha_weight_grads (c, tt_run_data (c, l->in[i]),
         tt_run_data (c, l->p.attn.dproj[i]), mha_weight (l, i, false),
         mha_weight (l, i, true), rows[i], l->in_dims[i].w, cols[i]);
+    if (l->p.attn.lora_rank)
+      mha_lora_grads (c, l, i, tt_run_data (c, l->in[i]),
+          tt_run_data (c, l->p.attn.dproj[i]), rows[i], l->in_dims[i].w,
+          cols[i]);
+  }
 }
 
 static void
@@ -393,6 +522,12 @@ mha_calc_derivative (const tt_run_ctx * c, tt_layer * l)
         1.0f, tt_run_data (c, l->p.attn.dproj[i]), (int) cols[i],
         tt_run_data (c, mha_weight (l, i, false)->value), (int) cols[i],
         0.0f, dx, k);
+    if (!l->p.attn.lora_rank)
+      continue;
+    if (!mha_runs_gradient (l))
+      mha_lora_dh (c, l, i, tt_run_data (c, l->p.attn.dproj[i]), rows[i],
+          cols[i]);
+    mha_lora_input (c, l, i, rows[i], (size_t) k, dx);
   }
 }
 
@@ -441,4 +576,6 @@ const tt_layer_ops tt_multi_head_attention_layer_ops = {
    * (parse lowers n_outputs to 1 without) */
   .outputs = 2,
   .training_varies = mha_varies,
+  .lora_refuses = tt_mha_lora_refuses,
+  .lora_pairs = tt_mha_lora_pairs,
 };
