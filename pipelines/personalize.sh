@@ -15,27 +15,41 @@
 #   everything   every weight trains (train=everything)
 #   last1        the classifier only (train=last:1)
 #   biases       the biases and normalization gains only (train=biases)
-#   lora         low-rank adapters (tensor-trainer lora), when available
-#   replay       everything, with the old classes' samples kept by the
-#                pretraining (tensor_trainer replay-*), when available
+#   lora         low-rank adapters (tensor-trainer lora --rank LORA_RANK
+#                --alpha LORA_ALPHA --layers LORA_LAYERS) on the last
+#                encoder block's dense layers; the adapters and the
+#                classifier train, the rest is frozen
+#                (train=layers:LORA_LAYERS,classifier)
+#   replay       REPLAY_TRAIN, with REPLAY_PER_BATCH of each batch's
+#                samples drawn from the old classes' samples kept by the
+#                pretraining (tensor_trainer replay-size=100, OUT/replay.bin)
 #   scratch      no pretraining: the same model freshly initialized,
 #                everything trains
 #
 # A method whose tool is missing prints "skipped: METHOD (...)". For each
 # it also measures the trainer's pool (its tensor-trainer-plan message),
-# the peak RSS of the training run (/usr/bin/time -f %M) and its seconds.
+# the peak RSS of the training run (/usr/bin/time -f %M) and its seconds,
+# and, with TORCH=1, the peak RSS of the same job in PyTorch
+# (pipelines/personalize-torch.py, a fresh process a method). The backbone
+# itself is evaluated first (its old_accuracy is what replay keeps).
 # Runs pretrain-backbone.sh first when OUT/backbone.ini is missing.
 #
 # Usage: pipelines/personalize.sh [SHOTS]    (default 20)
 # Env: OUT (./personalize-out), EPOCHS (15), LR (0.003: the Adam learning
-#   rate of the personalization, written into OUT/personal.ini), METHODS (all of the above,
-#   space-separated), QUICK=1 (SHOTS 4, 1 epoch, the first 500 test
-#   images; the backbone's QUICK=1 too), TT_BUILD_DIR (a built build
-#   folder to use instead of building build/)
+#   rate of every method, written into OUT/METHOD.ini), LR_METHOD (that
+#   method's own: LR_last1 0.01, LR_lora 0.01, LR_replay 0.01, the others
+#   LR), METHODS (all of the above, space-separated), REPLAY_TRAIN (the
+#   replay method's train choice, last:1), REPLAY_PER_BATCH (16),
+#   LORA_RANK (4), LORA_ALPHA (8), LORA_LAYERS (enc2_ff1,enc2_ff2),
+#   TORCH (1: the PyTorch comparison, skipped without torch; 0 at
+#   QUICK=1), QUICK=1 (SHOTS 4, 1 epoch, the first 500 test images; the
+#   backbone's QUICK=1 too), TT_BUILD_DIR (a built build folder to use
+#   instead of building build/)
 # Needs: the project's packages (scripts/ensure-deps.sh) and time,
 #   installed if missing.
-# Prints a table, then one line per method that ran:
-#   final: method=M shots=K new_accuracy=X old_accuracy=Y pool_bytes=P peak_rss_kb=R seconds=S
+# Prints the backbone's accuracies, a table, then one line per method that
+# ran (torch_peak_rss_kb: PyTorch's, or "-" without the comparison):
+#   final: method=M shots=K new_accuracy=X old_accuracy=Y pool_bytes=P peak_rss_kb=R seconds=S torch_peak_rss_kb=T
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/pipelines/common.sh"
@@ -60,22 +74,47 @@ if [ ! -s "$out/backbone.ini" ] || [ ! -s "$out/backbone.bin" ]; then
   echo "# no backbone in $out: pipelines/pretrain-backbone.sh first"
   OUT=$out "$top/pipelines/pretrain-backbone.sh"
 fi
-# the backbone's INI at the personalization's learning rate (the weights'
-# layout is the same: backbone.bin loads into it)
 lr=${LR:-0.003}
-sed "/^\[Optimizer\]/,/^\[/ s/^learning_rate = .*/learning_rate = $lr/" \
-  "$out/backbone.ini" > "$out/personal.ini"
-backbone=$out/personal.ini
+replay_train=${REPLAY_TRAIN:-last:1}
+replay_k=${REPLAY_PER_BATCH:-16}
+lora_rank=${LORA_RANK:-4} lora_alpha=${LORA_ALPHA:-8}
+lora_layers=${LORA_LAYERS:-enc2_ff1,enc2_ff2}
+if [ "$quick" = 1 ]; then torch=${TORCH:-0}; else torch=${TORCH:-1}; fi
+# the backbone's INI (the weights' layout is the same: backbone.bin loads
+# into it); each method writes its own at its learning rate
+backbone=$out/backbone.ini
 samples=$((5 * shots))
 test_args=()
 [ "$tests" -gt 0 ] && test_args=(--samples "$tests")
 results=()
 
+# method_lr METHOD: LR_METHOD when set, else the method's default
+method_lr () {
+  local var=LR_$1 default=$lr
+  case "$1" in last1 | lora | replay) default=${LR:-0.01} ;; esac
+  echo "${!var:-$default}"
+}
+
+# evaluate MODEL.ini WEIGHTS: sets new and old (accuracies over 5-9, 0-4)
+evaluate () {
+  local eval_out
+  eval_out=$("$tt" eval "$1" --weights "$2" \
+    --data "$data/t10k-images-idx3-ubyte.gz" \
+    --labels "$data/t10k-labels-idx1-ubyte.gz" "${test_args[@]}" --per-class)
+  new=$(pz_accuracy "$eval_out" 5 9)
+  old=$(pz_accuracy "$eval_out" 0 4)
+}
+
 # run METHOD MODEL.ini WEIGHTS|"" [tensor_trainer PROPERTY=VALUE...]:
-# trains, evaluates, appends the method's final line to results
+# trains OUT/METHOD.ini (MODEL.ini at the method's learning rate),
+# evaluates, appends the method's final line to results
 run () {
-  local method=$1 model=$2 weights=$3; shift 3
-  local log=$out/$method.log saved=$out/$method.bin load=()
+  local method=$1 source=$2 weights=$3; shift 3
+  local model=$out/$method.ini log=$out/$method.log saved=$out/$method.bin
+  local load=() mlr
+  mlr=$(method_lr "$method")
+  sed "/^\[Optimizer\]/,/^\[/ s/^learning_rate = .*/learning_rate = $mlr/" \
+    "$source" > "$model"
   [ -n "$weights" ] && load=(model-load-path="$weights")
   local start=$EPOCHREALTIME status
   set +e
@@ -96,21 +135,20 @@ run () {
     echo "error: $method: gst-launch-1.0 failed ($status)" >&2
     exit 1
   fi
-  local eval_out new old pool rss
-  eval_out=$("$tt" eval "$model" --weights "$saved" \
-    --data "$data/t10k-images-idx3-ubyte.gz" \
-    --labels "$data/t10k-labels-idx1-ubyte.gz" "${test_args[@]}" --per-class)
-  new=$(pz_accuracy "$eval_out" 5 9)
-  old=$(pz_accuracy "$eval_out" 0 4)
+  local new old pool rss
+  evaluate "$model" "$saved"
   pool=$(pz_plan_pool "$log")
   rss=$(tail -1 "$out/$method.rss")
-  echo "# $method: $(pz_epochs "$log" | tail -1)"
+  echo "# $method (lr $mlr): $(pz_epochs "$log" | tail -1)"
   results+=("final: method=$method shots=$shots new_accuracy=$new old_accuracy=$old pool_bytes=$pool peak_rss_kb=$rss seconds=$seconds")
 }
 
 echo "# $shots shots of each of classes 5-9 ($samples images), $epochs" \
   "epoch(s), from $backbone; evaluated on" \
   "$([ "$tests" -gt 0 ] && echo "the first $tests" || echo "the 10,000") test images"
+evaluate "$backbone" "$out/backbone.bin"
+backbone_new=$new backbone_old=$old
+echo "backbone: new_accuracy=$new old_accuracy=$old"
 for method in $methods; do
   case "$method" in
     everything) run everything "$backbone" "$out/backbone.bin" train=everything ;;
@@ -120,9 +158,11 @@ for method in $methods; do
       if ! pz_have_command lora; then
         echo "skipped: lora (tensor-trainer lora not available)"; continue
       fi
-      "$tt" lora "$backbone" --weights "$out/backbone.bin" --rank 4 \
+      "$tt" lora "$backbone" --weights "$out/backbone.bin" \
+        --rank "$lora_rank" --alpha "$lora_alpha" --layers "$lora_layers" \
         -o "$out/lora-model.ini" > "$out/lora-make.log"
-      run lora "$out/lora-model.ini" "$out/lora-model.bin" ;;
+      run lora "$out/lora-model.ini" "$out/lora-model.bin" \
+        train="layers:$lora_layers,classifier" ;;
     replay)
       if ! pz_have_property tensor_trainer replay-size; then
         echo "skipped: replay (tensor_trainer replay-size not available)"; continue
@@ -133,19 +173,40 @@ for method in $methods; do
       fi
       # a copy: the trainer saves its buffer back at the end
       cp "$out/replay.bin" "$out/replay-run.bin"
-      run replay "$backbone" "$out/backbone.bin" train=everything \
-        replay-size=100 replay-per-batch=8 replay-file="$out/replay-run.bin" ;;
+      run replay "$backbone" "$out/backbone.bin" train="$replay_train" \
+        replay-size=100 replay-per-batch="$replay_k" \
+        replay-file="$out/replay-run.bin" ;;
     scratch) run scratch "$backbone" "" train=everything ;;
     *) echo "error: unknown method '$method' in METHODS: use everything," \
          "last1, biases, lora, replay or scratch" >&2; exit 1 ;;
   esac
 done
 
+# the same jobs in PyTorch, for their peak RSS (a fresh process a method)
+declare -A torch_rss=()
+if [ "$torch" = 1 ] && [ "${#results[@]}" -gt 0 ]; then
+  ran=$(printf '%s\n' "${results[@]}" | sed 's/^final: method=\([a-z0-9]*\) .*/\1/' | tr '\n' ' ')
+  batch=$(sed -n 's/^batch_size = *\([0-9]*\).*/\1/p' "$backbone")
+  torch_out=$(METHODS=$ran EPOCHS=$epochs BATCH=$batch REPLAY_SIZE=100 \
+    REPLAY_PER_BATCH=$replay_k REPLAY_TRAIN=$replay_train \
+    LORA_RANK=$lora_rank LORA_ALPHA=$lora_alpha LORA_LAYERS=$lora_layers \
+    LR=$lr /usr/bin/python3 "$top/pipelines/personalize-torch.py" "$shots")
+  printf '%s\n' "$torch_out" | grep -v '^torch: '
+  while read -r m r; do torch_rss[$m]=$r; done < <(
+    sed -n 's/^torch: method=\([a-z0-9]*\) .* peak_rss_kb=\([0-9]*\) .*/\1 \2/p' <<< "$torch_out")
+fi
+for i in "${!results[@]}"; do
+  m=$(sed 's/^final: method=\([a-z0-9]*\) .*/\1/' <<< "${results[$i]}")
+  results[i]="${results[$i]} torch_peak_rss_kb=${torch_rss[$m]:--}"
+done
+
 echo
-printf '%-11s %6s %8s %8s %12s %12s %8s\n' method shots new_acc old_acc \
-  pool_bytes peak_rss_kb seconds
+printf '%-11s %6s %8s %8s %12s %12s %8s %12s\n' method shots new_acc old_acc \
+  pool_bytes peak_rss_kb seconds torch_rss_kb
+printf '%-11s %6s %8s %8s %12s %12s %8s %12s\n' backbone - "$backbone_new" \
+  "$backbone_old" - - - -
 for r in "${results[@]}"; do
   awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[i] = kv[2] }
-    printf "%-11s %6s %8s %8s %12s %12s %8s\n", v[2], v[3], v[4], v[5], v[6], v[7], v[8] }' <<< "$r"
+    printf "%-11s %6s %8s %8s %12s %12s %8s %12s\n", v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9] }' <<< "$r"
 done
 printf '%s\n' "${results[@]}"
