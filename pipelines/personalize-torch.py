@@ -36,9 +36,10 @@ images are never in memory at once), as tensor_datasrc streams them.
 Nothing is evaluated: the accuracies are personalize.sh's.
 
 Usage: pipelines/personalize-torch.py [SHOTS]    (default 20)
-Env: EPOCHS (15), LR (0.003), BATCH (32), METHODS (everything last1
-  biases lora replay scratch), REPLAY_SIZE (100), REPLAY_PER_BATCH (8),
-  REPLAY_TRAIN (last:1), LORA_RANK (4), LORA_ALPHA (8), LORA_LAYERS
+Env (personalize.sh's defaults): EPOCHS (15), LR (0.003), BATCH (32),
+  METHODS (everything last1 biases lora replay scratch), REPLAY_SIZE
+  (500), REPLAY_PER_BATCH (24), REPLAY_TRAIN (last:1), LORA_RANK (16),
+  LORA_ALPHA (32), LORA_LAYERS
   (enc2_ff1,enc2_ff2: names of zoo_transformer.ini's dense layers), THREADS (1), QUICK=1 (SHOTS
   4, 1 epoch).
 Prints one line a method (import_rss_kb: the process's RSS once torch is
@@ -130,10 +131,10 @@ def one(method, shots):
     epochs = env_int("EPOCHS", 1 if quick else 15, 1)
     lr = env_float("LR", 0.003)
     batch = env_int("BATCH", 32, 1)
-    replay_size = env_int("REPLAY_SIZE", 100, 5)
-    replay_k = env_int("REPLAY_PER_BATCH", 8, 0)
-    rank = env_int("LORA_RANK", 4, 1)
-    alpha = env_float("LORA_ALPHA", 8)
+    replay_size = env_int("REPLAY_SIZE", 500, 5)
+    replay_k = env_int("REPLAY_PER_BATCH", 24, 0)
+    rank = env_int("LORA_RANK", 16, 1)
+    alpha = env_float("LORA_ALPHA", 32)
     lora_layers = os.environ.get("LORA_LAYERS",
                                  "enc2_ff1,enc2_ff2").split(",")
     replay_train = os.environ.get("REPLAY_TRAIN", "last:1")

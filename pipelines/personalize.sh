@@ -22,7 +22,8 @@
 #                (train=layers:LORA_LAYERS,classifier)
 #   replay       REPLAY_TRAIN, with REPLAY_PER_BATCH of each batch's
 #                samples drawn from the old classes' samples kept by the
-#                pretraining (tensor_trainer replay-size=100, OUT/replay.bin)
+#                pretraining (tensor_trainer replay-size=REPLAY_SIZE,
+#                OUT/replay.bin)
 #   scratch      no pretraining: the same model freshly initialized,
 #                everything trains
 #
@@ -35,15 +36,20 @@
 # Runs pretrain-backbone.sh first when OUT/backbone.ini is missing.
 #
 # Usage: pipelines/personalize.sh [SHOTS]    (default 20)
-# Env: OUT (./personalize-out), EPOCHS (15), LR (0.003: the Adam learning
-#   rate of every method, written into OUT/METHOD.ini), LR_METHOD (that
-#   method's own: LR_last1 0.01, LR_lora 0.01, LR_replay 0.01, the others
-#   LR), METHODS (all of the above, space-separated), REPLAY_TRAIN (the
-#   replay method's train choice, last:1), REPLAY_PER_BATCH (16),
-#   LORA_RANK (4), LORA_ALPHA (8), LORA_LAYERS (enc2_ff1,enc2_ff2),
+# Env: OUT (./personalize-out), EPOCHS (15), LR (the Adam learning rate
+#   of every method, written into OUT/METHOD.ini; unset: each method's
+#   own, chosen on the TUNE=1 split: everything and scratch 0.003, last1
+#   and replay 0.03, biases and lora 0.01), LR_METHOD (one method's, e.g.
+#   LR_last1=0.1), METHODS (all of the above, space-separated),
+#   REPLAY_TRAIN (the replay method's train choice, last:1),
+#   REPLAY_PER_BATCH (24 of the batch of 32), REPLAY_SIZE (500: as
+#   pretrain-backbone.sh keeps), LORA_RANK (16), LORA_ALPHA (32),
+#   LORA_LAYERS (enc2_ff1,enc2_ff2),
 #   TORCH (1: the PyTorch comparison, skipped without torch; 0 at
 #   QUICK=1), QUICK=1 (SHOTS 4, 1 epoch, the first 500 test images; the
-#   backbone's QUICK=1 too), TT_BUILD_DIR (a built build folder to use
+#   backbone's QUICK=1 too), TUNE=1 (evaluates on the last 10,000
+#   training images instead of the test images: the split the defaults
+#   were chosen on), TT_BUILD_DIR (a built build folder to use
 #   instead of building build/)
 # Needs: the project's packages (scripts/ensure-deps.sh) and time,
 #   installed if missing.
@@ -74,10 +80,9 @@ if [ ! -s "$out/backbone.ini" ] || [ ! -s "$out/backbone.bin" ]; then
   echo "# no backbone in $out: pipelines/pretrain-backbone.sh first"
   OUT=$out "$top/pipelines/pretrain-backbone.sh"
 fi
-lr=${LR:-0.003}
 replay_train=${REPLAY_TRAIN:-last:1}
-replay_k=${REPLAY_PER_BATCH:-16}
-lora_rank=${LORA_RANK:-4} lora_alpha=${LORA_ALPHA:-8}
+replay_k=${REPLAY_PER_BATCH:-24} replay_size=${REPLAY_SIZE:-500}
+lora_rank=${LORA_RANK:-16} lora_alpha=${LORA_ALPHA:-32}
 lora_layers=${LORA_LAYERS:-enc2_ff1,enc2_ff2}
 if [ "$quick" = 1 ]; then torch=${TORCH:-0}; else torch=${TORCH:-1}; fi
 # the backbone's INI (the weights' layout is the same: backbone.bin loads
@@ -86,21 +91,37 @@ backbone=$out/backbone.ini
 samples=$((5 * shots))
 test_args=()
 [ "$tests" -gt 0 ] && test_args=(--samples "$tests")
+eval_images=$data/t10k-images-idx3-ubyte.gz
+eval_labels=$data/t10k-labels-idx1-ubyte.gz
+if [ "${TUNE:-0}" = 1 ]; then
+  # the last 10,000 training images: the shots (the first of each class)
+  # are not among them; the old classes' were seen by the pretraining
+  eval_images=$out/tune-images-idx3-ubyte eval_labels=$out/tune-labels-idx1-ubyte
+  { printf '\x00\x00\x08\x03\x00\x00\x27\x10\x00\x00\x00\x1c\x00\x00\x00\x1c'
+    zcat "$data/train-images-idx3-ubyte.gz" | tail -c $((10000 * 784)); } \
+    > "$eval_images"
+  { printf '\x00\x00\x08\x01\x00\x00\x27\x10'
+    zcat "$data/train-labels-idx1-ubyte.gz" | tail -c 10000; } > "$eval_labels"
+fi
 results=()
 
-# method_lr METHOD: LR_METHOD when set, else the method's default
+# method_lr METHOD: LR_METHOD, else LR, else the method's default (chosen
+# on the TUNE=1 split: docs/personalize.md)
 method_lr () {
-  local var=LR_$1 default=$lr
-  case "$1" in last1 | lora | replay) default=${LR:-0.01} ;; esac
-  echo "${!var:-$default}"
+  local var=LR_$1 default=0.003
+  case "$1" in
+    last1 | replay) default=0.03 ;;
+    biases | lora) default=0.01 ;;
+  esac
+  echo "${!var:-${LR:-$default}}"
 }
 
 # evaluate MODEL.ini WEIGHTS: sets new and old (accuracies over 5-9, 0-4)
 evaluate () {
   local eval_out
   eval_out=$("$tt" eval "$1" --weights "$2" \
-    --data "$data/t10k-images-idx3-ubyte.gz" \
-    --labels "$data/t10k-labels-idx1-ubyte.gz" "${test_args[@]}" --per-class)
+    --data "$eval_images" --labels "$eval_labels" "${test_args[@]}" \
+    --per-class)
   new=$(pz_accuracy "$eval_out" 5 9)
   old=$(pz_accuracy "$eval_out" 0 4)
 }
@@ -111,6 +132,8 @@ evaluate () {
 run () {
   local method=$1 source=$2 weights=$3; shift 3
   local model=$out/$method.ini log=$out/$method.log saved=$out/$method.bin
+  # (OUT/replay.bin is the pretraining's replay buffer)
+  [ "$method" = replay ] && saved=$out/replay-model.bin
   local load=() mlr
   mlr=$(method_lr "$method")
   sed "/^\[Optimizer\]/,/^\[/ s/^learning_rate = .*/learning_rate = $mlr/" \
@@ -145,7 +168,8 @@ run () {
 
 echo "# $shots shots of each of classes 5-9 ($samples images), $epochs" \
   "epoch(s), from $backbone; evaluated on" \
-  "$([ "$tests" -gt 0 ] && echo "the first $tests" || echo "the 10,000") test images"
+  "$([ "$tests" -gt 0 ] && echo "the first $tests" || echo "the 10,000")" \
+  "$([ "${TUNE:-0}" = 1 ] && echo "tuning (last training)" || echo test) images"
 evaluate "$backbone" "$out/backbone.bin"
 backbone_new=$new backbone_old=$old
 echo "backbone: new_accuracy=$new old_accuracy=$old"
@@ -174,7 +198,7 @@ for method in $methods; do
       # a copy: the trainer saves its buffer back at the end
       cp "$out/replay.bin" "$out/replay-run.bin"
       run replay "$backbone" "$out/backbone.bin" train="$replay_train" \
-        replay-size=100 replay-per-batch="$replay_k" \
+        replay-size="$replay_size" replay-per-batch="$replay_k" \
         replay-file="$out/replay-run.bin" ;;
     scratch) run scratch "$backbone" "" train=everything ;;
     *) echo "error: unknown method '$method' in METHODS: use everything," \
@@ -187,11 +211,12 @@ declare -A torch_rss=()
 if [ "$torch" = 1 ] && [ "${#results[@]}" -gt 0 ]; then
   ran=$(printf '%s\n' "${results[@]}" | sed 's/^final: method=\([a-z0-9]*\) .*/\1/' | tr '\n' ' ')
   batch=$(sed -n 's/^batch_size = *\([0-9]*\).*/\1/p' "$backbone")
-  torch_out=$(METHODS=$ran EPOCHS=$epochs BATCH=$batch REPLAY_SIZE=100 \
+  torch_out=$(METHODS=$ran EPOCHS=$epochs BATCH=$batch REPLAY_SIZE=$replay_size \
     REPLAY_PER_BATCH=$replay_k REPLAY_TRAIN=$replay_train \
     LORA_RANK=$lora_rank LORA_ALPHA=$lora_alpha LORA_LAYERS=$lora_layers \
-    LR=$lr /usr/bin/python3 "$top/pipelines/personalize-torch.py" "$shots")
-  printf '%s\n' "$torch_out" | grep -v '^torch: '
+    /usr/bin/python3 "$top/pipelines/personalize-torch.py" "$shots")
+  printf '%s\n' "$torch_out" > "$out/torch.txt"
+  grep -v '^torch: ' "$out/torch.txt" || true
   while read -r m r; do torch_rss[$m]=$r; done < <(
     sed -n 's/^torch: method=\([a-z0-9]*\) .* peak_rss_kb=\([0-9]*\) .*/\1 \2/p' <<< "$torch_out")
 fi
