@@ -39,9 +39,9 @@ Usage: pipelines/personalize-torch.py [SHOTS]    (default 20)
 Env (personalize.sh's defaults): EPOCHS (15), LR (0.003), BATCH (32),
   METHODS (everything last1 biases lora replay scratch), REPLAY_SIZE
   (500), REPLAY_PER_BATCH (24), REPLAY_TRAIN (last:1), LORA_RANK (16),
-  LORA_ALPHA (32), LORA_LAYERS
-  (enc2_ff1,enc2_ff2: names of zoo_transformer.ini's dense layers), THREADS (1), QUICK=1 (SHOTS
-  4, 1 epoch).
+  LORA_ALPHA (32), LORA_LAYERS (enc2_ff1,enc2_ff2: names of
+  zoo_transformer.ini's dense layers), THREADS (1), QUICK=1 (SHOTS 4, 1
+  epoch).
 Prints one line a method (import_rss_kb: the process's RSS once torch is
 imported, before the model exists; seconds: from then to the end):
   torch: method=M shots=K peak_rss_kb=R import_rss_kb=I seconds=S

@@ -221,7 +221,7 @@ if [ "$torch" = 1 ] && [ "${#results[@]}" -gt 0 ]; then
     sed -n 's/^torch: method=\([a-z0-9]*\) .* peak_rss_kb=\([0-9]*\) .*/\1 \2/p' <<< "$torch_out")
 fi
 for i in "${!results[@]}"; do
-  m=$(sed 's/^final: method=\([a-z0-9]*\) .*/\1/' <<< "${results[$i]}")
+  m=${results[$i]#final: method=} m=${m%% *}
   results[i]="${results[$i]} torch_peak_rss_kb=${torch_rss[$m]:--}"
 done
 
