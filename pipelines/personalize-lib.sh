@@ -27,13 +27,18 @@ pz_count () {
     END { print total + 0 }'
 }
 
+# (the whole output first: under pipefail, grep -q leaving early would
+# fail the writer with SIGPIPE, and so the test, now and then)
 pz_have_command () {
-  "$build/tools/tensor-trainer" --help 2>/dev/null |
-    grep -q "^  tensor-trainer $1 "
+  local help
+  help=$("$build/tools/tensor-trainer" --help 2>/dev/null)
+  grep -q "^  tensor-trainer $1 " <<< "$help"
 }
 
 pz_have_property () {
-  gst-inspect-1.0 "$1" 2>/dev/null | grep -Eq "^  $2 +:"
+  local props
+  props=$(gst-inspect-1.0 "$1" 2>/dev/null)
+  grep -Eq "^  $2 +:" <<< "$props"
 }
 
 # shellcheck disable=SC2016  # awk's $0, not the shell's

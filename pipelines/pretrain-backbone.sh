@@ -22,7 +22,7 @@
 # Usage: pipelines/pretrain-backbone.sh [EPOCHS]    (default 5)
 # Env: OUT (./personalize-out), QUICK=1 (1 epoch of 40 training images of
 #   each class, validated on 40 test images of each), GROW (0; 1: 5
-#   outputs, then grow), REPLAY_SIZE (100), TT_BUILD_DIR (a built build
+#   outputs, then grow), REPLAY_SIZE (500), TT_BUILD_DIR (a built build
 #   folder to use instead of building build/)
 # Needs: the project's packages (scripts/ensure-deps.sh), installed if
 #   missing.
@@ -42,7 +42,7 @@ out=${OUT:-personalize-out}
 data=/usr/share/datasets/fashion-mnist
 if [ "$quick" = 1 ]; then epochs=${1:-1} per=40
 else epochs=${1:-5} per=0; fi
-replay_size=${REPLAY_SIZE:-100}
+replay_size=${REPLAY_SIZE:-500}
 mkdir -p "$out"
 
 # the samples the source pushes: the classes 0-4 of each file, or the
@@ -62,7 +62,9 @@ sed "/^\[classifier\]/,\$ s/^unit = 10\$/unit = $units/" \
 
 replay=()
 if pz_have_property tensor_trainer replay-size; then
-  replay=(replay-size="$replay_size" replay-file="$out/replay.bin")
+  # kept only: none of them is mixed into the pretraining's batches
+  replay=(replay-size="$replay_size" replay-per-batch=0
+    replay-file="$out/replay.bin")
 else
   echo "skipped: replay (tensor_trainer replay-size not available): no replay file"
 fi

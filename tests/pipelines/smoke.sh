@@ -10,7 +10,8 @@
 #   with tests/models/zoo_transformer.ini), camera-train, camera-personalize,
 #   audio-train, plan-model, remote-train, classify-labels,
 #   federated-train, pretrain-backbone, personalize-methods
-#   (personalize.sh), pretrain-backbone-torch (.py), or missing-element
+#   (personalize.sh), pretrain-backbone-torch (.py), personalize-torch
+#   (.py, METHODS="lora replay"), or missing-element
 #   (camera-personalize given an element that does not exist: it must fail
 #   at once, naming it). BUILD_DIR: a built build folder (TT_BUILD_DIR), so
 #   the script builds nothing.
@@ -31,6 +32,7 @@ case "$name" in
     script=train-fashion-mnist args=("$top/tests/models/zoo_transformer.ini") ;;
   personalize-methods) script=personalize ;;
   pretrain-backbone-torch) ext=py ;;
+  personalize-torch) ext=py; export METHODS="lora replay" ;;
   missing-element)
     script=camera-personalize expect_fail=1
     export SINK="videoconvert ! tt_no_such_sink" ;;
@@ -150,13 +152,9 @@ case "$name" in
     esac ;;
   personalize-methods)
     num='(0\.[0-9]+|1\.0+)'
-    for m in everything last1 biases scratch; do
-      has_line "^final: method=$m shots=4 new_accuracy=$num old_accuracy=$num pool_bytes=[1-9][0-9]* peak_rss_kb=[1-9][0-9]* seconds=[0-9]+\.[0-9]+$"
-    done
-    # a method whose tool is missing says so, or has its line
-    for m in lora replay; do
-      grep -Eq "^(skipped: $m \(.* not available\)|final: method=$m shots=4 new_accuracy=$num old_accuracy=$num pool_bytes=[1-9][0-9]* peak_rss_kb=[1-9][0-9]* seconds=[0-9.]+)$" \
-        stdout.txt || fail "neither a final line nor a skipped line for $m"
+    has_line "^backbone: new_accuracy=$num old_accuracy=$num$"
+    for m in everything last1 biases lora replay scratch; do
+      has_line "^final: method=$m shots=4 new_accuracy=$num old_accuracy=$num pool_bytes=[1-9][0-9]* peak_rss_kb=[1-9][0-9]* seconds=[0-9]+\.[0-9]+ torch_peak_rss_kb=-$"
     done
     # the lines are the last ones, one per method that ran
     n=$(grep -c '^final: method=' stdout.txt)
@@ -165,6 +163,12 @@ case "$name" in
     grep -q '^# no backbone in personalize-out: pipelines/pretrain-backbone.sh first$' \
       stdout.txt || fail "the backbone was not trained first"
     has_file personalize-out/backbone.bin; has_file personalize-out/everything.bin ;;
+  # the PyTorch side of personalize.sh's memory comparison
+  personalize-torch)
+    last_is '^(torch: method=replay shots=4 peak_rss_kb=[1-9][0-9]* import_rss_kb=[1-9][0-9]* seconds=[0-9.]+|skipped: torch not available .*)$'
+    case "$last" in torch:*)
+      has_line '^torch: method=lora shots=4 peak_rss_kb=[1-9][0-9]* import_rss_kb=[1-9][0-9]* seconds=[0-9.]+$' ;;
+    esac ;;
   *) echo "smoke.sh: no checks for $name" >&2; exit 2 ;;
 esac
 echo "ok $name in $seconds s: $last"
