@@ -49,19 +49,11 @@ fold_out (onnx_import * im, const Onnx__NodeProto * n, bool is_int, int rank,
   return v;
 }
 
-static const onnx_value *
-fold_in (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
-{
-  if (k >= n->n_input || !n->input[k] || !*n->input[k])
-    return NULL;
-  return &im->values[onnx_value_find (im, n->input[k])];
-}
-
 static bool
 fold_all_const (const onnx_import * im, const Onnx__NodeProto * n)
 {
   for (size_t k = 0; k < n->n_input; k++) {
-    const onnx_value *v = fold_in (im, n, k);
+    const onnx_value *v = onnx_node_input (im, n, k);
     if (v && !v->is_const)
       return false;
   }
@@ -74,7 +66,7 @@ fold_axes (onnx_import * im, const Onnx__NodeProto * n, int rank,
     bool *mark, tt_error * err)
 {
   char label[256];
-  const onnx_value *ax = fold_in (im, n, 1);
+  const onnx_value *ax = onnx_node_input (im, n, 1);
   const Onnx__AttributeProto *a = onnx_attr (n, "axes");
   size_t count = ax ? ax->count : a ? a->n_ints : 0;
   if (!count || (ax && !ax->is_int))
@@ -162,7 +154,7 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
         onnx_node_label (im, n, label, sizeof label));
   }
   if (!strcmp (op, "Shape")) {
-    const onnx_value *x = fold_in (im, n, 0);
+    const onnx_value *x = onnx_node_input (im, n, 0);
     if (!x)
       return TT_OK;
     *done = true;
@@ -185,10 +177,11 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
    * Gather of a Shape, Add, Div, Mul); the batch stays unfolded */
   if (!strcmp (op, "Add") || !strcmp (op, "Sub") || !strcmp (op, "Mul") ||
       !strcmp (op, "Div")) {
-    const onnx_value *a = fold_in (im, n, 0), *b = fold_in (im, n, 1);
-    if (n->n_input != 2 || !a || !b || !a->is_const || !b->is_const ||
-        !a->is_int || !b->is_int || a->count < 1 || b->count < 1 ||
-        (a->count != b->count && a->count != 1 && b->count != 1))
+    const onnx_value *a = onnx_node_input (im, n, 0), *b =
+        onnx_node_input (im, n, 1);
+    if (n->n_input != 2 || !a || !b || !a->is_const || !b->is_const
+        || !a->is_int || !b->is_int || a->count < 1 || b->count < 1
+        || (a->count != b->count && a->count != 1 && b->count != 1))
       return TT_OK;
     const onnx_value *big = a->count >= b->count ? a : b;
     for (size_t k = 0; k < big->count; k++) {
@@ -216,10 +209,10 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
   bool known = false;
   for (size_t k = 0; k < sizeof folded / sizeof folded[0]; k++)
     known |= !strcmp (op, folded[k]);
-  if (!known || !fold_all_const (im, n) || !fold_in (im, n, 0))
+  if (!known || !fold_all_const (im, n) || !onnx_node_input (im, n, 0))
     return TT_OK;
   *done = true;
-  const onnx_value *x = fold_in (im, n, 0);
+  const onnx_value *x = onnx_node_input (im, n, 0);
   if (!strcmp (op, "Identity")) {
     if (!(o = fold_out (im, n, x->is_int, x->rank, x->dims, x->count, err)))
       return err ? err->status : TT_ERR_NOMEM;
@@ -284,13 +277,13 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
   if (!strcmp (op, "Unsqueeze") || !strcmp (op, "Squeeze")) {
     bool unsq = op[0] == 'U';
     bool mark[ONNX_MAX_RANK] = { false };
-    int rank = unsq ? x->rank + (int) (fold_in (im, n, 1) ?
-        fold_in (im, n, 1)->count : onnx_attr (n, "axes") ?
+    int rank = unsq ? x->rank + (int) (onnx_node_input (im, n, 1) ?
+        onnx_node_input (im, n, 1)->count : onnx_attr (n, "axes") ?
         onnx_attr (n, "axes")->n_ints : 0) : x->rank;
     if (rank > ONNX_MAX_RANK)
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: rank %d (at most %d)",
           onnx_node_label (im, n, label, sizeof label), rank, ONNX_MAX_RANK);
-    if (!unsq && !fold_in (im, n, 1) && !onnx_attr (n, "axes")) {
+    if (!unsq && !onnx_node_input (im, n, 1) && !onnx_attr (n, "axes")) {
       for (int k = 0; k < x->rank; k++)
         mark[k] = x->dims[k] == 1;
     } else {
@@ -318,7 +311,7 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
     return TT_OK;
   }
   if (!strcmp (op, "Gather")) {
-    const onnx_value *idx = fold_in (im, n, 1);
+    const onnx_value *idx = onnx_node_input (im, n, 1);
     int64_t axis = onnx_attr_int (n, "axis", 0);
     if (!idx || !idx->is_int || x->rank != 1 || (axis != 0 && axis != -1) ||
         idx->rank > 1)
@@ -342,7 +335,7 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
   size_t total = 0;
   bool is_int = x->is_int;
   for (size_t k = 0; k < n->n_input; k++) {
-    const onnx_value *v = fold_in (im, n, k);
+    const onnx_value *v = onnx_node_input (im, n, k);
     if (!v || v->rank != 1 || v->is_int != is_int)
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: only a concatenation "
           "of 1-D constants of one type is supported",
@@ -354,7 +347,7 @@ onnx_fold_node (onnx_import * im, int node, bool *done, tt_error * err)
     return err ? err->status : TT_ERR_NOMEM;
   size_t at = 0;
   for (size_t k = 0; k < n->n_input; k++) {
-    const onnx_value *v = fold_in (im, n, k);
+    const onnx_value *v = onnx_node_input (im, n, k);
     for (size_t e = 0; e < v->count; e++)
       fold_copy (o, v, at++, e);
   }

@@ -249,3 +249,19 @@ done:
   free (live);
   return st;
 }
+
+onnx_value *
+onnx_node_input (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
+{
+  if (k >= n->n_input || !n->input[k] || !*n->input[k])
+    return NULL;
+  return &im->values[onnx_value_find (im, n->input[k])];
+}
+
+onnx_value *
+onnx_node_output (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
+{
+  if (k >= n->n_output || !n->output[k] || !*n->output[k])
+    return NULL;
+  return &im->values[onnx_value_find (im, n->output[k])];
+}

@@ -102,6 +102,11 @@ void onnx_import_free (onnx_import * im);
 
 /* onnx_graph.c: values by name, the node order */
 int onnx_value_find (const onnx_import * im, const char *name);
+/* node n's input (output) k, NULL when it has none or it is empty */
+onnx_value *onnx_node_input (const onnx_import * im, const Onnx__NodeProto * n,
+    size_t k);
+onnx_value *onnx_node_output (const onnx_import * im,
+    const Onnx__NodeProto * n, size_t k);
 int onnx_value_add (onnx_import * im, const char *name, tt_error * err);
 tt_status onnx_graph_order (onnx_import * im, tt_error * err);
 

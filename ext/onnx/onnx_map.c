@@ -153,29 +153,13 @@ onnx_layer_key (onnx_layer * l, const char *fmt, ...)
 
 /* ---- inputs and outputs of a node ------------------------------------ */
 
-static onnx_value *
-input_value (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
-{
-  if (k >= n->n_input || !n->input[k] || !*n->input[k])
-    return NULL;
-  return &im->values[onnx_value_find (im, n->input[k])];
-}
-
-static onnx_value *
-output_value (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
-{
-  if (k >= n->n_output || !n->output[k] || !*n->output[k])
-    return NULL;
-  return &im->values[onnx_value_find (im, n->output[k])];
-}
-
 /* input k, an activation (not a pending Pad unless pad_ok) */
 static onnx_value *
 act_input (onnx_import * im, const Onnx__NodeProto * n, size_t k,
     bool pad_ok, tt_error * err)
 {
   char label[256];
-  onnx_value *v = input_value (im, n, k);
+  onnx_value *v = onnx_node_input (im, n, k);
   if (!v) {
     onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu is missing", LABEL (n),
         k);
@@ -212,7 +196,7 @@ const_input (onnx_import * im, const Onnx__NodeProto * n, size_t k,
     const char *what, size_t count, tt_error * err)
 {
   char label[256];
-  onnx_value *v = input_value (im, n, k);
+  onnx_value *v = onnx_node_input (im, n, k);
   if (!v) {
     onnx_fail (im, err, TT_ERR_INVALID, "%s: its %s (input %zu) is missing",
         LABEL (n), what, k);
@@ -237,7 +221,7 @@ static void
 set_output (onnx_import * im, const Onnx__NodeProto * n, size_t k, int layer,
     int rank, const int64_t * dims)
 {
-  onnx_value *o = output_value (im, n, k);
+  onnx_value *o = onnx_node_output (im, n, k);
   if (!o)
     return;
   o->layer = layer;
@@ -270,7 +254,7 @@ new_layer (onnx_import * im, const Onnx__NodeProto * n, const char *type,
 static bool
 output_unused (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
 {
-  const onnx_value *o = output_value (im, n, k);
+  const onnx_value *o = onnx_node_output (im, n, k);
   return !o || o->consumers == 0;
 }
 
@@ -292,7 +276,7 @@ sole_consumer (const onnx_import * im, const onnx_value * v)
 static bool
 is_final (const onnx_import * im, const Onnx__NodeProto * n)
 {
-  const onnx_value *o = output_value (im, n, 0);
+  const onnx_value *o = onnx_node_output (im, n, 0);
   return o && o == &im->values[im->output];
 }
 
@@ -357,7 +341,7 @@ map_gemm (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   if (!b)
     return err->status;
   onnx_value *c = NULL;
-  if (input_value (im, n, 2) && !(c = const_input (im, n, 2, "C", 0, err)))
+  if (onnx_node_input (im, n, 2) && !(c = const_input (im, n, 2, "C", 0, err)))
     return err->status;
   return map_fc (im, n, x, b, onnx_attr_int (n, "transB", 0) != 0,
       onnx_attr_float (n, "alpha", 1.0f), c, onnx_attr_float (n, "beta",
@@ -374,12 +358,12 @@ map_matmul (onnx_import * im, int node, const Onnx__NodeProto * n,
   onnx_value *b = x ? const_input (im, n, 1, "weight", 0, err) : NULL;
   if (!b)
     return err->status;
-  const onnx_value *y = output_value (im, n, 0);
+  const onnx_value *y = onnx_node_output (im, n, 0);
   int add = y ? sole_consumer (im, y) : -1;
   const onnx_value *c = NULL;
   const Onnx__NodeProto *an = add >= 0 ? im->proto->graph->node[add] : NULL;
   if (an && !strcmp (an->op_type, "Add") && an->n_input == 2) {
-    const onnx_value *other = input_value (im, an,
+    const onnx_value *other = onnx_node_input (im, an,
         !strcmp (an->input[0], y->name) ? 1 : 0);
     if (other && other->is_const && !other->is_int && b->rank == 2 &&
         other->count == (size_t) b->dims[1] && other->rank <= 2) {
@@ -389,7 +373,7 @@ map_matmul (onnx_import * im, int node, const Onnx__NodeProto * n,
   }
   tt_status st = map_fc (im, n, x, b, false, 1.0f, c, 1.0f, err);
   if (!st && c) {
-    const onnx_value *o = output_value (im, n, 0);
+    const onnx_value *o = onnx_node_output (im, n, 0);
     set_output (im, an, 0, o->layer, o->rank, o->dims);
   }
   return st;
@@ -402,7 +386,8 @@ map_add (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   if (n->n_input != 2)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: expected 2 inputs",
         LABEL (n));
-  const onnx_value *a = input_value (im, n, 0), *b = input_value (im, n, 1);
+  const onnx_value *a = onnx_node_input (im, n, 0), *b =
+      onnx_node_input (im, n, 1);
   if (!a || !b || a->is_const || b->is_const)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: an Add of a constant is "
         "supported only as the bias after a MatMul (a Linear); here both "
@@ -491,7 +476,7 @@ map_conv (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
     dims[2 + a] = (in + p[a] + p[a + sp] - ext) / s[a] + 1;
   }
   onnx_value *bias = NULL;
-  if (input_value (im, n, 2) &&
+  if (onnx_node_input (im, n, 2) &&
       !(bias = const_input (im, n, 2, "bias", (size_t) f, err)))
     return err->status;
   int l = new_layer (im, n, sp == 2 ? "conv2d" : "conv1d", x, err);
@@ -646,7 +631,7 @@ map_clip (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
     hi = onnx_attr_float (n, "max", hi);
   } else {
     for (size_t k = 1; k <= 2; k++) {
-      const onnx_value *v = input_value (im, n, k);
+      const onnx_value *v = onnx_node_input (im, n, k);
       if (!v)
         continue;
       if (!v->is_const || v->count != 1)
@@ -691,11 +676,12 @@ map_hardsigmoid (onnx_import * im, int node, const Onnx__NodeProto * n,
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: alpha %g, beta %g: "
         "supported is PyTorch's Hardsigmoid (alpha 1/6, beta 0.5)",
         LABEL (n), alpha, beta);
-  const onnx_value *y = output_value (im, n, 0);
+  const onnx_value *y = onnx_node_output (im, n, 0);
   int mul = y ? sole_consumer (im, y) : -1;
   const Onnx__NodeProto *mn = mul >= 0 ? im->proto->graph->node[mul] : NULL;
   if (mn && !strcmp (mn->op_type, "Mul") && mn->n_input == 2) {
-    const onnx_value *a = input_value (im, mn, 0), *b = input_value (im, mn, 1);
+    const onnx_value *a = onnx_node_input (im, mn, 0), *b =
+        onnx_node_input (im, mn, 1);
     if ((a == x && b == y) || (a == y && b == x)) {
       tt_status st = activation (im, n, "hard_swish", x, err);
       if (!st) {
@@ -867,7 +853,7 @@ map_reshape (onnx_import * im, int node, const Onnx__NodeProto * n,
   onnx_value *x = act_input (im, n, 0, false, err);
   if (!x)
     return err->status;
-  const onnx_value *sh = input_value (im, n, 1);
+  const onnx_value *sh = onnx_node_input (im, n, 1);
   if (!sh || !sh->is_const || !sh->is_int || sh->rank != 1 ||
       sh->count < 2 || sh->count > 4)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: its shape must fold to "
@@ -946,11 +932,12 @@ map_dropout (onnx_import * im, int node, const Onnx__NodeProto * n,
   float ratio = onnx_attr_float (n, "ratio", 0.5f);
   bool training = false;
   if (im->opset >= 12) {
-    const onnx_value *r = input_value (im, n, 1), *t = input_value (im, n, 2);
-    if ((r && (!r->is_const || r->count != 1)) ||
-        (t && (!t->is_const || t->count != 1)))
-      return onnx_fail (im, err, TT_ERR_INVALID, "%s: ratio and "
-          "training_mode must be constant scalars", LABEL (n));
+    const onnx_value *r = onnx_node_input (im, n, 1), *t =
+        onnx_node_input (im, n, 2);
+    if ((r && (!r->is_const || r->count != 1)) || (t && (!t->is_const
+                || t->count != 1)))
+      return onnx_fail (im, err, TT_ERR_INVALID,
+          "%s: ratio and " "training_mode must be constant scalars", LABEL (n));
     if (r)
       ratio = r->is_int ? (float) r->i[0] : r->f[0];
     if (t)
@@ -983,13 +970,13 @@ map_pad (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   if (!x)
     return err->status;
   const char *mode = attr_string (n, "mode", "constant", buf, sizeof buf);
-  const onnx_value *pads = input_value (im, n, 1), *val = input_value (im, n,
-      2);
-  const onnx_value *y = output_value (im, n, 0);
+  const onnx_value *pads = onnx_node_input (im, n, 1), *val =
+      onnx_node_input (im, n, 2);
+  const onnx_value *y = onnx_node_output (im, n, 0);
   int c = y ? sole_consumer (im, y) : -1;
   bool ok = !strcmp (mode, "constant") && x->rank == 4 && pads &&
       pads->is_const && pads->is_int && pads->count == 8 &&
-      input_value (im, n, 3) == NULL && c >= 0 &&
+      onnx_node_input (im, n, 3) == NULL && c >= 0 &&
       !strcmp (im->proto->graph->node[c]->op_type, "AveragePool");
   if (ok && val)
     ok = val->is_const && val->count == 1 &&
@@ -1003,7 +990,7 @@ map_pad (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
         "zeros (mode constant, constant pads on height and width only, "
         "opset 11 or later) read only by an AveragePool", LABEL (n));
   set_output (im, n, 0, x->layer, x->rank, x->dims);
-  y = output_value (im, n, 0);
+  y = onnx_node_output (im, n, 0);
   onnx_value *yy = (onnx_value *) y;
   yy->padded = true;
   yy->pads[0] = pads->i[2];     /* top */
@@ -1034,7 +1021,8 @@ static tt_status
 map_transpose (onnx_import * im, int node, const Onnx__NodeProto * n,
     tt_error * err)
 {
-  const onnx_value *x = input_value (im, n, 0), *y = output_value (im, n, 0);
+  const onnx_value *x = onnx_node_input (im, n, 0), *y =
+      onnx_node_output (im, n, 0);
   bool recurrent = x && !x->is_const && (x->seq || x->batch_axis);
   /* or a recurrent layer reads it (beside the shape arithmetic of its
    * initial state) */

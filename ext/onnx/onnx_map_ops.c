@@ -19,28 +19,12 @@
 
 #define LABEL(n) onnx_node_label (im, (n), label, sizeof label)
 
-static onnx_value *
-in_value (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
-{
-  if (k >= n->n_input || !n->input[k] || !*n->input[k])
-    return NULL;
-  return &im->values[onnx_value_find (im, n->input[k])];
-}
-
-static onnx_value *
-out_value (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
-{
-  if (k >= n->n_output || !n->output[k] || !*n->output[k])
-    return NULL;
-  return &im->values[onnx_value_find (im, n->output[k])];
-}
-
 /* input k, an activation a layer gives, batch-major, not a pending Pad */
 static onnx_value *
 act (onnx_import * im, const Onnx__NodeProto * n, size_t k, tt_error * err)
 {
   char label[256];
-  onnx_value *v = in_value (im, n, k);
+  onnx_value *v = onnx_node_input (im, n, k);
   if (!v || v->is_const || v->layer < 0 || v->batch_axis != 0 || v->padded) {
     onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu ('%.200s') must be "
         "an activation a layer gives (not a constant, a recurrent layer's "
@@ -56,7 +40,7 @@ int_const (onnx_import * im, const Onnx__NodeProto * n, size_t k,
     const char *what, tt_error * err, bool *bad)
 {
   char label[256];
-  const onnx_value *v = in_value (im, n, k);
+  const onnx_value *v = onnx_node_input (im, n, k);
   *bad = false;
   if (v && (!v->is_const || !v->is_int || v->rank > 1)) {
     *bad = true;
@@ -113,7 +97,7 @@ static void
 give (onnx_import * im, const Onnx__NodeProto * n, int layer, int rank,
     const int64_t * dims, bool seq)
 {
-  onnx_value *o = out_value (im, n, 0);
+  onnx_value *o = onnx_node_output (im, n, 0);
   if (!o)
     return;
   o->layer = layer;
@@ -164,7 +148,8 @@ onnx_map_convtranspose (onnx_import * im, int node, const Onnx__NodeProto * n,
   onnx_value *x = act (im, n, 0, err);
   if (!x)
     return err->status;
-  const onnx_value *w = in_value (im, n, 1), *b = in_value (im, n, 2);
+  const onnx_value *w = onnx_node_input (im, n, 1), *b =
+      onnx_node_input (im, n, 2);
   if (x->rank != 4)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: input of rank %d; "
         "supported is [N, C, H, W] (conv2dtranspose)", LABEL (n), x->rank);
@@ -325,7 +310,7 @@ onnx_map_split (onnx_import * im, int node, const Onnx__NodeProto * n,
         "split_number)", LABEL (n), parts, (long long) size);
   /* the sizes: input 1 (opset 13), the attribute before; all equal */
   const int64_t part = size / (int64_t) parts;
-  const onnx_value *sv = im->opset >= 13 ? in_value (im, n, 1) : NULL;
+  const onnx_value *sv = im->opset >= 13 ? onnx_node_input (im, n, 1) : NULL;
   const Onnx__AttributeProto *sa = im->opset < 13 ? onnx_attr (n, "split") :
       NULL;
   if (sv && (!sv->is_const || !sv->is_int || sv->count != parts))
@@ -340,7 +325,7 @@ onnx_map_split (onnx_import * im, int node, const Onnx__NodeProto * n,
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: split sizes of "
           "different lengths (part %zu is %lld); supported are equal parts "
           "(%lld each)", LABEL (n), k, (long long) want, (long long) part);
-    const onnx_value *o = out_value (im, n, k);
+    const onnx_value *o = onnx_node_output (im, n, k);
     if (!o || o->consumers == 0)
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: output %zu is not "
           "read; supported is a Split whose every output is read (the "
@@ -367,7 +352,7 @@ onnx_map_split (onnx_import * im, int node, const Onnx__NodeProto * n,
     im->layers[id].inputs[0] = l;
     im->layers[id].n_inputs = 1;
     im->layers[id].in_port = (int) k;
-    onnx_value *o = out_value (im, n, k);
+    onnx_value *o = onnx_node_output (im, n, k);
     o->layer = id;
     o->rank = r;
     o->seq = x->seq;
@@ -565,8 +550,8 @@ onnx_map_resize (onnx_import * im, int node, const Onnx__NodeProto * n,
         "supported is [N, C, H, W] (upsample2d)", LABEL (n), x->rank);
   /* the scales: Upsample's input 1 (opset 9), Resize's input 2, or its
    * sizes (input 3) as integer multiples */
-  const onnx_value *sc = in_value (im, n, upsample ? 1 : 2);
-  const onnx_value *sz = upsample ? NULL : in_value (im, n, 3);
+  const onnx_value *sc = onnx_node_input (im, n, upsample ? 1 : 2);
+  const onnx_value *sz = upsample ? NULL : onnx_node_input (im, n, 3);
   if (sc && sc->count == 0)
     sc = NULL;
   double f[4] = { 1, 1, 1, 1 };
@@ -633,7 +618,8 @@ onnx_map_binary (onnx_import * im, int node, const Onnx__NodeProto * n,
   char label[256];
   (void) node;
   const bool mul = !strcmp (n->op_type, "Mul");
-  const onnx_value *a0 = in_value (im, n, 0), *b0 = in_value (im, n, 1);
+  const onnx_value *a0 = onnx_node_input (im, n, 0), *b0 =
+      onnx_node_input (im, n, 1);
   if (n->n_input != 2 || !a0 || !b0)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: expected 2 inputs",
         LABEL (n));

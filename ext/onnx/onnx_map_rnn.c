@@ -24,35 +24,19 @@
 
 #define LABEL(n) onnx_node_label (im, (n), label, sizeof label)
 
-static onnx_value *
-rnn_in (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
-{
-  if (k >= n->n_input || !n->input[k] || !*n->input[k])
-    return NULL;
-  return &im->values[onnx_value_find (im, n->input[k])];
-}
-
-static onnx_value *
-rnn_out (const onnx_import * im, const Onnx__NodeProto * n, size_t k)
-{
-  if (k >= n->n_output || !n->output[k] || !*n->output[k])
-    return NULL;
-  return &im->values[onnx_value_find (im, n->output[k])];
-}
-
 /* an activation input (any view) */
 static onnx_value *
 rnn_act (onnx_import * im, const Onnx__NodeProto * n, size_t k, tt_error * err)
 {
   char label[256];
-  onnx_value *v = rnn_in (im, n, k);
+  onnx_value *v = onnx_node_input (im, n, k);
   if (!v || v->is_const || v->layer < 0 || v->padded) {
     onnx_fail (im, err, TT_ERR_INVALID, "%s: input %zu must be the output "
         "of a layer", LABEL (n), k);
     return NULL;
   }
   if (strcmp (n->op_type, "LSTM") && strcmp (n->op_type, "GRU") &&
-      strcmp (n->op_type, "RNN") && !rnn_out (im, n, 0)) {
+      strcmp (n->op_type, "RNN") && !onnx_node_output (im, n, 0)) {
     onnx_fail (im, err, TT_ERR_INVALID, "%s has no output", LABEL (n));
     return NULL;
   }
@@ -64,7 +48,7 @@ static onnx_value *
 rnn_set (onnx_import * im, const Onnx__NodeProto * n, size_t k, int layer,
     int rank, const int64_t * dims, int batch_axis, bool seq)
 {
-  onnx_value *o = rnn_out (im, n, k);
+  onnx_value *o = onnx_node_output (im, n, k);
   if (!o)
     return NULL;
   o->layer = layer;
@@ -103,7 +87,7 @@ static onnx_value *
 fold_to (onnx_import * im, const Onnx__NodeProto * n, bool is_int, int rank,
     const int64_t * dims, size_t count, tt_error * err)
 {
-  onnx_value *o = rnn_out (im, n, 0);
+  onnx_value *o = onnx_node_output (im, n, 0);
   if (!o) {
     char label[256];
     onnx_fail (im, err, TT_ERR_INVALID, "%s has no output", LABEL (n));
@@ -136,14 +120,16 @@ static tt_status
 fold_slice (onnx_import * im, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256];
-  const onnx_value *x = rnn_in (im, n, 0), *st = rnn_in (im, n, 1),
-      *en = rnn_in (im, n, 2), *ax = rnn_in (im, n, 3), *sp = rnn_in (im, n, 4);
-  if (!st || !en || !st->is_int || !en->is_int || st->count != en->count ||
-      (ax && (!ax->is_int || ax->count != st->count)) ||
-      (sp && (!sp->is_int || sp->count != st->count)) || x->rank < 1)
-    return onnx_fail (im, err, TT_ERR_INVALID, "%s: starts, ends (and axes, "
-        "steps) must be integer constants of one length (opset 10 or "
-        "later)", LABEL (n));
+  const onnx_value *x = onnx_node_input (im, n, 0), *st =
+      onnx_node_input (im, n, 1), *en = onnx_node_input (im, n, 2), *ax =
+      onnx_node_input (im, n, 3), *sp = onnx_node_input (im, n, 4);
+  if (!st || !en || !st->is_int || !en->is_int || st->count != en->count || (ax
+          && (!ax->is_int || ax->count != st->count)) || (sp && (!sp->is_int
+              || sp->count != st->count)) || x->rank < 1)
+    return onnx_fail (im, err, TT_ERR_INVALID,
+        "%s: starts, ends (and axes, "
+        "steps) must be integer constants of one length (opset 10 or " "later)",
+        LABEL (n));
   int64_t lo[ONNX_MAX_RANK], step[ONNX_MAX_RANK], dims[ONNX_MAX_RANK];
   for (int d = 0; d < x->rank; d++) {
     lo[d] = 0;
@@ -195,7 +181,7 @@ static tt_status
 fold_concat (onnx_import * im, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256];
-  const onnx_value *x = rnn_in (im, n, 0);
+  const onnx_value *x = onnx_node_input (im, n, 0);
   int64_t axis = onnx_attr_int (n, "axis", 0);
   if (axis < 0)
     axis += x->rank;
@@ -207,7 +193,7 @@ fold_concat (onnx_import * im, const Onnx__NodeProto * n, tt_error * err)
     dims[d] = x->dims[d];
   dims[axis] = 0;
   for (size_t k = 0; k < n->n_input; k++) {
-    const onnx_value *v = rnn_in (im, n, k);
+    const onnx_value *v = onnx_node_input (im, n, k);
     bool ok = v && v->rank == x->rank && v->is_int == x->is_int;
     for (int d = 0; ok && d < x->rank; d++)
       ok = d == axis || v->dims[d] == x->dims[d];
@@ -227,7 +213,7 @@ fold_concat (onnx_import * im, const Onnx__NodeProto * n, tt_error * err)
   size_t at = 0;
   for (size_t r = 0; r < outer; r++)
     for (size_t k = 0; k < n->n_input; k++) {
-      const onnx_value *v = rnn_in (im, n, k);
+      const onnx_value *v = onnx_node_input (im, n, k);
       const size_t block = outer ? v->count / outer : 0;
       for (size_t e = 0; e < block; e++, at++)
         if (x->is_int)
@@ -245,7 +231,8 @@ static tt_status
 fold_expand (onnx_import * im, const Onnx__NodeProto * n, tt_error * err)
 {
   char label[256];
-  const onnx_value *x = rnn_in (im, n, 0), *sh = rnn_in (im, n, 1);
+  const onnx_value *x = onnx_node_input (im, n, 0), *sh =
+      onnx_node_input (im, n, 1);
   bool uniform = x->count > 0;
   for (size_t k = 1; uniform && k < x->count; k++)
     uniform = x->is_int ? x->i[k] == x->i[0] : x->f[k] == x->f[0];
@@ -289,12 +276,12 @@ onnx_fold_rnn (onnx_import * im, int node, bool *done, tt_error * err)
     return TT_OK;
   bool higher = false;
   for (size_t k = 0; k < n->n_input; k++) {
-    const onnx_value *v = rnn_in (im, n, k);
+    const onnx_value *v = onnx_node_input (im, n, k);
     if (v && !v->is_const)
       return TT_OK;
     higher |= v && v->rank != 1;
   }
-  if (!rnn_in (im, n, 0) || (concat && !higher))
+  if (!onnx_node_input (im, n, 0) || (concat && !higher))
     return TT_OK;               /* 1-D concatenations: onnx_fold.c */
   *done = true;
   return slice ? fold_slice (im, n, err) : concat ? fold_concat (im, n, err)
@@ -360,12 +347,13 @@ onnx_map_recurrent (onnx_import * im, int node, const Onnx__NodeProto * n,
         "time-major sequence [T, N, F] (a batch_first [N, T, F] transposed "
         "by [1, 0, 2], as PyTorch writes it)", LABEL (n));
   const int64_t T = x->dims[0], F = x->dims[2];
-  const onnx_value *W = rnn_in (im, n, 1), *R = rnn_in (im, n, 2),
-      *B = rnn_in (im, n, 3);
-  if (!W || !R || !W->is_const || !R->is_const || W->is_int || R->is_int ||
-      H < 1 || H > (1 << 20) || W->count != (size_t) (gates * H * F) ||
-      R->count != (size_t) (gates * H * H))
-    return onnx_fail (im, err, TT_ERR_INVALID, "%s: W [1, %d*%lld, %lld] "
+  const onnx_value *W = onnx_node_input (im, n, 1), *R =
+      onnx_node_input (im, n, 2), *B = onnx_node_input (im, n, 3);
+  if (!W || !R || !W->is_const || !R->is_const || W->is_int || R->is_int
+      || H < 1 || H > (1 << 20) || W->count != (size_t) (gates * H * F)
+      || R->count != (size_t) (gates * H * H))
+    return onnx_fail (im, err, TT_ERR_INVALID,
+        "%s: W [1, %d*%lld, %lld] "
         "and R [1, %d*%lld, %lld] must be float constants (hidden_size "
         "%lld)", LABEL (n), gates, (long long) H, (long long) F, gates,
         (long long) H, (long long) H, (long long) H);
@@ -374,18 +362,18 @@ onnx_map_recurrent (onnx_import * im, int node, const Onnx__NodeProto * n,
         "float constant of %lld values (a %s without bias is not "
         "supported: the engine's has one)", LABEL (n),
         (long long) (2 * gates * H), n->op_type);
-  if (rnn_in (im, n, 4))
+  if (onnx_node_input (im, n, 4))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: sequence_lens is given: "
         "not supported (every sequence has the input's length)", LABEL (n));
-  if (!zero_state (rnn_in (im, n, 5)) || (lstm &&
-          !zero_state (rnn_in (im, n, 6))))
+  if (!zero_state (onnx_node_input (im, n, 5)) || (lstm &&
+          !zero_state (onnx_node_input (im, n, 6))))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: initial states given "
         "as inputs are not supported (only zeros)", LABEL (n));
-  if (lstm && rnn_in (im, n, 7))
+  if (lstm && onnx_node_input (im, n, 7))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: peephole weights P "
         "are not supported", LABEL (n));
-  const onnx_value *Y = rnn_out (im, n, 0), *Yh = rnn_out (im, n, 1),
-      *Yc = rnn_out (im, n, 2);
+  const onnx_value *Y = onnx_node_output (im, n, 0), *Yh =
+      onnx_node_output (im, n, 1), *Yc = onnx_node_output (im, n, 2);
   const bool seq = Y && Y->consumers > 0;
   if (lstm && Yc && Yc->consumers > 0)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: its cell state Y_c is "
@@ -516,7 +504,7 @@ onnx_map_squeeze (onnx_import * im, int node, const Onnx__NodeProto * n,
   if (!x)
     return err->status;
   bool mark[ONNX_MAX_RANK] = { false };
-  const onnx_value *ax = rnn_in (im, n, 1);
+  const onnx_value *ax = onnx_node_input (im, n, 1);
   const Onnx__AttributeProto *a = onnx_attr (n, "axes");
   size_t count = ax ? ax->count : a ? a->n_ints : 0;
   if ((ax && (!ax->is_const || !ax->is_int)) || !count)
@@ -547,7 +535,7 @@ onnx_map_squeeze (onnx_import * im, int node, const Onnx__NodeProto * n,
   if (x->batch_axis != 0 || batch != 0) {
     /* a view of a recurrent layer's output: the data does not move */
     rnn_set (im, n, 0, x->layer, r, dims, batch, x->seq)->sole_seq =
-        x->sole_seq && rnn_out (im, n, 0)->consumers == 1;
+        x->sole_seq && onnx_node_output (im, n, 0)->consumers == 1;
     return TT_OK;
   }
   return relabel (im, n, x, r, dims, x->seq && r == 3, err);
@@ -574,7 +562,8 @@ onnx_map_gather (onnx_import * im, int node, const Onnx__NodeProto * n,
 {
   char label[256];
   (void) node;
-  const onnx_value *data = rnn_in (im, n, 0), *idx = rnn_in (im, n, 1);
+  const onnx_value *data = onnx_node_input (im, n, 0), *idx =
+      onnx_node_input (im, n, 1);
   int64_t axis = onnx_attr_int (n, "axis", 0);
   if (!data || !idx)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: two inputs expected",
