@@ -17,6 +17,7 @@
 #include "tt_internal.h"
 #include "tt_bundle.h"
 #include "atomic_file.h"
+#include "text_buf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,35 +29,6 @@
 
 #define STRIP_MARKER "# ---- memory plan"
 #define STRIP_BATCH_NOTE "# the batch of the plan below"
-
-typedef struct
-{
-  char *buf;
-  size_t len, cap;
-  bool failed;
-} strip_out;
-
-static void
-strip_append (strip_out * o, const char *s, size_t n)
-{
-  if (o->failed)
-    return;
-  if (o->len + n + 1 > o->cap) {
-    size_t cap = o->cap ? o->cap : 256;
-    while (cap < o->len + n + 1)
-      cap *= 2;
-    char *b = realloc (o->buf, cap);
-    if (!b) {
-      o->failed = true;
-      return;
-    }
-    o->buf = b;
-    o->cap = cap;
-  }
-  memcpy (o->buf + o->len, s, n);
-  o->len += n;
-  o->buf[o->len] = '\0';
-}
 
 /* [NAME] on the line (blanks around allowed): its name, lower-cased, in
  * name (size cap); false for any other line. */
@@ -113,7 +85,7 @@ tt_status
 tt_ini_strip_plan (const char *text, size_t len, char **out, size_t *out_len,
     tt_error * err)
 {
-  strip_out o = { NULL, 0, 0, false };
+  tt_text_buf o = { NULL, 0, 0, false };
   bool in_plan = false, in_model = false;
   char name[64];
   size_t at = 0;
@@ -151,19 +123,19 @@ tt_ini_strip_plan (const char *text, size_t len, char **out, size_t *out_len,
         continue;               /* a line the plan added */
       was += strlen ("(was: ");
       /* the original line, as it was indented */
-      strip_append (&o, line, (size_t) (p - line));
-      strip_append (&o, was, (size_t) (close - was));
-      strip_append (&o, "\n", 1);
+      tt_text_buf_append (&o, line, (size_t) (p - line));
+      tt_text_buf_append (&o, was, (size_t) (close - was));
+      tt_text_buf_append (&o, "\n", 1);
       continue;
     }
-    strip_append (&o, line, n);
-    strip_append (&o, "\n", 1);
+    tt_text_buf_append (&o, line, n);
+    tt_text_buf_append (&o, "\n", 1);
   }
   /* one line end at the end, whatever blank lines the plan left */
   while (o.len > 0 && (o.buf[o.len - 1] == '\n' || o.buf[o.len - 1] == ' '
           || o.buf[o.len - 1] == '\t' || o.buf[o.len - 1] == '\r'))
     o.len--;
-  strip_append (&o, "\n", 1);
+  tt_text_buf_append (&o, "\n", 1);
   if (o.failed) {
     free (o.buf);
     return tt_fail (err, TT_ERR_NOMEM, "out of memory");

@@ -21,6 +21,7 @@
  */
 #include "tt_internal.h"
 #include "atomic_file.h"
+#include "text_buf.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -28,35 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-typedef struct
-{
-  char *buf;
-  size_t len, cap;
-  bool failed;
-} lora_text;
-
-static void
-lora_append (lora_text * o, const char *s, size_t n)
-{
-  if (o->failed)
-    return;
-  if (o->len + n + 1 > o->cap) {
-    size_t cap = o->cap ? o->cap : 256;
-    while (cap < o->len + n + 1)
-      cap *= 2;
-    char *b = realloc (o->buf, cap);
-    if (!b) {
-      o->failed = true;
-      return;
-    }
-    o->buf = b;
-    o->cap = cap;
-  }
-  memcpy (o->buf + o->len, s, n);
-  o->len += n;
-  o->buf[o->len] = '\0';
-}
 
 /* the key of line [p, end) ("" when none), lower-cased into key */
 static void
@@ -129,7 +101,7 @@ static char *
 lora_edit (const tt_model * m, const char *text, const char *layers,
     uint32_t rank, uint32_t alpha)
 {
-  lora_text o = { 0 };
+  tt_text_buf o = { 0 };
   char section[TT_NAME_MAX] = "", key[64], add[96] = "";
   bool chosen = false;
   const char *p = text;
@@ -144,26 +116,26 @@ lora_edit (const tt_model * m, const char *text, const char *layers,
     const bool header = lora_line_section (p, end, name, sizeof name);
     if (header || !*p) {
       if (chosen && rank)
-        lora_append (&o, add, strlen (add));
+        tt_text_buf_append (&o, add, strlen (add));
       if (!*p)
         break;
       snprintf (section, sizeof section, "%s", name);
       const int li = tt_model_find_layer (m, section);
       chosen = li >= 0 && lora_adaptable (m, li) &&
           lora_listed (layers, section);
-      lora_append (&o, p, (size_t) (next - p));
+      tt_text_buf_append (&o, p, (size_t) (next - p));
       p = next;
       continue;
     }
     lora_line_key (p, end, key, sizeof key);
     if (!(chosen && (!strcmp (key, "lora_rank") ||
                 !strcmp (key, "lora_alpha"))))
-      lora_append (&o, p, (size_t) (next - p));
+      tt_text_buf_append (&o, p, (size_t) (next - p));
     if (nl == NULL && *end == '\0' && !*next) {
       /* the last line had no line end */
       if (chosen && rank) {
-        lora_append (&o, "\n", 1);
-        lora_append (&o, add, strlen (add));
+        tt_text_buf_append (&o, "\n", 1);
+        tt_text_buf_append (&o, add, strlen (add));
       }
       break;
     }
