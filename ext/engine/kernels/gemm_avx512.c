@@ -27,6 +27,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 
 #include <immintrin.h>
+#include "transpose16_avx512.h"
 
 #define MR 8
 #define NR 32
@@ -175,34 +176,6 @@ gemm_tile1 (int nr, int k, const float *a, ptrdiff_t ps, const float *b,
   GEMM_STORE (0);
 }
 
-/* 16 x 16 in-register transpose: r[i] lane j becomes r[j] lane i */
-T512_INLINE void
-gemm_transpose16 (__m512 r[16])
-{
-  __m512 t[16];
-  for (int i = 0; i < 8; i++) {
-    t[2 * i] = _mm512_unpacklo_ps (r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps (r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[4 * i] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0x44);
-    r[4 * i + 1] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0xee);
-    r[4 * i + 2] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0x44);
-    r[4 * i + 3] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0xee);
-  }
-  for (int i = 0; i < 2; i++)
-    for (int q = 0; q < 4; q++) {
-      t[8 * i + q] = _mm512_shuffle_f32x4 (r[8 * i + q], r[8 * i + 4 + q],
-          0x88);
-      t[8 * i + 4 + q] = _mm512_shuffle_f32x4 (r[8 * i + q],
-          r[8 * i + 4 + q], 0xdd);
-    }
-  for (int q = 0; q < 8; q++) {
-    r[q] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0x88);
-    r[q + 8] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0xdd);
-  }
-}
-
 /* bp[p * NR + j] = op(B)[p][j] = b[j * ldb + p] for p < k, j < nr; zero
  * for nr <= j < 16 * ceil (nr / 16) (the tiles read no column from nr on
  * but through masked loads, which touch no memory where masked off: a
@@ -218,7 +191,7 @@ gemm_pack_bt (int nr, int k, const float *b, ptrdiff_t ldb, float *bp)
       for (int j = 0; j < 16; j++)
         r[j] = h + j < nr ? _mm512_maskz_loadu_ps (mp,
             b + (h + j) * ldb + p0) : _mm512_setzero_ps ();
-      gemm_transpose16 (r);
+      tt_transpose16_avx512 (r);
       for (int p = 0; p < 16 && p0 + p < k; p++)
         _mm512_storeu_ps (bp + (p0 + p) * NR + h, r[p]);
     }

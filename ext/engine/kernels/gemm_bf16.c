@@ -100,6 +100,7 @@ gemm_bf16_widened (bool trans_a, bool trans_b, int m, int n, int k,
 #if defined(__x86_64__) && defined(__GNUC__)
 
 #include <immintrin.h>
+#include "transpose16_avx512.h"
 
 #define MR 8
 #define NR 32
@@ -133,35 +134,6 @@ bf16_mask32 (int n)
 {
   return n >= 32 ? (__mmask32) 0xffffffffu : n <= 0 ? 0 :
       (__mmask32) ((1u << n) - 1);
-}
-
-/* 16 x 16 in-register transpose of 32-bit words: r[i] lane j becomes
- * r[j] lane i (as gemm_avx512.c's) */
-TBF16_INLINE void
-bf16_transpose16 (__m512 r[16])
-{
-  __m512 t[16];
-  for (int i = 0; i < 8; i++) {
-    t[2 * i] = _mm512_unpacklo_ps (r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps (r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[4 * i] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0x44);
-    r[4 * i + 1] = _mm512_shuffle_ps (t[4 * i], t[4 * i + 2], 0xee);
-    r[4 * i + 2] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0x44);
-    r[4 * i + 3] = _mm512_shuffle_ps (t[4 * i + 1], t[4 * i + 3], 0xee);
-  }
-  for (int i = 0; i < 2; i++)
-    for (int q = 0; q < 4; q++) {
-      t[8 * i + q] = _mm512_shuffle_f32x4 (r[8 * i + q], r[8 * i + 4 + q],
-          0x88);
-      t[8 * i + 4 + q] = _mm512_shuffle_f32x4 (r[8 * i + q],
-          r[8 * i + 4 + q], 0xdd);
-    }
-  for (int q = 0; q < 8; q++) {
-    r[q] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0x88);
-    r[q + 8] = _mm512_shuffle_f32x4 (t[q], t[8 + q], 0xdd);
-  }
 }
 
 /* Columns [j0, j0 + nc) and rows [p0, p0 + kc) of op(B) into panels of NR
@@ -217,7 +189,7 @@ bf16_pack_b (bool trans_b, const uint16_t * b, int ldb, int p0, int kc,
                   b + (size_t) (j0 + j) * ldb + p0 + 2 * t0)) :
               _mm512_setzero_ps ();
         }
-        bf16_transpose16 (r);
+        tt_transpose16_avx512 (r);
         for (int t = 0; t < 16 && t0 + t < kq; t++)
           _mm512_storeu_ps ((float *) (void *) (bp + (((size_t) q * kq + t0 +
                           t) * NR + h) * 2), r[t]);
