@@ -565,9 +565,12 @@ onnx_map_resize (onnx_import * im, int node, const Onnx__NodeProto * n,
   else
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: its scales (or sizes) "
         "must fold to a constant of 4 values", LABEL (n));
-  int64_t kh = (int64_t) f[2], kw = (int64_t) f[3];
-  if (f[1] != 1 || f[2] != (double) kh || f[3] != (double) kw || kh < 1 ||
-      kw < 1 || kh > 65536 || kw > 65536)
+  /* in range before the conversion (a float outside int64's is UB) */
+  const bool in_range = f[2] >= 1 && f[2] <= 65536 && f[3] >= 1 &&
+      f[3] <= 65536;
+  int64_t kh = in_range ? (int64_t) f[2] : 0;
+  int64_t kw = in_range ? (int64_t) f[3] : 0;
+  if (!in_range || f[1] != 1 || f[2] != (double) kh || f[3] != (double) kw)
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: scales %g, %g, %g, %g; "
         "supported are 1, 1 and integer factors of height and width "
         "(upsample2d)", LABEL (n), f[0], f[1], f[2], f[3]);
