@@ -85,11 +85,23 @@ fold_axes (onnx_import * im, const Onnx__NodeProto * n, int rank,
   return TT_OK;
 }
 
+/* a float as an integer, saturated (a float outside int64's range, or
+ * NaN, is UB to convert) */
+static int64_t
+fold_float_int (float f)
+{
+  if (f >= 9.2e18f)
+    return INT64_MAX;
+  if (!(f > -9.2e18f))
+    return INT64_MIN;
+  return (int64_t) f;
+}
+
 static void
 fold_copy (onnx_value * dst, const onnx_value * src, size_t d, size_t s)
 {
   if (dst->is_int)
-    dst->i[d] = src->is_int ? src->i[s] : (int64_t) src->f[s];
+    dst->i[d] = src->is_int ? src->i[s] : fold_float_int (src->f[s]);
   else
     dst->f[d] = src->is_int ? (float) src->i[s] : src->f[s];
 }
