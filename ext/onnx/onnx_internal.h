@@ -124,6 +124,10 @@ int onnx_layer_add (onnx_import * im, const char *base, const char *type,
 /* attribute helpers (onnx_map.c) */
 const Onnx__AttributeProto *onnx_attr (const Onnx__NodeProto * n,
     const char *name);
+/* ints of an attribute into out[count] (def when absent); false when
+ * present with another count */
+bool onnx_attr_ints (const Onnx__NodeProto * n, const char *name,
+    size_t count, int64_t def, int64_t * out);
 int64_t onnx_attr_int (const Onnx__NodeProto * n, const char *name,
     int64_t def);
 float onnx_attr_float (const Onnx__NodeProto * n, const char *name,

@@ -61,10 +61,8 @@ attr_string (const Onnx__NodeProto * n, const char *name, const char *def,
   return buf;
 }
 
-/* ints of an attribute into out[count] (def when absent); false when
- * present with another count */
-static bool
-attr_ints (const Onnx__NodeProto * n, const char *name, size_t count,
+bool
+onnx_attr_ints (const Onnx__NodeProto * n, const char *name, size_t count,
     int64_t def, int64_t * out)
 {
   const Onnx__AttributeProto *a = onnx_attr (n, name);
@@ -436,10 +434,10 @@ map_conv (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
         "channels / group", LABEL (n), (long long) g, (long long) c,
         (long long) w->dims[0], (long long) w->dims[1]);
   int64_t k[2], s[2], d[2], p[4], ks[2];
-  if (!attr_ints (n, "strides", (size_t) sp, 1, s) ||
-      !attr_ints (n, "dilations", (size_t) sp, 1, d) ||
-      !attr_ints (n, "pads", (size_t) (2 * sp), 0, p) ||
-      !attr_ints (n, "kernel_shape", (size_t) sp, 0, ks))
+  if (!onnx_attr_ints (n, "strides", (size_t) sp, 1, s) ||
+      !onnx_attr_ints (n, "dilations", (size_t) sp, 1, d) ||
+      !onnx_attr_ints (n, "pads", (size_t) (2 * sp), 0, p) ||
+      !onnx_attr_ints (n, "kernel_shape", (size_t) sp, 0, ks))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: strides, dilations, "
         "kernel_shape need %d values, pads %d", LABEL (n), sp, 2 * sp);
   for (int a = 0; a < sp; a++) {
@@ -714,17 +712,17 @@ map_pool (onnx_import * im, int node, const Onnx__NodeProto * n, tt_error * err)
   const int sp = x->rank - 2;
   int64_t k[2] = { 1, 1 }, s[2] = { 1, 1 }, d[2] = { 1, 1 }, p[4] = { 0 };
   if (!onnx_attr (n, "kernel_shape") ||
-      !attr_ints (n, "kernel_shape", (size_t) sp, 1, k + 2 - sp) ||
-      !attr_ints (n, "strides", (size_t) sp, 1, s + 2 - sp) ||
-      !attr_ints (n, "dilations", (size_t) sp, 1, d + 2 - sp))
+      !onnx_attr_ints (n, "kernel_shape", (size_t) sp, 1, k + 2 - sp) ||
+      !onnx_attr_ints (n, "strides", (size_t) sp, 1, s + 2 - sp) ||
+      !onnx_attr_ints (n, "dilations", (size_t) sp, 1, d + 2 - sp))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: kernel_shape (required), "
         "strides, dilations need %d values, pads %d", LABEL (n), sp, 2 * sp);
-  if (sp == 2 && !attr_ints (n, "pads", 4, 0, p))
+  if (sp == 2 && !onnx_attr_ints (n, "pads", 4, 0, p))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: pads need 4 values",
         LABEL (n));
   int64_t p1[2];
   if (sp == 1) {
-    if (!attr_ints (n, "pads", 2, 0, p1))
+    if (!onnx_attr_ints (n, "pads", 2, 0, p1))
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: pads need 2 values",
           LABEL (n));
     p[1] = p1[0];               /* left */

@@ -108,22 +108,6 @@ give (onnx_import * im, const Onnx__NodeProto * n, int layer, int rank,
     o->dims[d] = dims[d];
 }
 
-static bool
-attr_list (const Onnx__NodeProto * n, const char *name, size_t count,
-    int64_t def, int64_t * out)
-{
-  const Onnx__AttributeProto *a = onnx_attr (n, name);
-  for (size_t k = 0; k < count; k++)
-    out[k] = def;
-  if (!a)
-    return true;
-  if (a->n_ints != count)
-    return false;
-  for (size_t k = 0; k < count; k++)
-    out[k] = a->ints[k];
-  return true;
-}
-
 static const char *
 attr_str (const Onnx__NodeProto * n, const char *name, const char *def,
     char *buf, size_t cap)
@@ -174,11 +158,11 @@ onnx_map_convtranspose (onnx_import * im, int node, const Onnx__NodeProto * n,
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: auto_pad '%s' is not "
         "supported (NOTSET, VALID)", LABEL (n), ap);
   int64_t s[2], d[2], p[4], op[2], ks[2];
-  if (!attr_list (n, "strides", 2, 1, s) ||
-      !attr_list (n, "dilations", 2, 1, d) ||
-      !attr_list (n, "pads", 4, 0, p) ||
-      !attr_list (n, "output_padding", 2, 0, op) ||
-      !attr_list (n, "kernel_shape", 2, 0, ks))
+  if (!onnx_attr_ints (n, "strides", 2, 1, s) ||
+      !onnx_attr_ints (n, "dilations", 2, 1, d) ||
+      !onnx_attr_ints (n, "pads", 4, 0, p) ||
+      !onnx_attr_ints (n, "output_padding", 2, 0, op) ||
+      !onnx_attr_ints (n, "kernel_shape", 2, 0, ks))
     return onnx_fail (im, err, TT_ERR_INVALID, "%s: strides, dilations, "
         "output_padding, kernel_shape need 2 values, pads 4", LABEL (n));
   if (!strcmp (ap, "VALID"))
@@ -380,15 +364,15 @@ onnx_map_slice (onnx_import * im, int node, const Onnx__NodeProto * n,
   if (im->opset < 10) {
     const Onnx__AttributeProto *as = onnx_attr (n, "starts");
     cnt = as ? as->n_ints : 0;
-    if (!cnt || cnt > (size_t) r || !attr_list (n, "starts", cnt, 0, st) ||
-        !attr_list (n, "ends", cnt, 0, en) || !onnx_attr (n, "ends"))
+    if (!cnt || cnt > (size_t) r || !onnx_attr_ints (n, "starts", cnt, 0, st) ||
+        !onnx_attr_ints (n, "ends", cnt, 0, en) || !onnx_attr (n, "ends"))
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: starts and ends need "
           "1 to %d values each", LABEL (n), r);
     for (size_t k = 0; k < cnt; k++) {
       ax[k] = (int64_t) k;
       sp[k] = 1;
     }
-    if (onnx_attr (n, "axes") && !attr_list (n, "axes", cnt, 0, ax))
+    if (onnx_attr (n, "axes") && !onnx_attr_ints (n, "axes", cnt, 0, ax))
       return onnx_fail (im, err, TT_ERR_INVALID, "%s: axes need %zu values",
           LABEL (n), cnt);
   } else {
@@ -484,7 +468,7 @@ onnx_map_unsqueeze (onnx_import * im, int node, const Onnx__NodeProto * n,
     const Onnx__AttributeProto *a = onnx_attr (n, "axes");
     cnt = a ? a->n_ints : 0;
     if (cnt && cnt <= ONNX_MAX_RANK)
-      attr_list (n, "axes", cnt, 0, axes);
+      onnx_attr_ints (n, "axes", cnt, 0, axes);
   } else {
     bool bad;
     const onnx_value *va = int_const (im, n, 1, "axes", err, &bad);
