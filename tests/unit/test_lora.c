@@ -19,6 +19,7 @@
 #include "tt_internal.h"
 #include "tt_test.h"
 #include "train_steps.h"
+#include "lora_tools.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -250,43 +251,6 @@ test_choices (void)
 
 /* ---- the lora tools (io/lora_file.c) ---- */
 
-static char tool_dir[512];
-
-static const char *
-tool_path (const char *name)
-{
-  static char path[4][600];
-  static int next;
-  char *p = path[next++ % 4];
-  snprintf (p, sizeof path[0], "%s/%s", tool_dir, name);
-  return p;
-}
-
-/* a model of ini and bin (training, one thread) */
-static tt_model *
-tool_open (const char *ini, const char *bin)
-{
-  tt_error err;
-  tt_model *m = tt_model_load_ini (ini, &err);
-  if (m && (tt_model_set_threads (m, 1, &err) || tt_model_compile (m, &err)
-          || (bin && tt_model_load_weights (m, bin, &err)))) {
-    tt_model_free (m);
-    m = NULL;
-  }
-  CHECK (m != NULL, "%s: %s", ini, m ? "" : err.message);
-  return m;
-}
-
-static float *
-tool_weights (tt_model * m, size_t *n)
-{
-  tt_error err;
-  *n = tt_model_weight_floats (m);
-  float *w = malloc (*n * sizeof *w);
-  CHECK (tt_model_export_weights (m, w, *n, &err) == TT_OK, "export");
-  return w;
-}
-
 /* add adapters to a plain MLP's BIN, train them, merge: the merged model
  * gives the LoRA model's outputs within 1e-6 (softmax probabilities:
  * x (W + s A B) sums in another order than x W + s (x A) B, float32
@@ -306,7 +270,8 @@ test_tools (void)
   tt_model_free (base);
   CHECK (tt_lora_add (base_ini, tool_path ("base.bin"), 4, 8, NULL, 5,
           tool_path ("lora.ini"), &err) == TT_OK, "add: %s", err.message);
-  tt_model *m = tool_open (tool_path ("lora.ini"), tool_path ("lora.bin"));
+  tt_model *m =
+      tool_open (tool_path ("lora.ini"), tool_path ("lora.bin"), NULL);
   if (!m)
     return;
   tt_test_train_steps (m, "lora", 4, 255.0f);
@@ -319,7 +284,8 @@ test_tools (void)
   CHECK (merged_text && !strcmp (merged_text, plain), "merge: the INI "
       "without the lora keys is the base's");
   free (merged_text);
-  tt_model *g = tool_open (tool_path ("merged.ini"), tool_path ("merged.bin"));
+  tt_model *g =
+      tool_open (tool_path ("merged.ini"), tool_path ("merged.bin"), NULL);
   if (g) {
     float *x = inputs_of (m);
     const void *in[1] = { x };
@@ -364,8 +330,8 @@ test_tools (void)
   CHECK (tt_lora_apply (tool_path ("lora.ini"), tool_path ("base.bin"),
           tool_path ("adapters.bin"), false, tool_path ("applied.ini"),
           &err) == TT_OK, "apply: %s", err.message);
-  tt_model *a = tool_open (tool_path ("applied.ini"),
-      tool_path ("applied.bin"));
+  tt_model *a =
+      tool_open (tool_path ("applied.ini"), tool_path ("applied.bin"), NULL);
   if (a) {
     size_t na, nm;
     float *wa = tool_weights (a, &na), *wm = tool_weights (m, &nm);

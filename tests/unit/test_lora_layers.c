@@ -19,6 +19,7 @@
 #include "tt_internal.h"
 #include "tt_test.h"
 #include "train_steps.h"
+#include "lora_tools.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -245,45 +246,6 @@ test_memory_limit (void)
 }
 
 /* ---- the lora tools (io/lora_file.c) ---- */
-
-static char tool_dir[512];
-
-static const char *
-tool_path (const char *name)
-{
-  static char path[4][600];
-  static int next;
-  char *p = path[next++ % 4];
-  snprintf (p, sizeof path[0], "%s/%s", tool_dir, name);
-  return p;
-}
-
-/* with choice (--train), or NULL */
-static tt_model *
-tool_open (const char *ini, const char *bin, const char *choice)
-{
-  tt_error err;
-  tt_model *m = tt_model_load_ini (ini, &err);
-  if (m && (tt_model_set_threads (m, 1, &err) ||
-          (choice && tt_model_set_train (m, choice, &err)) ||
-          tt_model_compile (m, &err)
-          || (bin && tt_model_load_weights (m, bin, &err)))) {
-    tt_model_free (m);
-    m = NULL;
-  }
-  CHECK (m != NULL, "%s: %s", ini, m ? "" : err.message);
-  return m;
-}
-
-static float *
-tool_weights (tt_model * m, size_t *n)
-{
-  tt_error err;
-  *n = tt_model_weight_floats (m);
-  float *w = malloc (*n * sizeof *w);
-  CHECK (tt_model_export_weights (m, w, *n, &err) == TT_OK, "export");
-  return w;
-}
 
 /* the adapter pairs of layer name of m (the lora_pairs trait) */
 static uint32_t
