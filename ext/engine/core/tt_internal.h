@@ -197,6 +197,13 @@ struct tt_model {
    * gradient scaled by max / (global norm + 1e-6) when that sum exceeds
    * max; gradients then live until the end of the step */
   float clip_grad_norm;
+  /* mixed precision (docs/precision.md): [Model] model_tensor_type's
+   * weight type (the BIN's width; weights train as fp32 master copies)
+   * and activation type (activations kept for backward, the GEMMs'
+   * inputs); loss_scale: [Model] loss_scale, 0 when loss scaling is off,
+   * else the current scale of dynamic loss scaling */
+  tt_dtype weight_type, activation_type;
+  float loss_scale;
   /* update as you go (graph_tensors.c): large gradients of layers that
    * can (tt_layer_ops.chunked_gradient) are computed in chunks, each
    * applied at once, so the gradient is never whole. Decided by the plan
