@@ -202,7 +202,7 @@ struct tt_model {
    * and activation type (activations kept for backward, the GEMMs'
    * inputs); loss_scale: [Model] loss_scale, 0 when loss scaling is off,
    * else the current scale of dynamic loss scaling */
-  tt_dtype weight_type, activation_type;
+  tt_precision weight_type, activation_type;
   float loss_scale;
   /* update as you go (graph_tensors.c): large gradients of layers that
    * can (tt_layer_ops.chunked_gradient) are computed in chunks, each

@@ -245,14 +245,6 @@ tt_weight_owned_rows (const tt_weight * w, unsigned part, unsigned n,
   *r1 = tt_weight_owned_start (w->rows, part + 1, n);
 }
 
-/* Number formats of mixed precision (docs/precision.md): fp32, IEEE
- * half (fp16) and bfloat16 (bf16), the last two stored as uint16_t */
-typedef enum {
-  TT_DTYPE_FP32 = 0,
-  TT_DTYPE_FP16,
-  TT_DTYPE_BF16,
-} tt_dtype;
-
 struct tt_layer;
 struct tt_section;
 struct tt_init_owner;
@@ -302,9 +294,9 @@ typedef struct {
    * split their work over it */
   tt_threads *threads;
   /* mixed precision (docs/precision.md): the format the GEMMs of layers
-   * round their inputs to, sums in fp32; TT_DTYPE_FP32 computes as
+   * round their inputs to, sums in fp32; TT_PRECISION_FP32 computes as
    * always */
-  tt_dtype gemm_inputs;
+  tt_precision gemm_inputs;
 } tt_run_ctx;
 
 /* Hands a computed gradient chunk of w, held in grad, to the optimizer. */

@@ -92,6 +92,14 @@ typedef enum {
   TT_DTYPE_UINT8,
 } tt_dtype;
 
+/* Number formats of mixed precision (docs/precision.md): fp32, IEEE
+ * half (fp16) and bfloat16 (bf16) */
+typedef enum {
+  TT_PRECISION_FP32 = 0,
+  TT_PRECISION_FP16,
+  TT_PRECISION_BF16,
+} tt_precision;
+
 /* Per-sample shape, nntrainer's channel:height:width. */
 typedef struct {
   uint32_t channel, height, width;
