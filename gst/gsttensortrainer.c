@@ -123,6 +123,9 @@
  * #GstTtTensorTrainer:publish-interval and
  * #GstTtTensorTrainer:skip-bad-batches. The engine:
  * #GstTtTensorTrainer:memory-limit and #GstTtTensorTrainer:threads.
+ * Personalization: #GstTtTensorTrainer:train, the replay-* properties,
+ * #GstTtTensorTrainer:feature-cache and
+ * #GstTtTensorTrainer:feature-cache-file.
  * Federated training: federation-broker and the other federation-*
  * properties (gsttensorfederation.c).
  *
@@ -184,6 +187,9 @@ enum
   PROP_REPLAY_PER_BATCH,
   PROP_REPLAY_FILE,
   PROP_REPLAY_SEED,
+  /* the feature cache of a frozen prefix */
+  PROP_FEATURE_CACHE,
+  PROP_FEATURE_CACHE_FILE,
   PROP_FEDERATION_FIRST,        /* gsttensorfederation.c's properties */
 };
 
@@ -569,6 +575,36 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
       g_param_spec_uint64 ("replay-seed", "Replay seed",
           "Seed of the replay buffer's random choices", 0, G_MAXUINT64, 0,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /**
+   * GstTtTensorTrainer:feature-cache:
+   *
+   * Bytes of memory for the frozen prefix's outputs (docs/personalize.md,
+   * "Feature cache"; 0, the default: off): the first epoch keeps the
+   * records of the first training samples that fit (whole batches), and
+   * a later epoch's batch whose samples are, byte for byte, the first
+   * epoch's at the same places trains from them, skipping the prefix;
+   * the same weights come out. Needs a frozen prefix (#GstTtTensorTrainer:train
+   * or trainable = false), threads=1, no memory-limit, no replay and no
+   * federation. Read when the model is loaded.
+   */
+  g_object_class_install_property (gobject_class, PROP_FEATURE_CACHE,
+      g_param_spec_uint64 ("feature-cache", "Feature cache",
+          "Bytes of memory for the frozen prefix's outputs of the first "
+          "epoch's training samples, used by later epochs; 0: off", 0,
+          G_MAXUINT64, 0, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /**
+   * GstTtTensorTrainer:feature-cache-file:
+   *
+   * As #GstTtTensorTrainer:feature-cache, with every training sample's
+   * record in this file (written atomically during the first epoch,
+   * removed when the model is freed). An existing file that is not a
+   * feature cache is refused, not overwritten. NULL (the default): off.
+   */
+  g_object_class_install_property (gobject_class, PROP_FEATURE_CACHE_FILE,
+      g_param_spec_string ("feature-cache-file", "Feature cache file",
+          "File for the frozen prefix's outputs of every training sample of "
+          "the first epoch, used by later epochs", NULL,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   gst_tensor_federation_install_properties (gobject_class,
       PROP_FEDERATION_FIRST);
 
@@ -733,6 +769,13 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
     case PROP_REPLAY_SEED:
       self->replay_seed = g_value_get_uint64 (value);
       break;
+    case PROP_FEATURE_CACHE:
+      self->fcache_bytes = g_value_get_uint64 (value);
+      break;
+    case PROP_FEATURE_CACHE_FILE:
+      g_free (self->fcache_file);
+      self->fcache_file = g_value_dup_string (value);
+      break;
     default:
       if (gst_tensor_federation_set_property (&self->federation,
               PROP_FEDERATION_FIRST, prop_id, value))
@@ -823,6 +866,12 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
     case PROP_REPLAY_SEED:
       g_value_set_uint64 (value, self->replay_seed);
       break;
+    case PROP_FEATURE_CACHE:
+      g_value_set_uint64 (value, self->fcache_bytes);
+      break;
+    case PROP_FEATURE_CACHE_FILE:
+      g_value_set_string (value, self->fcache_file);
+      break;
     default:
       if (gst_tensor_federation_get_property (&self->federation,
               PROP_FEDERATION_FIRST, prop_id, value))
@@ -846,6 +895,7 @@ gst_tensor_trainer_finalize (GObject * object)
   g_free (self->checkpoint_path);
   g_free (self->train_choice);
   g_free (self->replay_file);
+  g_free (self->fcache_file);
   gst_tensor_federation_config_clear (&self->federation);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);

@@ -127,6 +127,13 @@ struct _GstTtTensorTrainer
   guint32 replay_widened;               /* uint8 inputs of this batch
                                          * widened for replayed ones */
   tt_replay replay;                     /* io/replay.c */
+
+  /* feature cache (gsttensortrainer_fcache.c): properties under the
+   * object lock, read at load; the rest the streaming thread's */
+  guint64 fcache_bytes;                 /* feature-cache; 0: off */
+  gchar *fcache_file;                   /* feature-cache-file */
+  struct _GstTensorTrainerFcache *fcache; /* NULL: off */
+  guint64 fcache_samples;               /* this epoch's, from the cache */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_trainer);

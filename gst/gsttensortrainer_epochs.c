@@ -113,7 +113,10 @@ gst_tensor_trainer_run_batch (GstTtTensorTrainer * self, gboolean training)
     gst_tensor_trainer_replay_done (self);
     return GST_FLOW_OK;
   }
-  if (training)
+  if (training && self->fcache)
+    st = gst_tensor_trainer_fcache_train (self, self->epoch_pos - n_new, n,
+        inputs, &r, &err);
+  else if (training)
     st = tt_model_train_batch (self->model, n, inputs, self->in_types,
         self->label_batch, &r, &err);
   else
@@ -270,7 +273,8 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
         "lower-bound", G_TYPE_UINT64, (guint64) self->plan.lower_bound,
         "naive-bytes", G_TYPE_UINT64, (guint64) self->plan.naive_bytes,
         "plan-ms", G_TYPE_DOUBLE, self->plan.plan_seconds * 1e3,
-        "replayed-samples", G_TYPE_UINT64, t->replayed, NULL);
+        "replayed-samples", G_TYPE_UINT64, t->replayed,
+        "cached-samples", G_TYPE_UINT64, self->fcache_samples, NULL);
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self), s));
   }
@@ -291,6 +295,10 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
     g_free (path);
   }
 
+  /* the feature cache: its first epoch's file committed */
+  if (complete && !gst_tensor_trainer_fcache_epoch_done (self))
+    ret = GST_FLOW_ERROR;
+  self->fcache_samples = 0;
   memset (&self->train, 0, sizeof self->train);
   self->skipped_samples = 0;
   memset (&self->valid, 0, sizeof self->valid);

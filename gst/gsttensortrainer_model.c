@@ -20,6 +20,7 @@ static void
 gst_tensor_trainer_free_model (GstTtTensorTrainer * self)
 {
   gst_tensor_trainer_replay_stop (self);
+  gst_tensor_trainer_fcache_stop (self);
   tt_model_free (self->model);
   self->model = NULL;
   for (guint i = 0; i < GST_TENSOR_TRAINER_MAX_INPUTS; i++)
@@ -307,6 +308,8 @@ gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
       "%u training + %u validation samples", config, self->batch,
       self->n_inputs, self->n_epochs, self->n_train, self->n_valid);
   if (!gst_tensor_trainer_replay_start (self))
+    goto fail;
+  if (!gst_tensor_trainer_fcache_start (self))
     goto fail;
   gst_tensor_trainer_post_plan (self);
   return TRUE;

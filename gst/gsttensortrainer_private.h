@@ -58,6 +58,15 @@ void gst_tensor_trainer_replay_done (GstTtTensorTrainer * self);
 void gst_tensor_trainer_replay_save (GstTtTensorTrainer * self);
 void gst_tensor_trainer_replay_stop (GstTtTensorTrainer * self);
 
+/* gsttensortrainer_fcache.c (the feature cache) */
+typedef struct _GstTensorTrainerFcache GstTensorTrainerFcache;
+gboolean gst_tensor_trainer_fcache_start (GstTtTensorTrainer * self);
+tt_status gst_tensor_trainer_fcache_train (GstTtTensorTrainer * self,
+    guint64 at, guint n, const void *const *inputs, tt_batch_result * r,
+    tt_error * err);
+gboolean gst_tensor_trainer_fcache_epoch_done (GstTtTensorTrainer * self);
+void gst_tensor_trainer_fcache_stop (GstTtTensorTrainer * self);
+
 G_END_DECLS
 
 #endif /* __GST_TENSOR_TRAINER_PRIVATE_H__ */
