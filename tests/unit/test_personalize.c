@@ -21,6 +21,7 @@
  */
 #include "tt_internal.h"
 #include "tt_test.h"
+#include "tt_test_hooks.h"
 #include "train_steps.h"
 
 #include <inttypes.h>
@@ -471,6 +472,61 @@ test_bad_choices (void)
   tt_model_free (m);
 }
 
+/* --train biases on the zoo transformer: its attentions are frozen
+ * whole, so the heads' output is not kept from forward to backward (its
+ * derivative has a scratch of its own); the pool drops by it, at its
+ * lower bound, and two Adam steps give the weights and optimizer state of
+ * the plan that keeps it, bit for bit */
+static void
+test_attention_frozen_heads (const char *root)
+{
+  char path[4096];
+  snprintf (path, sizeof path, "%s/tests/models/zoo_transformer.ini", root);
+  tt_model *m[2] = { NULL, NULL };
+  uint64_t pool[2] = { 0, 0 };
+  for (int keep = 0; keep < 2; keep++) {
+    tt_error err;
+    tt_mha_force_keep_heads (keep);
+    m[keep] = tt_model_load_ini (path, &err);
+    CHECK (m[keep] != NULL, "%s: %s", path, m[keep] ? "" : err.message);
+    if (!m[keep])
+      break;
+    tt_model_set_seed (m[keep], 7);
+    tt_status st = tt_model_set_threads (m[keep], 1, &err);
+    if (!st)
+      st = tt_model_set_batch_size (m[keep], 4, &err);
+    if (!st)
+      st = tt_model_set_train (m[keep], "biases", &err);
+    if (!st)
+      st = tt_model_compile (m[keep], &err);
+    CHECK (!st, "zoo_transformer biases: %s", st ? err.message : "");
+    if (st) {
+      tt_model_free (m[keep]);
+      m[keep] = NULL;
+      break;
+    }
+    tt_plan_info p;
+    tt_model_plan_info (m[keep], &p);
+    pool[keep] = p.pool_bytes;
+    CHECK (p.pool_bytes == p.lower_bound, "%s: pool %" PRIu64 " at its "
+        "lower bound %" PRIu64, keep ? "heads kept" : "heads apart",
+        p.pool_bytes, p.lower_bound);
+  }
+  tt_mha_force_keep_heads (false);
+  if (m[0] && m[1]) {
+    printf ("zoo_transformer biases batch 4: pool %" PRIu64 " bytes, %"
+        PRIu64 " with the heads kept\n", pool[0], pool[1]);
+    CHECK (pool[0] < pool[1], "the frozen attentions' heads dropped: %"
+        PRIu64 " < %" PRIu64, pool[0], pool[1]);
+    tt_test_train_steps (m[0], "heads apart", 2, 255.0f);
+    tt_test_train_steps (m[1], "heads kept", 2, 255.0f);
+    CHECK (tt_test_same_state (m[0], m[1], "heads"), "trains as the plan "
+        "keeping the heads, bit for bit");
+  }
+  tt_model_free (m[0]);
+  tt_model_free (m[1]);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -483,5 +539,8 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_memory_limit);
   TT_TEST_RUN (test_bad_choices);
   TT_TEST_RUN (test_bin_across_choices);
+  /* personalization: frozen attentions' heads */
+  if (argc > 1)
+    test_attention_frozen_heads (argv[1]);
   return tt_test_summary ();
 }

@@ -736,6 +736,10 @@ typedef struct tt_layer {
        * (before the output projection) and the derivatives */
       int proj[3], probs, drop, dropped, heads_out;
       int dproj[3], dscores;
+      /* personalization: the heads' output derivative apart from the
+       * heads' output when no weight gradient reads them (-1: written
+       * over heads_out) */
+      int dheads;
       /* the model's generator before the step's dropout draw: a rerun
        * (tt_run_ctx.recompute) draws the same mask into its instance */
       tt_rng drop_rng;

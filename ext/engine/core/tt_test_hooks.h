@@ -53,4 +53,12 @@ void tt_attention_force_portable (bool on);
  * exist, so that a test checks both. Defined in kernels/bf16.c. */
 void tt_bf16_force_portable (bool on);
 
+/* personalization: whether multi_head_attention keeps the heads' output
+ * from forward to backward and writes their derivative over it even
+ * when no weight gradient reads it (off by default: a frozen attention
+ * gives them separate lifetimes), so that a test can compare the two
+ * plans bit for bit. Before compile. Defined in
+ * layers/layer_multi_head_attention.c. */
+void tt_mha_force_keep_heads (bool on);
+
 #endif

@@ -17,9 +17,11 @@
  * Scratch: the projections and the softmax's output (probs), kept from
  * forward to the phase running the attention's backward (calcGradient
  * when the weights train, else calcDerivative); the heads' output,
- * before the output projection, to that phase too (the output
- * projection's weight gradient reads it, then its derivative is written
- * over it); the dropout's multipliers to backward, its dropped weights
+ * before the output projection, to that phase too when the output
+ * projection's weight gradient (or its adapters') reads it, then its
+ * derivative is written over it; without a gradient (frozen, as under
+ * --train biases) the heads' output lives in forward alone and their
+ * derivative is a scratch of the backward phase (dheads); the dropout's multipliers to backward, its dropped weights
  * in forward alone; the derivatives of the scores and of the
  * projections in backward. Backward reads the inputs
  * in calcGradient alone (the projections' weight gradients).
@@ -224,6 +226,17 @@ mha_lora_declare (tt_init_ctx * c, tt_layer * l, bool grad, bool deriv)
   }
 }
 
+/* tt_test_hooks.h: the heads' output kept as before frozen attentions
+ * had their own derivative scratch */
+static bool mha_keep_heads;
+
+void tt_mha_force_keep_heads (bool on);
+void
+tt_mha_force_keep_heads (bool on)
+{
+  mha_keep_heads = on;
+}
+
 static void
 mha_declare (tt_init_ctx * c, tt_layer * l)
 {
@@ -260,6 +273,7 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
   }
   mha_lora_declare (c, l, grad, deriv);
   l->p.attn.dscores = -1;
+  l->p.attn.dheads = -1;
   if (!back)
     return;
   for (int i = 0; i < 3; i++) {
@@ -273,8 +287,16 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
   if (l->p.attn.drop >= 0)
     tt_init_use (c, l->p.attn.drop, bphase);
   /* the heads' output derivative is written over their output, after
-   * the output projection's weight gradient read it */
-  tt_init_use (c, l->p.attn.heads_out, bphase);
+   * the output projection's weight gradient read it; without gradients
+   * nothing reads the heads' output in backward: their derivative has
+   * its own scratch, and the output is not kept from forward */
+  if (grad || mha_keep_heads) {
+    tt_init_use (c, l->p.attn.heads_out, bphase);
+  } else {
+    l->p.attn.dheads = tt_init_scratch_by_samples (c, "heads:deriv",
+        batch * lq * hv);
+    tt_init_use (c, l->p.attn.dheads, bphase);
+  }
   l->p.attn.dscores = tt_init_scratch_by_samples (c, "scores:deriv", scores);
   tt_init_use (c, l->p.attn.dscores, bphase);
   /* the mask's derivative is written with the attention's backward */
@@ -432,7 +454,8 @@ mha_backward_common (const tt_run_ctx * c, tt_layer * l)
   const size_t rows = (size_t) c->batch * l->p.attn.lq;
   const size_t hv = (size_t) l->p.attn.heads * l->p.attn.value_dim;
   const int out = (int) l->p.attn.out_dim;
-  float *dheads = tt_run_data (c, l->p.attn.heads_out);
+  float *dheads = tt_run_data (c, l->p.attn.dheads >= 0 ? l->p.attn.dheads :
+      l->p.attn.heads_out);
   tt_gemm_split (c->threads, false, true, (int) rows, (int) hv, out, 1.0f,
       tt_run_data (c, l->out_deriv[0]), out,
       tt_run_data (c, mha_weight (l, 3, false)->value), out, 0.0f, dheads,
