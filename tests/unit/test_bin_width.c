@@ -14,7 +14,13 @@
  *      BF16 takes it; infinities and NaNs in a 2-byte BIN are refused,
  *      naming the tensor;
  *   e. bundles keep fp32 weights (no rounding) and unpack to the 2-byte
- *      BIN; packing that BIN and unpacking gives back its bytes.
+ *      BIN; packing that BIN and unpacking gives back its bytes;
+ *   f. the FP16 models for recording nntrainer (tests/interop/nntrainer/
+ *      models/fp16/) load here: FP16 weights, a BIN of 2 bytes per weight
+ *      after initialize (SGD: + counters; Adam: + "adam" + float32 moments
+ *      + counters: what a save_path BIN holds).
+ *
+ * argv[1]: the source root.
  */
 #include "tt_engine.h"
 #include "tt_bundle.h"
@@ -96,8 +102,7 @@ test_width (const char *type, tt_precision p)
   char text[1024];
   snprintf (text, sizeof text, BW_MODEL ("%s", "sgd"), type);
   tt_model *m = bw_model ("bw.ini", text);
-  CHECK (m->weight_type == p, "%s: weight type %d", type,
-      (int) m->weight_type);
+  CHECK (m->weight_type == p, "%s: weight type %d", type, (int) m->weight_type);
   float w[BW_N], want[BW_N], got[BW_N];
   bw_values (w);
   bw_weights (m, w, true);
@@ -137,8 +142,7 @@ test_width (const char *type, tt_precision p)
   CHECK (st == TT_OK, "%s: load: %s", type, err.message);
   bw_weights (b, got, false);
   bw_round (p, w, want, BW_N);
-  CHECK (!memcmp (got, want, sizeof got), "%s: loaded = rounded weights",
-      type);
+  CHECK (!memcmp (got, want, sizeof got), "%s: loaded = rounded weights", type);
   CHECK (b->epoch == 3 && b->iteration == 17, "%s: counters loaded", type);
   /* from memory: the same */
   tt_model *c = bw_model ("bw.ini", text);
@@ -250,8 +254,7 @@ test_wrong_width (void)
   st = tt_model_load_bin (f32, b16, &err);
   CHECK (st == TT_ERR_INVALID && strstr (err.message, "is 54 bytes: FP32 "
           "weights") && strstr (err.message, "need 92 bytes") &&
-      strstr (err.message, "FP16 (or BF16) size"), "message: %s",
-      err.message);
+      strstr (err.message, "FP16 (or BF16) size"), "message: %s", err.message);
   /* from memory too */
   size_t len = 0;
   char *bytes = tt_test_read_file (b32, &len);
@@ -302,8 +305,7 @@ test_range (void)
   memcpy (bad + 2 * 5, &inf, 2);
   st = tt_model_load_bin_memory (m, bad, BW_N * 2 + 8, "inf.bin", &err);
   CHECK (st == TT_ERR_PARSE && strstr (err.message, "inf.bin: tensor fc1")
-      && strstr (err.message, "element 5 (byte 10)"), "inf: %s",
-      err.message);
+      && strstr (err.message, "element 5 (byte 10)"), "inf: %s", err.message);
   memcpy (bad + 2 * 13, &nan, 2);
   const char *p = tt_test_write_file ("nan.bin", bad, BW_N * 2 + 8);
   st = tt_model_load_bin (m, p, &err);
@@ -381,14 +383,61 @@ test_bundle (void)
   tt_model_free (m);
 }
 
-int
-main (void)
+static const char *source_root = ".";
+
+static void
+test_interop_models (void)
 {
+  static const struct
+  {
+    const char *name;
+    size_t weights;
+    bool adam;
+  } models[] = {
+    {"mlp_fp16", 10 * 8 + 8 + 8 * 3 + 3, false},
+    {"cnn_fp16", 2 * 9 + 2 + 18 * 3 + 3, true},
+  };
+  for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+    char path[1200], bin[600];
+    snprintf (path, sizeof path, "%s/tests/interop/nntrainer/models/fp16/"
+        "%s.ini", source_root, models[i].name);
+    tt_error err;
+    tt_model *m = tt_model_load_ini (path, &err);
+    CHECK (m != NULL, "%s: %s", path, m ? "" : err.message);
+    if (!m)
+      continue;
+    tt_status st = tt_model_compile (m, &err);
+    if (!st)
+      st = tt_model_init_weights (m, &err);
+    CHECK (st == TT_OK, "%s: %s", models[i].name, err.message);
+    CHECK (m->weight_type == TT_PRECISION_FP16 &&
+        m->activation_type == TT_PRECISION_FP16, "%s: FP16-FP16",
+        models[i].name);
+    snprintf (bin, sizeof bin, "%s", tt_test_write_text ("interop.bin", ""));
+    if (!st)
+      st = tt_model_save_bin (m, bin, &err);
+    CHECK (st == TT_OK, "%s: save: %s", models[i].name, err.message);
+    size_t len = 0;
+    free (tt_test_read_file (bin, &len));
+    const size_t n = models[i].weights;
+    const size_t want = n * 2 + (models[i].adam ? 4 + 2 * n * 4 : 0) + 8;
+    CHECK (len == want, "%s: BIN %zu bytes, want %zu", models[i].name, len,
+        want);
+    tt_model_free (m);
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc > 1)
+    source_root = argv[1];
   TT_TEST_RUN (test_fp16);
   TT_TEST_RUN (test_bf16);
   TT_TEST_RUN (test_adam_moments);
   TT_TEST_RUN (test_wrong_width);
   TT_TEST_RUN (test_range);
   TT_TEST_RUN (test_bundle);
+  TT_TEST_RUN (test_interop_models);
   return tt_test_summary ();
 }

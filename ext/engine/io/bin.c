@@ -409,8 +409,7 @@ bin_size_fits (tt_model * m, size_t size, size_t w)
  * other one: a BIN of FP32 weights for an FP16 or BF16 model, or the
  * reverse */
 static tt_status
-bin_width_mismatch (tt_model * m, size_t size, const char *name,
-    tt_error * err)
+bin_width_mismatch (tt_model * m, size_t size, const char *name, tt_error * err)
 {
   const size_t width = tt_bin_weight_width (m);
   const size_t values = tt_bin_weight_bytes (m) / width;
@@ -659,8 +658,7 @@ bin_memory_region (tt_model * m, int tensor, size_t count,
         return tt_fail (err, TT_ERR_PARSE,
             "%s: tensor %s holds %s (%g) at element %zu (byte %zu)",
             r->name, name, tt_state_why (kind, &dst[bad]),
-            (double) dst[bad], done + bad,
-            r->offset + (done + bad) * width);
+            (double) dst[bad], done + bad, r->offset + (done + bad) * width);
       done += n;
     }
   } else if (r->store) {
@@ -765,8 +763,7 @@ bin_write_region (tt_model * m, int tensor, size_t count,
   }
   const tt_tensor *t = &m->tensors[tensor];
   if (kind != TT_STATE_WEIGHT || tt_bin_weight_width (m) == sizeof (float))
-    return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float),
-        err);
+    return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float), err);
   uint16_t half[1024];
   tt_status st = TT_OK;
   for (size_t done = 0; !st && done < count; done += 1024) {

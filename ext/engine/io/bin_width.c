@@ -15,8 +15,7 @@ size_t
 tt_bin_weight_width (const tt_model * m)
 {
   return m->weight_type == TT_PRECISION_FP16 ||
-      m->weight_type == TT_PRECISION_BF16 ? sizeof (uint16_t) :
-      sizeof (float);
+      m->weight_type == TT_PRECISION_BF16 ? sizeof (uint16_t) : sizeof (float);
 }
 
 const char *

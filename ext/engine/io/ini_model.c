@@ -107,13 +107,11 @@ ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
   tt_status st;
   int ignored = 0, type = 0;
   const char *tt = tt_section_string (s, "model_tensor_type");
-  if (tt && tt_section_enum (s, "model_tensor_type", tensor_types, &type,
-          NULL))
+  if (tt && tt_section_enum (s, "model_tensor_type", tensor_types, &type, NULL))
     return tt_section_error (s, "model_tensor_type", err, TT_ERR_INVALID,
         "'%s' is not supported (nntrainer's quantized types are not): "
         "expected one of FP32-FP32, FP16-FP16, FP16-FP32, FP32-FP16 (or "
-        "W32A32, W16A16, W16A32, W32A16), BF16-BF16, FP32-BF16, BF16-FP32",
-        tt);
+        "W32A32, W16A16, W16A32, W32A16), BF16-BF16, FP32-BF16, BF16-FP32", tt);
   m->weight_type = tensor_type_w[type];
   m->activation_type = tensor_type_a[type];
   if ((st = tt_section_enum (s, "tensor_format", formats, &ignored, err)))
