@@ -420,7 +420,7 @@ bin_width_mismatch (tt_model * m, size_t size, const char *name, tt_error * err)
   return tt_fail (err, TT_ERR_INVALID, "%s: is %zu bytes: %s weights "
       "([Model] model_tensor_type of %s) need %zu bytes (%zu weights of %zu "
       "bytes), and %zu bytes of weights is the %s size: this file has the "
-      "weights of the model at %zu bytes each; convert it or set "
+      "weights of the model at %zu bytes each; set "
       "model_tensor_type to the file's type", name, size, type, m->path,
       values * width, values, width, values * other,
       other == 2 ? "FP16 (or BF16)" : "FP32", other);
