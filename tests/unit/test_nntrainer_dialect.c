@@ -117,10 +117,8 @@ test_model_keys_accepted (void)
 static void
 test_model_keys_refused (void)
 {
-  dialect_refused ("fp16.ini", MODEL ("model_tensor_type = FP16-FP16\n") SGD
-      LAYERS, "[model] model_tensor_type", "not supported");
   dialect_refused ("qint.ini", MODEL ("model_tensor_type = QINT8-FP32\n") SGD
-      LAYERS, "'QINT8-FP32' is not supported", "float32");
+      LAYERS, "'QINT8-FP32' is not supported", "FP16-FP16");
   dialect_refused ("format.ini", MODEL ("tensor_format = NWHC\n") SGD LAYERS,
       "[model] tensor_format", "NHWC");
   dialect_refused ("scale.ini", MODEL ("loss_scale = 2.0\n") SGD LAYERS,
@@ -1028,6 +1026,63 @@ test_save_best_rule (void)
   free (w);
 }
 
+/* ---- mixed precision: model_tensor_type ------------------------------- */
+
+/* Every W-A string nntrainer 65dccdec parses as a float type
+ * (model_common_properties.h EnumStr, compared case-insensitively), the
+ * enum's names, and ours with BF16, into the model's weight and activation
+ * types; nntrainer's quantized types and anything else refused with the
+ * list */
+static void
+test_model_tensor_types (void)
+{
+  static const struct
+  {
+    const char *value;
+    tt_precision w, a;
+  } ok[] = {
+    {"FP32-FP32", TT_PRECISION_FP32, TT_PRECISION_FP32},
+    {"FP16-FP16", TT_PRECISION_FP16, TT_PRECISION_FP16},
+    {"fp16-fp32", TT_PRECISION_FP16, TT_PRECISION_FP32},
+    {"FP32-FP16", TT_PRECISION_FP32, TT_PRECISION_FP16},
+    {"W32A32", TT_PRECISION_FP32, TT_PRECISION_FP32},
+    {"w16a16", TT_PRECISION_FP16, TT_PRECISION_FP16},
+    {"W16A32", TT_PRECISION_FP16, TT_PRECISION_FP32},
+    {"W32A16", TT_PRECISION_FP32, TT_PRECISION_FP16},
+    {"BF16-BF16", TT_PRECISION_BF16, TT_PRECISION_BF16},
+    {"FP32-BF16", TT_PRECISION_FP32, TT_PRECISION_BF16},
+    {"bf16-fp32", TT_PRECISION_BF16, TT_PRECISION_FP32},
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+    char text[1024];
+    snprintf (text, sizeof text, MODEL ("model_tensor_type = %s\n") SGD
+        LAYERS, ok[i].value);
+    tt_model *m = dialect_model ("mtt.ini", text);
+    CHECK (m && m->weight_type == ok[i].w && m->activation_type == ok[i].a,
+        "%s: weight type %d activation type %d", ok[i].value,
+        m ? (int) m->weight_type : -1, m ? (int) m->activation_type : -1);
+    tt_model_free (m);
+  }
+  tt_model *m = dialect_model ("mtt_none.ini", MODEL ("") SGD LAYERS);
+  CHECK (m && m->weight_type == TT_PRECISION_FP32 &&
+      m->activation_type == TT_PRECISION_FP32, "default FP32-FP32");
+  tt_model_free (m);
+  static const char *const refused[] = {
+    "BCQ-FP32", "QINT4-FP16", "QINT8-FP32", "QINT16-QINT16", "UINT8-UINT8",
+    "Q4_K-FP32", "Q4_0-FP16", "FP8-FP8", "FP16", "BF16-FP16", ""
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    char text[1024], want[64];
+    snprintf (text, sizeof text, MODEL ("model_tensor_type = %s\n") SGD
+        LAYERS, refused[i]);
+    snprintf (want, sizeof want, "'%s' is not supported", refused[i]);
+    dialect_refused ("mtt_bad.ini", text, want, "[model] model_tensor_type");
+    dialect_refused ("mtt_bad.ini", text, "FP32-FP32, FP16-FP16, FP16-FP32, "
+        "FP32-FP16 (or W32A32, W16A16, W16A32, W32A16), BF16-BF16, "
+        "FP32-BF16, BF16-FP32", NULL);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1049,5 +1104,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_clip_large_is_identical);
   TT_TEST_RUN (test_save_best_rule);
   TT_TEST_RUN (test_bn_moving_none);
+  /* mixed precision: model_tensor_type */
+  TT_TEST_RUN (test_model_tensor_types);
   return tt_test_summary ();
 }

@@ -9,10 +9,15 @@
  * accepted only at one of the exact sizes such a file can have for this
  * model, and only if every value is one the model can hold
  * (state_check.c): the model is not touched until the whole file checked
- * out. A save refuses the same values.
+ * out. A save refuses the same values. The weights are at the model's
+ * weight type (bin_width.h, [Model] model_tensor_type): 4 bytes each, or
+ * IEEE half (FP16, as nntrainer writes) or bfloat16 (BF16), 2 bytes each,
+ * widened to the pool's fp32 master copies on load and rounded to nearest
+ * even on save; moments stay float32 (as nntrainer's, adam.cpp:38-48).
  */
 #include "tt_internal.h"
 #include "atomic_file.h"
+#include "bin_width.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -132,6 +137,14 @@ done:
 typedef tt_status (*bin_region_fn) (tt_model * m, int tensor, size_t count,
     const char *name, tt_state_kind kind, void *ctx, tt_error * err);
 
+/* bytes per value of a region: the weights at the weight type's width,
+ * the moments float32 */
+static size_t
+bin_region_width (const tt_model * m, tt_state_kind kind)
+{
+  return kind == TT_STATE_WEIGHT ? tt_bin_weight_width (m) : sizeof (float);
+}
+
 static tt_status
 bin_for_each (tt_model * m, bool file, bool with_moments, bool moments_only,
     bin_region_fn fn, void *ctx, tt_error * err)
@@ -205,7 +218,7 @@ tt_bin_weight_bytes (const tt_model * m)
   size_t bytes = 0;
   for (uint32_t c = 0; c < m->n_layers; c++)
     for (uint32_t i = 0; i < m->layers[c].n_weights; i++)
-      bytes += m->layers[c].weights[i].count * sizeof (float);
+      bytes += m->layers[c].weights[i].count * tt_bin_weight_width (m);
   return bytes;
 }
 
@@ -339,6 +352,36 @@ tt_state_check_saveable (tt_model * m, const char *path, tt_error * err)
   return st;
 }
 
+/* A BIN of 2-byte weights holds only weights its type can: a value that
+ * would round to an infinity is refused (a bundle keeps fp32 weights and
+ * takes any finite value). */
+static tt_status
+bin_check_width (tt_model * m, const char *path, tt_error * err)
+{
+  uint32_t n;
+  int *ids = tt_bin_regions (m, false, &n);
+  if (!ids)
+    return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", path);
+  tt_status st = TT_OK;
+  for (uint32_t i = 0; i < n && !st; i++) {
+    if (ids[i] < 0)
+      continue;
+    const tt_tensor *t = &m->tensors[ids[i]];
+    float largest;
+    const size_t bad = tt_bin_find_unrepresentable (m->weight_type, t->data,
+        t->count, &largest);
+    if (bad < t->count)
+      st = tt_fail (err, TT_ERR_NUMERIC, "%s: not saved: tensor %s holds %g "
+          "at element %zu, beyond the range of %s (largest %g), the type of "
+          "this model's BIN weights ([Model] model_tensor_type of %s); the "
+          "file there was left as it was", path, t->name,
+          (double) t->data[bad], bad, tt_bin_type_name (m->weight_type),
+          (double) largest, m->path);
+  }
+  free (ids);
+  return st;
+}
+
 /* Which parts a BIN of size bytes holds. An Adam model's file comes in
  * the sizes nntrainer writes: the weights and the counters, each part
  * optional, and between them the tag "adam" followed either by every
@@ -347,6 +390,42 @@ tt_state_check_saveable (tt_model * m, const char *path, tt_error * err)
  * initialize() or train(), its moments not being allocated then; its load
  * reads the counters there). When the moments take exactly 8 bytes,
  * weights + 12 reads as tag and counters, nntrainer's usual file. */
+/* Whether size is one of the sizes of the model's BIN with weights of
+ * w bytes in all (any width) */
+static bool
+bin_size_fits (tt_model * m, size_t size, size_t w)
+{
+  const size_t mom = bin_moment_bytes (m);
+  if (size == w || size == w + BIN_COUNTERS)
+    return true;
+  if (!tt_bin_has_moments (m))
+    return false;
+  return size == w + BIN_TAG_LEN || size == w + BIN_TAG_LEN + BIN_COUNTERS
+      || size == w + BIN_TAG_LEN + mom
+      || size == w + BIN_TAG_LEN + mom + BIN_COUNTERS;
+}
+
+/* A file that does not fit at the model's weight width but would at the
+ * other one: a BIN of FP32 weights for an FP16 or BF16 model, or the
+ * reverse */
+static tt_status
+bin_width_mismatch (tt_model * m, size_t size, const char *name, tt_error * err)
+{
+  const size_t width = tt_bin_weight_width (m);
+  const size_t values = tt_bin_weight_bytes (m) / width;
+  const size_t other = width == sizeof (float) ? 2 : sizeof (float);
+  if (!bin_size_fits (m, size, values * other))
+    return TT_OK;
+  const char *type = tt_bin_type_name (m->weight_type);
+  return tt_fail (err, TT_ERR_INVALID, "%s: is %zu bytes: %s weights "
+      "([Model] model_tensor_type of %s) need %zu bytes (%zu weights of %zu "
+      "bytes), and %zu bytes of weights is the %s size: this file has the "
+      "weights of the model at %zu bytes each; set "
+      "model_tensor_type to the file's type", name, size, type, m->path,
+      values * width, values, width, values * other,
+      other == 2 ? "FP16 (or BF16)" : "FP32", other);
+}
+
 static tt_status
 bin_layout (tt_model * m, size_t size, const char *name, bool *tag,
     bool *moments, bool *counters, tt_error * err)
@@ -354,7 +433,11 @@ bin_layout (tt_model * m, size_t size, const char *name, bool *tag,
   const size_t w = tt_bin_weight_bytes (m);
   const size_t mom = bin_moment_bytes (m);
   const bool adam = tt_bin_has_moments (m);
+  tt_status st;
   *tag = *moments = *counters = false;
+  if (!bin_size_fits (m, size, w) &&
+      (st = bin_width_mismatch (m, size, name, err)))
+    return st;
   if (size == w) {
   } else if (size == w + BIN_COUNTERS) {
     *counters = true;
@@ -428,32 +511,37 @@ bin_read_region (tt_model * m, int tensor, size_t count,
     const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   bin_reader *r = ctx;
+  const size_t width = bin_region_width (m, kind);
   /* a region the model does not hold is checked like the others, so both
    * kinds of model accept the same files, and skipped when storing */
   if (tensor < 0 && r->store) {
-    if (fseek (r->fp, (long) (count * sizeof (float)), SEEK_CUR) != 0)
+    if (fseek (r->fp, (long) (count * width), SEEK_CUR) != 0)
       return tt_fail (err, TT_ERR_IO, "%s: cannot seek: %s", r->path,
           strerror (errno));
-    r->offset += count * sizeof (float);
+    r->offset += count * width;
     return TT_OK;
   }
   tt_tensor *t = tensor >= 0 ? &m->tensors[tensor] : NULL;
   float chunk[4096];
+  uint16_t half[4096];
   for (size_t done = 0; done < count;) {
     size_t n = count - done < 4096 ? count - done : 4096;
     float *dst = r->store ? t->data + done : chunk;
-    if (fread (dst, sizeof (float), n, r->fp) != n)
+    if (fread (width == sizeof (float) ? (void *) dst : (void *) half,
+            width, n, r->fp) != n)
       return tt_fail (err, TT_ERR_IO, "%s: read failed at byte %zu (%s)",
           r->path, r->offset, ferror (r->fp) ? strerror (errno) :
           "file shrank while reading");
+    if (width != sizeof (float))
+      tt_bin_widen (m->weight_type, half, dst, n);
     const size_t bad = r->store ? n : tt_state_find_bad (kind, dst, n);
     if (bad < n)
       return tt_fail (err, TT_ERR_PARSE,
           "%s: tensor %s holds %s (%g) at element %zu (byte %zu)", r->path,
           name, tt_state_why (kind, &dst[bad]), (double) dst[bad],
-          done + bad, r->offset + bad * sizeof (float));
+          done + bad, r->offset + bad * width);
     done += n;
-    r->offset += n * sizeof (float);
+    r->offset += n * width;
   }
   return TT_OK;
 }
@@ -555,8 +643,25 @@ bin_memory_region (tt_model * m, int tensor, size_t count,
 {
   bin_memory *r = ctx;
   tt_tensor *t = tensor >= 0 ? &m->tensors[tensor] : NULL;
-  const size_t bytes = count * sizeof (float);
-  if (r->store) {
+  const size_t width = bin_region_width (m, kind);
+  const size_t bytes = count * width;
+  if (width != sizeof (float)) {
+    /* 2-byte weights: widened, into the tensor or (checking) a chunk */
+    float chunk[4096];
+    const unsigned char *p = r->data + r->offset;
+    for (size_t done = 0; done < count;) {
+      const size_t n = count - done < 4096 ? count - done : 4096;
+      float *dst = r->store && t ? t->data + done : chunk;
+      tt_bin_widen (m->weight_type, p + done * width, dst, n);
+      const size_t bad = r->store ? n : tt_state_find_bad (kind, dst, n);
+      if (bad < n)
+        return tt_fail (err, TT_ERR_PARSE,
+            "%s: tensor %s holds %s (%g) at element %zu (byte %zu)",
+            r->name, name, tt_state_why (kind, &dst[bad]),
+            (double) dst[bad], done + bad, r->offset + (done + bad) * width);
+      done += n;
+    }
+  } else if (r->store) {
     if (t)
       memcpy (t->data, r->data + r->offset, bytes);
   } else {
@@ -646,18 +751,27 @@ bin_write_region (tt_model * m, int tensor, size_t count,
     const char *name, tt_state_kind kind, void *ctx, tt_error * err)
 {
   (void) name;
-  (void) kind;
   if (tensor < 0) {
     /* the moments of a weight a --train choice froze: it never moved */
     static const float zeros[1024];
+    const size_t bytes = count * bin_region_width (m, kind);
     tt_status st = TT_OK;
-    for (size_t done = 0; !st && done < count; done += 1024)
-      st = tt_atomic_file_write (ctx, zeros, (count - done < 1024 ? count -
-              done : 1024) * sizeof (float), err);
+    for (size_t done = 0; !st && done < bytes; done += sizeof zeros)
+      st = tt_atomic_file_write (ctx, zeros, bytes - done < sizeof zeros ?
+          bytes - done : sizeof zeros, err);
     return st;
   }
   const tt_tensor *t = &m->tensors[tensor];
-  return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float), err);
+  if (kind != TT_STATE_WEIGHT || tt_bin_weight_width (m) == sizeof (float))
+    return tt_atomic_file_write (ctx, t->data, t->count * sizeof (float), err);
+  uint16_t half[1024];
+  tt_status st = TT_OK;
+  for (size_t done = 0; !st && done < count; done += 1024) {
+    const size_t k = count - done < 1024 ? count - done : 1024;
+    tt_bin_narrow (m->weight_type, t->data + done, half, k);
+    st = tt_atomic_file_write (ctx, half, k * sizeof *half, err);
+  }
+  return st;
 }
 
 tt_status
@@ -667,7 +781,7 @@ tt_model_save_bin (tt_model * m, const char *path, tt_error * err)
     return tt_fail (err, TT_ERR_STATE, "%s: nothing to save: the model is "
         "not compiled", path);
   tt_status st = tt_state_check_saveable (m, path, err);
-  if (st)
+  if (st || (st = bin_check_width (m, path, err)))
     return st;
   tt_atomic_file f;
   st = tt_atomic_file_open (&f, path, err);

@@ -2,10 +2,13 @@
 /*
  * Unpacking a bundle into nntrainer's files: its INI, and its weights as a
  * BIN in the model's BIN order (with the "adam" tag and the counters when
- * the bundle holds them), both saved atomically.
+ * the bundle holds them), both saved atomically. A bundle keeps fp32
+ * weights whatever the model's weight type; the BIN gets them at that
+ * type's width (bin_width.h: FP16 or BF16 rounded to nearest even).
  */
 #include "bundle_stream.h"
 #include "atomic_file.h"
+#include "bin_width.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +21,7 @@
  * 16) list the tensors in INI order: unpacked in the model's order, their
  * BIN loads right. */
 static bool
-bundle_bin_order (bundle * b, uint32_t * perm)
+bundle_bin_order (bundle * b, uint32_t * perm, tt_precision * weight_type)
 {
   tt_error err;
   tt_model *m = tt_model_load_ini_text (b->ini_text, b->ini->length, b->name,
@@ -30,6 +33,8 @@ bundle_bin_order (bundle * b, uint32_t * perm)
       tt_graph_build (m, &err) == TT_OK &&
       (names = tt_bin_region_names (m, (b->wflags & B_WF_MOMENTS) != 0,
           &n)) && n == b->n_tensors;
+  if (m)
+    *weight_type = m->weight_type;
   for (uint32_t r = 0; ok && r < n; r++) {
     const size_t len = strlen (names[r]);
     bool found = false;
@@ -49,6 +54,37 @@ bundle_bin_order (bundle * b, uint32_t * perm)
   return ok;
 }
 
+/* Writes a tensor's bytes (fp32) to the BIN: a weight (kind 0) narrowed to
+ * the weight type when that is 2 bytes wide, refused when a value is
+ * beyond that type's range */
+static tt_status
+unpack_write (tt_atomic_file * fb, const unsigned char *data, uint64_t bytes,
+    const b_tensor * t, tt_precision type, const char *path, tt_error * err)
+{
+  if (t->kind != 0 || type == TT_PRECISION_FP32)
+    return tt_atomic_file_write (fb, data, (size_t) bytes, err);
+  float x[1024];
+  uint16_t half[1024];
+  tt_status st = TT_OK;
+  for (uint64_t done = 0; !st && done < bytes;) {
+    const size_t n = (size_t) ((bytes - done) / sizeof (float) < 1024 ?
+        (bytes - done) / sizeof (float) : 1024);
+    float largest;
+    memcpy (x, data + done, n * sizeof (float));
+    const size_t bad = tt_bin_find_unrepresentable (type, x, n, &largest);
+    if (bad < n)
+      return tt_fail (err, TT_ERR_NUMERIC, "%s: cannot unpack: tensor %.*s "
+          "holds %g, beyond the range of %s (largest %g), the type of the "
+          "model's BIN weights ([Model] model_tensor_type)", path,
+          (int) t->name_len, t->name, (double) x[bad],
+          tt_bin_type_name (type), (double) largest);
+    tt_bin_narrow (type, x, half, n);
+    st = tt_atomic_file_write (fb, half, n * sizeof *half, err);
+    done += n * sizeof (float);
+  }
+  return st;
+}
+
 tt_status
 tt_bundle_unpack (const char *bundle_path, const char *ini_path,
     const char *bin_path, tt_error * err)
@@ -61,6 +97,7 @@ tt_bundle_unpack (const char *bundle_path, const char *ini_path,
   bool w_open = false;
   unsigned char *buf = NULL, *whole = NULL;
   uint32_t *perm = NULL;
+  tt_precision type = TT_PRECISION_FP32;
   if ((st = tt_bundle_open_file (&b, bundle_path, false, err)) ||
       (st = tt_bundle_read_meta (&b, true, err)))
     goto out;
@@ -90,7 +127,7 @@ tt_bundle_unpack (const char *bundle_path, const char *ini_path,
       goto out;
     }
     bool other = false;
-    if (bundle_bin_order (&b, perm))
+    if (bundle_bin_order (&b, perm, &type))
       for (uint32_t r = 0; r < b.n_tensors; r++)
         other |= perm[r] != r;
     if (other) {
@@ -111,7 +148,8 @@ tt_bundle_unpack (const char *bundle_path, const char *ini_path,
       st = tt_atomic_file_write (&fb, "adam", 4, err);
     }
     if (t && !st)
-      st = tt_atomic_file_write (&fb, whole + t->offset, t->bytes, err);
+      st = unpack_write (&fb, whole + t->offset, t->bytes, t, type,
+          bundle_path, err);
   }
   for (uint32_t i = 0; !whole && i <= b.n_tensors && !st; i++) {
     if ((b.wflags & B_WF_MOMENTS) && !tag && (i == b.n_tensors ||
@@ -128,7 +166,7 @@ tt_bundle_unpack (const char *bundle_path, const char *ini_path,
     for (uint64_t done = 0; done < t->bytes && !st;) {
       uint64_t take = t->bytes - done > B_CHUNK ? B_CHUNK : t->bytes - done;
       if (!(st = tt_bundle_stream_read (&w, buf, take, err)) && fb_open)
-        st = tt_atomic_file_write (&fb, buf, take, err);
+        st = unpack_write (&fb, buf, take, t, type, bundle_path, err);
       done += take;
     }
   }

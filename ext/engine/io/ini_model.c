@@ -40,7 +40,7 @@ static const char *const ini_weight_keys[] = {
   "disable_bias", "weight_decay_lambda", NULL
 };
 
-/* model_tensor_type (FP32 only), tensor_format and tensor_type (ignored
+/* model_tensor_type (mixed precision), tensor_format and tensor_type (ignored
  * from an INI, as nntrainer does), save_best_path (tt_model_save_best),
  * clip_grad_by_norm, loss_scale (1 only), fsu (false only), fsu_path and
  * fsu_lookahead (used only with fsu): nntrainer's [Model] keys of issue
@@ -82,19 +82,38 @@ static tt_status
 ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
     tt_error * err)
 {
-  /* weight and activation data types: tensor-trainer is float32 only */
-  static const char *const tensor_types[] = { "FP32-FP32", "W32A32", NULL };
+  /* weight and activation data types (docs/precision.md): nntrainer's
+   * W-A strings, the enum's W..A.. names, and ours with BF16 */
+  static const char *const tensor_types[] = {
+    "FP32-FP32", "FP16-FP16", "FP16-FP32", "FP32-FP16",
+    "W32A32", "W16A16", "W16A32", "W32A16",
+    "BF16-BF16", "FP32-BF16", "BF16-FP32", NULL
+  };
+  static const tt_precision tensor_type_w[] = {
+    TT_PRECISION_FP32, TT_PRECISION_FP16, TT_PRECISION_FP16,
+    TT_PRECISION_FP32, TT_PRECISION_FP32, TT_PRECISION_FP16,
+    TT_PRECISION_FP16, TT_PRECISION_FP32, TT_PRECISION_BF16,
+    TT_PRECISION_FP32, TT_PRECISION_BF16
+  };
+  static const tt_precision tensor_type_a[] = {
+    TT_PRECISION_FP32, TT_PRECISION_FP16, TT_PRECISION_FP32,
+    TT_PRECISION_FP16, TT_PRECISION_FP32, TT_PRECISION_FP16,
+    TT_PRECISION_FP32, TT_PRECISION_FP16, TT_PRECISION_BF16,
+    TT_PRECISION_BF16, TT_PRECISION_FP32
+  };
   /* nntrainer drops tensor_format from an INI (model_loader.cpp): NHWC is
    * accepted and, as there, the model stays NCHW */
   static const char *const formats[] = { "NCHW", "NHWC", NULL };
   tt_status st;
-  int ignored = 0;
+  int ignored = 0, type = 0;
   const char *tt = tt_section_string (s, "model_tensor_type");
-  if (tt && tt_section_enum (s, "model_tensor_type", tensor_types, &ignored,
-          NULL))
+  if (tt && tt_section_enum (s, "model_tensor_type", tensor_types, &type, NULL))
     return tt_section_error (s, "model_tensor_type", err, TT_ERR_INVALID,
-        "'%s' is not supported: tensor-trainer computes in float32 only "
-        "(FP32-FP32 or W32A32)", tt);
+        "'%s' is not supported (nntrainer's quantized types are not): "
+        "expected one of FP32-FP32, FP16-FP16, FP16-FP32, FP32-FP16 (or "
+        "W32A32, W16A16, W16A32, W32A16), BF16-BF16, FP32-BF16, BF16-FP32", tt);
+  m->weight_type = tensor_type_w[type];
+  m->activation_type = tensor_type_a[type];
   if ((st = tt_section_enum (s, "tensor_format", formats, &ignored, err)))
     return st;
   /* tensor_type: nntrainer's INI loader drops it unread

@@ -19,6 +19,12 @@
 # and status) and record.log lines are replaced, everything else (the
 # other models' files and lines, mlp_best, PROBES.txt) stays as it was.
 #
+# RECORD_SET=fp16 records only the models of models/fp16/ (mixed
+# precision: model_tensor_type = FP16-FP16) into recordings_fp16/ (OUTDIR
+# defaults to that), against an nntrainer built with -Denable-fp16=true:
+# record.cc is compiled with -DENABLE_FP16=1, as nntrainer's own sources
+# were; no mlp_best stage and no probes.
+#
 # Never run by CI or meson: CI only reads the files this writes.
 set -euo pipefail
 
@@ -30,7 +36,12 @@ prefix=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 repo_models=$(cd "$here/../../models" && pwd)
-out=${3:-$here/recordings}
+set_name=${RECORD_SET:-}
+case $set_name in
+  "") out=${3:-$here/recordings}; set_flags= ;;
+  fp16) out=${3:-$here/recordings_fp16}; set_flags=-DENABLE_FP16=1 ;;
+  *) echo "$0: RECORD_SET: unknown set '$set_name' (fp16)" >&2; exit 2 ;;
+esac
 
 # A model whose BIN after initialize is larger than this is run and listed
 # in the manifest (sizes, sha256, weight order) but its BINs and outputs
@@ -58,8 +69,8 @@ fi
 pc=$(dirname "$(find "$prefix" -name ccapi-ml-training.pc | head -n 1)")
 libdir=$(PKG_CONFIG_PATH=$pc pkg-config --variable=libdir nntrainer)
 cxx=${CXX:-c++}
-# shellcheck disable=SC2046
-"$cxx" -std=c++17 -O2 -Wall -o "$work/record" "$here/record.cc" \
+# shellcheck disable=SC2046,SC2086
+"$cxx" -std=c++17 -O2 -Wall $set_flags -o "$work/record" "$here/record.cc" \
   $(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs ccapi-ml-training nntrainer) \
   -Wl,-rpath,"$libdir"
 
@@ -88,6 +99,14 @@ for ini in "$here"/models/families/*.ini; do
   models="$models$(basename "$ini" .ini) $ini
 "
 done
+# RECORD_SET=fp16: the mixed-precision models instead
+if [ "$set_name" = fp16 ]; then
+  models=
+  for ini in "$here"/models/fp16/*.ini; do
+    models="$models$(basename "$ini" .ini) $ini
+"
+  done
+fi
 
 if [ -n "$only" ]; then
   models=$(echo "$models" | awk -v only=" $only " 'NF && index(only, " " $1 " ")')
@@ -199,7 +218,7 @@ done
 # level below the INI's folder, so the file shows which one it is relative to
 # (not with RECORD_ONLY)
 d=$work/mlp_best
-if [ -z "$only" ]; then
+if [ -z "$only" ] && [ -z "$set_name" ]; then
 mkdir -p "$d/files" "$d/run"
 cp "$here/models/mlp_best.ini" "$d/"
 if (cd "$d/run" && "$work/record" best "$d/mlp_best.ini" "$d/files" mlp_best >> "$raw" 2> "$d/stderr.txt"); then
@@ -315,6 +334,13 @@ if [ -n "$only" ]; then
   cat "$log" >> "$work/log.merged"
   mv "$work/log.merged" "$final_out/record.log"
   echo "recorded $only into $final_out"
+  exit 0
+fi
+
+# ---- RECORD_SET: no probes --------------------------------------------------
+if [ -n "$set_name" ]; then
+  sed -i 's/[[:blank:]]*$//' "$log"
+  echo "recorded the $set_name set into $out ($(du -sb "$out" | cut -f 1) bytes)"
   exit 0
 fi
 
