@@ -11,6 +11,7 @@
  */
 #include "tt_engine.h"
 #include "tt_test.h"
+#include "tt_test_hooks.h"
 
 #include <stdint.h>
 
@@ -72,6 +73,8 @@ free (void *p)
 
 /* personalization: what trains in no_alloc_model (NULL: everything) */
 static const char *na_train;
+/* mixed precision: the activation type in no_alloc_model (stash) */
+static tt_precision na_activations = TT_PRECISION_FP32;
 
 static void
 no_alloc_model (const char *root, const char *name, unsigned threads,
@@ -91,6 +94,8 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
   CHECK (tt_model_set_profiling (m, profile, &err) == TT_OK, "%s", err.message);
   if (na_train)
     CHECK (tt_model_set_train (m, na_train, &err) == TT_OK, "%s", err.message);
+  CHECK (tt_model_set_activation_type (m, na_activations, &err) == TT_OK, "%s",
+      err.message);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {
@@ -365,6 +370,19 @@ test_lora_layers (void)
   na_train = NULL;
 }
 
+/* mixed precision: the stash narrows and widens in the pool (bf16 and
+ * fp16; two threads split the large conversions) */
+static void
+test_stash (void)
+{
+  na_activations = TT_PRECISION_BF16;
+  no_alloc_model (na_root, "fmnist_cnn.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
+  na_activations = TT_PRECISION_FP16;
+  no_alloc_model (na_root, "mobilenet_block.ini", 2, false);
+  na_activations = TT_PRECISION_FP32;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -398,5 +416,7 @@ main (int argc, char **argv)
   /* LoRA adapters */
   TT_TEST_RUN (test_lora);
   TT_TEST_RUN (test_lora_layers);
+  /* mixed precision: activations stashed at half width */
+  TT_TEST_RUN (test_stash);
   return tt_test_summary ();
 }
