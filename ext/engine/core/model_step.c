@@ -82,6 +82,8 @@ model_forward (tt_model * m, bool training, tt_error * err)
     tt_layer *l = &m->layers[m->exec[i]];
     if (cache == TT_FCACHE_FROM && m->fcache->prefix[m->exec[i]]) {
       tt_fcache_put (m, m->exec[i]);
+      if (stash)
+        tt_stash_out (m, m->exec[i]);
       continue;
     }
     if (prof) {

@@ -153,11 +153,13 @@ typedef struct {
   uint64_t cost_first;          /* forward work of the first writer */
   uint64_t swap_offset;         /* in the swap file, of each twin in turn */
   /* stash (mode TT_REMAT_STASH): stash[k], "<name>:stashed", holds
-   * tensor k of a twin at 2 bytes an element (tt_stash_floats floats),
-   * narrowed after the forward of layer stash_layer (the last forward use
-   * of the group's twinned tensors), widened at the trigger; -1: none */
+   * tensor k's twin at 2 bytes an element (tt_stash_floats floats); only
+   * the root has one (k 0: scratch may hold indices and keeps its whole
+   * life), narrowed after the forward of layer stash_layer (its last
+   * forward use), widened at the trigger; -1: none */
   int stash[TT_REMAT_TENSORS];
   int stash_layer;
+  bool root_backward;           /* backward reads the root itself */
 } tt_remat;
 
 /* ---- model ----------------------------------------------------------- */
@@ -412,6 +414,10 @@ void tt_remat_lifetimes (tt_model * m);
 tt_status tt_remat_plan (tt_model * m, tt_error * err);
 /* The group whose root is tensor id, or -1. */
 int tt_remat_find (const tt_model * m, int id);
+/* whether g may be stashed (mixed precision): swap could take it and
+ * backward reads its root (the stash holds the root only: its layers'
+ * scratch may hold indices) */
+bool tt_remat_stashable (const tt_remat * g);
 /* g's decision as [Plan.Memory] stores it ("recompute, rerun", ...) */
 const char *tt_remat_decision (const tt_remat * g);
 

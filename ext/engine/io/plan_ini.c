@@ -379,10 +379,12 @@ plan_read_memory (tt_model * m, tt_error * err)
       st = plan_error (m, err, "[Plan.Memory] %s: stash: the model's "
           "activations are fp32 (a stash needs [Model] model_tensor_type "
           "with bf16 or fp16 activations, and training)", name);
-    else if (stash && !G->swappable)
+    else if (stash && !tt_remat_stashable (G))
       st = plan_error (m, err, "[Plan.Memory] %s: stash: not an activation "
           "kept for backward that can be stashed (%s)", name,
-          G->not_recomputable ? G->not_recomputable : "the loss's output");
+          !G->swappable && G->not_recomputable ? G->not_recomputable :
+          !G->swappable ? "the loss's output" : "no backward phase reads "
+          "it");
     else if (!swap && !stash && G->not_recomputable)
       st = plan_error (m, err, "[Plan.Memory] %s: cannot be recomputed: "
           "%s", name, G->not_recomputable);
@@ -406,9 +408,10 @@ plan_read_memory (tt_model * m, tt_error * err)
     for (uint32_t k = 0; k < m->remat[g].n_tensors && st == TT_OK; k++) {
       const int s = m->remat[g].stash[k];
       char why[512];
-      if (s >= 0 && tt_plan_validate_stash (m->tensors[m->remat[g].
-                  tensors[k]].count, (uint64_t) m->tensors[s].count *
-              sizeof (float), m->tensors[s].name, why, sizeof why))
+      if (s >= 0
+          && tt_plan_validate_stash (m->tensors[m->remat[g].tensors[k]].count,
+              (uint64_t) m->tensors[s].count * sizeof (float),
+              m->tensors[s].name, why, sizeof why))
         st = plan_error (m, err, "[Plan.Memory] %s", why);
     }
   return st;

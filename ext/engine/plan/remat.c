@@ -129,12 +129,18 @@ remat_stash_slot (uint32_t g, uint32_t k)
 }
 
 /* The mode a group has before any decision: stashed when the model
- * stashes and swap could take it, else kept. */
+ * stashes, swap could take it and backward reads its root, else kept. */
 static tt_remat_mode
 remat_base (const tt_model * m, const tt_remat * g)
 {
-  return tt_stash_on (m) && g->swappable && g->backward_use ?
-      TT_REMAT_STASH : TT_REMAT_KEEP;
+  return tt_stash_on (m) && tt_remat_stashable (g) ? TT_REMAT_STASH :
+      TT_REMAT_KEEP;
+}
+
+bool
+tt_remat_stashable (const tt_remat * g)
+{
+  return g->swappable && g->root_backward;
 }
 
 /* Scratch of the first writer that its backward reads: rebuilt by the
@@ -166,6 +172,9 @@ remat_needs_twin (const tt_remat * g, uint32_t k, const remat_span * sp)
 {
   if (g->mode == TT_REMAT_KEEP)
     return false;
+  /* a stash holds the root only (floats: scratch may hold indices) */
+  if (g->mode == TT_REMAT_STASH)
+    return k == 0;
   return g->mode == TT_REMAT_RECOMPUTE || k == 0 ||
       (sp[g->tensors[k]].bwd_first >= 0 && !remat_late_scratch (g, k, sp));
 }
@@ -294,6 +303,7 @@ tt_remat_groups (tt_model * m, tt_error * err)
       group_of[m->uses[u].tensor] = -2;
   for (uint32_t g = 0; g < m->n_remat; g++) {
     tt_remat *G = &m->remat[g];
+    G->root_backward = group_of[G->root] == -2;
     for (uint32_t k = 0; k < G->n_tensors; k++) {
       const bool bwd = group_of[G->tensors[k]] == -2;
       G->backward_use |= bwd;
@@ -395,7 +405,10 @@ remat_layout (remat_ctx * c)
     for (uint32_t k = 0; k < G->n_tensors; k++) {
       const int id = G->tensors[k];
       const bool late = remat_late_scratch (G, k, c->sp);
-      if (G->mode != TT_REMAT_KEEP || late)
+      /* stashed: the scratch keeps its whole life, as when kept */
+      const bool dropped = G->mode == TT_REMAT_STASH ? k == 0 :
+          G->mode != TT_REMAT_KEEP;
+      if (dropped || late)
         c->last[id] = c->sp[id].fwd_last >= c->first[id] ?
             c->sp[id].fwd_last : c->first[id];
       if (remat_needs_twin (G, k, c->sp)) {
