@@ -363,9 +363,9 @@ plan_read_memory (tt_model * m, tt_error * err)
           "layer writes in forward; only those can be dropped", name);
     else if ((!swap && !keep && !stash && strcmp (mode, "recompute")) ||
         (comma && !rerun) || (keep && !rerun))
-      st = plan_error (m, err, "[Plan.Memory] %s: '%s' is none of "
-          "recompute, swap or stash, optionally followed by ', rerun' (or "
-          "'keep, rerun')", name, v ? v : "");
+      st = plan_error (m, err, "[Plan.Memory] %s: '%s' is neither "
+          "recompute nor swap nor stash, optionally followed by ', rerun' "
+          "(or 'keep, rerun')", name, v ? v : "");
     else if (rerun && !G->late_ok)
       st = plan_error (m, err, "[Plan.Memory] %s: rerun: its first layer "
           "%s keeps no scratch for its backward, or cannot run twice", name,
