@@ -102,6 +102,11 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
     tt_model_free (m);
     return;
   }
+  if (na_activations != TT_PRECISION_FP32) {
+    tt_plan_info pi;
+    tt_model_plan_info (m, &pi);
+    CHECK (pi.stashed > 0, "%s: nothing stashed", name);
+  }
   const uint32_t batch = tt_model_batch_size (m);
   uint8_t *x = __libc_calloc ((size_t) batch * 784, 1);
   float *t = __libc_calloc ((size_t) batch * 10, sizeof *t);

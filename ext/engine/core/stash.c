@@ -4,11 +4,12 @@
  * activation type (m->activation_type bf16 or fp16), a training model
  * keeps the activations backward reads at 2 bytes an element from their
  * last forward use to the backward layer that first needs them. The plan
- * decides which (plan/remat.c, mode TT_REMAT_STASH: the groups swap could
- * take) and lays out each group's three instances: the fp32 first one
- * for the forward uses, the stash ("<name>:stashed"), the fp32 second one
- * ("<name>:widened") from the trigger to the last backward use. Here:
- * narrowing after the forward of the group's stash_layer (round to
+ * decides which (plan/remat.c, mode TT_REMAT_STASH: the activation
+ * roots backward reads, but the loss's output) and lays out each root's
+ * three instances: the fp32 first one for the forward uses, the stash
+ * ("<name>:stashed"), the fp32 second one ("<name>:widened") from the
+ * trigger to the last backward use. Here: narrowing after the forward
+ * of the group's stash_layer (its last forward use; round to
  * nearest even, kernels/bf16.c), widening before the trigger's backward
  * phases (model_remat.c, where the tensor and its views are pointed at
  * the second instance as for a swapped group). Large tensors are split

@@ -29,14 +29,16 @@
  * only when recomputation cannot reach the limit.
  *
  * Stash (mixed precision, core/stash.c): with a half activation type, a
- * training model's groups that swap could take (read in backward, not the
- * loss's output) are stashed to begin with, whether or not a limit is
- * set: like a swapped group, but the copy is a third instance in the
- * pool ("<name>:stashed", 2 bytes an element) living from the group's
- * last forward use to the trigger, and the second instance is
- * "<name>:widened". Under a limit the search starts from those stashes
- * (a stashed group is the baseline a decision is taken from and undone
- * to): a group it recomputes or swaps needs no stash.
+ * training model's groups whose root backward reads and that swap could
+ * take (not the loss's output) are stashed to begin with, whether or not
+ * a limit is set: like a swapped group, but for the root alone (its
+ * layers' scratch may hold indices, as pooling's argmax, and keeps its
+ * whole life), and the copy is a third instance in the pool
+ * ("<name>:stashed", 2 bytes an element) living from the root's last
+ * forward use to the trigger; the second instance is "<name>:widened".
+ * Under a limit the search starts from those stashes (a stashed group is
+ * the baseline a decision is taken from and undone to): a group it
+ * recomputes or swaps needs no stash.
  */
 #include "tt_internal.h"
 #include "plan_offsets.h"
