@@ -380,9 +380,11 @@ remat_layout (remat_ctx * c)
     tt_remat *G = &m->remat[g];
     if (G->mode != TT_REMAT_KEEP) {
       int t = G->trigger_step;
+      /* (stashed: the root's first backward use; its scratch is kept) */
       for (uint32_t k = 0; k < G->n_tensors; k++) {
         const int b = c->sp[G->tensors[k]].bwd_first;
-        if (b >= 0 && b < t && !remat_late_scratch (G, k, c->sp))
+        if (b >= 0 && b < t && !remat_late_scratch (G, k, c->sp) &&
+            (G->mode != TT_REMAT_STASH || k == 0))
           t = b;
       }
       if (t == INT_MAX || t > 4 * n - 1)
