@@ -11,6 +11,7 @@
  */
 #include "tt_engine.h"
 #include "tt_test.h"
+#include "tt_test_hooks.h"
 
 #include <stdint.h>
 
@@ -72,6 +73,8 @@ free (void *p)
 
 /* personalization: what trains in no_alloc_model (NULL: everything) */
 static const char *na_train;
+/* mixed precision: the activation type in no_alloc_model (stash) */
+static tt_precision na_activations = TT_PRECISION_FP32;
 
 static void
 no_alloc_model (const char *root, const char *name, unsigned threads,
@@ -91,11 +94,18 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
   CHECK (tt_model_set_profiling (m, profile, &err) == TT_OK, "%s", err.message);
   if (na_train)
     CHECK (tt_model_set_train (m, na_train, &err) == TT_OK, "%s", err.message);
+  CHECK (tt_model_set_activation_type (m, na_activations, &err) == TT_OK, "%s",
+      err.message);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {
     tt_model_free (m);
     return;
+  }
+  if (na_activations != TT_PRECISION_FP32) {
+    tt_plan_info pi;
+    tt_model_plan_info (m, &pi);
+    CHECK (pi.stashed > 0, "%s: nothing stashed", name);
   }
   const uint32_t batch = tt_model_batch_size (m);
   uint8_t *x = __libc_calloc ((size_t) batch * 784, 1);
@@ -365,6 +375,19 @@ test_lora_layers (void)
   na_train = NULL;
 }
 
+/* mixed precision: the stash narrows and widens in the pool (bf16 and
+ * fp16; two threads split the large conversions) */
+static void
+test_stash (void)
+{
+  na_activations = TT_PRECISION_BF16;
+  no_alloc_model (na_root, "fmnist_cnn.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
+  na_activations = TT_PRECISION_FP16;
+  no_alloc_model (na_root, "mobilenet_block.ini", 2, false);
+  na_activations = TT_PRECISION_FP32;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -398,5 +421,7 @@ main (int argc, char **argv)
   /* LoRA adapters */
   TT_TEST_RUN (test_lora);
   TT_TEST_RUN (test_lora_layers);
+  /* mixed precision: activations stashed at half width */
+  TT_TEST_RUN (test_stash);
   return tt_test_summary ();
 }

@@ -2,7 +2,8 @@
 /*
  * The activations the plan drops (plan/remat.c), during backward:
  * rebuilt in their second instances before the layers that need them,
- * by their writers' forward again or from the swap file (swap.c), and
+ * by their writers' forward again, from the swap file (swap.c) or
+ * widened from their stash (stash.c), and
  * bound back to their first instances after the step.
  */
 #include "tt_internal.h"
@@ -65,6 +66,8 @@ tt_model_rebuild (tt_model * m, int layer, tt_error * err)
       tt_status st;
       if (G->mode == TT_REMAT_SWAP && (st = tt_swap_in (m, G, err)))
         return st;
+      if (G->mode == TT_REMAT_STASH)
+        tt_stash_in (m, G);
       if (G->mode == TT_REMAT_RECOMPUTE)
         model_rerun_forward (m, G, G->n_writers);
     }

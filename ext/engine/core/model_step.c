@@ -73,6 +73,7 @@ model_forward (tt_model * m, bool training, tt_error * err)
   m->run.training = training;
   const tt_run_ctx *c = &m->run;
   const bool swap = training && m->plan.swapped;
+  const bool stash = training && m->plan.stashed;
   tt_layer_time *const prof = m->profiling ? m->profile : NULL;
   const tt_fcache_mode cache = m->fcache ? m->fcache->mode : TT_FCACHE_OFF;
   if (prof)
@@ -81,6 +82,8 @@ model_forward (tt_model * m, bool training, tt_error * err)
     tt_layer *l = &m->layers[m->exec[i]];
     if (cache == TT_FCACHE_FROM && m->fcache->prefix[m->exec[i]]) {
       tt_fcache_put (m, m->exec[i]);
+      if (stash)
+        tt_stash_out (m, m->exec[i]);
       continue;
     }
     if (prof) {
@@ -94,6 +97,9 @@ model_forward (tt_model * m, bool training, tt_error * err)
     tt_status st;
     if (swap && (st = tt_swap_out (m, m->exec[i], err)))
       return st;
+    /* mixed precision: the stashed groups narrowed (core/stash.c) */
+    if (stash)
+      tt_stash_out (m, m->exec[i]);
   }
   return TT_OK;
 }

@@ -111,7 +111,11 @@ void tt_optimizer_apply_step (const tt_optimizer_step * s,
 #define TT_REMAT_TENSORS 12
 #define TT_REMAT_INPUTS TT_MAX_IO
 
-typedef enum { TT_REMAT_KEEP = 0, TT_REMAT_RECOMPUTE, TT_REMAT_SWAP
+/* TT_REMAT_STASH (mixed precision, core/stash.c): kept in the pool at
+ * half width (m->activation_type) from the last forward use to the
+ * trigger, widened there into the second instance */
+typedef enum { TT_REMAT_KEEP = 0, TT_REMAT_RECOMPUTE, TT_REMAT_SWAP,
+  TT_REMAT_STASH
 } tt_remat_mode;
 
 /* An activation root and what writes it in forward: its layer and the
@@ -148,6 +152,14 @@ typedef struct {
   uint32_t rerun_keep;          /* bit k: late_twins[k] is read afterwards */
   uint64_t cost_first;          /* forward work of the first writer */
   uint64_t swap_offset;         /* in the swap file, of each twin in turn */
+  /* stash (mode TT_REMAT_STASH): stash[k], "<name>:stashed", holds
+   * tensor k's twin at 2 bytes an element (tt_stash_floats floats); only
+   * the root has one (k 0: scratch may hold indices and keeps its whole
+   * life), narrowed after the forward of layer stash_layer (its last
+   * forward use), widened at the trigger; -1: none */
+  int stash[TT_REMAT_TENSORS];
+  int stash_layer;
+  bool root_backward;           /* backward reads the root itself */
 } tt_remat;
 
 /* ---- model ----------------------------------------------------------- */
@@ -402,8 +414,28 @@ void tt_remat_lifetimes (tt_model * m);
 tt_status tt_remat_plan (tt_model * m, tt_error * err);
 /* The group whose root is tensor id, or -1. */
 int tt_remat_find (const tt_model * m, int id);
+/* whether g may be stashed (mixed precision): swap could take it and
+ * backward reads its root (the stash holds the root only: its layers'
+ * scratch may hold indices) */
+bool tt_remat_stashable (const tt_remat * g);
 /* g's decision as [Plan.Memory] stores it ("recompute, rerun", ...) */
 const char *tt_remat_decision (const tt_remat * g);
+
+/* stash.c: the stashed groups (mixed precision, docs/precision.md) */
+/* whether m stashes its kept activations: a half activation type and
+ * training */
+bool tt_stash_on (const tt_model * m);
+/* the floats of a stash of count 2-byte elements */
+static inline size_t
+tt_stash_floats (size_t count)
+{
+  return (count + 1) / 2;
+}
+/* after layer's forward: the stashed groups it ends the forward uses of,
+ * narrowed into their stashes */
+void tt_stash_out (tt_model * m, int layer);
+/* group g widened from its stash into its second instances */
+void tt_stash_in (tt_model * m, const tt_remat * g);
 
 /* swap.c: the swap file of the swapped groups */
 tt_status tt_swap_open (tt_model * m, tt_error * err);

@@ -61,4 +61,11 @@ void tt_bf16_force_portable (bool on);
  * layers/layer_multi_head_attention.c. */
 void tt_mha_force_keep_heads (bool on);
 
+/* mixed precision's stash: before compile, the model's activation type
+ * (what [Model] model_tensor_type's second half sets), for tests that
+ * need it without the INI key; TT_ERR_STATE after compile. Defined in
+ * core/stash.c. */
+tt_status tt_model_set_activation_type (tt_model * model,
+    tt_precision type, tt_error * err);
+
 #endif

@@ -10,7 +10,8 @@
  *                   chunked: the chunk rule), and the planner's figures
  *   [Plan.Layers]   layer = execution position [, inplace]
  *   [Plan.Tensors]  tensor = byte offset in the pool
- *   [Plan.Memory]   under a memory limit: activation = recompute | swap
+ *   [Plan.Memory]   under a memory limit: activation = recompute | swap;
+ *                   with a half activation type: activation = stash
  *
  * Loading one never trusts it: the graph is rebuilt from the model text,
  * the fingerprint compared, the order checked to be a topological
@@ -42,7 +43,9 @@ static const char *const plan_keys[] = {
   "update_as_you_go", "memory_limit", "unlimited_pool", "threads",
   "one_thread_pool",
   /* personalization: what trains (core/train_choice.c) */
-  "train", NULL
+  "train",
+  /* mixed precision: the stash's format (core/stash.c) */
+  "activations", NULL
 };
 
 bool
@@ -126,6 +129,35 @@ plan_keys_of (const tt_model * m, const char *section, int *n)
   return keys;
 }
 
+/* [Plan] activations: the format the plan stashes kept activations in;
+ * absent, fp32 (no stash); -1: not a format */
+static int
+plan_activations (const tt_model * m)
+{
+  const char *v = plan_get (m, "plan", "activations");
+  if (!v || !strcasecmp (v, "fp32"))
+    return TT_PRECISION_FP32;
+  if (!strcasecmp (v, "bf16"))
+    return TT_PRECISION_BF16;
+  if (!strcasecmp (v, "fp16"))
+    return TT_PRECISION_FP16;
+  return -1;
+}
+
+/* what this model stashes in: the plan must be made for it */
+static int
+plan_activations_wanted (const tt_model * m)
+{
+  return tt_stash_on (m) ? (int) m->activation_type : TT_PRECISION_FP32;
+}
+
+static const char *
+plan_precision_name (int p)
+{
+  return p == TT_PRECISION_BF16 ? "bf16" : p == TT_PRECISION_FP16 ? "fp16" :
+      "fp32";
+}
+
 bool
 tt_plan_ini_inference (const tt_model * m)
 {
@@ -169,6 +201,14 @@ plan_check_header (tt_model * m, tt_error * err)
   if (mode && strcasecmp (mode, "training") && strcasecmp (mode, "inference"))
     return plan_error (m, err, "[Plan] mode: '%s' is neither training nor "
         "inference", mode);
+  if (plan_activations (m) < 0)
+    return plan_error (m, err, "[Plan] activations: '%s' is not fp32, bf16 "
+        "or fp16", plan_get (m, "plan", "activations"));
+  if (plan_activations (m) != plan_activations_wanted (m))
+    return plan_error (m, err, "[Plan] activations: the plan stashes "
+        "activations as %s but the model trains with %s ones: re-plan",
+        plan_precision_name (plan_activations (m)),
+        plan_precision_name (plan_activations_wanted (m)));
   if (batch != m->batch_size)
     return plan_error (m, err, "[Plan] batch_size: planned for batch %"
         PRIu64 " but compiled for batch %u: the plan is stale; re-plan",
@@ -313,6 +353,7 @@ plan_read_memory (tt_model * m, tt_error * err)
     tt_ini_text_lower (word);
     tt_ini_text_lower (flag);
     const bool swap = !strcmp (mode, "swap"), keep = !strcmp (mode, "keep");
+    const bool stash = !strcmp (mode, "stash");
     const bool rerun = !strcmp (what, "rerun");
     if (id < 0)
       st = plan_error (m, err, "[Plan.Memory] %s: no tensor of that name "
@@ -320,11 +361,11 @@ plan_read_memory (tt_model * m, tt_error * err)
     else if (!G)
       st = plan_error (m, err, "[Plan.Memory] %s: not an activation a "
           "layer writes in forward; only those can be dropped", name);
-    else if ((!swap && !keep && strcmp (mode, "recompute")) ||
+    else if ((!swap && !keep && !stash && strcmp (mode, "recompute")) ||
         (comma && !rerun) || (keep && !rerun))
       st = plan_error (m, err, "[Plan.Memory] %s: '%s' is neither "
-          "recompute nor swap, optionally followed by ', rerun' (or 'keep, "
-          "rerun')", name, v ? v : "");
+          "recompute nor swap nor stash, optionally followed by ', rerun' "
+          "(or 'keep, rerun')", name, v ? v : "");
     else if (rerun && !G->late_ok)
       st = plan_error (m, err, "[Plan.Memory] %s: rerun: its first layer "
           "%s keeps no scratch for its backward, or cannot run twice", name,
@@ -334,7 +375,17 @@ plan_read_memory (tt_model * m, tt_error * err)
     else if (!G->backward_use)
       st = plan_error (m, err, "[Plan.Memory] %s: no backward phase reads "
           "it, so there is nothing to rebuild", name);
-    else if (!swap && G->not_recomputable)
+    else if (stash && !tt_stash_on (m))
+      st = plan_error (m, err, "[Plan.Memory] %s: stash: the model's "
+          "activations are fp32 (a stash needs [Model] model_tensor_type "
+          "with bf16 or fp16 activations, and training)", name);
+    else if (stash && !tt_remat_stashable (G))
+      st = plan_error (m, err, "[Plan.Memory] %s: stash: not an activation "
+          "kept for backward that can be stashed (%s)", name,
+          !G->swappable && G->not_recomputable ? G->not_recomputable :
+          !G->swappable ? "the loss's output" : "no backward phase reads "
+          "it");
+    else if (!swap && !stash && G->not_recomputable)
       st = plan_error (m, err, "[Plan.Memory] %s: cannot be recomputed: "
           "%s", name, G->not_recomputable);
     else if (swap && !G->swappable)
@@ -343,13 +394,26 @@ plan_read_memory (tt_model * m, tt_error * err)
       st = plan_error (m, err, "[Plan.Memory] %s: swap needs [Model] "
           "memory_swap = true", name);
     else {
-      G->mode = swap ? TT_REMAT_SWAP : TT_REMAT_RECOMPUTE;
+      G->mode = swap ? TT_REMAT_SWAP : stash ? TT_REMAT_STASH :
+          TT_REMAT_RECOMPUTE;
       G->late = rerun;
     }
   }
   free (keys);
   if (st == TT_OK)
     st = tt_remat_materialize (m, err);
+  /* every stash holds its tensor at 2 bytes an element: checked apart
+   * from the declarations (plan_validate.c) */
+  for (uint32_t g = 0; g < m->n_remat && st == TT_OK; g++)
+    for (uint32_t k = 0; k < m->remat[g].n_tensors && st == TT_OK; k++) {
+      const int s = m->remat[g].stash[k];
+      char why[512];
+      if (s >= 0
+          && tt_plan_validate_stash (m->tensors[m->remat[g].tensors[k]].count,
+              (uint64_t) m->tensors[s].count * sizeof (float),
+              m->tensors[s].name, why, sizeof why))
+        st = plan_error (m, err, "[Plan.Memory] %s", why);
+    }
   return st;
 }
 
@@ -393,8 +457,12 @@ tt_plan_ini_serves (const tt_model * m)
    * an error: this mode simply needs its own */
   uint64_t pool = 0;
   plan_u64 (plan_get (m, "plan", "pool_size"), UINT64_MAX, &pool);
-  /* a plan over the limit asked for is planned afresh under it */
+  /* a plan over the limit asked for is planned afresh under it; so is
+   * one made for another activation type (mixed precision: a precision
+   * set over the INI's) */
+  const int acts = plan_activations (m);
   return m->stored_plan && m->plan_mode == TT_PLAN_AUTO &&
+      (acts < 0 || acts == plan_activations_wanted (m)) &&
       tt_plan_ini_inference (m) == m->inference &&
       !(m->keep_gradients && plan_get (m, "plan", "update_as_you_go")) &&
       !(m->memory_limit && pool > m->memory_limit);
@@ -795,6 +863,9 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
         TT_GRAD_CHUNK_FLOATS);
   if (tt_train_choice (m) && !m->inference)
     plan_printf (&w, "train = %s\n", tt_train_choice (m));
+  if (tt_stash_on (m))
+    plan_printf (&w, "activations = %s\n",
+        plan_precision_name (m->activation_type));
   plan_printf (&w, "input_shapes = ");
   for (uint32_t i = 0; i < m->n_inputs; i++) {
     tt_dims d = m->layers[m->input_layers[i]].out_dims[0];
@@ -832,8 +903,8 @@ tt_plan_ini_text (tt_model * m, char **text, size_t *text_len, tt_error * err)
         t->first_use, t->last_use);
   }
   if (m->n_dropped)
-    plan_printf (&w, "\n[Plan.Memory]\n# activation = recompute | swap   "
-        "[, rerun]   # rebuilt before the backward of\n");
+    plan_printf (&w, "\n[Plan.Memory]\n# activation = recompute | swap | "
+        "stash   [, rerun]   # rebuilt before the backward of\n");
   for (uint32_t g = 0; g < m->n_remat; g++) {
     const tt_remat *G = &m->remat[g];
     if (G->mode != TT_REMAT_KEEP || G->late)

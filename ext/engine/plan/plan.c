@@ -281,13 +281,14 @@ tt_plan_build (tt_model * m, tt_error * err)
   m->plan.one_thread_pool_bytes = one_thread_pool_of[best];
   m->plan.laid_out_threads = threads_of[best];
   /* over the memory limit: activations dropped and rebuilt in backward
-   * (remat.c), laid out again with their second instances */
+   * (remat.c), laid out again with their second instances; so are the
+   * stashes of a half activation type (core/stash.c) */
   if ((st = tt_remat_plan (m, err)))
     return st;
   if (m->n_dropped) {
     if ((st = plan_layout (m, &best_pool, &bound, &naive, err)))
       return st;
-    if (best_pool > m->memory_limit)
+    if (m->memory_limit && best_pool > m->memory_limit)
       return tt_fail (err, TT_ERR_INVALID, "%s: the plan under the memory "
           "limit of %" PRIu64 " bytes came out at %" PRIu64 " bytes",
           m->path, m->memory_limit, best_pool);

@@ -273,3 +273,14 @@ tt_plan_validate_chunk (uint64_t weight_floats, uint32_t rows,
         grad_floats, chunk_rows, chunk_rows * cols), -1;
   return 0;
 }
+
+int
+tt_plan_validate_stash (uint64_t elements, uint64_t stash_bytes,
+    const char *name, char *err, size_t err_len)
+{
+  if (elements > UINT64_MAX / 2 || stash_bytes < 2 * elements)
+    return plan_validate_fail (err, err_len, "stash %s: %" PRIu64 " bytes "
+        "cannot hold %" PRIu64 " values of 2 bytes", name ? name : "?",
+        stash_bytes, elements);
+  return 0;
+}

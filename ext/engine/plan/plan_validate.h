@@ -35,4 +35,10 @@ int tt_plan_validate_chunk (uint64_t weight_floats, uint32_t rows,
     uint32_t chunk_rows, uint64_t grad_floats, uint32_t quantum,
     const char *name, char *err, size_t err_len);
 
+/* Checks a stash of mixed precision (core/stash.c): stash_bytes hold
+ * elements values of 2 bytes each. Returns 0, or -1 with a message
+ * naming name in err. */
+int tt_plan_validate_stash (uint64_t elements, uint64_t stash_bytes,
+    const char *name, char *err, size_t err_len);
+
 #endif

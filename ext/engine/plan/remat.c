@@ -27,6 +27,18 @@
  * work it costs; then lay out the offsets, and lower the target by what
  * the pool exceeds the limit if it does. Recomputation runs first, swap
  * only when recomputation cannot reach the limit.
+ *
+ * Stash (mixed precision, core/stash.c): with a half activation type, a
+ * training model's groups whose root backward reads and that swap could
+ * take (not the loss's output) are stashed to begin with, whether or not
+ * a limit is set: like a swapped group, but for the root alone (its
+ * layers' scratch may hold indices, as pooling's argmax, and keeps its
+ * whole life), and the copy is a third instance in the pool
+ * ("<name>:stashed", 2 bytes an element) living from the root's last
+ * forward use to the trigger; the second instance is "<name>:widened".
+ * Under a limit the search starts from those stashes (a stashed group is
+ * the baseline a decision is taken from and undone to): a group it
+ * recomputes or swaps needs no stash.
  */
 #include "tt_internal.h"
 #include "plan_offsets.h"
@@ -101,7 +113,7 @@ remat_spans (const tt_model * m, remat_span * sp)
 /* A second instance for tensor k of a dropped group: every tensor when
  * recomputed (the writers' forward writes them all), the root and what
  * backward reads when swapped. */
-#define REMAT_SLOTS (2 * TT_REMAT_TENSORS)
+#define REMAT_SLOTS (3 * TT_REMAT_TENSORS)
 
 /* The slot of tensor k of group g: its second instance, or (late) its
  * instance when the first writer runs again. */
@@ -109,6 +121,28 @@ static int
 remat_slot (uint32_t g, uint32_t k, bool late)
 {
   return (int) (g * REMAT_SLOTS + (late ? TT_REMAT_TENSORS : 0) + k);
+}
+
+/* The slot of tensor k's stash in group g. */
+static int
+remat_stash_slot (uint32_t g, uint32_t k)
+{
+  return (int) (g * REMAT_SLOTS + 2 * TT_REMAT_TENSORS + k);
+}
+
+/* The mode a group has before any decision: stashed when the model
+ * stashes, swap could take it and backward reads its root, else kept. */
+static tt_remat_mode
+remat_base (const tt_model * m, const tt_remat * g)
+{
+  return tt_stash_on (m) && tt_remat_stashable (g) ? TT_REMAT_STASH :
+      TT_REMAT_KEEP;
+}
+
+bool
+tt_remat_stashable (const tt_remat * g)
+{
+  return g->swappable && g->root_backward;
 }
 
 /* Scratch of the first writer that its backward reads: rebuilt by the
@@ -140,6 +174,9 @@ remat_needs_twin (const tt_remat * g, uint32_t k, const remat_span * sp)
 {
   if (g->mode == TT_REMAT_KEEP)
     return false;
+  /* a stash holds the root only (floats: scratch may hold indices) */
+  if (g->mode == TT_REMAT_STASH)
+    return k == 0;
   return g->mode == TT_REMAT_RECOMPUTE || k == 0 ||
       (sp[g->tensors[k]].bwd_first >= 0 && !remat_late_scratch (g, k, sp));
 }
@@ -268,6 +305,7 @@ tt_remat_groups (tt_model * m, tt_error * err)
       group_of[m->uses[u].tensor] = -2;
   for (uint32_t g = 0; g < m->n_remat; g++) {
     tt_remat *G = &m->remat[g];
+    G->root_backward = group_of[G->root] == -2;
     for (uint32_t k = 0; k < G->n_tensors; k++) {
       const bool bwd = group_of[G->tensors[k]] == -2;
       G->backward_use |= bwd;
@@ -290,6 +328,7 @@ typedef struct
   int *first, *last;            /* per base tensor */
   int *tfirst, *tlast;          /* per group and tensor slot; -1: none */
   uint64_t *abytes;             /* aligned bytes per base tensor */
+  uint64_t *sbytes;             /* aligned bytes of its stash */
   int64_t *live;                /* per step */
   int steps;
   tt_interval *iv;
@@ -341,9 +380,11 @@ remat_layout (remat_ctx * c)
     tt_remat *G = &m->remat[g];
     if (G->mode != TT_REMAT_KEEP) {
       int t = G->trigger_step;
+      /* (stashed: the root's first backward use; its scratch is kept) */
       for (uint32_t k = 0; k < G->n_tensors; k++) {
         const int b = c->sp[G->tensors[k]].bwd_first;
-        if (b >= 0 && b < t && !remat_late_scratch (G, k, c->sp))
+        if (b >= 0 && b < t && !remat_late_scratch (G, k, c->sp) &&
+            (G->mode != TT_REMAT_STASH || k == 0))
           t = b;
       }
       if (t == INT_MAX || t > 4 * n - 1)
@@ -363,11 +404,15 @@ remat_layout (remat_ctx * c)
     tt_remat *G = &m->remat[g];
     for (uint32_t k = 0; k < REMAT_SLOTS; k++)
       c->tfirst[g * REMAT_SLOTS + k] = c->tlast[g * REMAT_SLOTS + k] = -1;
+    G->stash_layer = -1;
     const int t1 = G->trigger_step, t2 = G->late ? remat_rerun_step (m, G) : -1;
     for (uint32_t k = 0; k < G->n_tensors; k++) {
       const int id = G->tensors[k];
       const bool late = remat_late_scratch (G, k, c->sp);
-      if (G->mode != TT_REMAT_KEEP || late)
+      /* stashed: the scratch keeps its whole life, as when kept */
+      const bool dropped = G->mode == TT_REMAT_STASH ? k == 0 :
+          G->mode != TT_REMAT_KEEP;
+      if (dropped || late)
         c->last[id] = c->sp[id].fwd_last >= c->first[id] ?
             c->sp[id].fwd_last : c->first[id];
       if (remat_needs_twin (G, k, c->sp)) {
@@ -380,6 +425,22 @@ remat_layout (remat_ctx * c)
         c->tfirst[s] = t2;
         c->tlast[s] = late && c->sp[id].bwd_last > t2 ? c->sp[id].bwd_last : t2;
       }
+    }
+    /* stashed: every twin narrowed after the last forward use of any */
+    if (G->mode == TT_REMAT_STASH) {
+      int at = 0;
+      for (uint32_t k = 0; k < G->n_tensors; k++)
+        if (remat_needs_twin (G, k, c->sp) && c->last[G->tensors[k]] > at)
+          at = c->last[G->tensors[k]];
+      if (at > n - 1)
+        at = n - 1;
+      G->stash_layer = m->exec[at];
+      for (uint32_t k = 0; k < G->n_tensors; k++)
+        if (remat_needs_twin (G, k, c->sp)) {
+          const int s = remat_stash_slot (g, k);
+          c->tfirst[s] = at;
+          c->tlast[s] = t1;
+        }
     }
   }
   for (uint32_t g = 0; g < m->n_remat; g++) {
@@ -410,13 +471,16 @@ remat_profile (remat_ctx * c, uint64_t target, int64_t * excess)
     const tt_remat *G = &m->remat[g];
     if (G->mode == TT_REMAT_KEEP && !G->late)
       continue;
-    for (int late = 0; late < 2; late++)
+    for (int part = 0; part < 3; part++)
       for (uint32_t k = 0; k < G->n_tensors; k++) {
-        const int s = remat_slot (g, k, late);
+        const int s = part == 2 ? remat_stash_slot (g, k) :
+            remat_slot (g, k, part);
         if (c->tfirst[s] < 0)
           continue;
-        c->live[c->tfirst[s]] += (int64_t) c->abytes[G->tensors[k]];
-        c->live[c->tlast[s] + 1] -= (int64_t) c->abytes[G->tensors[k]];
+        const int64_t b = (int64_t) (part == 2 ? c->sbytes[G->tensors[k]] :
+            c->abytes[G->tensors[k]]);
+        c->live[c->tfirst[s]] += b;
+        c->live[c->tlast[s] + 1] -= b;
       }
   }
   int64_t run = 0, peak = 0, over = 0;
@@ -456,13 +520,15 @@ remat_offsets (remat_ctx * c)
     c->iv_slot[n++] = i;
   }
   for (uint32_t g = 0; g < m->n_remat; g++)
-    for (int late = 0; late < 2; late++)
+    for (int part = 0; part < 3; part++)
       for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
-        const int s = remat_slot (g, k, late);
+        const int s = part == 2 ? remat_stash_slot (g, k) :
+            remat_slot (g, k, part);
         if (c->tfirst[s] < 0)
           continue;
+        const size_t count = m->tensors[m->remat[g].tensors[k]].count;
         c->iv[n] = (tt_interval) {
-        (uint64_t) m->tensors[m->remat[g].tensors[k]].count *
+        (uint64_t) (part == 2 ? tt_stash_floats (count) : count) *
               sizeof (float), c->tfirst[s], c->tlast[s], 0, false};
         c->iv_slot[n++] = m->n_base_tensors + (uint32_t) s;
       }
@@ -481,18 +547,21 @@ remat_cost_of (const tt_model * m, const tt_remat * g, tt_remat_mode mode)
   uint64_t bytes = 0;
   for (uint32_t k = 0; k < g->n_tensors; k++)
     bytes += (uint64_t) m->tensors[g->tensors[k]].count * sizeof (float);
+  /* a stash is a conversion each way in memory, no file */
+  if (mode == TT_REMAT_STASH)
+    return bytes / 2 + 1;
   return bytes * REMAT_SWAP_COST_PER_BYTE + 1;
 }
 
 /* Decision opt of group G (1 recompute, 2 swap, 3 rerun) made (on) or
  * unmade. */
 static void
-remat_set (tt_remat * G, int opt, bool on)
+remat_set (const tt_model * m, tt_remat * G, int opt, bool on)
 {
   if (opt == 3)
     G->late = on;
   else
-    G->mode = on ? (tt_remat_mode) opt : TT_REMAT_KEEP;
+    G->mode = on ? (tt_remat_mode) opt : remat_base (m, G);
 }
 
 /* Drops groups until no step holds more than target, or none helps. */
@@ -510,7 +579,7 @@ remat_greedy (remat_ctx * c, uint64_t target, bool allow_swap)
     for (uint32_t g = 0; g < m->n_remat; g++) {
       tt_remat *G = &m->remat[g];
       for (int opt = 1; opt <= 3; opt++) {
-        if (opt < 3 && (G->mode != TT_REMAT_KEEP || !G->backward_use))
+        if (opt < 3 && (G->mode != remat_base (m, G) || !G->backward_use))
           continue;
         if (opt == 1 && G->not_recomputable)
           continue;
@@ -519,9 +588,9 @@ remat_greedy (remat_ctx * c, uint64_t target, bool allow_swap)
         if (opt == 3 && (G->late || !G->late_ok))
           continue;
         int64_t ex;
-        remat_set (G, opt, true);
+        remat_set (m, G, opt, true);
         remat_evaluate (c, target, &ex);
-        remat_set (G, opt, false);
+        remat_set (m, G, opt, false);
         if (ex >= excess)
           continue;
         const double score = (double) (excess - ex) /
@@ -536,7 +605,7 @@ remat_greedy (remat_ctx * c, uint64_t target, bool allow_swap)
     }
     if (best < 0)
       return;
-    remat_set (&m->remat[best], best_opt, true);
+    remat_set (m, &m->remat[best], best_opt, true);
   }
 }
 
@@ -544,7 +613,7 @@ static void
 remat_reset (tt_model * m)
 {
   for (uint32_t g = 0; g < m->n_remat; g++) {
-    m->remat[g].mode = TT_REMAT_KEEP;
+    m->remat[g].mode = remat_base (m, &m->remat[g]);
     m->remat[g].late = false;
   }
 }
@@ -583,7 +652,7 @@ remat_prune (remat_ctx * c, uint64_t limit)
     uint64_t undo_cost = 0;
     for (uint32_t g = 0; g < m->n_remat; g++) {
       tt_remat *G = &m->remat[g];
-      if (G->mode != TT_REMAT_KEEP && !G->tried &&
+      if (G->mode != remat_base (m, G) && !G->tried &&
           (undo < 0 || remat_cost_of (m, G, G->mode) > undo_cost)) {
         undo = (int) g;
         undo_opt = (int) G->mode;
@@ -603,10 +672,10 @@ remat_prune (remat_ctx * c, uint64_t limit)
       G->tried_late = true;
     else
       G->tried = true;
-    remat_set (G, undo_opt, false);
+    remat_set (m, G, undo_opt, false);
     int64_t excess;
     if (remat_evaluate (c, limit, &excess) > limit || remat_offsets (c) > limit)
-      remat_set (G, undo_opt, true);
+      remat_set (m, G, undo_opt, true);
   }
   for (uint32_t g = 0; g < m->n_remat; g++)
     m->remat[g].tried = m->remat[g].tried_late = false;
@@ -619,7 +688,7 @@ remat_total_cost (const tt_model * m)
   uint64_t sum = 0;
   for (uint32_t g = 0; g < m->n_remat; g++) {
     const tt_remat *G = &m->remat[g];
-    if (G->mode != TT_REMAT_KEEP)
+    if (G->mode != remat_base (m, G))
       sum += remat_cost_of (m, G, G->mode);
     if (G->late)
       sum += remat_cost_of (m, G, TT_REMAT_KEEP);
@@ -641,7 +710,7 @@ remat_smallest (remat_ctx * c, uint64_t unlimited, bool allow_swap,
   uint64_t best_pool = unlimited, cheap_cost = UINT64_MAX, lo = 0;
   uint64_t hi = unlimited;
   for (uint32_t g = 0; best && g < m->n_remat; g++)
-    best[g] = TT_REMAT_KEEP;
+    best[g] = (int) remat_base (m, &m->remat[g]);
   while (best && lo + m->align < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
     if (remat_search (c, mid, false) || (allow_swap &&
@@ -665,7 +734,8 @@ remat_smallest (remat_ctx * c, uint64_t unlimited, bool allow_swap,
   }
   const int *keep = cheap_cost < UINT64_MAX ? cheap : best;
   for (uint32_t g = 0; g < m->n_remat; g++) {
-    m->remat[g].mode = keep ? (tt_remat_mode) (keep[g] & 15) : TT_REMAT_KEEP;
+    m->remat[g].mode = keep ? (tt_remat_mode) (keep[g] & 15) :
+        remat_base (m, &m->remat[g]);
     m->remat[g].late = keep && (keep[g] & 16);
   }
   free (best);
@@ -682,6 +752,7 @@ remat_ctx_free (remat_ctx * c)
   free (c->tfirst);
   free (c->tlast);
   free (c->abytes);
+  free (c->sbytes);
   free (c->live);
   free (c->iv);
   free (c->iv_slot);
@@ -701,11 +772,13 @@ remat_ctx_init (remat_ctx * c, tt_model * m, tt_error * err)
   c->tfirst = malloc (ng * REMAT_SLOTS * sizeof *c->tfirst);
   c->tlast = malloc (ng * REMAT_SLOTS * sizeof *c->tlast);
   c->abytes = malloc (nb * sizeof *c->abytes);
+  c->sbytes = malloc (nb * sizeof *c->sbytes);
   c->live = malloc ((size_t) (c->steps + 2) * sizeof *c->live);
   c->iv = malloc ((nb + ng * REMAT_SLOTS) * sizeof *c->iv);
   c->iv_slot = malloc ((nb + ng * REMAT_SLOTS) * sizeof *c->iv_slot);
   if (!c->sp || !c->group_of || !c->first || !c->last || !c->tfirst ||
-      !c->tlast || !c->abytes || !c->live || !c->iv || !c->iv_slot) {
+      !c->tlast || !c->abytes || !c->sbytes || !c->live || !c->iv ||
+      !c->iv_slot) {
     remat_ctx_free (c);
     return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory", m->path);
   }
@@ -713,6 +786,9 @@ remat_ctx_init (remat_ctx * c, tt_model * m, tt_error * err)
   for (uint32_t i = 0; i < m->n_base_tensors; i++) {
     c->group_of[i] = -1;
     c->abytes[i] = tt_tensor_aligned_bytes (&m->tensors[i], m->align);
+    tt_tensor half = m->tensors[i];
+    half.count = tt_stash_floats (half.count);
+    c->sbytes[i] = tt_tensor_aligned_bytes (&half, m->align);
   }
   for (uint32_t g = 0; g < m->n_remat; g++) {
     tt_remat *G = &m->remat[g];
@@ -730,16 +806,18 @@ tt_remat_materialize (tt_model * m, tt_error * err)
     return st;
   uint64_t swap_at = 0;
   m->n_dropped = 0;
-  m->plan.recomputed = m->plan.swapped = 0;
+  m->plan.recomputed = m->plan.swapped = m->plan.stashed = 0;
   m->plan.recomputed_bytes = m->plan.swapped_bytes = 0;
+  m->plan.stashed_bytes = 0;
   for (uint32_t g = 0; g < m->n_remat && !m->tensor_oom; g++) {
     tt_remat *G = &m->remat[g];
     for (uint32_t k = 0; k < TT_REMAT_TENSORS; k++)
-      G->twins[k] = G->late_twins[k] = -1;
+      G->twins[k] = G->late_twins[k] = G->stash[k] = -1;
     G->rerun_keep = 0;
     if (G->mode == TT_REMAT_KEEP && !G->late)
       continue;
     const bool swap = G->mode == TT_REMAT_SWAP;
+    const bool stash = G->mode == TT_REMAT_STASH;
     m->n_dropped++;
     G->swap_offset = swap_at;
     /* in slot order, as remat_offsets lays them out */
@@ -751,7 +829,7 @@ tt_remat_materialize (tt_model * m, tt_error * err)
         char name[TT_TENSOR_NAME_MAX];
         snprintf (name, sizeof name, "%s", m->tensors[id].name);
         const int t = tt_tensor_declare (m, name, late ? "rerun" : swap ?
-            "swapped" : "recomputed", m->tensors[id].kind,
+            "swapped" : stash ? "widened" : "recomputed", m->tensors[id].kind,
             m->tensors[id].count);
         const uint64_t bytes = (uint64_t) m->tensors[id].count * sizeof (float);
         if (late) {
@@ -765,13 +843,26 @@ tt_remat_materialize (tt_model * m, tt_error * err)
           if (swap) {
             swap_at += bytes;
             m->plan.swapped_bytes += bytes;
+          } else if (stash) {
+            /* the stash after the second instance: slot order */
           } else {
             m->plan.recomputed_bytes += bytes;
           }
         }
       }
-    m->plan.recomputed += !swap;
+    for (uint32_t k = 0; stash && k < G->n_tensors; k++) {
+      if (G->twins[k] < 0)
+        continue;
+      const int id = G->tensors[k];
+      char name[TT_TENSOR_NAME_MAX];
+      snprintf (name, sizeof name, "%s", m->tensors[id].name);
+      G->stash[k] = tt_tensor_declare (m, name, "stashed",
+          m->tensors[id].kind, tt_stash_floats (m->tensors[id].count));
+      m->plan.stashed_bytes += (uint64_t) m->tensors[id].count * 2;
+    }
+    m->plan.recomputed += !swap && !stash;
     m->plan.swapped += swap;
+    m->plan.stashed += stash;
   }
   remat_ctx_free (&c);
   if (m->tensor_oom)
@@ -791,13 +882,17 @@ tt_remat_lifetimes (tt_model * m)
     m->tensors[i].last_use = c.last[i];
   }
   for (uint32_t g = 0; g < m->n_remat; g++)
-    for (int late = 0; late < 2; late++)
+    for (int part = 0; part < 3; part++)
       for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
-        const int t = late ? m->remat[g].late_twins[k] : m->remat[g].twins[k];
+        const tt_remat *G = &m->remat[g];
+        const int t = part == 2 ? G->stash[k] : part ? G->late_twins[k] :
+            G->twins[k];
         if (t < 0)
           continue;
-        m->tensors[t].first_use = c.tfirst[remat_slot (g, k, late)];
-        m->tensors[t].last_use = c.tlast[remat_slot (g, k, late)];
+        const int s = part == 2 ? remat_stash_slot (g, k) :
+            remat_slot (g, k, part);
+        m->tensors[t].first_use = c.tfirst[s];
+        m->tensors[t].last_use = c.tlast[s];
       }
   remat_ctx_free (&c);
 }
@@ -808,14 +903,19 @@ tt_remat_plan (tt_model * m, tt_error * err)
   const uint64_t limit = m->memory_limit, unlimited = m->pool_bytes;
   m->plan.memory_limit = limit;
   m->plan.unlimited_pool_bytes = unlimited;
-  if (!limit || unlimited <= limit)
+  const bool stash = tt_stash_on (m);
+  if (!stash && (!limit || unlimited <= limit))
     return TT_OK;
   tt_status st = tt_remat_groups (m, err);
   remat_ctx c;
   if (st || (st = remat_ctx_init (&c, m, err)))
     return st;
-  bool found = !m->inference && (remat_search (&c, limit, false) ||
-      (m->memory_swap && remat_search (&c, limit, true)));
+  /* stashed: planned with every stash, kept when that fits */
+  remat_reset (m);
+  bool found = stash && (!limit || remat_offsets (&c) <= limit);
+  if (!found)
+    found = !m->inference && (remat_search (&c, limit, false) ||
+        (m->memory_swap && remat_search (&c, limit, true)));
   if (found)
     remat_prune (&c, limit);
   if (!found) {
@@ -852,9 +952,9 @@ tt_remat_plan (tt_model * m, tt_error * err)
 const char *
 tt_remat_decision (const tt_remat * g)
 {
-  static const char *const how[3][2] = {
+  static const char *const how[4][2] = {
     {"keep", "keep, rerun"}, {"recompute", "recompute, rerun"},
-    {"swap", "swap, rerun"}
+    {"swap", "swap, rerun"}, {"stash", "stash, rerun"}
   };
   return how[g->mode][g->late];
 }

@@ -148,6 +148,10 @@ typedef struct {
   uint32_t swapped;           /* activations spilled to the swap file */
   uint64_t recomputed_bytes;  /* their bytes (with their layers' scratch) */
   uint64_t swapped_bytes;     /* written and read back each step */
+  /* mixed precision: activations stashed at half width until backward
+   * (docs/precision.md), and their stashes' bytes */
+  uint32_t stashed;
+  uint64_t stashed_bytes;
 } tt_plan_info;
 
 /* Memory figures of a compiled model, in bytes. */

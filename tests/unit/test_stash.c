@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Mixed precision's stash (core/stash.c, plan/remat.c): with a bf16 or
+ * fp16 activation type, the activations kept from forward to backward
+ * live in the pool at 2 bytes an element between their last forward use
+ * and the backward layer that first needs them. Checked here:
+ * - pools of fmnist_cnn, zoo_mobilenet_v2 and zoo_transformer at batch
+ *   32, fp32 against bf16: the activation bytes held at the turn from
+ *   forward to backward at most 0.6 of fp32's, and a smaller pool;
+ * - training: per-step losses within 0.1% of fp32's, on one thread and
+ *   on two (the conversions split);
+ * - bit for bit: a model whose kept activations are small integers
+ *   (exact in bf16 and fp16) gives fp32's loss and gradients exactly,
+ *   and the same model on non-integer inputs does not (the stash rounds);
+ * - the stored plan: loads without replanning (same pool, same offsets)
+ *   and trains the same; at fp32 it is replanned; a stash on a tensor
+ *   that is not a candidate, an overlapping stash, a bad [Plan]
+ *   activations and a stash in an fp32 plan are refused naming them; the
+ *   validator refuses a stash too small.
+ *
+ * Usage: test_stash SOURCE_ROOT
+ */
+#include "tt_internal.h"
+#include "tt_test.h"
+#include "tt_test_hooks.h"
+#include "train_steps.h"
+#include "plan_validate.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+static char root[1024];
+
+static tt_model *
+open_at (const char *path, const char *text, uint32_t batch,
+    tt_precision act, unsigned threads, bool fusion, tt_error * err)
+{
+  tt_model *m = text ? tt_model_load_ini_text (text, strlen (text), path,
+      err) : tt_model_load_ini (path, err);
+  if (!m)
+    return NULL;
+  tt_model_set_relu_fusion (m, fusion);
+  if ((batch && tt_model_set_batch_size (m, batch, err)) ||
+      tt_model_set_threads (m, threads, err) ||
+      tt_model_set_activation_type (m, act, err) || tt_model_compile (m, err)) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+static void
+model_path (char *path, size_t len, const char *name)
+{
+  snprintf (path, len, "%s/tests/models/%s", root, name);
+}
+
+/* Bytes of activations (their own memory, aligned) live at the last
+ * forward step: what is held from forward into backward. */
+static uint64_t
+held_bytes (const tt_model * m)
+{
+  const int at = (int) m->n_layers - 1;
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < m->n_tensors; i++) {
+    const tt_tensor *t = &m->tensors[i];
+    if (t->alias_of < 0 && t->kind == TT_TENSOR_ACTIVATION &&
+        t->first_use <= at && t->last_use >= at)
+      sum += tt_tensor_aligned_bytes (t, m->align);
+  }
+  return sum;
+}
+
+static void
+test_pools (void)
+{
+  static const char *const models[] = {
+    "fmnist_cnn.ini", "zoo_mobilenet_v2.ini", "zoo_transformer.ini", NULL
+  };
+  for (int i = 0; models[i]; i++) {
+    char path[2048];
+    tt_error err;
+    model_path (path, sizeof path, models[i]);
+    tt_model *a = open_at (path, NULL, 32, TT_PRECISION_FP32, 1, true, &err);
+    CHECK (a != NULL, "%s fp32: %s", models[i], a ? "" : err.message);
+    tt_model *b = open_at (path, NULL, 32, TT_PRECISION_BF16, 1, true, &err);
+    CHECK (b != NULL, "%s bf16: %s", models[i], b ? "" : err.message);
+    if (a && b) {
+      tt_plan_info pa, pb;
+      tt_model_plan_info (a, &pa);
+      tt_model_plan_info (b, &pb);
+      const uint64_t ha = held_bytes (a), hb = held_bytes (b);
+      printf ("%-22s batch 32  pool fp32 %10" PRIu64 "  bf16 %10" PRIu64
+          " (%.2f)  held at the turn fp32 %10" PRIu64 "  bf16 %10" PRIu64
+          " (%.2f)  stashed %u (%" PRIu64 " bytes)\n", models[i],
+          pa.pool_bytes, pb.pool_bytes,
+          (double) pb.pool_bytes / (double) pa.pool_bytes, ha, hb,
+          (double) hb / (double) ha, pb.stashed, pb.stashed_bytes);
+      CHECK (pa.stashed == 0 && pb.stashed > 0, "%s: stashed %u at fp32, "
+          "%u at bf16", models[i], pa.stashed, pb.stashed);
+      CHECK (hb * 10 <= ha * 6, "%s: held %" PRIu64 " at bf16 against %"
+          PRIu64 " at fp32: not about halved", models[i], hb, ha);
+      CHECK (pb.pool_bytes < pa.pool_bytes, "%s: pool %" PRIu64 " at bf16, "
+          "%" PRIu64 " at fp32", models[i], pb.pool_bytes, pa.pool_bytes);
+    }
+    tt_model_free (a);
+    tt_model_free (b);
+  }
+}
+
+/* steps of training on fixed data; the losses in loss[] */
+static void
+train_losses (tt_model * m, int steps, double *loss)
+{
+  const uint32_t batch = tt_model_batch_size (m);
+  tt_shape in, lb = tt_model_label_shape (m);
+  tt_model_input_shape (m, 0, &in);
+  const size_t nx = (size_t) batch * in.channel * in.height * in.width;
+  const size_t nl = (size_t) lb.channel * lb.height * lb.width;
+  float *x = malloc (nx * sizeof *x), *t = calloc (batch * nl, sizeof *t);
+  for (size_t j = 0; j < nx; j++)
+    x[j] = (float) ((j * 7919) % 255) / 255.0f;
+  for (uint32_t b = 0; b < batch; b++)
+    t[b * nl + (b * 7u) % nl] = 1;
+  const void *inputs[1] = { x };
+  for (int s = 0; s < steps; s++) {
+    tt_error err;
+    tt_batch_result r = { 0 };
+    CHECK (tt_model_train_batch (m, batch, inputs, NULL, t, &r, &err) ==
+        TT_OK, "%s", err.message);
+    loss[s] = r.loss;
+  }
+  free (x);
+  free (t);
+}
+
+static void
+compare_losses (const char *name, unsigned threads, uint32_t batch)
+{
+  char path[2048];
+  tt_error err;
+  model_path (path, sizeof path, "fmnist_cnn.ini");
+  tt_model *a = open_at (path, NULL, batch, TT_PRECISION_FP32, threads,
+      true, &err);
+  CHECK (a != NULL, "%s: %s", name, a ? "" : err.message);
+  tt_model *b = open_at (path, NULL, batch, TT_PRECISION_BF16, threads,
+      true, &err);
+  CHECK (b != NULL, "%s: %s", name, b ? "" : err.message);
+  if (a && b) {
+    enum
+    { STEPS = 6 };
+    double la[STEPS], lb[STEPS];
+    train_losses (a, STEPS, la);
+    train_losses (b, STEPS, lb);
+    for (int s = 0; s < STEPS; s++) {
+      printf ("%s step %d: loss fp32 %.6f  bf16 stash %.6f\n", name, s,
+          la[s], lb[s]);
+      CHECK (isfinite (lb[s]) && fabs (lb[s] - la[s]) <= 1e-3 * fabs (la[s]),
+          "%s step %d: %.6f against %.6f", name, s, lb[s], la[s]);
+    }
+    tt_plan_info pb;
+    tt_model_plan_info (b, &pb);
+    CHECK (pb.stashed > 0, "%s: nothing stashed", name);
+  }
+  tt_model_free (a);
+  tt_model_free (b);
+}
+
+static void
+test_losses (void)
+{
+  compare_losses ("fmnist_cnn 1 thread", 1, 8);
+  /* the conversions split over two threads (every step): at batch 16
+   * pool1's output, 86528 elements, is converted in parts */
+  setenv ("TT_THREADS_STEPS", "split", 1);
+  compare_losses ("fmnist_cnn 2 threads", 2, 16);
+  unsetenv ("TT_THREADS_STEPS");
+}
+
+/* kept activations: fc1's output through relu, fc2's output (what the
+ * loss reads in backward) */
+static const char exact_model[] =
+    "[Model]\nbatch_size = 4\nloss = mse\n"
+    "[Optimizer]\ntype = sgd\nlearning_rate = 0.01\n"
+    "[input]\ntype = input\ninput_shape = 1:1:8\n"
+    "[fc1]\ntype = fully_connected\nunit = 8\nactivation = relu\n"
+    "[fc2]\ntype = fully_connected\nunit = 4\n";
+
+/* fc1's weights integers in [-2, 2], fc2's in [-1, 1], biases 0; inputs
+ * in [-2, 2] (over divisor): fc1's sums are integers of at most 32, fc2's
+ * at most 256, exact in bf16 (8 significant bits) and fp16 */
+static tt_model *
+exact_run (tt_precision act, float divisor, double *loss)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini_text (exact_model, strlen (exact_model),
+      "exact.ini", &err);
+  CHECK (m != NULL, "%s", m ? "" : err.message);
+  if (!m)
+    return NULL;
+  tt_model_set_relu_fusion (m, false);
+  if (tt_model_keep_gradients (m, &err) ||
+      tt_model_set_activation_type (m, act, &err) ||
+      tt_model_compile (m, &err)) {
+    CHECK (false, "%s", err.message);
+    tt_model_free (m);
+    return NULL;
+  }
+  for (int l = 1; l <= 2; l++) {
+    const tt_layer *L = &m->layers[tt_model_find_layer (m, l == 1 ? "fc1" :
+            "fc2")];
+    for (uint32_t k = 0; k < L->n_weights; k++) {
+      float *w = tt_data (m, L->weights[k].value);
+      for (size_t i = 0; i < L->weights[k].count; i++)
+        w[i] = k ? 0.0f : l == 1 ? (float) ((int) ((i * 7) % 5) - 2) :
+            (float) ((int) ((i * 5) % 3) - 1);
+    }
+  }
+  float x[4 * 8], t[4 * 4];
+  for (int i = 0; i < 32; i++)
+    x[i] = (float) ((i * 3) % 5 - 2) / divisor;
+  for (int i = 0; i < 16; i++)
+    t[i] = (float) (i % 3);
+  const void *in[1] = { x };
+  CHECK (tt_model_gradients (m, 4, in, NULL, t, true, loss, &err) == TT_OK,
+      "%s", err.message);
+  return m;
+}
+
+/* every weight's gradient of a and b the same bit for bit */
+static bool
+same_gradients (const tt_model * a, const tt_model * b)
+{
+  bool same = true;
+  for (uint32_t l = 0; l < a->n_layers; l++)
+    for (uint32_t k = 0; k < a->layers[l].n_weights; k++) {
+      const tt_weight *wa = &a->layers[l].weights[k];
+      const tt_weight *wb = &b->layers[l].weights[k];
+      same &= wa->grad >= 0 && wb->grad >= 0 &&
+          !memcmp (tt_data (a, wa->grad), tt_data (b, wb->grad),
+          wa->count * sizeof (float));
+    }
+  return same;
+}
+
+static void
+test_exact (void)
+{
+  static const tt_precision half[2] = { TT_PRECISION_BF16,
+    TT_PRECISION_FP16
+  };
+  for (int h = 0; h < 2; h++) {
+    const char *name = h ? "fp16" : "bf16";
+    double la, lb, lc, ld;
+    tt_model *a = exact_run (TT_PRECISION_FP32, 1.0f, &la);
+    tt_model *b = exact_run (half[h], 1.0f, &lb);
+    if (a && b) {
+      tt_plan_info pb;
+      tt_model_plan_info (b, &pb);
+      CHECK (pb.stashed >= 2, "%s: stashed %u (fc1's and fc2's outputs)",
+          name, pb.stashed);
+      CHECK (la == lb && la > 0, "%s: loss %.9g against fp32's %.9g", name,
+          lb, la);
+      CHECK (same_gradients (a, b), "%s: integer activations: the gradients "
+          "differ from fp32's", name);
+    }
+    tt_model_free (a);
+    tt_model_free (b);
+    /* inputs in thirds: the kept activations round, so the stash shows */
+    tt_model *c = exact_run (TT_PRECISION_FP32, 3.0f, &lc);
+    tt_model *d = exact_run (half[h], 3.0f, &ld);
+    if (c && d)
+      CHECK (!same_gradients (c, d), "%s: activations in thirds: the "
+          "gradients are fp32's, so nothing was rounded", name);
+    printf ("exact %s: integer activations loss %.9g = %.9g; in thirds "
+        "%.9g against %.9g\n", name, la, lb, ld, lc);
+    tt_model_free (c);
+    tt_model_free (d);
+  }
+}
+
+/* text with the first occurrence of from replaced by to; NULL: absent */
+static char *
+replace (const char *text, const char *from, const char *to)
+{
+  const char *at = strstr (text, from);
+  if (!at)
+    return NULL;
+  char *out = malloc (strlen (text) - strlen (from) + strlen (to) + 1);
+  const size_t head = (size_t) (at - text);
+  memcpy (out, text, head);
+  strcpy (out + head, to);
+  strcat (out, at + strlen (from));
+  return out;
+}
+
+static void
+expect_refused (const char *name, const char *text, tt_precision act,
+    const char *words)
+{
+  tt_error err;
+  tt_model *m = text ? open_at ("tampered.ini", text, 0, act, 1, true,
+      &err) : NULL;
+  CHECK (text && m == NULL, "%s: a tampered plan loaded", name);
+  if (text && !m) {
+    CHECK (strstr (err.message, words) != NULL, "%s: '%s' not in: %s",
+        name, words, err.message);
+    printf ("%s: refused: %s\n", name, err.message);
+  }
+  tt_model_free (m);
+}
+
+/* the value of "key = value" in text, as a string (NULL: absent) */
+static char *
+value_of (const char *text, const char *key)
+{
+  char line[512];
+  snprintf (line, sizeof line, "\n%s = ", key);
+  const char *at = strstr (text, line);
+  if (!at)
+    return NULL;
+  at += strlen (line);
+  size_t n = strcspn (at, " \n");
+  char *v = malloc (n + 1);
+  memcpy (v, at, n);
+  v[n] = '\0';
+  return v;
+}
+
+static void
+test_stored (void)
+{
+  char path[2048];
+  tt_error err;
+  model_path (path, sizeof path, "fmnist_cnn.ini");
+  tt_model *a = open_at (path, NULL, 8, TT_PRECISION_BF16, 1, true, &err);
+  CHECK (a != NULL, "%s", a ? "" : err.message);
+  if (!a)
+    return;
+  char *text;
+  size_t len;
+  CHECK (tt_plan_ini_text (a, &text, &len, &err) == TT_OK, "%s", err.message);
+  char *z = malloc (len + 1);
+  memcpy (z, text, len);
+  z[len] = '\0';
+  free (text);
+  CHECK (strstr (z, "\nactivations = bf16\n") && strstr (z, " = stash   # ")
+      && strstr (z, ":stashed = "), "the stored plan has no stash");
+  const char *stored = tt_test_write_file ("stash.ini", z, len);
+
+  /* loaded at bf16: the plan as stored, trained the same */
+  tt_model *b = open_at (stored, NULL, 0, TT_PRECISION_BF16, 1, true, &err);
+  CHECK (b != NULL, "stored: %s", b ? "" : err.message);
+  if (b) {
+    tt_plan_info pa, pb;
+    tt_model_plan_info (a, &pa);
+    tt_model_plan_info (b, &pb);
+    CHECK (pb.from_stored_plan && pb.pool_bytes == pa.pool_bytes &&
+        pb.stashed == pa.stashed && pb.stashed_bytes == pa.stashed_bytes,
+        "stored: from the plan %d, pool %" PRIu64 " against %" PRIu64
+        ", stashed %u against %u", pb.from_stored_plan, pb.pool_bytes,
+        pa.pool_bytes, pb.stashed, pa.stashed);
+    bool same = a->n_tensors == b->n_tensors;
+    for (uint32_t i = 0; same && i < a->n_tensors; i++)
+      same = a->tensors[i].offset == b->tensors[i].offset &&
+          !strcmp (a->tensors[i].name, b->tensors[i].name);
+    CHECK (same, "stored: the tensors or their offsets differ");
+    tt_test_train_steps (a, "planned", 3, 255.0f);
+    tt_test_train_steps (b, "stored", 3, 255.0f);
+    CHECK (tt_test_same_state (a, b, "stored"), "stored: trains otherwise");
+  }
+  tt_model_free (b);
+
+  /* loaded at fp32: made for bf16, so planned afresh, without a stash */
+  b = open_at (stored, NULL, 0, TT_PRECISION_FP32, 1, true, &err);
+  CHECK (b != NULL, "stored at fp32: %s", b ? "" : err.message);
+  if (b) {
+    tt_plan_info pb;
+    tt_model_plan_info (b, &pb);
+    CHECK (!pb.from_stored_plan && pb.stashed == 0, "stored at fp32: from "
+        "the plan %d, stashed %u", pb.from_stored_plan, pb.stashed);
+  }
+  tt_model_free (b);
+
+  /* a stash on the loss's output: not a candidate */
+  const char *loss_out = a->tensors[a->layers[a->loss_layer].out[0]].name;
+  char line[512];
+  snprintf (line, sizeof line, "%s = stash\n", loss_out);
+  char *t = malloc (strlen (z) + strlen (line) + 1);
+  sprintf (t, "%s%s", z, line);
+  expect_refused ("stash on the loss's output", t, TT_PRECISION_BF16, loss_out);
+  free (t);
+
+  /* a stash overlapping its second instance (both live at the trigger) */
+  const tt_remat *G = NULL;
+  for (uint32_t g = 0; g < a->n_remat && !G; g++)
+    if (a->remat[g].mode == TT_REMAT_STASH)
+      G = &a->remat[g];
+  CHECK (G != NULL, "no stashed group");
+  if (G) {
+    const char *stash = a->tensors[G->stash[0]].name;
+    const char *wide = a->tensors[G->twins[0]].name;
+    char *so = value_of (z, stash), *wo = value_of (z, wide);
+    CHECK (so && wo, "no offsets of %s and %s", stash, wide);
+    if (so && wo) {
+      char from[600], to[600];
+      snprintf (from, sizeof from, "\n%s = %s ", stash, so);
+      snprintf (to, sizeof to, "\n%s = %s ", stash, wo);
+      t = replace (z, from, to);
+      expect_refused ("an overlapping stash", t, TT_PRECISION_BF16, stash);
+      free (t);
+    }
+    free (so);
+    free (wo);
+  }
+
+  /* [Plan] activations not a format */
+  t = replace (z, "\nactivations = bf16\n", "\nactivations = fp8\n");
+  expect_refused ("activations = fp8", t, TT_PRECISION_BF16,
+      "[Plan] activations");
+  free (t);
+  /* the key gone: an fp32 plan, whose stashes are refused at fp32 */
+  t = replace (z, "\nactivations = bf16\n", "\n");
+  expect_refused ("a stash in an fp32 plan", t, TT_PRECISION_FP32,
+      "activations are fp32");
+  free (t);
+
+  /* the validator: 101 values need 202 bytes */
+  char why[256] = "";
+  CHECK (tt_plan_validate_stash (101, 200, "x:stashed", why, sizeof why) ==
+      -1 && strstr (why, "x:stashed"), "a stash too small passed: %s", why);
+  CHECK (tt_plan_validate_stash (101, 204, "x:stashed", why, sizeof why) == 0,
+      "a stash large enough refused: %s", why);
+  free (z);
+  tt_model_free (a);
+}
+
+/* under a memory limit: the search starts from the stashes; the pool
+ * fits and training stays near the unlimited stash's */
+static tt_model *
+open_limited (const char *path, uint64_t limit, tt_error * err)
+{
+  tt_model *b = tt_model_load_ini (path, err);
+  tt_status st = b ? TT_OK : TT_ERR_INVALID;
+  if (b && ((st = tt_model_set_batch_size (b, 8, err)) ||
+          (st = tt_model_set_threads (b, 1, err)) ||
+          (st = tt_model_set_activation_type (b, TT_PRECISION_BF16, err)) ||
+          (st = tt_model_set_memory_limit (b, limit, err)) ||
+          (st = tt_model_compile (b, err)))) {
+    tt_model_free (b);
+    return NULL;
+  }
+  return b;
+}
+
+static void
+test_limit (void)
+{
+  char path[2048];
+  tt_error err;
+  model_path (path, sizeof path, "resnet_bn.ini");
+  tt_model *a = open_at (path, NULL, 8, TT_PRECISION_BF16, 1, true, &err);
+  CHECK (a != NULL, "%s", a ? "" : err.message);
+  if (!a)
+    return;
+  tt_plan_info pa;
+  tt_model_plan_info (a, &pa);
+  /* the smallest feasible limit, as the refusal of 4096 bytes names it */
+  tt_model *b = open_limited (path, 4096, &err);
+  CHECK (b == NULL, "4096 bytes met");
+  tt_model_free (b);
+  const char *p = strstr (err.message, "smallest feasible limit is ");
+  CHECK (p != NULL, "no smallest feasible limit in: %s", err.message);
+  const uint64_t smallest = p ? strtoull (p + strlen ("smallest feasible "
+          "limit is "), NULL, 10) : 0;
+  CHECK (smallest < pa.pool_bytes, "the smallest feasible limit %" PRIu64
+      " is the stashed pool's %" PRIu64, smallest, pa.pool_bytes);
+  const uint64_t limit = smallest + (pa.pool_bytes - smallest) / 4;
+  b = open_limited (path, limit, &err);
+  CHECK (b != NULL, "limit %" PRIu64 ": %s", limit, b ? "" : err.message);
+  if (b) {
+    tt_plan_info pb;
+    tt_model_plan_info (b, &pb);
+    /* what the search did beyond the stashes */
+    uint32_t other = 0;
+    const char *how;
+    for (uint32_t i = 0; tt_model_plan_dropped (b, i, &how); i++)
+      other += strcmp (how, "stash") != 0;
+    printf ("resnet_bn bf16 batch 8: pool %" PRIu64 ", under a limit of %"
+        PRIu64 " (smallest feasible %" PRIu64 "): %" PRIu64 " (stashed %u, "
+        "recomputed %u, other decisions %u)\n", pa.pool_bytes, limit,
+        smallest, pb.pool_bytes, pb.stashed, pb.recomputed, other);
+    CHECK (pb.pool_bytes <= limit && other > 0 && pb.stashed > 0,
+        "pool %" PRIu64 " limit %" PRIu64 " other decisions %u stashed %u",
+        pb.pool_bytes, limit, other, pb.stashed);
+    enum
+    { STEPS = 3 };
+    double la[STEPS], lb[STEPS];
+    train_losses (a, STEPS, la);
+    train_losses (b, STEPS, lb);
+    /* a recomputed group is fp32 again: near, not the same */
+    for (int s = 0; s < STEPS; s++)
+      CHECK (isfinite (lb[s]) && fabs (lb[s] - la[s]) <= 1e-3 * fabs (la[s]),
+          "step %d: %.9g under the limit, %.9g without", s, lb[s], la[s]);
+  }
+  tt_model_free (a);
+  tt_model_free (b);
+}
+
+int
+main (int argc, char **argv)
+{
+  snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
+  TT_TEST_RUN (test_pools);
+  TT_TEST_RUN (test_losses);
+  TT_TEST_RUN (test_exact);
+  TT_TEST_RUN (test_stored);
+  TT_TEST_RUN (test_limit);
+  return tt_test_summary ();
+}
