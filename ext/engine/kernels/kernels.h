@@ -559,5 +559,16 @@ void tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
 void tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b,
     int m, int n, int k, float alpha, const uint16_t *a, int lda,
     const uint16_t *b, int ldb, float beta, float *c, int ldc);
+/* tt_gemm_bf16 with fp32 operands, rounded to bf16 as tt_f32_to_bf16
+ * rounds them a block at a time (on the stack) while the product runs:
+ * the same bits as rounding A and B whole, then tt_gemm_bf16, on either
+ * path (the layers' GEMMs in bf16, tt_run_ctx.gemm_inputs); _split as
+ * tt_gemm_bf16_split */
+void tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc);
+void tt_gemm_f32_as_bf16_split (tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc);
 
 #endif
