@@ -86,6 +86,11 @@ typedef struct {
   int pad_top, pad_bottom, pad_left, pad_right;
   int dilation_h, dilation_w;
   int out_h, out_w;
+  /* mixed precision: the im2col path's GEMMs (tt_conv2d_batch_*) round
+   * their inputs to bf16, sums in fp32 (tt_gemm_f32_as_bf16); false (as
+   * zeroed) computes in fp32. The direct and Winograd convolutions stay
+   * fp32 either way. */
+  bool gemm_bf16;
 } tt_window_geom;
 
 /* Fills out_h/out_w from the other fields; returns -1 when the window does
