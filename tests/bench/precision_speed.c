@@ -9,8 +9,13 @@
  * run's. The activation type is set in the model here (tests include the
  * internal header), as model_tensor_type = FP32-BF16 will set it.
  *
- *   precision-speed [-r RUNS] [-s STEPS] [-t THREADS] SOURCE_ROOT
+ *   precision-speed [-r RUNS] [-s STEPS] [-t THREADS] [-p 1] SOURCE_ROOT
  *       MODEL:BATCH...
+ *
+ * -p 1 profiles the steps (tt_model_set_profiling) and adds, per layer
+ * type, the milliseconds a step of each precision spends in its layers
+ * (forward, backward and update) and outside them:
+ *   profile model=fmnist_cnn batch=32 type=conv2d fp32=... bf16=... (ms)
  *   e.g. precision-speed . fmnist_cnn:32 zoo_transformer:128
  *
  * prints one line per model and batch:
@@ -93,6 +98,42 @@ bench_close (bench * b)
 }
 
 /* samples/s of steps steps */
+/* per layer type, ms a step of a and of b (the same graph) */
+static void
+bench_profile (bench * a, bench * b, const char *name)
+{
+  const char *types[64];
+  double ms[2][64] = { {0} };
+  int n = 0;
+  bench *m[2] = { a, b };
+  double other[2];
+  for (int p = 0; p < 2; p++) {
+    tt_profile all;
+    if (tt_model_profile (m[p]->m, &all))
+      return;
+    const double steps = all.steps ? (double) all.steps : 1;
+    other[p] = all.other_ns / steps * 1e-6;
+    for (uint32_t i = 0; i < tt_model_num_layers (m[p]->m); i++) {
+      tt_layer_profile lp;
+      if (tt_model_layer_profile (m[p]->m, i, &lp) || !lp.type)
+        continue;
+      int t = 0;
+      while (t < n && strcmp (types[t], lp.type))
+        t++;
+      if (t == n && n < 64)
+        types[n++] = lp.type;
+      if (t < 64)
+        ms[p][t] += (lp.forward_ns + lp.backward_ns + lp.update_ns) / steps *
+            1e-6;
+    }
+  }
+  for (int t = 0; t < n; t++)
+    printf ("profile model=%s batch=%u type=%s fp32=%.3f bf16=%.3f\n", name,
+        a->batch, types[t], ms[0][t], ms[1][t]);
+  printf ("profile model=%s batch=%u type=(outside the layers) fp32=%.3f "
+      "bf16=%.3f\n", name, a->batch, other[0], other[1]);
+}
+
 static double
 bench_run (bench * b, int steps)
 {
@@ -112,6 +153,7 @@ main (int argc, char **argv)
 {
   int runs = 5, steps = 5, a = 1;
   unsigned threads = 0;
+  bool profile = false;
   for (; a + 1 < argc && argv[a][0] == '-'; a += 2) {
     if (!strcmp (argv[a], "-r"))
       runs = atoi (argv[a + 1]);
@@ -119,12 +161,14 @@ main (int argc, char **argv)
       steps = atoi (argv[a + 1]);
     else if (!strcmp (argv[a], "-t"))
       threads = (unsigned) atoi (argv[a + 1]);
+    else if (!strcmp (argv[a], "-p"))
+      profile = atoi (argv[a + 1]) != 0;
     else
       break;
   }
   if (a + 1 >= argc || runs < 1 || runs > 99 || steps < 1) {
     fprintf (stderr, "usage: precision-speed [-r RUNS 1-99] [-s STEPS] "
-        "[-t THREADS] SOURCE_ROOT MODEL:BATCH...\n");
+        "[-t THREADS] [-p 1] SOURCE_ROOT MODEL:BATCH...\n");
     return 2;
   }
   const char *root = argv[a++];
@@ -142,8 +186,15 @@ main (int argc, char **argv)
     if (!bench_open (&b[0], path, batch, threads, TT_PRECISION_FP32) ||
         !bench_open (&b[1], path, batch, threads, TT_PRECISION_BF16))
       return 1;
-    for (int p = 0; p < 2; p++)
+    /* (profiled: the counters start after the warm-up) */
+    for (int p = 0; p < 2; p++) {
+      tt_error err;
       bench_run (&b[p], 2);
+      if (profile && tt_model_set_profiling (b[p].m, true, &err)) {
+        fprintf (stderr, "precision-speed: %s\n", err.message);
+        return 1;
+      }
+    }
     double rate[2][99];
     for (int r = 0; r < runs; r++)
       for (int p = 0; p < 2; p++)
@@ -153,6 +204,8 @@ main (int argc, char **argv)
     const double f = rate[0][runs / 2], h = rate[1][runs / 2];
     printf ("model=%s batch=%u fp32=%.1f bf16=%.1f ratio=%.2f\n", name,
         batch, f, h, h / f);
+    if (profile)
+      bench_profile (&b[0], &b[1], name);
     fflush (stdout);
     bench_close (&b[0]);
     bench_close (&b[1]);
