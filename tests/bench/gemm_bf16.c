@@ -5,12 +5,16 @@
  * GFLOP/s (2 M N K per product), the median of 5 timings, each timing as
  * many repetitions as fill about 0.1 s. The bf16 product runs twice:
  * through the CPU's AVX-512 BF16 (when present) and forced portable
- * (tt_bf16_force_portable: widened to fp32 into tt_gemm).
+ * (tt_bf16_force_portable: widened to fp32 into tt_gemm). And the
+ * layers' variant, tt_gemm_f32_as_bf16: fp32 inputs rounded to bf16 a
+ * block at a time while the product runs (the AVX-512 BF16 path when
+ * present).
  *
  *   gemm-bf16 [M N K]...   (default: the shapes below)
  *
  * prints one line per shape and transpose:
- *   shape=256x256x256 op=NN fp32=... bf16=... bf16_portable=... (GFLOP/s)
+ *   shape=256x256x256 op=NN fp32=... bf16=... bf16_portable=...
+ *   f32_as_bf16=... (GFLOP/s)
  */
 #include "kernels.h"
 #include "tt_test_hooks.h"
@@ -36,7 +40,7 @@ typedef struct
   float *c;
 } shape;
 
-/* which: 0 fp32, 1 bf16 */
+/* which: 0 fp32, 1 bf16, 2 fp32 rounded to bf16 */
 static void
 run_once (const shape * s, int which)
 {
@@ -44,6 +48,9 @@ run_once (const shape * s, int which)
   if (which == 0)
     tt_gemm (s->ta, s->tb, s->m, s->n, s->k, 1.0f, s->af, lda, s->bf, ldb,
         0.0f, s->c, s->n);
+  else if (which == 2)
+    tt_gemm_f32_as_bf16 (s->ta, s->tb, s->m, s->n, s->k, 1.0f, s->af, lda,
+        s->bf, ldb, 0.0f, s->c, s->n);
   else
     tt_gemm_bf16 (s->ta, s->tb, s->m, s->n, s->k, 1.0f, s->ah, lda, s->bh,
         ldb, 0.0f, s->c, s->n);
@@ -137,9 +144,10 @@ main (int argc, char **argv)
       tt_bf16_force_portable (true);
       const double port = measure (&s, 1);
       tt_bf16_force_portable (false);
+      const double f32b = measure (&s, 2);
       printf ("shape=%dx%dx%d op=%c%c fp32=%.1f bf16=%.1f "
-          "bf16_portable=%.1f\n", s.m, s.n, s.k, s.ta ? 'T' : 'N',
-          s.tb ? 'T' : 'N', f32, b16, port);
+          "bf16_portable=%.1f f32_as_bf16=%.1f\n", s.m, s.n, s.k,
+          s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', f32, b16, port, f32b);
       fflush (stdout);
     }
     free (af), free (bf), free (ah), free (bh), free (c);

@@ -223,6 +223,19 @@ tt_col2im (const tt_window_geom * g, const float *col, size_t ld, float *img)
   }
 }
 
+/* the im2col path's GEMMs: fp32, or bf16 inputs (g->gemm_bf16) */
+static void
+conv2d_gemm (const tt_window_geom * g, bool trans_a, bool trans_b, int m,
+    int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
+    int ldc)
+{
+  if (g->gemm_bf16)
+    tt_gemm_f32_as_bf16 (trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb,
+        0.0f, c, ldc);
+  else
+    tt_gemm (trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+}
+
 /* ---- the im2col path on several threads --------------------------------
  *
  * A part takes a range of samples. Forward: each sample's columns, then
@@ -256,8 +269,8 @@ conv2d_forward_part (void *arg, unsigned part, unsigned n_parts)
     float *cc = j->keep ? j->col + b * ohw : j->col + part * ckk * ohw;
     tt_im2col (g, j->x + b * in_sample, cc, j->ld);
     float *dst = j->y + b * j->filters * ohw;
-    tt_gemm (false, false, j->filters, (int) ohw, ckk, 1.0f, j->w, ckk, cc,
-        (int) j->ld, 0.0f, dst, (int) ohw);
+    conv2d_gemm (g, false, false, j->filters, (int) ohw, ckk, j->w, ckk, cc,
+        (int) j->ld, dst, (int) ohw);
     if (j->bias)
       for (int f = 0; f < j->filters; f++)
         for (size_t p = 0; p < ohw; p++)
@@ -278,16 +291,15 @@ conv2d_backward_input_part (void *arg, unsigned part, unsigned n_parts)
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
   if (conv2d_pointwise (g)) {
     for (size_t b = lo; b < hi; b++)
-      tt_gemm (true, false, ckk, (int) ohw, j->filters, 1.0f, j->w, ckk,
-          j->dyg + b * ohw, (int) j->ld, 0.0f, j->dx + b * in_sample,
-          (int) ohw);
+      conv2d_gemm (g, true, false, ckk, (int) ohw, j->filters, j->w, ckk,
+          j->dyg + b * ohw, (int) j->ld, j->dx + b * in_sample, (int) ohw);
     return;
   }
   memset (j->dx + lo * in_sample, 0, (hi - lo) * in_sample * sizeof *j->dx);
   for (size_t b0 = lo; b0 < hi; b0 += chunk) {
     const size_t n = hi - b0 < (size_t) chunk ? hi - b0 : (size_t) chunk;
-    tt_gemm (true, false, ckk, (int) (n * ohw), j->filters, 1.0f, j->w, ckk,
-        j->dyg + b0 * ohw, (int) j->ld, 0.0f, j->col + b0 * ohw, (int) j->ld);
+    conv2d_gemm (g, true, false, ckk, (int) (n * ohw), j->filters, j->w, ckk,
+        j->dyg + b0 * ohw, (int) j->ld, j->col + b0 * ohw, (int) j->ld);
     for (size_t b = b0; b < b0 + n; b++)
       tt_col2im (g, j->col + b * ohw, j->ld, j->dx + b * in_sample);
   }
@@ -398,8 +410,8 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     if (n == 1) {
       /* [filters][ohw] is the sample's output already */
       float *dst = y + (size_t) b0 * filters * ohw;
-      tt_gemm (false, false, filters, (int) ohw, ckk, 1.0f, w, ckk, cc,
-          (int) ld, 0.0f, dst, (int) ohw);
+      conv2d_gemm (g, false, false, filters, (int) ohw, ckk, w, ckk, cc,
+          (int) ld, dst, (int) ohw);
       if (bias)
         for (int f = 0; f < filters; f++)
           for (size_t p = 0; p < ohw; p++)
@@ -407,8 +419,8 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
       continue;
     }
     const size_t nohw = (size_t) n * ohw;
-    tt_gemm (false, false, filters, (int) nohw, ckk, 1.0f, w, ckk, cc,
-        (int) ld, 0.0f, out, (int) nohw);
+    conv2d_gemm (g, false, false, filters, (int) nohw, ckk, w, ckk, cc,
+        (int) ld, out, (int) nohw);
     /* [filters][n][ohw] -> [n][filters][ohw], adding the bias (without
      * one, a copy: the same values as the single-sample GEMM's, -0 too) */
     for (int b = 0; b < n; b++)
@@ -445,8 +457,12 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
     return;
   }
   conv2d_regroup_dy (pool, g, filters, batch, dy, dyg);
-  tt_gemm_split (pool, false, true, filters, ckk, (int) ld, 1.0f, dyg,
-      (int) ld, col, (int) ld, 0.0f, dw, ckk);
+  if (g->gemm_bf16)
+    tt_gemm_f32_as_bf16_split (pool, false, true, filters, ckk, (int) ld,
+        1.0f, dyg, (int) ld, col, (int) ld, 0.0f, dw, ckk);
+  else
+    tt_gemm_split (pool, false, true, filters, ckk, (int) ld, 1.0f, dyg,
+        (int) ld, col, (int) ld, 0.0f, dw, ckk);
   if (dbias) {
     conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ld,
       .dyg = dyg,.dbias = dbias

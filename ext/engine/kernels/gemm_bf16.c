@@ -23,6 +23,13 @@
  * tt_gemm_bf16_split cuts C by rows or columns over the threads as
  * tt_gemm_split does, each part a one-thread tt_gemm_bf16 with the whole
  * K (no partial sums: deterministic for a thread count).
+ *
+ * tt_gemm_f32_as_bf16 (and _split): fp32 operands, rounded to bf16 (to
+ * nearest even, tt_f32_to_bf16: vcvtne2ps2bf16 where the CPU has it) a
+ * block at a time into buffers on the stack (128 KiB), each block pair
+ * through tt_gemm_bf16; the blocks start on the K blocks, column blocks
+ * and row tiles of both of its paths, so the result is the bits of
+ * tt_gemm_bf16 on the rounded operands, on either path.
  */
 #include "kernels.h"
 
@@ -330,6 +337,66 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
       c, ldc);
 }
 
+/* ---- fp32 operands, rounded to bf16 a block at a time ----------------- */
+
+/* multiples of KC and WK, NC and WN, MR and WM: each block's tt_gemm_bf16
+ * makes the sums, in the order, of the whole product's */
+#define FK 256
+#define FN 128
+#define FM 128
+
+/* rows x cols of src (row stride lds) to bf16, row stride cols */
+static void
+f32_block_to_bf16 (const float *src, size_t lds, int rows, int cols,
+    uint16_t * dst)
+{
+  for (int r = 0; r < rows; r++)
+    tt_f32_to_bf16 (src + (size_t) r * lds, dst + (size_t) r * cols,
+        (size_t) cols);
+}
+
+void
+tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0 || alpha == 0.0f) {
+    bf16_scale (m, n, beta, c, ldc);
+    return;
+  }
+  _Alignas (64) uint16_t bh[FK * FN];
+  _Alignas (64) uint16_t ah[FM * FK];
+  for (int p0 = 0; p0 < k; p0 += FK) {
+    const int kb = bf16_min (FK, k - p0);
+    const float bet = p0 == 0 ? beta : 1.0f;
+    for (int j0 = 0; j0 < n; j0 += FN) {
+      const int nb = bf16_min (FN, n - j0);
+      /* the block keeps B's layout: nb rows of kb (transposed) or kb
+       * rows of nb */
+      if (trans_b)
+        f32_block_to_bf16 (b + (size_t) j0 * ldb + p0, (size_t) ldb, nb, kb,
+            bh);
+      else
+        f32_block_to_bf16 (b + (size_t) p0 * ldb + j0, (size_t) ldb, kb, nb,
+            bh);
+      for (int i0 = 0; i0 < m; i0 += FM) {
+        const int mb = bf16_min (FM, m - i0);
+        if (trans_a)
+          f32_block_to_bf16 (a + (size_t) p0 * lda + i0, (size_t) lda, kb, mb,
+              ah);
+        else
+          f32_block_to_bf16 (a + (size_t) i0 * lda + p0, (size_t) lda, mb, kb,
+              ah);
+        tt_gemm_bf16 (trans_a, trans_b, mb, nb, kb, alpha, ah,
+            trans_a ? mb : kb, bh, trans_b ? kb : nb, bet,
+            c + (size_t) i0 * ldc + j0, ldc);
+      }
+    }
+  }
+}
+
 /* ---- threads --------------------------------------------------------- */
 
 /* as gemm_split.c's: rows by 8, columns by whole 16-float vectors */
@@ -345,6 +412,8 @@ typedef struct
   int lda, ldb, ldc;
   float *c;
   size_t quantum;
+  /* tt_gemm_f32_as_bf16_split's operands (a and b NULL) */
+  const float *fa, *fb;
 } bf16_job;
 
 static void
@@ -356,6 +425,23 @@ bf16_part (void *arg, unsigned part, unsigned n_parts)
       part, n_parts, &lo, &hi);
   if (lo >= hi)
     return;
+  if (j->fa) {
+    const float *a = j->fa, *b = j->fb;
+    int m = j->m, n = j->n;
+    float *c = j->c;
+    if (j->by_rows) {
+      a += j->trans_a ? lo : lo * (size_t) j->lda;
+      c += lo * (size_t) j->ldc;
+      m = (int) (hi - lo);
+    } else {
+      b += j->trans_b ? lo * (size_t) j->ldb : lo;
+      c += lo;
+      n = (int) (hi - lo);
+    }
+    tt_gemm_f32_as_bf16 (j->trans_a, j->trans_b, m, n, j->k, j->alpha, a,
+        j->lda, b, j->ldb, j->beta, c, j->ldc);
+    return;
+  }
   if (j->by_rows) {
     const uint16_t *a = j->trans_a ? j->a + lo : j->a + lo * (size_t) j->lda;
     tt_gemm_bf16 (j->trans_a, j->trans_b, (int) (hi - lo), j->n, j->k,
@@ -368,14 +454,11 @@ bf16_part (void *arg, unsigned part, unsigned n_parts)
   }
 }
 
-void
-tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
-    int n, int k, float alpha, const uint16_t * a, int lda, const uint16_t * b,
-    int ldb, float beta, float *c, int ldc)
+static void
+bf16_split_run (tt_threads * pool, bf16_job * jp)
 {
-  bf16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
-    ldc, c, BF16_ROW_QUANTUM
-  };
+  bf16_job j = *jp;
+  const int m = j.m, n = j.n, k = j.k;
   unsigned parts = 1;
   if (pool && m > 0 && n > 0 && (double) m * n * k >= TT_GEMM_SPLIT_MIN) {
     const size_t row_units = ((size_t) m + BF16_ROW_QUANTUM - 1) /
@@ -389,4 +472,26 @@ tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
     parts = tt_threads_parts (pool, j.by_rows ? row_units : col_units, 1);
   }
   tt_threads_run (pool, bf16_part, &j, parts);
+}
+
+void
+tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
+    int n, int k, float alpha, const uint16_t * a, int lda, const uint16_t * b,
+    int ldb, float beta, float *c, int ldc)
+{
+  bf16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
+    ldc, c, BF16_ROW_QUANTUM, NULL, NULL
+  };
+  bf16_split_run (pool, &j);
+}
+
+void
+tt_gemm_f32_as_bf16_split (tt_threads * pool, bool trans_a, bool trans_b,
+    int m, int n, int k, float alpha, const float *a, int lda, const float *b,
+    int ldb, float beta, float *c, int ldc)
+{
+  bf16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, NULL, NULL,
+    lda, ldb, ldc, c, BF16_ROW_QUANTUM, a, b
+  };
+  bf16_split_run (pool, &j);
 }

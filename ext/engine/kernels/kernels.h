@@ -86,6 +86,11 @@ typedef struct {
   int pad_top, pad_bottom, pad_left, pad_right;
   int dilation_h, dilation_w;
   int out_h, out_w;
+  /* mixed precision: the im2col path's GEMMs (tt_conv2d_batch_*) round
+   * their inputs to bf16, sums in fp32 (tt_gemm_f32_as_bf16); false (as
+   * zeroed) computes in fp32. The direct and Winograd convolutions stay
+   * fp32 either way. */
+  bool gemm_bf16;
 } tt_window_geom;
 
 /* Fills out_h/out_w from the other fields; returns -1 when the window does
@@ -559,5 +564,16 @@ void tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
 void tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b,
     int m, int n, int k, float alpha, const uint16_t *a, int lda,
     const uint16_t *b, int ldb, float beta, float *c, int ldc);
+/* tt_gemm_bf16 with fp32 operands, rounded to bf16 as tt_f32_to_bf16
+ * rounds them a block at a time (on the stack) while the product runs:
+ * the same bits as rounding A and B whole, then tt_gemm_bf16, on either
+ * path (the layers' GEMMs in bf16, tt_run_ctx.gemm_inputs); _split as
+ * tt_gemm_bf16_split */
+void tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc);
+void tt_gemm_f32_as_bf16_split (tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc);
 
 #endif

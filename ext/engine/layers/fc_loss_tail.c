@@ -93,7 +93,7 @@ tail_forward_part (void *arg, unsigned part, unsigned n_parts)
         y[r * unit + i] = b[i];
     beta = 1.0f;
   }
-  tt_gemm (false, false, (int) n, (int) unit, (int) j->k, 1.0f,
+  tt_run_gemm (c, false, false, (int) n, (int) unit, (int) j->k, 1.0f,
       tt_run_data (c, l->in[0]) + r0 * j->k, (int) j->k,
       tt_run_data (c, l->weights[0].value), (int) unit, beta, y, (int) unit);
   float *p = tt_run_data (c, l->tail_prob) + r0 * unit;
@@ -139,7 +139,7 @@ tail_backward_part (void *arg, unsigned part, unsigned n_parts)
   if (!part || copy) {
     float *dx = copy ? tt_threads_scratch (c->threads, part) +
         l->deriv_copy_at : tt_run_data (c, l->in_deriv[0]);
-    tt_gemm (false, true, (int) j->rows, (int) k, (int) unit, 1.0f, dy,
+    tt_run_gemm (c, false, true, (int) j->rows, (int) k, (int) unit, 1.0f, dy,
         (int) unit, w, (int) unit, 0.0f, dx, (int) k);
     /* the mask in a pass of its own: see fc_derivative_copy_part */
     if (l->relu_mask_in)
@@ -148,7 +148,8 @@ tail_backward_part (void *arg, unsigned part, unsigned n_parts)
   size_t k0, k1;
   tt_threads_range (k, 16, part, n_parts, &k0, &k1);
   if (k0 < k1)
-    tt_gemm (true, false, (int) (k1 - k0), (int) unit, (int) j->rows, 1.0f,
+    tt_run_gemm (c, true, false, (int) (k1 - k0), (int) unit, (int) j->rows,
+        1.0f,
         tt_run_data (c, l->in[0]) + k0, (int) k, dy, (int) unit, 0.0f,
         tt_run_data (c, l->weights[0].grad) + k0 * unit, (int) unit);
   if (l->n_weights > 1) {

@@ -240,6 +240,16 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
     tt_init_use (c, l->in_deriv[0], TT_PHASE_GRADIENT);
 }
 
+/* the layer's geometry for the batched passes: their im2col GEMMs in
+ * the run's format (docs/precision.md) */
+static tt_window_geom
+conv_run_geom (const tt_run_ctx * c, const tt_layer * l)
+{
+  tt_window_geom g = l->p.conv.geom;
+  g.gemm_bf16 = tt_run_gemm_bf16 (c);
+  return g;
+}
+
 static void
 conv_forward (const tt_run_ctx * c, tt_layer * l)
 {
@@ -251,7 +261,8 @@ conv_forward (const tt_run_ctx * c, tt_layer * l)
         tt_run_data (c, l->out[0]));
     return;
   }
-  tt_conv2d_batch_forward (c->threads, &l->p.conv.geom, (int) l->p.conv.filters,
+  const tt_window_geom g = conv_run_geom (c, l);
+  tt_conv2d_batch_forward (c->threads, &g, (int) l->p.conv.filters,
       (int) c->batch, (int) c->batch_size, tt_run_data (c, l->in[0]),
       tt_run_data (c, l->weights[0].value),
       l->n_weights > 1 ? tt_run_data (c, l->weights[1].value) : NULL,
@@ -282,7 +293,8 @@ conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   if (l->needs_derivative
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom,
           (int) c->batch_size)) {
-    tt_conv2d_batch_backward (c->threads, &l->p.conv.geom,
+    const tt_window_geom g = conv_run_geom (c, l);
+    tt_conv2d_batch_backward (c->threads, &g,
         (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
         tt_run_data (c, l->weights[0].value), tt_run_data (c, l->out_deriv[0]),
         tt_run_data (c, l->weights[0].grad), l->n_weights > 1 ? tt_run_data (c,
@@ -290,7 +302,8 @@ conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
         tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped));
     return;
   }
-  tt_conv2d_batch_backward_weight (c->threads, &l->p.conv.geom,
+  const tt_window_geom g = conv_run_geom (c, l);
+  tt_conv2d_batch_backward_weight (c->threads, &g,
       (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
       tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->weights[0].grad),
       l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL,
@@ -311,7 +324,8 @@ conv_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   if (l->weights[0].grad >= 0
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom, (int) c->batch_size))
     return;
-  tt_conv2d_batch_backward_input (c->threads, &l->p.conv.geom,
+  const tt_window_geom g = conv_run_geom (c, l);
+  tt_conv2d_batch_backward_input (c->threads, &g,
       (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
       tt_run_data (c, l->weights[0].value), tt_run_data (c, l->out_deriv[0]),
       tt_run_data (c, l->in_deriv[0]), tt_run_data (c, l->p.conv.col),

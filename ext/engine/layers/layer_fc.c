@@ -128,7 +128,8 @@ fc_forward_part (void *arg, unsigned part, unsigned n_parts)
       tt_run_data (j->c, j->l->out[0]);
   int ld;
   const float *x = fc_input_columns (j, r0, r1, r0, &ld);
-  tt_gemm (false, false, j->rows, j->unit, (int) (r1 - r0), 1.0f, x, ld,
+  tt_run_gemm (j->c, false, false, j->rows, j->unit, (int) (r1 - r0), 1.0f,
+      x, ld,
       tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit,
       part ? 0.0f : j->beta, out, j->unit);
 }
@@ -210,7 +211,7 @@ fc_forward (const tt_run_ctx * c, tt_layer * l)
         fc_sum_partials, &j);
     return;
   }
-  tt_gemm_split (c->threads, false, false, rows, unit, k, 1.0f,
+  tt_run_gemm_split (c, c->threads, false, false, rows, unit, k, 1.0f,
       tt_run_data (c, l->in[0]), k, tt_run_data (c, l->weights[0].value),
       unit, j.beta, y, unit);
 }
@@ -232,16 +233,16 @@ fc_weight_gradient_rows (const fc_job * j, tt_threads * pool,
   int ld;
   if (!w->chunk_rows) {
     const float *x = fc_input_columns (j, r0, r1, r0, &ld);
-    tt_gemm_split (pool, true, false, (int) (r1 - r0), j->unit, j->rows,
-        1.0f, x, ld, dy, j->unit, 0.0f,
+    tt_run_gemm_split (c, pool, true, false, (int) (r1 - r0), j->unit,
+        j->rows, 1.0f, x, ld, dy, j->unit, 0.0f,
         tt_run_data (c, w->grad) + r0 * unit, j->unit);
     return;
   }
   for (size_t r = r0; r < r1; r += w->chunk_rows) {
     const size_t mr = r1 - r < w->chunk_rows ? r1 - r : w->chunk_rows;
     const float *x = fc_input_columns (j, r0, r1, r, &ld);
-    tt_gemm_split (pool, true, false, (int) mr, j->unit, j->rows, 1.0f,
-        x, ld, dy, j->unit, 0.0f, buf, j->unit);
+    tt_run_gemm_split (c, pool, true, false, (int) mr, j->unit, j->rows,
+        1.0f, x, ld, dy, j->unit, 0.0f, buf, j->unit);
     tt_run_apply_chunk (c, w, r * unit, mr * unit, buf);
   }
 }
@@ -319,6 +320,17 @@ fc_derivative_part (void *arg, unsigned part, unsigned n_parts)
   tt_weight_owned_rows (w, part, n_parts, &r0, &r1);
   float *dx = tt_run_data (j->c, j->l->in_deriv[0]);
   const float *keep = fc_relu_keep (j);
+  if (tt_run_gemm_bf16 (j->c)) {
+    /* bf16 inputs: the product, then the mask */
+    tt_gemm_f32_as_bf16 (false, true, j->rows, (int) (r1 - r0), j->unit,
+        1.0f, fc_out_deriv (j, part), j->unit,
+        tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit, 0.0f,
+        dx + r0, j->k);
+    if (keep)
+      tt_relu_mask ((size_t) j->rows, r1 - r0, keep + r0, (size_t) j->k,
+          dx + r0, (size_t) j->k);
+    return;
+  }
   tt_gemm_relu_masked (false, true, j->rows, (int) (r1 - r0), j->unit, 1.0f,
       fc_out_deriv (j, part), j->unit,
       tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit, 0.0f,
@@ -341,7 +353,7 @@ fc_derivative_copy_part (void *arg, unsigned part, unsigned n_parts)
   (void) n_parts;
   float *dx = part ? tt_threads_scratch (j->c->threads, part) +
       j->l->deriv_copy_at : tt_run_data (j->c, j->l->in_deriv[0]);
-  tt_gemm (false, true, j->rows, j->k, j->unit, 1.0f,
+  tt_run_gemm (j->c, false, true, j->rows, j->k, j->unit, 1.0f,
       tt_run_data (j->c, j->l->out_deriv[0]), j->unit,
       tt_run_data (j->c, j->l->weights[0].value), j->unit, 0.0f, dx, j->k);
   if (j->l->relu_mask_in)
@@ -364,6 +376,17 @@ fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   }
   if (l->in_deriv_copies && !tt_threads_step_inline (c->threads)) {
     tt_threads_run_owned (c->threads, fc_derivative_copy_part, &j);
+    return;
+  }
+  if (tt_run_gemm_bf16 (c)) {
+    /* bf16 inputs: the product, then the mask */
+    tt_gemm_f32_as_bf16_split (c->threads, false, true, j.rows, j.k, j.unit,
+        1.0f, tt_run_data (c, l->out_deriv[0]), j.unit,
+        tt_run_data (c, l->weights[0].value), j.unit, 0.0f,
+        tt_run_data (c, l->in_deriv[0]), j.k);
+    if (l->relu_mask_in)
+      tt_relu_mask ((size_t) j.rows, (size_t) j.k, fc_relu_keep (&j),
+          (size_t) j.k, tt_run_data (c, l->in_deriv[0]), (size_t) j.k);
     return;
   }
   tt_gemm_split_relu_masked (c->threads, false, true, j.rows, j.k, j.unit,

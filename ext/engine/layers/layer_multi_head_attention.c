@@ -324,8 +324,8 @@ static void
 mha_project (const tt_run_ctx * c, const float *x, const tt_weight * w,
     const tt_weight * b, size_t rows, size_t k, size_t n, float *y)
 {
-  tt_gemm_split (c->threads, false, false, (int) rows, (int) n, (int) k, 1.0f,
-      x, (int) k, tt_run_data (c, w->value), (int) n, 0.0f, y, (int) n);
+  tt_run_gemm_split (c, c->threads, false, false, (int) rows, (int) n, (int) k,
+      1.0f, x, (int) k, tt_run_data (c, w->value), (int) n, 0.0f, y, (int) n);
   if (b)
     mha_add_bias (y, tt_run_data (c, b->value), rows, n);
 }
@@ -456,10 +456,9 @@ mha_backward_common (const tt_run_ctx * c, tt_layer * l)
   const int out = (int) l->p.attn.out_dim;
   float *dheads = tt_run_data (c, l->p.attn.dheads >= 0 ? l->p.attn.dheads :
       l->p.attn.heads_out);
-  tt_gemm_split (c->threads, false, true, (int) rows, (int) hv, out, 1.0f,
-      tt_run_data (c, l->out_deriv[0]), out,
-      tt_run_data (c, mha_weight (l, 3, false)->value), out, 0.0f, dheads,
-      (int) hv);
+  tt_run_gemm_split (c, c->threads, false, true, (int) rows, (int) hv, out,
+      1.0f, tt_run_data (c, l->out_deriv[0]), out, tt_run_data (c,
+          mha_weight (l, 3, false)->value), out, 0.0f, dheads, (int) hv);
   if (l->p.attn.lora_rank) {
     /* the output adapters' dh: made with their gradients, or here */
     if (!mha_runs_gradient (l))
@@ -490,7 +489,7 @@ mha_weight_grads (const tt_run_ctx * c, const float *x, const float *dy,
 {
   /* frozen (lora_rank): none */
   if (w->grad >= 0)
-    tt_gemm_split (c->threads, true, false, (int) k, (int) n, (int) rows,
+    tt_run_gemm_split (c, c->threads, true, false, (int) k, (int) n, (int) rows,
         1.0f, x, (int) k, dy, (int) n, 0.0f, tt_run_data (c, w->grad), (int) n);
   if (b && b->grad >= 0)
     tt_column_sums (dy, rows, n, 0, n, tt_run_data (c, b->grad));
@@ -541,10 +540,10 @@ mha_calc_derivative (const tt_run_ctx * c, tt_layer * l)
     if (!dx)
       continue;
     const int k = (int) l->in_dims[i].w;
-    tt_gemm_split (c->threads, false, true, (int) rows[i], k, (int) cols[i],
-        1.0f, tt_run_data (c, l->p.attn.dproj[i]), (int) cols[i],
-        tt_run_data (c, mha_weight (l, i, false)->value), (int) cols[i],
-        0.0f, dx, k);
+    tt_run_gemm_split (c, c->threads, false, true, (int) rows[i], k,
+        (int) cols[i], 1.0f, tt_run_data (c, l->p.attn.dproj[i]), (int) cols[i],
+        tt_run_data (c, mha_weight (l, i, false)->value), (int) cols[i], 0.0f,
+        dx, k);
     if (!l->p.attn.lora_rank)
       continue;
     if (!mha_runs_gradient (l))
