@@ -11,6 +11,7 @@
  */
 #include "tt_engine.h"
 #include "tt_test.h"
+#include "tt_test_hooks.h"
 
 #include <stdint.h>
 
@@ -72,6 +73,10 @@ free (void *p)
 
 /* personalization: what trains in no_alloc_model (NULL: everything) */
 static const char *na_train;
+/* mixed precision: the precision override (NULL: the INI's), and loss
+ * scaling's growth interval (0: the default) */
+static const char *na_precision;
+static uint32_t na_growth;
 
 static void
 no_alloc_model (const char *root, const char *name, unsigned threads,
@@ -91,6 +96,10 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
   CHECK (tt_model_set_profiling (m, profile, &err) == TT_OK, "%s", err.message);
   if (na_train)
     CHECK (tt_model_set_train (m, na_train, &err) == TT_OK, "%s", err.message);
+  if (na_precision)
+    CHECK (tt_model_set_precision (m, na_precision, &err) == TT_OK, "%s",
+        err.message);
+  tt_model_set_loss_scale_interval (m, na_growth);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {
@@ -365,6 +374,20 @@ test_lora_layers (void)
   na_train = NULL;
 }
 
+/* mixed precision: a bf16 model scales its loss (from 1, doubled every
+ * step here: the scale's growth, the finiteness check and the unscaling
+ * in every step) */
+static void
+test_loss_scaling (void)
+{
+  na_precision = "bf16";
+  na_growth = 1;
+  no_alloc_model (na_root, "fmnist_mlp.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
+  na_precision = NULL;
+  na_growth = 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -398,5 +421,7 @@ main (int argc, char **argv)
   /* LoRA adapters */
   TT_TEST_RUN (test_lora);
   TT_TEST_RUN (test_lora_layers);
+  /* mixed precision: loss scaling */
+  TT_TEST_RUN (test_loss_scaling);
   return tt_test_summary ();
 }

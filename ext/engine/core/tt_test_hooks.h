@@ -53,4 +53,8 @@ void tt_attention_force_portable (bool on);
  * exist, so that a test checks both. Defined in kernels/bf16.c. */
 void tt_bf16_force_portable (bool on);
 
+/* dynamic loss scaling: the good steps in a row that double the scale
+ * (0: nntrainer's 2000). Defined in core/loss_scale.c. */
+void tt_model_set_loss_scale_interval (tt_model * model, uint32_t steps);
+
 #endif

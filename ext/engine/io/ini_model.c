@@ -42,7 +42,7 @@ static const char *const ini_weight_keys[] = {
 
 /* model_tensor_type (FP32 only), tensor_format and tensor_type (ignored
  * from an INI, as nntrainer does), save_best_path (tt_model_save_best),
- * clip_grad_by_norm, loss_scale (1 only), fsu (false only), fsu_path and
+ * clip_grad_by_norm, loss_scale (1 or more), fsu (false only), fsu_path and
  * fsu_lookahead (used only with fsu): nntrainer's [Model] keys of issue
  * 16 */
 static const char *const ini_model_keys[] = {
@@ -151,18 +151,23 @@ ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
     return tt_section_error (s, "clip_grad_by_norm", err, TT_ERR_INVALID,
         "must not be negative (0: no clipping)");
   m->clip_grad_norm = clip;
-  /* in float32 nntrainer multiplies only mse's derivative by loss_scale
-   * and never divides it out (it is for mixed precision): a learning
-   * rate in disguise that cross entropy ignores. 1 is the only value
-   * whose meaning both sides share. */
+  /* loss_scale (docs/precision.md): the initial scale of dynamic loss
+   * scaling (core/loss_scale.c). nntrainer refuses 0 and, with
+   * half-precision activations, scales from 1 without the key; in fp32
+   * it multiplies only mse's derivative by the scale and never divides
+   * it out. Here a scale above 1 turns dynamic loss scaling on in any
+   * precision, divided out before the update (exactly for a power of
+   * two), and 1 leaves fp32 unscaled. */
   float scale = 1.0f;
   if ((st = tt_section_float (s, "loss_scale", &scale, err)))
     return st;
-  if (scale != 1.0f)
+  if (!(scale >= 1.0f))
     return tt_section_error (s, "loss_scale", err, TT_ERR_INVALID,
-        "%g is not supported: loss scaling is for mixed precision and "
-        "tensor-trainer computes in float32 (use 1 or leave it out)",
+        "%g is out of range: the initial scale of dynamic loss scaling is "
+        "at least 1 (a power of two, such as 65536, divides out exactly; "
+        "1 or none: no scaling in fp32, scaling from 1 in mixed precision)",
         (double) scale);
+  m->loss_scale = scale > 1.0f ? scale : 0.0f;
   return TT_OK;
 }
 

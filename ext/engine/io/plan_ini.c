@@ -397,6 +397,8 @@ tt_plan_ini_serves (const tt_model * m)
   return m->stored_plan && m->plan_mode == TT_PLAN_AUTO &&
       tt_plan_ini_inference (m) == m->inference &&
       !(m->keep_gradients && plan_get (m, "plan", "update_as_you_go")) &&
+      !(tt_model_gradients_whole (m) &&
+      plan_get (m, "plan", "update_as_you_go")) &&
       !(m->memory_limit && pool > m->memory_limit);
 }
 
