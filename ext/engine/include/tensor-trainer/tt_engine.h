@@ -211,6 +211,9 @@ typedef struct {
   bool plan_thorough;           /* INI only: tt_model_set_plan_thorough */
   const char *train;            /* INI only: tt_model_set_train; NULL or
                                  * "": the stored plan's, else everything */
+  /* mixed precision: INI only: tt_model_set_precision; NULL or "": the
+   * INI's [Model] model_tensor_type */
+  const char *precision;
 } tt_open_options;
 
 /* The steps of tt_model_open in order: where it stopped. */
