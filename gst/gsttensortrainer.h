@@ -127,6 +127,12 @@ struct _GstTtTensorTrainer
   guint32 replay_widened;               /* uint8 inputs of this batch
                                          * widened for replayed ones */
   tt_replay replay;                     /* io/replay.c */
+
+  /* mixed precision (gsttensortrainer_precision.c): the property, under
+   * the object lock, read at load; the skipped steps counted before this
+   * epoch */
+  gchar *precision;
+  guint64 skipped_steps_at;
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_trainer);

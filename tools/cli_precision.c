@@ -8,24 +8,13 @@
 #include "cli.h"
 
 #include <inttypes.h>
-#include <string.h>
-
-/* the activation type of "W-A" */
-static tt_precision
-cli_activation (const tt_model * m)
-{
-  char buf[16];
-  const char *a = strchr (tt_model_precision (m, buf, sizeof buf), '-');
-  return a && !strcmp (a + 1, "BF16") ? TT_PRECISION_BF16 :
-      a && !strcmp (a + 1, "FP16") ? TT_PRECISION_FP16 : TT_PRECISION_FP32;
-}
 
 /* once, on stderr, when --precision is given or the model's activations
  * are not fp32: "# precision FP32-BF16: bf16: ..." */
 void
 cli_precision_note (const cli_options * o, const tt_model * m)
 {
-  const tt_precision a = cli_activation (m);
+  const tt_precision a = tt_model_activation_type (m);
   if (!(o->precision && *o->precision) && a == TT_PRECISION_FP32)
     return;
   char buf[16];

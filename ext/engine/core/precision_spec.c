@@ -90,6 +90,12 @@ tt_model_precision (const tt_model * m, char *buf, size_t size)
   return buf;
 }
 
+tt_precision
+tt_model_activation_type (const tt_model * m)
+{
+  return m->activation_type;
+}
+
 const char *
 tt_precision_note (tt_precision p)
 {

@@ -635,6 +635,8 @@ TT_API tt_status tt_model_set_precision (tt_model * model, const char *spec,
  * least 10 bytes. */
 TT_API const char *tt_model_precision (const tt_model * model, char *buf,
     size_t size);
+/* The activation type alone (what tt_precision_note speaks of). */
+TT_API tt_precision tt_model_activation_type (const tt_model * model);
 /* One sentence on what activation precision p does on this CPU ("bf16:
  * AVX-512 BF16 (vdpbf16ps)", or that a portable path is slower than
  * fp32), for a tool to print once. */
