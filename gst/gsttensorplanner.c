@@ -106,6 +106,7 @@ enum
   PROP_MEMORY_LIMIT,
   PROP_THREADS,
   PROP_TRAIN,                   /* personalization: what trains */
+  PROP_PRECISION,               /* mixed precision */
 };
 
 #define GST_TENSOR_PLANNER_CAPS \
@@ -282,6 +283,23 @@ gst_tensor_planner_class_init (GstTtTensorPlannerClass * klass)
       g_param_spec_string ("train", "Train",
           "What trains: everything, biases, last:N or layers:A,B (the rest "
           "frozen, stored with the plan); NULL: everything", NULL, rw));
+  /* mixed precision */
+  /**
+   * GstTtTensorPlanner:precision:
+   *
+   * The precision the trainer will train at (docs/precision.md): "fp32",
+   * "bf16" or "fp16" (the activations' type; the weights' stays the
+   * INI's) or a full "W-A" as [Model] model_tensor_type takes it
+   * ("FP32-BF16", "W16A16", ...); NULL: the INI's. The optimized INI
+   * states it as [Model] model_tensor_type, so that tensor_trainer
+   * loading it plans and validates for the same. Another value is an
+   * element error naming the allowed values.
+   */
+  g_object_class_install_property (gobject_class, PROP_PRECISION,
+      g_param_spec_string ("precision", "Precision",
+          "fp32, bf16, fp16 (the activations' type) or W-A as [Model] "
+          "model_tensor_type (FP32-BF16, W16A16, ...); NULL: the INI's",
+          NULL, rw));
 
   gst_element_class_set_static_metadata (element_class, "Tensor planner",
       "Filter/Tensor",
@@ -318,6 +336,7 @@ gst_tensor_planner_init (GstTtTensorPlanner * self)
 typedef struct
 {
   gchar *config, *location, *weights, *load_path, *train;
+  gchar *precision;             /* mixed precision */
   guint batch, alignment, threads;
   guint64 memory_limit;
 } GstTtTensorPlannerSettings;
@@ -332,6 +351,7 @@ gst_tensor_planner_settings_read (GstTtTensorPlanner * self,
   s->weights = g_strdup (self->weights_location);
   s->load_path = g_strdup (self->model_load_path);
   s->train = g_strdup (self->train);
+  s->precision = g_strdup (self->precision);
   s->batch = self->batch_size;
   s->alignment = self->alignment;
   s->memory_limit = self->memory_limit;
@@ -347,6 +367,7 @@ gst_tensor_planner_settings_clear (GstTtTensorPlannerSettings * s)
   g_free (s->weights);
   g_free (s->load_path);
   g_free (s->train);
+  g_free (s->precision);
 }
 
 /* path ends in suffix, in any case */
@@ -430,6 +451,7 @@ gst_tensor_planner_validate (GstTtTensorPlanner * self)
   open_opts.plan_mode = TT_PLAN_NAIVE;
   open_opts.alignment = set.alignment;
   open_opts.weights = load_path;
+  open_opts.precision = set.precision;
   /* refused now rather than when the caps come: BIN weights hold no plan
    * (the CLI's plan refuses .bin too), and the weights file is no INI */
   if (gst_tensor_planner_has_suffix (location, ".bin")) {
@@ -620,8 +642,14 @@ gst_tensor_planner_plan (GstTtTensorPlanner * self, const GstTensorsDesc * desc,
   open_opts.memory_limit = set.memory_limit;
   open_opts.threads = set.threads;
   open_opts.train = set.train;
+  open_opts.precision = set.precision;
   if (!(model = gst_tensor_planner_open (self, config, &open_opts)))
     goto out;
+  if (set.precision && *set.precision) {
+    gchar p[16];
+    GST_INFO_OBJECT (self, "precision %s: %s", tt_model_precision (model, p,
+            sizeof p), tt_precision_note (tt_model_activation_type (model)));
+  }
   self->n_inputs = MIN (tt_model_num_inputs (model), GST_TENSOR_MAX_TENSORS);
   for (guint i = 0; i < self->n_inputs; i++)
     tt_model_input_shape (model, i, &self->inputs[i]);
@@ -822,6 +850,9 @@ gst_tensor_planner_set_property (GObject * object, guint prop_id,
     case PROP_TRAIN:
       str = &self->train;
       break;
+    case PROP_PRECISION:
+      str = &self->precision;
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -868,6 +899,9 @@ gst_tensor_planner_get_property (GObject * object, guint prop_id,
     case PROP_TRAIN:
       g_value_set_string (value, self->train);
       break;
+    case PROP_PRECISION:
+      g_value_set_string (value, self->precision);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -885,6 +919,7 @@ gst_tensor_planner_finalize (GObject * object)
   g_free (self->weights_location);
   g_free (self->model_load_path);
   g_free (self->train);
+  g_free (self->precision);
   g_free (self->config_path);
   gst_clear_caps (&self->refused_caps);
   G_OBJECT_CLASS (parent_class)->finalize (object);

@@ -29,6 +29,7 @@ struct _GstTtTensorPlanner
   guint threads;                /* the trainer's threads the pool is laid
                                  * out for; 0: the default, 1 */
   gchar *train;                 /* what trains (tt_model_set_train) */
+  gchar *precision;             /* mixed precision (tt_model_set_precision) */
 
   /* streaming state, between start and stop. Invariant: planned implies
    * n_inputs and inputs[] describe the model that was written. */

@@ -190,6 +190,7 @@ enum
   /* the feature cache of a frozen prefix */
   PROP_FEATURE_CACHE,
   PROP_FEATURE_CACHE_FILE,
+  PROP_PRECISION,               /* mixed precision */
   PROP_FEDERATION_FIRST,        /* gsttensorfederation.c's properties */
 };
 
@@ -605,6 +606,27 @@ gst_tensor_trainer_class_init (GstTtTensorTrainerClass * klass)
           "File for the frozen prefix's outputs of every training sample of "
           "the first epoch, used by later epochs", NULL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  /* mixed precision */
+  /**
+   * GstTtTensorTrainer:precision:
+   *
+   * The precision to train at (docs/precision.md): "fp32", "bf16" or
+   * "fp16" (the activations' type; the weights' type, the BIN's width,
+   * stays the INI's) or a full "W-A" as [Model] model_tensor_type takes
+   * it ("FP32-BF16", "W16A16", ...); NULL (the default): the INI's.
+   * Another value is an element error naming the allowed values. When it
+   * is set, or the model's activations are not fp32, the element says
+   * once what the precision does on this CPU: GST_INFO, and with
+   * #GstTtTensorTrainer:post-messages a "tensor-trainer-precision"
+   * element message (precision: the model's "W-A", note: the sentence,
+   * loss-scale: the initial scale of loss scaling, 0 when off). INI
+   * models only; read when the model is loaded.
+   */
+  g_object_class_install_property (gobject_class, PROP_PRECISION,
+      g_param_spec_string ("precision", "Precision",
+          "fp32, bf16, fp16 (the activations' type) or W-A as [Model] "
+          "model_tensor_type (FP32-BF16, W16A16, ...); NULL: the INI's",
+          NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
   gst_tensor_federation_install_properties (gobject_class,
       PROP_FEDERATION_FIRST);
 
@@ -756,6 +778,10 @@ gst_tensor_trainer_set_property (GObject * object, guint prop_id,
       g_free (self->train_choice);
       self->train_choice = g_value_dup_string (value);
       break;
+    case PROP_PRECISION:
+      g_free (self->precision);
+      self->precision = g_value_dup_string (value);
+      break;
     case PROP_REPLAY_SIZE:
       self->replay_size = g_value_get_uint (value);
       break;
@@ -854,6 +880,9 @@ gst_tensor_trainer_get_property (GObject * object, guint prop_id,
     case PROP_TRAIN:
       g_value_set_string (value, self->train_choice);
       break;
+    case PROP_PRECISION:
+      g_value_set_string (value, self->precision);
+      break;
     case PROP_REPLAY_SIZE:
       g_value_set_uint (value, self->replay_size);
       break;
@@ -896,6 +925,7 @@ gst_tensor_trainer_finalize (GObject * object)
   g_free (self->train_choice);
   g_free (self->replay_file);
   g_free (self->fcache_file);
+  g_free (self->precision);
   gst_tensor_federation_config_clear (&self->federation);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);

@@ -134,6 +134,12 @@ struct _GstTtTensorTrainer
   gchar *fcache_file;                   /* feature-cache-file */
   struct _GstTensorTrainerFcache *fcache; /* NULL: off */
   guint64 fcache_samples;               /* this epoch's, from the cache */
+
+  /* mixed precision (gsttensortrainer_precision.c): the property, under
+   * the object lock, read at load; the skipped steps counted before this
+   * epoch */
+  gchar *precision;
+  guint64 skipped_steps_at;
 };
 
 GST_ELEMENT_REGISTER_DECLARE (tensor_trainer);

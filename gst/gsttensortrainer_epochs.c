@@ -252,6 +252,8 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
   if (ret == GST_FLOW_NOT_LINKED || ret == GST_FLOW_EOS)
     ret = GST_FLOW_OK;          /* the figures are optional downstream */
 
+  /* mixed precision: counted whether posted or not */
+  const guint64 skipped_steps = gst_tensor_trainer_epoch_skipped_steps (self);
   post = gst_tensor_trainer_posting (self, NULL);
   if (post) {
     GstStructure *s = gst_structure_new ("tensor-trainer-epoch",
@@ -274,7 +276,11 @@ gst_tensor_trainer_end_epoch (GstTtTensorTrainer * self, gboolean complete)
         "naive-bytes", G_TYPE_UINT64, (guint64) self->plan.naive_bytes,
         "plan-ms", G_TYPE_DOUBLE, self->plan.plan_seconds * 1e3,
         "replayed-samples", G_TYPE_UINT64, t->replayed,
-        "cached-samples", G_TYPE_UINT64, self->fcache_samples, NULL);
+        "cached-samples", G_TYPE_UINT64, self->fcache_samples,
+        /* mixed precision: loss scaling */
+        "skipped-steps", G_TYPE_UINT64, skipped_steps,
+        "loss-scale", G_TYPE_DOUBLE,
+        (gdouble) tt_model_loss_scale (self->model), NULL);
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self), s));
   }

@@ -219,12 +219,15 @@ gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
   open_opts.memory_limit = self->memory_limit;
   gchar *train = g_strdup (self->train_choice);
   open_opts.train = train;
+  gchar *precision = g_strdup (self->precision);
+  open_opts.precision = precision;
   const guint threads = gst_tt_threads_resolve (self->threads);
   GST_OBJECT_UNLOCK (self);
   /* before compiling: on two threads the pool is laid out for them */
   open_opts.threads = threads;
   self->model = gst_tt_model_open (config, &open_opts, NULL, &opened, &err);
   g_free (train);
+  g_free (precision);
   if (self->model && tt_model_set_threads (self->model, threads, &err)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("%s", err.message),
         ("starting %u engine threads", threads));
@@ -312,6 +315,7 @@ gst_tensor_trainer_load_model (GstTtTensorTrainer * self)
   if (!gst_tensor_trainer_fcache_start (self))
     goto fail;
   gst_tensor_trainer_post_plan (self);
+  gst_tensor_trainer_post_precision (self);
   return TRUE;
 
 fail:

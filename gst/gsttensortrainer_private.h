@@ -67,6 +67,12 @@ tt_status gst_tensor_trainer_fcache_train (GstTtTensorTrainer * self,
 gboolean gst_tensor_trainer_fcache_epoch_done (GstTtTensorTrainer * self);
 void gst_tensor_trainer_fcache_stop (GstTtTensorTrainer * self);
 
+/* gsttensortrainer_precision.c (mixed precision): the note said once
+ * after the model loads; the epoch's skipped steps (since the last
+ * call) */
+void gst_tensor_trainer_post_precision (GstTtTensorTrainer * self);
+guint64 gst_tensor_trainer_epoch_skipped_steps (GstTtTensorTrainer * self);
+
 G_END_DECLS
 
 #endif /* __GST_TENSOR_TRAINER_PRIVATE_H__ */

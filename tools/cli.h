@@ -48,6 +48,8 @@ typedef struct
   uint32_t lora_rank, lora_alpha;
   const char *lora_layers, *lora_apply;
   bool lora_merge, lora_adapters;
+  /* mixed precision: train, eval, info, plan --precision P */
+  const char *precision;
 } cli_options;
 
 /* A data set streamed from its IDX files: the images are read a batch at
@@ -158,5 +160,10 @@ int cli_replay_save (const cli_options * o, cli_replay * r);
 void cli_replay_close (cli_replay * r);
 /* LoRA adapters as files (cli_lora.c) */
 int cli_lora (const cli_options * o);
+/* cli_precision.c: mixed precision: the note of what the model's
+ * precision does on this CPU (stderr, once), the per-epoch loss scaling
+ * figures */
+void cli_precision_note (const cli_options * o, const tt_model * m);
+void cli_print_loss_scaling (const tt_model * m, uint64_t * skipped_before);
 
 #endif /* TT_CLI_H */

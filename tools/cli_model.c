@@ -68,6 +68,7 @@ cli_open_model (const cli_options * o, tt_open_info * info, double *seconds)
   oo.trust = o->trust;
   oo.threads = (unsigned) o->threads;
   oo.train = o->train;
+  oo.precision = o->precision;
   const double t0 = cli_now ();
   tt_model *m = tt_model_open (o->model, &oo, info, &err);
   if (!m) {
@@ -86,6 +87,7 @@ cli_open_model (const cli_options * o, tt_open_info * info, double *seconds)
   }
   if (seconds)
     *seconds = cli_now () - t0;
+  cli_precision_note (o, m);
   return m;
 }
 

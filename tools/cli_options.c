@@ -134,7 +134,16 @@ cli_usage (FILE * out)
       "projections, a 1x1 conv2d's filter);\n"
       "--adapters, only the adapters (loraA, loraB of each adapted layer in\n"
       "BIN order, float32, no header) as -o's file; --apply, the base\n"
-      "weights with those adapters (merged with --merge).\n", out);
+      "weights with those adapters (merged with --merge).\n"
+      /* mixed precision */
+      "train, eval, info and plan take --precision P (docs/precision.md):\n"
+      "fp32, bf16 or fp16 (the activations' type; the weights' stays the\n"
+      "INI's), or W-A as [Model] model_tensor_type takes it (FP32-BF16,\n"
+      "W16A16, ...); what it does on this CPU is said once on stderr. plan\n"
+      "stores it as [Model] model_tensor_type. With loss scaling ([Model]\n"
+      "loss_scale, or activations in bf16 or fp16) train's epoch lines end\n"
+      "with loss_scale=S skipped_steps=N (the steps of the epoch whose\n"
+      "gradients overflowed: nothing updated, the scale halved).\n", out);
 }
 
 int
@@ -297,6 +306,8 @@ cli_parse (int argc, char **argv, cli_options * o)
       else
         o->lora_adapters = true;
       continue;
+    } else if (!strcmp (a, "--precision")) {    /* mixed precision */
+      str = &o->precision;
     } else {
       return cli_fail ("unknown option '%s'", a), -2;
     }

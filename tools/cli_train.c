@@ -315,6 +315,7 @@ cli_train (const cli_options * o, bool train)
   if (o->resume)
     printf ("# resuming after epoch %u (iteration %u)\n", first,
         tt_model_iteration (m));
+  uint64_t skipped_before = tt_model_skipped_steps (m);
   for (uint32_t e = first; e < epochs; e++) {
     double loss, acc, sec, vloss = NAN, vacc = NAN, vsec;
     uint64_t replayed = 0;
@@ -332,6 +333,7 @@ cli_train (const cli_options * o, bool train)
     cli_print_thread_steps (m, &steps_split, &steps_inline);
     if (replay.on)
       printf (" replayed=%" PRIu64, replayed);
+    cli_print_loss_scaling (m, &skipped_before);
     printf ("\n");
     bool saved = false;
     if (o->valid_data && tt_model_save_best (m, vloss, vacc, &saved, &err)) {

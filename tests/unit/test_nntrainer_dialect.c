@@ -83,7 +83,7 @@ test_model_keys_accepted (void)
     "model_tensor_type = FP32-FP32\n", "model_tensor_type = w32a32\n",
     "tensor_format = NCHW\n", "tensor_format = NHWC\n",
     "clip_grad_by_norm = 1.0\n", "clip_grad_by_norm = 0\n",
-    "loss_scale = 1\n", "loss_scale = 1.0\n",
+    "loss_scale = 1\n", "loss_scale = 1.0\n", "loss_scale = 2.0\n",
     "save_best_path = best.bin\n",
     "tensor_type = FP16\n", "tensor_type = anything\n", "fsu = false\n",
     "fsu_path = /no/such/dir\n", "fsu_lookahead = 3\n",
@@ -121,10 +121,9 @@ test_model_keys_refused (void)
       LAYERS, "'QINT8-FP32' is not supported", "FP16-FP16");
   dialect_refused ("format.ini", MODEL ("tensor_format = NWHC\n") SGD LAYERS,
       "[model] tensor_format", "NHWC");
-  dialect_refused ("scale.ini", MODEL ("loss_scale = 2.0\n") SGD LAYERS,
-      "[model] loss_scale", "not supported");
+  /* loss_scale above 1 is dynamic loss scaling (test_loss_scale.c) */
   dialect_refused ("scale0.ini", MODEL ("loss_scale = 0\n") SGD LAYERS,
-      "[model] loss_scale", "not supported");
+      "[model] loss_scale", "at least 1");
   dialect_refused ("clipneg.ini", MODEL ("clip_grad_by_norm = -1\n") SGD
       LAYERS, "[model] clip_grad_by_norm", "negative");
   dialect_refused ("clipnan.ini", MODEL ("clip_grad_by_norm = x\n") SGD
@@ -654,8 +653,8 @@ test_probes (void)
     {"no_optimizer", true, NULL},
     /* the data path is not read here (nntrainer: missing file) */
     {"train_set_relative", true, NULL},
-    /* nntrainer accepts it; tensor-trainer trains in float32 only */
-    {"loss_scale", false, "loss_scale"},
+    /* dynamic loss scaling from 2 (docs/precision.md) */
+    {"loss_scale", true, NULL},
     {"backbone_ini", true, NULL},
     {"backbone_tflite", false, "only INI backbones"},
     {"layer_unknown_key", false, "colour"},

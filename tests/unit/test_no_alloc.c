@@ -75,6 +75,10 @@ free (void *p)
 static const char *na_train;
 /* mixed precision: the activation type in no_alloc_model (stash) */
 static tt_precision na_activations = TT_PRECISION_FP32;
+/* mixed precision: the precision override (NULL: the INI's), and loss
+ * scaling's growth interval (0: the default) */
+static const char *na_precision;
+static uint32_t na_growth;
 
 static void
 no_alloc_model (const char *root, const char *name, unsigned threads,
@@ -96,6 +100,10 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
     CHECK (tt_model_set_train (m, na_train, &err) == TT_OK, "%s", err.message);
   CHECK (tt_model_set_activation_type (m, na_activations, &err) == TT_OK, "%s",
       err.message);
+  if (na_precision)
+    CHECK (tt_model_set_precision (m, na_precision, &err) == TT_OK, "%s",
+        err.message);
+  tt_model_set_loss_scale_interval (m, na_growth);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {
@@ -388,6 +396,20 @@ test_stash (void)
   na_activations = TT_PRECISION_FP32;
 }
 
+/* mixed precision: a bf16 model scales its loss (from 1, doubled every
+ * step here: the scale's growth, the finiteness check and the unscaling
+ * in every step) */
+static void
+test_loss_scaling (void)
+{
+  na_precision = "bf16";
+  na_growth = 1;
+  no_alloc_model (na_root, "fmnist_mlp.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
+  na_precision = NULL;
+  na_growth = 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -423,5 +445,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_lora_layers);
   /* mixed precision: activations stashed at half width */
   TT_TEST_RUN (test_stash);
+  /* mixed precision: loss scaling */
+  TT_TEST_RUN (test_loss_scaling);
   return tt_test_summary ();
 }

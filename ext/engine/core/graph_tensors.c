@@ -70,7 +70,7 @@ tensors_declare_weights (tt_model * m, tt_layer * l, int li)
     /* update as you go: the gradient is a chunk of rows, applied as soon
      * as computed; clip_grad_by_norm needs every gradient whole first */
     wt->chunk_rows = 0;
-    if (m->update_as_you_go && m->clip_grad_norm <= 0 &&
+    if (m->update_as_you_go && !tt_model_gradients_whole (m) &&
         l->ops->chunked_gradient && wt->rows > 0)
       wt->chunk_rows = tt_grad_chunk_rows (wt->rows, wt->count / wt->rows);
     l->update_in_gradient |= wt->chunk_rows > 0;
@@ -79,8 +79,9 @@ tensors_declare_weights (tt_model * m, tt_layer * l, int li)
     tt_tensor_use (m, wt->grad, li, TT_PHASE_GRADIENT);
     if (wt->chunk_rows == 0)
       tt_tensor_use (m, wt->grad, li, TT_PHASE_APPLY);
-    /* clip_grad_by_norm: every update waits for every gradient */
-    if (m->clip_grad_norm > 0)
+    /* clip_grad_by_norm, loss scaling: every update waits for every
+     * gradient */
+    if (tt_model_gradients_whole (m))
       tt_tensor_use (m, wt->grad, li, TT_PHASE_END);
     uint32_t states = tt_optimizer_state_count (&m->opt);
     for (uint32_t s = 0; s < states; s++) {

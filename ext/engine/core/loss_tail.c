@@ -7,7 +7,8 @@
  * layer after an owned dense layer), whose output the loss alone reads,
  * whose weight and bias train, whole (no update as you go, which needs
  * the derivative before the gradient), and not with activations dropped
- * or swapped (as the copies). The two sides say they can
+ * or swapped (as the copies), nor with loss scaling (loss_scale.c). The
+ * two sides say they can
  * (tt_layer_ops.runs_loss_tail on the dense layer, fits_loss_tail on
  * the loss).
  *
@@ -55,7 +56,9 @@ tt_loss_tail (tt_model * m, tt_error * err)
       loss = next;
     }
   }
-  if (!dense || m->no_loss_tail)
+  /* loss scaling multiplies the loss's derivative in the pool, which a
+   * tail does not write */
+  if (!dense || m->no_loss_tail || m->loss_scale > 0)
     return TT_OK;
   const tt_dims out = dense->out_dims[0];
   const size_t floats = (size_t) m->batch_size * out.c * out.h * out.w;

@@ -235,6 +235,7 @@ tt_model_compile (tt_model * m, tt_error * err)
   qsort_r (m->canonical, m->n_layers, sizeof *m->canonical,
       model_by_creation, m->layers);
   m->fingerprint = tt_plan_fingerprint (m);
+  tt_loss_scale_compile (m);
   /* laid out by halves for two threads (plan_halves.h), when the layers
    * split by samples (a batch of one splits otherwise); under a memory
    * limit the pool must be the smallest */

@@ -136,6 +136,7 @@ model_score (const tt_model * m, tt_batch_result * r)
     return;
   r->samples = m->run.batch;
   r->correct = 0;
+  r->skipped = 0;
   r->loss = m->run.have_labels ? m->loss_value + model_regularization (m) : NAN;
   if (!m->run.have_labels)
     return;
@@ -211,13 +212,16 @@ model_layer_backward_timed (tt_model * m, tt_layer * l, bool update,
  * (their memory may then serve later layers), a chunked gradient's chunk
  * by chunk as calc_gradient computes them (update as you go, after
  * calc_derivative, which reads the old weights: lifetime.c numbers the
- * steps the same way), or, with clip_grad_by_norm, all at the end (the
- * gradients then live until it, graph_tensors.c) */
+ * steps the same way), or, with clip_grad_by_norm or loss scaling, all
+ * at the end (the gradients then live until it, graph_tensors.c). With
+ * loss scaling (loss_scale.c) the loss's derivative is scaled, and a
+ * step whose gradients are not all finite updates nothing (*skipped). */
 static tt_status
-model_backward (tt_model * m, bool apply, tt_error * err)
+model_backward (tt_model * m, bool apply, bool *skipped, tt_error * err)
 {
   tt_run_ctx *c = &m->run;
-  const bool defer = m->clip_grad_norm > 0;
+  const bool defer = tt_model_gradients_whole (m);
+  const bool scaled = apply && m->loss_scale > 0;
   tt_layer_time *const prof = m->profiling ? m->profile : NULL;
   c->apply_chunk = apply ? tt_model_apply_chunk : NULL;
   c->apply_owner = m;
@@ -240,13 +244,26 @@ model_backward (tt_model * m, bool apply, tt_error * err)
       if (apply && !defer)
         tt_model_apply_layer (m, l);
     }
+    if (scaled && m->exec[i] == m->loss_layer)
+      tt_loss_scale_seed (m);
   }
   c->apply_chunk = NULL;
   if (m->n_dropped)
     tt_model_unbind_dropped (m);
   if (!apply || !defer)
     return TT_OK;
-  tt_model_clip_gradients (m);
+  float unscale = 1.0f;
+  if (scaled) {
+    const bool finite = tt_loss_scale_finite (m);
+    const float scale = m->loss_scale;
+    tt_loss_scale_update (m, finite);
+    if (!finite) {
+      *skipped = true;
+      return TT_OK;
+    }
+    unscale = 1.0f / scale;
+  }
+  tt_model_clip_gradients (m, unscale);
   for (uint32_t i = m->n_layers; i-- > 0;) {
     tt_layer *l = &m->layers[m->exec[i]];
     if (prof)
@@ -286,9 +303,12 @@ model_train_batch (tt_model * m, uint32_t n, const void *const *inputs,
     return tt_fail (err, TT_ERR_NUMERIC,
         "%s: the loss became %g at iteration %u (epoch %u); this batch was "
         "not applied", m->path, r.loss, m->iteration, m->epoch);
-  if ((st = model_backward (m, true, err)))
+  bool skipped = false;
+  if ((st = model_backward (m, true, &skipped, err)))
     return st;
-  m->iteration++;
+  /* a skipped step leaves the optimizer's counter as it was */
+  m->iteration += !skipped;
+  r.skipped = skipped;
   if (result)
     *result = r;
   return TT_OK;
@@ -369,7 +389,7 @@ model_gradients (tt_model * m, uint32_t n, const void *const *inputs,
     return st;
   *loss = m->loss_value;
   if (backward)
-    return model_backward (m, false, err);
+    return model_backward (m, false, NULL, err);
   return TT_OK;
 }
 

@@ -95,39 +95,35 @@ tt_model_apply_layer (tt_model * m, tt_layer * l)
 /* clip_grad_by_norm, as nntrainer (network_graph.cpp, weight.h): the
  * global norm is the L2 norm of the gradients' L2 norms (before
  * regularization and decay are added); every gradient is scaled by
- * max / (norm + 1e-6) when norm + 1e-6 > max. */
+ * max / (norm + 1e-6) when norm + 1e-6 > max. With loss scaling the
+ * gradients hold scale times theirs: the norm is the unscaled one and
+ * unscale joins the clip's factor (a power-of-two scale divides out
+ * exactly, so the result is the unscaled gradients' bit for bit). */
 void
-tt_model_clip_gradients (tt_model * m)
+tt_model_clip_gradients (tt_model * m, float unscale)
 {
   const float eps = 1e-6f, max = m->clip_grad_norm;
-  double sum = 0;
-  for (uint32_t i = 0; i < m->n_layers; i++) {
-    const tt_layer *l = &m->layers[i];
-    for (uint32_t k = 0; k < l->n_weights; k++) {
-      const tt_weight *w = &l->weights[k];
-      if (w->grad < 0)
-        continue;
-      const float *g = tt_data (m, w->grad);
-      double sq = 0;
-      for (size_t j = 0; j < w->count; j++)
-        sq += (double) g[j] * g[j];
-      const double norm = (float) sqrt (sq);
-      sum += norm * norm;
+  float factor = 1.0f;
+  if (max > 0) {
+    double sum = 0;
+    for (uint32_t i = 0; i < m->n_layers; i++) {
+      const tt_layer *l = &m->layers[i];
+      for (uint32_t k = 0; k < l->n_weights; k++) {
+        const tt_weight *w = &l->weights[k];
+        if (w->grad < 0)
+          continue;
+        const float *g = tt_data (m, w->grad);
+        double sq = 0;
+        for (size_t j = 0; j < w->count; j++)
+          sq += (double) g[j] * g[j];
+        const double norm = (float) sqrt (sq);
+        sum += norm * norm;
+      }
     }
+    const float total = (float) sqrt (sum) * unscale + eps;
+    if (total > max)
+      factor = max / total;
   }
-  const float total = (float) sqrt (sum) + eps;
-  if (!(total > max))
-    return;
-  const float scale = max / total;
-  for (uint32_t i = 0; i < m->n_layers; i++) {
-    const tt_layer *l = &m->layers[i];
-    for (uint32_t k = 0; k < l->n_weights; k++) {
-      const tt_weight *w = &l->weights[k];
-      if (w->grad < 0)
-        continue;
-      float *g = tt_data (m, w->grad);
-      for (size_t j = 0; j < w->count; j++)
-        g[j] *= scale;
-    }
-  }
+  if (factor * unscale != 1.0f)
+    tt_model_scale_gradients (m, factor * unscale);
 }

@@ -216,6 +216,12 @@ struct tt_model {
    * else the current scale of dynamic loss scaling */
   tt_precision weight_type, activation_type;
   float loss_scale;
+  /* dynamic loss scaling (core/loss_scale.c): good steps in a row since
+   * the scale last changed, how many double it (2000, nntrainer's; a test
+   * hook sets another), the training steps whose update was skipped
+   * because a gradient overflowed */
+  uint32_t loss_scale_good, loss_scale_interval;
+  uint64_t skipped_steps;
   /* update as you go (graph_tensors.c): large gradients of layers that
    * can (tt_layer_ops.chunked_gradient) are computed in chunks, each
    * applied at once, so the gradient is never whole. Decided by the plan
@@ -366,11 +372,12 @@ void tt_model_forward_timed (tt_model * m, tt_layer * l, tt_layer_time * t);
 /* model_update.c: the update of l's weights from their gradients
  * (consumed; chunked ones were updated in calc_gradient); the update of
  * a chunk, as tt_run_ctx.apply_chunk (owner: the model); the gradients
- * scaled for clip_grad_by_norm */
+ * scaled for clip_grad_by_norm, their loss scale divided out (unscale:
+ * 1 / the scale, 1 without loss scaling) */
 void tt_model_apply_layer (tt_model * m, tt_layer * l);
 void tt_model_apply_chunk (const void *owner, const tt_weight * w,
     size_t at, size_t n, float *grad);
-void tt_model_clip_gradients (tt_model * m);
+void tt_model_clip_gradients (tt_model * m, float unscale);
 
 /* model_remat.c: before the backward phases of layer, the dropped groups
  * it needs rebuilt (and the reruns it writes first); after backward, the
@@ -618,5 +625,30 @@ typedef struct tt_fcache {
 void tt_fcache_take (tt_model * m, int layer);
 void tt_fcache_put (tt_model * m, int layer);
 void tt_fcache_free (tt_model * m);
+
+/* loss_scale.c: dynamic loss scaling (docs/precision.md). At compile,
+ * before planning: a model whose activations are half precision scales
+ * its loss from 1 when the INI named no scale. tt_model_gradients_whole:
+ * every gradient waits, whole, for the end of the step (clip_grad_by_norm
+ * or loss scaling). In a training step: the loss's derivative (its input
+ * derivatives) multiplied by the scale after the loss's backward; after
+ * backward, whether every gradient is finite; then the scale's update
+ * (halved, not below 1, and the step counted as skipped on overflow;
+ * doubled after loss_scale_interval good steps in a row). */
+void tt_loss_scale_compile (tt_model * m);
+bool tt_model_gradients_whole (const tt_model * m);
+void tt_loss_scale_seed (tt_model * m);
+bool tt_loss_scale_finite (tt_model * m);
+void tt_loss_scale_update (tt_model * m, bool finite);
+/* the gradients multiplied by s, split over the model's threads */
+void tt_model_scale_gradients (tt_model * m, float s);
+/* precision_spec.c: "fp32", "bf16", "fp16" (the activation type alone)
+ * or a full W-A as [Model] model_tensor_type takes it; false when spec is
+ * neither. *weight is -1 for the short form. */
+bool tt_precision_parse (const char *spec, int *weight, tt_precision * act);
+const char *tt_precision_name (tt_precision p);
+#define TT_PRECISION_CHOICES "fp32, bf16, fp16, or W-A with W and A each " \
+    "FP32, FP16 or BF16 (FP16-FP16, FP32-BF16, ...; nntrainer's W16A16, " \
+    "W16A32, W32A16, W32A32)"
 
 #endif

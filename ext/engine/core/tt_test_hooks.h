@@ -68,4 +68,8 @@ void tt_mha_force_keep_heads (bool on);
 tt_status tt_model_set_activation_type (tt_model * model,
     tt_precision type, tt_error * err);
 
+/* dynamic loss scaling: the good steps in a row that double the scale
+ * (0: nntrainer's 2000). Defined in core/loss_scale.c. */
+void tt_model_set_loss_scale_interval (tt_model * model, uint32_t steps);
+
 #endif

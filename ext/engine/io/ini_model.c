@@ -42,7 +42,7 @@ static const char *const ini_weight_keys[] = {
 
 /* model_tensor_type (mixed precision), tensor_format and tensor_type (ignored
  * from an INI, as nntrainer does), save_best_path (tt_model_save_best),
- * clip_grad_by_norm, loss_scale (1 only), fsu (false only), fsu_path and
+ * clip_grad_by_norm, loss_scale (1 or more), fsu (false only), fsu_path and
  * fsu_lookahead (used only with fsu): nntrainer's [Model] keys of issue
  * 16 */
 static const char *const ini_model_keys[] = {
@@ -82,38 +82,26 @@ static tt_status
 ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
     tt_error * err)
 {
-  /* weight and activation data types (docs/precision.md): nntrainer's
-   * W-A strings, the enum's W..A.. names, and ours with BF16 */
-  static const char *const tensor_types[] = {
-    "FP32-FP32", "FP16-FP16", "FP16-FP32", "FP32-FP16",
-    "W32A32", "W16A16", "W16A32", "W32A16",
-    "BF16-BF16", "FP32-BF16", "BF16-FP32", NULL
-  };
-  static const tt_precision tensor_type_w[] = {
-    TT_PRECISION_FP32, TT_PRECISION_FP16, TT_PRECISION_FP16,
-    TT_PRECISION_FP32, TT_PRECISION_FP32, TT_PRECISION_FP16,
-    TT_PRECISION_FP16, TT_PRECISION_FP32, TT_PRECISION_BF16,
-    TT_PRECISION_FP32, TT_PRECISION_BF16
-  };
-  static const tt_precision tensor_type_a[] = {
-    TT_PRECISION_FP32, TT_PRECISION_FP16, TT_PRECISION_FP32,
-    TT_PRECISION_FP16, TT_PRECISION_FP32, TT_PRECISION_FP16,
-    TT_PRECISION_FP32, TT_PRECISION_FP16, TT_PRECISION_BF16,
-    TT_PRECISION_BF16, TT_PRECISION_FP32
-  };
   /* nntrainer drops tensor_format from an INI (model_loader.cpp): NHWC is
    * accepted and, as there, the model stays NCHW */
   static const char *const formats[] = { "NCHW", "NHWC", NULL };
   tt_status st;
-  int ignored = 0, type = 0;
+  int ignored = 0, weight = 0;
+  /* weight and activation data types (docs/precision.md): nntrainer's
+   * W-A strings, its enum's W..A.. names, and ours with BF16; the same
+   * spellings as the precision override, a whole W-A only */
+  tt_precision act = TT_PRECISION_FP32;
   const char *tt = tt_section_string (s, "model_tensor_type");
-  if (tt && tt_section_enum (s, "model_tensor_type", tensor_types, &type, NULL))
+  if (tt && (!tt_precision_parse (tt, &weight, &act) || weight < 0))
     return tt_section_error (s, "model_tensor_type", err, TT_ERR_INVALID,
         "'%s' is not supported (nntrainer's quantized types are not): "
-        "expected one of FP32-FP32, FP16-FP16, FP16-FP32, FP32-FP16 (or "
-        "W32A32, W16A16, W16A32, W32A16), BF16-BF16, FP32-BF16, BF16-FP32", tt);
-  m->weight_type = tensor_type_w[type];
-  m->activation_type = tensor_type_a[type];
+        "expected W-A, W and A each FP32, FP16 or BF16 (nntrainer's "
+        "FP32-FP32, FP16-FP16, FP16-FP32, FP32-FP16, or W32A32, W16A16, "
+        "W16A32, W32A16; BF16 is ours)", tt);
+  if (tt) {
+    m->weight_type = (tt_precision) weight;
+    m->activation_type = act;
+  }
   if ((st = tt_section_enum (s, "tensor_format", formats, &ignored, err)))
     return st;
   /* tensor_type: nntrainer's INI loader drops it unread
@@ -170,18 +158,23 @@ ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
     return tt_section_error (s, "clip_grad_by_norm", err, TT_ERR_INVALID,
         "must not be negative (0: no clipping)");
   m->clip_grad_norm = clip;
-  /* in float32 nntrainer multiplies only mse's derivative by loss_scale
-   * and never divides it out (it is for mixed precision): a learning
-   * rate in disguise that cross entropy ignores. 1 is the only value
-   * whose meaning both sides share. */
+  /* loss_scale (docs/precision.md): the initial scale of dynamic loss
+   * scaling (core/loss_scale.c). nntrainer refuses 0 and, with
+   * half-precision activations, scales from 1 without the key; in fp32
+   * it multiplies only mse's derivative by the scale and never divides
+   * it out. Here a scale above 1 turns dynamic loss scaling on in any
+   * precision, divided out before the update (exactly for a power of
+   * two), and 1 leaves fp32 unscaled. */
   float scale = 1.0f;
   if ((st = tt_section_float (s, "loss_scale", &scale, err)))
     return st;
-  if (scale != 1.0f)
+  if (!(scale >= 1.0f))
     return tt_section_error (s, "loss_scale", err, TT_ERR_INVALID,
-        "%g is not supported: loss scaling is for mixed precision and "
-        "tensor-trainer computes in float32 (use 1 or leave it out)",
+        "%g is out of range: the initial scale of dynamic loss scaling is "
+        "at least 1 (a power of two, such as 65536, divides out exactly; "
+        "1 or none: no scaling in fp32, scaling from 1 in mixed precision)",
         (double) scale);
+  m->loss_scale = scale > 1.0f ? scale : 0.0f;
   return TT_OK;
 }
 

@@ -43,6 +43,10 @@ model_open_check_kind (const char *path, tt_model_file_kind kind,
     return tt_fail (err, TT_ERR_INVALID, "%s is a bundle: it trains what "
         "it was planned to train (choose what trains when planning the "
         "INI file, then pack it)", path);
+  if (kind == TT_MODEL_FILE_BUNDLE && o->precision && *o->precision)
+    return tt_fail (err, TT_ERR_INVALID, "%s is a bundle: it trains at "
+        "the precision it was planned for (choose the precision when "
+        "planning the INI file, then pack it)", path);
   if (kind == TT_MODEL_FILE_BUNDLE && o->memory_limit)
     return tt_fail (err, TT_ERR_INVALID, "%s is a bundle: its plan brings "
         "its pool (a memory limit applies to a model planned from an INI "
@@ -92,6 +96,10 @@ model_open_settings (tt_model * m, const tt_open_options * o, tt_error * err)
   if (o->threads && (st = tt_model_set_threads (m, o->threads, err)))
     return st;
   if (o->train && *o->train && (st = tt_model_set_train (m, o->train, err)))
+    return st;
+  /* mixed precision */
+  if (o->precision && *o->precision &&
+      (st = tt_model_set_precision (m, o->precision, err)))
     return st;
   return TT_OK;
 }

@@ -465,6 +465,8 @@ tt_plan_ini_serves (const tt_model * m)
       (acts < 0 || acts == plan_activations_wanted (m)) &&
       tt_plan_ini_inference (m) == m->inference &&
       !(m->keep_gradients && plan_get (m, "plan", "update_as_you_go")) &&
+      !(tt_model_gradients_whole (m) &&
+      plan_get (m, "plan", "update_as_you_go")) &&
       !(m->memory_limit && pool > m->memory_limit);
 }
 
@@ -773,19 +775,93 @@ plan_line_has_key (const char *line, size_t len, const char *key)
       !strncasecmp (p, key, (size_t) (q - p));
 }
 
+/* [Model] keys the plan below depends on, set to the compiled model's
+ * values in the text it is stored with: batch_size, and (mixed
+ * precision) model_tensor_type, the precision it was planned for */
+typedef struct
+{
+  const char *key, *what;
+  char value[32];
+  bool rewrite, done;
+} plan_model_key;
+
+/* whether [Model] model_tensor_type as written (absent: FP32-FP32) is
+ * the model's precision */
+static bool
+plan_precision_written (const tt_model * m)
+{
+  const char *v = iniparser_getstring (m->dict, "model:model_tensor_type",
+      NULL);
+  int w;
+  tt_precision a;
+  if (!v)
+    return m->weight_type == TT_PRECISION_FP32 &&
+        m->activation_type == TT_PRECISION_FP32;
+  return tt_precision_parse (v, &w, &a) && w >= 0 &&
+      (tt_precision) w == m->weight_type && a == m->activation_type;
+}
+
+/* One key's line in the text (line, n bytes), replaced by the model's
+ * value (the old one kept in a comment) */
+static void
+plan_replace_key (plan_writer * w, const tt_model * m, plan_model_key * k,
+    const char *line, size_t n)
+{
+  size_t e = n;
+  while (e > 0 && isspace ((unsigned char) line[e - 1]))
+    e--;
+  if (e > 0 && line[e - 1] == '\\') {
+    w->st = tt_fail (w->err, TT_ERR_INVALID, "%s: [model] %s continues "
+        "onto the next line: write it on one line to save a plan for %s %s",
+        m->path, k->key, k->key, k->value);
+    return;
+  }
+  const char *p = line;
+  while (p < line + e && isspace ((unsigned char) *p))
+    p++;
+  plan_printf (w, "%s = %s   # the %s of the plan below (was: ", k->key,
+      k->value, k->what);
+  plan_append (w, p, (size_t) (line + e - p));
+  plan_append (w, ")", 1);
+  k->done = true;
+}
+
+/* The keys not in [Model]'s text, added at its end */
+static void
+plan_add_keys (plan_writer * w, plan_model_key * keys, size_t n_keys,
+    const char *lead)
+{
+  for (size_t i = 0; i < n_keys; i++)
+    if (keys[i].rewrite && !keys[i].done) {
+      plan_printf (w, "%s%s = %s   # the %s of the plan below", lead,
+          keys[i].key, keys[i].value, keys[i].what);
+      if (*lead == '\0')
+        plan_append (w, "\n", 1);
+      keys[i].done = true;
+    }
+}
+
 /* The model text (len bytes) with [Model] batch_size set to the compiled
- * batch: the key's line replaced (the old one kept in a comment), or the
- * key added at the end of [Model] (which every loaded model has). */
+ * batch and model_tensor_type to the compiled precision: a key's line
+ * replaced (the old one kept in a comment), or the key added at the end
+ * of [Model] (which every loaded model has). */
 static void
 plan_append_model_text (plan_writer * w, const tt_model * m, size_t len)
 {
   const char *text = m->ini_text;
   const int written = iniparser_getint (m->dict, "model:batch_size", 1);
-  if (written == (int) m->batch_size) {
+  plan_model_key keys[2] = {
+    {"batch_size", "batch", "", written != (int) m->batch_size, false},
+    {"model_tensor_type", "precision", "", !plan_precision_written (m),
+        false},
+  };
+  snprintf (keys[0].value, sizeof keys[0].value, "%u", m->batch_size);
+  tt_model_precision (m, keys[1].value, sizeof keys[1].value);
+  if (!keys[0].rewrite && !keys[1].rewrite) {
     plan_append (w, text, len);
     return;
   }
-  bool in_model = false, seen_model = false, done = false;
+  bool in_model = false, seen_model = false;
   size_t at = 0;
   while (at < len && !w->st) {
     const char *line = text + at;
@@ -795,44 +871,26 @@ plan_append_model_text (plan_writer * w, const tt_model * m, size_t len)
     size_t name_len;
     if (plan_line_section (line, n, &name, &name_len)) {
       const bool model = name_len == 5 && !strncasecmp (name, "model", 5);
-      if (in_model && !done) {
-        plan_printf (w, "batch_size = %u   # the batch of the plan below\n",
-            m->batch_size);
-        done = true;
-      }
+      if (in_model)
+        plan_add_keys (w, keys, 2, "");
       in_model = model && !seen_model;
       seen_model |= model;
     }
-    if (in_model && !done && plan_line_has_key (line, n, "batch_size")) {
-      size_t k = n;
-      while (k > 0 && isspace ((unsigned char) line[k - 1]))
-        k--;
-      if (k > 0 && line[k - 1] == '\\') {
-        w->st = tt_fail (w->err, TT_ERR_INVALID, "%s: [model] batch_size "
-            "continues onto the next line: write it on one line to save a "
-            "plan for batch %u", m->path, m->batch_size);
-        return;
-      }
-      const char *p = line;
-      while (p < line + k && isspace ((unsigned char) *p))
-        p++;
-      plan_printf (w, "batch_size = %u   # the batch of the plan below "
-          "(was: ", m->batch_size);
-      plan_append (w, p, (size_t) (line + k - p));
-      plan_append (w, ")", 1);
-      done = true;
-    } else {
+    plan_model_key *k = NULL;
+    for (size_t i = 0; in_model && !k && i < 2; i++)
+      if (keys[i].rewrite && !keys[i].done &&
+          plan_line_has_key (line, n, keys[i].key))
+        k = &keys[i];
+    if (k)
+      plan_replace_key (w, m, k, line, n);
+    else
       plan_append (w, line, n);
-    }
     if (nl)
       plan_append (w, "\n", 1);
     at += n + (nl ? 1 : 0);
   }
-  if (in_model && !done) {
-    plan_printf (w, "\nbatch_size = %u   # the batch of the plan below",
-        m->batch_size);
-    done = true;
-  }
+  if (in_model)
+    plan_add_keys (w, keys, 2, "\n");
 }
 
 tt_status

@@ -328,3 +328,14 @@ tt_f16_to_f32 (const uint16_t * x, float *y, size_t n)
 #endif
   f16_widen_run (x + i, y + i, n - i);
 }
+
+/* the precision override's note (core/precision_spec.c) */
+bool
+tt_f16_hw_convert (void)
+{
+#if defined(BF16_X86) || defined(BF16_ARM64)
+  return f16_hw ();
+#else
+  return false;
+#endif
+}

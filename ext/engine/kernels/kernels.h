@@ -549,6 +549,8 @@ float tt_f16_value (uint16_t h);
 /* whether the CPU has AVX-512 BF16's vdpbf16ps and vcvtne2ps2bf16 (and
  * tt_bf16_force_portable did not turn them off) */
 bool tt_bf16_hw_dot (void);
+/* whether fp16 conversions run on the CPU's own (F16C, arm64's NEON) */
+bool tt_f16_hw_convert (void);
 
 /* C = alpha * op(A) * op(B) + beta * C as tt_gemm, with A and B in bf16
  * and C in fp32, products and sums in fp32 (gemm_bf16.c): AVX-512 BF16's

@@ -185,7 +185,7 @@ tt_plan_build (tt_model * m, tt_error * err)
    * last bits with 2 threads and 48-row chunks); whole gradients keep such
    * training what it was */
   m->update_as_you_go = !m->keep_gradients && !m->inference &&
-      m->clip_grad_norm <= 0 && tt_blas_thread_count () <= 1;
+      !tt_model_gradients_whole (m) && tt_blas_thread_count () <= 1;
   tt_graph_declare_tensors (m);
   if (m->tensor_oom)
     return tt_fail (err, TT_ERR_NOMEM, "%s: out of memory declaring tensors",

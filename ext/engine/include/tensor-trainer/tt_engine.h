@@ -112,6 +112,10 @@ typedef struct {
   double loss;            /* mean over the batch, regularization included */
   uint32_t samples;
   uint32_t correct;       /* argmax(output) == argmax(label) */
+  /* loss scaling (docs/precision.md): 1 when this training step's
+   * gradients overflowed, so that it updated nothing (weights, optimizer
+   * state and iteration counter as before it); else 0 */
+  uint32_t skipped;
 } tt_batch_result;
 
 /* How the pool was laid out. */
@@ -211,6 +215,9 @@ typedef struct {
   bool plan_thorough;           /* INI only: tt_model_set_plan_thorough */
   const char *train;            /* INI only: tt_model_set_train; NULL or
                                  * "": the stored plan's, else everything */
+  /* mixed precision: INI only: tt_model_set_precision; NULL or "": the
+   * INI's [Model] model_tensor_type */
+  const char *precision;
 } tt_open_options;
 
 /* The steps of tt_model_open in order: where it stopped. */
@@ -618,6 +625,30 @@ TT_API tt_status tt_lora_save_adapters (const char *ini,
     const char *weights, const char *out_bin, tt_error * err);
 TT_API tt_status tt_lora_apply (const char *ini, const char *weights,
     const char *adapters, bool merge, const char *out_ini, tt_error * err);
+
+/* Mixed precision (docs/precision.md). Before compile: the precision to
+ * train at over the INI's [Model] model_tensor_type: "fp32", "bf16" or
+ * "fp16" set the activation type (the weight type, the BIN's width,
+ * stays the INI's), a full "W-A" as model_tensor_type takes it
+ * ("FP32-BF16", "W16A16", ...) sets both. Anything else fails naming the
+ * allowed values. */
+TT_API tt_status tt_model_set_precision (tt_model * model, const char *spec,
+    tt_error * err);
+/* The model's weight and activation types (after the INI and any
+ * override), as model_tensor_type writes them ("FP32-BF16"); buf of at
+ * least 10 bytes. */
+TT_API const char *tt_model_precision (const tt_model * model, char *buf,
+    size_t size);
+/* The activation type alone (what tt_precision_note speaks of). */
+TT_API tt_precision tt_model_activation_type (const tt_model * model);
+/* One sentence on what activation precision p does on this CPU ("bf16:
+ * AVX-512 BF16 (vdpbf16ps)", or that a portable path is slower than
+ * fp32), for a tool to print once. */
+TT_API const char *tt_precision_note (tt_precision p);
+/* Dynamic loss scaling: the current scale (0: off), and the training
+ * steps skipped so far because their gradients overflowed. */
+TT_API float tt_model_loss_scale (const tt_model * model);
+TT_API uint64_t tt_model_skipped_steps (const tt_model * model);
 
 #ifdef __cplusplus
 }
