@@ -104,6 +104,8 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
     CHECK (tt_model_set_precision (m, na_precision, &err) == TT_OK, "%s",
         err.message);
   tt_model_set_loss_scale_interval (m, na_growth);
+  if (na_growth)
+    tt_model_set_initial_loss_scale (m, 2.0f);
   tt_status st = tt_model_compile (m, &err);
   CHECK (st == TT_OK, "%s", err.message);
   if (st) {
@@ -396,7 +398,7 @@ test_stash (void)
   na_activations = TT_PRECISION_FP32;
 }
 
-/* mixed precision: a bf16 model scales its loss (from 1, doubled every
+/* mixed precision: a bf16 model scales its loss (from 2, doubled every
  * step here: the scale's growth, the finiteness check and the unscaling
  * in every step) */
 static void

@@ -28,10 +28,10 @@
 void
 tt_loss_scale_compile (tt_model * m)
 {
-  /* nntrainer's LossScale defaults to 1 and a mixed model scales from
-   * there; in fp32 a scale of 1 (or none) leaves scaling off */
-  if (m->activation_type != TT_PRECISION_FP32 && m->loss_scale <= 0)
-    m->loss_scale = 1.0f;
+  /* nntrainer's LossScale defaults to 1, and a mixed model of its scales
+   * from there: its derivatives are fp16. Here derivatives stay fp32 at
+   * every precision (only the activations kept for backward are half),
+   * so scaling is on only when asked for, with a scale above 1 */
   m->loss_scale_good = 0;
 }
 
@@ -157,4 +157,10 @@ void
 tt_model_set_loss_scale_interval (tt_model * m, uint32_t steps)
 {
   m->loss_scale_interval = steps;
+}
+
+void
+tt_model_set_initial_loss_scale (tt_model * m, float scale)
+{
+  m->loss_scale = scale;
 }

@@ -71,5 +71,8 @@ tt_status tt_model_set_activation_type (tt_model * model,
 /* dynamic loss scaling: the good steps in a row that double the scale
  * (0: nntrainer's 2000). Defined in core/loss_scale.c. */
 void tt_model_set_loss_scale_interval (tt_model * model, uint32_t steps);
+/* before compile: the initial scale as [Model] loss_scale sets it (0:
+ * off), for a model of tests/models without the key */
+void tt_model_set_initial_loss_scale (tt_model * model, float scale);
 
 #endif

@@ -164,7 +164,8 @@ ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
    * it multiplies only mse's derivative by the scale and never divides
    * it out. Here a scale above 1 turns dynamic loss scaling on in any
    * precision, divided out before the update (exactly for a power of
-   * two), and 1 leaves fp32 unscaled. */
+   * two), and 1 leaves it off (derivatives are fp32 at every
+   * precision). */
   float scale = 1.0f;
   if ((st = tt_section_float (s, "loss_scale", &scale, err)))
     return st;
@@ -172,7 +173,7 @@ ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
     return tt_section_error (s, "loss_scale", err, TT_ERR_INVALID,
         "%g is out of range: the initial scale of dynamic loss scaling is "
         "at least 1 (a power of two, such as 65536, divides out exactly; "
-        "1 or none: no scaling in fp32, scaling from 1 in mixed precision)",
+        "1 or none: no scaling)",
         (double) scale);
   m->loss_scale = scale > 1.0f ? scale : 0.0f;
   return TT_OK;
