@@ -412,6 +412,17 @@ test_loss_scaling (void)
   na_growth = 0;
 }
 
+/* mixed precision: the layers' GEMMs on bf16-rounded inputs (dense and
+ * convolution above; attention's projections here), unscaled */
+static void
+test_bf16_gemms (void)
+{
+  na_precision = "bf16";
+  no_alloc_model (na_root, "mha_self.ini", 1, false);
+  no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
+  na_precision = NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -449,5 +460,6 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_stash);
   /* mixed precision: loss scaling */
   TT_TEST_RUN (test_loss_scaling);
+  TT_TEST_RUN (test_bf16_gemms);
   return tt_test_summary ();
 }
