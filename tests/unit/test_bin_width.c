@@ -396,6 +396,7 @@ test_interop_models (void)
   } models[] = {
     {"mlp_fp16", 10 * 8 + 8 + 8 * 3 + 3, false},
     {"cnn_fp16", 2 * 9 + 2 + 18 * 3 + 3, true},
+    {"cnn_sgd_fp16", 2 * 9 + 2 + 18 * 3 + 3, false},
   };
   for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
     char path[1200], bin[600];

@@ -38,7 +38,15 @@ tt_model_init_weights (tt_model * m, tt_error * err)
 size_t
 tt_model_weight_floats (const tt_model * m)
 {
-  return m->compiled ? tt_bin_weight_bytes (m) / sizeof (float) : 0;
+  /* the weights' elements, whatever the BIN's width (a 2-byte weight
+   * type halves the bytes, not the floats) */
+  uint32_t n = 0;
+  int *ids = m->compiled ? tt_bin_regions ((tt_model *) m, false, &n) : NULL;
+  size_t floats = 0;
+  for (uint32_t i = 0; ids && i < n; i++)
+    floats += m->tensors[ids[i]].count;
+  free (ids);
+  return floats;
 }
 
 uint64_t

@@ -265,12 +265,61 @@ std::vector<float> make_inputs(const ml::train::TensorDim &in, unsigned batch) {
  * normalize in place: always hand it a copy. */
 /* out_len: floats per sample of the model's one output (an INFERENCE-
  * compiled model has no label layer, so it cannot tell its output dims) */
+/* IEEE half (binary16) bits to float */
+float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f,
+           m = h & 0x3ff, u;
+  if (e == 0x1f)
+    u = sign | 0x7f800000u | (m << 13);
+  else if (e != 0)
+    u = sign | ((e + 112) << 23) | (m << 13);
+  else if (m == 0)
+    u = sign;
+  else {
+    /* subnormal: m * 2^-24 */
+    float f = std::ldexp((float)m, -24);
+    std::memcpy(&u, &f, 4);
+    u |= sign;
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/* The data type of the tensor inference() returns: the first output of the
+ * last layer in sorted order (the graph's output). The ccapi hands that
+ * tensor's data out as float * whatever its type; at model_tensor_type
+ * FP16-FP16 the output of a cross_softmax loss layer (and of every
+ * INFERENCE-compiled model's last layer) is FP16, an mse layer's FP32. */
+ml::train::TensorDim::DataType output_type(ml::train::Model &m) {
+  struct P {
+    ml::train::TensorDim::DataType t;
+  } p{ml::train::TensorDim::DataType::FP32};
+  m.forEachLayer(
+    [](ml::train::Layer &l, nntrainer::RunLayerContext &rc, void *ud) {
+      if (rc.getNumOutputs() > 0)
+        static_cast<P *>(ud)->t = rc.getOutput(0).getDataType();
+    },
+    &p);
+  return p.t;
+}
+
 std::vector<float> run_inference(ml::train::Model &m, const std::vector<float> &x,
                                  unsigned batch, size_t out_len) {
   std::vector<float> copy(x.begin(), x.end());
   auto out = m.inference(batch, {copy.data()});
   if (out.size() != 1)
     throw std::runtime_error("expected one output");
+  auto t = output_type(m);
+  if (t == ml::train::TensorDim::DataType::FP16) {
+    const uint16_t *h = reinterpret_cast<const uint16_t *>(out[0]);
+    std::vector<float> y(out_len * batch);
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = half_to_float(h[i]);
+    return y;
+  }
+  if (t != ml::train::TensorDim::DataType::FP32)
+    throw std::runtime_error("output of a data type other than FP32/FP16");
   return std::vector<float>(out[0], out[0] + out_len * batch);
 }
 
