@@ -173,8 +173,7 @@ ini_parse_model_nntrainer_keys (tt_model * m, const tt_section * s,
     return tt_section_error (s, "loss_scale", err, TT_ERR_INVALID,
         "%g is out of range: the initial scale of dynamic loss scaling is "
         "at least 1 (a power of two, such as 65536, divides out exactly; "
-        "1 or none: no scaling)",
-        (double) scale);
+        "1 or none: no scaling)", (double) scale);
   m->loss_scale = scale > 1.0f ? scale : 0.0f;
   return TT_OK;
 }
