@@ -488,12 +488,19 @@ test_step_choice (void)
   CHECK (on_worker >= 12, "split steps were twice as fast, yet the worker "
       "ran a part in only %d of the 16 steps after the trial", on_worker);
 
+  /* the same load can make the caller's own part late and the split
+   * steps win their trial: up to 3 fresh pools here too (a pool that
+   * keeps splitting slow steps every time still fails) */
   choice_step slow = {.caller = pthread_self (),.worker_sleep_us = 3000 };
-  CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
-  on_worker = choice_steps (pool, &slow, 200, 16);
+  on_worker = 1;
+  for (int attempt = 0; attempt < 3 && on_worker != 0; attempt++) {
+    CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
+    slow.on_worker[1] = 0;
+    on_worker = choice_steps (pool, &slow, 200, 16);
+    tt_threads_free (pool);
+  }
   CHECK (on_worker == 0, "split steps were slower, yet the worker ran a "
       "part in %d of the 16 steps after the trial", on_worker);
-  tt_threads_free (pool);
 
   setenv ("TT_THREADS_STEPS", "split", 1);
   CHECK (tt_threads_new (2, &pool) == 0, "2 threads");
