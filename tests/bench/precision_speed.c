@@ -6,8 +6,9 @@
  * seed, so the same weights), synthetic inputs in [0, 1) and one-hot
  * labels made before the clock starts, 2 warm-up steps, then RUNS timed
  * runs of STEPS steps alternating fp32 and bf16; samples/s is the median
- * run's. The activation type is set in the model here (tests include the
- * internal header), as model_tensor_type = FP32-BF16 will set it.
+ * run's. The bf16 model is set with tt_model_set_precision before it
+ * compiles, as --precision bf16 does: its GEMMs round to bf16 and its
+ * kept activations are stashed at half width.
  *
  *   precision-speed [-r RUNS] [-s STEPS] [-t THREADS] [-p 1] SOURCE_ROOT
  *       MODEL:BATCH...
@@ -60,12 +61,12 @@ bench_open (bench * b, const char *path, uint32_t batch, unsigned threads,
   b->m = tt_model_load_ini (path, &err);
   if (!b->m || tt_model_set_batch_size (b->m, batch, &err) ||
       (threads && tt_model_set_threads (b->m, threads, &err)) ||
+      tt_model_set_precision (b->m, tt_precision_name (act), &err) ||
       tt_model_compile (b->m, &err)) {
     fprintf (stderr, "precision-speed: %s\n", err.message);
     return false;
   }
   tt_model_set_seed (b->m, 1);
-  b->m->activation_type = act;
   b->batch = batch;
   uint64_t r = 12345;
   for (uint32_t i = 0; i < tt_model_num_inputs (b->m) && i < 8; i++) {

@@ -92,7 +92,8 @@ open_text (const char *text, unsigned threads, tt_precision act)
     tt_model_free (m);
     return NULL;
   }
-  /* what model_tensor_type = FP32-BF16 (or -FP16) will set */
+  /* after compile: the GEMMs' inputs change, nothing is stashed (the
+   * plan was made at fp32), so only the layers' products differ */
   m->activation_type = act;
   return m;
 }
@@ -268,7 +269,7 @@ open_file (const char *name, tt_precision act)
     tt_model_free (m);
     return NULL;
   }
-  m->activation_type = act;
+  m->activation_type = act;     /* the GEMMs only, as above */
   return m;
 }
 

@@ -14,6 +14,7 @@
 #include "tt_test_hooks.h"
 
 #include <stdint.h>
+#include <string.h>
 
 extern void *__libc_malloc (size_t);
 extern void *__libc_calloc (size_t, size_t);
@@ -73,8 +74,6 @@ free (void *p)
 
 /* personalization: what trains in no_alloc_model (NULL: everything) */
 static const char *na_train;
-/* mixed precision: the activation type in no_alloc_model (stash) */
-static tt_precision na_activations = TT_PRECISION_FP32;
 /* mixed precision: the precision override (NULL: the INI's), and loss
  * scaling's growth interval (0: the default) */
 static const char *na_precision;
@@ -98,8 +97,6 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
   CHECK (tt_model_set_profiling (m, profile, &err) == TT_OK, "%s", err.message);
   if (na_train)
     CHECK (tt_model_set_train (m, na_train, &err) == TT_OK, "%s", err.message);
-  CHECK (tt_model_set_activation_type (m, na_activations, &err) == TT_OK, "%s",
-      err.message);
   if (na_precision)
     CHECK (tt_model_set_precision (m, na_precision, &err) == TT_OK, "%s",
         err.message);
@@ -112,7 +109,7 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
     tt_model_free (m);
     return;
   }
-  if (na_activations != TT_PRECISION_FP32) {
+  if (na_precision && strcmp (na_precision, "fp32")) {
     tt_plan_info pi;
     tt_model_plan_info (m, &pi);
     CHECK (pi.stashed > 0, "%s: nothing stashed", name);
@@ -390,12 +387,12 @@ test_lora_layers (void)
 static void
 test_stash (void)
 {
-  na_activations = TT_PRECISION_BF16;
+  na_precision = "bf16";
   no_alloc_model (na_root, "fmnist_cnn.ini", 1, false);
   no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
-  na_activations = TT_PRECISION_FP16;
+  na_precision = "fp16";
   no_alloc_model (na_root, "mobilenet_block.ini", 2, false);
-  na_activations = TT_PRECISION_FP32;
+  na_precision = NULL;
 }
 
 /* mixed precision: a bf16 model scales its loss (from 2, doubled every

@@ -42,7 +42,8 @@ open_at (const char *path, const char *text, uint32_t batch,
   tt_model_set_relu_fusion (m, fusion);
   if ((batch && tt_model_set_batch_size (m, batch, err)) ||
       tt_model_set_threads (m, threads, err) ||
-      tt_model_set_activation_type (m, act, err) || tt_model_compile (m, err)) {
+      tt_model_set_precision (m, tt_precision_name (act), err)
+      || tt_model_compile (m, err)) {
     tt_model_free (m);
     return NULL;
   }
@@ -200,7 +201,7 @@ exact_run (tt_precision act, float divisor, double *loss)
     return NULL;
   tt_model_set_relu_fusion (m, false);
   if (tt_model_keep_gradients (m, &err) ||
-      tt_model_set_activation_type (m, act, &err) ||
+      tt_model_set_precision (m, tt_precision_name (act), &err) ||
       tt_model_compile (m, &err)) {
     CHECK (false, "%s", err.message);
     tt_model_free (m);
@@ -444,7 +445,7 @@ open_limited (const char *path, uint64_t limit, tt_error * err)
   tt_status st = b ? TT_OK : TT_ERR_INVALID;
   if (b && ((st = tt_model_set_batch_size (b, 8, err)) ||
           (st = tt_model_set_threads (b, 1, err)) ||
-          (st = tt_model_set_activation_type (b, TT_PRECISION_BF16, err)) ||
+          (st = tt_model_set_precision (b, "bf16", err)) ||
           (st = tt_model_set_memory_limit (b, limit, err)) ||
           (st = tt_model_compile (b, err)))) {
     tt_model_free (b);

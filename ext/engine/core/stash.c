@@ -19,7 +19,6 @@
  */
 #include "tt_internal.h"
 #include "kernels.h"
-#include "tt_test_hooks.h"
 
 #include <stdint.h>
 
@@ -101,14 +100,4 @@ tt_stash_in (tt_model * m, const tt_remat * g)
     };
     stash_convert (m, &j);
   }
-}
-
-tt_status
-tt_model_set_activation_type (tt_model * m, tt_precision type, tt_error * err)
-{
-  if (m->compiled)
-    return tt_fail (err, TT_ERR_STATE, "%s: set the activation type before "
-        "compiling", m->path);
-  m->activation_type = type;
-  return TT_OK;
 }

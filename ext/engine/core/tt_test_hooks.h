@@ -61,13 +61,6 @@ void tt_bf16_force_portable (bool on);
  * layers/layer_multi_head_attention.c. */
 void tt_mha_force_keep_heads (bool on);
 
-/* mixed precision's stash: before compile, the model's activation type
- * (what [Model] model_tensor_type's second half sets), for tests that
- * need it without the INI key; TT_ERR_STATE after compile. Defined in
- * core/stash.c. */
-tt_status tt_model_set_activation_type (tt_model * model,
-    tt_precision type, tt_error * err);
-
 /* dynamic loss scaling: the good steps in a row that double the scale
  * (0: nntrainer's 2000). Defined in core/loss_scale.c. */
 void tt_model_set_loss_scale_interval (tt_model * model, uint32_t steps);
