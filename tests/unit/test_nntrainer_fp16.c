@@ -32,6 +32,7 @@
 #include "tt_internal.h"
 #include "tt_test.h"
 #include "kernels.h"
+#include "interop_tools.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -249,66 +250,6 @@ fp16_outputs (const char *model, const char *bin, const char *out,
   tt_model_free (m);
 }
 
-/* nntrainer's mean training loss of epoch 2 (record.log), or NAN */
-static double
-fp16_recorded_loss (const char *model)
-{
-  char path[1400], key[160];
-  snprintf (path, sizeof path, "%s/record.log", rec);
-  snprintf (key, sizeof key, "train %s epochs=3 last_training_loss=", model);
-  size_t len = 0;
-  char *log = tt_test_read_file (path, &len);
-  const char *at = log ? strstr (log, key) : NULL;
-  const double loss = at ? strtod (at + strlen (key), NULL) : NAN;
-  free (log);
-  return loss;
-}
-
-/* The mean loss of recorded batch b at weights w (evaluation mode: no
- * dropout or batch normalization here, so it is training's) */
-static double
-fp16_batch_loss (tt_model * m, const float *w, size_t nw, const float *x,
-    size_t sx, const float *t, size_t sl, int b)
-{
-  tt_error err;
-  tt_batch_result r;
-  const void *inputs[1] = { x + (size_t) b * 4 * sx };
-  if (tt_model_import_weights (m, w, nw, &err) != TT_OK ||
-      tt_model_eval_batch (m, 4, inputs, NULL, t + (size_t) b * 4 * sl, &r,
-          &err) != TT_OK)
-    return NAN;
-  return r.loss;
-}
-
-/* The mathematics' 8 SGD steps from w on the recorded batches, each
- * gradient by central differences of the loss (in fp32): w is updated */
-static bool
-fp16_fd_sgd (tt_model * m, float *w, size_t nw, const float *x, size_t sx,
-    const float *t, size_t sl)
-{
-  const double h = 1e-4, lr = m->opt.learning_rate;
-  double *g = malloc (nw * sizeof *g);
-  bool ok = g != NULL;
-  for (int step = 0; step < 8 && ok; step++) {
-    for (size_t i = 0; i < nw && ok; i++) {
-      const float w0 = w[i];
-      w[i] = (float) (w0 + h);
-      const double up = fp16_batch_loss (m, w, nw, x, sx, t, sl, step % 4);
-      w[i] = (float) (w0 - h);
-      const double down = fp16_batch_loss (m, w, nw, x, sx, t, sl, step % 4);
-      const double taken = (double) (float) (w0 + h) - (double) (float) (w0 -
-          h);
-      w[i] = w0;
-      g[i] = (up - down) / taken;
-      ok = isfinite (g[i]);
-    }
-    for (size_t i = 0; i < nw && ok; i++)
-      w[i] = (float) (w[i] - lr * g[i]);
-  }
-  free (g);
-  return ok;
-}
-
 /* d. 2 epochs of the recorded 4 batches from init.bin against
  * trained.bin, and both against the finite-difference steps. With
  * nntrainer_right false (FINDINGS.md 10): nntrainer's trained weights
@@ -363,7 +304,7 @@ fp16_training (const char *model, bool nntrainer_right)
               ((double) w1[i] - w0[i])));
       same16 += tt_f16_from_f32 (ours[i]) == tt_f16_from_f32 (w1[i]);
     }
-    const double want = fp16_recorded_loss (model);
+    const double want = interop_recorded_loss_in (rec, model);
     /* the mathematics: finite differences from the same start */
     tt_error e2;
     tt_model *fm = fp16_open (model, 4, &e2);
@@ -371,7 +312,7 @@ fp16_training (const char *model, bool nntrainer_right)
     bool fd_ok = fm && fd;
     if (fd_ok) {
       memcpy (fd, w0, nw * sizeof *fd);
-      fd_ok = fp16_fd_sgd (fm, fd, nw, x, sx, t, sl);
+      fd_ok = interop_fd_sgd_h (fm, fd, nw, x, sx, t, sl, NULL, 1e-4);
     }
     CHECK (fd_ok, "%s: finite-difference steps failed", model);
     const double d_ours_fd = fd_ok ? fp16_maxdiff (ours, fd, nw) : NAN;
