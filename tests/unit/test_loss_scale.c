@@ -11,7 +11,8 @@
  *   (weights, Adam state and the iteration counter as before it), the
  *   scale halves each time, the skipped steps are counted, then training
  *   goes on and the loss falls;
- * - the scale doubles after the growth interval's good steps in a row;
+ * - the scale doubles after the growth interval's good steps in a row,
+ *   and the text saved with the model carries the scale reached;
  * - a half-precision activation type scales from 1 without the key, fp32
  *   with loss_scale = 1 does not scale;
  * - bad values of [Model] loss_scale and of the precision are refused,
@@ -220,6 +221,31 @@ test_growth (void)
       (double) scales[2], (double) scales[3], (double) scales[4],
       (double) scales[5], (double) scales[6]);
   CHECK (tt_model_skipped_steps (m) == 0, "skipped");
+  /* the text saved with the model (checkpoints, bundles, optimized INIs)
+   * carries the scale reached, which a model loaded from it starts at */
+  char *text = NULL;
+  size_t len = 0;
+  CHECK (tt_plan_ini_text (m, &text, &len, &err) == TT_OK, "%s", err.message);
+  CHECK (text && strstr (text, "loss_scale = 16   # the scale dynamic loss "
+          "scaling reached (was: loss_scale = 4)\n"), "%s", text ? text : "");
+  tt_model *again = text ? tt_model_load_ini_text (text, len, "again", &err) :
+      NULL;
+  CHECK (again && tt_model_loss_scale (again) == 16.0f, "reloaded: %s",
+      again ? "" : err.message);
+  if (again && tt_model_compile (again, &err) == TT_OK)
+    CHECK (tt_model_loss_scale (again) == 16.0f, "compiled scale %g",
+        (double) tt_model_loss_scale (again));
+  tt_model_free (again);
+  free (text);
+  tt_model_free (m);
+  /* a scale that never moved leaves the line as written */
+  m = open_model ("still", MLP_HEAD "loss = cross\nloss_scale = 4\n" MLP_BODY,
+      false, NULL);
+  if (m && tt_plan_ini_text (m, &text, &len, &err) == TT_OK) {
+    CHECK (strstr (text, "\nloss_scale = 4\n") && !strstr (text,
+            "scaling reached"), "%s", text);
+    free (text);
+  }
   tt_model_free (m);
 }
 

@@ -775,9 +775,11 @@ plan_line_has_key (const char *line, size_t len, const char *key)
       !strncasecmp (p, key, (size_t) (q - p));
 }
 
-/* [Model] keys the plan below depends on, set to the compiled model's
- * values in the text it is stored with: batch_size, and (mixed
- * precision) model_tensor_type, the precision it was planned for */
+/* [Model] keys set to the compiled model's values in the text stored
+ * with it: those the plan below depends on, batch_size and (mixed
+ * precision) model_tensor_type, the precision it was planned for; and
+ * loss_scale, the scale dynamic loss scaling has reached, which a model
+ * loaded from this text starts from (a checkpoint resumes at it) */
 typedef struct
 {
   const char *key, *what;
@@ -819,8 +821,7 @@ plan_replace_key (plan_writer * w, const tt_model * m, plan_model_key * k,
   const char *p = line;
   while (p < line + e && isspace ((unsigned char) *p))
     p++;
-  plan_printf (w, "%s = %s   # the %s of the plan below (was: ", k->key,
-      k->value, k->what);
+  plan_printf (w, "%s = %s   # %s (was: ", k->key, k->value, k->what);
   plan_append (w, p, (size_t) (line + e - p));
   plan_append (w, ")", 1);
   k->done = true;
@@ -833,8 +834,8 @@ plan_add_keys (plan_writer * w, plan_model_key * keys, size_t n_keys,
 {
   for (size_t i = 0; i < n_keys; i++)
     if (keys[i].rewrite && !keys[i].done) {
-      plan_printf (w, "%s%s = %s   # the %s of the plan below", lead,
-          keys[i].key, keys[i].value, keys[i].what);
+      plan_printf (w, "%s%s = %s   # %s", lead, keys[i].key, keys[i].value,
+          keys[i].what);
       if (*lead == '\0')
         plan_append (w, "\n", 1);
       keys[i].done = true;
@@ -842,7 +843,8 @@ plan_add_keys (plan_writer * w, plan_model_key * keys, size_t n_keys,
 }
 
 /* The model text (len bytes) with [Model] batch_size set to the compiled
- * batch and model_tensor_type to the compiled precision: a key's line
+ * batch, model_tensor_type to the compiled precision and loss_scale to
+ * the scale reached: a key's line
  * replaced (the old one kept in a comment), or the key added at the end
  * of [Model] (which every loaded model has). */
 static void
@@ -850,14 +852,27 @@ plan_append_model_text (plan_writer * w, const tt_model * m, size_t len)
 {
   const char *text = m->ini_text;
   const int written = iniparser_getint (m->dict, "model:batch_size", 1);
-  plan_model_key keys[2] = {
-    {"batch_size", "batch", "", written != (int) m->batch_size, false},
-    {"model_tensor_type", "precision", "", !plan_precision_written (m),
+  /* (ini_model.c: a written scale of 1 or less is off, loss_scale 0) */
+  const double scale_written = iniparser_getdouble (m->dict,
+      "model:loss_scale", 0.0);
+  plan_model_key keys[] = {
+    {"batch_size", "the batch of the plan below", "",
+        written != (int) m->batch_size, false},
+    {"model_tensor_type", "the precision of the plan below", "",
+        !plan_precision_written (m), false},
+    {"loss_scale", "the scale dynamic loss scaling reached", "",
+          m->loss_scale > 0 && (double) m->loss_scale != scale_written,
         false},
   };
+  const size_t n_keys = sizeof keys / sizeof keys[0];
   snprintf (keys[0].value, sizeof keys[0].value, "%u", m->batch_size);
   tt_model_precision (m, keys[1].value, sizeof keys[1].value);
-  if (!keys[0].rewrite && !keys[1].rewrite) {
+  snprintf (keys[2].value, sizeof keys[2].value, "%.9g",
+      (double) m->loss_scale);
+  bool any = false;
+  for (size_t i = 0; i < n_keys; i++)
+    any |= keys[i].rewrite;
+  if (!any) {
     plan_append (w, text, len);
     return;
   }
@@ -872,12 +887,12 @@ plan_append_model_text (plan_writer * w, const tt_model * m, size_t len)
     if (plan_line_section (line, n, &name, &name_len)) {
       const bool model = name_len == 5 && !strncasecmp (name, "model", 5);
       if (in_model)
-        plan_add_keys (w, keys, 2, "");
+        plan_add_keys (w, keys, n_keys, "");
       in_model = model && !seen_model;
       seen_model |= model;
     }
     plan_model_key *k = NULL;
-    for (size_t i = 0; in_model && !k && i < 2; i++)
+    for (size_t i = 0; in_model && !k && i < n_keys; i++)
       if (keys[i].rewrite && !keys[i].done &&
           plan_line_has_key (line, n, keys[i].key))
         k = &keys[i];
@@ -890,7 +905,7 @@ plan_append_model_text (plan_writer * w, const tt_model * m, size_t len)
     at += n + (nl ? 1 : 0);
   }
   if (in_model)
-    plan_add_keys (w, keys, 2, "\n");
+    plan_add_keys (w, keys, n_keys, "\n");
 }
 
 tt_status
