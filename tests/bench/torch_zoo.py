@@ -87,6 +87,10 @@ class Act(nn.Module):
         self.fn = {"relu": F.relu, "relu6": F.relu6, "gelu": F.gelu}[name]
 
     def forward(self, x):
+        # PyTorch 1.13 has no bf16 backward of relu6 (hardtanh) on the
+        # CPU; clamp computes the same in bf16 under autocast
+        if self.fn is F.relu6 and x.dtype == torch.bfloat16:
+            return x.clamp(0, 6)
         return self.fn(x)
 
 
