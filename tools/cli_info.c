@@ -40,6 +40,13 @@ cli_info (const cli_options * o)
   tt_plan_info p;
   tt_model_plan_info (m, &p);
   cli_print_plan (&p);
+  /* mixed precision: the activations held from forward into backward */
+  if (!tt_model_is_inference (m)) {
+    const uint64_t held = tt_model_held_activation_bytes (m);
+    printf ("held_activation_bytes=%" PRIu64 " of_pool=%.4f (from forward "
+        "into backward)\n", held, mem.pool_bytes ?
+        (double) held / (double) mem.pool_bytes : 0.0);
+  }
   tt_model_free (m);
   return 0;
 }

@@ -4,8 +4,9 @@
 
 The PyTorch side of tests/bench/zoo_speed.sh. The model is built from the
 same INI, layer by layer (the layer types the zoo uses: input, conv2d,
-depthwiseconv2d, batch_normalization, addition, pooling2d global_average,
-flatten, dropout, fully_connected and the activations relu, relu6,
+depthwiseconv2d, batch_normalization, addition, pooling2d global_average
+(and, for tests/models/fmnist_cnn.ini, max or average over pool_size
+windows without padding), flatten, dropout, fully_connected and the activations relu, relu6,
 softmax; for the transformer encoder reshape, permute, positional_encoding,
 multi_head_attention (query, key, value; PyTorch's packed in_proj_weight
 is [q; k; v], the transposes of the BIN's query_fc_weight, key_fc_weight,
@@ -24,14 +25,24 @@ searched on the warm-up batches: foreach Adam or the loop
 (torch_fmnist.fastest_adam), channels-last memory format or not, and
 attention through nn.MultiheadAttention or by hand (class Mha).
 
+--precision bf16 trains with PyTorch's CPU mixed precision:
+torch.autocast("cpu", dtype=torch.bfloat16) around the forward pass and
+the loss (its ops list runs convolutions, linear layers and matrix
+products in bf16 and keeps the rest fp32), fp32 master weights and an
+fp32 Adam; bf16 has fp32's exponent range, so no GradScaler. The search
+above runs under autocast too. --search-batches sets how many warm-up
+batches time each setting (default 3; fewer for the big models at large
+batches, whose steps take seconds).
+
 The last line is machine-readable, e.g.
   torch model=zoo_ds_cnn batch=32 threads=1 samples=2048 epochs=2 \
-channels_last=0 foreach=1 seconds=1.234 samples_per_s=1659.3 \
-peak_rss_kb=312345
+channels_last=0 foreach=1 attention=- seconds=1.234 samples_per_s=1659.3 \
+peak_rss_kb=312345 precision=fp32
 """
 
 import argparse
 import configparser
+import contextlib
 import copy
 import resource
 import time
@@ -40,7 +51,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from torch_fmnist import backends_line, positive, train_epoch
+from torch_fmnist import backends_line, positive
 
 WARMUP_BATCHES = 3
 SEARCH_SECONDS = 0.3
@@ -76,6 +87,10 @@ class Act(nn.Module):
         self.fn = {"relu": F.relu, "relu6": F.relu6, "gelu": F.gelu}[name]
 
     def forward(self, x):
+        # PyTorch 1.13 has no bf16 backward of relu6 (hardtanh) on the
+        # CPU; clamp computes the same in bf16 under autocast
+        if self.fn is F.relu6 and x.dtype == torch.bfloat16:
+            return x.clamp(0, 6)
         return self.fn(x)
 
 
@@ -227,10 +242,21 @@ class IniNet(nn.Module):
             elif t == "addition":
                 mod = None
                 out = (c, h, w)
-            elif t == "pooling2d":
-                assert s["pooling"] == "global_average", path
+            elif t == "pooling2d" and s["pooling"] == "global_average":
                 mod = nn.AdaptiveAvgPool2d(1)
                 out = (c, 1, 1)
+            elif t == "pooling2d" and s["pooling"] in ("max", "average"):
+                # windows of pool_size, the engine's default stride 1, no
+                # padding (nor ceil_mode) here
+                if s.get("padding", "valid") not in ("valid", "0") or \
+                        s.get("ceil_mode", "false") != "false":
+                    raise SystemExit(f"{path}: [{name}] {t}: only padding "
+                                     "= valid, no ceil_mode")
+                k = pair(s["pool_size"])
+                st = pair(s.get("stride", "1"))
+                mod = (nn.MaxPool2d if s["pooling"] == "max"
+                       else nn.AvgPool2d)(k, st)
+                out = (c, (h - k[0]) // st[0] + 1, (w - k[1]) // st[1] + 1)
             elif t == "flatten":
                 mod = nn.Flatten()
                 out = (1, 1, c * h * w)
@@ -315,6 +341,19 @@ class IniNet(nn.Module):
         return values[self.output].flatten(1)
 
 
+def train_epoch(model, opt, loss_fn, batches, precision="fp32"):
+    """torch_fmnist.train_epoch's step, with the forward pass and the loss
+    under bf16 autocast for precision bf16 (backward and the optimizer
+    step outside it, as PyTorch's recipe has them)."""
+    for xb, yb in batches:
+        opt.zero_grad(set_to_none=True)
+        with (torch.autocast("cpu", dtype=torch.bfloat16)
+              if precision == "bf16" else contextlib.nullcontext()):
+            loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+
+
 def set_mha(model, impl):
     for m in model.modules():
         if isinstance(m, Mha):
@@ -328,11 +367,23 @@ def main():
     ap.add_argument("--threads", type=positive, required=True)
     ap.add_argument("--samples", type=positive, default=1024)
     ap.add_argument("--epochs", type=positive, default=2)
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="bf16: CPU autocast to bfloat16 (fp32 master "
+                    "weights and Adam)")
+    ap.add_argument("--search-batches", type=positive,
+                    default=WARMUP_BATCHES,
+                    help="warm-up batches timing each setting in the search")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    # denormals take a slow path in the CPU's arithmetic; flushing them is
+    # PyTorch's own switch for speed (as torch_fmnist.py sets it)
+    torch.set_flush_denormal(True)
     torch.manual_seed(0)
     model = IniNet(args.ini)
     n = args.samples // args.batch
+    if n < 1:
+        ap.error(f"--samples {args.samples} is less than --batch "
+                 f"{args.batch}: no full batch to train on")
     g = torch.Generator().manual_seed(1)
     batches = [(torch.rand((args.batch,) + model.input_shape, generator=g),
                 torch.randint(0, model.classes, (args.batch,), generator=g))
@@ -355,16 +406,16 @@ def main():
                 fmt = torch.channels_last if channels_last else torch.contiguous_format
                 trial = trial.to(memory_format=fmt)
                 warm = [(x.contiguous(memory_format=fmt), y)
-                        for x, y in batches[:WARMUP_BATCHES]]
+                        for x, y in batches[:args.search_batches]]
                 opt = make(trial, foreach)
                 trial.train()
-                train_epoch(trial, opt, loss_fn, warm[:1])
+                train_epoch(trial, opt, loss_fn, warm[:1], args.precision)
                 # the best of a few passes while they are short (small
                 # models: one pass is a few milliseconds, noisy)
                 seconds, spent = None, 0.0
                 while seconds is None or spent < SEARCH_SECONDS:
                     t0 = time.perf_counter()
-                    train_epoch(trial, opt, loss_fn, warm)
+                    train_epoch(trial, opt, loss_fn, warm, args.precision)
                     took = time.perf_counter() - t0
                     spent += took
                     seconds = took if seconds is None else min(seconds, took)
@@ -380,7 +431,7 @@ def main():
     seconds = 0.0
     for epoch in range(args.epochs):
         t0 = time.perf_counter()
-        train_epoch(model, opt, loss_fn, batches)
+        train_epoch(model, opt, loss_fn, batches, args.precision)
         seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     used = n * args.batch
@@ -388,7 +439,8 @@ def main():
           f"batch={args.batch} threads={args.threads} samples={used} "
           f"epochs={args.epochs} channels_last={int(channels_last)} "
           f"foreach={int(foreach)} attention={impl} seconds={seconds:.3f} "
-          f"samples_per_s={used / seconds:.1f} peak_rss_kb={peak}")
+          f"samples_per_s={used / seconds:.1f} peak_rss_kb={peak} "
+          f"precision={args.precision}")
 
 
 if __name__ == "__main__":

@@ -70,5 +70,26 @@ check "a bad precision is refused" sh -c "! '$cli' info '$model' \
 check "naming the allowed values" grep -q \
   "precision: 'fp64' is not a precision: use fp32, bf16, fp16" "$tmp/bad.err"
 check "usage names it" sh -c "'$cli' --help | grep -q -- '--precision P'"
+# info's activations held from forward into backward: the stash halves
+# them (fmnist_cnn at batch 32), a share of the pool; none in inference
+cnn=$src/tests/models/fmnist_cnn.ini
+"$cli" info "$cnn" --batch 32 --precision fp32 > "$tmp/h32.txt" 2> /dev/null
+"$cli" info "$cnn" --batch 32 --precision bf16 > "$tmp/h16.txt" 2> /dev/null
+h32=$(sed -n 's/^held_activation_bytes=\([0-9]*\) of_pool=0\.[0-9]* .*/\1/p' \
+  "$tmp/h32.txt")
+h16=$(sed -n 's/^held_activation_bytes=\([0-9]*\) of_pool=0\.[0-9]* .*/\1/p' \
+  "$tmp/h16.txt")
+check "info: held activations at fp32 ($h32) and bf16 ($h16)" test \
+  "${h32:-0}" -gt 0 -a "${h16:-0}" -gt 0
+check "bf16 holds about half" test $((${h16:-1} * 10)) -le $((${h32:-0} * 6)) \
+  -a $((${h16:-0} * 10)) -ge $((${h32:-1} * 4))
+check "of_pool is held / pool" awk '
+  /^weight_bytes=/ { split($2, a, "="); pool = a[2] }
+  /^held_activation_bytes=/ { split($1, h, "="); split($2, s, "=")
+    d = s[2] - h[2] / pool; ok = d < 0.0001 && d > -0.0001 }
+  END { exit !ok }' "$tmp/h16.txt"
+"$cli" info "$cnn" --inference > "$tmp/hinf.txt" 2> /dev/null
+check "inference: no held activations" sh -c "! grep -q held_activation \
+  '$tmp/hinf.txt'"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -650,6 +650,12 @@ TT_API const char *tt_precision_note (tt_precision p);
 TT_API float tt_model_loss_scale (const tt_model * model);
 TT_API uint64_t tt_model_skipped_steps (const tt_model * model);
 
+/* The activations' bytes a training step holds from forward into backward
+ * (their own memory, aligned, live at the last forward step; with a bf16
+ * or fp16 activation type, their stashes): the part of the pool the
+ * stash halves. 0 for an inference-only or uncompiled model. */
+TT_API uint64_t tt_model_held_activation_bytes (const tt_model * model);
+
 #ifdef __cplusplus
 }
 #endif
