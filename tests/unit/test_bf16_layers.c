@@ -58,6 +58,20 @@ static const char conv_ini[] =
     "[flat]\ntype = flatten\n"
     "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
 
+/* convolutions in bf16 (kernels/conv2d_algo.c): the direct convolution
+ * (3x3 unpadded over 2 channels: 18 taps), then Winograd (3x3 over 16
+ * channels at batch 8), both kept in bf16 (faster than im2col's bf16
+ * GEMMs), Winograd's products on bf16 inputs */
+static const char conv_wino_ini[] =
+    "[Model]\ntype = NeuralNetwork\nbatch_size = 8\nloss = cross\n" SGD1
+    "[input]\ntype = input\ninput_shape = 2:14:14\n"
+    "[conv1]\ntype = conv2d\nfilters = 16\nkernel_size = 3,3\n"
+    "activation = sigmoid\n"
+    "[conv2]\ntype = conv2d\nfilters = 12\nkernel_size = 3,3\n"
+    "padding = same\nactivation = tanh\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
 /* multi_head_attention's projections */
 static const char mha_ini[] =
     "[Model]\ntype = NeuralNetwork\nbatch_size = 6\nloss = cross\n" SGD1
@@ -245,6 +259,53 @@ test_conv (void)
   compare_relu ("conv2d, relu", conv_ini);
 }
 
+/* the plan knows the precision: conv_wino_ini compiled in bf16 (the
+ * precision set before compile) plans both layers with bf16 GEMMs, and
+ * the algorithms are fp32's (direct, then Winograd) */
+static void
+test_conv_plan (void)
+{
+  for (int bf16 = 0; bf16 <= 1; bf16++) {
+    tt_error err;
+    tt_model *m = tt_model_load_ini_text (conv_wino_ini,
+        strlen (conv_wino_ini), "bf16.ini", &err);
+    CHECK (m != NULL, "%s", m ? "" : err.message);
+    if (!m)
+      return;
+    if ((bf16 && tt_model_set_precision (m, "bf16", &err)) ||
+        tt_model_compile (m, &err)) {
+      CHECK (false, "%s", err.message);
+      tt_model_free (m);
+      return;
+    }
+    static const tt_conv2d_algo want[2] = { TT_CONV2D_DIRECT,
+      TT_CONV2D_WINOGRAD
+    };
+    int seen = 0;
+    for (uint32_t i = 0; i < m->n_layers; i++) {
+      const tt_layer *l = &m->layers[i];
+      if (strcmp (l->ops->type, "conv2d") || seen >= 2)
+        continue;
+      const tt_window_geom *g = &l->p.conv.geom;
+      CHECK (g->plan_bf16 == (bf16 != 0), "%s: planned with bf16 GEMMs: "
+          "%d, the model's: %d", l->name, g->plan_bf16, bf16);
+      CHECK (tt_conv2d_batch_algo (g, 8) == want[seen], "%s (%s): "
+          "algorithm %d, want %d", l->name, bf16 ? "bf16" : "fp32",
+          (int) tt_conv2d_batch_algo (g, 8), (int) want[seen]);
+      seen++;
+    }
+    CHECK (seen == 2, "two conv2d layers, saw %d", seen);
+    tt_model_free (m);
+  }
+}
+
+static void
+test_conv_winograd (void)
+{
+  compare_layers ("conv2d, direct and Winograd", conv_wino_ini, false);
+  compare_relu ("conv2d, direct and Winograd, relu", conv_wino_ini);
+}
+
 static void
 test_mha (void)
 {
@@ -351,6 +412,9 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_fc);
   TT_TEST_RUN (test_conv);
   TT_TEST_RUN (test_mha);
+  /* convolutions in bf16 */
+  TT_TEST_RUN (test_conv_plan);
+  TT_TEST_RUN (test_conv_winograd);
   TT_TEST_RUN (test_training);
   return tt_test_summary ();
 }

@@ -1228,4 +1228,10 @@ tt_run_gemm_split (const tt_run_ctx * c, tt_threads * pool, bool trans_a,
         beta, y, ldy);
 }
 
+/* convolutions in bf16: the format of the GEMMs' inputs the model is
+ * planned for (its activation type: TT_PRECISION_BF16 or FP32, as
+ * tt_run_ctx.gemm_inputs will be), so that infer and declare choose an
+ * algorithm and size its scratch for it (core/init_precision.c) */
+tt_precision tt_init_gemm_inputs (const tt_init_ctx * c);
+
 #endif

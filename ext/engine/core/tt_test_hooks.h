@@ -68,4 +68,11 @@ void tt_model_set_loss_scale_interval (tt_model * model, uint32_t steps);
  * off), for a model of tests/models without the key */
 void tt_model_set_initial_loss_scale (tt_model * model, float scale);
 
+/* convolutions in bf16: the batched convolution's algorithm for every
+ * geometry (tt_conv2d_algo: 0 im2col, 1 direct, 2 Winograd, where it
+ * applies; -1 the rule, the default), so that a bench can time each
+ * (tests/bench/conv_algo_speed.c). Before compile. Defined in
+ * kernels/conv2d_algo.c. */
+void tt_conv2d_force_algo (int algo);
+
 #endif

@@ -32,6 +32,20 @@ conv2d_pointwise (const tt_window_geom * g)
       g->pad_left == 0 && g->pad_right == 0;
 }
 
+/* the algorithm the geometry and the planned batch get
+ * (tt_conv2d_batch_algo) */
+static bool
+conv2d_direct (const tt_window_geom * g, int planned)
+{
+  return tt_conv2d_batch_algo (g, planned) == TT_CONV2D_DIRECT;
+}
+
+static bool
+conv2d_winograd (const tt_window_geom * g, int planned)
+{
+  return tt_conv2d_batch_algo (g, planned) == TT_CONV2D_WINOGRAD;
+}
+
 static int
 conv2d_chunk (const tt_window_geom * g)
 {
@@ -64,10 +78,10 @@ tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
   const bool keep = gradient || derivative;
   const size_t ckk_ohw = (size_t) g->channels * g->kernel_h * g->kernel_w *
       g->out_h * g->out_w;
-  if (tt_conv2d_direct_applies (g))
+  if (conv2d_direct (g, planned))
     return derivative ? ckk_ohw * batch : gradient ?
         (size_t) (batch) * g->channels * g->in_h * g->in_w : 0;
-  if (tt_conv2d_winograd_applies (g, planned))
+  if (conv2d_winograd (g, planned))
     return tt_conv2d_winograd_col_floats (g, batch, keep);
   return ckk_ohw * (keep ? batch : conv2d_chunk_of (g, planned));
 }
@@ -76,16 +90,16 @@ bool
 tt_conv2d_batch_col_by_samples (const tt_window_geom * g, int planned,
     bool gradient, bool derivative)
 {
-  return (gradient || derivative) && !tt_conv2d_direct_applies (g) &&
-      tt_conv2d_winograd_applies (g, planned);
+  return (gradient || derivative) && !conv2d_direct (g, planned) &&
+      conv2d_winograd (g, planned);
 }
 
 size_t
 tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters, int planned)
 {
-  if (tt_conv2d_direct_applies (g))
+  if (conv2d_direct (g, planned))
     return 0;
-  if (tt_conv2d_winograd_applies (g, planned))
+  if (conv2d_winograd (g, planned))
     return tt_conv2d_winograd_out_floats (g, filters, planned, false);
   const int chunk = conv2d_chunk_of (g, planned);
   return chunk > 1 ? (size_t) (filters) * chunk * g->out_h * g->out_w : 0;
@@ -96,11 +110,11 @@ tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
     int planned, bool gradient, bool derivative)
 {
   const size_t grouped = (size_t) filters * planned * g->out_h * g->out_w;
-  if (tt_conv2d_direct_applies (g))
+  if (conv2d_direct (g, planned))
     return derivative ? grouped : 0;
   if (!gradient && !derivative)
     return 0;
-  if (tt_conv2d_winograd_applies (g, planned))
+  if (conv2d_winograd (g, planned))
     return tt_conv2d_winograd_out_floats (g, filters, planned,
         gradient && derivative);
   return grouped;
@@ -372,14 +386,14 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   const int chunk = conv2d_chunk (g);
 
-  if (tt_conv2d_direct_applies (g)) {
+  if (conv2d_direct (g, planned)) {
     /* the input is all backward_weight needs: keep it in the columns */
     if (keep)
       memcpy (col, x, (size_t) batch * in_sample * sizeof *col);
     tt_conv2d_direct_forward (pool, g, filters, batch, x, w, bias, y);
     return;
   }
-  if (tt_conv2d_winograd_applies (g, planned)) {
+  if (conv2d_winograd (g, planned)) {
     tt_conv2d_winograd_forward (pool, g, filters, batch, x, w, bias, y, col,
         out, keep);
     return;
@@ -445,13 +459,13 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
 {
   const size_t ld = (size_t) batch * g->out_h * g->out_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
-  if (tt_conv2d_direct_applies (g)) {
+  if (conv2d_direct (g, planned)) {
     /* forward kept the input in col */
     tt_conv2d_direct_backward_weight (pool, g, filters, batch, col, dy, dw,
         dbias);
     return;
   }
-  if (tt_conv2d_winograd_applies (g, planned)) {
+  if (conv2d_winograd (g, planned)) {
     tt_conv2d_winograd_backward_weight (pool, g, filters, batch, dy, dw,
         dbias, col, dyg);
     return;
@@ -479,13 +493,13 @@ tt_conv2d_batch_backward_input (tt_threads * pool, const tt_window_geom * g,
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t ld = (size_t) batch * ohw;
-  if (tt_conv2d_winograd_applies (g, planned)) {
+  if (conv2d_winograd (g, planned)) {
     tt_conv2d_winograd_backward_input (pool, g, filters, batch, w, dy, dx,
         col, dyg);
     return;
   }
   /* the direct backward_weight reads dy as it is */
-  if (!dy_grouped || tt_conv2d_direct_applies (g))
+  if (!dy_grouped || conv2d_direct (g, planned))
     conv2d_regroup_dy (pool, g, filters, batch, dy, dyg);
   /* one part: the one thread's chunks (the same loop) */
   conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ld,.w = w,
@@ -499,9 +513,9 @@ size_t
 tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
     int planned, bool gradient, bool derivative)
 {
-  if (tt_conv2d_direct_applies (g))
+  if (conv2d_direct (g, planned))
     return tt_conv2d_direct_worker_floats (g, filters, gradient);
-  if (tt_conv2d_winograd_applies (g, planned))
+  if (conv2d_winograd (g, planned))
     return tt_conv2d_winograd_worker_floats (g, filters, planned,
         gradient || derivative, gradient);
   return 0;
@@ -510,8 +524,7 @@ tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
 bool
 tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned)
 {
-  return !tt_conv2d_direct_applies (g) &&
-      tt_conv2d_winograd_applies (g, planned);
+  return !conv2d_direct (g, planned) && conv2d_winograd (g, planned);
 }
 
 void

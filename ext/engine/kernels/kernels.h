@@ -91,6 +91,12 @@ typedef struct {
    * zeroed) computes in fp32. The direct and Winograd convolutions stay
    * fp32 either way. */
   bool gemm_bf16;
+  /* mixed precision: the layer was planned with bf16 GEMMs (its model's
+   * activation type), so the batched convolution chooses its algorithm
+   * by the bf16 rule (tt_conv2d_batch_algo, conv2d_algo.c); false (as
+   * zeroed) keeps fp32's choice. Set at plan time, unlike gemm_bf16: the
+   * scratch sizes follow the algorithm. */
+  bool plan_bf16;
 } tt_window_geom;
 
 /* Fills out_h/out_w from the other fields; returns -1 when the window does
@@ -173,6 +179,18 @@ size_t tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
 void tt_conv2d_batch_backward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *w, const float *dy,
     float *dw, float *dbias, float *dx, float *col, float *grouped);
+
+/* The algorithm of the batched functions above for a geometry and a
+ * planned batch (conv2d_algo.c): fp32 (plan_bf16 false) the direct
+ * convolution where it applies, else Winograd where it applies, else
+ * im2col; planned with bf16 GEMMs, the rule measured there. */
+typedef enum
+{
+  TT_CONV2D_IM2COL,
+  TT_CONV2D_DIRECT,
+  TT_CONV2D_WINOGRAD
+} tt_conv2d_algo;
+tt_conv2d_algo tt_conv2d_batch_algo (const tt_window_geom * g, int planned);
 
 /* Direct convolution (conv2d_direct.c), which the batched functions above
  * use when it applies (few taps: C*kh*kw <= 32; no padding, stride and

@@ -142,6 +142,8 @@ conv_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
       l->p.conv.pad, err);
   if (st)
     return st;
+  /* the algorithm and its scratch follow the planned GEMMs (conv2d_algo.c) */
+  g->plan_bf16 = tt_init_gemm_inputs (c) == TT_PRECISION_BF16;
   if (l->p.conv.groups == 0) {
     /* depthwiseconv2d: a group per channel, filters a multiple of them */
     l->p.conv.groups = (uint32_t) g->channels;
