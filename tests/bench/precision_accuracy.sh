@@ -87,12 +87,12 @@ data_for () {
   esac
 }
 
-# the last epoch's val_accuracy of one training
-accuracy () {
+# each epoch's val_accuracy of one training, the last one last
+accuracies () {
   "$cli" train "$1" --data "$train_images" --labels "$train_labels" \
     --valid-data "$valid_images" --valid-labels "$valid_labels" \
     ${limits[@]+"${limits[@]}"} --epochs "$epochs" --seed "$2" 2>&1 |
-    sed -n 's/.*val_accuracy=\([0-9.]*\).*/\1/p' | tail -1
+    sed -n 's/.*val_accuracy=\([0-9.]*\).*/\1/p' | tr '\n' ' '
 }
 
 # seeds outer, types inner: an interrupted run has whole seeds (each at
@@ -105,10 +105,13 @@ for ini in "$@"; do
   for s in $seeds; do
     for type in FP32 $types; do
       m=$(model_at "$ini" "$type")
-      a=$(accuracy "$m" "$s")
+      all=$(accuracies "$m" "$s")
+      a=${all% }
+      a=${a##* }
       [ -n "$a" ] || { echo "$ini ($type): no val_accuracy" >&2; exit 1; }
-      # each training as it ends (a long run's partial results)
-      echo "# $name $type seed $s: $a" >&2
+      # each training as it ends (a long run's partial results), with
+      # every epoch's validation accuracy
+      echo "# $name $type seed $s: $a (epochs: ${all% })" >&2
       accs[$type]="${accs[$type]:-} $a"
     done
   done
