@@ -17,7 +17,8 @@
 # trains on Fashion-MNIST upscaled to 96x96 bilinearly and replicated to
 # 3 channels (tests/bench/fmnist_rgb96.py writes them into a temporary
 # folder, the first SAMPLES training and VALID_SAMPLES test images:
-# default 3000 and 2000, docs/precision.md "Accuracy" says why).
+# default 8000 and 5000, docs/precision.md "Accuracy" says why;
+# 360 MB).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cli=${BUILD:-$top/build}/tools/tensor-trainer
@@ -69,10 +70,10 @@ data_for () {
     if [ ! -f "$tmp/rgb96-train-images.idx" ]; then
       /usr/bin/python3 "$top/tests/bench/fmnist_rgb96.py" \
         $data/train-images-idx3-ubyte.gz $data/train-labels-idx1-ubyte.gz \
-        "${samples:-3000}" "$tmp/rgb96-train"
+        "${samples:-8000}" "$tmp/rgb96-train"
       /usr/bin/python3 "$top/tests/bench/fmnist_rgb96.py" \
         $data/t10k-images-idx3-ubyte.gz $data/t10k-labels-idx1-ubyte.gz \
-        "${valid_samples:-2000}" "$tmp/rgb96-valid"
+        "${valid_samples:-5000}" "$tmp/rgb96-valid"
     fi
     train_images=$tmp/rgb96-train-images.idx
     train_labels=$tmp/rgb96-train-labels.idx
