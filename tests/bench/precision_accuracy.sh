@@ -8,9 +8,17 @@
 # seed, their mean, and the difference from fp32 in points.
 #
 # Usage: [BUILD=DIR] [EPOCHS=N] [SEEDS="1 2"] [TYPES="BF16 FP16"]
+#        [SAMPLES=N] [VALID_SAMPLES=N]
 #        tests/bench/precision_accuracy.sh [MODEL.ini...]
 #   defaults: tests/models/fmnist_mlp.ini tests/models/fmnist_cnn.ini,
-#   5 epochs, seed 1, BF16
+#   5 epochs, seed 1, BF16, every sample
+#
+# A model whose input is 3:96:96 (tests/models/zoo_mobilenet_v2.ini)
+# trains on Fashion-MNIST upscaled to 96x96 bilinearly and replicated to
+# 3 channels (tests/bench/fmnist_rgb96.py writes them into a temporary
+# folder, the first SAMPLES training and VALID_SAMPLES test images:
+# default 8000 and 5000, docs/precision.md "Accuracy" says why;
+# 360 MB).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cli=${BUILD:-$top/build}/tools/tensor-trainer
@@ -18,6 +26,8 @@ epochs=${EPOCHS:-5}
 seeds=${SEEDS:-1}
 types=${TYPES:-BF16}
 data=/usr/share/datasets/fashion-mnist
+samples=${SAMPLES:-}
+valid_samples=${VALID_SAMPLES:-}
 [ $# -gt 0 ] || set -- "$top/tests/models/fmnist_mlp.ini" \
   "$top/tests/models/fmnist_cnn.ini"
 tmp=$(mktemp -d)
@@ -40,31 +50,80 @@ model_at () {
   echo "$out"
 }
 
-# the last epoch's val_accuracy of one training
-accuracy () {
-  "$cli" train "$1" --data $data/train-images-idx3-ubyte.gz \
-    --labels $data/train-labels-idx1-ubyte.gz \
-    --valid-data $data/t10k-images-idx3-ubyte.gz \
-    --valid-labels $data/t10k-labels-idx1-ubyte.gz \
-    --epochs "$epochs" --seed "$2" 2>&1 |
-    sed -n 's/.*val_accuracy=\([0-9.]*\).*/\1/p' | tail -1
+# the data set for a model's input shape: sets train_images,
+# train_labels, valid_images, valid_labels and the --samples options
+data_for () {
+  local shape
+  shape=$(sed -n 's/^input_shape *= *\([0-9:]*\).*/\1/p' "$1" | head -1)
+  limits=()
+  case $shape in
+  1:28:28)
+    train_images=$data/train-images-idx3-ubyte.gz
+    train_labels=$data/train-labels-idx1-ubyte.gz
+    valid_images=$data/t10k-images-idx3-ubyte.gz
+    valid_labels=$data/t10k-labels-idx1-ubyte.gz
+    [ -z "$samples" ] || limits+=(--samples "$samples")
+    [ -z "$valid_samples" ] || limits+=(--valid-samples "$valid_samples")
+    ;;
+  3:96:96)
+    # 96x96 RGB Fashion-MNIST, converted once per run
+    if [ ! -f "$tmp/rgb96-train-images.idx" ]; then
+      /usr/bin/python3 "$top/tests/bench/fmnist_rgb96.py" \
+        $data/train-images-idx3-ubyte.gz $data/train-labels-idx1-ubyte.gz \
+        "${samples:-8000}" "$tmp/rgb96-train"
+      /usr/bin/python3 "$top/tests/bench/fmnist_rgb96.py" \
+        $data/t10k-images-idx3-ubyte.gz $data/t10k-labels-idx1-ubyte.gz \
+        "${valid_samples:-5000}" "$tmp/rgb96-valid"
+    fi
+    train_images=$tmp/rgb96-train-images.idx
+    train_labels=$tmp/rgb96-train-labels.idx
+    valid_images=$tmp/rgb96-valid-images.idx
+    valid_labels=$tmp/rgb96-valid-labels.idx
+    ;;
+  *)
+    echo "$1: input_shape '$shape': expected 1:28:28 (Fashion-MNIST)" \
+      "or 3:96:96 (Fashion-MNIST upscaled)" >&2
+    exit 1
+    ;;
+  esac
 }
 
+# each epoch's val_accuracy of one training, the last one last
+accuracies () {
+  "$cli" train "$1" --data "$train_images" --labels "$train_labels" \
+    --valid-data "$valid_images" --valid-labels "$valid_labels" \
+    ${limits[@]+"${limits[@]}"} --epochs "$epochs" --seed "$2" 2>&1 |
+    sed -n 's/.*val_accuracy=\([0-9.]*\).*/\1/p' | tr '\n' ' '
+}
+
+# seeds outer, types inner: an interrupted run has whole seeds (each at
+# every type) in its progress lines
+declare -A accs
 printf '%-12s %-5s %-24s %8s %8s\n' model type accuracies mean points
 for ini in "$@"; do
+  data_for "$ini"
+  name=$(basename "$ini" .ini)
+  for s in $seeds; do
+    for type in FP32 $types; do
+      m=$(model_at "$ini" "$type")
+      all=$(accuracies "$m" "$s")
+      a=${all% }
+      a=${a##* }
+      [ -n "$a" ] || { echo "$ini ($type): no val_accuracy" >&2; exit 1; }
+      # each training as it ends (a long run's partial results), with
+      # every epoch's validation accuracy
+      echo "# $name $type seed $s: $a (epochs: ${all% })" >&2
+      accs[$type]="${accs[$type]:-} $a"
+    done
+  done
   base=""
   for type in FP32 $types; do
-    m=$(model_at "$ini" "$type")
-    accs=""
-    for s in $seeds; do
-      a=$(accuracy "$m" "$s")
-      [ -n "$a" ] || { echo "$ini ($type): no val_accuracy" >&2; exit 1; }
-      accs="$accs $a"
-    done
-    mean=$(printf '%s\n' $accs | awk '{s += $1} END {printf "%.4f", s / NR}')
+    mean=$(printf '%s\n' ${accs[$type]} |
+      awk '{s += $1} END {printf "%.4f", s / NR}')
     [ -n "$base" ] || base=$mean
-    printf '%-12s %-5s %-24s %8s %+8.2f\n' "$(basename "$ini" .ini)" "$type" \
-      "${accs# }" "$mean" "$(awk -v a="$mean" -v b="$base" \
+    printf '%-12s %-5s %-24s %8s %+8.2f\n' "$name" "$type" \
+      "${accs[$type]# }" "$mean" "$(awk -v a="$mean" -v b="$base" \
         'BEGIN {print (a - b) * 100}')"
+    accs[$type]=""
   done
 done
