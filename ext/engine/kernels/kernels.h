@@ -374,6 +374,9 @@ void tt_channel_shuffle (tt_threads * pool, size_t batch, size_t a, size_t b,
 typedef struct
 {
   int m, n, k;
+  /* mixed precision: a and b (dy) rounded to bf16, sums in fp32
+   * (tt_gemm_f32_as_bf16); false: fp32 */
+  bool gemm_bf16;
 } tt_matmul_shape;
 void tt_matmul_forward (tt_threads * pool, const tt_matmul_shape * s,
     size_t count, const float *a, const float *b, float *y);
@@ -487,6 +490,10 @@ typedef struct {
    * output (tt_attention_weights), NULL: none */
   const float *dweights;
   bool weights_after, weights_mean;
+  /* mixed precision: the products' inputs (Q, K, V, P * drop, dO, dS)
+   * rounded to bf16, sums in fp32 (tt_gemm_f32_as_bf16); false: fp32.
+   * Softmax, mask and dropout stay fp32. */
+  bool gemm_bf16;
 } tt_attention;
 
 void tt_attention_forward (const tt_attention * a);
