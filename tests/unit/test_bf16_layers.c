@@ -494,9 +494,59 @@ test_matmul_kernel (void)
   free (dyr);
 }
 
+/* tt_gemm_f32_as_bf16_small against tt_gemm_f32_as_bf16, every
+ * transpose, shapes around its 8 x 32 tiles and pairs of K (odd K, rows
+ * and columns past a tile), alpha and beta, strides past the widths, and
+ * sizes it hands to the general kernel: the same bits (on CPUs without
+ * AVX-512 BF16 it is the general kernel) */
+static void
+test_small_gemm (void)
+{
+  static const int shapes[][3] = {
+    {16, 16, 16}, {1, 1, 1}, {5, 17, 3}, {9, 33, 31}, {16, 64, 64},
+    {64, 64, 64}, {3, 50, 256}, {7, 40, 300}, {130, 70, 129}, {4, 16, 2}
+  };
+  rng_state = 17;
+  int mismatches = 0, cases = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+    const int pad = 3, mk = (m > k ? m : k) + pad, nk = (n > k ? n : k) + pad;
+    float *a = random_floats ((size_t) mk * mk, 2.0f);
+    float *b = random_floats ((size_t) nk * nk, 1.0f);
+    float *c0 = random_floats ((size_t) m * (n + pad), 1.0f);
+    float *c1 = malloc ((size_t) m * (n + pad) * sizeof *c1);
+    for (int v = 0; v < 8; v++) {
+      const bool ta = v & 1, tb = v & 2;
+      const float alpha = v & 4 ? 0.375f : 1.0f, beta = v & 4 ? 0.5f : 0.0f;
+      const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad;
+      memcpy (c1, c0, (size_t) m * (n + pad) * sizeof *c1);
+      tt_gemm_f32_as_bf16 (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0,
+          n + pad);
+      tt_gemm_f32_as_bf16_small (ta, tb, m, n, k, alpha, a, lda, b, ldb,
+          beta, c1, n + pad);
+      cases++;
+      if (memcmp (c0, c1, (size_t) m * (n + pad) * sizeof *c1)) {
+        mismatches++;
+        CHECK (false, "small bf16 GEMM %d x %d x %d, trans %d %d, alpha "
+            "%g beta %g: not tt_gemm_f32_as_bf16's bits", m, n, k, ta, tb,
+            alpha, beta);
+      }
+    }
+    free (a);
+    free (b);
+    free (c0);
+    free (c1);
+  }
+  printf ("small bf16 GEMM: %d of %d cases the general kernel's bits\n",
+      cases - mismatches, cases);
+  CHECK (mismatches == 0 && cases == 80, "small bf16 GEMM: %d of %d cases "
+      "differ", mismatches, cases);
+}
+
 static void
 test_attention_products (void)
 {
+  test_small_gemm ();
   test_attention_kernel ();
   test_matmul_kernel ();
   compare_layers ("attention", attention_ini, false);

@@ -9,7 +9,7 @@
  * inputs (attention) alike, without transposes.
  *
  * The products are one-thread tt_gemm calls per head (with gemm_bf16,
- * tt_gemm_f32_as_bf16: their inputs, the scaled P and dS included,
+ * tt_gemm_f32_as_bf16_small: their inputs, the scaled P and dS included,
  * rounded to bf16, sums in fp32; softmax, mask and dropout stay fp32,
  * and the fp32 path is unchanged); the softmax runs
  * over each score row while it is in cache: its maximum, then the
@@ -332,7 +332,7 @@ attn_gemm (const tt_attention * a, bool trans_a, bool trans_b, int m, int n,
     float beta, float *c, int ldc)
 {
   if (a->gemm_bf16)
-    tt_gemm_f32_as_bf16 (trans_a, trans_b, m, n, k, alpha, x, ldx, y, ldy,
+    tt_gemm_f32_as_bf16_small (trans_a, trans_b, m, n, k, alpha, x, ldx, y, ldy,
         beta, c, ldc);
   else
     tt_gemm (trans_a, trans_b, m, n, k, alpha, x, ldx, y, ldy, beta, c, ldc);

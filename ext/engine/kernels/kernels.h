@@ -510,6 +510,14 @@ void tt_attention_weights (const tt_attention * a, bool after, bool mean,
  * [B][H][lq][lk] scratch */
 void tt_attention_backward (const tt_attention * a, const float *dout,
     float *dq, float *dk, float *dv, float *dmask, float *dscores);
+/* gemm_bf16_small.c: tt_gemm_f32_as_bf16 for small products (attention's
+ * heads, matmul's matrices): op(B) and op(A) rounded and packed once,
+ * tiles of 8 x 32, the bits of tt_gemm_f32_as_bf16 with AVX-512 BF16;
+ * larger products (K past 256, or op(A) or op(B) past 16K values) and
+ * other CPUs go to tt_gemm_f32_as_bf16 */
+void tt_gemm_f32_as_bf16_small (bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc);
 
 /* mol_attention.c: mixture-of-logistics attention of batch samples
  * (nntrainer's mol_attention). proj [B][3K]: the sources of kappa, beta

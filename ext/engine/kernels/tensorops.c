@@ -34,7 +34,10 @@ matmul_gemm (const tt_matmul_shape * s, tt_threads * pool, bool trans_a,
     bool trans_b, int m, int n, int k, const float *a, int lda,
     const float *b, int ldb, float *y, int ldy)
 {
-  if (s->gemm_bf16)
+  if (s->gemm_bf16 && !pool)
+    tt_gemm_f32_as_bf16_small (trans_a, trans_b, m, n, k, 1.0f, a, lda, b,
+        ldb, 0.0f, y, ldy);
+  else if (s->gemm_bf16)
     tt_gemm_f32_as_bf16_split (pool, trans_a, trans_b, m, n, k, 1.0f, a, lda,
         b, ldb, 0.0f, y, ldy);
   else if (pool)

@@ -10,8 +10,9 @@
  *
  * Backward: da = dy b^T, db = a^T dy, per matrix (kernels/tensorops.c,
  * tt_gemm; inputs rounded to bf16, sums fp32, when the run's GEMMs are
- * bf16: tt_run_gemm_bf16). Keys: nntrainer's inplace and print (read and checked; the planner
- * decides what runs in place, and a product never does).
+ * bf16: tt_run_gemm_bf16). Keys: nntrainer's inplace and print (read and
+ * checked; the planner decides what runs in place, and a product never
+ * does).
  */
 #include "tt_layer.h"
 
