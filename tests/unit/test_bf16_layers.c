@@ -24,6 +24,13 @@
  * steps'. That bf16 steps allocate nothing is test_no_alloc's
  * test_loss_scaling and test_bf16_gemms.
  *
+ * Attention's products (multi_head_attention's and attention's Q K^T,
+ * P V and their backward products) and matmul's: the kernels with bf16
+ * inputs against fp32 on the same operands rounded to bf16, within the
+ * bounds that rounding the inner operands (P, dS) gives; the attention
+ * and matmul layers in small models as above (multi_head_attention's
+ * products run in test_mha).
+ *
  * usage: test_bf16_layers SOURCE_ROOT
  */
 #include "tt_internal.h"
@@ -312,6 +319,301 @@ test_mha (void)
   compare_layers ("multi_head_attention", mha_ini, false);
 }
 
+/* ---- attention's products and matmul in bf16 ----------------------- */
+
+/* the attention layer (query, value; key = value, scaled, causal) and
+ * matmul between fully_connected layers */
+static const char attention_ini[] =
+    "[Model]\ntype = NeuralNetwork\nbatch_size = 6\nloss = cross\n" SGD1
+    "[input]\ntype = input\ninput_shape = 2:12:20\n"
+    "[q]\ntype = fully_connected\nunit = 16\nactivation = sigmoid\n"
+    "[v]\ntype = fully_connected\nunit = 16\ninput_layers = input\n"
+    "[attn]\ntype = attention\ninput_layers = q, v\n"
+    "scaled_dot_product = true\ncausal_mask = true\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
+/* 2:12:16 x 2:16:12 (v's 12:16 permuted) = 2:12:12 */
+static const char matmul_ini[] =
+    "[Model]\ntype = NeuralNetwork\nbatch_size = 6\nloss = cross\n" SGD1
+    "[input]\ntype = input\ninput_shape = 2:12:20\n"
+    "[a]\ntype = fully_connected\nunit = 16\nactivation = sigmoid\n"
+    "[v]\ntype = fully_connected\nunit = 16\ninput_layers = input\n"
+    "[vt]\ntype = permute\ndirection = 1,3,2\n"
+    "[mm]\ntype = matmul\ninput_layers = a, vt\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
+/* x rounded to bf16 (to nearest even) and back */
+static float *
+rounded (const float *x, size_t n)
+{
+  uint16_t *h = malloc (n * sizeof *h);
+  float *y = malloc (n * sizeof *y);
+  tt_f32_to_bf16 (x, h, n);
+  tt_bf16_to_f32 (h, y, n);
+  free (h);
+  return y;
+}
+
+static float *
+random_floats (size_t n, float amp)
+{
+  float *x = malloc (n * sizeof *x);
+  for (size_t i = 0; i < n; i++)
+    x[i] = amp * rnd ();
+  return x;
+}
+
+static double
+max_abs (const float *x, size_t n)
+{
+  double m = 0;
+  for (size_t i = 0; i < n; i++)
+    m = fabs (x[i]) > m ? fabs (x[i]) : m;
+  return m;
+}
+
+/* over the [pairs][rows][cols] planes x: the largest sum of |x| along a
+ * row (rows true) or down a column */
+static double
+max_line_sum (const float *x, size_t pairs, int rows, int cols, bool by_rows)
+{
+  double best = 0;
+  for (size_t p = 0; p < pairs; p++) {
+    const float *pl = x + p * (size_t) rows * cols;
+    const int lines = by_rows ? rows : cols, len = by_rows ? cols : rows;
+    for (int a = 0; a < lines; a++) {
+      double s = 0;
+      for (int b = 0; b < len; b++)
+        s += fabs (by_rows ? pl[(size_t) a * cols + b] :
+            pl[(size_t) b * cols + a]);
+      best = s > best ? s : best;
+    }
+  }
+  return best;
+}
+
+/* bf16 (to nearest) keeps 8 significant bits: |round (x) - x| <= 2^-8 |x| */
+#define BF16_U (1.0 / 256.0)
+
+/* a computed x against ref: within tol, and not the same (the bf16 path
+ * ran) */
+static void
+check_within (const char *what, const float *x, const float *ref, size_t n,
+    double tol)
+{
+  double d, s;
+  spread (x, ref, n, &d, &s);
+  printf ("  %s: %.3g from the reference (bound %.3g, scale %.3g)\n", what,
+      d, tol, s);
+  CHECK (d <= tol && d > 0, "%s: %.3g from the reference, bound %.3g "
+      "(scale %.3g)", what, d, tol, s);
+}
+
+/* The attention kernel with gemm_bf16 on Q, K, V, dO against the fp32
+ * kernel on the same operands rounded to bf16. Q K^T and dO V^T are then
+ * the same products (a product of two bf16 is exact in fp32), summed in
+ * another order; what the bf16 kernel does more is round its inner
+ * operands, P * drop (before P V and P^T dO) and dS (before dS K and
+ * dS^T Q), each by at most 2^-8 of itself. So an output element moves by
+ * at most 2^-8 sum |inner| |other|, bounded by 2^-8 times the largest
+ * line sum of |P * drop| or |dS| (from the reference) times the largest
+ * |other operand|; 1e-4 of the output's scale more covers the sums'
+ * order (fp32 sums of 16-24 terms: a few 1e-7 relative, through the
+ * softmax). */
+static void
+test_attention_kernel (void)
+{
+  enum
+  { B = 3, H = 2, LQ = 9, LK = 11, DK = 16, DV = 24 };
+  const size_t nq = (size_t) B * LQ * H * DK, nk = (size_t) B *LK * H * DK,
+      nv = (size_t) B * LK * H * DV, no = (size_t) B *LQ * H * DV,
+      ns = (size_t) B * H * LQ * LK;
+  rng_state = 11;
+  float *q = random_floats (nq, 1.5f), *k = random_floats (nk, 1.5f);
+  float *v = random_floats (nv, 1.0f), *dout = random_floats (no, 1.0f);
+  float *mask = random_floats (ns, 0.5f), *drop = malloc (ns * sizeof *drop);
+  for (size_t i = 0; i < ns; i++)
+    drop[i] = rnd () < -0.6f ? 0.0f : 1.0f / 0.8f;
+  float *in[2][4] = { {rounded (q, nq), rounded (k, nk), rounded (v, nv),
+      rounded (dout, no)}, {q, k, v, dout}
+  };
+  float *o[2], *dq[2], *dk[2], *dv[2], *probs[2], *dropped[2], *ds[2];
+  for (int r = 0; r < 2; r++) {
+    o[r] = malloc (no * sizeof (float));
+    dq[r] = malloc (nq * sizeof (float));
+    dk[r] = malloc (nk * sizeof (float));
+    dv[r] = malloc (nv * sizeof (float));
+    probs[r] = malloc (ns * sizeof (float));
+    dropped[r] = malloc (ns * sizeof (float));
+    ds[r] = malloc (ns * sizeof (float));
+    /* r 0: fp32 on the rounded operands; r 1: bf16 on the originals */
+    tt_attention a = {
+      .batch = B,.heads = H,.lq = LQ,.lk = LK,.dk = DK,.dv = DV,
+      .q = in[r][0],.k = in[r][1],.v = in[r][2],.o = o[r],
+      .q_bs = (size_t) LQ * H * DK,.k_bs = (size_t) LK * H * DK,
+      .v_bs = (size_t) LK * H * DV,.o_bs = (size_t) LQ * H * DV,
+      .q_hs = DK,.k_hs = DK,.v_hs = DV,.o_hs = DV,
+      .q_ld = H * DK,.k_ld = H * DK,.v_ld = H * DV,.o_ld = H * DV,
+      .scale = 0.25f,.mask = mask,.drop = drop,
+      .probs = probs[r],.dropped = dropped[r],.gemm_bf16 = r == 1,
+    };
+    tt_attention_forward (&a);
+    tt_attention_backward (&a, in[r][3], dq[r], dk[r], dv[r], NULL, ds[r]);
+  }
+  const size_t pairs = (size_t) B * H;
+  const double tol_o = BF16_U * max_line_sum (dropped[0], pairs, LQ, LK,
+      true) * max_abs (in[0][2], nv) + 1e-4 * max_abs (o[0], no);
+  const double tol_dv = BF16_U * max_line_sum (dropped[0], pairs, LQ, LK,
+      false) * max_abs (in[0][3], no) + 1e-4 * max_abs (dv[0], nv);
+  const double tol_dq = BF16_U * 0.25 * max_line_sum (ds[0], pairs, LQ, LK,
+      true) * max_abs (in[0][1], nk) + 1e-4 * max_abs (dq[0], nq);
+  const double tol_dk = BF16_U * 0.25 * max_line_sum (ds[0], pairs, LQ, LK,
+      false) * max_abs (in[0][0], nq) + 1e-4 * max_abs (dk[0], nk);
+  double d, s;
+  spread (probs[1], probs[0], ns, &d, &s);
+  printf ("attention kernel: P %.3g from the reference\n", d);
+  CHECK (d <= 1e-5, "attention kernel: P %.3g from the reference (the "
+      "scores' products are exact, only their sums' order differs)", d);
+  check_within ("O = (P drop) V", o[1], o[0], no, tol_o);
+  check_within ("dV = (P drop)^T dO", dv[1], dv[0], nv, tol_dv);
+  check_within ("dQ = scale dS K", dq[1], dq[0], nq, tol_dq);
+  check_within ("dK = scale dS^T Q", dk[1], dk[0], nk, tol_dk);
+  for (int r = 0; r < 2; r++) {
+    free (o[r]);
+    free (dq[r]);
+    free (dk[r]);
+    free (dv[r]);
+    free (probs[r]);
+    free (dropped[r]);
+    free (ds[r]);
+  }
+  for (int i = 0; i < 4; i++)
+    free (in[0][i]);
+  free (q);
+  free (k);
+  free (v);
+  free (dout);
+  free (mask);
+  free (drop);
+}
+
+/* matmul's products with gemm_bf16 against fp32 on the operands rounded
+ * to bf16: the same exact products summed in another order, each side
+ * within k 2^-24 sum |a| |b| of the exact sum (fp32's sum bound), so
+ * within 2 k^2 2^-24 max |a| max |b| of each other; and not fp32's own
+ * result on the originals (the rounding happened) */
+static void
+test_matmul_kernel (void)
+{
+  const tt_matmul_shape s32 = { 7, 20, 24, false }, s16 = { 7, 20, 24, true };
+  const size_t count = 5, na = count * 7 * 24, nb = count * 24 * 20,
+      ny = count * 7 * 20;
+  rng_state = 13;
+  float *a = random_floats (na, 2.0f), *b = random_floats (nb, 1.0f);
+  float *dy = random_floats (ny, 1.0f);
+  float *ar = rounded (a, na), *br = rounded (b, nb), *dyr = rounded (dy, ny);
+  float *y[3], *da[3], *db[3];
+  for (int r = 0; r < 3; r++) {
+    y[r] = malloc (ny * sizeof (float));
+    da[r] = malloc (na * sizeof (float));
+    db[r] = malloc (nb * sizeof (float));
+  }
+  /* 0: fp32 on the rounded, 1: bf16, 2: fp32 on the originals */
+  tt_matmul_forward (NULL, &s32, count, ar, br, y[0]);
+  tt_matmul_backward (NULL, &s32, count, ar, br, dyr, da[0], db[0]);
+  tt_matmul_forward (NULL, &s16, count, a, b, y[1]);
+  tt_matmul_backward (NULL, &s16, count, a, b, dy, da[1], db[1]);
+  tt_matmul_forward (NULL, &s32, count, a, b, y[2]);
+  const double u = 1.0 / (1 << 24);
+  const double ma = max_abs (ar, na), mb = max_abs (br, nb),
+      mdy = max_abs (dyr, ny);
+  double d, sc;
+  spread (y[1], y[0], ny, &d, &sc);
+  printf ("matmul kernel: y %.3g, ", d);
+  CHECK (d <= 2.0 * 24 * 24 * u * ma * mb, "matmul: y %.3g apart", d);
+  spread (da[1], da[0], na, &d, &sc);
+  printf ("da %.3g, ", d);
+  CHECK (d <= 2.0 * 20 * 20 * u * mdy * mb, "matmul: da %.3g apart", d);
+  spread (db[1], db[0], nb, &d, &sc);
+  printf ("db %.3g from fp32 on the rounded operands", d);
+  CHECK (d <= 2.0 * 7 * 7 * u * ma * mdy, "matmul: db %.3g apart", d);
+  spread (y[1], y[2], ny, &d, &sc);
+  printf (", y %.3g from fp32 on the originals\n", d);
+  CHECK (d > 1e-3 * sc, "matmul: bf16 y only %.3g from fp32's", d);
+  for (int r = 0; r < 3; r++) {
+    free (y[r]);
+    free (da[r]);
+    free (db[r]);
+  }
+  free (a);
+  free (b);
+  free (dy);
+  free (ar);
+  free (br);
+  free (dyr);
+}
+
+/* tt_gemm_f32_as_bf16_small against tt_gemm_f32_as_bf16, every
+ * transpose, shapes around its 8 x 32 tiles and pairs of K (odd K, rows
+ * and columns past a tile), alpha and beta, strides past the widths, and
+ * sizes it hands to the general kernel: the same bits (on CPUs without
+ * AVX-512 BF16 it is the general kernel) */
+static void
+test_small_gemm (void)
+{
+  static const int shapes[][3] = {
+    {16, 16, 16}, {1, 1, 1}, {5, 17, 3}, {9, 33, 31}, {16, 64, 64},
+    {64, 64, 64}, {3, 50, 256}, {7, 40, 300}, {130, 70, 129}, {4, 16, 2}
+  };
+  rng_state = 17;
+  int mismatches = 0, cases = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+    const int pad = 3, mk = (m > k ? m : k) + pad, nk = (n > k ? n : k) + pad;
+    float *a = random_floats ((size_t) mk * mk, 2.0f);
+    float *b = random_floats ((size_t) nk * nk, 1.0f);
+    float *c0 = random_floats ((size_t) m * (n + pad), 1.0f);
+    float *c1 = malloc ((size_t) m * (n + pad) * sizeof *c1);
+    for (int v = 0; v < 8; v++) {
+      const bool ta = v & 1, tb = v & 2;
+      const float alpha = v & 4 ? 0.375f : 1.0f, beta = v & 4 ? 0.5f : 0.0f;
+      const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad;
+      memcpy (c1, c0, (size_t) m * (n + pad) * sizeof *c1);
+      tt_gemm_f32_as_bf16 (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0,
+          n + pad);
+      tt_gemm_f32_as_bf16_small (ta, tb, m, n, k, alpha, a, lda, b, ldb,
+          beta, c1, n + pad);
+      cases++;
+      if (memcmp (c0, c1, (size_t) m * (n + pad) * sizeof *c1)) {
+        mismatches++;
+        CHECK (false, "small bf16 GEMM %d x %d x %d, trans %d %d, alpha "
+            "%g beta %g: not tt_gemm_f32_as_bf16's bits", m, n, k, ta, tb,
+            alpha, beta);
+      }
+    }
+    free (a);
+    free (b);
+    free (c0);
+    free (c1);
+  }
+  printf ("small bf16 GEMM: %d of %d cases the general kernel's bits\n",
+      cases - mismatches, cases);
+  CHECK (mismatches == 0 && cases == 80, "small bf16 GEMM: %d of %d cases "
+      "differ", mismatches, cases);
+}
+
+static void
+test_attention_products (void)
+{
+  test_small_gemm ();
+  test_attention_kernel ();
+  test_matmul_kernel ();
+  compare_layers ("attention", attention_ini, false);
+  compare_layers ("matmul", matmul_ini, false);
+}
+
 static const char *root = ".";
 
 static tt_model *
@@ -416,5 +718,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv_plan);
   TT_TEST_RUN (test_conv_winograd);
   TT_TEST_RUN (test_training);
+  /* attention's products and matmul in bf16 */
+  TT_TEST_RUN (test_attention_products);
   return tt_test_summary ();
 }

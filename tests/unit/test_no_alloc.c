@@ -420,6 +420,18 @@ test_bf16_gemms (void)
   na_precision = NULL;
 }
 
+/* mixed precision: attention's products and matmul's in bf16 (the
+ * transformer encoder's multi_head_attention on 2 threads, tensorops'
+ * matmuls) */
+static void
+test_bf16_attention_products (void)
+{
+  na_precision = "bf16";
+  no_alloc_model (na_root, "transformer_encoder.ini", 2, false);
+  no_alloc_model (na_root, "tensorops.ini", 2, false);
+  na_precision = NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -458,5 +470,7 @@ main (int argc, char **argv)
   /* mixed precision: loss scaling */
   TT_TEST_RUN (test_loss_scaling);
   TT_TEST_RUN (test_bf16_gemms);
+  /* mixed precision: attention's products and matmul in bf16 */
+  TT_TEST_RUN (test_bf16_attention_products);
   return tt_test_summary ();
 }

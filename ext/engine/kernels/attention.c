@@ -8,7 +8,10 @@
  * [B][L][H * d] projections (multi_head_attention) and [B][C][L][d]
  * inputs (attention) alike, without transposes.
  *
- * The products are one-thread tt_gemm calls per head; the softmax runs
+ * The products are one-thread tt_gemm calls per head (with gemm_bf16,
+ * tt_gemm_f32_as_bf16_small: their inputs, the scaled P and dS included,
+ * rounded to bf16, sums in fp32; softmax, mask and dropout stay fp32,
+ * and the fp32 path is unchanged); the softmax runs
  * over each score row while it is in cache: its maximum, then the
  * exponentials and their sum in one pass (vmath.h's exp), then the
  * normalization. P is kept (probs) for backward, which needs nothing else
@@ -321,6 +324,20 @@ attn_add_scaled (const float *x, float s, float *y, size_t n)
     y[i] += s * x[i];
 }
 
+/* one product of a head: tt_gemm, or with a->gemm_bf16 its inputs
+ * rounded to bf16 and fp32 sums */
+static void
+attn_gemm (const tt_attention * a, bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, const float *x, int ldx, const float *y, int ldy,
+    float beta, float *c, int ldc)
+{
+  if (a->gemm_bf16)
+    tt_gemm_f32_as_bf16_small (trans_a, trans_b, m, n, k, alpha, x, ldx, y, ldy,
+        beta, c, ldc);
+  else
+    tt_gemm (trans_a, trans_b, m, n, k, alpha, x, ldx, y, ldy, beta, c, ldc);
+}
+
 static void
 attn_forward_pair (const tt_attention * a, size_t pair)
 {
@@ -332,7 +349,7 @@ attn_forward_pair (const tt_attention * a, size_t pair)
   float *o = a->o + b * a->o_bs + h * a->o_hs;
   float *p = a->probs + pair * plane;
   const float *mask = a->mask ? a->mask + pair * plane : NULL;
-  tt_gemm (false, true, a->lq, a->lk, a->dk, a->scale, q, a->q_ld, k,
+  attn_gemm (a, false, true, a->lq, a->lk, a->dk, a->scale, q, a->q_ld, k,
       a->k_ld, 0.0f, p, a->lk);
   if (attn_has_avx512 ())
     attn_softmax_rows512 (p, mask, a->lq, a->lk, a->causal);
@@ -348,7 +365,7 @@ attn_forward_pair (const tt_attention * a, size_t pair)
     attn_multiply (p, a->drop + pair * plane, pd, plane);
     pv = pd;
   }
-  tt_gemm (false, false, a->lq, a->dv, a->lk, 1.0f, pv, a->lk, v, a->v_ld,
+  attn_gemm (a, false, false, a->lq, a->dv, a->lk, 1.0f, pv, a->lk, v, a->v_ld,
       0.0f, o, a->o_ld);
 }
 
@@ -377,10 +394,10 @@ attn_backward_pair (const attn_back * j, size_t pair)
     pv = ds;
   }
   if (j->dv)
-    tt_gemm (true, false, a->lk, a->dv, a->lq, 1.0f, pv, a->lk, dout,
+    attn_gemm (a, true, false, a->lk, a->dv, a->lq, 1.0f, pv, a->lk, dout,
         a->o_ld, 0.0f, j->dv + vo, a->v_ld);
   /* dP = (dO V^T) * drop, then dS through the softmax */
-  tt_gemm (false, true, a->lq, a->lk, a->dv, 1.0f, dout, a->o_ld,
+  attn_gemm (a, false, true, a->lq, a->lk, a->dv, 1.0f, dout, a->o_ld,
       a->v + vo, a->v_ld, 0.0f, ds, a->lk);
   const float *dw = NULL;
   float dw_scale = 1.0f;
@@ -404,10 +421,10 @@ attn_backward_pair (const attn_back * j, size_t pair)
     memcpy (j->dmask + pair * plane, ds, plane * sizeof *ds);
   /* dQ = scale dS K; dK = scale dS^T Q (added to dV when key is value) */
   if (j->dq)
-    tt_gemm (false, false, a->lq, a->dk, a->lk, a->scale, ds, a->lk,
+    attn_gemm (a, false, false, a->lq, a->dk, a->lk, a->scale, ds, a->lk,
         a->k + ko, a->k_ld, 0.0f, j->dq + qo, a->q_ld);
   if (j->dk)
-    tt_gemm (true, false, a->lk, a->dk, a->lq, a->scale, ds, a->lk,
+    attn_gemm (a, true, false, a->lk, a->dk, a->lq, a->scale, ds, a->lk,
         a->q + qo, a->q_ld, j->dk == j->dv && a->k == a->v ? 1.0f : 0.0f,
         j->dk + ko, a->k_ld);
 }

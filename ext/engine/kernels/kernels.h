@@ -392,6 +392,9 @@ void tt_channel_shuffle (tt_threads * pool, size_t batch, size_t a, size_t b,
 typedef struct
 {
   int m, n, k;
+  /* mixed precision: a and b (dy) rounded to bf16, sums in fp32
+   * (tt_gemm_f32_as_bf16); false: fp32 */
+  bool gemm_bf16;
 } tt_matmul_shape;
 void tt_matmul_forward (tt_threads * pool, const tt_matmul_shape * s,
     size_t count, const float *a, const float *b, float *y);
@@ -505,6 +508,10 @@ typedef struct {
    * output (tt_attention_weights), NULL: none */
   const float *dweights;
   bool weights_after, weights_mean;
+  /* mixed precision: the products' inputs (Q, K, V, P * drop, dO, dS)
+   * rounded to bf16, sums in fp32 (tt_gemm_f32_as_bf16); false: fp32.
+   * Softmax, mask and dropout stay fp32. */
+  bool gemm_bf16;
 } tt_attention;
 
 void tt_attention_forward (const tt_attention * a);
@@ -521,6 +528,14 @@ void tt_attention_weights (const tt_attention * a, bool after, bool mean,
  * [B][H][lq][lk] scratch */
 void tt_attention_backward (const tt_attention * a, const float *dout,
     float *dq, float *dk, float *dv, float *dmask, float *dscores);
+/* gemm_bf16_small.c: tt_gemm_f32_as_bf16 for small products (attention's
+ * heads, matmul's matrices): op(B) and op(A) rounded and packed once,
+ * tiles of 8 x 32, the bits of tt_gemm_f32_as_bf16 with AVX-512 BF16;
+ * larger products (K past 256, or op(A) or op(B) past 16K values) and
+ * other CPUs go to tt_gemm_f32_as_bf16 */
+void tt_gemm_f32_as_bf16_small (bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc);
 
 /* mol_attention.c: mixture-of-logistics attention of batch samples
  * (nntrainer's mol_attention). proj [B][3K]: the sources of kappa, beta

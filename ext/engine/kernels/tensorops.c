@@ -27,6 +27,26 @@ typedef struct
   float *y, *da, *db;
 } matmul_job;
 
+/* one product of a matrix pair: tt_gemm, or with s->gemm_bf16 its inputs
+ * rounded to bf16 and fp32 sums (one thread: pool NULL) */
+static void
+matmul_gemm (const tt_matmul_shape * s, tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, const float *a, int lda,
+    const float *b, int ldb, float *y, int ldy)
+{
+  if (s->gemm_bf16 && !pool)
+    tt_gemm_f32_as_bf16_small (trans_a, trans_b, m, n, k, 1.0f, a, lda, b,
+        ldb, 0.0f, y, ldy);
+  else if (s->gemm_bf16)
+    tt_gemm_f32_as_bf16_split (pool, trans_a, trans_b, m, n, k, 1.0f, a, lda,
+        b, ldb, 0.0f, y, ldy);
+  else if (pool)
+    tt_gemm_split (pool, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb,
+        0.0f, y, ldy);
+  else
+    tt_gemm (trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, y, ldy);
+}
+
 static void
 matmul_forward_range (void *arg, size_t begin, size_t end)
 {
@@ -35,8 +55,8 @@ matmul_forward_range (void *arg, size_t begin, size_t end)
   const size_t sa = (size_t) s->m * s->k, sb = (size_t) s->k * s->n,
       sy = (size_t) s->m * s->n;
   for (size_t p = begin; p < end; p++)
-    tt_gemm (false, false, s->m, s->n, s->k, 1.0f, j->a + p * sa, s->k,
-        j->b + p * sb, s->n, 0.0f, j->y + p * sy, s->n);
+    matmul_gemm (s, NULL, false, false, s->m, s->n, s->k, j->a + p * sa,
+        s->k, j->b + p * sb, s->n, j->y + p * sy, s->n);
 }
 
 static void
@@ -49,11 +69,11 @@ matmul_backward_range (void *arg, size_t begin, size_t end)
   for (size_t p = begin; p < end; p++) {
     /* dA = dY B^T (m x k), dB = A^T dY (k x n) */
     if (j->da)
-      tt_gemm (false, true, s->m, s->k, s->n, 1.0f, j->dy + p * sy, s->n,
-          j->b + p * sb, s->n, 0.0f, j->da + p * sa, s->k);
+      matmul_gemm (s, NULL, false, true, s->m, s->k, s->n, j->dy + p * sy,
+          s->n, j->b + p * sb, s->n, j->da + p * sa, s->k);
     if (j->db)
-      tt_gemm (true, false, s->k, s->n, s->m, 1.0f, j->a + p * sa, s->k,
-          j->dy + p * sy, s->n, 0.0f, j->db + p * sb, s->n);
+      matmul_gemm (s, NULL, true, false, s->k, s->n, s->m, j->a + p * sa,
+          s->k, j->dy + p * sy, s->n, j->db + p * sb, s->n);
   }
 }
 
@@ -85,8 +105,8 @@ tt_matmul_forward (tt_threads * pool, const tt_matmul_shape * s,
   const size_t sa = (size_t) s->m * s->k, sb = (size_t) s->k * s->n,
       sy = (size_t) s->m * s->n;
   for (size_t p = 0; p < count; p++)
-    tt_gemm_split (pool, false, false, s->m, s->n, s->k, 1.0f, a + p * sa,
-        s->k, b + p * sb, s->n, 0.0f, y + p * sy, s->n);
+    matmul_gemm (s, pool, false, false, s->m, s->n, s->k, a + p * sa, s->k,
+        b + p * sb, s->n, y + p * sy, s->n);
 }
 
 void
@@ -104,11 +124,11 @@ tt_matmul_backward (tt_threads * pool, const tt_matmul_shape * s,
       sy = (size_t) s->m * s->n;
   for (size_t p = 0; p < count; p++) {
     if (da)
-      tt_gemm_split (pool, false, true, s->m, s->k, s->n, 1.0f, dy + p * sy,
-          s->n, b + p * sb, s->n, 0.0f, da + p * sa, s->k);
+      matmul_gemm (s, pool, false, true, s->m, s->k, s->n, dy + p * sy, s->n,
+          b + p * sb, s->n, da + p * sa, s->k);
     if (db)
-      tt_gemm_split (pool, true, false, s->k, s->n, s->m, 1.0f, a + p * sa,
-          s->k, dy + p * sy, s->n, 0.0f, db + p * sb, s->n);
+      matmul_gemm (s, pool, true, false, s->k, s->n, s->m, a + p * sa, s->k,
+          dy + p * sy, s->n, db + p * sb, s->n);
   }
 }
 

@@ -9,8 +9,10 @@
  * batch 1 with one channel; this follows the mathematics.
  *
  * Backward: da = dy b^T, db = a^T dy, per matrix (kernels/tensorops.c,
- * tt_gemm). Keys: nntrainer's inplace and print (read and checked; the planner
- * decides what runs in place, and a product never does).
+ * tt_gemm; inputs rounded to bf16, sums fp32, when the run's GEMMs are
+ * bf16: tt_run_gemm_bf16). Keys: nntrainer's inplace and print (read and
+ * checked; the planner decides what runs in place, and a product never
+ * does).
  */
 #include "tt_layer.h"
 
@@ -45,17 +47,19 @@ matmul_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   return TT_OK;
 }
 
+/* the products in the run's GEMM format (tt_run_gemm_bf16) */
 static tt_matmul_shape
-matmul_shape (const tt_layer * l)
+matmul_shape (const tt_run_ctx * c, const tt_layer * l)
 {
   return (tt_matmul_shape) {
-  (int) l->in_dims[0].h, (int) l->in_dims[1].w, (int) l->in_dims[0].w};
+  (int) l->in_dims[0].h, (int) l->in_dims[1].w, (int) l->in_dims[0].w,
+        tt_run_gemm_bf16 (c)};
 }
 
 static void
 matmul_forward (const tt_run_ctx * c, tt_layer * l)
 {
-  const tt_matmul_shape s = matmul_shape (l);
+  const tt_matmul_shape s = matmul_shape (c, l);
   tt_matmul_forward (c->threads, &s, (size_t) c->batch * l->in_dims[0].c,
       tt_run_data (c, l->in[0]), tt_run_data (c, l->in[1]),
       tt_run_data (c, l->out[0]));
@@ -64,7 +68,7 @@ matmul_forward (const tt_run_ctx * c, tt_layer * l)
 static void
 matmul_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
-  const tt_matmul_shape s = matmul_shape (l);
+  const tt_matmul_shape s = matmul_shape (c, l);
   tt_matmul_backward (c->threads, &s, (size_t) c->batch * l->in_dims[0].c,
       tt_run_data (c, l->in[0]), tt_run_data (c, l->in[1]),
       tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->in_deriv[0]),
