@@ -72,7 +72,7 @@ operands_make (const gcase * g, operands * o)
   const int ar = g->ta ? g->k : g->m, ac = g->ta ? g->m : g->k;
   const int br = g->tb ? g->n : g->k, bc = g->tb ? g->k : g->n;
   o->lda = ac + g->pad, o->ldb = bc + g->pad, o->ldc = g->n + g->pad;
-  o->na = (size_t) ar * o->lda, o->nb = (size_t) br * o->ldb;
+  o->na = (size_t) ar *o->lda, o->nb = (size_t) br * o->ldb;
   o->nc = (size_t) g->m * o->ldc;
   o->a = malloc (sizeof (float) * o->na);
   o->b = malloc (sizeof (float) * o->nb);
@@ -141,8 +141,7 @@ error_of (const gcase * g, const operands * o, const float *c,
 static const char *
 path_name (int portable)
 {
-  return portable ? "portable" : tt_f16_hw_fmlal ()? "fmlal" :
-      "conversions";
+  return portable ? "portable" : tt_f16_hw_fmlal ()? "fmlal" : "conversions";
 }
 
 /* one case on each path; returns false on a failure */
@@ -172,8 +171,7 @@ run_case (const gcase * g)
         path, g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->m, g->n, g->k, g->pad,
         g->alpha, g->beta);
     if (memcmp (want, c, sizeof (float) * o.nc) != 0) {
-      printf ("  %s: differs from tt_gemm_f16 on the rounded operands\n",
-          what);
+      printf ("  %s: differs from tt_gemm_f16 on the rounded operands\n", what);
       ok = false;
     }
     if (one_block && (portable || !tt_f16_hw_fmlal ())) {
@@ -181,8 +179,7 @@ run_case (const gcase * g)
       tt_gemm (g->ta, g->tb, g->m, g->n, g->k, g->alpha, o.aw, o.lda, o.bw,
           o.ldb, g->beta, want, o.ldc);
       if (memcmp (want, c, sizeof (float) * o.nc) != 0) {
-        printf ("  %s: differs from tt_gemm on the rounded operands\n",
-            what);
+        printf ("  %s: differs from tt_gemm on the rounded operands\n", what);
         ok = false;
       }
     }
@@ -296,8 +293,7 @@ test_rounding_and_overflow (void)
      * 2049 (fp16's ulp at 2048 is 2) ties to even, 2048 */
     float x[2] = { 1.0f + 0x1p-12f, 2049.0f }, y[2] = { 1.0f, 1.0f };
     float z = 0.0f;
-    tt_gemm_f32_as_f16 (false, false, 1, 1, 2, 1.0f, x, 2, y, 1, 0.0f, &z,
-        1);
+    tt_gemm_f32_as_f16 (false, false, 1, 1, 2, 1.0f, x, 2, y, 1, 0.0f, &z, 1);
     CHECK (z == 2049.0f, "%s: fp16(1 + 2^-12) + fp16(2049) = 1 + 2048: %.9g",
         path_name (portable), z);
     /* 70000 is past fp16's largest, 65504: infinite, whatever it meets

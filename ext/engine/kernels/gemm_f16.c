@@ -68,8 +68,7 @@ widen_f16_rows (const void *src, size_t ld, int rows, int cols, float *dst)
 {
   const uint16_t *s = src;
   for (int r = 0; r < rows; r++)
-    tt_f16_to_f32 (s + (size_t) r * ld, dst + (size_t) r * cols,
-        (size_t) cols);
+    tt_f16_to_f32 (s + (size_t) r * ld, dst + (size_t) r * cols, (size_t) cols);
 }
 
 /* fp32 rounded to fp16 and widened back (exact), through a row of fp16 */
@@ -105,11 +104,9 @@ gemm_f16_widened (bool trans_a, bool trans_b, int m, int n, int k,
       for (int i0 = 0; i0 < m; i0 += WM) {
         const int mb = f16_min (WM, m - i0);
         if (trans_a)
-          widen (ab + ((size_t) p0 * lda + i0) * es, (size_t) lda, kb, mb,
-              aw);
+          widen (ab + ((size_t) p0 * lda + i0) * es, (size_t) lda, kb, mb, aw);
         else
-          widen (ab + ((size_t) i0 * lda + p0) * es, (size_t) lda, mb, kb,
-              aw);
+          widen (ab + ((size_t) i0 * lda + p0) * es, (size_t) lda, mb, kb, aw);
         tt_gemm (trans_a, trans_b, mb, nb, kb, alpha, aw, trans_a ? mb : kb,
             bw, trans_b ? kb : nb, bet, c + (size_t) i0 * ldc + j0, ldc);
       }
@@ -280,11 +277,9 @@ gemm_f32_as_f16_fhm (bool trans_a, bool trans_b, int m, int n, int k,
     for (int j0 = 0; j0 < n; j0 += FN) {
       const int nb = f16_min (FN, n - j0);
       if (trans_b)
-        f32_block_to_f16 (b + (size_t) j0 * ldb + p0, (size_t) ldb, nb, kb,
-            bh);
+        f32_block_to_f16 (b + (size_t) j0 * ldb + p0, (size_t) ldb, nb, kb, bh);
       else
-        f32_block_to_f16 (b + (size_t) p0 * ldb + j0, (size_t) ldb, kb, nb,
-            bh);
+        f32_block_to_f16 (b + (size_t) p0 * ldb + j0, (size_t) ldb, kb, nb, bh);
       for (int i0 = 0; i0 < m; i0 += FM) {
         const int mb = f16_min (FM, m - i0);
         if (trans_a)
