@@ -283,8 +283,8 @@ test_conversions (void)
     check_cases (portable);
   }
   tt_bf16_force_portable (false);
-  printf ("conversions: AVX-512 BF16 %s\n", tt_bf16_hw_dot ()? "present" :
-      "absent");
+  printf ("bf16 instructions (AVX-512 BF16, or arm64's BFDOT): %s\n",
+      tt_bf16_hw_dot ()? "present" : "absent");
 }
 
 /* ---- GEMM ------------------------------------------------------------ */

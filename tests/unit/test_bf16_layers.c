@@ -15,8 +15,10 @@
  * scale (max |bf16 - fp32| <= 1e-2 max |fp32|), and not the same bits
  * (the bf16 path ran). With relu instead of sigmoid (fully_connected's
  * fused relu mask), the step within 5% in the L2 norm: a unit whose
- * input bf16 moves across 0 takes its gradient with it. An fp16 activation type keeps fp32 GEMMs: its
- * outputs and steps are the fp32 model's bits.
+ * input bf16 moves across 0 takes its gradient with it. An fp16
+ * activation type rounds the same GEMMs' inputs to fp16 (but conv2d's,
+ * which stay fp32): its outputs and steps within an eighth of bf16's
+ * tolerances (2e-3 of the scale; 1e-2 in L2 with relu), not fp32's bits.
  *
  * Then the Fashion-MNIST MLP and CNN (tests/models) trained 150 steps on
  * synthetic class patterns in bf16 and fp32: the mean loss of the last
@@ -227,10 +229,24 @@ compare_layers (const char *name, const char *text, bool relu)
           "fp32's (scale %.3g)", name, threads, d, s);
     }
     printf (", steps %.3g of scale %.3g\n", d, s);
-    CHECK (memcmp (out[2], out[0], no * sizeof (float)) == 0 &&
-        memcmp (delta[2], delta[0], nw * sizeof (float)) == 0,
-        "%s, %u threads: fp16 activations keep fp32 GEMMs, bit for bit",
-        name, threads);
+    /* fp16 GEMM inputs (tt_gemm_f32_as_f16): 11 significant bits to
+     * bf16's 8, so within an eighth of bf16's tolerances, and not fp32's
+     * bits (every model here ends in fully_connected, which rounds) */
+    spread (out[2], out[0], no, &d, &s);
+    CHECK (d <= 2e-3 * s && d > 0, "%s, %u threads: fp16 outputs %.3g from "
+        "fp32's (scale %.3g)", name, threads, d, s);
+    printf ("%s, %u threads: fp16 outputs %.3g of scale %.3g apart", name,
+        threads, d, s);
+    if (relu) {
+      spread2 (delta[2], delta[0], nw, &d, &s);
+      CHECK (d <= 1e-2 * s && d > 0, "%s, %u threads: fp16 step %.3g from "
+          "fp32's in L2 (norm %.3g)", name, threads, d, s);
+    } else {
+      spread (delta[2], delta[0], nw, &d, &s);
+      CHECK (d <= 2e-3 * s && d > 0, "%s, %u threads: fp16 step %.3g from "
+          "fp32's (scale %.3g)", name, threads, d, s);
+    }
+    printf (", steps %.3g of scale %.3g\n", d, s);
     for (int i = 0; i < 3; i++) {
       free (out[i]);
       free (delta[i]);

@@ -333,8 +333,13 @@ test_bad_values (void)
   tt_model_free (m);
   /* the note names the path this CPU takes */
   const char *note = tt_precision_note (TT_PRECISION_BF16);
+#ifdef __aarch64__
+  const char *hw_name = "ARMv8.6 BF16 (BFDOT)";
+#else
+  const char *hw_name = "AVX-512 BF16 (vdpbf16ps";
+#endif
   CHECK (!strncmp (note, "bf16: ", 6) && strstr (note, tt_bf16_hw_dot ()?
-          "AVX-512 BF16 (vdpbf16ps" : "portable"), "%s", note);
+          hw_name : "portable"), "%s", note);
   note = tt_precision_note (TT_PRECISION_FP16);
   CHECK (!strncmp (note, "fp16: ", 6), "%s", note);
 }

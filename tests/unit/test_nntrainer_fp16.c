@@ -85,19 +85,31 @@ fp16_read (const char *model, const char *what, size_t *n)
   return data;
 }
 
+/* the model at its INI's precision, or with activations (and so GEMM
+ * inputs) at act when act is not NULL ("fp32": the finite differences,
+ * whose steps of 1e-4 would be lost in fp16's rounding of the GEMMs'
+ * inputs) */
 static tt_model *
-fp16_open (const char *model, uint32_t batch, tt_error * err)
+fp16_open_as (const char *model, uint32_t batch, const char *act,
+    tt_error * err)
 {
   char ini[1400];
   snprintf (ini, sizeof ini, "%s/tests/interop/nntrainer/models/fp16/%s.ini",
       root, model);
   tt_model *m = tt_model_load_ini (ini, err);
-  if (m && (tt_model_set_batch_size (m, batch, err) ||
+  if (m && ((act && tt_model_set_precision (m, act, err)) ||
+          tt_model_set_batch_size (m, batch, err) ||
           tt_model_compile (m, err))) {
     tt_model_free (m);
     return NULL;
   }
   return m;
+}
+
+static tt_model *
+fp16_open (const char *model, uint32_t batch, tt_error * err)
+{
+  return fp16_open_as (model, batch, NULL, err);
 }
 
 static double
@@ -307,7 +319,7 @@ fp16_training (const char *model, bool nntrainer_right)
     const double want = interop_recorded_loss_in (rec, model);
     /* the mathematics: finite differences from the same start */
     tt_error e2;
-    tt_model *fm = fp16_open (model, 4, &e2);
+    tt_model *fm = fp16_open_as (model, 4, "fp32", &e2);
     float *fd = malloc (nw * sizeof *fd);
     bool fd_ok = fm && fd;
     if (fd_ok) {

@@ -62,11 +62,10 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
   m->run.have_labels = labels != NULL;
   m->run.rng = &m->rng;
   m->run.loss = &m->loss_value;
-  /* mixed precision (docs/precision.md): bf16 activations round the
-   * layers' GEMM inputs to bf16 (sums in fp32), in training and in
-   * evaluation; fp16 ones keep fp32 GEMMs (fp16 is a storage format) */
-  m->run.gemm_inputs = m->activation_type == TT_PRECISION_BF16 ?
-      TT_PRECISION_BF16 : TT_PRECISION_FP32;
+  /* mixed precision (docs/precision.md): bf16 and fp16 activations
+   * round the layers' GEMM inputs to their format (sums in fp32), in
+   * training and in evaluation */
+  m->run.gemm_inputs = m->activation_type;
   return TT_OK;
 }
 

@@ -100,6 +100,18 @@ const char *
 tt_precision_note (tt_precision p)
 {
   switch (p) {
+#ifdef __aarch64__
+    case TT_PRECISION_BF16:
+      return tt_bf16_hw_dot ()? "bf16: ARMv8.6 BF16 (BFDOT)" :
+          "bf16: portable path, this CPU has no ARMv8.6 BF16: slower than "
+          "fp32";
+    case TT_PRECISION_FP16:
+      return tt_f16_hw_fmlal ()? "fp16: ARMv8.2 FHM (FMLAL, fp16 products "
+          "summed in fp32), NEON conversions" : tt_f16_hw_arith ()?
+          "fp16: NEON conversions, GEMMs widened to fp32 (ARMv8.2 fp16 "
+          "arithmetic, no FHM)" : "fp16: NEON conversions, GEMMs widened "
+          "to fp32 (this CPU has no ARMv8.2 fp16 arithmetic)";
+#else
     case TT_PRECISION_BF16:
       return tt_bf16_hw_dot ()? "bf16: AVX-512 BF16 (vdpbf16ps, "
           "vcvtne2ps2bf16)" : "bf16: portable path, this CPU has no "
@@ -108,6 +120,7 @@ tt_precision_note (tt_precision p)
       return tt_f16_hw_convert ()? "fp16: the CPU's own fp16 conversions "
           "(F16C or NEON)" : "fp16: portable conversions, this CPU has "
           "neither F16C nor NEON: slower than fp32";
+#endif
     case TT_PRECISION_FP32:
       return "fp32: float32 throughout";
   }

@@ -1194,9 +1194,10 @@ void tt_rnn_state_grad (const tt_rnn * s, float *dh0);
 
 /* mixed precision (docs/precision.md): a layer's GEMM in the run's
  * format, c->gemm_inputs. TT_PRECISION_BF16 rounds A and B to bf16 while
- * it packs them and sums in fp32 (tt_gemm_f32_as_bf16); any other format
- * is tt_gemm's fp32 (tt_run_gemm: one thread; tt_run_gemm_split: split
- * over pool as tt_gemm_split, NULL for one thread) */
+ * it packs them and sums in fp32 (tt_gemm_f32_as_bf16); TT_PRECISION_FP16
+ * rounds them to fp16 the same way (tt_gemm_f32_as_f16); fp32 is tt_gemm
+ * (tt_run_gemm: one thread; tt_run_gemm_split: split over pool as
+ * tt_gemm_split, NULL for one thread) */
 static inline bool
 tt_run_gemm_bf16 (const tt_run_ctx * c)
 {
@@ -1211,6 +1212,9 @@ tt_run_gemm (const tt_run_ctx * c, bool trans_a, bool trans_b, int m, int n,
   if (tt_run_gemm_bf16 (c))
     tt_gemm_f32_as_bf16 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
         beta, y, ldy);
+  else if (c->gemm_inputs == TT_PRECISION_FP16)
+    tt_gemm_f32_as_f16 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+        beta, y, ldy);
   else
     tt_gemm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, y, ldy);
 }
@@ -1222,6 +1226,9 @@ tt_run_gemm_split (const tt_run_ctx * c, tt_threads * pool, bool trans_a,
 {
   if (tt_run_gemm_bf16 (c))
     tt_gemm_f32_as_bf16_split (pool, trans_a, trans_b, m, n, k, alpha, a, lda,
+        b, ldb, beta, y, ldy);
+  else if (c->gemm_inputs == TT_PRECISION_FP16)
+    tt_gemm_f32_as_f16_split (pool, trans_a, trans_b, m, n, k, alpha, a, lda,
         b, ldb, beta, y, ldy);
   else
     tt_gemm_split (pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,

@@ -35,6 +35,17 @@
 #elif defined(__aarch64__)
 #define BF16_ARM64 1
 #include <arm_neon.h>
+#include <sys/auxv.h>
+/* (the kernel's numbers, for a libc whose headers predate them) */
+#ifndef HWCAP_ASIMDHP
+#define HWCAP_ASIMDHP (1ul << 10)
+#endif
+#ifndef HWCAP_ASIMDFHM
+#define HWCAP_ASIMDFHM (1ul << 23)
+#endif
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1ul << 14)
+#endif
 #endif
 
 static bool bf16_portable_forced;
@@ -45,13 +56,36 @@ tt_bf16_force_portable (bool on)
   bf16_portable_forced = on;
 }
 
-/* (reads what libgcc's constructor found: no race between threads) */
+/* (x86-64: reads what libgcc's constructor found; arm64: the hardware
+ * capabilities the kernel gave the process: no race between threads) */
 bool
 tt_bf16_hw_dot (void)
 {
 #ifdef BF16_X86
   return !bf16_portable_forced && __builtin_cpu_supports ("avx512bf16")
       && __builtin_cpu_supports ("avx512bw");
+#elif defined(BF16_ARM64)
+  return !bf16_portable_forced && (getauxval (AT_HWCAP2) & HWCAP2_BF16);
+#else
+  return false;
+#endif
+}
+
+bool
+tt_f16_hw_fmlal (void)
+{
+#ifdef BF16_ARM64
+  return !bf16_portable_forced && (getauxval (AT_HWCAP) & HWCAP_ASIMDFHM);
+#else
+  return false;
+#endif
+}
+
+bool
+tt_f16_hw_arith (void)
+{
+#ifdef BF16_ARM64
+  return !bf16_portable_forced && (getauxval (AT_HWCAP) & HWCAP_ASIMDHP);
 #else
   return false;
 #endif

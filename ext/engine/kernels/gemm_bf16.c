@@ -16,6 +16,19 @@
  * treats denormal inputs and results as zero (it ignores MXCSR), so a
  * product or sum below 2^-126 is lost where the portable path keeps it.
  *
+ * On arm64 with ARMv8.6's BF16 (HWCAP2_BF16, checked at run time): BFDOT
+ * adds, to each fp32 lane, two bf16 products of a pair of K. Arm defines
+ * it (without FEAT_EBF16's FPCR.EBF) as: the products and their sum
+ * rounded to fp32 by round-to-odd, that sum added to the lane and
+ * rounded to odd again, denormal inputs and results flushed to zero,
+ * whatever FPCR says. A product of two bf16 is exact in fp32, so a pair
+ * costs two roundings of at most an ulp each where an fp32 FMA chain
+ * costs two of half an ulp: the sum of K products is within
+ * K 2^-23 sum |a b| of the exact one (test_bf16's bound). op(B) is packed
+ * into 8-column panels of pairs (a vector: four columns' pairs), op(A)
+ * into 8-row panels of pairs (a vector: four rows'), the tile 8 x 8: 16
+ * accumulators over a block's K (256), stored once a block.
+ *
  * Otherwise (or forced, tt_bf16_force_portable): A and B are widened to
  * fp32 a block at a time into buffers on the stack (96 KiB) and each
  * block pair goes through tt_gemm, with its transposes.
@@ -315,6 +328,130 @@ gemm_bf16_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
 
 #endif
 
+/* ---- arm64 ARMv8.6 BF16: BFDOT --------------------------------------- */
+
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
+#define BF16_BFDOT 1
+
+#include <arm_neon.h>
+#include <math.h>
+
+#define AMR 8
+#define ANR 8
+#define AKC 256
+#define ANC 128
+
+#define TBFDOT __attribute__ ((target ("arch=armv8.2-a+bf16")))
+
+/* Columns [j0, j0 + nc) and rows [p0, p0 + kc) of op(B) as pairs of K:
+ * bp[((q * kq + t) * ANR + j) * 2 + s] = op(B)[p0 + 2t + s][j0 + q ANR + j],
+ * zero past kc and nc (a vector: four columns' pairs) */
+static void
+bfdot_pack_b (bool trans_b, const uint16_t * b, int ldb, int p0, int kc,
+    int j0, int nc, uint16_t * bp)
+{
+  const int kq = (kc + 1) / 2, panels = (nc + ANR - 1) / ANR;
+  for (int q = 0; q < panels; q++)
+    for (int t = 0; t < kq; t++) {
+      uint16_t *d = bp + ((size_t) q * kq + t) * ANR * 2;
+      for (int j = 0; j < ANR; j++)
+        for (int s = 0; s < 2; s++) {
+          const int col = q * ANR + j, p = 2 * t + s;
+          d[j * 2 + s] = col >= nc || p >= kc ? 0 : trans_b ?
+              b[(size_t) (j0 + col) * ldb + p0 + p] :
+              b[(size_t) (p0 + p) * ldb + j0 + col];
+        }
+    }
+}
+
+/* Rows [i0, i0 + mr) and columns [p0, p0 + kc) of op(A) as pairs:
+ * ap[(t * AMR + r) * 2 + s] = op(A)[i0 + r][p0 + 2t + s], zero past mr and
+ * kc (a vector: four rows' pairs) */
+static void
+bfdot_pack_a (bool trans_a, const uint16_t * a, int lda, int i0, int mr,
+    int p0, int kc, uint16_t * ap)
+{
+  const int kq = (kc + 1) / 2;
+  for (int t = 0; t < kq; t++)
+    for (int r = 0; r < AMR; r++)
+      for (int s = 0; s < 2; s++) {
+        const int p = 2 * t + s;
+        ap[(t * AMR + r) * 2 + s] = r >= mr || p >= kc ? 0 : trans_a ?
+            a[(size_t) (p0 + p) * lda + i0 + r] :
+            a[(size_t) (i0 + r) * lda + p0 + p];
+      }
+}
+
+/* columns [0, nr) of alpha x (+ beta d) to d */
+static inline void
+bfdot_store (float *d, float32x4_t lo, float32x4_t hi, int nr, float alpha,
+    float beta)
+{
+  float x[ANR];
+  vst1q_f32 (x, lo);
+  vst1q_f32 (x + 4, hi);
+  for (int j = 0; j < nr; j++) {
+    const float v = alpha == 1.0f ? x[j] : alpha * x[j];
+    /* beta == 0 must not read C */
+    d[j] = beta != 0.0f ? fmaf (beta, d[j], v) : v;
+  }
+}
+
+/* Named accumulators: row r's columns 0-3 and 4-7; row r's pair is lane
+ * r % 4 of the A vector r / 4 */
+#define BFDOT_ROWS(X) X(0, a0, 0) X(1, a0, 1) X(2, a0, 2) X(3, a0, 3) \
+    X(4, a1, 0) X(5, a1, 1) X(6, a1, 2) X(7, a1, 3)
+#define BFDOT_DECL(r, v, l) float32x4_t c##r##0 = vdupq_n_f32 (0), \
+    c##r##1 = vdupq_n_f32 (0);
+#define BFDOT_DOT(r, v, l) c##r##0 = vbfdotq_laneq_f32 (c##r##0, b0, v, l); \
+    c##r##1 = vbfdotq_laneq_f32 (c##r##1, b1, v, l);
+#define BFDOT_STORE(r, v, l) if (r < mr) \
+    bfdot_store (c + r * ldc, c##r##0, c##r##1, nr, alpha, beta);
+
+TBFDOT static void
+bfdot_tile (int mr, int nr, int kq, const uint16_t * ap, const uint16_t * bp,
+    float alpha, float beta, float *c, ptrdiff_t ldc)
+{
+  BFDOT_ROWS (BFDOT_DECL);
+  for (int t = 0; t < kq; t++) {
+    const bfloat16x8_t b0 = vreinterpretq_bf16_u16 (vld1q_u16 (bp + t * 16));
+    const bfloat16x8_t b1 = vreinterpretq_bf16_u16 (vld1q_u16 (bp + t * 16 +
+            8));
+    const bfloat16x8_t a0 = vreinterpretq_bf16_u16 (vld1q_u16 (ap + t * 16));
+    const bfloat16x8_t a1 = vreinterpretq_bf16_u16 (vld1q_u16 (ap + t * 16 +
+            8));
+    BFDOT_ROWS (BFDOT_DOT);
+  }
+  BFDOT_ROWS (BFDOT_STORE);
+}
+
+static void
+gemm_bf16_bfdot (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const uint16_t * a, int lda, const uint16_t * b, int ldb,
+    float beta, float *c, int ldc)
+{
+  _Alignas (64) uint16_t bp[AKC * ANC];
+  _Alignas (64) uint16_t ap[AKC * AMR];
+  for (int p0 = 0; p0 < k; p0 += AKC) {
+    const int kc = bf16_min (AKC, k - p0), kq = (kc + 1) / 2;
+    const float bet = p0 == 0 ? beta : 1.0f;
+    for (int j0 = 0; j0 < n; j0 += ANC) {
+      const int nc = bf16_min (ANC, n - j0);
+      bfdot_pack_b (trans_b, b, ldb, p0, kc, j0, nc, bp);
+      for (int i0 = 0; i0 < m; i0 += AMR) {
+        const int mr = bf16_min (AMR, m - i0);
+        bfdot_pack_a (trans_a, a, lda, i0, mr, p0, kc, ap);
+        for (int jr = 0; jr < nc; jr += ANR)
+          bfdot_tile (mr, bf16_min (ANR, nc - jr), kq, ap,
+              bp + (size_t) (jr / ANR) * kq * ANR * 2, alpha, bet,
+              c + (size_t) i0 * ldc + j0 + jr, ldc);
+      }
+    }
+  }
+}
+
+#endif
+
 void
 tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     const uint16_t * a, int lda, const uint16_t * b, int ldb, float beta,
@@ -332,6 +469,12 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
         c, ldc);
     return;
   }
+#elif defined(BF16_BFDOT)
+  if (tt_bf16_hw_dot ()) {
+    gemm_bf16_bfdot (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
+        c, ldc);
+    return;
+  }
 #endif
   gemm_bf16_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
       c, ldc);
@@ -339,7 +482,7 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 
 /* ---- fp32 operands, rounded to bf16 a block at a time ----------------- */
 
-/* multiples of KC and WK, NC and WN, MR and WM: each block's tt_gemm_bf16
+/* multiples of KC, AKC and WK, NC, ANC and WN, MR, AMR and WM: each block's tt_gemm_bf16
  * makes the sums, in the order, of the whole product's */
 #define FK 256
 #define FN 128

@@ -579,8 +579,9 @@ uint16_t tt_bf16_from_f32 (float x);
 float tt_bf16_value (uint16_t h);
 uint16_t tt_f16_from_f32 (float x);
 float tt_f16_value (uint16_t h);
-/* whether the CPU has AVX-512 BF16's vdpbf16ps and vcvtne2ps2bf16 (and
- * tt_bf16_force_portable did not turn them off) */
+/* whether the CPU has a bf16 dot product for tt_gemm_bf16: AVX-512
+ * BF16's vdpbf16ps and vcvtne2ps2bf16 on x86-64, ARMv8.6's BFDOT on arm64
+ * (HWCAP2_BF16) (and tt_bf16_force_portable did not turn them off) */
 bool tt_bf16_hw_dot (void);
 /* whether fp16 conversions run on the CPU's own (F16C, arm64's NEON) */
 bool tt_f16_hw_convert (void);
@@ -608,6 +609,33 @@ void tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
     float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *c, int ldc);
 void tt_gemm_f32_as_bf16_split (tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc);
+
+/* fp16 GEMM inputs (gemm_f16.c): whether arm64's FMLAL/FMLAL2 (FEAT_FHM,
+ * HWCAP_ASIMDFHM: fp16 products summed in fp32) run tt_gemm_f16, and
+ * whether the CPU has ARMv8.2's fp16 arithmetic (HWCAP_ASIMDHP; reported
+ * only: without FHM the GEMM widens to fp32); false on x86-64 and when
+ * tt_bf16_force_portable turned them off */
+bool tt_f16_hw_fmlal (void);
+bool tt_f16_hw_arith (void);
+/* C = alpha * op(A) * op(B) + beta * C as tt_gemm, A and B in fp16
+ * (IEEE binary16), C in fp32, products and sums in fp32: FMLAL where
+ * tt_f16_hw_fmlal, else A and B widened to fp32 a block at a time (on
+ * the stack: F16C, NEON or portable conversions) into tt_gemm. beta == 0
+ * does not read C. */
+void tt_gemm_f16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const uint16_t *a, int lda, const uint16_t *b, int ldb,
+    float beta, float *c, int ldc);
+/* tt_gemm_f16 with fp32 operands rounded to fp16 as tt_f32_to_f16 rounds
+ * them (beyond 65504: infinity), a block at a time while the product
+ * runs: the bits of rounding A and B whole, then tt_gemm_f16, on either
+ * path (the layers' GEMMs with an fp16 activation type,
+ * tt_run_ctx.gemm_inputs); _split as tt_gemm_bf16_split */
+void tt_gemm_f32_as_f16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc);
+void tt_gemm_f32_as_f16_split (tt_threads * pool, bool trans_a,
     bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
     const float *b, int ldb, float beta, float *c, int ldc);
 

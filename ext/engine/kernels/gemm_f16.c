@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fp16 GEMM inputs: tt_gemm_f16 (A and B in IEEE binary16, uint16_t; C
+ * fp32, products and sums fp32) and tt_gemm_f32_as_f16 (fp32 operands
+ * rounded to fp16 while the product runs), with their splits over the
+ * threads.
+ *
+ * arm64 with FEAT_FHM (HWCAP_ASIMDFHM, checked at run time): FMLAL and
+ * FMLAL2 multiply fp16 lanes and add the products to fp32 lanes, fused
+ * (one rounding, to nearest even, per product added: a product of two
+ * fp16 is exact in fp32, so each step is an fp32 FMA of the widened
+ * values). op(B) is packed KC x NC at a time into NR-column panels (a
+ * row of 8 fp16 columns a vector), op(A) into MR-row panels (a column of
+ * 8 fp16 rows a vector); the tile is 8 x 8: 16 fp32 accumulators over
+ * the block's K, stored once a block.
+ *
+ * Otherwise (x86-64, arm64 without FHM, or tt_bf16_force_portable): the
+ * operands are converted to fp32 a block at a time into buffers on the
+ * stack (fp16 widened; fp32 rounded to fp16 and widened back: F16C on
+ * x86-64, NEON's conversions on arm64, portable otherwise) and each block
+ * pair goes through tt_gemm. Rounding then widening is exact, so this
+ * path's result is tt_gemm's on the rounded operands, block by block.
+ *
+ * tt_gemm_f32_as_f16 rounds in blocks that start on the blocks of both
+ * paths, so the result is the bits of tt_gemm_f16 on the operands rounded
+ * whole, on either path.
+ */
+#include "kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+static inline int
+f16_min (int x, int y)
+{
+  return x < y ? x : y;
+}
+
+/* C = beta C (the product term vanishes); beta == 0 writes zeros */
+static void
+f16_scale (int m, int n, float beta, float *c, int ldc)
+{
+  if (beta == 1.0f)
+    return;
+  for (int i = 0; i < m; i++) {
+    float *d = c + (size_t) i * ldc;
+    if (beta == 0.0f)
+      memset (d, 0, sizeof (float) * (size_t) n);
+    else
+      for (int j = 0; j < n; j++)
+        d[j] *= beta;
+  }
+}
+
+/* ---- widened: blocks to fp32, multiplied by tt_gemm ------------------ */
+
+#define WM 64
+#define WK 128
+#define WN 128
+
+/* rows x cols of an operand (element size es, row stride ld elements) to
+ * fp32, row stride cols */
+typedef void (*f16_widen_fn) (const void *src, size_t ld, int rows, int cols,
+    float *dst);
+
+static void
+widen_f16_rows (const void *src, size_t ld, int rows, int cols, float *dst)
+{
+  const uint16_t *s = src;
+  for (int r = 0; r < rows; r++)
+    tt_f16_to_f32 (s + (size_t) r * ld, dst + (size_t) r * cols, (size_t) cols);
+}
+
+/* fp32 rounded to fp16 and widened back (exact), through a row of fp16 */
+static void
+round_f32_rows (const void *src, size_t ld, int rows, int cols, float *dst)
+{
+  const float *s = src;
+  uint16_t h[WK > WN ? (WK > WM ? WK : WM) : (WN > WM ? WN : WM)];
+  for (int r = 0; r < rows; r++) {
+    tt_f32_to_f16 (s + (size_t) r * ld, h, (size_t) cols);
+    tt_f16_to_f32 (h, dst + (size_t) r * cols, (size_t) cols);
+  }
+}
+
+static void
+gemm_f16_widened (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const void *a, int lda, const void *b, int ldb, size_t es,
+    f16_widen_fn widen, float beta, float *c, int ldc)
+{
+  _Alignas (64) float aw[WM * WK];
+  _Alignas (64) float bw[WK * WN];
+  const char *ab = a, *bb = b;
+  for (int j0 = 0; j0 < n; j0 += WN) {
+    const int nb = f16_min (WN, n - j0);
+    for (int p0 = 0; p0 < k; p0 += WK) {
+      const int kb = f16_min (WK, k - p0);
+      /* the block keeps B's transpose */
+      if (trans_b)
+        widen (bb + ((size_t) j0 * ldb + p0) * es, (size_t) ldb, nb, kb, bw);
+      else
+        widen (bb + ((size_t) p0 * ldb + j0) * es, (size_t) ldb, kb, nb, bw);
+      const float bet = p0 == 0 ? beta : 1.0f;
+      for (int i0 = 0; i0 < m; i0 += WM) {
+        const int mb = f16_min (WM, m - i0);
+        if (trans_a)
+          widen (ab + ((size_t) p0 * lda + i0) * es, (size_t) lda, kb, mb, aw);
+        else
+          widen (ab + ((size_t) i0 * lda + p0) * es, (size_t) lda, mb, kb, aw);
+        tt_gemm (trans_a, trans_b, mb, nb, kb, alpha, aw, trans_a ? mb : kb,
+            bw, trans_b ? kb : nb, bet, c + (size_t) i0 * ldc + j0, ldc);
+      }
+    }
+  }
+}
+
+/* ---- arm64 FEAT_FHM: FMLAL / FMLAL2 ---------------------------------- */
+
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
+#define F16_FHM 1
+
+#include <arm_neon.h>
+
+#define MR 8
+#define NR 8
+#define KC 256
+#define NC 128
+
+#define TFHM __attribute__ ((target ("arch=armv8.2-a+fp16fml")))
+
+/* Columns [j0, j0 + nc) and rows [p0, p0 + kc) of op(B): panel q, row p,
+ * column j at bp[(q * kc + p) * NR + j], zero past nc */
+static void
+fhm_pack_b (bool trans_b, const uint16_t * b, int ldb, int p0, int kc,
+    int j0, int nc, uint16_t * bp)
+{
+  const int panels = (nc + NR - 1) / NR;
+  for (int q = 0; q < panels; q++)
+    for (int p = 0; p < kc; p++) {
+      uint16_t *d = bp + ((size_t) q * kc + p) * NR;
+      for (int j = 0; j < NR; j++) {
+        const int col = q * NR + j;
+        d[j] = col >= nc ? 0 : trans_b ?
+            b[(size_t) (j0 + col) * ldb + p0 + p] :
+            b[(size_t) (p0 + p) * ldb + j0 + col];
+      }
+    }
+}
+
+/* Rows [i0, i0 + mr) and columns [p0, p0 + kc) of op(A): ap[p * MR + r],
+ * zero past mr */
+static void
+fhm_pack_a (bool trans_a, const uint16_t * a, int lda, int i0, int mr,
+    int p0, int kc, uint16_t * ap)
+{
+  for (int p = 0; p < kc; p++)
+    for (int r = 0; r < MR; r++)
+      ap[p * MR + r] = r >= mr ? 0 : trans_a ?
+          a[(size_t) (p0 + p) * lda + i0 + r] :
+          a[(size_t) (i0 + r) * lda + p0 + p];
+}
+
+/* columns [0, nr) of alpha x (+ beta d) to d */
+static inline void
+fhm_store (float *d, float32x4_t lo, float32x4_t hi, int nr, float alpha,
+    float beta)
+{
+  float x[NR];
+  vst1q_f32 (x, lo);
+  vst1q_f32 (x + 4, hi);
+  for (int j = 0; j < nr; j++) {
+    const float v = alpha == 1.0f ? x[j] : alpha * x[j];
+    /* beta == 0 must not read C */
+    d[j] = beta != 0.0f ? fmaf (beta, d[j], v) : v;
+  }
+}
+
+/* Named accumulators (a row's low and high four columns) */
+#define FHM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define FHM_DECL(r) float32x4_t c##r##l = vdupq_n_f32 (0), \
+    c##r##h = vdupq_n_f32 (0);
+#define FHM_FMA(r) c##r##l = vfmlalq_laneq_low_f16 (c##r##l, bv, av, r); \
+    c##r##h = vfmlalq_laneq_high_f16 (c##r##h, bv, av, r);
+#define FHM_STORE(r) if (r < mr) \
+    fhm_store (c + r * ldc, c##r##l, c##r##h, nr, alpha, beta);
+
+TFHM static void
+fhm_tile (int mr, int nr, int kc, const uint16_t * ap, const uint16_t * bp,
+    float alpha, float beta, float *c, ptrdiff_t ldc)
+{
+  FHM_ROWS (FHM_DECL);
+  for (int p = 0; p < kc; p++) {
+    const float16x8_t bv = vreinterpretq_f16_u16 (vld1q_u16 (bp + p * NR));
+    const float16x8_t av = vreinterpretq_f16_u16 (vld1q_u16 (ap + p * MR));
+    FHM_ROWS (FHM_FMA);
+  }
+  FHM_ROWS (FHM_STORE);
+}
+
+static void
+gemm_f16_fhm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+    const uint16_t * a, int lda, const uint16_t * b, int ldb, float beta,
+    float *c, int ldc)
+{
+  _Alignas (64) uint16_t bp[KC * NC];
+  _Alignas (64) uint16_t ap[KC * MR];
+  for (int p0 = 0; p0 < k; p0 += KC) {
+    const int kc = f16_min (KC, k - p0);
+    const float bet = p0 == 0 ? beta : 1.0f;
+    for (int j0 = 0; j0 < n; j0 += NC) {
+      const int nc = f16_min (NC, n - j0);
+      fhm_pack_b (trans_b, b, ldb, p0, kc, j0, nc, bp);
+      for (int i0 = 0; i0 < m; i0 += MR) {
+        const int mr = f16_min (MR, m - i0);
+        fhm_pack_a (trans_a, a, lda, i0, mr, p0, kc, ap);
+        for (int jr = 0; jr < nc; jr += NR)
+          fhm_tile (mr, f16_min (NR, nc - jr), kc, ap,
+              bp + (size_t) (jr / NR) * kc * NR, alpha, bet,
+              c + (size_t) i0 * ldc + j0 + jr, ldc);
+      }
+    }
+  }
+}
+
+#endif
+
+void
+tt_gemm_f16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+    const uint16_t * a, int lda, const uint16_t * b, int ldb, float beta,
+    float *c, int ldc)
+{
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0 || alpha == 0.0f) {
+    f16_scale (m, n, beta, c, ldc);
+    return;
+  }
+#ifdef F16_FHM
+  if (tt_f16_hw_fmlal ()) {
+    gemm_f16_fhm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+        ldc);
+    return;
+  }
+#endif
+  gemm_f16_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+      sizeof *a, widen_f16_rows, beta, c, ldc);
+}
+
+/* ---- fp32 operands, rounded to fp16 a block at a time ----------------- */
+
+#ifdef F16_FHM
+/* multiples of KC, NC and MR: each block's tt_gemm_f16 makes the sums, in
+ * the order, of the whole product's */
+#define FK 256
+#define FN 128
+#define FM 128
+
+static void
+f32_block_to_f16 (const float *src, size_t lds, int rows, int cols,
+    uint16_t * dst)
+{
+  for (int r = 0; r < rows; r++)
+    tt_f32_to_f16 (src + (size_t) r * lds, dst + (size_t) r * cols,
+        (size_t) cols);
+}
+
+static void
+gemm_f32_as_f16_fhm (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  _Alignas (64) uint16_t bh[FK * FN];
+  _Alignas (64) uint16_t ah[FM * FK];
+  for (int p0 = 0; p0 < k; p0 += FK) {
+    const int kb = f16_min (FK, k - p0);
+    const float bet = p0 == 0 ? beta : 1.0f;
+    for (int j0 = 0; j0 < n; j0 += FN) {
+      const int nb = f16_min (FN, n - j0);
+      if (trans_b)
+        f32_block_to_f16 (b + (size_t) j0 * ldb + p0, (size_t) ldb, nb, kb, bh);
+      else
+        f32_block_to_f16 (b + (size_t) p0 * ldb + j0, (size_t) ldb, kb, nb, bh);
+      for (int i0 = 0; i0 < m; i0 += FM) {
+        const int mb = f16_min (FM, m - i0);
+        if (trans_a)
+          f32_block_to_f16 (a + (size_t) p0 * lda + i0, (size_t) lda, kb, mb,
+              ah);
+        else
+          f32_block_to_f16 (a + (size_t) i0 * lda + p0, (size_t) lda, mb, kb,
+              ah);
+        gemm_f16_fhm (trans_a, trans_b, mb, nb, kb, alpha, ah,
+            trans_a ? mb : kb, bh, trans_b ? kb : nb, bet,
+            c + (size_t) i0 * ldc + j0, ldc);
+      }
+    }
+  }
+}
+#endif
+
+void
+tt_gemm_f32_as_f16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0 || alpha == 0.0f) {
+    f16_scale (m, n, beta, c, ldc);
+    return;
+  }
+#ifdef F16_FHM
+  if (tt_f16_hw_fmlal ()) {
+    gemm_f32_as_f16_fhm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+        beta, c, ldc);
+    return;
+  }
+#endif
+  /* the same blocks as tt_gemm_f16's widened path, each rounded and
+   * widened in one pass */
+  gemm_f16_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+      sizeof *a, round_f32_rows, beta, c, ldc);
+}
+
+/* ---- threads --------------------------------------------------------- */
+
+/* as gemm_split.c's: rows by 8, columns by whole 16-float vectors */
+#define F16_ROW_QUANTUM 8
+#define F16_COL_QUANTUM 16
+
+typedef struct
+{
+  bool trans_a, trans_b, by_rows;
+  int m, n, k;
+  float alpha, beta;
+  const float *a, *b;
+  int lda, ldb, ldc;
+  float *c;
+  size_t quantum;
+} f16_job;
+
+static void
+f16_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const f16_job *j = arg;
+  size_t lo, hi;
+  tt_threads_range (j->by_rows ? (size_t) j->m : (size_t) j->n, j->quantum,
+      part, n_parts, &lo, &hi);
+  if (lo >= hi)
+    return;
+  const float *a = j->a, *b = j->b;
+  int m = j->m, n = j->n;
+  float *c = j->c;
+  if (j->by_rows) {
+    a += j->trans_a ? lo : lo * (size_t) j->lda;
+    c += lo * (size_t) j->ldc;
+    m = (int) (hi - lo);
+  } else {
+    b += j->trans_b ? lo * (size_t) j->ldb : lo;
+    c += lo;
+    n = (int) (hi - lo);
+  }
+  tt_gemm_f32_as_f16 (j->trans_a, j->trans_b, m, n, j->k, j->alpha, a,
+      j->lda, b, j->ldb, j->beta, c, j->ldc);
+}
+
+void
+tt_gemm_f32_as_f16_split (tt_threads * pool, bool trans_a, bool trans_b,
+    int m, int n, int k, float alpha, const float *a, int lda, const float *b,
+    int ldb, float beta, float *c, int ldc)
+{
+  f16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
+    ldc, c, F16_ROW_QUANTUM
+  };
+  unsigned parts = 1;
+  if (pool && m > 0 && n > 0 && (double) m * n * k >= TT_GEMM_SPLIT_MIN) {
+    const size_t row_units = ((size_t) m + F16_ROW_QUANTUM - 1) /
+        F16_ROW_QUANTUM;
+    const size_t col_units = ((size_t) n + F16_COL_QUANTUM - 1) /
+        F16_COL_QUANTUM;
+    const unsigned threads = tt_threads_count (pool);
+    j.by_rows = row_units >= threads || row_units >= col_units;
+    if (!j.by_rows)
+      j.quantum = F16_COL_QUANTUM;
+    parts = tt_threads_parts (pool, j.by_rows ? row_units : col_units, 1);
+  }
+  tt_threads_run (pool, f16_part, &j, parts);
+}
