@@ -59,7 +59,8 @@ time_pass (const shape * s, int batch, int algo, bool bf16, int runs,
   tt_window_geom g = {.channels = s->c,.in_h = s->h,.in_w = s->w,
     .kernel_h = s->k,.kernel_w = s->k,.stride_h = 1,.stride_w = 1,
     .pad_top = s->pad,.pad_bottom = s->pad,.pad_left = s->pad,
-    .pad_right = s->pad,.dilation_h = 1,.dilation_w = 1,.gemm_bf16 = bf16
+    .pad_right = s->pad,.dilation_h = 1,.dilation_w = 1,.gemm_inputs =
+        bf16 ? TT_GEMM_BF16 : TT_GEMM_FP32
   };
   if (tt_window_geom_init (&g))
     return -1;

@@ -16,9 +16,10 @@
  * (the bf16 path ran). With relu instead of sigmoid (fully_connected's
  * fused relu mask), the step within 5% in the L2 norm: a unit whose
  * input bf16 moves across 0 takes its gradient with it. An fp16
- * activation type rounds the same GEMMs' inputs to fp16 (but conv2d's,
- * which stay fp32): its outputs and steps within an eighth of bf16's
- * tolerances (2e-3 of the scale; 1e-2 in L2 with relu), not fp32's bits.
+ * activation type rounds the same GEMMs' inputs to fp16: its outputs
+ * and steps within an eighth of bf16's tolerances (2e-3 of the scale;
+ * 1e-2 in L2 with relu), not fp32's bits; a model of convolutions alone
+ * shows that theirs round too.
  *
  * Then the Fashion-MNIST MLP and CNN (tests/models) trained 150 steps on
  * synthetic class patterns in bf16 and fp32: the mean loss of the last
@@ -66,6 +67,15 @@ static const char conv_ini[] =
     "activation = tanh\n"
     "[flat]\ntype = flatten\n"
     "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
+/* convolutions alone (their im2col and 1x1 GEMMs): no dense layer rounds
+ * after them, so fp16's and bf16's differences from fp32 are theirs */
+static const char conv_only_ini[] =
+    "[Model]\ntype = NeuralNetwork\nbatch_size = 8\nloss = mse\n" SGD1
+    "[input]\ntype = input\ninput_shape = 3:10:10\n"
+    "[conv1]\ntype = conv2d\nfilters = 8\nkernel_size = 3,3\n"
+    "padding = same\nactivation = sigmoid\n"
+    "[conv2]\ntype = conv2d\nfilters = 6\nkernel_size = 1,1\n";
 
 /* convolutions in bf16 (kernels/conv2d_algo.c): the direct convolution
  * (3x3 unpadded over 2 channels: 18 taps), then Winograd (3x3 over 16
@@ -231,7 +241,7 @@ compare_layers (const char *name, const char *text, bool relu)
     printf (", steps %.3g of scale %.3g\n", d, s);
     /* fp16 GEMM inputs (tt_gemm_f32_as_f16): 11 significant bits to
      * bf16's 8, so within an eighth of bf16's tolerances, and not fp32's
-     * bits (every model here ends in fully_connected, which rounds) */
+     * bits */
     spread (out[2], out[0], no, &d, &s);
     CHECK (d <= 2e-3 * s && d > 0, "%s, %u threads: fp16 outputs %.3g from "
         "fp32's (scale %.3g)", name, threads, d, s);
@@ -280,6 +290,7 @@ test_conv (void)
 {
   compare_layers ("conv2d", conv_ini, false);
   compare_relu ("conv2d, relu", conv_ini);
+  compare_layers ("conv2d alone", conv_only_ini, false);
 }
 
 /* the plan knows the precision: conv_wino_ini compiled in bf16 (the
@@ -473,7 +484,8 @@ test_attention_kernel (void)
       .q_hs = DK,.k_hs = DK,.v_hs = DV,.o_hs = DV,
       .q_ld = H * DK,.k_ld = H * DK,.v_ld = H * DV,.o_ld = H * DV,
       .scale = 0.25f,.mask = mask,.drop = drop,
-      .probs = probs[r],.dropped = dropped[r],.gemm_bf16 = r == 1,
+      .probs = probs[r],.dropped = dropped[r],.gemm_inputs =
+          r == 1 ? TT_GEMM_BF16 : TT_GEMM_FP32,
     };
     tt_attention_forward (&a);
     tt_attention_backward (&a, in[r][3], dq[r], dk[r], dv[r], NULL, ds[r]);
@@ -523,7 +535,8 @@ test_attention_kernel (void)
 static void
 test_matmul_kernel (void)
 {
-  const tt_matmul_shape s32 = { 7, 20, 24, false }, s16 = { 7, 20, 24, true };
+  const tt_matmul_shape s32 = { 7, 20, 24, TT_GEMM_FP32 },
+      s16 = { 7, 20, 24, TT_GEMM_BF16 };
   const size_t count = 5, na = count * 7 * 24, nb = count * 24 * 20,
       ny = count * 7 * 20;
   rng_state = 13;

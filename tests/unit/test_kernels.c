@@ -2298,7 +2298,9 @@ test_tensorops_matmul (tt_threads * pools[4])
     {6, 5, 7, 3}, {8, 33, 40, 29}, {1, 96, 80, 70}, {3, 1, 9, 4},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-    const tt_matmul_shape s = { cases[ci].m, cases[ci].n, cases[ci].k, false };
+    const tt_matmul_shape s = { cases[ci].m, cases[ci].n, cases[ci].k,
+      TT_GEMM_FP32
+    };
     const size_t cnt = cases[ci].count;
     const size_t na = cnt * s.m * s.k, nb = cnt * s.k * s.n,
         ny = cnt * s.m * s.n;

@@ -1192,16 +1192,23 @@ void tt_rnn_input_grad (const tt_rnn * s, float *dx);
 /* After tt_rnn_bptt, with h0: its derivative dh0 [B][U]. */
 void tt_rnn_state_grad (const tt_rnn * s, float *dh0);
 
-/* mixed precision (docs/precision.md): a layer's GEMM in the run's
- * format, c->gemm_inputs. TT_PRECISION_BF16 rounds A and B to bf16 while
- * it packs them and sums in fp32 (tt_gemm_f32_as_bf16); TT_PRECISION_FP16
- * rounds them to fp16 the same way (tt_gemm_f32_as_f16); fp32 is tt_gemm
- * (tt_run_gemm: one thread; tt_run_gemm_split: split over pool as
- * tt_gemm_split, NULL for one thread) */
-static inline bool
-tt_run_gemm_bf16 (const tt_run_ctx * c)
+/* mixed precision (docs/precision.md): the format of a layer's GEMMs in
+ * this run, c->gemm_inputs: TT_PRECISION_BF16 and FP16 round A and B to
+ * bf16 or fp16 while they are packed and sum in fp32 (tt_gemm_as);
+ * tt_run_gemm: one thread; tt_run_gemm_split: split over pool as
+ * tt_gemm_split, NULL for one thread */
+static inline tt_gemm_inputs
+tt_run_gemm_inputs (const tt_run_ctx * c)
 {
-  return c->gemm_inputs == TT_PRECISION_BF16;
+  switch (c->gemm_inputs) {
+    case TT_PRECISION_BF16:
+      return TT_GEMM_BF16;
+    case TT_PRECISION_FP16:
+      return TT_GEMM_FP16;
+    case TT_PRECISION_FP32:
+    default:
+      return TT_GEMM_FP32;
+  }
 }
 
 static inline void
@@ -1209,14 +1216,8 @@ tt_run_gemm (const tt_run_ctx * c, bool trans_a, bool trans_b, int m, int n,
     int k, float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *y, int ldy)
 {
-  if (tt_run_gemm_bf16 (c))
-    tt_gemm_f32_as_bf16 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-        beta, y, ldy);
-  else if (c->gemm_inputs == TT_PRECISION_FP16)
-    tt_gemm_f32_as_f16 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-        beta, y, ldy);
-  else
-    tt_gemm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, y, ldy);
+  tt_gemm_as (tt_run_gemm_inputs (c), trans_a, trans_b, m, n, k, alpha, a,
+      lda, b, ldb, beta, y, ldy);
 }
 
 static inline void
@@ -1224,21 +1225,14 @@ tt_run_gemm_split (const tt_run_ctx * c, tt_threads * pool, bool trans_a,
     bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
     const float *b, int ldb, float beta, float *y, int ldy)
 {
-  if (tt_run_gemm_bf16 (c))
-    tt_gemm_f32_as_bf16_split (pool, trans_a, trans_b, m, n, k, alpha, a, lda,
-        b, ldb, beta, y, ldy);
-  else if (c->gemm_inputs == TT_PRECISION_FP16)
-    tt_gemm_f32_as_f16_split (pool, trans_a, trans_b, m, n, k, alpha, a, lda,
-        b, ldb, beta, y, ldy);
-  else
-    tt_gemm_split (pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-        beta, y, ldy);
+  tt_gemm_as_split (tt_run_gemm_inputs (c), pool, trans_a, trans_b, m, n, k,
+      alpha, a, lda, b, ldb, beta, y, ldy);
 }
 
-/* convolutions in bf16: the format of the GEMMs' inputs the model is
- * planned for (its activation type: TT_PRECISION_BF16 or FP32, as
- * tt_run_ctx.gemm_inputs will be), so that infer and declare choose an
- * algorithm and size its scratch for it (core/init_precision.c) */
+/* the format of the GEMMs' inputs the model is planned for (its
+ * activation type, as tt_run_ctx.gemm_inputs will be), so that a
+ * convolution's infer and declare choose an algorithm and size its
+ * scratch for it (core/init_precision.c) */
 tt_precision tt_init_gemm_inputs (const tt_init_ctx * c);
 
 #endif

@@ -324,18 +324,14 @@ attn_add_scaled (const float *x, float s, float *y, size_t n)
     y[i] += s * x[i];
 }
 
-/* one product of a head: tt_gemm, or with a->gemm_bf16 its inputs
- * rounded to bf16 and fp32 sums */
+/* one product of a head, in a->gemm_inputs */
 static void
 attn_gemm (const tt_attention * a, bool trans_a, bool trans_b, int m, int n,
     int k, float alpha, const float *x, int ldx, const float *y, int ldy,
     float beta, float *c, int ldc)
 {
-  if (a->gemm_bf16)
-    tt_gemm_f32_as_bf16_small (trans_a, trans_b, m, n, k, alpha, x, ldx, y, ldy,
-        beta, c, ldc);
-  else
-    tt_gemm (trans_a, trans_b, m, n, k, alpha, x, ldx, y, ldy, beta, c, ldc);
+  tt_gemm_as_small (a->gemm_inputs, trans_a, trans_b, m, n, k, alpha, x, ldx,
+      y, ldy, beta, c, ldc);
 }
 
 static void

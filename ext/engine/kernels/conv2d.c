@@ -237,17 +237,14 @@ tt_col2im (const tt_window_geom * g, const float *col, size_t ld, float *img)
   }
 }
 
-/* the im2col path's GEMMs: fp32, or bf16 inputs (g->gemm_bf16) */
+/* the im2col path's GEMMs, in g->gemm_inputs */
 static void
 conv2d_gemm (const tt_window_geom * g, bool trans_a, bool trans_b, int m,
     int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
     int ldc)
 {
-  if (g->gemm_bf16)
-    tt_gemm_f32_as_bf16 (trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb,
-        0.0f, c, ldc);
-  else
-    tt_gemm (trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  tt_gemm_as (g->gemm_inputs, trans_a, trans_b, m, n, k, 1.0f, a, lda, b,
+      ldb, 0.0f, c, ldc);
 }
 
 /* ---- the im2col path on several threads --------------------------------
@@ -471,12 +468,8 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
     return;
   }
   conv2d_regroup_dy (pool, g, filters, batch, dy, dyg);
-  if (g->gemm_bf16)
-    tt_gemm_f32_as_bf16_split (pool, false, true, filters, ckk, (int) ld,
-        1.0f, dyg, (int) ld, col, (int) ld, 0.0f, dw, ckk);
-  else
-    tt_gemm_split (pool, false, true, filters, ckk, (int) ld, 1.0f, dyg,
-        (int) ld, col, (int) ld, 0.0f, dw, ckk);
+  tt_gemm_as_split (g->gemm_inputs, pool, false, true, filters, ckk,
+      (int) ld, 1.0f, dyg, (int) ld, col, (int) ld, 0.0f, dw, ckk);
   if (dbias) {
     conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ld,
       .dyg = dyg,.dbias = dbias

@@ -38,6 +38,28 @@ void tt_gemm_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
     int n, int k, float alpha, const float *a, int lda, const float *b,
     int ldb, float beta, float *c, int ldc);
 
+/* mixed precision (docs/precision.md): the format a layer's GEMM rounds
+ * its fp32 inputs to, sums in fp32. Zero (as zeroed) is fp32. */
+typedef enum
+{
+  TT_GEMM_FP32 = 0,
+  TT_GEMM_BF16,                 /* tt_gemm_f32_as_bf16 */
+  TT_GEMM_FP16                  /* tt_gemm_f32_as_f16 */
+} tt_gemm_inputs;
+/* tt_gemm in the format f (gemm_inputs.c); _split over pool as
+ * tt_gemm_split (NULL: one thread); _small for many small products
+ * (attention's heads, matmul's matrices): bf16 through
+ * tt_gemm_f32_as_bf16_small, the others as tt_gemm_as */
+void tt_gemm_as (tt_gemm_inputs f, bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc);
+void tt_gemm_as_split (tt_gemm_inputs f, tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc);
+void tt_gemm_as_small (tt_gemm_inputs f, bool trans_a, bool trans_b, int m,
+    int n, int k, float alpha, const float *a, int lda, const float *b,
+    int ldb, float beta, float *c, int ldc);
+
 /* The same product with 512-bit vectors (gemm_avx512.c), when the CPU has
  * them and the shape is one it serves (small K and M * K); false, having
  * done nothing, otherwise. tt_gemm tries it first. */
@@ -86,15 +108,14 @@ typedef struct {
   int pad_top, pad_bottom, pad_left, pad_right;
   int dilation_h, dilation_w;
   int out_h, out_w;
-  /* mixed precision: the im2col path's GEMMs (tt_conv2d_batch_*) round
-   * their inputs to bf16, sums in fp32 (tt_gemm_f32_as_bf16); false (as
-   * zeroed) computes in fp32. The direct and Winograd convolutions stay
-   * fp32 either way. */
-  bool gemm_bf16;
+  /* mixed precision: the format the im2col path's GEMMs
+   * (tt_conv2d_batch_*) round their inputs to, sums in fp32; zeroed:
+   * fp32. The direct and Winograd convolutions stay fp32 either way. */
+  tt_gemm_inputs gemm_inputs;
   /* mixed precision: the layer was planned with bf16 GEMMs (its model's
    * activation type), so the batched convolution chooses its algorithm
    * by the bf16 rule (tt_conv2d_batch_algo, conv2d_algo.c); false (as
-   * zeroed) keeps fp32's choice. Set at plan time, unlike gemm_bf16: the
+   * zeroed) keeps fp32's choice. Set at plan time, unlike gemm_inputs: the
    * scratch sizes follow the algorithm. */
   bool plan_bf16;
 } tt_window_geom;
@@ -392,9 +413,9 @@ void tt_channel_shuffle (tt_threads * pool, size_t batch, size_t a, size_t b,
 typedef struct
 {
   int m, n, k;
-  /* mixed precision: a and b (dy) rounded to bf16, sums in fp32
-   * (tt_gemm_f32_as_bf16); false: fp32 */
-  bool gemm_bf16;
+  /* mixed precision: the format a and b (dy) are rounded to, sums in
+   * fp32 (tt_gemm_as_small) */
+  tt_gemm_inputs gemm_inputs;
 } tt_matmul_shape;
 void tt_matmul_forward (tt_threads * pool, const tt_matmul_shape * s,
     size_t count, const float *a, const float *b, float *y);
@@ -508,10 +529,10 @@ typedef struct {
    * output (tt_attention_weights), NULL: none */
   const float *dweights;
   bool weights_after, weights_mean;
-  /* mixed precision: the products' inputs (Q, K, V, P * drop, dO, dS)
-   * rounded to bf16, sums in fp32 (tt_gemm_f32_as_bf16); false: fp32.
-   * Softmax, mask and dropout stay fp32. */
-  bool gemm_bf16;
+  /* mixed precision: the format the products' inputs (Q, K, V, P * drop,
+   * dO, dS) are rounded to, sums in fp32 (tt_gemm_as_small). Softmax,
+   * mask and dropout stay fp32. */
+  tt_gemm_inputs gemm_inputs;
 } tt_attention;
 
 void tt_attention_forward (const tt_attention * a);

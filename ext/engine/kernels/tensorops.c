@@ -27,24 +27,19 @@ typedef struct
   float *y, *da, *db;
 } matmul_job;
 
-/* one product of a matrix pair: tt_gemm, or with s->gemm_bf16 its inputs
- * rounded to bf16 and fp32 sums (one thread: pool NULL) */
+/* one product of a matrix pair, in s->gemm_inputs (one thread: pool
+ * NULL) */
 static void
 matmul_gemm (const tt_matmul_shape * s, tt_threads * pool, bool trans_a,
     bool trans_b, int m, int n, int k, const float *a, int lda,
     const float *b, int ldb, float *y, int ldy)
 {
-  if (s->gemm_bf16 && !pool)
-    tt_gemm_f32_as_bf16_small (trans_a, trans_b, m, n, k, 1.0f, a, lda, b,
-        ldb, 0.0f, y, ldy);
-  else if (s->gemm_bf16)
-    tt_gemm_f32_as_bf16_split (pool, trans_a, trans_b, m, n, k, 1.0f, a, lda,
-        b, ldb, 0.0f, y, ldy);
-  else if (pool)
-    tt_gemm_split (pool, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb,
-        0.0f, y, ldy);
+  if (pool)
+    tt_gemm_as_split (s->gemm_inputs, pool, trans_a, trans_b, m, n, k, 1.0f,
+        a, lda, b, ldb, 0.0f, y, ldy);
   else
-    tt_gemm (trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, y, ldy);
+    tt_gemm_as_small (s->gemm_inputs, trans_a, trans_b, m, n, k, 1.0f, a,
+        lda, b, ldb, 0.0f, y, ldy);
 }
 
 static void

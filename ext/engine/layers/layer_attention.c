@@ -97,7 +97,7 @@ attention_setup (const tt_run_ctx * c, const tt_layer * l)
     .causal = l->p.attn.causal,
     .probs = tt_run_data (c, l->p.attn.probs),
     .threads = c->threads,
-    .gemm_bf16 = tt_run_gemm_bf16 (c),
+    .gemm_inputs = tt_run_gemm_inputs (c),
   };
   return a;
 }

@@ -248,7 +248,7 @@ static tt_window_geom
 conv_run_geom (const tt_run_ctx * c, const tt_layer * l)
 {
   tt_window_geom g = l->p.conv.geom;
-  g.gemm_bf16 = tt_run_gemm_bf16 (c);
+  g.gemm_inputs = tt_run_gemm_inputs (c);
   return g;
 }
 

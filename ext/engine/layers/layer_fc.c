@@ -320,9 +320,9 @@ fc_derivative_part (void *arg, unsigned part, unsigned n_parts)
   tt_weight_owned_rows (w, part, n_parts, &r0, &r1);
   float *dx = tt_run_data (j->c, j->l->in_deriv[0]);
   const float *keep = fc_relu_keep (j);
-  if (tt_run_gemm_bf16 (j->c)) {
-    /* bf16 inputs: the product, then the mask */
-    tt_gemm_f32_as_bf16 (false, true, j->rows, (int) (r1 - r0), j->unit,
+  if (tt_run_gemm_inputs (j->c) != TT_GEMM_FP32) {
+    /* half-width inputs: the product, then the mask */
+    tt_run_gemm (j->c, false, true, j->rows, (int) (r1 - r0), j->unit,
         1.0f, fc_out_deriv (j, part), j->unit,
         tt_run_data (j->c, w->value) + r0 * (size_t) j->unit, j->unit, 0.0f,
         dx + r0, j->k);
@@ -378,9 +378,9 @@ fc_calc_derivative (const tt_run_ctx * c, tt_layer * l)
     tt_threads_run_owned (c->threads, fc_derivative_copy_part, &j);
     return;
   }
-  if (tt_run_gemm_bf16 (c)) {
-    /* bf16 inputs: the product, then the mask */
-    tt_gemm_f32_as_bf16_split (c->threads, false, true, j.rows, j.k, j.unit,
+  if (tt_run_gemm_inputs (c) != TT_GEMM_FP32) {
+    /* half-width inputs: the product, then the mask */
+    tt_run_gemm_split (c, c->threads, false, true, j.rows, j.k, j.unit,
         1.0f, tt_run_data (c, l->out_deriv[0]), j.unit,
         tt_run_data (c, l->weights[0].value), j.unit, 0.0f,
         tt_run_data (c, l->in_deriv[0]), j.k);

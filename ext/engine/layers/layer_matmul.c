@@ -10,7 +10,7 @@
  *
  * Backward: da = dy b^T, db = a^T dy, per matrix (kernels/tensorops.c,
  * tt_gemm; inputs rounded to bf16, sums fp32, when the run's GEMMs are
- * bf16: tt_run_gemm_bf16). Keys: nntrainer's inplace and print (read and
+ * bf16: tt_run_gemm_inputs). Keys: nntrainer's inplace and print (read and
  * checked; the planner decides what runs in place, and a product never
  * does).
  */
@@ -47,13 +47,13 @@ matmul_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   return TT_OK;
 }
 
-/* the products in the run's GEMM format (tt_run_gemm_bf16) */
+/* the products in the run's GEMM format (tt_run_gemm_inputs) */
 static tt_matmul_shape
 matmul_shape (const tt_run_ctx * c, const tt_layer * l)
 {
   return (tt_matmul_shape) {
   (int) l->in_dims[0].h, (int) l->in_dims[1].w, (int) l->in_dims[0].w,
-        tt_run_gemm_bf16 (c)};
+        tt_run_gemm_inputs (c)};
 }
 
 static void

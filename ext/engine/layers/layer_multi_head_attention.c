@@ -400,7 +400,7 @@ mha_setup (const tt_run_ctx * c, const tt_layer * l)
     .probs = tt_run_data (c, l->p.attn.probs),
     .dropped = tt_run_data (c, l->p.attn.dropped),
     .threads = c->threads,
-    .gemm_bf16 = tt_run_gemm_bf16 (c),
+    .gemm_inputs = tt_run_gemm_inputs (c),
   };
   return a;
 }

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A GEMM in the format its layer runs (docs/precision.md): fp32, or its
+ * fp32 inputs rounded to bf16 or fp16 while they are packed, sums in
+ * fp32. One place chooses the kernel, so that every layer honours every
+ * activation type the same way.
+ */
+#include "kernels.h"
+
+void
+tt_gemm_as (tt_gemm_inputs f, bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  switch (f) {
+    case TT_GEMM_BF16:
+      tt_gemm_f32_as_bf16 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+          beta, c, ldc);
+      return;
+    case TT_GEMM_FP16:
+      tt_gemm_f32_as_f16 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+          beta, c, ldc);
+      return;
+    case TT_GEMM_FP32:
+    default:
+      tt_gemm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+  }
+}
+
+void
+tt_gemm_as_split (tt_gemm_inputs f, tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc)
+{
+  switch (f) {
+    case TT_GEMM_BF16:
+      tt_gemm_f32_as_bf16_split (pool, trans_a, trans_b, m, n, k, alpha, a,
+          lda, b, ldb, beta, c, ldc);
+      return;
+    case TT_GEMM_FP16:
+      tt_gemm_f32_as_f16_split (pool, trans_a, trans_b, m, n, k, alpha, a,
+          lda, b, ldb, beta, c, ldc);
+      return;
+    case TT_GEMM_FP32:
+    default:
+      tt_gemm_split (pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+          beta, c, ldc);
+      return;
+  }
+}
+
+void
+tt_gemm_as_small (tt_gemm_inputs f, bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  /* the general bf16 kernel's blocks cost 3x fp32 on a 16 x 16 x 16
+   * product (gemm_bf16_small.c); fp16 widens into tt_gemm on x86-64,
+   * whose small products need no other kernel */
+  if (f == TT_GEMM_BF16)
+    tt_gemm_f32_as_bf16_small (trans_a, trans_b, m, n, k, alpha, a, lda, b,
+        ldb, beta, c, ldc);
+  else
+    tt_gemm_as (f, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+        ldc);
+}
