@@ -54,65 +54,15 @@ bf16_min (int x, int y)
   return x < y ? x : y;
 }
 
-/* C = beta C (the product term vanishes); beta == 0 writes zeros */
-static void
-bf16_scale (int m, int n, float beta, float *c, int ldc)
-{
-  if (beta == 1.0f)
-    return;
-  for (int i = 0; i < m; i++) {
-    float *d = c + (size_t) i * ldc;
-    if (beta == 0.0f)
-      memset (d, 0, sizeof (float) * (size_t) n);
-    else
-      for (int j = 0; j < n; j++)
-        d[j] *= beta;
-  }
-}
-
 /* ---- portable: widen blocks, multiply in fp32 ------------------------ */
 
-#define WM 64
-#define WK 128
-#define WN 128
-
 static void
-gemm_bf16_widened (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const uint16_t * a, int lda, const uint16_t * b, int ldb,
-    float beta, float *c, int ldc)
+widen_bf16_rows (const void *src, size_t ld, int rows, int cols, float *dst)
 {
-  _Alignas (64) float aw[WM * WK];
-  _Alignas (64) float bw[WK * WN];
-  for (int j0 = 0; j0 < n; j0 += WN) {
-    const int nb = bf16_min (WN, n - j0);
-    for (int p0 = 0; p0 < k; p0 += WK) {
-      const int kb = bf16_min (WK, k - p0);
-      /* the block keeps B's transpose: rows of nb (op(B) rows) or of kb
-       * (transposed: op(B) columns) */
-      if (trans_b)
-        for (int j = 0; j < nb; j++)
-          tt_bf16_to_f32 (b + (size_t) (j0 + j) * ldb + p0, bw + j * kb,
-              (size_t) kb);
-      else
-        for (int p = 0; p < kb; p++)
-          tt_bf16_to_f32 (b + (size_t) (p0 + p) * ldb + j0, bw + p * nb,
-              (size_t) nb);
-      const float bet = p0 == 0 ? beta : 1.0f;
-      for (int i0 = 0; i0 < m; i0 += WM) {
-        const int mb = bf16_min (WM, m - i0);
-        if (trans_a)
-          for (int p = 0; p < kb; p++)
-            tt_bf16_to_f32 (a + (size_t) (p0 + p) * lda + i0, aw + p * mb,
-                (size_t) mb);
-        else
-          for (int i = 0; i < mb; i++)
-            tt_bf16_to_f32 (a + (size_t) (i0 + i) * lda + p0, aw + i * kb,
-                (size_t) kb);
-        tt_gemm (trans_a, trans_b, mb, nb, kb, alpha, aw, trans_a ? mb : kb,
-            bw, trans_b ? kb : nb, bet, c + (size_t) i0 * ldc + j0, ldc);
-      }
-    }
-  }
+  const uint16_t *s = src;
+  for (int r = 0; r < rows; r++)
+    tt_bf16_to_f32 (s + (size_t) r * ld, dst + (size_t) r * cols,
+        (size_t) cols);
 }
 
 /* ---- AVX-512 BF16 ---------------------------------------------------- */
@@ -460,7 +410,7 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
-    bf16_scale (m, n, beta, c, ldc);
+    tt_gemm_scale_c (m, n, beta, c, ldc);
     return;
   }
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -476,14 +426,16 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     return;
   }
 #endif
-  gemm_bf16_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
-      c, ldc);
+  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, sizeof *a,
+      widen_bf16_rows, beta, c, ldc);
 }
 
 /* ---- fp32 operands, rounded to bf16 a block at a time ----------------- */
 
-/* multiples of KC, AKC and WK, NC, ANC and WN, MR, AMR and WM: each block's tt_gemm_bf16
- * makes the sums, in the order, of the whole product's */
+/* multiples of KC, AKC and the widened path's 128 columns of K, of NC,
+ * ANC and its 128 columns, of MR, AMR and its 64 rows (gemm_widened.c):
+ * each block's tt_gemm_bf16 makes the sums, in the order, of the whole
+ * product's */
 #define FK 256
 #define FN 128
 #define FM 128
@@ -506,7 +458,7 @@ tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
-    bf16_scale (m, n, beta, c, ldc);
+    tt_gemm_scale_c (m, n, beta, c, ldc);
     return;
   }
   _Alignas (64) uint16_t bh[FK * FN];

@@ -36,32 +36,7 @@ f16_min (int x, int y)
   return x < y ? x : y;
 }
 
-/* C = beta C (the product term vanishes); beta == 0 writes zeros */
-static void
-f16_scale (int m, int n, float beta, float *c, int ldc)
-{
-  if (beta == 1.0f)
-    return;
-  for (int i = 0; i < m; i++) {
-    float *d = c + (size_t) i * ldc;
-    if (beta == 0.0f)
-      memset (d, 0, sizeof (float) * (size_t) n);
-    else
-      for (int j = 0; j < n; j++)
-        d[j] *= beta;
-  }
-}
-
 /* ---- widened: blocks to fp32, multiplied by tt_gemm ------------------ */
-
-#define WM 64
-#define WK 128
-#define WN 128
-
-/* rows x cols of an operand (element size es, row stride ld elements) to
- * fp32, row stride cols */
-typedef void (*f16_widen_fn) (const void *src, size_t ld, int rows, int cols,
-    float *dst);
 
 static void
 widen_f16_rows (const void *src, size_t ld, int rows, int cols, float *dst)
@@ -76,41 +51,10 @@ static void
 round_f32_rows (const void *src, size_t ld, int rows, int cols, float *dst)
 {
   const float *s = src;
-  uint16_t h[WK > WN ? (WK > WM ? WK : WM) : (WN > WM ? WN : WM)];
+  uint16_t h[TT_GEMM_WIDEN_COLS];
   for (int r = 0; r < rows; r++) {
     tt_f32_to_f16 (s + (size_t) r * ld, h, (size_t) cols);
     tt_f16_to_f32 (h, dst + (size_t) r * cols, (size_t) cols);
-  }
-}
-
-static void
-gemm_f16_widened (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const void *a, int lda, const void *b, int ldb, size_t es,
-    f16_widen_fn widen, float beta, float *c, int ldc)
-{
-  _Alignas (64) float aw[WM * WK];
-  _Alignas (64) float bw[WK * WN];
-  const char *ab = a, *bb = b;
-  for (int j0 = 0; j0 < n; j0 += WN) {
-    const int nb = f16_min (WN, n - j0);
-    for (int p0 = 0; p0 < k; p0 += WK) {
-      const int kb = f16_min (WK, k - p0);
-      /* the block keeps B's transpose */
-      if (trans_b)
-        widen (bb + ((size_t) j0 * ldb + p0) * es, (size_t) ldb, nb, kb, bw);
-      else
-        widen (bb + ((size_t) p0 * ldb + j0) * es, (size_t) ldb, kb, nb, bw);
-      const float bet = p0 == 0 ? beta : 1.0f;
-      for (int i0 = 0; i0 < m; i0 += WM) {
-        const int mb = f16_min (WM, m - i0);
-        if (trans_a)
-          widen (ab + ((size_t) p0 * lda + i0) * es, (size_t) lda, kb, mb, aw);
-        else
-          widen (ab + ((size_t) i0 * lda + p0) * es, (size_t) lda, mb, kb, aw);
-        tt_gemm (trans_a, trans_b, mb, nb, kb, alpha, aw, trans_a ? mb : kb,
-            bw, trans_b ? kb : nb, bet, c + (size_t) i0 * ldc + j0, ldc);
-      }
-    }
   }
 }
 
@@ -232,7 +176,7 @@ tt_gemm_f16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
-    f16_scale (m, n, beta, c, ldc);
+    tt_gemm_scale_c (m, n, beta, c, ldc);
     return;
   }
 #ifdef F16_FHM
@@ -242,7 +186,7 @@ tt_gemm_f16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     return;
   }
 #endif
-  gemm_f16_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
       sizeof *a, widen_f16_rows, beta, c, ldc);
 }
 
@@ -305,7 +249,7 @@ tt_gemm_f32_as_f16 (bool trans_a, bool trans_b, int m, int n, int k,
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
-    f16_scale (m, n, beta, c, ldc);
+    tt_gemm_scale_c (m, n, beta, c, ldc);
     return;
   }
 #ifdef F16_FHM
@@ -317,71 +261,19 @@ tt_gemm_f32_as_f16 (bool trans_a, bool trans_b, int m, int n, int k,
 #endif
   /* the same blocks as tt_gemm_f16's widened path, each rounded and
    * widened in one pass */
-  gemm_f16_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
       sizeof *a, round_f32_rows, beta, c, ldc);
 }
 
 /* ---- threads --------------------------------------------------------- */
 
-/* as gemm_split.c's: rows by 8, columns by whole 16-float vectors */
-#define F16_ROW_QUANTUM 8
-#define F16_COL_QUANTUM 16
-
-typedef struct
-{
-  bool trans_a, trans_b, by_rows;
-  int m, n, k;
-  float alpha, beta;
-  const float *a, *b;
-  int lda, ldb, ldc;
-  float *c;
-  size_t quantum;
-} f16_job;
-
-static void
-f16_part (void *arg, unsigned part, unsigned n_parts)
-{
-  const f16_job *j = arg;
-  size_t lo, hi;
-  tt_threads_range (j->by_rows ? (size_t) j->m : (size_t) j->n, j->quantum,
-      part, n_parts, &lo, &hi);
-  if (lo >= hi)
-    return;
-  const float *a = j->a, *b = j->b;
-  int m = j->m, n = j->n;
-  float *c = j->c;
-  if (j->by_rows) {
-    a += j->trans_a ? lo : lo * (size_t) j->lda;
-    c += lo * (size_t) j->ldc;
-    m = (int) (hi - lo);
-  } else {
-    b += j->trans_b ? lo * (size_t) j->ldb : lo;
-    c += lo;
-    n = (int) (hi - lo);
-  }
-  tt_gemm_f32_as_f16 (j->trans_a, j->trans_b, m, n, j->k, j->alpha, a,
-      j->lda, b, j->ldb, j->beta, c, j->ldc);
-}
-
+/* tt_gemm_split's blocks of C, each a one-thread tt_gemm_f32_as_f16 with
+ * the whole K */
 void
 tt_gemm_f32_as_f16_split (tt_threads * pool, bool trans_a, bool trans_b,
     int m, int n, int k, float alpha, const float *a, int lda, const float *b,
     int ldb, float beta, float *c, int ldc)
 {
-  f16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
-    ldc, c, F16_ROW_QUANTUM
-  };
-  unsigned parts = 1;
-  if (pool && m > 0 && n > 0 && (double) m * n * k >= TT_GEMM_SPLIT_MIN) {
-    const size_t row_units = ((size_t) m + F16_ROW_QUANTUM - 1) /
-        F16_ROW_QUANTUM;
-    const size_t col_units = ((size_t) n + F16_COL_QUANTUM - 1) /
-        F16_COL_QUANTUM;
-    const unsigned threads = tt_threads_count (pool);
-    j.by_rows = row_units >= threads || row_units >= col_units;
-    if (!j.by_rows)
-      j.quantum = F16_COL_QUANTUM;
-    parts = tt_threads_parts (pool, j.by_rows ? row_units : col_units, 1);
-  }
-  tt_threads_run (pool, f16_part, &j, parts);
+  tt_gemm_split_with (pool, tt_gemm_f32_as_f16, trans_a, trans_b, m, n, k,
+      alpha, a, lda, b, ldb, beta, c, ldc);
 }

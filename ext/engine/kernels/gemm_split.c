@@ -29,7 +29,21 @@ typedef struct
   size_t quantum;
   const float *keep;            /* tt_gemm_split_relu_masked's, or NULL */
   int ldk;
+  tt_gemm_fn *one;              /* without keep: each block's GEMM */
 } gemm_job;
+
+/* a block of C: the relu-masked GEMM, or j->one */
+static void
+gemm_block (const gemm_job * j, int m, int n, const float *a,
+    const float *b, float *c, const float *keep)
+{
+  if (j->one)
+    j->one (j->trans_a, j->trans_b, m, n, j->k, j->alpha, a, j->lda, b,
+        j->ldb, j->beta, c, j->ldc);
+  else
+    tt_gemm_relu_masked (j->trans_a, j->trans_b, m, n, j->k, j->alpha, a,
+        j->lda, b, j->ldb, j->beta, c, j->ldc, keep, j->ldk);
+}
 
 static void
 gemm_part (void *arg, unsigned part, unsigned n_parts)
@@ -44,14 +58,11 @@ gemm_part (void *arg, unsigned part, unsigned n_parts)
   const float *keep = j->keep ? j->keep + row * (size_t) j->ldk + col : NULL;
   if (j->by_rows) {
     const float *a = j->trans_a ? j->a + lo : j->a + lo * (size_t) j->lda;
-    tt_gemm_relu_masked (j->trans_a, j->trans_b, (int) (hi - lo), j->n, j->k,
-        j->alpha, a, j->lda, j->b, j->ldb, j->beta,
-        j->c + lo * (size_t) j->ldc, j->ldc, keep, j->ldk);
+    gemm_block (j, (int) (hi - lo), j->n, a, j->b,
+        j->c + lo * (size_t) j->ldc, keep);
   } else {
     const float *b = j->trans_b ? j->b + lo * (size_t) j->ldb : j->b + lo;
-    tt_gemm_relu_masked (j->trans_a, j->trans_b, j->m, (int) (hi - lo), j->k,
-        j->alpha, j->a, j->lda, b, j->ldb, j->beta, j->c + lo, j->ldc, keep,
-        j->ldk);
+    gemm_block (j, j->m, (int) (hi - lo), j->a, b, j->c + lo, keep);
   }
 }
 
@@ -64,20 +75,14 @@ tt_gemm_split (tt_threads * pool, bool trans_a, bool trans_b, int m, int n,
       b, ldb, beta, c, ldc, NULL, 0);
 }
 
-void
-tt_gemm_split_relu_masked (tt_threads * pool, bool trans_a, bool trans_b,
-    int m, int n, int k, float alpha, const float *a, int lda,
-    const float *b, int ldb, float beta, float *c, int ldc,
-    const float *keep, int ldk)
+static void
+gemm_split_run (tt_threads * pool, gemm_job j)
 {
-  gemm_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
-    ldc, c, TT_GEMM_ROW_QUANTUM, keep, ldk
-  };
   unsigned parts = 1;
-  if (pool && (double) m * n * k >= TT_GEMM_SPLIT_MIN) {
-    const size_t row_units = ((size_t) m + TT_GEMM_ROW_QUANTUM - 1) /
+  if (pool && (double) j.m * j.n * j.k >= TT_GEMM_SPLIT_MIN) {
+    const size_t row_units = ((size_t) j.m + TT_GEMM_ROW_QUANTUM - 1) /
         TT_GEMM_ROW_QUANTUM;
-    const size_t col_units = ((size_t) n + TT_GEMM_COL_QUANTUM - 1) /
+    const size_t col_units = ((size_t) j.n + TT_GEMM_COL_QUANTUM - 1) /
         TT_GEMM_COL_QUANTUM;
     const unsigned threads = tt_threads_count (pool);
     /* rows when they make a part per thread, else the dimension that
@@ -88,4 +93,27 @@ tt_gemm_split_relu_masked (tt_threads * pool, bool trans_a, bool trans_b,
     parts = tt_threads_parts (pool, j.by_rows ? row_units : col_units, 1);
   }
   tt_threads_run (pool, gemm_part, &j, parts);
+}
+
+void
+tt_gemm_split_relu_masked (tt_threads * pool, bool trans_a, bool trans_b,
+    int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc,
+    const float *keep, int ldk)
+{
+  gemm_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
+    ldc, c, TT_GEMM_ROW_QUANTUM, keep, ldk, NULL
+  };
+  gemm_split_run (pool, j);
+}
+
+void
+tt_gemm_split_with (tt_threads * pool, tt_gemm_fn * one, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc)
+{
+  gemm_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
+    ldc, c, TT_GEMM_ROW_QUANTUM, NULL, 0, one
+  };
+  gemm_split_run (pool, j);
 }

@@ -37,6 +37,26 @@ void tt_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 void tt_gemm_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
     int n, int k, float alpha, const float *a, int lda, const float *b,
     int ldb, float beta, float *c, int ldc);
+/* a one-thread GEMM of tt_gemm's arguments */
+typedef void tt_gemm_fn (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc);
+/* The half-width GEMMs' portable path (gemm_widened.c): blocks of A and
+ * B (elements of es bytes) widened to fp32 by widen, rows x cols of a
+ * matrix of row stride ld elements into dst (row stride cols, cols at
+ * most TT_GEMM_WIDEN_COLS), multiplied by tt_gemm */
+#define TT_GEMM_WIDEN_COLS 128
+typedef void tt_widen_rows_fn (const void *src, size_t ld, int rows,
+    int cols, float *dst);
+void tt_gemm_widened (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const void *a, int lda, const void *b, int ldb, size_t es,
+    tt_widen_rows_fn * widen, float beta, float *c, int ldc);
+/* C = beta C, beta == 0 writing zeros (a product whose A B term vanishes) */
+void tt_gemm_scale_c (int m, int n, float beta, float *c, int ldc);
+/* tt_gemm_split's blocks, each computed by one (the fp16 GEMM's split) */
+void tt_gemm_split_with (tt_threads * pool, tt_gemm_fn * one, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    const float *b, int ldb, float beta, float *c, int ldc);
 
 /* mixed precision (docs/precision.md): the format a layer's GEMM rounds
  * its fp32 inputs to, sums in fp32. Zero (as zeroed) is fp32. */
