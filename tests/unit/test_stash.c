@@ -56,22 +56,6 @@ model_path (char *path, size_t len, const char *name)
   snprintf (path, len, "%s/tests/models/%s", root, name);
 }
 
-/* Bytes of activations (their own memory, aligned) live at the last
- * forward step: what is held from forward into backward. */
-static uint64_t
-held_bytes (const tt_model * m)
-{
-  const int at = (int) m->n_layers - 1;
-  uint64_t sum = 0;
-  for (uint32_t i = 0; i < m->n_tensors; i++) {
-    const tt_tensor *t = &m->tensors[i];
-    if (t->alias_of < 0 && t->kind == TT_TENSOR_ACTIVATION &&
-        t->first_use <= at && t->last_use >= at)
-      sum += tt_tensor_aligned_bytes (t, m->align);
-  }
-  return sum;
-}
-
 static void
 test_pools (void)
 {
@@ -90,7 +74,8 @@ test_pools (void)
       tt_plan_info pa, pb;
       tt_model_plan_info (a, &pa);
       tt_model_plan_info (b, &pb);
-      const uint64_t ha = held_bytes (a), hb = held_bytes (b);
+      const uint64_t ha = tt_model_held_activation_bytes (a),
+          hb = tt_model_held_activation_bytes (b);
       printf ("%-22s batch 32  pool fp32 %10" PRIu64 "  bf16 %10" PRIu64
           " (%.2f)  held at the turn fp32 %10" PRIu64 "  bf16 %10" PRIu64
           " (%.2f)  stashed %u (%" PRIu64 " bytes)\n", models[i],
