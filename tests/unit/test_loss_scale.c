@@ -34,6 +34,20 @@
   "[hidden]\ntype = fully_connected\nunit = 32\nactivation = relu\n" \
   "[output]\ntype = fully_connected\nunit = 6\nactivation = softmax\n"
 
+/* tt_plan_ini_text's text (len bytes, not NUL-terminated) as a string */
+static char *
+plan_text (tt_model * m, tt_error * err)
+{
+  char *text = NULL, *s = NULL;
+  size_t len = 0;
+  if (tt_plan_ini_text (m, &text, &len, err) == TT_OK && (s = malloc (len + 1))) {
+    memcpy (s, text, len);
+    s[len] = '\0';
+  }
+  free (text);
+  return s;
+}
+
 static tt_model *
 load (const char *name, const char *text, tt_error * err)
 {
@@ -223,13 +237,12 @@ test_growth (void)
   CHECK (tt_model_skipped_steps (m) == 0, "skipped");
   /* the text saved with the model (checkpoints, bundles, optimized INIs)
    * carries the scale reached, which a model loaded from it starts at */
-  char *text = NULL;
-  size_t len = 0;
-  CHECK (tt_plan_ini_text (m, &text, &len, &err) == TT_OK, "%s", err.message);
+  char *text = plan_text (m, &err);
+  CHECK (text != NULL, "%s", err.message);
   CHECK (text && strstr (text, "loss_scale = 16   # the scale dynamic loss "
           "scaling reached (was: loss_scale = 4)\n"), "%s", text ? text : "");
-  tt_model *again = text ? tt_model_load_ini_text (text, len, "again", &err) :
-      NULL;
+  tt_model *again = text ? tt_model_load_ini_text (text, strlen (text),
+      "again", &err) : NULL;
   CHECK (again && tt_model_loss_scale (again) == 16.0f, "reloaded: %s",
       again ? "" : err.message);
   if (again && tt_model_compile (again, &err) == TT_OK)
@@ -241,7 +254,7 @@ test_growth (void)
   /* a scale that never moved leaves the line as written */
   m = open_model ("still", MLP_HEAD "loss = cross\nloss_scale = 4\n" MLP_BODY,
       false, NULL);
-  if (m && tt_plan_ini_text (m, &text, &len, &err) == TT_OK) {
+  if (m && (text = plan_text (m, &err))) {
     CHECK (strstr (text, "\nloss_scale = 4\n") && !strstr (text,
             "scaling reached"), "%s", text);
     free (text);
