@@ -30,12 +30,6 @@
 #include <math.h>
 #include <string.h>
 
-static inline int
-f16_min (int x, int y)
-{
-  return x < y ? x : y;
-}
-
 /* ---- widened: blocks to fp32, multiplied by tt_gemm ------------------ */
 
 static void
@@ -71,6 +65,12 @@ round_f32_rows (const void *src, size_t ld, int rows, int cols, float *dst)
 #define NC 128
 
 #define TFHM __attribute__ ((target ("arch=armv8.2-a+fp16fml")))
+
+static inline int
+f16_min (int x, int y)
+{
+  return x < y ? x : y;
+}
 
 /* Columns [j0, j0 + nc) and rows [p0, p0 + kc) of op(B): panel q, row p,
  * column j at bp[(q * kc + p) * NR + j], zero past nc */
