@@ -283,7 +283,7 @@ gemm_bf16_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
 #if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
 #define BF16_BFDOT 1
 
-#include <arm_neon.h>
+#include "neon_store.h"
 #include <math.h>
 
 #define AMR 8
@@ -332,20 +332,6 @@ bfdot_pack_a (bool trans_a, const uint16_t * a, int lda, int i0, int mr,
       }
 }
 
-/* columns [0, nr) of alpha x (+ beta d) to d */
-static inline void
-bfdot_store (float *d, float32x4_t lo, float32x4_t hi, int nr, float alpha,
-    float beta)
-{
-  float x[ANR];
-  vst1q_f32 (x, lo);
-  vst1q_f32 (x + 4, hi);
-  for (int j = 0; j < nr; j++) {
-    const float v = alpha == 1.0f ? x[j] : alpha * x[j];
-    /* beta == 0 must not read C */
-    d[j] = beta != 0.0f ? fmaf (beta, d[j], v) : v;
-  }
-}
 
 /* Named accumulators: row r's columns 0-3 and 4-7; row r's pair is lane
  * r % 4 of the A vector r / 4 */
@@ -356,7 +342,7 @@ bfdot_store (float *d, float32x4_t lo, float32x4_t hi, int nr, float alpha,
 #define BFDOT_DOT(r, v, l) c##r##0 = vbfdotq_laneq_f32 (c##r##0, b0, v, l); \
     c##r##1 = vbfdotq_laneq_f32 (c##r##1, b1, v, l);
 #define BFDOT_STORE(r, v, l) if (r < mr) \
-    bfdot_store (c + r * ldc, c##r##0, c##r##1, nr, alpha, beta);
+    tt_neon_store8 (c + r * ldc, c##r##0, c##r##1, nr, alpha, beta);
 
 TBFDOT static void
 bfdot_tile (int mr, int nr, int kq, const uint16_t * ap, const uint16_t * bp,

@@ -57,7 +57,7 @@ round_f32_rows (const void *src, size_t ld, int rows, int cols, float *dst)
 #if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
 #define F16_FHM 1
 
-#include <arm_neon.h>
+#include "neon_store.h"
 
 #define MR 8
 #define NR 8
@@ -104,20 +104,6 @@ fhm_pack_a (bool trans_a, const uint16_t * a, int lda, int i0, int mr,
           a[(size_t) (i0 + r) * lda + p0 + p];
 }
 
-/* columns [0, nr) of alpha x (+ beta d) to d */
-static inline void
-fhm_store (float *d, float32x4_t lo, float32x4_t hi, int nr, float alpha,
-    float beta)
-{
-  float x[NR];
-  vst1q_f32 (x, lo);
-  vst1q_f32 (x + 4, hi);
-  for (int j = 0; j < nr; j++) {
-    const float v = alpha == 1.0f ? x[j] : alpha * x[j];
-    /* beta == 0 must not read C */
-    d[j] = beta != 0.0f ? fmaf (beta, d[j], v) : v;
-  }
-}
 
 /* Named accumulators (a row's low and high four columns) */
 #define FHM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
@@ -126,7 +112,7 @@ fhm_store (float *d, float32x4_t lo, float32x4_t hi, int nr, float alpha,
 #define FHM_FMA(r) c##r##l = vfmlalq_laneq_low_f16 (c##r##l, bv, av, r); \
     c##r##h = vfmlalq_laneq_high_f16 (c##r##h, bv, av, r);
 #define FHM_STORE(r) if (r < mr) \
-    fhm_store (c + r * ldc, c##r##l, c##r##h, nr, alpha, beta);
+    tt_neon_store8 (c + r * ldc, c##r##l, c##r##h, nr, alpha, beta);
 
 TFHM static void
 fhm_tile (int mr, int nr, int kc, const uint16_t * ap, const uint16_t * bp,
