@@ -99,6 +99,19 @@ tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix, size_t count)
   return id;
 }
 
+int
+tt_init_scratch_half (tt_init_ctx * c, const char *suffix, size_t count)
+{
+  return tt_init_scratch (c, suffix, tt_stash_floats (count));
+}
+
+int
+tt_init_scratch_half_by_samples (tt_init_ctx * c, const char *suffix,
+    size_t count)
+{
+  return tt_init_scratch_by_samples (c, suffix, tt_stash_floats (count));
+}
+
 void
 tt_init_use (tt_init_ctx * c, int id, tt_phase phase)
 {

@@ -265,6 +265,12 @@ int tt_init_scratch (tt_init_ctx * c, const char *suffix, size_t count);
  * by contiguous blocks of samples on several threads (tt_tensor.by_samples) */
 int tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix,
     size_t count);
+/* Scratch of count elements of 2 bytes (bf16 or fp16: a GEMM's operand
+ * in its planned format, tt_init_gemm_inputs), (count + 1) / 2 floats of
+ * the pool; read it with tt_run_half. _by_samples: as above. */
+int tt_init_scratch_half (tt_init_ctx * c, const char *suffix, size_t count);
+int tt_init_scratch_half_by_samples (tt_init_ctx * c, const char *suffix,
+    size_t count);
 /* declare: the layer touches tensor id in that phase (its lifetime) */
 void tt_init_use (tt_init_ctx * c, int id, tt_phase phase);
 
@@ -314,6 +320,14 @@ static inline float *
 tt_run_data (const tt_run_ctx * c, int id)
 {
   return id < 0 ? NULL : c->tensors[id].data;
+}
+
+/* A half-width scratch tensor's data (tt_init_scratch_half; NULL for
+ * id -1). */
+static inline uint16_t *
+tt_run_half (const tt_run_ctx * c, int id)
+{
+  return (uint16_t *) tt_run_data (c, id);
 }
 
 /* What a layer type is to the code around it (graph, tensors, in-place

@@ -34,8 +34,9 @@
  * block pair goes through tt_gemm, with its transposes.
  *
  * tt_gemm_bf16_split cuts C by rows or columns over the threads as
- * tt_gemm_split does, each part a one-thread tt_gemm_bf16 with the whole
- * K (no partial sums: deterministic for a thread count).
+ * tt_gemm_split does (tt_gemm_split_mixed), each part a one-thread
+ * tt_gemm_bf16 with the whole K (no partial sums: deterministic for a
+ * thread count).
  *
  * tt_gemm_f32_as_bf16 (and _split): fp32 operands, rounded to bf16 (to
  * nearest even, tt_f32_to_bf16: vcvtne2ps2bf16 where the CPU has it) a
@@ -43,6 +44,8 @@
  * through tt_gemm_bf16; the blocks start on the K blocks, column blocks
  * and row tiles of both of its paths, so the result is the bits of
  * tt_gemm_bf16 on the rounded operands, on either path.
+ * tt_gemm_bf16_mixed takes each operand in fp32 (rounded so) or in bf16
+ * already (read in place): the same blocks, the same bits.
  */
 #include "kernels.h"
 
@@ -412,8 +415,9 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     return;
   }
 #endif
-  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, sizeof *a,
-      widen_bf16_rows, beta, c, ldc);
+  const tt_widened_operand wa = { a, lda, sizeof *a, widen_bf16_rows };
+  const tt_widened_operand wb = { b, ldb, sizeof *b, widen_bf16_rows };
+  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, wa, wb, beta, c, ldc);
 }
 
 /* ---- fp32 operands, rounded to bf16 a block at a time ----------------- */
@@ -436,15 +440,37 @@ f32_block_to_bf16 (const float *src, size_t lds, int rows, int cols,
         (size_t) cols);
 }
 
+/* the block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
+ * operand as bf16: in place when it is bf16 already (*ld its stride),
+ * else rounded into buf (*ld = cols) */
+static const uint16_t *
+bf16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
+    uint16_t * buf, int *ld)
+{
+  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
+  if (o.half) {
+    *ld = o.ld;
+    return (const uint16_t *) o.p + at;
+  }
+  f32_block_to_bf16 ((const float *) o.p + at, (size_t) o.ld, rows, cols, buf);
+  *ld = cols;
+  return buf;
+}
+
 void
-tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const float *a, int lda, const float *b, int ldb,
-    float beta, float *c, int ldc)
+tt_gemm_bf16_mixed (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta, float *c,
+    int ldc)
 {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
     tt_gemm_scale_c (m, n, beta, c, ldc);
+    return;
+  }
+  if (a.half && b.half) {
+    tt_gemm_bf16 (trans_a, trans_b, m, n, k, alpha, a.p, a.ld, b.p, b.ld,
+        beta, c, ldc);
     return;
   }
   _Alignas (64) uint16_t bh[FK * FN];
@@ -456,114 +482,42 @@ tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
       const int nb = bf16_min (FN, n - j0);
       /* the block keeps B's layout: nb rows of kb (transposed) or kb
        * rows of nb */
-      if (trans_b)
-        f32_block_to_bf16 (b + (size_t) j0 * ldb + p0, (size_t) ldb, nb, kb,
-            bh);
-      else
-        f32_block_to_bf16 (b + (size_t) p0 * ldb + j0, (size_t) ldb, kb, nb,
-            bh);
+      int ldbb, ldab;
+      const uint16_t *bb = trans_b ?
+          bf16_block (b, j0, p0, nb, kb, bh, &ldbb) :
+          bf16_block (b, p0, j0, kb, nb, bh, &ldbb);
       for (int i0 = 0; i0 < m; i0 += FM) {
         const int mb = bf16_min (FM, m - i0);
-        if (trans_a)
-          f32_block_to_bf16 (a + (size_t) p0 * lda + i0, (size_t) lda, kb, mb,
-              ah);
-        else
-          f32_block_to_bf16 (a + (size_t) i0 * lda + p0, (size_t) lda, mb, kb,
-              ah);
-        tt_gemm_bf16 (trans_a, trans_b, mb, nb, kb, alpha, ah,
-            trans_a ? mb : kb, bh, trans_b ? kb : nb, bet,
-            c + (size_t) i0 * ldc + j0, ldc);
+        const uint16_t *ab = trans_a ?
+            bf16_block (a, p0, i0, kb, mb, ah, &ldab) :
+            bf16_block (a, i0, p0, mb, kb, ah, &ldab);
+        tt_gemm_bf16 (trans_a, trans_b, mb, nb, kb, alpha, ab, ldab, bb, ldbb,
+            bet, c + (size_t) i0 * ldc + j0, ldc);
       }
     }
   }
 }
 
+void
+tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  tt_gemm_bf16_mixed (trans_a, trans_b, m, n, k, alpha,
+      tt_gemm_fp32_operand (a, lda), tt_gemm_fp32_operand (b, ldb), beta, c,
+      ldc);
+}
+
 /* ---- threads --------------------------------------------------------- */
-
-/* as gemm_split.c's: rows by 8, columns by whole 16-float vectors */
-#define BF16_ROW_QUANTUM 8
-#define BF16_COL_QUANTUM 16
-
-typedef struct
-{
-  bool trans_a, trans_b, by_rows;
-  int m, n, k;
-  float alpha, beta;
-  const uint16_t *a, *b;
-  int lda, ldb, ldc;
-  float *c;
-  size_t quantum;
-  /* tt_gemm_f32_as_bf16_split's operands (a and b NULL) */
-  const float *fa, *fb;
-} bf16_job;
-
-static void
-bf16_part (void *arg, unsigned part, unsigned n_parts)
-{
-  const bf16_job *j = arg;
-  size_t lo, hi;
-  tt_threads_range (j->by_rows ? (size_t) j->m : (size_t) j->n, j->quantum,
-      part, n_parts, &lo, &hi);
-  if (lo >= hi)
-    return;
-  if (j->fa) {
-    const float *a = j->fa, *b = j->fb;
-    int m = j->m, n = j->n;
-    float *c = j->c;
-    if (j->by_rows) {
-      a += j->trans_a ? lo : lo * (size_t) j->lda;
-      c += lo * (size_t) j->ldc;
-      m = (int) (hi - lo);
-    } else {
-      b += j->trans_b ? lo * (size_t) j->ldb : lo;
-      c += lo;
-      n = (int) (hi - lo);
-    }
-    tt_gemm_f32_as_bf16 (j->trans_a, j->trans_b, m, n, j->k, j->alpha, a,
-        j->lda, b, j->ldb, j->beta, c, j->ldc);
-    return;
-  }
-  if (j->by_rows) {
-    const uint16_t *a = j->trans_a ? j->a + lo : j->a + lo * (size_t) j->lda;
-    tt_gemm_bf16 (j->trans_a, j->trans_b, (int) (hi - lo), j->n, j->k,
-        j->alpha, a, j->lda, j->b, j->ldb, j->beta,
-        j->c + lo * (size_t) j->ldc, j->ldc);
-  } else {
-    const uint16_t *b = j->trans_b ? j->b + lo * (size_t) j->ldb : j->b + lo;
-    tt_gemm_bf16 (j->trans_a, j->trans_b, j->m, (int) (hi - lo), j->k,
-        j->alpha, j->a, j->lda, b, j->ldb, j->beta, j->c + lo, j->ldc);
-  }
-}
-
-static void
-bf16_split_run (tt_threads * pool, bf16_job * jp)
-{
-  bf16_job j = *jp;
-  const int m = j.m, n = j.n, k = j.k;
-  unsigned parts = 1;
-  if (pool && m > 0 && n > 0 && (double) m * n * k >= TT_GEMM_SPLIT_MIN) {
-    const size_t row_units = ((size_t) m + BF16_ROW_QUANTUM - 1) /
-        BF16_ROW_QUANTUM;
-    const size_t col_units = ((size_t) n + BF16_COL_QUANTUM - 1) /
-        BF16_COL_QUANTUM;
-    const unsigned threads = tt_threads_count (pool);
-    j.by_rows = row_units >= threads || row_units >= col_units;
-    if (!j.by_rows)
-      j.quantum = BF16_COL_QUANTUM;
-    parts = tt_threads_parts (pool, j.by_rows ? row_units : col_units, 1);
-  }
-  tt_threads_run (pool, bf16_part, &j, parts);
-}
 
 void
 tt_gemm_bf16_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
     int n, int k, float alpha, const uint16_t * a, int lda, const uint16_t * b,
     int ldb, float beta, float *c, int ldc)
 {
-  bf16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
-    ldc, c, BF16_ROW_QUANTUM, NULL, NULL
-  };
-  bf16_split_run (pool, &j);
+  tt_gemm_split_mixed (pool, tt_gemm_bf16_mixed, trans_a, trans_b, m, n, k,
+      alpha, tt_gemm_half_operand (a, lda), tt_gemm_half_operand (b, ldb),
+      beta, c, ldc);
 }
 
 void
@@ -571,8 +525,7 @@ tt_gemm_f32_as_bf16_split (tt_threads * pool, bool trans_a, bool trans_b,
     int m, int n, int k, float alpha, const float *a, int lda, const float *b,
     int ldb, float beta, float *c, int ldc)
 {
-  bf16_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, NULL, NULL,
-    lda, ldb, ldc, c, BF16_ROW_QUANTUM, a, b
-  };
-  bf16_split_run (pool, &j);
+  tt_gemm_split_mixed (pool, tt_gemm_bf16_mixed, trans_a, trans_b, m, n, k,
+      alpha, tt_gemm_fp32_operand (a, lda), tt_gemm_fp32_operand (b, ldb),
+      beta, c, ldc);
 }

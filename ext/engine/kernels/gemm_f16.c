@@ -172,8 +172,9 @@ tt_gemm_f16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
     return;
   }
 #endif
-  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-      sizeof *a, widen_f16_rows, beta, c, ldc);
+  const tt_widened_operand wa = { a, lda, sizeof *a, widen_f16_rows };
+  const tt_widened_operand wb = { b, ldb, sizeof *b, widen_f16_rows };
+  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, wa, wb, beta, c, ldc);
 }
 
 /* ---- fp32 operands, rounded to fp16 a block at a time ----------------- */
@@ -194,10 +195,27 @@ f32_block_to_f16 (const float *src, size_t lds, int rows, int cols,
         (size_t) cols);
 }
 
+/* the block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
+ * operand as fp16: in place when it is fp16 already (*ld its stride),
+ * else rounded into buf (*ld = cols) */
+static const uint16_t *
+f16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
+    uint16_t * buf, int *ld)
+{
+  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
+  if (o.half) {
+    *ld = o.ld;
+    return (const uint16_t *) o.p + at;
+  }
+  f32_block_to_f16 ((const float *) o.p + at, (size_t) o.ld, rows, cols, buf);
+  *ld = cols;
+  return buf;
+}
+
 static void
-gemm_f32_as_f16_fhm (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const float *a, int lda, const float *b, int ldb,
-    float beta, float *c, int ldc)
+gemm_f16_mixed_fhm (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta, float *c,
+    int ldc)
 {
   _Alignas (64) uint16_t bh[FK * FN];
   _Alignas (64) uint16_t ah[FM * FK];
@@ -206,31 +224,41 @@ gemm_f32_as_f16_fhm (bool trans_a, bool trans_b, int m, int n, int k,
     const float bet = p0 == 0 ? beta : 1.0f;
     for (int j0 = 0; j0 < n; j0 += FN) {
       const int nb = f16_min (FN, n - j0);
-      if (trans_b)
-        f32_block_to_f16 (b + (size_t) j0 * ldb + p0, (size_t) ldb, nb, kb, bh);
-      else
-        f32_block_to_f16 (b + (size_t) p0 * ldb + j0, (size_t) ldb, kb, nb, bh);
+      int ldbb, ldab;
+      const uint16_t *bb = trans_b ?
+          f16_block (b, j0, p0, nb, kb, bh, &ldbb) :
+          f16_block (b, p0, j0, kb, nb, bh, &ldbb);
       for (int i0 = 0; i0 < m; i0 += FM) {
         const int mb = f16_min (FM, m - i0);
-        if (trans_a)
-          f32_block_to_f16 (a + (size_t) p0 * lda + i0, (size_t) lda, kb, mb,
-              ah);
-        else
-          f32_block_to_f16 (a + (size_t) i0 * lda + p0, (size_t) lda, mb, kb,
-              ah);
-        gemm_f16_fhm (trans_a, trans_b, mb, nb, kb, alpha, ah,
-            trans_a ? mb : kb, bh, trans_b ? kb : nb, bet,
-            c + (size_t) i0 * ldc + j0, ldc);
+        const uint16_t *ab = trans_a ?
+            f16_block (a, p0, i0, kb, mb, ah, &ldab) :
+            f16_block (a, i0, p0, mb, kb, ah, &ldab);
+        gemm_f16_fhm (trans_a, trans_b, mb, nb, kb, alpha, ab, ldab, bb, ldbb,
+            bet, c + (size_t) i0 * ldc + j0, ldc);
       }
     }
   }
 }
 #endif
 
+/* an operand of the widened path: fp16 widened, fp32 rounded to fp16 and
+ * widened back */
+static tt_widened_operand
+f16_widened (tt_gemm_operand o)
+{
+  const tt_widened_operand half = { o.p, o.ld, sizeof (uint16_t),
+    widen_f16_rows
+  };
+  const tt_widened_operand rounded = { o.p, o.ld, sizeof (float),
+    round_f32_rows
+  };
+  return o.half ? half : rounded;
+}
+
 void
-tt_gemm_f32_as_f16 (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const float *a, int lda, const float *b, int ldb,
-    float beta, float *c, int ldc)
+tt_gemm_f16_mixed (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta, float *c,
+    int ldc)
 {
   if (m <= 0 || n <= 0)
     return;
@@ -240,15 +268,24 @@ tt_gemm_f32_as_f16 (bool trans_a, bool trans_b, int m, int n, int k,
   }
 #ifdef F16_FHM
   if (tt_f16_hw_fmlal ()) {
-    gemm_f32_as_f16_fhm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-        beta, c, ldc);
+    gemm_f16_mixed_fhm (trans_a, trans_b, m, n, k, alpha, a, b, beta, c, ldc);
     return;
   }
 #endif
-  /* the same blocks as tt_gemm_f16's widened path, each rounded and
-   * widened in one pass */
-  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-      sizeof *a, round_f32_rows, beta, c, ldc);
+  /* the same blocks as tt_gemm_f16's widened path, each fp32 block
+   * rounded and widened in one pass */
+  tt_gemm_widened (trans_a, trans_b, m, n, k, alpha, f16_widened (a),
+      f16_widened (b), beta, c, ldc);
+}
+
+void
+tt_gemm_f32_as_f16 (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  tt_gemm_f16_mixed (trans_a, trans_b, m, n, k, alpha,
+      tt_gemm_fp32_operand (a, lda), tt_gemm_fp32_operand (b, ldb), beta, c,
+      ldc);
 }
 
 /* ---- threads --------------------------------------------------------- */

@@ -65,3 +65,43 @@ tt_gemm_as_small (tt_gemm_inputs f, bool trans_a, bool trans_b, int m, int n,
     tt_gemm_as (f, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
         ldc);
 }
+
+void
+tt_gemm_as_mixed (tt_gemm_inputs f, tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, tt_gemm_operand a,
+    tt_gemm_operand b, float beta, float *c, int ldc)
+{
+  switch (f) {
+    case TT_GEMM_BF16:
+      tt_gemm_split_mixed (pool, tt_gemm_bf16_mixed, trans_a, trans_b, m, n,
+          k, alpha, a, b, beta, c, ldc);
+      return;
+    case TT_GEMM_FP16:
+      tt_gemm_split_mixed (pool, tt_gemm_f16_mixed, trans_a, trans_b, m, n, k,
+          alpha, a, b, beta, c, ldc);
+      return;
+    case TT_GEMM_FP32:
+    default:
+      tt_gemm_split (pool, trans_a, trans_b, m, n, k, alpha, a.p, a.ld, b.p,
+          b.ld, beta, c, ldc);
+      return;
+  }
+}
+
+void
+tt_narrow_as (tt_gemm_inputs f, const float *x, uint16_t * y, size_t n)
+{
+  if (f == TT_GEMM_FP16)
+    tt_f32_to_f16 (x, y, n);
+  else
+    tt_f32_to_bf16 (x, y, n);
+}
+
+void
+tt_widen_as (tt_gemm_inputs f, const uint16_t * x, float *y, size_t n)
+{
+  if (f == TT_GEMM_FP16)
+    tt_f16_to_f32 (x, y, n);
+  else
+    tt_bf16_to_f32 (x, y, n);
+}

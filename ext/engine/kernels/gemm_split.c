@@ -30,7 +30,40 @@ typedef struct
   const float *keep;            /* tt_gemm_split_relu_masked's, or NULL */
   int ldk;
   tt_gemm_fn *one;              /* without keep: each block's GEMM */
+  /* tt_gemm_split_mixed's (a and b NULL) */
+  tt_gemm_mixed_fn *mixed;
+  tt_gemm_operand ma, mb;
 } gemm_job;
+
+/* the operand from element (row, col) of its matrix on */
+static tt_gemm_operand
+operand_at (tt_gemm_operand o, size_t row, size_t col)
+{
+  const size_t at = row * (size_t) o.ld + col;
+  o.p = o.half ? (const void *) ((const uint16_t *) o.p + at) :
+      (const void *) ((const float *) o.p + at);
+  return o;
+}
+
+/* a block of C of the mixed operands: rows [lo, hi) (by_rows) or columns */
+static void
+gemm_mixed_part (const gemm_job * j, size_t lo, size_t hi)
+{
+  tt_gemm_operand a = j->ma, b = j->mb;
+  int m = j->m, n = j->n;
+  float *c = j->c;
+  if (j->by_rows) {
+    a = j->trans_a ? operand_at (a, 0, lo) : operand_at (a, lo, 0);
+    c += lo * (size_t) j->ldc;
+    m = (int) (hi - lo);
+  } else {
+    b = j->trans_b ? operand_at (b, lo, 0) : operand_at (b, 0, lo);
+    c += lo;
+    n = (int) (hi - lo);
+  }
+  j->mixed (j->trans_a, j->trans_b, m, n, j->k, j->alpha, a, b, j->beta, c,
+      j->ldc);
+}
 
 /* a block of C: the relu-masked GEMM, or j->one */
 static void
@@ -54,6 +87,10 @@ gemm_part (void *arg, unsigned part, unsigned n_parts)
       part, n_parts, &lo, &hi);
   if (lo >= hi)
     return;
+  if (j->mixed) {
+    gemm_mixed_part (j, lo, hi);
+    return;
+  }
   const size_t row = j->by_rows ? lo : 0, col = j->by_rows ? 0 : lo;
   const float *keep = j->keep ? j->keep + row * (size_t) j->ldk + col : NULL;
   if (j->by_rows) {
@@ -102,7 +139,7 @@ tt_gemm_split_relu_masked (tt_threads * pool, bool trans_a, bool trans_b,
     const float *keep, int ldk)
 {
   gemm_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
-    ldc, c, TT_GEMM_ROW_QUANTUM, keep, ldk, NULL
+    ldc, c, TT_GEMM_ROW_QUANTUM, keep, ldk, NULL, NULL, {0}, {0}
   };
   gemm_split_run (pool, j);
 }
@@ -113,7 +150,18 @@ tt_gemm_split_with (tt_threads * pool, tt_gemm_fn * one, bool trans_a,
     const float *b, int ldb, float beta, float *c, int ldc)
 {
   gemm_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, a, b, lda, ldb,
-    ldc, c, TT_GEMM_ROW_QUANTUM, NULL, 0, one
+    ldc, c, TT_GEMM_ROW_QUANTUM, NULL, 0, one, NULL, {0}, {0}
+  };
+  gemm_split_run (pool, j);
+}
+
+void
+tt_gemm_split_mixed (tt_threads * pool, tt_gemm_mixed_fn * one, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, tt_gemm_operand a,
+    tt_gemm_operand b, float beta, float *c, int ldc)
+{
+  gemm_job j = { trans_a, trans_b, true, m, n, k, alpha, beta, NULL, NULL,
+    a.ld, b.ld, ldc, c, TT_GEMM_ROW_QUANTUM, NULL, 0, NULL, one, a, b
   };
   gemm_split_run (pool, j);
 }

@@ -37,12 +37,13 @@ tt_gemm_scale_c (int m, int n, float beta, float *c, int ldc)
 
 void
 tt_gemm_widened (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const void *a, int lda, const void *b, int ldb, size_t es,
-    tt_widen_rows_fn * widen, float beta, float *c, int ldc)
+    float alpha, tt_widened_operand a, tt_widened_operand b, float beta,
+    float *c, int ldc)
 {
   _Alignas (64) float aw[WM * WK];
   _Alignas (64) float bw[WK * WN];
-  const char *ab = a, *bb = b;
+  const char *ab = a.p, *bb = b.p;
+  const size_t lda = (size_t) a.ld, ldb = (size_t) b.ld;
   for (int j0 = 0; j0 < n; j0 += WN) {
     const int nb = widened_min (WN, n - j0);
     for (int p0 = 0; p0 < k; p0 += WK) {
@@ -50,16 +51,16 @@ tt_gemm_widened (bool trans_a, bool trans_b, int m, int n, int k,
       /* the block keeps B's transpose: rows of nb (op(B) rows) or of kb
        * (transposed: op(B) columns) */
       if (trans_b)
-        widen (bb + ((size_t) j0 * ldb + p0) * es, (size_t) ldb, nb, kb, bw);
+        b.widen (bb + ((size_t) j0 * ldb + p0) * b.es, ldb, nb, kb, bw);
       else
-        widen (bb + ((size_t) p0 * ldb + j0) * es, (size_t) ldb, kb, nb, bw);
+        b.widen (bb + ((size_t) p0 * ldb + j0) * b.es, ldb, kb, nb, bw);
       const float bet = p0 == 0 ? beta : 1.0f;
       for (int i0 = 0; i0 < m; i0 += WM) {
         const int mb = widened_min (WM, m - i0);
         if (trans_a)
-          widen (ab + ((size_t) p0 * lda + i0) * es, (size_t) lda, kb, mb, aw);
+          a.widen (ab + ((size_t) p0 * lda + i0) * a.es, lda, kb, mb, aw);
         else
-          widen (ab + ((size_t) i0 * lda + p0) * es, (size_t) lda, mb, kb, aw);
+          a.widen (ab + ((size_t) i0 * lda + p0) * a.es, lda, mb, kb, aw);
         tt_gemm (trans_a, trans_b, mb, nb, kb, alpha, aw, trans_a ? mb : kb,
             bw, trans_b ? kb : nb, bet, c + (size_t) i0 * ldc + j0, ldc);
       }

@@ -41,16 +41,57 @@ void tt_gemm_split (tt_threads * pool, bool trans_a, bool trans_b, int m,
 typedef void tt_gemm_fn (bool trans_a, bool trans_b, int m, int n, int k,
     float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *c, int ldc);
+/* A GEMM operand of the half-width products (mixed precision): an fp32
+ * matrix (half false), which the product rounds to its format, or one
+ * already in that format (half: bf16 or fp16 as uint16_t, rounded when
+ * it was written: a layer's scratch at half width). Row stride ld in
+ * elements. */
+typedef struct
+{
+  const void *p;
+  int ld;
+  bool half;
+} tt_gemm_operand;
+static inline tt_gemm_operand
+tt_gemm_fp32_operand (const float *p, int ld)
+{
+  return (tt_gemm_operand) {
+  p, ld, false};
+}
+
+static inline tt_gemm_operand
+tt_gemm_half_operand (const uint16_t * p, int ld)
+{
+  return (tt_gemm_operand) {
+  p, ld, true};
+}
+
+/* a one-thread GEMM of such operands */
+typedef void tt_gemm_mixed_fn (bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta,
+    float *c, int ldc);
+/* tt_gemm_split's blocks of C over pool, each computed by one */
+void tt_gemm_split_mixed (tt_threads * pool, tt_gemm_mixed_fn * one,
+    bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+    tt_gemm_operand a, tt_gemm_operand b, float beta, float *c, int ldc);
 /* The half-width GEMMs' portable path (gemm_widened.c): blocks of A and
- * B (elements of es bytes) widened to fp32 by widen, rows x cols of a
- * matrix of row stride ld elements into dst (row stride cols, cols at
- * most TT_GEMM_WIDEN_COLS), multiplied by tt_gemm */
+ * B widened to fp32 by their widen functions, rows x cols of a matrix of
+ * row stride ld elements into dst (row stride cols, cols at most
+ * TT_GEMM_WIDEN_COLS), multiplied by tt_gemm */
 #define TT_GEMM_WIDEN_COLS 128
 typedef void tt_widen_rows_fn (const void *src, size_t ld, int rows,
     int cols, float *dst);
+/* an operand of tt_gemm_widened: elements of es bytes, and how they widen */
+typedef struct
+{
+  const void *p;
+  int ld;
+  size_t es;
+  tt_widen_rows_fn *widen;
+} tt_widened_operand;
 void tt_gemm_widened (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const void *a, int lda, const void *b, int ldb, size_t es,
-    tt_widen_rows_fn * widen, float beta, float *c, int ldc);
+    float alpha, tt_widened_operand a, tt_widened_operand b, float beta,
+    float *c, int ldc);
 /* C = beta C, beta == 0 writing zeros (a product whose A B term vanishes) */
 void tt_gemm_scale_c (int m, int n, float beta, float *c, int ldc);
 /* tt_gemm_split's blocks, each computed by one (the fp16 GEMM's split) */
@@ -79,6 +120,18 @@ void tt_gemm_as_split (tt_gemm_inputs f, tt_threads * pool, bool trans_a,
 void tt_gemm_as_small (tt_gemm_inputs f, bool trans_a, bool trans_b, int m,
     int n, int k, float alpha, const float *a, int lda, const float *b,
     int ldb, float beta, float *c, int ldc);
+/* tt_gemm_as_split with operands of either kind (tt_gemm_operand): an
+ * fp32 one rounded as tt_gemm_as rounds it, a half one (in f's format)
+ * read as it is, so the result has the bits of tt_gemm_as_split on the
+ * fp32 operands whose rounding made the half ones. With f fp32 every
+ * operand must be fp32. */
+void tt_gemm_as_mixed (tt_gemm_inputs f, tt_threads * pool, bool trans_a,
+    bool trans_b, int m, int n, int k, float alpha, tt_gemm_operand a,
+    tt_gemm_operand b, float beta, float *c, int ldc);
+/* n values rounded to f's half format (bf16 or fp16, as tt_f32_to_bf16 /
+ * tt_f32_to_f16), and back (exact); f fp32 is not a half format */
+void tt_narrow_as (tt_gemm_inputs f, const float *x, uint16_t * y, size_t n);
+void tt_widen_as (tt_gemm_inputs f, const uint16_t * x, float *y, size_t n);
 
 /* The same product with 512-bit vectors (gemm_avx512.c), when the CPU has
  * them and the shape is one it serves (small K and M * K); false, having
@@ -652,6 +705,11 @@ void tt_gemm_f32_as_bf16 (bool trans_a, bool trans_b, int m, int n, int k,
 void tt_gemm_f32_as_bf16_split (tt_threads * pool, bool trans_a,
     bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
     const float *b, int ldb, float beta, float *c, int ldc);
+/* tt_gemm_bf16 on operands of either kind (tt_gemm_operand): the fp32
+ * ones rounded as tt_gemm_f32_as_bf16 rounds them, the same bits */
+void tt_gemm_bf16_mixed (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta, float *c,
+    int ldc);
 
 /* fp16 GEMM inputs (gemm_f16.c): whether arm64's FMLAL/FMLAL2 (FEAT_FHM,
  * HWCAP_ASIMDFHM: fp16 products summed in fp32) run tt_gemm_f16, and
@@ -679,5 +737,9 @@ void tt_gemm_f32_as_f16 (bool trans_a, bool trans_b, int m, int n, int k,
 void tt_gemm_f32_as_f16_split (tt_threads * pool, bool trans_a,
     bool trans_b, int m, int n, int k, float alpha, const float *a, int lda,
     const float *b, int ldb, float beta, float *c, int ldc);
+/* tt_gemm_f16 on operands of either kind, as tt_gemm_bf16_mixed */
+void tt_gemm_f16_mixed (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta, float *c,
+    int ldc);
 
 #endif
