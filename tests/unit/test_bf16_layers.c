@@ -588,7 +588,9 @@ test_matmul_kernel (void)
  * transpose, shapes around its 8 x 32 tiles and pairs of K (odd K, rows
  * and columns past a tile), alpha and beta, strides past the widths, and
  * sizes it hands to the general kernel: the same bits (on CPUs without
- * AVX-512 BF16 it is the general kernel) */
+ * AVX-512 BF16 it is the general kernel); and tt_gemm_bf16_small_mixed
+ * with A, B or both already rounded to bf16 (a layer's half-width
+ * scratch), the same bits again */
 static void
 test_small_gemm (void)
 {
@@ -597,7 +599,7 @@ test_small_gemm (void)
     {64, 64, 64}, {3, 50, 256}, {7, 40, 300}, {130, 70, 129}, {4, 16, 2}
   };
   rng_state = 17;
-  int mismatches = 0, cases = 0;
+  int mismatches = 0, cases = 0, mixed_mismatches = 0, mixed_cases = 0;
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
     const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
     const int pad = 3, mk = (m > k ? m : k) + pad, nk = (n > k ? n : k) + pad;
@@ -605,13 +607,36 @@ test_small_gemm (void)
     float *b = random_floats ((size_t) nk * nk, 1.0f);
     float *c0 = random_floats ((size_t) m * (n + pad), 1.0f);
     float *c1 = malloc ((size_t) m * (n + pad) * sizeof *c1);
+    float *c2 = malloc ((size_t) m * (n + pad) * sizeof *c2);
+    uint16_t *ah = malloc ((size_t) mk * mk * sizeof *ah);
+    uint16_t *bh = malloc ((size_t) nk * nk * sizeof *bh);
+    tt_f32_to_bf16 (a, ah, (size_t) mk * mk);
+    tt_f32_to_bf16 (b, bh, (size_t) nk * nk);
     for (int v = 0; v < 8; v++) {
       const bool ta = v & 1, tb = v & 2;
       const float alpha = v & 4 ? 0.375f : 1.0f, beta = v & 4 ? 0.5f : 0.0f;
       const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad;
       memcpy (c1, c0, (size_t) m * (n + pad) * sizeof *c1);
+      float *before = malloc ((size_t) m * (n + pad) * sizeof *before);
+      memcpy (before, c0, (size_t) m * (n + pad) * sizeof *before);
       tt_gemm_f32_as_bf16 (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0,
           n + pad);
+      for (int half = 1; half < 4; half++) {
+        memcpy (c2, before, (size_t) m * (n + pad) * sizeof *c2);
+        tt_gemm_bf16_small_mixed (ta, tb, m, n, k, alpha, half & 1 ?
+            tt_gemm_half_operand (ah, lda) : tt_gemm_fp32_operand (a, lda),
+            half & 2 ? tt_gemm_half_operand (bh, ldb) :
+            tt_gemm_fp32_operand (b, ldb), beta, c2, n + pad);
+        mixed_cases++;
+        if (memcmp (c0, c2, (size_t) m * (n + pad) * sizeof *c2)) {
+          mixed_mismatches++;
+          CHECK (false, "small bf16 GEMM %d x %d x %d, trans %d %d, alpha "
+              "%g beta %g, half operands %s: not tt_gemm_f32_as_bf16's bits",
+              m, n, k, ta, tb, alpha, beta, half == 1 ? "A" : half == 2 ?
+              "B" : "A and B");
+        }
+      }
+      free (before);
       tt_gemm_f32_as_bf16_small (ta, tb, m, n, k, alpha, a, lda, b, ldb,
           beta, c1, n + pad);
       cases++;
@@ -626,9 +651,15 @@ test_small_gemm (void)
     free (b);
     free (c0);
     free (c1);
+    free (c2);
+    free (ah);
+    free (bh);
   }
-  printf ("small bf16 GEMM: %d of %d cases the general kernel's bits\n",
-      cases - mismatches, cases);
+  printf ("small bf16 GEMM: %d of %d cases the general kernel's bits; "
+      "with half operands %d of %d\n", cases - mismatches, cases,
+      mixed_cases - mixed_mismatches, mixed_cases);
+  CHECK (mixed_mismatches == 0 && mixed_cases == 240, "small bf16 GEMM, "
+      "half operands: %d of %d cases differ", mixed_mismatches, mixed_cases);
   CHECK (mismatches == 0 && cases == 80, "small bf16 GEMM: %d of %d cases "
       "differ", mismatches, cases);
 }

@@ -422,13 +422,19 @@ test_bf16_gemms (void)
 
 /* mixed precision: attention's products and matmul's in bf16 (the
  * transformer encoder's multi_head_attention on 2 threads, tensorops'
- * matmuls) */
+ * matmuls); multi_head_attention's projections and heads held at half
+ * width, narrowed in forward and read in place (zoo_transformer at
+ * batch 32 splits the narrowing over the threads; fp16 as well) */
 static void
 test_bf16_attention_products (void)
 {
   na_precision = "bf16";
   no_alloc_model (na_root, "transformer_encoder.ini", 2, false);
   no_alloc_model (na_root, "tensorops.ini", 2, false);
+  no_alloc_model (na_root, "zoo_transformer.ini", 2, false);
+  no_alloc_model (na_root, "mha_weights.ini", 1, false);
+  na_precision = "fp16";
+  no_alloc_model (na_root, "zoo_transformer.ini", 2, false);
   na_precision = NULL;
 }
 

@@ -12,6 +12,12 @@
  * - bit for bit: a model whose kept activations are small integers
  *   (exact in bf16 and fp16) gives fp32's loss and gradients exactly,
  *   and the same model on non-integer inputs does not (the stash rounds);
+ * - attention's held scratch (multi_head_attention's projections and
+ *   heads' output at half width): a step's loss and gradients the bits
+ *   of holding them in fp32 (tt_mha_force_fp32_scratch) for the MHA and
+ *   transformer models in bf16 and fp16, on two threads; fp32 models
+ *   unchanged; the held tensors half the bytes, zoo_transformer's pool
+ *   smaller at batch 32;
  * - the stored plan: loads without replanning (same pool, same offsets)
  *   and trains the same; at fp32 it is replanned; a stash on a tensor
  *   that is not a candidate, an overlapping stash, a bad [Plan]
@@ -265,6 +271,118 @@ test_exact (void)
   }
 }
 
+/* model name at act on two threads, its attentions' scratch held in
+ * fp32 or not; 3 training steps on fixed data (the last one sample
+ * short); NULL on failure */
+static tt_model *
+attention_steps (const char *name, tt_precision act, bool fp32_scratch)
+{
+  char path[2048];
+  tt_error err;
+  model_path (path, sizeof path, name);
+  tt_mha_force_fp32_scratch (fp32_scratch);
+  tt_model *m = open_at (path, NULL, 0, act, 2, true, &err);
+  tt_mha_force_fp32_scratch (false);
+  CHECK (m != NULL, "%s: %s", name, m ? "" : err.message);
+  if (m)
+    tt_test_train_steps (m, name, 3, 255.0f);
+  return m;
+}
+
+/* the bytes of m's multi_head_attention projections (tensors named
+ * LAYER:proj_query and so on) */
+static uint64_t
+projection_bytes (const tt_model * m)
+{
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < m->n_tensors; i++)
+    if (strstr (m->tensors[i].name, ":proj_") &&
+        !strstr (m->tensors[i].name, ":deriv") &&
+        !strstr (m->tensors[i].name, ":fp32"))
+      bytes += (uint64_t) m->tensors[i].count * sizeof (float);
+  return bytes;
+}
+
+/* m's plan stored and loaded at act: the plan as stored (the half
+ * scratch's sizes recomputed by the layers and checked at load) */
+static void
+attention_stored (tt_model * m, tt_precision act)
+{
+  tt_error err;
+  char *text;
+  size_t len;
+  CHECK (tt_plan_ini_text (m, &text, &len, &err) == TT_OK, "%s", err.message);
+  const char *stored = tt_test_write_file ("attention.ini", text, len);
+  free (text);
+  tt_model *b = open_at (stored, NULL, 0, act, 2, true, &err);
+  CHECK (b != NULL, "stored attention plan: %s", b ? "" : err.message);
+  if (!b)
+    return;
+  tt_plan_info pa, pb;
+  tt_model_plan_info (m, &pa);
+  tt_model_plan_info (b, &pb);
+  bool same = m->n_tensors == b->n_tensors;
+  for (uint32_t i = 0; same && i < m->n_tensors; i++)
+    same = m->tensors[i].offset == b->tensors[i].offset &&
+        m->tensors[i].count == b->tensors[i].count &&
+        !strcmp (m->tensors[i].name, b->tensors[i].name);
+  printf ("stored attention plan %s: from the plan %d, pool %" PRIu64
+      " against %" PRIu64 "\n", tt_precision_name (act),
+      pb.from_stored_plan, pb.pool_bytes, pa.pool_bytes);
+  CHECK (pb.from_stored_plan && pb.pool_bytes == pa.pool_bytes && same,
+      "stored attention plan %s: from the plan %d, pool %" PRIu64
+      " against %" PRIu64 ", tensors the same %d", tt_precision_name (act),
+      pb.from_stored_plan, pb.pool_bytes, pa.pool_bytes, same);
+  tt_model_free (b);
+}
+
+static void
+test_attention_scratch (void)
+{
+  static const char *const models[] = {
+    "mha_self.ini", "mha_cross_mask.ini", "mha_weights.ini",
+    "transformer_encoder.ini", "zoo_transformer.ini", NULL
+  };
+  static const tt_precision acts[3] = { TT_PRECISION_BF16,
+    TT_PRECISION_FP16, TT_PRECISION_FP32
+  };
+  for (int i = 0; models[i]; i++)
+    for (int h = 0; h < 3; h++) {
+      const char *an = tt_precision_name (acts[h]);
+      tt_model *a = attention_steps (models[i], acts[h], true);
+      tt_model *b = attention_steps (models[i], acts[h], false);
+      if (a && b) {
+        tt_plan_info pa, pb;
+        tt_model_plan_info (a, &pa);
+        tt_model_plan_info (b, &pb);
+        const uint64_t ba = projection_bytes (a), bb = projection_bytes (b);
+        printf ("%s %s: projections %" PRIu64 " bytes (held in fp32 %"
+            PRIu64 "), pool %" PRIu64 " (%" PRIu64 ")\n", models[i], an, bb,
+            ba, pb.pool_bytes, pa.pool_bytes);
+        CHECK (tt_test_same_state (a, b, models[i]), "%s %s: 3 steps' "
+            "weights and Adam state differ from those of the scratch held "
+            "in fp32", models[i], an);
+        if (acts[h] == TT_PRECISION_FP32)
+          CHECK (ba == bb && pa.pool_bytes == pb.pool_bytes, "%s fp32: "
+              "projections %" PRIu64 " against %" PRIu64 ", pool %" PRIu64
+              " against %" PRIu64, models[i], bb, ba, pb.pool_bytes,
+              pa.pool_bytes);
+        else
+          CHECK (ba > 0 && bb * 2 <= ba + 16, "%s %s: projections %" PRIu64
+              " bytes, %" PRIu64 " in fp32", models[i], an, bb, ba);
+        if (acts[h] != TT_PRECISION_FP32 && !strcmp (models[i],
+                "zoo_transformer.ini")) {
+          CHECK (pb.pool_bytes < pa.pool_bytes, "%s %s: pool %" PRIu64
+              " against %" PRIu64 " held in fp32", models[i], an,
+              pb.pool_bytes, pa.pool_bytes);
+          attention_stored (b, acts[h]);
+        }
+      }
+      tt_model_free (a);
+      tt_model_free (b);
+    }
+}
+
 /* text with the first occurrence of from replaced by to; NULL: absent */
 static char *
 replace (const char *text, const char *from, const char *to)
@@ -500,6 +618,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_pools);
   TT_TEST_RUN (test_losses);
   TT_TEST_RUN (test_exact);
+  TT_TEST_RUN (test_attention_scratch);
   TT_TEST_RUN (test_stored);
   TT_TEST_RUN (test_limit);
   return tt_test_summary ();

@@ -754,6 +754,15 @@ typedef struct tt_layer {
        * heads' output when no weight gradient reads them (-1: written
        * over heads_out) */
       int dheads;
+      /* mixed precision: the format the projections (and, with weight
+       * gradients and no LoRA, the heads' output) are held in from
+       * forward to backward, TT_GEMM_FP32 or the half format of the
+       * planned GEMM inputs (only ever the products' operands); when
+       * half, the fp32 scratch of forward alone that the projections'
+       * GEMMs write before they are narrowed (proj_wide), and the heads'
+       * fp32 output (heads_wide, -1 when the heads are held in fp32) */
+      tt_gemm_inputs held;
+      int proj_wide, heads_wide;
       /* the model's generator before the step's dropout draw: a rerun
        * (tt_run_ctx.recompute) draws the same mask into its instance */
       tt_rng drop_rng;

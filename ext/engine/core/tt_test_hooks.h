@@ -60,6 +60,12 @@ void tt_bf16_force_portable (bool on);
  * plans bit for bit. Before compile. Defined in
  * layers/layer_multi_head_attention.c. */
 void tt_mha_force_keep_heads (bool on);
+/* mixed precision: whether multi_head_attention holds its projections
+ * and heads' output in fp32 even when planned with half-width GEMM
+ * inputs (off by default: they are held at 2 bytes an element), so that
+ * a test can compare the two bit for bit. Before compile. Defined in
+ * layers/layer_multi_head_attention.c. */
+void tt_mha_force_fp32_scratch (bool on);
 
 /* dynamic loss scaling: the good steps in a row that double the scale
  * (0: nntrainer's 2000). Defined in core/loss_scale.c. */

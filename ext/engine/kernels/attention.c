@@ -9,9 +9,10 @@
  * inputs (attention) alike, without transposes.
  *
  * The products are one-thread tt_gemm calls per head (with gemm_bf16,
- * tt_gemm_f32_as_bf16_small: their inputs, the scaled P and dS included,
+ * tt_gemm_bf16_small_mixed: their inputs, the scaled P and dS included,
  * rounded to bf16, sums in fp32; softmax, mask and dropout stay fp32,
- * and the fp32 path is unchanged); the softmax runs
+ * and the fp32 path is unchanged; Q, K and V may be held in the half
+ * format already, qkv_half, read as they are: the same bits); the softmax runs
  * over each score row while it is in cache: its maximum, then the
  * exponentials and their sum in one pass (vmath.h's exp), then the
  * normalization. P is kept (probs) for backward, which needs nothing else
@@ -327,11 +328,26 @@ attn_add_scaled (const float *x, float s, float *y, size_t n)
 /* one product of a head, in a->gemm_inputs */
 static void
 attn_gemm (const tt_attention * a, bool trans_a, bool trans_b, int m, int n,
-    int k, float alpha, const float *x, int ldx, const float *y, int ldy,
-    float beta, float *c, int ldc)
+    int k, float alpha, tt_gemm_operand x, tt_gemm_operand y, float beta,
+    float *c, int ldc)
 {
-  tt_gemm_as_small (a->gemm_inputs, trans_a, trans_b, m, n, k, alpha, x, ldx,
-      y, ldy, beta, c, ldc);
+  tt_gemm_as_small_mixed (a->gemm_inputs, trans_a, trans_b, m, n, k, alpha,
+      x, y, beta, c, ldc);
+}
+
+static tt_gemm_operand
+attn_fp32 (const float *p, int ld)
+{
+  return tt_gemm_fp32_operand (p, ld);
+}
+
+/* Q, K or V (base) from element off on, row stride ld */
+static tt_gemm_operand
+attn_qkv (const tt_attention * a, const void *base, size_t off, int ld)
+{
+  if (a->qkv_half)
+    return tt_gemm_half_operand ((const uint16_t *) base + off, ld);
+  return tt_gemm_fp32_operand ((const float *) base + off, ld);
 }
 
 static void
@@ -339,14 +355,17 @@ attn_forward_pair (const tt_attention * a, size_t pair)
 {
   const size_t b = pair / (size_t) a->heads, h = pair % (size_t) a->heads;
   const size_t plane = (size_t) a->lq * a->lk;
-  const float *q = a->q + b * a->q_bs + h * a->q_hs;
-  const float *k = a->k + b * a->k_bs + h * a->k_hs;
-  const float *v = a->v + b * a->v_bs + h * a->v_hs;
+  const tt_gemm_operand q = attn_qkv (a, a->q, b * a->q_bs + h * a->q_hs,
+      a->q_ld);
+  const tt_gemm_operand k = attn_qkv (a, a->k, b * a->k_bs + h * a->k_hs,
+      a->k_ld);
+  const tt_gemm_operand v = attn_qkv (a, a->v, b * a->v_bs + h * a->v_hs,
+      a->v_ld);
   float *o = a->o + b * a->o_bs + h * a->o_hs;
   float *p = a->probs + pair * plane;
   const float *mask = a->mask ? a->mask + pair * plane : NULL;
-  attn_gemm (a, false, true, a->lq, a->lk, a->dk, a->scale, q, a->q_ld, k,
-      a->k_ld, 0.0f, p, a->lk);
+  attn_gemm (a, false, true, a->lq, a->lk, a->dk, a->scale, q, k, 0.0f, p,
+      a->lk);
   if (attn_has_avx512 ())
     attn_softmax_rows512 (p, mask, a->lq, a->lk, a->causal);
   else
@@ -361,8 +380,8 @@ attn_forward_pair (const tt_attention * a, size_t pair)
     attn_multiply (p, a->drop + pair * plane, pd, plane);
     pv = pd;
   }
-  attn_gemm (a, false, false, a->lq, a->dv, a->lk, 1.0f, pv, a->lk, v, a->v_ld,
-      0.0f, o, a->o_ld);
+  attn_gemm (a, false, false, a->lq, a->dv, a->lk, 1.0f, attn_fp32 (pv,
+          a->lk), v, 0.0f, o, a->o_ld);
 }
 
 typedef struct
@@ -390,11 +409,11 @@ attn_backward_pair (const attn_back * j, size_t pair)
     pv = ds;
   }
   if (j->dv)
-    attn_gemm (a, true, false, a->lk, a->dv, a->lq, 1.0f, pv, a->lk, dout,
-        a->o_ld, 0.0f, j->dv + vo, a->v_ld);
+    attn_gemm (a, true, false, a->lk, a->dv, a->lq, 1.0f, attn_fp32 (pv,
+            a->lk), attn_fp32 (dout, a->o_ld), 0.0f, j->dv + vo, a->v_ld);
   /* dP = (dO V^T) * drop, then dS through the softmax */
-  attn_gemm (a, false, true, a->lq, a->lk, a->dv, 1.0f, dout, a->o_ld,
-      a->v + vo, a->v_ld, 0.0f, ds, a->lk);
+  attn_gemm (a, false, true, a->lq, a->lk, a->dv, 1.0f, attn_fp32 (dout,
+          a->o_ld), attn_qkv (a, a->v, vo, a->v_ld), 0.0f, ds, a->lk);
   const float *dw = NULL;
   float dw_scale = 1.0f;
   if (a->dweights) {
@@ -417,12 +436,12 @@ attn_backward_pair (const attn_back * j, size_t pair)
     memcpy (j->dmask + pair * plane, ds, plane * sizeof *ds);
   /* dQ = scale dS K; dK = scale dS^T Q (added to dV when key is value) */
   if (j->dq)
-    attn_gemm (a, false, false, a->lq, a->dk, a->lk, a->scale, ds, a->lk,
-        a->k + ko, a->k_ld, 0.0f, j->dq + qo, a->q_ld);
+    attn_gemm (a, false, false, a->lq, a->dk, a->lk, a->scale, attn_fp32 (ds,
+            a->lk), attn_qkv (a, a->k, ko, a->k_ld), 0.0f, j->dq + qo, a->q_ld);
   if (j->dk)
-    attn_gemm (a, true, false, a->lk, a->dk, a->lq, a->scale, ds, a->lk,
-        a->q + qo, a->q_ld, j->dk == j->dv && a->k == a->v ? 1.0f : 0.0f,
-        j->dk + ko, a->k_ld);
+    attn_gemm (a, true, false, a->lk, a->dk, a->lq, a->scale, attn_fp32 (ds,
+            a->lk), attn_qkv (a, a->q, qo, a->q_ld), j->dk == j->dv &&
+        a->k == a->v ? 1.0f : 0.0f, j->dk + ko, a->k_ld);
 }
 
 typedef struct

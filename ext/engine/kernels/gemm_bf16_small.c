@@ -18,8 +18,12 @@
  * the sums are tt_gemm_bf16's, so the result is the bits of
  * tt_gemm_f32_as_bf16 on this path (tests/unit/test_bf16_layers.c).
  *
+ * tt_gemm_bf16_small_mixed takes either operand already in bf16 (a
+ * layer's half-width scratch, tt_gemm_operand): its words are packed as
+ * they are, the same words rounding packs from fp32, so the same bits.
+ *
  * Sizes past the packed buffers (64 KiB on the stack), and CPUs without
- * AVX-512 BF16 (or tt_bf16_force_portable), go to tt_gemm_f32_as_bf16.
+ * AVX-512 BF16 (or tt_bf16_force_portable), go to tt_gemm_bf16_mixed.
  */
 #include "kernels.h"
 
@@ -98,6 +102,95 @@ small_pack_cols (const float *x, int ldx, int k, int n, uint32_t * w, int ld)
     }
 }
 
+/* lanes [0, n) of a vector of 32 halves */
+TSMALL_INLINE __mmask32
+small_mask32 (int n)
+{
+  return n >= 32 ? (__mmask32) 0xffffffffu : n <= 0 ? 0 :
+      (__mmask32) ((1u << n) - 1);
+}
+
+/* small_pack_rows of bf16 rows: word j of pair t is row 2t's half j
+ * below row 2t + 1's */
+TSMALL static void
+small_pack_rows_half (const uint16_t * x, int ldx, int k, int n,
+    uint32_t * w, int ld)
+{
+  const int kq = (k + 1) / 2;
+  for (int t = 0; t < kq; t++)
+    for (int j = 0; j < n; j += 16) {
+      const __mmask32 m = small_mask32 (n - j < 16 ? n - j : 16);
+      const uint16_t *s = x + (size_t) (2 * t) * ldx + j;
+      const __m512i r0 = _mm512_cvtepu16_epi32 (_mm512_castsi512_si256
+          (_mm512_maskz_loadu_epi16 (m, s)));
+      const __m512i r1 = 2 * t + 1 < k ?
+          _mm512_cvtepu16_epi32 (_mm512_castsi512_si256
+          (_mm512_maskz_loadu_epi16 (m, s + ldx))) : _mm512_setzero_si512 ();
+      _mm512_storeu_si512 (w + (size_t) t * ld + j, _mm512_or_si512 (r0,
+              _mm512_slli_epi32 (r1, 16)));
+    }
+}
+
+/* small_pack_cols of bf16 rows: a row's pairs are its 32-bit words,
+ * transposed 16 rows by 16 words at a time (the half past an odd k
+ * zero) */
+TSMALL static void
+small_pack_cols_half (const uint16_t * x, int ldx, int k, int n,
+    uint32_t * w, int ld)
+{
+  const int kq = (k + 1) / 2;
+  for (int j0 = 0; j0 < n; j0 += 16)
+    for (int t0 = 0; t0 < kq; t0 += 16) {
+      const int p0 = 2 * t0;
+      const __mmask32 m = small_mask32 (k - p0);
+      __m512 r[16];
+      for (int jj = 0; jj < 16; jj++)
+        r[jj] = j0 + jj < n ? _mm512_castsi512_ps (_mm512_maskz_loadu_epi16
+            (m, x + (size_t) (j0 + jj) * ldx + p0)) : _mm512_setzero_ps ();
+      tt_transpose16_avx512 (r);
+      for (int t = 0; t < 16 && t0 + t < kq; t++)
+        _mm512_storeu_ps ((float *) (w + (size_t) (t0 + t) * ld + j0), r[t]);
+    }
+}
+
+/* op(X) (k rows by n columns: x[p][j] at x + p ld + j, or x + j ld + p
+ * transposed) packed as pairs of K for every column */
+TSMALL static void
+small_pack (tt_gemm_operand x, bool trans, int k, int n, uint32_t * w, int ld)
+{
+  if (x.half && trans)
+    small_pack_cols_half (x.p, x.ld, k, n, w, ld);
+  else if (x.half)
+    small_pack_rows_half (x.p, x.ld, k, n, w, ld);
+  else if (trans)
+    small_pack_cols (x.p, x.ld, k, n, w, ld);
+  else
+    small_pack_rows (x.p, x.ld, k, n, w, ld);
+}
+
+/* rows [0, m) of an untransposed A, k wide, as pairs: halves ah[i kq2 +
+ * p], zero from k to kq2 */
+TSMALL static void
+small_pack_a_rows (tt_gemm_operand a, int m, int k, uint16_t * ah, int kq2)
+{
+  for (int i = 0; i < m; i++)
+    for (int p = 0; p < kq2; p += 32) {
+      const __mmask32 store = small_mask32 (kq2 - p);
+      __m512i v;
+      if (a.half) {
+        v = _mm512_maskz_loadu_epi16 (small_mask32 (k - p),
+            (const uint16_t *) a.p + (size_t) i * a.ld + p);
+      } else {
+        const float *s = (const float *) a.p + (size_t) i * a.ld + p;
+        const __m512 lo = _mm512_maskz_loadu_ps (small_mask16 (k - p), s);
+        const __m512 hi = _mm512_maskz_loadu_ps (small_mask16 (k - p - 16),
+            s + 16);
+        v = (__m512i) _mm512_cvtne2ps_pbh (hi, lo);
+      }
+      _mm512_mask_storeu_epi16 (ah + (size_t) i * kq2 + p, store, v);
+    }
+}
+
 /* lanes m of alpha x (+ beta d) to d, as tt_gemm_bf16 stores */
 TSMALL_INLINE void
 small_store (float *d, __m512 x, __mmask16 m, float alpha, float beta)
@@ -159,37 +252,22 @@ small_tile (int mr, int nr, int kq, const uint32_t * aw, size_t ars,
 
 TSMALL static void
 small_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-    const float *a, int lda, const float *b, int ldb, float beta, float *c,
-    int ldc, int nb, int mb)
+    tt_gemm_operand a, tt_gemm_operand b, float beta, float *c, int ldc,
+    int nb, int mb)
 {
   _Alignas (64) uint32_t bw[SMALL_WORDS];
   _Alignas (64) uint32_t aw[SMALL_WORDS];
   const int kq = (k + 1) / 2;
   /* op(B)[p][j]: b[p ldb + j], or b[j ldb + p] transposed */
-  if (trans_b)
-    small_pack_cols (b, ldb, k, n, bw, nb);
-  else
-    small_pack_rows (b, ldb, k, n, bw, nb);
+  small_pack (b, trans_b, k, n, bw, nb);
   /* op(A)[i][p]: rows' pairs, word (i, t) at aw[i kq2 + t]; transposed,
    * packed as B's, at aw[t mb + i] */
   size_t ars, ats;
   if (trans_a) {
-    small_pack_rows (a, lda, k, m, aw, mb);
+    small_pack (a, false, k, m, aw, mb);
     ars = 1, ats = (size_t) mb;
   } else {
-    const int kq2 = 2 * kq;
-    uint16_t *ah = (uint16_t *) aw;
-    for (int i = 0; i < m; i++)
-      for (int p = 0; p < kq2; p += 32) {
-        const float *s = a + (size_t) i * lda + p;
-        const __m512 lo = _mm512_maskz_loadu_ps (small_mask16 (k - p), s);
-        const __m512 hi = _mm512_maskz_loadu_ps (small_mask16 (k - p - 16),
-            s + 16);
-        _mm512_mask_storeu_epi16 (ah + (size_t) i * kq2 + p,
-            p + 32 <= kq2 ? (__mmask32) 0xffffffffu :
-            (__mmask32) ((1u << (kq2 - p)) - 1),
-            (__m512i) _mm512_cvtne2ps_pbh (hi, lo));
-      }
+    small_pack_a_rows (a, m, k, (uint16_t *) aw, 2 * kq);
     ars = (size_t) kq, ats = 1;
   }
   for (int j0 = 0; j0 < n; j0 += 32)
@@ -202,20 +280,28 @@ small_gemm (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 #endif
 
 void
-tt_gemm_f32_as_bf16_small (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const float *a, int lda, const float *b, int ldb,
-    float beta, float *c, int ldc)
+tt_gemm_bf16_small_mixed (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta, float *c,
+    int ldc)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
   const int kq = (k + 1) / 2, nb = (n + 15) / 16 * 16, mb = (m + 15) / 16 * 16;
   if (m > 0 && n > 0 && k > 0 && k <= SMALL_K && alpha != 0.0f &&
       (size_t) kq * nb <= SMALL_WORDS && (size_t) kq * mb <= SMALL_WORDS &&
       tt_bf16_hw_dot ()) {
-    small_gemm (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
-        ldc, nb, mb);
+    small_gemm (trans_a, trans_b, m, n, k, alpha, a, b, beta, c, ldc, nb, mb);
     return;
   }
 #endif
-  tt_gemm_f32_as_bf16 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-      beta, c, ldc);
+  tt_gemm_bf16_mixed (trans_a, trans_b, m, n, k, alpha, a, b, beta, c, ldc);
+}
+
+void
+tt_gemm_f32_as_bf16_small (bool trans_a, bool trans_b, int m, int n, int k,
+    float alpha, const float *a, int lda, const float *b, int ldb,
+    float beta, float *c, int ldc)
+{
+  tt_gemm_bf16_small_mixed (trans_a, trans_b, m, n, k, alpha,
+      tt_gemm_fp32_operand (a, lda), tt_gemm_fp32_operand (b, ldb), beta, c,
+      ldc);
 }

@@ -55,15 +55,33 @@ tt_gemm_as_small (tt_gemm_inputs f, bool trans_a, bool trans_b, int m, int n,
     int k, float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *c, int ldc)
 {
+  tt_gemm_as_small_mixed (f, trans_a, trans_b, m, n, k, alpha,
+      tt_gemm_fp32_operand (a, lda), tt_gemm_fp32_operand (b, ldb), beta, c,
+      ldc);
+}
+
+void
+tt_gemm_as_small_mixed (tt_gemm_inputs f, bool trans_a, bool trans_b, int m,
+    int n, int k, float alpha, tt_gemm_operand a, tt_gemm_operand b,
+    float beta, float *c, int ldc)
+{
   /* the general bf16 kernel's blocks cost 3x fp32 on a 16 x 16 x 16
    * product (gemm_bf16_small.c); fp16 widens into tt_gemm on x86-64,
    * whose small products need no other kernel */
-  if (f == TT_GEMM_BF16)
-    tt_gemm_f32_as_bf16_small (trans_a, trans_b, m, n, k, alpha, a, lda, b,
-        ldb, beta, c, ldc);
-  else
-    tt_gemm_as (f, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
-        ldc);
+  switch (f) {
+    case TT_GEMM_BF16:
+      tt_gemm_bf16_small_mixed (trans_a, trans_b, m, n, k, alpha, a, b, beta,
+          c, ldc);
+      return;
+    case TT_GEMM_FP16:
+      tt_gemm_f16_mixed (trans_a, trans_b, m, n, k, alpha, a, b, beta, c, ldc);
+      return;
+    case TT_GEMM_FP32:
+    default:
+      tt_gemm (trans_a, trans_b, m, n, k, alpha, a.p, a.ld, b.p, b.ld, beta,
+          c, ldc);
+      return;
+  }
 }
 
 void

@@ -120,6 +120,12 @@ void tt_gemm_as_split (tt_gemm_inputs f, tt_threads * pool, bool trans_a,
 void tt_gemm_as_small (tt_gemm_inputs f, bool trans_a, bool trans_b, int m,
     int n, int k, float alpha, const float *a, int lda, const float *b,
     int ldb, float beta, float *c, int ldc);
+/* tt_gemm_as_small with operands of either kind (tt_gemm_operand), as
+ * tt_gemm_as_mixed below: a half one read as it is, the bits of
+ * tt_gemm_as_small on the fp32 operands whose rounding made it */
+void tt_gemm_as_small_mixed (tt_gemm_inputs f, bool trans_a, bool trans_b,
+    int m, int n, int k, float alpha, tt_gemm_operand a, tt_gemm_operand b,
+    float beta, float *c, int ldc);
 /* tt_gemm_as_split with operands of either kind (tt_gemm_operand): an
  * fp32 one rounded as tt_gemm_as rounds it, a half one (in f's format)
  * read as it is, so the result has the bits of tt_gemm_as_split on the
@@ -589,7 +595,10 @@ void tt_l2norm_backward (tt_threads * pool, size_t batch, size_t n,
  * (sample, head), bit-identical to one thread. */
 typedef struct {
   int batch, heads, lq, lk, dk, dv;
-  const float *q, *k, *v;
+  /* fp32, or with qkv_half already in gemm_inputs' half format (a
+   * layer's half-width scratch: they are only the products' operands) */
+  const void *q, *k, *v;
+  bool qkv_half;
   float *o;
   size_t q_bs, k_bs, v_bs, o_bs, q_hs, k_hs, v_hs, o_hs;
   int q_ld, k_ld, v_ld, o_ld;
@@ -630,6 +639,11 @@ void tt_attention_backward (const tt_attention * a, const float *dout,
 void tt_gemm_f32_as_bf16_small (bool trans_a, bool trans_b, int m, int n,
     int k, float alpha, const float *a, int lda, const float *b, int ldb,
     float beta, float *c, int ldc);
+/* the same on operands of either kind (tt_gemm_operand: fp32 rounded
+ * while packed, or bf16 read as it is), the bits of tt_gemm_bf16_mixed */
+void tt_gemm_bf16_small_mixed (bool trans_a, bool trans_b, int m, int n,
+    int k, float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta,
+    float *c, int ldc);
 
 /* mol_attention.c: mixture-of-logistics attention of batch samples
  * (nntrainer's mol_attention). proj [B][3K]: the sources of kappa, beta

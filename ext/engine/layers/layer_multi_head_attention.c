@@ -25,8 +25,19 @@
  * in forward alone; the derivatives of the scores and of the
  * projections in backward. Backward reads the inputs
  * in calcGradient alone (the projections' weight gradients).
+ *
+ * Planned with half-width GEMM inputs (bf16, fp16), the projections are
+ * held at 2 bytes an element: they are only ever the products' operands,
+ * which round them to that format anyway, so their GEMMs write a scratch
+ * of forward alone in fp32, narrowed into the held one. So is the heads'
+ * output when the output projection's weight gradient reads it (not
+ * with LoRA, whose adapters read it in fp32): its fp32 copy lives in
+ * forward, and its derivative has its own scratch. The results are the
+ * bits of holding them in fp32. probs stays fp32: the softmax's
+ * backward reads it element by element (docs/precision.md).
  */
 #include "tt_layer.h"
+#include "tt_split.h"
 
 #include <math.h>
 #include <string.h>
@@ -237,6 +248,43 @@ tt_mha_force_keep_heads (bool on)
   mha_keep_heads = on;
 }
 
+/* tt_test_hooks.h: the projections and heads held in fp32 whatever the
+ * GEMM inputs */
+static bool mha_fp32_scratch;
+
+void tt_mha_force_fp32_scratch (bool on);
+void
+tt_mha_force_fp32_scratch (bool on)
+{
+  mha_fp32_scratch = on;
+}
+
+/* the format the scratch kept for backward is held in: the planned GEMM
+ * inputs' (which round it when read), fp32 without a backward */
+static tt_gemm_inputs
+mha_held_format (const tt_init_ctx * c, bool back)
+{
+  if (!back || mha_fp32_scratch)
+    return TT_GEMM_FP32;
+  switch (tt_init_gemm_inputs (c)) {
+    case TT_PRECISION_BF16:
+      return TT_GEMM_BF16;
+    case TT_PRECISION_FP16:
+      return TT_GEMM_FP16;
+    case TT_PRECISION_FP32:
+    default:
+      return TT_GEMM_FP32;
+  }
+}
+
+/* scratch of count elements, fp32 or held at half width */
+static int
+mha_scratch (tt_init_ctx * c, const char *suffix, size_t count, bool half)
+{
+  return half ? tt_init_scratch_half_by_samples (c, suffix, count) :
+      tt_init_scratch_by_samples (c, suffix, count);
+}
+
 static void
 mha_declare (tt_init_ctx * c, tt_layer * l)
 {
@@ -254,16 +302,31 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
   const bool grad = mha_runs_gradient (l), deriv = l->needs_derivative;
   const bool back = grad || deriv;
   const tt_phase bphase = grad ? TT_PHASE_GRADIENT : TT_PHASE_DERIVATIVE;
+  const tt_gemm_inputs held = mha_held_format (c, back);
+  const bool half = held != TT_GEMM_FP32;
+  const bool heads_half = half && grad && !l->p.attn.lora_rank;
+  l->p.attn.held = held;
+  l->p.attn.proj_wide = l->p.attn.heads_wide = -1;
+  if (half) {
+    const size_t most = proj[0] > proj[1] ? proj[0] : proj[1];
+    l->p.attn.proj_wide = tt_init_scratch_by_samples (c, "proj:fp32",
+        most > proj[2] ? most : proj[2]);
+    tt_init_use (c, l->p.attn.proj_wide, TT_PHASE_FORWARD);
+  }
   for (int i = 0; i < 3; i++) {
-    l->p.attn.proj[i] = tt_init_scratch_by_samples (c, pnames[i], proj[i]);
+    l->p.attn.proj[i] = mha_scratch (c, pnames[i], proj[i], half);
     tt_init_use (c, l->p.attn.proj[i], TT_PHASE_FORWARD);
     l->p.attn.dproj[i] = -1;
   }
   l->p.attn.probs = tt_init_scratch_by_samples (c, "probs", scores);
   tt_init_use (c, l->p.attn.probs, TT_PHASE_FORWARD);
-  l->p.attn.heads_out = tt_init_scratch_by_samples (c, "heads", batch * lq *
-      hv);
+  l->p.attn.heads_out = mha_scratch (c, "heads", batch * lq * hv, heads_half);
   tt_init_use (c, l->p.attn.heads_out, TT_PHASE_FORWARD);
+  if (heads_half) {
+    l->p.attn.heads_wide = tt_init_scratch_by_samples (c, "heads:fp32",
+        batch * lq * hv);
+    tt_init_use (c, l->p.attn.heads_wide, TT_PHASE_FORWARD);
+  }
   l->p.attn.drop = l->p.attn.dropped = -1;
   if (l->p.attn.dropout > 0) {
     l->p.attn.drop = tt_init_scratch_by_samples (c, "dropout_mask", scores);
@@ -289,8 +352,9 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
   /* the heads' output derivative is written over their output, after
    * the output projection's weight gradient read it; without gradients
    * nothing reads the heads' output in backward: their derivative has
-   * its own scratch, and the output is not kept from forward */
-  if (grad || mha_keep_heads) {
+   * its own scratch, and the output is not kept from forward; held at
+   * half width, the heads' output cannot hold their fp32 derivative */
+  if ((grad || mha_keep_heads) && !heads_half) {
     tt_init_use (c, l->p.attn.heads_out, bphase);
   } else {
     l->p.attn.dheads = tt_init_scratch_by_samples (c, "heads:deriv",
@@ -328,6 +392,36 @@ mha_project (const tt_run_ctx * c, const float *x, const tt_weight * w,
       1.0f, x, (int) k, tt_run_data (c, w->value), (int) n, 0.0f, y, (int) n);
   if (b)
     mha_add_bias (y, tt_run_data (c, b->value), rows, n);
+}
+
+/* n values of fp32 scratch narrowed into held scratch, split over the
+ * threads by samples (a conversion element by element: the same bits
+ * on any split) */
+typedef struct
+{
+  tt_gemm_inputs f;
+  const float *x;
+  uint16_t *y;
+  size_t per_sample;
+} mha_narrow_job;
+
+static void
+mha_narrow_range (void *arg, size_t begin, size_t end)
+{
+  const mha_narrow_job *j = arg;
+  const size_t at = begin * j->per_sample;
+  tt_narrow_as (j->f, j->x + at, j->y + at, (end - begin) * j->per_sample);
+}
+
+static void
+mha_narrow (const tt_run_ctx * c, const tt_layer * l, const float *x,
+    int held, size_t rows_per_sample, size_t cols)
+{
+  mha_narrow_job j = { l->p.attn.held, x, tt_run_half (c, held),
+    rows_per_sample * cols
+  };
+  tt_split (c->threads, c->batch, 1, c->batch * j.per_sample >= 64 * 1024 ?
+      1 : SIZE_MAX, mha_narrow_range, &j);
 }
 
 /* y += s (x A) B of projection i, x A kept (lora_proj.c) */
@@ -388,7 +482,9 @@ mha_setup (const tt_run_ctx * c, const tt_layer * l)
     .q = tt_run_data (c, l->p.attn.proj[0]),
     .k = tt_run_data (c, l->p.attn.proj[1]),
     .v = tt_run_data (c, l->p.attn.proj[2]),
-    .o = tt_run_data (c, l->p.attn.heads_out),
+    .qkv_half = l->p.attn.held != TT_GEMM_FP32,
+    .o = tt_run_data (c, l->p.attn.heads_wide >= 0 ? l->p.attn.heads_wide :
+        l->p.attn.heads_out),
     .q_bs = (size_t) lq * heads * kd,.k_bs = (size_t) lk * heads * kd,
     .v_bs = (size_t) lk * heads * vd,.o_bs = (size_t) lq * heads * vd,
     .q_hs = (size_t) kd,.k_hs = (size_t) kd,.v_hs = (size_t) vd,
@@ -400,7 +496,8 @@ mha_setup (const tt_run_ctx * c, const tt_layer * l)
     .probs = tt_run_data (c, l->p.attn.probs),
     .dropped = tt_run_data (c, l->p.attn.dropped),
     .threads = c->threads,
-    .gemm_inputs = tt_run_gemm_inputs (c),
+    .gemm_inputs = l->p.attn.held != TT_GEMM_FP32 ? l->p.attn.held :
+        tt_run_gemm_inputs (c),
   };
   return a;
 }
@@ -413,13 +510,16 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
   const size_t hk = heads * l->p.attn.key_dim, hv = heads * l->p.attn.value_dim;
   const size_t rows[3] = { batch * lq, batch * lk, batch * lk };
   const size_t cols[3] = { hk, hk, hv };
+  const bool half = l->p.attn.held != TT_GEMM_FP32;
   for (int i = 0; i < 3; i++) {
+    float *y = tt_run_data (c, half ? l->p.attn.proj_wide : l->p.attn.proj[i]);
     mha_project (c, tt_run_data (c, l->in[i]), mha_weight (l, i, false),
-        mha_weight (l, i, true), rows[i], l->in_dims[i].w, cols[i],
-        tt_run_data (c, l->p.attn.proj[i]));
+        mha_weight (l, i, true), rows[i], l->in_dims[i].w, cols[i], y);
     if (l->p.attn.lora_rank)
       mha_lora_forward (c, l, i, tt_run_data (c, l->in[i]), rows[i],
-          l->in_dims[i].w, cols[i], tt_run_data (c, l->p.attn.proj[i]));
+          l->in_dims[i].w, cols[i], y);
+    if (half)
+      mha_narrow (c, l, y, l->p.attn.proj[i], rows[i] / batch, cols[i]);
   }
   tt_attention a = mha_setup (c, l);
   if (l->p.attn.drop >= 0 && c->training) {
@@ -445,6 +545,8 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
   if (l->p.attn.lora_rank)
     mha_lora_forward (c, l, 3, a.o, batch * lq, hv, l->p.attn.out_dim,
         tt_run_data (c, l->out[0]));
+  if (l->p.attn.heads_wide >= 0)
+    mha_narrow (c, l, a.o, l->p.attn.heads_out, lq, hv);
 }
 
 /* The attention's backward: the derivatives of the heads' output, of the
@@ -483,15 +585,22 @@ mha_backward_common (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->p.attn.dscores));
 }
 
-/* dW = x^T dy, db = the column sums of dy: rows x k by rows x n */
+/* dW = x^T dy, db = the column sums of dy: rows x k by rows x n; x
+ * fp32, or held at half width in format held */
 static void
-mha_weight_grads (const tt_run_ctx * c, const float *x, const float *dy,
-    const tt_weight * w, const tt_weight * b, size_t rows, size_t k, size_t n)
+mha_weight_grads (const tt_run_ctx * c, tt_gemm_inputs held,
+    tt_gemm_operand x, const float *dy, const tt_weight * w,
+    const tt_weight * b, size_t rows, size_t k, size_t n)
 {
   /* frozen (lora_rank): none */
-  if (w->grad >= 0)
+  if (w->grad >= 0 && x.half)
+    tt_gemm_as_mixed (held, c->threads, true, false, (int) k, (int) n,
+        (int) rows, 1.0f, x, tt_gemm_fp32_operand (dy, (int) n), 0.0f,
+        tt_run_data (c, w->grad), (int) n);
+  else if (w->grad >= 0)
     tt_run_gemm_split (c, c->threads, true, false, (int) k, (int) n, (int) rows,
-        1.0f, x, (int) k, dy, (int) n, 0.0f, tt_run_data (c, w->grad), (int) n);
+        1.0f, x.p, (int) k, dy, (int) n, 0.0f, tt_run_data (c, w->grad),
+        (int) n);
   if (b && b->grad >= 0)
     tt_column_sums (dy, rows, n, 0, n, tt_run_data (c, b->grad));
 }
@@ -508,7 +617,10 @@ mha_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   const size_t cols[3] = { hk, hk, hv };
   /* the output projection's first: the attention's backward writes its
    * derivative over the heads' output */
-  mha_weight_grads (c, tt_run_data (c, l->p.attn.heads_out),
+  const tt_gemm_operand heads_x = l->p.attn.heads_wide >= 0 ?
+      tt_gemm_half_operand (tt_run_half (c, l->p.attn.heads_out), (int) hv) :
+      tt_gemm_fp32_operand (tt_run_data (c, l->p.attn.heads_out), (int) hv);
+  mha_weight_grads (c, l->p.attn.held, heads_x,
       tt_run_data (c, l->out_deriv[0]), mha_weight (l, 3, false),
       mha_weight (l, 3, true), batch * lq, hv, l->p.attn.out_dim);
   if (l->p.attn.lora_rank)
@@ -516,8 +628,10 @@ mha_calc_gradient (const tt_run_ctx * c, tt_layer * l)
         tt_run_data (c, l->out_deriv[0]), batch * lq, hv, l->p.attn.out_dim);
   mha_backward_common (c, l);
   for (int i = 0; i < 3; i++) {
-    mha_weight_grads (c, tt_run_data (c, l->in[i]),
-        tt_run_data (c, l->p.attn.dproj[i]), mha_weight (l, i, false),
+    mha_weight_grads (c, l->p.attn.held,
+        tt_gemm_fp32_operand (tt_run_data (c, l->in[i]),
+            (int) l->in_dims[i].w), tt_run_data (c, l->p.attn.dproj[i]),
+        mha_weight (l, i, false),
         mha_weight (l, i, true), rows[i], l->in_dims[i].w, cols[i]);
     if (l->p.attn.lora_rank)
       mha_lora_grads (c, l, i, tt_run_data (c, l->in[i]),
