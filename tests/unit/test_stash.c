@@ -17,7 +17,9 @@
  *   of holding them in fp32 (tt_mha_force_fp32_scratch) for the MHA and
  *   transformer models in bf16 and fp16, on two threads; fp32 models
  *   unchanged; the held tensors half the bytes, zoo_transformer's pool
- *   smaller at batch 32;
+ *   smaller at batch 32; its probabilities at half width: the same
+ *   forward, one SGD step's change within a quarter of what the half
+ *   format changes from fp32 already; the plan stored and loaded;
  * - the stored plan: loads without replanning (same pool, same offsets)
  *   and trains the same; at fp32 it is replanned; a stash on a tensor
  *   that is not a candidate, an overlapping stash, a bad [Plan]
@@ -272,7 +274,7 @@ test_exact (void)
 }
 
 /* model name at act on two threads, its attentions' scratch held in
- * fp32 or not; 3 training steps on fixed data (the last one sample
+ * fp32 or not (the probabilities in fp32 either way); 3 training steps on fixed data (the last one sample
  * short); NULL on failure */
 static tt_model *
 attention_steps (const char *name, tt_precision act, bool fp32_scratch)
@@ -281,8 +283,10 @@ attention_steps (const char *name, tt_precision act, bool fp32_scratch)
   tt_error err;
   model_path (path, sizeof path, name);
   tt_mha_force_fp32_scratch (fp32_scratch);
+  tt_mha_force_fp32_probs (true);
   tt_model *m = open_at (path, NULL, 0, act, 2, true, &err);
   tt_mha_force_fp32_scratch (false);
+  tt_mha_force_fp32_probs (false);
   CHECK (m != NULL, "%s: %s", name, m ? "" : err.message);
   if (m)
     tt_test_train_steps (m, name, 3, 255.0f);
@@ -375,12 +379,136 @@ test_attention_scratch (void)
           CHECK (pb.pool_bytes < pa.pool_bytes, "%s %s: pool %" PRIu64
               " against %" PRIu64 " held in fp32", models[i], an,
               pb.pool_bytes, pa.pool_bytes);
-          attention_stored (b, acts[h]);
         }
       }
       tt_model_free (a);
       tt_model_free (b);
     }
+}
+
+/* the weights' change in one SGD step of learning rate 1 (minus the
+ * gradients) of model name at act on two threads, its attentions'
+ * probabilities held in fp32 or at half width; the step's loss, the
+ * model (its pool and tensors) for the caller to free */
+static float *
+attention_sgd_step (const char *name, tt_precision act, bool fp32_probs,
+    size_t *nw, double *loss, tt_model ** out)
+{
+  char path[2048];
+  tt_error err;
+  model_path (path, sizeof path, name);
+  char *text = tt_test_read_file (path, NULL);
+  const char *opt = text ? strstr (text, "[Optimizer]") : NULL;
+  const char *next = opt ? strstr (opt + 1, "\n[") : NULL;
+  CHECK (next != NULL, "%s: no [Optimizer] section", name);
+  if (!next) {
+    free (text);
+    return NULL;
+  }
+  static const char sgd[] = "[Optimizer]\ntype = sgd\nlearning_rate = 1\n";
+  char *sgd_text = malloc (strlen (text) + sizeof sgd);
+  sprintf (sgd_text, "%.*s%s%s", (int) (opt - text), text, sgd, next);
+  free (text);
+  tt_mha_force_fp32_probs (fp32_probs);
+  tt_model *m = open_at (name, sgd_text, 0, act, 2, true, &err);
+  tt_mha_force_fp32_probs (false);
+  free (sgd_text);
+  CHECK (m != NULL, "%s: %s", name, m ? "" : err.message);
+  *out = m;
+  if (!m)
+    return NULL;
+  const uint32_t batch = tt_model_batch_size (m);
+  tt_shape in, lb = tt_model_label_shape (m);
+  tt_model_input_shape (m, 0, &in);
+  const size_t nx = (size_t) batch * in.channel * in.height * in.width;
+  const size_t nl = (size_t) lb.channel * lb.height * lb.width;
+  float *x = malloc (nx * sizeof *x), *t = calloc (batch * nl, sizeof *t);
+  for (size_t j = 0; j < nx; j++)
+    x[j] = (float) ((j * 7919) % 255) / 255.0f;
+  for (uint32_t b = 0; b < batch; b++)
+    t[b * nl + (b * 7u) % nl] = 1;
+  const void *inputs[1] = { x };
+  *nw = tt_model_weight_floats (m);
+  float *before = malloc (*nw * sizeof *before);
+  float *delta = malloc (*nw * sizeof *delta);
+  tt_batch_result r = { 0 };
+  tt_model_export_weights (m, before, *nw, &err);
+  CHECK (tt_model_train_batch (m, batch, inputs, NULL, t, &r, &err) == TT_OK,
+      "%s: %s", name, err.message);
+  tt_model_export_weights (m, delta, *nw, &err);
+  for (size_t i = 0; i < *nw; i++)
+    delta[i] -= before[i];
+  *loss = r.loss;
+  free (before);
+  free (x);
+  free (t);
+  return delta;
+}
+
+/* the L2 norm of a - b over that of b */
+static double
+relative_l2 (const float *a, const float *b, size_t n)
+{
+  double d = 0, s = 0;
+  for (size_t i = 0; i < n; i++) {
+    d += ((double) a[i] - b[i]) * ((double) a[i] - b[i]);
+    s += (double) b[i] * b[i];
+  }
+  return s > 0 ? sqrt (d / s) : INFINITY;
+}
+
+/* The probabilities held at half width: the softmax's derivative reads
+ * them rounded, so the gradients change. Forward does not (the same
+ * loss); one SGD step's weight change moves, in L2, by less than a
+ * quarter of what the half format moves it from fp32's already (the
+ * rounding of P is one more rounding of the ones that the products and
+ * the stash make), and not by nothing (it is in the path). The plan
+ * stored and loaded as it was made. */
+static void
+test_attention_probs (void)
+{
+  static const char *const models[] = {
+    "transformer_encoder.ini", "zoo_transformer.ini", NULL
+  };
+  static const tt_precision acts[2] = { TT_PRECISION_BF16,
+    TT_PRECISION_FP16
+  };
+  for (int i = 0; models[i]; i++) {
+    size_t nw = 0;
+    double lf = 0;
+    tt_model *mf;
+    float *gf = attention_sgd_step (models[i], TT_PRECISION_FP32, true, &nw,
+        &lf, &mf);
+    tt_model_free (mf);
+    for (int h = 0; h < 2 && gf; h++) {
+      const char *an = tt_precision_name (acts[h]);
+      double la = 0, lb = 0;
+      tt_model *a, *b;
+      float *ga = attention_sgd_step (models[i], acts[h], true, &nw, &la, &a);
+      float *gb = attention_sgd_step (models[i], acts[h], false, &nw, &lb,
+          &b);
+      if (ga && gb) {
+        const double half = relative_l2 (ga, gf, nw),
+            probs = relative_l2 (gb, ga, nw);
+        printf ("%s %s: one SGD step, L2 from fp32's %.3g; probabilities "
+            "at half width move it %.3g more (%.2f of that); loss %.9g, "
+            "%.9g with fp32 probabilities\n", models[i], an, half, probs,
+            probs / half, lb, la);
+        CHECK (la == lb, "%s %s: loss %.9g with half probabilities, %.9g "
+            "without: forward changed", models[i], an, lb, la);
+        CHECK (probs > 0 && probs <= 0.25 * half, "%s %s: half "
+            "probabilities move the step %.3g, the half format %.3g",
+            models[i], an, probs, half);
+        if (!strcmp (models[i], "zoo_transformer.ini"))
+          attention_stored (b, acts[h]);
+      }
+      free (ga);
+      free (gb);
+      tt_model_free (a);
+      tt_model_free (b);
+    }
+    free (gf);
+  }
 }
 
 /* text with the first occurrence of from replaced by to; NULL: absent */
@@ -619,6 +747,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_losses);
   TT_TEST_RUN (test_exact);
   TT_TEST_RUN (test_attention_scratch);
+  TT_TEST_RUN (test_attention_probs);
   TT_TEST_RUN (test_stored);
   TT_TEST_RUN (test_limit);
   return tt_test_summary ();

@@ -760,9 +760,11 @@ typedef struct tt_layer {
        * planned GEMM inputs (only ever the products' operands); when
        * half, the fp32 scratch of forward alone that the projections'
        * GEMMs write before they are narrowed (proj_wide), and the heads'
-       * fp32 output (heads_wide, -1 when the heads are held in fp32) */
+       * fp32 output (heads_wide, -1 when the heads are held in fp32);
+       * the softmax's fp32 output, probs held at half width after it
+       * (probs_wide, -1: probs held in fp32) */
       tt_gemm_inputs held;
-      int proj_wide, heads_wide;
+      int proj_wide, heads_wide, probs_wide;
       /* the model's generator before the step's dropout draw: a rerun
        * (tt_run_ctx.recompute) draws the same mask into its instance */
       tt_rng drop_rng;

@@ -66,6 +66,10 @@ void tt_mha_force_keep_heads (bool on);
  * a test can compare the two bit for bit. Before compile. Defined in
  * layers/layer_multi_head_attention.c. */
 void tt_mha_force_fp32_scratch (bool on);
+/* the same for the softmax's probabilities alone (held at half width by
+ * default, rounded where backward reads them), so that a test can
+ * compare the rest bit for bit and bound what rounding them changes */
+void tt_mha_force_fp32_probs (bool on);
 
 /* dynamic loss scaling: the good steps in a row that double the scale
  * (0: nntrainer's 2000). Defined in core/loss_scale.c. */

@@ -12,7 +12,9 @@
  * tt_gemm_bf16_small_mixed: their inputs, the scaled P and dS included,
  * rounded to bf16, sums in fp32; softmax, mask and dropout stay fp32,
  * and the fp32 path is unchanged; Q, K and V may be held in the half
- * format already, qkv_half, read as they are: the same bits); the softmax runs
+ * format already, qkv_half, read as they are: the same bits; so may P
+ * for backward, probs_half, which the softmax's derivative then reads
+ * rounded); the softmax runs
  * over each score row while it is in cache: its maximum, then the
  * exponentials and their sum in one pass (vmath.h's exp), then the
  * normalization. P is kept (probs) for backward, which needs nothing else
@@ -384,6 +386,24 @@ attn_forward_pair (const tt_attention * a, size_t pair)
           a->lk), v, 0.0f, o, a->o_ld);
 }
 
+/* the softmax's derivative of a head whose P is held at half width (ph):
+ * each row widened (exactly) and run as an fp32 one */
+static void
+attn_softmax_backward_half (const tt_attention * a, const uint16_t * ph,
+    float *ds)
+{
+  float row[TT_ATTENTION_HALF_ROW];
+  const bool wide = attn_has_avx512 ();
+  for (int i = 0; i < a->lq; i++) {
+    float *d = ds + (size_t) i * a->lk;
+    tt_widen_as (a->gemm_inputs, ph + (size_t) i * a->lk, row, (size_t) a->lk);
+    if (wide)
+      attn_softmax_backward_rows512 (row, d, 1, a->lk);
+    else
+      attn_softmax_backward_row (row, d, a->lk);
+  }
+}
+
 typedef struct
 {
   const tt_attention *a;
@@ -400,17 +420,24 @@ attn_backward_pair (const attn_back * j, size_t pair)
   const size_t qo = b * a->q_bs + h * a->q_hs, ko = b * a->k_bs + h * a->k_hs,
       vo = b * a->v_bs + h * a->v_hs;
   const float *dout = j->dout + b * a->o_bs + h * a->o_hs;
-  const float *p = a->probs + pair * plane;
+  const uint16_t *ph = a->probs_half ? a->probs_half + pair * plane : NULL;
+  const float *p = ph ? NULL : a->probs + pair * plane;
   float *ds = j->dscores + pair * plane;
   /* dV = (P * drop)^T dO, with the dropped P in the scores' place */
-  const float *pv = p;
+  tt_gemm_operand pv = ph ? tt_gemm_half_operand (ph, a->lk) : attn_fp32 (p,
+      a->lk);
   if (a->drop) {
-    attn_multiply (p, a->drop + pair * plane, ds, plane);
-    pv = ds;
+    if (ph) {
+      tt_widen_as (a->gemm_inputs, ph, ds, plane);
+      attn_multiply (ds, a->drop + pair * plane, ds, plane);
+    } else {
+      attn_multiply (p, a->drop + pair * plane, ds, plane);
+    }
+    pv = attn_fp32 (ds, a->lk);
   }
   if (j->dv)
-    attn_gemm (a, true, false, a->lk, a->dv, a->lq, 1.0f, attn_fp32 (pv,
-            a->lk), attn_fp32 (dout, a->o_ld), 0.0f, j->dv + vo, a->v_ld);
+    attn_gemm (a, true, false, a->lk, a->dv, a->lq, 1.0f, pv,
+        attn_fp32 (dout, a->o_ld), 0.0f, j->dv + vo, a->v_ld);
   /* dP = (dO V^T) * drop, then dS through the softmax */
   attn_gemm (a, false, true, a->lq, a->lk, a->dv, 1.0f, attn_fp32 (dout,
           a->o_ld), attn_qkv (a, a->v, vo, a->v_ld), 0.0f, ds, a->lk);
@@ -426,7 +453,9 @@ attn_backward_pair (const attn_back * j, size_t pair)
     attn_multiply (ds, a->drop + pair * plane, ds, plane);
   if (dw && !a->weights_after && a->drop)
     attn_add_scaled (dw, dw_scale, ds, plane);
-  if (attn_has_avx512 ())
+  if (ph)
+    attn_softmax_backward_half (a, ph, ds);
+  else if (attn_has_avx512 ())
     attn_softmax_backward_rows512 (p, ds, a->lq, a->lk);
   else
     for (int i = 0; i < a->lq; i++)

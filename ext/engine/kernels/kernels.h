@@ -615,7 +615,13 @@ typedef struct {
    * dO, dS) are rounded to, sums in fp32 (tt_gemm_as_small). Softmax,
    * mask and dropout stay fp32. */
   tt_gemm_inputs gemm_inputs;
+  /* backward: P held at half width in gemm_inputs' format instead of
+   * probs (NULL: probs), read in place by dV's product and widened a row
+   * at a time (lk at most TT_ATTENTION_HALF_ROW) for the softmax's
+   * derivative */
+  const uint16_t *probs_half;
 } tt_attention;
+#define TT_ATTENTION_HALF_ROW 4096
 
 void tt_attention_forward (const tt_attention * a);
 /* after tt_attention_forward: the attention weights as an output, P

@@ -33,8 +33,11 @@
  * output when the output projection's weight gradient reads it (not
  * with LoRA, whose adapters read it in fp32): its fp32 copy lives in
  * forward, and its derivative has its own scratch. The results are the
- * bits of holding them in fp32. probs stays fp32: the softmax's
- * backward reads it element by element (docs/precision.md).
+ * bits of holding them in fp32. The softmax's output (probs) is held at
+ * half width too when the key length is at most TT_ATTENTION_HALF_ROW:
+ * the softmax's derivative then reads it rounded, a change of the
+ * gradients (about 5e-4 of their L2 norm in bf16, a tenth of what bf16
+ * changes already; docs/precision.md), its forward uses in fp32.
  */
 #include "tt_layer.h"
 #include "tt_split.h"
@@ -250,13 +253,20 @@ tt_mha_force_keep_heads (bool on)
 
 /* tt_test_hooks.h: the projections and heads held in fp32 whatever the
  * GEMM inputs */
-static bool mha_fp32_scratch;
+static bool mha_fp32_scratch, mha_fp32_probs;
 
 void tt_mha_force_fp32_scratch (bool on);
 void
 tt_mha_force_fp32_scratch (bool on)
 {
   mha_fp32_scratch = on;
+}
+
+void tt_mha_force_fp32_probs (bool on);
+void
+tt_mha_force_fp32_probs (bool on)
+{
+  mha_fp32_probs = on;
 }
 
 /* the format the scratch kept for backward is held in: the planned GEMM
@@ -305,8 +315,10 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
   const tt_gemm_inputs held = mha_held_format (c, back);
   const bool half = held != TT_GEMM_FP32;
   const bool heads_half = half && grad && !l->p.attn.lora_rank;
+  const bool probs_half = half && !mha_fp32_probs &&
+      lk <= TT_ATTENTION_HALF_ROW;
   l->p.attn.held = held;
-  l->p.attn.proj_wide = l->p.attn.heads_wide = -1;
+  l->p.attn.proj_wide = l->p.attn.heads_wide = l->p.attn.probs_wide = -1;
   if (half) {
     const size_t most = proj[0] > proj[1] ? proj[0] : proj[1];
     l->p.attn.proj_wide = tt_init_scratch_by_samples (c, "proj:fp32",
@@ -318,8 +330,12 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
     tt_init_use (c, l->p.attn.proj[i], TT_PHASE_FORWARD);
     l->p.attn.dproj[i] = -1;
   }
-  l->p.attn.probs = tt_init_scratch_by_samples (c, "probs", scores);
+  l->p.attn.probs = mha_scratch (c, "probs", scores, probs_half);
   tt_init_use (c, l->p.attn.probs, TT_PHASE_FORWARD);
+  if (probs_half) {
+    l->p.attn.probs_wide = tt_init_scratch_by_samples (c, "probs:fp32", scores);
+    tt_init_use (c, l->p.attn.probs_wide, TT_PHASE_FORWARD);
+  }
   l->p.attn.heads_out = mha_scratch (c, "heads", batch * lq * hv, heads_half);
   tt_init_use (c, l->p.attn.heads_out, TT_PHASE_FORWARD);
   if (heads_half) {
@@ -493,7 +509,8 @@ mha_setup (const tt_run_ctx * c, const tt_layer * l)
     .o_ld = heads * vd,
     .scale = 1.0f / sqrtf ((float) kd),
     .mask = l->p.attn.has_mask ? tt_run_data (c, l->in[3]) : NULL,
-    .probs = tt_run_data (c, l->p.attn.probs),
+    .probs = tt_run_data (c, l->p.attn.probs_wide >= 0 ?
+        l->p.attn.probs_wide : l->p.attn.probs),
     .dropped = tt_run_data (c, l->p.attn.dropped),
     .threads = c->threads,
     .gemm_inputs = l->p.attn.held != TT_GEMM_FP32 ? l->p.attn.held :
@@ -547,6 +564,8 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
         tt_run_data (c, l->out[0]));
   if (l->p.attn.heads_wide >= 0)
     mha_narrow (c, l, a.o, l->p.attn.heads_out, lq, hv);
+  if (l->p.attn.probs_wide >= 0)
+    mha_narrow (c, l, a.probs, l->p.attn.probs, heads * lq, lk);
 }
 
 /* The attention's backward: the derivatives of the heads' output, of the
@@ -571,6 +590,10 @@ mha_backward_common (const tt_run_ctx * c, tt_layer * l)
   }
   tt_attention a = mha_setup (c, l);
   a.o = NULL;
+  if (l->p.attn.probs_wide >= 0) {
+    a.probs = NULL;
+    a.probs_half = tt_run_half (c, l->p.attn.probs);
+  }
   if (l->p.attn.drop >= 0 && c->training)
     a.drop = tt_run_data (c, l->p.attn.drop);
   if (l->p.attn.ret_weights) {
