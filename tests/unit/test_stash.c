@@ -334,6 +334,27 @@ projection_bytes (const tt_model * m)
   return bytes;
 }
 
+/* a plan of m, whose attentions hold their scratch in fp32 (as the
+ * layers planned before they held it at half width), loaded at act:
+ * refused, naming the fp32 scratch of forward the plan lacks */
+static void
+attention_fp32_plan_refused (tt_model * m, tt_precision act)
+{
+  tt_error err;
+  char *text;
+  size_t len;
+  CHECK (tt_plan_ini_text (m, &text, &len, &err) == TT_OK, "%s", err.message);
+  tt_model *b = open_at ("fp32_held.ini", text, 0, act, 2, true, &err);
+  free (text);
+  CHECK (b == NULL && strstr (err.message, "enc1_attn:proj:fp32"),
+      "a plan holding attention's scratch in fp32 at %s: %s",
+      tt_precision_name (act), b ? "loaded" : err.message);
+  if (!b)
+    printf ("a plan holding attention's scratch in fp32: refused: %s\n",
+        err.message);
+  tt_model_free (b);
+}
+
 /* m's plan stored and loaded at act: the plan as stored (the half
  * scratch's sizes recomputed by the layers and checked at load) */
 static void
@@ -407,6 +428,7 @@ test_attention_scratch (void)
           CHECK (pb.pool_bytes < pa.pool_bytes, "%s %s: pool %" PRIu64
               " against %" PRIu64 " held in fp32", models[i], an,
               pb.pool_bytes, pa.pool_bytes);
+          attention_fp32_plan_refused (a, acts[h]);
         }
       }
       tt_model_free (a);
