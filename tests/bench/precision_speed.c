@@ -10,8 +10,14 @@
  * compiles, as --precision bf16 does: its GEMMs round to bf16 and its
  * kept activations are stashed at half width.
  *
- *   precision-speed [-r RUNS] [-s STEPS] [-t THREADS] [-p 1] SOURCE_ROOT
- *       MODEL:BATCH...
+ *   precision-speed [-r RUNS] [-s STEPS] [-t THREADS] [-p 1] [-c fp16]
+ *       [-H 1] SOURCE_ROOT MODEL:BATCH...
+ *
+ * -c fp16 compares fp16 instead of bf16 (the column keeps its name).
+ * -H 1 compares the half precision with itself, the first model holding
+ * multi_head_attention's scratch in fp32 (tt_mha_force_fp32_scratch, the
+ * layout before it was held at half width) instead of an fp32 model:
+ *   model=zoo_transformer batch=32 held_fp32=... held_half=... ratio=...
  *
  * -p 1 profiles the steps (tt_model_set_profiling) and adds, per layer
  * type, the milliseconds a step of each precision spends in its layers
@@ -23,6 +29,7 @@
  *   model=fmnist_cnn batch=32 fp32=... bf16=... ratio=... (samples/s)
  */
 #include "tt_internal.h"
+#include "tt_test_hooks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,7 +161,8 @@ main (int argc, char **argv)
 {
   int runs = 5, steps = 5, a = 1;
   unsigned threads = 0;
-  bool profile = false;
+  bool profile = false, held = false;
+  tt_precision half = TT_PRECISION_BF16;
   for (; a + 1 < argc && argv[a][0] == '-'; a += 2) {
     if (!strcmp (argv[a], "-r"))
       runs = atoi (argv[a + 1]);
@@ -164,12 +172,17 @@ main (int argc, char **argv)
       threads = (unsigned) atoi (argv[a + 1]);
     else if (!strcmp (argv[a], "-p"))
       profile = atoi (argv[a + 1]) != 0;
+    else if (!strcmp (argv[a], "-H"))
+      held = atoi (argv[a + 1]) != 0;
+    else if (!strcmp (argv[a], "-c"))
+      half = strcmp (argv[a + 1], "fp16") ? TT_PRECISION_BF16 :
+          TT_PRECISION_FP16;
     else
       break;
   }
   if (a + 1 >= argc || runs < 1 || runs > 99 || steps < 1) {
     fprintf (stderr, "usage: precision-speed [-r RUNS 1-99] [-s STEPS] "
-        "[-t THREADS] [-p 1] SOURCE_ROOT MODEL:BATCH...\n");
+        "[-t THREADS] [-p 1] [-c fp16] [-H 1] SOURCE_ROOT MODEL:BATCH...\n");
     return 2;
   }
   const char *root = argv[a++];
@@ -184,8 +197,11 @@ main (int argc, char **argv)
     char path[1024];
     snprintf (path, sizeof path, "%s/tests/models/%s.ini", root, name);
     bench b[2];
-    if (!bench_open (&b[0], path, batch, threads, TT_PRECISION_FP32) ||
-        !bench_open (&b[1], path, batch, threads, TT_PRECISION_BF16))
+    tt_mha_force_fp32_scratch (held);
+    const bool first = bench_open (&b[0], path, batch, threads, held ? half :
+        TT_PRECISION_FP32);
+    tt_mha_force_fp32_scratch (false);
+    if (!first || !bench_open (&b[1], path, batch, threads, half))
       return 1;
     /* (profiled: the counters start after the warm-up) */
     for (int p = 0; p < 2; p++) {
@@ -203,8 +219,8 @@ main (int argc, char **argv)
     for (int p = 0; p < 2; p++)
       qsort (rate[p], (size_t) runs, sizeof (double), cmp_double);
     const double f = rate[0][runs / 2], h = rate[1][runs / 2];
-    printf ("model=%s batch=%u fp32=%.1f bf16=%.1f ratio=%.2f\n", name,
-        batch, f, h, h / f);
+    printf ("model=%s batch=%u %s=%.1f %s=%.1f ratio=%.2f\n", name, batch,
+        held ? "held_fp32" : "fp32", f, held ? "held_half" : "bf16", h, h / f);
     if (profile)
       bench_profile (&b[0], &b[1], name);
     fflush (stdout);

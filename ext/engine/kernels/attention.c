@@ -387,20 +387,26 @@ attn_forward_pair (const tt_attention * a, size_t pair)
 }
 
 /* the softmax's derivative of a head whose P is held at half width (ph):
- * each row widened (exactly) and run as an fp32 one */
+ * as many rows as TT_ATTENTION_HALF_ROW floats hold widened (exactly) at
+ * a time (a 16 x 16 head at once: one conversion call, not 16), and run
+ * as fp32 ones */
 static void
 attn_softmax_backward_half (const tt_attention * a, const uint16_t * ph,
     float *ds)
 {
-  float row[TT_ATTENTION_HALF_ROW];
+  float rows[TT_ATTENTION_HALF_ROW];
   const bool wide = attn_has_avx512 ();
-  for (int i = 0; i < a->lq; i++) {
-    float *d = ds + (size_t) i * a->lk;
-    tt_widen_as (a->gemm_inputs, ph + (size_t) i * a->lk, row, (size_t) a->lk);
+  const int lk = a->lk, per = TT_ATTENTION_HALF_ROW / lk;
+  for (int i0 = 0; i0 < a->lq; i0 += per) {
+    const int n = a->lq - i0 < per ? a->lq - i0 : per;
+    float *d = ds + (size_t) i0 * lk;
+    tt_widen_as (a->gemm_inputs, ph + (size_t) i0 * lk, rows, (size_t) n * lk);
     if (wide)
-      attn_softmax_backward_rows512 (row, d, 1, a->lk);
+      attn_softmax_backward_rows512 (rows, d, n, lk);
     else
-      attn_softmax_backward_row (row, d, a->lk);
+      for (int i = 0; i < n; i++)
+        attn_softmax_backward_row (rows + (size_t) i * lk, d + (size_t) i * lk,
+            lk);
   }
 }
 
