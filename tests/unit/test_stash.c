@@ -344,8 +344,13 @@ attention_fp32_plan_refused (tt_model * m, tt_precision act)
   char *text;
   size_t len;
   CHECK (tt_plan_ini_text (m, &text, &len, &err) == TT_OK, "%s", err.message);
-  tt_model *b = open_at ("fp32_held.ini", text, 0, act, 2, true, &err);
+  /* (the text is not NUL-terminated) */
+  char *z = malloc (len + 1);
+  memcpy (z, text, len);
+  z[len] = '\0';
   free (text);
+  tt_model *b = open_at ("fp32_held.ini", z, 0, act, 2, true, &err);
+  free (z);
   CHECK (b == NULL && strstr (err.message, "enc1_attn:proj:fp32"),
       "a plan holding attention's scratch in fp32 at %s: %s",
       tt_precision_name (act), b ? "loaded" : err.message);
@@ -434,6 +439,22 @@ test_attention_scratch (void)
       tt_model_free (a);
       tt_model_free (b);
     }
+  /* the portable paths (no AVX-512 BF16 kernels, the softmax's rows
+   * every CPU runs): the same bits held either way */
+  tt_bf16_force_portable (true);
+  tt_attention_force_portable (true);
+  for (int h = 0; h < 2; h++) {
+    tt_model *a = attention_steps ("transformer_encoder.ini", acts[h], true);
+    tt_model *b = attention_steps ("transformer_encoder.ini", acts[h], false);
+    if (a && b)
+      CHECK (tt_test_same_state (a, b, "portable"), "transformer_encoder "
+          "%s, portable paths: the state differs from that of the scratch "
+          "held in fp32", tt_precision_name (acts[h]));
+    tt_model_free (a);
+    tt_model_free (b);
+  }
+  tt_bf16_force_portable (false);
+  tt_attention_force_portable (false);
 }
 
 /* the weights' change in one SGD step of learning rate 1 (minus the
@@ -518,9 +539,11 @@ relative_l2 (const float *a, const float *b, size_t n)
 static void
 test_attention_probs (void)
 {
+  /* the last on the portable paths (the softmax's rows every CPU runs,
+   * no AVX-512 BF16 kernels) */
   const char *const models[] = {
     "transformer_encoder.ini", "zoo_transformer.ini",
-    attention_dropout_model (), NULL
+    attention_dropout_model (), "transformer_encoder.ini", NULL
   };
   static const tt_precision acts[2] = { TT_PRECISION_BF16,
     TT_PRECISION_FP16
@@ -531,6 +554,9 @@ test_attention_probs (void)
     size_t nw = 0;
     double lf = 0;
     tt_model *mf;
+    const bool portable = !models[i + 1];
+    tt_bf16_force_portable (portable);
+    tt_attention_force_portable (portable);
     float *gf = attention_sgd_step (models[i], TT_PRECISION_FP32, true, &nw,
         &lf, &mf);
     tt_model_free (mf);
@@ -544,10 +570,10 @@ test_attention_probs (void)
       if (ga && gb) {
         const double half = relative_l2 (ga, gf, nw),
             probs = relative_l2 (gb, ga, nw);
-        printf ("%s %s: one SGD step, L2 from fp32's %.3g; probabilities "
+        printf ("%s %s%s: one SGD step, L2 from fp32's %.3g; probabilities "
             "at half width move it %.3g more (%.2f of that); loss %.9g, "
-            "%.9g with fp32 probabilities\n", models[i], an, half, probs,
-            probs / half, lb, la);
+            "%.9g with fp32 probabilities\n", models[i], an, portable ?
+            " (portable)" : "", half, probs, probs / half, lb, la);
         CHECK (la == lb, "%s %s: loss %.9g with half probabilities, %.9g "
             "without: forward changed", models[i], an, lb, la);
         CHECK (probs > 0 && probs <= unit[h], "%s %s: half probabilities "
@@ -563,6 +589,8 @@ test_attention_probs (void)
     }
     free (gf);
   }
+  tt_bf16_force_portable (false);
+  tt_attention_force_portable (false);
 }
 
 /* text with the first occurrence of from replaced by to; NULL: absent */
