@@ -431,10 +431,10 @@ plan_read_offsets (tt_model * m, tt_error * err)
     const char *colon = strrchr (t->name, ':');
     if (!v && colon && !strcmp (colon, ":staging"))
       return plan_error (m, err, "[Plan.Tensors] %s: missing tensor: the "
-          "plan swaps %.*s at 4 bytes an element, but this engine writes "
-          "%s activations to the swap file at 2 through that staging "
-          "tensor; re-plan", t->name, (int) (colon - t->name), t->name,
-          plan_precision_name (m->activation_type));
+          "plan swaps %.*s without it, as when the swap file held fp32; "
+          "this engine writes %s activations there at 2 bytes an element "
+          "through that tensor: re-plan", t->name, (int) (colon - t->name),
+          t->name, plan_precision_name (m->activation_type));
     if (!v)
       return plan_error (m, err, "[Plan.Tensors] %s: missing tensor", t->name);
     uint64_t off;
