@@ -712,8 +712,8 @@ test_swap (void)
         "without a limit; under %" PRIu64 ": stashed %u recomputed %u "
         "swapped %u (%" PRIu64 " staged)", name, pa.stashed, limit,
         pb.stashed, pb.recomputed, pb.swapped, staged);
-    const int fc1 = tt_remat_find (b, b->layers[tt_model_find_layer (b,
-            "fc1")].out[0]);
+    const int fc1_layer = tt_model_find_layer (b, "fc1");
+    const int fc1 = tt_remat_find (b, b->layers[fc1_layer].out[0]);
     CHECK (fc1 >= 0 && b->remat[fc1].mode == TT_REMAT_SWAP &&
         b->tensors[b->remat[fc1].root].count > TT_SWAP_STAGING_ELEMS,
         "%s: fc1's output not swapped in parts", name);
