@@ -15,7 +15,8 @@
  * the second instance as for a swapped group). Large tensors are split
  * over the model's threads; the parts depend on sizes only, and the
  * conversions are element by element, so results do not depend on the
- * thread count.
+ * thread count. The same conversions serve a root swapped at half width
+ * (swap.c): narrowed into its staging, widened in place.
  */
 #include "tt_internal.h"
 #include "kernels.h"
