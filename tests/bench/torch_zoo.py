@@ -51,7 +51,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from torch_fmnist import backends_line, positive
+from torch_fmnist import MALLOC_CHOICES, backends_line, positive, set_malloc
 
 WARMUP_BATCHES = 3
 SEARCH_SECONDS = 0.3
@@ -373,12 +373,17 @@ def main():
     ap.add_argument("--search-batches", type=positive,
                     default=WARMUP_BATCHES,
                     help="warm-up batches timing each setting in the search")
+    ap.add_argument("--malloc", choices=MALLOC_CHOICES, default="kept",
+                    help="kept: glibc keeps freed memory for the next step "
+                    "(default, PyTorch's faster setting); glibc: its "
+                    "defaults")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     # denormals take a slow path in the CPU's arithmetic; flushing them is
     # PyTorch's own switch for speed (as torch_fmnist.py sets it)
     torch.set_flush_denormal(True)
     torch.manual_seed(0)
+    set_malloc(args.malloc)
     model = IniNet(args.ini)
     n = args.samples // args.batch
     if n < 1:
