@@ -6,6 +6,8 @@ Gives the training engine a baseline on the same machine: same data, same
 preprocessing, same architectures, optimizer and batching as
 tests/models/fmnist_{mlp,cnn}.ini. Runs with Debian's python3-torch and
 numpy only (no torchvision, no pip), so it works on a stock system.
+glibc's malloc keeps freed memory between steps (--malloc kept, the
+default; keep_freed_memory says why).
 
 The last line is machine-readable, e.g.
   torch model=mlp batch=32 threads=1 samples=60000 epochs=1 seconds=12.345 \

@@ -20,7 +20,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 "$top/scripts/ensure-deps.sh" python3-torch python3-numpy time
 runs=${RUNS:-5} batch=${BATCH:-32} threads=${THREADS:-1}
 samples=${SAMPLES:-2048} precision=${PRECISION:-fp32}
-export OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive OMP_NUM_THREADS=$threads
+export OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+export OMP_NUM_THREADS=$threads
 
 field () { sed -n "s/.*$1=\([^ ]*\).*/\1/p" | tail -1; }
 median () { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -32,8 +33,8 @@ for run in $(seq "$runs"); do
   for v in $variants; do
     script=${v%%:*} malloc=${v#*:}
     if [ "$script" = zoo ]; then
-      set -- "$top/tests/bench/torch_zoo.py" "$top/tests/models/fmnist_cnn.ini" \
-        --precision "$precision"
+      set -- "$top/tests/bench/torch_zoo.py" \
+        "$top/tests/models/fmnist_cnn.ini" --precision "$precision"
     else
       set -- "$top/tests/bench/torch_fmnist.py" --model cnn
     fi
@@ -49,7 +50,8 @@ for run in $(seq "$runs"); do
   done
 done
 
-printf '%-34s %8s %14s %12s %9s\n' network malloc "samples/s" "page faults" "vs glibc"
+printf '%-34s %8s %14s %12s %9s\n' network malloc "samples/s" \
+  "page faults" "vs glibc"
 for v in $variants; do
   script=${v%%:*} malloc=${v#*:}
   sps=$(median < "$tmp/$script.$malloc.sps")

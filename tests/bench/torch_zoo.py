@@ -23,7 +23,11 @@ inputs, random classes) made before the clock starts, as
 tests/bench/seq_speed.c trains the engine; PyTorch's best setting is
 searched on the warm-up batches: foreach Adam or the loop
 (torch_fmnist.fastest_adam), channels-last memory format or not, and
-attention through nn.MultiheadAttention or by hand (class Mha).
+attention through nn.MultiheadAttention or by hand (class Mha). glibc's
+malloc keeps freed memory for the next step (--malloc kept, the default:
+torch_fmnist.keep_freed_memory); with its defaults (--malloc glibc) this
+script's fmnist_cnn faulted in fresh pages every step and trained 2-4x
+slower (tests/bench/torch_malloc_side.sh).
 
 --precision bf16 trains with PyTorch's CPU mixed precision:
 torch.autocast("cpu", dtype=torch.bfloat16) around the forward pass and
@@ -435,9 +439,13 @@ def main():
     opt = make(model, foreach)
     seconds = 0.0
     for epoch in range(args.epochs):
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         train_epoch(model, opt, loss_fn, batches, args.precision)
         seconds = time.perf_counter() - t0
+    # fresh pages a step: the cost --malloc kept removes
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    print(f"# page faults a step (timed epoch): {faults / n:.0f}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     used = n * args.batch
     print(f"torch model={args.ini.rsplit('/', 1)[-1].removesuffix('.ini')} "
