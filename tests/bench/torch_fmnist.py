@@ -49,7 +49,7 @@ def keep_freed_memory():
     freed) with mmap and give freed memory at the top of the heap back to
     the kernel, so a step can start on fresh pages: a page fault each 4 KiB
     written, several times the step's arithmetic for the small CNN
-    (docs/benchmarks.md, "bf16 against PyTorch's autocast"). PyTorch's CPU
+    (docs/benchmarks.md, "PyTorch and glibc's malloc"). PyTorch's CPU
     tuning guide swaps the allocator (jemalloc, tcmalloc) for this; these
     two settings do it with glibc's own: blocks up to 1 GiB from the heap,
     and the heap never trimmed (mallopt takes an int: 2 GiB - 1). Returns

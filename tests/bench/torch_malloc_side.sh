@@ -3,7 +3,7 @@
 # PyTorch's training speed with glibc's malloc keeping freed memory
 # (--malloc kept, the default of tests/bench/torch_zoo.py and
 # tests/bench/torch_fmnist.py) against glibc's defaults (--malloc glibc),
-# side by side (docs/benchmarks.md, "bf16 against PyTorch's autocast").
+# side by side (docs/benchmarks.md, "PyTorch and glibc's malloc").
 # A run is four processes in a row: the INI-built network
 # (torch_zoo.py) kept and glibc, then the hand-written copy
 # (torch_fmnist.py, Fashion-MNIST's images) kept and glibc, each training
