@@ -567,7 +567,7 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
   if (conv2d_direct (g, planned)) {
     /* the input is all backward_weight needs: keep it in the columns */
     if (keep)
-      memcpy (col, x, (size_t) batch * in_sample * sizeof *col);
+      memcpy (col, x, (size_t) batch * in_sample * sizeof *x);
     tt_conv2d_direct_forward (pool, g, filters, batch, x, w, bias, y);
     return;
   }
