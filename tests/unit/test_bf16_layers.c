@@ -29,7 +29,8 @@
  *
  * conv2d's im2col path keeps its columns and regrouped output derivative
  * at half width in bf16 and fp16 (kernels/conv2d.c): a model planned so
- * (3x3 padded, strided and frozen, with input derivatives, and 1x1)
+ * (3x3 padded, strided and frozen, with input derivatives, and 1x1; a
+ * conv1d dilated then strided, rows longer than im2col's fp32 block)
  * against the same model keeping them in fp32
  * (tt_conv2d_force_fp32_scratch), on 1 and 2 threads: the losses, the
  * evaluation's outputs and the weights after 3 Adam steps bit for bit,
@@ -116,6 +117,19 @@ static const char conv_half_ini[] =
     "[conv3]\ntype = conv2d\nfilters = 6\nkernel_size = 3,3\n"
     "padding = same\nactivation = sigmoid\n"
     "[conv4]\ntype = conv2d\nfilters = 5\nkernel_size = 1,1\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
+/* conv1d's rows longer than the half-width im2col's fp32 block (1024
+ * positions), dilated, then strided */
+static const char conv_half_wide_ini[] =
+    "[Model]\ntype = NeuralNetwork\nbatch_size = 4\nloss = cross\n"
+    "[Optimizer]\ntype = adam\nlearning_rate = 0.01\n"
+    "[input]\ntype = input\ninput_shape = 2:1:2100\n"
+    "[conv1]\ntype = conv1d\nfilters = 4\nkernel_size = 5\n"
+    "dilation = 2\npadding = same\nactivation = tanh\n"
+    "[conv2]\ntype = conv1d\nfilters = 3\nkernel_size = 3\nstride = 2\n"
+    "activation = sigmoid\n"
     "[flat]\ntype = flatten\n"
     "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
 
@@ -321,14 +335,15 @@ test_conv (void)
   compare_layers ("conv2d alone", conv_only_ini, false);
 }
 
-/* conv_half_ini planned in precision, its im2col scratch at half width
- * or forced fp32 */
+/* text planned in precision, its im2col scratch at half width or forced
+ * fp32 */
 static tt_model *
-open_planned (const char *precision, unsigned threads, bool fp32_scratch)
+open_planned (const char *text, const char *precision, unsigned threads,
+    bool fp32_scratch)
 {
   tt_error err;
-  tt_model *m = tt_model_load_ini_text (conv_half_ini,
-      strlen (conv_half_ini), "conv_half.ini", &err);
+  tt_model *m = tt_model_load_ini_text (text, strlen (text), "conv_half.ini",
+      &err);
   CHECK (m != NULL, "%s", m ? "" : err.message);
   if (!m)
     return NULL;
@@ -348,13 +363,13 @@ open_planned (const char *precision, unsigned threads, bool fp32_scratch)
 /* the half-width columns change no bit of a step: the GEMMs rounded the
  * fp32 columns to the same values */
 static void
-test_conv_half_scratch (void)
+compare_half_scratch (const char *name, const char *text)
 {
   static const char *const precisions[] = { "bf16", "fp16" };
   for (int p = 0; p < 2; p++)
     for (unsigned threads = 1; threads <= 2; threads++) {
-      tt_model *half = open_planned (precisions[p], threads, false);
-      tt_model *full = open_planned (precisions[p], threads, true);
+      tt_model *half = open_planned (text, precisions[p], threads, false);
+      tt_model *full = open_planned (text, precisions[p], threads, true);
       if (!half || !full) {
         if (half)
           tt_model_free (half);
@@ -366,8 +381,8 @@ test_conv_half_scratch (void)
       tt_model_plan_info (half, &hi);
       tt_model_plan_info (full, &fi);
       CHECK (hi.naive_bytes < fi.naive_bytes && hi.lower_bound <
-          fi.lower_bound, "%s, %u threads: half-width scratch, naive %llu "
-          "peak %llu bytes; fp32 %llu, %llu", precisions[p], threads,
+          fi.lower_bound, "%s, %s, %u threads: half-width scratch, naive %llu "
+          "peak %llu bytes; fp32 %llu, %llu", name, precisions[p], threads,
           (unsigned long long) hi.naive_bytes,
           (unsigned long long) hi.lower_bound,
           (unsigned long long) fi.naive_bytes,
@@ -392,14 +407,14 @@ test_conv_half_scratch (void)
                 &err) == TT_OK, "%s", err.message);
         CHECK (tt_model_train_batch (full, batch, in, NULL, t, &rf,
                 &err) == TT_OK, "%s", err.message);
-        CHECK (!memcmp (&rh.loss, &rf.loss, sizeof rh.loss), "%s, %u "
+        CHECK (!memcmp (&rh.loss, &rf.loss, sizeof rh.loss), "%s, %s, %u "
             "threads, step %d: loss %.9g, fp32 scratch's %.9g",
-            precisions[p], threads, step, rh.loss, rf.loss);
+            name, precisions[p], threads, step, rh.loss, rf.loss);
       }
       tt_model_export_weights (half, wh, nw, &err);
       tt_model_export_weights (full, wf, nw, &err);
-      CHECK (!memcmp (wh, wf, nw * sizeof *wh), "%s, %u threads: the "
-          "weights after 3 steps differ", precisions[p], threads);
+      CHECK (!memcmp (wh, wf, nw * sizeof *wh), "%s, %s, %u threads: the "
+          "weights after 3 steps differ", name, precisions[p], threads);
       tt_batch_result r;
       CHECK (tt_model_eval_batch (half, batch, in, NULL, t, &r, &err) ==
           TT_OK, "%s", err.message);
@@ -407,9 +422,10 @@ test_conv_half_scratch (void)
       CHECK (tt_model_eval_batch (full, batch, in, NULL, t, &r, &err) ==
           TT_OK, "%s", err.message);
       CHECK (!memcmp (wh, tt_model_output (full), no * sizeof *wh),
-          "%s, %u threads: the outputs differ", precisions[p], threads);
-      printf ("%s, %u threads: losses, weights and outputs equal; naive "
-          "%llu bytes (fp32 scratch %llu), peak %llu (%llu)\n",
+          "%s, %s, %u threads: the outputs differ", name, precisions[p],
+          threads);
+      printf ("%s, %s, %u threads: losses, weights and outputs equal; naive "
+          "%llu bytes (fp32 scratch %llu), peak %llu (%llu)\n", name,
           precisions[p], threads, (unsigned long long) hi.naive_bytes,
           (unsigned long long) fi.naive_bytes,
           (unsigned long long) hi.lower_bound,
@@ -421,6 +437,13 @@ test_conv_half_scratch (void)
       tt_model_free (half);
       tt_model_free (full);
     }
+}
+
+static void
+test_conv_half_scratch (void)
+{
+  compare_half_scratch ("conv2d", conv_half_ini);
+  compare_half_scratch ("conv1d, wide", conv_half_wide_ini);
 }
 
 /* the plan knows the precision: conv_wino_ini compiled in bf16 (the
