@@ -473,6 +473,18 @@ test_bf16_gemms (void)
   na_precision = NULL;
 }
 
+/* mixed precision: conv2d's im2col columns at half width (the inception
+ * block's 3x3 and 5x5 with their column gradients, its 1x1s) */
+static void
+test_half_columns (void)
+{
+  na_precision = "bf16";
+  no_alloc_model (na_root, "inception.ini", 1, false);
+  na_precision = "fp16";
+  no_alloc_model (na_root, "inception.ini", 2, false);
+  na_precision = NULL;
+}
+
 /* mixed precision: attention's products and matmul's in bf16 (the
  * transformer encoder's multi_head_attention on 2 threads, tensorops'
  * matmuls) */
@@ -524,6 +536,7 @@ main (int argc, char **argv)
   /* mixed precision: loss scaling */
   TT_TEST_RUN (test_loss_scaling);
   TT_TEST_RUN (test_bf16_gemms);
+  TT_TEST_RUN (test_half_columns);
   /* mixed precision: attention's products and matmul in bf16 */
   TT_TEST_RUN (test_bf16_attention_products);
   return tt_test_summary ();
