@@ -47,6 +47,15 @@ cli_info (const cli_options * o)
         "into backward)\n", held, mem.pool_bytes ?
         (double) held / (double) mem.pool_bytes : 0.0);
   }
+  /* what the pool holds at its busiest step */
+  tt_pool_peak peak;
+  tt_model_pool_peak (m, &peak);
+  printf ("peak_live_bytes=%" PRIu64 " step=%d activations=%" PRIu64
+      " stashed=%" PRIu64 " derivatives=%" PRIu64 " scratch=%" PRIu64
+      " weights=%" PRIu64 " gradients=%" PRIu64 " optimizer=%" PRIu64
+      " inputs=%" PRIu64 "\n", peak.live_bytes, peak.step, peak.activations,
+      peak.stashed, peak.derivatives, peak.scratch, peak.weights,
+      peak.gradients, peak.optimizer, peak.inputs);
   tt_model_free (m);
   return 0;
 }

@@ -4,14 +4,18 @@
  * conv2d layer (forward, weight gradient, input derivative) per
  * algorithm, on one thread, for the layer shapes of the models whose
  * convolutions have a direct or Winograd form (fmnist_cnn, zoo_resnet8):
- * fp32's choice (direct or Winograd), im2col with fp32 GEMMs and im2col
- * with bf16 GEMM inputs. Each the best of RUNS passes (ms).
+ * and of zoo_mobilenet_v2's im2col layers (its stem, strided, and 1x1s):
+ * fp32's choice (direct or Winograd), im2col with fp32 GEMMs, im2col
+ * with bf16 GEMM inputs as a layer planned in bf16 runs it (its columns
+ * and regrouped output derivative kept at half width, kernels/conv2d.c)
+ * and the same with them kept in fp32 (the GEMMs rounding them as they
+ * pack). Each the best of RUNS passes (ms).
  *
  *   conv-algo-speed [-r RUNS] BATCH...
  *
  * prints one line per shape and batch:
- *   shape=32x13x13>64k3 batch=32 algo=winograd fp32=... im2col=...
- *       im2col_bf16=... (ms)
+ *   shape=32x13x13>64k3s1 batch=32 algo=winograd fp32=... im2col=...
+ *       im2col_bf16=... im2col_bf16_fp32_scratch=... (ms)
  */
 #include "kernels.h"
 #include "tt_test_hooks.h"
@@ -32,16 +36,19 @@ now (void)
 typedef struct
 {
   const char *model;
-  int c, h, w, f, k, pad;
+  int c, h, w, f, k, pad, stride;
 } shape;
 
 /* after the 2x2 pooling: fmnist_cnn's second layer sees 13x13 */
 static const shape shapes[] = {
-  {"fmnist_cnn conv1", 1, 28, 28, 32, 3, 0},
-  {"fmnist_cnn conv2", 32, 13, 13, 64, 3, 0},
-  {"zoo_resnet8 s1", 16, 32, 32, 16, 3, 1},
-  {"zoo_resnet8 s2_b", 32, 16, 16, 32, 3, 1},
-  {"zoo_resnet8 s3_b", 64, 8, 8, 64, 3, 1},
+  {"fmnist_cnn conv1", 1, 28, 28, 32, 3, 0, 1},
+  {"fmnist_cnn conv2", 32, 13, 13, 64, 3, 0, 1},
+  {"zoo_resnet8 s1", 16, 32, 32, 16, 3, 1, 1},
+  {"zoo_resnet8 s2_b", 32, 16, 16, 32, 3, 1, 1},
+  {"zoo_resnet8 s3_b", 64, 8, 8, 64, 3, 1, 1},
+  {"zoo_mobilenet_v2 stem", 3, 96, 96, 16, 3, 1, 2},
+  {"zoo_mobilenet_v2 b0_project", 16, 48, 48, 8, 1, 0, 1},
+  {"zoo_mobilenet_v2 b1_expand", 8, 48, 48, 48, 1, 0, 1},
 };
 
 static float
@@ -51,16 +58,18 @@ rnd (uint64_t * r)
   return (float) ((*r >> 40) & 0xffffff) / (float) (1 << 23) - 1.0f;
 }
 
-/* the best of runs passes, ms; algo -1: fp32's choice */
+/* the best of runs passes, ms; algo -1: fp32's choice; half: the
+ * operands kept at half width (bf16) */
 static double
-time_pass (const shape * s, int batch, int algo, bool bf16, int runs,
-    tt_conv2d_algo * chosen)
+time_pass (const shape * s, int batch, int algo, bool bf16, bool half,
+    int runs, tt_conv2d_algo * chosen)
 {
   tt_window_geom g = {.channels = s->c,.in_h = s->h,.in_w = s->w,
-    .kernel_h = s->k,.kernel_w = s->k,.stride_h = 1,.stride_w = 1,
-    .pad_top = s->pad,.pad_bottom = s->pad,.pad_left = s->pad,
-    .pad_right = s->pad,.dilation_h = 1,.dilation_w = 1,.gemm_inputs =
-        bf16 ? TT_GEMM_BF16 : TT_GEMM_FP32
+    .kernel_h = s->k,.kernel_w = s->k,.stride_h = s->stride,
+    .stride_w = s->stride,.pad_top = s->pad,.pad_bottom = s->pad,
+    .pad_left = s->pad,.pad_right = s->pad,.dilation_h = 1,.dilation_w = 1,
+    .gemm_inputs = bf16 ? TT_GEMM_BF16 : TT_GEMM_FP32,
+    .stored_as = half ? TT_GEMM_BF16 : TT_GEMM_FP32
   };
   if (tt_window_geom_init (&g))
     return -1;
@@ -99,6 +108,7 @@ time_pass (const shape * s, int batch, int algo, bool bf16, int runs,
     } else {
       tt_conv2d_batch_backward_weight (NULL, &g, s->f, batch, batch, dy, dw,
           db, col, gr);
+      /* half: col's fp32 floats hold the column gradient (col_grad) */
       tt_conv2d_batch_backward_input (NULL, &g, s->f, batch, batch, w, dy,
           dx, col, gr, true);
     }
@@ -133,15 +143,18 @@ main (int argc, char **argv)
     }
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
       const shape *s = &shapes[k];
-      tt_conv2d_algo a, a1, a2;
-      const double f = time_pass (s, batch, -1, false, runs, &a);
-      const double c = time_pass (s, batch, TT_CONV2D_IM2COL, false, runs,
-          &a1);
-      const double h = time_pass (s, batch, TT_CONV2D_IM2COL, true, runs,
-          &a2);
-      printf ("shape=%dx%dx%d>%dk%d (%s) batch=%d algo=%s fp32=%.2f "
-          "im2col=%.2f im2col_bf16=%.2f (ms)\n", s->c, s->h, s->w, s->f,
-          s->k, s->model, batch, names[a], f, c, h);
+      tt_conv2d_algo a = TT_CONV2D_IM2COL, a1, a2;
+      const double f = time_pass (s, batch, -1, false, false, runs, &a);
+      const double c = time_pass (s, batch, TT_CONV2D_IM2COL, false, false,
+          runs, &a1);
+      const double h = time_pass (s, batch, TT_CONV2D_IM2COL, true, true,
+          runs, &a2);
+      const double hf = time_pass (s, batch, TT_CONV2D_IM2COL, true, false,
+          runs, &a2);
+      printf ("shape=%dx%dx%d>%dk%ds%d (%s) batch=%d algo=%s fp32=%.2f "
+          "im2col=%.2f im2col_bf16=%.2f im2col_bf16_fp32_scratch=%.2f "
+          "(ms)\n", s->c, s->h, s->w, s->f, s->k, s->stride, s->model, batch,
+          names[a], f, c, h, hf);
       fflush (stdout);
     }
   }

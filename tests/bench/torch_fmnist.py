@@ -6,6 +6,8 @@ Gives the training engine a baseline on the same machine: same data, same
 preprocessing, same architectures, optimizer and batching as
 tests/models/fmnist_{mlp,cnn}.ini. Runs with Debian's python3-torch and
 numpy only (no torchvision, no pip), so it works on a stock system.
+glibc's malloc keeps freed memory between steps (--malloc kept, the
+default; keep_freed_memory says why).
 
 The last line is machine-readable, e.g.
   torch model=mlp batch=32 threads=1 samples=60000 epochs=1 seconds=12.345 \
@@ -14,6 +16,8 @@ samples_per_s=4860.1 loss=0.4567 accuracy=0.8345
 
 import argparse
 import copy
+import ctypes
+import ctypes.util
 import gzip
 import os
 import struct
@@ -28,6 +32,41 @@ DATA_DIR = "/usr/share/datasets/fashion-mnist"
 TRAIN_IMAGES = "train-images-idx3-ubyte.gz"
 TRAIN_LABELS = "train-labels-idx1-ubyte.gz"
 WARMUP_SAMPLES = 2000
+
+
+# glibc's mallopt parameters (malloc.h)
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+MALLOC_CHOICES = ("kept", "glibc")
+
+
+def keep_freed_memory():
+    """Makes glibc's malloc keep freed memory for the next training step.
+
+    PyTorch allocates every activation, gradient and workspace of a step
+    with malloc and frees it by the next. glibc's defaults serve blocks of
+    128 KiB and more (the threshold rises, up to 32 MiB, with the blocks
+    freed) with mmap and give freed memory at the top of the heap back to
+    the kernel, so a step can start on fresh pages: a page fault each 4 KiB
+    written, several times the step's arithmetic for the small CNN
+    (docs/benchmarks.md, "PyTorch and glibc's malloc"). PyTorch's CPU
+    tuning guide swaps the allocator (jemalloc, tcmalloc) for this; these
+    two settings do it with glibc's own: blocks up to 1 GiB from the heap,
+    and the heap never trimmed (mallopt takes an int: 2 GiB - 1). Returns
+    whether glibc took both."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    if not hasattr(libc, "mallopt"):
+        return False
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)) and \
+        bool(libc.mallopt(M_TRIM_THRESHOLD, 2 ** 31 - 1))
+
+
+def set_malloc(choice):
+    """--malloc: "kept" (keep_freed_memory, PyTorch's best here) or
+    "glibc" (its defaults, to measure the difference); a line says which
+    took effect."""
+    kept = choice == "kept" and keep_freed_memory()
+    print(f"# malloc={'kept' if kept else 'glibc'}", flush=True)
 
 
 def read_idx_u8(path):
@@ -209,6 +248,10 @@ def main():
     ap.add_argument("--infer", action="store_true",
                     help="time inference (forward + softmax, no grad) "
                     "instead of training; the weights are the initial ones")
+    ap.add_argument("--malloc", choices=MALLOC_CHOICES, default="kept",
+                    help="kept: glibc keeps freed memory for the next step "
+                    "(default, PyTorch's faster setting); glibc: its "
+                    "defaults")
     args = ap.parse_args()
     if args.batch > args.samples:
         ap.error(f"--batch {args.batch} exceeds --samples {args.samples}: "
@@ -220,6 +263,7 @@ def main():
     torch.set_flush_denormal(True)
     torch.manual_seed(0)
     print(backends_line(), flush=True)
+    set_malloc(args.malloc)
 
     x, y = load_data(args.samples)
     n_batches = args.samples // args.batch  # partial last batch dropped

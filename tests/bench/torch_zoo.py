@@ -23,7 +23,11 @@ inputs, random classes) made before the clock starts, as
 tests/bench/seq_speed.c trains the engine; PyTorch's best setting is
 searched on the warm-up batches: foreach Adam or the loop
 (torch_fmnist.fastest_adam), channels-last memory format or not, and
-attention through nn.MultiheadAttention or by hand (class Mha).
+attention through nn.MultiheadAttention or by hand (class Mha). glibc's
+malloc keeps freed memory for the next step (--malloc kept, the default:
+torch_fmnist.keep_freed_memory); with its defaults (--malloc glibc) this
+script's fmnist_cnn faulted in fresh pages every step and trained 2-4x
+slower (tests/bench/torch_malloc_side.sh).
 
 --precision bf16 trains with PyTorch's CPU mixed precision:
 torch.autocast("cpu", dtype=torch.bfloat16) around the forward pass and
@@ -51,7 +55,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from torch_fmnist import backends_line, positive
+from torch_fmnist import MALLOC_CHOICES, backends_line, positive, set_malloc
 
 WARMUP_BATCHES = 3
 SEARCH_SECONDS = 0.3
@@ -373,12 +377,17 @@ def main():
     ap.add_argument("--search-batches", type=positive,
                     default=WARMUP_BATCHES,
                     help="warm-up batches timing each setting in the search")
+    ap.add_argument("--malloc", choices=MALLOC_CHOICES, default="kept",
+                    help="kept: glibc keeps freed memory for the next step "
+                    "(default, PyTorch's faster setting); glibc: its "
+                    "defaults")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     # denormals take a slow path in the CPU's arithmetic; flushing them is
     # PyTorch's own switch for speed (as torch_fmnist.py sets it)
     torch.set_flush_denormal(True)
     torch.manual_seed(0)
+    set_malloc(args.malloc)
     model = IniNet(args.ini)
     n = args.samples // args.batch
     if n < 1:
@@ -430,9 +439,13 @@ def main():
     opt = make(model, foreach)
     seconds = 0.0
     for epoch in range(args.epochs):
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         train_epoch(model, opt, loss_fn, batches, args.precision)
         seconds = time.perf_counter() - t0
+    # fresh pages a step: the cost --malloc kept removes
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    print(f"# page faults a step (timed epoch): {faults / n:.0f}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     used = n * args.batch
     print(f"torch model={args.ini.rsplit('/', 1)[-1].removesuffix('.ini')} "

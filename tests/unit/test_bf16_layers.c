@@ -27,6 +27,15 @@
  * steps'. That bf16 steps allocate nothing is test_no_alloc's
  * test_loss_scaling and test_bf16_gemms.
  *
+ * conv2d's im2col path keeps its columns and regrouped output derivative
+ * at half width in bf16 and fp16 (kernels/conv2d.c): a model planned so
+ * (3x3 padded, strided and frozen, with input derivatives, and 1x1; a
+ * conv1d dilated then strided, rows longer than im2col's fp32 block)
+ * against the same model keeping them in fp32
+ * (tt_conv2d_force_fp32_scratch), on 1 and 2 threads: the losses, the
+ * evaluation's outputs and the weights after 3 Adam steps bit for bit,
+ * with a smaller plan (naive bytes and peak live bytes).
+ *
  * Attention's products (multi_head_attention's and attention's Q K^T,
  * P V and their backward products) and matmul's: the kernels with bf16
  * inputs against fp32 on the same operands rounded to bf16, within the
@@ -88,6 +97,39 @@ static const char conv_wino_ini[] =
     "activation = sigmoid\n"
     "[conv2]\ntype = conv2d\nfilters = 12\nkernel_size = 3,3\n"
     "padding = same\nactivation = tanh\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
+/* conv2d's im2col path with half-width scratch (kernels/conv2d.c): 3x3
+ * padded over 3 channels (the first layer: no input derivative), 3x3 of
+ * stride 2 frozen (its input derivative alone: columns for forward
+ * only), 3x3 over 8 channels (both passes: the column gradient in a
+ * buffer of its own), then 1x1 (the input derivative straight into dx);
+ * none is direct or Winograd */
+static const char conv_half_ini[] =
+    "[Model]\ntype = NeuralNetwork\nbatch_size = 8\nloss = cross\n"
+    "[Optimizer]\ntype = adam\nlearning_rate = 0.01\n"
+    "[input]\ntype = input\ninput_shape = 3:12:12\n"
+    "[conv1]\ntype = conv2d\nfilters = 8\nkernel_size = 3,3\n"
+    "padding = same\nactivation = relu\n"
+    "[conv2]\ntype = conv2d\nfilters = 8\nkernel_size = 3,3\n"
+    "stride = 2,2\npadding = same\nactivation = tanh\ntrainable = false\n"
+    "[conv3]\ntype = conv2d\nfilters = 6\nkernel_size = 3,3\n"
+    "padding = same\nactivation = sigmoid\n"
+    "[conv4]\ntype = conv2d\nfilters = 5\nkernel_size = 1,1\n"
+    "[flat]\ntype = flatten\n"
+    "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+
+/* conv1d's rows longer than the half-width im2col's fp32 block (1024
+ * positions), dilated, then strided */
+static const char conv_half_wide_ini[] =
+    "[Model]\ntype = NeuralNetwork\nbatch_size = 4\nloss = cross\n"
+    "[Optimizer]\ntype = adam\nlearning_rate = 0.01\n"
+    "[input]\ntype = input\ninput_shape = 2:1:2100\n"
+    "[conv1]\ntype = conv1d\nfilters = 4\nkernel_size = 5\n"
+    "dilation = 2\npadding = same\nactivation = tanh\n"
+    "[conv2]\ntype = conv1d\nfilters = 3\nkernel_size = 3\nstride = 2\n"
+    "activation = sigmoid\n"
     "[flat]\ntype = flatten\n"
     "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
 
@@ -291,6 +333,117 @@ test_conv (void)
   compare_layers ("conv2d", conv_ini, false);
   compare_relu ("conv2d, relu", conv_ini);
   compare_layers ("conv2d alone", conv_only_ini, false);
+}
+
+/* text planned in precision, its im2col scratch at half width or forced
+ * fp32 */
+static tt_model *
+open_planned (const char *text, const char *precision, unsigned threads,
+    bool fp32_scratch)
+{
+  tt_error err;
+  tt_model *m = tt_model_load_ini_text (text, strlen (text), "conv_half.ini",
+      &err);
+  CHECK (m != NULL, "%s", m ? "" : err.message);
+  if (!m)
+    return NULL;
+  tt_model_set_seed (m, 7);
+  tt_conv2d_force_fp32_scratch (fp32_scratch);
+  const bool failed = tt_model_set_threads (m, threads, &err) ||
+      tt_model_set_precision (m, precision, &err) || tt_model_compile (m, &err);
+  tt_conv2d_force_fp32_scratch (false);
+  CHECK (!failed, "%s", err.message);
+  if (failed) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+/* the half-width columns change no bit of a step: the GEMMs rounded the
+ * fp32 columns to the same values */
+static void
+compare_half_scratch (const char *name, const char *text)
+{
+  static const char *const precisions[] = { "bf16", "fp16" };
+  for (int p = 0; p < 2; p++)
+    for (unsigned threads = 1; threads <= 2; threads++) {
+      tt_model *half = open_planned (text, precisions[p], threads, false);
+      tt_model *full = open_planned (text, precisions[p], threads, true);
+      if (!half || !full) {
+        if (half)
+          tt_model_free (half);
+        if (full)
+          tt_model_free (full);
+        continue;
+      }
+      tt_plan_info hi, fi;
+      tt_model_plan_info (half, &hi);
+      tt_model_plan_info (full, &fi);
+      CHECK (hi.naive_bytes < fi.naive_bytes && hi.lower_bound <
+          fi.lower_bound, "%s, %s, %u threads: half-width scratch, naive %llu "
+          "peak %llu bytes; fp32 %llu, %llu", name, precisions[p], threads,
+          (unsigned long long) hi.naive_bytes,
+          (unsigned long long) hi.lower_bound,
+          (unsigned long long) fi.naive_bytes,
+          (unsigned long long) fi.lower_bound);
+      const uint32_t batch = tt_model_batch_size (half);
+      const size_t nx = input_floats (half);
+      const size_t no = (size_t) batch * 10;
+      const size_t nw = tt_model_weight_floats (half);
+      float *x = malloc (nx * sizeof *x);
+      float *t = calloc (no, sizeof *t);
+      float *wh = malloc (nw * sizeof *wh);
+      float *wf = malloc (nw * sizeof *wf);
+      for (size_t i = 0; i < nx; i++)
+        x[i] = rnd ();
+      for (uint32_t b = 0; b < batch; b++)
+        t[b * 10 + (b * 3u) % 10] = 1;
+      const void *in[1] = { x };
+      tt_error err;
+      for (int step = 0; step < 3; step++) {
+        tt_batch_result rh, rf;
+        CHECK (tt_model_train_batch (half, batch, in, NULL, t, &rh,
+                &err) == TT_OK, "%s", err.message);
+        CHECK (tt_model_train_batch (full, batch, in, NULL, t, &rf,
+                &err) == TT_OK, "%s", err.message);
+        CHECK (!memcmp (&rh.loss, &rf.loss, sizeof rh.loss), "%s, %s, %u "
+            "threads, step %d: loss %.9g, fp32 scratch's %.9g",
+            name, precisions[p], threads, step, rh.loss, rf.loss);
+      }
+      tt_model_export_weights (half, wh, nw, &err);
+      tt_model_export_weights (full, wf, nw, &err);
+      CHECK (!memcmp (wh, wf, nw * sizeof *wh), "%s, %s, %u threads: the "
+          "weights after 3 steps differ", name, precisions[p], threads);
+      tt_batch_result r;
+      CHECK (tt_model_eval_batch (half, batch, in, NULL, t, &r, &err) ==
+          TT_OK, "%s", err.message);
+      memcpy (wh, tt_model_output (half), no * sizeof *wh);
+      CHECK (tt_model_eval_batch (full, batch, in, NULL, t, &r, &err) ==
+          TT_OK, "%s", err.message);
+      CHECK (!memcmp (wh, tt_model_output (full), no * sizeof *wh),
+          "%s, %s, %u threads: the outputs differ", name, precisions[p],
+          threads);
+      printf ("%s, %s, %u threads: losses, weights and outputs equal; naive "
+          "%llu bytes (fp32 scratch %llu), peak %llu (%llu)\n", name,
+          precisions[p], threads, (unsigned long long) hi.naive_bytes,
+          (unsigned long long) fi.naive_bytes,
+          (unsigned long long) hi.lower_bound,
+          (unsigned long long) fi.lower_bound);
+      free (x);
+      free (t);
+      free (wh);
+      free (wf);
+      tt_model_free (half);
+      tt_model_free (full);
+    }
+}
+
+static void
+test_conv_half_scratch (void)
+{
+  compare_half_scratch ("conv2d", conv_half_ini);
+  compare_half_scratch ("conv1d, wide", conv_half_wide_ini);
 }
 
 /* the plan knows the precision: conv_wino_ini compiled in bf16 (the
@@ -777,6 +930,7 @@ main (int argc, char **argv)
   /* convolutions in bf16 */
   TT_TEST_RUN (test_conv_plan);
   TT_TEST_RUN (test_conv_winograd);
+  TT_TEST_RUN (test_conv_half_scratch);
   TT_TEST_RUN (test_training);
   /* attention's products and matmul in bf16 */
   TT_TEST_RUN (test_attention_products);

@@ -88,6 +88,16 @@ check "of_pool is held / pool" awk '
   /^held_activation_bytes=/ { split($1, h, "="); split($2, s, "=")
     d = s[2] - h[2] / pool; ok = d < 0.0001 && d > -0.0001 }
   END { exit !ok }' "$tmp/h16.txt"
+check "info: the peak's kinds sum to its live bytes, the plan's lower bound" \
+  awk '
+  /^peak_live_bytes=/ { sum = 0
+    for (i = 3; i <= NF; i++) { split($i, kv, "="); sum += kv[2] }
+    split($1, p, "="); live = p[2]; ok = live > 0 && sum == live }
+  /^lower bound / { bound = $3 }
+  END { exit !(ok && bound == live) }' "$tmp/h16.txt"
+check "bf16's peak holds stashes, fp32's none" sh -c \
+  "grep -q ' stashed=[1-9]' '$tmp/h16.txt' && grep -q ' stashed=0 ' \
+  '$tmp/h32.txt'"
 "$cli" info "$cnn" --inference > "$tmp/hinf.txt" 2> /dev/null
 check "inference: no held activations" sh -c "! grep -q held_activation \
   '$tmp/hinf.txt'"

@@ -78,6 +78,9 @@ static const char *na_train;
  * scaling's growth interval (0: the default) */
 static const char *na_precision;
 static uint32_t na_growth;
+/* memory limits: the model's INI text instead of the file (NULL: the
+ * file), compiled under the smallest feasible limit */
+static const char *na_text;
 
 static void
 no_alloc_model (const char *root, const char *name, unsigned threads,
@@ -86,10 +89,28 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
   char path[1024];
   tt_error err;
   snprintf (path, sizeof path, "%s/tests/models/%s", root, name);
-  tt_model *m = tt_model_load_ini (path, &err);
+  tt_model *m = na_text ? tt_model_load_ini_text (na_text, strlen (na_text),
+      name, &err) : tt_model_load_ini (path, &err);
   CHECK (m != NULL, "%s", err.message);
   if (!m)
     return;
+  /* the smallest feasible limit, as a limit of 4096 bytes names it */
+  if (na_text) {
+    tt_model *probe = tt_model_load_ini_text (na_text, strlen (na_text),
+        name, &err);
+    if (probe && na_precision)
+      tt_model_set_precision (probe, na_precision, &err);
+    if (probe)
+      tt_model_set_memory_limit (probe, 4096, &err);
+    CHECK (probe && tt_model_compile (probe, &err) != TT_OK, "%s: 4096 "
+        "bytes met", name);
+    const char *at = strstr (err.message, "smallest feasible limit is ");
+    CHECK (at != NULL, "%s: %s", name, err.message);
+    if (at)
+      tt_model_set_memory_limit (m, strtoull (at + strlen ("smallest "
+                  "feasible limit is "), NULL, 10), &err);
+    tt_model_free (probe);
+  }
   /* engine threads: their jobs must allocate nothing either (the
    * workers start at compile) */
   CHECK (tt_model_set_threads (m, threads, &err) == TT_OK, "%s", err.message);
@@ -112,7 +133,8 @@ no_alloc_model (const char *root, const char *name, unsigned threads,
   if (na_precision && strcmp (na_precision, "fp32")) {
     tt_plan_info pi;
     tt_model_plan_info (m, &pi);
-    CHECK (pi.stashed > 0, "%s: nothing stashed", name);
+    CHECK (na_text ? pi.swapped > 0 : pi.stashed > 0, "%s: nothing %s",
+        name, na_text ? "swapped" : "stashed");
   }
   const uint32_t batch = tt_model_batch_size (m);
   uint8_t *x = __libc_calloc ((size_t) batch * 784, 1);
@@ -395,6 +417,37 @@ test_stash (void)
   na_precision = NULL;
 }
 
+/* mixed precision under a memory limit: activations swapped at half
+ * width, narrowed through their staging tensors and widened in place
+ * (core/swap.c) */
+static void
+test_stash_swapped (void)
+{
+  char dir[512], text[2048];
+  snprintf (dir, sizeof dir, "%s", tt_test_write_text ("swap", ""));
+  *strrchr (dir, '/') = '\0';
+  snprintf (text, sizeof text, "[Model]\nbatch_size = 32\nloss = cross\n"
+      "memory_swap = true\nmemory_swap_path = %s\n"
+      "[Optimizer]\ntype = adam\nlearning_rate = 0.001\n"
+      "[input]\ntype = input\ninput_shape = 1:1:784\n"
+      "[fc1]\ntype = fully_connected\nunit = 64\n"
+      "[drop1]\ntype = dropout\ndropout_rate = 0.25\n"
+      "[act1]\ntype = activation\nactivation = tanh\n"
+      "[fc2]\ntype = fully_connected\nunit = 64\n"
+      "[drop2]\ntype = dropout\ndropout_rate = 0.25\n"
+      "[act2]\ntype = activation\nactivation = tanh\n"
+      "[fc3]\ntype = fully_connected\nunit = 64\n"
+      "[drop3]\ntype = dropout\ndropout_rate = 0.25\n"
+      "[act3]\ntype = activation\nactivation = tanh\n"
+      "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n", dir);
+  na_text = text;
+  na_precision = "bf16";
+  no_alloc_model (na_root, "dropout_mlp_swap.ini", 1, false);
+  no_alloc_model (na_root, "dropout_mlp_swap.ini", 2, false);
+  na_text = NULL;
+  na_precision = NULL;
+}
+
 /* mixed precision: a bf16 model scales its loss (from 2, doubled every
  * step here: the scale's growth, the finiteness check and the unscaling
  * in every step) */
@@ -417,6 +470,18 @@ test_bf16_gemms (void)
   na_precision = "bf16";
   no_alloc_model (na_root, "mha_self.ini", 1, false);
   no_alloc_model (na_root, "fmnist_cnn.ini", 2, false);
+  na_precision = NULL;
+}
+
+/* mixed precision: conv2d's im2col columns at half width (the inception
+ * block's 3x3 and 5x5 with their column gradients, its 1x1s) */
+static void
+test_half_columns (void)
+{
+  na_precision = "bf16";
+  no_alloc_model (na_root, "inception.ini", 1, false);
+  na_precision = "fp16";
+  no_alloc_model (na_root, "inception.ini", 2, false);
   na_precision = NULL;
 }
 
@@ -473,9 +538,11 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_lora_layers);
   /* mixed precision: activations stashed at half width */
   TT_TEST_RUN (test_stash);
+  TT_TEST_RUN (test_stash_swapped);
   /* mixed precision: loss scaling */
   TT_TEST_RUN (test_loss_scaling);
   TT_TEST_RUN (test_bf16_gemms);
+  TT_TEST_RUN (test_half_columns);
   /* mixed precision: attention's products and matmul in bf16 */
   TT_TEST_RUN (test_bf16_attention_products);
   return tt_test_summary ();

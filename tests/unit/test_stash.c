@@ -24,7 +24,14 @@
  *   and trains the same; at fp32 it is replanned; a stash on a tensor
  *   that is not a candidate, an overlapping stash, a bad [Plan]
  *   activations and a stash in an fp32 plan are refused naming them; the
- *   validator refuses a stash too small.
+ *   validator refuses a stash too small;
+ * - swap (core/swap.c): a group swapped under a memory limit goes to the
+ *   file at 2 bytes an element, rounded as the stash rounds: a model
+ *   whose every stashed group is swapped trains bit for bit as the
+ *   stashed model, in bf16 and fp16; the file is as long as the plan
+ *   says, its roots half their fp32 bytes; the widening in place equals
+ *   the conversion out of place; a stored plan reloads, and one without
+ *   the staging tensors (made when the file held fp32) is refused.
  *
  * Usage: test_stash SOURCE_ROOT
  */
@@ -33,9 +40,11 @@
 #include "tt_test_hooks.h"
 #include "train_steps.h"
 #include "plan_validate.h"
+#include "kernels.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <sys/stat.h>
 
 static char root[1024];
 
@@ -821,6 +830,258 @@ test_limit (void)
   tt_model_free (b);
 }
 
+
+/* The widening of a half-width swap, in place in the second instance,
+ * against tt_bf16_to_f32 / tt_f16_to_f32 out of place: sizes around the
+ * parts' boundaries, and a large one split over two threads. */
+static void
+test_widen_in_place (void)
+{
+  static const tt_precision half[2] = { TT_PRECISION_BF16,
+    TT_PRECISION_FP16
+  };
+  for (int h = 0; h < 2; h++) {
+    tt_error err;
+    tt_model *m = tt_model_load_ini_text (exact_model, strlen (exact_model),
+        "exact.ini", &err);
+    if (m && (tt_model_set_threads (m, 2, &err) ||
+            tt_model_set_precision (m, tt_precision_name (half[h]), &err) ||
+            tt_model_compile (m, &err))) {
+      tt_model_free (m);
+      m = NULL;
+    }
+    CHECK (m != NULL, "%s", m ? "" : err.message);
+    if (!m)
+      continue;
+    setenv ("TT_THREADS_STEPS", "split", 1);
+    static const size_t large[] = { 131072, 200003 };
+    uint32_t bad = 0, sizes = 0;
+    for (size_t i = 0; i < 260 + 2; i++) {
+      const size_t n = i < 260 ? i : large[i - 260];
+      float *x = malloc ((n + 1) * sizeof *x), *want = malloc ((n + 1) *
+          sizeof *want);
+      uint16_t *y = malloc ((n + 1) * sizeof *y);
+      for (size_t j = 0; j < n; j++)
+        x[j] = (float) ((j * 7919) % 1009) / 7.0f - 60.0f;
+      tt_stash_narrow (m, x, y, n);
+      if (h)
+        tt_f16_to_f32 (y, want, n);
+      else
+        tt_bf16_to_f32 (y, want, n);
+      memset (x, 0xff, n * sizeof *x);
+      memcpy (x, y, n * sizeof *y);
+      tt_stash_widen_in_place (m, x, n);
+      bad += memcmp (x, want, n * sizeof *x) != 0;
+      sizes++;
+      free (x);
+      free (want);
+      free (y);
+    }
+    unsetenv ("TT_THREADS_STEPS");
+    CHECK (bad == 0, "%s: widened in place otherwise in %u of %u sizes",
+        tt_precision_name (half[h]), bad, sizes);
+    printf ("%s: widened in place as out of place in %u sizes\n",
+        tt_precision_name (half[h]), sizes);
+    tt_model_free (m);
+  }
+}
+
+/* Every group the stash takes is a dropout's output (not recomputable:
+ * the dropout writes it) through tanh, in place, so that under the
+ * smallest feasible limit they are swapped; tanh's backward reads its
+ * output element by element, so that a swap at fp32 would give other
+ * derivatives than the stash's rounded values (the dense layers' GEMMs
+ * round their inputs anyway, so they alone would not tell). fc1's
+ * output, 81,920 elements, is narrowed in two parts through its staging
+ * (TT_SWAP_STAGING_ELEMS). */
+static const char swap_model[] =
+    "[Model]\nbatch_size = 128\nloss = mse\nmemory_swap = true\n"
+    "memory_swap_path = %s\n"
+    "[Optimizer]\ntype = adam\nlearning_rate = 0.01\n"
+    "[input]\ntype = input\ninput_shape = 1:1:16\n"
+    "[fc1]\ntype = fully_connected\nunit = 640\n"
+    "[drop1]\ntype = dropout\ndropout_rate = 0.25\n"
+    "[act1]\ntype = activation\nactivation = tanh\n"
+    "[fc2]\ntype = fully_connected\nunit = 64\n"
+    "[drop2]\ntype = dropout\ndropout_rate = 0.25\n"
+    "[act2]\ntype = activation\nactivation = tanh\n"
+    "[fc3]\ntype = fully_connected\nunit = 64\n"
+    "[drop3]\ntype = dropout\ndropout_rate = 0.25\n"
+    "[act3]\ntype = activation\nactivation = tanh\n"
+    "[fc4]\ntype = fully_connected\nunit = 64\n"
+    "[drop4]\ntype = dropout\ndropout_rate = 0.25\n"
+    "[act4]\ntype = activation\nactivation = tanh\n"
+    "[fc5]\ntype = fully_connected\nunit = 10\n"
+    "[drop5]\ntype = dropout\ndropout_rate = 0.1\n";
+
+static tt_model *
+open_swap (const char *text, tt_precision act, uint64_t limit, tt_error * err)
+{
+  tt_model *m = tt_model_load_ini_text (text, strlen (text), "swap.ini",
+      err);
+  if (m && (tt_model_set_threads (m, 1, err) ||
+          tt_model_set_precision (m, tt_precision_name (act), err) ||
+          tt_model_set_memory_limit (m, limit, err) ||
+          tt_model_compile (m, err))) {
+    tt_model_free (m);
+    return NULL;
+  }
+  return m;
+}
+
+/* the stored plan of b: reloaded, it swaps the same file and trains as
+ * the model stashed; without its staging tensors (as a plan made when
+ * the file held fp32) it is refused naming one */
+static void
+swap_stored (const char *name, const char *model, tt_model * b, uint64_t limit)
+{
+  tt_error err;
+  tt_model *a = open_swap (model, b->activation_type, 0, &err);
+  CHECK (a != NULL, "%s: %s", name, a ? "" : err.message);
+  char *text;
+  size_t len;
+  CHECK (tt_plan_ini_text (b, &text, &len, &err) == TT_OK, "%s", err.message);
+  char *z = malloc (len + 1);
+  memcpy (z, text, len);
+  z[len] = '\0';
+  free (text);
+  tt_model *c = open_swap (z, b->activation_type, limit, &err);
+  CHECK (c != NULL, "%s stored: %s", name, c ? "" : err.message);
+  if (c) {
+    tt_plan_info pb, pc;
+    tt_model_plan_info (b, &pb);
+    tt_model_plan_info (c, &pc);
+    CHECK (pc.from_stored_plan && pc.swapped == pb.swapped &&
+        pc.swapped_bytes == pb.swapped_bytes && pc.pool_bytes ==
+        pb.pool_bytes, "%s stored: from the plan %d, swapped %u (%" PRIu64
+        " bytes) against %u (%" PRIu64 ")", name, pc.from_stored_plan,
+        pc.swapped, pc.swapped_bytes, pb.swapped, pb.swapped_bytes);
+    tt_test_train_steps (c, "stored", 3, 255.0f);
+    if (a)
+      tt_test_train_steps (a, "stash", 3, 255.0f);
+    CHECK (a && tt_test_same_state (a, c, name), "%s stored: trains "
+        "otherwise than the stash", name);
+  }
+  tt_model_free (a);
+  tt_model_free (c);
+  /* every ":staging = ..." line taken out */
+  char *t = z;
+  for (char *at; (at = strstr (t, ":staging = "));) {
+    char *bol = at;
+    while (bol > z && bol[-1] != '\n')
+      bol--;
+    char *eol = strchr (at, '\n');
+    memmove (bol, eol + 1, strlen (eol + 1) + 1);
+    t = bol;
+  }
+  CHECK (t != z, "%s: no staging tensor in the stored plan", name);
+  c = open_swap (z, b->activation_type, limit, &err);
+  CHECK (c == NULL, "%s: a plan without staging tensors loaded", name);
+  if (!c) {
+    CHECK (strstr (err.message, ":staging: missing tensor") &&
+        strstr (err.message, "re-plan"), "%s: %s", name, err.message);
+    printf ("%s without staging: refused: %s\n", name, err.message);
+  }
+  tt_model_free (c);
+  free (z);
+}
+
+static void
+test_swap (void)
+{
+  static const tt_precision half[2] = { TT_PRECISION_BF16,
+    TT_PRECISION_FP16
+  };
+  char dir[512];
+  snprintf (dir, sizeof dir, "%s", tt_test_write_text ("swap", ""));
+  *strrchr (dir, '/') = '\0';
+  char text[2048];
+  snprintf (text, sizeof text, swap_model, dir);
+  for (int h = 0; h < 2; h++) {
+    const char *name = tt_precision_name (half[h]);
+    tt_error err;
+    tt_model *a = open_swap (text, half[h], 0, &err);
+    CHECK (a != NULL, "%s: %s", name, a ? "" : err.message);
+    tt_model *b = open_swap (text, half[h], 4096, &err);
+    CHECK (b == NULL, "%s: 4096 bytes met", name);
+    const char *p = b ? NULL : strstr (err.message, "smallest feasible "
+        "limit is ");
+    const uint64_t limit = p ? strtoull (p + strlen ("smallest feasible "
+            "limit is "), NULL, 10) : 0;
+    tt_model_free (b);
+    b = limit ? open_swap (text, half[h], limit, &err) : NULL;
+    CHECK (b != NULL, "%s: limit %" PRIu64 ": %s", name, limit, b ? "" :
+        err.message);
+    if (!a || !b) {
+      tt_model_free (a);
+      tt_model_free (b);
+      continue;
+    }
+    tt_plan_info pa, pb;
+    tt_model_plan_info (a, &pa);
+    tt_model_plan_info (b, &pb);
+    /* the file's layout: each swapped root at 2 bytes an element, the
+     * dropouts' masks at 4 */
+    uint64_t roots = 0, rest = 0, staged = 0;
+    for (uint32_t g = 0; g < b->n_remat; g++) {
+      const tt_remat *G = &b->remat[g];
+      if (G->mode != TT_REMAT_SWAP)
+        continue;
+      staged += G->staging >= 0;
+      for (uint32_t k = 0; k < G->n_tensors; k++)
+        if (G->twins[k] >= 0)
+          *(k ? &rest : &roots) += b->tensors[G->tensors[k]].count;
+    }
+    /* each group stashed or swapped, both rounding once: the same
+     * values in backward */
+    CHECK (pa.stashed > 0 && pb.swapped > 0 && pb.recomputed == 0 &&
+        pb.stashed + pb.swapped == pa.stashed && staged == pb.swapped,
+        "%s: stashed %u "
+        "without a limit; under %" PRIu64 ": stashed %u recomputed %u "
+        "swapped %u (%" PRIu64 " staged)", name, pa.stashed, limit,
+        pb.stashed, pb.recomputed, pb.swapped, staged);
+    const int fc1_layer = tt_model_find_layer (b, "fc1");
+    const int fc1 = tt_remat_find (b, b->layers[fc1_layer].out[0]);
+    CHECK (fc1 >= 0 && b->remat[fc1].mode == TT_REMAT_SWAP &&
+        b->tensors[b->remat[fc1].root].count > TT_SWAP_STAGING_ELEMS,
+        "%s: fc1's output not swapped in parts", name);
+    CHECK (pb.swapped_bytes == 2 * roots + 4 * rest, "%s: swapped_bytes %"
+        PRIu64 ", the roots' %" PRIu64 " elements at 2 bytes and the rest's %"
+        PRIu64 " at 4 make %" PRIu64, name, pb.swapped_bytes, roots, rest,
+        2 * roots + 4 * rest);
+    enum
+    { STEPS = 4 };
+    double la[STEPS], lb[STEPS];
+    train_losses (a, STEPS, la);
+    train_losses (b, STEPS, lb);
+    bool same = true;
+    for (int s = 0; s < STEPS; s++)
+      same &= la[s] == lb[s];
+    CHECK (same, "%s: losses under the limit (swapped) differ from the "
+        "stash's: %.9g against %.9g at the last step", name, lb[STEPS - 1],
+        la[STEPS - 1]);
+    tt_test_train_steps (a, "stash", 2, 3.0f);
+    tt_test_train_steps (b, "swap", 2, 3.0f);
+    CHECK (tt_test_same_state (a, b, name), "%s: swapped trains otherwise "
+        "than stashed", name);
+    struct stat st;
+    CHECK (fstat (b->swap_fd, &st) == 0 && (uint64_t) st.st_size ==
+        pb.swapped_bytes, "%s: the swap file has %lld bytes, the plan %"
+        PRIu64, name, (long long) st.st_size, pb.swapped_bytes);
+    printf ("%s: limit %" PRIu64 " (pool %" PRIu64 " stashed): swapped %u, "
+        "file %lld bytes (fp32: %" PRIu64 "; roots %" PRIu64 " of %" PRIu64
+        "), losses as stashed: %.9g ... %.9g\n", name, limit, pa.pool_bytes,
+        pb.swapped, (long long) st.st_size, 4 * (roots + rest), 2 * roots,
+        4 * roots, lb[0], lb[STEPS - 1]);
+    const char *how;
+    for (uint32_t i = 0; tt_model_plan_dropped (b, i, &how); i++)
+      printf ("  %-8s %s\n", how, tt_model_plan_dropped (b, i, NULL));
+    swap_stored (name, text, b, limit);
+    tt_model_free (a);
+    tt_model_free (b);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -832,5 +1093,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_attention_probs);
   TT_TEST_RUN (test_stored);
   TT_TEST_RUN (test_limit);
+  TT_TEST_RUN (test_widen_in_place);
+  TT_TEST_RUN (test_swap);
   return tt_test_summary ();
 }

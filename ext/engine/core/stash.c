@@ -15,7 +15,8 @@
  * the second instance as for a swapped group). Large tensors are split
  * over the model's threads; the parts depend on sizes only, and the
  * conversions are element by element, so results do not depend on the
- * thread count.
+ * thread count. The same conversions serve a root swapped at half width
+ * (swap.c): narrowed into its staging, widened in place.
  */
 #include "tt_internal.h"
 #include "kernels.h"
@@ -98,6 +99,36 @@ tt_stash_in (tt_model * m, const tt_remat * g)
       m->tensors[g->twins[k]].data, m->tensors[g->tensors[k]].count, false,
       false
     };
+    stash_convert (m, &j);
+  }
+}
+
+void
+tt_stash_narrow (tt_model * m, const float *x, uint16_t * y, size_t n)
+{
+  stash_job j = { x, y, NULL, n, true, false };
+  stash_convert (m, &j);
+}
+
+/* Back to front, in parts [b, e) with e <= 2 b: the part reads bytes
+ * [2 b, 2 e) and writes [4 b, 4 e), which do not overlap (2 e <= 4 b),
+ * and lie above every half not read yet ([0, 2 b)); element 0, which
+ * overlaps itself, through a copy. So the conversion never reads what
+ * it wrote, whatever order a kernel or the threads take inside a part. */
+void
+tt_stash_widen_in_place (tt_model * m, float *x, size_t n)
+{
+  uint16_t *h = (uint16_t *) (void *) x;
+  size_t e = n;
+  while (e > 1) {
+    const size_t b = (e + 1) / 2;
+    stash_job j = { NULL, h + b, x + b, e - b, false, false };
+    stash_convert (m, &j);
+    e = b;
+  }
+  if (n) {
+    uint16_t first = h[0];
+    stash_job j = { NULL, &first, x, 1, false, false };
     stash_convert (m, &j);
   }
 }

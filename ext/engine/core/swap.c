@@ -6,7 +6,11 @@
  * instances, before the backward layer that first needs them. One file
  * per model in memory_swap_path, unlinked from the start (O_TMPFILE, or
  * mkstemp then unlink), so nothing is left behind; each swapped tensor
- * has its fixed place in it. A failed write fails the step before any
+ * has its fixed place in it. Under a half activation type (bf16, fp16),
+ * a group the model would otherwise stash has its root written at 2
+ * bytes an element, rounded as the stash rounds (stash.c), and widened
+ * when read back: the values backward reads are the stash's, and the
+ * file holds half the bytes. A failed write fails the step before any
  * update; a failed read leaves a step whose later layers were updated,
  * so the model then refuses to train or be saved (swap_failed).
  */
@@ -49,12 +53,12 @@ tt_swap_open (tt_model * m, tt_error * err)
   return TT_OK;
 }
 
+/* bytes of data to or from the file at offset at, for tensor id */
 static tt_status
-swap_io (tt_model * m, bool write, int id, uint64_t at, float *data,
-    tt_error * err)
+swap_io (tt_model * m, bool write, int id, uint64_t at, void *data,
+    size_t bytes, tt_error * err)
 {
-  const size_t bytes = m->tensors[id].count * sizeof (float);
-  char *p = (char *) data;
+  char *p = data;
   size_t done = 0;
   while (done < bytes) {
     const ssize_t n = write ?
@@ -80,8 +84,31 @@ swap_io (tt_model * m, bool write, int id, uint64_t at, float *data,
   return TT_OK;
 }
 
-/* Each tensor of group g with a second instance, in turn; owner: only
- * those written by that layer's forward (-1: all). */
+/* The root of g at 2 bytes an element: narrowed through its staging
+ * tensor a part at a time, each part written at its place. */
+static tt_status
+swap_write_half (tt_model * m, const tt_remat * g, uint64_t at, tt_error * err)
+{
+  const int id = g->tensors[0];
+  const float *x = m->tensors[id].data;
+  const size_t n = m->tensors[id].count, part = tt_swap_staging_elems (n);
+  uint16_t *staging = (uint16_t *) (void *) m->tensors[g->staging].data;
+  for (size_t b = 0; b < n; b += part) {
+    const size_t e = n - b < part ? n : b + part;
+    tt_stash_narrow (m, x + b, staging, e - b);
+    tt_status st = swap_io (m, true, id, at + 2 * b, staging, 2 * (e - b),
+        err);
+    if (st)
+      return st;
+  }
+  return TT_OK;
+}
+
+/* Each tensor of group g with a second instance, in turn, at its place
+ * (tt_remat_swap_bytes): written, those whose forward layer owner
+ * completes; read back, all. A half-width root is read into the start
+ * of its second instance and widened there, so reading needs no
+ * staging. */
 static tt_status
 swap_group (tt_model * m, const tt_remat * g, bool write, int owner,
     tt_error * err)
@@ -91,13 +118,21 @@ swap_group (tt_model * m, const tt_remat * g, bool write, int owner,
     if (g->twins[k] < 0)
       continue;
     const int id = g->tensors[k];
-    if (owner < 0 || g->owner[k] == owner) {
-      tt_status st = swap_io (m, write, id, at, write ? m->tensors[id].data :
-          m->tensors[g->twins[k]].data, err);
-      if (st)
-        return st;
+    const bool half = k == 0 && g->staging >= 0;
+    const uint64_t bytes = tt_remat_swap_bytes (m, g, k);
+    tt_status st = TT_OK;
+    if (write && owner == g->owner[k])
+      st = half ? swap_write_half (m, g, at, err) :
+          swap_io (m, true, id, at, m->tensors[id].data, bytes, err);
+    else if (!write) {
+      float *twin = m->tensors[g->twins[k]].data;
+      st = swap_io (m, false, id, at, twin, bytes, err);
+      if (!st && half)
+        tt_stash_widen_in_place (m, twin, m->tensors[id].count);
     }
-    at += m->tensors[id].count * sizeof (float);
+    if (st)
+      return st;
+    at += bytes;
   }
   return TT_OK;
 }
@@ -109,11 +144,8 @@ tt_swap_out (tt_model * m, int layer, tt_error * err)
     const tt_remat *G = &m->remat[g];
     if (G->mode != TT_REMAT_SWAP)
       continue;
-    bool writer = false;
-    for (uint32_t w = 0; w < G->n_writers; w++)
-      writer |= G->writers[w] == layer;
-    tt_status st;
-    if (writer && (st = swap_group (m, G, true, layer, err)))
+    tt_status st = swap_group (m, G, true, layer, err);
+    if (st)
       return st;
   }
   return TT_OK;

@@ -159,6 +159,12 @@ typedef struct {
    * forward use), widened at the trigger; -1: none */
   int stash[TT_REMAT_TENSORS];
   int stash_layer;
+  /* swapped under a half activation type, a group that could be stashed
+   * writes its root to the swap file at 2 bytes an element, narrowed
+   * in parts through this tensor ("<name>:staging", the floats of
+   * tt_swap_staging_elems halves), which lives at the forward step of
+   * owner[0] only; -1: none (the file holds fp32) */
+  int staging;
   bool root_backward;           /* backward reads the root itself */
 } tt_remat;
 
@@ -427,6 +433,11 @@ int tt_remat_find (const tt_model * m, int id);
 bool tt_remat_stashable (const tt_remat * g);
 /* g's decision as [Plan.Memory] stores it ("recompute, rerun", ...) */
 const char *tt_remat_decision (const tt_remat * g);
+/* the bytes tensor k of g takes in the swap file when g is swapped: 2
+ * an element for the root of a group the model would stash (the
+ * stash's rounding), else 4 */
+uint64_t tt_remat_swap_bytes (const tt_model * m, const tt_remat * g,
+    uint32_t k);
 
 /* stash.c: the stashed groups (mixed precision, docs/precision.md) */
 /* whether m stashes its kept activations: a half activation type and
@@ -443,6 +454,20 @@ tt_stash_floats (size_t count)
 void tt_stash_out (tt_model * m, int layer);
 /* group g widened from its stash into its second instances */
 void tt_stash_in (tt_model * m, const tt_remat * g);
+/* n values narrowed to the activation type into y, as the stash does */
+void tt_stash_narrow (tt_model * m, const float *x, uint16_t * y, size_t n);
+/* x holds n values of the activation type in its first 2 n bytes:
+ * widened in place to n floats, as the stash widens them */
+void tt_stash_widen_in_place (tt_model * m, float *x, size_t n);
+
+/* the halves a swap staging tensor holds at most: a root of more
+ * elements is narrowed and written in parts of this many */
+#define TT_SWAP_STAGING_ELEMS 65536
+static inline size_t
+tt_swap_staging_elems (size_t count)
+{
+  return count < TT_SWAP_STAGING_ELEMS ? count : TT_SWAP_STAGING_ELEMS;
+}
 
 /* swap.c: the swap file of the swapped groups */
 tt_status tt_swap_open (tt_model * m, tt_error * err);

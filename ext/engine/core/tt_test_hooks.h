@@ -85,4 +85,11 @@ void tt_model_set_initial_loss_scale (tt_model * model, float scale);
  * kernels/conv2d_algo.c. */
 void tt_conv2d_force_algo (int algo);
 
+/* convolutions in bf16 and fp16: whether conv2d's im2col path keeps its
+ * columns and regrouped output derivative in fp32 (the GEMMs rounding
+ * them as they pack) instead of at half width, so that a test can
+ * compare the two bit for bit (test_bf16_layers). Before compile.
+ * Defined in layers/layer_conv2d.c. */
+void tt_conv2d_force_fp32_scratch (bool on);
+
 #endif

@@ -426,6 +426,15 @@ plan_read_offsets (tt_model * m, tt_error * err)
     if (t->alias_of >= 0)
       continue;
     const char *v = plan_get (m, "plan.tensors", t->name);
+    /* a plan from before half-width swap files swaps a bf16 or fp16
+     * root at 4 bytes an element, without its staging */
+    const char *colon = strrchr (t->name, ':');
+    if (!v && colon && !strcmp (colon, ":staging"))
+      return plan_error (m, err, "[Plan.Tensors] %s: missing tensor: the "
+          "plan swaps %.*s without it, as when the swap file held fp32; "
+          "this engine writes %s activations there at 2 bytes an element "
+          "through that tensor: re-plan", t->name, (int) (colon - t->name),
+          t->name, plan_precision_name (m->activation_type));
     if (!v)
       return plan_error (m, err, "[Plan.Tensors] %s: missing tensor", t->name);
     uint64_t off;

@@ -8,6 +8,13 @@
  * The columns written by forward are reused by backward_weight (no second
  * im2col), then overwritten by backward_input, which runs after it. The
  * caller owns every buffer (kernels.h).
+ *
+ * Half-width operands (tt_conv2d_batch_half): in bf16 or fp16 the GEMMs
+ * round the columns and the regrouped output derivative anyway, so they
+ * are written rounded, at 2 bytes an element, and read in place
+ * (tt_gemm_as_mixed): the same products, half the scratch kept from
+ * forward to backward. The column gradient, a GEMM's fp32 result, then
+ * has a buffer of its own for the input derivative's pass.
  */
 #include "kernels.h"
 
@@ -70,12 +77,39 @@ conv2d_chunk_of (const tt_window_geom * g, int planned)
  * chunk (none for chunks of one sample: the GEMM writes the output
  * directly) and the regrouped output derivative. A forward-only layer
  * keeps nothing: the columns of one chunk. */
+bool
+tt_conv2d_batch_half (const tt_window_geom * g, int planned)
+{
+  return g->stored_as != TT_GEMM_FP32 &&
+      tt_conv2d_batch_algo (g, planned) == TT_CONV2D_IM2COL;
+}
+
+bool
+tt_conv2d_batch_keeps (const tt_window_geom * g, int planned, bool gradient,
+    bool derivative)
+{
+  /* the half-width columns: the input derivative writes its own */
+  if (tt_conv2d_batch_half (g, planned))
+    return gradient;
+  return gradient || derivative;
+}
+
+size_t
+tt_conv2d_batch_col_grad_floats (const tt_window_geom * g, int planned,
+    bool derivative)
+{
+  if (!derivative || !tt_conv2d_batch_half (g, planned) || conv2d_pointwise (g))
+    return 0;
+  return (size_t) g->channels * g->kernel_h * g->kernel_w * g->out_h *
+      g->out_w * planned;
+}
+
 size_t
 tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
     bool gradient, bool derivative)
 {
   const int batch = planned;
-  const bool keep = gradient || derivative;
+  const bool keep = tt_conv2d_batch_keeps (g, planned, gradient, derivative);
   const size_t ckk_ohw = (size_t) g->channels * g->kernel_h * g->kernel_w *
       g->out_h * g->out_w;
   if (conv2d_direct (g, planned))
@@ -207,6 +241,77 @@ tt_im2col (const tt_window_geom * g, const float *img, float *col, size_t ld)
   }
 }
 
+/* Output positions [ox0, ox1) of one output row of a tap: src the input
+ * row it reads (NULL: a padding row), [lo, hi) the positions inside the
+ * image (conv2d_valid_range) */
+static inline void
+conv2d_row_piece (const float *src, int stride, int jx, int lo, int hi,
+    int ox0, int ox1, float *out)
+{
+  if (!src) {
+    memset (out, 0, (size_t) (ox1 - ox0) * sizeof *out);
+    return;
+  }
+  const int a = lo < ox0 ? ox0 : lo > ox1 ? ox1 : lo;
+  const int b = hi < a ? a : hi > ox1 ? ox1 : hi;
+  for (int ox = ox0; ox < a; ox++)
+    out[ox - ox0] = 0.0f;
+  if (stride == 1)
+    conv2d_copy (out + (a - ox0), src + a + jx, b - a);
+  else
+    for (int ox = a; ox < b; ox++)
+      out[ox - ox0] = src[ox * stride + jx];
+  for (int ox = b; ox < ox1; ox++)
+    out[ox - ox0] = 0.0f;
+}
+
+/* tt_im2col's columns rounded to g->stored_as. A tap's row of the
+ * columns (its out_h * out_w positions, contiguous) is made in fp32 a
+ * block at a time in a buffer that stays in L1, then rounded into place
+ * by the vectorized conversion (a conversion per output row costs more
+ * than the copy when rows are short). */
+#define CONV2D_HALF_BLOCK 1024
+
+static void
+conv2d_im2col_half (const tt_window_geom * g, const float *img,
+    uint16_t * col, size_t ld)
+{
+  const int oh = g->out_h, ow = g->out_w;
+  float buf[CONV2D_HALF_BLOCK];
+  for (int c = 0; c < g->channels; c++) {
+    const float *plane = img + (size_t) c * g->in_h * g->in_w;
+    for (int i = 0; i < g->kernel_h; i++) {
+      const int iy_off = i * g->dilation_h - g->pad_top;
+      for (int j = 0; j < g->kernel_w; j++) {
+        const int jx = j * g->dilation_w - g->pad_left;
+        int lo, hi;
+        conv2d_valid_range (ow, g->in_w, g->stride_w, jx, &lo, &hi);
+        uint16_t *dst = col + ((size_t) (c * g->kernel_h + i) * g->kernel_w +
+            j) * ld;
+        size_t used = 0;
+        for (int oy = 0; oy < oh; oy++) {
+          const int iy = oy * g->stride_h + iy_off;
+          const float *src = iy < 0 || iy >= g->in_h ? NULL :
+              plane + (size_t) iy * g->in_w;
+          for (int ox0 = 0; ox0 < ow; ox0 += CONV2D_HALF_BLOCK) {
+            const int ox1 = ow - ox0 > CONV2D_HALF_BLOCK ?
+                ox0 + CONV2D_HALF_BLOCK : ow;
+            if (used + (size_t) (ox1 - ox0) > CONV2D_HALF_BLOCK) {
+              tt_narrow_as (g->stored_as, buf, dst, used);
+              dst += used;
+              used = 0;
+            }
+            conv2d_row_piece (src, g->stride_w, jx, lo, hi, ox0, ox1,
+                buf + used);
+            used += (size_t) (ox1 - ox0);
+          }
+        }
+        tt_narrow_as (g->stored_as, buf, dst, used);
+      }
+    }
+  }
+}
+
 void
 tt_col2im (const tt_window_geom * g, const float *col, size_t ld, float *img)
 {
@@ -237,14 +342,74 @@ tt_col2im (const tt_window_geom * g, const float *col, size_t ld, float *img)
   }
 }
 
-/* the im2col path's GEMMs, in g->gemm_inputs */
+/* The im2col path's GEMMs: fp32 operands (a held fp32: the columns,
+ * the filter, the output derivative) rounded to g->gemm_inputs, or half
+ * ones (held at half width: half) read as g->stored_as. Held at fp32,
+ * the calls the path always made (tt_gemm_as, tt_gemm_as_split). */
+typedef struct
+{
+  const void *p;
+  size_t ld;
+  bool half;
+} conv2d_operand;
+
+static conv2d_operand
+conv2d_fp32 (const float *p, size_t ld)
+{
+  return (conv2d_operand) {
+  p, ld, false};
+}
+
+/* element at of a buffer held as half says */
+static conv2d_operand
+conv2d_held (const void *p, size_t at, size_t ld, bool half)
+{
+  return (conv2d_operand) {
+  half ? (const void *) ((const uint16_t *) p + at) :
+        (const void *) ((const float *) p + at), ld, half};
+}
+
+static tt_gemm_operand
+conv2d_mixed (conv2d_operand o)
+{
+  return o.half ? tt_gemm_half_operand (o.p, (int) o.ld) :
+      tt_gemm_fp32_operand (o.p, (int) o.ld);
+}
+
+static void
+conv2d_gemm_split (const tt_window_geom * g, tt_threads * pool,
+    bool trans_a, bool trans_b, int m, int n, int k, conv2d_operand a,
+    conv2d_operand b, float *c, int ldc)
+{
+  if (a.half || b.half)
+    tt_gemm_as_mixed (g->stored_as, pool, trans_a, trans_b, m, n, k, 1.0f,
+        conv2d_mixed (a), conv2d_mixed (b), 0.0f, c, ldc);
+  else
+    tt_gemm_as_split (g->gemm_inputs, pool, trans_a, trans_b, m, n, k, 1.0f,
+        a.p, (int) a.ld, b.p, (int) b.ld, 0.0f, c, ldc);
+}
+
+/* one thread */
 static void
 conv2d_gemm (const tt_window_geom * g, bool trans_a, bool trans_b, int m,
-    int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
-    int ldc)
+    int n, int k, conv2d_operand a, conv2d_operand b, float *c, int ldc)
 {
-  tt_gemm_as (g->gemm_inputs, trans_a, trans_b, m, n, k, 1.0f, a, lda, b,
-      ldb, 0.0f, c, ldc);
+  if (a.half || b.half)
+    conv2d_gemm_split (g, NULL, trans_a, trans_b, m, n, k, a, b, c, ldc);
+  else
+    tt_gemm_as (g->gemm_inputs, trans_a, trans_b, m, n, k, 1.0f, a.p,
+        (int) a.ld, b.p, (int) b.ld, 0.0f, c, ldc);
+}
+
+/* one sample's columns into col (at element at, rows ld apart) */
+static void
+conv2d_im2col_into (const tt_window_geom * g, bool half, const float *img,
+    void *col, size_t at, size_t ld)
+{
+  if (half)
+    conv2d_im2col_half (g, img, (uint16_t *) col + at, ld);
+  else
+    tt_im2col (g, img, (float *) col + at, ld);
 }
 
 /* ---- the im2col path on several threads --------------------------------
@@ -261,9 +426,12 @@ typedef struct
   const tt_window_geom *g;
   int filters, batch;
   size_t ld;                    /* kept columns: batch * ohw; else ohw */
-  const float *x, *w, *bias, *dyg;
-  float *y, *col, *dx, *dbias;
-  bool keep;
+  const float *x, *w, *bias;
+  const void *dyg;              /* fp32, or half width (half) */
+  void *col;                    /* forward: the columns, fp32 or half;
+                                 * backward_input: the column gradient */
+  float *y, *dx, *dbias;
+  bool keep, half;
 } conv2d_job;
 
 static void
@@ -277,11 +445,12 @@ conv2d_forward_part (void *arg, unsigned part, unsigned n_parts)
   size_t lo, hi;
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
   for (size_t b = lo; b < hi; b++) {
-    float *cc = j->keep ? j->col + b * ohw : j->col + part * ckk * ohw;
-    tt_im2col (g, j->x + b * in_sample, cc, j->ld);
+    const size_t at = j->keep ? b * ohw : part * ckk * ohw;
+    conv2d_im2col_into (g, j->half, j->x + b * in_sample, j->col, at, j->ld);
     float *dst = j->y + b * j->filters * ohw;
-    conv2d_gemm (g, false, false, j->filters, (int) ohw, ckk, j->w, ckk, cc,
-        (int) j->ld, dst, (int) ohw);
+    conv2d_gemm (g, false, false, j->filters, (int) ohw, ckk,
+        conv2d_fp32 (j->w, ckk), conv2d_held (j->col, at, j->ld, j->half),
+        dst, (int) ohw);
     if (j->bias)
       for (int f = 0; f < j->filters; f++)
         for (size_t p = 0; p < ohw; p++)
@@ -302,31 +471,40 @@ conv2d_backward_input_part (void *arg, unsigned part, unsigned n_parts)
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
   if (conv2d_pointwise (g)) {
     for (size_t b = lo; b < hi; b++)
-      conv2d_gemm (g, true, false, ckk, (int) ohw, j->filters, j->w, ckk,
-          j->dyg + b * ohw, (int) j->ld, j->dx + b * in_sample, (int) ohw);
+      conv2d_gemm (g, true, false, ckk, (int) ohw, j->filters,
+          conv2d_fp32 (j->w, ckk), conv2d_held (j->dyg, b * ohw, j->ld,
+              j->half), j->dx + b * in_sample, (int) ohw);
     return;
   }
+  float *col = j->col;
   memset (j->dx + lo * in_sample, 0, (hi - lo) * in_sample * sizeof *j->dx);
   for (size_t b0 = lo; b0 < hi; b0 += chunk) {
     const size_t n = hi - b0 < (size_t) chunk ? hi - b0 : (size_t) chunk;
-    conv2d_gemm (g, true, false, ckk, (int) (n * ohw), j->filters, j->w, ckk,
-        j->dyg + b0 * ohw, (int) j->ld, j->col + b0 * ohw, (int) j->ld);
+    conv2d_gemm (g, true, false, ckk, (int) (n * ohw), j->filters,
+        conv2d_fp32 (j->w, ckk), conv2d_held (j->dyg, b0 * ohw, j->ld,
+            j->half), col + b0 * ohw, (int) j->ld);
     for (size_t b = b0; b < b0 + n; b++)
-      tt_col2im (g, j->col + b * ohw, j->ld, j->dx + b * in_sample);
+      tt_col2im (g, col + b * ohw, j->ld, j->dx + b * in_sample);
   }
 }
 
-/* dy [batch][filters][ohw] -> [filters][batch][ohw], samples [b0, b1) */
+/* dy [batch][filters][ohw] -> [filters][batch][ohw], samples [b0, b1);
+ * half: rounded to g->stored_as */
 static void
 conv2d_regroup_range (const tt_window_geom * g, int filters, int batch,
-    size_t b0, size_t b1, const float *dy, float *out)
+    size_t b0, size_t b1, const float *dy, void *out, bool half)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t ld = (size_t) batch * ohw;
   for (size_t b = b0; b < b1; b++)
-    for (int f = 0; f < filters; f++)
-      memcpy (out + (size_t) f * ld + b * ohw,
-          dy + ((size_t) b * filters + f) * ohw, ohw * sizeof *out);
+    for (int f = 0; f < filters; f++) {
+      const float *src = dy + ((size_t) b * filters + f) * ohw;
+      const size_t at = (size_t) f * ld + b * ohw;
+      if (half)
+        tt_narrow_as (g->stored_as, src, (uint16_t *) out + at, ohw);
+      else
+        memcpy ((float *) out + at, src, ohw * sizeof *src);
+    }
 }
 
 static void
@@ -336,19 +514,22 @@ conv2d_regroup_part (void *arg, unsigned part, unsigned n_parts)
   size_t lo, hi;
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
   conv2d_regroup_range (j->g, j->filters, j->batch, lo, hi, j->x,
-      (float *) j->dyg);
+      (void *) j->dyg, j->half);
 }
 
-/* dbias[f] of filters [f0, f1) from the regrouped dy, in the one thread's
- * order */
+/* dbias[f] of filters [f0, f1) from dy (j->x) [batch][filters][ohw], in
+ * the order of a regrouped row (sample after sample) on one thread */
 static void
 conv2d_bias_range (const conv2d_job * j, size_t f0, size_t f1)
 {
+  const size_t ohw = (size_t) j->g->out_h * j->g->out_w;
   for (size_t f = f0; f < f1; f++) {
-    const float *row = j->dyg + f * j->ld;
     float s = 0.0f;
-    for (size_t p = 0; p < j->ld; p++)
-      s += row[p];
+    for (int b = 0; b < j->batch; b++) {
+      const float *row = j->x + ((size_t) b * j->filters + f) * ohw;
+      for (size_t p = 0; p < ohw; p++)
+        s += row[p];
+    }
     j->dbias[f] = s;
   }
 }
@@ -364,10 +545,10 @@ conv2d_bias_part (void *arg, unsigned part, unsigned n_parts)
 
 static void
 conv2d_regroup_dy (tt_threads * pool, const tt_window_geom * g, int filters,
-    int batch, const float *dy, float *out)
+    int batch, const float *dy, void *out, bool half)
 {
   conv2d_job j = {.g = g,.filters = filters,.batch = batch,.x = dy,
-    .dyg = out
+    .dyg = out,.half = half
   };
   tt_threads_run (pool, conv2d_regroup_part, &j, tt_threads_parts (pool,
           (size_t) batch, 1));
@@ -376,7 +557,7 @@ conv2d_regroup_dy (tt_threads * pool, const tt_window_geom * g, int filters,
 void
 tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *x, const float *w,
-    const float *bias, float *y, float *col, float *out, bool keep)
+    const float *bias, float *y, void *col, float *out, bool keep)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
@@ -386,7 +567,7 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
   if (conv2d_direct (g, planned)) {
     /* the input is all backward_weight needs: keep it in the columns */
     if (keep)
-      memcpy (col, x, (size_t) batch * in_sample * sizeof *col);
+      memcpy (col, x, (size_t) batch * in_sample * sizeof *x);
     tt_conv2d_direct_forward (pool, g, filters, batch, x, w, bias, y);
     return;
   }
@@ -402,10 +583,11 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
   const unsigned parts = tt_threads_parts (pool, (size_t) batch <
       slots ? (size_t) batch : slots, 1);
   /* pointwise: each sample's GEMM writes its output, on one thread too */
+  const bool half = tt_conv2d_batch_half (g, planned);
   if (parts > 1 || conv2d_pointwise (g)) {
     conv2d_job j = {.g = g,.filters = filters,.batch = batch,
       .ld = keep ? (size_t) batch * ohw : ohw,.x = x,.w = w,.bias = bias,
-      .y = y,.col = col,.keep = keep
+      .y = y,.col = col,.keep = keep,.half = half
     };
     tt_threads_run (pool, conv2d_forward_part, &j, parts);
     return;
@@ -415,14 +597,16 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     /* kept: the chunk's columns within the batch's; otherwise the chunk's
      * alone (the same GEMM, only the distance between rows differs) */
     const size_t ld = keep ? (size_t) batch * ohw : (size_t) n * ohw;
-    float *cc = keep ? col + b0 * ohw : col;
+    const size_t at = keep ? b0 * ohw : 0;
     for (int b = 0; b < n; b++)
-      tt_im2col (g, x + (b0 + b) * in_sample, cc + b * ohw, ld);
+      conv2d_im2col_into (g, half, x + (b0 + b) * in_sample, col,
+          at + b * ohw, ld);
+    const conv2d_operand cc = conv2d_held (col, at, ld, half);
     if (n == 1) {
       /* [filters][ohw] is the sample's output already */
       float *dst = y + (size_t) b0 * filters * ohw;
-      conv2d_gemm (g, false, false, filters, (int) ohw, ckk, w, ckk, cc,
-          (int) ld, dst, (int) ohw);
+      conv2d_gemm (g, false, false, filters, (int) ohw, ckk,
+          conv2d_fp32 (w, ckk), cc, dst, (int) ohw);
       if (bias)
         for (int f = 0; f < filters; f++)
           for (size_t p = 0; p < ohw; p++)
@@ -430,8 +614,8 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
       continue;
     }
     const size_t nohw = (size_t) n * ohw;
-    conv2d_gemm (g, false, false, filters, (int) nohw, ckk, w, ckk, cc,
-        (int) ld, out, (int) nohw);
+    conv2d_gemm (g, false, false, filters, (int) nohw, ckk,
+        conv2d_fp32 (w, ckk), cc, out, (int) nohw);
     /* [filters][n][ohw] -> [n][filters][ohw], adding the bias (without
      * one, a copy: the same values as the single-sample GEMM's, -0 too) */
     for (int b = 0; b < n; b++)
@@ -452,7 +636,7 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
 void
 tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *dy, float *dw,
-    float *dbias, const float *col, float *dyg)
+    float *dbias, const void *col, void *dyg)
 {
   const size_t ld = (size_t) batch * g->out_h * g->out_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
@@ -467,12 +651,13 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
         dbias, col, dyg);
     return;
   }
-  conv2d_regroup_dy (pool, g, filters, batch, dy, dyg);
-  tt_gemm_as_split (g->gemm_inputs, pool, false, true, filters, ckk,
-      (int) ld, 1.0f, dyg, (int) ld, col, (int) ld, 0.0f, dw, ckk);
+  const bool half = tt_conv2d_batch_half (g, planned);
+  conv2d_regroup_dy (pool, g, filters, batch, dy, dyg, half);
+  conv2d_gemm_split (g, pool, false, true, filters, ckk, (int) ld,
+      conv2d_held (dyg, 0, ld, half), conv2d_held (col, 0, ld, half), dw, ckk);
   if (dbias) {
-    conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ld,
-      .dyg = dyg,.dbias = dbias
+    conv2d_job j = {.g = g,.filters = filters,.batch = batch,.x = dy,
+      .dbias = dbias
     };
     tt_threads_run (pool, conv2d_bias_part, &j, tt_threads_parts (pool,
             (size_t) filters, 1));
@@ -482,7 +667,7 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
 void
 tt_conv2d_batch_backward_input (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *w, const float *dy,
-    float *dx, float *col, float *dyg, bool dy_grouped)
+    float *dx, float *col, void *dyg, bool dy_grouped)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t ld = (size_t) batch * ohw;
@@ -492,11 +677,12 @@ tt_conv2d_batch_backward_input (tt_threads * pool, const tt_window_geom * g,
     return;
   }
   /* the direct backward_weight reads dy as it is */
+  const bool half = tt_conv2d_batch_half (g, planned);
   if (!dy_grouped || conv2d_direct (g, planned))
-    conv2d_regroup_dy (pool, g, filters, batch, dy, dyg);
+    conv2d_regroup_dy (pool, g, filters, batch, dy, dyg, half);
   /* one part: the one thread's chunks (the same loop) */
   conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ld,.w = w,
-    .dyg = dyg,.col = col,.dx = dx
+    .dyg = dyg,.col = col,.dx = dx,.half = half
   };
   tt_threads_run (pool, conv2d_backward_input_part, &j,
       tt_threads_parts (pool, (size_t) batch, 1));

@@ -40,10 +40,15 @@
  *
  * tt_gemm_f32_as_bf16 (and _split): fp32 operands, rounded to bf16 (to
  * nearest even, tt_f32_to_bf16: vcvtne2ps2bf16 where the CPU has it) a
- * block at a time into buffers on the stack (128 KiB), each block pair
- * through tt_gemm_bf16; the blocks start on the K blocks, column blocks
- * and row tiles of both of its paths, so the result is the bits of
- * tt_gemm_bf16 on the rounded operands, on either path.
+ * block at a time into buffers on the stack. With AVX-512 BF16 the
+ * kernel rounds them itself: B's KC x NC block once, before it is packed,
+ * A's KC x 128 rows once per block of columns (a fp32-operand product
+ * of the zoo's shapes ran 1.0-1.35x faster, median 1.1x, than rounding
+ * blocks of 128 x 256 into separate tt_gemm_bf16 calls, which packed B
+ * again for every 128 rows: thread CPU time, medians of 9). Otherwise
+ * each block pair goes through tt_gemm_bf16; the blocks start on the K
+ * blocks, column blocks and row tiles of both of its paths. Either way
+ * the result is the bits of tt_gemm_bf16 on the rounded operands.
  * tt_gemm_bf16_mixed takes each operand in fp32 (rounded so) or in bf16
  * already (read in place): the same blocks, the same bits.
  */
@@ -244,36 +249,76 @@ bf16_tile (int mr, int nr, int kq, const uint16_t * a, ptrdiff_t rs,
   BF16_ROWS (BF16_STORE);
 }
 
+/* The block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
+ * operand in bf16: in place when it is bf16 (*ld its stride), else
+ * rounded into buf (*ld = cols), as tt_f32_to_bf16 rounds */
+static const uint16_t *
+avx512_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
+    uint16_t * buf, int *ld)
+{
+  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
+  if (o.half) {
+    *ld = o.ld;
+    return (const uint16_t *) o.p + at;
+  }
+  for (int r = 0; r < rows; r++)
+    tt_f32_to_bf16 ((const float *) o.p + at + (size_t) r * o.ld,
+        buf + (size_t) r * cols, (size_t) cols);
+  *ld = cols;
+  return buf;
+}
+
+/* Rows of op(A) taken at a time when A is fp32, rounded into a buffer
+ * (the block of K by these rows) once for every block of columns */
+#define AMB 128
+
+/* Operands of either kind (tt_gemm_operand): an fp32 one is rounded a
+ * block at a time (B's KC x NC block once, A's KC x AMB rows once per
+ * block of columns) and packed as a bf16 one would be, so the products,
+ * sums and their order are those of the bf16 operands it rounds to. */
 TBF16 static void
 gemm_bf16_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
-    float alpha, const uint16_t * a, int lda, const uint16_t * b, int ldb,
-    float beta, float *c, int ldc)
+    float alpha, tt_gemm_operand oa, tt_gemm_operand ob, float beta,
+    float *c, int ldc)
 {
   _Alignas (64) uint16_t bp[KC * NC];
   _Alignas (64) uint16_t ap[KC * MR];
-  const ptrdiff_t ars = trans_a ? 1 : lda, aps = trans_a ? lda : 1;
+  _Alignas (64) uint16_t bs[KC * NC];   /* fp32 B's block, rounded */
+  _Alignas (64) uint16_t as[KC * AMB];  /* fp32 A's, rounded */
   for (int p0 = 0; p0 < k; p0 += KC) {
     const int kc = bf16_min (KC, k - p0), kq = (kc + 1) / 2;
     const float bet = p0 == 0 ? beta : 1.0f;
     for (int j0 = 0; j0 < n; j0 += NC) {
       const int nc = bf16_min (NC, n - j0);
-      bf16_pack_b (trans_b, b, ldb, p0, kc, j0, nc, bp);
-      for (int i0 = 0; i0 < m; i0 += MR) {
-        const int mr = bf16_min (MR, m - i0);
-        const uint16_t *at = ap;
-        ptrdiff_t rs = 2, qs = 2 * MR;
-        if (!trans_a && !(kc & 1) && mr == MR) {
-          /* in place: a row's pairs are consecutive */
-          at = a + (size_t) i0 *lda + p0;
-          rs = lda;
-          qs = 2;
-        } else {
-          bf16_pack_a (trans_a, a, ars, aps, i0, mr, p0, kc, ap);
+      {
+        int ldb;
+        const uint16_t *b = trans_b ? avx512_block (ob, j0, p0, nc, kc, bs,
+            &ldb) : avx512_block (ob, p0, j0, kc, nc, bs, &ldb);
+        bf16_pack_b (trans_b, b, ldb, 0, kc, 0, nc, bp);
+      }
+      for (int ib = 0; ib < m; ib += AMB) {
+        const int mb = bf16_min (AMB, m - ib);
+        int lda;
+        const uint16_t *a = trans_a ? avx512_block (oa, p0, ib, kc, mb, as,
+            &lda) : avx512_block (oa, ib, p0, mb, kc, as, &lda);
+        const ptrdiff_t ars = trans_a ? 1 : lda, aps = trans_a ? lda : 1;
+        for (int i0 = 0; i0 < mb; i0 += MR) {
+          const int mr = bf16_min (MR, mb - i0);
+          const uint16_t *at = ap;
+          ptrdiff_t rs = 2, qs = 2 * MR;
+          if (!trans_a && !(kc & 1) && mr == MR) {
+            /* in place: a row's pairs are consecutive */
+            at = a + (size_t) i0 *lda;
+            rs = lda;
+            qs = 2;
+          } else {
+            bf16_pack_a (trans_a, a, ars, aps, i0, mr, 0, kc, ap);
+          }
+          for (int jr = 0; jr < nc; jr += NR)
+            bf16_tile (mr, bf16_min (NR, nc - jr), kq, at, rs, qs,
+                bp + (size_t) (jr / NR) * kq * NR * 2, alpha, bet,
+                c + (size_t) (ib + i0) * ldc + j0 + jr, ldc);
         }
-        for (int jr = 0; jr < nc; jr += NR)
-          bf16_tile (mr, bf16_min (NR, nc - jr), kq, at, rs, qs,
-              bp + (size_t) (jr / NR) * kq * NR * 2, alpha, bet,
-              c + (size_t) i0 * ldc + j0 + jr, ldc);
       }
     }
   }
@@ -404,8 +449,9 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
   }
 #if defined(__x86_64__) && defined(__GNUC__)
   if (tt_bf16_hw_dot ()) {
-    gemm_bf16_avx512 (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
-        c, ldc);
+    gemm_bf16_avx512 (trans_a, trans_b, m, n, k, alpha,
+        tt_gemm_half_operand (a, lda), tt_gemm_half_operand (b, ldb), beta, c,
+        ldc);
     return;
   }
 #elif defined(BF16_BFDOT)
@@ -473,6 +519,13 @@ tt_gemm_bf16_mixed (bool trans_a, bool trans_b, int m, int n, int k,
         beta, c, ldc);
     return;
   }
+#if defined(__x86_64__) && defined(__GNUC__)
+  /* the kernel rounds the fp32 operands' blocks itself */
+  if (tt_bf16_hw_dot ()) {
+    gemm_bf16_avx512 (trans_a, trans_b, m, n, k, alpha, a, b, beta, c, ldc);
+    return;
+  }
+#endif
   _Alignas (64) uint16_t bh[FK * FN];
   _Alignas (64) uint16_t ah[FM * FK];
   for (int p0 = 0; p0 < k; p0 += FK) {

@@ -197,6 +197,12 @@ typedef struct {
    * zeroed) keeps fp32's choice. Set at plan time, unlike gemm_inputs: the
    * scratch sizes follow the algorithm. */
   bool plan_bf16;
+  /* mixed precision: the format the im2col path keeps its GEMMs' operands
+   * in (the columns, the regrouped output derivative), set at plan time
+   * from the model's activation type: bf16 or fp16 (2 bytes an element,
+   * rounded as the GEMM would round them, tt_conv2d_batch_half), or fp32
+   * (as zeroed). The direct and Winograd convolutions keep fp32. */
+  tt_gemm_inputs stored_as;
 } tt_window_geom;
 
 /* Fills out_h/out_w from the other fields; returns -1 when the window does
@@ -244,6 +250,22 @@ void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
  * thread's within rounding (other GEMM shapes). */
 size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
     bool gradient, bool derivative);
+/* Half-width operands (g->stored_as bf16 or fp16, the im2col algorithm):
+ * col and grouped hold 2-byte elements (uint16_t, the counts above are
+ * elements), written rounded to g->stored_as and read in place by the
+ * GEMMs (tt_gemm_as_mixed), the bits of the fp32 path whose GEMMs round
+ * them. backward_input then writes the column gradient (fp32) into a
+ * col_grad of its own (tt_conv2d_batch_col_grad_floats, fp32 floats; 0
+ * for 1x1 at stride 1, which write dx directly), not over col, which
+ * only backward_weight reads: forward keeps the columns for the weight
+ * gradient alone (tt_conv2d_batch_keeps). */
+bool tt_conv2d_batch_half (const tt_window_geom * g, int planned);
+size_t tt_conv2d_batch_col_grad_floats (const tt_window_geom * g,
+    int planned, bool derivative);
+/* Whether forward keeps the whole batch's columns for backward (its keep
+ * argument), or a chunk's */
+bool tt_conv2d_batch_keeps (const tt_window_geom * g, int planned,
+    bool gradient, bool derivative);
 /* Whether those columns lie sample after sample, each thread writing its
  * own samples' (Winograd's, kept for backward): tt_tensor.by_samples */
 bool tt_conv2d_batch_col_by_samples (const tt_window_geom * g, int planned,
@@ -254,14 +276,16 @@ size_t tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
     int planned, bool gradient, bool derivative);
 void tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *x, const float *w,
-    const float *bias, float *y, float *col, float *out, bool keep);
+    const float *bias, float *y, void *col, float *out, bool keep);
 void tt_conv2d_batch_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, int planned,
-    const float *dy, float *dw, float *dbias, const float *col,
-    float *grouped);
+    const float *dy, float *dw, float *dbias, const void *col,
+    void *grouped);
+/* col: where the column gradient goes, fp32: the columns, or with
+ * half-width operands a col_grad of its own */
 void tt_conv2d_batch_backward_input (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, int planned,
-    const float *w, const float *dy, float *dx, float *col, float *grouped,
+    const float *w, const float *dy, float *dx, float *col, void *grouped,
     bool dy_grouped);
 /* Whether the algorithm runs both backward passes in one sweep
  * (tt_conv2d_batch_backward, instead of backward_weight then

@@ -2,7 +2,8 @@
 /*
  * conv2d: filters [F][C][kh][kw] (nntrainer's layout), batched im2col +
  * one GEMM per pass (conv2d.c); the column buffer is a scratch tensor of
- * the pool, kept from forward to backward.
+ * the pool, kept from forward to backward, at half width when the model's
+ * activations are bf16 or fp16 (the GEMMs round the columns to that).
  *
  * conv1d is nntrainer's: a conv2d with a 1 x kernel_size window over an
  * input of height 1 (channel:1:width), filters [F][C][1][k] (PyTorch's
@@ -18,6 +19,16 @@
  * kernel (conv_grouped.c): no scratch, backward reads the input.
  */
 #include "tt_layer.h"
+#include "tt_test_hooks.h"
+
+/* tt_conv2d_force_fp32_scratch */
+static bool conv_fp32_scratch_forced;
+
+void
+tt_conv2d_force_fp32_scratch (bool on)
+{
+  conv_fp32_scratch_forced = on;
+}
 
 static const char *const conv_keys[] = {
   "filters", "kernel_size", "stride", "padding", "dilation", "groups", NULL
@@ -144,6 +155,12 @@ conv_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
     return st;
   /* the algorithm and its scratch follow the planned GEMMs (conv2d_algo.c) */
   g->plan_bf16 = tt_init_gemm_inputs (c) == TT_PRECISION_BF16;
+  /* the im2col path's operands at the GEMMs' width (conv2d.c) */
+  g->stored_as = TT_GEMM_FP32;
+  if (!conv_fp32_scratch_forced)
+    g->stored_as = g->plan_bf16 ? TT_GEMM_BF16 :
+        tt_init_gemm_inputs (c) == TT_PRECISION_FP16 ? TT_GEMM_FP16 :
+        TT_GEMM_FP32;
   if (l->p.conv.groups == 0) {
     /* depthwiseconv2d: a group per channel, filters a multiple of them */
     l->p.conv.groups = (uint32_t) g->channels;
@@ -197,7 +214,11 @@ conv1d_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
  * derivative needs neither of the last two. A forward-only layer (no
  * weight gradient, no input derivative: inference models, frozen first
  * layers) keeps no columns for backward: it needs those of one chunk of
- * samples, or none for the direct convolution. */
+ * samples, or none for the direct convolution.
+ * With half-width operands (tt_conv2d_batch_half) the columns and the
+ * regrouped derivative take 2 bytes an element, and the column gradient
+ * (fp32) is a fourth tensor of calcDerivative's alone, so that the
+ * columns, kept across the step, are half as large. */
 static void
 conv_declare (tt_init_ctx * c, tt_layer * l)
 {
@@ -205,6 +226,7 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
   if (l->p.conv.groups > 1) {
     /* the direct grouped kernel reads the input, needs no scratch */
     l->p.conv.col = l->p.conv.gemm_out = l->p.conv.dy_grouped = -1;
+    l->p.conv.col_grad = -1;
     return;
   }
   const int batch = (int) c->batch_size, f = (int) l->p.conv.filters;
@@ -213,10 +235,19 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
   const size_t nout = tt_conv2d_batch_out_floats (g, f, batch);
   const size_t ngrouped = tt_conv2d_batch_grouped_floats (g, f, batch, grad,
       deriv);
+  const bool half = tt_conv2d_batch_half (g, batch);
+  const size_t ncol_grad = tt_conv2d_batch_col_grad_floats (g, batch, deriv);
   l->p.conv.col = -1;
   l->p.conv.gemm_out = -1;
   l->p.conv.dy_grouped = -1;
-  if (ncol) {
+  l->p.conv.col_grad = -1;
+  if (ncol && half) {
+    /* im2col's: never by samples */
+    l->p.conv.col = tt_init_scratch_half (c, "im2col", ncol);
+    tt_init_use (c, l->p.conv.col, TT_PHASE_FORWARD);
+    if (grad)
+      tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);
+  } else if (ncol) {
     l->p.conv.col = tt_conv2d_batch_col_by_samples (g, batch, grad, deriv) ?
         tt_init_scratch_by_samples (c, "im2col", ncol) :
         tt_init_scratch (c, "im2col", ncol);
@@ -226,12 +257,18 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
     if (deriv)
       tt_init_use (c, l->p.conv.col, TT_PHASE_DERIVATIVE);
   }
+  if (ncol_grad) {
+    l->p.conv.col_grad = tt_init_scratch (c, "im2col_grad", ncol_grad);
+    tt_init_use (c, l->p.conv.col_grad, TT_PHASE_DERIVATIVE);
+  }
   if (nout) {
     l->p.conv.gemm_out = tt_init_scratch (c, "gemm_out", nout);
     tt_init_use (c, l->p.conv.gemm_out, TT_PHASE_FORWARD);
   }
   if (ngrouped) {
-    l->p.conv.dy_grouped = tt_init_scratch (c, "dy_grouped", ngrouped);
+    l->p.conv.dy_grouped = half ?
+        tt_init_scratch_half (c, "dy_grouped", ngrouped) :
+        tt_init_scratch (c, "dy_grouped", ngrouped);
     tt_init_use (c, l->p.conv.dy_grouped, grad ? TT_PHASE_GRADIENT :
         TT_PHASE_DERIVATIVE);
     if (deriv)
@@ -270,7 +307,8 @@ conv_forward (const tt_run_ctx * c, tt_layer * l)
       l->n_weights > 1 ? tt_run_data (c, l->weights[1].value) : NULL,
       tt_run_data (c, l->out[0]), tt_run_data (c, l->p.conv.col),
       tt_run_data (c, l->p.conv.gemm_out),
-      l->weights[0].grad >= 0 || l->needs_derivative);
+      tt_conv2d_batch_keeps (&g, (int) c->batch_size,
+          l->weights[0].grad >= 0, l->needs_derivative));
 }
 
 static void
@@ -327,10 +365,13 @@ conv_calc_derivative (const tt_run_ctx * c, tt_layer * l)
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom, (int) c->batch_size))
     return;
   const tt_window_geom g = conv_run_geom (c, l);
+  /* the column gradient: over the fp32 columns, or its own */
+  const int col_grad = tt_conv2d_batch_half (&g, (int) c->batch_size) ?
+      l->p.conv.col_grad : l->p.conv.col;
   tt_conv2d_batch_backward_input (c->threads, &g,
       (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
       tt_run_data (c, l->weights[0].value), tt_run_data (c, l->out_deriv[0]),
-      tt_run_data (c, l->in_deriv[0]), tt_run_data (c, l->p.conv.col),
+      tt_run_data (c, l->in_deriv[0]), tt_run_data (c, col_grad),
       tt_run_data (c, l->p.conv.dy_grouped), l->weights[0].grad >= 0);
 }
 

@@ -145,6 +145,32 @@ tt_remat_stashable (const tt_remat * g)
   return g->swappable && g->root_backward;
 }
 
+/* Swapped, g writes its root at half width through a staging tensor:
+ * what the stash would have held, rounded the same. */
+static bool
+remat_half_swap (const tt_model * m, const tt_remat * g)
+{
+  return g->mode == TT_REMAT_SWAP && tt_stash_on (m) && tt_remat_stashable (g);
+}
+
+uint64_t
+tt_remat_swap_bytes (const tt_model * m, const tt_remat * g, uint32_t k)
+{
+  const uint64_t n = m->tensors[g->tensors[k]].count;
+  return k == 0 && tt_stash_on (m) && tt_remat_stashable (g) ? 2 * n :
+      n * sizeof (float);
+}
+
+/* The floats of tensor k's instance in slot part 2: its stash, or the
+ * staging of a half-width swap (the root's). */
+static size_t
+remat_part2_floats (const tt_model * m, const tt_remat * g, uint32_t k)
+{
+  const size_t count = m->tensors[g->tensors[k]].count;
+  return tt_stash_floats (g->mode == TT_REMAT_STASH ? count :
+      tt_swap_staging_elems (count));
+}
+
 /* Scratch of the first writer that its backward reads: rebuilt by the
  * rerun, read from that instance afterwards. */
 static bool
@@ -426,6 +452,13 @@ remat_layout (remat_ctx * c)
         c->tlast[s] = late && c->sp[id].bwd_last > t2 ? c->sp[id].bwd_last : t2;
       }
     }
+    /* swapped at half width: the root narrowed in parts through its
+     * staging right after the forward that completes it */
+    if (remat_half_swap (m, G)) {
+      const int s = remat_stash_slot (g, 0);
+      c->tfirst[s] = c->tlast[s] = tt_step_of (m, G->owner[0],
+          TT_PHASE_FORWARD);
+    }
     /* stashed: every twin narrowed after the last forward use of any */
     if (G->mode == TT_REMAT_STASH) {
       int at = 0;
@@ -477,8 +510,14 @@ remat_profile (remat_ctx * c, uint64_t target, int64_t * excess)
             remat_slot (g, k, part);
         if (c->tfirst[s] < 0)
           continue;
-        const int64_t b = (int64_t) (part == 2 ? c->sbytes[G->tensors[k]] :
-            c->abytes[G->tensors[k]]);
+        int64_t b = (int64_t) c->abytes[G->tensors[k]];
+        if (part == 2 && G->mode == TT_REMAT_STASH)
+          b = (int64_t) c->sbytes[G->tensors[k]];
+        else if (part == 2) {
+          tt_tensor staged = m->tensors[G->tensors[k]];
+          staged.count = remat_part2_floats (m, G, k);
+          b = (int64_t) tt_tensor_aligned_bytes (&staged, m->align);
+        }
         c->live[c->tfirst[s]] += b;
         c->live[c->tlast[s] + 1] -= b;
       }
@@ -526,10 +565,11 @@ remat_offsets (remat_ctx * c)
             remat_slot (g, k, part);
         if (c->tfirst[s] < 0)
           continue;
-        const size_t count = m->tensors[m->remat[g].tensors[k]].count;
+        const uint64_t bytes = (part == 2 ?
+            remat_part2_floats (m, &m->remat[g], k) :
+            m->tensors[m->remat[g].tensors[k]].count) * sizeof (float);
         c->iv[n] = (tt_interval) {
-        (uint64_t) (part == 2 ? tt_stash_floats (count) : count) *
-              sizeof (float), c->tfirst[s], c->tlast[s], 0, false};
+        bytes, c->tfirst[s], c->tlast[s], 0, false};
         c->iv_slot[n++] = m->n_base_tensors + (uint32_t) s;
       }
   c->pool = tt_plan_assign_offsets (c->iv, n, m->align);
@@ -546,10 +586,13 @@ remat_cost_of (const tt_model * m, const tt_remat * g, tt_remat_mode mode)
     return g->cost;
   uint64_t bytes = 0;
   for (uint32_t k = 0; k < g->n_tensors; k++)
-    bytes += (uint64_t) m->tensors[g->tensors[k]].count * sizeof (float);
+    bytes += mode == TT_REMAT_SWAP ? tt_remat_swap_bytes (m, g, k) :
+        (uint64_t) m->tensors[g->tensors[k]].count * sizeof (float);
   /* a stash is a conversion each way in memory, no file */
   if (mode == TT_REMAT_STASH)
     return bytes / 2 + 1;
+  /* swapped: the bytes of the file (the root at half width when the
+   * model stashes) */
   return bytes * REMAT_SWAP_COST_PER_BYTE + 1;
 }
 
@@ -814,6 +857,7 @@ tt_remat_materialize (tt_model * m, tt_error * err)
     for (uint32_t k = 0; k < TT_REMAT_TENSORS; k++)
       G->twins[k] = G->late_twins[k] = G->stash[k] = -1;
     G->rerun_keep = 0;
+    G->staging = -1;
     if (G->mode == TT_REMAT_KEEP && !G->late)
       continue;
     const bool swap = G->mode == TT_REMAT_SWAP;
@@ -841,8 +885,8 @@ tt_remat_materialize (tt_model * m, tt_error * err)
         } else {
           G->twins[k] = t;
           if (swap) {
-            swap_at += bytes;
-            m->plan.swapped_bytes += bytes;
+            swap_at += tt_remat_swap_bytes (m, G, k);
+            m->plan.swapped_bytes += tt_remat_swap_bytes (m, G, k);
           } else if (stash) {
             /* the stash after the second instance: slot order */
           } else {
@@ -859,6 +903,12 @@ tt_remat_materialize (tt_model * m, tt_error * err)
       G->stash[k] = tt_tensor_declare (m, name, "stashed",
           m->tensors[id].kind, tt_stash_floats (m->tensors[id].count));
       m->plan.stashed_bytes += (uint64_t) m->tensors[id].count * 2;
+    }
+    if (remat_half_swap (m, G)) {
+      char name[TT_TENSOR_NAME_MAX];
+      snprintf (name, sizeof name, "%s", m->tensors[G->root].name);
+      G->staging = tt_tensor_declare (m, name, "staging",
+          m->tensors[G->root].kind, remat_part2_floats (m, G, 0));
     }
     m->plan.recomputed += !swap && !stash;
     m->plan.swapped += swap;
@@ -885,8 +935,8 @@ tt_remat_lifetimes (tt_model * m)
     for (int part = 0; part < 3; part++)
       for (uint32_t k = 0; k < m->remat[g].n_tensors; k++) {
         const tt_remat *G = &m->remat[g];
-        const int t = part == 2 ? G->stash[k] : part ? G->late_twins[k] :
-            G->twins[k];
+        const int t = part == 2 ? (G->stash[k] >= 0 ? G->stash[k] :
+            k == 0 ? G->staging : -1) : part ? G->late_twins[k] : G->twins[k];
         if (t < 0)
           continue;
         const int s = part == 2 ? remat_stash_slot (g, k) :

@@ -656,6 +656,25 @@ TT_API uint64_t tt_model_skipped_steps (const tt_model * model);
  * stash halves. 0 for an inference-only or uncompiled model. */
 TT_API uint64_t tt_model_held_activation_bytes (const tt_model * model);
 
+/* The pool at its busiest step: the most bytes live at one step of the
+ * plan (tensors with memory of their own, aligned as laid out; the pool
+ * is at least this, more where lifetimes leave holes), that step, and
+ * those bytes by kind. */
+typedef struct
+{
+  uint64_t live_bytes;
+  int32_t step;                 /* -1: an uncompiled model */
+  uint64_t inputs;              /* inputs and labels */
+  uint64_t activations;         /* fp32 (a stash's widened instance too) */
+  uint64_t stashed;             /* at half width: stashes, swap staging */
+  uint64_t derivatives;
+  uint64_t weights;
+  uint64_t gradients;
+  uint64_t optimizer;           /* its state */
+  uint64_t scratch;             /* layers' own: im2col columns, ... */
+} tt_pool_peak;
+TT_API void tt_model_pool_peak (const tt_model * model, tt_pool_peak * out);
+
 #ifdef __cplusplus
 }
 #endif
