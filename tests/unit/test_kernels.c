@@ -1181,8 +1181,12 @@ typedef struct
   int kh, kw, sh, sw, pt, pb, pl, pr, dh, dw;
 } test_pool_case;
 
+/* Bytes checked past the kernel's indices: none may be written. */
+#define TEST_POOL_GUARD 16
+
 /* Direct window scan. Max: the first strictly greater value wins, a
- * window of padding only gives 0 and argmax -1. Avg divides by kh*kw. */
+ * window of padding only gives 0 and argmax -1 (as a plane index). Avg
+ * divides by kh*kw. */
 static void
 test_ref_pool (const tt_window_geom * g, int nb, const double *x, bool is_max,
     double *y, double *yabs, int32_t * arg)
@@ -1266,7 +1270,9 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
   const size_t ip = (size_t) g.in_h * g.in_w, op = (size_t) g.out_h * g.out_w;
   float *x = test_falloc (nx), *y = test_falloc (ny), *dy = test_falloc (ny);
   float *dx = test_falloc (nx);
-  int32_t *arg = malloc (sizeof (int32_t) * ny);
+  /* the kernel's indices, at their width, and guard bytes past them */
+  const size_t arg_bytes = ny * tt_maxpool_index_bytes (&g);
+  uint8_t *arg = malloc (arg_bytes + TEST_POOL_GUARD);
   int32_t *rarg = malloc (sizeof (int32_t) * ny);
   double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
   double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
@@ -1292,13 +1298,16 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
   test_fill_nan (y, ny);
   test_ref_pool (&g, nb, xd, is_max, ry, sy, rarg);
   if (is_max) {
-    bool same = true;
-    for (size_t i = 0; i < ny; i++)
-      arg[i] = -7;
+    bool same = true, kept = true;
+    memset (arg, 0xa5, arg_bytes + TEST_POOL_GUARD);
     tt_maxpool_forward (NULL, &g, nb, x, y, arg);
     for (size_t i = 0; i < ny; i++)
-      same = same && arg[i] == rarg[i];
-    test_report (same, "maxpool %s argmax matches reference", tc->name);
+      same = same && tt_maxpool_argmax_plane_index (&g, arg, i) == rarg[i];
+    for (size_t i = 0; i < TEST_POOL_GUARD; i++)
+      kept = kept && arg[arg_bytes + i] == 0xa5;
+    test_report (same && kept, "maxpool %s argmax matches reference, "
+        "%zu-byte indices, nothing written past them", tc->name,
+        tt_maxpool_index_bytes (&g));
   } else {
     tt_avgpool_forward (NULL, &g, nb, x, y, true);
   }
@@ -1331,7 +1340,7 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
       }
   test_fill_nan (dx, nx);
   if (is_max)
-    tt_maxpool_backward (NULL, &g, nb, dy, rarg, dx);
+    tt_maxpool_backward (NULL, &g, nb, dy, arg, dx);
   else
     tt_avgpool_backward (NULL, &g, nb, dy, dx, true);
   snprintf (what, sizeof what, "%s %s backward", kind, tc->name);
@@ -1359,6 +1368,32 @@ test_pool_case_run (const test_pool_case * tc, bool is_max)
   free (r);
 }
 
+/* The index width: the fewest of 1, 2 and 4 bytes that number the taps. */
+static void
+test_pool_index_bytes (void)
+{
+  static const struct
+  {
+    int kh, kw;
+    size_t bytes;
+  } cases[] = {
+    {2, 2, 1}, {3, 3, 1}, {16, 16, 1}, {1, 256, 1}, {1, 257, 2},
+    {16, 17, 2}, {256, 256, 2}, {1, 65536, 2}, {257, 256, 4}, {1, 65537, 4},
+  };
+  bool ok = true;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    tt_window_geom g = test_geom (1, cases[i].kh, cases[i].kw, cases[i].kh,
+        cases[i].kw, 1, 1, 0, 0, 0, 0, 1, 1);
+    if (tt_maxpool_index_bytes (&g) != cases[i].bytes) {
+      ok = false;
+      printf ("# %dx%d window: %zu-byte indices, want %zu\n", cases[i].kh,
+          cases[i].kw, tt_maxpool_index_bytes (&g), cases[i].bytes);
+    }
+  }
+  test_report (ok, "maxpool index bytes: 1 up to 256 taps, 2 up to 65536, "
+      "else 4 (%zu windows)", sizeof cases / sizeof *cases);
+}
+
 static void
 test_pool_special (void)
 {
@@ -1368,13 +1403,15 @@ test_pool_special (void)
     -INFINITY, -INFINITY, 5.0f, 2.0f
   };
   float y[2];
-  int32_t a[2];
+  uint8_t a[2];
 
   tt_window_geom_init (&g);
   tt_maxpool_forward (NULL, &g, 1, x, y, a);
-  test_report (y[0] == -INFINITY && a[0] == 0 && isnan (y[1]) && a[1] == 3,
+  const int32_t a0 = tt_maxpool_argmax_plane_index (&g, a, 0);
+  const int32_t a1 = tt_maxpool_argmax_plane_index (&g, a, 1);
+  test_report (y[0] == -INFINITY && a0 == 0 && isnan (y[1]) && a1 == 3,
       "maxpool all -inf window keeps an argmax; NaN propagates "
-      "(y=%g,%g argmax=%d,%d)", y[0], y[1], a[0], a[1]);
+      "(y=%g,%g argmax=%d,%d)", y[0], y[1], a0, a1);
 }
 
 /* NaN and -inf on rows wide enough for the blocked path, against the
@@ -1387,7 +1424,7 @@ test_pool_nan_blocked (tt_window_geom g, const char *name)
   const size_t nx = (size_t) g.channels * g.in_h * g.in_w;
   const size_t ny = (size_t) g.channels * g.out_h * g.out_w;
   float *x = test_falloc (nx), *y = test_falloc (ny);
-  int32_t *a = malloc (sizeof (int32_t) * ny);
+  uint8_t *a = malloc (ny * tt_maxpool_index_bytes (&g));
   int32_t *ra = malloc (sizeof (int32_t) * ny);
   double *xd, *ry = test_dalloc (ny);
   bool ok = true;
@@ -1412,7 +1449,7 @@ test_pool_nan_blocked (tt_window_geom g, const char *name)
   tt_maxpool_forward (NULL, &g, 1, x, y, a);
   for (size_t i = 0; i < ny; i++) {
     bool same = isnan (ry[i]) ? isnan (y[i]) : (double) y[i] == ry[i];
-    ok = ok && same && a[i] == ra[i];
+    ok = ok && same && tt_maxpool_argmax_plane_index (&g, a, i) == ra[i];
   }
   test_report (ok, "maxpool NaN / -inf on the %s path: values and "
       "argmax match reference (%zu outputs)", name, ny);
@@ -1448,12 +1485,19 @@ test_pool (void)
     {"3x3 s2 pad 1 d2 (36 cols)", 2, 2, 7, 70, 3, 3, 2, 2, 1, 1, 1, 1, 2, 2},
     {"2x4 s(1,3) asym pad (23 cols)", 1, 2, 5, 67, 2, 4, 1, 3, 1, 0, 5, 2, 1,
         1},
+    /* indices of 2 and 4 bytes (more than 256 and 65536 taps), padded
+     * windows among them */
+    {"20x20 s4 pad 3 (400 taps)", 2, 2, 30, 29, 20, 20, 4, 4, 3, 3, 3, 3, 1,
+        1},
+    {"global 257x256 (65792 taps)", 1, 2, 257, 256, 257, 256, 1, 1, 0, 0, 0,
+        0, 1, 1},
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     test_pool_case_run (&cases[i], true);
     test_pool_case_run (&cases[i], false);
   }
+  test_pool_index_bytes ();
   test_pool_special ();
   test_pool_nan_blocked (test_geom (2, 4, 41, 3, 3, 2, 1, 1, 0, 1, 1, 1, 1),
       "blocked");

@@ -61,6 +61,8 @@ test_pooling (void)
     {"2x2 stride 2", geom (16, 32, 32, 2, 2, 0)},
     {"3x3 stride 2 padded", geom (16, 31, 29, 3, 2, 1)},
     {"global", geom (64, 15, 15, 15, 1, 0)},
+    /* 400 taps: 2-byte indices */
+    {"global 20x20", geom (64, 20, 20, 20, 1, 0)},
   };
   const int batch = 5;
   for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
@@ -69,7 +71,8 @@ test_pooling (void)
     const size_t ny = (size_t) batch * g->channels * g->out_h * g->out_w;
     float *x = random_floats (nx), *dy = random_floats (ny);
     float *y1 = random_floats (ny), *dx1 = random_floats (nx);
-    int32_t *a1 = malloc (ny * sizeof *a1), *a2 = malloc (ny * sizeof *a2);
+    const size_t na = ny * tt_maxpool_index_bytes (g);
+    uint8_t *a1 = malloc (na), *a2 = malloc (na);
     float *ya1 = random_floats (ny), *dxa1 = random_floats (nx);
     tt_maxpool_forward (NULL, g, batch, x, y1, a1);
     tt_maxpool_backward (NULL, g, batch, dy, a1, dx1);
@@ -84,8 +87,8 @@ test_pooling (void)
       tt_maxpool_backward (pool, g, batch, dy, a2, dx2);
       tt_avgpool_forward (pool, g, batch, x, ya2, true);
       tt_avgpool_backward (pool, g, batch, dy, dxa2, true);
-      CHECK (!memcmp (y1, y2, ny * sizeof *y1) && !memcmp (a1, a2,
-              ny * sizeof *a1) && !memcmp (dx1, dx2, nx * sizeof *dx1),
+      CHECK (!memcmp (y1, y2, ny * sizeof *y1) && !memcmp (a1, a2, na) &&
+          !memcmp (dx1, dx2, nx * sizeof *dx1),
           "max pooling %s on %u threads differs", cases[t].name, n);
       CHECK (!memcmp (ya1, ya2, ny * sizeof *y1) && !memcmp (dxa1, dxa2,
               nx * sizeof *dx1), "average pooling %s on %u threads differs",

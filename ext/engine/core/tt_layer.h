@@ -1175,7 +1175,7 @@ void tt_lstmcell_derivative (const tt_run_ctx * c, tt_layer * l,
 /* maxpool2x2.c: the 2x2, stride 2, unpadded case of tt_maxpool_forward */
 bool tt_maxpool2x2_applies (const tt_window_geom * g);
 void tt_maxpool2x2_forward (const tt_window_geom * g, int batch,
-    const float *x, float *y, int32_t * argmax);
+    const float *x, float *y, uint8_t * argmax);
 
 /* the recurrent family. rnn.c: nntrainer's rnn over a batch-major
  * sequence x [B][T][F]: w_ih [F][U], w_hh [U][U]; act_out [B][T][U]

@@ -364,17 +364,27 @@ void tt_conv2d_winograd_backward (tt_threads * pool, const tt_window_geom * g,
  * count_include_pad=True) its padding; a window with nothing to count
  * (all padding) gives 0. g->out_h, out_w may exceed what the padded
  * extent holds by one (ceil_mode): the taps past it are skipped.
- * argmax: scratch of batch*C*out_h*out_w int32, index within the sample's
- * channel plane (-1 when the window held only padding). pool: planes split
- * over its threads, each plane's arithmetic the same (NULL: one thread). */
+ * argmax: batch*C*out_h*out_w indices of tt_maxpool_index_bytes (g) bytes
+ * each, the winner's tap in its window, i * kernel_w + j (0 for a window
+ * of padding only, whose tap 0 lies outside the input, as every tap).
+ * pool: planes split over its threads, each plane's arithmetic the same
+ * (NULL: one thread). */
 void tt_maxpool_forward (tt_threads * pool, const tt_window_geom * g,
-    int batch, const float *x, float *y, int32_t * argmax);
+    int batch, const float *x, float *y, void *argmax);
 void tt_maxpool_backward (tt_threads * pool, const tt_window_geom * g,
-    int batch, const float *dy, const int32_t * argmax, float *dx);
+    int batch, const float *dy, const void *argmax, float *dx);
+/* Bytes of one argmax index: the fewest of 1, 2 and 4 that number the
+ * window's kernel_h * kernel_w taps (1 up to 256, 2 up to 65536). */
+size_t tt_maxpool_index_bytes (const tt_window_geom * g);
+/* Output o's (of tt_maxpool_forward's batch * C * out_h * out_w) winner
+ * as an index into its channel plane, -1 for a window of padding only. */
+int32_t tt_maxpool_argmax_plane_index (const tt_window_geom * g,
+    const void *argmax, size_t o);
 /* The 2x2, stride 2, unpadded case (maxpool2x2.c), which the two above
- * hand over to (tt_layer.h declares its test and forward). */
+ * hand over to (tt_layer.h declares its test and forward): one byte an
+ * index, 0 to 3 in reading order. */
 void tt_maxpool2x2_backward (const tt_window_geom * g, int batch,
-    const float *dy, const int32_t * argmax, float *dx);
+    const float *dy, const uint8_t * argmax, float *dx);
 void tt_avgpool_forward (tt_threads * pool, const tt_window_geom * g,
     int batch, const float *x, float *y, bool include_pad);
 void tt_avgpool_backward (tt_threads * pool, const tt_window_geom * g,

@@ -5,8 +5,10 @@
  * bookkeeping and data-dependent branches on every tap; here each output
  * is four loads and three selects, PV outputs at a time: the even and odd
  * columns of two input rows are split into vectors, compared, and blended
- * (values and indices alike). tt_maxpool_forward and tt_maxpool_backward
- * hand this shape over to these functions.
+ * (values and indices alike). Each index is the winner's tap, 0 to 3 in
+ * reading order, in one byte (tt_maxpool_index_bytes).
+ * tt_maxpool_forward and tt_maxpool_backward hand this shape over to these
+ * functions.
  *
  * The vector body (maxpool2x2_lanes.h) is compiled 4 lanes wide, the
  * registers of NEON and of x86-64's baseline, and on x86-64 with GCC also
@@ -16,6 +18,9 @@
 #include "tt_layer.h"
 
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 bool
 tt_maxpool2x2_applies (const tt_window_geom * g)
@@ -79,7 +84,7 @@ pool2x2_wide (const tt_window_geom * g)
 
 void
 tt_maxpool2x2_forward (const tt_window_geom * g, int batch, const float *x,
-    float *y, int32_t * argmax)
+    float *y, uint8_t * argmax)
 {
 #if POOL_HAVE_WIDE
   if (pool2x2_wide (g)) {
@@ -92,7 +97,7 @@ tt_maxpool2x2_forward (const tt_window_geom * g, int batch, const float *x,
 
 void
 tt_maxpool2x2_backward (const tt_window_geom * g, int batch, const float *dy,
-    const int32_t * argmax, float *dx)
+    const uint8_t * argmax, float *dx)
 {
 #if POOL_HAVE_WIDE
   if (pool2x2_wide (g)) {

@@ -36,22 +36,63 @@ pooling_tap_span (int start, int n, int dil, int limit, int *lo, int *hi)
   *hi = (int) h;
 }
 
+/* Outputs [*a, *b) of an axis whose whole window lies inside the input
+ * along it. */
+static void
+pooling_interior_axis (int in, int out, int k, int stride, int dil, int pad,
+    int *a, int *b)
+{
+  int64_t lo = ((int64_t) pad + stride - 1) / stride;
+  int64_t last = (int64_t) in - 1 - (int64_t) (k - 1) * dil + pad;
+  int64_t hi = last < 0 ? 0 : last / stride + 1;
+
+  if (hi > out)
+    hi = out;
+  if (lo > hi)
+    lo = hi;
+  *a = (int) lo;
+  *b = (int) hi;
+}
+
 /* Output columns [*a, *b) whose whole window lies inside the row, so the
  * per-window clipping can be skipped for them. */
 static void
 pooling_interior (const tt_window_geom * g, int *a, int *b)
 {
-  int64_t lo = ((int64_t) g->pad_left + g->stride_w - 1) / g->stride_w;
-  int64_t last = (int64_t) g->in_w - 1 - (int64_t) (g->kernel_w - 1)
-      * g->dilation_w + g->pad_left;
-  int64_t hi = last < 0 ? 0 : last / g->stride_w + 1;
+  pooling_interior_axis (g->in_w, g->out_w, g->kernel_w, g->stride_w,
+      g->dilation_w, g->pad_left, a, b);
+}
 
-  if (hi > g->out_w)
-    hi = g->out_w;
-  if (lo > hi)
-    lo = hi;
-  *a = (int) lo;
-  *b = (int) hi;
+/* Max pooling's index: the winner's tap in its window, i * kernel_w + j,
+ * stored in the fewest bytes that number the window's taps. A window of
+ * padding only stores tap 0, which lies outside the input like all its
+ * taps, so backward finds it there and scatters nothing. */
+size_t
+tt_maxpool_index_bytes (const tt_window_geom * g)
+{
+  const int64_t taps = (int64_t) g->kernel_h * g->kernel_w;
+  return taps <= 256 ? 1 : taps <= 65536 ? 2 : 4;
+}
+
+static inline void
+pooling_index_store (void *argmax, size_t o, size_t bytes, uint32_t t)
+{
+  if (bytes == 1)
+    ((uint8_t *) argmax)[o] = (uint8_t) t;
+  else if (bytes == 2)
+    ((uint16_t *) argmax)[o] = (uint16_t) t;
+  else
+    ((uint32_t *) argmax)[o] = t;
+}
+
+static inline uint32_t
+pooling_index_load (const void *argmax, size_t o, size_t bytes)
+{
+  if (bytes == 1)
+    return ((const uint8_t *) argmax)[o];
+  if (bytes == 2)
+    return ((const uint16_t *) argmax)[o];
+  return ((const uint32_t *) argmax)[o];
 }
 
 /* Output columns per block; the block's accumulators live on the stack. */
@@ -85,9 +126,7 @@ pooling_take (float v, float best)
 
 /*
  * One tap over a block: output k reads xp[base + k * sw], and records the
- * tap by its offset `off` from the window's first valid tap, a constant
- * for the whole block; the plane index is rebuilt once per output at the
- * end, instead of being carried through every compare.
+ * tap by its index `tap` in the window, a constant for the whole block.
  *
  * Blocks of POOLING_BLOCK or POOLING_BLOCK_SMALL columns go through
  * pooling_*_run with that constant as n: after inlining the loop has a
@@ -98,7 +137,7 @@ pooling_take (float v, float best)
  * scalar code.
  */
 static inline void
-pooling_max_run (const float *xp, int base, int sw, int n, int off,
+pooling_max_run (const float *xp, int base, int sw, int n, int tap,
     float *restrict best, int32_t * restrict rel)
 {
   /* Not unrolled: -O3 would fully unroll the 8-column case before the
@@ -108,20 +147,20 @@ pooling_max_run (const float *xp, int base, int sw, int n, int off,
     const float v = xp[base + k * sw];
     const uint32_t m = pooling_take (v, best[k]);
     best[k] = pooling_select (m, v, best[k]);
-    rel[k] = (int32_t) (((uint32_t) off & m) | ((uint32_t) rel[k] & ~m));
+    rel[k] = (int32_t) (((uint32_t) tap & m) | ((uint32_t) rel[k] & ~m));
   }
 }
 
 static inline void
-pooling_max_tap (const float *xp, int base, int sw, int n, int off,
+pooling_max_tap (const float *xp, int base, int sw, int n, int tap,
     float *restrict best, int32_t * restrict rel)
 {
   if (n == POOLING_BLOCK)
-    pooling_max_run (xp, base, sw, POOLING_BLOCK, off, best, rel);
+    pooling_max_run (xp, base, sw, POOLING_BLOCK, tap, best, rel);
   else if (n == POOLING_BLOCK_SMALL)
-    pooling_max_run (xp, base, sw, POOLING_BLOCK_SMALL, off, best, rel);
+    pooling_max_run (xp, base, sw, POOLING_BLOCK_SMALL, tap, best, rel);
   else
-    pooling_max_run (xp, base, sw, n, off, best, rel);
+    pooling_max_run (xp, base, sw, n, tap, best, rel);
 }
 
 static inline void
@@ -224,37 +263,38 @@ pooling_count_cols (const tt_window_geom * g, int ox, bool include_pad)
       g->dilation_w, g->in_w, g->pad_left, g->pad_right, include_pad);
 }
 
-/* Per-window max for a border column, with clipped taps. Taps run in
- * row-major order and only a strictly greater value wins, which is the
- * same order and rule as the block path. */
-static void
+/* Per-window max for a border column, with clipped taps; returns the
+ * winner's tap. Taps run in row-major order and only a strictly greater
+ * value wins, which is the same order and rule as the block path. */
+static uint32_t
 pooling_max_one (const tt_window_geom * g, const float *xp, int iy0, int ilo,
-    int ihi, int ox, float *y, int32_t * arg)
+    int ihi, int ox, float *y)
 {
-  const int iw = g->in_w, dh = g->dilation_h, dw = g->dilation_w;
+  const int iw = g->in_w, kw = g->kernel_w, dh = g->dilation_h,
+      dw = g->dilation_w;
   const int ix0 = ox * g->stride_w - g->pad_left;
   int jlo, jhi;
   float best = 0.0f;
-  int32_t a = -1;
+  uint32_t a = 0;
 
-  pooling_tap_span (ix0, g->kernel_w, dw, iw, &jlo, &jhi);
+  pooling_tap_span (ix0, kw, dw, iw, &jlo, &jhi);
   /* A window made only of padding: nothing wins, the output is 0. */
   if (ilo < ihi && jlo < jhi) {
     /* Seeding with the first tap gives a window of -inf an argmax. */
-    a = (iy0 + ilo * dh) * iw + ix0 + jlo * dw;
-    best = xp[a];
+    a = (uint32_t) (ilo * kw + jlo);
+    best = xp[(iy0 + ilo * dh) * iw + ix0 + jlo * dw];
     for (int i = ilo; i < ihi; i++) {
       const int row = (iy0 + i * dh) * iw + ix0;
       for (int j = jlo; j < jhi; j++) {
-        const int idx = row + j * dw;
-        const uint32_t m = pooling_take (xp[idx], best);
-        best = pooling_select (m, xp[idx], best);
-        a = (int32_t) (((uint32_t) idx & m) | ((uint32_t) a & ~m));
+        const float v = xp[row + j * dw];
+        const uint32_t m = pooling_take (v, best);
+        best = pooling_select (m, v, best);
+        a = ((uint32_t) (i * kw + j) & m) | (a & ~m);
       }
     }
   }
   *y = best;
-  *arg = a;
+  return a;
 }
 
 static float
@@ -301,15 +341,31 @@ pooling_tap_index (const tt_window_geom * g, int iy0, int i, int j, int bx)
   return (iy0 + i * g->dilation_h) * g->in_w + ix;
 }
 
+/* Stores the block's n taps from output o on, at the index width. */
+static void
+pooling_index_store_block (void *argmax, size_t o, size_t bytes,
+    const int32_t * rel, int n)
+{
+  if (bytes == 1)
+    for (int k = 0; k < n; k++)
+      ((uint8_t *) argmax)[o + k] = (uint8_t) rel[k];
+  else if (bytes == 2)
+    for (int k = 0; k < n; k++)
+      ((uint16_t *) argmax)[o + k] = (uint16_t) rel[k];
+  else
+    memcpy ((uint32_t *) argmax + o, rel, sizeof (int32_t) * n);
+}
+
 static void
 pooling_serial_maxpool_forward (const tt_window_geom * g, int batch,
-    const float *x, float *y, int32_t * argmax)
+    const float *x, float *y, void *argmax)
 {
   const int ow = g->out_w, sw = g->stride_w, iw = g->in_w,
-      dh = g->dilation_h, dw = g->dilation_w;
+      kw = g->kernel_w, dh = g->dilation_h, dw = g->dilation_w;
   const size_t in_plane = (size_t) g->in_h * g->in_w;
   const size_t out_plane = (size_t) g->out_h * ow;
   const size_t planes = (size_t) batch * g->channels;
+  const size_t bytes = tt_maxpool_index_bytes (g);
   int xa, xb;
 
   if (tt_maxpool2x2_applies (g)) {
@@ -322,19 +378,21 @@ pooling_serial_maxpool_forward (const tt_window_geom * g, int batch,
 
     for (int oy = 0; oy < g->out_h; oy++) {
       float *yr = y + pl * out_plane + (size_t) oy * ow;
-      int32_t *ar = argmax + pl * out_plane + (size_t) oy * ow;
+      const size_t o = pl * out_plane + (size_t) oy * ow;
       int ilo, ihi;
       int iy0 = pooling_rows (g, oy, &ilo, &ihi);
 
       for (int ox = 0; ox < xa; ox++)
-        pooling_max_one (g, xp, iy0, ilo, ihi, ox, yr + ox, ar + ox);
+        pooling_index_store (argmax, o + ox, bytes,
+            pooling_max_one (g, xp, iy0, ilo, ihi, ox, yr + ox));
       for (int ox = xb; ox < ow; ox++)
-        pooling_max_one (g, xp, iy0, ilo, ihi, ox, yr + ox, ar + ox);
+        pooling_index_store (argmax, o + ox, bytes,
+            pooling_max_one (g, xp, iy0, ilo, ihi, ox, yr + ox));
       if (ilo == ihi) {
         /* The whole row's windows sit in vertical padding. */
         for (int ox = xa; ox < xb; ox++) {
           yr[ox] = 0.0f;
-          ar[ox] = -1;
+          pooling_index_store (argmax, o + ox, bytes, 0);
         }
         continue;
       }
@@ -349,43 +407,17 @@ pooling_serial_maxpool_forward (const tt_window_geom * g, int batch,
         /* Seed with the first tap; re-testing it below is a no-op. */
         for (int k = 0; k < n; k++) {
           best[k] = xp[org + k * sw];
-          rel[k] = 0;
+          rel[k] = ilo * kw;
         }
         for (int i = ilo; i < ihi; i++)
-          for (int j = 0; j < g->kernel_w; j++) {
+          for (int j = 0; j < kw; j++) {
             const int off = (i - ilo) * dh * iw + j * dw;
-            pooling_max_tap (xp, org + off, sw, n, off, best, rel);
+            pooling_max_tap (xp, org + off, sw, n, i * kw + j, best, rel);
           }
         memcpy (yr + bx, best, sizeof (float) * n);
-        for (int k = 0; k < n; k++)
-          ar[bx + k] = org + k * sw + rel[k];
+        pooling_index_store_block (argmax, o + bx, bytes, rel, n);
       }
     }
-  }
-}
-
-static void
-pooling_serial_maxpool_backward (const tt_window_geom * g, int batch,
-    const float *dy, const int32_t * argmax, float *dx)
-{
-  const size_t in_plane = (size_t) g->in_h * g->in_w;
-  const size_t out_plane = (size_t) g->out_h * g->out_w;
-  const size_t planes = (size_t) batch * g->channels;
-
-  if (tt_maxpool2x2_applies (g)) {
-    tt_maxpool2x2_backward (g, batch, dy, argmax, dx);
-    return;
-  }
-  for (size_t pl = 0; pl < planes; pl++) {
-    float *dxp = dx + pl * in_plane;
-    const float *dyp = dy + pl * out_plane;
-    const int32_t *ap = argmax + pl * out_plane;
-
-    /* Zero the plane right before scattering into it, while it is hot. */
-    memset (dxp, 0, sizeof (float) * in_plane);
-    for (size_t o = 0; o < out_plane; o++)
-      if (ap[o] >= 0)
-        dxp[ap[o]] += dyp[o];
   }
 }
 
@@ -396,6 +428,159 @@ pooling_is_global (const tt_window_geom * g)
   return g->out_h == 1 && g->out_w == 1 && g->kernel_h == g->in_h &&
       g->kernel_w == g->in_w && g->pad_top == 0 && g->pad_left == 0 &&
       g->pad_bottom == 0 && g->pad_right == 0;
+}
+
+/* A window's taps as offsets from its first: rows (i * dilation_h),
+ * columns (j * dilation_w) and in the plane, tabled for windows of up to
+ * 256 taps (one byte an index), divided out of the tap for larger ones. */
+#define POOLING_TAPS_TABLED 256
+
+typedef struct
+{
+  int kw, dh, dw, iw;
+  int row[POOLING_TAPS_TABLED], col[POOLING_TAPS_TABLED];
+  int plane[POOLING_TAPS_TABLED];
+} pooling_taps;
+
+static void
+pooling_taps_init (const tt_window_geom * g, pooling_taps * t)
+{
+  t->kw = g->kernel_w;
+  t->dh = g->dilation_h;
+  t->dw = g->dilation_w;
+  t->iw = g->in_w;
+  if ((int64_t) g->kernel_h * g->kernel_w > POOLING_TAPS_TABLED)
+    return;
+  for (int i = 0, k = 0; i < g->kernel_h; i++)
+    for (int j = 0; j < g->kernel_w; j++, k++) {
+      t->row[k] = i * g->dilation_h;
+      t->col[k] = j * g->dilation_w;
+      t->plane[k] = t->row[k] * g->in_w + t->col[k];
+    }
+}
+
+TT_ALWAYS_INLINE void
+pooling_tap_rowcol (const pooling_taps * t, size_t bytes, uint32_t tap,
+    int *row, int *col)
+{
+  if (bytes == 1) {
+    *row = t->row[tap];
+    *col = t->col[tap];
+  } else {
+    *row = (int) (tap / (uint32_t) t->kw) * t->dh;
+    *col = (int) (tap % (uint32_t) t->kw) * t->dw;
+  }
+}
+
+/* dy of a border column's window to its winner, if it has one (a window
+ * of padding only has none: its tap lies outside the input). */
+TT_ALWAYS_INLINE void
+pooling_unpool_border (const tt_window_geom * g, const pooling_taps * t,
+    size_t bytes, uint32_t tap, int iy0, int ox, float d, float *dxp)
+{
+  int row, col;
+  pooling_tap_rowcol (t, bytes, tap, &row, &col);
+  const int iy = iy0 + row, ix = ox * g->stride_w - g->pad_left + col;
+  if ((unsigned) iy < (unsigned) g->in_h && (unsigned) ix < (unsigned) g->in_w)
+    dxp[iy * g->in_w + ix] += d;
+}
+
+/* The scatter in output order, one index width per instance (bytes is a
+ * constant where it is inlined). Windows wholly inside the input (rows
+ * [ya, yb), columns [xa, xb)) hold their winner: no test for them. */
+TT_ALWAYS_INLINE void
+pooling_unpool_plane (const tt_window_geom * g, const pooling_taps * t,
+    size_t bytes, int ya, int yb, int xa, int xb, const float *dyp,
+    const void *ap, float *dxp)
+{
+  const int ow = g->out_w, sw = g->stride_w;
+
+  for (int oy = 0; oy < g->out_h; oy++) {
+    const size_t o = (size_t) oy * ow;
+    const int iy0 = oy * g->stride_h - g->pad_top;
+    if (oy < ya || oy >= yb) {
+      for (int ox = 0; ox < ow; ox++)
+        pooling_unpool_border (g, t, bytes, pooling_index_load (ap, o + ox,
+                bytes), iy0, ox, dyp[o + ox], dxp);
+      continue;
+    }
+    for (int ox = 0; ox < xa; ox++)
+      pooling_unpool_border (g, t, bytes, pooling_index_load (ap, o + ox,
+              bytes), iy0, ox, dyp[o + ox], dxp);
+    const int org = iy0 * g->in_w - g->pad_left;
+    for (int ox = xa; ox < xb; ox++) {
+      const uint32_t tap = pooling_index_load (ap, o + ox, bytes);
+      int off;
+      if (bytes == 1)
+        off = t->plane[tap];
+      else {
+        int row, col;
+        pooling_tap_rowcol (t, bytes, tap, &row, &col);
+        off = row * t->iw + col;
+      }
+      dxp[org + ox * sw + off] += dyp[o + ox];
+    }
+    for (int ox = xb; ox < ow; ox++)
+      pooling_unpool_border (g, t, bytes, pooling_index_load (ap, o + ox,
+              bytes), iy0, ox, dyp[o + ox], dxp);
+  }
+}
+
+static void
+pooling_serial_maxpool_backward (const tt_window_geom * g, int batch,
+    const float *dy, const void *argmax, float *dx)
+{
+  const size_t in_plane = (size_t) g->in_h * g->in_w;
+  const size_t out_plane = (size_t) g->out_h * g->out_w;
+  const size_t planes = (size_t) batch * g->channels;
+  const size_t bytes = tt_maxpool_index_bytes (g);
+  /* one window, the plane: its tap is the plane index */
+  const bool global = pooling_is_global (g);
+  pooling_taps taps;
+  int ya, yb, xa, xb;
+
+  if (tt_maxpool2x2_applies (g)) {
+    tt_maxpool2x2_backward (g, batch, dy, argmax, dx);
+    return;
+  }
+  pooling_taps_init (g, &taps);
+  pooling_interior_axis (g->in_h, g->out_h, g->kernel_h, g->stride_h,
+      g->dilation_h, g->pad_top, &ya, &yb);
+  pooling_interior (g, &xa, &xb);
+  for (size_t pl = 0; pl < planes; pl++) {
+    float *dxp = dx + pl * in_plane;
+    const float *dyp = dy + pl * out_plane;
+    const void *ap = (const char *) argmax + pl * out_plane * bytes;
+
+    /* Zero the plane right before scattering into it, while it is hot. */
+    memset (dxp, 0, sizeof (float) * in_plane);
+    if (global)
+      dxp[pooling_index_load (ap, 0, bytes)] += dyp[0];
+    else if (bytes == 1)
+      pooling_unpool_plane (g, &taps, 1, ya, yb, xa, xb, dyp, ap, dxp);
+    else if (bytes == 2)
+      pooling_unpool_plane (g, &taps, 2, ya, yb, xa, xb, dyp, ap, dxp);
+    else
+      pooling_unpool_plane (g, &taps, 4, ya, yb, xa, xb, dyp, ap, dxp);
+  }
+}
+
+int32_t
+tt_maxpool_argmax_plane_index (const tt_window_geom * g, const void *argmax,
+    size_t o)
+{
+  const size_t r = o % ((size_t) g->out_h * g->out_w);
+  const int oy = (int) (r / (size_t) g->out_w);
+  const int ox = (int) (r % (size_t) g->out_w);
+  const uint32_t tap = pooling_index_load (argmax, o,
+      tt_maxpool_index_bytes (g));
+  const int iy = oy * g->stride_h - g->pad_top +
+      (int) (tap / (uint32_t) g->kernel_w) * g->dilation_h;
+  const int ix = ox * g->stride_w - g->pad_left +
+      (int) (tap % (uint32_t) g->kernel_w) * g->dilation_w;
+  if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w)
+    return -1;
+  return iy * g->in_w + ix;
 }
 
 static void
@@ -535,7 +720,7 @@ typedef struct
   size_t planes;
   const float *in;
   float *out;
-  int32_t *argmax;
+  void *argmax;                 /* max: tt_maxpool_index_bytes each */
   bool include_pad;             /* average: count_include_pad */
 } pooling_job;
 
@@ -552,14 +737,17 @@ pooling_part (void *arg, unsigned part, unsigned n_parts)
   const size_t in_plane = (size_t) g.in_h * g.in_w;
   const size_t out_plane = (size_t) g.out_h * g.out_w;
   const int n = (int) (hi - lo);
+  char *argmax = (char *) j->argmax;
+  if (j->kind <= 1)
+    argmax += lo * out_plane * tt_maxpool_index_bytes (&g);
   switch (j->kind) {
     case 0:
       pooling_serial_maxpool_forward (&g, n, j->in + lo * in_plane,
-          j->out + lo * out_plane, j->argmax + lo * out_plane);
+          j->out + lo * out_plane, argmax);
       break;
     case 1:
       pooling_serial_maxpool_backward (&g, n, j->in + lo * out_plane,
-          j->argmax + lo * out_plane, j->out + lo * in_plane);
+          argmax, j->out + lo * in_plane);
       break;
     case 2:
       pooling_serial_avgpool_forward (&g, n, j->in + lo * in_plane,
@@ -574,7 +762,7 @@ pooling_part (void *arg, unsigned part, unsigned n_parts)
 
 static void
 pooling_run (tt_threads * pool, int kind, const tt_window_geom * g,
-    int batch, const float *in, float *out, int32_t * argmax, bool include_pad)
+    int batch, const float *in, float *out, void *argmax, bool include_pad)
 {
   pooling_job j = { kind, g, (size_t) batch * g->channels, in, out, argmax,
     include_pad
@@ -589,16 +777,16 @@ pooling_run (tt_threads * pool, int kind, const tt_window_geom * g,
 
 void
 tt_maxpool_forward (tt_threads * pool, const tt_window_geom * g, int batch,
-    const float *x, float *y, int32_t * argmax)
+    const float *x, float *y, void *argmax)
 {
   pooling_run (pool, 0, g, batch, x, y, argmax, false);
 }
 
 void
 tt_maxpool_backward (tt_threads * pool, const tt_window_geom * g, int batch,
-    const float *dy, const int32_t * argmax, float *dx)
+    const float *dy, const void *argmax, float *dx)
 {
-  pooling_run (pool, 1, g, batch, dy, dx, (int32_t *) argmax, false);
+  pooling_run (pool, 1, g, batch, dy, dx, (void *) argmax, false);
 }
 
 void

@@ -39,8 +39,8 @@ tt_window_geom_init (tt_window_geom * g)
   out_h = (padded_h - eff_h) / g->stride_h + 1;
   out_w = (padded_w - eff_w) / g->stride_w + 1;
 
-  /* Per-sample extents used as int strides or int GEMM dimensions, and the
-   * argmax (an int32 index into one channel plane). */
+  /* Per-sample extents used as int strides or int GEMM dimensions, and
+   * max pooling's index (a tap of the window, in up to 32 bits). */
   if ((int64_t) g->in_h * g->in_w > INT_MAX / g->channels)
     return -1;
   if ((int64_t) g->kernel_h * g->kernel_w > INT_MAX / g->channels)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pooling2d: max, average, global_max, global_average. Max pooling keeps
- * the winning index per output in a scratch tensor for backward.
+ * the winner's tap in its window per output, in a scratch tensor for
+ * backward, in as few bytes as the window's taps need (one for up to
+ * 256: a 2x2 pool's indices are a quarter of int32's).
  * ceil_mode and count_include_pad are PyTorch's; average pooling divides
  * by the cells inside the input unless count_include_pad (nntrainer's
  * rule is the default).
@@ -125,9 +127,12 @@ pool_commutes_with_relu (const tt_layer * l)
 static void
 pool_declare (tt_init_ctx * c, tt_layer * l)
 {
-  if (pool_is_max (l))
-    l->scratch[0] = tt_init_scratch_by_samples (c, "argmax",
-        c->batch_size * tt_dims_count (l->out_dims[0]));
+  if (!pool_is_max (l))
+    return;
+  /* scratch counts 4-byte elements */
+  const size_t bytes = c->batch_size * tt_dims_count (l->out_dims[0]) *
+      tt_maxpool_index_bytes (&l->p.pool.geom);
+  l->scratch[0] = tt_init_scratch_by_samples (c, "argmax", (bytes + 3) / 4);
 }
 
 static void
@@ -137,7 +142,7 @@ pool_forward (const tt_run_ctx * c, tt_layer * l)
   float *y = tt_run_data (c, l->out[0]);
   if (pool_is_max (l))
     tt_maxpool_forward (c->threads, &l->p.pool.geom, (int) c->batch, x, y,
-        (int32_t *) tt_run_data (c, l->scratch[0]));
+        tt_run_data (c, l->scratch[0]));
   else
     tt_avgpool_forward (c->threads, &l->p.pool.geom, (int) c->batch, x, y,
         l->p.pool.count_include_pad);
@@ -150,7 +155,7 @@ pool_calc_derivative (const tt_run_ctx * c, tt_layer * l)
   float *dx = tt_run_data (c, l->in_deriv[0]);
   if (pool_is_max (l))
     tt_maxpool_backward (c->threads, &l->p.pool.geom, (int) c->batch, dy,
-        (const int32_t *) tt_run_data (c, l->scratch[0]), dx);
+        tt_run_data (c, l->scratch[0]), dx);
   else
     tt_avgpool_backward (c->threads, &l->p.pool.geom, (int) c->batch, dy, dx,
         l->p.pool.count_include_pad);
