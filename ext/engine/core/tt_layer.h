@@ -1218,15 +1218,15 @@ void tt_rnn_input_grad (const tt_rnn * s, float *dx);
 /* After tt_rnn_bptt, with h0: its derivative dh0 [B][U]. */
 void tt_rnn_state_grad (const tt_rnn * s, float *dh0);
 
-/* mixed precision (docs/precision.md): the format of a layer's GEMMs in
- * this run, c->gemm_inputs: TT_PRECISION_BF16 and FP16 round A and B to
- * bf16 or fp16 while they are packed and sum in fp32 (tt_gemm_as);
- * tt_run_gemm: one thread; tt_run_gemm_split: split over pool as
- * tt_gemm_split, NULL for one thread */
+/* mixed precision (docs/precision.md): the GEMMs' input format of an
+ * activation type (TT_PRECISION_BF16 and FP16 round A and B to bf16 or
+ * fp16 while they are packed and sum in fp32: tt_gemm_as), and that of
+ * this run, c->gemm_inputs; tt_run_gemm: one thread; tt_run_gemm_split:
+ * split over pool as tt_gemm_split, NULL for one thread */
 static inline tt_gemm_inputs
-tt_run_gemm_inputs (const tt_run_ctx * c)
+tt_gemm_inputs_of (tt_precision p)
 {
-  switch (c->gemm_inputs) {
+  switch (p) {
     case TT_PRECISION_BF16:
       return TT_GEMM_BF16;
     case TT_PRECISION_FP16:
@@ -1235,6 +1235,12 @@ tt_run_gemm_inputs (const tt_run_ctx * c)
     default:
       return TT_GEMM_FP32;
   }
+}
+
+static inline tt_gemm_inputs
+tt_run_gemm_inputs (const tt_run_ctx * c)
+{
+  return tt_gemm_inputs_of (c->gemm_inputs);
 }
 
 static inline void

@@ -156,11 +156,8 @@ conv_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   /* the algorithm and its scratch follow the planned GEMMs (conv2d_algo.c) */
   g->plan_bf16 = tt_init_gemm_inputs (c) == TT_PRECISION_BF16;
   /* the im2col path's operands at the GEMMs' width (conv2d.c) */
-  g->stored_as = TT_GEMM_FP32;
-  if (!conv_fp32_scratch_forced)
-    g->stored_as = g->plan_bf16 ? TT_GEMM_BF16 :
-        tt_init_gemm_inputs (c) == TT_PRECISION_FP16 ? TT_GEMM_FP16 :
-        TT_GEMM_FP32;
+  g->stored_as = conv_fp32_scratch_forced ? TT_GEMM_FP32 :
+      tt_gemm_inputs_of (tt_init_gemm_inputs (c));
   if (l->p.conv.groups == 0) {
     /* depthwiseconv2d: a group per channel, filters a multiple of them */
     l->p.conv.groups = (uint32_t) g->channels;

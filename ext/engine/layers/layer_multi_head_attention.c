@@ -276,15 +276,7 @@ mha_held_format (const tt_init_ctx * c, bool back)
 {
   if (!back || mha_fp32_scratch)
     return TT_GEMM_FP32;
-  switch (tt_init_gemm_inputs (c)) {
-    case TT_PRECISION_BF16:
-      return TT_GEMM_BF16;
-    case TT_PRECISION_FP16:
-      return TT_GEMM_FP16;
-    case TT_PRECISION_FP32:
-    default:
-      return TT_GEMM_FP32;
-  }
+  return tt_gemm_inputs_of (tt_init_gemm_inputs (c));
 }
 
 /* scratch of count elements, fp32 or held at half width */
