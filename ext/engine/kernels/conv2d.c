@@ -205,42 +205,6 @@ conv2d_add (float *restrict d, const float *restrict s, int n)
     d[k] += s[k];
 }
 
-void
-tt_im2col (const tt_window_geom * g, const float *img, float *col, size_t ld)
-{
-  const int oh = g->out_h, ow = g->out_w;
-  for (int c = 0; c < g->channels; c++) {
-    const float *plane = img + (size_t) c * g->in_h * g->in_w;
-    for (int i = 0; i < g->kernel_h; i++) {
-      const int iy_off = i * g->dilation_h - g->pad_top;
-      for (int j = 0; j < g->kernel_w; j++) {
-        const int jx = j * g->dilation_w - g->pad_left;
-        int lo, hi;
-        conv2d_valid_range (ow, g->in_w, g->stride_w, jx, &lo, &hi);
-        float *row = col + ((size_t) (c * g->kernel_h + i) * g->kernel_w +
-            j) * ld;
-        for (int oy = 0; oy < oh; oy++, row += ow) {
-          const int iy = oy * g->stride_h + iy_off;
-          if (iy < 0 || iy >= g->in_h) {
-            memset (row, 0, (size_t) ow * sizeof *row);
-            continue;
-          }
-          const float *src = plane + (size_t) iy * g->in_w;
-          for (int ox = 0; ox < lo; ox++)
-            row[ox] = 0.0f;
-          if (g->stride_w == 1)
-            conv2d_copy (row + lo, src + lo + jx, hi - lo);
-          else
-            for (int ox = lo; ox < hi; ox++)
-              row[ox] = src[ox * g->stride_w + jx];
-          for (int ox = hi; ox < ow; ox++)
-            row[ox] = 0.0f;
-        }
-      }
-    }
-  }
-}
-
 /* Output positions [ox0, ox1) of one output row of a tap: src the input
  * row it reads (NULL: a padding row), [lo, hi) the positions inside the
  * image (conv2d_valid_range) */
@@ -263,6 +227,31 @@ conv2d_row_piece (const float *src, int stride, int jx, int lo, int hi,
       out[ox - ox0] = src[ox * stride + jx];
   for (int ox = b; ox < ox1; ox++)
     out[ox - ox0] = 0.0f;
+}
+
+void
+tt_im2col (const tt_window_geom * g, const float *img, float *col, size_t ld)
+{
+  const int oh = g->out_h, ow = g->out_w;
+  for (int c = 0; c < g->channels; c++) {
+    const float *plane = img + (size_t) c * g->in_h * g->in_w;
+    for (int i = 0; i < g->kernel_h; i++) {
+      const int iy_off = i * g->dilation_h - g->pad_top;
+      for (int j = 0; j < g->kernel_w; j++) {
+        const int jx = j * g->dilation_w - g->pad_left;
+        int lo, hi;
+        conv2d_valid_range (ow, g->in_w, g->stride_w, jx, &lo, &hi);
+        float *row = col + ((size_t) (c * g->kernel_h + i) * g->kernel_w +
+            j) * ld;
+        for (int oy = 0; oy < oh; oy++, row += ow) {
+          const int iy = oy * g->stride_h + iy_off;
+          conv2d_row_piece (iy < 0 || iy >= g->in_h ? NULL :
+              plane + (size_t) iy * g->in_w, g->stride_w, jx, lo, hi, 0, ow,
+              row);
+        }
+      }
+    }
+  }
 }
 
 /* tt_im2col's columns rounded to g->stored_as. A tap's row of the
