@@ -73,6 +73,33 @@ widen_bf16_rows (const void *src, size_t ld, int rows, int cols, float *dst)
         (size_t) cols);
 }
 
+/* rows x cols of src (row stride lds) to bf16, row stride cols */
+static void
+f32_block_to_bf16 (const float *src, size_t lds, int rows, int cols,
+    uint16_t * dst)
+{
+  for (int r = 0; r < rows; r++)
+    tt_f32_to_bf16 (src + (size_t) r * lds, dst + (size_t) r * cols,
+        (size_t) cols);
+}
+
+/* the block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
+ * operand as bf16: in place when it is bf16 already (*ld its stride),
+ * else rounded into buf (*ld = cols) */
+static const uint16_t *
+bf16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
+    uint16_t * buf, int *ld)
+{
+  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
+  if (o.half) {
+    *ld = o.ld;
+    return (const uint16_t *) o.p + at;
+  }
+  f32_block_to_bf16 ((const float *) o.p + at, (size_t) o.ld, rows, cols, buf);
+  *ld = cols;
+  return buf;
+}
+
 /* ---- AVX-512 BF16 ---------------------------------------------------- */
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -249,25 +276,6 @@ bf16_tile (int mr, int nr, int kq, const uint16_t * a, ptrdiff_t rs,
   BF16_ROWS (BF16_STORE);
 }
 
-/* The block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
- * operand in bf16: in place when it is bf16 (*ld its stride), else
- * rounded into buf (*ld = cols), as tt_f32_to_bf16 rounds */
-static const uint16_t *
-avx512_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
-    uint16_t * buf, int *ld)
-{
-  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
-  if (o.half) {
-    *ld = o.ld;
-    return (const uint16_t *) o.p + at;
-  }
-  for (int r = 0; r < rows; r++)
-    tt_f32_to_bf16 ((const float *) o.p + at + (size_t) r * o.ld,
-        buf + (size_t) r * cols, (size_t) cols);
-  *ld = cols;
-  return buf;
-}
-
 /* Rows of op(A) taken at a time when A is fp32, rounded into a buffer
  * (the block of K by these rows) once for every block of columns */
 #define AMB 128
@@ -292,15 +300,15 @@ gemm_bf16_avx512 (bool trans_a, bool trans_b, int m, int n, int k,
       const int nc = bf16_min (NC, n - j0);
       {
         int ldb;
-        const uint16_t *b = trans_b ? avx512_block (ob, j0, p0, nc, kc, bs,
-            &ldb) : avx512_block (ob, p0, j0, kc, nc, bs, &ldb);
+        const uint16_t *b = trans_b ? bf16_block (ob, j0, p0, nc, kc, bs,
+            &ldb) : bf16_block (ob, p0, j0, kc, nc, bs, &ldb);
         bf16_pack_b (trans_b, b, ldb, 0, kc, 0, nc, bp);
       }
       for (int ib = 0; ib < m; ib += AMB) {
         const int mb = bf16_min (AMB, m - ib);
         int lda;
-        const uint16_t *a = trans_a ? avx512_block (oa, p0, ib, kc, mb, as,
-            &lda) : avx512_block (oa, ib, p0, mb, kc, as, &lda);
+        const uint16_t *a = trans_a ? bf16_block (oa, p0, ib, kc, mb, as,
+            &lda) : bf16_block (oa, ib, p0, mb, kc, as, &lda);
         const ptrdiff_t ars = trans_a ? 1 : lda, aps = trans_a ? lda : 1;
         for (int i0 = 0; i0 < mb; i0 += MR) {
           const int mr = bf16_min (MR, mb - i0);
@@ -475,33 +483,6 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 #define FK 256
 #define FN 128
 #define FM 128
-
-/* rows x cols of src (row stride lds) to bf16, row stride cols */
-static void
-f32_block_to_bf16 (const float *src, size_t lds, int rows, int cols,
-    uint16_t * dst)
-{
-  for (int r = 0; r < rows; r++)
-    tt_f32_to_bf16 (src + (size_t) r * lds, dst + (size_t) r * cols,
-        (size_t) cols);
-}
-
-/* the block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
- * operand as bf16: in place when it is bf16 already (*ld its stride),
- * else rounded into buf (*ld = cols) */
-static const uint16_t *
-bf16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
-    uint16_t * buf, int *ld)
-{
-  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
-  if (o.half) {
-    *ld = o.ld;
-    return (const uint16_t *) o.p + at;
-  }
-  f32_block_to_bf16 ((const float *) o.p + at, (size_t) o.ld, rows, cols, buf);
-  *ld = cols;
-  return buf;
-}
 
 void
 tt_gemm_bf16_mixed (bool trans_a, bool trans_b, int m, int n, int k,
