@@ -106,7 +106,7 @@ time_pass (const shape * s, int batch, int algo, bool bf16, bool half,
       tt_conv2d_batch_backward (NULL, &g, s->f, batch, batch, w, dy, dw, db,
           dx, col, gr);
     } else {
-      tt_conv2d_batch_backward_weight (NULL, &g, s->f, batch, batch, dy, dw,
+      tt_conv2d_batch_backward_weight (NULL, &g, s->f, batch, batch, x, dy, dw,
           db, col, gr);
       /* half: col's fp32 floats hold the column gradient (col_grad) */
       tt_conv2d_batch_backward_input (NULL, &g, s->f, batch, batch, w, dy,

@@ -919,6 +919,64 @@ test_training (void)
   compare_training ("fmnist_cnn.ini", 150);
 }
 
+/* the tensor named name of m, or NULL */
+static const tt_tensor *
+find_tensor (const tt_model * m, const char *name)
+{
+  for (uint32_t i = 0; i < m->n_tensors; i++)
+    if (!strcmp (m->tensors[i].name, name))
+      return &m->tensors[i];
+  return NULL;
+}
+
+/* A 1x1 convolution keeps no columns from forward (kernels/conv2d.c,
+ * conv2d_pointwise): its weight gradient gathers them from its input,
+ * which lives into backward, into a buffer of that one step; at every
+ * precision, so MobileNet's project layers no longer hold a second copy
+ * of the activation their relu keeps. */
+static void
+test_pointwise_columns (void)
+{
+  static const char *const precisions[] = { "fp32", "bf16", "fp16" };
+  static const char *const layers[] = { "expand", "project" };
+  char path[1024];
+  snprintf (path, sizeof path, "%s/tests/models/mobilenet_block.ini", root);
+  for (int p = 0; p < 3; p++) {
+    tt_error err;
+    tt_model *m = tt_model_load_ini (path, &err);
+    CHECK (m != NULL, "%s", m ? "" : err.message);
+    if (!m)
+      continue;
+    const bool failed = tt_model_set_precision (m, precisions[p], &err) ||
+        tt_model_compile (m, &err);
+    CHECK (!failed, "%s: %s", precisions[p], failed ? err.message : "");
+    for (int k = 0; !failed && k < 2; k++) {
+      char name[64];
+      snprintf (name, sizeof name, "%s:im2col", layers[k]);
+      const tt_tensor *col = find_tensor (m, name);
+      int layer = -1;
+      for (uint32_t i = 0; i < m->n_layers; i++)
+        if (!strcmp (m->layers[i].name, layers[k]))
+          layer = (int) i;
+      CHECK (col != NULL && layer >= 0, "%s: %s declared", precisions[p], name);
+      if (!col || layer < 0)
+        continue;
+      /* the input itself, or where backward rebuilds it (a stashed
+       * root's second instance) */
+      const int root = tt_tensor_root (m, m->layers[layer].in[0]);
+      const int gi = tt_remat_find (m, root);
+      const tt_remat *g = gi >= 0 ? &m->remat[gi] : NULL;
+      const tt_tensor *in = &m->tensors[g && g->mode != TT_REMAT_KEEP &&
+          g->twins[0] >= 0 ? g->twins[0] : root];
+      CHECK (col->first_use == col->last_use && in->last_use >=
+          col->last_use, "%s: %s lives one step (%d..%d), the input %s "
+          "until %d", precisions[p], name, col->first_use, col->last_use,
+          in->name, in->last_use);
+    }
+    tt_model_free (m);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -931,6 +989,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv_plan);
   TT_TEST_RUN (test_conv_winograd);
   TT_TEST_RUN (test_conv_half_scratch);
+  TT_TEST_RUN (test_pointwise_columns);
   TT_TEST_RUN (test_training);
   /* attention's products and matmul in bf16 */
   TT_TEST_RUN (test_attention_products);

@@ -778,8 +778,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
         }
   test_fill_nan (dw, nw);
   test_fill_nan (db, nf);
-  tt_conv2d_batch_backward_weight (NULL, &g, nf, nb, planned, dy, dw, db, col,
-      grouped);
+  tt_conv2d_batch_backward_weight (NULL, &g, nf, nb, planned, x, dy, dw, db,
+      col, grouped);
   snprintf (what, sizeof what, "conv %s%s backward_weight dw", tc->name, tag);
   test_check_close (what, dw, rdw, sdw, nw);
   snprintf (what, sizeof what, "conv %s%s backward_weight dbias", tc->name,
@@ -881,7 +881,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
       tt_conv2d_batch_backward (pool, &g, nf, nb, planned, w, dy, dw2, db2,
           dx2, col2, g2);
     } else {
-      tt_conv2d_batch_backward_weight (pool, &g, nf, nb, planned, dy, dw2,
+      tt_conv2d_batch_backward_weight (pool, &g, nf, nb, planned, x, dy, dw2,
           db2, col2, g2);
       tt_conv2d_batch_backward_input (pool, &g, nf, nb, planned, w, dy, dx2,
           col2, g2, true);

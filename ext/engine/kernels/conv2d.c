@@ -6,8 +6,9 @@
  * too small for any BLAS to run near peak).
  *
  * The columns written by forward are reused by backward_weight (no second
- * im2col), then overwritten by backward_input, which runs after it. The
- * caller owns every buffer (kernels.h).
+ * im2col), then overwritten by backward_input, which runs after it; a
+ * 1x1 kernel's are its input, which backward_weight reads instead
+ * (conv2d_pointwise). The caller owns every buffer (kernels.h).
  *
  * Half-width operands (tt_conv2d_batch_half): in bf16 or fp16 the GEMMs
  * round the columns and the regrouped output derivative anyway, so they
@@ -29,14 +30,24 @@
 #define CONV2D_CHUNK_BYTES (1024u * 1024u)
 
 /* A 1x1 kernel at stride 1 without padding: a sample's columns are its
- * input, so its own GEMM writes its output, and the input derivative's
- * GEMM writes the input derivative, with no copy after (col2im) */
+ * input, so its own GEMM reads the input and writes its output, and the
+ * input derivative's GEMM writes the input derivative, with no copy after
+ * (col2im). Forward keeps no columns: the weight gradient gathers them
+ * from the input into a buffer of its own pass (the input is usually
+ * kept for backward anyway, by the activation before it, and kept
+ * columns would be a second copy of it all step long). */
 static bool
 conv2d_pointwise (const tt_window_geom * g)
 {
   return g->kernel_h == 1 && g->kernel_w == 1 && g->stride_h == 1 &&
       g->stride_w == 1 && g->pad_top == 0 && g->pad_bottom == 0 &&
       g->pad_left == 0 && g->pad_right == 0;
+}
+
+bool
+tt_conv2d_reads_input (const tt_window_geom * g)
+{
+  return conv2d_pointwise (g);
 }
 
 /* the algorithm the geometry and the planned batch get
@@ -88,6 +99,8 @@ bool
 tt_conv2d_batch_keeps (const tt_window_geom * g, int planned, bool gradient,
     bool derivative)
 {
+  if (conv2d_pointwise (g))
+    return false;
   /* the half-width columns: the input derivative writes its own */
   if (tt_conv2d_batch_half (g, planned))
     return gradient;
@@ -117,6 +130,9 @@ tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
         (size_t) (batch) * g->channels * g->in_h * g->in_w : 0;
   if (conv2d_winograd (g, planned))
     return tt_conv2d_winograd_col_floats (g, batch, keep);
+  /* pointwise: the weight gradient's own */
+  if (conv2d_pointwise (g))
+    return gradient ? ckk_ohw * batch : 0;
   return ckk_ohw * (keep ? batch : conv2d_chunk_of (g, planned));
 }
 
@@ -135,6 +151,9 @@ tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters, int planned)
     return 0;
   if (conv2d_winograd (g, planned))
     return tt_conv2d_winograd_out_floats (g, filters, planned, false);
+  /* pointwise: each sample's GEMM writes its output */
+  if (conv2d_pointwise (g))
+    return 0;
   const int chunk = conv2d_chunk_of (g, planned);
   return chunk > 1 ? (size_t) (filters) * chunk * g->out_h * g->out_w : 0;
 }
@@ -433,13 +452,19 @@ conv2d_forward_part (void *arg, unsigned part, unsigned n_parts)
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   size_t lo, hi;
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
+  const bool pointwise = conv2d_pointwise (g);
   for (size_t b = lo; b < hi; b++) {
     const size_t at = j->keep ? b * ohw : part * ckk * ohw;
-    conv2d_im2col_into (g, j->half, j->x + b * in_sample, j->col, at, j->ld);
+    /* pointwise: the sample is its columns (rounded by the GEMM as the
+     * half columns would be) */
+    const conv2d_operand cols = pointwise ?
+        conv2d_fp32 (j->x + b * in_sample, ohw) :
+        conv2d_held (j->col, at, j->ld, j->half);
+    if (!pointwise)
+      conv2d_im2col_into (g, j->half, j->x + b * in_sample, j->col, at, j->ld);
     float *dst = j->y + b * j->filters * ohw;
     conv2d_gemm (g, false, false, j->filters, (int) ohw, ckk,
-        conv2d_fp32 (j->w, ckk), conv2d_held (j->col, at, j->ld, j->half),
-        dst, (int) ohw);
+        conv2d_fp32 (j->w, ckk), cols, dst, (int) ohw);
     if (j->bias)
       for (int f = 0; f < j->filters; f++)
         for (size_t p = 0; p < ohw; p++)
@@ -532,6 +557,22 @@ conv2d_bias_part (void *arg, unsigned part, unsigned n_parts)
   conv2d_bias_range (j, lo, hi);
 }
 
+/* pointwise: the samples' columns from the input, as forward would
+ * have kept them */
+static void
+conv2d_gather_part (void *arg, unsigned part, unsigned n_parts)
+{
+  const conv2d_job *j = arg;
+  const tt_window_geom *g = j->g;
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
+  size_t lo, hi;
+  tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
+  for (size_t b = lo; b < hi; b++)
+    conv2d_im2col_into (g, j->half, j->x + b * in_sample, j->col, b * ohw,
+        j->ld);
+}
+
 static void
 conv2d_regroup_dy (tt_threads * pool, const tt_window_geom * g, int filters,
     int batch, const float *dy, void *out, bool half)
@@ -567,7 +608,7 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
   }
   /* forward only, the chunk buffer holds conv2d_chunk_of samples'
    * columns: at most that many parts */
-  const size_t slots = keep ? (size_t) batch :
+  const size_t slots = keep || conv2d_pointwise (g) ? (size_t) batch :
       (size_t) conv2d_chunk_of (g, planned);
   const unsigned parts = tt_threads_parts (pool, (size_t) batch <
       slots ? (size_t) batch : slots, 1);
@@ -624,8 +665,8 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
 
 void
 tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
-    int filters, int batch, int planned, const float *dy, float *dw,
-    float *dbias, const void *col, void *dyg)
+    int filters, int batch, int planned, const float *x, const float *dy,
+    float *dw, float *dbias, void *col, void *dyg)
 {
   const size_t ld = (size_t) batch * g->out_h * g->out_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
@@ -641,6 +682,13 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
     return;
   }
   const bool half = tt_conv2d_batch_half (g, planned);
+  if (conv2d_pointwise (g)) {
+    conv2d_job j = {.g = g,.batch = batch,.ld = ld,.x = x,.col = col,
+      .half = half
+    };
+    tt_threads_run (pool, conv2d_gather_part, &j, tt_threads_parts (pool,
+            (size_t) batch, 1));
+  }
   conv2d_regroup_dy (pool, g, filters, batch, dy, dyg, half);
   conv2d_gemm_split (g, pool, false, true, filters, ckk, (int) ld,
       conv2d_held (dyg, 0, ld, half), conv2d_held (col, 0, ld, half), dw, ckk);

@@ -277,10 +277,17 @@ size_t tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
 void tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *x, const float *w,
     const float *bias, float *y, void *col, float *out, bool keep);
+/* x: the input, which a pointwise layer's weight gradient reads
+ * (tt_conv2d_reads_input: its columns, gathered into col here); the
+ * other algorithms read the columns forward kept */
 void tt_conv2d_batch_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, int planned,
-    const float *dy, float *dw, float *dbias, const void *col,
+    const float *x, const float *dy, float *dw, float *dbias, void *col,
     void *grouped);
+/* Whether the weight gradient reads the layer's input (1x1 kernels at
+ * stride 1 without padding: their columns are the input), so that the
+ * input lives into backward and forward keeps no columns */
+bool tt_conv2d_reads_input (const tt_window_geom * g);
 /* col: where the column gradient goes, fp32: the columns, or with
  * half-width operands a col_grad of its own */
 void tt_conv2d_batch_backward_input (tt_threads * pool,

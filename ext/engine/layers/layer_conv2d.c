@@ -212,6 +212,9 @@ conv1d_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
  * weight gradient, no input derivative: inference models, frozen first
  * layers) keeps no columns for backward: it needs those of one chunk of
  * samples, or none for the direct convolution.
+ * A 1x1 kernel at stride 1 without padding keeps no columns: its weight
+ * gradient reads the input (conv_backward_reads) and gathers the columns
+ * into a buffer of that step alone.
  * With half-width operands (tt_conv2d_batch_half) the columns and the
  * regrouped derivative take 2 bytes an element, and the column gradient
  * (fp32) is a fourth tensor of calcDerivative's alone, so that the
@@ -238,7 +241,12 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
   l->p.conv.gemm_out = -1;
   l->p.conv.dy_grouped = -1;
   l->p.conv.col_grad = -1;
-  if (ncol && half) {
+  if (ncol && tt_conv2d_reads_input (g)) {
+    /* 1x1: the weight gradient gathers its columns from the input */
+    l->p.conv.col = half ? tt_init_scratch_half (c, "im2col", ncol) :
+        tt_init_scratch (c, "im2col", ncol);
+    tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);
+  } else if (ncol && half) {
     /* im2col's: never by samples */
     l->p.conv.col = tt_init_scratch_half (c, "im2col", ncol);
     tt_init_use (c, l->p.conv.col, TT_PHASE_FORWARD);
@@ -342,7 +350,8 @@ conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
   const tt_window_geom g = conv_run_geom (c, l);
   tt_conv2d_batch_backward_weight (c->threads, &g,
       (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
-      tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->weights[0].grad),
+      tt_run_data (c, l->in[0]), tt_run_data (c, l->out_deriv[0]),
+      tt_run_data (c, l->weights[0].grad),
       l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL,
       tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped));
 }
@@ -382,11 +391,15 @@ conv_worker_floats (const tt_layer * l, uint32_t batch_size)
       l->needs_derivative);
 }
 
-/* groups > 1: the weight gradient reads the input (no columns kept) */
+/* groups > 1 and 1x1 kernels: the weight gradient reads the input (no
+ * columns kept) */
 static unsigned
 conv_backward_reads (const tt_layer * l)
 {
-  return l->p.conv.groups > 1 && l->weights[0].trainable ? TT_READS_INPUT : 0;
+  if (!l->weights[0].trainable)
+    return 0;
+  return l->p.conv.groups > 1 || tt_conv2d_reads_input (&l->p.conv.geom) ?
+      TT_READS_INPUT : 0;
 }
 
 /* the filter (its group's channels) at every output position */
@@ -480,11 +493,12 @@ conv_lora_derivative (const tt_run_ctx * c, tt_layer * l)
   tt_conv_lora_derivative (c, l);
 }
 
-/* dA reads the input */
+/* dA reads the input, as the filter's own gradient may */
 static unsigned
 conv_lora_backward_reads (const tt_layer * l)
 {
-  return l->weights[l->n_weights - 2].trainable ? TT_READS_INPUT : 0;
+  return l->weights[l->n_weights - 2].trainable ? TT_READS_INPUT :
+      conv_backward_reads (l);
 }
 
 /* the filter and the adapters at every pixel */
