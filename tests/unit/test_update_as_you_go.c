@@ -4,7 +4,7 @@
  * gradient is computed a chunk of rows at a time, each chunk applied as
  * soon as it is computed, so the gradient is never whole in the pool.
  * Training must be bit-identical to the whole-gradient path
- * (tt_model_keep_gradients) with the portable kernels, whose elements do
+ * (tt_model_set_whole_gradients) with the portable kernels, whose elements do
  * not depend on the rows of a product: weights and optimizer state after
  * a few steps compared with memcmp. OpenBLAS picks its kernels and tiles
  * by shape and by machine (OPENBLAS_CORETYPE), so a chunk of rows may
@@ -20,6 +20,7 @@
  * Usage: test_update_as_you_go SOURCE_ROOT
  */
 #include "tt_internal.h"
+#include "tt_test_hooks.h"
 #include "plan_validate.h"
 #include "tt_test.h"
 #include "plan_expect.h"
@@ -36,9 +37,17 @@ static const char *models[] = {
   "sensor_lstm.ini", "sensor_gru.ini", NULL
 };
 
+/* how a model's gradients are planned */
+typedef enum
+{
+  GRADIENTS_CHUNKED,            /* update as you go where it may */
+  GRADIENTS_WHOLE,              /* tt_model_set_whole_gradients */
+  GRADIENTS_KEPT,               /* tt_model_keep_gradients */
+} gradients_mode;
+
 static tt_model *
-open_model (const char *path, const char *text, uint32_t batch, bool whole,
-    tt_error * err)
+open_model (const char *path, const char *text, uint32_t batch,
+    gradients_mode mode, tt_error * err)
 {
   /* text: NUL-terminated */
   tt_model *m = text ? tt_model_load_ini_text (text, strlen (text), path,
@@ -46,8 +55,9 @@ open_model (const char *path, const char *text, uint32_t batch, bool whole,
   if (!m)
     return NULL;
   if ((batch && tt_model_set_batch_size (m, batch, err)) ||
-      (whole && tt_model_keep_gradients (m, err))
-      || tt_model_compile (m, err)) {
+      (mode == GRADIENTS_WHOLE && tt_model_set_whole_gradients (m, err)) ||
+      (mode == GRADIENTS_KEPT && tt_model_keep_gradients (m, err)) ||
+      tt_model_compile (m, err)) {
     tt_model_free (m);
     return NULL;
   }
@@ -122,9 +132,9 @@ compare (const char *name, const char *path, const char *text,
     uint32_t batch, int expect_chunks)
 {
   tt_error err;
-  tt_model *a = open_model (path, text, batch, false, &err);
+  tt_model *a = open_model (path, text, batch, GRADIENTS_CHUNKED, &err);
   CHECK (a != NULL, "%s: %s", name, a ? "" : err.message);
-  tt_model *b = open_model (path, text, batch, true, &err);
+  tt_model *b = open_model (path, text, batch, GRADIENTS_WHOLE, &err);
   CHECK (b != NULL, "%s: %s", name, b ? "" : err.message);
   if (a && b) {
     const uint32_t chunks = chunked_weights (a);
@@ -179,8 +189,8 @@ test_mlp_figures (void)
   char path[2048];
   tt_error err;
   snprintf (path, sizeof path, "%s/tests/models/fmnist_mlp.ini", root);
-  tt_model *a = open_model (path, NULL, 32, false, &err);
-  tt_model *b = open_model (path, NULL, 32, true, &err);
+  tt_model *a = open_model (path, NULL, 32, GRADIENTS_CHUNKED, &err);
+  tt_model *b = open_model (path, NULL, 32, GRADIENTS_WHOLE, &err);
   CHECK (a && b, "fmnist_mlp: %s", err.message);
   if (a && b) {
     CHECK (chunked_weights (a) == 2, "%u chunked", chunked_weights (a));
@@ -264,7 +274,8 @@ test_gradients_refused (void)
   const char *text = SMALL ("type=adam\nlearning_rate=0.01", "");
   for (int whole = 0; whole < 2; whole++) {
     tt_error err;
-    tt_model *m = open_model ("g", text, 0, whole, &err);
+    tt_model *m = open_model ("g", text, 0, whole ? GRADIENTS_KEPT :
+        GRADIENTS_CHUNKED, &err);
     CHECK (m != NULL, "%s", m ? "" : err.message);
     if (!m)
       continue;
@@ -310,8 +321,8 @@ test_stored_plans (void)
   char path[2048];
   tt_error err;
   snprintf (path, sizeof path, "%s/tests/models/fmnist_mlp.ini", root);
-  tt_model *a = open_model (path, NULL, 32, false, &err);
-  tt_model *b = open_model (path, NULL, 32, true, &err);
+  tt_model *a = open_model (path, NULL, 32, GRADIENTS_CHUNKED, &err);
+  tt_model *b = open_model (path, NULL, 32, GRADIENTS_WHOLE, &err);
   CHECK (a && b, "%s", err.message);
   if (!a || !b) {
     tt_model_free (a);
@@ -333,7 +344,7 @@ test_stored_plans (void)
       "gradients");
   train_steps (a, "fresh", 3);
   if (ta && tb) {
-    tt_model *c = open_model ("mlp.opt.ini", ta, 0, false, &err);
+    tt_model *c = open_model ("mlp.opt.ini", ta, 0, GRADIENTS_CHUNKED, &err);
     CHECK (c && tt_model_has_stored_plan (c) && c->plan.from_stored_plan &&
         chunked_weights (c) == 2 && c->pool_bytes == a->pool_bytes,
         "stored chunked plan: %s", c ? "" : err.message);
@@ -345,7 +356,7 @@ test_stored_plans (void)
     tt_model_free (c);
 
     /* tb is what this engine wrote before update as you go existed */
-    c = open_model ("old.opt.ini", tb, 0, false, &err);
+    c = open_model ("old.opt.ini", tb, 0, GRADIENTS_CHUNKED, &err);
     CHECK (c && c->plan.from_stored_plan && chunked_weights (c) == 0 &&
         c->pool_bytes == 3760064, "old plan: %s", c ? "" : err.message);
     if (c) {
@@ -354,15 +365,19 @@ test_stored_plans (void)
     }
     tt_model_free (c);
 
-    /* whole gradients asked of a chunked stored plan: re-planned */
-    c = open_model ("mlp.opt.ini", ta, 0, true, &err);
-    CHECK (c && !c->plan.from_stored_plan && chunked_weights (c) == 0,
-        "keep_gradients on a chunked plan: %s", c ? "" : err.message);
-    tt_model_free (c);
+    /* whole or kept gradients asked of a chunked stored plan: re-planned */
+    for (gradients_mode g = GRADIENTS_WHOLE; g <= GRADIENTS_KEPT; g++) {
+      c = open_model ("mlp.opt.ini", ta, 0, g, &err);
+      CHECK (c && !c->plan.from_stored_plan && chunked_weights (c) == 0,
+          "%s gradients on a chunked plan: %s", g == GRADIENTS_KEPT ?
+          "kept" : "whole", c ? "" : err.message);
+      tt_model_free (c);
+    }
 
     char *bad = replace (ta, "update_as_you_go = 48:12288",
         "update_as_you_go = 24:12288");
-    c = bad ? open_model ("bad.opt.ini", bad, 0, false, &err) : NULL;
+    c = bad ? open_model ("bad.opt.ini", bad, 0, GRADIENTS_CHUNKED,
+        &err) : NULL;
     CHECK (bad && !c && strstr (err.message, "update_as_you_go") &&
         strstr (err.message, "re-plan"), "foreign rule: %s", err.message);
     tt_model_free (c);
@@ -371,7 +386,8 @@ test_stored_plans (void)
     /* a chunked plan with its key removed is not a whole-gradient plan:
      * the independent sweep finds the overlap */
     bad = replace (ta, "update_as_you_go = 48:12288\n", "");
-    c = bad ? open_model ("bad2.opt.ini", bad, 0, false, &err) : NULL;
+    c = bad ? open_model ("bad2.opt.ini", bad, 0, GRADIENTS_CHUNKED,
+        &err) : NULL;
     CHECK (bad && !c && strstr (err.message, "stored plan rejected"),
         "key removed: %s", c ? "loaded" : err.message);
     tt_model_free (c);

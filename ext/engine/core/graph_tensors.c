@@ -80,8 +80,9 @@ tensors_declare_weights (tt_model * m, tt_layer * l, int li)
     if (wt->chunk_rows == 0)
       tt_tensor_use (m, wt->grad, li, TT_PHASE_APPLY);
     /* clip_grad_by_norm, loss scaling: every update waits for every
-     * gradient */
-    if (tt_model_gradients_whole (m))
+     * gradient; tt_model_keep_gradients: the caller reads every gradient
+     * after the step, so no later layer's tensor may take its bytes */
+    if (tt_model_gradients_whole (m) || m->keep_gradients)
       tt_tensor_use (m, wt->grad, li, TT_PHASE_END);
     uint32_t states = tt_optimizer_state_count (&m->opt);
     for (uint32_t s = 0; s < states; s++) {

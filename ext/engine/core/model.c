@@ -142,6 +142,16 @@ tt_model_keep_gradients (tt_model * m, tt_error * err)
 }
 
 tt_status
+tt_model_set_whole_gradients (tt_model * m, tt_error * err)
+{
+  if (m->compiled)
+    return tt_fail (err, TT_ERR_STATE,
+        "%s: ask for whole gradients before compiling", m->path);
+  m->whole_gradients = true;
+  return TT_OK;
+}
+
+tt_status
 tt_model_set_inference (tt_model * m, bool inference, tt_error * err)
 {
   if (m->compiled)

@@ -231,10 +231,12 @@ struct tt_model {
   /* update as you go (graph_tensors.c): large gradients of layers that
    * can (tt_layer_ops.chunked_gradient) are computed in chunks, each
    * applied at once, so the gradient is never whole. Decided by the plan
-   * (off with clip_grad_by_norm, with tt_model_keep_gradients, and for a
-   * stored plan without [Plan] update_as_you_go) */
+   * (off with clip_grad_by_norm, with tt_model_keep_gradients or
+   * tt_model_set_whole_gradients, and for a stored plan without [Plan]
+   * update_as_you_go) */
   bool update_as_you_go;
   bool keep_gradients;          /* tt_model_keep_gradients */
+  bool whole_gradients;         /* tt_model_set_whole_gradients */
   /* [Model] save_best_path as written, or NULL (tt_model_save_best_path) */
   char *save_best_path;
   /* tt_model_save_best's record: the best validation accuracy and the
@@ -324,8 +326,10 @@ struct tt_model {
   struct tt_fcache *fcache;
 };
 
-/* Before compiling: plan whole gradients (no update as you go), so that
- * tt_model_gradients can leave them readable. */
+/* Before compiling: plan whole gradients (no update as you go), each
+ * living to the end of the step, so that every weight's gradient is
+ * readable after tt_model_gradients (or a training step). A stored plan
+ * is not used: it lets later tensors reuse a gradient's bytes. */
 tt_status tt_model_keep_gradients (tt_model * m, tt_error * err);
 /* Rows of a chunk of a weight gradient of rows x cols floats (update as
  * you go): a multiple of TT_GRAD_CHUNK_QUANTUM (tt_layer.h) near

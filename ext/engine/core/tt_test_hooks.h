@@ -15,6 +15,14 @@
  * test_golden). Defined in core/model.c. */
 tt_status tt_model_request_input_derivative (tt_model * model, tt_error * err);
 
+/* Before compile: no update as you go, every gradient whole (as when
+ * OpenBLAS runs on several threads), living from its layer's
+ * calc_gradient to its update as in training, unlike
+ * tt_model_keep_gradients's, which live to the end of the step; so that
+ * a test compares chunked training and pools with whole gradients'.
+ * Defined in core/model.c. */
+tt_status tt_model_set_whole_gradients (tt_model * model, tt_error * err);
+
 /* A model laid out by halves for two threads keeps a second layout for
  * the steps it runs inline (core/layout_switch.c). which: 0 the pool's
  * choice (the default), 1 the one-thread layout for every step, 2 the

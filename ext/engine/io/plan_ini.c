@@ -468,12 +468,14 @@ tt_plan_ini_serves (const tt_model * m)
   plan_u64 (plan_get (m, "plan", "pool_size"), UINT64_MAX, &pool);
   /* a plan over the limit asked for is planned afresh under it; so is
    * one made for another activation type (mixed precision: a precision
-   * set over the INI's) */
+   * set over the INI's), and any plan when gradients are kept: a stored
+   * plan lets later tensors reuse a gradient's bytes */
   const int acts = plan_activations (m);
   return m->stored_plan && m->plan_mode == TT_PLAN_AUTO &&
       (acts < 0 || acts == plan_activations_wanted (m)) &&
       tt_plan_ini_inference (m) == m->inference &&
-      !(m->keep_gradients && plan_get (m, "plan", "update_as_you_go")) &&
+      !m->keep_gradients &&
+      !(m->whole_gradients && plan_get (m, "plan", "update_as_you_go")) &&
       !(tt_model_gradients_whole (m) &&
       plan_get (m, "plan", "update_as_you_go")) &&
       !(m->memory_limit && pool > m->memory_limit);

@@ -184,7 +184,8 @@ tt_plan_build (tt_model * m, tt_error * err)
    * those of the whole product (measured: 4% to 16% of them differ in the
    * last bits with 2 threads and 48-row chunks); whole gradients keep such
    * training what it was */
-  m->update_as_you_go = !m->keep_gradients && !m->inference &&
+  m->update_as_you_go = !m->keep_gradients && !m->whole_gradients &&
+      !m->inference &&
       !tt_model_gradients_whole (m) && tt_blas_thread_count () <= 1;
   tt_graph_declare_tensors (m);
   if (m->tensor_oom)
