@@ -4,8 +4,10 @@
  * of its independent validator (ext/engine/plan_validate.h).
  *
  * - Hand-made sets with a known optimum: chains, all-overlapping, gap
- *   filling, a set where largest-first alone is not optimal, zero-size
- *   and single tensors, alignment rounding, invalid input and overflow.
+ *   filling, a set where largest-first alone is not optimal, one where
+ *   only the peak-first construction is (a long-lived tensor under the
+ *   peak), zero-size and single tensors, alignment rounding, invalid
+ *   input and overflow.
  * - Property test: TEST_SETS random sets of TEST_TENSORS tensors shaped
  *   like a training step (whole-range weights, forward activations kept
  *   until their backward step, short temporaries, gradients), each
@@ -185,6 +187,26 @@ test_small_sets (void)
   test_set (t, 3, 3 * u, 0, 0); /* D */
   CHECK (tt_plan_lower_bound (t, 4, 64) == 11 * u, "largest-first: bound");
   test_plan_expect ("largest-first fails", t, 4, 64, 11 * u);
+
+  /* A long-lived tensor under the peak (transfer_frozen's shape): L
+   * (labels, 0..5) is live at the peak step 4 and overlaps S (a loss
+   * output, 5..20), which is not. By duration S goes lowest and L onto
+   * it, so the peak's stack carries S; P under L fills only 3 of its 4
+   * units, and C, I, G end at 14 units. Every other classic order and
+   * the search from them also end at 14. The tensors live at the peak
+   * first, longest-lived lowest (L, P, C, then I, G), tile the bound,
+   * 13 units; S then fits beside P and A above it. */
+  test_set (t, 0, 3 * u, 0, 5); /* L */
+  test_set (t, 1, 4 * u, 5, 20);        /* S */
+  test_set (t, 2, 6 * u, 1, 2); /* A */
+  test_set (t, 3, 3 * u, 2, 4); /* P */
+  test_set (t, 4, 2 * u, 4, 5); /* C */
+  test_set (t, 5, 3 * u, 4, 4); /* I */
+  test_set (t, 6, 2 * u, 4, 4); /* G */
+  CHECK (tt_plan_lower_bound (t, 7, 64) == 13 * u, "peak bridge: bound");
+  test_plan_expect ("peak bridge", t, 7, 64, 13 * u);
+  CHECK (tt_plan_assign_offsets_search (t, 7, 64, true) == 13 * u,
+      "peak bridge: thorough");
 
   /* Zero-size tensors: offset 0, no bytes, no effect on the pool. */
   test_set (t, 0, 0, 0, 9);
