@@ -88,12 +88,19 @@ data_for () {
   esac
 }
 
-# each epoch's val_accuracy of one training, the last one last
-accuracies () {
+# one training's output into $tmp/out, its epoch lines into $tmp/epochs
+train () {
   "$cli" train "$1" --data "$train_images" --labels "$train_labels" \
     --valid-data "$valid_images" --valid-labels "$valid_labels" \
-    ${limits[@]+"${limits[@]}"} --epochs "$epochs" --seed "$2" 2>&1 |
-    sed -n 's/.*val_accuracy=\([0-9.]*\).*/\1/p' | tr '\n' ' '
+    ${limits[@]+"${limits[@]}"} --epochs "$epochs" --seed "$2" \
+    > "$tmp/out" 2>&1 || true
+  grep '^epoch=' "$tmp/out" > "$tmp/epochs" || true
+}
+
+# each epoch's KEY (val_accuracy, loss, val_loss) in the last
+# training's epoch lines, the last epoch last
+epoch_figures () {
+  sed -n "s/.* $1=\([0-9.a-z]*\).*/\1/p" "$tmp/epochs" | tr '\n' ' '
 }
 
 # seeds outer, types inner: an interrupted run has whole seeds (each at
@@ -106,13 +113,25 @@ for ini in "$@"; do
   for s in $seeds; do
     for type in FP32 $types; do
       m=$(model_at "$ini" "$type")
-      all=$(accuracies "$m" "$s")
+      train "$m" "$s"
+      all=$(epoch_figures val_accuracy)
       a=${all% }
       a=${a##* }
-      [ -n "$a" ] || { echo "$ini ($type): no val_accuracy" >&2; exit 1; }
+      if [ -z "$a" ]; then
+        tail -n 3 "$tmp/out" >&2
+        echo "$ini ($type): no val_accuracy" >&2
+        exit 1
+      fi
+      loss=$(epoch_figures loss)
+      loss=${loss% }
+      val_loss=$(epoch_figures val_loss)
+      val_loss=${val_loss% }
       # each training as it ends (a long run's partial results), with
-      # every epoch's validation accuracy
-      echo "# $name $type seed $s: $a (epochs: ${all% })" >&2
+      # every epoch's validation accuracy, and the last epoch's training
+      # and validation loss: a model that fits the training set less but
+      # validates better is regularised, not faster
+      echo "# $name $type seed $s: $a (epochs: ${all% }; last epoch:" \
+        "loss ${loss##* }, val_loss ${val_loss##* })" >&2
       accs[$type]="${accs[$type]:-} $a"
     done
   done
