@@ -5,7 +5,10 @@
 # the 10,000 test images, once as written (FP32-FP32) and once with
 # [Model] model_tensor_type = FP32-A for each activation type A in TYPES,
 # the same seeds; prints the last epoch's validation accuracy of each
-# seed, their mean, and the difference from fp32 in points.
+# seed, their mean, and the difference from fp32 in points. A type
+# A/PART (BF16/gemm, BF16/stash) trains at A with TT_HALF_ONLY=PART in
+# the environment: only the GEMMs' rounded inputs, or only the stash
+# (docs/precision.md, "MobileNetV2 on upscaled Fashion-MNIST").
 #
 # Usage: [BUILD=DIR] [EPOCHS=N] [SEEDS="1 2"] [TYPES="BF16 FP16"]
 #        [SAMPLES=N] [VALID_SAMPLES=N]
@@ -88,8 +91,10 @@ data_for () {
   esac
 }
 
-# one training's output into $tmp/out, its epoch lines into $tmp/epochs
+# one training's output into $tmp/out, its epoch lines into $tmp/epochs;
+# $3: TT_HALF_ONLY's value (empty: both parts of a half type)
 train () {
+  TT_HALF_ONLY=$3 \
   "$cli" train "$1" --data "$train_images" --labels "$train_labels" \
     --valid-data "$valid_images" --valid-labels "$valid_labels" \
     ${limits[@]+"${limits[@]}"} --epochs "$epochs" --seed "$2" \
@@ -106,14 +111,16 @@ epoch_figures () {
 # seeds outer, types inner: an interrupted run has whole seeds (each at
 # every type) in its progress lines
 declare -A accs
-printf '%-12s %-5s %-24s %8s %8s\n' model type accuracies mean points
+printf '%-16s %-10s %-24s %8s %8s\n' model type accuracies mean points
 for ini in "$@"; do
   data_for "$ini"
   name=$(basename "$ini" .ini)
   for s in $seeds; do
     for type in FP32 $types; do
-      m=$(model_at "$ini" "$type")
-      train "$m" "$s"
+      m=$(model_at "$ini" "${type%%/*}")
+      part=""
+      [ "$type" = "${type%%/*}" ] || part=${type#*/}
+      train "$m" "$s" "$part"
       all=$(epoch_figures val_accuracy)
       a=${all% }
       a=${a##* }
@@ -140,7 +147,7 @@ for ini in "$@"; do
     mean=$(printf '%s\n' ${accs[$type]} |
       awk '{s += $1} END {printf "%.4f", s / NR}')
     [ -n "$base" ] || base=$mean
-    printf '%-12s %-5s %-24s %8s %+8.2f\n' "$name" "$type" \
+    printf '%-16s %-10s %-24s %8s %+8.2f\n' "$name" "$type" \
       "${accs[$type]# }" "$mean" "$(awk -v a="$mean" -v b="$base" \
         'BEGIN {print (a - b) * 100}')"
     accs[$type]=""
