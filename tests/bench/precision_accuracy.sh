@@ -5,7 +5,10 @@
 # the 10,000 test images, once as written (FP32-FP32) and once with
 # [Model] model_tensor_type = FP32-A for each activation type A in TYPES,
 # the same seeds; prints the last epoch's validation accuracy of each
-# seed, their mean, and the difference from fp32 in points.
+# seed, their mean, and the difference from fp32 in points. A type
+# A/PART (BF16/gemm, BF16/stash) trains at A with TT_HALF_ONLY=PART in
+# the environment: only the GEMMs' rounded inputs, or only the stash
+# (docs/precision.md, "MobileNetV2 on upscaled Fashion-MNIST").
 #
 # Usage: [BUILD=DIR] [EPOCHS=N] [SEEDS="1 2"] [TYPES="BF16 FP16"]
 #        [SAMPLES=N] [VALID_SAMPLES=N]
@@ -88,31 +91,54 @@ data_for () {
   esac
 }
 
-# each epoch's val_accuracy of one training, the last one last
-accuracies () {
+# one training's output into $tmp/out, its epoch lines into $tmp/epochs;
+# $3: TT_HALF_ONLY's value (empty: both parts of a half type)
+train () {
+  TT_HALF_ONLY=$3 \
   "$cli" train "$1" --data "$train_images" --labels "$train_labels" \
     --valid-data "$valid_images" --valid-labels "$valid_labels" \
-    ${limits[@]+"${limits[@]}"} --epochs "$epochs" --seed "$2" 2>&1 |
-    sed -n 's/.*val_accuracy=\([0-9.]*\).*/\1/p' | tr '\n' ' '
+    ${limits[@]+"${limits[@]}"} --epochs "$epochs" --seed "$2" \
+    > "$tmp/out" 2>&1 || true
+  grep '^epoch=' "$tmp/out" > "$tmp/epochs" || true
+}
+
+# each epoch's KEY (val_accuracy, loss, val_loss) in the last
+# training's epoch lines, the last epoch last
+epoch_figures () {
+  sed -n "s/.* $1=\([0-9.a-z]*\).*/\1/p" "$tmp/epochs" | tr '\n' ' '
 }
 
 # seeds outer, types inner: an interrupted run has whole seeds (each at
 # every type) in its progress lines
 declare -A accs
-printf '%-12s %-5s %-24s %8s %8s\n' model type accuracies mean points
+printf '%-16s %-10s %-24s %8s %8s\n' model type accuracies mean points
 for ini in "$@"; do
   data_for "$ini"
   name=$(basename "$ini" .ini)
   for s in $seeds; do
     for type in FP32 $types; do
-      m=$(model_at "$ini" "$type")
-      all=$(accuracies "$m" "$s")
+      m=$(model_at "$ini" "${type%%/*}")
+      part=""
+      [ "$type" = "${type%%/*}" ] || part=${type#*/}
+      train "$m" "$s" "$part"
+      all=$(epoch_figures val_accuracy)
       a=${all% }
       a=${a##* }
-      [ -n "$a" ] || { echo "$ini ($type): no val_accuracy" >&2; exit 1; }
+      if [ -z "$a" ]; then
+        tail -n 3 "$tmp/out" >&2
+        echo "$ini ($type): no val_accuracy" >&2
+        exit 1
+      fi
+      loss=$(epoch_figures loss)
+      loss=${loss% }
+      val_loss=$(epoch_figures val_loss)
+      val_loss=${val_loss% }
       # each training as it ends (a long run's partial results), with
-      # every epoch's validation accuracy
-      echo "# $name $type seed $s: $a (epochs: ${all% })" >&2
+      # every epoch's validation accuracy, and the last epoch's training
+      # and validation loss: a model that fits the training set less but
+      # validates better is regularised, not faster
+      echo "# $name $type seed $s: $a (epochs: ${all% }; last epoch:" \
+        "loss ${loss##* }, val_loss ${val_loss##* })" >&2
       accs[$type]="${accs[$type]:-} $a"
     done
   done
@@ -121,7 +147,7 @@ for ini in "$@"; do
     mean=$(printf '%s\n' ${accs[$type]} |
       awk '{s += $1} END {printf "%.4f", s / NR}')
     [ -n "$base" ] || base=$mean
-    printf '%-12s %-5s %-24s %8s %+8.2f\n' "$name" "$type" \
+    printf '%-16s %-10s %-24s %8s %+8.2f\n' "$name" "$type" \
       "${accs[$type]# }" "$mean" "$(awk -v a="$mean" -v b="$base" \
         'BEGIN {print (a - b) * 100}')"
     accs[$type]=""

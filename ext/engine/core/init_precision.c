@@ -12,5 +12,5 @@ tt_init_gemm_inputs (const tt_init_ctx * c)
 {
   if (!c->owner || !c->owner->model)
     return TT_PRECISION_FP32;
-  return c->owner->model->activation_type;
+  return tt_model_gemm_inputs (c->owner->model);
 }

@@ -233,8 +233,8 @@ tt_model_compile (tt_model * m, tt_error * err)
   if (m->compiled)
     return tt_fail (err, TT_ERR_STATE, "%s: already compiled", m->path);
   tt_blas_threads_default ();
-  tt_status st = tt_graph_build (m, err);
-  if (st)
+  tt_status st = tt_half_only_read (m, err);
+  if (st || (st = tt_graph_build (m, err)))
     return st;
   m->canonical = malloc (m->n_layers * sizeof *m->canonical);
   m->exec = malloc (m->n_layers * sizeof *m->exec);

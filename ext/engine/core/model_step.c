@@ -65,7 +65,7 @@ model_feed (tt_model * m, uint32_t n, const void *const *inputs,
   /* mixed precision (docs/precision.md): bf16 and fp16 activations
    * round the layers' GEMM inputs to their format (sums in fp32), in
    * training and in evaluation */
-  m->run.gemm_inputs = m->activation_type;
+  m->run.gemm_inputs = tt_model_gemm_inputs (m);
   return TT_OK;
 }
 

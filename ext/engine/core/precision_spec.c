@@ -7,6 +7,7 @@
 #include "tt_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -80,6 +81,31 @@ tt_model_set_precision (tt_model * m, const char *spec, tt_error * err)
   if (weight >= 0)
     m->weight_type = (tt_precision) weight;
   return TT_OK;
+}
+
+tt_status
+tt_half_only_read (tt_model * m, tt_error * err)
+{
+  const char *v = getenv ("TT_HALF_ONLY");
+  m->half_only = TT_HALF_BOTH;
+  if (!v || !*v)
+    return TT_OK;
+  if (!strcmp (v, "gemm"))
+    m->half_only = TT_HALF_GEMM_ONLY;
+  else if (!strcmp (v, "stash"))
+    m->half_only = TT_HALF_STASH_ONLY;
+  else
+    return tt_fail (err, TT_ERR_INVALID, "%s: TT_HALF_ONLY='%s' in the "
+        "environment: use gemm (the stash in fp32) or stash (the GEMMs' "
+        "inputs in fp32), or leave it unset", m->path, v);
+  return TT_OK;
+}
+
+tt_precision
+tt_model_gemm_inputs (const tt_model * m)
+{
+  return m->half_only == TT_HALF_STASH_ONLY ? TT_PRECISION_FP32 :
+      m->activation_type;
 }
 
 const char *

@@ -29,7 +29,8 @@
 bool
 tt_stash_on (const tt_model * m)
 {
-  return !m->inference && (m->activation_type == TT_PRECISION_BF16 ||
+  return !m->inference && m->half_only != TT_HALF_GEMM_ONLY &&
+      (m->activation_type == TT_PRECISION_BF16 ||
       m->activation_type == TT_PRECISION_FP16);
 }
 

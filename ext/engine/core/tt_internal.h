@@ -52,6 +52,13 @@ void tt_ini_text_lower (char *s);
 tt_status tt_ini_strict_check (const char *text, size_t len,
     const char *name, size_t *skip, tt_error * err);
 
+/* ---- mixed precision ------------------------------------------------ */
+
+/* the parts of a half activation type that apply (tt_half_only_read) */
+typedef enum {
+  TT_HALF_BOTH, TT_HALF_GEMM_ONLY, TT_HALF_STASH_ONLY
+} tt_half_only;
+
 /* ---- optimizer ------------------------------------------------------- */
 
 typedef enum { TT_OPT_SGD, TT_OPT_ADAM, TT_OPT_ADAMW } tt_optimizer_type;
@@ -221,6 +228,10 @@ struct tt_model {
    * inputs); loss_scale: [Model] loss_scale, 0 when loss scaling is off,
    * else the current scale of dynamic loss scaling */
   tt_precision weight_type, activation_type;
+  /* a bench's ablation of a half activation type (tt_half_only_read):
+   * which of its two parts apply, the GEMMs' rounded inputs and the
+   * stash; both unless TT_HALF_ONLY names one */
+  tt_half_only half_only;
   float loss_scale;
   /* dynamic loss scaling (core/loss_scale.c): good steps in a row since
    * the scale last changed, how many double it (2000, nntrainer's; a test
@@ -676,6 +687,16 @@ void tt_model_scale_gradients (tt_model * m, float s);
  * neither. *weight is -1 for the short form. */
 bool tt_precision_parse (const char *spec, int *weight, tt_precision * act);
 const char *tt_precision_name (tt_precision p);
+/* precision_spec.c, for a bench only (docs/precision.md, "MobileNetV2 on
+ * upscaled Fashion-MNIST"): TT_HALF_ONLY in the environment, read at
+ * compile into m->half_only: "gemm" keeps a half activation type's
+ * rounding of the GEMMs' inputs and the stash in fp32, "stash" the
+ * stash and the GEMMs in fp32; unset or empty, both. Anything else
+ * fails, naming the variable. */
+tt_status tt_half_only_read (tt_model * m, tt_error * err);
+/* the GEMMs' input format of m (activation_type, unless TT_HALF_ONLY
+ * keeps them fp32) */
+tt_precision tt_model_gemm_inputs (const tt_model * m);
 #define TT_PRECISION_CHOICES "fp32, bf16, fp16, or W-A with W and A each " \
     "FP32, FP16 or BF16 (FP16-FP16, FP32-BF16, ...; nntrainer's W16A16, " \
     "W16A32, W32A16, W32A32)"
