@@ -53,6 +53,7 @@
  * already (read in place): the same blocks, the same bits.
  */
 #include "kernels.h"
+#include "half_block.h"
 
 #include <string.h>
 
@@ -73,31 +74,12 @@ widen_bf16_rows (const void *src, size_t ld, int rows, int cols, float *dst)
         (size_t) cols);
 }
 
-/* rows x cols of src (row stride lds) to bf16, row stride cols */
-static void
-f32_block_to_bf16 (const float *src, size_t lds, int rows, int cols,
-    uint16_t * dst)
-{
-  for (int r = 0; r < rows; r++)
-    tt_f32_to_bf16 (src + (size_t) r * lds, dst + (size_t) r * cols,
-        (size_t) cols);
-}
-
-/* the block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
- * operand as bf16: in place when it is bf16 already (*ld its stride),
- * else rounded into buf (*ld = cols) */
+/* an operand's block as bf16 (half_block.h) */
 static const uint16_t *
 bf16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
     uint16_t * buf, int *ld)
 {
-  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
-  if (o.half) {
-    *ld = o.ld;
-    return (const uint16_t *) o.p + at;
-  }
-  f32_block_to_bf16 ((const float *) o.p + at, (size_t) o.ld, rows, cols, buf);
-  *ld = cols;
-  return buf;
+  return tt_half_block (o, tt_f32_to_bf16, r0, c0, rows, cols, buf, ld);
 }
 
 /* ---- AVX-512 BF16 ---------------------------------------------------- */

@@ -26,6 +26,7 @@
  * whole, on either path.
  */
 #include "kernels.h"
+#include "half_block.h"
 
 #include <math.h>
 #include <string.h>
@@ -186,30 +187,12 @@ tt_gemm_f16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 #define FN 128
 #define FM 128
 
-static void
-f32_block_to_f16 (const float *src, size_t lds, int rows, int cols,
-    uint16_t * dst)
-{
-  for (int r = 0; r < rows; r++)
-    tt_f32_to_f16 (src + (size_t) r * lds, dst + (size_t) r * cols,
-        (size_t) cols);
-}
-
-/* the block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
- * operand as fp16: in place when it is fp16 already (*ld its stride),
- * else rounded into buf (*ld = cols) */
+/* an operand's block as fp16 (half_block.h) */
 static const uint16_t *
 f16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
     uint16_t * buf, int *ld)
 {
-  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
-  if (o.half) {
-    *ld = o.ld;
-    return (const uint16_t *) o.p + at;
-  }
-  f32_block_to_f16 ((const float *) o.p + at, (size_t) o.ld, rows, cols, buf);
-  *ld = cols;
-  return buf;
+  return tt_half_block (o, tt_f32_to_f16, r0, c0, rows, cols, buf, ld);
 }
 
 static void
