@@ -53,6 +53,7 @@
  * already (read in place): the same blocks, the same bits.
  */
 #include "kernels.h"
+#include "half_block.h"
 
 #include <string.h>
 
@@ -71,33 +72,6 @@ widen_bf16_rows (const void *src, size_t ld, int rows, int cols, float *dst)
   for (int r = 0; r < rows; r++)
     tt_bf16_to_f32 (s + (size_t) r * ld, dst + (size_t) r * cols,
         (size_t) cols);
-}
-
-/* rows x cols of src (row stride lds) to bf16, row stride cols */
-static void
-f32_block_to_bf16 (const float *src, size_t lds, int rows, int cols,
-    uint16_t * dst)
-{
-  for (int r = 0; r < rows; r++)
-    tt_f32_to_bf16 (src + (size_t) r * lds, dst + (size_t) r * cols,
-        (size_t) cols);
-}
-
-/* the block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
- * operand as bf16: in place when it is bf16 already (*ld its stride),
- * else rounded into buf (*ld = cols) */
-static const uint16_t *
-bf16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
-    uint16_t * buf, int *ld)
-{
-  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
-  if (o.half) {
-    *ld = o.ld;
-    return (const uint16_t *) o.p + at;
-  }
-  f32_block_to_bf16 ((const float *) o.p + at, (size_t) o.ld, rows, cols, buf);
-  *ld = cols;
-  return buf;
 }
 
 /* ---- AVX-512 BF16 ---------------------------------------------------- */
@@ -279,6 +253,14 @@ bf16_tile (int mr, int nr, int kq, const uint16_t * a, ptrdiff_t rs,
 /* Rows of op(A) taken at a time when A is fp32, rounded into a buffer
  * (the block of K by these rows) once for every block of columns */
 #define AMB 128
+
+/* an operand's block as bf16 (half_block.h) */
+static const uint16_t *
+bf16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
+    uint16_t * buf, int *ld)
+{
+  return tt_half_block (o, tt_f32_to_bf16, r0, c0, rows, cols, buf, ld);
+}
 
 /* Operands of either kind (tt_gemm_operand): an fp32 one is rounded a
  * block at a time (B's KC x NC block once, A's KC x AMB rows once per
@@ -476,13 +458,18 @@ tt_gemm_bf16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 
 /* ---- fp32 operands, rounded to bf16 a block at a time ----------------- */
 
-/* multiples of KC, AKC and the widened path's 128 columns of K, of NC,
- * ANC and its 128 columns, of MR, AMR and its 64 rows (gemm_widened.c):
- * each block's tt_gemm_bf16 makes the sums, in the order, of the whole
- * product's */
-#define FK 256
-#define FN 128
-#define FM 128
+/* tt_half_blocks_gemm's blocks start on the K blocks, column blocks and
+ * row tiles of every path of tt_gemm_bf16 */
+_Static_assert (TT_HALF_BLOCK_K % TT_GEMM_WIDEN_COLS == 0
+    && TT_HALF_BLOCK_N % TT_GEMM_WIDEN_COLS == 0
+    && TT_HALF_BLOCK_M % TT_GEMM_WIDEN_ROWS == 0, "the widened path's blocks");
+#if defined(__x86_64__) && defined(__GNUC__)
+_Static_assert (TT_HALF_BLOCK_K % KC == 0 && TT_HALF_BLOCK_N % NC == 0
+    && TT_HALF_BLOCK_M % MR == 0, "AVX-512 BF16's blocks");
+#elif defined(BF16_BFDOT)
+_Static_assert (TT_HALF_BLOCK_K % AKC == 0 && TT_HALF_BLOCK_N % ANC == 0
+    && TT_HALF_BLOCK_M % AMR == 0, "BFDOT's blocks");
+#endif
 
 void
 tt_gemm_bf16_mixed (bool trans_a, bool trans_b, int m, int n, int k,
@@ -507,29 +494,8 @@ tt_gemm_bf16_mixed (bool trans_a, bool trans_b, int m, int n, int k,
     return;
   }
 #endif
-  _Alignas (64) uint16_t bh[FK * FN];
-  _Alignas (64) uint16_t ah[FM * FK];
-  for (int p0 = 0; p0 < k; p0 += FK) {
-    const int kb = bf16_min (FK, k - p0);
-    const float bet = p0 == 0 ? beta : 1.0f;
-    for (int j0 = 0; j0 < n; j0 += FN) {
-      const int nb = bf16_min (FN, n - j0);
-      /* the block keeps B's layout: nb rows of kb (transposed) or kb
-       * rows of nb */
-      int ldbb, ldab;
-      const uint16_t *bb = trans_b ?
-          bf16_block (b, j0, p0, nb, kb, bh, &ldbb) :
-          bf16_block (b, p0, j0, kb, nb, bh, &ldbb);
-      for (int i0 = 0; i0 < m; i0 += FM) {
-        const int mb = bf16_min (FM, m - i0);
-        const uint16_t *ab = trans_a ?
-            bf16_block (a, p0, i0, kb, mb, ah, &ldab) :
-            bf16_block (a, i0, p0, mb, kb, ah, &ldab);
-        tt_gemm_bf16 (trans_a, trans_b, mb, nb, kb, alpha, ab, ldab, bb, ldbb,
-            bet, c + (size_t) i0 * ldc + j0, ldc);
-      }
-    }
-  }
+  tt_half_blocks_gemm (tt_f32_to_bf16, tt_gemm_bf16, trans_a, trans_b, m, n,
+      k, alpha, a, b, beta, c, ldc);
 }
 
 void

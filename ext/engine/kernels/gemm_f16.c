@@ -26,6 +26,7 @@
  * whole, on either path.
  */
 #include "kernels.h"
+#include "half_block.h"
 
 #include <math.h>
 #include <string.h>
@@ -180,64 +181,18 @@ tt_gemm_f16 (bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 /* ---- fp32 operands, rounded to fp16 a block at a time ----------------- */
 
 #ifdef F16_FHM
-/* multiples of KC, NC and MR: each block's tt_gemm_f16 makes the sums, in
- * the order, of the whole product's */
-#define FK 256
-#define FN 128
-#define FM 128
+/* tt_half_blocks_gemm's blocks start on the FMLAL kernel's */
+_Static_assert (TT_HALF_BLOCK_K % KC == 0 && TT_HALF_BLOCK_N % NC == 0
+    && TT_HALF_BLOCK_M % MR == 0, "FMLAL's blocks");
 
-static void
-f32_block_to_f16 (const float *src, size_t lds, int rows, int cols,
-    uint16_t * dst)
-{
-  for (int r = 0; r < rows; r++)
-    tt_f32_to_f16 (src + (size_t) r * lds, dst + (size_t) r * cols,
-        (size_t) cols);
-}
-
-/* the block of op rows [r0, r0 + rows) x columns [c0, c0 + cols) of an
- * operand as fp16: in place when it is fp16 already (*ld its stride),
- * else rounded into buf (*ld = cols) */
-static const uint16_t *
-f16_block (tt_gemm_operand o, int r0, int c0, int rows, int cols,
-    uint16_t * buf, int *ld)
-{
-  const size_t at = (size_t) r0 * (size_t) o.ld + (size_t) c0;
-  if (o.half) {
-    *ld = o.ld;
-    return (const uint16_t *) o.p + at;
-  }
-  f32_block_to_f16 ((const float *) o.p + at, (size_t) o.ld, rows, cols, buf);
-  *ld = cols;
-  return buf;
-}
-
+/* fp32 operands rounded to fp16 a block at a time (half_block.h) */
 static void
 gemm_f16_mixed_fhm (bool trans_a, bool trans_b, int m, int n, int k,
     float alpha, tt_gemm_operand a, tt_gemm_operand b, float beta, float *c,
     int ldc)
 {
-  _Alignas (64) uint16_t bh[FK * FN];
-  _Alignas (64) uint16_t ah[FM * FK];
-  for (int p0 = 0; p0 < k; p0 += FK) {
-    const int kb = f16_min (FK, k - p0);
-    const float bet = p0 == 0 ? beta : 1.0f;
-    for (int j0 = 0; j0 < n; j0 += FN) {
-      const int nb = f16_min (FN, n - j0);
-      int ldbb, ldab;
-      const uint16_t *bb = trans_b ?
-          f16_block (b, j0, p0, nb, kb, bh, &ldbb) :
-          f16_block (b, p0, j0, kb, nb, bh, &ldbb);
-      for (int i0 = 0; i0 < m; i0 += FM) {
-        const int mb = f16_min (FM, m - i0);
-        const uint16_t *ab = trans_a ?
-            f16_block (a, p0, i0, kb, mb, ah, &ldab) :
-            f16_block (a, i0, p0, mb, kb, ah, &ldab);
-        gemm_f16_fhm (trans_a, trans_b, mb, nb, kb, alpha, ab, ldab, bb, ldbb,
-            bet, c + (size_t) i0 * ldc + j0, ldc);
-      }
-    }
-  }
+  tt_half_blocks_gemm (tt_f32_to_f16, gemm_f16_fhm, trans_a, trans_b, m, n,
+      k, alpha, a, b, beta, c, ldc);
 }
 #endif
 

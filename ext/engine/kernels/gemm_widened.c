@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#define WM 64
+#define WM TT_GEMM_WIDEN_ROWS
 #define WK TT_GEMM_WIDEN_COLS
 #define WN TT_GEMM_WIDEN_COLS
 

@@ -77,8 +77,10 @@ void tt_gemm_split_mixed (tt_threads * pool, tt_gemm_mixed_fn * one,
 /* The half-width GEMMs' portable path (gemm_widened.c): blocks of A and
  * B widened to fp32 by their widen functions, rows x cols of a matrix of
  * row stride ld elements into dst (row stride cols, cols at most
- * TT_GEMM_WIDEN_COLS), multiplied by tt_gemm */
+ * TT_GEMM_WIDEN_COLS), multiplied by tt_gemm; A's blocks are
+ * TT_GEMM_WIDEN_ROWS rows */
 #define TT_GEMM_WIDEN_COLS 128
+#define TT_GEMM_WIDEN_ROWS 64
 typedef void tt_widen_rows_fn (const void *src, size_t ld, int rows,
     int cols, float *dst);
 /* an operand of tt_gemm_widened: elements of es bytes, and how they widen */
