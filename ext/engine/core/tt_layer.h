@@ -56,6 +56,10 @@ float tt_rng_normal (tt_rng * rng);
  * keep: a dropout mask, the same draws as n calls of tt_rng_uniform */
 void tt_rng_mask (tt_rng * rng, float *mask, size_t n, float rate,
     float keep);
+/* The same draws and rule as tt_rng_mask, kept as one byte an element:
+ * mask[i] = 0 where tt_rng_mask writes 0, else 1 (a dropout multiplies
+ * by keep where it is 1: tt_dropout_apply) */
+void tt_rng_mask_bytes (tt_rng * rng, uint8_t * mask, size_t n, float rate);
 
 /* ---- tensors --------------------------------------------------------- */
 
@@ -271,6 +275,11 @@ int tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix,
 int tt_init_scratch_half (tt_init_ctx * c, const char *suffix, size_t count);
 int tt_init_scratch_half_by_samples (tt_init_ctx * c, const char *suffix,
     size_t count);
+/* Scratch of bytes single bytes (a dropout's mask), rounded up to whole
+ * floats of the pool; read it with tt_run_bytes. _by_samples: as above. */
+int tt_init_scratch_bytes (tt_init_ctx * c, const char *suffix, size_t bytes);
+int tt_init_scratch_bytes_by_samples (tt_init_ctx * c, const char *suffix,
+    size_t bytes);
 /* declare: the layer touches tensor id in that phase (its lifetime) */
 void tt_init_use (tt_init_ctx * c, int id, tt_phase phase);
 
@@ -328,6 +337,14 @@ static inline uint16_t *
 tt_run_half (const tt_run_ctx * c, int id)
 {
   return (uint16_t *) tt_run_data (c, id);
+}
+
+/* A byte scratch tensor's data (tt_init_scratch_bytes; NULL for id
+ * -1). */
+static inline uint8_t *
+tt_run_bytes (const tt_run_ctx * c, int id)
+{
+  return (uint8_t *) tt_run_data (c, id);
 }
 
 /* What a layer type is to the code around it (graph, tensors, in-place
