@@ -637,8 +637,8 @@ test_attention_kernel (void)
       .v_bs = (size_t) LK * H * DV,.o_bs = (size_t) LQ * H * DV,
       .q_hs = DK,.k_hs = DK,.v_hs = DV,.o_hs = DV,
       .q_ld = H * DK,.k_ld = H * DK,.v_ld = H * DV,.o_ld = H * DV,
-      .scale = 0.25f,.mask = mask,.drop = drop,
-      .drop_keep = 1.0f / 0.8f,.probs = probs[r],.dropped = dropped[r],.gemm_inputs =
+      .scale = 0.25f,.mask = mask,.drop = drop,.drop_keep = 1.0f / 0.8f,
+      .probs = probs[r],.dropped = dropped[r],.gemm_inputs =
           r == 1 ? TT_GEMM_BF16 : TT_GEMM_FP32,
     };
     tt_attention_forward (&a);

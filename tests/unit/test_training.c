@@ -247,8 +247,7 @@ test_dropout_mask_bytes (void)
       differ += wide[i] != (bytes[i] ? keep : 0.0f) || bytes[i] > 1;
       dropped += !bytes[i];
     }
-    CHECK (differ == 0, "rate %g: %zu of %d elements differ", rate, differ,
-        N);
+    CHECK (differ == 0, "rate %g: %zu of %d elements differ", rate, differ, N);
     CHECK (!memcmp (&a, &b, sizeof a) && tt_rng_next (&a) == tt_rng_next (&b),
         "rate %g: the byte mask consumed other draws", rate);
     /* the rule itself: about rate of the elements dropped */
@@ -262,8 +261,7 @@ test_dropout_mask_bytes (void)
     CHECK (!memcmp (by_float, by_bytes, sizeof by_float),
         "rate %g: products differ from the float mask's", rate);
     tt_dropout_apply (x, bytes, keep, x, N);
-    CHECK (!memcmp (by_float, x, sizeof x), "rate %g: in place differs",
-        rate);
+    CHECK (!memcmp (by_float, x, sizeof x), "rate %g: in place differs", rate);
   }
 }
 

@@ -429,8 +429,7 @@ attn_backward_pair (const attn_back * j, size_t pair)
   if (a->drop) {
     if (ph) {
       tt_widen_as (a->gemm_inputs, ph, ds, plane);
-      tt_dropout_apply (ds, a->drop + pair * plane, a->drop_keep, ds,
-          plane);
+      tt_dropout_apply (ds, a->drop + pair * plane, a->drop_keep, ds, plane);
     } else {
       tt_dropout_apply (p, a->drop + pair * plane, a->drop_keep, ds, plane);
     }

@@ -541,8 +541,7 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
     if (!c->recompute)
       l->p.attn.drop_rng = *c->rng;
     tt_rng rng = l->p.attn.drop_rng;
-    tt_rng_mask_bytes (&rng, mask, batch * heads * lq * lk,
-        l->p.attn.dropout);
+    tt_rng_mask_bytes (&rng, mask, batch * heads * lq * lk, l->p.attn.dropout);
     if (!c->recompute)
       *c->rng = rng;
     a.drop = mask;
