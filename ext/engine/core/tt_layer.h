@@ -906,7 +906,9 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
  * not a recompute draws it from the model's stream first */
 int tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
     const tt_recurrent * r, bool backward, tt_phase bptt);
-const float *tt_recurrent_mask (const tt_run_ctx * c, int mask_id);
+const uint8_t *tt_recurrent_mask (const tt_run_ctx * c, int mask_id);
+/* what a kept element of the mask multiplies by, 1 / (1 - dropout_rate) */
+float tt_recurrent_keep (const tt_recurrent * r);
 /* forward: draws the step's mask (a rerun draws the same one again) */
 void tt_recurrent_draw_mask (const tt_run_ctx * c, const tt_layer * l,
     tt_recurrent * r, int mask_id);
@@ -1106,9 +1108,11 @@ typedef struct {
   const float *bias[2];         /* added to every step's gates; NULL: none */
   float *gates, *cell, *hidden;
   int h_ld, h_step;
-  /* dropout_rate: h_t = mask_t * (the cell's h_t) [B][T][U], fed to the
-   * next step and the output alike; NULL: none */
-  const float *mask;
+  /* dropout_rate: h_t = (the cell's h_t) * (mask_t ? mask_keep : 0.0f),
+   * a byte mask [B][T][U] (tt_dropout_apply), fed to the next step and
+   * the output alike; NULL: none */
+  const uint8_t *mask;
+  float mask_keep;
   /* the model's pool: GEMMs split by tt_gemm_split, each step's cells by
    * samples (bit-identical; NULL: one thread) */
   tt_threads *threads;
@@ -1155,7 +1159,8 @@ typedef struct {
   const float *bias_ih, *bias_hh;
   float *gates, *hidden;
   int h_ld, h_step;
-  const float *mask;            /* as tt_lstm's */
+  const uint8_t *mask;          /* as tt_lstm's */
+  float mask_keep;
   tt_threads *threads;          /* as tt_lstm's */
   /* grucell: the initial state [B][U] (NULL: zeros) */
   const float *h0;
@@ -1206,7 +1211,8 @@ typedef struct {
   const float *bias[2];         /* added to every step; NULL: none */
   float *act_out, *hidden;
   int h_ld, h_step;
-  const float *mask;            /* as tt_lstm's */
+  const uint8_t *mask;          /* as tt_lstm's */
+  float mask_keep;
   tt_threads *threads;          /* as tt_lstm's */
   const float *h0;              /* [B][U] initial state; NULL: zeros */
 } tt_rnn;
