@@ -613,9 +613,10 @@ test_attention_kernel (void)
   rng_state = 11;
   float *q = random_floats (nq, 1.5f), *k = random_floats (nk, 1.5f);
   float *v = random_floats (nv, 1.0f), *dout = random_floats (no, 1.0f);
-  float *mask = random_floats (ns, 0.5f), *drop = malloc (ns * sizeof *drop);
+  float *mask = random_floats (ns, 0.5f);
+  uint8_t *drop = malloc (ns);
   for (size_t i = 0; i < ns; i++)
-    drop[i] = rnd () < -0.6f ? 0.0f : 1.0f / 0.8f;
+    drop[i] = rnd () >= -0.6f;
   float *in[2][4] = { {rounded (q, nq), rounded (k, nk), rounded (v, nv),
       rounded (dout, no)}, {q, k, v, dout}
   };
@@ -636,7 +637,7 @@ test_attention_kernel (void)
       .v_bs = (size_t) LK * H * DV,.o_bs = (size_t) LQ * H * DV,
       .q_hs = DK,.k_hs = DK,.v_hs = DV,.o_hs = DV,
       .q_ld = H * DK,.k_ld = H * DK,.v_ld = H * DV,.o_ld = H * DV,
-      .scale = 0.25f,.mask = mask,.drop = drop,
+      .scale = 0.25f,.mask = mask,.drop = drop,.drop_keep = 1.0f / 0.8f,
       .probs = probs[r],.dropped = dropped[r],.gemm_inputs =
           r == 1 ? TT_GEMM_BF16 : TT_GEMM_FP32,
     };

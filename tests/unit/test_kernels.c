@@ -2581,8 +2581,9 @@ test_clip (void)
 
 /* attention: tt_attention_forward and _backward on [B][L][H * d]
  * projections (multi_head_attention's layout), with an additive mask,
- * dropout multipliers and the causal rule, against double precision;
- * on 2-4 threads, split by (sample, head): the same bits. */
+ * a dropout byte mask (multipliers 1 / 0.7 and 0) and the causal rule,
+ * against double precision; on 2-4 threads, split by (sample, head): the
+ * same bits. */
 static void
 test_attention (void)
 {
@@ -2594,6 +2595,7 @@ test_attention (void)
   float *q = test_falloc (nq), *k = test_falloc (nk), *v = test_falloc (nv);
   float *dout = test_falloc (no), *mask = test_falloc (ns);
   float *drop = test_falloc (ns);
+  uint8_t *kept = malloc (ns);
   for (size_t i = 0; i < nq; i++)
     q[i] = (float) test_rnd ();
   for (size_t i = 0; i < nk; i++)
@@ -2604,7 +2606,8 @@ test_attention (void)
     dout[i] = (float) test_rnd ();
   for (size_t i = 0; i < ns; i++) {
     mask[i] = (float) test_rnd ();
-    drop[i] = test_rnd () < -0.4 ? 0.0f : 1.0f / 0.7f;
+    kept[i] = test_rnd () >= -0.4;
+    drop[i] = kept[i] ? 1.0f / 0.7f : 0.0f;
   }
   for (int variant = 0; variant < 4; variant++) {
     /* the AVX-512 rows where the CPU has them, then the portable ones */
@@ -2621,8 +2624,8 @@ test_attention (void)
       .v_bs = (size_t) LK * H * DV,.o_bs = (size_t) LQ * H * DV,
       .q_hs = DK,.k_hs = DK,.v_hs = DV,.o_hs = DV,
       .q_ld = H * DK,.k_ld = H * DK,.v_ld = H * DV,.o_ld = H * DV,
-      .scale = 0.35f,.causal = causal,.mask = mask,.drop = drop,
-      .probs = probs,.dropped = dropped,
+      .scale = 0.35f,.causal = causal,.mask = mask,.drop = kept,
+      .drop_keep = 1.0f / 0.7f,.probs = probs,.dropped = dropped,
     };
     tt_attention_forward (&a);
     tt_attention_backward (&a, dout, dq, dk, dv, dmask, dscores);
@@ -2783,6 +2786,7 @@ test_attention (void)
   free (dout);
   free (mask);
   free (drop);
+  free (kept);
 }
 
 /* gelu's tt_vnormcdff against double precision's erfc (-x / sqrt 2) / 2

@@ -419,14 +419,15 @@ test_stash (void)
 
 /* mixed precision under a memory limit: activations swapped at half
  * width, narrowed through their staging tensors and widened in place
- * (core/swap.c) */
+ * (core/swap.c); 64 samples, so that swapping lowers the pool (at 32 the
+ * smallest feasible limit is the pool without one) */
 static void
 test_stash_swapped (void)
 {
   char dir[512], text[2048];
   snprintf (dir, sizeof dir, "%s", tt_test_write_text ("swap", ""));
   *strrchr (dir, '/') = '\0';
-  snprintf (text, sizeof text, "[Model]\nbatch_size = 32\nloss = cross\n"
+  snprintf (text, sizeof text, "[Model]\nbatch_size = 64\nloss = cross\n"
       "memory_swap = true\nmemory_swap_path = %s\n"
       "[Optimizer]\ntype = adam\nlearning_rate = 0.001\n"
       "[input]\ntype = input\ninput_shape = 1:1:784\n"

@@ -223,6 +223,48 @@ test_initializers (void)
   CHECK (w[0] == 0.0f && w[9] == 0.0f, "zeros");
 }
 
+/* The dropout's byte mask (tt_rng_mask_bytes) keeps exactly the float
+ * mask's elements from the same stream, consuming the same draws, and
+ * tt_dropout_apply's products are the float mask's bit for bit (signed
+ * zeros included), in place too. */
+static void
+test_dropout_mask_bytes (void)
+{
+  enum
+  { N = 100003 };
+  static float wide[N], x[N], by_float[N], by_bytes[N];
+  static uint8_t bytes[N];
+  const float rates[] = { 0.0f, 0.2f, 0.4f, 0.5f, 0.999f };
+  for (size_t r = 0; r < sizeof rates / sizeof rates[0]; r++) {
+    const float rate = rates[r], keep = 1.0f / (1.0f - rate);
+    tt_rng a, b;
+    tt_rng_seed (&a, 7 + r);
+    b = a;
+    tt_rng_mask (&a, wide, N, rate, keep);
+    tt_rng_mask_bytes (&b, bytes, N, rate);
+    size_t differ = 0, dropped = 0;
+    for (size_t i = 0; i < N; i++) {
+      differ += wide[i] != (bytes[i] ? keep : 0.0f) || bytes[i] > 1;
+      dropped += !bytes[i];
+    }
+    CHECK (differ == 0, "rate %g: %zu of %d elements differ", rate, differ, N);
+    CHECK (!memcmp (&a, &b, sizeof a) && tt_rng_next (&a) == tt_rng_next (&b),
+        "rate %g: the byte mask consumed other draws", rate);
+    /* the rule itself: about rate of the elements dropped */
+    const double frac = (double) dropped / N;
+    CHECK (fabs (frac - rate) < 0.01, "rate %g: %g dropped", rate, frac);
+    for (size_t i = 0; i < N; i++)
+      x[i] = (float) ((int) (i % 7) - 3) * 0.37f;
+    for (size_t i = 0; i < N; i++)
+      by_float[i] = x[i] * wide[i];
+    tt_dropout_apply (x, bytes, keep, by_bytes, N);
+    CHECK (!memcmp (by_float, by_bytes, sizeof by_float),
+        "rate %g: products differ from the float mask's", rate);
+    tt_dropout_apply (x, bytes, keep, x, N);
+    CHECK (!memcmp (by_float, x, sizeof x), "rate %g: in place differs", rate);
+  }
+}
+
 static const char *mlp_ini =
     "[Model]\ntype=NeuralNetwork\nloss=cross\n"
     "[Optimizer]\ntype=adam\nlearning_rate=0.01\n"
@@ -756,6 +798,7 @@ main (void)
   TT_TEST_RUN (test_schedules);
   TT_TEST_RUN (test_legacy_optimizer);
   TT_TEST_RUN (test_initializers);
+  TT_TEST_RUN (test_dropout_mask_bytes);
   TT_TEST_RUN (test_relu_after_max_pool);
   TT_TEST_RUN (test_determinism);
   TT_TEST_RUN (test_inputs_and_batches);

@@ -50,11 +50,26 @@ tt_rng_next (tt_rng * rng)
   return rng_next (rng);
 }
 
+/* 24 random bits: exactly representable, never 1.0 */
+static inline float
+rng_uniform (tt_rng * rng)
+{
+  return (float) (rng_next (rng) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* The dropout rule, one draw: dropped when the draw is below rate. Both
+ * masks take it, so the byte mask keeps exactly the float one's
+ * elements. */
+static inline bool
+rng_drops (tt_rng * rng, float rate)
+{
+  return rng_uniform (rng) < rate;
+}
+
 float
 tt_rng_uniform (tt_rng * rng)
 {
-  /* 24 random bits: exactly representable, never 1.0 */
-  return (float) (rng_next (rng) >> 40) * (1.0f / 16777216.0f);
+  return rng_uniform (rng);
 }
 
 void
@@ -62,8 +77,14 @@ tt_rng_mask (tt_rng * rng, float *mask, size_t n, float rate, float keep)
 {
   /* the draws of tt_rng_uniform, in order, without a call each */
   for (size_t i = 0; i < n; i++)
-    mask[i] = (float) (rng_next (rng) >> 40) * (1.0f / 16777216.0f) < rate ?
-        0.0f : keep;
+    mask[i] = rng_drops (rng, rate) ? 0.0f : keep;
+}
+
+void
+tt_rng_mask_bytes (tt_rng * rng, uint8_t * mask, size_t n, float rate)
+{
+  for (size_t i = 0; i < n; i++)
+    mask[i] = !rng_drops (rng, rate);
 }
 
 float

@@ -112,6 +112,26 @@ tt_init_scratch_half_by_samples (tt_init_ctx * c, const char *suffix,
   return tt_init_scratch_by_samples (c, suffix, tt_stash_floats (count));
 }
 
+/* the pool counts floats: bytes rounded up to whole ones */
+static size_t
+scratch_bytes_floats (size_t bytes)
+{
+  return bytes / sizeof (float) + (bytes % sizeof (float) != 0);
+}
+
+int
+tt_init_scratch_bytes (tt_init_ctx * c, const char *suffix, size_t bytes)
+{
+  return tt_init_scratch (c, suffix, scratch_bytes_floats (bytes));
+}
+
+int
+tt_init_scratch_bytes_by_samples (tt_init_ctx * c, const char *suffix,
+    size_t bytes)
+{
+  return tt_init_scratch_by_samples (c, suffix, scratch_bytes_floats (bytes));
+}
+
 void
 tt_init_use (tt_init_ctx * c, int id, tt_phase phase)
 {

@@ -56,6 +56,10 @@ float tt_rng_normal (tt_rng * rng);
  * keep: a dropout mask, the same draws as n calls of tt_rng_uniform */
 void tt_rng_mask (tt_rng * rng, float *mask, size_t n, float rate,
     float keep);
+/* The same draws and rule as tt_rng_mask, kept as one byte an element:
+ * mask[i] = 0 where tt_rng_mask writes 0, else 1 (a dropout multiplies
+ * by keep where it is 1: tt_dropout_apply) */
+void tt_rng_mask_bytes (tt_rng * rng, uint8_t * mask, size_t n, float rate);
 
 /* ---- tensors --------------------------------------------------------- */
 
@@ -271,6 +275,11 @@ int tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix,
 int tt_init_scratch_half (tt_init_ctx * c, const char *suffix, size_t count);
 int tt_init_scratch_half_by_samples (tt_init_ctx * c, const char *suffix,
     size_t count);
+/* Scratch of bytes single bytes (a dropout's mask), rounded up to whole
+ * floats of the pool; read it with tt_run_bytes. _by_samples: as above. */
+int tt_init_scratch_bytes (tt_init_ctx * c, const char *suffix, size_t bytes);
+int tt_init_scratch_bytes_by_samples (tt_init_ctx * c, const char *suffix,
+    size_t bytes);
 /* declare: the layer touches tensor id in that phase (its lifetime) */
 void tt_init_use (tt_init_ctx * c, int id, tt_phase phase);
 
@@ -328,6 +337,14 @@ static inline uint16_t *
 tt_run_half (const tt_run_ctx * c, int id)
 {
   return (uint16_t *) tt_run_data (c, id);
+}
+
+/* A byte scratch tensor's data (tt_init_scratch_bytes; NULL for id
+ * -1). */
+static inline uint8_t *
+tt_run_bytes (const tt_run_ctx * c, int id)
+{
+  return (uint8_t *) tt_run_data (c, id);
 }
 
 /* What a layer type is to the code around it (graph, tensors, in-place
@@ -889,7 +906,9 @@ void tt_recurrent_last_step (const tt_run_ctx * c, const tt_layer * l,
  * not a recompute draws it from the model's stream first */
 int tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
     const tt_recurrent * r, bool backward, tt_phase bptt);
-const float *tt_recurrent_mask (const tt_run_ctx * c, int mask_id);
+const uint8_t *tt_recurrent_mask (const tt_run_ctx * c, int mask_id);
+/* what a kept element of the mask multiplies by, 1 / (1 - dropout_rate) */
+float tt_recurrent_keep (const tt_recurrent * r);
 /* forward: draws the step's mask (a rerun draws the same one again) */
 void tt_recurrent_draw_mask (const tt_run_ctx * c, const tt_layer * l,
     tt_recurrent * r, int mask_id);
@@ -1089,9 +1108,11 @@ typedef struct {
   const float *bias[2];         /* added to every step's gates; NULL: none */
   float *gates, *cell, *hidden;
   int h_ld, h_step;
-  /* dropout_rate: h_t = mask_t * (the cell's h_t) [B][T][U], fed to the
-   * next step and the output alike; NULL: none */
-  const float *mask;
+  /* dropout_rate: h_t = (the cell's h_t) * (mask_t ? mask_keep : 0.0f),
+   * a byte mask [B][T][U] (tt_dropout_apply), fed to the next step and
+   * the output alike; NULL: none */
+  const uint8_t *mask;
+  float mask_keep;
   /* the model's pool: GEMMs split by tt_gemm_split, each step's cells by
    * samples (bit-identical; NULL: one thread) */
   tt_threads *threads;
@@ -1138,7 +1159,8 @@ typedef struct {
   const float *bias_ih, *bias_hh;
   float *gates, *hidden;
   int h_ld, h_step;
-  const float *mask;            /* as tt_lstm's */
+  const uint8_t *mask;          /* as tt_lstm's */
+  float mask_keep;
   tt_threads *threads;          /* as tt_lstm's */
   /* grucell: the initial state [B][U] (NULL: zeros) */
   const float *h0;
@@ -1189,7 +1211,8 @@ typedef struct {
   const float *bias[2];         /* added to every step; NULL: none */
   float *act_out, *hidden;
   int h_ld, h_step;
-  const float *mask;            /* as tt_lstm's */
+  const uint8_t *mask;          /* as tt_lstm's */
+  float mask_keep;
   tt_threads *threads;          /* as tt_lstm's */
   const float *h0;              /* [B][U] initial state; NULL: zeros */
 } tt_rnn;

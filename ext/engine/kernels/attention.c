@@ -3,7 +3,8 @@
  * Scaled dot-product attention, head by head: for head h of sample b,
  * P = softmax (scale Q K^T + mask) (row by row; causal: the columns past
  * the row's index left out, PyTorch's tril of ones), O = (P * drop) V,
- * drop being the dropout multipliers (0 or 1 / (1 - rate)) when given.
+ * drop being the dropout's multipliers when given: a byte mask, 1 / (1 -
+ * rate) (drop_keep) where it is 1, 0.0f where 0 (tt_dropout_apply).
  * Q, K, V and O are addressed by strides (tt_attention): a layer's
  * [B][L][H * d] projections (multi_head_attention) and [B][C][L][d]
  * inputs (attention) alike, without transposes.
@@ -158,13 +159,6 @@ attn_softmax_backward_row (const float *p, float *d, int n)
     ATTN_V8_STORE (d + j, ATTN_V8_LOAD (p + j) * (ATTN_V8_LOAD (d + j) - dot));
   for (; j < n; j++)
     d[j] = p[j] * (d[j] - dot);
-}
-
-TT_VECTOR_CLONES static void
-attn_multiply (const float *a, const float *b, float *y, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    y[i] = a[i] * b[i];
 }
 
 /* The softmax rows with AVX-512, where the CPU has it: a row is one
@@ -379,7 +373,7 @@ attn_forward_pair (const tt_attention * a, size_t pair)
   const float *pv = p;
   if (a->drop) {
     float *pd = a->dropped + pair * plane;
-    attn_multiply (p, a->drop + pair * plane, pd, plane);
+    tt_dropout_apply (p, a->drop + pair * plane, a->drop_keep, pd, plane);
     pv = pd;
   }
   attn_gemm (a, false, false, a->lq, a->dv, a->lk, 1.0f, attn_fp32 (pv,
@@ -435,9 +429,9 @@ attn_backward_pair (const attn_back * j, size_t pair)
   if (a->drop) {
     if (ph) {
       tt_widen_as (a->gemm_inputs, ph, ds, plane);
-      attn_multiply (ds, a->drop + pair * plane, ds, plane);
+      tt_dropout_apply (ds, a->drop + pair * plane, a->drop_keep, ds, plane);
     } else {
-      attn_multiply (p, a->drop + pair * plane, ds, plane);
+      tt_dropout_apply (p, a->drop + pair * plane, a->drop_keep, ds, plane);
     }
     pv = attn_fp32 (ds, a->lk);
   }
@@ -456,7 +450,7 @@ attn_backward_pair (const attn_back * j, size_t pair)
   if (dw && (a->weights_after || !a->drop))
     attn_add_scaled (dw, dw_scale, ds, plane);
   if (a->drop)
-    attn_multiply (ds, a->drop + pair * plane, ds, plane);
+    tt_dropout_apply (ds, a->drop + pair * plane, a->drop_keep, ds, plane);
   if (dw && !a->weights_after && a->drop)
     attn_add_scaled (dw, dw_scale, ds, plane);
   if (ph)

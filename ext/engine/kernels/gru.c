@@ -38,14 +38,6 @@
  * inlined: called with the defaults as constants (tanh, sigmoid) the
  * switches fold away and the loops vectorize (separate restrict rows);
  * with others they switch per value. */
-/* dropout_rate: a hidden row times its mask row */
-static inline void
-gru_mask_row (int U, float *restrict h, const float *restrict m)
-{
-  for (int j = 0; j < U; j++)
-    h[j] *= m[j];
-}
-
 static inline bool
 gru_defaults (const tt_gru * s)
 {
@@ -214,7 +206,8 @@ gru_forward_cells (const tt_gru * s, int t, int pass, int b0, int b1)
     }
     /* dropout: h_t times its mask, once h_t is computed */
     if (s->mask && (pass == 1 || s->reset_after))
-      gru_mask_row (U, h, s->mask + ((size_t) b * T + t) * U);
+      tt_dropout_apply (h, s->mask + ((size_t) b * T + t) * U, s->mask_keep,
+          h, (size_t) U);
   }
 }
 
@@ -388,7 +381,8 @@ tt_gru_bptt (const tt_gru * s, const float *dy, bool sequences, float *carry)
     }
     /* dropout: the derivative of the masked h_t, through its mask */
     for (int b = 0; s->mask && b < B; b++)
-      gru_mask_row (U, dh + (size_t) b * U, s->mask + ((size_t) b * T + t) * U);
+      tt_dropout_apply (dh + (size_t) b * U, s->mask + ((size_t) b * T + t) *
+          U, s->mask_keep, dh + (size_t) b * U, (size_t) U);
     gru_cells (s, t, 0, true, dh, drh);
     if (s->reset_after)
       continue;

@@ -171,6 +171,10 @@ void tt_gemm_split_relu_masked (tt_threads * pool, bool trans_a,
  * split (a dense layer's bias gradient from its output derivative) */
 void tt_column_sums (const float *a, size_t rows, size_t lda, size_t c0,
     size_t c1, float *out);
+/* y[i] = x[i] * (mask[i] ? keep : 0.0f) for i < n: a dropout's byte mask
+ * (tt_rng_mask_bytes), forward and backward; y may be x */
+void tt_dropout_apply (const float *x, const uint8_t * mask, float keep,
+    float *y, size_t n);
 /* c[r * ldc + j] = 0 where keep[r * ldk + j] is not positive, for r <
  * rows, j < cols (the relu's backward in place) */
 void tt_relu_mask (size_t rows, size_t cols, const float *keep, size_t ldk,
@@ -633,8 +637,9 @@ void tt_l2norm_backward (tt_threads * pool, size_t batch, size_t n,
  * alike, with their lengths lq (Q, O) and lk (K, V) and widths dk (Q, K)
  * and dv (V, O)). P = softmax (scale Q K^T + mask) row by row (causal:
  * column j > i left out), O = (P * drop) V. probs [B][H][lq][lk] keeps P;
- * mask (additive), drop (multipliers) and dropped (forward's P * drop,
- * needed with drop) are [B][H][lq][lk] or NULL. Split over threads by
+ * mask (additive), drop (a byte mask: drop_keep where 1, 0.0f where 0,
+ * tt_dropout_apply) and dropped (forward's P * drop, needed with drop)
+ * are [B][H][lq][lk] or NULL. Split over threads by
  * (sample, head), bit-identical to one thread. */
 typedef struct {
   int batch, heads, lq, lk, dk, dv;
@@ -647,7 +652,9 @@ typedef struct {
   int q_ld, k_ld, v_ld, o_ld;
   float scale;
   bool causal;
-  const float *mask, *drop;
+  const float *mask;
+  const uint8_t *drop;
+  float drop_keep;
   float *probs, *dropped;
   tt_threads *threads;
   /* backward: the derivative of the attention weights returned as an

@@ -30,14 +30,6 @@
 #include <math.h>
 #include <string.h>
 
-/* dropout_rate: a hidden row times its mask row */
-static inline void
-recurrent_mask_row (int U, float *restrict h, const float *restrict m)
-{
-  for (int j = 0; j < U; j++)
-    h[j] *= m[j];
-}
-
 static inline bool
 lstm_defaults (const tt_lstm * s)
 {
@@ -131,7 +123,8 @@ lstm_forward_cells (const tt_lstm * s, int t, int b0, int b1)
       lstm_cell_forward (U, s->act, s->recurrent, g, g + U, g + 2 * U,
           g + 3 * U, cp, c, h);
     if (s->mask)
-      recurrent_mask_row (U, h, s->mask + ((size_t) b * T + t) * U);
+      tt_dropout_apply (h, s->mask + ((size_t) b * T + t) * U, s->mask_keep,
+          h, (size_t) U);
   }
 }
 
@@ -289,8 +282,8 @@ tt_lstm_bptt (const tt_lstm * s, const float *dy, bool sequences, float *carry)
           1.0f, dh, U);
     /* dropout: the derivative of the masked h_t, through its mask */
     for (int b = 0; s->mask && b < B; b++)
-      recurrent_mask_row (U, dh + (size_t) b * U,
-          s->mask + ((size_t) b * T + t) * U);
+      tt_dropout_apply (dh + (size_t) b * U, s->mask + ((size_t) b * T + t) *
+          U, s->mask_keep, dh + (size_t) b * U, (size_t) U);
     lstm_cells (s, t, dh, dc);
   }
 }

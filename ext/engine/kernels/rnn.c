@@ -29,8 +29,7 @@ rnn_forward_cells (const tt_rnn * s, int t, int b0, int b1)
     float *restrict a = s->act_out + ((size_t) b * T + t) * U;
     float *restrict h = s->hidden + (size_t) b * s->h_ld +
         (size_t) t * s->h_step;
-    const float *restrict m = s->mask ? s->mask + ((size_t) b * T + t) * U :
-        NULL;
+    const uint8_t *m = s->mask ? s->mask + ((size_t) b * T + t) * U : NULL;
     if (s->act == TT_ACT_TANH)
       for (int j = 0; j < U; j++)
         a[j] = tt_gate_act (TT_ACT_TANH, a[j]);
@@ -38,8 +37,7 @@ rnn_forward_cells (const tt_rnn * s, int t, int b0, int b1)
       for (int j = 0; j < U; j++)
         a[j] = tt_gate_act (s->act, a[j]);
     if (m)
-      for (int j = 0; j < U; j++)
-        h[j] = a[j] * m[j];
+      tt_dropout_apply (a, m, s->mask_keep, h, (size_t) U);
     else
       memcpy (h, a, (size_t) U * sizeof *h);
   }
@@ -152,9 +150,8 @@ tt_rnn_bptt (const tt_rnn * s, const float *dy, bool sequences, float *dh)
           s->act_out + (size_t) (t + 1) * U, T * U, s->w_hh, U, 1.0f, dh, U);
     for (int b = 0; s->mask && b < B; b++) {
       float *row = dh + (size_t) b * U;
-      const float *m = s->mask + ((size_t) b * T + t) * U;
-      for (int j = 0; j < U; j++)
-        row[j] *= m[j];
+      tt_dropout_apply (row, s->mask + ((size_t) b * T + t) * U,
+          s->mask_keep, row, (size_t) U);
     }
     rnn_cells (s, t, dh);
   }

@@ -2,8 +2,10 @@
 /*
  * dropout: in training, zeroes each value with probability dropout_rate and
  * scales the rest by 1/(1-rate) (inverted dropout, so evaluation is the
- * identity). The mask is a scratch tensor drawn from the model's seeded
- * generator.
+ * identity). The mask is a scratch tensor of one byte an element (1:
+ * kept), drawn from the model's seeded generator, alive from forward to
+ * backward; both multiply by (kept ? 1/(1-rate) : 0.0f), the products of
+ * a float mask of those values bit for bit at a quarter of its bytes.
  */
 #include "tt_layer.h"
 #include "tt_split.h"
@@ -37,7 +39,7 @@ dropout_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
 static void
 dropout_declare (tt_init_ctx * c, tt_layer * l)
 {
-  l->scratch[0] = tt_init_scratch (c, "mask",
+  l->scratch[0] = tt_init_scratch_bytes (c, "mask",
       c->batch_size * tt_dims_count (l->in_dims[0]));
 }
 
@@ -48,7 +50,9 @@ dropout_declare (tt_init_ctx * c, tt_layer * l)
 
 typedef struct
 {
-  const float *x, *mask;
+  const float *x;
+  const uint8_t *mask;
+  float keep;
   float *y;
 } dropout_job;
 
@@ -56,8 +60,14 @@ static void
 dropout_multiply (void *arg, size_t begin, size_t end)
 {
   const dropout_job *j = arg;
-  for (size_t i = begin; i < end; i++)
-    j->y[i] = j->x[i] * j->mask[i];
+  tt_dropout_apply (j->x + begin, j->mask + begin, j->keep, j->y + begin,
+      end - begin);
+}
+
+static float
+dropout_keep (const tt_layer * l)
+{
+  return 1.0f / (1.0f - l->p.dropout.rate);
 }
 
 static void
@@ -66,18 +76,18 @@ dropout_forward (const tt_run_ctx * c, tt_layer * l)
   const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
   const float *x = tt_run_data (c, l->in[0]);
   float *y = tt_run_data (c, l->out[0]);
-  float *mask = tt_run_data (c, l->scratch[0]);
+  uint8_t *mask = tt_run_bytes (c, l->scratch[0]);
   const float rate = l->p.dropout.rate;
   if (!c->training || rate == 0.0f) {
     if (y != x)
       memcpy (y, x, n * sizeof *y);
-    for (size_t i = 0; i < n && c->training; i++)
-      mask[i] = 1.0f;
+    /* backward multiplies by keep, 1.0f at rate 0 */
+    if (c->training)
+      memset (mask, 1, n);
     return;
   }
-  const float keep = 1.0f / (1.0f - rate);
-  tt_rng_mask (c->rng, mask, n, rate, keep);
-  dropout_job j = { x, mask, y };
+  tt_rng_mask_bytes (c->rng, mask, n, rate);
+  dropout_job j = { x, mask, dropout_keep (l), y };
   tt_split (c->threads, n, 16, DROPOUT_SPLIT_MIN, dropout_multiply, &j);
 }
 
@@ -85,10 +95,10 @@ static void
 dropout_calc_derivative (const tt_run_ctx * c, tt_layer * l)
 {
   const size_t n = c->batch * tt_dims_count (l->in_dims[0]);
-  const float *dy = tt_run_data (c, l->out_deriv[0]);
-  const float *mask = tt_run_data (c, l->scratch[0]);
-  float *dx = tt_run_data (c, l->in_deriv[0]);
-  dropout_job j = { dy, mask, dx };
+  dropout_job j = { tt_run_data (c, l->out_deriv[0]),
+    tt_run_bytes (c, l->scratch[0]), dropout_keep (l),
+    tt_run_data (c, l->in_deriv[0])
+  };
   tt_split (c->threads, n, 16, DROPOUT_SPLIT_MIN, dropout_multiply, &j);
 }
 

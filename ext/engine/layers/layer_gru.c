@@ -106,6 +106,7 @@ tt_gru_layer_args (const tt_run_ctx * c, const tt_layer * l, int steps)
     .bias_hh = l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL,
     .gates = tt_run_data (c, l->p.gru.gates),
     .mask = tt_recurrent_mask (c, l->p.gru.mask),
+    .mask_keep = tt_recurrent_keep (&l->p.gru.rec),
     .threads = c->threads,
   };
   return s;

@@ -178,6 +178,7 @@ tt_lstm_layer_args (const tt_run_ctx * c, const tt_layer * l, int steps,
     .gates = tt_run_data (c, l->p.lstm.gates_d[d]),
     .cell = tt_run_data (c, l->p.lstm.cell_d[d]),
     .mask = tt_recurrent_mask (c, l->p.lstm.mask),
+    .mask_keep = tt_recurrent_keep (&l->p.lstm.rec),
     .threads = c->threads,
   };
   return s;

@@ -21,8 +21,9 @@
  * projection's weight gradient (or its adapters') reads it, then its
  * derivative is written over it; without a gradient (frozen, as under
  * --train biases) the heads' output lives in forward alone and their
- * derivative is a scratch of the backward phase (dheads); the dropout's multipliers to backward, its dropped weights
- * in forward alone; the derivatives of the scores and of the
+ * derivative is a scratch of the backward phase (dheads); the dropout's
+ * mask (one byte an element, 1: kept, scaled by 1 / (1 - rate)) to
+ * backward, its dropped weights in forward alone; the derivatives of the scores and of the
  * projections in backward. Backward reads the inputs
  * in calcGradient alone (the projections' weight gradients).
  *
@@ -337,7 +338,8 @@ mha_declare (tt_init_ctx * c, tt_layer * l)
   }
   l->p.attn.drop = l->p.attn.dropped = -1;
   if (l->p.attn.dropout > 0) {
-    l->p.attn.drop = tt_init_scratch_by_samples (c, "dropout_mask", scores);
+    l->p.attn.drop = tt_init_scratch_bytes_by_samples (c, "dropout_mask",
+        scores);
     tt_init_use (c, l->p.attn.drop, TT_PHASE_FORWARD);
     l->p.attn.dropped = tt_init_scratch_by_samples (c, "dropped", scores);
     tt_init_use (c, l->p.attn.dropped, TT_PHASE_FORWARD);
@@ -504,6 +506,7 @@ mha_setup (const tt_run_ctx * c, const tt_layer * l)
     .probs = tt_run_data (c, l->p.attn.probs_wide >= 0 ?
         l->p.attn.probs_wide : l->p.attn.probs),
     .dropped = tt_run_data (c, l->p.attn.dropped),
+    .drop_keep = 1.0f / (1.0f - l->p.attn.dropout),
     .threads = c->threads,
     .gemm_inputs = l->p.attn.held != TT_GEMM_FP32 ? l->p.attn.held :
         tt_run_gemm_inputs (c),
@@ -534,13 +537,11 @@ mha_forward (const tt_run_ctx * c, tt_layer * l)
   if (l->p.attn.drop >= 0 && c->training) {
     /* a rerun writes its own instance of the scratch (plan/remat.c):
      * the same mask, drawn again from the generator as it was */
-    float *mask = tt_run_data (c, l->p.attn.drop);
+    uint8_t *mask = tt_run_bytes (c, l->p.attn.drop);
     if (!c->recompute)
       l->p.attn.drop_rng = *c->rng;
     tt_rng rng = l->p.attn.drop_rng;
-    const float rate = l->p.attn.dropout;
-    tt_rng_mask (&rng, mask, batch * heads * lq * lk, rate,
-        1.0f / (1.0f - rate));
+    tt_rng_mask_bytes (&rng, mask, batch * heads * lq * lk, l->p.attn.dropout);
     if (!c->recompute)
       *c->rng = rng;
     a.drop = mask;
@@ -587,7 +588,7 @@ mha_backward_common (const tt_run_ctx * c, tt_layer * l)
     a.probs_half = tt_run_half (c, l->p.attn.probs);
   }
   if (l->p.attn.drop >= 0 && c->training)
-    a.drop = tt_run_data (c, l->p.attn.drop);
+    a.drop = tt_run_bytes (c, l->p.attn.drop);
   if (l->p.attn.ret_weights) {
     a.dweights = tt_run_data (c, l->out_deriv[1]);
     a.weights_after = l->p.attn.ret_weights == 2;

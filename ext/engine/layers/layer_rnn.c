@@ -92,6 +92,7 @@ tt_rnn_layer_args (const tt_run_ctx * c, const tt_layer * l, int steps)
         l->n_weights > 3 ? tt_run_data (c, l->weights[3].value) : NULL},
     .act_out = tt_run_data (c, l->p.rnn.act),
     .mask = tt_recurrent_mask (c, l->p.rnn.mask),
+    .mask_keep = tt_recurrent_keep (&l->p.rnn.rec),
     .threads = c->threads,
   };
   return s;

@@ -9,8 +9,9 @@
  * bias_ih and bias_hh [gates*unit].
  *
  * dropout_rate, as nntrainer: in training, each step's hidden state is
- * multiplied by a mask (0 with probability rate, else 1 / (1 - rate))
- * before it reaches the output and the next step. The mask is drawn from
+ * multiplied by a mask (0 with probability rate, else 1 / (1 - rate);
+ * kept as one byte an element, 1 where kept: tt_rng_mask_bytes) before
+ * it reaches the output and the next step. The mask is drawn from
  * the model's stream (nntrainer thresholds an undrawn tensor) and kept for
  * backward, which masks the whole derivative of the hidden state, the
  * next step's part too (nntrainer masks only the output's part).
@@ -167,7 +168,7 @@ tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
 {
   if (r->dropout == 0.0f)
     return -1;
-  int id = tt_init_scratch (c, "dropout_mask",
+  int id = tt_init_scratch_bytes (c, "dropout_mask",
       (size_t) c->batch_size * l->in_dims[0].h * r->unit);
   tt_init_use (c, id, TT_PHASE_FORWARD);
   if (backward)
@@ -175,10 +176,16 @@ tt_recurrent_declare_mask (tt_init_ctx * c, const tt_layer * l,
   return id;
 }
 
-const float *
+const uint8_t *
 tt_recurrent_mask (const tt_run_ctx * c, int mask_id)
 {
-  return mask_id < 0 || !c->training ? NULL : tt_run_data (c, mask_id);
+  return mask_id < 0 || !c->training ? NULL : tt_run_bytes (c, mask_id);
+}
+
+float
+tt_recurrent_keep (const tt_recurrent * r)
+{
+  return 1.0f / (1.0f - r->dropout);
 }
 
 void
@@ -192,9 +199,8 @@ tt_recurrent_draw_mask (const tt_run_ctx * c, const tt_layer * l,
   if (!c->recompute)
     r->drop_rng = *c->rng;
   tt_rng rng = r->drop_rng;
-  tt_rng_mask (&rng, tt_run_data (c, mask_id),
-      (size_t) c->batch * l->in_dims[0].h * r->unit, r->dropout,
-      1.0f / (1.0f - r->dropout));
+  tt_rng_mask_bytes (&rng, tt_run_bytes (c, mask_id),
+      (size_t) c->batch * l->in_dims[0].h * r->unit, r->dropout);
   if (!c->recompute)
     *c->rng = rng;
 }
