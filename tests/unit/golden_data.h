@@ -19,12 +19,11 @@ typedef struct
 
 static char golden_root[1024];
 
+/* a file of float32s, whole */
 static inline golden_array
-golden_read (const char *dir, const char *name)
+golden_read_file (const char *path)
 {
-  char path[2048];
   golden_array a = { NULL, 0 };
-  snprintf (path, sizeof path, "%s/tests/golden/%s/%s", golden_root, dir, name);
   FILE *f = fopen (path, "rb");
   if (!f) {
     printf ("cannot open %s\n", path);
@@ -39,6 +38,15 @@ golden_read (const char *dir, const char *name)
     a.count = 0;
   fclose (f);
   return a;
+}
+
+/* file name of a golden case's directory */
+static inline golden_array
+golden_read (const char *dir, const char *name)
+{
+  char path[2048];
+  snprintf (path, sizeof path, "%s/tests/golden/%s/%s", golden_root, dir, name);
+  return golden_read_file (path);
 }
 
 static inline bool

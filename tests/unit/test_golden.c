@@ -113,18 +113,7 @@ golden_case (const char *dir)
   if (!st)
     st = tt_model_save_bin (m, saved, &err);
   CHECK (st == TT_OK, "%s: %s", dir, err.message);
-  golden_array mine;
-  {
-    FILE *f = fopen (saved, "rb");
-    fseek (f, 0, SEEK_END);
-    long size = ftell (f);
-    fseek (f, 0, SEEK_SET);
-    mine.data = malloc ((size_t) size + 4);
-    mine.count = (size_t) size / 4;
-    if (fread (mine.data, 1, (size_t) size, f) != (size_t) size)
-      mine.count = 0;
-    fclose (f);
-  }
+  golden_array mine = golden_read_file (saved);
   /* ours carries the 8 bytes of counters after what torch wrote */
   CHECK (mine.count == after.count + 2, "%s: saved %zu floats, torch %zu + 2",
       dir, mine.count, after.count);
