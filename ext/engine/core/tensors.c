@@ -99,19 +99,6 @@ tt_init_scratch_by_samples (tt_init_ctx * c, const char *suffix, size_t count)
   return id;
 }
 
-int
-tt_init_scratch_half (tt_init_ctx * c, const char *suffix, size_t count)
-{
-  return tt_init_scratch (c, suffix, tt_stash_floats (count));
-}
-
-int
-tt_init_scratch_half_by_samples (tt_init_ctx * c, const char *suffix,
-    size_t count)
-{
-  return tt_init_scratch_by_samples (c, suffix, tt_stash_floats (count));
-}
-
 /* the pool counts floats: bytes rounded up to whole ones */
 static size_t
 scratch_bytes_floats (size_t bytes)
@@ -130,6 +117,20 @@ tt_init_scratch_bytes_by_samples (tt_init_ctx * c, const char *suffix,
     size_t bytes)
 {
   return tt_init_scratch_by_samples (c, suffix, scratch_bytes_floats (bytes));
+}
+
+/* 2 bytes an element: tt_stash_floats (count) floats */
+int
+tt_init_scratch_half (tt_init_ctx * c, const char *suffix, size_t count)
+{
+  return tt_init_scratch_bytes (c, suffix, 2 * count);
+}
+
+int
+tt_init_scratch_half_by_samples (tt_init_ctx * c, const char *suffix,
+    size_t count)
+{
+  return tt_init_scratch_bytes_by_samples (c, suffix, 2 * count);
 }
 
 void
