@@ -955,10 +955,7 @@ test_pointwise_columns (void)
       char name[64];
       snprintf (name, sizeof name, "%s:im2col", layers[k]);
       const tt_tensor *col = find_tensor (m, name);
-      int layer = -1;
-      for (uint32_t i = 0; i < m->n_layers; i++)
-        if (!strcmp (m->layers[i].name, layers[k]))
-          layer = (int) i;
+      const int layer = tt_model_find_layer (m, layers[k]);
       CHECK (col != NULL && layer >= 0, "%s: %s declared", precisions[p], name);
       if (!col || layer < 0)
         continue;
