@@ -349,9 +349,12 @@ open_planned (const char *text, const char *precision, unsigned threads,
     return NULL;
   tt_model_set_seed (m, 7);
   tt_conv2d_force_fp32_scratch (fp32_scratch);
+  /* the two plans' busiest steps differ: the same stashes in both */
+  tt_remat_keep_every_stash (true);
   const bool failed = tt_model_set_threads (m, threads, &err) ||
       tt_model_set_precision (m, precision, &err) || tt_model_compile (m, &err);
   tt_conv2d_force_fp32_scratch (false);
+  tt_remat_keep_every_stash (false);
   CHECK (!failed, "%s", err.message);
   if (failed) {
     tt_model_free (m);
@@ -975,6 +978,67 @@ test_pointwise_columns (void)
   }
 }
 
+/* The direct and Winograd convolutions keep nothing from forward either
+ * (kernels/conv2d.c, tt_conv2d_batch_reads_input): their weight
+ * gradients read the input, the direct convolution's taps as they are,
+ * Winograd's transformed again chunk by chunk; so no scratch of theirs
+ * lives from forward into backward, and their input lives until their
+ * weight gradient. The Fashion-MNIST CNN: conv1 direct, conv2 Winograd,
+ * at every precision. */
+static void
+test_direct_winograd_input (void)
+{
+  static const char *const precisions[] = { "fp32", "bf16", "fp16" };
+  static const char *const layers[] = { "conv1", "conv2" };
+  char path[1024];
+  snprintf (path, sizeof path, "%s/tests/models/fmnist_cnn.ini", root);
+  for (int p = 0; p < 3; p++) {
+    tt_error err;
+    tt_model *m = tt_model_load_ini (path, &err);
+    CHECK (m != NULL, "%s", m ? "" : err.message);
+    if (!m)
+      continue;
+    const bool failed = tt_model_set_batch_size (m, 32, &err) ||
+        tt_model_set_precision (m, precisions[p], &err) ||
+        tt_model_compile (m, &err);
+    CHECK (!failed, "%s: %s", precisions[p], failed ? err.message : "");
+    for (int k = 0; !failed && k < 2; k++) {
+      const int layer = tt_model_find_layer (m, layers[k]);
+      CHECK (layer >= 0, "%s: %s", precisions[p], layers[k]);
+      if (layer < 0)
+        continue;
+      const tt_layer *l = &m->layers[layer];
+      const tt_conv2d_algo algo = tt_conv2d_batch_algo (&l->p.conv.geom, 32);
+      CHECK (algo == (k ? TT_CONV2D_WINOGRAD : TT_CONV2D_DIRECT), "%s: %s "
+          "is %s", precisions[p], layers[k], k ? "Winograd" : "direct");
+      const int fwd = tt_step_of (m, layer, TT_PHASE_FORWARD);
+      const int grad = tt_step_of (m, layer, TT_PHASE_GRADIENT);
+      const size_t len = strlen (layers[k]);
+      for (uint32_t i = 0; i < m->n_tensors; i++) {
+        const tt_tensor *t = &m->tensors[i];
+        if (t->kind != TT_TENSOR_SCRATCH || strncmp (t->name, layers[k], len)
+            || t->name[len] != ':')
+          continue;
+        CHECK (t->first_use > fwd || t->last_use < grad, "%s: %s lives "
+            "from forward (step %d) into the weight gradient (step %d): "
+            "steps %d..%d", precisions[p], t->name, fwd, grad, t->first_use,
+            t->last_use);
+      }
+      /* the input itself, or where backward rebuilds it (a stashed
+       * root's second instance) */
+      const int root = tt_tensor_root (m, l->in[0]);
+      const int gi = tt_remat_find (m, root);
+      const tt_remat *g = gi >= 0 ? &m->remat[gi] : NULL;
+      const tt_tensor *in = &m->tensors[g && g->mode != TT_REMAT_KEEP &&
+          g->twins[0] >= 0 ? g->twins[0] : root];
+      CHECK (in->last_use >= grad, "%s: %s's input %s lives until %d, its "
+          "weight gradient is at %d", precisions[p], layers[k], in->name,
+          in->last_use, grad);
+    }
+    tt_model_free (m);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -988,6 +1052,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv_winograd);
   TT_TEST_RUN (test_conv_half_scratch);
   TT_TEST_RUN (test_pointwise_columns);
+  TT_TEST_RUN (test_direct_winograd_input);
   TT_TEST_RUN (test_training);
   /* attention's products and matmul in bf16 */
   TT_TEST_RUN (test_attention_products);

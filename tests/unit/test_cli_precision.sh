@@ -71,10 +71,10 @@ check "naming the allowed values" grep -q \
   "precision: 'fp64' is not a precision: use fp32, bf16, fp16" "$tmp/bad.err"
 check "usage names it" sh -c "'$cli' --help | grep -q -- '--precision P'"
 # info's activations held from forward into backward: the stash halves
-# them (fmnist_cnn at batch 32), a share of the pool; none in inference
-cnn=$src/tests/models/fmnist_cnn.ini
-"$cli" info "$cnn" --batch 32 --precision fp32 > "$tmp/h32.txt" 2> /dev/null
-"$cli" info "$cnn" --batch 32 --precision bf16 > "$tmp/h16.txt" 2> /dev/null
+# them (zoo_resnet8 at batch 32), a share of the pool; none in inference
+model=$src/tests/models/zoo_resnet8.ini
+"$cli" info "$model" --batch 32 --precision fp32 > "$tmp/h32.txt" 2> /dev/null
+"$cli" info "$model" --batch 32 --precision bf16 > "$tmp/h16.txt" 2> /dev/null
 h32=$(sed -n 's/^held_activation_bytes=\([0-9]*\) of_pool=0\.[0-9]* .*/\1/p' \
   "$tmp/h32.txt")
 h16=$(sed -n 's/^held_activation_bytes=\([0-9]*\) of_pool=0\.[0-9]* .*/\1/p' \
@@ -98,7 +98,7 @@ check "info: the peak's kinds sum to its live bytes, the plan's lower bound" \
 check "bf16's peak holds stashes, fp32's none" sh -c \
   "grep -q ' stashed=[1-9]' '$tmp/h16.txt' && grep -q ' stashed=0 ' \
   '$tmp/h32.txt'"
-"$cli" info "$cnn" --inference > "$tmp/hinf.txt" 2> /dev/null
+"$cli" info "$model" --inference > "$tmp/hinf.txt" 2> /dev/null
 check "inference: no held activations" sh -c "! grep -q held_activation \
   '$tmp/hinf.txt'"
 echo "$passed passed, $failed failed"

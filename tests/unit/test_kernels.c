@@ -823,8 +823,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     test_fill_nan (db2, nf);
     tt_conv2d_batch_forward (NULL, &g, nf, nb, planned, x, w,
         tc->bias ? b : NULL, y2, col2, out, true);
-    tt_conv2d_batch_backward (NULL, &g, nf, nb, planned, w, dy, dw2, db2, dx2,
-        col2, g2);
+    tt_conv2d_batch_backward (NULL, &g, nf, nb, planned, x, w, dy, dw2, db2,
+        dx2, g2);
     snprintf (what, sizeof what, "conv %s%s fused backward bit-identical",
         tc->name, tag);
     test_report (memcmp (dx2, dx, nx * sizeof *dx) == 0
@@ -848,9 +848,9 @@ test_conv_case_run (const test_conv_case * tc, int planned)
    * depend on neither M nor N. Fused backward where it applies, else the
    * two passes. */
   const size_t worker_train = tt_conv2d_batch_worker_floats (&g, nf, planned,
-      true, true);
+      true);
   const size_t worker_fo = tt_conv2d_batch_worker_floats (&g, nf, planned,
-      false, false);
+      false);
   /* exactly what they state: on 2 threads (one worker) ASan catches a
    * part writing past it */
   const size_t worker = worker_train > worker_fo ? worker_train : worker_fo;
@@ -878,8 +878,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     tt_conv2d_batch_forward (pool, &g, nf, nb, planned, x, w,
         tc->bias ? b : NULL, y2, col2, o2, true);
     if (fused) {
-      tt_conv2d_batch_backward (pool, &g, nf, nb, planned, w, dy, dw2, db2,
-          dx2, col2, g2);
+      tt_conv2d_batch_backward (pool, &g, nf, nb, planned, x, w, dy, dw2,
+          db2, dx2, g2);
     } else {
       tt_conv2d_batch_backward_weight (pool, &g, nf, nb, planned, x, dy, dw2,
           db2, col2, g2);
@@ -896,7 +896,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
 #endif
     /* the parts' partials: split by samples, or im2col's other shapes */
     const bool exact_dw = exact && !tt_conv2d_batch_worker_floats (&g, nf,
-        planned, true, true);
+        planned, true);
     snprintf (what, sizeof what, "conv %s%s on %u threads: forward %s",
         tc->name, tag, threads, exact ? "bit-identical" : "within tolerance");
     if (exact)

@@ -104,7 +104,8 @@ static void
 test_pools (void)
 {
   static const char *const models[] = {
-    "fmnist_cnn.ini", "zoo_mobilenet_v2.ini", "zoo_transformer.ini", NULL
+    "fmnist_cnn.ini", "zoo_resnet8.ini", "zoo_mobilenet_v2.ini",
+    "zoo_transformer.ini", NULL
   };
   for (int i = 0; models[i]; i++) {
     char path[2048];
@@ -126,12 +127,17 @@ test_pools (void)
           pa.pool_bytes, pb.pool_bytes,
           (double) pb.pool_bytes / (double) pa.pool_bytes, ha, hb,
           (double) hb / (double) ha, pb.stashed, pb.stashed_bytes);
-      CHECK (pa.stashed == 0 && pb.stashed > 0, "%s: stashed %u at fp32, "
-          "%u at bf16", models[i], pa.stashed, pb.stashed);
-      CHECK (hb * 10 <= ha * 6, "%s: held %" PRIu64 " at bf16 against %"
-          PRIu64 " at fp32: not about halved", models[i], hb, ha);
-      CHECK (pb.pool_bytes < pa.pool_bytes, "%s: pool %" PRIu64 " at bf16, "
-          "%" PRIu64 " at fp32", models[i], pb.pool_bytes, pa.pool_bytes);
+      /* the CNN's busiest step is its second convolution's backward,
+       * where its one stash would be widened: it keeps that activation
+       * fp32 (remat.c, remat_unstash_peaks), and its pool is fp32's */
+      const bool cnn = i == 0;
+      CHECK (pa.stashed == 0 && (cnn || pb.stashed > 0), "%s: stashed %u "
+          "at fp32, %u at bf16", models[i], pa.stashed, pb.stashed);
+      CHECK (cnn || hb * 10 <= ha * 6, "%s: held %" PRIu64 " at bf16 "
+          "against %" PRIu64 " at fp32: not about halved", models[i], hb, ha);
+      CHECK (cnn ? pb.pool_bytes <= pa.pool_bytes : pb.pool_bytes <
+          pa.pool_bytes, "%s: pool %" PRIu64 " at bf16, %" PRIu64 " at fp32",
+          models[i], pb.pool_bytes, pa.pool_bytes);
     }
     tt_model_free (a);
     tt_model_free (b);
@@ -997,6 +1003,8 @@ test_swap (void)
   *strrchr (dir, '/') = '\0';
   char text[2048];
   snprintf (text, sizeof text, swap_model, dir);
+  /* the stash the swap stands for: every group stashed without a limit */
+  tt_remat_keep_every_stash (true);
   for (int h = 0; h < 2; h++) {
     const char *name = tt_precision_name (half[h]);
     tt_error err;
@@ -1080,6 +1088,7 @@ test_swap (void)
     tt_model_free (a);
     tt_model_free (b);
   }
+  tt_remat_keep_every_stash (false);
 }
 
 int

@@ -613,6 +613,7 @@ typedef struct tt_layer {
       tt_window_geom geom;
       int col, gemm_out, dy_grouped;    /* scratch tensor ids */
       int col_grad;             /* half-width columns: the column gradient */
+      int planned;              /* the batch the algorithm is chosen for */
       /* groups > 1 (grouped, depthwise): the direct grouped kernel
        * (kernels/conv_grouped.c), no scratch; 0 until infer for
        * depthwiseconv2d (its input channels) */

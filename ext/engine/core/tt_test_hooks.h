@@ -100,4 +100,11 @@ void tt_conv2d_force_algo (int algo);
  * Defined in layers/layer_conv2d.c. */
 void tt_conv2d_force_fp32_scratch (bool on);
 
+/* with a half activation type: every stashable activation stashed, none
+ * kept fp32 where its widening would fall on the busiest step
+ * (remat_unstash_peaks), so that a test can compare two plans whose
+ * busiest steps differ, or a swap with the stash it stands for, bit for
+ * bit. Before compile. Defined in plan/remat.c. */
+void tt_remat_keep_every_stash (bool on);
+
 #endif

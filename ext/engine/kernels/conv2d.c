@@ -8,7 +8,9 @@
  * The columns written by forward are reused by backward_weight (no second
  * im2col), then overwritten by backward_input, which runs after it; a
  * 1x1 kernel's are its input, which backward_weight reads instead
- * (conv2d_pointwise). The caller owns every buffer (kernels.h).
+ * (conv2d_pointwise), and so do the direct and Winograd convolutions
+ * (tt_conv2d_batch_reads_input). The caller owns every buffer
+ * (kernels.h).
  *
  * Half-width operands (tt_conv2d_batch_half): in bf16 or fp16 the GEMMs
  * round the columns and the regrouped output derivative anyway, so they
@@ -44,12 +46,6 @@ conv2d_pointwise (const tt_window_geom * g)
       g->pad_left == 0 && g->pad_right == 0;
 }
 
-bool
-tt_conv2d_reads_input (const tt_window_geom * g)
-{
-  return conv2d_pointwise (g);
-}
-
 /* the algorithm the geometry and the planned batch get
  * (tt_conv2d_batch_algo) */
 static bool
@@ -62,6 +58,19 @@ static bool
 conv2d_winograd (const tt_window_geom * g, int planned)
 {
   return tt_conv2d_batch_algo (g, planned) == TT_CONV2D_WINOGRAD;
+}
+
+/* The direct convolution's weight gradient reads the input as it is;
+ * Winograd's transforms it again, chunk by chunk, each chunk right before
+ * its product (conv2d_winograd.c): neither keeps a copy from forward,
+ * which the input, kept for backward, would double (the direct
+ * convolution's copy) or more than double (Winograd's transformed input,
+ * 2.25 times the input with F(4x4)). */
+bool
+tt_conv2d_batch_reads_input (const tt_window_geom * g, int planned)
+{
+  return conv2d_pointwise (g) || conv2d_direct (g, planned) ||
+      conv2d_winograd (g, planned);
 }
 
 static int
@@ -99,7 +108,7 @@ bool
 tt_conv2d_batch_keeps (const tt_window_geom * g, int planned, bool gradient,
     bool derivative)
 {
-  if (conv2d_pointwise (g))
+  if (tt_conv2d_batch_reads_input (g, planned))
     return false;
   /* the half-width columns: the input derivative writes its own */
   if (tt_conv2d_batch_half (g, planned))
@@ -125,23 +134,16 @@ tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
   const bool keep = tt_conv2d_batch_keeps (g, planned, gradient, derivative);
   const size_t ckk_ohw = (size_t) g->channels * g->kernel_h * g->kernel_w *
       g->out_h * g->out_w;
+  /* direct: the input derivative's column gradient (the im2col path's
+   * pass); Winograd: its own in its other scratch */
   if (conv2d_direct (g, planned))
-    return derivative ? ckk_ohw * batch : gradient ?
-        (size_t) (batch) * g->channels * g->in_h * g->in_w : 0;
+    return derivative ? ckk_ohw * batch : 0;
   if (conv2d_winograd (g, planned))
-    return tt_conv2d_winograd_col_floats (g, batch, keep);
+    return 0;
   /* pointwise: the weight gradient's own */
   if (conv2d_pointwise (g))
     return gradient ? ckk_ohw * batch : 0;
   return ckk_ohw * (keep ? batch : conv2d_chunk_of (g, planned));
-}
-
-bool
-tt_conv2d_batch_col_by_samples (const tt_window_geom * g, int planned,
-    bool gradient, bool derivative)
-{
-  return (gradient || derivative) && !conv2d_direct (g, planned) &&
-      conv2d_winograd (g, planned);
 }
 
 size_t
@@ -595,15 +597,11 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
   const int chunk = conv2d_chunk (g);
 
   if (conv2d_direct (g, planned)) {
-    /* the input is all backward_weight needs: keep it in the columns */
-    if (keep)
-      memcpy (col, x, (size_t) batch * in_sample * sizeof *x);
     tt_conv2d_direct_forward (pool, g, filters, batch, x, w, bias, y);
     return;
   }
   if (conv2d_winograd (g, planned)) {
-    tt_conv2d_winograd_forward (pool, g, filters, batch, x, w, bias, y, col,
-        out, keep);
+    tt_conv2d_winograd_forward (pool, g, filters, batch, x, w, bias, y, out);
     return;
   }
   /* forward only, the chunk buffer holds conv2d_chunk_of samples'
@@ -671,14 +669,13 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
   const size_t ld = (size_t) batch * g->out_h * g->out_w;
   const int ckk = g->channels * g->kernel_h * g->kernel_w;
   if (conv2d_direct (g, planned)) {
-    /* forward kept the input in col */
-    tt_conv2d_direct_backward_weight (pool, g, filters, batch, col, dy, dw,
+    tt_conv2d_direct_backward_weight (pool, g, filters, batch, x, dy, dw,
         dbias);
     return;
   }
   if (conv2d_winograd (g, planned)) {
-    tt_conv2d_winograd_backward_weight (pool, g, filters, batch, dy, dw,
-        dbias, col, dyg);
+    tt_conv2d_winograd_backward_weight (pool, g, filters, batch, x, dy, dw,
+        dbias, dyg);
     return;
   }
   const bool half = tt_conv2d_batch_half (g, planned);
@@ -709,8 +706,7 @@ tt_conv2d_batch_backward_input (tt_threads * pool, const tt_window_geom * g,
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t ld = (size_t) batch * ohw;
   if (conv2d_winograd (g, planned)) {
-    tt_conv2d_winograd_backward_input (pool, g, filters, batch, w, dy, dx,
-        col, dyg);
+    tt_conv2d_winograd_backward_input (pool, g, filters, batch, w, dy, dx, dyg);
     return;
   }
   /* the direct backward_weight reads dy as it is */
@@ -727,13 +723,12 @@ tt_conv2d_batch_backward_input (tt_threads * pool, const tt_window_geom * g,
 
 size_t
 tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
-    int planned, bool gradient, bool derivative)
+    int planned, bool gradient)
 {
   if (conv2d_direct (g, planned))
     return tt_conv2d_direct_worker_floats (g, filters, gradient);
   if (conv2d_winograd (g, planned))
-    return tt_conv2d_winograd_worker_floats (g, filters, planned,
-        gradient || derivative, gradient);
+    return tt_conv2d_winograd_worker_floats (g, filters, planned, gradient);
   return 0;
 }
 
@@ -745,10 +740,10 @@ tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned)
 
 void
 tt_conv2d_batch_backward (tt_threads * pool, const tt_window_geom * g,
-    int filters, int batch, int planned, const float *w, const float *dy,
-    float *dw, float *dbias, float *dx, float *col, float *dyg)
+    int filters, int batch, int planned, const float *x, const float *w,
+    const float *dy, float *dw, float *dbias, float *dx, float *dyg)
 {
   (void) planned;
-  tt_conv2d_winograd_backward (pool, g, filters, batch, w, dy, dw, dbias, dx,
-      col, dyg);
+  tt_conv2d_winograd_backward (pool, g, filters, batch, x, w, dy, dw, dbias,
+      dx, dyg);
 }

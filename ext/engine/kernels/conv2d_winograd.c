@@ -46,12 +46,17 @@
  * input or output value, each sample's plane read or written in order. A
  * last block of fewer samples is padded with zeros.
  *
- * Scratch (both from the memory pool, kernels.h): col holds V from
- * forward to backward_weight, then dV, chunk after chunk ([n^2][C]
- * [columns] each, wino_chunk), or in a forward-only layer the V of one
- * chunk; out holds U (or dU), the products of one chunk of sample blocks,
- * and the zero-padded plane of one block and channel (or the output tiles
- * of one block and filter).
+ * Scratch (from the memory pool, kernels.h): out holds U (or dU), the
+ * products of one chunk of sample blocks, the zero-padded plane of one
+ * block and channel (or the output tiles of one block and filter) and
+ * the V (or dV) of one chunk ([n^2][C][columns], wino_chunk).
+ *
+ * V is not kept from forward to backward: the weight gradient transforms
+ * each chunk's input again (the input is kept for it, the layer's
+ * backward reads it), right before the chunk's dU product reads it, the
+ * same arithmetic as forward's, so the same bits. Kept, V was 2.25 times
+ * the input (F(4x4): 36 values for 16 outputs) for the whole step: on
+ * ResNet-8 at batch 32, 10.6 MB of a 47 MB pool at its busiest step.
  */
 #include "kernels.h"
 #include "conv2d_winograd.h"
@@ -161,22 +166,6 @@ wino_chunk_floats (const wino_shape * s, int rows)
       wino_row (s->chunk * s->bcols));
 }
 
-size_t
-tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch, bool keep)
-{
-  const wino_shape s = wino_shape_of (g, batch);
-  const int chunks = keep ? (s.blocks + s.chunk - 1) / s.chunk : 1;
-  return chunks * wino_chunk_floats (&s, g->channels);
-}
-
-/* V (or dV) of the chunk that starts at block k0 (wino_chunk); chunk
- * after chunk in col when kept for the backward passes. */
-static inline float *
-wino_chunk_of (const tt_window_geom * g, const wino_shape * s, float *col,
-    int k0)
-{
-  return col + (size_t) (k0 / s->chunk) * wino_chunk_floats (s, g->channels);
-}
 
 size_t
 tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
@@ -184,7 +173,8 @@ tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
 {
   const wino_shape s = wino_shape_of (g, batch);
   return (size_t) s.xn * filters * g->channels * (both ? 2 : 1) +
-      wino_chunk_floats (&s, filters) + (size_t) s.ph * s.pw * WB;
+      wino_chunk_floats (&s, filters) + (size_t) s.ph * s.pw * WB +
+      wino_chunk_floats (&s, g->channels);
 }
 
 /* Layout of the out scratch. */
@@ -195,6 +185,7 @@ typedef struct
   float *pad;                   /* a block's padded plane [ph][pw][WB], or
                                  * its output tiles [pos][m^2][WB] (fewer
                                  * floats: m^2 th tw <= ph pw) */
+  float *v;                     /* V or dV of a chunk */
   float *ut;                    /* U^T [n^2][C][F] while dU is in u (both
                                  * backward passes at once) */
 } wino_scratch;
@@ -207,7 +198,8 @@ wino_scratch_of (const tt_window_geom * g, const wino_shape * s, int filters,
   w.u = out;
   w.m = w.u + (size_t) s->xn * filters * g->channels;
   w.pad = w.m + wino_chunk_floats (s, filters);
-  w.ut = w.pad + (size_t) s->ph * s->pw * WB;
+  w.v = w.pad + (size_t) s->ph * s->pw * WB;
+  w.ut = w.v + wino_chunk_floats (s, g->channels);
   return w;
 }
 
@@ -815,8 +807,8 @@ wino_bias_gradient (const tt_window_geom * g, int filters, int b0, int b1,
  * a pass and took 15% longer than on one thread when reading what the
  * other core wrote cost 3-4 times reading one's own (parallel-probe).
  *
- * Each part has its own M (or dM), padded plane, V in a forward-only
- * layer (whose col holds one chunk), and partials of dU and dbias:
+ * Each part has its own M (or dM), padded plane, V (or dV) and partials
+ * of dU and dbias:
  * part 0 the layer's scratch, part i its worker's
  * (tt_threads_scratch, tt_conv2d_winograd_worker_floats). A pool
  * without that scratch runs every chunk as one part, on the caller.
@@ -841,13 +833,12 @@ typedef struct
   const wino_shape *s;
   int filters, batch;
   const float *x;               /* input, or dy */
+  const float *in;              /* the weight gradient's: the input */
   const float *bias;
   const float *u;               /* U (forward), or U^T */
-  float *col;                   /* V of every chunk, or of one (!keep) */
   float *y;                     /* output, or dx */
   float *dbias;                 /* NULL: no bias gradient */
   wino_scratch sc;              /* part 0's */
-  bool keep;
 } wino_job;
 
 /* A part's own buffers. */
@@ -863,8 +854,8 @@ wino_lines (size_t floats)
 }
 
 /* Where a part's buffers lie in its worker's scratch, in whole cache
- * lines: M, the padded plane, V when col holds one chunk (!keep), dU and
- * dbias with a gradient; total, the floats it needs. */
+ * lines: M, the padded plane, V, dU and dbias with a gradient; total, the
+ * floats it needs. */
 typedef struct
 {
   size_t m, pad, v, du, dbias, total;
@@ -872,13 +863,13 @@ typedef struct
 
 static wino_part_layout
 wino_part_layout_of (const tt_window_geom * g, const wino_shape * s,
-    int filters, bool keep, bool gradient)
+    int filters, bool gradient)
 {
   wino_part_layout o;
   o.m = 0;
   o.pad = o.m + wino_lines (wino_chunk_floats (s, filters));
   o.v = o.pad + wino_lines ((size_t) s->ph * s->pw * WB);
-  o.du = o.v + (keep ? 0 : wino_lines (wino_chunk_floats (s, g->channels)));
+  o.du = o.v + wino_lines (wino_chunk_floats (s, g->channels));
   o.dbias = o.du + (gradient ?
       wino_lines ((size_t) s->xn * filters * g->channels) : 0);
   o.total = o.dbias + (gradient ? wino_lines ((size_t) filters) : 0);
@@ -887,10 +878,10 @@ wino_part_layout_of (const tt_window_geom * g, const wino_shape * s,
 
 size_t
 tt_conv2d_winograd_worker_floats (const tt_window_geom * g, int filters,
-    int planned, bool keep, bool gradient)
+    int planned, bool gradient)
 {
   const wino_shape s = wino_shape_of (g, planned);
-  return wino_part_layout_of (g, &s, filters, keep, gradient).total;
+  return wino_part_layout_of (g, &s, filters, gradient).total;
 }
 
 static bool
@@ -904,22 +895,21 @@ wino_part_buffers_of (const wino_job * j, unsigned part)
 {
   if (part == 0)
     return (wino_part_buffers) {
-    j->sc.m, j->sc.pad, j->col, j->sc.u, j->dbias};
+    j->sc.m, j->sc.pad, j->sc.v, j->sc.u, j->dbias};
   const wino_part_layout o = wino_part_layout_of (j->g, j->s, j->filters,
-      j->keep, wino_pass_has_gradient (j));
+      wino_pass_has_gradient (j));
   float *p = tt_threads_scratch (j->pool, part);
   wino_part_buffers b = {
-    p + o.m, p + o.pad, j->keep ? NULL : p + o.v, p + o.du, p + o.dbias
+    p + o.m, p + o.pad, p + o.v, p + o.du, p + o.dbias
   };
   if (tt_threads_step_inline (j->pool)) {
     /* the parts run one after the other on the caller: M, the padded
-     * plane and a forward-only V are each chunk's scratch, rewritten
-     * before they are read, so part 0's serve, still in this core's
-     * caches (its partials stay apart: they are added after) */
+     * plane and V are each chunk's scratch, rewritten before they are
+     * read, so part 0's serve, still in this core's caches (its partials
+     * stay apart: they are added after) */
     b.m = j->sc.m;
     b.pad = j->sc.pad;
-    if (!j->keep)
-      b.v = j->col;
+    b.v = j->sc.v;
   }
   return b;
 }
@@ -931,15 +921,15 @@ wino_chunks (const wino_shape * s)
   return (size_t) (s->blocks + s->chunk - 1) / s->chunk;
 }
 
-/* V of the chunk at k0 from x. */
+/* V of the chunk at k0 from the input x. */
 TT_ALWAYS_INLINE void
-wino_chunk_input (const wino_job * j, const wino_chunk * ch, float *v,
-    float *pad)
+wino_chunk_input (const wino_job * j, const wino_chunk * ch, const float *x,
+    float *v, float *pad)
 {
   const wino_shape *s = j->s;
   for (int k = ch->k0; k < ch->k1; k++)
     for (int c = 0; c < j->g->channels; c++) {
-      wino_gather_plane (j->g, s, j->x, k * WB, wino_block_samples (j->batch,
+      wino_gather_plane (j->g, s, x, k * WB, wino_block_samples (j->batch,
               k), c, pad);
       wino_input_transform (s, pad, v + (size_t) c * ch->ld +
           (size_t) (k - ch->k0) * s->bcols, ch->xs);
@@ -1007,9 +997,9 @@ wino_part (void *arg, unsigned part, unsigned n_parts)
   for (size_t q = lo; q < hi; q++) {
     const int k0 = (int) q * s->chunk;
     const wino_chunk ch = wino_chunk_at (g, s, filters, k0);
-    float *v = j->keep ? wino_chunk_of (g, s, j->col, k0) : b.v;
+    float *v = b.v;
     if (j->pass == WINO_FORWARD) {
-      wino_chunk_input (j, &ch, v, b.pad);
+      wino_chunk_input (j, &ch, j->x, v, b.pad);
       for (int xi = 0; xi < s->xn; xi++)
         tt_gemm (false, false, filters, (int) ch.ld, c_n, 1.0f,
             j->u + xi * fc, c_n, v + xi * ch.xs, (int) ch.ld, 0.0f,
@@ -1017,6 +1007,8 @@ wino_part (void *arg, unsigned part, unsigned n_parts)
       wino_chunk_output (j, &ch, b.m, b.pad);
       continue;
     }
+    if (weight)
+      wino_chunk_input (j, &ch, j->in, v, b.pad);
     wino_chunk_output_gradient (j, &ch, b.m, b.pad);
     for (int xi = 0; xi < s->xn; xi++) {
       if (weight)
@@ -1104,7 +1096,7 @@ wino_run (wino_job * j, float *dw)
 {
   const bool weight = wino_pass_has_gradient (j);
   const wino_part_layout o = wino_part_layout_of (j->g, j->s, j->filters,
-      j->keep, weight);
+      weight);
   const unsigned parts = tt_threads_run_partials (j->pool, o.total,
       wino_part, j);
   if (!weight)
@@ -1125,12 +1117,12 @@ wino_run (wino_job * j, float *dw)
 TT_VECTOR_CLONES void
 tt_conv2d_winograd_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, const float *x, const float *w, const float *bias,
-    float *y, float *col, float *out, bool keep)
+    float *y, float *out)
 {
   const wino_shape s = wino_shape_of (g, batch);
   wino_job j = {.pass = WINO_FORWARD,.pool = pool,.g = g,.s = &s,
-    .filters = filters,.batch = batch,.x = x,.bias = bias,.col = col,.y = y,
-    .sc = wino_scratch_of (g, &s, filters, out),.keep = keep
+    .filters = filters,.batch = batch,.x = x,.bias = bias,.y = y,
+    .sc = wino_scratch_of (g, &s, filters, out)
   };
   wino_run_filter_transform (&j, w, j.sc.u, false);
   wino_run (&j, NULL);
@@ -1138,13 +1130,13 @@ tt_conv2d_winograd_forward (tt_threads * pool, const tt_window_geom * g,
 
 TT_VECTOR_CLONES void
 tt_conv2d_winograd_backward_weight (tt_threads * pool,
-    const tt_window_geom * g, int filters, int batch, const float *dy,
-    float *dw, float *dbias, const float *col, float *out)
+    const tt_window_geom * g, int filters, int batch, const float *x,
+    const float *dy, float *dw, float *dbias, float *out)
 {
   const wino_shape s = wino_shape_of (g, batch);
   wino_job j = {.pass = WINO_BACKWARD_WEIGHT,.pool = pool,.g = g,.s = &s,
-    .filters = filters,.batch = batch,.x = dy,.col = (float *) col,
-    .sc = wino_scratch_of (g, &s, filters, out),.keep = true,.dbias = dbias
+    .filters = filters,.batch = batch,.x = dy,.in = x,
+    .sc = wino_scratch_of (g, &s, filters, out),.dbias = dbias
   };
   wino_run (&j, dw);
 }
@@ -1152,12 +1144,12 @@ tt_conv2d_winograd_backward_weight (tt_threads * pool,
 TT_VECTOR_CLONES void
 tt_conv2d_winograd_backward_input (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, const float *w,
-    const float *dy, float *dx, float *col, float *out)
+    const float *dy, float *dx, float *out)
 {
   const wino_shape s = wino_shape_of (g, batch);
   wino_job j = {.pass = WINO_BACKWARD_INPUT,.pool = pool,.g = g,.s = &s,
-    .filters = filters,.batch = batch,.x = dy,.col = col,.y = dx,
-    .sc = wino_scratch_of (g, &s, filters, out),.keep = true
+    .filters = filters,.batch = batch,.x = dy,.y = dx,
+    .sc = wino_scratch_of (g, &s, filters, out)
   };
   /* U^T stored as such: dV = U^T dM is then a plain product, which
    * OpenBLAS runs without packing U */
@@ -1171,13 +1163,13 @@ tt_conv2d_winograd_backward_input (tt_threads * pool,
  * arithmetic as the two passes. out sized with both (U^T apart from dU). */
 TT_VECTOR_CLONES void
 tt_conv2d_winograd_backward (tt_threads * pool, const tt_window_geom * g,
-    int filters, int batch, const float *w, const float *dy, float *dw,
-    float *dbias, float *dx, float *col, float *out)
+    int filters, int batch, const float *x, const float *w, const float *dy,
+    float *dw, float *dbias, float *dx, float *out)
 {
   const wino_shape s = wino_shape_of (g, batch);
   wino_job j = {.pass = WINO_BACKWARD_BOTH,.pool = pool,.g = g,.s = &s,
-    .filters = filters,.batch = batch,.x = dy,.col = col,.y = dx,
-    .sc = wino_scratch_of (g, &s, filters, out),.keep = true,.dbias = dbias
+    .filters = filters,.batch = batch,.x = dy,.in = x,.y = dx,
+    .sc = wino_scratch_of (g, &s, filters, out),.dbias = dbias
   };
   wino_run_filter_transform (&j, w, j.sc.ut, true);
   wino_run (&j, dw);

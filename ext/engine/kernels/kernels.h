@@ -272,10 +272,6 @@ size_t tt_conv2d_batch_col_grad_floats (const tt_window_geom * g,
  * argument), or a chunk's */
 bool tt_conv2d_batch_keeps (const tt_window_geom * g, int planned,
     bool gradient, bool derivative);
-/* Whether those columns lie sample after sample, each thread writing its
- * own samples' (Winograd's, kept for backward): tt_tensor.by_samples */
-bool tt_conv2d_batch_col_by_samples (const tt_window_geom * g, int planned,
-    bool gradient, bool derivative);
 size_t tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
     int planned);
 size_t tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
@@ -283,17 +279,20 @@ size_t tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
 void tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *x, const float *w,
     const float *bias, float *y, void *col, float *out, bool keep);
-/* x: the input, which a pointwise layer's weight gradient reads
- * (tt_conv2d_reads_input: its columns, gathered into col here); the
- * other algorithms read the columns forward kept */
+/* x: the input, which the weight gradient reads where
+ * tt_conv2d_batch_reads_input says (a pointwise layer's columns,
+ * gathered into col here; the direct convolution's taps; Winograd's
+ * transformed input, made again); the im2col path reads the columns
+ * forward kept */
 void tt_conv2d_batch_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, int planned,
     const float *x, const float *dy, float *dw, float *dbias, void *col,
     void *grouped);
 /* Whether the weight gradient reads the layer's input (1x1 kernels at
- * stride 1 without padding: their columns are the input), so that the
- * input lives into backward and forward keeps no columns */
-bool tt_conv2d_reads_input (const tt_window_geom * g);
+ * stride 1 without padding, whose columns are the input; the direct and
+ * Winograd convolutions), so that the input lives into backward and
+ * forward keeps no columns */
+bool tt_conv2d_batch_reads_input (const tt_window_geom * g, int planned);
 /* col: where the column gradient goes, fp32: the columns, or with
  * half-width operands a col_grad of its own */
 void tt_conv2d_batch_backward_input (tt_threads * pool,
@@ -312,10 +311,10 @@ bool tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned);
  * (the direct and Winograd convolutions; 0 for the im2col path, which
  * needs none); with less, those passes run on the caller alone. */
 size_t tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
-    int planned, bool gradient, bool derivative);
+    int planned, bool gradient);
 void tt_conv2d_batch_backward (tt_threads * pool, const tt_window_geom * g,
-    int filters, int batch, int planned, const float *w, const float *dy,
-    float *dw, float *dbias, float *dx, float *col, float *grouped);
+    int filters, int batch, int planned, const float *x, const float *w,
+    const float *dy, float *dw, float *dbias, float *dx, float *grouped);
 
 /* The algorithm of the batched functions above for a geometry and a
  * planned batch (conv2d_algo.c): fp32 (plan_bf16 false) the direct
@@ -347,29 +346,27 @@ size_t tt_conv2d_direct_worker_floats (const tt_window_geom * g, int filters,
  * fewer products for the layer's output size (conv2d_winograd.c,
  * conv2d_winograd4.c), which the batched functions use for 3x3, stride-1
  * layers of 16 or more channels planned for batches of 8 or more (it
- * works on blocks of 8 samples); col and out as there, sized by the two
- * functions below (keep: col holds the whole batch's transformed input
- * for the backward passes, rather than one chunk's). */
+ * works on blocks of 8 samples); out as there, sized by the function
+ * below, holds a chunk's transformed input too (never kept from forward:
+ * the weight gradient transforms the input x again). */
 bool tt_conv2d_winograd_applies (const tt_window_geom * g, int planned);
-size_t tt_conv2d_winograd_col_floats (const tt_window_geom * g, int batch,
-    bool keep);
 size_t tt_conv2d_winograd_out_floats (const tt_window_geom * g, int filters,
     int batch, bool both);
 size_t tt_conv2d_winograd_worker_floats (const tt_window_geom * g,
-    int filters, int planned, bool keep, bool gradient);
+    int filters, int planned, bool gradient);
 void tt_conv2d_winograd_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, const float *x, const float *w,
-    const float *bias, float *y, float *col, float *out, bool keep);
+    const float *bias, float *y, float *out);
 void tt_conv2d_winograd_backward_weight (tt_threads * pool,
-    const tt_window_geom * g, int filters, int batch, const float *dy,
-    float *dw, float *dbias, const float *col, float *out);
+    const tt_window_geom * g, int filters, int batch, const float *x,
+    const float *dy, float *dw, float *dbias, float *out);
 void tt_conv2d_winograd_backward_input (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, const float *w,
-    const float *dy, float *dx, float *col, float *out);
+    const float *dy, float *dx, float *out);
 /* Both backward passes in one sweep (out sized with both true). */
 void tt_conv2d_winograd_backward (tt_threads * pool, const tt_window_geom * g,
-    int filters, int batch, const float *w, const float *dy, float *dw,
-    float *dbias, float *dx, float *col, float *out);
+    int filters, int batch, const float *x, const float *w, const float *dy,
+    float *dw, float *dbias, float *dx, float *out);
 
 /* Pooling over a batch; x [batch][C][H][W], y [batch][C][out_h][out_w].
  * Padding never wins a max and counts as 0 in an average, whose divisor

@@ -155,6 +155,7 @@ conv_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
     return st;
   /* the algorithm and its scratch follow the planned GEMMs (conv2d_algo.c) */
   g->plan_bf16 = tt_init_gemm_inputs (c) == TT_PRECISION_BF16;
+  l->p.conv.planned = (int) c->batch_size;
   /* the im2col path's operands at the GEMMs' width (conv2d.c) */
   g->stored_as = conv_fp32_scratch_forced ? TT_GEMM_FP32 :
       tt_gemm_inputs_of (tt_init_gemm_inputs (c));
@@ -214,7 +215,10 @@ conv1d_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
  * samples, or none for the direct convolution.
  * A 1x1 kernel at stride 1 without padding keeps no columns: its weight
  * gradient reads the input (conv_backward_reads) and gathers the columns
- * into a buffer of that step alone.
+ * into a buffer of that step alone. Neither do the direct and Winograd
+ * convolutions: their weight gradients read the input too, the direct
+ * convolution's columns are the input derivative's alone, and Winograd's
+ * transformed input is each pass's own, in its other scratch.
  * With half-width operands (tt_conv2d_batch_half) the columns and the
  * regrouped derivative take 2 bytes an element, and the column gradient
  * (fp32) is a fourth tensor of calcDerivative's alone, so that the
@@ -241,11 +245,13 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
   l->p.conv.gemm_out = -1;
   l->p.conv.dy_grouped = -1;
   l->p.conv.col_grad = -1;
-  if (ncol && tt_conv2d_reads_input (g)) {
-    /* 1x1: the weight gradient gathers its columns from the input */
+  if (ncol && tt_conv2d_batch_reads_input (g, batch)) {
+    /* 1x1: the weight gradient gathers its columns from the input; the
+     * direct convolution: the input derivative's column gradient */
     l->p.conv.col = half ? tt_init_scratch_half (c, "im2col", ncol) :
         tt_init_scratch (c, "im2col", ncol);
-    tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);
+    tt_init_use (c, l->p.conv.col, tt_conv2d_batch_algo (g, batch) ==
+        TT_CONV2D_DIRECT ? TT_PHASE_DERIVATIVE : TT_PHASE_GRADIENT);
   } else if (ncol && half) {
     /* im2col's: never by samples */
     l->p.conv.col = tt_init_scratch_half (c, "im2col", ncol);
@@ -253,9 +259,7 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
     if (grad)
       tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);
   } else if (ncol) {
-    l->p.conv.col = tt_conv2d_batch_col_by_samples (g, batch, grad, deriv) ?
-        tt_init_scratch_by_samples (c, "im2col", ncol) :
-        tt_init_scratch (c, "im2col", ncol);
+    l->p.conv.col = tt_init_scratch (c, "im2col", ncol);
     tt_init_use (c, l->p.conv.col, TT_PHASE_FORWARD);
     if (grad)
       tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);
@@ -341,10 +345,10 @@ conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
     const tt_window_geom g = conv_run_geom (c, l);
     tt_conv2d_batch_backward (c->threads, &g,
         (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
-        tt_run_data (c, l->weights[0].value), tt_run_data (c, l->out_deriv[0]),
-        tt_run_data (c, l->weights[0].grad), l->n_weights > 1 ? tt_run_data (c,
-            l->weights[1].grad) : NULL, tt_run_data (c, l->in_deriv[0]),
-        tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped));
+        tt_run_data (c, l->in[0]), tt_run_data (c, l->weights[0].value),
+        tt_run_data (c, l->out_deriv[0]), tt_run_data (c, l->weights[0].grad),
+        l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL,
+        tt_run_data (c, l->in_deriv[0]), tt_run_data (c, l->p.conv.dy_grouped));
     return;
   }
   const tt_window_geom g = conv_run_geom (c, l);
@@ -387,18 +391,18 @@ conv_worker_floats (const tt_layer * l, uint32_t batch_size)
   if (l->p.conv.groups > 1)
     return 0;
   return tt_conv2d_batch_worker_floats (&l->p.conv.geom,
-      (int) l->p.conv.filters, (int) batch_size, l->weights[0].grad >= 0,
-      l->needs_derivative);
+      (int) l->p.conv.filters, (int) batch_size, l->weights[0].grad >= 0);
 }
 
-/* groups > 1 and 1x1 kernels: the weight gradient reads the input (no
- * columns kept) */
+/* groups > 1, 1x1 kernels, the direct and Winograd convolutions: the
+ * weight gradient reads the input (no columns kept) */
 static unsigned
 conv_backward_reads (const tt_layer * l)
 {
   if (!l->weights[0].trainable)
     return 0;
-  return l->p.conv.groups > 1 || tt_conv2d_reads_input (&l->p.conv.geom) ?
+  return l->p.conv.groups > 1 ||
+      tt_conv2d_batch_reads_input (&l->p.conv.geom, l->p.conv.planned) ?
       TT_READS_INPUT : 0;
 }
 

@@ -42,6 +42,16 @@
  */
 #include "tt_internal.h"
 #include "plan_offsets.h"
+#include "tt_test_hooks.h"
+
+/* tt_remat_keep_every_stash */
+static bool remat_every_stash;
+
+void
+tt_remat_keep_every_stash (bool on)
+{
+  remat_every_stash = on;
+}
 
 #include <inttypes.h>
 #include <limits.h>
@@ -724,6 +734,57 @@ remat_prune (remat_ctx * c, uint64_t limit)
     m->remat[g].tried = m->remat[g].tried_late = false;
 }
 
+/* The busiest step of the current decisions (remat_layout run). */
+static int
+remat_peak_step (remat_ctx * c)
+{
+  int64_t excess;
+  remat_profile (c, UINT64_MAX, &excess);
+  int64_t run = 0, peak = -1;
+  int at = 0;
+  for (int t = 0; t < c->steps; t++) {
+    run += c->live[t];
+    if (run > peak) {
+      peak = run;
+      at = t;
+    }
+  }
+  return at;
+}
+
+/* A stash's trigger step holds both its instances (the stash read, the
+ * fp32 copy written). Where that step is the busiest, the stash adds
+ * half the root's bytes to the pool rather than saving them: the
+ * Fashion-MNIST CNN in bf16 widens pool1's output at conv2's backward,
+ * its busiest step, which Winograd's scratch fills. Such a group keeps
+ * its fp32 root when that lowers the pool; again at the new busiest step
+ * until none does. */
+static void
+remat_unstash_peaks (remat_ctx * c)
+{
+  tt_model *m = c->m;
+  uint64_t pool = remat_offsets (c);
+  for (bool lowered = true; lowered;) {
+    lowered = false;
+    const int peak = remat_peak_step (c);
+    for (uint32_t g = 0; g < m->n_remat; g++) {
+      tt_remat *G = &m->remat[g];
+      if (G->mode != TT_REMAT_STASH || c->tlast[remat_stash_slot (g, 0)] !=
+          peak)
+        continue;
+      G->mode = TT_REMAT_KEEP;
+      const uint64_t kept = remat_offsets (c);
+      if (kept < pool) {
+        pool = kept;
+        lowered = true;
+        break;
+      }
+      G->mode = TT_REMAT_STASH;
+      remat_layout (c);
+    }
+  }
+}
+
 /* The forward work the decisions cost. */
 static uint64_t
 remat_total_cost (const tt_model * m)
@@ -968,6 +1029,8 @@ tt_remat_plan (tt_model * m, tt_error * err)
         (m->memory_swap && remat_search (&c, limit, true)));
   if (found)
     remat_prune (&c, limit);
+  if (found && stash && !remat_every_stash)
+    remat_unstash_peaks (&c);
   if (!found) {
     const uint64_t smallest = m->inference ? unlimited :
         remat_smallest (&c, unlimited, m->memory_swap, limit);
