@@ -78,7 +78,9 @@ time_pass (const shape * s, int batch, int algo, bool bf16, bool half,
   const size_t nx = (size_t) batch * s->c * s->h * s->w;
   const size_t ny = (size_t) batch * s->f * g.out_h * g.out_w;
   const size_t nw = (size_t) s->f * s->c * s->k * s->k;
-  const size_t ncol = tt_conv2d_batch_col_floats (&g, batch, true, true);
+  const size_t ncol = tt_conv2d_batch_col_floats (&g, batch);
+  const size_t nback = tt_conv2d_batch_col_back_floats (&g, batch, true);
+  const size_t ngrad = tt_conv2d_batch_col_grad_floats (&g, batch, true);
   const size_t nout = tt_conv2d_batch_out_floats (&g, s->f, batch);
   const size_t ngr = tt_conv2d_batch_grouped_floats (&g, s->f, batch, true,
       true);
@@ -88,6 +90,8 @@ time_pass (const shape * s, int batch, int algo, bool bf16, bool half,
   float *b = calloc ((size_t) s->f, sizeof *b);
   float *db = malloc ((size_t) s->f * sizeof *db);
   float *col = malloc ((ncol + 1) * sizeof *col);
+  float *cback = malloc ((nback + 1) * sizeof *cback);
+  float *cgrad = malloc ((ngrad + 1) * sizeof *cgrad);
   float *out = malloc ((nout + 1) * sizeof *out);
   float *gr = malloc ((ngr + 1) * sizeof *gr);
   uint64_t r = 1;
@@ -101,16 +105,15 @@ time_pass (const shape * s, int batch, int algo, bool bf16, bool half,
   for (int run = 0; run <= runs; run++) {
     const double t0 = now ();
     tt_conv2d_batch_forward (NULL, &g, s->f, batch, batch, x, w, b, y, col,
-        out, true);
+        out);
     if (tt_conv2d_batch_fuses_backward (&g, batch)) {
-      tt_conv2d_batch_backward (NULL, &g, s->f, batch, batch, w, dy, dw, db,
-          dx, col, gr);
+      tt_conv2d_batch_backward (NULL, &g, s->f, batch, batch, x, w, dy, dw,
+          db, dx, gr);
     } else {
       tt_conv2d_batch_backward_weight (NULL, &g, s->f, batch, batch, x, dy, dw,
-          db, col, gr);
-      /* half: col's fp32 floats hold the column gradient (col_grad) */
+          db, cback, gr);
       tt_conv2d_batch_backward_input (NULL, &g, s->f, batch, batch, w, dy,
-          dx, col, gr, true);
+          dx, cgrad, gr, true);
     }
     const double t = (now () - t0) * 1e3;
     if (run > 0 && t < best)    /* the first warms up */
@@ -118,7 +121,7 @@ time_pass (const shape * s, int batch, int algo, bool bf16, bool half,
   }
   tt_conv2d_force_algo (-1);
   free (x), free (dx), free (y), free (dy), free (w), free (dw), free (b);
-  free (db), free (col), free (out), free (gr);
+  free (db), free (col), free (cback), free (cgrad), free (out), free (gr);
   return best;
 }
 

@@ -956,7 +956,7 @@ test_pointwise_columns (void)
     CHECK (!failed, "%s: %s", precisions[p], failed ? err.message : "");
     for (int k = 0; !failed && k < 2; k++) {
       char name[64];
-      snprintf (name, sizeof name, "%s:im2col", layers[k]);
+      snprintf (name, sizeof name, "%s:im2col_back", layers[k]);
       const tt_tensor *col = find_tensor (m, name);
       const int layer = tt_model_find_layer (m, layers[k]);
       CHECK (col != NULL && layer >= 0, "%s: %s declared", precisions[p], name);
@@ -978,65 +978,67 @@ test_pointwise_columns (void)
   }
 }
 
-/* The direct and Winograd convolutions keep nothing from forward either
- * (kernels/conv2d.c, tt_conv2d_batch_reads_input): their weight
- * gradients read the input, the direct convolution's taps as they are,
- * Winograd's transformed again chunk by chunk; so no scratch of theirs
- * lives from forward into backward, and their input lives until their
- * weight gradient. The Fashion-MNIST CNN: conv1 direct, conv2 Winograd,
- * at every precision. */
+/* No convolution keeps anything from forward (kernels/conv2d.c): the
+ * weight gradient reads the input, the direct convolution's taps as they
+ * are, Winograd's transformed again and im2col's columns made again,
+ * chunk by chunk; so no scratch of a conv2d layer lives from its forward
+ * into its weight gradient, and its input lives until that gradient. The
+ * Fashion-MNIST CNN (direct, Winograd) and ResNet-8 (im2col, strided and
+ * 1x1, and Winograd), at every precision. */
 static void
-test_direct_winograd_input (void)
+test_conv_keeps_nothing (void)
 {
   static const char *const precisions[] = { "fp32", "bf16", "fp16" };
-  static const char *const layers[] = { "conv1", "conv2" };
-  char path[1024];
-  snprintf (path, sizeof path, "%s/tests/models/fmnist_cnn.ini", root);
-  for (int p = 0; p < 3; p++) {
-    tt_error err;
-    tt_model *m = tt_model_load_ini (path, &err);
-    CHECK (m != NULL, "%s", m ? "" : err.message);
-    if (!m)
-      continue;
-    const bool failed = tt_model_set_batch_size (m, 32, &err) ||
-        tt_model_set_precision (m, precisions[p], &err) ||
-        tt_model_compile (m, &err);
-    CHECK (!failed, "%s: %s", precisions[p], failed ? err.message : "");
-    for (int k = 0; !failed && k < 2; k++) {
-      const int layer = tt_model_find_layer (m, layers[k]);
-      CHECK (layer >= 0, "%s: %s", precisions[p], layers[k]);
-      if (layer < 0)
+  static const char *const models[] = { "fmnist_cnn", "zoo_resnet8" };
+  bool seen[3] = { false, false, false };
+  for (int mi = 0; mi < 2; mi++)
+    for (int p = 0; p < 3; p++) {
+      char path[1024];
+      snprintf (path, sizeof path, "%s/tests/models/%s.ini", root, models[mi]);
+      tt_error err;
+      tt_model *m = tt_model_load_ini (path, &err);
+      CHECK (m != NULL, "%s", m ? "" : err.message);
+      if (!m)
         continue;
-      const tt_layer *l = &m->layers[layer];
-      const tt_conv2d_algo algo = tt_conv2d_batch_algo (&l->p.conv.geom, 32);
-      CHECK (algo == (k ? TT_CONV2D_WINOGRAD : TT_CONV2D_DIRECT), "%s: %s "
-          "is %s", precisions[p], layers[k], k ? "Winograd" : "direct");
-      const int fwd = tt_step_of (m, layer, TT_PHASE_FORWARD);
-      const int grad = tt_step_of (m, layer, TT_PHASE_GRADIENT);
-      const size_t len = strlen (layers[k]);
-      for (uint32_t i = 0; i < m->n_tensors; i++) {
-        const tt_tensor *t = &m->tensors[i];
-        if (t->kind != TT_TENSOR_SCRATCH || strncmp (t->name, layers[k], len)
-            || t->name[len] != ':')
+      const bool failed = tt_model_set_batch_size (m, 32, &err) ||
+          tt_model_set_precision (m, precisions[p], &err) ||
+          tt_model_compile (m, &err);
+      CHECK (!failed, "%s %s: %s", models[mi], precisions[p], failed ?
+          err.message : "");
+      for (uint32_t li = 0; !failed && li < m->n_layers; li++) {
+        const tt_layer *l = &m->layers[li];
+        if (strcmp (l->ops->type, "conv2d") || !l->weights[0].trainable)
           continue;
-        CHECK (t->first_use > fwd || t->last_use < grad, "%s: %s lives "
-            "from forward (step %d) into the weight gradient (step %d): "
-            "steps %d..%d", precisions[p], t->name, fwd, grad, t->first_use,
-            t->last_use);
+        seen[tt_conv2d_batch_algo (&l->p.conv.geom, 32)] = true;
+        const int fwd = tt_step_of (m, (int) li, TT_PHASE_FORWARD);
+        const int grad = tt_step_of (m, (int) li, TT_PHASE_GRADIENT);
+        const size_t len = strlen (l->name);
+        for (uint32_t i = 0; i < m->n_tensors; i++) {
+          const tt_tensor *t = &m->tensors[i];
+          if (t->kind != TT_TENSOR_SCRATCH || strncmp (t->name, l->name, len)
+              || t->name[len] != ':')
+            continue;
+          CHECK (t->first_use > fwd || t->last_use < grad, "%s %s: %s lives "
+              "from forward (step %d) into the weight gradient (step %d): "
+              "steps %d..%d", models[mi], precisions[p], t->name, fwd, grad,
+              t->first_use, t->last_use);
+        }
+        /* the input itself, or where backward rebuilds it (a stashed
+         * root's second instance) */
+        const int root = tt_tensor_root (m, l->in[0]);
+        const int gi = tt_remat_find (m, root);
+        const tt_remat *g = gi >= 0 ? &m->remat[gi] : NULL;
+        const tt_tensor *in = &m->tensors[g && g->mode != TT_REMAT_KEEP &&
+            g->twins[0] >= 0 ? g->twins[0] : root];
+        CHECK (in->last_use >= grad, "%s %s: %s's input %s lives until %d, "
+            "its weight gradient is at %d", models[mi], precisions[p],
+            l->name, in->name, in->last_use, grad);
       }
-      /* the input itself, or where backward rebuilds it (a stashed
-       * root's second instance) */
-      const int root = tt_tensor_root (m, l->in[0]);
-      const int gi = tt_remat_find (m, root);
-      const tt_remat *g = gi >= 0 ? &m->remat[gi] : NULL;
-      const tt_tensor *in = &m->tensors[g && g->mode != TT_REMAT_KEEP &&
-          g->twins[0] >= 0 ? g->twins[0] : root];
-      CHECK (in->last_use >= grad, "%s: %s's input %s lives until %d, its "
-          "weight gradient is at %d", precisions[p], layers[k], in->name,
-          in->last_use, grad);
+      tt_model_free (m);
     }
-    tt_model_free (m);
-  }
+  CHECK (seen[TT_CONV2D_IM2COL] && seen[TT_CONV2D_DIRECT] &&
+      seen[TT_CONV2D_WINOGRAD], "every algorithm checked: im2col %d, direct "
+      "%d, Winograd %d", seen[0], seen[1], seen[2]);
 }
 
 int
@@ -1052,7 +1054,7 @@ main (int argc, char **argv)
   TT_TEST_RUN (test_conv_winograd);
   TT_TEST_RUN (test_conv_half_scratch);
   TT_TEST_RUN (test_pointwise_columns);
-  TT_TEST_RUN (test_direct_winograd_input);
+  TT_TEST_RUN (test_conv_keeps_nothing);
   TT_TEST_RUN (test_training);
   /* attention's products and matmul in bf16 */
   TT_TEST_RUN (test_attention_products);

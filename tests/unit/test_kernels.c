@@ -699,9 +699,11 @@ test_conv_case_run (const test_conv_case * tc, int planned)
       * g.kernel_w, ohw = g.out_h * g.out_w;
   const size_t nx = (size_t) nb * g.channels * g.in_h * g.in_w;
   const size_t nw = (size_t) nf * ckk, ny = (size_t) (nb) * nf * ohw;
-  /* the engine's batched convolution (conv2d.c): columns of the whole
-   * batch, kept from forward for backward_weight */
-  const size_t ncol = tt_conv2d_batch_col_floats (&g, planned, true, true);
+  /* the engine's batched convolution (conv2d.c): each pass's own columns
+   * (forward's and backward_weight's of a chunk, the column gradient) */
+  const size_t ncol = tt_conv2d_batch_col_floats (&g, planned);
+  const size_t nback = tt_conv2d_batch_col_back_floats (&g, planned, true);
+  const size_t ngrad = tt_conv2d_batch_col_grad_floats (&g, planned, true);
   float *x = test_falloc (nx), *w = test_falloc (nw), *b = test_falloc (nf);
   float *y = test_falloc (ny), *dy = test_falloc (ny);
   float *dx = test_falloc (nx), *dw = test_falloc (nw), *db = test_falloc (nf);
@@ -709,6 +711,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
       true, true);
   const size_t nout = tt_conv2d_batch_out_floats (&g, nf, planned);
   float *col = test_falloc (ncol), *grouped = test_falloc (ngrouped);
+  float *cback = test_falloc (nback), *cgrad = test_falloc (ngrad);
   float *out = nout ? test_falloc (nout) : NULL;
   double *ry = test_dalloc (ny), *sy = test_dalloc (ny);
   double *rdx = test_dalloc (nx), *sdx = test_dalloc (nx);
@@ -727,30 +730,10 @@ test_conv_case_run (const test_conv_case * tc, int planned)
   /* Forward. y starts as NaN: without bias the GEMM runs with beta = 0. */
   test_fill_nan (y, ny);
   tt_conv2d_batch_forward (NULL, &g, nf, nb, planned, x, w, tc->bias ? b : NULL,
-      y, col, out, true);
+      y, col, out);
   test_ref_conv_fwd (&g, nf, nb, xd, wd, tc->bias ? bd : NULL, ry, sy);
   snprintf (what, sizeof what, "conv %s%s forward", tc->name, tag);
   test_check_close (what, y, ry, sy, ny);
-
-  /* Forward-only (no backward pass: the scratch of one chunk, reused):
-   * the same outputs bit for bit (an inference model must agree with the
-   * training model's evaluation). */
-  {
-    const size_t nfo = tt_conv2d_batch_col_floats (&g, planned, false, false);
-    float *cfo = nfo ? test_falloc (nfo) : NULL;
-    float *ofo = nout ? test_falloc (nout) : NULL, *yfo = test_falloc (ny);
-    test_fill_nan (yfo, ny);
-    tt_conv2d_batch_forward (NULL, &g, nf, nb, planned, x, w,
-        tc->bias ? b : NULL, yfo, cfo, ofo, false);
-    snprintf (what, sizeof what,
-        "conv %s%s forward-only (%zu of %zu column " "floats) bit-identical",
-        tc->name, tag, nfo, ncol);
-    test_report (memcmp (yfo, y, ny * sizeof *y) == 0
-        && nfo <= ncol, "%s", what);
-    free (cfo);
-    free (ofo);
-    free (yfo);
-  }
 
   /* Backward weight: direct reference dw[f][c][i][j] = sum dy * x. */
   memset (rdw, 0, sizeof (double) * nw);
@@ -779,7 +762,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
   test_fill_nan (dw, nw);
   test_fill_nan (db, nf);
   tt_conv2d_batch_backward_weight (NULL, &g, nf, nb, planned, x, dy, dw, db,
-      col, grouped);
+      cback, grouped);
   snprintf (what, sizeof what, "conv %s%s backward_weight dw", tc->name, tag);
   test_check_close (what, dw, rdw, sdw, nw);
   snprintf (what, sizeof what, "conv %s%s backward_weight dbias", tc->name,
@@ -807,7 +790,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
               }
         }
   test_fill_nan (dx, nx);
-  tt_conv2d_batch_backward_input (NULL, &g, nf, nb, planned, w, dy, dx, col,
+  tt_conv2d_batch_backward_input (NULL, &g, nf, nb, planned, w, dy, dx, cgrad,
       grouped, true);
   snprintf (what, sizeof what, "conv %s%s backward_input", tc->name, tag);
   test_check_close (what, dx, rdx, sdx, nx);
@@ -822,7 +805,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     test_fill_nan (dw2, nw);
     test_fill_nan (db2, nf);
     tt_conv2d_batch_forward (NULL, &g, nf, nb, planned, x, w,
-        tc->bias ? b : NULL, y2, col2, out, true);
+        tc->bias ? b : NULL, y2, col2, out);
     tt_conv2d_batch_backward (NULL, &g, nf, nb, planned, x, w, dy, dw2, db2,
         dx2, g2);
     snprintf (what, sizeof what, "conv %s%s fused backward bit-identical",
@@ -867,6 +850,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     test_fill_nan (scratch, (threads - 1) * worker);
     tt_threads_set_scratch (pool, scratch, worker);
     float *col2 = test_falloc (ncol), *g2 = test_falloc (ngrouped);
+    float *cback2 = test_falloc (nback), *cgrad2 = test_falloc (ngrad);
     float *o2 = nout ? test_falloc (nout) : NULL;
     float *y2 = test_falloc (ny), *dx2 = test_falloc (nx);
     float *dw2 = test_falloc (nw), *db2 = test_falloc (nf);
@@ -876,15 +860,15 @@ test_conv_case_run (const test_conv_case * tc, int planned)
     test_fill_nan (dw2, nw);
     test_fill_nan (db2, nf);
     tt_conv2d_batch_forward (pool, &g, nf, nb, planned, x, w,
-        tc->bias ? b : NULL, y2, col2, o2, true);
+        tc->bias ? b : NULL, y2, col2, o2);
     if (fused) {
       tt_conv2d_batch_backward (pool, &g, nf, nb, planned, x, w, dy, dw2,
           db2, dx2, g2);
     } else {
       tt_conv2d_batch_backward_weight (pool, &g, nf, nb, planned, x, dy, dw2,
-          db2, col2, g2);
+          db2, cback2, g2);
       tt_conv2d_batch_backward_input (pool, &g, nf, nb, planned, w, dy, dx2,
-          col2, g2, true);
+          cgrad2, g2, true);
     }
     /* direct: its own forward and dw, the im2col path's dx */
     const bool wino = tt_conv2d_winograd_applies (&g, planned);
@@ -919,18 +903,9 @@ test_conv_case_run (const test_conv_case * tc, int planned)
       test_report (memcmp (dx2, dx, nx * sizeof *dx) == 0, "%s", what);
     else
       test_check_close (what, dx2, rdx, sdx, nx);
-    /* forward only: at most a part per sample the chunk buffer holds */
-    const size_t nfo = tt_conv2d_batch_col_floats (&g, planned, false, false);
-    float *cfo = nfo ? test_falloc (nfo) : NULL, *yfo = test_falloc (ny);
-    test_fill_nan (yfo, ny);
-    tt_conv2d_batch_forward (pool, &g, nf, nb, planned, x, w,
-        tc->bias ? b : NULL, yfo, cfo, o2, false);
-    snprintf (what, sizeof what, "conv %s%s forward-only on %u threads = "
-        "training forward on them", tc->name, tag, threads);
-    test_report (memcmp (yfo, y2, ny * sizeof *y) == 0, "%s", what);
-    free (cfo);
-    free (yfo);
     free (col2);
+    free (cback2);
+    free (cgrad2);
     free (g2);
     free (o2);
     free (y2);
@@ -961,6 +936,8 @@ test_conv_case_run (const test_conv_case * tc, int planned)
   free (dw);
   free (db);
   free (col);
+  free (cback);
+  free (cgrad);
   free (grouped);
   free (out);
   free (ry);

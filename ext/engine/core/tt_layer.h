@@ -612,8 +612,8 @@ typedef struct tt_layer {
       uint32_t pad[4];          /* top, bottom, left, right */
       tt_window_geom geom;
       int col, gemm_out, dy_grouped;    /* scratch tensor ids */
-      int col_grad;             /* half-width columns: the column gradient */
-      int planned;              /* the batch the algorithm is chosen for */
+      int col_back;             /* the weight gradient's columns */
+      int col_grad;             /* the input derivative's column gradient */
       /* groups > 1 (grouped, depthwise): the direct grouped kernel
        * (kernels/conv_grouped.c), no scratch; 0 until infer for
        * depthwiseconv2d (its input channels) */

@@ -5,12 +5,15 @@
  * large GEMM instead of n small ones (per-sample GEMMs of a 28x28 CNN are
  * too small for any BLAS to run near peak).
  *
- * The columns written by forward are reused by backward_weight (no second
- * im2col), then overwritten by backward_input, which runs after it; a
- * 1x1 kernel's are its input, which backward_weight reads instead
- * (conv2d_pointwise), and so do the direct and Winograd convolutions
- * (tt_conv2d_batch_reads_input). The caller owns every buffer
- * (kernels.h).
+ * No columns are kept from forward to backward: backward_weight reads
+ * the input and makes them again, a chunk of samples at a time, each
+ * chunk's product with the output derivative added into dW
+ * (tt_conv2d_batch_backward_weight); the direct and Winograd convolutions read the
+ * input too. Kept, the columns were kh * kw / stride^2 times the input
+ * (2.25 to 9 times for 3x3 kernels) for the whole step, beside the input
+ * that backward keeps anyway for the layer before (a relu reads its
+ * output). backward_input writes the column gradient into a buffer of
+ * its own pass. The caller owns every buffer (kernels.h).
  *
  * Half-width operands (tt_conv2d_batch_half): in bf16 or fp16 the GEMMs
  * round the columns and the regrouped output derivative anyway, so they
@@ -60,18 +63,6 @@ conv2d_winograd (const tt_window_geom * g, int planned)
   return tt_conv2d_batch_algo (g, planned) == TT_CONV2D_WINOGRAD;
 }
 
-/* The direct convolution's weight gradient reads the input as it is;
- * Winograd's transforms it again, chunk by chunk, each chunk right before
- * its product (conv2d_winograd.c): neither keeps a copy from forward,
- * which the input, kept for backward, would double (the direct
- * convolution's copy) or more than double (Winograd's transformed input,
- * 2.25 times the input with F(4x4)). */
-bool
-tt_conv2d_batch_reads_input (const tt_window_geom * g, int planned)
-{
-  return conv2d_pointwise (g) || conv2d_direct (g, planned) ||
-      conv2d_winograd (g, planned);
-}
 
 static int
 conv2d_chunk (const tt_window_geom * g)
@@ -90,13 +81,13 @@ conv2d_chunk_of (const tt_window_geom * g, int planned)
   return planned < chunk ? (planned > 0 ? planned : 1) : chunk;
 }
 
-/* The scratch each algorithm needs: the direct convolution keeps only a
- * copy of the input (and needs the im2col buffers only for the input
- * derivative, which it leaves to the GEMM path); Winograd its transformed
- * input and a chunk of products; im2col its columns, the GEMM result of a
- * chunk (none for chunks of one sample: the GEMM writes the output
- * directly) and the regrouped output derivative. A forward-only layer
- * keeps nothing: the columns of one chunk. */
+/* The scratch each algorithm needs, each for one pass: the direct
+ * convolution the input derivative's column gradient (the im2col path's
+ * pass); Winograd its other scratch (out, grouped); im2col the columns of
+ * a chunk in forward (none for a pointwise layer: its input is its
+ * columns) and in backward_weight, the GEMM result of a chunk (none for
+ * chunks of one sample: the GEMM writes the output directly), the
+ * regrouped output derivative and the column gradient. */
 bool
 tt_conv2d_batch_half (const tt_window_geom * g, int planned)
 {
@@ -104,46 +95,52 @@ tt_conv2d_batch_half (const tt_window_geom * g, int planned)
       tt_conv2d_batch_algo (g, planned) == TT_CONV2D_IM2COL;
 }
 
-bool
-tt_conv2d_batch_keeps (const tt_window_geom * g, int planned, bool gradient,
-    bool derivative)
+static size_t
+conv2d_ckk_ohw (const tt_window_geom * g)
 {
-  if (tt_conv2d_batch_reads_input (g, planned))
-    return false;
-  /* the half-width columns: the input derivative writes its own */
-  if (tt_conv2d_batch_half (g, planned))
-    return gradient;
-  return gradient || derivative;
+  return (size_t) g->channels * g->kernel_h * g->kernel_w * g->out_h * g->out_w;
 }
 
 size_t
 tt_conv2d_batch_col_grad_floats (const tt_window_geom * g, int planned,
     bool derivative)
 {
-  if (!derivative || !tt_conv2d_batch_half (g, planned) || conv2d_pointwise (g))
+  if (!derivative || conv2d_pointwise (g) || conv2d_winograd (g, planned))
     return 0;
-  return (size_t) g->channels * g->kernel_h * g->kernel_w * g->out_h *
-      g->out_w * planned;
+  return conv2d_ckk_ohw (g) * planned;
 }
 
 size_t
-tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
-    bool gradient, bool derivative)
+tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned)
 {
-  const int batch = planned;
-  const bool keep = tt_conv2d_batch_keeps (g, planned, gradient, derivative);
-  const size_t ckk_ohw = (size_t) g->channels * g->kernel_h * g->kernel_w *
-      g->out_h * g->out_w;
-  /* direct: the input derivative's column gradient (the im2col path's
-   * pass); Winograd: its own in its other scratch */
-  if (conv2d_direct (g, planned))
-    return derivative ? ckk_ohw * batch : 0;
-  if (conv2d_winograd (g, planned))
+  if (tt_conv2d_batch_algo (g, planned) != TT_CONV2D_IM2COL ||
+      conv2d_pointwise (g))
     return 0;
-  /* pointwise: the weight gradient's own */
-  if (conv2d_pointwise (g))
-    return gradient ? ckk_ohw * batch : 0;
-  return ckk_ohw * (keep ? batch : conv2d_chunk_of (g, planned));
+  return conv2d_ckk_ohw (g) * conv2d_chunk_of (g, planned);
+}
+
+/* Samples in a chunk of the weight gradient's columns: those of half
+ * forward's bytes. They are fp32 at every precision, made in fp32 and
+ * rounded by the GEMM as it packs them (the bits of half-width columns):
+ * made at half width, they cost a rounding pass more per step (ResNet-8
+ * in bf16: its convolutions 8% slower than with the columns kept). Half
+ * the bytes keeps a bf16 chunk as small as forward's half-width one, and
+ * the same at every precision, so that the weight gradient adds the same
+ * chunks whatever the columns' width (test_bf16_layers compares them). */
+static int
+conv2d_back_chunk_of (const tt_window_geom * g, int planned)
+{
+  const int chunk = conv2d_chunk_of (g, planned);
+  return chunk > 1 ? chunk / 2 : chunk;
+}
+
+size_t
+tt_conv2d_batch_col_back_floats (const tt_window_geom * g, int planned,
+    bool gradient)
+{
+  if (!gradient || tt_conv2d_batch_algo (g, planned) != TT_CONV2D_IM2COL)
+    return 0;
+  return conv2d_ckk_ohw (g) * conv2d_back_chunk_of (g, planned);
 }
 
 size_t
@@ -389,14 +386,14 @@ conv2d_mixed (conv2d_operand o)
 static void
 conv2d_gemm_split (const tt_window_geom * g, tt_threads * pool,
     bool trans_a, bool trans_b, int m, int n, int k, conv2d_operand a,
-    conv2d_operand b, float *c, int ldc)
+    conv2d_operand b, float beta, float *c, int ldc)
 {
   if (a.half || b.half)
     tt_gemm_as_mixed (g->stored_as, pool, trans_a, trans_b, m, n, k, 1.0f,
-        conv2d_mixed (a), conv2d_mixed (b), 0.0f, c, ldc);
+        conv2d_mixed (a), conv2d_mixed (b), beta, c, ldc);
   else
     tt_gemm_as_split (g->gemm_inputs, pool, trans_a, trans_b, m, n, k, 1.0f,
-        a.p, (int) a.ld, b.p, (int) b.ld, 0.0f, c, ldc);
+        a.p, (int) a.ld, b.p, (int) b.ld, beta, c, ldc);
 }
 
 /* one thread */
@@ -405,7 +402,7 @@ conv2d_gemm (const tt_window_geom * g, bool trans_a, bool trans_b, int m,
     int n, int k, conv2d_operand a, conv2d_operand b, float *c, int ldc)
 {
   if (a.half || b.half)
-    conv2d_gemm_split (g, NULL, trans_a, trans_b, m, n, k, a, b, c, ldc);
+    conv2d_gemm_split (g, NULL, trans_a, trans_b, m, n, k, a, b, 0.0f, c, ldc);
   else
     tt_gemm_as (g->gemm_inputs, trans_a, trans_b, m, n, k, 1.0f, a.p,
         (int) a.ld, b.p, (int) b.ld, 0.0f, c, ldc);
@@ -424,24 +421,24 @@ conv2d_im2col_into (const tt_window_geom * g, bool half, const float *img,
 
 /* ---- the im2col path on several threads --------------------------------
  *
- * A part takes a range of samples. Forward: each sample's columns, then
- * its own GEMM straight into y (the chunked GEMM's result buffer is one
- * chunk's, for one thread); the columns go where the whole batch's are
- * kept (keep) or, forward only, in the part's one-sample slice of the
- * chunk buffer. Input gradient: one GEMM over the part's samples'
- * columns, then their col2im. Weight gradient: blocks of dW's rows
- * (tt_gemm_split), the bias gradient by filter. */
+ * A part takes a range of samples. Forward: each sample's columns, in
+ * the part's one-sample slice of the chunk buffer, then its own GEMM
+ * straight into y (the chunked GEMM's result buffer is one chunk's, for
+ * one thread). Input gradient: one GEMM over the part's samples'
+ * columns, then their col2im. Weight gradient: each chunk's columns by
+ * samples, then blocks of dW's rows (tt_gemm_split); the bias gradient
+ * by filter. */
 typedef struct
 {
   const tt_window_geom *g;
   int filters, batch;
-  size_t ld;                    /* kept columns: batch * ohw; else ohw */
+  size_t ld;                    /* forward: ohw; else the columns' rows */
   const float *x, *w, *bias;
   const void *dyg;              /* fp32, or half width (half) */
   void *col;                    /* forward: the columns, fp32 or half;
                                  * backward_input: the column gradient */
   float *y, *dx, *dbias;
-  bool keep, half;
+  bool half;
 } conv2d_job;
 
 static void
@@ -456,7 +453,7 @@ conv2d_forward_part (void *arg, unsigned part, unsigned n_parts)
   tt_threads_range ((size_t) j->batch, 1, part, n_parts, &lo, &hi);
   const bool pointwise = conv2d_pointwise (g);
   for (size_t b = lo; b < hi; b++) {
-    const size_t at = j->keep ? b * ohw : part * ckk * ohw;
+    const size_t at = part * ckk * ohw;
     /* pointwise: the sample is its columns (rounded by the GEMM as the
      * half columns would be) */
     const conv2d_operand cols = pointwise ?
@@ -559,8 +556,7 @@ conv2d_bias_part (void *arg, unsigned part, unsigned n_parts)
   conv2d_bias_range (j, lo, hi);
 }
 
-/* pointwise: the samples' columns from the input, as forward would
- * have kept them */
+/* the columns of samples [0, batch) of x, sample b's at b * ohw */
 static void
 conv2d_gather_part (void *arg, unsigned part, unsigned n_parts)
 {
@@ -589,7 +585,7 @@ conv2d_regroup_dy (tt_threads * pool, const tt_window_geom * g, int filters,
 void
 tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *x, const float *w,
-    const float *bias, float *y, void *col, float *out, bool keep)
+    const float *bias, float *y, void *col, float *out)
 {
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
@@ -604,32 +600,27 @@ tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     tt_conv2d_winograd_forward (pool, g, filters, batch, x, w, bias, y, out);
     return;
   }
-  /* forward only, the chunk buffer holds conv2d_chunk_of samples'
-   * columns: at most that many parts */
-  const size_t slots = keep || conv2d_pointwise (g) ? (size_t) batch :
+  /* the chunk buffer holds conv2d_chunk_of samples' columns: at most
+   * that many parts */
+  const size_t slots = conv2d_pointwise (g) ? (size_t) batch :
       (size_t) conv2d_chunk_of (g, planned);
   const unsigned parts = tt_threads_parts (pool, (size_t) batch <
       slots ? (size_t) batch : slots, 1);
   /* pointwise: each sample's GEMM writes its output, on one thread too */
   const bool half = tt_conv2d_batch_half (g, planned);
   if (parts > 1 || conv2d_pointwise (g)) {
-    conv2d_job j = {.g = g,.filters = filters,.batch = batch,
-      .ld = keep ? (size_t) batch * ohw : ohw,.x = x,.w = w,.bias = bias,
-      .y = y,.col = col,.keep = keep,.half = half
+    conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ohw,
+      .x = x,.w = w,.bias = bias,.y = y,.col = col,.half = half
     };
     tt_threads_run (pool, conv2d_forward_part, &j, parts);
     return;
   }
   for (int b0 = 0; b0 < batch; b0 += chunk) {
     const int n = batch - b0 < chunk ? batch - b0 : chunk;
-    /* kept: the chunk's columns within the batch's; otherwise the chunk's
-     * alone (the same GEMM, only the distance between rows differs) */
-    const size_t ld = keep ? (size_t) batch * ohw : (size_t) n * ohw;
-    const size_t at = keep ? b0 * ohw : 0;
+    const size_t ld = (size_t) n * ohw;
     for (int b = 0; b < n; b++)
-      conv2d_im2col_into (g, half, x + (b0 + b) * in_sample, col,
-          at + b * ohw, ld);
-    const conv2d_operand cc = conv2d_held (col, at, ld, half);
+      conv2d_im2col_into (g, half, x + (b0 + b) * in_sample, col, b * ohw, ld);
+    const conv2d_operand cc = conv2d_held (col, 0, ld, half);
     if (n == 1) {
       /* [filters][ohw] is the sample's output already */
       float *dst = y + (size_t) b0 * filters * ohw;
@@ -679,16 +670,24 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
     return;
   }
   const bool half = tt_conv2d_batch_half (g, planned);
-  if (conv2d_pointwise (g)) {
-    conv2d_job j = {.g = g,.batch = batch,.ld = ld,.x = x,.col = col,
-      .half = half
+  conv2d_regroup_dy (pool, g, filters, batch, dy, dyg, half);
+  /* dW = the sum over chunks of dy's columns of the chunk times the
+   * chunk's columns, made again from x */
+  const size_t ohw = (size_t) g->out_h * g->out_w;
+  const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
+  const int chunk = conv2d_back_chunk_of (g, planned);
+  for (int b0 = 0; b0 < batch; b0 += chunk) {
+    const int n = batch - b0 < chunk ? batch - b0 : chunk;
+    const size_t nohw = (size_t) n * ohw;
+    conv2d_job j = {.g = g,.batch = n,.ld = nohw,.x = x + b0 * in_sample,
+      .col = col
     };
     tt_threads_run (pool, conv2d_gather_part, &j, tt_threads_parts (pool,
-            (size_t) batch, 1));
+            (size_t) n, 1));
+    conv2d_gemm_split (g, pool, false, true, filters, ckk, (int) nohw,
+        conv2d_held (dyg, b0 * ohw, ld, half), conv2d_fp32 (col, nohw),
+        b0 ? 1.0f : 0.0f, dw, ckk);
   }
-  conv2d_regroup_dy (pool, g, filters, batch, dy, dyg, half);
-  conv2d_gemm_split (g, pool, false, true, filters, ckk, (int) ld,
-      conv2d_held (dyg, 0, ld, half), conv2d_held (col, 0, ld, half), dw, ckk);
   if (dbias) {
     conv2d_job j = {.g = g,.filters = filters,.batch = batch,.x = dy,
       .dbias = dbias

@@ -227,23 +227,28 @@ void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
 
 /* Batched convolution (conv2d.c): one GEMM per chunk of samples, or a
  * direct or Winograd convolution (below) where those apply.
- * col: the im2col columns, [C*kh*kw][batch*out_h*out_w], or what the
- * algorithm keeps instead; forward builds them, backward_weight reads
- * them, backward_input overwrites them with the column gradient (so it
- * runs after backward_weight). A forward-only layer (keep false: neither
- * backward pass will run) needs columns for one chunk of samples only,
- * and forward then reuses them chunk after chunk; the arithmetic of every
- * output is the same either way.
+ * Nothing is kept from forward to backward but the input x, which every
+ * algorithm's backward_weight reads (the caller keeps it: the layer
+ * declares TT_READS_INPUT).
+ * col: forward's im2col columns of one chunk of samples,
+ * [C*kh*kw][n*out_h*out_w], reused chunk after chunk
+ * (tt_conv2d_batch_col_floats; none for a 1x1 kernel at stride 1 without
+ * padding, whose input is its columns, nor for the direct and Winograd
+ * convolutions); backward_weight makes the columns of a chunk again in a
+ * col of its own (tt_conv2d_batch_col_back_floats) and adds each chunk's
+ * product into dw; backward_input writes the column gradient, fp32, into
+ * a col of its own too (tt_conv2d_batch_col_grad_floats: the whole
+ * batch's; none for 1x1 layers, whose GEMM writes dx, nor for Winograd).
  * out: forward's scratch (the GEMM result of one chunk); grouped:
  * backward's ([filters][batch*out_h*out_w], the output derivative
  * regrouped; backward_input regroups it itself unless dy_grouped says
  * backward_weight just did).
  * planned: the batch the scratch was sized for (batch <= planned, e.g. a
  * short last batch): the algorithm depends on it, so every pass of a
- * layer takes the same one. The size functions give the floats of col,
- * out and grouped for the algorithm the geometry and planned batch get
- * (out or grouped may be 0 floats, and NULL); gradient, derivative:
- * whether backward_weight, backward_input will run.
+ * layer takes the same one. The size functions give the floats of each
+ * buffer for the algorithm the geometry and planned batch get (any may
+ * be 0 floats, and NULL); gradient, derivative: whether backward_weight,
+ * backward_input will run.
  * All outputs are overwritten, not accumulated.
  * pool: the work split over its threads (NULL: one thread). Direct and
  * Winograd convolutions split by samples (with the workers' scratch,
@@ -254,47 +259,31 @@ void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
  * GEMM per sample (forward), blocks of samples (input gradient) and
  * blocks of dW's rows: deterministic for a thread count, equal to one
  * thread's within rounding (other GEMM shapes). */
-size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned,
-    bool gradient, bool derivative);
-/* Half-width operands (g->stored_as bf16 or fp16, the im2col algorithm):
- * col and grouped hold 2-byte elements (uint16_t, the counts above are
- * elements), written rounded to g->stored_as and read in place by the
- * GEMMs (tt_gemm_as_mixed), the bits of the fp32 path whose GEMMs round
- * them. backward_input then writes the column gradient (fp32) into a
- * col_grad of its own (tt_conv2d_batch_col_grad_floats, fp32 floats; 0
- * for 1x1 at stride 1, which write dx directly), not over col, which
- * only backward_weight reads: forward keeps the columns for the weight
- * gradient alone (tt_conv2d_batch_keeps). */
-bool tt_conv2d_batch_half (const tt_window_geom * g, int planned);
+size_t tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned);
+size_t tt_conv2d_batch_col_back_floats (const tt_window_geom * g,
+    int planned, bool gradient);
 size_t tt_conv2d_batch_col_grad_floats (const tt_window_geom * g,
     int planned, bool derivative);
-/* Whether forward keeps the whole batch's columns for backward (its keep
- * argument), or a chunk's */
-bool tt_conv2d_batch_keeps (const tt_window_geom * g, int planned,
-    bool gradient, bool derivative);
+/* Half-width operands (g->stored_as bf16 or fp16, the im2col algorithm):
+ * the columns (col of forward and backward_weight) and grouped hold
+ * 2-byte elements (uint16_t, the counts above are elements), written
+ * rounded to g->stored_as and read in place by the GEMMs
+ * (tt_gemm_as_mixed), the bits of the fp32 path whose GEMMs round them. */
+bool tt_conv2d_batch_half (const tt_window_geom * g, int planned);
 size_t tt_conv2d_batch_out_floats (const tt_window_geom * g, int filters,
     int planned);
 size_t tt_conv2d_batch_grouped_floats (const tt_window_geom * g, int filters,
     int planned, bool gradient, bool derivative);
 void tt_conv2d_batch_forward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *x, const float *w,
-    const float *bias, float *y, void *col, float *out, bool keep);
-/* x: the input, which the weight gradient reads where
- * tt_conv2d_batch_reads_input says (a pointwise layer's columns,
- * gathered into col here; the direct convolution's taps; Winograd's
- * transformed input, made again); the im2col path reads the columns
- * forward kept */
+    const float *bias, float *y, void *col, float *out);
+/* x: the input; col: the columns of a chunk, made here
+ * (tt_conv2d_batch_col_back_floats) */
 void tt_conv2d_batch_backward_weight (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, int planned,
     const float *x, const float *dy, float *dw, float *dbias, void *col,
     void *grouped);
-/* Whether the weight gradient reads the layer's input (1x1 kernels at
- * stride 1 without padding, whose columns are the input; the direct and
- * Winograd convolutions), so that the input lives into backward and
- * forward keeps no columns */
-bool tt_conv2d_batch_reads_input (const tt_window_geom * g, int planned);
-/* col: where the column gradient goes, fp32: the columns, or with
- * half-width operands a col_grad of its own */
+/* col: where the column gradient goes (tt_conv2d_batch_col_grad_floats) */
 void tt_conv2d_batch_backward_input (tt_threads * pool,
     const tt_window_geom * g, int filters, int batch, int planned,
     const float *w, const float *dy, float *dx, float *col, void *grouped,

@@ -155,7 +155,6 @@ conv_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
     return st;
   /* the algorithm and its scratch follow the planned GEMMs (conv2d_algo.c) */
   g->plan_bf16 = tt_init_gemm_inputs (c) == TT_PRECISION_BF16;
-  l->p.conv.planned = (int) c->batch_size;
   /* the im2col path's operands at the GEMMs' width (conv2d.c) */
   g->stored_as = conv_fp32_scratch_forced ? TT_GEMM_FP32 :
       tt_gemm_inputs_of (tt_init_gemm_inputs (c));
@@ -204,25 +203,18 @@ conv1d_infer (const tt_init_ctx * c, tt_layer * l, tt_error * err)
   return conv_infer (c, l, err);
 }
 
-/* Three scratch tensors with their own lifetimes: the columns (forward ..
- * calcGradient, and calcDerivative, which writes the column gradient over
- * them), forward's GEMM result (forward only) and the regrouped output
- * derivative (calcGradient .. calcDerivative). Their sizes depend on the
- * algorithm (conv2d.c); the direct convolution of a layer with no input
- * derivative needs neither of the last two. A forward-only layer (no
- * weight gradient, no input derivative: inference models, frozen first
- * layers) keeps no columns for backward: it needs those of one chunk of
- * samples, or none for the direct convolution.
- * A 1x1 kernel at stride 1 without padding keeps no columns: its weight
- * gradient reads the input (conv_backward_reads) and gathers the columns
- * into a buffer of that step alone. Neither do the direct and Winograd
- * convolutions: their weight gradients read the input too, the direct
- * convolution's columns are the input derivative's alone, and Winograd's
- * transformed input is each pass's own, in its other scratch.
- * With half-width operands (tt_conv2d_batch_half) the columns and the
- * regrouped derivative take 2 bytes an element, and the column gradient
- * (fp32) is a fourth tensor of calcDerivative's alone, so that the
- * columns, kept across the step, are half as large. */
+/* Scratch tensors, each of one pass: forward's columns of a chunk of
+ * samples (`im2col`) and GEMM result (`gemm_out`), the weight gradient's
+ * columns of a chunk, made again from the input (`im2col_back`), the
+ * regrouped output derivative (`dy_grouped`, calcGradient ..
+ * calcDerivative) and the column gradient (`im2col_grad`, calcDerivative).
+ * Their sizes depend on the algorithm (conv2d.c): Winograd's transformed
+ * input is in its gemm_out and dy_grouped, the direct convolution needs
+ * only the input derivative's column gradient and regrouped derivative.
+ * Nothing lives from forward into backward but the input, which the
+ * weight gradient reads (conv_backward_reads): kept columns were kh * kw /
+ * stride^2 times it. With half-width operands (tt_conv2d_batch_half) the
+ * columns and the regrouped derivative take 2 bytes an element. */
 static void
 conv_declare (tt_init_ctx * c, tt_layer * l)
 {
@@ -230,41 +222,31 @@ conv_declare (tt_init_ctx * c, tt_layer * l)
   if (l->p.conv.groups > 1) {
     /* the direct grouped kernel reads the input, needs no scratch */
     l->p.conv.col = l->p.conv.gemm_out = l->p.conv.dy_grouped = -1;
-    l->p.conv.col_grad = -1;
+    l->p.conv.col_grad = l->p.conv.col_back = -1;
     return;
   }
   const int batch = (int) c->batch_size, f = (int) l->p.conv.filters;
   const bool grad = l->weights[0].grad >= 0, deriv = l->needs_derivative;
-  const size_t ncol = tt_conv2d_batch_col_floats (g, batch, grad, deriv);
+  const size_t ncol = tt_conv2d_batch_col_floats (g, batch);
+  const size_t ncol_back = tt_conv2d_batch_col_back_floats (g, batch, grad);
   const size_t nout = tt_conv2d_batch_out_floats (g, f, batch);
   const size_t ngrouped = tt_conv2d_batch_grouped_floats (g, f, batch, grad,
       deriv);
   const bool half = tt_conv2d_batch_half (g, batch);
   const size_t ncol_grad = tt_conv2d_batch_col_grad_floats (g, batch, deriv);
   l->p.conv.col = -1;
+  l->p.conv.col_back = -1;
   l->p.conv.gemm_out = -1;
   l->p.conv.dy_grouped = -1;
   l->p.conv.col_grad = -1;
-  if (ncol && tt_conv2d_batch_reads_input (g, batch)) {
-    /* 1x1: the weight gradient gathers its columns from the input; the
-     * direct convolution: the input derivative's column gradient */
+  if (ncol) {
     l->p.conv.col = half ? tt_init_scratch_half (c, "im2col", ncol) :
         tt_init_scratch (c, "im2col", ncol);
-    tt_init_use (c, l->p.conv.col, tt_conv2d_batch_algo (g, batch) ==
-        TT_CONV2D_DIRECT ? TT_PHASE_DERIVATIVE : TT_PHASE_GRADIENT);
-  } else if (ncol && half) {
-    /* im2col's: never by samples */
-    l->p.conv.col = tt_init_scratch_half (c, "im2col", ncol);
     tt_init_use (c, l->p.conv.col, TT_PHASE_FORWARD);
-    if (grad)
-      tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);
-  } else if (ncol) {
-    l->p.conv.col = tt_init_scratch (c, "im2col", ncol);
-    tt_init_use (c, l->p.conv.col, TT_PHASE_FORWARD);
-    if (grad)
-      tt_init_use (c, l->p.conv.col, TT_PHASE_GRADIENT);
-    if (deriv)
-      tt_init_use (c, l->p.conv.col, TT_PHASE_DERIVATIVE);
+  }
+  if (ncol_back) {
+    l->p.conv.col_back = tt_init_scratch (c, "im2col_back", ncol_back);
+    tt_init_use (c, l->p.conv.col_back, TT_PHASE_GRADIENT);
   }
   if (ncol_grad) {
     l->p.conv.col_grad = tt_init_scratch (c, "im2col_grad", ncol_grad);
@@ -315,9 +297,7 @@ conv_forward (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->weights[0].value),
       l->n_weights > 1 ? tt_run_data (c, l->weights[1].value) : NULL,
       tt_run_data (c, l->out[0]), tt_run_data (c, l->p.conv.col),
-      tt_run_data (c, l->p.conv.gemm_out),
-      tt_conv2d_batch_keeps (&g, (int) c->batch_size,
-          l->weights[0].grad >= 0, l->needs_derivative));
+      tt_run_data (c, l->p.conv.gemm_out));
 }
 
 static void
@@ -357,7 +337,8 @@ conv_calc_gradient (const tt_run_ctx * c, tt_layer * l)
       tt_run_data (c, l->in[0]), tt_run_data (c, l->out_deriv[0]),
       tt_run_data (c, l->weights[0].grad),
       l->n_weights > 1 ? tt_run_data (c, l->weights[1].grad) : NULL,
-      tt_run_data (c, l->p.conv.col), tt_run_data (c, l->p.conv.dy_grouped));
+      tt_run_data (c, l->p.conv.col_back),
+      tt_run_data (c, l->p.conv.dy_grouped));
 }
 
 static void
@@ -375,13 +356,10 @@ conv_calc_derivative (const tt_run_ctx * c, tt_layer * l)
       && tt_conv2d_batch_fuses_backward (&l->p.conv.geom, (int) c->batch_size))
     return;
   const tt_window_geom g = conv_run_geom (c, l);
-  /* the column gradient: over the fp32 columns, or its own */
-  const int col_grad = tt_conv2d_batch_half (&g, (int) c->batch_size) ?
-      l->p.conv.col_grad : l->p.conv.col;
   tt_conv2d_batch_backward_input (c->threads, &g,
       (int) l->p.conv.filters, (int) c->batch, (int) c->batch_size,
       tt_run_data (c, l->weights[0].value), tt_run_data (c, l->out_deriv[0]),
-      tt_run_data (c, l->in_deriv[0]), tt_run_data (c, col_grad),
+      tt_run_data (c, l->in_deriv[0]), tt_run_data (c, l->p.conv.col_grad),
       tt_run_data (c, l->p.conv.dy_grouped), l->weights[0].grad >= 0);
 }
 
@@ -394,16 +372,11 @@ conv_worker_floats (const tt_layer * l, uint32_t batch_size)
       (int) l->p.conv.filters, (int) batch_size, l->weights[0].grad >= 0);
 }
 
-/* groups > 1, 1x1 kernels, the direct and Winograd convolutions: the
- * weight gradient reads the input (no columns kept) */
+/* the weight gradient reads the input (no columns kept: conv_declare) */
 static unsigned
 conv_backward_reads (const tt_layer * l)
 {
-  if (!l->weights[0].trainable)
-    return 0;
-  return l->p.conv.groups > 1 ||
-      tt_conv2d_batch_reads_input (&l->p.conv.geom, l->p.conv.planned) ?
-      TT_READS_INPUT : 0;
+  return l->weights[0].trainable ? TT_READS_INPUT : 0;
 }
 
 /* the filter (its group's channels) at every output position */
