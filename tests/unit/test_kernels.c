@@ -1067,6 +1067,14 @@ test_conv (void)
         2, 2, false},
     {"72ch 41x41 3x3 s2 (chunked)", 1, 72, 41, 41, 2, 3, 3, 2, 2, 1, 1, 1, 1,
         1, 1, true},
+    /* The weight gradient's columns made again in chunks of samples
+     * (forward's, about 1 MiB), the last one short: MobileNet's stem,
+     * 248,832 bytes of columns a sample, chunks of 4 and 1; a 1x1 layer
+     * of 512 KiB a sample, chunks of 2 and 1 */
+    {"3ch 96x96 3x3 s2 b5 (weight gradient in 2 chunks)", 5, 3, 96, 96, 8, 3,
+        3, 2, 2, 1, 1, 1, 1, 1, 1, false},
+    {"1x1 32ch 64x64 b3 (weight gradient in 2 chunks)", 3, 32, 64, 64, 4, 1,
+        1, 1, 1, 0, 0, 0, 0, 1, 1, true},
     /* The direct convolution (conv2d_direct.c: few taps, no padding,
      * stride 1, out_w >= 8): the 3x3 one-channel kernel with a ragged
      * last block and a filter count that is not a multiple of 4, the

@@ -119,19 +119,19 @@ tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned)
   return conv2d_ckk_ohw (g) * conv2d_chunk_of (g, planned);
 }
 
-/* Samples in a chunk of the weight gradient's columns: those of half
- * forward's bytes. They are fp32 at every precision, made in fp32 and
- * rounded by the GEMM as it packs them (the bits of half-width columns):
- * made at half width, they cost a rounding pass more per step (ResNet-8
- * in bf16: its convolutions 8% slower than with the columns kept). Half
- * the bytes keeps a bf16 chunk as small as forward's half-width one, and
- * the same at every precision, so that the weight gradient adds the same
- * chunks whatever the columns' width (test_bf16_layers compares them). */
+/* Samples in a chunk of the weight gradient's columns: forward's. They
+ * are fp32 at every precision, made in fp32 and rounded by the GEMM as it
+ * packs them (the bits of half-width columns): made at half width, they
+ * cost a rounding pass more per step (ResNet-8 in bf16: its convolutions
+ * 8% slower than with the columns kept). The same chunks at every
+ * precision, so that the weight gradient adds the same products whatever
+ * the columns' width (test_bf16_layers compares them); and as few as
+ * forward's: a batch that fits one chunk sums its products in one GEMM,
+ * as when the columns were kept. */
 static int
 conv2d_back_chunk_of (const tt_window_geom * g, int planned)
 {
-  const int chunk = conv2d_chunk_of (g, planned);
-  return chunk > 1 ? chunk / 2 : chunk;
+  return conv2d_chunk_of (g, planned);
 }
 
 size_t
