@@ -831,9 +831,9 @@ test_conv_case_run (const test_conv_case * tc, int planned)
    * depend on neither M nor N. Fused backward where it applies, else the
    * two passes. */
   const size_t worker_train = tt_conv2d_batch_worker_floats (&g, nf, planned,
-      true);
+      true, true);
   const size_t worker_fo = tt_conv2d_batch_worker_floats (&g, nf, planned,
-      false);
+      false, false);
   /* exactly what they state: on 2 threads (one worker) ASan catches a
    * part writing past it */
   const size_t worker = worker_train > worker_fo ? worker_train : worker_fo;
@@ -880,7 +880,7 @@ test_conv_case_run (const test_conv_case * tc, int planned)
 #endif
     /* the parts' partials: split by samples, or im2col's other shapes */
     const bool exact_dw = exact && !tt_conv2d_batch_worker_floats (&g, nf,
-        planned, true);
+        planned, true, true);
     snprintf (what, sizeof what, "conv %s%s on %u threads: forward %s",
         tc->name, tag, threads, exact ? "bit-identical" : "within tolerance");
     if (exact)

@@ -101,13 +101,16 @@ conv2d_ckk_ohw (const tt_window_geom * g)
   return (size_t) g->channels * g->kernel_h * g->kernel_w * g->out_h * g->out_w;
 }
 
+/* The column gradient of a chunk: each part of backward_input makes its
+ * samples' a chunk at a time, col2im right after the chunk's GEMM (part
+ * 0 in the layer's, the others in their workers' scratch). */
 size_t
 tt_conv2d_batch_col_grad_floats (const tt_window_geom * g, int planned,
     bool derivative)
 {
   if (!derivative || conv2d_pointwise (g) || conv2d_winograd (g, planned))
     return 0;
-  return conv2d_ckk_ohw (g) * planned;
+  return conv2d_ckk_ohw (g) * conv2d_chunk_of (g, planned);
 }
 
 size_t
@@ -431,6 +434,7 @@ conv2d_im2col_into (const tt_window_geom * g, bool half, const float *img,
 typedef struct
 {
   const tt_window_geom *g;
+  tt_threads *pool;             /* backward_input: its workers' scratch */
   int filters, batch;
   size_t ld;                    /* forward: ohw; else the columns' rows */
   const float *x, *w, *bias;
@@ -489,15 +493,19 @@ conv2d_backward_input_part (void *arg, unsigned part, unsigned n_parts)
               j->half), j->dx + b * in_sample, (int) ohw);
     return;
   }
-  float *col = j->col;
+  /* the part's chunk of column gradient: part 0's the layer's, the
+   * others' their workers' (the caller's when the parts run on it) */
+  float *col = part == 0 || tt_threads_step_inline (j->pool) ? j->col :
+      tt_threads_scratch (j->pool, part);
   memset (j->dx + lo * in_sample, 0, (hi - lo) * in_sample * sizeof *j->dx);
   for (size_t b0 = lo; b0 < hi; b0 += chunk) {
     const size_t n = hi - b0 < (size_t) chunk ? hi - b0 : (size_t) chunk;
-    conv2d_gemm (g, true, false, ckk, (int) (n * ohw), j->filters,
+    const size_t nohw = n * ohw;
+    conv2d_gemm (g, true, false, ckk, (int) nohw, j->filters,
         conv2d_fp32 (j->w, ckk), conv2d_held (j->dyg, b0 * ohw, j->ld,
-            j->half), col + b0 * ohw, (int) j->ld);
+            j->half), col, (int) nohw);
     for (size_t b = b0; b < b0 + n; b++)
-      tt_col2im (g, col + b * ohw, j->ld, j->dx + b * in_sample);
+      tt_col2im (g, col + (b - b0) * ohw, nohw, j->dx + b * in_sample);
   }
 }
 
@@ -712,23 +720,30 @@ tt_conv2d_batch_backward_input (tt_threads * pool, const tt_window_geom * g,
   const bool half = tt_conv2d_batch_half (g, planned);
   if (!dy_grouped || conv2d_direct (g, planned))
     conv2d_regroup_dy (pool, g, filters, batch, dy, dyg, half);
-  /* one part: the one thread's chunks (the same loop) */
-  conv2d_job j = {.g = g,.filters = filters,.batch = batch,.ld = ld,.w = w,
-    .dyg = dyg,.col = col,.dx = dx,.half = half
+  /* one part: the one thread's chunks (the same loop); more only where
+   * the workers have a chunk of column gradient each */
+  conv2d_job j = {.g = g,.pool = pool,.filters = filters,.batch = batch,
+    .ld = ld,.w = w,.dyg = dyg,.col = col,.dx = dx,.half = half
   };
-  tt_threads_run (pool, conv2d_backward_input_part, &j,
-      tt_threads_parts (pool, (size_t) batch, 1));
+  const unsigned parts = conv2d_pointwise (g) ||
+      tt_threads_step_inline (pool) || tt_threads_scratch_floats (pool) >=
+      tt_conv2d_batch_col_grad_floats (g, planned, true) ?
+      tt_threads_parts (pool, (size_t) batch, 1) : 1;
+  tt_threads_run (pool, conv2d_backward_input_part, &j, parts);
 }
 
 size_t
 tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
-    int planned, bool gradient)
+    int planned, bool gradient, bool derivative)
 {
-  if (conv2d_direct (g, planned))
-    return tt_conv2d_direct_worker_floats (g, filters, gradient);
   if (conv2d_winograd (g, planned))
     return tt_conv2d_winograd_worker_floats (g, filters, planned, gradient);
-  return 0;
+  /* the input derivative's chunk of column gradient */
+  const size_t cols = tt_conv2d_batch_col_grad_floats (g, planned,
+      derivative);
+  const size_t direct = conv2d_direct (g, planned) ?
+      tt_conv2d_direct_worker_floats (g, filters, gradient) : 0;
+  return cols > direct ? cols : direct;
 }
 
 bool

@@ -237,8 +237,9 @@ void tt_col2im (const tt_window_geom * g, const float *col, size_t ld,
  * convolutions); backward_weight makes the columns of a chunk again in a
  * col of its own (tt_conv2d_batch_col_back_floats) and adds each chunk's
  * product into dw; backward_input writes the column gradient, fp32, into
- * a col of its own too (tt_conv2d_batch_col_grad_floats: the whole
- * batch's; none for 1x1 layers, whose GEMM writes dx, nor for Winograd).
+ * a col of its own too (tt_conv2d_batch_col_grad_floats: a chunk's, and
+ * on several threads each worker's in its scratch; none for 1x1 layers,
+ * whose GEMM writes dx, nor for Winograd).
  * out: forward's scratch (the GEMM result of one chunk); grouped:
  * backward's ([filters][batch*out_h*out_w], the output derivative
  * regrouped; backward_input regroups it itself unless dy_grouped says
@@ -300,7 +301,7 @@ bool tt_conv2d_batch_fuses_backward (const tt_window_geom * g, int planned);
  * (the direct and Winograd convolutions; 0 for the im2col path, which
  * needs none); with less, those passes run on the caller alone. */
 size_t tt_conv2d_batch_worker_floats (const tt_window_geom * g, int filters,
-    int planned, bool gradient);
+    int planned, bool gradient, bool derivative);
 void tt_conv2d_batch_backward (tt_threads * pool, const tt_window_geom * g,
     int filters, int batch, int planned, const float *x, const float *w,
     const float *dy, float *dw, float *dbias, float *dx, float *grouped);

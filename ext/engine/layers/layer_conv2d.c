@@ -369,7 +369,8 @@ conv_worker_floats (const tt_layer * l, uint32_t batch_size)
   if (l->p.conv.groups > 1)
     return 0;
   return tt_conv2d_batch_worker_floats (&l->p.conv.geom,
-      (int) l->p.conv.filters, (int) batch_size, l->weights[0].grad >= 0);
+      (int) l->p.conv.filters, (int) batch_size, l->weights[0].grad >= 0,
+      l->needs_derivative);
 }
 
 /* the weight gradient reads the input (no columns kept: conv_declare) */
