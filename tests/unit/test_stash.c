@@ -1091,11 +1091,71 @@ test_swap (void)
   tt_remat_keep_every_stash (false);
 }
 
+/* the stash of the tensor named name, or NULL */
+static const tt_tensor *
+stash_of (const tt_model * m, const char *name)
+{
+  char want[256];
+  snprintf (want, sizeof want, "%s:stashed", name);
+  for (uint32_t i = 0; i < m->n_tensors; i++)
+    if (!strcmp (m->tensors[i].name, want))
+      return &m->tensors[i];
+  return NULL;
+}
+
+/* A model input that backward reads is stashed like an activation (the
+ * CNN's, read by its first convolution's weight gradient), unless its
+ * stash would raise the pool: an MLP narrows its input right after its
+ * first layer's forward, where its weights and Adam's state already make
+ * the busiest step, and keeps it fp32 (remat_unstash_peaks), so its bf16
+ * pool is no larger than its fp32 one. */
+static void
+test_input_stash (void)
+{
+  char path[2048];
+  tt_error err;
+  model_path (path, sizeof path, "fmnist_cnn.ini");
+  tt_model *cnn = open_at (path, NULL, 32, TT_PRECISION_BF16, 1, true, &err);
+  CHECK (cnn != NULL, "fmnist_cnn: %s", cnn ? "" : err.message);
+  if (cnn) {
+    const tt_tensor *s = stash_of (cnn, "input:out");
+    CHECK (s != NULL && s->count * 2 <= 32 * 784 + 1, "fmnist_cnn: its "
+        "input stashed at half width");
+    tt_model_free (cnn);
+  }
+  static const char mlp[] =
+      "[Model]\nbatch_size = 64\nloss = cross\n"
+      "[Optimizer]\ntype = adam\nlearning_rate = 0.001\n"
+      "[input]\ntype = input\ninput_shape = 1:1:784\n"
+      "[fc1]\ntype = fully_connected\nunit = 64\nactivation = tanh\n"
+      "[fc2]\ntype = fully_connected\nunit = 64\nactivation = tanh\n"
+      "[out]\ntype = fully_connected\nunit = 10\nactivation = softmax\n";
+  tt_model *a = open_at ("mlp.ini", mlp, 0, TT_PRECISION_FP32, 1, true, &err);
+  CHECK (a != NULL, "mlp fp32: %s", a ? "" : err.message);
+  tt_model *b = open_at ("mlp.ini", mlp, 0, TT_PRECISION_BF16, 1, true, &err);
+  CHECK (b != NULL, "mlp bf16: %s", b ? "" : err.message);
+  if (a && b) {
+    tt_plan_info pa, pb;
+    tt_model_plan_info (a, &pa);
+    tt_model_plan_info (b, &pb);
+    CHECK (stash_of (b, "input:out") == NULL && pb.stashed > 0 &&
+        pb.pool_bytes <= pa.pool_bytes, "mlp: input stashed %d, %u "
+        "stashes, pool %" PRIu64 " at bf16 against %" PRIu64 " at fp32",
+        stash_of (b, "input:out") != NULL, pb.stashed, pb.pool_bytes,
+        pa.pool_bytes);
+    printf ("mlp: pool %" PRIu64 " fp32, %" PRIu64 " bf16 (%u stashed, "
+        "the input kept fp32)\n", pa.pool_bytes, pb.pool_bytes, pb.stashed);
+  }
+  tt_model_free (a);
+  tt_model_free (b);
+}
+
 int
 main (int argc, char **argv)
 {
   snprintf (root, sizeof root, "%s", argc > 1 ? argv[1] : ".");
   TT_TEST_RUN (test_pools);
+  TT_TEST_RUN (test_input_stash);
   TT_TEST_RUN (test_losses);
   TT_TEST_RUN (test_exact);
   TT_TEST_RUN (test_attention_scratch);

@@ -142,6 +142,7 @@ typedef struct {
   int inputs[TT_REMAT_INPUTS];  /* roots the writers read, not their own */
   const char *not_recomputable; /* why, or NULL */
   bool swappable;
+  bool unstashed;               /* kept fp32: its stash raised the pool */
   bool backward_use;            /* some tensor is read in backward */
   bool tried;                   /* planning: already tried keeping again */
   uint64_t cost;                /* forward work of the writers (estimate) */

@@ -145,8 +145,8 @@ remat_stash_slot (uint32_t g, uint32_t k)
 static tt_remat_mode
 remat_base (const tt_model * m, const tt_remat * g)
 {
-  return tt_stash_on (m) && tt_remat_stashable (g) ? TT_REMAT_STASH :
-      TT_REMAT_KEEP;
+  return tt_stash_on (m) && tt_remat_stashable (g) && !g->unstashed ?
+      TT_REMAT_STASH : TT_REMAT_KEEP;
 }
 
 bool
@@ -274,12 +274,13 @@ tt_remat_groups (tt_model * m, tt_error * err)
   for (uint32_t pos = 0; pos < m->n_layers; pos++) {
     const int li = m->exec[pos];
     const tt_layer *l = &m->layers[li];
-    if (l->ops->role == TT_ROLE_INPUT ||
-        (l->ops->output_is_view && !l->in_place))
+    const bool input = l->ops->role == TT_ROLE_INPUT;
+    if (l->ops->output_is_view && !l->in_place)
       continue;
     for (uint32_t o = 0; o < l->n_outputs; o++) {
       const int r = remat_root (m, l->out[o]);
-      if (r < 0 || m->tensors[r].kind != TT_TENSOR_ACTIVATION)
+      if (r < 0 || m->tensors[r].kind != (input ? TT_TENSOR_INPUT :
+              TT_TENSOR_ACTIVATION))
         continue;
       if (group_of[r] < 0) {
         tt_remat *g = &m->remat[m->n_remat];
@@ -307,6 +308,8 @@ tt_remat_groups (tt_model * m, tt_error * err)
             = false;
       else if (l->ops->role == TT_ROLE_LOSS)
         g->not_recomputable = "it is the loss's output", g->swappable = false;
+      else if (input)
+        g->not_recomputable = "it is a model input";
       else if (l->ops->draws_random)
         g->not_recomputable = "a layer writing it draws random numbers "
             "(dropout)";
@@ -752,13 +755,15 @@ remat_peak_step (remat_ctx * c)
   return at;
 }
 
-/* A stash's trigger step holds both its instances (the stash read, the
- * fp32 copy written). Where that step is the busiest, the stash adds
- * half the root's bytes to the pool rather than saving them: the
- * Fashion-MNIST CNN in bf16 widens pool1's output at conv2's backward,
- * its busiest step, which Winograd's scratch fills. Such a group keeps
- * its fp32 root when that lowers the pool; again at the new busiest step
- * until none does. */
+/* A stash's first step holds the fp32 root and the stash it is narrowed
+ * into, its trigger step the stash and the fp32 copy widened from it.
+ * Where one of them is the busiest step, the stash adds half the root's
+ * bytes to the pool rather than saving them: the Fashion-MNIST CNN in
+ * bf16 widens pool1's output at conv2's backward, its busiest step, which
+ * Winograd's scratch fills; an MLP narrows its input right after its
+ * first layer's forward, where the weights and Adam's state already
+ * peak. Such a group keeps its fp32 root when that lowers the pool;
+ * again at the new busiest step until none does. */
 static void
 remat_unstash_peaks (remat_ctx * c)
 {
@@ -769,12 +774,15 @@ remat_unstash_peaks (remat_ctx * c)
     const int peak = remat_peak_step (c);
     for (uint32_t g = 0; g < m->n_remat; g++) {
       tt_remat *G = &m->remat[g];
-      if (G->mode != TT_REMAT_STASH || c->tlast[remat_stash_slot (g, 0)] !=
-          peak)
+      const int slot = remat_stash_slot (g, 0);
+      if (G->mode != TT_REMAT_STASH || (c->tfirst[slot] != peak &&
+              c->tlast[slot] != peak))
         continue;
       G->mode = TT_REMAT_KEEP;
       const uint64_t kept = remat_offsets (c);
       if (kept < pool) {
+        /* the baseline every search starts from (remat_base) */
+        G->unstashed = true;
         pool = kept;
         lowered = true;
         break;
@@ -1021,16 +1029,19 @@ tt_remat_plan (tt_model * m, tt_error * err)
   remat_ctx c;
   if (st || (st = remat_ctx_init (&c, m, err)))
     return st;
-  /* stashed: planned with every stash, kept when that fits */
+  /* stashed: planned with every stash but those that raise the pool,
+   * kept when that fits */
   remat_reset (m);
+  if (stash && !remat_every_stash) {
+    remat_unstash_peaks (&c);
+    remat_reset (m);
+  }
   bool found = stash && (!limit || remat_offsets (&c) <= limit);
   if (!found)
     found = !m->inference && (remat_search (&c, limit, false) ||
         (m->memory_swap && remat_search (&c, limit, true)));
   if (found)
     remat_prune (&c, limit);
-  if (found && stash && !remat_every_stash)
-    remat_unstash_peaks (&c);
   if (!found) {
     const uint64_t smallest = m->inference ? unlimited :
         remat_smallest (&c, unlimited, m->memory_swap, limit);
