@@ -47,6 +47,7 @@
  */
 #include "tt_internal.h"
 #include "tt_test.h"
+#include "model_tensors.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -923,16 +924,6 @@ test_training (void)
   compare_training ("fmnist_cnn.ini", 150);
 }
 
-/* the tensor named name of m, or NULL */
-static const tt_tensor *
-find_tensor (const tt_model * m, const char *name)
-{
-  for (uint32_t i = 0; i < m->n_tensors; i++)
-    if (!strcmp (m->tensors[i].name, name))
-      return &m->tensors[i];
-  return NULL;
-}
-
 /* A 1x1 convolution keeps no columns from forward (kernels/conv2d.c,
  * conv2d_pointwise): its weight gradient gathers them from its input,
  * which lives into backward, into a buffer of that one step; at every
@@ -957,7 +948,7 @@ test_pointwise_columns (void)
     for (int k = 0; !failed && k < 2; k++) {
       char name[64];
       snprintf (name, sizeof name, "%s:im2col_back", layers[k]);
-      const tt_tensor *col = find_tensor (m, name);
+      const tt_tensor *col = tt_test_find_tensor (m, name);
       const int layer = tt_model_find_layer (m, layers[k]);
       CHECK (col != NULL && layer >= 0, "%s: %s declared", precisions[p], name);
       if (!col || layer < 0)

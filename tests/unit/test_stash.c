@@ -39,6 +39,7 @@
 #include "tt_test.h"
 #include "tt_test_hooks.h"
 #include "train_steps.h"
+#include "model_tensors.h"
 #include "plan_validate.h"
 #include "kernels.h"
 
@@ -1091,18 +1092,6 @@ test_swap (void)
   tt_remat_keep_every_stash (false);
 }
 
-/* the stash of the tensor named name, or NULL */
-static const tt_tensor *
-stash_of (const tt_model * m, const char *name)
-{
-  char want[256];
-  snprintf (want, sizeof want, "%s:stashed", name);
-  for (uint32_t i = 0; i < m->n_tensors; i++)
-    if (!strcmp (m->tensors[i].name, want))
-      return &m->tensors[i];
-  return NULL;
-}
-
 /* A model input that backward reads is stashed like an activation (the
  * CNN's, read by its first convolution's weight gradient), unless its
  * stash would raise the pool: an MLP narrows its input right after its
@@ -1118,7 +1107,7 @@ test_input_stash (void)
   tt_model *cnn = open_at (path, NULL, 32, TT_PRECISION_BF16, 1, true, &err);
   CHECK (cnn != NULL, "fmnist_cnn: %s", cnn ? "" : err.message);
   if (cnn) {
-    const tt_tensor *s = stash_of (cnn, "input:out");
+    const tt_tensor *s = tt_test_find_tensor (cnn, "input:out:stashed");
     CHECK (s != NULL && s->count * 2 <= 32 * 784 + 1, "fmnist_cnn: its "
         "input stashed at half width");
     tt_model_free (cnn);
@@ -1138,10 +1127,12 @@ test_input_stash (void)
     tt_plan_info pa, pb;
     tt_model_plan_info (a, &pa);
     tt_model_plan_info (b, &pb);
-    CHECK (stash_of (b, "input:out") == NULL && pb.stashed > 0 &&
-        pb.pool_bytes <= pa.pool_bytes, "mlp: input stashed %d, %u "
-        "stashes, pool %" PRIu64 " at bf16 against %" PRIu64 " at fp32",
-        stash_of (b, "input:out") != NULL, pb.stashed, pb.pool_bytes,
+    CHECK (tt_test_find_tensor (b, "input:out:stashed") == NULL
+        && pb.stashed > 0
+        && pb.pool_bytes <= pa.pool_bytes,
+        "mlp: input stashed %d, %u " "stashes, pool %" PRIu64
+        " at bf16 against %" PRIu64 " at fp32", tt_test_find_tensor (b,
+            "input:out:stashed") != NULL, pb.stashed, pb.pool_bytes,
         pa.pool_bytes);
     printf ("mlp: pool %" PRIu64 " fp32, %" PRIu64 " bf16 (%u stashed, "
         "the input kept fp32)\n", pa.pool_bytes, pb.pool_bytes, pb.stashed);
