@@ -122,7 +122,7 @@ tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned)
   return conv2d_ckk_ohw (g) * conv2d_chunk_of (g, planned);
 }
 
-/* Samples in a chunk of the weight gradient's columns: forward's. They
+/* The weight gradient's columns, a chunk of forward's samples. They
  * are fp32 at every precision, made in fp32 and rounded by the GEMM as it
  * packs them (the bits of half-width columns): made at half width, they
  * cost a rounding pass more per step (ResNet-8 in bf16: its convolutions
@@ -131,19 +131,13 @@ tt_conv2d_batch_col_floats (const tt_window_geom * g, int planned)
  * the columns' width (test_bf16_layers compares them); and as few as
  * forward's: a batch that fits one chunk sums its products in one GEMM,
  * as when the columns were kept. */
-static int
-conv2d_back_chunk_of (const tt_window_geom * g, int planned)
-{
-  return conv2d_chunk_of (g, planned);
-}
-
 size_t
 tt_conv2d_batch_col_back_floats (const tt_window_geom * g, int planned,
     bool gradient)
 {
   if (!gradient || tt_conv2d_batch_algo (g, planned) != TT_CONV2D_IM2COL)
     return 0;
-  return conv2d_ckk_ohw (g) * conv2d_back_chunk_of (g, planned);
+  return conv2d_ckk_ohw (g) * conv2d_chunk_of (g, planned);
 }
 
 size_t
@@ -683,7 +677,7 @@ tt_conv2d_batch_backward_weight (tt_threads * pool, const tt_window_geom * g,
    * chunk's columns, made again from x */
   const size_t ohw = (size_t) g->out_h * g->out_w;
   const size_t in_sample = (size_t) g->channels * g->in_h * g->in_w;
-  const int chunk = conv2d_back_chunk_of (g, planned);
+  const int chunk = conv2d_chunk_of (g, planned);
   for (int b0 = 0; b0 < batch; b0 += chunk) {
     const int n = batch - b0 < chunk ? batch - b0 : chunk;
     const size_t nohw = (size_t) n * ohw;
